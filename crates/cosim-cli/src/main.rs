@@ -1,0 +1,74 @@
+//! `cosim`: a co-simulation master for FMI 2.0 and 3.0.
+//!
+//! This binary only parses arguments and wires the library crates together:
+//! `cosim-scenario` (scenario files, system assembly), `cosim-core`
+//! (masters, outputs) and `cosim-fmi` (FMU import).
+
+mod inspect;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cosim",
+    version,
+    about = "Co-simulation master for FMI 2.0 and 3.0 FMUs"
+)]
+struct Cli {
+    /// More log output (-v: info about each phase, -vv: debug, including FMU logs).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Summarise an FMU (or every FMU in a directory): identity, capabilities,
+    /// variables, feed-through, power-bond candidates.
+    Inspect {
+        /// An .fmu file, an unpacked FMU directory, or a directory of .fmu files.
+        path: PathBuf,
+        /// Machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, _) => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("COSIM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
+    let result = match cli.command {
+        Command::Inspect { path, json } => inspect::run(&path, json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! A run: initialise the system, let the master advance it to the stop time,
+//! feed the observers, and always end cleanly (terminate every subsystem,
+//! flush every output) whether the run completes, fails or is interrupted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::{CoreError, Result};
+use crate::indicators::EnergyAccount;
+use crate::master::{Master, MasterStats, StepReport};
+use crate::observer::Observer;
+use crate::subsystem::CallCounters;
+use crate::system::System;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Reached the stop time.
+    Completed,
+    /// Stopped by an error.
+    Error,
+    /// Stopped by Ctrl-C / SIGTERM.
+    Interrupted,
+}
+
+/// Per-bond figures in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct BondSummary {
+    /// Bond name.
+    pub name: String,
+    /// Cumulative residual energy at the end, J.
+    pub cumulative_residual_energy: f64,
+    /// Cumulative transmitted energy at the end, J.
+    pub cumulative_transmitted_energy: f64,
+}
+
+/// Per-subsystem call counts in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubsystemSummary {
+    /// Subsystem name.
+    pub name: String,
+    /// Calls made.
+    pub calls: CallCounters,
+}
+
+/// The JSON run summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// How the run ended.
+    pub status: RunStatus,
+    /// The error message, when it failed.
+    pub message: Option<String>,
+    /// The master.
+    pub master: String,
+    /// Start time.
+    pub t_start: f64,
+    /// Stop time requested.
+    pub t_stop: f64,
+    /// Last communication point reached.
+    pub t_reached: f64,
+    /// Wall-clock duration of the stepping loop, s.
+    pub wall_time_s: f64,
+    /// Wall-clock duration of initialization, s.
+    pub init_time_s: f64,
+    /// Accepted macro steps, rejections, iterations.
+    pub stats: MasterStats,
+    /// Mean accepted macro step, s.
+    pub mean_step: f64,
+    /// Largest indicator value over accepted steps (NaN if none).
+    pub max_indicator: f64,
+    /// Total FMU calls.
+    pub calls: CallCounters,
+    /// Calls per subsystem.
+    pub subsystems: Vec<SubsystemSummary>,
+    /// Final energies per bond.
+    pub bonds: Vec<BondSummary>,
+}
+
+/// Settings of a run.
+pub struct Execution {
+    /// The system (built, not yet initialised).
+    pub system: System,
+    /// The master.
+    pub master: Box<dyn Master>,
+    /// The observers.
+    pub observers: Vec<Box<dyn Observer>>,
+    /// Start time.
+    pub t_start: f64,
+    /// Stop time.
+    pub t_stop: f64,
+    /// Set from a signal handler to stop at the next macro step.
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl Execution {
+    /// Runs to the stop time. Returns the summary and the error, if any; on
+    /// error every completed step is already in the outputs.
+    pub fn run(mut self) -> (RunSummary, Option<CoreError>) {
+        let mut energy = EnergyAccount::new(&self.system);
+        let mut max_indicator = f64::NAN;
+        let mut steps_time = 0.0f64;
+        let init_start = Instant::now();
+        let mut init_time = 0.0;
+        let mut loop_start = Instant::now();
+        let result = (|| -> Result<()> {
+            self.master.check(&self.system)?;
+            self.system.initialize(self.t_start, Some(self.t_stop))?;
+            self.master.start(&mut self.system)?;
+            for o in &mut self.observers {
+                o.start(&self.system, &energy)?;
+            }
+            init_time = init_start.elapsed().as_secs_f64();
+            loop_start = Instant::now();
+            while self.t_stop - self.system.time() > 0.0 {
+                if let Some(flag) = &self.interrupt
+                    && flag.load(Ordering::Relaxed)
+                {
+                    return Err(CoreError::Interrupted {
+                        t: self.system.time(),
+                    });
+                }
+                let mut report: StepReport = self.master.advance(&mut self.system, self.t_stop)?;
+                let energy_eps = energy.update(&self.system, report.dt);
+                if report.indicator.is_nan() && !self.system.bonds().is_empty() {
+                    // Masters without an indicator of their own report the
+                    // energy indicator, so fixed-step runs can be judged.
+                    report.indicator = energy_eps;
+                }
+                if report.indicator.is_finite()
+                    && (max_indicator.is_nan() || report.indicator > max_indicator)
+                {
+                    max_indicator = report.indicator;
+                }
+                steps_time += report.dt;
+                for o in &mut self.observers {
+                    o.step(&self.system, &report, &energy)?;
+                }
+            }
+            Ok(())
+        })();
+        let wall = loop_start.elapsed().as_secs_f64();
+
+        // Always flush what we have, then terminate the subsystems.
+        let mut error = result.err();
+        for o in &mut self.observers {
+            if let Err(e) = o.finish(&self.system, &energy) {
+                tracing::error!("{e}");
+                error.get_or_insert(e);
+            }
+        }
+        if let Err(e) = self.system.terminate_all()
+            && error.is_none()
+        {
+            error = Some(e);
+        }
+        let stats = self.master.stats();
+        let status = match &error {
+            None => RunStatus::Completed,
+            Some(CoreError::Interrupted { .. }) => RunStatus::Interrupted,
+            Some(_) => RunStatus::Error,
+        };
+        let summary = RunSummary {
+            status,
+            message: error.as_ref().map(|e| e.to_string()),
+            master: self.master.name().to_string(),
+            t_start: self.t_start,
+            t_stop: self.t_stop,
+            t_reached: self.system.time(),
+            wall_time_s: wall,
+            init_time_s: init_time,
+            stats,
+            mean_step: if stats.macro_steps > 0 {
+                steps_time / stats.macro_steps as f64
+            } else {
+                f64::NAN
+            },
+            max_indicator,
+            calls: self.system.counters(),
+            subsystems: self
+                .system
+                .subsystems()
+                .iter()
+                .map(|s| SubsystemSummary {
+                    name: s.info().name.clone(),
+                    calls: s.counters(),
+                })
+                .collect(),
+            bonds: self
+                .system
+                .bonds()
+                .iter()
+                .zip(energy.bonds())
+                .map(|(b, e)| BondSummary {
+                    name: b.name.clone(),
+                    cumulative_residual_energy: e.cumulative_residual_energy,
+                    cumulative_transmitted_energy: e.cumulative_transmitted_energy,
+                })
+                .collect(),
+        };
+        (summary, error)
+    }
+}

@@ -1,0 +1,156 @@
+//! Preparing each subsystem's inputs for its next step: zero-order hold or
+//! Lagrange extrapolation of order m through the last coupled values,
+//! delivered through input derivatives where the subsystem can interpolate
+//! (ALGORITHMS.md sec. 1). Shared by every master.
+
+use crate::extrapolation::{History, MAX_POINTS, taylor_at};
+use crate::system::System;
+
+/// The coupled-input history of every subsystem and the rule turning it
+/// into the inputs of the next step.
+#[derive(Debug, Clone)]
+pub struct InputExtrapolation {
+    order: u32,
+    histories: Vec<History>,
+    /// Per subsystem: input slot -> source subsystem (for Gauss-Seidel).
+    sources: Vec<Vec<usize>>,
+    zoh_warned: Vec<bool>,
+}
+
+impl InputExtrapolation {
+    /// Extrapolation of order `order` (0 = ZOH, at most 2) for `sys`.
+    pub fn new(sys: &System, order: u32) -> Self {
+        let histories = sys
+            .subsystems()
+            .iter()
+            .map(|s| History::new(s.info().inputs.len()))
+            .collect();
+        let mut sources: Vec<Vec<usize>> = sys
+            .subsystems()
+            .iter()
+            .map(|s| vec![usize::MAX; s.info().inputs.len()])
+            .collect();
+        for c in sys.connections() {
+            sources[c.to_subsystem][c.to_slot] = c.from_subsystem;
+        }
+        InputExtrapolation {
+            order: order.min(MAX_POINTS as u32 - 2),
+            histories,
+            sources,
+            zoh_warned: vec![false; sys.len()],
+        }
+    }
+
+    /// The extrapolation order m.
+    pub fn order(&self) -> u32 {
+        self.order
+    }
+
+    /// The coupled-input history of subsystem `s`.
+    pub fn history(&self, s: usize) -> &History {
+        &self.histories[s]
+    }
+
+    /// Records every subsystem's current coupled inputs at `t` (call after
+    /// each exchange at a communication point).
+    pub fn record(&mut self, sys: &System, t: f64) {
+        for (h, b) in self.histories.iter_mut().zip(sys.buffers()) {
+            h.push(t, &b.u);
+        }
+    }
+
+    /// Forgets the newest recorded point of every subsystem (rollback).
+    pub fn forget_newest(&mut self) {
+        for h in &mut self.histories {
+            h.pop();
+        }
+    }
+
+    /// Whether subsystem `s` receives derivatives (order > 0 and the FMU
+    /// can interpolate); warns once per subsystem when it cannot.
+    fn delivers_derivatives(&mut self, sys: &System, s: usize) -> bool {
+        if self.order == 0 || sys.subsystems()[s].info().inputs.is_empty() {
+            return false;
+        }
+        let info = sys.subsystems()[s].info();
+        if info.can_interpolate_inputs {
+            return true;
+        }
+        if !self.zoh_warned[s] {
+            self.zoh_warned[s] = true;
+            tracing::warn!(
+                "subsystem '{}' ({}) cannot interpolate inputs (FMI 2 canInterpolateInputs=\"false\" or FMI 3 without input derivatives): its inputs are held constant (ZOH) instead of extrapolated with order {}",
+                info.name,
+                info.origin,
+                self.order
+            );
+        }
+        false
+    }
+
+    /// Prepares subsystem `s`'s inputs for a step starting at `t` from its
+    /// history (Jacobi: every input extrapolated from the past).
+    pub fn prepare(&mut self, sys: &mut System, s: usize, t: f64) {
+        let deliver = self.delivers_derivatives(sys, s);
+        let order = self.order;
+        let hist = &self.histories[s];
+        let b = sys.buffers_mut(s);
+        if !deliver || hist.is_empty() {
+            b.hold_inputs();
+            return;
+        }
+        for (i, tay) in b.taylor.iter_mut().enumerate() {
+            *tay = hist.taylor(i, order as usize + 1, t);
+            // The newest point is the current coupled value: keep it exact.
+            tay[0] = b.u[i];
+        }
+        b.deliver_orders = order;
+    }
+
+    /// Prepares subsystem `s`'s inputs for a Gauss-Seidel step `[t, t + h]`
+    /// after an exchange in which the subsystems marked in `fresh` have
+    /// already stepped: their outputs are values at `t + h`, which are
+    /// interpolated (held, for ZOH) rather than extrapolated.
+    pub fn prepare_gauss_seidel(
+        &mut self,
+        sys: &mut System,
+        s: usize,
+        t: f64,
+        h: f64,
+        fresh: &[bool],
+    ) {
+        let deliver = self.delivers_derivatives(sys, s);
+        let order = self.order as usize;
+        let hist = &self.histories[s];
+        let sources = &self.sources[s];
+        let b = sys.buffers_mut(s);
+        b.deliver_orders = if deliver { order as u32 } else { 0 };
+        for (i, tay) in b.taylor.iter_mut().enumerate() {
+            let is_fresh = sources
+                .get(i)
+                .and_then(|&src| fresh.get(src))
+                .copied()
+                .unwrap_or(false);
+            if !deliver || hist.is_empty() {
+                // ZOH: the newest coupled value, fresh or not.
+                *tay = [b.u[i], 0.0, 0.0, 0.0];
+            } else if is_fresh {
+                // Interpolate through (t + h, fresh value) and the last
+                // `order` coupled points.
+                let mut ts = [0.0; MAX_POINTS];
+                let mut vs = [0.0; MAX_POINTS];
+                ts[0] = t + h;
+                vs[0] = b.u[i];
+                let k = order.min(hist.len());
+                for p in 0..k {
+                    ts[p + 1] = hist.time(p);
+                    vs[p + 1] = hist.point(p)[i];
+                }
+                *tay = taylor_at(&ts[..k + 1], &vs[..k + 1], t);
+            } else {
+                *tay = hist.taylor(i, order + 1, t);
+                tay[0] = b.u[i];
+            }
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The co-simulation engine of `cosim`: the [`Subsystem`] interface masters
+//! drive, the coupled [`System`] with its compiled routing, the masters,
+//! their shared building blocks (input extrapolation, error indicators, step
+//! control, state save/restore), observers that write outputs, and the run
+//! loop ([`Execution`]).
+//!
+//! It knows nothing about scenario files: `cosim-scenario` builds a
+//! [`System`] from one. It never sees FMI value references outside
+//! [`subsystem::FmuSubsystem`].
+
+pub mod error;
+pub mod execution;
+pub mod extrapolation;
+pub mod indicators;
+pub mod inputs;
+pub mod master;
+pub mod observer;
+pub mod structure;
+pub mod subsystem;
+pub mod system;
+
+pub use error::{CoreError, Result};
+pub use execution::{Execution, RunStatus, RunSummary};
+pub use master::{Master, StepReport};
+pub use subsystem::{FmuSubsystem, Subsystem, SubsystemInfo};
+pub use system::{BondPort, Connection, PowerBond, System, SystemSpec};

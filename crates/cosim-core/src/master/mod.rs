@@ -1,0 +1,98 @@
+//! The master interface and the masters.
+//!
+//! A master decides how the subsystems of a [`System`] step and exchange
+//! values: it advances the system by one *accepted* macro step per call to
+//! [`Master::advance`]. Whatever it does inside (rejected attempts rolled
+//! back, fixed-point iterations) stays inside; observers only ever see
+//! accepted steps. Building blocks shared by all masters live beside this
+//! module: [`crate::inputs`] (extrapolation), [`crate::indicators`] (error
+//! indicators), [`crate::controller`] (step control) and the rollback
+//! primitives of [`System`].
+
+mod fixed_step;
+
+pub use fixed_step::{FixedStep, Scheme};
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::system::System;
+
+/// What one accepted macro step did.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepReport {
+    /// Start of the step.
+    pub t: f64,
+    /// Its size.
+    pub dt: f64,
+    /// The master's error indicator for the step (NaN when it has none).
+    pub indicator: f64,
+    /// Attempts rejected before this step was accepted.
+    pub rejections: u32,
+    /// Fixed-point iterations (1 for non-iterative masters).
+    pub iterations: u32,
+    /// Final coupling residual of an iterative master (NaN otherwise).
+    pub residual: f64,
+}
+
+impl StepReport {
+    /// A plain accepted step with no indicator.
+    pub fn simple(t: f64, dt: f64) -> Self {
+        StepReport {
+            t,
+            dt,
+            indicator: f64::NAN,
+            rejections: 0,
+            iterations: 1,
+            residual: f64::NAN,
+        }
+    }
+}
+
+/// Totals a master reports at the end of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct MasterStats {
+    /// Accepted macro steps.
+    pub macro_steps: u64,
+    /// Rejected attempts.
+    pub rejected_steps: u64,
+    /// Fixed-point iterations over all steps.
+    pub iterations: u64,
+    /// Step halvings (IFOSMONDI).
+    pub halvings: u64,
+}
+
+/// The interface every master implements.
+pub trait Master: Send {
+    /// Name for messages and the summary.
+    fn name(&self) -> &'static str;
+
+    /// Refuses a system this master cannot drive (missing capabilities),
+    /// naming each subsystem and the missing flag.
+    fn check(&self, _sys: &System) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once after initialization, with the coupled values at the
+    /// start time exchanged.
+    fn start(&mut self, sys: &mut System) -> Result<()>;
+
+    /// Advances by one accepted macro step, never beyond `t_stop`.
+    fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport>;
+
+    /// Totals so far.
+    fn stats(&self) -> MasterStats;
+}
+
+/// The step from `t` of nominal size `h` towards `t_stop`: shortened to hit
+/// `t_stop` exactly, and stretched to it when only a sliver (less than a
+/// millionth of a step) would remain, so the run never ends with a
+/// degenerate step.
+pub fn clip_step(t: f64, h: f64, t_stop: f64) -> f64 {
+    let remaining = t_stop - t;
+    if h >= remaining || remaining - h <= 1e-6 * h {
+        remaining
+    } else {
+        h
+    }
+}

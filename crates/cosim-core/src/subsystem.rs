@@ -1,0 +1,348 @@
+//! The interface every master drives: a [`Subsystem`] is one FMU instance
+//! (or, later, a nested co-simulation or an FMU in another process).
+//!
+//! A subsystem exposes its coupled real inputs and its observed real values
+//! as dense *slots*: the master never sees FMI value references or names on
+//! the hot path. Observed slots `0..n_outputs` are FMU outputs (whose time
+//! derivatives may be available); the rest are other variables read only for
+//! the trace.
+
+use cosim_fmi::model_description::{Causality, Dependencies, Variability, VariableIndex};
+use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepOutcome};
+use serde::Serialize;
+
+use crate::error::Result;
+
+/// A real-valued port of a subsystem, for messages and output headers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Port {
+    /// Variable name inside the subsystem.
+    pub name: String,
+    /// Unit, when the FMU declares one.
+    pub unit: Option<String>,
+}
+
+/// What a master needs to know about a subsystem.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubsystemInfo {
+    /// Unique name in the system.
+    pub name: String,
+    /// Coupled real inputs, in slot order.
+    pub inputs: Vec<Port>,
+    /// Observed real values, in slot order; `0..n_outputs` are outputs.
+    pub observed: Vec<Port>,
+    /// How many observed slots are outputs.
+    pub n_outputs: usize,
+    /// For each output slot, the input slots it depends on directly
+    /// (feed-through), from `<ModelStructure>`.
+    pub feedthrough: Vec<Vec<usize>>,
+    /// The subsystem accepts input derivatives (FMI 2 `canInterpolateInputs`).
+    pub can_interpolate_inputs: bool,
+    /// Highest output derivative order it provides.
+    pub max_output_derivative_order: u32,
+    /// It can save and restore its state.
+    pub can_get_set_state: bool,
+    /// It can serialize its state.
+    pub can_serialize_state: bool,
+    /// It accepts a varying communication step size.
+    pub can_handle_variable_step: bool,
+    /// It provides directional derivatives.
+    pub provides_directional_derivatives: bool,
+    /// It has continuous state (so rollback needs state save/restore).
+    pub has_state: bool,
+    /// Short description of where it comes from (the FMU path), for messages.
+    pub origin: String,
+}
+
+impl SubsystemInfo {
+    /// True when any output depends directly on any input.
+    pub fn has_feedthrough(&self) -> bool {
+        self.feedthrough.iter().any(|d| !d.is_empty())
+    }
+}
+
+/// Calls made on a subsystem, for the run summary.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CallCounters {
+    /// `doStep` calls.
+    pub do_step: u64,
+    /// Batched set-input calls (values and derivatives).
+    pub set_inputs: u64,
+    /// Batched get calls (observed values and output derivatives).
+    pub get_outputs: u64,
+    /// State saves.
+    pub state_saves: u64,
+    /// State restores.
+    pub state_restores: u64,
+}
+
+/// An opaque saved state of a subsystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StateId(pub usize);
+
+/// The interface all masters drive.
+///
+/// Methods take dense slices in slot order (see [`SubsystemInfo`]); their
+/// lengths are the number of input or observed slots.
+pub trait Subsystem: Send {
+    /// Static information.
+    fn info(&self) -> &SubsystemInfo;
+
+    /// Enters initialization mode at `t0` (parameters and start values are
+    /// applied before, by whoever built the subsystem).
+    fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()>;
+
+    /// Leaves initialization mode; the subsystem is ready to step.
+    fn exit_initialization(&mut self) -> Result<()>;
+
+    /// Sets the coupled input values (valid from the current communication
+    /// point; derivatives previously set are reset to zero).
+    fn set_inputs(&mut self, values: &[f64]) -> Result<()>;
+
+    /// Sets the `order`-th time derivative (1..=3) of every input at the
+    /// current communication point. Only when `can_interpolate_inputs`.
+    fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> Result<()>;
+
+    /// Advances from `t` by `h`.
+    fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome>;
+
+    /// Reads every observed slot.
+    fn get_observed(&mut self, values: &mut [f64]) -> Result<()>;
+
+    /// Reads the `order`-th time derivative of the output slots
+    /// (`values.len() == n_outputs`).
+    fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()>;
+
+    /// Saves the state, into a new id or overwriting `reuse`.
+    fn save_state(&mut self, reuse: Option<StateId>) -> Result<StateId>;
+
+    /// Restores a saved state.
+    fn restore_state(&mut self, id: StateId) -> Result<()>;
+
+    /// Frees a saved state.
+    fn free_state(&mut self, id: StateId) -> Result<()>;
+
+    /// Ends the run for this subsystem (idempotent).
+    fn terminate(&mut self) -> Result<()>;
+
+    /// Calls made so far.
+    fn counters(&self) -> CallCounters;
+}
+
+/// A subsystem that is one FMU instance.
+pub struct FmuSubsystem {
+    info: SubsystemInfo,
+    instance: Instance,
+    input_vrs: Vec<u32>,
+    observed_vrs: Vec<u32>,
+    states: Vec<Option<StateHandle>>,
+    counters: CallCounters,
+}
+
+impl std::fmt::Debug for FmuSubsystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FmuSubsystem")
+            .field("name", &self.info.name)
+            .finish()
+    }
+}
+
+impl FmuSubsystem {
+    /// Wraps an instantiated FMU. `input_vrs` and `observed_vrs` give the
+    /// value reference of each input and observed slot (same order as in
+    /// `info`); observed `0..info.n_outputs` must be outputs.
+    pub fn new(
+        info: SubsystemInfo,
+        instance: Instance,
+        input_vrs: Vec<u32>,
+        observed_vrs: Vec<u32>,
+    ) -> Self {
+        FmuSubsystem {
+            info,
+            instance,
+            input_vrs,
+            observed_vrs,
+            states: Vec::new(),
+            counters: CallCounters::default(),
+        }
+    }
+
+    /// The FMU instance, for setup work outside the hot path.
+    pub fn instance_mut(&mut self) -> &mut Instance {
+        &mut self.instance
+    }
+
+    /// Instantiates `fmu` as subsystem `name`, with the given float
+    /// variables as coupled inputs and as observed values (outputs first:
+    /// `observed[..n_outputs]` must have causality output).
+    ///
+    /// Capabilities and feed-through come from the model description.
+    pub fn instantiate(
+        fmu: &Fmu,
+        name: &str,
+        inputs: &[VariableIndex],
+        observed: &[VariableIndex],
+        n_outputs: usize,
+        options: &InstantiateOptions,
+    ) -> Result<Self> {
+        let md = fmu.model_description();
+        let cs = fmu.co_simulation()?;
+        let port = |&i: &VariableIndex| {
+            let v = &md.variables[i];
+            Port {
+                name: v.name.clone(),
+                unit: v.unit.clone(),
+            }
+        };
+        let feedthrough = observed[..n_outputs]
+            .iter()
+            .map(|&o| {
+                let deps = md.output_input_dependencies(o);
+                inputs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| deps.contains(i))
+                    .map(|(slot, _)| slot)
+                    .collect()
+            })
+            .collect();
+        // Stateless only when provably algebraic: no state derivatives, no
+        // continuous locals, and every output a function of inputs alone.
+        let algebraic_output = |u: &cosim_fmi::model_description::Unknown| {
+            matches!(&u.dependencies, Dependencies::Listed(d) if !d.is_empty()
+                && d.iter().all(|d| md.variables.get(d.variable).is_some_and(|v| v.causality == Causality::Input)))
+        };
+        let has_state = !md.model_structure.derivatives.is_empty()
+            || md.variables.iter().any(|v| {
+                v.causality == Causality::Local
+                    && v.variability == Variability::Continuous
+                    && v.var_type.is_float()
+            })
+            || md.model_structure.outputs.is_empty()
+            || !md.model_structure.outputs.iter().all(algebraic_output);
+        let info = SubsystemInfo {
+            name: name.to_string(),
+            inputs: inputs.iter().map(port).collect(),
+            observed: observed.iter().map(port).collect(),
+            n_outputs,
+            feedthrough,
+            can_interpolate_inputs: cs.can_interpolate_inputs,
+            max_output_derivative_order: cs.max_output_derivative_order,
+            can_get_set_state: cs.can_get_and_set_fmu_state,
+            can_serialize_state: cs.can_serialize_fmu_state,
+            can_handle_variable_step: cs.can_handle_variable_communication_step_size,
+            provides_directional_derivatives: cs.provides_directional_derivatives,
+            has_state,
+            origin: fmu.source().display().to_string(),
+        };
+        let vr = |&i: &VariableIndex| md.variables[i].value_reference;
+        let input_vrs = inputs.iter().map(vr).collect();
+        let observed_vrs = observed.iter().map(vr).collect();
+        let instance = fmu.instantiate(name, options)?;
+        Ok(FmuSubsystem::new(info, instance, input_vrs, observed_vrs))
+    }
+
+    fn state_handle(&self, id: StateId) -> Result<StateHandle> {
+        self.states.get(id.0).copied().flatten().ok_or_else(|| {
+            crate::CoreError::Config(format!(
+                "subsystem '{}': unknown or freed state id {}",
+                self.info.name, id.0
+            ))
+        })
+    }
+}
+
+impl Subsystem for FmuSubsystem {
+    fn info(&self) -> &SubsystemInfo {
+        &self.info
+    }
+
+    fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
+        Ok(self.instance.enter_initialization_mode(None, t0, t_stop)?)
+    }
+
+    fn exit_initialization(&mut self) -> Result<()> {
+        Ok(self.instance.exit_initialization_mode()?)
+    }
+
+    fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
+        if self.input_vrs.is_empty() {
+            return Ok(());
+        }
+        self.counters.set_inputs += 1;
+        Ok(self.instance.set_f64(&self.input_vrs, values)?)
+    }
+
+    fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> Result<()> {
+        if self.input_vrs.is_empty() {
+            return Ok(());
+        }
+        self.counters.set_inputs += 1;
+        Ok(self
+            .instance
+            .set_input_derivatives(&self.input_vrs, order as i32, values)?)
+    }
+
+    fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        self.counters.do_step += 1;
+        Ok(self.instance.do_step(t, h)?)
+    }
+
+    fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
+        if self.observed_vrs.is_empty() {
+            return Ok(());
+        }
+        self.counters.get_outputs += 1;
+        Ok(self.instance.get_f64(&self.observed_vrs, values)?)
+    }
+
+    fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
+        let n = self.info.n_outputs;
+        if n == 0 {
+            return Ok(());
+        }
+        self.counters.get_outputs += 1;
+        Ok(self
+            .instance
+            .get_output_derivatives(&self.observed_vrs[..n], order as i32, values)?)
+    }
+
+    fn save_state(&mut self, reuse: Option<StateId>) -> Result<StateId> {
+        self.counters.state_saves += 1;
+        match reuse {
+            Some(id) => {
+                let h = self.state_handle(id)?;
+                self.instance.get_state(Some(h))?;
+                Ok(id)
+            }
+            None => {
+                let h = self.instance.get_state(None)?;
+                self.states.push(Some(h));
+                Ok(StateId(self.states.len() - 1))
+            }
+        }
+    }
+
+    fn restore_state(&mut self, id: StateId) -> Result<()> {
+        self.counters.state_restores += 1;
+        let h = self.state_handle(id)?;
+        Ok(self.instance.set_state(h)?)
+    }
+
+    fn free_state(&mut self, id: StateId) -> Result<()> {
+        let h = self.state_handle(id)?;
+        self.instance.free_state(h)?;
+        if let Some(slot) = self.states.get_mut(id.0) {
+            *slot = None;
+        }
+        Ok(())
+    }
+
+    fn terminate(&mut self) -> Result<()> {
+        Ok(self.instance.terminate()?)
+    }
+
+    fn counters(&self) -> CallCounters {
+        self.counters
+    }
+}

@@ -1,0 +1,629 @@
+//! A coupled system: subsystems, their slot buffers, the compiled
+//! connection routing, the power bonds, and the step primitives every
+//! master is built from.
+//!
+//! Routing is compiled once into flat index arrays; exchanging values is a
+//! loop over those arrays with no lookup, allocation or formatting. Each
+//! subsystem owns its buffers so that Jacobi stepping can run on worker
+//! threads without sharing anything mutable.
+
+use cosim_fmi::StepOutcome;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::error::{CoreError, Result};
+use crate::extrapolation::MAX_POINTS;
+use crate::subsystem::{CallCounters, StateId, Subsystem};
+
+/// A connection between an observed output slot and an input slot:
+/// `u = gain * y + offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Connection {
+    /// Source subsystem.
+    pub from_subsystem: usize,
+    /// Source observed slot (must be an output slot).
+    pub from_slot: usize,
+    /// Destination subsystem.
+    pub to_subsystem: usize,
+    /// Destination input slot.
+    pub to_slot: usize,
+    /// Linear map gain.
+    pub gain: f64,
+    /// Linear map offset.
+    pub offset: f64,
+    /// A signal connection: excluded from error estimation.
+    pub signal: bool,
+}
+
+/// One side of a power bond: an (input, output) pair of one subsystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BondPort {
+    /// The subsystem.
+    pub subsystem: usize,
+    /// Its input slot in the bond.
+    pub input: usize,
+    /// Its output (observed) slot in the bond.
+    pub output: usize,
+}
+
+/// A power bond between two subsystems (sadjina2016 sec. II).
+///
+/// The ports are cross-connected: port 0's output feeds port 1's input with
+/// gain `L10` and port 1's output feeds port 0's input with gain `L01`.
+/// The residual power is `dP = -(u0 y0 + c u1 y1)` with the orientation
+/// `c = -L01 / L10`, which makes `dP` vanish for an exact, energy-conserving
+/// coupling whatever sign convention each FMU uses; for the paper's
+/// antisymmetric gains (`L01 = -L10 = ±1`) it is exactly eq. 10a. The power
+/// transmitted from subsystem 0 to subsystem 1 is `P01 = L01 y0 y1`, which
+/// equals the paper's `sigma_12 y1 y2` (eq. 6) in that case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PowerBond {
+    /// Name for logs and headers.
+    pub name: String,
+    /// The two ports.
+    pub ports: [BondPort; 2],
+    /// `c` in `dP = -(u0 y0 + c u1 y1)`.
+    pub orientation: f64,
+    /// `L01` in `P01 = L01 y0 y1`.
+    pub sigma: f64,
+    /// Relative tolerance `r_k` of the ECCO indicator (eq. 14).
+    pub tolerance: f64,
+    /// Energy scale `E0_k` of the ECCO indicator (eq. 14).
+    pub energy_scale: f64,
+}
+
+/// What to do with a NaN or infinite output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum NonFinitePolicy {
+    /// Stop the run (default).
+    #[default]
+    Error,
+    /// Log a warning once per variable and go on.
+    Warn,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    src_sub: usize,
+    src_slot: usize,
+    dst_slot: usize,
+    gain: f64,
+    offset: f64,
+}
+
+/// The value buffers of one subsystem. Masters read and write them between
+/// step primitives; the primitives never allocate.
+#[derive(Debug, Clone)]
+pub struct Buffers {
+    /// Coupled input values at the current communication point (result of
+    /// the last exchange).
+    pub u: Vec<f64>,
+    /// Taylor expansion of each input at the start of its next step:
+    /// `taylor[i] = [u, u', u'', u''']`. `taylor[i][0]` is the value set.
+    pub taylor: Vec<[f64; MAX_POINTS]>,
+    /// How many derivative orders of `taylor` to deliver (0 = values only).
+    pub deliver_orders: u32,
+    /// Scratch for one derivative order, in slot order.
+    scratch: Vec<f64>,
+    /// Input values as the subsystem saw them at the end of its last step
+    /// (for indicators: the held value for ZOH, the polynomial otherwise).
+    pub u_end: Vec<f64>,
+    /// Published observed values (what other subsystems and observers see).
+    pub y: Vec<f64>,
+    /// Observed values read after the subsystem's last step, before
+    /// publication.
+    pub y_new: Vec<f64>,
+    /// Step start and size of the last step (for `u_end`).
+    last_step: (f64, f64),
+}
+
+impl Buffers {
+    fn new(n_in: usize, n_obs: usize) -> Self {
+        Buffers {
+            u: vec![0.0; n_in],
+            taylor: vec![[0.0; MAX_POINTS]; n_in],
+            deliver_orders: 0,
+            scratch: vec![0.0; n_in],
+            u_end: vec![0.0; n_in],
+            y: vec![0.0; n_obs],
+            y_new: vec![0.0; n_obs],
+            last_step: (0.0, 0.0),
+        }
+    }
+
+    /// Sets every input's Taylor expansion to its coupled value held
+    /// constant (ZOH).
+    pub fn hold_inputs(&mut self) {
+        for (tay, &u) in self.taylor.iter_mut().zip(&self.u) {
+            *tay = [u, 0.0, 0.0, 0.0];
+        }
+        self.deliver_orders = 0;
+    }
+}
+
+/// The coupled system a master drives.
+pub struct System {
+    subsystems: Vec<Box<dyn Subsystem>>,
+    buffers: Vec<Buffers>,
+    step_multiple: Vec<u32>,
+    routes: Vec<Route>,
+    /// `routes[route_ranges[s]..route_ranges[s + 1]]` feed subsystem `s`.
+    route_ranges: Vec<usize>,
+    connections: Vec<Connection>,
+    bonds: Vec<PowerBond>,
+    nonfinite: NonFinitePolicy,
+    nonfinite_warned: Vec<Vec<bool>>,
+    threads: usize,
+    pool: Option<rayon::ThreadPool>,
+    time: f64,
+}
+
+impl std::fmt::Debug for System {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("System")
+            .field(
+                "subsystems",
+                &self
+                    .subsystems
+                    .iter()
+                    .map(|s| s.info().name.clone())
+                    .collect::<Vec<_>>(),
+            )
+            .field("connections", &self.connections.len())
+            .field("bonds", &self.bonds)
+            .finish()
+    }
+}
+
+/// Builder input for [`System::new`].
+pub struct SystemSpec {
+    /// The subsystems, ready to initialise.
+    pub subsystems: Vec<Box<dyn Subsystem>>,
+    /// Per subsystem: it steps every k-th macro step (1 = every step).
+    pub step_multiple: Vec<u32>,
+    /// The connections.
+    pub connections: Vec<Connection>,
+    /// The power bonds.
+    pub bonds: Vec<PowerBond>,
+    /// NaN/Inf handling.
+    pub nonfinite: NonFinitePolicy,
+    /// Worker threads for Jacobi stepping (1 = inline; 0 = all cores).
+    pub threads: usize,
+}
+
+impl System {
+    /// Compiles the routing and allocates every buffer.
+    pub fn new(spec: SystemSpec) -> Result<System> {
+        let n = spec.subsystems.len();
+        let buffers: Vec<Buffers> = spec
+            .subsystems
+            .iter()
+            .map(|s| Buffers::new(s.info().inputs.len(), s.info().observed.len()))
+            .collect();
+        let mut step_multiple = spec.step_multiple;
+        step_multiple.resize(n, 1);
+        for c in &spec.connections {
+            let bad = c.from_subsystem >= n
+                || c.to_subsystem >= n
+                || c.from_slot >= spec.subsystems[c.from_subsystem].info().n_outputs
+                || c.to_slot >= spec.subsystems[c.to_subsystem].info().inputs.len();
+            if bad {
+                return Err(CoreError::Config(format!(
+                    "connection {c:?} refers to a slot that does not exist"
+                )));
+            }
+        }
+        let mut sorted: Vec<&Connection> = spec.connections.iter().collect();
+        sorted.sort_by_key(|c| (c.to_subsystem, c.to_slot));
+        let mut routes = Vec::with_capacity(sorted.len());
+        let mut route_ranges = vec![0usize; n + 1];
+        for c in &sorted {
+            routes.push(Route {
+                src_sub: c.from_subsystem,
+                src_slot: c.from_slot,
+                dst_slot: c.to_slot,
+                gain: c.gain,
+                offset: c.offset,
+            });
+            route_ranges[c.to_subsystem + 1] += 1;
+        }
+        for s in 0..n {
+            route_ranges[s + 1] += route_ranges[s];
+        }
+        let threads = if spec.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            spec.threads
+        };
+        let threads = threads.min(n.max(1));
+        let pool = if threads > 1 {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("cosim-worker-{i}"))
+                    .build()
+                    .map_err(|e| CoreError::Config(format!("cannot start worker threads: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let nonfinite_warned = spec
+            .subsystems
+            .iter()
+            .map(|s| vec![false; s.info().observed.len()])
+            .collect();
+        Ok(System {
+            subsystems: spec.subsystems,
+            buffers,
+            step_multiple,
+            routes,
+            route_ranges,
+            connections: spec.connections,
+            bonds: spec.bonds,
+            nonfinite: spec.nonfinite,
+            nonfinite_warned,
+            threads,
+            pool,
+            time: 0.0,
+        })
+    }
+
+    /// Number of subsystems.
+    pub fn len(&self) -> usize {
+        self.subsystems.len()
+    }
+
+    /// True when there is no subsystem.
+    pub fn is_empty(&self) -> bool {
+        self.subsystems.is_empty()
+    }
+
+    /// The subsystems.
+    pub fn subsystems(&self) -> &[Box<dyn Subsystem>] {
+        &self.subsystems
+    }
+
+    /// One subsystem, mutably (setup work, not the hot path).
+    pub fn subsystem_mut(&mut self, s: usize) -> &mut dyn Subsystem {
+        self.subsystems[s].as_mut()
+    }
+
+    /// The buffers of every subsystem.
+    pub fn buffers(&self) -> &[Buffers] {
+        &self.buffers
+    }
+
+    /// The buffers of one subsystem, mutably.
+    pub fn buffers_mut(&mut self, s: usize) -> &mut Buffers {
+        &mut self.buffers[s]
+    }
+
+    /// The connections.
+    pub fn connections(&self) -> &[Connection] {
+        &self.connections
+    }
+
+    /// The power bonds.
+    pub fn bonds(&self) -> &[PowerBond] {
+        &self.bonds
+    }
+
+    /// Per-subsystem step multiples.
+    pub fn step_multiples(&self) -> &[u32] {
+        &self.step_multiple
+    }
+
+    /// Worker threads used for Jacobi stepping.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Current communication point.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Sets the current communication point (masters do, after a step).
+    pub fn set_time(&mut self, t: f64) {
+        self.time = t;
+    }
+
+    /// Sum of every subsystem's call counters.
+    pub fn counters(&self) -> CallCounters {
+        let mut total = CallCounters::default();
+        for s in &self.subsystems {
+            let c = s.counters();
+            total.do_step += c.do_step;
+            total.set_inputs += c.set_inputs;
+            total.get_outputs += c.get_outputs;
+            total.state_saves += c.state_saves;
+            total.state_restores += c.state_restores;
+        }
+        total
+    }
+
+    // ----- initialization -------------------------------------------------
+
+    /// Initialises every subsystem at `t0`, exchanging coupled values in
+    /// initialization mode until they settle (so that outputs depending on
+    /// inputs see consistent values), then leaves initialization mode,
+    /// reads the outputs at `t0` and exchanges once more.
+    ///
+    /// Returns the number of exchange sweeps made in initialization mode.
+    pub fn initialize(&mut self, t0: f64, t_stop: Option<f64>) -> Result<usize> {
+        self.time = t0;
+        for s in &mut self.subsystems {
+            s.enter_initialization(t0, t_stop)?;
+        }
+        // A chain of feed-through outputs of length L needs L sweeps; more
+        // than one per subsystem means an algebraic loop that does not
+        // settle, which the structural check reports separately.
+        let max_sweeps = self.subsystems.len() + 1;
+        let mut sweeps = 0;
+        for _ in 0..max_sweeps {
+            sweeps += 1;
+            self.read_all_observed()?;
+            self.publish_all();
+            let changed = self.exchange_all();
+            self.set_all_inputs()?;
+            if !changed {
+                break;
+            }
+        }
+        for s in &mut self.subsystems {
+            s.exit_initialization()?;
+        }
+        self.read_all_observed()?;
+        self.publish_all();
+        self.exchange_all();
+        for b in &mut self.buffers {
+            b.hold_inputs();
+            b.u_end.copy_from_slice(&b.u);
+            b.last_step = (t0, 0.0);
+        }
+        Ok(sweeps)
+    }
+
+    fn read_all_observed(&mut self) -> Result<()> {
+        for s in 0..self.subsystems.len() {
+            let b = &mut self.buffers[s];
+            self.subsystems[s].get_observed(&mut b.y_new)?;
+        }
+        Ok(())
+    }
+
+    fn set_all_inputs(&mut self) -> Result<()> {
+        for (sub, b) in self.subsystems.iter_mut().zip(&self.buffers) {
+            sub.set_inputs(&b.u)?;
+        }
+        Ok(())
+    }
+
+    // ----- exchange -------------------------------------------------------
+
+    /// Recomputes the coupled inputs of subsystem `s` from the published
+    /// outputs. Returns true when a value changed.
+    pub fn exchange_into(&mut self, s: usize) -> bool {
+        let mut changed = false;
+        for r in &self.routes[self.route_ranges[s]..self.route_ranges[s + 1]] {
+            let v = r.gain * self.buffers[r.src_sub].y[r.src_slot] + r.offset;
+            let dst = &mut self.buffers[s].u[r.dst_slot];
+            // Bitwise comparison: NaN-safe and exact.
+            changed |= dst.to_bits() != v.to_bits();
+            *dst = v;
+        }
+        changed
+    }
+
+    /// Recomputes every coupled input. Returns true when a value changed.
+    pub fn exchange_all(&mut self) -> bool {
+        let mut changed = false;
+        for s in 0..self.subsystems.len() {
+            changed |= self.exchange_into(s);
+        }
+        changed
+    }
+
+    /// Publishes subsystem `s`'s last read values (copies `y_new` to `y`).
+    pub fn publish(&mut self, s: usize) {
+        let b = &mut self.buffers[s];
+        b.y.copy_from_slice(&b.y_new);
+    }
+
+    /// Publishes every subsystem's last read values.
+    pub fn publish_all(&mut self) {
+        for b in &mut self.buffers {
+            b.y.copy_from_slice(&b.y_new);
+        }
+    }
+
+    // ----- stepping -------------------------------------------------------
+
+    /// Steps subsystem `s` from `t` by `h` with the inputs prepared in its
+    /// buffers (`taylor`, `deliver_orders`), then reads its observed values
+    /// into `y_new` (not yet published).
+    pub fn step_one(&mut self, s: usize, t: f64, h: f64) -> Result<()> {
+        step_subsystem(
+            self.subsystems[s].as_mut(),
+            &mut self.buffers[s],
+            t,
+            h,
+            self.nonfinite,
+            &mut self.nonfinite_warned[s],
+        )
+    }
+
+    /// Steps the subsystems selected by `due` (Jacobi: all from the same
+    /// inputs), on worker threads when the system has more than one.
+    pub fn step_jacobi(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
+        let policy = self.nonfinite;
+        type Item<'a> = (
+            (
+                (&'a mut Box<dyn Subsystem>, &'a mut Buffers),
+                &'a mut Vec<bool>,
+            ),
+            (&'a f64, &'a bool),
+        );
+        let work = |(((sub, b), warned), (&h, &due)): Item<'_>| -> Result<()> {
+            if due {
+                step_subsystem(sub.as_mut(), b, t, h, policy, warned)
+            } else {
+                Ok(())
+            }
+        };
+        match &self.pool {
+            Some(pool) => {
+                let subs = &mut self.subsystems;
+                let bufs = &mut self.buffers;
+                let warned = &mut self.nonfinite_warned;
+                pool.install(|| {
+                    subs.par_iter_mut()
+                        .zip(bufs.par_iter_mut())
+                        .zip(warned.par_iter_mut())
+                        .zip(h.par_iter().zip(due.par_iter()))
+                        .try_for_each(work)
+                })
+            }
+            None => self
+                .subsystems
+                .iter_mut()
+                .zip(self.buffers.iter_mut())
+                .zip(self.nonfinite_warned.iter_mut())
+                .zip(h.iter().zip(due.iter()))
+                .try_for_each(work),
+        }
+    }
+
+    // ----- rollback -------------------------------------------------------
+
+    /// Saves every subsystem's state (reusing `ids` when given).
+    pub fn save_states(&mut self, ids: &mut Vec<StateId>) -> Result<()> {
+        if ids.len() == self.subsystems.len() {
+            for (s, id) in self.subsystems.iter_mut().zip(ids.iter_mut()) {
+                *id = s.save_state(Some(*id))?;
+            }
+        } else {
+            ids.clear();
+            for s in &mut self.subsystems {
+                ids.push(s.save_state(None)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores every subsystem's state.
+    pub fn restore_states(&mut self, ids: &[StateId]) -> Result<()> {
+        for (s, id) in self.subsystems.iter_mut().zip(ids) {
+            s.restore_state(*id)?;
+        }
+        Ok(())
+    }
+
+    /// Frees saved states.
+    pub fn free_states(&mut self, ids: &[StateId]) -> Result<()> {
+        for (s, id) in self.subsystems.iter_mut().zip(ids) {
+            s.free_state(*id)?;
+        }
+        Ok(())
+    }
+
+    /// Terminates every subsystem, in reverse order of declaration, and
+    /// returns the first error (after trying all).
+    pub fn terminate_all(&mut self) -> Result<()> {
+        let mut first = None;
+        for s in self.subsystems.iter_mut().rev() {
+            if let Err(e) = s.terminate() {
+                tracing::warn!("terminating '{}': {e}", s.info().name);
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// The step primitive: deliver prepared inputs, step, read, check.
+fn step_subsystem(
+    sub: &mut dyn Subsystem,
+    b: &mut Buffers,
+    t: f64,
+    h: f64,
+    policy: NonFinitePolicy,
+    warned: &mut [bool],
+) -> Result<()> {
+    if !b.u.is_empty() {
+        for (dst, tay) in b.scratch.iter_mut().zip(&b.taylor) {
+            *dst = tay[0];
+        }
+        sub.set_inputs(&b.scratch)?;
+        for order in 1..=b.deliver_orders.min(3) {
+            for (dst, tay) in b.scratch.iter_mut().zip(&b.taylor) {
+                *dst = tay[order as usize];
+            }
+            sub.set_input_derivatives(order, &b.scratch)?;
+        }
+        for (end, tay) in b.u_end.iter_mut().zip(&b.taylor) {
+            *end = if b.deliver_orders == 0 {
+                tay[0]
+            } else {
+                crate::extrapolation::eval_taylor(tay, h)
+            };
+        }
+    }
+    b.last_step = (t, h);
+    match sub.do_step(t, h)? {
+        StepOutcome::Completed => {}
+        StepOutcome::Discarded {
+            last_successful_time,
+            terminate,
+        } => {
+            return Err(CoreError::Discarded {
+                subsystem: sub.info().name.clone(),
+                t,
+                h,
+                last_successful_time,
+                terminate,
+            });
+        }
+        StepOutcome::EarlyReturn {
+            last_successful_time,
+        } => {
+            return Err(CoreError::Discarded {
+                subsystem: sub.info().name.clone(),
+                t,
+                h,
+                last_successful_time,
+                terminate: false,
+            });
+        }
+    }
+    sub.get_observed(&mut b.y_new)?;
+    for (k, &v) in b.y_new.iter().enumerate() {
+        if !v.is_finite() {
+            let info = sub.info();
+            match policy {
+                NonFinitePolicy::Error => {
+                    return Err(CoreError::NonFinite {
+                        subsystem: info.name.clone(),
+                        variable: info.observed[k].name.clone(),
+                        value: v,
+                        t: t + h,
+                    });
+                }
+                NonFinitePolicy::Warn => {
+                    if !warned[k] {
+                        warned[k] = true;
+                        tracing::warn!(
+                            "subsystem '{}': variable '{}' is {v} at t = {}",
+                            info.name,
+                            info.observed[k].name,
+                            t + h
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,488 @@
+//! Safe extraction of `.fmu` archives and location of the shared library.
+//!
+//! An FMU is a zip file. [`FmuRoot::open`] unpacks it into a private
+//! temporary directory that is removed when the value is dropped, or uses an
+//! already-unpacked FMU directory as it is. Extraction refuses, with
+//! [`FmiError::Archive`] naming the archive and the entry:
+//!
+//! - entries that would land outside the target directory (`..`
+//!   components, absolute paths, drive prefixes, backslash separators are
+//!   read as separators first);
+//! - symbolic links and other special files;
+//! - more entries, more bytes in one entry, or more bytes in total than the
+//!   [`ArchiveLimits`] allow: sizes are counted on the bytes actually
+//!   decompressed and written, never taken from the zip headers, and the
+//!   chunk that would cross a limit is not written;
+//! - truncated or corrupt archives (including CRC mismatches);
+//! - archives without `modelDescription.xml` at the root.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use crate::error::{FmiError, Result};
+use crate::model_description::{FmiVersion, ModelDescription, parse_model_description_file};
+
+/// Name of the model description at the root of an FMU.
+pub const MODEL_DESCRIPTION: &str = "modelDescription.xml";
+
+/// Limits applied while extracting an archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchiveLimits {
+    /// Largest total number of bytes written for all entries (default 2 GiB).
+    pub max_total_size: u64,
+    /// Largest number of entries, directories included (default 10 000).
+    pub max_entries: usize,
+    /// Largest number of bytes written for one entry (default 1 GiB).
+    pub max_entry_size: u64,
+}
+
+impl Default for ArchiveLimits {
+    fn default() -> Self {
+        ArchiveLimits {
+            max_total_size: 2 * 1024 * 1024 * 1024,
+            max_entries: 10_000,
+            max_entry_size: 1024 * 1024 * 1024,
+        }
+    }
+}
+
+/// What [`extract_archive`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExtractStats {
+    /// Number of entries in the archive (files and directories).
+    pub entries: usize,
+    /// Number of files written.
+    pub files: usize,
+    /// Total bytes written.
+    pub bytes: u64,
+}
+
+/// An FMU ready to be read from disk: either an archive extracted into a
+/// private temporary directory (removed on drop) or a directory given by
+/// the user.
+#[derive(Debug)]
+pub struct FmuRoot {
+    source: PathBuf,
+    root: PathBuf,
+    dir: Option<TempDir>,
+}
+
+impl FmuRoot {
+    /// Opens an `.fmu` archive (extracting it with the default
+    /// [`ArchiveLimits`]) or an unpacked FMU directory.
+    ///
+    /// # Errors
+    ///
+    /// [`FmiError::Io`] if the path cannot be read or the temporary directory
+    /// cannot be created, [`FmiError::Archive`] if the archive is refused or
+    /// `modelDescription.xml` is missing.
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with_limits(path, &ArchiveLimits::default())
+    }
+
+    /// Like [`FmuRoot::open`] with explicit limits.
+    ///
+    /// # Errors
+    ///
+    /// As [`FmuRoot::open`].
+    pub fn open_with_limits(path: &Path, limits: &ArchiveLimits) -> Result<Self> {
+        let meta = fs::metadata(path).map_err(|source| FmiError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if meta.is_dir() {
+            if !path.join(MODEL_DESCRIPTION).is_file() {
+                return Err(FmiError::Archive {
+                    archive: path.to_path_buf(),
+                    entry: Some(MODEL_DESCRIPTION.to_string()),
+                    reason: "the FMU directory has no modelDescription.xml at its root".to_string(),
+                });
+            }
+            return Ok(FmuRoot {
+                source: path.to_path_buf(),
+                root: path.to_path_buf(),
+                dir: None,
+            });
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("cosim-fmu-")
+            .tempdir()
+            .map_err(|source| FmiError::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        extract_archive(path, dir.path(), limits)?;
+        Ok(FmuRoot {
+            source: path.to_path_buf(),
+            root: dir.path().to_path_buf(),
+            dir: Some(dir),
+        })
+    }
+
+    /// The directory holding `modelDescription.xml`, `binaries/`, `resources/` ...
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path that was opened (the `.fmu` file or the directory).
+    pub fn source(&self) -> &Path {
+        &self.source
+    }
+
+    /// True when the FMU was extracted into a temporary directory.
+    pub fn is_extracted(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// The extracted `modelDescription.xml`.
+    pub fn model_description_path(&self) -> PathBuf {
+        self.root.join(MODEL_DESCRIPTION)
+    }
+
+    /// `<source>/modelDescription.xml`: the name used in error messages.
+    pub fn model_description_display_path(&self) -> PathBuf {
+        self.source.join(MODEL_DESCRIPTION)
+    }
+
+    /// Parses `modelDescription.xml`; errors name it as
+    /// `<source>/modelDescription.xml`.
+    ///
+    /// # Errors
+    ///
+    /// [`FmiError::Io`] or [`FmiError::ModelDescription`].
+    pub fn read_model_description(&self) -> Result<ModelDescription> {
+        let shown = self.model_description_display_path();
+        parse_model_description_file(&self.model_description_path()).map_err(|e| match e {
+            FmiError::ModelDescription {
+                line,
+                column,
+                message,
+                ..
+            } => FmiError::ModelDescription {
+                file: shown,
+                line,
+                column,
+                message,
+            },
+            FmiError::Io { source, .. } => FmiError::Io {
+                path: shown,
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// The platform directories present under `binaries/` (sorted).
+    pub fn platform_directories(&self) -> Vec<String> {
+        platform_directories(&self.root)
+    }
+
+    /// The shared library for Linux x86-64, see [`library_path`].
+    ///
+    /// # Errors
+    ///
+    /// As [`library_path`].
+    pub fn shared_library(&self, version: FmiVersion, model_identifier: &str) -> Result<PathBuf> {
+        library_path(&self.root, &self.source, version, model_identifier)
+    }
+
+    /// The `resources/` directory, if the FMU has one.
+    pub fn resources_dir(&self) -> Option<PathBuf> {
+        let dir = self.root.join("resources");
+        dir.is_dir().then_some(dir)
+    }
+
+    /// True when the FMU ships sources (`sources/`, FMI 3 layout; FMI 2
+    /// lists them in `<SourceFiles>` instead).
+    pub fn has_sources_dir(&self) -> bool {
+        self.root.join("sources").is_dir()
+    }
+}
+
+/// The names of the directories under `<root>/binaries/`, sorted; empty
+/// when there is no `binaries/` directory.
+pub fn platform_directories(root: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(root.join("binaries")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    found
+}
+
+/// The shared library of an unpacked FMU for Linux x86-64:
+/// `binaries/linux64/<id>.so` (FMI 2) or `binaries/x86_64-linux/<id>.so`
+/// (FMI 3). `source` is the archive or directory named in errors.
+///
+/// # Errors
+///
+/// [`FmiError::MissingBinary`] listing the platform directories that exist,
+/// or [`FmiError::Archive`] if the model identifier is not a plain file name.
+pub fn library_path(
+    root: &Path,
+    source: &Path,
+    version: FmiVersion,
+    model_identifier: &str,
+) -> Result<PathBuf> {
+    let id_ok = !model_identifier.is_empty()
+        && model_identifier != "."
+        && model_identifier != ".."
+        && !model_identifier.contains(['/', '\\', '\0']);
+    if !id_ok {
+        return Err(FmiError::Archive {
+            archive: source.to_path_buf(),
+            entry: None,
+            reason: format!(
+                "modelIdentifier '{model_identifier}' is not a valid library file name"
+            ),
+        });
+    }
+    let expected = version.linux64_platform_dir();
+    let library = format!("{model_identifier}.so");
+    let path = root.join("binaries").join(expected).join(&library);
+    if path.is_file() {
+        return Ok(path);
+    }
+    Err(FmiError::MissingBinary {
+        archive: source.to_path_buf(),
+        expected: expected.to_string(),
+        library,
+        found: platform_directories(root),
+    })
+}
+
+/// Checks an entry name and turns it into a relative path made of normal
+/// components only. Backslashes are read as separators.
+fn safe_relative_path(name: &str) -> std::result::Result<PathBuf, String> {
+    if name.contains('\0') {
+        return Err("the entry name contains a NUL byte".to_string());
+    }
+    let normalized = name.replace('\\', "/");
+    if normalized.starts_with('/') {
+        return Err("absolute paths are refused".to_string());
+    }
+    let mut path = PathBuf::new();
+    for (i, component) in normalized.split('/').enumerate() {
+        match component {
+            "" | "." => continue,
+            ".." => {
+                return Err(
+                    "'..' path components are refused (the entry would land outside the extraction directory)"
+                        .to_string(),
+                );
+            }
+            _ => {}
+        }
+        let bytes = component.as_bytes();
+        if i == 0
+            && bytes.len() >= 2
+            && bytes.get(1) == Some(&b':')
+            && bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        {
+            return Err("drive-letter prefixes are refused".to_string());
+        }
+        path.push(component);
+    }
+    if path.as_os_str().is_empty() {
+        return Err("the entry name is empty".to_string());
+    }
+    Ok(path)
+}
+
+/// Extracts `archive` into the existing directory `dest` (which should be
+/// fresh and empty), enforcing `limits` on the bytes actually written.
+///
+/// On error, whatever was written so far stays in `dest` (the caller owns
+/// it; [`FmuRoot`] removes its temporary directory).
+///
+/// # Errors
+///
+/// [`FmiError::Archive`] for a refused or corrupt archive, [`FmiError::Io`]
+/// for I/O errors on `archive` or `dest`.
+pub fn extract_archive(
+    archive: &Path,
+    dest: &Path,
+    limits: &ArchiveLimits,
+) -> Result<ExtractStats> {
+    let refuse = |entry: Option<&str>, reason: String| FmiError::Archive {
+        archive: archive.to_path_buf(),
+        entry: entry.map(str::to_string),
+        reason,
+    };
+    let io = |path: &Path, source| FmiError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(archive).map_err(|e| io(archive, e))?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
+        refuse(
+            None,
+            format!("not a valid zip archive (truncated or corrupt?): {e}"),
+        )
+    })?;
+
+    let count = zip.len();
+    if count > limits.max_entries {
+        return Err(refuse(
+            None,
+            format!(
+                "the archive has {count} entries, more than the limit of {}",
+                limits.max_entries
+            ),
+        ));
+    }
+
+    // Check every name, and that modelDescription.xml is at the root,
+    // before writing anything.
+    let mut has_model_description = false;
+    for i in 0..count {
+        let entry = zip
+            .by_index_raw(i)
+            .map_err(|e| refuse(None, format!("cannot read entry #{i}: {e}")))?;
+        let name = entry
+            .name()
+            .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
+            .into_owned();
+        let path = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
+        if path == Path::new(MODEL_DESCRIPTION) && !entry.is_dir() {
+            has_model_description = true;
+        }
+    }
+    if !has_model_description {
+        return Err(refuse(
+            Some(MODEL_DESCRIPTION),
+            "missing at the root of the archive: this is not an FMU".to_string(),
+        ));
+    }
+
+    let mut stats = ExtractStats {
+        entries: count,
+        ..ExtractStats::default()
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    for i in 0..count {
+        let mut entry = zip
+            .by_index(i)
+            .map_err(|e| refuse(None, format!("cannot read entry #{i}: {e}")))?;
+        let name = entry
+            .name()
+            .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
+            .into_owned();
+        let relative = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
+        if let Some(mode) = entry.unix_mode() {
+            match mode & 0o170_000 {
+                0 | 0o100_000 | 0o040_000 => {}
+                0o120_000 => {
+                    return Err(refuse(
+                        Some(&name),
+                        "symbolic links are refused".to_string(),
+                    ));
+                }
+                _ => {
+                    return Err(refuse(
+                        Some(&name),
+                        "special files (devices, FIFOs, sockets) are refused".to_string(),
+                    ));
+                }
+            }
+        }
+        if entry.is_symlink() {
+            return Err(refuse(
+                Some(&name),
+                "symbolic links are refused".to_string(),
+            ));
+        }
+        let target = dest.join(&relative);
+        if entry.is_dir() {
+            fs::create_dir_all(&target).map_err(|e| io(&target, e))?;
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        }
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    refuse(
+                        Some(&name),
+                        "duplicate entry (a file or directory of that name was already extracted)"
+                            .to_string(),
+                    )
+                } else {
+                    io(&target, e)
+                }
+            })?;
+        let mut written: u64 = 0;
+        loop {
+            let n = entry
+                .read(&mut buf)
+                .map_err(|e| refuse(Some(&name), format!("corrupt entry: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            let n64 = n as u64;
+            if written.saturating_add(n64) > limits.max_entry_size {
+                return Err(refuse(
+                    Some(&name),
+                    format!(
+                        "the entry decompresses to more than the limit of {} bytes per entry (zip bomb?)",
+                        limits.max_entry_size
+                    ),
+                ));
+            }
+            if stats.bytes.saturating_add(n64) > limits.max_total_size {
+                return Err(refuse(
+                    Some(&name),
+                    format!(
+                        "the archive decompresses to more than the limit of {} bytes in total (zip bomb?)",
+                        limits.max_total_size
+                    ),
+                ));
+            }
+            let chunk = buf.get(..n).unwrap_or_default();
+            out.write_all(chunk).map_err(|e| io(&target, e))?;
+            written += n64;
+            stats.bytes += n64;
+        }
+        out.flush().map_err(|e| io(&target, e))?;
+        stats.files += 1;
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(
+            safe_relative_path("binaries/linux64/a.so"),
+            Ok(PathBuf::from("binaries/linux64/a.so"))
+        );
+        assert_eq!(
+            safe_relative_path("./resources\\x.txt"),
+            Ok(PathBuf::from("resources/x.txt"))
+        );
+        assert!(safe_relative_path("../evil").is_err());
+        assert!(safe_relative_path("a/../../evil").is_err());
+        assert!(safe_relative_path("..\\evil").is_err());
+        assert!(safe_relative_path("/etc/passwd").is_err());
+        assert!(safe_relative_path("\\evil").is_err());
+        assert!(safe_relative_path("C:/evil").is_err());
+        assert!(safe_relative_path("c:evil").is_err());
+        assert!(safe_relative_path("").is_err());
+        assert!(safe_relative_path("./").is_err());
+        assert!(safe_relative_path("a\0b").is_err());
+    }
+}

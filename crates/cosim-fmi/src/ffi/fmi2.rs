@@ -1,0 +1,934 @@
+//! FMI 2.0 Co-Simulation: the function table and a safe instance wrapper.
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, c_char, c_int, c_uint, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libloading::Library;
+
+use super::log::{LogContext, c_str_lossy};
+use super::{StateHandle, Status, StepOutcome, check_len, next_instance_id};
+use crate::error::{FmiError, Result};
+
+type Component = *mut c_void;
+type Vr = c_uint;
+type Fmi2Status = c_int;
+type Fmi2Boolean = c_int;
+type FmuState = *mut c_void;
+
+/// `fmi2CallbackLogger`: C-variadic, implemented by the C shim.
+type Logger =
+    unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char, *const c_char, ...);
+
+unsafe extern "C" {
+    /// The C shim of `c/fmi2_logger.c`.
+    fn cosim_fmi2_logger(
+        env: *mut c_void,
+        instance_name: *const c_char,
+        status: c_int,
+        category: *const c_char,
+        message: *const c_char,
+        ...
+    );
+}
+
+/// `fmi2CallbackFunctions`.
+#[repr(C)]
+pub(crate) struct CallbackFunctions {
+    logger: Logger,
+    allocate_memory: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+    free_memory: unsafe extern "C" fn(*mut c_void),
+    step_finished: Option<unsafe extern "C" fn(*mut c_void, Fmi2Status)>,
+    component_environment: *mut c_void,
+}
+
+/// What the C shim receives as the component environment
+/// (`cosim_fmi2_env` in `c/fmi2_logger.c`).
+#[repr(C)]
+struct ShimEnv {
+    sink: unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char, *const c_char),
+    ctx: *mut c_void,
+}
+
+/// Receives formatted messages from the C shim.
+///
+/// # Safety
+/// `ctx` is the `LogContext` pointer stored in the `ShimEnv` of a live
+/// instance; the string arguments are null or NUL-terminated.
+unsafe extern "C" fn log_sink(
+    ctx: *mut c_void,
+    _instance_name: *const c_char,
+    status: c_int,
+    category: *const c_char,
+    message: *const c_char,
+) {
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: ctx points to the boxed LogContext owned by the instance, which
+    // outlives every call the FMU can make (it is dropped after freeInstance).
+    let log = unsafe { &*(ctx as *const LogContext) };
+    // SAFETY: the shim passes null or NUL-terminated strings.
+    let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
+    // A panic must not unwind into C.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        log.log(Status::from_fmi2(status), &category, &message)
+    }));
+}
+
+macro_rules! fn_table {
+    ($(#[$m:meta])* $name:ident { mandatory { $($mf:ident : $msym:literal : $mty:ty,)* } optional { $($of:ident : $osym:literal : $oty:ty,)* } }) => {
+        $(#[$m])*
+        pub(crate) struct $name {
+            $(pub(crate) $mf: $mty,)*
+            $(pub(crate) $of: Option<$oty>,)*
+        }
+        impl $name {
+            /// Resolves every function; a missing mandatory one is an error
+            /// naming it.
+            fn load(lib: &Library, path: &Path) -> Result<Self> {
+                Ok($name {
+                    $($mf: {
+                        // SAFETY: the symbol is declared with the signature
+                        // the FMI 2.0 standard gives it.
+                        let sym = unsafe { lib.get::<$mty>($msym.as_bytes()) }.map_err(|_| {
+                            FmiError::MissingFunction {
+                                library: path.to_path_buf(),
+                                function: $msym.to_string(),
+                            }
+                        })?;
+                        *sym
+                    },)*
+                    $($of: {
+                        // SAFETY: as above; absence is allowed.
+                        unsafe { lib.get::<$oty>($osym.as_bytes()) }.ok().map(|s| *s)
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+fn_table! {
+    /// The FMI 2.0 Co-Simulation functions of one shared library.
+    Functions {
+        mandatory {
+            get_types_platform: "fmi2GetTypesPlatform": unsafe extern "C" fn() -> *const c_char,
+            get_version: "fmi2GetVersion": unsafe extern "C" fn() -> *const c_char,
+            set_debug_logging: "fmi2SetDebugLogging": unsafe extern "C" fn(Component, Fmi2Boolean, usize, *const *const c_char) -> Fmi2Status,
+            instantiate: "fmi2Instantiate": unsafe extern "C" fn(*const c_char, c_int, *const c_char, *const c_char, *const CallbackFunctions, Fmi2Boolean, Fmi2Boolean) -> Component,
+            free_instance: "fmi2FreeInstance": unsafe extern "C" fn(Component),
+            setup_experiment: "fmi2SetupExperiment": unsafe extern "C" fn(Component, Fmi2Boolean, f64, f64, Fmi2Boolean, f64) -> Fmi2Status,
+            enter_initialization_mode: "fmi2EnterInitializationMode": unsafe extern "C" fn(Component) -> Fmi2Status,
+            exit_initialization_mode: "fmi2ExitInitializationMode": unsafe extern "C" fn(Component) -> Fmi2Status,
+            terminate: "fmi2Terminate": unsafe extern "C" fn(Component) -> Fmi2Status,
+            reset: "fmi2Reset": unsafe extern "C" fn(Component) -> Fmi2Status,
+            get_real: "fmi2GetReal": unsafe extern "C" fn(Component, *const Vr, usize, *mut f64) -> Fmi2Status,
+            get_integer: "fmi2GetInteger": unsafe extern "C" fn(Component, *const Vr, usize, *mut c_int) -> Fmi2Status,
+            get_boolean: "fmi2GetBoolean": unsafe extern "C" fn(Component, *const Vr, usize, *mut Fmi2Boolean) -> Fmi2Status,
+            get_string: "fmi2GetString": unsafe extern "C" fn(Component, *const Vr, usize, *mut *const c_char) -> Fmi2Status,
+            set_real: "fmi2SetReal": unsafe extern "C" fn(Component, *const Vr, usize, *const f64) -> Fmi2Status,
+            set_integer: "fmi2SetInteger": unsafe extern "C" fn(Component, *const Vr, usize, *const c_int) -> Fmi2Status,
+            set_boolean: "fmi2SetBoolean": unsafe extern "C" fn(Component, *const Vr, usize, *const Fmi2Boolean) -> Fmi2Status,
+            set_string: "fmi2SetString": unsafe extern "C" fn(Component, *const Vr, usize, *const *const c_char) -> Fmi2Status,
+            do_step: "fmi2DoStep": unsafe extern "C" fn(Component, f64, f64, Fmi2Boolean) -> Fmi2Status,
+        }
+        optional {
+            cancel_step: "fmi2CancelStep": unsafe extern "C" fn(Component) -> Fmi2Status,
+            get_real_status: "fmi2GetRealStatus": unsafe extern "C" fn(Component, c_int, *mut f64) -> Fmi2Status,
+            get_boolean_status: "fmi2GetBooleanStatus": unsafe extern "C" fn(Component, c_int, *mut Fmi2Boolean) -> Fmi2Status,
+            get_fmu_state: "fmi2GetFMUstate": unsafe extern "C" fn(Component, *mut FmuState) -> Fmi2Status,
+            set_fmu_state: "fmi2SetFMUstate": unsafe extern "C" fn(Component, FmuState) -> Fmi2Status,
+            free_fmu_state: "fmi2FreeFMUstate": unsafe extern "C" fn(Component, *mut FmuState) -> Fmi2Status,
+            serialized_fmu_state_size: "fmi2SerializedFMUstateSize": unsafe extern "C" fn(Component, FmuState, *mut usize) -> Fmi2Status,
+            serialize_fmu_state: "fmi2SerializeFMUstate": unsafe extern "C" fn(Component, FmuState, *mut u8, usize) -> Fmi2Status,
+            deserialize_fmu_state: "fmi2DeSerializeFMUstate": unsafe extern "C" fn(Component, *const u8, usize, *mut FmuState) -> Fmi2Status,
+            get_directional_derivative: "fmi2GetDirectionalDerivative": unsafe extern "C" fn(Component, *const Vr, usize, *const Vr, usize, *const f64, *mut f64) -> Fmi2Status,
+            set_real_input_derivatives: "fmi2SetRealInputDerivatives": unsafe extern "C" fn(Component, *const Vr, usize, *const c_int, *const f64) -> Fmi2Status,
+            get_real_output_derivatives: "fmi2GetRealOutputDerivatives": unsafe extern "C" fn(Component, *const Vr, usize, *const c_int, *mut f64) -> Fmi2Status,
+        }
+    }
+}
+
+/// A loaded FMI 2.0 shared library and its resolved functions.
+pub struct Fmi2Library {
+    functions: Functions,
+    path: PathBuf,
+    // Declared last: dropped after the function pointers are unusable.
+    _library: Library,
+}
+
+impl std::fmt::Debug for Fmi2Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fmi2Library")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl Fmi2Library {
+    /// Loads the library at `path` and resolves the FMI 2.0 functions.
+    pub fn load(path: &Path) -> Result<Arc<Self>> {
+        // SAFETY: loading a library runs its initialisers; an FMU binary is
+        // trusted to that extent by the user who asks to simulate it (the
+        // `isolation = "process"` mode exists for FMUs that are not).
+        let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
+            library: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let functions = Functions::load(&library, path)?;
+        Ok(Arc::new(Fmi2Library {
+            functions,
+            path: path.to_path_buf(),
+            _library: library,
+        }))
+    }
+
+    /// The library file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `fmi2GetVersion()`.
+    pub fn version(&self) -> String {
+        // SAFETY: takes no arguments and returns a static string per the standard.
+        unsafe { c_str_lossy((self.functions.get_version)()) }
+    }
+
+    /// `fmi2GetTypesPlatform()`.
+    pub fn types_platform(&self) -> String {
+        // SAFETY: as for `version`.
+        unsafe { c_str_lossy((self.functions.get_types_platform)()) }
+    }
+
+    /// Names of the optional functions the library exports.
+    pub fn optional_functions(&self) -> Vec<&'static str> {
+        let f = &self.functions;
+        let mut v = Vec::new();
+        let mut add = |present: bool, name: &'static str| {
+            if present {
+                v.push(name)
+            }
+        };
+        add(f.get_fmu_state.is_some(), "fmi2GetFMUstate");
+        add(f.set_fmu_state.is_some(), "fmi2SetFMUstate");
+        add(f.free_fmu_state.is_some(), "fmi2FreeFMUstate");
+        add(f.serialize_fmu_state.is_some(), "fmi2SerializeFMUstate");
+        add(f.deserialize_fmu_state.is_some(), "fmi2DeSerializeFMUstate");
+        add(
+            f.get_directional_derivative.is_some(),
+            "fmi2GetDirectionalDerivative",
+        );
+        add(
+            f.set_real_input_derivatives.is_some(),
+            "fmi2SetRealInputDerivatives",
+        );
+        add(
+            f.get_real_output_derivatives.is_some(),
+            "fmi2GetRealOutputDerivatives",
+        );
+        v
+    }
+}
+
+/// Capabilities the model description declares; calls to optional functions
+/// are refused when the flag is off, even if the symbol exists.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fmi2Capabilities {
+    /// `canGetAndSetFMUstate`.
+    pub can_get_and_set_fmu_state: bool,
+    /// `canSerializeFMUstate`.
+    pub can_serialize_fmu_state: bool,
+    /// `providesDirectionalDerivative`.
+    pub provides_directional_derivative: bool,
+    /// `canInterpolateInputs`.
+    pub can_interpolate_inputs: bool,
+    /// `maxOutputDerivativeOrder`.
+    pub max_output_derivative_order: u32,
+}
+
+/// One FMI 2.0 co-simulation instance.
+pub struct Fmi2Instance {
+    component: Component,
+    lib: Arc<Fmi2Library>,
+    caps: Fmi2Capabilities,
+    name: String,
+    id: u64,
+    states: Vec<FmuState>,
+    /// Scratch for Boolean conversion and derivative orders (no allocation
+    /// after the first call of a given size).
+    int_scratch: Vec<c_int>,
+    fatal: bool,
+    terminated: bool,
+    time: f64,
+    // Keep the callback struct, the shim environment and the log context at
+    // fixed addresses for as long as the FMU may call back.
+    _callbacks: Box<CallbackFunctions>,
+    _env: Box<ShimEnv>,
+    log: Box<LogContext>,
+}
+
+// SAFETY: an FMI 2.0 component may be used from any thread as long as calls
+// on it are not concurrent; every method takes `&mut self`, so they cannot be.
+unsafe impl Send for Fmi2Instance {}
+
+impl std::fmt::Debug for Fmi2Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fmi2Instance")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// `file:` URI of a directory (RFC 3986 percent-encoding of the path).
+pub(crate) fn file_uri(dir: &Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in dir.to_string_lossy().bytes() {
+        let c = byte as char;
+        if c.is_ascii_alphanumeric() || "/-._~".contains(c) {
+            uri.push(c);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri
+}
+
+fn cstring(instance: &str, function: &'static str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| FmiError::InvalidArgument {
+        instance: instance.to_string(),
+        function,
+        reason: format!("string contains a NUL byte: {s:?}"),
+    })
+}
+
+impl Fmi2Instance {
+    /// `fmi2Instantiate` for co-simulation.
+    pub fn instantiate(
+        lib: Arc<Fmi2Library>,
+        name: &str,
+        guid: &str,
+        resources_dir: &Path,
+        caps: Fmi2Capabilities,
+        logging_on: bool,
+    ) -> Result<Self> {
+        let c_name = cstring(name, "fmi2Instantiate", name)?;
+        let c_guid = cstring(name, "fmi2Instantiate", guid)?;
+        let c_uri = cstring(name, "fmi2Instantiate", &file_uri(resources_dir))?;
+        let log = Box::new(LogContext::new(name));
+        let mut env = Box::new(ShimEnv {
+            sink: log_sink,
+            ctx: &*log as *const LogContext as *mut c_void,
+        });
+        let callbacks = Box::new(CallbackFunctions {
+            logger: cosim_fmi2_logger,
+            allocate_memory: libc::calloc,
+            free_memory: libc::free,
+            step_finished: None,
+            component_environment: &mut *env as *mut ShimEnv as *mut c_void,
+        });
+        // SAFETY: all strings are NUL-terminated and outlive the call; the
+        // callbacks struct and environment are boxed and kept in the instance
+        // until after fmi2FreeInstance. fmi2CoSimulation = 1.
+        let component = unsafe {
+            (lib.functions.instantiate)(
+                c_name.as_ptr(),
+                1,
+                c_guid.as_ptr(),
+                c_uri.as_ptr(),
+                &*callbacks,
+                0,
+                c_int::from(logging_on),
+            )
+        };
+        if component.is_null() {
+            return Err(FmiError::Status {
+                instance: name.to_string(),
+                function: "fmi2Instantiate",
+                status: Status::Error,
+                time: None,
+                log: log.take_recent(),
+            });
+        }
+        Ok(Fmi2Instance {
+            component,
+            lib,
+            caps,
+            name: name.to_string(),
+            id: next_instance_id(),
+            states: Vec::new(),
+            int_scratch: Vec::new(),
+            fatal: false,
+            terminated: false,
+            time: 0.0,
+            _callbacks: callbacks,
+            _env: env,
+            log,
+        })
+    }
+
+    /// The instance name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The last lines the FMU logged.
+    pub fn take_recent_log(&self) -> Vec<String> {
+        self.log.take_recent()
+    }
+
+    fn check(&mut self, function: &'static str, code: Fmi2Status) -> Result<Status> {
+        let status = Status::from_fmi2(code);
+        match status {
+            Status::Ok => Ok(status),
+            Status::Warning => {
+                tracing::warn!(target: "fmu", instance = %self.name, "{function} returned Warning");
+                Ok(status)
+            }
+            _ => {
+                if status == Status::Fatal {
+                    self.fatal = true;
+                }
+                Err(FmiError::Status {
+                    instance: self.name.clone(),
+                    function,
+                    status,
+                    time: Some(self.time),
+                    log: self.log.take_recent(),
+                })
+            }
+        }
+    }
+
+    fn alive(&self, function: &'static str) -> Result<()> {
+        if self.fatal {
+            Err(FmiError::Status {
+                instance: self.name.clone(),
+                function,
+                status: Status::Fatal,
+                time: Some(self.time),
+                log: vec![
+                    "the instance returned Fatal earlier; no further calls are allowed".into(),
+                ],
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn unsupported(&self, function: &'static str, reason: &str) -> FmiError {
+        FmiError::NotSupported {
+            instance: self.name.clone(),
+            function,
+            reason: reason.to_string(),
+        }
+    }
+
+    /// `fmi2SetDebugLogging` with the given categories (empty: all).
+    pub fn set_debug_logging(&mut self, on: bool, categories: &[&str]) -> Result<()> {
+        self.alive("fmi2SetDebugLogging")?;
+        let owned: Vec<CString> = categories
+            .iter()
+            .map(|c| cstring(&self.name, "fmi2SetDebugLogging", c))
+            .collect::<Result<_>>()?;
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: component is live; ptrs holds `ptrs.len()` valid C strings.
+        let code = unsafe {
+            (self.lib.functions.set_debug_logging)(
+                self.component,
+                c_int::from(on),
+                ptrs.len(),
+                ptrs.as_ptr(),
+            )
+        };
+        self.check("fmi2SetDebugLogging", code).map(|_| ())
+    }
+
+    /// `fmi2SetupExperiment` followed by `fmi2EnterInitializationMode`.
+    pub fn enter_initialization_mode(
+        &mut self,
+        tolerance: Option<f64>,
+        start_time: f64,
+        stop_time: Option<f64>,
+    ) -> Result<()> {
+        self.alive("fmi2SetupExperiment")?;
+        self.time = start_time;
+        // SAFETY: component is live.
+        let code = unsafe {
+            (self.lib.functions.setup_experiment)(
+                self.component,
+                c_int::from(tolerance.is_some()),
+                tolerance.unwrap_or(0.0),
+                start_time,
+                c_int::from(stop_time.is_some()),
+                stop_time.unwrap_or(0.0),
+            )
+        };
+        self.check("fmi2SetupExperiment", code)?;
+        // SAFETY: component is live.
+        let code = unsafe { (self.lib.functions.enter_initialization_mode)(self.component) };
+        self.check("fmi2EnterInitializationMode", code).map(|_| ())
+    }
+
+    /// `fmi2ExitInitializationMode`.
+    pub fn exit_initialization_mode(&mut self) -> Result<()> {
+        self.alive("fmi2ExitInitializationMode")?;
+        // SAFETY: component is live.
+        let code = unsafe { (self.lib.functions.exit_initialization_mode)(self.component) };
+        self.check("fmi2ExitInitializationMode", code).map(|_| ())
+    }
+
+    /// `fmi2Terminate`.
+    pub fn terminate(&mut self) -> Result<()> {
+        self.alive("fmi2Terminate")?;
+        if self.terminated {
+            return Ok(());
+        }
+        self.terminated = true;
+        // SAFETY: component is live.
+        let code = unsafe { (self.lib.functions.terminate)(self.component) };
+        self.check("fmi2Terminate", code).map(|_| ())
+    }
+
+    /// `fmi2Reset`.
+    pub fn reset(&mut self) -> Result<()> {
+        self.alive("fmi2Reset")?;
+        // SAFETY: component is live.
+        let code = unsafe { (self.lib.functions.reset)(self.component) };
+        self.terminated = false;
+        self.check("fmi2Reset", code).map(|_| ())
+    }
+
+    /// `fmi2GetReal`.
+    pub fn get_real(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
+        check_len(&self.name, "fmi2GetReal", vrs.len(), values.len())?;
+        self.alive("fmi2GetReal")?;
+        // SAFETY: both slices have vrs.len() elements (checked above).
+        let code = unsafe {
+            (self.lib.functions.get_real)(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_mut_ptr(),
+            )
+        };
+        self.check("fmi2GetReal", code).map(|_| ())
+    }
+
+    /// `fmi2SetReal`.
+    pub fn set_real(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
+        check_len(&self.name, "fmi2SetReal", vrs.len(), values.len())?;
+        self.alive("fmi2SetReal")?;
+        // SAFETY: both slices have vrs.len() elements (checked above).
+        let code = unsafe {
+            (self.lib.functions.set_real)(self.component, vrs.as_ptr(), vrs.len(), values.as_ptr())
+        };
+        self.check("fmi2SetReal", code).map(|_| ())
+    }
+
+    /// `fmi2GetInteger`.
+    pub fn get_integer(&mut self, vrs: &[u32], values: &mut [i32]) -> Result<()> {
+        check_len(&self.name, "fmi2GetInteger", vrs.len(), values.len())?;
+        self.alive("fmi2GetInteger")?;
+        // SAFETY: both slices have vrs.len() elements; c_int is i32 here.
+        let code = unsafe {
+            (self.lib.functions.get_integer)(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_mut_ptr(),
+            )
+        };
+        self.check("fmi2GetInteger", code).map(|_| ())
+    }
+
+    /// `fmi2SetInteger`.
+    pub fn set_integer(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
+        check_len(&self.name, "fmi2SetInteger", vrs.len(), values.len())?;
+        self.alive("fmi2SetInteger")?;
+        // SAFETY: both slices have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.set_integer)(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_ptr(),
+            )
+        };
+        self.check("fmi2SetInteger", code).map(|_| ())
+    }
+
+    /// `fmi2GetBoolean`.
+    pub fn get_boolean(&mut self, vrs: &[u32], values: &mut [bool]) -> Result<()> {
+        check_len(&self.name, "fmi2GetBoolean", vrs.len(), values.len())?;
+        self.alive("fmi2GetBoolean")?;
+        self.int_scratch.clear();
+        self.int_scratch.resize(vrs.len(), 0);
+        // SAFETY: vrs and the scratch buffer have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.get_boolean)(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                self.int_scratch.as_mut_ptr(),
+            )
+        };
+        self.check("fmi2GetBoolean", code)?;
+        for (v, &i) in values.iter_mut().zip(&self.int_scratch) {
+            *v = i != 0;
+        }
+        Ok(())
+    }
+
+    /// `fmi2SetBoolean`.
+    pub fn set_boolean(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
+        check_len(&self.name, "fmi2SetBoolean", vrs.len(), values.len())?;
+        self.alive("fmi2SetBoolean")?;
+        self.int_scratch.clear();
+        self.int_scratch
+            .extend(values.iter().map(|&b| c_int::from(b)));
+        // SAFETY: vrs and the scratch buffer have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.set_boolean)(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                self.int_scratch.as_ptr(),
+            )
+        };
+        self.check("fmi2SetBoolean", code).map(|_| ())
+    }
+
+    /// `fmi2GetString` (copies the strings out immediately, as the standard
+    /// requires: the FMU may reuse its buffers on the next call).
+    pub fn get_string(&mut self, vrs: &[u32]) -> Result<Vec<String>> {
+        self.alive("fmi2GetString")?;
+        let mut ptrs: Vec<*const c_char> = vec![std::ptr::null(); vrs.len()];
+        // SAFETY: vrs and ptrs have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.get_string)(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                ptrs.as_mut_ptr(),
+            )
+        };
+        self.check("fmi2GetString", code)?;
+        // SAFETY: after an OK status each pointer is null or a valid C string
+        // until the next call into the FMU.
+        Ok(ptrs.iter().map(|&p| unsafe { c_str_lossy(p) }).collect())
+    }
+
+    /// `fmi2SetString`.
+    pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
+        check_len(&self.name, "fmi2SetString", vrs.len(), values.len())?;
+        self.alive("fmi2SetString")?;
+        let owned: Vec<CString> = values
+            .iter()
+            .map(|s| cstring(&self.name, "fmi2SetString", s))
+            .collect::<Result<_>>()?;
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: vrs and ptrs have vrs.len() elements; strings outlive the call.
+        let code = unsafe {
+            (self.lib.functions.set_string)(self.component, vrs.as_ptr(), vrs.len(), ptrs.as_ptr())
+        };
+        self.check("fmi2SetString", code).map(|_| ())
+    }
+
+    /// `fmi2DoStep`. Discard is reported as [`StepOutcome::Discarded`] with
+    /// the FMU's `fmi2LastSuccessfulTime` (or `t` when it cannot say).
+    pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
+        self.alive("fmi2DoStep")?;
+        self.time = t;
+        // SAFETY: component is live.
+        let code = unsafe {
+            (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
+        };
+        let status = Status::from_fmi2(code);
+        if status == Status::Discard {
+            let mut last = t;
+            let mut terminate: Fmi2Boolean = 0;
+            if let Some(f) = self.lib.functions.get_real_status {
+                // SAFETY: component is live; fmi2LastSuccessfulTime = 2.
+                let c = unsafe { f(self.component, 2, &mut last) };
+                if c != 0 {
+                    last = t;
+                }
+            }
+            if let Some(f) = self.lib.functions.get_boolean_status {
+                // SAFETY: component is live; fmi2Terminated = 3.
+                let c = unsafe { f(self.component, 3, &mut terminate) };
+                if c != 0 {
+                    terminate = 0;
+                }
+            }
+            return Ok(StepOutcome::Discarded {
+                last_successful_time: last,
+                terminate: terminate != 0,
+            });
+        }
+        if status == Status::Pending {
+            // Asynchronous stepping is not requested by cosim; cancel it.
+            if let Some(cancel) = self.lib.functions.cancel_step {
+                // SAFETY: component is live.
+                unsafe { cancel(self.component) };
+            }
+        }
+        self.check("fmi2DoStep", code)?;
+        self.time = t + h;
+        Ok(StepOutcome::Completed)
+    }
+
+    fn state_fn<T>(&self, f: Option<T>, function: &'static str) -> Result<T> {
+        if !self.caps.can_get_and_set_fmu_state {
+            return Err(
+                self.unsupported(function, "the FMU declares canGetAndSetFMUstate=\"false\"")
+            );
+        }
+        f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))
+    }
+
+    fn slot(&self, h: StateHandle, function: &'static str) -> Result<usize> {
+        if h.instance_id == self.id && h.slot < self.states.len() && !self.states[h.slot].is_null()
+        {
+            Ok(h.slot)
+        } else {
+            Err(FmiError::InvalidArgument {
+                instance: self.name.clone(),
+                function,
+                reason: "the state handle does not belong to this instance or was freed".into(),
+            })
+        }
+    }
+
+    /// `fmi2GetFMUstate`: saves the state into a new slot, or overwrites
+    /// `reuse` (no allocation in the FMU when it supports overwriting).
+    pub fn get_fmu_state(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
+        self.alive("fmi2GetFMUstate")?;
+        let f = self.state_fn(self.lib.functions.get_fmu_state, "fmi2GetFMUstate")?;
+        let slot = match reuse {
+            Some(h) => self.slot(h, "fmi2GetFMUstate")?,
+            None => {
+                self.states.push(std::ptr::null_mut());
+                self.states.len() - 1
+            }
+        };
+        let mut state = self.states[slot];
+        // SAFETY: component is live; `state` is null or a state this
+        // instance obtained earlier, which the FMU may overwrite.
+        let code = unsafe { f(self.component, &mut state) };
+        self.states[slot] = state;
+        self.check("fmi2GetFMUstate", code)?;
+        Ok(StateHandle {
+            instance_id: self.id,
+            slot,
+        })
+    }
+
+    /// `fmi2SetFMUstate`.
+    pub fn set_fmu_state(&mut self, h: StateHandle) -> Result<()> {
+        self.alive("fmi2SetFMUstate")?;
+        let f = self.state_fn(self.lib.functions.set_fmu_state, "fmi2SetFMUstate")?;
+        let slot = self.slot(h, "fmi2SetFMUstate")?;
+        // SAFETY: component is live and the state was obtained from it.
+        let code = unsafe { f(self.component, self.states[slot]) };
+        self.check("fmi2SetFMUstate", code).map(|_| ())
+    }
+
+    /// `fmi2FreeFMUstate`.
+    pub fn free_fmu_state(&mut self, h: StateHandle) -> Result<()> {
+        self.alive("fmi2FreeFMUstate")?;
+        let f = self.state_fn(self.lib.functions.free_fmu_state, "fmi2FreeFMUstate")?;
+        let slot = self.slot(h, "fmi2FreeFMUstate")?;
+        let mut state = self.states[slot];
+        // SAFETY: component is live and the state was obtained from it.
+        let code = unsafe { f(self.component, &mut state) };
+        self.states[slot] = std::ptr::null_mut();
+        self.check("fmi2FreeFMUstate", code).map(|_| ())
+    }
+
+    /// `fmi2SerializedFMUstateSize` + `fmi2SerializeFMUstate`.
+    pub fn serialize_fmu_state(&mut self, h: StateHandle) -> Result<Vec<u8>> {
+        self.alive("fmi2SerializeFMUstate")?;
+        if !self.caps.can_serialize_fmu_state {
+            return Err(self.unsupported(
+                "fmi2SerializeFMUstate",
+                "the FMU declares canSerializeFMUstate=\"false\"",
+            ));
+        }
+        let size_fn = self.state_fn(
+            self.lib.functions.serialized_fmu_state_size,
+            "fmi2SerializedFMUstateSize",
+        )?;
+        let ser_fn = self.state_fn(
+            self.lib.functions.serialize_fmu_state,
+            "fmi2SerializeFMUstate",
+        )?;
+        let slot = self.slot(h, "fmi2SerializeFMUstate")?;
+        let mut size = 0usize;
+        // SAFETY: component is live and the state was obtained from it.
+        let code = unsafe { size_fn(self.component, self.states[slot], &mut size) };
+        self.check("fmi2SerializedFMUstateSize", code)?;
+        let mut buf = vec![0u8; size];
+        // SAFETY: buf has exactly `size` bytes as the FMU asked.
+        let code = unsafe { ser_fn(self.component, self.states[slot], buf.as_mut_ptr(), size) };
+        self.check("fmi2SerializeFMUstate", code)?;
+        Ok(buf)
+    }
+
+    /// `fmi2DeSerializeFMUstate` into a new slot.
+    pub fn deserialize_fmu_state(&mut self, bytes: &[u8]) -> Result<StateHandle> {
+        self.alive("fmi2DeSerializeFMUstate")?;
+        if !self.caps.can_serialize_fmu_state {
+            return Err(self.unsupported(
+                "fmi2DeSerializeFMUstate",
+                "the FMU declares canSerializeFMUstate=\"false\"",
+            ));
+        }
+        let f = self.state_fn(
+            self.lib.functions.deserialize_fmu_state,
+            "fmi2DeSerializeFMUstate",
+        )?;
+        let mut state: FmuState = std::ptr::null_mut();
+        // SAFETY: bytes is a valid buffer of bytes.len() bytes.
+        let code = unsafe { f(self.component, bytes.as_ptr(), bytes.len(), &mut state) };
+        self.check("fmi2DeSerializeFMUstate", code)?;
+        self.states.push(state);
+        Ok(StateHandle {
+            instance_id: self.id,
+            slot: self.states.len() - 1,
+        })
+    }
+
+    /// `fmi2SetRealInputDerivatives` for one derivative `order` (>= 1) of
+    /// all `vrs`.
+    pub fn set_real_input_derivatives(
+        &mut self,
+        vrs: &[u32],
+        order: i32,
+        values: &[f64],
+    ) -> Result<()> {
+        const F: &str = "fmi2SetRealInputDerivatives";
+        check_len(&self.name, F, vrs.len(), values.len())?;
+        self.alive(F)?;
+        if !self.caps.can_interpolate_inputs {
+            return Err(self.unsupported(F, "the FMU declares canInterpolateInputs=\"false\""));
+        }
+        let f = self
+            .lib
+            .functions
+            .set_real_input_derivatives
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        self.int_scratch.clear();
+        self.int_scratch.resize(vrs.len(), order);
+        // SAFETY: vrs, orders and values all have vrs.len() elements.
+        let code = unsafe {
+            f(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                self.int_scratch.as_ptr(),
+                values.as_ptr(),
+            )
+        };
+        self.check(F, code).map(|_| ())
+    }
+
+    /// `fmi2GetRealOutputDerivatives` for one derivative `order` (>= 1).
+    pub fn get_real_output_derivatives(
+        &mut self,
+        vrs: &[u32],
+        order: i32,
+        values: &mut [f64],
+    ) -> Result<()> {
+        const F: &str = "fmi2GetRealOutputDerivatives";
+        check_len(&self.name, F, vrs.len(), values.len())?;
+        self.alive(F)?;
+        if order < 1 || order as u32 > self.caps.max_output_derivative_order {
+            return Err(self.unsupported(
+                F,
+                &format!(
+                    "order {order} requested, the FMU declares maxOutputDerivativeOrder={}",
+                    self.caps.max_output_derivative_order
+                ),
+            ));
+        }
+        let f = self
+            .lib
+            .functions
+            .get_real_output_derivatives
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        self.int_scratch.clear();
+        self.int_scratch.resize(vrs.len(), order);
+        // SAFETY: vrs, orders and values all have vrs.len() elements.
+        let code = unsafe {
+            f(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                self.int_scratch.as_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        self.check(F, code).map(|_| ())
+    }
+
+    /// `fmi2GetDirectionalDerivative`: `sensitivity = d(unknowns)/d(knowns) * seed`.
+    pub fn get_directional_derivative(
+        &mut self,
+        unknowns: &[u32],
+        knowns: &[u32],
+        seed: &[f64],
+        sensitivity: &mut [f64],
+    ) -> Result<()> {
+        const F: &str = "fmi2GetDirectionalDerivative";
+        check_len(&self.name, F, knowns.len(), seed.len())?;
+        check_len(&self.name, F, unknowns.len(), sensitivity.len())?;
+        self.alive(F)?;
+        if !self.caps.provides_directional_derivative {
+            return Err(self.unsupported(
+                F,
+                "the FMU declares providesDirectionalDerivative=\"false\"",
+            ));
+        }
+        let f = self
+            .lib
+            .functions
+            .get_directional_derivative
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        // SAFETY: each pointer/length pair was checked above.
+        let code = unsafe {
+            f(
+                self.component,
+                unknowns.as_ptr(),
+                unknowns.len(),
+                knowns.as_ptr(),
+                knowns.len(),
+                seed.as_ptr(),
+                sensitivity.as_mut_ptr(),
+            )
+        };
+        self.check(F, code).map(|_| ())
+    }
+}
+
+impl Drop for Fmi2Instance {
+    fn drop(&mut self) {
+        if self.fatal {
+            // The standard forbids every call after Fatal, even freeing.
+            return;
+        }
+        if let Some(free) = self.lib.functions.free_fmu_state {
+            for state in &mut self.states {
+                if !state.is_null() {
+                    // SAFETY: the state was obtained from this live component.
+                    unsafe { free(self.component, state) };
+                }
+            }
+        }
+        // SAFETY: the component is live and is not used after this call; the
+        // boxed callbacks outlive it (fields drop after this function).
+        unsafe { (self.lib.functions.free_instance)(self.component) };
+    }
+}

@@ -1,0 +1,861 @@
+//! FMI 3.0 Co-Simulation: the function table and a safe instance wrapper.
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use libloading::Library;
+
+use super::log::{LogContext, c_str_lossy};
+use super::{StateHandle, Status, StepOutcome, check_len, next_instance_id};
+use crate::error::{FmiError, Result};
+
+type Instance = *mut c_void;
+type Vr = u32;
+type Fmi3Status = c_int;
+type FmuState = *mut c_void;
+
+/// `fmi3LogMessageCallback`.
+///
+/// # Safety
+/// `env` is the boxed `LogContext` of a live instance; strings are null or
+/// NUL-terminated.
+unsafe extern "C" fn log_message(
+    env: *mut c_void,
+    status: Fmi3Status,
+    category: *const c_char,
+    message: *const c_char,
+) {
+    if env.is_null() {
+        return;
+    }
+    // SAFETY: env is the LogContext owned by the instance, alive until after
+    // fmi3FreeInstance.
+    let log = unsafe { &*(env as *const LogContext) };
+    // SAFETY: the FMU passes null or NUL-terminated strings.
+    let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        log.log(Status::from_fmi3(status), &category, &message)
+    }));
+}
+
+macro_rules! fn_table {
+    ($(#[$m:meta])* $name:ident { mandatory { $($mf:ident : $msym:literal : $mty:ty,)* } optional { $($of:ident : $osym:literal : $oty:ty,)* } }) => {
+        $(#[$m])*
+        pub(crate) struct $name {
+            $(pub(crate) $mf: $mty,)*
+            $(pub(crate) $of: Option<$oty>,)*
+        }
+        impl $name {
+            fn load(lib: &Library, path: &Path) -> Result<Self> {
+                Ok($name {
+                    $($mf: {
+                        // SAFETY: the symbol is declared with the signature
+                        // the FMI 3.0 standard gives it.
+                        let sym = unsafe { lib.get::<$mty>($msym.as_bytes()) }.map_err(|_| {
+                            FmiError::MissingFunction {
+                                library: path.to_path_buf(),
+                                function: $msym.to_string(),
+                            }
+                        })?;
+                        *sym
+                    },)*
+                    $($of: {
+                        // SAFETY: as above; absence is allowed.
+                        unsafe { lib.get::<$oty>($osym.as_bytes()) }.ok().map(|s| *s)
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+type IntermediateUpdate =
+    unsafe extern "C" fn(*mut c_void, f64, bool, bool, bool, bool, *mut bool, *mut f64);
+
+fn_table! {
+    /// The FMI 3.0 Co-Simulation functions of one shared library.
+    Functions {
+        mandatory {
+            get_version: "fmi3GetVersion": unsafe extern "C" fn() -> *const c_char,
+            set_debug_logging: "fmi3SetDebugLogging": unsafe extern "C" fn(Instance, bool, usize, *const *const c_char) -> Fmi3Status,
+            instantiate_co_simulation: "fmi3InstantiateCoSimulation": unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, bool, bool, *const Vr, usize, *mut c_void, unsafe extern "C" fn(*mut c_void, Fmi3Status, *const c_char, *const c_char), Option<IntermediateUpdate>) -> Instance,
+            free_instance: "fmi3FreeInstance": unsafe extern "C" fn(Instance),
+            enter_initialization_mode: "fmi3EnterInitializationMode": unsafe extern "C" fn(Instance, bool, f64, f64, bool, f64) -> Fmi3Status,
+            exit_initialization_mode: "fmi3ExitInitializationMode": unsafe extern "C" fn(Instance) -> Fmi3Status,
+            terminate: "fmi3Terminate": unsafe extern "C" fn(Instance) -> Fmi3Status,
+            reset: "fmi3Reset": unsafe extern "C" fn(Instance) -> Fmi3Status,
+            get_float64: "fmi3GetFloat64": unsafe extern "C" fn(Instance, *const Vr, usize, *mut f64, usize) -> Fmi3Status,
+            set_float64: "fmi3SetFloat64": unsafe extern "C" fn(Instance, *const Vr, usize, *const f64, usize) -> Fmi3Status,
+            get_int32: "fmi3GetInt32": unsafe extern "C" fn(Instance, *const Vr, usize, *mut i32, usize) -> Fmi3Status,
+            set_int32: "fmi3SetInt32": unsafe extern "C" fn(Instance, *const Vr, usize, *const i32, usize) -> Fmi3Status,
+            get_int64: "fmi3GetInt64": unsafe extern "C" fn(Instance, *const Vr, usize, *mut i64, usize) -> Fmi3Status,
+            set_int64: "fmi3SetInt64": unsafe extern "C" fn(Instance, *const Vr, usize, *const i64, usize) -> Fmi3Status,
+            get_boolean: "fmi3GetBoolean": unsafe extern "C" fn(Instance, *const Vr, usize, *mut bool, usize) -> Fmi3Status,
+            set_boolean: "fmi3SetBoolean": unsafe extern "C" fn(Instance, *const Vr, usize, *const bool, usize) -> Fmi3Status,
+            get_string: "fmi3GetString": unsafe extern "C" fn(Instance, *const Vr, usize, *mut *const c_char, usize) -> Fmi3Status,
+            set_string: "fmi3SetString": unsafe extern "C" fn(Instance, *const Vr, usize, *const *const c_char, usize) -> Fmi3Status,
+            do_step: "fmi3DoStep": unsafe extern "C" fn(Instance, f64, f64, bool, *mut bool, *mut bool, *mut bool, *mut f64) -> Fmi3Status,
+        }
+        optional {
+            get_fmu_state: "fmi3GetFMUState": unsafe extern "C" fn(Instance, *mut FmuState) -> Fmi3Status,
+            set_fmu_state: "fmi3SetFMUState": unsafe extern "C" fn(Instance, FmuState) -> Fmi3Status,
+            free_fmu_state: "fmi3FreeFMUState": unsafe extern "C" fn(Instance, *mut FmuState) -> Fmi3Status,
+            serialized_fmu_state_size: "fmi3SerializedFMUStateSize": unsafe extern "C" fn(Instance, FmuState, *mut usize) -> Fmi3Status,
+            serialize_fmu_state: "fmi3SerializeFMUState": unsafe extern "C" fn(Instance, FmuState, *mut u8, usize) -> Fmi3Status,
+            deserialize_fmu_state: "fmi3DeserializeFMUState": unsafe extern "C" fn(Instance, *const u8, usize, *mut FmuState) -> Fmi3Status,
+            get_directional_derivative: "fmi3GetDirectionalDerivative": unsafe extern "C" fn(Instance, *const Vr, usize, *const Vr, usize, *const f64, usize, *mut f64, usize) -> Fmi3Status,
+            get_output_derivatives: "fmi3GetOutputDerivatives": unsafe extern "C" fn(Instance, *const Vr, usize, *const i32, *mut f64, usize) -> Fmi3Status,
+        }
+    }
+}
+
+/// A loaded FMI 3.0 shared library and its resolved functions.
+pub struct Fmi3Library {
+    functions: Functions,
+    path: PathBuf,
+    _library: Library,
+}
+
+impl std::fmt::Debug for Fmi3Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fmi3Library")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl Fmi3Library {
+    /// Loads the library at `path` and resolves the FMI 3.0 functions.
+    pub fn load(path: &Path) -> Result<Arc<Self>> {
+        // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
+        let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
+            library: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let functions = Functions::load(&library, path)?;
+        Ok(Arc::new(Fmi3Library {
+            functions,
+            path: path.to_path_buf(),
+            _library: library,
+        }))
+    }
+
+    /// The library file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `fmi3GetVersion()`.
+    pub fn version(&self) -> String {
+        // SAFETY: no arguments; returns a static string per the standard.
+        unsafe { c_str_lossy((self.functions.get_version)()) }
+    }
+
+    /// Names of the optional functions the library exports.
+    pub fn optional_functions(&self) -> Vec<&'static str> {
+        let f = &self.functions;
+        let mut v = Vec::new();
+        let mut add = |present: bool, name: &'static str| {
+            if present {
+                v.push(name)
+            }
+        };
+        add(f.get_fmu_state.is_some(), "fmi3GetFMUState");
+        add(f.set_fmu_state.is_some(), "fmi3SetFMUState");
+        add(f.free_fmu_state.is_some(), "fmi3FreeFMUState");
+        add(f.serialize_fmu_state.is_some(), "fmi3SerializeFMUState");
+        add(f.deserialize_fmu_state.is_some(), "fmi3DeserializeFMUState");
+        add(
+            f.get_directional_derivative.is_some(),
+            "fmi3GetDirectionalDerivative",
+        );
+        add(
+            f.get_output_derivatives.is_some(),
+            "fmi3GetOutputDerivatives",
+        );
+        v
+    }
+}
+
+/// Capabilities the model description declares.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fmi3Capabilities {
+    /// `canGetAndSetFMUState`.
+    pub can_get_and_set_fmu_state: bool,
+    /// `canSerializeFMUState`.
+    pub can_serialize_fmu_state: bool,
+    /// `providesDirectionalDerivatives`.
+    pub provides_directional_derivatives: bool,
+    /// `maxOutputDerivativeOrder`.
+    pub max_output_derivative_order: u32,
+    /// `hasEventMode`: if set, cosim still instantiates with
+    /// `eventModeUsed = false`.
+    pub has_event_mode: bool,
+}
+
+/// One FMI 3.0 co-simulation instance.
+pub struct Fmi3Instance {
+    instance: Instance,
+    lib: Arc<Fmi3Library>,
+    caps: Fmi3Capabilities,
+    name: String,
+    id: u64,
+    states: Vec<FmuState>,
+    int_scratch: Vec<i32>,
+    fatal: bool,
+    terminated: bool,
+    time: f64,
+    log: Box<LogContext>,
+}
+
+// SAFETY: an FMI 3.0 instance may be used from any thread as long as calls
+// on it are not concurrent; every method takes `&mut self`.
+unsafe impl Send for Fmi3Instance {}
+
+impl std::fmt::Debug for Fmi3Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fmi3Instance")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+fn cstring(instance: &str, function: &'static str, s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| FmiError::InvalidArgument {
+        instance: instance.to_string(),
+        function,
+        reason: format!("string contains a NUL byte: {s:?}"),
+    })
+}
+
+impl Fmi3Instance {
+    /// `fmi3InstantiateCoSimulation` with event mode and early return off.
+    pub fn instantiate(
+        lib: Arc<Fmi3Library>,
+        name: &str,
+        token: &str,
+        resources_dir: &Path,
+        caps: Fmi3Capabilities,
+        logging_on: bool,
+    ) -> Result<Self> {
+        const F: &str = "fmi3InstantiateCoSimulation";
+        let c_name = cstring(name, F, name)?;
+        let c_token = cstring(name, F, token)?;
+        // FMI 3.0: an absolute path with a trailing separator.
+        let mut resource_path = resources_dir.to_string_lossy().into_owned();
+        if !resource_path.ends_with('/') {
+            resource_path.push('/');
+        }
+        let c_resources = cstring(name, F, &resource_path)?;
+        let log = Box::new(LogContext::new(name));
+        // SAFETY: strings are NUL-terminated and outlive the call; the log
+        // context is boxed and kept until after fmi3FreeInstance.
+        let instance = unsafe {
+            (lib.functions.instantiate_co_simulation)(
+                c_name.as_ptr(),
+                c_token.as_ptr(),
+                c_resources.as_ptr(),
+                false,
+                logging_on,
+                false,
+                false,
+                std::ptr::null(),
+                0,
+                &*log as *const LogContext as *mut c_void,
+                log_message,
+                None,
+            )
+        };
+        if instance.is_null() {
+            return Err(FmiError::Status {
+                instance: name.to_string(),
+                function: F,
+                status: Status::Error,
+                time: None,
+                log: log.take_recent(),
+            });
+        }
+        Ok(Fmi3Instance {
+            instance,
+            lib,
+            caps,
+            name: name.to_string(),
+            id: next_instance_id(),
+            states: Vec::new(),
+            int_scratch: Vec::new(),
+            fatal: false,
+            terminated: false,
+            time: 0.0,
+            log,
+        })
+    }
+
+    /// The instance name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The last lines the FMU logged.
+    pub fn take_recent_log(&self) -> Vec<String> {
+        self.log.take_recent()
+    }
+
+    fn check(&mut self, function: &'static str, code: Fmi3Status) -> Result<Status> {
+        let status = Status::from_fmi3(code);
+        match status {
+            Status::Ok => Ok(status),
+            Status::Warning => {
+                tracing::warn!(target: "fmu", instance = %self.name, "{function} returned Warning");
+                Ok(status)
+            }
+            _ => {
+                if status == Status::Fatal {
+                    self.fatal = true;
+                }
+                Err(FmiError::Status {
+                    instance: self.name.clone(),
+                    function,
+                    status,
+                    time: Some(self.time),
+                    log: self.log.take_recent(),
+                })
+            }
+        }
+    }
+
+    fn alive(&self, function: &'static str) -> Result<()> {
+        if self.fatal {
+            Err(FmiError::Status {
+                instance: self.name.clone(),
+                function,
+                status: Status::Fatal,
+                time: Some(self.time),
+                log: vec![
+                    "the instance returned Fatal earlier; no further calls are allowed".into(),
+                ],
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn unsupported(&self, function: &'static str, reason: &str) -> FmiError {
+        FmiError::NotSupported {
+            instance: self.name.clone(),
+            function,
+            reason: reason.to_string(),
+        }
+    }
+
+    /// `fmi3SetDebugLogging` with the given categories (empty: all).
+    pub fn set_debug_logging(&mut self, on: bool, categories: &[&str]) -> Result<()> {
+        self.alive("fmi3SetDebugLogging")?;
+        let owned: Vec<CString> = categories
+            .iter()
+            .map(|c| cstring(&self.name, "fmi3SetDebugLogging", c))
+            .collect::<Result<_>>()?;
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: instance is live; ptrs holds valid C strings.
+        let code = unsafe {
+            (self.lib.functions.set_debug_logging)(self.instance, on, ptrs.len(), ptrs.as_ptr())
+        };
+        self.check("fmi3SetDebugLogging", code).map(|_| ())
+    }
+
+    /// `fmi3EnterInitializationMode`.
+    pub fn enter_initialization_mode(
+        &mut self,
+        tolerance: Option<f64>,
+        start_time: f64,
+        stop_time: Option<f64>,
+    ) -> Result<()> {
+        self.alive("fmi3EnterInitializationMode")?;
+        self.time = start_time;
+        // SAFETY: instance is live.
+        let code = unsafe {
+            (self.lib.functions.enter_initialization_mode)(
+                self.instance,
+                tolerance.is_some(),
+                tolerance.unwrap_or(0.0),
+                start_time,
+                stop_time.is_some(),
+                stop_time.unwrap_or(0.0),
+            )
+        };
+        self.check("fmi3EnterInitializationMode", code).map(|_| ())
+    }
+
+    /// `fmi3ExitInitializationMode` (the instance is then in Step Mode,
+    /// since it was instantiated with `eventModeUsed = false`).
+    pub fn exit_initialization_mode(&mut self) -> Result<()> {
+        self.alive("fmi3ExitInitializationMode")?;
+        // SAFETY: instance is live.
+        let code = unsafe { (self.lib.functions.exit_initialization_mode)(self.instance) };
+        self.check("fmi3ExitInitializationMode", code).map(|_| ())
+    }
+
+    /// `fmi3Terminate`.
+    pub fn terminate(&mut self) -> Result<()> {
+        self.alive("fmi3Terminate")?;
+        if self.terminated {
+            return Ok(());
+        }
+        self.terminated = true;
+        // SAFETY: instance is live.
+        let code = unsafe { (self.lib.functions.terminate)(self.instance) };
+        self.check("fmi3Terminate", code).map(|_| ())
+    }
+
+    /// `fmi3Reset`.
+    pub fn reset(&mut self) -> Result<()> {
+        self.alive("fmi3Reset")?;
+        // SAFETY: instance is live.
+        let code = unsafe { (self.lib.functions.reset)(self.instance) };
+        self.terminated = false;
+        self.check("fmi3Reset", code).map(|_| ())
+    }
+
+    /// `fmi3GetFloat64` for scalar variables.
+    pub fn get_float64(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
+        check_len(&self.name, "fmi3GetFloat64", vrs.len(), values.len())?;
+        self.alive("fmi3GetFloat64")?;
+        // SAFETY: both slices have vrs.len() elements (checked above).
+        let code = unsafe {
+            (self.lib.functions.get_float64)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_mut_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3GetFloat64", code).map(|_| ())
+    }
+
+    /// `fmi3SetFloat64` for scalar variables.
+    pub fn set_float64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
+        check_len(&self.name, "fmi3SetFloat64", vrs.len(), values.len())?;
+        self.alive("fmi3SetFloat64")?;
+        // SAFETY: both slices have vrs.len() elements (checked above).
+        let code = unsafe {
+            (self.lib.functions.set_float64)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3SetFloat64", code).map(|_| ())
+    }
+
+    /// `fmi3GetInt32`.
+    pub fn get_int32(&mut self, vrs: &[u32], values: &mut [i32]) -> Result<()> {
+        check_len(&self.name, "fmi3GetInt32", vrs.len(), values.len())?;
+        self.alive("fmi3GetInt32")?;
+        // SAFETY: both slices have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.get_int32)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_mut_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3GetInt32", code).map(|_| ())
+    }
+
+    /// `fmi3SetInt32`.
+    pub fn set_int32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
+        check_len(&self.name, "fmi3SetInt32", vrs.len(), values.len())?;
+        self.alive("fmi3SetInt32")?;
+        // SAFETY: both slices have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.set_int32)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3SetInt32", code).map(|_| ())
+    }
+
+    /// `fmi3GetInt64` (also enumerations).
+    pub fn get_int64(&mut self, vrs: &[u32], values: &mut [i64]) -> Result<()> {
+        check_len(&self.name, "fmi3GetInt64", vrs.len(), values.len())?;
+        self.alive("fmi3GetInt64")?;
+        // SAFETY: both slices have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.get_int64)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_mut_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3GetInt64", code).map(|_| ())
+    }
+
+    /// `fmi3SetInt64` (also enumerations).
+    pub fn set_int64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
+        check_len(&self.name, "fmi3SetInt64", vrs.len(), values.len())?;
+        self.alive("fmi3SetInt64")?;
+        // SAFETY: both slices have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.set_int64)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3SetInt64", code).map(|_| ())
+    }
+
+    /// `fmi3GetBoolean`.
+    pub fn get_boolean(&mut self, vrs: &[u32], values: &mut [bool]) -> Result<()> {
+        check_len(&self.name, "fmi3GetBoolean", vrs.len(), values.len())?;
+        self.alive("fmi3GetBoolean")?;
+        // fmi3Boolean is C99 `bool`; read into bytes first so that a library
+        // writing a value other than 0/1 cannot produce an invalid Rust bool.
+        let mut bytes = vec![0u8; vrs.len()];
+        // SAFETY: both buffers have vrs.len() elements; u8 has bool's layout.
+        let code = unsafe {
+            (self.lib.functions.get_boolean)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                bytes.as_mut_ptr() as *mut bool,
+                bytes.len(),
+            )
+        };
+        self.check("fmi3GetBoolean", code)?;
+        for (v, b) in values.iter_mut().zip(bytes) {
+            *v = b != 0;
+        }
+        Ok(())
+    }
+
+    /// `fmi3SetBoolean`.
+    pub fn set_boolean(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
+        check_len(&self.name, "fmi3SetBoolean", vrs.len(), values.len())?;
+        self.alive("fmi3SetBoolean")?;
+        // SAFETY: both slices have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.set_boolean)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_ptr(),
+                values.len(),
+            )
+        };
+        self.check("fmi3SetBoolean", code).map(|_| ())
+    }
+
+    /// `fmi3GetString` (copied out immediately).
+    pub fn get_string(&mut self, vrs: &[u32]) -> Result<Vec<String>> {
+        self.alive("fmi3GetString")?;
+        let mut ptrs: Vec<*const c_char> = vec![std::ptr::null(); vrs.len()];
+        // SAFETY: vrs and ptrs have vrs.len() elements.
+        let code = unsafe {
+            (self.lib.functions.get_string)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                ptrs.as_mut_ptr(),
+                ptrs.len(),
+            )
+        };
+        self.check("fmi3GetString", code)?;
+        // SAFETY: after OK each pointer is null or a valid C string until the
+        // next call into the FMU.
+        Ok(ptrs.iter().map(|&p| unsafe { c_str_lossy(p) }).collect())
+    }
+
+    /// `fmi3SetString`.
+    pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
+        check_len(&self.name, "fmi3SetString", vrs.len(), values.len())?;
+        self.alive("fmi3SetString")?;
+        let owned: Vec<CString> = values
+            .iter()
+            .map(|s| cstring(&self.name, "fmi3SetString", s))
+            .collect::<Result<_>>()?;
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        // SAFETY: vrs and ptrs have vrs.len() elements; strings outlive the call.
+        let code = unsafe {
+            (self.lib.functions.set_string)(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                ptrs.as_ptr(),
+                ptrs.len(),
+            )
+        };
+        self.check("fmi3SetString", code).map(|_| ())
+    }
+
+    /// `fmi3DoStep`. Early return and Discard are reported as outcomes.
+    pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
+        self.alive("fmi3DoStep")?;
+        self.time = t;
+        let mut event_handling_needed = false;
+        let mut terminate = false;
+        let mut early_return = false;
+        let mut last_successful_time = t;
+        // SAFETY: instance is live; the out-pointers point to locals.
+        let code = unsafe {
+            (self.lib.functions.do_step)(
+                self.instance,
+                t,
+                h,
+                no_set_prior,
+                &mut event_handling_needed,
+                &mut terminate,
+                &mut early_return,
+                &mut last_successful_time,
+            )
+        };
+        let status = Status::from_fmi3(code);
+        if status == Status::Discard {
+            return Ok(StepOutcome::Discarded {
+                last_successful_time,
+                terminate,
+            });
+        }
+        self.check("fmi3DoStep", code)?;
+        if early_return {
+            self.time = last_successful_time;
+            return Ok(StepOutcome::EarlyReturn {
+                last_successful_time,
+            });
+        }
+        self.time = t + h;
+        Ok(StepOutcome::Completed)
+    }
+
+    fn state_fn<T>(&self, f: Option<T>, function: &'static str) -> Result<T> {
+        if !self.caps.can_get_and_set_fmu_state {
+            return Err(
+                self.unsupported(function, "the FMU declares canGetAndSetFMUState=\"false\"")
+            );
+        }
+        f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))
+    }
+
+    fn slot(&self, h: StateHandle, function: &'static str) -> Result<usize> {
+        if h.instance_id == self.id && h.slot < self.states.len() && !self.states[h.slot].is_null()
+        {
+            Ok(h.slot)
+        } else {
+            Err(FmiError::InvalidArgument {
+                instance: self.name.clone(),
+                function,
+                reason: "the state handle does not belong to this instance or was freed".into(),
+            })
+        }
+    }
+
+    /// `fmi3GetFMUState`, into a new slot or overwriting `reuse`.
+    pub fn get_fmu_state(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
+        self.alive("fmi3GetFMUState")?;
+        let f = self.state_fn(self.lib.functions.get_fmu_state, "fmi3GetFMUState")?;
+        let slot = match reuse {
+            Some(h) => self.slot(h, "fmi3GetFMUState")?,
+            None => {
+                self.states.push(std::ptr::null_mut());
+                self.states.len() - 1
+            }
+        };
+        let mut state = self.states[slot];
+        // SAFETY: instance is live; `state` is null or one of its states.
+        let code = unsafe { f(self.instance, &mut state) };
+        self.states[slot] = state;
+        self.check("fmi3GetFMUState", code)?;
+        Ok(StateHandle {
+            instance_id: self.id,
+            slot,
+        })
+    }
+
+    /// `fmi3SetFMUState`.
+    pub fn set_fmu_state(&mut self, h: StateHandle) -> Result<()> {
+        self.alive("fmi3SetFMUState")?;
+        let f = self.state_fn(self.lib.functions.set_fmu_state, "fmi3SetFMUState")?;
+        let slot = self.slot(h, "fmi3SetFMUState")?;
+        // SAFETY: instance is live and the state came from it.
+        let code = unsafe { f(self.instance, self.states[slot]) };
+        self.check("fmi3SetFMUState", code).map(|_| ())
+    }
+
+    /// `fmi3FreeFMUState`.
+    pub fn free_fmu_state(&mut self, h: StateHandle) -> Result<()> {
+        self.alive("fmi3FreeFMUState")?;
+        let f = self.state_fn(self.lib.functions.free_fmu_state, "fmi3FreeFMUState")?;
+        let slot = self.slot(h, "fmi3FreeFMUState")?;
+        let mut state = self.states[slot];
+        // SAFETY: instance is live and the state came from it.
+        let code = unsafe { f(self.instance, &mut state) };
+        self.states[slot] = std::ptr::null_mut();
+        self.check("fmi3FreeFMUState", code).map(|_| ())
+    }
+
+    /// `fmi3SerializedFMUStateSize` + `fmi3SerializeFMUState`.
+    pub fn serialize_fmu_state(&mut self, h: StateHandle) -> Result<Vec<u8>> {
+        self.alive("fmi3SerializeFMUState")?;
+        if !self.caps.can_serialize_fmu_state {
+            return Err(self.unsupported(
+                "fmi3SerializeFMUState",
+                "the FMU declares canSerializeFMUState=\"false\"",
+            ));
+        }
+        let size_fn = self.state_fn(
+            self.lib.functions.serialized_fmu_state_size,
+            "fmi3SerializedFMUStateSize",
+        )?;
+        let ser_fn = self.state_fn(
+            self.lib.functions.serialize_fmu_state,
+            "fmi3SerializeFMUState",
+        )?;
+        let slot = self.slot(h, "fmi3SerializeFMUState")?;
+        let mut size = 0usize;
+        // SAFETY: instance is live and the state came from it.
+        let code = unsafe { size_fn(self.instance, self.states[slot], &mut size) };
+        self.check("fmi3SerializedFMUStateSize", code)?;
+        let mut buf = vec![0u8; size];
+        // SAFETY: buf has exactly `size` bytes.
+        let code = unsafe { ser_fn(self.instance, self.states[slot], buf.as_mut_ptr(), size) };
+        self.check("fmi3SerializeFMUState", code)?;
+        Ok(buf)
+    }
+
+    /// `fmi3DeserializeFMUState` into a new slot.
+    pub fn deserialize_fmu_state(&mut self, bytes: &[u8]) -> Result<StateHandle> {
+        self.alive("fmi3DeserializeFMUState")?;
+        if !self.caps.can_serialize_fmu_state {
+            return Err(self.unsupported(
+                "fmi3DeserializeFMUState",
+                "the FMU declares canSerializeFMUState=\"false\"",
+            ));
+        }
+        let f = self.state_fn(
+            self.lib.functions.deserialize_fmu_state,
+            "fmi3DeserializeFMUState",
+        )?;
+        let mut state: FmuState = std::ptr::null_mut();
+        // SAFETY: bytes is a valid buffer of bytes.len() bytes.
+        let code = unsafe { f(self.instance, bytes.as_ptr(), bytes.len(), &mut state) };
+        self.check("fmi3DeserializeFMUState", code)?;
+        self.states.push(state);
+        Ok(StateHandle {
+            instance_id: self.id,
+            slot: self.states.len() - 1,
+        })
+    }
+
+    /// `fmi3GetOutputDerivatives` for one derivative `order` (>= 1).
+    pub fn get_output_derivatives(
+        &mut self,
+        vrs: &[u32],
+        order: i32,
+        values: &mut [f64],
+    ) -> Result<()> {
+        const F: &str = "fmi3GetOutputDerivatives";
+        check_len(&self.name, F, vrs.len(), values.len())?;
+        self.alive(F)?;
+        if order < 1 || order as u32 > self.caps.max_output_derivative_order {
+            return Err(self.unsupported(
+                F,
+                &format!(
+                    "order {order} requested, the FMU declares maxOutputDerivativeOrder={}",
+                    self.caps.max_output_derivative_order
+                ),
+            ));
+        }
+        let f = self
+            .lib
+            .functions
+            .get_output_derivatives
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        self.int_scratch.clear();
+        self.int_scratch.resize(vrs.len(), order);
+        // SAFETY: vrs, orders and values all have vrs.len() elements.
+        let code = unsafe {
+            f(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                self.int_scratch.as_ptr(),
+                values.as_mut_ptr(),
+                values.len(),
+            )
+        };
+        self.check(F, code).map(|_| ())
+    }
+
+    /// `fmi3GetDirectionalDerivative`.
+    pub fn get_directional_derivative(
+        &mut self,
+        unknowns: &[u32],
+        knowns: &[u32],
+        seed: &[f64],
+        sensitivity: &mut [f64],
+    ) -> Result<()> {
+        const F: &str = "fmi3GetDirectionalDerivative";
+        check_len(&self.name, F, knowns.len(), seed.len())?;
+        check_len(&self.name, F, unknowns.len(), sensitivity.len())?;
+        self.alive(F)?;
+        if !self.caps.provides_directional_derivatives {
+            return Err(self.unsupported(
+                F,
+                "the FMU declares providesDirectionalDerivatives=\"false\"",
+            ));
+        }
+        let f = self
+            .lib
+            .functions
+            .get_directional_derivative
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        // SAFETY: each pointer/length pair was checked above.
+        let code = unsafe {
+            f(
+                self.instance,
+                unknowns.as_ptr(),
+                unknowns.len(),
+                knowns.as_ptr(),
+                knowns.len(),
+                seed.as_ptr(),
+                seed.len(),
+                sensitivity.as_mut_ptr(),
+                sensitivity.len(),
+            )
+        };
+        self.check(F, code).map(|_| ())
+    }
+}
+
+impl Drop for Fmi3Instance {
+    fn drop(&mut self) {
+        if self.fatal {
+            return;
+        }
+        if let Some(free) = self.lib.functions.free_fmu_state {
+            for state in &mut self.states {
+                if !state.is_null() {
+                    // SAFETY: the state came from this live instance.
+                    unsafe { free(self.instance, state) };
+                }
+            }
+        }
+        // SAFETY: the instance is live and not used after this call; the log
+        // context is dropped after this function returns.
+        unsafe { (self.lib.functions.free_instance)(self.instance) };
+    }
+}

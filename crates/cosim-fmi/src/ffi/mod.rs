@@ -1,0 +1,130 @@
+//! The dynamic-library binding: the only place in `cosim` with `unsafe`.
+//!
+//! [`fmi2`] and [`fmi3`] each resolve their standard's C functions from a
+//! shared library with `libloading` and wrap one FMU instance in a safe
+//! struct whose methods check slice lengths, translate statuses into
+//! [`FmiError`](crate::FmiError) values and route the FMU's log messages into
+//! `tracing`. Everything above this module is safe Rust.
+
+pub mod fmi2;
+pub mod fmi3;
+mod log;
+
+use serde::Serialize;
+
+/// An FMI status code (`fmi2Status` / `fmi3Status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Status {
+    /// All well.
+    Ok,
+    /// Something is questionable; the call did its work.
+    Warning,
+    /// The call could not complete (e.g. a step was not fully carried out);
+    /// the instance can still be used as the standard describes.
+    Discard,
+    /// The call failed; the instance must be terminated/reset.
+    Error,
+    /// The instance is unusable; no further call (not even free) is allowed.
+    Fatal,
+    /// FMI 2 asynchronous step still running (not supported by `cosim`).
+    Pending,
+}
+
+impl Status {
+    /// Maps the integer an FMI function returned. Unknown values are treated
+    /// as [`Status::Fatal`]: a library returning garbage is not to be trusted.
+    pub(crate) fn from_fmi2(code: i32) -> Status {
+        match code {
+            0 => Status::Ok,
+            1 => Status::Warning,
+            2 => Status::Discard,
+            3 => Status::Error,
+            5 => Status::Pending,
+            _ => Status::Fatal,
+        }
+    }
+
+    /// Maps an `fmi3Status` (no Pending in FMI 3).
+    pub(crate) fn from_fmi3(code: i32) -> Status {
+        match code {
+            0 => Status::Ok,
+            1 => Status::Warning,
+            2 => Status::Discard,
+            3 => Status::Error,
+            _ => Status::Fatal,
+        }
+    }
+
+    /// True for OK and Warning: the call did its work.
+    pub fn is_success(self) -> bool {
+        matches!(self, Status::Ok | Status::Warning)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Ok => "OK",
+            Status::Warning => "Warning",
+            Status::Discard => "Discard",
+            Status::Error => "Error",
+            Status::Fatal => "Fatal",
+            Status::Pending => "Pending",
+        })
+    }
+}
+
+/// How a `doStep` call ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StepOutcome {
+    /// The step reached `t + h`.
+    Completed,
+    /// FMI 3 early return: the FMU stopped at `last_successful_time`.
+    EarlyReturn {
+        /// Where the FMU stopped.
+        last_successful_time: f64,
+    },
+    /// The FMU returned Discard: it could not complete the step and stopped
+    /// at `last_successful_time` (FMI 2 `fmi2LastSuccessfulTime`, FMI 3
+    /// `lastSuccessfulTime`). `terminate` is set when the FMU also asked to
+    /// end the simulation.
+    Discarded {
+        /// Where the FMU stopped.
+        last_successful_time: f64,
+        /// The FMU requested that the simulation end.
+        terminate: bool,
+    },
+}
+
+/// Where a state handle came from: the instance id and the slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StateHandle {
+    pub(crate) instance_id: u64,
+    pub(crate) slot: usize,
+}
+
+/// A process-unique id per instance, so a state handle cannot be used on
+/// another instance.
+pub(crate) fn next_instance_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Checks that `values` has as many elements as `vrs`.
+pub(crate) fn check_len(
+    instance: &str,
+    function: &'static str,
+    n_vrs: usize,
+    n_values: usize,
+) -> crate::Result<()> {
+    if n_vrs == n_values {
+        Ok(())
+    } else {
+        Err(crate::FmiError::InvalidArgument {
+            instance: instance.to_string(),
+            function,
+            reason: format!("{n_vrs} value references but a buffer of {n_values} values"),
+        })
+    }
+}

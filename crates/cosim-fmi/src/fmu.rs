@@ -1,0 +1,243 @@
+//! An opened FMU: its extracted files, its model description, and (loaded on
+//! first instantiation, then shared by every instance) its shared library.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::archive;
+use crate::error::{FmiError, Result};
+use crate::ffi::fmi2::{Fmi2Capabilities, Fmi2Instance, Fmi2Library};
+use crate::ffi::fmi3::{Fmi3Capabilities, Fmi3Instance, Fmi3Library};
+use crate::instance::{Inner, Instance, InstantiateOptions};
+use crate::model_description::{
+    CoSimulation, FmiVersion, ModelDescription, parse_model_description_file,
+};
+
+enum Library {
+    V2(Arc<Fmi2Library>),
+    V3(Arc<Fmi3Library>),
+}
+
+struct FmuInner {
+    source: PathBuf,
+    root: archive::FmuRoot,
+    md: ModelDescription,
+    library: Mutex<Option<Library>>,
+}
+
+/// An opened `.fmu` archive (or unpacked FMU directory).
+///
+/// Cloning is cheap and shares the extracted files and the loaded library;
+/// the temporary directory lives as long as any clone or instance.
+#[derive(Clone)]
+pub struct Fmu {
+    inner: Arc<FmuInner>,
+}
+
+impl std::fmt::Debug for Fmu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fmu")
+            .field("source", &self.inner.source)
+            .field("model", &self.inner.md.model_name)
+            .finish()
+    }
+}
+
+/// Process-wide registry of FMUs declaring
+/// `canBeInstantiatedOnlyOncePerProcess`: token -> existing instance name.
+fn once_registry() -> &'static Mutex<HashMap<String, String>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Holds an FMU's "only once per process" slot while its instance lives.
+#[derive(Debug)]
+pub(crate) struct OnceGuard {
+    token: String,
+}
+
+impl Drop for OnceGuard {
+    fn drop(&mut self) {
+        if let Ok(mut map) = once_registry().lock() {
+            map.remove(&self.token);
+        }
+    }
+}
+
+impl Fmu {
+    /// Opens an `.fmu` file (extracting it safely into a private temporary
+    /// directory) or an unpacked FMU directory, and parses its
+    /// `modelDescription.xml`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Fmu> {
+        let path = path.as_ref();
+        let root = archive::FmuRoot::open(path)?;
+        let md_path = root.path().join("modelDescription.xml");
+        let md = parse_model_description_file(&md_path).map_err(|e| match e {
+            // Name the archive, not the temporary directory, in messages.
+            FmiError::ModelDescription {
+                line,
+                column,
+                message,
+                ..
+            } => FmiError::ModelDescription {
+                file: path.join("modelDescription.xml"),
+                line,
+                column,
+                message,
+            },
+            other => other,
+        })?;
+        Ok(Fmu {
+            inner: Arc::new(FmuInner {
+                source: path.to_path_buf(),
+                root,
+                md,
+                library: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The path the FMU was opened from.
+    pub fn source(&self) -> &Path {
+        &self.inner.source
+    }
+
+    /// The directory holding the extracted files.
+    pub fn root(&self) -> &Path {
+        self.inner.root.path()
+    }
+
+    /// The parsed model description.
+    pub fn model_description(&self) -> &ModelDescription {
+        &self.inner.md
+    }
+
+    /// The `<CoSimulation>` element, or an error naming the FMU if it has none.
+    pub fn co_simulation(&self) -> Result<&CoSimulation> {
+        self.inner
+            .md
+            .co_simulation
+            .as_ref()
+            .ok_or_else(|| FmiError::Unsupported {
+                fmu: self.inner.source.display().to_string(),
+                reason: "the FMU has no <CoSimulation> interface (Model Exchange only); cosim drives co-simulation FMUs".into(),
+            })
+    }
+
+    /// The path of the shared library for this platform (checked to exist).
+    pub fn library_path(&self) -> Result<PathBuf> {
+        let cs = self.co_simulation()?;
+        archive::library_path(
+            self.inner.root.path(),
+            &self.inner.source,
+            self.inner.md.fmi_version,
+            &cs.model_identifier,
+        )
+    }
+
+    /// Loads the shared library now (it is otherwise loaded on the first
+    /// instantiation) and returns the names of the optional FMI functions it
+    /// exports. Fails naming a missing mandatory function.
+    pub fn load(&self) -> Result<Vec<&'static str>> {
+        let mut guard = self.lock_library()?;
+        let lib = self.ensure_library(&mut guard)?;
+        Ok(match lib {
+            Library::V2(l) => l.optional_functions(),
+            Library::V3(l) => l.optional_functions(),
+        })
+    }
+
+    fn lock_library(&self) -> Result<std::sync::MutexGuard<'_, Option<Library>>> {
+        self.inner
+            .library
+            .lock()
+            .map_err(|_| FmiError::Unsupported {
+                fmu: self.inner.source.display().to_string(),
+                reason: "library state poisoned by an earlier panic".into(),
+            })
+    }
+
+    fn ensure_library<'a>(&self, slot: &'a mut Option<Library>) -> Result<&'a Library> {
+        if slot.is_none() {
+            let path = self.library_path()?;
+            *slot = Some(match self.inner.md.fmi_version {
+                FmiVersion::V2 => Library::V2(Fmi2Library::load(&path)?),
+                FmiVersion::V3 => Library::V3(Fmi3Library::load(&path)?),
+            });
+        }
+        slot.as_ref().ok_or_else(|| FmiError::Unsupported {
+            fmu: self.inner.source.display().to_string(),
+            reason: "library not loaded".into(),
+        })
+    }
+
+    /// Creates a co-simulation instance named `name`.
+    pub fn instantiate(&self, name: &str, options: &InstantiateOptions) -> Result<Instance> {
+        let cs = self.co_simulation()?.clone();
+        let md = &self.inner.md;
+        let once_guard = if cs.can_be_instantiated_only_once_per_process {
+            let mut map = once_registry().lock().map_err(|_| FmiError::Unsupported {
+                fmu: self.inner.source.display().to_string(),
+                reason: "instance registry poisoned by an earlier panic".into(),
+            })?;
+            if let Some(existing) = map.get(&md.instantiation_token) {
+                return Err(FmiError::OnlyOncePerProcess {
+                    fmu: self.inner.source.display().to_string(),
+                    existing: existing.clone(),
+                });
+            }
+            map.insert(md.instantiation_token.clone(), name.to_string());
+            Some(OnceGuard {
+                token: md.instantiation_token.clone(),
+            })
+        } else {
+            None
+        };
+        let resources = self.inner.root.path().join("resources");
+        let mut guard = self.lock_library()?;
+        let library = self.ensure_library(&mut guard)?;
+        let inner = match library {
+            Library::V2(lib) => Inner::V2(Fmi2Instance::instantiate(
+                Arc::clone(lib),
+                name,
+                &md.instantiation_token,
+                &resources,
+                Fmi2Capabilities {
+                    can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
+                    can_serialize_fmu_state: cs.can_serialize_fmu_state,
+                    provides_directional_derivative: cs.provides_directional_derivatives,
+                    can_interpolate_inputs: cs.can_interpolate_inputs,
+                    max_output_derivative_order: cs.max_output_derivative_order,
+                },
+                options.logging_on,
+            )?),
+            Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(
+                Arc::clone(lib),
+                name,
+                &md.instantiation_token,
+                &resources,
+                Fmi3Capabilities {
+                    can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
+                    can_serialize_fmu_state: cs.can_serialize_fmu_state,
+                    provides_directional_derivatives: cs.provides_directional_derivatives,
+                    max_output_derivative_order: cs.max_output_derivative_order,
+                    has_event_mode: cs.has_event_mode,
+                },
+                options.logging_on,
+            )?),
+        };
+        drop(guard);
+        let mut instance = Instance {
+            inner,
+            version: md.fmi_version,
+            _once_guard: once_guard,
+            _fmu: self.clone(),
+        };
+        if let Some(categories) = &options.debug_categories {
+            let cats: Vec<&str> = categories.iter().map(String::as_str).collect();
+            instance.set_debug_logging(true, &cats)?;
+        }
+        Ok(instance)
+    }
+}

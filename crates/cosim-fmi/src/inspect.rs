@@ -1,0 +1,559 @@
+//! A summary of an FMU for `cosim inspect`: identity, capabilities,
+//! variables by causality, feed-through of each output and power-bond
+//! candidates. [`InspectReport`] serialises to JSON (`--json`) and renders
+//! as aligned plain text ([`InspectReport::render_text`]).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::bonds::{BondCandidate, find_bond_candidates};
+use crate::model_description::{
+    Causality, CoSimulation, DefaultExperiment, Dependencies, Dimension, Initial, ModelDescription,
+    StartValue, Variable, VariableType,
+};
+
+/// The summary of one FMU.
+#[derive(Debug, Clone, Serialize)]
+pub struct InspectReport {
+    /// The `.fmu` file or directory inspected.
+    pub source: String,
+    /// Identity of the model.
+    pub identity: Identity,
+    /// `<CoSimulation>` flags; `None` for a Model-Exchange-only FMU.
+    pub co_simulation: Option<CoSimulation>,
+    /// Whether the FMU also offers Model Exchange.
+    pub model_exchange: bool,
+    /// `<DefaultExperiment>`.
+    pub default_experiment: Option<DefaultExperiment>,
+    /// Platform directories found under `binaries/`, when known.
+    pub platforms: Option<Vec<String>>,
+    /// Variables grouped by causality (inputs, outputs, parameters, ...;
+    /// empty groups are left out).
+    pub variables: Vec<VariableGroup>,
+    /// For each output, the inputs it depends on directly.
+    pub feedthrough: Vec<OutputFeedthrough>,
+    /// Power-bond candidates on the interface.
+    pub bond_candidates: Vec<BondCandidate>,
+}
+
+/// Identity of the model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity {
+    /// `modelName`.
+    pub model_name: String,
+    /// `fmiVersion` as written.
+    pub fmi_version: String,
+    /// `guid` (FMI 2) / `instantiationToken` (FMI 3).
+    pub instantiation_token: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// `author`.
+    pub author: Option<String>,
+    /// `version` of the model.
+    pub version: Option<String>,
+    /// `generationTool`.
+    pub generation_tool: Option<String>,
+    /// `generationDateAndTime`.
+    pub generation_date_and_time: Option<String>,
+}
+
+/// The variables of one causality.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariableGroup {
+    /// The causality, as written in the file (`input`, `output` ...).
+    pub causality: String,
+    /// The variables in declaration order.
+    pub variables: Vec<VariableRow>,
+}
+
+/// One variable, flattened for display.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariableRow {
+    /// `name`.
+    pub name: String,
+    /// Data type (`Float64`, ...), with array dimensions (`Float64[3]`).
+    pub var_type: String,
+    /// `valueReference`.
+    pub value_reference: u32,
+    /// `unit`.
+    pub unit: Option<String>,
+    /// Start value, formatted.
+    pub start: Option<String>,
+    /// `variability`.
+    pub variability: String,
+    /// `initial` as written or implied (`exact`, `approx`, `calculated`).
+    pub initial: Option<String>,
+    /// `description`.
+    pub description: Option<String>,
+}
+
+/// The feed-through of one output.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputFeedthrough {
+    /// The output's name.
+    pub output: String,
+    /// What it depends on.
+    pub depends_on: Feedthrough,
+    /// The same as readable text.
+    pub text: String,
+}
+
+/// The inputs an output depends on directly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "inputs", rename_all = "snake_case")]
+pub enum Feedthrough {
+    /// No `dependencies` attribute: conservatively all inputs.
+    AllNoDependenciesAttribute,
+    /// The output is not listed in `<ModelStructure>`: all inputs.
+    AllNotListed,
+    /// Depends on no input.
+    None,
+    /// Depends on these inputs.
+    Inputs(Vec<String>),
+}
+
+const CAUSALITY_ORDER: [Causality; 7] = [
+    Causality::Input,
+    Causality::Output,
+    Causality::Parameter,
+    Causality::StructuralParameter,
+    Causality::CalculatedParameter,
+    Causality::Independent,
+    Causality::Local,
+];
+
+impl InspectReport {
+    /// Builds the report of the model description `md` read from `source`;
+    /// `platforms` lists the directories under `binaries/` when known.
+    pub fn new(source: &Path, md: &ModelDescription, platforms: Option<&[String]>) -> Self {
+        let variables = CAUSALITY_ORDER
+            .iter()
+            .filter_map(|&c| {
+                let rows: Vec<VariableRow> = md
+                    .variables
+                    .iter()
+                    .filter(|v| v.causality == c)
+                    .map(variable_row)
+                    .collect();
+                (!rows.is_empty()).then(|| VariableGroup {
+                    causality: c.to_string(),
+                    variables: rows,
+                })
+            })
+            .collect();
+        let feedthrough = md
+            .outputs()
+            .filter_map(|o| {
+                let v = md.variables.get(o)?;
+                let depends_on = feedthrough_of(md, o);
+                let text = match &depends_on {
+                    Feedthrough::AllNoDependenciesAttribute => {
+                        "all inputs (no dependencies attribute)".to_string()
+                    }
+                    Feedthrough::AllNotListed => {
+                        "all inputs (not listed in <ModelStructure>)".to_string()
+                    }
+                    Feedthrough::None => "none".to_string(),
+                    Feedthrough::Inputs(names) => names.join(", "),
+                };
+                Some(OutputFeedthrough {
+                    output: v.name.clone(),
+                    depends_on,
+                    text,
+                })
+            })
+            .collect();
+        InspectReport {
+            source: source.display().to_string(),
+            identity: Identity {
+                model_name: md.model_name.clone(),
+                fmi_version: md.fmi_version_string.clone(),
+                instantiation_token: md.instantiation_token.clone(),
+                description: md.description.clone(),
+                author: md.author.clone(),
+                version: md.version.clone(),
+                generation_tool: md.generation_tool.clone(),
+                generation_date_and_time: md.generation_date_and_time.clone(),
+            },
+            co_simulation: md.co_simulation.clone(),
+            model_exchange: md.has_model_exchange,
+            default_experiment: md.default_experiment.clone(),
+            platforms: platforms.map(<[String]>::to_vec),
+            variables,
+            feedthrough,
+            bond_candidates: find_bond_candidates(md),
+        }
+    }
+
+    /// A readable, aligned plain-text summary.
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        let id = &self.identity;
+        let mut fields: Vec<(&str, String)> = vec![
+            ("Source", self.source.clone()),
+            ("Model", id.model_name.clone()),
+            ("FMI version", id.fmi_version.clone()),
+            ("Token", id.instantiation_token.clone()),
+        ];
+        let optional = [
+            ("Description", &id.description),
+            ("Author", &id.author),
+            ("Version", &id.version),
+            ("Generated by", &id.generation_tool),
+            ("Generated on", &id.generation_date_and_time),
+        ];
+        for (k, v) in optional {
+            if let Some(v) = v {
+                fields.push((k, v.clone()));
+            }
+        }
+        let interfaces = match (&self.co_simulation, self.model_exchange) {
+            (Some(_), true) => "Co-Simulation, Model Exchange",
+            (Some(_), false) => "Co-Simulation",
+            (None, true) => "Model Exchange only (not usable by cosim)",
+            (None, false) => "none declared",
+        };
+        fields.push(("Interfaces", interfaces.to_string()));
+        if let Some(platforms) = &self.platforms {
+            fields.push((
+                "Platforms",
+                if platforms.is_empty() {
+                    "none".to_string()
+                } else {
+                    platforms.join(", ")
+                },
+            ));
+        }
+        push_fields(&mut out, &fields);
+
+        if let Some(cs) = &self.co_simulation {
+            out.push_str("\nCo-Simulation\n");
+            let mut flags: Vec<(&str, String)> = vec![
+                ("modelIdentifier", cs.model_identifier.clone()),
+                (
+                    "variable step size",
+                    yes_no(cs.can_handle_variable_communication_step_size),
+                ),
+                ("get/set state", yes_no(cs.can_get_and_set_fmu_state)),
+                ("serialize state", yes_no(cs.can_serialize_fmu_state)),
+                (
+                    "directional derivatives",
+                    yes_no(cs.provides_directional_derivatives),
+                ),
+                (
+                    "max output derivative order",
+                    cs.max_output_derivative_order.to_string(),
+                ),
+                (
+                    "only one instance per process",
+                    yes_no(cs.can_be_instantiated_only_once_per_process),
+                ),
+                ("needs execution tool", yes_no(cs.needs_execution_tool)),
+            ];
+            let extra = [
+                ("interpolates inputs", cs.can_interpolate_inputs),
+                ("runs asynchronously", cs.can_run_asynchronuously),
+                ("event mode", cs.has_event_mode),
+                ("intermediate update", cs.provides_intermediate_update),
+                ("may return early", cs.might_return_early_from_do_step),
+                ("adjoint derivatives", cs.provides_adjoint_derivatives),
+                ("source files", cs.has_source_files),
+            ];
+            for (k, v) in extra {
+                if v {
+                    flags.push((k, "yes".to_string()));
+                }
+            }
+            if let Some(h) = cs.fixed_internal_step_size {
+                flags.push(("fixed internal step size", format_f64(h)));
+            }
+            push_fields(&mut out, &flags);
+        }
+
+        if let Some(de) = &self.default_experiment {
+            out.push_str("\nDefault experiment\n");
+            let mut fields: Vec<(&str, String)> = Vec::new();
+            let entries = [
+                ("start time", de.start_time),
+                ("stop time", de.stop_time),
+                ("step size", de.step_size),
+                ("tolerance", de.tolerance),
+            ];
+            for (k, v) in entries {
+                if let Some(v) = v {
+                    fields.push((k, format_f64(v)));
+                }
+            }
+            if fields.is_empty() {
+                out.push_str("  (empty)\n");
+            } else {
+                push_fields(&mut out, &fields);
+            }
+        }
+
+        for group in &self.variables {
+            let _ = writeln!(
+                out,
+                "\n{} ({})",
+                capitalise_plural(&group.causality),
+                group.variables.len()
+            );
+            let header = [
+                "name",
+                "type",
+                "vr",
+                "unit",
+                "start",
+                "variability",
+                "initial",
+                "description",
+            ];
+            let rows: Vec<[String; 8]> = group
+                .variables
+                .iter()
+                .map(|v| {
+                    [
+                        v.name.clone(),
+                        v.var_type.clone(),
+                        v.value_reference.to_string(),
+                        v.unit.clone().unwrap_or_else(|| "-".to_string()),
+                        v.start.clone().unwrap_or_else(|| "-".to_string()),
+                        v.variability.clone(),
+                        v.initial.clone().unwrap_or_else(|| "-".to_string()),
+                        v.description.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            push_table(&mut out, &header, &rows);
+        }
+
+        if !self.feedthrough.is_empty() {
+            out.push_str("\nFeed-through (inputs each output depends on directly)\n");
+            let header = ["output", "depends on"];
+            let rows: Vec<[String; 2]> = self
+                .feedthrough
+                .iter()
+                .map(|f| [f.output.clone(), f.text.clone()])
+                .collect();
+            push_table(&mut out, &header, &rows);
+        }
+
+        out.push_str("\nPower-bond candidates\n");
+        if self.bond_candidates.is_empty() {
+            out.push_str("  none\n");
+        } else {
+            let header = ["input", "output", "domain", "input is", "evidence", "rank"];
+            let rows: Vec<[String; 6]> = self
+                .bond_candidates
+                .iter()
+                .map(|b| {
+                    [
+                        b.input_name.clone(),
+                        b.output_name.clone(),
+                        b.domain.to_string(),
+                        b.input_role.to_string(),
+                        b.evidence
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("+"),
+                        if b.alternatives > 1 {
+                            format!("{} of {} ({})", b.rank, b.alternatives, b.rank_reason)
+                        } else {
+                            "-".to_string()
+                        },
+                    ]
+                })
+                .collect();
+            push_table(&mut out, &header, &rows);
+            for b in &self.bond_candidates {
+                let _ = writeln!(out, "  * {}", b.explanation);
+            }
+        }
+        out
+    }
+}
+
+fn variable_row(v: &Variable) -> VariableRow {
+    let dims = if v.dimensions.is_empty() {
+        String::new()
+    } else {
+        let parts: Vec<String> = v
+            .dimensions
+            .iter()
+            .map(|d| match d {
+                Dimension::Fixed(n) => n.to_string(),
+                Dimension::Variable(vr) => format!("vr{vr}"),
+            })
+            .collect();
+        format!("[{}]", parts.join(","))
+    };
+    VariableRow {
+        name: v.name.clone(),
+        var_type: format!("{}{dims}", v.var_type),
+        value_reference: v.value_reference,
+        unit: v.unit.clone(),
+        start: v.start.as_ref().map(|s| format_start(s, v.var_type)),
+        variability: v.variability.to_string(),
+        initial: v.effective_initial().map(|i| {
+            match i {
+                Initial::Exact => "exact",
+                Initial::Approx => "approx",
+                Initial::Calculated => "calculated",
+            }
+            .to_string()
+        }),
+        description: v.description.clone(),
+    }
+}
+
+fn feedthrough_of(md: &ModelDescription, output: usize) -> Feedthrough {
+    let entry = md
+        .model_structure
+        .outputs
+        .iter()
+        .find(|u| u.variable == output);
+    match entry.map(|u| &u.dependencies) {
+        None => Feedthrough::AllNotListed,
+        Some(Dependencies::All) => Feedthrough::AllNoDependenciesAttribute,
+        Some(Dependencies::Listed(_)) => {
+            let inputs: Vec<String> = md
+                .output_input_dependencies(output)
+                .into_iter()
+                .filter_map(|i| md.variables.get(i).map(|v| v.name.clone()))
+                .collect();
+            if inputs.is_empty() {
+                Feedthrough::None
+            } else {
+                Feedthrough::Inputs(inputs)
+            }
+        }
+    }
+}
+
+fn format_f64(x: f64) -> String {
+    format!("{x}")
+}
+
+fn format_start(s: &StartValue, var_type: VariableType) -> String {
+    fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
+        const MAX: usize = 8;
+        let mut parts: Vec<String> = items.iter().take(MAX).map(f).collect();
+        if items.len() > MAX {
+            parts.push(format!("... ({} values)", items.len()));
+        }
+        if items.len() == 1 {
+            parts.join("")
+        } else {
+            format!("[{}]", parts.join(", "))
+        }
+    }
+    match s {
+        StartValue::Float(v) => list(v, |x| format_f64(*x)),
+        // UInt64 values above i64::MAX are stored with their bit pattern.
+        StartValue::Int(v) if var_type == VariableType::UInt64 => {
+            list(v, |x| (*x as u64).to_string())
+        }
+        StartValue::Int(v) => list(v, ToString::to_string),
+        StartValue::Bool(v) => list(v, ToString::to_string),
+        StartValue::String(v) => list(v, |s| format!("{s:?}")),
+        StartValue::Binary(v) => list(v, |b| {
+            let hex: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
+            if b.len() > 16 {
+                format!("0x{hex}... ({} bytes)", b.len())
+            } else {
+                format!("0x{hex}")
+            }
+        }),
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+fn capitalise_plural(causality: &str) -> String {
+    match causality {
+        "input" => "Inputs",
+        "output" => "Outputs",
+        "parameter" => "Parameters",
+        "structuralParameter" => "Structural parameters",
+        "calculatedParameter" => "Calculated parameters",
+        "independent" => "Independent variable",
+        "local" => "Locals",
+        other => other,
+    }
+    .to_string()
+}
+
+/// Width of a string in characters, with control characters replaced.
+fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+fn push_fields(out: &mut String, fields: &[(&str, String)]) {
+    let width = fields
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (k, v) in fields {
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {}",
+            format!("{k}:"),
+            clean(v),
+            width = width + 1
+        );
+    }
+}
+
+fn push_table<const N: usize>(out: &mut String, header: &[&str; N], rows: &[[String; N]]) {
+    let rows: Vec<[String; N]> = rows
+        .iter()
+        .map(|r| std::array::from_fn(|i| r.get(i).map(|s| clean(s)).unwrap_or_default()))
+        .collect();
+    let mut widths = [0usize; N];
+    for (i, w) in widths.iter_mut().enumerate() {
+        let h = header.get(i).map_or(0, |h| h.chars().count());
+        let cells = rows
+            .iter()
+            .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+            .max()
+            .unwrap_or(0);
+        *w = h.max(cells);
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::from(" ");
+        for (i, c) in cells.iter().enumerate() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            if i + 1 == cells.len() {
+                let _ = write!(s, " {c}");
+            } else {
+                let _ = write!(s, " {c:<w$}");
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(header.to_vec()));
+    let _ = writeln!(
+        out,
+        "{}",
+        line(
+            widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str)
+                .collect()
+        )
+    );
+    for r in &rows {
+        let _ = writeln!(out, "{}", line(r.iter().map(String::as_str).collect()));
+    }
+}

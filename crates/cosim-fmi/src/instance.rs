@@ -1,0 +1,265 @@
+//! The version-neutral, safe API over one FMU instance.
+
+use crate::error::{FmiError, Result};
+use crate::ffi::fmi2::Fmi2Instance;
+use crate::ffi::fmi3::Fmi3Instance;
+use crate::ffi::{StateHandle, StepOutcome};
+use crate::model_description::FmiVersion;
+
+/// Options for [`Fmu::instantiate`](crate::Fmu::instantiate).
+#[derive(Debug, Clone)]
+pub struct InstantiateOptions {
+    /// Pass `loggingOn = true` (default): the FMU may then log, and its last
+    /// lines are quoted when a call fails.
+    pub logging_on: bool,
+    /// Debug log categories to enable with `SetDebugLogging` after
+    /// instantiation; `None` leaves the FMU's default.
+    pub debug_categories: Option<Vec<String>>,
+}
+
+impl Default for InstantiateOptions {
+    fn default() -> Self {
+        InstantiateOptions {
+            logging_on: true,
+            debug_categories: None,
+        }
+    }
+}
+
+pub(crate) enum Inner {
+    V2(Fmi2Instance),
+    V3(Fmi3Instance),
+}
+
+/// One instance of an FMU, in either FMI version.
+///
+/// All methods take `&mut self`: an instance is never called concurrently.
+/// It is `Send`, so a master may step it on a worker thread. Dropping it
+/// frees its saved states and the instance (except after a Fatal status,
+/// when the standard forbids any further call).
+pub struct Instance {
+    pub(crate) inner: Inner,
+    pub(crate) version: FmiVersion,
+    /// Releases the "only once per process" registration on drop.
+    pub(crate) _once_guard: Option<crate::fmu::OnceGuard>,
+    /// Keeps the extracted files (resources) alive as long as the instance.
+    pub(crate) _fmu: crate::Fmu,
+}
+
+impl std::fmt::Debug for Instance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("name", &self.name())
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $i:ident => $e:expr) => {
+        match &mut $self.inner {
+            Inner::V2($i) => $e,
+            Inner::V3($i) => $e,
+        }
+    };
+}
+
+impl Instance {
+    /// The instance name given at instantiation.
+    pub fn name(&self) -> &str {
+        match &self.inner {
+            Inner::V2(i) => i.name(),
+            Inner::V3(i) => i.name(),
+        }
+    }
+
+    /// The FMI version of the FMU.
+    pub fn fmi_version(&self) -> FmiVersion {
+        self.version
+    }
+
+    /// The last lines the FMU logged (and forgets them).
+    pub fn take_recent_log(&mut self) -> Vec<String> {
+        dispatch!(self, i => i.take_recent_log())
+    }
+
+    /// Enables debug logging for the given categories (empty: all).
+    pub fn set_debug_logging(&mut self, on: bool, categories: &[&str]) -> Result<()> {
+        dispatch!(self, i => i.set_debug_logging(on, categories))
+    }
+
+    /// Enters initialization mode (FMI 2: `fmi2SetupExperiment` first).
+    pub fn enter_initialization_mode(
+        &mut self,
+        tolerance: Option<f64>,
+        start_time: f64,
+        stop_time: Option<f64>,
+    ) -> Result<()> {
+        dispatch!(self, i => i.enter_initialization_mode(tolerance, start_time, stop_time))
+    }
+
+    /// Leaves initialization mode; the instance is then ready to step.
+    pub fn exit_initialization_mode(&mut self) -> Result<()> {
+        dispatch!(self, i => i.exit_initialization_mode())
+    }
+
+    /// Terminates the simulation run of this instance (idempotent).
+    pub fn terminate(&mut self) -> Result<()> {
+        dispatch!(self, i => i.terminate())
+    }
+
+    /// Resets the instance to the state after instantiation.
+    pub fn reset(&mut self) -> Result<()> {
+        dispatch!(self, i => i.reset())
+    }
+
+    /// Reads float variables (FMI 2 Real, FMI 3 Float64).
+    pub fn get_f64(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.get_real(vrs, values),
+            Inner::V3(i) => i.get_float64(vrs, values),
+        }
+    }
+
+    /// Writes float variables (FMI 2 Real, FMI 3 Float64).
+    pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.set_real(vrs, values),
+            Inner::V3(i) => i.set_float64(vrs, values),
+        }
+    }
+
+    /// Reads 32-bit integers (FMI 2 Integer/Enumeration, FMI 3 Int32).
+    pub fn get_i32(&mut self, vrs: &[u32], values: &mut [i32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.get_integer(vrs, values),
+            Inner::V3(i) => i.get_int32(vrs, values),
+        }
+    }
+
+    /// Writes 32-bit integers (FMI 2 Integer/Enumeration, FMI 3 Int32).
+    pub fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.set_integer(vrs, values),
+            Inner::V3(i) => i.set_int32(vrs, values),
+        }
+    }
+
+    /// Reads 64-bit integers (FMI 3 Int64/Enumeration only).
+    pub fn get_i64(&mut self, vrs: &[u32], values: &mut [i64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function: "fmi3GetInt64",
+                reason: "FMI 2.0 has no 64-bit integers".into(),
+            }),
+            Inner::V3(i) => i.get_int64(vrs, values),
+        }
+    }
+
+    /// Writes 64-bit integers (FMI 3 Int64/Enumeration only).
+    pub fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function: "fmi3SetInt64",
+                reason: "FMI 2.0 has no 64-bit integers".into(),
+            }),
+            Inner::V3(i) => i.set_int64(vrs, values),
+        }
+    }
+
+    /// Reads Booleans.
+    pub fn get_bool(&mut self, vrs: &[u32], values: &mut [bool]) -> Result<()> {
+        dispatch!(self, i => i.get_boolean(vrs, values))
+    }
+
+    /// Writes Booleans.
+    pub fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
+        dispatch!(self, i => i.set_boolean(vrs, values))
+    }
+
+    /// Reads strings.
+    pub fn get_string(&mut self, vrs: &[u32]) -> Result<Vec<String>> {
+        dispatch!(self, i => i.get_string(vrs))
+    }
+
+    /// Writes strings.
+    pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
+        dispatch!(self, i => i.set_string(vrs, values))
+    }
+
+    /// Advances from communication point `t` by `h`.
+    pub fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        dispatch!(self, i => i.do_step(t, h, false))
+    }
+
+    /// Advances from `t` by `h`, telling the FMU that no earlier state will
+    /// be restored (lets it discard history).
+    pub fn do_step_no_rollback(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        dispatch!(self, i => i.do_step(t, h, true))
+    }
+
+    /// Saves the FMU state, into a new handle or overwriting `reuse`.
+    pub fn get_state(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
+        dispatch!(self, i => i.get_fmu_state(reuse))
+    }
+
+    /// Restores a saved FMU state.
+    pub fn set_state(&mut self, state: StateHandle) -> Result<()> {
+        dispatch!(self, i => i.set_fmu_state(state))
+    }
+
+    /// Frees a saved FMU state.
+    pub fn free_state(&mut self, state: StateHandle) -> Result<()> {
+        dispatch!(self, i => i.free_fmu_state(state))
+    }
+
+    /// Serializes a saved FMU state into bytes.
+    pub fn serialize_state(&mut self, state: StateHandle) -> Result<Vec<u8>> {
+        dispatch!(self, i => i.serialize_fmu_state(state))
+    }
+
+    /// Recreates a saved FMU state from serialized bytes.
+    pub fn deserialize_state(&mut self, bytes: &[u8]) -> Result<StateHandle> {
+        dispatch!(self, i => i.deserialize_fmu_state(bytes))
+    }
+
+    /// Sets the `order`-th time derivative (1..) of float inputs at the
+    /// current communication point (FMI 2 `fmi2SetRealInputDerivatives`;
+    /// FMI 3 co-simulation has no equivalent and refuses).
+    pub fn set_input_derivatives(&mut self, vrs: &[u32], order: i32, values: &[f64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.set_real_input_derivatives(vrs, order, values),
+            Inner::V3(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function: "SetRealInputDerivatives",
+                reason: "FMI 3.0 co-simulation has no input derivatives".into(),
+            }),
+        }
+    }
+
+    /// Reads the `order`-th time derivative (1..) of float outputs.
+    pub fn get_output_derivatives(
+        &mut self,
+        vrs: &[u32],
+        order: i32,
+        values: &mut [f64],
+    ) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.get_real_output_derivatives(vrs, order, values),
+            Inner::V3(i) => i.get_output_derivatives(vrs, order, values),
+        }
+    }
+
+    /// `sensitivity = d(unknowns)/d(knowns) * seed`.
+    pub fn get_directional_derivative(
+        &mut self,
+        unknowns: &[u32],
+        knowns: &[u32],
+        seed: &[f64],
+        sensitivity: &mut [f64],
+    ) -> Result<()> {
+        dispatch!(self, i => i.get_directional_derivative(unknowns, knowns, seed, sensitivity))
+    }
+}

@@ -1,0 +1,32 @@
+//! FMI 2.0 and 3.0 co-simulation import for `cosim`.
+//!
+//! This crate turns an `.fmu` file into something a master can drive:
+//!
+//! - [`archive`] extracts the zip safely (no path traversal, bounded size);
+//! - [`model_description`] parses `modelDescription.xml` of either FMI
+//!   version into one version-neutral model;
+//! - [`bonds`] finds power-bond candidates (effort/flow pairs) on an FMU's
+//!   interface from units, quantities and names;
+//! - [`ffi`] binds the shared library's C functions (the only place with
+//!   `unsafe`), and [`Instance`] is the safe, `Send` API over one instance;
+//! - [`inspect`] summarises an FMU for `cosim inspect`.
+//!
+//! It does not know about masters, connections or scenarios: those live in
+//! `cosim-core` and `cosim-scenario`.
+#![deny(missing_docs)]
+
+pub mod archive;
+pub mod bonds;
+pub mod error;
+pub mod ffi;
+mod fmu;
+pub mod inspect;
+mod instance;
+pub mod model_description;
+
+pub use error::{FmiError, Result};
+pub use ffi::Status;
+pub use ffi::{StateHandle, StepOutcome};
+pub use fmu::Fmu;
+pub use instance::{Instance, InstantiateOptions};
+pub use model_description::{FmiVersion, ModelDescription};
