@@ -5,6 +5,7 @@
 //! (masters, outputs) and `cosim-fmi` (FMU import).
 
 mod inspect;
+mod run;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,13 +16,14 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "cosim",
     version,
-    about = "Co-simulation master for FMI 2.0 and 3.0 FMUs"
+    about = "Co-simulation master for FMI 2.0 and 3.0 FMUs",
+    long_about = "Co-simulation master for FMI 2.0 and 3.0 FMUs.\n\nExit status: 0 success, 1 the run failed (FMU error, divergence, interruption), 2 bad input (scenario, FMU file, arguments)."
 )]
 struct Cli {
-    /// More log output (-v: info about each phase, -vv: debug, including FMU logs).
+    /// More log output (-v: info, -vv: debug including FMU log messages).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
-    /// Only errors.
+    /// Only errors: no progress, no report.
     #[arg(short, long, global = true)]
     quiet: bool,
     #[command(subcommand)]
@@ -30,6 +32,11 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a scenario: write the trace, energy log, step log and summary.
+    Run(run::RunArgs),
+    /// Check a scenario without stepping: parse, load the FMUs, instantiate,
+    /// initialise, structural checks, power bonds.
+    Check(run::RunArgs),
     /// Summarise an FMU (or every FMU in a directory): identity, capabilities,
     /// variables, feed-through, power-bond candidates.
     Inspect {
@@ -61,14 +68,19 @@ fn init_logging(verbose: u8, quiet: bool) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
-    let result = match cli.command {
-        Command::Inspect { path, json } => inspect::run(&path, json),
+    let result = match &cli.command {
+        Command::Run(args) => run::run(args, cli.quiet),
+        Command::Check(args) => run::check(args, cli.quiet),
+        Command::Inspect { path, json } => inspect::run(path, *json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => match e.downcast_ref::<run::Failed>() {
+            Some(run::Failed(code)) => ExitCode::from(*code),
+            None => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(run::exit::BAD_INPUT)
+            }
+        },
     }
 }

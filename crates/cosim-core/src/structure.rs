@@ -138,6 +138,88 @@ pub fn algebraic_loops(infos: &[&SubsystemInfo], connections: &[Connection]) -> 
     loops
 }
 
+/// A Gauss-Seidel order derived from the connection graph: producers before
+/// consumers (strongly connected groups in topological order); inside a
+/// group that feeds itself, subsystems whose coupled outputs have no direct
+/// feed-through first (their new outputs do not wait on new inputs), then
+/// declaration order.
+pub fn gauss_seidel_order(infos: &[&SubsystemInfo], connections: &[Connection]) -> Vec<usize> {
+    let n = infos.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for c in connections {
+        if c.from_subsystem != c.to_subsystem && !succ[c.from_subsystem].contains(&c.to_subsystem) {
+            succ[c.from_subsystem].push(c.to_subsystem);
+        }
+    }
+    // Tarjan emits components in reverse topological order.
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut comps: Vec<Vec<usize>> = Vec::new();
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut call = vec![(root, 0usize)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut ei)) = call.last_mut() {
+            if *ei < succ[v].len() {
+                let w = succ[v][*ei];
+                *ei += 1;
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    call.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                call.pop();
+                if let Some(&(p, _)) = call.last() {
+                    low[p] = low[p].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut comp = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        comp.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    comps.push(comp);
+                }
+            }
+        }
+    }
+    let coupled_feedthrough = |s: usize| {
+        connections
+            .iter()
+            .filter(|c| c.from_subsystem == s)
+            .any(|c| {
+                infos[s]
+                    .feedthrough
+                    .get(c.from_slot)
+                    .is_some_and(|d| !d.is_empty())
+            })
+    };
+    let mut order = Vec::with_capacity(n);
+    for mut comp in comps.into_iter().rev() {
+        comp.sort_by_key(|&s| (coupled_feedthrough(s), s));
+        order.extend(comp);
+    }
+    order
+}
+
 /// Outputs with direct feed-through, as `subsystem.output <- inputs`.
 pub fn feedthrough_report(infos: &[&SubsystemInfo]) -> Vec<String> {
     let mut out = Vec::new();
@@ -218,5 +300,21 @@ mod tests {
         assert!(loops.is_empty());
         let ft = feedthrough_report(&[&chassis, &susp]);
         assert_eq!(ft, vec!["susp.F_c depends directly on v_c".to_string()]);
+    }
+
+    #[test]
+    fn gauss_seidel_order_puts_producers_first_and_breaks_loops_at_feedthrough() {
+        // A loop where the second subsystem (declared first) has
+        // feed-through: the one without goes first.
+        let susp = info("susp", &["v_c"], &["F_c"], vec![vec![0]]);
+        let chassis = info("chassis", &["F"], &["v_c"], vec![vec![]]);
+        let order = gauss_seidel_order(&[&susp, &chassis], &[conn(1, 0, 0, 0), conn(0, 0, 1, 0)]);
+        assert_eq!(order, vec![1, 0]);
+        // A chain c -> b -> a is ordered producers first.
+        let a = info("a", &["u"], &[], vec![]);
+        let b = info("b", &["u"], &["y"], vec![vec![0]]);
+        let c = info("c", &[], &["y"], vec![vec![]]);
+        let order = gauss_seidel_order(&[&a, &b, &c], &[conn(2, 0, 1, 0), conn(1, 0, 0, 0)]);
+        assert_eq!(order, vec![2, 1, 0]);
     }
 }

@@ -49,22 +49,27 @@ pub struct BondPort {
 /// A power bond between two subsystems (sadjina2016 sec. II).
 ///
 /// The ports are cross-connected: port 0's output feeds port 1's input with
-/// gain `L10` and port 1's output feeds port 0's input with gain `L01`.
-/// The residual power is `dP = -(u0 y0 + c u1 y1)` with the orientation
-/// `c = -L01 / L10`, which makes `dP` vanish for an exact, energy-conserving
-/// coupling whatever sign convention each FMU uses; for the paper's
-/// antisymmetric gains (`L01 = -L10 = ±1`) it is exactly eq. 10a. The power
-/// transmitted from subsystem 0 to subsystem 1 is `P01 = L01 y0 y1`, which
-/// equals the paper's `sigma_12 y1 y2` (eq. 6) in that case.
+/// gain `L10`, port 1's output feeds port 0's input with gain `L01`.
+/// Port 0 is the one whose input is the effort (force, torque, pressure,
+/// voltage), taken to act on subsystem 0, so that `u0 y0` is the power
+/// flowing into subsystem 0.
+///
+/// Residual power: `dP = u0 y0 + c u1 y1` with the orientation
+/// `c = -L01 / L10`. It vanishes for an exact, energy-conserving coupling
+/// whatever sign convention subsystem 1 uses, and `dP > 0` means the
+/// coupling created energy (the sign of sadjina2016 footnote 20; its eq. 10a
+/// writes `-(u1 y1 + u2 y2)` for ports whose `u y` is the power flowing out).
+/// Power transmitted from subsystem 0 to subsystem 1, from outputs only:
+/// `P01 = -L01 y0 y1` (eq. 6 with this orientation).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PowerBond {
     /// Name for logs and headers.
     pub name: String,
     /// The two ports.
     pub ports: [BondPort; 2],
-    /// `c` in `dP = -(u0 y0 + c u1 y1)`.
+    /// `c` in `dP = u0 y0 + c u1 y1`.
     pub orientation: f64,
-    /// `L01` in `P01 = L01 y0 y1`.
+    /// `sigma` in `P01 = sigma y0 y1` (`-L01`).
     pub sigma: f64,
     /// Relative tolerance `r_k` of the ECCO indicator (eq. 14).
     pub tolerance: f64,

@@ -8,7 +8,7 @@ use crate::system::System;
 /// Energy bookkeeping of one power bond after the last macro step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct BondEnergy {
-    /// Residual power `dP(t_{i+1})` (eq. 10a), W.
+    /// Residual power `dP(t_{i+1})` (eq. 10a; > 0: energy created), W.
     pub residual_power: f64,
     /// Residual energy of the step `dE = dP dt` (eq. 10b), J.
     pub residual_energy: f64,
@@ -85,7 +85,7 @@ pub fn evaluate(sys: &System, dt: f64) -> (impl Iterator<Item = BondEnergy> + '_
         let y0 = bufs[p0.subsystem].y[p0.output];
         let u1 = bufs[p1.subsystem].u_end[p1.input];
         let y1 = bufs[p1.subsystem].y[p1.output];
-        let dp = -(u0 * y0 + bond.orientation * u1 * y1);
+        let dp = u0 * y0 + bond.orientation * u1 * y1;
         let p = bond.sigma * y0 * y1;
         BondEnergy {
             residual_power: dp,

@@ -1,0 +1,298 @@
+//! `cosim run` and `cosim check`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use cosim_core::System;
+use cosim_core::execution::{Execution, RunStatus};
+use cosim_core::indicators::EnergyAccount;
+use cosim_core::master::StepReport;
+use cosim_core::observer::Observer;
+use cosim_scenario::assemble::{self, AssembleError, Assembly, BondSource};
+use cosim_scenario::{Overrides, ResolvedScenario, Scenario};
+
+/// Arguments shared by `run` and `check`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Set a parameter or start value: `--set chassis.m_c=500` (repeatable).
+    #[arg(long = "set", value_name = "SUB.VAR=VALUE")]
+    pub set: Vec<String>,
+    /// Stop time, overriding the scenario.
+    #[arg(long)]
+    pub stop: Option<f64>,
+    /// Macro step (initial step for adaptive masters), overriding the scenario.
+    #[arg(long)]
+    pub step: Option<f64>,
+    /// Output directory, overriding the scenario.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Worker threads for Jacobi stepping (0 = all cores), overriding the scenario.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Exit statuses other than success (0).
+pub mod exit {
+    /// The run started and failed (FMU error, divergence, interruption).
+    pub const RUN_FAILED: u8 = 1;
+    /// Bad input: scenario, FMU, arguments.
+    pub const BAD_INPUT: u8 = 2;
+}
+
+/// A failure with its exit status (the message is already printed).
+#[derive(Debug)]
+pub struct Failed(pub u8);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
+    eprintln!("{msg}");
+    anyhow::Error::new(Failed(exit::BAD_INPUT))
+}
+
+/// Loads, resolves and assembles a scenario; prints warnings and, unless
+/// quiet, what the assembly found.
+fn prepare(args: &RunArgs, quiet: bool) -> Result<(ResolvedScenario, Assembly)> {
+    let mut scenario = Scenario::load(&args.scenario).map_err(bad_input)?;
+    scenario
+        .apply_overrides(&Overrides {
+            set: args.set.clone(),
+            stop: args.stop,
+            step: args.step,
+            out: args.out.clone(),
+        })
+        .map_err(bad_input)?;
+    let fmus = assemble::open_fmus(&scenario).map_err(bad_input)?;
+    let names: Vec<String> = scenario
+        .subsystems()
+        .iter()
+        .map(|s| s.name.value.clone())
+        .collect();
+    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
+        .iter()
+        .zip(&fmus)
+        .map(|(n, f)| (n.as_str(), f.model_description()))
+        .collect();
+    let mut resolved = scenario.resolve(&models).map_err(bad_input)?;
+    if let Some(t) = args.threads {
+        resolved.master.threads = t;
+    }
+    if !quiet {
+        for w in &resolved.warnings {
+            eprintln!("{w}");
+        }
+    }
+    let assembly = assemble::assemble(&resolved, &fmus).map_err(|e| match e {
+        AssembleError::Scenario(e) => bad_input(e),
+        other => bad_input(format!("error: {other}")),
+    })?;
+    if !quiet {
+        let r = &assembly.report;
+        if r.bonds.is_empty() {
+            eprintln!("power bonds: none");
+        } else {
+            eprintln!("power bonds:");
+            for b in &r.bonds {
+                let how = match b.source {
+                    BondSource::Declared => "declared",
+                    BondSource::Discovered => "discovered",
+                };
+                eprintln!("  {} ({how}): {}", b.name, b.explanation);
+            }
+        }
+        for l in &r.algebraic_loops {
+            eprintln!(
+                "warning: algebraic loop: {l} (the explicit master runs it with delayed values; results depend on the step)"
+            );
+        }
+    }
+    Ok((resolved, assembly))
+}
+
+/// `cosim check`: everything but stepping.
+pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
+    let (resolved, assembly) = prepare(args, quiet)?;
+    let Assembly {
+        mut system,
+        master,
+        report,
+        ..
+    } = assembly;
+    master
+        .check(&system)
+        .map_err(|e| bad_input(format!("error: {e}")))?;
+    let init = system.initialize(resolved.start, Some(resolved.stop));
+    let term = system.terminate_all();
+    init.map_err(|e| bad_input(format!("error: initialization failed: {e}")))?;
+    term.map_err(|e| bad_input(format!("error: {e}")))?;
+    if !quiet {
+        for f in &report.feedthrough {
+            eprintln!("feed-through: {f}");
+        }
+        eprintln!(
+            "{}: ok ({} subsystems, {} connections, {} power bonds, master {}, t = {} .. {})",
+            args.scenario.display(),
+            system.len(),
+            system.connections().len(),
+            system.bonds().len(),
+            resolved.master.kind,
+            resolved.start,
+            resolved.stop
+        );
+    }
+    Ok(())
+}
+
+/// `cosim run`.
+pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
+    let (resolved, assembly) = prepare(args, quiet)?;
+    let mut observers =
+        assemble::observers(&resolved, &assembly).map_err(|e| bad_input(format!("error: {e}")))?;
+    let show_progress = !quiet && !args.no_progress;
+    if show_progress {
+        observers.push(Box::new(Progress::new(resolved.start, resolved.stop)));
+    }
+    let Assembly { system, master, .. } = assembly;
+    let execution = Execution {
+        system,
+        master,
+        observers,
+        t_start: resolved.start,
+        t_stop: resolved.stop,
+        interrupt: None,
+    };
+    let (summary, error) = execution.run();
+    if let Some(path) = &resolved.outputs.summary {
+        let text = serde_json::to_string_pretty(&summary)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("writing the summary {}", path.display()))?;
+    }
+    match (summary.status, error) {
+        (RunStatus::Completed, _) => {
+            if !quiet {
+                eprintln!(
+                    "done: t = {} reached in {} macro steps ({:.3} s); outputs in {}",
+                    summary.t_reached,
+                    summary.stats.macro_steps,
+                    summary.wall_time_s,
+                    resolved.outputs.dir.display()
+                );
+                for b in &summary.bonds {
+                    eprintln!(
+                        "  {}: cumulative residual energy {} J",
+                        b.name, b.cumulative_residual_energy
+                    );
+                }
+            }
+            Ok(())
+        }
+        (_, error) => {
+            let msg = error.map(|e| e.to_string()).unwrap_or_default();
+            eprintln!("error: {msg}");
+            eprintln!(
+                "the outputs hold every completed step up to t = {} ({})",
+                summary.t_reached,
+                resolved.outputs.dir.display()
+            );
+            Err(anyhow::Error::new(Failed(exit::RUN_FAILED)))
+        }
+    }
+}
+
+/// Progress over simulated time: a bar on a terminal, a line every 10 %
+/// otherwise.
+struct Progress {
+    t0: f64,
+    t1: f64,
+    bar: Option<indicatif::ProgressBar>,
+    next_percent: u64,
+    last_update: Instant,
+    steps: u32,
+}
+
+impl Progress {
+    fn new(t0: f64, t1: f64) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(1000);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {percent:>3}% t = {msg} [{elapsed_precise} < {eta_precise}]",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Progress {
+            t0,
+            t1,
+            bar,
+            next_percent: 10,
+            last_update: Instant::now(),
+            steps: 0,
+        }
+    }
+
+    fn update(&mut self, t: f64, force: bool) {
+        // Look at the clock and the bar only every few hundred steps: the
+        // macro-step loop is the hot path.
+        self.steps = self.steps.wrapping_add(1);
+        if !force && !self.steps.is_multiple_of(256) {
+            return;
+        }
+        let frac = ((t - self.t0) / (self.t1 - self.t0)).clamp(0.0, 1.0);
+        match &self.bar {
+            Some(bar) => {
+                if force || self.last_update.elapsed() >= Duration::from_millis(100) {
+                    self.last_update = Instant::now();
+                    bar.set_position((frac * 1000.0) as u64);
+                    bar.set_message(format!("{t:.6}"));
+                }
+            }
+            None => {
+                let percent = (frac * 100.0) as u64;
+                if percent >= self.next_percent {
+                    eprintln!("progress: t = {t} ({percent} %)");
+                    self.next_percent = (percent / 10 + 1) * 10;
+                }
+            }
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn start(&mut self, sys: &System, _energy: &EnergyAccount) -> cosim_core::Result<()> {
+        self.update(sys.time(), true);
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        sys: &System,
+        _report: &StepReport,
+        _energy: &EnergyAccount,
+    ) -> cosim_core::Result<()> {
+        self.update(sys.time(), false);
+        Ok(())
+    }
+
+    fn finish(&mut self, sys: &System, _energy: &EnergyAccount) -> cosim_core::Result<()> {
+        self.update(sys.time(), true);
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,592 @@
+//! System assembly: from a resolved scenario and its opened FMUs to a
+//! ready [`System`], its master and its observers.
+//!
+//! Instantiates every subsystem (several instances of one FMU are fine),
+//! applies parameters and start values, compiles connections into slots,
+//! confirms power bonds (declared, or discovered from unit-based candidates
+//! on cross-connected FMUs), runs the structural checks and builds the
+//! master selected in the scenario.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use cosim_core::master::{FixedStep, Master, Scheme as CoreScheme};
+use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
+use cosim_core::structure::{
+    AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
+};
+use cosim_core::system::NonFinitePolicy;
+use cosim_core::{BondPort, Connection, FmuSubsystem, PowerBond, Subsystem, System, SystemSpec};
+use cosim_fmi::bonds::{BondRole, find_bond_candidates};
+use cosim_fmi::model_description::{Causality, StartValue, VariableIndex, VariableType};
+use cosim_fmi::{FmiVersion, Fmu, Instance, InstantiateOptions};
+
+use crate::{
+    MasterKind, NonFinite, ResolvedScenario, Sampling, ScenarioError, Scheme, VariableRef,
+};
+
+/// How a bond came to be.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum BondSource {
+    /// Declared in `[[bonds]]`.
+    Declared,
+    /// Discovered from the FMUs' power-bond candidates and the connections.
+    Discovered,
+}
+
+/// A bond the run uses, with a readable explanation.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BondReport {
+    /// The bond name.
+    pub name: String,
+    /// Declared or discovered.
+    pub source: BondSource,
+    /// e.g. "chassis.F [N] / chassis.v_c [m/s] <-> wheel.v_c [m/s] / wheel.F_c [N] (translational; gains -1, 1)".
+    pub explanation: String,
+}
+
+/// What assembly found, for `cosim check` and the start of `cosim run`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AssemblyReport {
+    /// The bonds in use.
+    pub bonds: Vec<BondReport>,
+    /// Outputs with direct feed-through.
+    pub feedthrough: Vec<String>,
+    /// Algebraic loops (cycles through feed-through outputs).
+    pub algebraic_loops: Vec<String>,
+}
+
+/// A system ready to run.
+pub struct Assembly {
+    /// The system (instantiated, not yet initialised).
+    pub system: System,
+    /// The master.
+    pub master: Box<dyn Master>,
+    /// What assembly found.
+    pub report: AssemblyReport,
+    /// The traced variables as (subsystem, observed slot), in trace order.
+    pub trace_columns: Vec<(usize, usize)>,
+}
+
+/// Why assembly failed: a scenario error (with a position) or an FMU error.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// A problem in the scenario, located in the file.
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    /// An FMU could not be opened, instantiated or configured.
+    #[error("subsystem '{subsystem}': {source}")]
+    Fmu {
+        /// The subsystem.
+        subsystem: String,
+        /// The import-layer error.
+        source: cosim_fmi::FmiError,
+    },
+    /// The core refused the system or master.
+    #[error(transparent)]
+    Core(#[from] cosim_core::CoreError),
+}
+
+/// Opens the FMU of every subsystem of a scenario (each file once, shared by
+/// the subsystems that use it). Errors point at the `fmu = ...` line.
+pub fn open_fmus(scenario: &crate::Scenario) -> Result<Vec<Fmu>, AssembleError> {
+    let mut cache: HashMap<PathBuf, Fmu> = HashMap::new();
+    let mut fmus = Vec::new();
+    for s in scenario.subsystems() {
+        let path = s.fmu.value.clone();
+        let fmu = match cache.get(&path) {
+            Some(f) => f.clone(),
+            None => {
+                let f = Fmu::open(&path).map_err(|e| {
+                    AssembleError::Scenario(scenario.error_at(
+                        s.fmu.span,
+                        format!("cannot open the FMU of subsystem '{}': {e}", s.name.value),
+                    ))
+                })?;
+                cache.insert(path, f.clone());
+                f
+            }
+        };
+        fmus.push(fmu);
+    }
+    Ok(fmus)
+}
+
+/// Per-subsystem slot layout.
+struct Layout {
+    inputs: Vec<VariableIndex>,
+    observed: Vec<VariableIndex>,
+    n_outputs: usize,
+}
+
+impl Layout {
+    fn input_slot(&self, v: VariableIndex) -> Option<usize> {
+        self.inputs.iter().position(|&i| i == v)
+    }
+    fn observed_slot(&self, v: VariableIndex) -> Option<usize> {
+        self.observed.iter().position(|&i| i == v)
+    }
+}
+
+/// Builds the system, master and report of a resolved scenario.
+/// `fmus[i]` is the opened FMU of subsystem `i`.
+pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, AssembleError> {
+    let n = resolved.subsystems.len();
+    let mds: Vec<_> = fmus.iter().map(|f| f.model_description()).collect();
+
+    // Refuse what the engine does not couple yet, at the scenario position.
+    for c in &resolved.connections {
+        let v = &mds[c.from.subsystem].variables[c.from.variable];
+        if !v.var_type.is_float() {
+            return Err(resolved
+                .error_at(
+                    c.span,
+                    format!(
+                        "connections of {} variables are not supported yet: only Float64/Float32 (FMI 2 Real) values are coupled",
+                        v.var_type
+                    ),
+                )
+                .into());
+        }
+    }
+
+    // Slot layout: inputs fed by connections; observed = outputs first
+    // (coupled, in bonds or traced), then other traced variables.
+    let mut layouts: Vec<Layout> = (0..n)
+        .map(|_| Layout {
+            inputs: Vec::new(),
+            observed: Vec::new(),
+            n_outputs: 0,
+        })
+        .collect();
+    let mut outputs_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
+    let mut others_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
+    let want = |r: &VariableRef,
+                outputs: &mut Vec<Vec<VariableIndex>>,
+                others: &mut Vec<Vec<VariableIndex>>| {
+        let v = &mds[r.subsystem].variables[r.variable];
+        let list = if v.causality == Causality::Output {
+            &mut outputs[r.subsystem]
+        } else {
+            &mut others[r.subsystem]
+        };
+        if !list.contains(&r.variable) {
+            list.push(r.variable);
+        }
+    };
+    for c in &resolved.connections {
+        let l = &mut layouts[c.to.subsystem];
+        if !l.inputs.contains(&c.to.variable) {
+            l.inputs.push(c.to.variable);
+        }
+        want(&c.from, &mut outputs_wanted, &mut others_wanted);
+    }
+    let mut skipped_trace = Vec::new();
+    for r in &resolved.outputs.variables {
+        let v = &mds[r.subsystem].variables[r.variable];
+        if v.var_type.is_float() && v.is_scalar() {
+            want(r, &mut outputs_wanted, &mut others_wanted);
+        } else {
+            skipped_trace.push(format!(
+                "{}.{} ({})",
+                resolved.subsystems[r.subsystem].name, v.name, v.var_type
+            ));
+        }
+    }
+    if !skipped_trace.is_empty() {
+        tracing::warn!(
+            "only scalar float variables are traced; left out: {}",
+            skipped_trace.join(", ")
+        );
+    }
+    // (Bond outputs are connected outputs, hence observed already.)
+    for (s, l) in layouts.iter_mut().enumerate() {
+        l.observed = outputs_wanted[s].clone();
+        l.n_outputs = l.observed.len();
+        l.observed.extend(others_wanted[s].iter().copied());
+    }
+
+    // Instantiate, then apply parameters and start values.
+    let options = InstantiateOptions::default();
+    let mut subsystems: Vec<Box<dyn Subsystem>> = Vec::with_capacity(n);
+    for (s, sub) in resolved.subsystems.iter().enumerate() {
+        let l = &layouts[s];
+        let mut fs = FmuSubsystem::instantiate(
+            &fmus[s],
+            &sub.name,
+            &l.inputs,
+            &l.observed,
+            l.n_outputs,
+            &options,
+        )
+        .map_err(|e| match e {
+            cosim_core::CoreError::Fmi(source) => AssembleError::Fmu {
+                subsystem: sub.name.clone(),
+                source,
+            },
+            other => AssembleError::Core(other),
+        })?;
+        for a in sub.parameters.iter().chain(&sub.start_values) {
+            let v = &mds[s].variables[a.variable];
+            apply_value(
+                fs.instance_mut(),
+                mds[s].fmi_version,
+                v.value_reference,
+                v.var_type,
+                &a.value,
+            )
+            .map_err(|e| {
+                let msg = format!(
+                    "subsystem '{}': setting {} = {}: {e}",
+                    sub.name,
+                    a.name,
+                    describe(&a.value)
+                );
+                match &a.origin {
+                    crate::ValueOrigin::File(span) => {
+                        AssembleError::Scenario(resolved.error_at(*span, msg))
+                    }
+                    crate::ValueOrigin::Argument(arg) => AssembleError::Scenario(
+                        resolved.error_at(sub.span, format!("{msg} (from --set {arg})")),
+                    ),
+                }
+            })?;
+        }
+        subsystems.push(Box::new(fs));
+    }
+
+    // Connections in slot terms.
+    let mut connections = Vec::with_capacity(resolved.connections.len());
+    let mut gain_of: HashMap<(usize, VariableIndex, usize, VariableIndex), (f64, bool)> =
+        HashMap::new();
+    for c in &resolved.connections {
+        let from_slot = layouts[c.from.subsystem]
+            .observed_slot(c.from.variable)
+            .ok_or_else(|| {
+                AssembleError::Scenario(resolved.error_at(c.span, "internal: output slot missing"))
+            })?;
+        let to_slot = layouts[c.to.subsystem]
+            .input_slot(c.to.variable)
+            .ok_or_else(|| {
+                AssembleError::Scenario(resolved.error_at(c.span, "internal: input slot missing"))
+            })?;
+        connections.push(Connection {
+            from_subsystem: c.from.subsystem,
+            from_slot,
+            to_subsystem: c.to.subsystem,
+            to_slot,
+            gain: c.gain,
+            offset: c.offset,
+            signal: c.signal,
+        });
+        gain_of.insert(
+            (
+                c.from.subsystem,
+                c.from.variable,
+                c.to.subsystem,
+                c.to.variable,
+            ),
+            (c.gain, c.signal),
+        );
+    }
+
+    // Power bonds: declared ones, then discovered ones on other ports.
+    let mut bonds = Vec::new();
+    let mut report = AssemblyReport::default();
+    let describe_var = |s: usize, v: VariableIndex| {
+        let var = &mds[s].variables[v];
+        match &var.unit {
+            Some(u) => format!("{}.{} [{}]", resolved.subsystems[s].name, var.name, u),
+            None => format!("{}.{}", resolved.subsystems[s].name, var.name),
+        }
+    };
+    let make_bond = |name: String,
+                     p0: (usize, VariableIndex, VariableIndex),
+                     p1: (usize, VariableIndex, VariableIndex),
+                     tolerance: f64,
+                     energy_scale: f64|
+     -> Option<(PowerBond, String)> {
+        // L10: port 0's output feeds port 1's input; L01 the other way.
+        let (l10, sig10) = *gain_of.get(&(p0.0, p0.2, p1.0, p1.1))?;
+        let (l01, sig01) = *gain_of.get(&(p1.0, p1.2, p0.0, p0.1))?;
+        if sig10 || sig01 || l10 == 0.0 {
+            return None;
+        }
+        let port = |p: (usize, VariableIndex, VariableIndex)| -> Option<BondPort> {
+            Some(BondPort {
+                subsystem: p.0,
+                input: layouts[p.0].input_slot(p.1)?,
+                output: layouts[p.0].observed_slot(p.2)?,
+            })
+        };
+        let explanation = format!(
+            "{} / {} <-> {} / {} (gains {l01} into {}, {l10} into {})",
+            describe_var(p0.0, p0.1),
+            describe_var(p0.0, p0.2),
+            describe_var(p1.0, p1.1),
+            describe_var(p1.0, p1.2),
+            resolved.subsystems[p0.0].name,
+            resolved.subsystems[p1.0].name,
+        );
+        Some((
+            PowerBond {
+                name,
+                ports: [port(p0)?, port(p1)?],
+                orientation: -l01 / l10,
+                sigma: -l01,
+                tolerance,
+                energy_scale,
+            },
+            explanation,
+        ))
+    };
+    let mut claimed: Vec<(usize, VariableIndex)> = Vec::new();
+    for b in &resolved.bonds {
+        let [mut a, mut c] = b.ports;
+        // Port 0 is the one whose input is the effort (see PowerBond).
+        let role = |p: &crate::BondPort| {
+            cosim_fmi::bonds::classify_variable(mds[p.subsystem], p.input).map(|k| k.role)
+        };
+        if role(&a) == Some(BondRole::Flow)
+            || (role(&a).is_none() && role(&c) == Some(BondRole::Effort))
+        {
+            std::mem::swap(&mut a, &mut c);
+        }
+        match make_bond(
+            b.name.clone(),
+            (a.subsystem, a.input, a.output),
+            (c.subsystem, c.input, c.output),
+            b.tolerance,
+            b.energy_scale,
+        ) {
+            Some((bond, explanation)) => {
+                claimed.push((a.subsystem, a.input));
+                claimed.push((c.subsystem, c.input));
+                bonds.push(bond);
+                report.bonds.push(BondReport {
+                    name: b.name.clone(),
+                    source: BondSource::Declared,
+                    explanation,
+                });
+            }
+            None => {
+                return Err(resolved
+                    .error_at(
+                        b.span,
+                        "the bond's ports are not cross-connected by physical (non-signal) connections with non-zero gains",
+                    )
+                    .into());
+            }
+        }
+    }
+    if resolved.master.discover_bonds {
+        let candidates: Vec<_> = mds.iter().map(|md| find_bond_candidates(md)).collect();
+        for a in 0..n {
+            for b in (a + 1)..n {
+                for ca in &candidates[a] {
+                    for cb in &candidates[b] {
+                        if ca.domain != cb.domain
+                            || ca.input_role == cb.input_role
+                            || claimed.contains(&(a, ca.input))
+                            || claimed.contains(&(b, cb.input))
+                        {
+                            continue;
+                        }
+                        let name = format!(
+                            "{}.{}~{}.{}",
+                            resolved.subsystems[a].name,
+                            mds[a].variables[ca.input].name,
+                            resolved.subsystems[b].name,
+                            mds[b].variables[cb.input].name
+                        );
+                        // Port 0 is the one whose input is the effort.
+                        let (p0, p1) = if ca.input_role == BondRole::Effort {
+                            ((a, ca.input, ca.output), (b, cb.input, cb.output))
+                        } else {
+                            ((b, cb.input, cb.output), (a, ca.input, ca.output))
+                        };
+                        if let Some((bond, explanation)) = make_bond(
+                            name.clone(),
+                            p0,
+                            p1,
+                            resolved.master.tolerance,
+                            resolved.master.energy_scale,
+                        ) {
+                            claimed.push((a, ca.input));
+                            claimed.push((b, cb.input));
+                            bonds.push(bond);
+                            report.bonds.push(BondReport {
+                                name,
+                                source: BondSource::Discovered,
+                                explanation: format!(
+                                    "{explanation}; {} {}",
+                                    format!("{:?}", ca.domain).to_lowercase(),
+                                    "bond found from units/quantities of both FMUs"
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // Structural checks.
+    let infos: Vec<&cosim_core::SubsystemInfo> = subsystems.iter().map(|s| s.info()).collect();
+    report.feedthrough = feedthrough_report(&infos);
+    let loops: Vec<AlgebraicLoop> = algebraic_loops(&infos, &connections);
+    report.algebraic_loops = loops.iter().map(|l| l.to_string()).collect();
+
+    let step_multiple = resolved
+        .subsystems
+        .iter()
+        .map(|s| s.step_multiple)
+        .collect();
+    let system = System::new(SystemSpec {
+        subsystems,
+        step_multiple,
+        connections,
+        bonds,
+        nonfinite: match resolved.master.nonfinite {
+            NonFinite::Error => NonFinitePolicy::Error,
+            NonFinite::Warn => NonFinitePolicy::Warn,
+        },
+        threads: resolved.master.threads,
+    })?;
+    let master = build_master(resolved, &system)?;
+    let trace_columns = resolved
+        .outputs
+        .variables
+        .iter()
+        .filter_map(|r| Some((r.subsystem, layouts[r.subsystem].observed_slot(r.variable)?)))
+        .collect();
+    Ok(Assembly {
+        system,
+        master,
+        report,
+        trace_columns,
+    })
+}
+
+fn build_master(
+    resolved: &ResolvedScenario,
+    system: &System,
+) -> Result<Box<dyn Master>, AssembleError> {
+    let m = &resolved.master;
+    match m.kind {
+        MasterKind::FixedStep => {
+            let scheme = match m.scheme {
+                Scheme::Jacobi => CoreScheme::Jacobi,
+                Scheme::GaussSeidel => CoreScheme::GaussSeidel(match &m.order {
+                    Some(order) => order.clone(),
+                    None => {
+                        let infos: Vec<_> = system.subsystems().iter().map(|s| s.info()).collect();
+                        gauss_seidel_order(&infos, system.connections())
+                    }
+                }),
+            };
+            Ok(Box::new(FixedStep::new(
+                m.step,
+                scheme,
+                u32::from(m.extrapolation),
+            )))
+        }
+        other => Err(AssembleError::Core(cosim_core::CoreError::Config(format!(
+            "{}: the '{other}' master is not available in this version of cosim; use kind = \"fixed-step\"",
+            resolved.file.display()
+        )))),
+    }
+}
+
+/// Builds the observers the scenario asks for (trace, energy log, step
+/// log), creating the output directory.
+pub fn observers(
+    resolved: &ResolvedScenario,
+    assembly: &Assembly,
+) -> Result<Vec<Box<dyn Observer>>, cosim_core::CoreError> {
+    let mut out: Vec<Box<dyn Observer>> = Vec::new();
+    let o = &resolved.outputs;
+    let system = &assembly.system;
+    if let Some(path) = &o.trace {
+        let sampling = match o.sampling {
+            Sampling::EveryStep => CoreSampling::EveryStep,
+            Sampling::Decimation(n) => CoreSampling::Decimation(n),
+            Sampling::Interval(dt) => CoreSampling::Interval(dt),
+        };
+        out.push(Box::new(TraceWriter::create(
+            path,
+            system,
+            assembly.trace_columns.clone(),
+            sampling,
+        )?));
+    }
+    if let Some(path) = &o.energy_log
+        && !system.bonds().is_empty()
+    {
+        out.push(Box::new(EnergyLog::create(path, system)?));
+    }
+    if let Some(path) = &o.step_log {
+        out.push(Box::new(StepLog::create(path)?));
+    }
+    Ok(out)
+}
+
+fn describe(v: &StartValue) -> String {
+    match v {
+        StartValue::Float(x) if x.len() == 1 => x[0].to_string(),
+        StartValue::Int(x) if x.len() == 1 => x[0].to_string(),
+        StartValue::Bool(x) if x.len() == 1 => x[0].to_string(),
+        StartValue::String(x) if x.len() == 1 => format!("{:?}", x[0]),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Sets one scalar value of the given type through the matching FMI call.
+fn apply_value(
+    instance: &mut Instance,
+    version: FmiVersion,
+    vr: u32,
+    ty: VariableType,
+    value: &StartValue,
+) -> Result<(), String> {
+    let scalar_err = || "arrays cannot be set from a scenario yet".to_string();
+    match (ty, value) {
+        (VariableType::Float64 | VariableType::Float32, StartValue::Float(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            instance.set_f64(&[vr], &[*x]).map_err(|e| e.to_string())
+        }
+        (VariableType::Boolean, StartValue::Bool(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            instance.set_bool(&[vr], &[*x]).map_err(|e| e.to_string())
+        }
+        (VariableType::String, StartValue::String(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            instance
+                .set_string(&[vr], &[x.as_str()])
+                .map_err(|e| e.to_string())
+        }
+        (VariableType::Int32, StartValue::Int(v))
+        | (VariableType::Enumeration, StartValue::Int(v))
+            if version == FmiVersion::V2 || ty == VariableType::Int32 =>
+        {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            let x = i32::try_from(*x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?;
+            instance.set_i32(&[vr], &[x]).map_err(|e| e.to_string())
+        }
+        (VariableType::Int64 | VariableType::Enumeration, StartValue::Int(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            instance.set_i64(&[vr], &[*x]).map_err(|e| e.to_string())
+        }
+        (ty, _) => Err(format!("setting {ty} variables is not supported yet")),
+    }
+}

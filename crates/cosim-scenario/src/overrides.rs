@@ -1,0 +1,151 @@
+//! Command-line overrides of a scenario (`--set`, `--stop`, `--step`, `--out`).
+
+use std::path::PathBuf;
+
+use crate::error::ScenarioError;
+use crate::read::Result;
+use crate::scenario::{
+    AssignKind, AssignSpec, Origin, RawValue, Scenario, Setting, absolute, find_subsystem,
+};
+
+/// Changes the command line makes to a scenario.
+///
+/// ```
+/// # use cosim_scenario::Overrides;
+/// let o = Overrides {
+///     set: vec!["chassis.m_c=500".into()],
+///     stop: Some(2.0),
+///     ..Overrides::default()
+/// };
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// `--set <subsystem>.<variable>=<value>` arguments, as typed (without
+    /// the `--set`). The value is read as a TOML value (`400`, `1e-3`,
+    /// `true`, `"text"`, `[1, 2]`); for a String variable, text that is not
+    /// valid TOML is taken as it is. It is applied as a parameter or a start
+    /// value according to the variable's causality, replacing a value the
+    /// scenario gives.
+    pub set: Vec<String>,
+    /// `--stop <s>`: replaces `[simulation] stop`.
+    pub stop: Option<f64>,
+    /// `--step <s>`: replaces `[master] step`.
+    pub step: Option<f64>,
+    /// `--out <dir>`: replaces `[outputs] dir`; a relative path is taken
+    /// relative to the current directory (not to the scenario file).
+    pub out: Option<PathBuf>,
+}
+
+impl Scenario {
+    /// Applies command-line overrides. Checks what can be checked without
+    /// the FMUs (syntax, subsystem names, ranges); the variables named by
+    /// `--set` are checked by [`Scenario::resolve`]. Errors name the
+    /// argument.
+    ///
+    /// # Errors
+    ///
+    /// A malformed `--set`, an unknown subsystem, a non-positive `--step`,
+    /// a `--stop` not after the start time.
+    pub fn apply_overrides(&mut self, overrides: &Overrides) -> Result<()> {
+        let file = self.source.path.clone();
+        for arg in &overrides.set {
+            let argument = format!("--set {arg}");
+            let err = |msg: String| ScenarioError::argument(&file, &argument, msg);
+            let Some((path, value)) = arg.split_once('=') else {
+                return Err(err(
+                    "expected <subsystem>.<variable>=<value>, e.g. --set chassis.m_c=400".into(),
+                ));
+            };
+            let path = path.trim();
+            let Some((sub, var)) = path.split_once('.') else {
+                return Err(err(format!(
+                    "\"{path}\" is not of the form \"<subsystem>.<variable>\""
+                )));
+            };
+            if var.is_empty() {
+                return Err(err(format!("\"{path}\" names no variable after the '.'")));
+            }
+            let index = find_subsystem(&self.source, &self.subsystems, sub, Default::default())
+                .map_err(|e| {
+                    let mut a = ScenarioError::argument(&file, &argument, e.message.clone());
+                    a.help = e.help.clone();
+                    a
+                })?;
+            let raw = parse_cli_value(value);
+            let origin = Origin::Argument(argument.clone());
+            if let Some(sub) = self.subsystems.get_mut(index) {
+                // The last word wins: drop values given before for the variable.
+                sub.assignments.retain(|a| a.name != var);
+                sub.assignments.push(AssignSpec {
+                    name: var.to_string(),
+                    value: raw,
+                    // Decided by the variable's causality in `resolve`.
+                    kind: AssignKind::Parameter,
+                    name_origin: origin.clone(),
+                    value_origin: origin,
+                });
+            }
+        }
+        if let Some(stop) = overrides.stop {
+            let argument = format!("--stop {stop}");
+            if !stop.is_finite() {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &argument,
+                    "the stop time must be a finite number of seconds",
+                ));
+            }
+            if let Some(start) = &self.simulation.start
+                && stop <= start.value
+            {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &argument,
+                    format!(
+                        "stop time {stop} s is not after the start time {} s",
+                        start.value
+                    ),
+                ));
+            }
+            self.simulation.stop = Some(Setting {
+                value: stop,
+                origin: Origin::Argument(argument),
+            });
+        }
+        if let Some(step) = overrides.step {
+            let argument = format!("--step {step}");
+            if !(step.is_finite() && step > 0.0) {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &argument,
+                    format!("the step must be a positive number of seconds, not {step}"),
+                ));
+            }
+            self.master.step = Some(Setting {
+                value: step,
+                origin: Origin::Argument(argument),
+            });
+        }
+        if let Some(out) = &overrides.out {
+            if out.as_os_str().is_empty() {
+                return Err(ScenarioError::argument(
+                    &file,
+                    "--out",
+                    "the output directory is empty",
+                ));
+            }
+            self.outputs.dir = absolute(out);
+        }
+        Ok(())
+    }
+}
+
+/// A `--set` value: TOML syntax when it parses as a TOML value, else the
+/// text itself as a string.
+fn parse_cli_value(text: &str) -> RawValue {
+    let trimmed = text.trim();
+    match toml::de::DeValue::parse(trimmed) {
+        Ok(v) => RawValue::from_toml(v.get_ref()).unwrap_or_else(|_| RawValue::Str(text.into())),
+        Err(_) => RawValue::Str(text.to_string()),
+    }
+}

@@ -1,0 +1,1347 @@
+//! Matching a scenario against its FMUs' model descriptions: every name
+//! becomes a variable index, every value gets its FMI type, and every
+//! connection, bond and output is checked.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cosim_fmi::ModelDescription;
+use cosim_fmi::bonds::check_effort_flow_pair;
+use cosim_fmi::model_description::units::{POWER, variable_base_unit};
+use cosim_fmi::model_description::{
+    Causality, Dimension, Initial, StartValue, Variability, Variable, VariableIndex, VariableType,
+};
+use serde::Serialize;
+
+use crate::error::{ScenarioError, Severity, Source, Span, did_you_mean, nearest};
+use crate::read::Result;
+use crate::scenario::{
+    AssignKind, AssignSpec, Origin, RawValue, Scenario, VarPath, is_glob, sub_span,
+};
+use crate::settings::{MasterSettings, OutputSettings};
+
+/// A variable of one subsystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct VariableRef {
+    /// Index into [`ResolvedScenario::subsystems`].
+    pub subsystem: usize,
+    /// Index into that subsystem's `ModelDescription::variables`.
+    pub variable: VariableIndex,
+}
+
+/// Where a parameter or start value was given.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ValueOrigin {
+    /// In the scenario file, at this value.
+    File(Span),
+    /// By this command-line argument (`--set chassis.m_c=500`).
+    Argument(String),
+}
+
+/// A parameter or start value, typed for its variable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Assignment {
+    /// The variable.
+    pub variable: VariableIndex,
+    /// Its name (for messages).
+    pub name: String,
+    /// The value, of the variable's type: `Float` for Float32/Float64,
+    /// `Int` for the integer types and enumerations, `Bool`, `String`; one
+    /// element for a scalar, all elements (row-major) for an FMI 3 array.
+    pub value: StartValue,
+    /// Where it was given.
+    pub origin: ValueOrigin,
+}
+
+/// One subsystem, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedSubsystem {
+    /// The unique name.
+    pub name: String,
+    /// The FMU file (absolute).
+    pub fmu: PathBuf,
+    /// Steps every `step_multiple`-th macro step (>= 1).
+    pub step_multiple: u32,
+    /// Values for variables of causality `parameter` (or FMI 3
+    /// `structuralParameter`), in the order given.
+    pub parameters: Vec<Assignment>,
+    /// Start values of the other variables (inputs; outputs and locals with
+    /// `initial` exact or approx), in the order given.
+    pub start_values: Vec<Assignment>,
+    /// The `[[subsystems]]` table.
+    pub span: Span,
+    /// The `fmu` value.
+    pub fmu_span: Span,
+}
+
+/// A connection, resolved: `to = gain * from + offset`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedConnection {
+    /// The output.
+    pub from: VariableRef,
+    /// The input.
+    pub to: VariableRef,
+    /// Gain (1 unless given).
+    pub gain: f64,
+    /// Offset (0 unless given).
+    pub offset: f64,
+    /// A signal: excluded from error estimation.
+    pub signal: bool,
+    /// Whether a unit mismatch was declared intended.
+    pub unit_mismatch: bool,
+    /// The `[[connections]]` table.
+    pub span: Span,
+}
+
+/// One side of a power bond: an input and an output of one subsystem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BondPort {
+    /// The subsystem.
+    pub subsystem: usize,
+    /// Its input (e.g. the force it receives).
+    pub input: VariableIndex,
+    /// Its output (e.g. the velocity it returns).
+    pub output: VariableIndex,
+}
+
+/// An explicitly declared power bond, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedBond {
+    /// The name (given, or `"<subA>.<inputA>~<subB>.<inputB>"`).
+    pub name: String,
+    /// The two ports, on two different subsystems, cross-connected.
+    pub ports: [BondPort; 2],
+    /// ECCO relative tolerance r_k (default: `master.tolerance`).
+    pub tolerance: f64,
+    /// ECCO energy scale E0_k in J (default: `master.energy_scale`).
+    pub energy_scale: f64,
+    /// The pairing was declared intended although the units do not make it
+    /// an effort/flow pair.
+    pub intended: bool,
+    /// Factor from the product input * output of port 0 to watts (1 for SI
+    /// units); `None` when the units could not tell (only with `intended`).
+    pub power_factor: Option<f64>,
+    /// The `[[bonds]]` table.
+    pub span: Span,
+}
+
+/// A scenario matched against its FMUs: everything the system assembly and
+/// the master need, with defaults filled in and names turned into indices.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedScenario {
+    #[serde(skip)]
+    source: Arc<Source>,
+    /// The scenario file.
+    pub file: PathBuf,
+    /// Start time in s.
+    pub start: f64,
+    /// Stop time in s (> start).
+    pub stop: f64,
+    /// The master and its settings.
+    pub master: MasterSettings,
+    /// The subsystems, in declaration order.
+    pub subsystems: Vec<ResolvedSubsystem>,
+    /// The connections, in declaration order.
+    pub connections: Vec<ResolvedConnection>,
+    /// The explicitly declared bonds (automatic discovery, if
+    /// `master.discover_bonds`, is up to the caller; these override it).
+    pub bonds: Vec<ResolvedBond>,
+    /// Output files and the traced variables.
+    pub outputs: OutputSettings,
+    /// Warnings from reading and resolving.
+    #[serde(skip)]
+    pub warnings: Vec<ScenarioError>,
+}
+
+impl ResolvedScenario {
+    /// The scenario file's path.
+    pub fn path(&self) -> &Path {
+        &self.source.path
+    }
+
+    /// An error at `span` of the scenario file (e.g. a connection's span
+    /// for a problem found while assembling the system).
+    pub fn error_at(&self, span: Span, message: impl Into<String>) -> ScenarioError {
+        self.source.error(Some(span), message)
+    }
+
+    /// A warning at `span` of the scenario file.
+    pub fn warning_at(&self, span: Span, message: impl Into<String>) -> ScenarioError {
+        self.source
+            .diagnostic(Severity::Warning, Some(span), message)
+    }
+
+    /// The index of the subsystem called `name`.
+    pub fn subsystem_index(&self, name: &str) -> Option<usize> {
+        self.subsystems.iter().position(|s| s.name == name)
+    }
+
+    /// The connection feeding `input`, if any.
+    pub fn connection_to(&self, input: VariableRef) -> Option<&ResolvedConnection> {
+        self.connections.iter().find(|c| c.to == input)
+    }
+}
+
+/// `"is an input"`, `"is a parameter"` ... for messages.
+pub(crate) fn causality_phrase(v: &Variable) -> String {
+    let initial = v.effective_initial();
+    match v.causality {
+        Causality::Parameter => "is a parameter".into(),
+        Causality::CalculatedParameter => "is a calculated parameter".into(),
+        Causality::StructuralParameter => "is a structural parameter".into(),
+        Causality::Input => "is an input".into(),
+        Causality::Output => "is an output".into(),
+        Causality::Independent => "is the independent variable (time)".into(),
+        Causality::Local if v.variability == Variability::Constant => "is a constant".into(),
+        Causality::Local if initial == Some(Initial::Calculated) => {
+            "is a local variable (initial=\"calculated\")".into()
+        }
+        Causality::Local => "is a local variable".into(),
+    }
+}
+
+fn type_name(t: VariableType) -> String {
+    t.to_string()
+}
+
+fn is_parameter(v: &Variable) -> bool {
+    matches!(
+        v.causality,
+        Causality::Parameter | Causality::StructuralParameter
+    )
+}
+
+/// Why a variable cannot take a start value, if it cannot.
+fn start_refusal(v: &Variable) -> Option<String> {
+    if v.variability == Variability::Constant {
+        return Some(format!("'{}' is a constant and cannot be set", v.name));
+    }
+    match v.causality {
+        Causality::Input => None,
+        Causality::Parameter | Causality::StructuralParameter => None,
+        Causality::CalculatedParameter => Some(format!(
+            "'{}' is a calculated parameter: the FMU computes it, it cannot be set",
+            v.name
+        )),
+        Causality::Independent => Some(format!(
+            "'{}' is the independent variable (time): set [simulation] start instead",
+            v.name
+        )),
+        Causality::Output | Causality::Local => match v.effective_initial() {
+            Some(Initial::Exact | Initial::Approx) => None,
+            _ => Some(format!(
+                "'{}' {} with initial=\"calculated\": the FMU computes its initial value, it cannot be set",
+                v.name,
+                if v.causality == Causality::Output {
+                    "is an output"
+                } else {
+                    "is a local variable"
+                }
+            )),
+        },
+    }
+}
+
+/// The number of elements of a variable, when all dimensions are fixed.
+fn element_count(v: &Variable) -> Option<u64> {
+    v.dimensions.iter().try_fold(1u64, |n, d| match d {
+        Dimension::Fixed(k) => n.checked_mul(*k),
+        Dimension::Variable(_) => None,
+    })
+}
+
+fn int_range(t: VariableType) -> (i128, i128) {
+    match t {
+        VariableType::Int8 => (i8::MIN.into(), i8::MAX.into()),
+        VariableType::UInt8 => (0, u8::MAX.into()),
+        VariableType::Int16 => (i16::MIN.into(), i16::MAX.into()),
+        VariableType::UInt16 => (0, u16::MAX.into()),
+        VariableType::Int32 => (i32::MIN.into(), i32::MAX.into()),
+        VariableType::UInt32 => (0, u32::MAX.into()),
+        _ => (i64::MIN.into(), i64::MAX.into()),
+    }
+}
+
+/// Types `raw` for variable `v`; `Err` says why it does not fit.
+fn typed_value(v: &Variable, raw: &RawValue) -> std::result::Result<StartValue, String> {
+    let elements: Vec<&RawValue> = match raw {
+        RawValue::Array(items) => {
+            if v.is_scalar() {
+                return Err(format!(
+                    "'{}' is a scalar {}, but the value is an array",
+                    v.name, v.var_type
+                ));
+            }
+            if let Some(n) = element_count(v)
+                && n != items.len() as u64
+            {
+                return Err(format!(
+                    "'{}' is an array of {n} elements, but {} are given",
+                    v.name,
+                    items.len()
+                ));
+            }
+            items.iter().collect()
+        }
+        _ if !v.is_scalar() => {
+            return Err(format!(
+                "'{}' is an array: give its value as an array, e.g. [1.0, 2.0]",
+                v.name
+            ));
+        }
+        scalar => vec![scalar],
+    };
+    let mismatch = |expected: &str, found: &RawValue| {
+        format!(
+            "'{}' is of type {}: expected {expected}, found {}",
+            v.name,
+            type_name(v.var_type),
+            found.describe()
+        )
+    };
+    let range_check = |x: f64| -> std::result::Result<(), String> {
+        if let Some(min) = v.min
+            && x < min
+        {
+            return Err(format!("{x} is below the minimum {min} of '{}'", v.name));
+        }
+        if let Some(max) = v.max
+            && x > max
+        {
+            return Err(format!("{x} is above the maximum {max} of '{}'", v.name));
+        }
+        Ok(())
+    };
+    match v.var_type {
+        VariableType::Float64 | VariableType::Float32 => {
+            let mut out = Vec::new();
+            for e in elements {
+                let x = match e {
+                    RawValue::Float(x) => *x,
+                    RawValue::Int(i) => *i as f64,
+                    other => return Err(mismatch("a number", other)),
+                };
+                range_check(x)?;
+                out.push(x);
+            }
+            Ok(StartValue::Float(out))
+        }
+        VariableType::Int8
+        | VariableType::UInt8
+        | VariableType::Int16
+        | VariableType::UInt16
+        | VariableType::Int32
+        | VariableType::UInt32
+        | VariableType::Int64
+        | VariableType::UInt64
+        | VariableType::Enumeration => {
+            let (lo, hi) = int_range(v.var_type);
+            let mut out = Vec::new();
+            for e in elements {
+                let RawValue::Int(i) = e else {
+                    return Err(mismatch("an integer", e));
+                };
+                if i128::from(*i) < lo || i128::from(*i) > hi {
+                    return Err(format!(
+                        "{i} is out of the range of {} ({lo} to {hi}) of '{}'",
+                        v.var_type, v.name
+                    ));
+                }
+                range_check(*i as f64)?;
+                out.push(*i);
+            }
+            Ok(StartValue::Int(out))
+        }
+        VariableType::Boolean => elements
+            .into_iter()
+            .map(|e| match e {
+                RawValue::Bool(b) => Ok(*b),
+                other => Err(mismatch("true or false", other)),
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map(StartValue::Bool),
+        VariableType::String => elements
+            .into_iter()
+            .map(|e| match e {
+                RawValue::Str(s) => Ok(s.clone()),
+                other => Err(mismatch("a string", other)),
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map(StartValue::String),
+        VariableType::Binary | VariableType::Clock => Err(format!(
+            "'{}' is of type {}, which a scenario cannot set",
+            v.name, v.var_type
+        )),
+    }
+}
+
+/// A unit as written, for messages: `"N"` or `"no unit"`.
+fn unit_label(v: &Variable) -> String {
+    v.unit.as_deref().unwrap_or("no unit").to_string()
+}
+
+/// Compares the units of two variables; `Err` explains the mismatch.
+fn check_units(
+    md_a: &ModelDescription,
+    a: &Variable,
+    a_text: &str,
+    md_b: &ModelDescription,
+    b: &Variable,
+    b_text: &str,
+) -> std::result::Result<(), String> {
+    let (Some(ua), Some(ub)) = (a.unit.as_deref(), b.unit.as_deref()) else {
+        // A variable without a unit says nothing: accept.
+        return Ok(());
+    };
+    if ua == ub {
+        return Ok(());
+    }
+    match (variable_base_unit(md_a, a), variable_base_unit(md_b, b)) {
+        (Some(ba), Some(bb)) => {
+            if !ba.same_dimension_ignoring_rad(&bb) {
+                return Err(format!(
+                    "unit mismatch: '{a_text}' is in {ua} ({}) but '{b_text}' is in {ub} ({})",
+                    ba.dimension_string(),
+                    bb.dimension_string()
+                ));
+            }
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1e-300);
+            if !close(ba.factor, bb.factor) || (ba.offset - bb.offset).abs() > 1e-9 {
+                let ratio = ba.factor / bb.factor;
+                let offset = if (ba.offset - bb.offset).abs() > 1e-9 {
+                    " with a different offset".to_string()
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "unit mismatch: '{a_text}' is in {ua} but '{b_text}' is in {ub} (1 {ua} = {} {ub}{offset})",
+                    format_number(ratio)
+                ));
+            }
+            Ok(())
+        }
+        (ka, kb) => {
+            let unknown: Vec<&str> = [(ka.is_none(), ua), (kb.is_none(), ub)]
+                .iter()
+                .filter(|(u, _)| *u)
+                .map(|(_, n)| *n)
+                .collect();
+            Err(format!(
+                "unit mismatch: '{a_text}' is in '{ua}' but '{b_text}' is in '{ub}' (compared by name: '{}' is not a known unit)",
+                unknown.join("', '")
+            ))
+        }
+    }
+}
+
+fn format_number(x: f64) -> String {
+    let r = x.round();
+    if (x - r).abs() < 1e-9 * x.abs().max(1.0) && r.abs() < 1e15 {
+        format!("{r}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// True when the variable can be written to a trace by a glob.
+fn traceable_by_glob(v: &Variable) -> bool {
+    matches!(
+        v.causality,
+        Causality::Output | Causality::Input | Causality::Local
+    ) && v.variability != Variability::Constant
+        && !matches!(v.var_type, VariableType::Binary | VariableType::Clock)
+}
+
+struct Resolver<'s, 'm> {
+    scenario: &'s Scenario,
+    mds: Vec<&'m ModelDescription>,
+    warnings: Vec<ScenarioError>,
+}
+
+impl Scenario {
+    /// Matches the scenario against the model descriptions of its FMUs and
+    /// returns the fully resolved, checked scenario.
+    ///
+    /// `models` gives, for every subsystem name, the model description of
+    /// its FMU (e.g. `fmu.model_description()` of `cosim_fmi::Fmu::open`
+    /// on [`SubsystemSpec::fmu`](crate::SubsystemSpec::fmu)); order does
+    /// not matter.
+    ///
+    /// # Errors
+    ///
+    /// The first problem found, at its place in the file: unknown variable
+    /// (with the nearest name), wrong causality, input fed twice, type or
+    /// unit mismatch across a connection, value of the wrong type, bond not
+    /// cross-connected or not an effort/flow pair, output glob matching
+    /// nothing, missing stop time ...
+    pub fn resolve(&self, models: &[(&str, &ModelDescription)]) -> Result<ResolvedScenario> {
+        let mut mds = Vec::new();
+        for s in &self.subsystems {
+            let md = models
+                .iter()
+                .find(|(n, _)| *n == s.name.value)
+                .map(|(_, md)| *md)
+                .ok_or_else(|| {
+                    self.error_at(
+                        s.name.span,
+                        format!(
+                            "no model description was given for subsystem '{}'",
+                            s.name.value
+                        ),
+                    )
+                })?;
+            mds.push(md);
+        }
+        Resolver {
+            scenario: self,
+            mds,
+            warnings: self.warnings.clone(),
+        }
+        .run()
+    }
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    fn src(&self) -> &Source {
+        &self.scenario.source
+    }
+
+    fn err(&self, span: Span, message: impl Into<String>) -> ScenarioError {
+        self.src().error(Some(span), message)
+    }
+
+    fn warn(&mut self, span: Span, message: impl Into<String>) {
+        let w = self
+            .src()
+            .diagnostic(Severity::Warning, Some(span), message);
+        self.warnings.push(w);
+    }
+
+    fn line_of(&self, span: Span) -> usize {
+        self.src().error(Some(span), "").line.unwrap_or(0)
+    }
+
+    fn sub_name(&self, i: usize) -> &str {
+        crate::scenario::subsystem_name(&self.scenario.subsystems, i)
+    }
+
+    fn md(&self, i: usize) -> Result<&'m ModelDescription> {
+        self.mds.get(i).copied().ok_or_else(|| {
+            self.src()
+                .error(None, format!("no subsystem with index {i}"))
+        })
+    }
+
+    fn run(mut self) -> Result<ResolvedScenario> {
+        let (start, stop) = self.times()?;
+        let master = self.master(start, stop)?;
+        let subsystems = self.subsystems()?;
+        let connections = self.connections()?;
+        let bonds = self.bonds(&master, &connections)?;
+        let outputs = self.outputs()?;
+        self.unconnected_inputs(&connections);
+        Ok(ResolvedScenario {
+            source: self.scenario.source.clone(),
+            file: self.scenario.source.path.clone(),
+            start,
+            stop,
+            master,
+            subsystems,
+            connections,
+            bonds,
+            outputs,
+            warnings: self.warnings,
+        })
+    }
+
+    /// Start and stop, with the FMUs' DefaultExperiment as fallback.
+    fn times(&self) -> Result<(f64, f64)> {
+        let sim = &self.scenario.simulation;
+        let names: Vec<&str> = self
+            .scenario
+            .subsystems
+            .iter()
+            .map(|s| s.name.value.as_str())
+            .collect();
+        let start = match &sim.start {
+            Some(s) => s.value,
+            None => {
+                let starts: Vec<f64> = self
+                    .mds
+                    .iter()
+                    .filter_map(|md| md.default_experiment.as_ref()?.start_time)
+                    .collect();
+                match starts.first() {
+                    Some(first) if starts.iter().all(|s| s == first) => *first,
+                    _ => 0.0,
+                }
+            }
+        };
+        let stop = match &sim.stop {
+            Some(s) => s.value,
+            None => {
+                let stops: Vec<Option<f64>> = self
+                    .mds
+                    .iter()
+                    .map(|md| md.default_experiment.as_ref().and_then(|d| d.stop_time))
+                    .collect();
+                let span = sim.span;
+                if let Some(i) = stops.iter().position(Option::is_none) {
+                    return Err(self
+                        .src()
+                        .error(
+                            span,
+                            format!(
+                                "no stop time: [simulation] has no 'stop', and the FMU of subsystem '{}' gives no DefaultExperiment stopTime",
+                                names.get(i).copied().unwrap_or("?")
+                            ),
+                        )
+                        .with_help("add 'stop = <seconds>' under [simulation]"));
+                }
+                let stops: Vec<f64> = stops.into_iter().flatten().collect();
+                let first = stops.first().copied().unwrap_or(0.0);
+                if stops.iter().any(|s| *s != first) {
+                    let list: Vec<String> = names
+                        .iter()
+                        .zip(&stops)
+                        .map(|(n, s)| format!("{n}: {s} s"))
+                        .collect();
+                    return Err(self
+                        .src()
+                        .error(
+                            span,
+                            format!(
+                                "no stop time: [simulation] has no 'stop', and the FMUs' DefaultExperiment stopTimes differ ({})",
+                                list.join(", ")
+                            ),
+                        )
+                        .with_help("add 'stop = <seconds>' under [simulation]"));
+                }
+                first
+            }
+        };
+        if stop <= start {
+            let message = format!("stop time {stop} s is not after the start time {start} s");
+            let origin = sim.stop.as_ref().map(|s| &s.origin);
+            return Err(match origin {
+                Some(o) => self.scenario.origin_error(o, message),
+                None => self.src().error(
+                    sim.span,
+                    format!("{message} (both from the FMUs' DefaultExperiment)"),
+                ),
+            });
+        }
+        Ok((start, stop))
+    }
+
+    fn master(&mut self, start: f64, stop: f64) -> Result<MasterSettings> {
+        let spec = &self.scenario.master;
+        let mut settings = spec.settings.clone();
+        let kind = settings.kind;
+        settings.step = match &spec.step {
+            Some(s) => s.value,
+            None if kind.uses_controller() => settings.controller.dt_min,
+            None => {
+                let steps: Vec<Option<f64>> = self
+                    .mds
+                    .iter()
+                    .map(|md| md.default_experiment.as_ref().and_then(|d| d.step_size))
+                    .collect();
+                match steps.first().copied().flatten() {
+                    Some(first) if steps.iter().all(|s| *s == Some(first)) => first,
+                    _ => {
+                        return Err(self
+                            .src()
+                            .error(
+                                spec.kind_span.or(spec.span),
+                                format!(
+                                    "master \"{kind}\" needs a step: [master] has no 'step', and the FMUs give no common DefaultExperiment stepSize"
+                                ),
+                            )
+                            .with_help("add 'step = <seconds>' under [master]"));
+                    }
+                }
+            }
+        };
+        if settings.step > stop - start
+            && let Some(s) = &spec.step
+            && let Origin::File(span) = s.origin
+        {
+            self.warn(
+                span,
+                format!(
+                    "the step {} s is longer than the simulated interval {} s",
+                    settings.step,
+                    stop - start
+                ),
+            );
+        }
+        if kind.uses_controller() {
+            let c = settings.controller;
+            if (settings.step < c.dt_min || settings.step > c.dt_max)
+                && let Some(s) = &spec.step
+                && let Origin::File(span) = s.origin
+            {
+                self.warn(
+                    span,
+                    format!(
+                        "the initial step {} s is outside [dt_min, dt_max] = [{}, {}]: the controller will clamp it",
+                        settings.step, c.dt_min, c.dt_max
+                    ),
+                );
+            }
+        }
+        Ok(settings)
+    }
+
+    /// Looks up `name` in subsystem `sub`, suggesting among the variables
+    /// for which `preferred` holds first.
+    fn variable(
+        &self,
+        sub: usize,
+        name: &str,
+        span: Span,
+        preferred: impl Fn(&Variable) -> bool,
+    ) -> Result<(VariableIndex, &'m Variable)> {
+        let md = self.md(sub)?;
+        if let Some(found) = md.variable_by_name(name) {
+            return Ok(found);
+        }
+        let preferred_names = md
+            .variables
+            .iter()
+            .filter(|v| preferred(v))
+            .map(|v| v.name.as_str());
+        let help = nearest(name, preferred_names)
+            .or_else(|| nearest(name, md.variables.iter().map(|v| v.name.as_str())))
+            .map(|n| format!("did you mean '{n}'?"));
+        Err(self
+            .err(
+                span,
+                format!(
+                    "subsystem '{}' ({}) has no variable '{name}'",
+                    self.sub_name(sub),
+                    md.model_name
+                ),
+            )
+            .with_help_opt(help))
+    }
+
+    fn subsystems(&mut self) -> Result<Vec<ResolvedSubsystem>> {
+        let mut out = Vec::new();
+        for (i, s) in self.scenario.subsystems.iter().enumerate() {
+            let mut parameters = Vec::new();
+            let mut start_values = Vec::new();
+            for a in &s.assignments {
+                let (assignment, is_param) = self.assignment(i, a)?;
+                if is_param {
+                    parameters.push(assignment);
+                } else {
+                    start_values.push(assignment);
+                }
+            }
+            out.push(ResolvedSubsystem {
+                name: s.name.value.clone(),
+                fmu: s.fmu.value.clone(),
+                step_multiple: s.step_multiple.value,
+                parameters,
+                start_values,
+                span: s.span,
+                fmu_span: s.fmu.span,
+            });
+        }
+        Ok(out)
+    }
+
+    fn origin_err(&self, origin: &Origin, message: impl Into<String>) -> ScenarioError {
+        self.scenario.origin_error(origin, message)
+    }
+
+    /// Resolves one `parameters`/`start`/`--set` entry; the flag is true
+    /// for a parameter.
+    fn assignment(&self, sub: usize, a: &AssignSpec) -> Result<(Assignment, bool)> {
+        let md = self.md(sub)?;
+        let from_cli = matches!(a.name_origin, Origin::Argument(_));
+        let kind_ok = |v: &Variable| match (from_cli, a.kind) {
+            (true, _) => is_parameter(v) || start_refusal(v).is_none(),
+            (false, AssignKind::Parameter) => is_parameter(v),
+            (false, AssignKind::Start) => !is_parameter(v) && start_refusal(v).is_none(),
+        };
+        let Some((index, v)) = md.variable_by_name(&a.name) else {
+            let names = md
+                .variables
+                .iter()
+                .filter(|v| kind_ok(v))
+                .map(|v| v.name.as_str());
+            let help = nearest(&a.name, names)
+                .or_else(|| nearest(&a.name, md.variables.iter().map(|v| v.name.as_str())))
+                .map(|n| format!("did you mean '{n}'?"));
+            return Err(self
+                .origin_err(
+                    &a.name_origin,
+                    format!(
+                        "subsystem '{}' ({}) has no variable '{}'",
+                        self.sub_name(sub),
+                        md.model_name,
+                        a.name
+                    ),
+                )
+                .with_help_opt(help));
+        };
+        let is_param = if from_cli {
+            is_parameter(v)
+        } else {
+            a.kind == AssignKind::Parameter
+        };
+        if is_param && !is_parameter(v) {
+            let help = match start_refusal(v) {
+                None => Some("set it under 'start' instead".to_string()),
+                Some(_) => None,
+            };
+            let reason = match start_refusal(v) {
+                Some(r) => format!(": {}", r.split_once(": ").map_or(r.as_str(), |x| x.1)),
+                None => String::new(),
+            };
+            return Err(self
+                .origin_err(
+                    &a.name_origin,
+                    format!(
+                        "'{}' {}, not a parameter{reason}",
+                        a.name,
+                        causality_phrase(v)
+                    ),
+                )
+                .with_help_opt(help));
+        }
+        if !is_param {
+            if is_parameter(v) {
+                return Err(self
+                    .origin_err(
+                        &a.name_origin,
+                        format!("'{}' {}, not a start value", a.name, causality_phrase(v)),
+                    )
+                    .with_help("set it under 'parameters' instead"));
+            }
+            if let Some(reason) = start_refusal(v) {
+                return Err(self.origin_err(&a.name_origin, reason));
+            }
+        }
+        if is_param && v.variability == Variability::Constant {
+            return Err(self.origin_err(
+                &a.name_origin,
+                format!("'{}' is a constant and cannot be set", a.name),
+            ));
+        }
+        let value = typed_value(v, &a.value).map_err(|m| self.origin_err(&a.value_origin, m))?;
+        let origin = match &a.value_origin {
+            Origin::File(span) => ValueOrigin::File(*span),
+            Origin::Argument(arg) => ValueOrigin::Argument(arg.clone()),
+        };
+        Ok((
+            Assignment {
+                variable: index,
+                name: a.name.clone(),
+                value,
+                origin,
+            },
+            is_param,
+        ))
+    }
+
+    fn connections(&mut self) -> Result<Vec<ResolvedConnection>> {
+        let mut out: Vec<ResolvedConnection> = Vec::new();
+        for c in &self.scenario.connections {
+            let (fi, fv) =
+                self.variable(c.from.subsystem, &c.from.variable, c.from.var_span, |v| {
+                    v.causality == Causality::Output
+                })?;
+            let (ti, tv) = self.variable(c.to.subsystem, &c.to.variable, c.to.var_span, |v| {
+                v.causality == Causality::Input
+            })?;
+            let (f_in, f_out) = (
+                fv.causality == Causality::Input,
+                fv.causality == Causality::Output,
+            );
+            let (t_in, t_out) = (
+                tv.causality == Causality::Input,
+                tv.causality == Causality::Output,
+            );
+            if f_in && t_in {
+                return Err(self
+                    .err(
+                        c.from.var_span,
+                        format!(
+                            "connection from input to input: '{}' and '{}' are both inputs",
+                            c.from.text, c.to.text
+                        ),
+                    )
+                    .with_help("'from' must name an output; connect both inputs to the output that should drive them"));
+            }
+            if f_out && t_out {
+                return Err(self
+                    .err(
+                        c.to.var_span,
+                        format!(
+                            "connection from output to output: '{}' and '{}' are both outputs",
+                            c.from.text, c.to.text
+                        ),
+                    )
+                    .with_help("'to' must name an input"));
+            }
+            if f_in && t_out {
+                return Err(self
+                    .err(
+                        c.from.var_span,
+                        format!(
+                            "connection in the wrong direction: '{}' is an input and '{}' an output",
+                            c.from.text, c.to.text
+                        ),
+                    )
+                    .with_help("swap 'from' and 'to'"));
+            }
+            if !f_out {
+                return Err(self.err(
+                    c.from.var_span,
+                    format!(
+                        "'{}' {}, not an output: 'from' must name an output",
+                        c.from.text,
+                        causality_phrase(fv)
+                    ),
+                ));
+            }
+            if !t_in {
+                return Err(self.err(
+                    c.to.var_span,
+                    format!(
+                        "'{}' {}, not an input: 'to' must name an input",
+                        c.to.text,
+                        causality_phrase(tv)
+                    ),
+                ));
+            }
+            let from = VariableRef {
+                subsystem: c.from.subsystem,
+                variable: fi,
+            };
+            let to = VariableRef {
+                subsystem: c.to.subsystem,
+                variable: ti,
+            };
+            if let Some(first) = out.iter().find(|o| o.to == to) {
+                let first_line = self.line_of(first.span);
+                let this_line = self.line_of(c.span);
+                return Err(self
+                    .err(
+                        c.to.span,
+                        format!(
+                            "input '{}' is fed by two connections (lines {first_line} and {this_line})",
+                            c.to.text
+                        ),
+                    )
+                    .with_help("an input takes its value from exactly one output: remove one of them"));
+            }
+            let types_ok =
+                fv.var_type == tv.var_type || (fv.var_type.is_float() && tv.var_type.is_float());
+            if !types_ok {
+                return Err(self.err(
+                    c.to.span,
+                    format!(
+                        "type mismatch: '{}' is {} but '{}' is {}",
+                        c.from.text, fv.var_type, c.to.text, tv.var_type
+                    ),
+                ));
+            }
+            if fv.dimensions != tv.dimensions {
+                return Err(self.err(
+                    c.to.span,
+                    format!(
+                        "shape mismatch: '{}' and '{}' have different array dimensions",
+                        c.from.text, c.to.text
+                    ),
+                ));
+            }
+            if !fv.var_type.is_float()
+                && (c.gain != 1.0 || c.offset != 0.0)
+                && let Some(span) = c.map_span
+            {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "'gain' and 'offset' apply to floating-point connections only; '{}' is {}",
+                        c.from.text, fv.var_type
+                    ),
+                ));
+            }
+            let (fmd, tmd) = (self.md(c.from.subsystem)?, self.md(c.to.subsystem)?);
+            match check_units(fmd, fv, &c.from.text, tmd, tv, &c.to.text) {
+                Err(reason) if !c.unit_mismatch => {
+                    return Err(self
+                        .err(c.to.span, reason)
+                        .with_help("if this is intended (e.g. the gain converts), add 'unit_mismatch = true' to this connection"));
+                }
+                Ok(()) if c.unit_mismatch && fv.unit.is_some() && tv.unit.is_some() => {
+                    self.warn(
+                        c.span,
+                        format!(
+                            "'unit_mismatch = true', but '{}' [{}] and '{}' [{}] have the same unit",
+                            c.from.text,
+                            unit_label(fv),
+                            c.to.text,
+                            unit_label(tv)
+                        ),
+                    );
+                }
+                _ => {}
+            }
+            out.push(ResolvedConnection {
+                from,
+                to,
+                gain: c.gain,
+                offset: c.offset,
+                signal: c.signal,
+                unit_mismatch: c.unit_mismatch,
+                span: c.span,
+            });
+        }
+        Ok(out)
+    }
+
+    fn port_var(
+        &self,
+        p: &VarPath,
+        causality: Causality,
+        role: &str,
+    ) -> Result<(VariableIndex, &'m Variable)> {
+        let (i, v) = self.variable(p.subsystem, &p.variable, p.var_span, |v| {
+            v.causality == causality
+        })?;
+        if v.causality != causality {
+            return Err(self.err(
+                p.var_span,
+                format!(
+                    "'{}' {}, not an {causality}: a port's '{role}' must name an {causality}",
+                    p.text,
+                    causality_phrase(v)
+                ),
+            ));
+        }
+        Ok((i, v))
+    }
+
+    fn bonds(
+        &mut self,
+        master: &MasterSettings,
+        connections: &[ResolvedConnection],
+    ) -> Result<Vec<ResolvedBond>> {
+        let mut out: Vec<ResolvedBond> = Vec::new();
+        for b in &self.scenario.bonds {
+            let mut ports = Vec::new();
+            for p in &b.ports {
+                let (ii, _) = self.port_var(&p.input, Causality::Input, "input")?;
+                let (oi, _) = self.port_var(&p.output, Causality::Output, "output")?;
+                ports.push(BondPort {
+                    subsystem: p.input.subsystem,
+                    input: ii,
+                    output: oi,
+                });
+            }
+            let [pa, pb]: [BondPort; 2] = match ports.try_into() {
+                Ok(p) => p,
+                Err(_) => return Err(self.err(b.ports_span, "a bond has exactly two ports")),
+            };
+            // Cross-connection: A's output feeds B's input and vice versa.
+            for (x, y, sx, sy) in [
+                (pa, pb, &b.ports[0], &b.ports[1]),
+                (pb, pa, &b.ports[1], &b.ports[0]),
+            ] {
+                let from = VariableRef {
+                    subsystem: x.subsystem,
+                    variable: x.output,
+                };
+                let to = VariableRef {
+                    subsystem: y.subsystem,
+                    variable: y.input,
+                };
+                match connections.iter().find(|c| c.to == to) {
+                    Some(c) if c.from == from => {}
+                    Some(c) => {
+                        let line = self.line_of(c.span);
+                        return Err(self
+                            .err(
+                                sy.input.span,
+                                format!(
+                                    "bond '{}' is not cross-connected: '{}' is fed by the connection on line {line}, not by '{}'",
+                                    b.name.value, sy.input.text, sx.output.text
+                                ),
+                            )
+                            .with_help("a bond's ports are cross-connected: each port's output feeds the other port's input"));
+                    }
+                    None => {
+                        return Err(self
+                            .err(
+                                sy.input.span,
+                                format!(
+                                    "bond '{}' is not cross-connected: no connection feeds '{}' from '{}'",
+                                    b.name.value, sy.input.text, sx.output.text
+                                ),
+                            )
+                            .with_help(format!(
+                                "add [[connections]] from = \"{}\", to = \"{}\"",
+                                sx.output.text, sy.input.text
+                            )));
+                    }
+                }
+            }
+            for (port, spec) in [(pa, &b.ports[0]), (pb, &b.ports[1])] {
+                for other in &out {
+                    if other
+                        .ports
+                        .iter()
+                        .any(|q| q.subsystem == port.subsystem && q.input == port.input)
+                    {
+                        let line = self.line_of(other.span);
+                        return Err(self.err(
+                            spec.input.span,
+                            format!(
+                                "input '{}' already belongs to bond '{}' (line {line})",
+                                spec.input.text, other.name
+                            ),
+                        ));
+                    }
+                }
+            }
+            let mut power_factor = None;
+            for (port, spec) in [(pa, &b.ports[0]), (pb, &b.ports[1])] {
+                let md = self.md(port.subsystem)?;
+                match effort_flow(md, port.input, port.output) {
+                    Ok(f) => {
+                        if power_factor.is_none() {
+                            power_factor = Some(f);
+                        }
+                    }
+                    Err(reason) if !b.intended => {
+                        return Err(self
+                            .err(
+                                spec.span,
+                                format!(
+                                    "bond '{}': '{}' and '{}' are not an effort/flow pair: {reason}",
+                                    b.name.value, spec.input.text, spec.output.text
+                                ),
+                            )
+                            .with_help("if the pairing is intended, add 'intended = true' to this bond"));
+                    }
+                    Err(_) => {}
+                }
+            }
+            out.push(ResolvedBond {
+                name: b.name.value.clone(),
+                ports: [pa, pb],
+                tolerance: b.tolerance.unwrap_or(master.tolerance),
+                energy_scale: b.energy_scale.unwrap_or(master.energy_scale),
+                intended: b.intended,
+                power_factor,
+                span: b.span,
+            });
+        }
+        Ok(out)
+    }
+
+    fn outputs(&self) -> Result<OutputSettings> {
+        let spec = &self.scenario.outputs;
+        let dir = spec.dir.clone();
+        let file = |name: &Option<String>| name.as_ref().map(|n| dir.join(n));
+        let mut variables: Vec<VariableRef> = Vec::new();
+        let mut push = |r: VariableRef| {
+            if !variables.contains(&r) {
+                variables.push(r);
+            }
+        };
+        match &spec.variables {
+            None => {
+                for (s, md) in self.mds.iter().enumerate() {
+                    for v in md.outputs() {
+                        push(VariableRef {
+                            subsystem: s,
+                            variable: v,
+                        });
+                    }
+                }
+            }
+            Some(list) => {
+                for (text, span) in list {
+                    for r in self.select(text, *span)? {
+                        push(r);
+                    }
+                }
+            }
+        }
+        Ok(OutputSettings {
+            trace: file(&spec.trace),
+            energy_log: file(&spec.energy_log),
+            step_log: file(&spec.step_log),
+            summary: file(&spec.summary),
+            dir: dir.clone(),
+            variables,
+            sampling: spec.sampling,
+        })
+    }
+
+    /// The variables one `variables` entry selects, in FMU order.
+    fn select(&self, text: &str, span: Span) -> Result<Vec<VariableRef>> {
+        let Some((sub_pat, var_pat)) = text.split_once('.') else {
+            return Err(self.err(
+                span,
+                format!("\"{text}\" is not of the form \"<subsystem>.<variable>\""),
+            ));
+        };
+        let var_span = sub_span(self.src(), span, text, sub_pat.len() + 1, var_pat.len());
+        let glob = |pattern: &str, at: Span| {
+            globset::GlobBuilder::new(pattern)
+                .literal_separator(false)
+                .backslash_escape(true)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| self.err(at, format!("invalid pattern \"{pattern}\": {}", e.kind())))
+        };
+        let subs: Vec<usize> = if is_glob(sub_pat) {
+            let m = glob(sub_pat, span)?;
+            let subs: Vec<usize> = self
+                .scenario
+                .subsystems
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| m.is_match(&s.name.value))
+                .map(|(i, _)| i)
+                .collect();
+            if subs.is_empty() {
+                return Err(self.err(span, format!("\"{sub_pat}\" matches no subsystem")));
+            }
+            subs
+        } else {
+            let i = self
+                .scenario
+                .subsystem_index(sub_pat)
+                .ok_or_else(|| self.err(span, format!("unknown subsystem '{sub_pat}'")))?;
+            vec![i]
+        };
+        let mut out = Vec::new();
+        let mut candidates: Vec<&str> = Vec::new();
+        for &s in &subs {
+            let md = self.md(s)?;
+            if let Some((i, v)) = md.variable_by_name(var_pat) {
+                if matches!(v.var_type, VariableType::Binary | VariableType::Clock) {
+                    return Err(self.err(
+                        var_span,
+                        format!("'{text}' is of type {}, which cannot be traced", v.var_type),
+                    ));
+                }
+                out.push(VariableRef {
+                    subsystem: s,
+                    variable: i,
+                });
+                continue;
+            }
+            if is_glob(var_pat) {
+                let m = glob(var_pat, var_span)?;
+                for (i, v) in md.variables.iter().enumerate() {
+                    if traceable_by_glob(v) && m.is_match(&v.name) {
+                        out.push(VariableRef {
+                            subsystem: s,
+                            variable: i,
+                        });
+                    }
+                }
+            } else if !is_glob(sub_pat) {
+                // Not a pattern and not a name: report it like any unknown variable.
+                self.variable(s, var_pat, var_span, |v| v.causality == Causality::Output)?;
+            }
+            candidates.extend(
+                md.variables
+                    .iter()
+                    .filter(|v| traceable_by_glob(v))
+                    .map(|v| v.name.as_str()),
+            );
+        }
+        if out.is_empty() {
+            let literal: String = var_pat.chars().filter(|c| !"*?[]{}".contains(*c)).collect();
+            let help = did_you_mean(&literal, candidates.iter().copied())
+                .or_else(|| did_you_mean(var_pat, candidates.iter().copied()));
+            return Err(self
+                .err(var_span, format!("\"{text}\" matches no variable"))
+                .with_help_opt(help)
+                .with_note("patterns match outputs, inputs and local variables; name a parameter exactly to trace it"));
+        }
+        Ok(out)
+    }
+
+    /// Warns once per subsystem about inputs that nothing feeds and that
+    /// get no start value from the scenario.
+    fn unconnected_inputs(&mut self, connections: &[ResolvedConnection]) {
+        let mut warnings = Vec::new();
+        for (s, spec) in self.scenario.subsystems.iter().enumerate() {
+            let Some(md) = self.mds.get(s) else { continue };
+            let names: Vec<&str> = md
+                .inputs()
+                .filter(|&i| {
+                    let r = VariableRef {
+                        subsystem: s,
+                        variable: i,
+                    };
+                    !connections.iter().any(|c| c.to == r)
+                })
+                .filter_map(|i| md.variables.get(i))
+                .filter(|v| !spec.assignments.iter().any(|a| a.name == v.name))
+                .map(|v| v.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                let (word, verb) = if names.len() == 1 {
+                    ("input", "keeps its start value")
+                } else {
+                    ("inputs", "keep their start values")
+                };
+                warnings.push((
+                    spec.span,
+                    format!(
+                        "{word} of subsystem '{}' not connected ({verb}): {}",
+                        spec.name.value,
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        for (span, m) in warnings {
+            self.warn(span, m);
+        }
+    }
+}
+
+/// Checks that `input` and `output` of `md` are an effort/flow pair; the
+/// factor of their product to watts, or why not.
+fn effort_flow(
+    md: &ModelDescription,
+    input: VariableIndex,
+    output: VariableIndex,
+) -> std::result::Result<f64, String> {
+    let (Some(vi), Some(vo)) = (md.variables.get(input), md.variables.get(output)) else {
+        return Err("no such variable".into());
+    };
+    // Say plainly when the product is not a power, before the quantity checks.
+    if let (Some(ui), Some(uo), Some(bi), Some(bo)) = (
+        vi.unit.as_deref(),
+        vo.unit.as_deref(),
+        variable_base_unit(md, vi),
+        variable_base_unit(md, vo),
+    ) {
+        let product = bi.multiply(&bo);
+        if !product.same_dimension_ignoring_rad(&POWER) {
+            return Err(format!(
+                "{} [{ui}] and {} [{uo}] multiply to {ui}.{uo} ({}), not a power ({})",
+                vi.name,
+                vo.name,
+                product.dimension_string(),
+                POWER.dimension_string()
+            ));
+        }
+    }
+    check_effort_flow_pair(md, input, md, output).map(|c| c.power_factor)
+}

@@ -1,0 +1,1261 @@
+//! Reading a scenario file: TOML syntax, keys, types, ranges, and every
+//! check that needs no model description.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toml::de::{DeTable, DeValue};
+
+use crate::error::{Located, ScenarioError, Severity, Source, Span, did_you_mean};
+use crate::read::{Result, SValue, Table, describe, integer_value, number_value, span_of};
+use crate::settings::{
+    Aggregate, Controller, Indicator, MasterKind, MasterSettings, NonFinite, Normalisation,
+    RichardsonEstimate, Sampling, Scheme, defaults,
+};
+
+const ROOT_KEYS: &[&str] = &[
+    "simulation",
+    "master",
+    "subsystems",
+    "connections",
+    "bonds",
+    "outputs",
+];
+const SIMULATION_KEYS: &[&str] = &["start", "stop"];
+const MASTER_KEYS: &[&str] = &[
+    "kind",
+    "step",
+    "scheme",
+    "order",
+    "extrapolation",
+    "threads",
+    "indicators",
+    "discover_bonds",
+    "nonfinite",
+    "tolerance",
+    "energy_scale",
+    "rho",
+    "normalisation",
+    "atol",
+    "rtol",
+    "aggregate",
+    "max_rejections",
+    "estimate",
+    "eps_abs",
+    "eps_rel",
+    "max_iterations",
+    "controller",
+];
+const CONTROLLER_KEYS: &[&str] = &[
+    "alpha",
+    "dt_min",
+    "dt_max",
+    "theta_min",
+    "theta_max",
+    "k_i",
+    "k_p",
+];
+const SUBSYSTEM_KEYS: &[&str] = &["name", "fmu", "parameters", "start", "step_multiple"];
+const CONNECTION_KEYS: &[&str] = &["from", "to", "gain", "offset", "signal", "unit_mismatch"];
+const BOND_KEYS: &[&str] = &["name", "ports", "tolerance", "energy_scale", "intended"];
+const PORT_KEYS: &[&str] = &["input", "output"];
+const OUTPUT_KEYS: &[&str] = &[
+    "dir",
+    "trace",
+    "variables",
+    "interval",
+    "decimation",
+    "energy_log",
+    "step_log",
+    "summary",
+];
+
+/// Largest `step_multiple`.
+const MAX_STEP_MULTIPLE: i64 = 1_000_000;
+
+/// Where a setting came from: the file or a command-line argument.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Origin {
+    File(Span),
+    Argument(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Setting<T> {
+    pub value: T,
+    pub origin: Origin,
+}
+
+/// A value of `parameters`, `start` or `--set`, before it is typed by the
+/// variable it is assigned to.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RawValue {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+    Str(String),
+    Array(Vec<RawValue>),
+}
+
+impl RawValue {
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            RawValue::Float(x) => format!("the float {x}"),
+            RawValue::Int(i) => format!("the integer {i}"),
+            RawValue::Bool(b) => format!("the boolean {b}"),
+            RawValue::Str(s) => format!("the string \"{}\"", crate::read::shorten(s)),
+            RawValue::Array(_) => "an array".to_string(),
+        }
+    }
+
+    /// Converts a TOML value; `Err` describes what was found instead.
+    pub(crate) fn from_toml(v: &DeValue<'_>) -> std::result::Result<RawValue, String> {
+        Ok(match v {
+            DeValue::Float(_) => RawValue::Float(number_value(v).ok_or("an invalid float")?),
+            DeValue::Integer(_) => RawValue::Int(integer_value(v).ok_or("a too large integer")?),
+            DeValue::Boolean(b) => RawValue::Bool(*b),
+            DeValue::String(s) => RawValue::Str(s.to_string()),
+            DeValue::Array(items) => RawValue::Array(
+                items
+                    .iter()
+                    .map(|i| RawValue::from_toml(i.get_ref()))
+                    .collect::<std::result::Result<_, _>>()?,
+            ),
+            DeValue::Datetime(_) | DeValue::Table(_) => return Err(describe(v)),
+        })
+    }
+}
+
+/// Which table of a subsystem a value was given in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AssignKind {
+    Parameter,
+    Start,
+}
+
+impl AssignKind {
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            AssignKind::Parameter => "parameters",
+            AssignKind::Start => "start",
+        }
+    }
+}
+
+/// A `parameters` or `start` entry (or a `--set` override).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AssignSpec {
+    pub name: String,
+    pub value: RawValue,
+    pub kind: AssignKind,
+    /// `File(span of the key)` or the command-line argument.
+    pub name_origin: Origin,
+    /// `File(span of the value)` or the command-line argument.
+    pub value_origin: Origin,
+}
+
+/// One `[[subsystems]]` entry as written (paths made absolute).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubsystemSpec {
+    /// `name`.
+    pub name: Located<String>,
+    /// `fmu`, resolved against the scenario file's directory (absolute).
+    pub fmu: Located<PathBuf>,
+    /// `step_multiple` (default 1; its span is the table's when absent).
+    pub step_multiple: Located<u32>,
+    /// The `[[subsystems]]` header (or inline table).
+    pub span: Span,
+    pub(crate) assignments: Vec<AssignSpec>,
+}
+
+/// `"<subsystem>.<variable>"` with the subsystem looked up.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct VarPath {
+    pub subsystem: usize,
+    pub variable: String,
+    /// The whole string as written.
+    pub text: String,
+    /// The span of the whole string value.
+    pub span: Span,
+    /// The span of the variable part (the whole value when it cannot be
+    /// located inside the string).
+    pub var_span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ConnectionSpec {
+    pub from: VarPath,
+    pub to: VarPath,
+    pub gain: f64,
+    pub offset: f64,
+    /// Span of `gain` or `offset` when either is given.
+    pub map_span: Option<Span>,
+    pub signal: bool,
+    pub unit_mismatch: bool,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PortSpec {
+    pub input: VarPath,
+    pub output: VarPath,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BondSpec {
+    pub name: Located<String>,
+    pub ports: [PortSpec; 2],
+    pub ports_span: Span,
+    pub tolerance: Option<f64>,
+    pub energy_scale: Option<f64>,
+    pub intended: bool,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OutputsSpec {
+    pub span: Option<Span>,
+    /// Output directory, absolute.
+    pub dir: PathBuf,
+    pub trace: Option<String>,
+    pub energy_log: Option<String>,
+    pub step_log: Option<String>,
+    pub summary: Option<String>,
+    pub variables: Option<Vec<(String, Span)>>,
+    pub sampling: Sampling,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SimulationSpec {
+    pub span: Option<Span>,
+    pub start: Option<Setting<f64>>,
+    pub stop: Option<Setting<f64>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MasterSpec {
+    pub span: Option<Span>,
+    pub kind_span: Option<Span>,
+    pub step: Option<Setting<f64>>,
+    /// Complete except `step` (filled in by `resolve`).
+    pub settings: MasterSettings,
+}
+
+/// A parsed and checked scenario file, not yet matched against the FMUs.
+///
+/// Obtain it with [`Scenario::load`] (or [`Scenario::from_str`]), adjust it
+/// with [`Scenario::apply_overrides`], open the FMUs named by
+/// [`Scenario::subsystems`], then call [`Scenario::resolve`] with their
+/// model descriptions.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub(crate) source: Arc<Source>,
+    pub(crate) base_dir: PathBuf,
+    pub(crate) simulation: SimulationSpec,
+    pub(crate) master: MasterSpec,
+    pub(crate) subsystems: Vec<SubsystemSpec>,
+    pub(crate) connections: Vec<ConnectionSpec>,
+    pub(crate) bonds: Vec<BondSpec>,
+    pub(crate) outputs: OutputsSpec,
+    pub(crate) warnings: Vec<ScenarioError>,
+}
+
+impl Scenario {
+    /// Reads and checks the scenario file at `path`, including that every
+    /// FMU file it names exists.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] for an unreadable file, a TOML syntax error, an
+    /// unknown key, a value of the wrong type or out of range, an unknown
+    /// subsystem, a missing FMU file ... (everything that can be checked
+    /// without the FMUs' model descriptions).
+    pub fn load(path: impl AsRef<Path>) -> Result<Scenario> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Source {
+                path: path.to_path_buf(),
+                text: String::new(),
+            }
+            .error(None, format!("cannot read the scenario file: {e}"))
+        })?;
+        let scenario = Scenario::from_str(&text, path)?;
+        scenario.check_fmu_files()?;
+        Ok(scenario)
+    }
+
+    /// Parses and checks scenario `text` as if read from `path` (relative
+    /// paths in it are resolved against `path`'s directory). Unlike
+    /// [`Scenario::load`], does not look at the file system.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scenario::load`], except for missing FMU files.
+    #[allow(clippy::should_implement_trait)]
+    pub fn from_str(text: &str, path: impl AsRef<Path>) -> Result<Scenario> {
+        let path = path.as_ref();
+        let source = Source::new(path.to_path_buf(), text.to_string());
+        let base_dir = absolute(path.parent().unwrap_or(Path::new("")));
+        let root = DeTable::parse(text).map_err(|e| {
+            let span = e.span().map(Span::from_range);
+            let mut message = e.message().trim_end().to_string();
+            // Name the key of a "duplicate key" error.
+            if message == "duplicate key"
+                && let Some(key) = span.and_then(|s| text.get(s.start..s.end))
+                && !key.contains('\n')
+            {
+                message = format!("duplicate key '{}'", key.trim_matches(['"', '\'']));
+            }
+            source.error(span, format!("invalid TOML: {message}"))
+        })?;
+        let root_value: SValue<'_> =
+            serde_spanned::Spanned::new(0..0, DeValue::Table(root.into_inner()));
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".to_string());
+        Parser {
+            src: &source,
+            base_dir: &base_dir,
+            stem,
+            warnings: Vec::new(),
+        }
+        .parse(&root_value, source.clone())
+    }
+
+    /// Checks that every subsystem's FMU file exists (done by
+    /// [`Scenario::load`]).
+    ///
+    /// # Errors
+    ///
+    /// An error at the `fmu` value naming the resolved path.
+    pub fn check_fmu_files(&self) -> Result<()> {
+        for s in &self.subsystems {
+            let p = &s.fmu.value;
+            if !p.is_file() {
+                let what = if p.exists() {
+                    "is not a file"
+                } else {
+                    "does not exist"
+                };
+                return Err(self
+                    .error_at(
+                        s.fmu.span,
+                        format!(
+                            "the FMU of subsystem '{}' {what}: {}",
+                            s.name.value,
+                            p.display()
+                        ),
+                    )
+                    .with_note(
+                        "relative paths are resolved against the scenario file's directory",
+                    ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scenario file's path as given.
+    pub fn path(&self) -> &Path {
+        &self.source.path
+    }
+
+    /// The directory relative paths of the scenario are resolved against
+    /// (the scenario file's, made absolute).
+    pub fn directory(&self) -> &Path {
+        &self.base_dir
+    }
+
+    /// The scenario file's text.
+    pub fn text(&self) -> &str {
+        &self.source.text
+    }
+
+    /// The subsystems in declaration order (their index is the subsystem
+    /// index used everywhere else).
+    pub fn subsystems(&self) -> &[SubsystemSpec] {
+        &self.subsystems
+    }
+
+    /// The index of the subsystem called `name`.
+    pub fn subsystem_index(&self, name: &str) -> Option<usize> {
+        self.subsystems.iter().position(|s| s.name.value == name)
+    }
+
+    /// Things that are allowed but probably not meant (a key that has no
+    /// effect with the chosen master, ...).
+    pub fn warnings(&self) -> &[ScenarioError] {
+        &self.warnings
+    }
+
+    /// An error at `span` of this scenario file, for problems found after
+    /// resolution (e.g. an FMU that fails to open: use
+    /// `subsystems()[i].fmu.span`).
+    pub fn error_at(&self, span: Span, message: impl Into<String>) -> ScenarioError {
+        self.source.error(Some(span), message)
+    }
+
+    /// A warning at `span` of this scenario file.
+    pub fn warning_at(&self, span: Span, message: impl Into<String>) -> ScenarioError {
+        self.source
+            .diagnostic(Severity::Warning, Some(span), message)
+    }
+
+    pub(crate) fn origin_error(
+        &self,
+        origin: &Origin,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        match origin {
+            Origin::File(span) => self.error_at(*span, message),
+            Origin::Argument(arg) => ScenarioError::argument(&self.source.path, arg, message),
+        }
+    }
+}
+
+/// `path` made absolute against the current directory (without touching
+/// the file system beyond reading the current directory).
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    if path.as_os_str().is_empty() {
+        return std::env::current_dir().unwrap_or_default();
+    }
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// True when the subsystem name is valid: letters, digits, `_` and `-`.
+pub(crate) fn valid_subsystem_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+/// True when `s` contains a glob metacharacter.
+pub(crate) fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+struct Parser<'a> {
+    src: &'a Source,
+    base_dir: &'a Path,
+    stem: String,
+    warnings: Vec<ScenarioError>,
+}
+
+impl<'a> Parser<'a> {
+    fn parse(mut self, root_value: &'a SValue<'a>, source: Arc<Source>) -> Result<Scenario> {
+        let root = Table::new(self.src, root_value, "the scenario", ROOT_KEYS)?;
+        let simulation = self.simulation(&root)?;
+        let subsystems = self.subsystems(&root)?;
+        let connections = self.connections(&root, &subsystems)?;
+        let bonds = self.bonds(&root, &subsystems)?;
+        let master = self.master(&root, &subsystems, &bonds)?;
+        let outputs = self.outputs(&root, &subsystems)?;
+        Ok(Scenario {
+            source,
+            base_dir: self.base_dir.to_path_buf(),
+            simulation,
+            master,
+            subsystems,
+            connections,
+            bonds,
+            outputs,
+            warnings: self.warnings,
+        })
+    }
+
+    fn warn(&mut self, span: Span, message: impl Into<String>) {
+        self.warnings
+            .push(self.src.diagnostic(Severity::Warning, Some(span), message));
+    }
+
+    fn simulation(&mut self, root: &Table<'a, '_>) -> Result<SimulationSpec> {
+        let Some(t) = root.table("simulation", "[simulation]", SIMULATION_KEYS)? else {
+            return Ok(SimulationSpec {
+                span: None,
+                start: None,
+                stop: None,
+            });
+        };
+        let finite = |x: f64| x.is_finite();
+        let start = t.f64_where("start", "a finite number of seconds", finite)?;
+        let stop = t.f64_where("stop", "a finite number of seconds", finite)?;
+        if let (Some((a, _)), Some((b, bspan))) = (start, stop)
+            && b <= a
+        {
+            return Err(t.err(
+                bspan,
+                format!("stop time {b} s is not after the start time {a} s"),
+            ));
+        }
+        let setting = |v: Option<(f64, Span)>| {
+            v.map(|(value, span)| Setting {
+                value,
+                origin: Origin::File(span),
+            })
+        };
+        Ok(SimulationSpec {
+            span: Some(t.span),
+            start: setting(start),
+            stop: setting(stop),
+        })
+    }
+
+    fn master(
+        &mut self,
+        root: &Table<'a, '_>,
+        subsystems: &[SubsystemSpec],
+        bonds: &[BondSpec],
+    ) -> Result<MasterSpec> {
+        let mut s = MasterSettings {
+            kind: MasterKind::FixedStep,
+            step: f64::NAN,
+            scheme: Scheme::Jacobi,
+            order: None,
+            extrapolation: 0,
+            threads: 1,
+            indicators: vec![Indicator::Energy],
+            discover_bonds: true,
+            nonfinite: NonFinite::Error,
+            tolerance: defaults::TOLERANCE,
+            energy_scale: defaults::ENERGY_SCALE,
+            rho: defaults::RHO,
+            normalisation: Normalisation::Paper,
+            atol: defaults::ATOL,
+            rtol: defaults::RTOL,
+            aggregate: Aggregate::Rms,
+            max_rejections: defaults::MAX_REJECTIONS,
+            estimate: RichardsonEstimate::Richardson,
+            eps_abs: defaults::EPS_ABS,
+            eps_rel: defaults::EPS_REL,
+            max_iterations: defaults::MAX_ITERATIONS,
+            controller: Controller::default(),
+        };
+        let Some(t) = root.table("master", "[master]", MASTER_KEYS)? else {
+            self.check_ecco_bonds(&s, None, bonds)?;
+            return Ok(MasterSpec {
+                span: None,
+                kind_span: None,
+                step: None,
+                settings: s,
+            });
+        };
+        let mut kind_span = None;
+        if let Some((i, span)) = t.choice("kind", &MasterKind::NAMES)? {
+            s.kind = MasterKind::ALL
+                .get(i)
+                .copied()
+                .unwrap_or(MasterKind::FixedStep);
+            kind_span = Some(span);
+        }
+        let positive = |x: f64| x > 0.0;
+        let non_negative = |x: f64| x >= 0.0;
+        let step = t
+            .f64_where("step", "a positive number of seconds", positive)?
+            .map(|(value, span)| Setting {
+                value,
+                origin: Origin::File(span),
+            });
+        if let Some((i, _)) = t.choice("scheme", &["jacobi", "gauss-seidel"])? {
+            s.scheme = if i == 0 {
+                Scheme::Jacobi
+            } else {
+                Scheme::GaussSeidel
+            };
+        }
+        if let Some((names, span)) = t.strings("order")? {
+            s.order = Some(self.order(&t, &names, span, subsystems)?);
+            if s.scheme == Scheme::Jacobi {
+                self.warn(
+                    span,
+                    "'order' has no effect with scheme \"jacobi\" (set scheme = \"gauss-seidel\")",
+                );
+            }
+        }
+        if let Some((m, _)) = t.int_in("extrapolation", 0, 2)? {
+            s.extrapolation = u8::try_from(m).unwrap_or_default();
+        }
+        if let Some((n, span)) = t.int_in("threads", 0, defaults::MAX_THREADS)? {
+            s.threads = usize::try_from(n).unwrap_or(1);
+            if s.scheme == Scheme::GaussSeidel && n != 1 {
+                self.warn(
+                    span,
+                    "'threads' has no effect with scheme \"gauss-seidel\" (subsystems step one after the other)",
+                );
+            }
+        }
+        if let Some((names, _)) = t.strings("indicators")? {
+            s.indicators.clear();
+            for (name, span) in names {
+                let Some(i) = Indicator::NAMES.iter().position(|n| *n == name) else {
+                    return Err(crate::read::unknown_choice(
+                        self.src,
+                        span,
+                        "indicator",
+                        &name,
+                        &Indicator::NAMES,
+                    ));
+                };
+                let ind = Indicator::ALL.get(i).copied().unwrap_or(Indicator::Energy);
+                if s.indicators.contains(&ind) {
+                    return Err(t.err(span, format!("indicator \"{name}\" is listed twice")));
+                }
+                s.indicators.push(ind);
+            }
+        }
+        if let Some((b, _)) = t.bool("discover_bonds")? {
+            s.discover_bonds = b;
+        }
+        if let Some((i, _)) = t.choice("nonfinite", &["error", "warn"])? {
+            s.nonfinite = if i == 0 {
+                NonFinite::Error
+            } else {
+                NonFinite::Warn
+            };
+        }
+        if let Some((x, _)) = t.f64_where("tolerance", "a positive number", positive)? {
+            s.tolerance = x;
+        }
+        if let Some((x, _)) =
+            t.f64_where("energy_scale", "a positive number of joules", positive)?
+        {
+            s.energy_scale = x;
+        }
+        if let Some((x, _)) = t.f64_where("rho", "a number >= 0", non_negative)? {
+            s.rho = x;
+        }
+        if let Some((i, _)) = t.choice("normalisation", &["paper", "atol-rtol"])? {
+            s.normalisation = if i == 0 {
+                Normalisation::Paper
+            } else {
+                Normalisation::AtolRtol
+            };
+        }
+        if let Some((x, _)) = t.f64_where("atol", "a number >= 0", non_negative)? {
+            s.atol = x;
+        }
+        if let Some((x, span)) = t.f64_where("rtol", "a number >= 0", non_negative)? {
+            s.rtol = x;
+            if s.atol == 0.0 && s.rtol == 0.0 {
+                return Err(t.err(span, "'atol' and 'rtol' cannot both be 0"));
+            }
+        }
+        if s.atol == 0.0
+            && s.rtol == 0.0
+            && let Some(span) = t.get("atol").map(span_of)
+        {
+            return Err(t.err(span, "'atol' and 'rtol' cannot both be 0"));
+        }
+        if let Some((i, _)) = t.choice("aggregate", &["rms", "mean", "max"])? {
+            s.aggregate = [Aggregate::Rms, Aggregate::Mean, Aggregate::Max]
+                .get(i)
+                .copied()
+                .unwrap_or(Aggregate::Rms);
+        }
+        if let Some((n, span)) = t.int_in("max_rejections", 1, 1_000_000)? {
+            s.max_rejections = u32::try_from(n).unwrap_or(defaults::MAX_REJECTIONS);
+            self.warn_unless(s.kind, span, "max_rejections", &[MasterKind::Richardson]);
+        }
+        if let Some((i, span)) = t.choice("estimate", &["richardson", "modified"])? {
+            s.estimate = if i == 0 {
+                RichardsonEstimate::Richardson
+            } else {
+                RichardsonEstimate::Modified
+            };
+            self.warn_unless(s.kind, span, "estimate", &[MasterKind::Richardson]);
+        }
+        let iterative = [MasterKind::Ifosmondi, MasterKind::IterativeAffine];
+        if let Some((x, span)) = t.f64_where("eps_abs", "a number >= 0", non_negative)? {
+            s.eps_abs = x;
+            self.warn_unless(s.kind, span, "eps_abs", &iterative);
+        }
+        if let Some((x, span)) = t.f64_where("eps_rel", "a number >= 0", non_negative)? {
+            s.eps_rel = x;
+            self.warn_unless(s.kind, span, "eps_rel", &iterative);
+        }
+        if s.eps_abs == 0.0 && s.eps_rel == 0.0 {
+            let span = t.get("eps_rel").or(t.get("eps_abs")).map(span_of);
+            return Err(t
+                .src
+                .error(span, "'eps_abs' and 'eps_rel' cannot both be 0"));
+        }
+        if let Some((n, span)) = t.int_in("max_iterations", 1, 1_000_000)? {
+            s.max_iterations = u32::try_from(n).unwrap_or(defaults::MAX_ITERATIONS);
+            self.warn_unless(s.kind, span, "max_iterations", &iterative);
+        }
+        if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
+            s.controller = controller(&c)?;
+            if !s.kind.uses_controller() {
+                self.warn(
+                    c.span,
+                    format!(
+                        "[master.controller] has no effect with master kind \"{}\"",
+                        s.kind
+                    ),
+                );
+            }
+        }
+        self.check_ecco_bonds(&s, t.get("discover_bonds").map(span_of), bonds)?;
+        Ok(MasterSpec {
+            span: Some(t.span),
+            kind_span,
+            step,
+            settings: s,
+        })
+    }
+
+    fn warn_unless(&mut self, kind: MasterKind, span: Span, key: &str, kinds: &[MasterKind]) {
+        if !kinds.contains(&kind) {
+            self.warn(
+                span,
+                format!("'{key}' has no effect with master kind \"{kind}\""),
+            );
+        }
+    }
+
+    fn check_ecco_bonds(
+        &self,
+        s: &MasterSettings,
+        span: Option<Span>,
+        bonds: &[BondSpec],
+    ) -> Result<()> {
+        if s.kind == MasterKind::Ecco && !s.discover_bonds && bonds.is_empty() {
+            return Err(self
+                .src
+                .error(
+                    span,
+                    "master \"ecco\" needs power bonds, but discover_bonds = false and there is no [[bonds]] entry",
+                )
+                .with_help("declare the bonds with [[bonds]], or remove discover_bonds = false"));
+        }
+        Ok(())
+    }
+
+    fn order(
+        &self,
+        t: &Table<'a, '_>,
+        names: &[(String, Span)],
+        span: Span,
+        subsystems: &[SubsystemSpec],
+    ) -> Result<Vec<usize>> {
+        let mut order: Vec<usize> = Vec::new();
+        let mut seen: HashMap<usize, Span> = HashMap::new();
+        for (name, nspan) in names {
+            let i = find_subsystem(self.src, subsystems, name, *nspan)?;
+            if let Some(first) = seen.get(&i) {
+                let first_line = self.src.error(Some(*first), "").line.unwrap_or(0);
+                return Err(t.err(
+                    *nspan,
+                    format!(
+                        "subsystem '{name}' appears twice in 'order' (first on line {first_line})"
+                    ),
+                ));
+            }
+            seen.insert(i, *nspan);
+            order.push(i);
+        }
+        let missing: Vec<&str> = subsystems
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !seen.contains_key(i))
+            .map(|(_, s)| s.name.value.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(t.err(
+                span,
+                format!(
+                    "'order' must list every subsystem once; missing: {}",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        Ok(order)
+    }
+
+    fn subsystems(&mut self, root: &Table<'a, '_>) -> Result<Vec<SubsystemSpec>> {
+        let tables = root.tables("subsystems", "[[subsystems]]", SUBSYSTEM_KEYS)?;
+        if tables.is_empty() {
+            return Err(self
+                .src
+                .error(None, "the scenario has no subsystems")
+                .with_help("add a [[subsystems]] table with 'name' and 'fmu' for each FMU"));
+        }
+        let mut out: Vec<SubsystemSpec> = Vec::new();
+        for t in &tables {
+            let (name, name_span) = t
+                .string("name")?
+                .ok_or_else(|| t.missing("name", "every subsystem needs a unique name"))?;
+            if !valid_subsystem_name(&name) {
+                return Err(t.err(
+                    name_span,
+                    format!(
+                        "invalid subsystem name \"{name}\": use only letters, digits, '_' and '-'"
+                    ),
+                ));
+            }
+            if let Some(first) = out.iter().find(|s| s.name.value == name) {
+                let line = self.src.error(Some(first.name.span), "").line.unwrap_or(0);
+                return Err(t.err(
+                    name_span,
+                    format!("duplicate subsystem name '{name}' (first defined on line {line})"),
+                ));
+            }
+            let (fmu, fmu_span) = t
+                .string("fmu")?
+                .ok_or_else(|| t.missing("fmu", "the path of the subsystem's .fmu file"))?;
+            if fmu.trim().is_empty() {
+                return Err(t.err(fmu_span, "'fmu' is empty: give the path of a .fmu file"));
+            }
+            let fmu_path = absolute(&self.base_dir.join(&fmu));
+            let step_multiple = match t.int_in("step_multiple", 1, MAX_STEP_MULTIPLE)? {
+                Some((k, span)) => Located::new(u32::try_from(k).unwrap_or(1), span),
+                None => Located::new(1, t.span),
+            };
+            let mut assignments = Vec::new();
+            for kind in [AssignKind::Parameter, AssignKind::Start] {
+                if let Some(v) = t.get(kind.key()) {
+                    let DeValue::Table(table) = v.get_ref() else {
+                        return Err(t.err(
+                            span_of(v),
+                            format!(
+                                "expected a table for '{}' (e.g. {} = {{ m = 1.0 }}), found {}",
+                                kind.key(),
+                                kind.key(),
+                                describe(v.get_ref())
+                            ),
+                        ));
+                    };
+                    self.assignments(table, "", kind, &mut assignments)?;
+                }
+            }
+            for (i, a) in assignments.iter().enumerate() {
+                if let Some(first) = assignments.iter().take(i).find(|b| b.name == a.name) {
+                    let line = match &first.name_origin {
+                        Origin::File(s) => self.src.error(Some(*s), "").line.unwrap_or(0),
+                        Origin::Argument(_) => 0,
+                    };
+                    let Origin::File(span) = a.name_origin else {
+                        continue;
+                    };
+                    return Err(t.err(
+                        span,
+                        format!(
+                            "variable '{}' of subsystem '{name}' is given a value twice (also in '{}' on line {line})",
+                            a.name,
+                            first.kind.key()
+                        ),
+                    ));
+                }
+            }
+            out.push(SubsystemSpec {
+                name: Located::new(name, name_span),
+                fmu: Located::new(fmu_path, fmu_span),
+                step_multiple,
+                span: t.span,
+                assignments,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads `parameters`/`start`, joining nested tables (dotted keys such
+    /// as `body.m = 1`) into dotted variable names.
+    fn assignments(
+        &self,
+        table: &DeTable<'_>,
+        prefix: &str,
+        kind: AssignKind,
+        out: &mut Vec<AssignSpec>,
+    ) -> Result<()> {
+        let mut entries: Vec<_> = table.iter().collect();
+        entries.sort_by_key(|(k, _)| k.span().start);
+        for (key, value) in entries {
+            let k: &str = key.get_ref();
+            let name = if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            if let DeValue::Table(inner) = value.get_ref() {
+                self.assignments(inner, &name, kind, out)?;
+                continue;
+            }
+            let raw = RawValue::from_toml(value.get_ref()).map_err(|found| {
+                self.src.error(
+                    Some(span_of(value)),
+                    format!(
+                        "expected a number, boolean, string or array as the value of '{name}', found {found}"
+                    ),
+                )
+            })?;
+            out.push(AssignSpec {
+                name,
+                value: raw,
+                kind,
+                name_origin: Origin::File(span_of(key)),
+                value_origin: Origin::File(span_of(value)),
+            });
+        }
+        Ok(())
+    }
+
+    fn var_path(
+        &self,
+        t: &Table<'a, '_>,
+        key: &str,
+        subsystems: &[SubsystemSpec],
+        what: &str,
+    ) -> Result<VarPath> {
+        let (text, span) = t
+            .string(key)?
+            .ok_or_else(|| t.missing(key, &format!("the {what} as \"<subsystem>.<variable>\"")))?;
+        parse_var_path(self.src, &text, span, subsystems)
+    }
+
+    fn connections(
+        &mut self,
+        root: &Table<'a, '_>,
+        subsystems: &[SubsystemSpec],
+    ) -> Result<Vec<ConnectionSpec>> {
+        let mut out = Vec::new();
+        for t in root.tables("connections", "[[connections]]", CONNECTION_KEYS)? {
+            let from = self.var_path(&t, "from", subsystems, "output feeding the connection")?;
+            let to = self.var_path(&t, "to", subsystems, "input fed by the connection")?;
+            let finite = |x: f64| x.is_finite();
+            let gain = t.f64_where("gain", "a finite number", finite)?;
+            let offset = t.f64_where("offset", "a finite number", finite)?;
+            out.push(ConnectionSpec {
+                from,
+                to,
+                gain: gain.map_or(1.0, |g| g.0),
+                offset: offset.map_or(0.0, |o| o.0),
+                map_span: gain.or(offset).map(|g| g.1),
+                signal: t.bool("signal")?.is_some_and(|b| b.0),
+                unit_mismatch: t.bool("unit_mismatch")?.is_some_and(|b| b.0),
+                span: t.span,
+            });
+        }
+        Ok(out)
+    }
+
+    fn bonds(
+        &mut self,
+        root: &Table<'a, '_>,
+        subsystems: &[SubsystemSpec],
+    ) -> Result<Vec<BondSpec>> {
+        let mut out: Vec<BondSpec> = Vec::new();
+        for t in root.tables("bonds", "[[bonds]]", BOND_KEYS)? {
+            let ports_value = t.get("ports").ok_or_else(|| {
+                t.missing(
+                    "ports",
+                    "a bond has two ports, e.g. ports = [{ input = \"a.F\", output = \"a.v\" }, { input = \"b.v\", output = \"b.F\" }]",
+                )
+            })?;
+            let ports_span = span_of(ports_value);
+            let DeValue::Array(items) = ports_value.get_ref() else {
+                return Err(t.err(
+                    ports_span,
+                    format!(
+                        "expected an array of two ports for 'ports', found {}",
+                        describe(ports_value.get_ref())
+                    ),
+                ));
+            };
+            if items.len() != 2 {
+                return Err(t.err(
+                    ports_span,
+                    format!(
+                        "a bond has exactly two ports, one per subsystem; found {}",
+                        items.len()
+                    ),
+                ));
+            }
+            let mut ports = Vec::new();
+            for item in items.iter() {
+                let p = Table::new(self.src, item, "a bond port", PORT_KEYS)?;
+                let input = self.var_path(&p, "input", subsystems, "port's input")?;
+                let output = self.var_path(&p, "output", subsystems, "port's output")?;
+                if input.subsystem != output.subsystem {
+                    return Err(p.err(
+                        p.span,
+                        format!(
+                            "a port is an input and an output of one subsystem, but '{}' and '{}' are on different subsystems",
+                            input.text, output.text
+                        ),
+                    ));
+                }
+                ports.push(PortSpec {
+                    input,
+                    output,
+                    span: p.span,
+                });
+            }
+            let [a, b]: [PortSpec; 2] = match ports.try_into() {
+                Ok(p) => p,
+                Err(_) => return Err(t.err(ports_span, "a bond has exactly two ports")),
+            };
+            if a.input.subsystem == b.input.subsystem {
+                return Err(t.err(
+                    ports_span,
+                    format!(
+                        "both ports of the bond are on subsystem '{}': a bond joins two different subsystems",
+                        subsystem_name(subsystems, a.input.subsystem)
+                    ),
+                ));
+            }
+            let name = match t.string("name")? {
+                Some((n, span)) if n.trim().is_empty() => {
+                    return Err(t.err(span, "the bond name is empty"));
+                }
+                Some((n, span)) => Located::new(n, span),
+                None => Located::new(format!("{}~{}", a.input.text, b.input.text), t.span),
+            };
+            if let Some(first) = out.iter().find(|x| x.name.value == name.value) {
+                let line = self.src.error(Some(first.span), "").line.unwrap_or(0);
+                return Err(t.err(
+                    name.span,
+                    format!(
+                        "duplicate bond name '{}' (first bond on line {line})",
+                        name.value
+                    ),
+                ));
+            }
+            let positive = |x: f64| x > 0.0;
+            let tolerance = t.f64_where("tolerance", "a positive number", positive)?;
+            let energy_scale =
+                t.f64_where("energy_scale", "a positive number of joules", positive)?;
+            out.push(BondSpec {
+                name,
+                ports: [a, b],
+                ports_span,
+                tolerance: tolerance.map(|x| x.0),
+                energy_scale: energy_scale.map(|x| x.0),
+                intended: t.bool("intended")?.is_some_and(|b| b.0),
+                span: t.span,
+            });
+        }
+        Ok(out)
+    }
+
+    fn outputs(
+        &mut self,
+        root: &Table<'a, '_>,
+        subsystems: &[SubsystemSpec],
+    ) -> Result<OutputsSpec> {
+        let default_dir = self.base_dir.join(defaults::OUTPUT_DIR).join(&self.stem);
+        let mut spec = OutputsSpec {
+            span: None,
+            dir: default_dir,
+            trace: Some(defaults::TRACE.to_string()),
+            energy_log: Some(defaults::ENERGY_LOG.to_string()),
+            step_log: Some(defaults::STEP_LOG.to_string()),
+            summary: Some(defaults::SUMMARY.to_string()),
+            variables: None,
+            sampling: Sampling::EveryStep,
+        };
+        let Some(t) = root.table("outputs", "[outputs]", OUTPUT_KEYS)? else {
+            return Ok(spec);
+        };
+        spec.span = Some(t.span);
+        if let Some((dir, span)) = t.string("dir")? {
+            if dir.trim().is_empty() {
+                return Err(t.err(
+                    span,
+                    "'dir' is empty: give a directory (\".\" for the scenario's own)",
+                ));
+            }
+            spec.dir = absolute(&self.base_dir.join(dir));
+        }
+        let mut files: Vec<(String, &str, Span)> = Vec::new();
+        for (key, slot) in [
+            ("trace", &mut spec.trace),
+            ("energy_log", &mut spec.energy_log),
+            ("step_log", &mut spec.step_log),
+            ("summary", &mut spec.summary),
+        ] {
+            if let Some((value, span)) = t.file_or_false(key)? {
+                *slot = value;
+                if let Some(name) = slot {
+                    files.push((name.clone(), key, span));
+                }
+            }
+        }
+        for (i, (name, key, span)) in files.iter().enumerate() {
+            if let Some((_, other, _)) = files.iter().take(i).find(|f| &f.0 == name) {
+                return Err(t.err(
+                    *span,
+                    format!("'{key}' and '{other}' would both write \"{name}\""),
+                ));
+            }
+        }
+        if let Some((vars, _)) = t.strings("variables")? {
+            for (text, span) in &vars {
+                let Some((sub, pattern)) = text.split_once('.') else {
+                    return Err(t.err(
+                        *span,
+                        format!(
+                            "\"{text}\" is not of the form \"<subsystem>.<variable or pattern>\""
+                        ),
+                    ));
+                };
+                if pattern.is_empty() {
+                    return Err(t.err(*span, format!("\"{text}\" names no variable after the '.'")));
+                }
+                if !is_glob(sub) {
+                    let sub_span = sub_span(self.src, *span, text, 0, sub.len());
+                    find_subsystem(self.src, subsystems, sub, sub_span)?;
+                }
+            }
+            spec.variables = Some(vars);
+        }
+        let interval = t.f64_where("interval", "a positive number of seconds", |x| x > 0.0)?;
+        let decimation = t.int_in("decimation", 1, i64::MAX)?;
+        match (interval, decimation) {
+            (Some((_, si)), Some((_, sd))) => {
+                let (later, other, other_span) = if si.start > sd.start {
+                    (si, "decimation", sd)
+                } else {
+                    (sd, "interval", si)
+                };
+                let line = self.src.error(Some(other_span), "").line.unwrap_or(0);
+                return Err(t
+                    .err(
+                        later,
+                        format!(
+                            "'interval' and 'decimation' are mutually exclusive ('{other}' is given on line {line})"
+                        ),
+                    )
+                    .with_help("keep one of them"));
+            }
+            (Some((x, _)), None) => spec.sampling = Sampling::Interval(x),
+            (None, Some((n, _))) => {
+                spec.sampling = Sampling::Decimation(u64::try_from(n).unwrap_or(1));
+            }
+            (None, None) => {}
+        }
+        Ok(spec)
+    }
+}
+
+fn controller(c: &Table<'_, '_>) -> Result<Controller> {
+    let mut k = Controller::default();
+    let positive = |x: f64| x > 0.0;
+    if let Some((x, _)) = c.f64_where("alpha", "in (0, 1]", |x| x > 0.0 && x <= 1.0)? {
+        k.alpha = x;
+    }
+    if let Some((x, _)) = c.f64_where("dt_min", "a positive number of seconds", positive)? {
+        k.dt_min = x;
+    }
+    if let Some((x, _)) = c.f64_where("dt_max", "a positive number of seconds", positive)? {
+        k.dt_max = x;
+    }
+    if k.dt_min > k.dt_max {
+        let span = c.get("dt_max").or(c.get("dt_min")).map(span_of);
+        return Err(c.src.error(
+            span,
+            format!("dt_min ({}) is larger than dt_max ({})", k.dt_min, k.dt_max),
+        ));
+    }
+    if let Some((x, _)) = c.f64_where("theta_min", "in (0, 1)", |x| x > 0.0 && x < 1.0)? {
+        k.theta_min = x;
+    }
+    if let Some((x, _)) = c.f64_where("theta_max", "greater than 1", |x| x > 1.0)? {
+        k.theta_max = x;
+    }
+    if let Some((x, _)) = c.f64_where("k_i", "a positive number", positive)? {
+        k.k_i = Some(x);
+    }
+    if let Some((x, _)) = c.f64_where("k_p", "a number >= 0", |x| x >= 0.0)? {
+        k.k_p = Some(x);
+    }
+    Ok(k)
+}
+
+pub(crate) fn subsystem_name(subsystems: &[SubsystemSpec], i: usize) -> &str {
+    subsystems.get(i).map_or("?", |s| s.name.value.as_str())
+}
+
+/// The index of subsystem `name`, or an error at `span` with the nearest name.
+pub(crate) fn find_subsystem(
+    src: &Source,
+    subsystems: &[SubsystemSpec],
+    name: &str,
+    span: Span,
+) -> Result<usize> {
+    subsystems
+        .iter()
+        .position(|s| s.name.value == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = subsystems.iter().map(|s| s.name.value.as_str()).collect();
+            src.error(Some(span), format!("unknown subsystem '{name}'"))
+                .with_help(
+                    did_you_mean(name, names.iter().copied())
+                        .unwrap_or_else(|| format!("the subsystems are: {}", names.join(", "))),
+                )
+        })
+}
+
+/// The span of `text[offset..offset + len]` inside the string value written
+/// at `span`, when the value is a plain (escape-free) string literal; else
+/// the whole value.
+pub(crate) fn sub_span(src: &Source, span: Span, text: &str, offset: usize, len: usize) -> Span {
+    let raw = src.text.get(span.start..span.end).unwrap_or_default();
+    for quote in ["\"", "'"] {
+        if raw.len() == text.len() + 2
+            && raw.starts_with(quote)
+            && raw.ends_with(quote)
+            && raw.get(1..raw.len() - 1) == Some(text)
+        {
+            let start = span.start + 1 + offset;
+            return Span::new(start, start + len);
+        }
+    }
+    span
+}
+
+/// Parses `"<subsystem>.<variable>"` (split at the first dot).
+pub(crate) fn parse_var_path(
+    src: &Source,
+    text: &str,
+    span: Span,
+    subsystems: &[SubsystemSpec],
+) -> Result<VarPath> {
+    let Some((sub, var)) = text.split_once('.') else {
+        return Err(src
+            .error(
+                Some(span),
+                format!("\"{text}\" is not of the form \"<subsystem>.<variable>\""),
+            )
+            .with_help_opt(suggest_dotted(text, subsystems)));
+    };
+    if var.is_empty() {
+        return Err(src.error(
+            Some(span),
+            format!("\"{text}\" names no variable after the '.'"),
+        ));
+    }
+    let sub_span = sub_span(src, span, text, 0, sub.len());
+    let subsystem = find_subsystem(src, subsystems, sub, sub_span)?;
+    Ok(VarPath {
+        subsystem,
+        variable: var.to_string(),
+        text: text.to_string(),
+        span,
+        var_span: sub_span_after(src, span, text, sub.len() + 1),
+    })
+}
+
+fn sub_span_after(src: &Source, span: Span, text: &str, offset: usize) -> Span {
+    sub_span(src, span, text, offset, text.len().saturating_sub(offset))
+}
+
+/// For "wheelF_c": "did you mean 'wheel.F_c'?" when it starts with a subsystem name.
+fn suggest_dotted(text: &str, subsystems: &[SubsystemSpec]) -> Option<String> {
+    subsystems.iter().find_map(|s| {
+        let rest = text.strip_prefix(s.name.value.as_str())?;
+        let rest = rest.trim_start_matches(['_', ':', '/', '-']);
+        (!rest.is_empty()).then(|| format!("did you mean '{}.{rest}'?", s.name.value))
+    })
+}

@@ -1,0 +1,326 @@
+//! The typed master and output settings, with the published defaults.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::resolve::VariableRef;
+
+/// Which co-simulation master runs the scenario (`[master] kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum MasterKind {
+    /// `"fixed-step"`: constant macro step, Jacobi or Gauss-Seidel.
+    FixedStep,
+    /// `"ecco"`: energy-conservation-based step control (sadjina2016).
+    Ecco,
+    /// `"predictor-corrector"`: explicit predictor/corrector step control.
+    PredictorCorrector,
+    /// `"nepce"`: step control on the local input error (kyllingstad).
+    Nepce,
+    /// `"richardson"`: Richardson extrapolation with rollback (arnold2013).
+    Richardson,
+    /// `"ifosmondi"`: fixed-point iteration with Hermite inputs.
+    Ifosmondi,
+    /// `"iterative-affine"`: the same iteration with affine inputs
+    /// (Kuebler-Schiehlen).
+    IterativeAffine,
+}
+
+impl MasterKind {
+    /// Every kind, in the order of [`MasterKind::NAMES`].
+    pub const ALL: [MasterKind; 7] = [
+        MasterKind::FixedStep,
+        MasterKind::Ecco,
+        MasterKind::PredictorCorrector,
+        MasterKind::Nepce,
+        MasterKind::Richardson,
+        MasterKind::Ifosmondi,
+        MasterKind::IterativeAffine,
+    ];
+    /// The names used in scenario files.
+    pub const NAMES: [&'static str; 7] = [
+        "fixed-step",
+        "ecco",
+        "predictor-corrector",
+        "nepce",
+        "richardson",
+        "ifosmondi",
+        "iterative-affine",
+    ];
+
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            MasterKind::FixedStep => "fixed-step",
+            MasterKind::Ecco => "ecco",
+            MasterKind::PredictorCorrector => "predictor-corrector",
+            MasterKind::Nepce => "nepce",
+            MasterKind::Richardson => "richardson",
+            MasterKind::Ifosmondi => "ifosmondi",
+            MasterKind::IterativeAffine => "iterative-affine",
+        }
+    }
+
+    /// True for the masters that choose their own step size.
+    pub fn is_adaptive(self) -> bool {
+        self != MasterKind::FixedStep
+    }
+
+    /// True for the masters whose step is chosen by the PI controller
+    /// (`[master.controller]`): ECCO, predictor/corrector and NEPCE; the
+    /// Richardson master uses its alpha, theta and dt bounds.
+    pub fn uses_controller(self) -> bool {
+        matches!(
+            self,
+            MasterKind::Ecco
+                | MasterKind::PredictorCorrector
+                | MasterKind::Nepce
+                | MasterKind::Richardson
+        )
+    }
+
+    /// True for the iterative masters (IFOSMONDI and iterative-affine).
+    pub fn is_iterative(self) -> bool {
+        matches!(self, MasterKind::Ifosmondi | MasterKind::IterativeAffine)
+    }
+}
+
+impl std::fmt::Display for MasterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How subsystems are stepped relative to each other (`[master] scheme`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Scheme {
+    /// `"jacobi"`: all subsystems step in parallel on the previous outputs.
+    Jacobi,
+    /// `"gauss-seidel"`: subsystems step one after the other (in
+    /// [`MasterSettings::order`]), each on the newest outputs.
+    GaussSeidel,
+}
+
+/// An error indicator computed and logged alongside the master
+/// (`[master] indicators`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Indicator {
+    /// `"energy"`: ECCO residual energies of the power bonds.
+    Energy,
+    /// `"predictor-corrector"`: explicit predictor/corrector error.
+    PredictorCorrector,
+    /// `"nepce"`: local input error.
+    Nepce,
+}
+
+impl Indicator {
+    /// The names used in scenario files.
+    pub const NAMES: [&'static str; 3] = ["energy", "predictor-corrector", "nepce"];
+    /// Every indicator, in the order of [`Indicator::NAMES`].
+    pub const ALL: [Indicator; 3] = [
+        Indicator::Energy,
+        Indicator::PredictorCorrector,
+        Indicator::Nepce,
+    ];
+}
+
+/// What a NaN or infinite output does (`[master] nonfinite`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum NonFinite {
+    /// `"error"`: stop the run with an error.
+    Error,
+    /// `"warn"`: log a warning and go on.
+    Warn,
+}
+
+/// Normalisation of the predictor/corrector error (`[master] normalisation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Normalisation {
+    /// `"paper"`: sadjina2016 eq. 17, `|y - y_pred| / (TOL (1 + rho max(|y|, |y_pred|)))`.
+    Paper,
+    /// `"atol-rtol"`: `e / (atol + rtol |q|)`, then aggregated (kyllingstad sec. 2.4).
+    AtolRtol,
+}
+
+/// How normalised errors of several quantities are combined (`[master] aggregate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Aggregate {
+    /// `"rms"`: root mean square.
+    Rms,
+    /// `"mean"`: mean absolute value.
+    Mean,
+    /// `"max"`: largest absolute value.
+    Max,
+}
+
+/// The Richardson error estimate (`[master] estimate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum RichardsonEstimate {
+    /// `"richardson"`: arnold2013 eq. 24.
+    Richardson,
+    /// `"modified"`: the cheaper estimate of eq. 26.
+    Modified,
+}
+
+/// The PI step controller (`[master.controller]`); defaults from
+/// sadjina2016 Table I.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Controller {
+    /// Safety factor alpha (default 0.8).
+    pub alpha: f64,
+    /// Smallest step in s (default 1e-4).
+    pub dt_min: f64,
+    /// Largest step in s (default 1e-2).
+    pub dt_max: f64,
+    /// Smallest ratio of consecutive steps (default 0.2).
+    pub theta_min: f64,
+    /// Largest ratio of consecutive steps (default 1.5).
+    pub theta_max: f64,
+    /// Integral gain; `None`: 0.3/p with p the indicator's order.
+    pub k_i: Option<f64>,
+    /// Proportional gain; `None`: 0.4/p.
+    pub k_p: Option<f64>,
+}
+
+impl Default for Controller {
+    fn default() -> Self {
+        Controller {
+            alpha: 0.8,
+            dt_min: 1e-4,
+            dt_max: 1e-2,
+            theta_min: 0.2,
+            theta_max: 1.5,
+            k_i: None,
+            k_p: None,
+        }
+    }
+}
+
+impl Controller {
+    /// The gains (k_I, k_P) for an indicator of order `p` in dt: the
+    /// overrides when given, else 0.3/p and 0.4/p.
+    pub fn gains(&self, p: u32) -> (f64, f64) {
+        let p = f64::from(p.max(1));
+        (self.k_i.unwrap_or(0.3 / p), self.k_p.unwrap_or(0.4 / p))
+    }
+}
+
+/// Everything `[master]` says, with defaults filled in.
+///
+/// The tolerances are kept for every master kind because the indicators
+/// (`indicators`) can be computed alongside any master.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MasterSettings {
+    /// The master.
+    pub kind: MasterKind,
+    /// Macro step (fixed step), initial step dt_0 (ECCO, predictor/corrector,
+    /// NEPCE, Richardson) or base step (IFOSMONDI, iterative-affine), in s.
+    pub step: f64,
+    /// Jacobi or Gauss-Seidel.
+    pub scheme: Scheme,
+    /// Gauss-Seidel order as subsystem indices, a permutation of all
+    /// subsystems, when `order` is given; `None`: the assembly derives it
+    /// from the connection graph.
+    pub order: Option<Vec<usize>>,
+    /// Input extrapolation order m: 0 (zero-order hold), 1 or 2.
+    pub extrapolation: u8,
+    /// Worker threads for Jacobi stepping; 0 = all cores.
+    pub threads: usize,
+    /// Indicators computed and logged alongside the master (no duplicates).
+    pub indicators: Vec<Indicator>,
+    /// Whether power bonds are discovered automatically.
+    pub discover_bonds: bool,
+    /// What a NaN/Inf output does.
+    pub nonfinite: NonFinite,
+    /// ECCO default relative tolerance r; predictor/corrector TOL.
+    pub tolerance: f64,
+    /// ECCO default energy scale E0 in J.
+    pub energy_scale: f64,
+    /// Predictor/corrector rho.
+    pub rho: f64,
+    /// Predictor/corrector normalisation.
+    pub normalisation: Normalisation,
+    /// Absolute tolerance of the atol/rtol normalisation.
+    pub atol: f64,
+    /// Relative tolerance of the atol/rtol normalisation.
+    pub rtol: f64,
+    /// Aggregation of normalised errors.
+    pub aggregate: Aggregate,
+    /// Richardson: rejections of one step before giving up.
+    pub max_rejections: u32,
+    /// Richardson: which estimate.
+    pub estimate: RichardsonEstimate,
+    /// IFOSMONDI / iterative-affine absolute convergence tolerance.
+    pub eps_abs: f64,
+    /// IFOSMONDI / iterative-affine relative convergence tolerance.
+    pub eps_rel: f64,
+    /// IFOSMONDI / iterative-affine iterations per step before halving it.
+    pub max_iterations: u32,
+    /// PI step controller.
+    pub controller: Controller,
+}
+
+/// Defaults of the keys of `[master]` that have one.
+pub mod defaults {
+    /// `tolerance`.
+    pub const TOLERANCE: f64 = 1e-4;
+    /// `energy_scale`.
+    pub const ENERGY_SCALE: f64 = 1.0;
+    /// `rho`.
+    pub const RHO: f64 = 1e-4;
+    /// `atol`.
+    pub const ATOL: f64 = 1e-6;
+    /// `rtol`.
+    pub const RTOL: f64 = 1e-4;
+    /// `max_rejections`.
+    pub const MAX_REJECTIONS: u32 = 10;
+    /// `eps_abs`.
+    pub const EPS_ABS: f64 = 1e-3;
+    /// `eps_rel`.
+    pub const EPS_REL: f64 = 1e-3;
+    /// `max_iterations`.
+    pub const MAX_ITERATIONS: u32 = 10;
+    /// Largest accepted `threads`.
+    pub const MAX_THREADS: i64 = 1024;
+    /// Default output directory, relative to the scenario file; the
+    /// scenario file's stem is appended (`out/<stem>`).
+    pub const OUTPUT_DIR: &str = "out";
+    /// `[outputs] trace`.
+    pub const TRACE: &str = "trace.csv";
+    /// `[outputs] energy_log`.
+    pub const ENERGY_LOG: &str = "energy.csv";
+    /// `[outputs] step_log`.
+    pub const STEP_LOG: &str = "steps.csv";
+    /// `[outputs] summary`.
+    pub const SUMMARY: &str = "summary.json";
+}
+
+/// When trace rows are written (`[outputs] interval` / `decimation`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum Sampling {
+    /// After every macro step (the default).
+    EveryStep,
+    /// After every N-th macro step (`decimation = N`, N >= 1).
+    Decimation(u64),
+    /// Every `interval` seconds of simulated time.
+    Interval(f64),
+}
+
+/// `[outputs]` with defaults filled in and paths made absolute.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputSettings {
+    /// The output directory (absolute; `--out` replaces it).
+    pub dir: PathBuf,
+    /// The trace CSV, or `None` when disabled.
+    pub trace: Option<PathBuf>,
+    /// The per-bond energy log, or `None`.
+    pub energy_log: Option<PathBuf>,
+    /// The per-step log (dt, indicator values), or `None`.
+    pub step_log: Option<PathBuf>,
+    /// The JSON summary, or `None`.
+    pub summary: Option<PathBuf>,
+    /// The traced variables, ordered and without duplicates.
+    pub variables: Vec<VariableRef>,
+    /// When rows are written.
+    pub sampling: Sampling,
+}
