@@ -1,0 +1,742 @@
+//! FMI 2.0 co-simulation functions (called by the exports of
+//! [`export_fmi!`](crate::export_fmi)). State masks follow the FMI 2.0
+//! co-simulation state machine (section 4.2.4).
+
+use std::ffi::{CString, c_char, c_int, c_void};
+
+use super::{cstr, guard, register, slice, slice_mut, unregister, with_instance, write_out};
+use crate::caps::{FmiVersion, resolve};
+use crate::instance::{Fail, Instance, LogSink, Mode, R, Status};
+use crate::model::{ModelSpec, VarType};
+
+/// `fmi2CallbackLogger`: C-variadic.
+pub type Logger = unsafe extern "C" fn(
+    env: *mut c_void,
+    instance_name: *const c_char,
+    status: c_int,
+    category: *const c_char,
+    message: *const c_char,
+    ...
+);
+
+/// `fmi2CallbackFunctions`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CallbackFunctions {
+    /// `logger`.
+    pub logger: Option<Logger>,
+    /// `allocateMemory` (not used: the kit allocates with Rust's allocator).
+    pub allocate_memory: Option<unsafe extern "C" fn(usize, usize) -> *mut c_void>,
+    /// `freeMemory` (not used).
+    pub free_memory: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// `stepFinished` (not used: no asynchronous steps).
+    pub step_finished: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
+    /// `componentEnvironment`.
+    pub component_environment: *mut c_void,
+}
+
+const INST: u32 = Mode::Instantiated.bit();
+const INIT: u32 = Mode::Initialization.bit();
+const STEP: u32 = Mode::StepComplete.bit();
+const FAILED: u32 = Mode::StepFailed.bit();
+const TERM: u32 = Mode::Terminated.bit();
+const ERR: u32 = Mode::Error.bit();
+
+const M_ANY: u32 = INST | INIT | STEP | FAILED | TERM | ERR;
+const M_SETUP: u32 = INST;
+const M_EXIT: u32 = INIT;
+const M_TERMINATE: u32 = STEP | FAILED;
+const M_GET: u32 = INIT | STEP | FAILED | TERM | ERR;
+const M_SET: u32 = INST | INIT | STEP;
+const M_STATE: u32 = M_ANY;
+const M_DIRDER: u32 = INIT | STEP | FAILED | TERM | ERR;
+const M_IN_DER: u32 = INST | INIT | STEP;
+const M_OUT_DER: u32 = STEP | FAILED | TERM | ERR;
+const M_DOSTEP: u32 = STEP;
+const M_STATUS: u32 = STEP | FAILED | TERM;
+
+/// The importer's logger, bound to one instance.
+struct Callback {
+    logger: Logger,
+    env: *mut c_void,
+    name: CString,
+}
+
+// SAFETY: the environment pointer is only handed back to the importer's own
+// logger; FMI 2.0 lets the importer call an instance from any thread as long
+// as calls are not concurrent, which the instance mutex enforces.
+unsafe impl Send for Callback {}
+
+fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
+impl Callback {
+    fn log(&self, status: Status, category: &str, message: &str) {
+        let category = c_string(category);
+        let message = c_string(message);
+        // SAFETY: the logger comes from the importer's callback struct; the
+        // message goes in as the argument of a "%s" format, never as a format.
+        unsafe {
+            (self.logger)(
+                self.env,
+                self.name.as_ptr(),
+                status as c_int,
+                category.as_ptr(),
+                c"%s".as_ptr(),
+                message.as_ptr(),
+            );
+        }
+    }
+}
+
+fn sink(functions: &CallbackFunctions, name: &str, logging_on: bool) -> LogSink {
+    let logger = functions.logger.map(|logger| {
+        let cb = Callback {
+            logger,
+            env: functions.component_environment,
+            name: c_string(name),
+        };
+        Box::new(move |s: Status, c: &str, m: &str| cb.log(s, c, m)) as crate::instance::LogFn
+    });
+    LogSink::new(logger, FmiVersion::Fmi2, logging_on)
+}
+
+fn st(s: Status) -> c_int {
+    s as c_int
+}
+
+const ERROR: c_int = Status::Error as c_int;
+
+/// `fmi2GetTypesPlatform`.
+///
+/// # Safety
+/// None: no arguments (unsafe only for the uniform export macro).
+pub unsafe fn get_types_platform() -> *const c_char {
+    c"default".as_ptr()
+}
+
+/// `fmi2GetVersion`.
+///
+/// # Safety
+/// None: no arguments (unsafe only for the uniform export macro).
+pub unsafe fn get_version() -> *const c_char {
+    c"2.0".as_ptr()
+}
+
+/// `fmi2SetDebugLogging`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_debug_logging(
+    c: *mut c_void,
+    on: c_int,
+    n: usize,
+    cats: *const *const c_char,
+) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2SetDebugLogging", M_ANY, |inst| {
+            // SAFETY: FMI calling convention: `cats` holds `n` strings.
+            let ptrs = unsafe { slice(cats, n, "categories")? };
+            let mut names = Vec::with_capacity(n);
+            for &p in ptrs {
+                // SAFETY: each category is a NUL-terminated string.
+                names.push(unsafe { cstr(p, "category")? });
+            }
+            inst.set_debug_logging(on != 0, &names)?;
+            Ok(Status::Ok)
+        }))
+    })
+}
+
+/// `fmi2Instantiate`.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn instantiate(
+    registry: &'static [ModelSpec],
+    name: *const c_char,
+    fmu_type: c_int,
+    guid: *const c_char,
+    _resource_location: *const c_char,
+    functions: *const CallbackFunctions,
+    _visible: c_int,
+    logging_on: c_int,
+) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        if functions.is_null() || !functions.is_aligned() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: non-NULL and aligned; the importer passes a valid struct.
+        let functions = unsafe { &*functions };
+        // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
+        let name = unsafe { cstr(name, "instanceName") }.unwrap_or("?");
+        let sink = sink(functions, name, logging_on != 0);
+        let refuse = |msg: String| {
+            sink.log(Status::Error, &format!("fmi2Instantiate: {msg}"));
+            std::ptr::null_mut()
+        };
+        if fmu_type != 1 {
+            return refuse(format!(
+                "fmuType {fmu_type} requested, but this FMU supports co-simulation (1) only"
+            ));
+        }
+        // SAFETY: as above.
+        let guid = match unsafe { cstr(guid, "fmuGUID") } {
+            Ok(g) => g,
+            Err(e) => return refuse(e.message),
+        };
+        match resolve(registry, guid, FmiVersion::Fmi2) {
+            Ok((spec, caps)) => register(Instance::new(spec, caps, FmiVersion::Fmi2, name, sink)),
+            Err(e) => refuse(e),
+        }
+    })
+}
+
+/// `fmi2FreeInstance`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn free_instance(c: *mut c_void) {
+    guard((), || {
+        drop(unregister(c));
+    });
+}
+
+fn simple(c: *mut c_void, fname: &str, mask: u32, f: impl FnOnce(&mut Instance) -> R<()>) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, fname, mask, |inst| {
+            f(inst)?;
+            Ok(Status::Ok)
+        }))
+    })
+}
+
+/// `fmi2SetupExperiment`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn setup_experiment(
+    c: *mut c_void,
+    _tol_defined: c_int,
+    _tol: f64,
+    start: f64,
+    _stop_defined: c_int,
+    _stop: f64,
+) -> c_int {
+    simple(c, "fmi2SetupExperiment", M_SETUP, |i| {
+        i.setup_experiment(start)
+    })
+}
+
+/// `fmi2EnterInitializationMode`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn enter_initialization_mode(c: *mut c_void) -> c_int {
+    simple(c, "fmi2EnterInitializationMode", M_SETUP, |i| {
+        i.enter_initialization()
+    })
+}
+
+/// `fmi2ExitInitializationMode`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn exit_initialization_mode(c: *mut c_void) -> c_int {
+    simple(c, "fmi2ExitInitializationMode", M_EXIT, |i| {
+        i.exit_initialization()
+    })
+}
+
+/// `fmi2Terminate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn terminate(c: *mut c_void) -> c_int {
+    simple(c, "fmi2Terminate", M_TERMINATE, |i| i.terminate())
+}
+
+/// `fmi2Reset`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn reset(c: *mut c_void) -> c_int {
+    simple(c, "fmi2Reset", M_ANY, |i| i.reset())
+}
+
+/// `fmi2GetReal`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_real(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut f64) -> c_int {
+    simple(c, "fmi2GetReal", M_GET, |inst| {
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
+        inst.get(vrs, VarType::Real, &mut |i, x| out[i] = x)
+    })
+}
+
+/// `fmi2GetInteger`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_int) -> c_int {
+    simple(c, "fmi2GetInteger", M_GET, |inst| {
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
+        inst.get(vrs, VarType::Integer, &mut |i, x| out[i] = x as c_int)
+    })
+}
+
+fn no_variables_of_type(inst: &Instance, vrs: &[u32], type_name: &str) -> R<()> {
+    match vrs.first() {
+        None => Ok(()),
+        Some(vr) => Err(Fail::usage(match inst.spec.variable(*vr) {
+            Some(v) => format!("variable {} (vr {vr}) is not of type {type_name}", v.name),
+            None => format!("unknown value reference {vr}"),
+        })),
+    }
+}
+
+/// `fmi2GetBoolean` (the models have no Boolean variables).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_boolean(c: *mut c_void, vr: *const u32, nvr: usize, _v: *mut c_int) -> c_int {
+    simple(c, "fmi2GetBoolean", M_GET, |inst| {
+        // SAFETY: FMI calling convention.
+        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
+        no_variables_of_type(inst, vrs, "Boolean")
+    })
+}
+
+/// `fmi2GetString` (the models have no String variables).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_string(
+    c: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    _v: *mut *const c_char,
+) -> c_int {
+    simple(c, "fmi2GetString", M_GET, |inst| {
+        // SAFETY: FMI calling convention.
+        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
+        no_variables_of_type(inst, vrs, "String")
+    })
+}
+
+/// `fmi2SetReal`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_real(c: *mut c_void, vr: *const u32, nvr: usize, v: *const f64) -> c_int {
+    simple(c, "fmi2SetReal", M_SET, |inst| {
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
+        inst.set(vrs, VarType::Real, vals)
+    })
+}
+
+/// `fmi2SetInteger`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *const c_int) -> c_int {
+    simple(c, "fmi2SetInteger", M_SET, |inst| {
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
+        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+        inst.set(vrs, VarType::Integer, &vals)
+    })
+}
+
+/// `fmi2SetBoolean`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_boolean(c: *mut c_void, vr: *const u32, nvr: usize, _v: *const c_int) -> c_int {
+    simple(c, "fmi2SetBoolean", M_SET, |inst| {
+        // SAFETY: FMI calling convention.
+        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
+        no_variables_of_type(inst, vrs, "Boolean")
+    })
+}
+
+/// `fmi2SetString`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_string(
+    c: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    _v: *const *const c_char,
+) -> c_int {
+    simple(c, "fmi2SetString", M_SET, |inst| {
+        // SAFETY: FMI calling convention.
+        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
+        no_variables_of_type(inst, vrs, "String")
+    })
+}
+
+/// `fmi2GetFMUstate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_fmu_state(c: *mut c_void, s: *mut *mut c_void) -> c_int {
+    simple(c, "fmi2GetFMUstate", M_STATE, |inst| {
+        // SAFETY: FMI calling convention: s points to one fmi2FMUstate.
+        let slot = unsafe { slice_mut(s, 1, "FMUstate")? };
+        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
+        let id = inst.get_state(existing)?;
+        slot[0] = id as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `fmi2SetFMUstate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_fmu_state(c: *mut c_void, s: *mut c_void) -> c_int {
+    simple(c, "fmi2SetFMUstate", M_STATE, |inst| {
+        if s.is_null() {
+            inst.require_cap(crate::instance::Cap::State)?;
+            return Err(Fail::usage("FMUstate is NULL"));
+        }
+        inst.set_state(s as usize)
+    })
+}
+
+/// `fmi2FreeFMUstate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn free_fmu_state(c: *mut c_void, s: *mut *mut c_void) -> c_int {
+    simple(c, "fmi2FreeFMUstate", M_STATE, |inst| {
+        inst.require_cap(crate::instance::Cap::State)?;
+        // SAFETY: FMI calling convention: s points to one fmi2FMUstate.
+        let slot = unsafe { slice_mut(s, 1, "FMUstate")? };
+        if slot[0].is_null() {
+            return Ok(());
+        }
+        inst.free_state(slot[0] as usize)?;
+        slot[0] = std::ptr::null_mut();
+        Ok(())
+    })
+}
+
+/// `fmi2SerializedFMUstateSize`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn serialized_fmu_state_size(c: *mut c_void, s: *mut c_void, size: *mut usize) -> c_int {
+    simple(c, "fmi2SerializedFMUstateSize", M_STATE, |inst| {
+        let n = inst.serialized_size(s as usize)?;
+        // SAFETY: FMI calling convention: size points to one size_t.
+        unsafe { write_out(size, n, "size") }
+    })
+}
+
+/// `fmi2SerializeFMUstate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn serialize_fmu_state(
+    c: *mut c_void,
+    s: *mut c_void,
+    bytes: *mut c_char,
+    size: usize,
+) -> c_int {
+    simple(c, "fmi2SerializeFMUstate", M_STATE, |inst| {
+        inst.require_cap(crate::instance::Cap::Serialize)?;
+        // SAFETY: FMI calling convention: `bytes` has `size` writable bytes.
+        let buf = unsafe { slice_mut(bytes.cast::<u8>(), size, "serializedState")? };
+        inst.serialize(s as usize, buf)
+    })
+}
+
+/// `fmi2DeSerializeFMUstate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn deserialize_fmu_state(
+    c: *mut c_void,
+    bytes: *const c_char,
+    size: usize,
+    s: *mut *mut c_void,
+) -> c_int {
+    simple(c, "fmi2DeSerializeFMUstate", M_STATE, |inst| {
+        inst.require_cap(crate::instance::Cap::Serialize)?;
+        // SAFETY: FMI calling convention: `bytes` has `size` bytes, `s` one slot.
+        let (data, slot) = unsafe {
+            (
+                slice(bytes.cast::<u8>(), size, "serializedState")?,
+                slice_mut(s, 1, "FMUstate")?,
+            )
+        };
+        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
+        let id = inst.deserialize(data, existing)?;
+        slot[0] = id as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `fmi2GetDirectionalDerivative`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_directional_derivative(
+    c: *mut c_void,
+    unknowns: *const u32,
+    n_unknowns: usize,
+    knowns: *const u32,
+    n_knowns: usize,
+    dv_known: *const f64,
+    dv_unknown: *mut f64,
+) -> c_int {
+    simple(c, "fmi2GetDirectionalDerivative", M_DIRDER, |inst| {
+        inst.require_cap(crate::instance::Cap::Directional)?;
+        // SAFETY: FMI calling convention: arrays of the given lengths.
+        let (u, k, seed, out) = unsafe {
+            (
+                slice(unknowns, n_unknowns, "vUnknown_ref[]")?,
+                slice(knowns, n_knowns, "vKnown_ref[]")?,
+                slice(dv_known, n_knowns, "dvKnown[]")?,
+                slice_mut(dv_unknown, n_unknowns, "dvUnknown[]")?,
+            )
+        };
+        inst.directional_derivative(u, k, seed, out)
+    })
+}
+
+/// `fmi2SetRealInputDerivatives`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_real_input_derivatives(
+    c: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    order: *const c_int,
+    v: *const f64,
+) -> c_int {
+    simple(c, "fmi2SetRealInputDerivatives", M_IN_DER, |inst| {
+        inst.require_cap(crate::instance::Cap::Interpolate)?;
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, orders, vals) = unsafe {
+            (
+                slice(vr, nvr, "vr[]")?,
+                slice(order, nvr, "order[]")?,
+                slice(v, nvr, "value[]")?,
+            )
+        };
+        inst.set_input_derivatives(vrs, orders, vals)
+    })
+}
+
+/// `fmi2GetRealOutputDerivatives`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_real_output_derivatives(
+    c: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    order: *const c_int,
+    v: *mut f64,
+) -> c_int {
+    simple(c, "fmi2GetRealOutputDerivatives", M_OUT_DER, |inst| {
+        inst.require_cap(crate::instance::Cap::OutputDerivatives)?;
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, orders, out) = unsafe {
+            (
+                slice(vr, nvr, "vr[]")?,
+                slice(order, nvr, "order[]")?,
+                slice_mut(v, nvr, "value[]")?,
+            )
+        };
+        inst.get_output_derivatives(vrs, orders, out)
+    })
+}
+
+/// `fmi2DoStep`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn do_step(c: *mut c_void, t: f64, h: f64, _no_set_prior: c_int) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2DoStep", M_DOSTEP, |inst| {
+            inst.do_step(t, h)
+        }))
+    })
+}
+
+/// `fmi2CancelStep`: there are no asynchronous steps to cancel.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn cancel_step(c: *mut c_void) -> c_int {
+    simple(c, "fmi2CancelStep", M_STATUS, |_| {
+        Err(Fail::usage(
+            "no asynchronous step is in progress (canRunAsynchronuously=false)",
+        ))
+    })
+}
+
+const DO_STEP_STATUS: c_int = 0;
+const PENDING_STATUS: c_int = 1;
+const LAST_SUCCESSFUL_TIME: c_int = 2;
+const TERMINATED: c_int = 3;
+
+fn status_not_available(inst: &Instance, kind: c_int) -> R<Status> {
+    let msg = match kind {
+        PENDING_STATUS => "fmi2PendingStatus is not available: steps never return fmi2Pending",
+        DO_STEP_STATUS | LAST_SUCCESSFUL_TIME | TERMINATED => {
+            "this status kind is not provided with this value type"
+        }
+        _ => "unknown status kind",
+    };
+    inst.log(Status::Discard, msg);
+    Ok(Status::Discard)
+}
+
+/// `fmi2GetStatus`: `fmi2DoStepStatus` gives the status of the last step.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2GetStatus", M_STATUS, |inst| {
+            if kind != DO_STEP_STATUS {
+                return status_not_available(inst, kind);
+            }
+            // SAFETY: FMI calling convention: v points to one fmi2Status.
+            unsafe { write_out(v, inst.last_step_status() as c_int, "value")? };
+            Ok(Status::Ok)
+        }))
+    })
+}
+
+/// `fmi2GetRealStatus`: `fmi2LastSuccessfulTime`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_real_status(c: *mut c_void, kind: c_int, v: *mut f64) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2GetRealStatus", M_STATUS, |inst| {
+            if kind != LAST_SUCCESSFUL_TIME {
+                return status_not_available(inst, kind);
+            }
+            // SAFETY: FMI calling convention: v points to one fmi2Real.
+            unsafe { write_out(v, inst.last_successful_time(), "value")? };
+            Ok(Status::Ok)
+        }))
+    })
+}
+
+/// `fmi2GetIntegerStatus`: no integer status kinds exist.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_integer_status(c: *mut c_void, kind: c_int, _v: *mut c_int) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2GetIntegerStatus", M_STATUS, |inst| {
+            status_not_available(inst, kind)
+        }))
+    })
+}
+
+/// `fmi2GetBooleanStatus`: `fmi2Terminated` (the models never ask to stop).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_boolean_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2GetBooleanStatus", M_STATUS, |inst| {
+            if kind != TERMINATED {
+                return status_not_available(inst, kind);
+            }
+            // SAFETY: FMI calling convention: v points to one fmi2Boolean.
+            unsafe { write_out(v, 0, "value")? };
+            Ok(Status::Ok)
+        }))
+    })
+}
+
+/// `fmi2GetStringStatus`: `fmi2PendingStatus` is never available.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_string_status(c: *mut c_void, kind: c_int, _v: *mut *const c_char) -> c_int {
+    guard(ERROR, || {
+        st(with_instance(c, "fmi2GetStringStatus", M_STATUS, |inst| {
+            status_not_available(inst, kind)
+        }))
+    })
+}
+
+fn me(c: *mut c_void) -> c_int {
+    simple(c, "fmi2 model exchange function", M_ANY, |_| {
+        Err(Fail::usage(
+            "model exchange is not supported by this FMU (co-simulation only)",
+        ))
+    })
+}
+
+/// Model-exchange function: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_unsupported_0(c: *mut c_void) -> c_int {
+    me(c)
+}
+
+/// Model-exchange function: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_unsupported_p(c: *mut c_void, _p: *mut c_void) -> c_int {
+    me(c)
+}
+
+/// Model-exchange function: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_completed_integrator_step(
+    c: *mut c_void,
+    _no_set_prior: c_int,
+    _enter_event: *mut c_int,
+    _terminate: *mut c_int,
+) -> c_int {
+    me(c)
+}
+
+/// Model-exchange function: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_set_time(c: *mut c_void, _t: f64) -> c_int {
+    me(c)
+}
+
+/// Model-exchange function: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_unsupported_cn(c: *mut c_void, _x: *const f64, _n: usize) -> c_int {
+    me(c)
+}
+
+/// Model-exchange function: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_unsupported_n(c: *mut c_void, _x: *mut f64, _n: usize) -> c_int {
+    me(c)
+}

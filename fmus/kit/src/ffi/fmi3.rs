@@ -1,0 +1,1004 @@
+//! FMI 3.0 functions (called by the exports of
+//! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented; model
+//! exchange, scheduled execution, clocks, event mode and configuration mode
+//! are exported and answer `fmi3Error` (or NULL for instantiation).
+
+use std::ffi::{CString, c_char, c_int, c_void};
+
+use super::{cstr, guard, register, slice, slice_mut, unregister, with_instance, write_out};
+use crate::caps::{FmiVersion, resolve};
+use crate::instance::{Cap, Fail, Instance, LogSink, Mode, R, Status};
+use crate::model::{ModelSpec, VarType};
+
+/// `fmi3LogMessageCallback`.
+pub type LogMessage = unsafe extern "C" fn(
+    env: *mut c_void,
+    status: c_int,
+    category: *const c_char,
+    message: *const c_char,
+);
+
+const INST: u32 = Mode::Instantiated.bit();
+const INIT: u32 = Mode::Initialization.bit();
+const STEP: u32 = Mode::StepComplete.bit();
+const DISCARDED: u32 = Mode::StepFailed.bit();
+const TERM: u32 = Mode::Terminated.bit();
+const ERR: u32 = Mode::Error.bit();
+
+const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR;
+const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR;
+const M_SET: u32 = INST | INIT | STEP;
+const M_TERMINATE: u32 = STEP | DISCARDED;
+const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM;
+const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
+
+struct Callback {
+    log: LogMessage,
+    env: *mut c_void,
+}
+
+// SAFETY: the environment pointer is only handed back to the importer's own
+// callback; calls on one instance are serialized by the instance mutex.
+unsafe impl Send for Callback {}
+
+fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
+impl Callback {
+    fn log(&self, status: Status, category: &str, message: &str) {
+        let category = c_string(category);
+        let message = c_string(message);
+        // SAFETY: importer-provided callback with valid NUL-terminated strings.
+        unsafe {
+            (self.log)(
+                self.env,
+                status as c_int,
+                category.as_ptr(),
+                message.as_ptr(),
+            )
+        }
+    }
+}
+
+fn sink(log: Option<LogMessage>, env: *mut c_void, logging_on: bool) -> LogSink {
+    let logger = log.map(|log| {
+        let cb = Callback { log, env };
+        Box::new(move |s: Status, c: &str, m: &str| cb.log(s, c, m)) as crate::instance::LogFn
+    });
+    LogSink::new(logger, FmiVersion::Fmi3, logging_on)
+}
+
+const ERROR: c_int = Status::Error as c_int;
+
+fn simple(c: *mut c_void, fname: &str, mask: u32, f: impl FnOnce(&mut Instance) -> R<()>) -> c_int {
+    guard(ERROR, || {
+        with_instance(c, fname, mask, |inst| {
+            f(inst)?;
+            Ok(Status::Ok)
+        }) as c_int
+    })
+}
+
+fn refuse(c: *mut c_void, fname: &str, why: &str) -> c_int {
+    simple(c, fname, M_ANY | Mode::Fatal.bit(), |_| {
+        Err(Fail::usage(why.to_string()))
+    })
+}
+
+/// `fmi3GetVersion`.
+///
+/// # Safety
+/// None: no arguments (unsafe only for the uniform export macro).
+pub unsafe fn get_version() -> *const c_char {
+    c"3.0".as_ptr()
+}
+
+/// `fmi3SetDebugLogging`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_debug_logging(
+    i: *mut c_void,
+    on: bool,
+    n: usize,
+    cats: *const *const c_char,
+) -> c_int {
+    simple(i, "fmi3SetDebugLogging", M_ANY, |inst| {
+        // SAFETY: FMI calling convention: `cats` holds `n` strings.
+        let ptrs = unsafe { slice(cats, n, "categories")? };
+        let mut names = Vec::with_capacity(n);
+        for &p in ptrs {
+            // SAFETY: each category is a NUL-terminated string.
+            names.push(unsafe { cstr(p, "category")? });
+        }
+        inst.set_debug_logging(on, &names)
+    })
+}
+
+fn refuse_instantiation(
+    log: Option<LogMessage>,
+    env: *mut c_void,
+    logging_on: bool,
+    msg: &str,
+) -> *mut c_void {
+    sink(log, env, logging_on).log(Status::Error, msg);
+    std::ptr::null_mut()
+}
+
+/// `fmi3InstantiateModelExchange`: not supported, returns NULL.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn instantiate_model_exchange(
+    _name: *const c_char,
+    _token: *const c_char,
+    _res: *const c_char,
+    _visible: bool,
+    logging_on: bool,
+    env: *mut c_void,
+    log: Option<LogMessage>,
+) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        refuse_instantiation(
+            log,
+            env,
+            logging_on,
+            "fmi3InstantiateModelExchange: this FMU supports co-simulation only",
+        )
+    })
+}
+
+/// `fmi3InstantiateCoSimulation`.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn instantiate_co_simulation(
+    registry: &'static [ModelSpec],
+    name: *const c_char,
+    token: *const c_char,
+    _res: *const c_char,
+    _visible: bool,
+    logging_on: bool,
+    event_mode_used: bool,
+    _early_return_allowed: bool,
+    _required: *const u32,
+    n_required: usize,
+    env: *mut c_void,
+    log: Option<LogMessage>,
+    _intermediate: *mut c_void,
+) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        let fname = "fmi3InstantiateCoSimulation";
+        let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
+        // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
+        let name = unsafe { cstr(name, "instanceName") }.unwrap_or("?");
+        if event_mode_used {
+            return bad("eventModeUsed=true, but this FMU has hasEventMode=false".into());
+        }
+        if n_required > 0 {
+            return bad(
+                "requiredIntermediateVariables given, but this FMU has providesIntermediateUpdate=false"
+                    .into(),
+            );
+        }
+        // SAFETY: as above.
+        let token = match unsafe { cstr(token, "instantiationToken") } {
+            Ok(t) => t,
+            Err(e) => return bad(e.message),
+        };
+        match resolve(registry, token, FmiVersion::Fmi3) {
+            Ok((spec, caps)) => register(Instance::new(
+                spec,
+                caps,
+                FmiVersion::Fmi3,
+                name,
+                sink(log, env, logging_on),
+            )),
+            Err(e) => bad(e),
+        }
+    })
+}
+
+/// `fmi3InstantiateScheduledExecution`: not supported, returns NULL.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn instantiate_scheduled_execution(
+    _name: *const c_char,
+    _token: *const c_char,
+    _res: *const c_char,
+    _visible: bool,
+    logging_on: bool,
+    env: *mut c_void,
+    log: Option<LogMessage>,
+    _clock_update: *mut c_void,
+    _lock: *mut c_void,
+    _unlock: *mut c_void,
+) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        refuse_instantiation(
+            log,
+            env,
+            logging_on,
+            "fmi3InstantiateScheduledExecution: this FMU supports co-simulation only",
+        )
+    })
+}
+
+/// `fmi3FreeInstance`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn free_instance(i: *mut c_void) {
+    guard((), || drop(unregister(i)));
+}
+
+/// `fmi3EnterInitializationMode`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn enter_initialization_mode(
+    i: *mut c_void,
+    _tol_defined: bool,
+    _tol: f64,
+    start: f64,
+    _stop_defined: bool,
+    _stop: f64,
+) -> c_int {
+    simple(i, "fmi3EnterInitializationMode", INST, |inst| {
+        inst.setup_experiment(start)?;
+        inst.enter_initialization()
+    })
+}
+
+/// `fmi3ExitInitializationMode`: goes to Step Mode (no event mode).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn exit_initialization_mode(i: *mut c_void) -> c_int {
+    simple(i, "fmi3ExitInitializationMode", INIT, |inst| {
+        inst.exit_initialization()
+    })
+}
+
+/// `fmi3EnterEventMode`: refused (hasEventMode=false).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn enter_event_mode(i: *mut c_void) -> c_int {
+    refuse(
+        i,
+        "fmi3EnterEventMode",
+        "this FMU has no event mode (hasEventMode=false)",
+    )
+}
+
+/// `fmi3Terminate`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn terminate(i: *mut c_void) -> c_int {
+    simple(i, "fmi3Terminate", M_TERMINATE, |inst| inst.terminate())
+}
+
+/// `fmi3Reset`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn reset(i: *mut c_void) -> c_int {
+    simple(i, "fmi3Reset", M_ANY, |inst| inst.reset())
+}
+
+fn check_n(nvr: usize, n: usize) -> R<()> {
+    if nvr == n {
+        Ok(())
+    } else {
+        Err(Fail::usage(format!(
+            "nValues ({n}) differs from nValueReferences ({nvr}); all variables are scalars"
+        )))
+    }
+}
+
+fn no_variables_of_type(inst: &Instance, vrs: &[u32], type_name: &str) -> R<()> {
+    match vrs.first() {
+        None => Ok(()),
+        Some(vr) => Err(Fail::usage(match inst.spec.variable(*vr) {
+            Some(v) => format!("variable {} (vr {vr}) is not of type {type_name}", v.name),
+            None => format!("unknown value reference {vr}"),
+        })),
+    }
+}
+
+/// `fmi3GetFloat64`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_float64(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *mut f64,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetFloat64", M_GET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice_mut(v, n, "values")?,
+            )
+        };
+        inst.get(vrs, VarType::Real, &mut |k, x| out[k] = x)
+    })
+}
+
+/// `fmi3GetInt32`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_int32(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *mut i32,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetInt32", M_GET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice_mut(v, n, "values")?,
+            )
+        };
+        inst.get(vrs, VarType::Integer, &mut |k, x| out[k] = x as i32)
+    })
+}
+
+/// `fmi3SetFloat64`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_float64(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *const f64,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3SetFloat64", M_SET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+        inst.set(vrs, VarType::Real, vals)
+    })
+}
+
+/// `fmi3SetInt32`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_int32(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *const i32,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3SetInt32", M_SET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+        inst.set(vrs, VarType::Integer, &vals)
+    })
+}
+
+macro_rules! no_such_type {
+    ($($fname:literal $get:ident $set:ident $t:ty, $tname:literal;)*) => {
+        $(
+            #[doc = concat!("`fmi3Get", $tname, "`: the models have no variables of this type.")]
+            ///
+            /// # Safety
+            /// FMI calling convention.
+            pub unsafe fn $get(i: *mut c_void, vr: *const u32, nvr: usize, _v: *mut $t, n: usize) -> c_int {
+                simple(i, concat!("fmi3Get", $tname), M_GET, |inst| {
+                    check_n(nvr, n)?;
+                    // SAFETY: FMI calling convention.
+                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+                    no_variables_of_type(inst, vrs, $tname)
+                })
+            }
+
+            #[doc = concat!("`fmi3Set", $tname, "`: the models have no variables of this type.")]
+            ///
+            /// # Safety
+            /// FMI calling convention.
+            pub unsafe fn $set(i: *mut c_void, vr: *const u32, nvr: usize, _v: *const $t, n: usize) -> c_int {
+                simple(i, concat!("fmi3Set", $tname), M_SET, |inst| {
+                    check_n(nvr, n)?;
+                    // SAFETY: FMI calling convention.
+                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+                    no_variables_of_type(inst, vrs, $tname)
+                })
+            }
+        )*
+    };
+}
+
+no_such_type! {
+    "Float32" get_float32 set_float32 f32, "Float32";
+    "Int8" get_int8 set_int8 i8, "Int8";
+    "UInt8" get_uint8 set_uint8 u8, "UInt8";
+    "Int16" get_int16 set_int16 i16, "Int16";
+    "UInt16" get_uint16 set_uint16 u16, "UInt16";
+    "UInt32" get_uint32 set_uint32 u32, "UInt32";
+    "Int64" get_int64 set_int64 i64, "Int64";
+    "UInt64" get_uint64 set_uint64 u64, "UInt64";
+    "Boolean" get_boolean set_boolean bool, "Boolean";
+    "String" get_string set_string *const c_char, "String";
+}
+
+/// `fmi3GetBinary`: no Binary variables.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_binary(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    _sizes: *mut usize,
+    _v: *mut *const u8,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetBinary", M_GET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        no_variables_of_type(inst, vrs, "Binary")
+    })
+}
+
+/// `fmi3SetBinary`: no Binary variables.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_binary(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    _sizes: *const usize,
+    _v: *const *const u8,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3SetBinary", M_SET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        no_variables_of_type(inst, vrs, "Binary")
+    })
+}
+
+const NO_CLOCKS: &str = "this FMU has no clocks";
+
+/// `fmi3GetClock`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_clock(i: *mut c_void, _vr: *const u32, _nvr: usize, _v: *mut bool) -> c_int {
+    refuse(i, "fmi3GetClock", NO_CLOCKS)
+}
+
+/// `fmi3SetClock`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_clock(i: *mut c_void, _vr: *const u32, _nvr: usize, _v: *const bool) -> c_int {
+    refuse(i, "fmi3SetClock", NO_CLOCKS)
+}
+
+const NO_PER_ELEMENT: &str =
+    "providesPerElementDependencies=false: read the dependencies from modelDescription.xml";
+
+/// `fmi3GetNumberOfVariableDependencies`: not provided.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_number_of_variable_dependencies(
+    i: *mut c_void,
+    _vr: u32,
+    _n: *mut usize,
+) -> c_int {
+    refuse(i, "fmi3GetNumberOfVariableDependencies", NO_PER_ELEMENT)
+}
+
+/// `fmi3GetVariableDependencies`: not provided.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_variable_dependencies(
+    i: *mut c_void,
+    _dependent: u32,
+    _elem_dep: *mut usize,
+    _independents: *mut u32,
+    _elem_ind: *mut usize,
+    _kinds: *mut c_int,
+    _n: usize,
+) -> c_int {
+    refuse(i, "fmi3GetVariableDependencies", NO_PER_ELEMENT)
+}
+
+/// `fmi3GetFMUState`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
+    simple(i, "fmi3GetFMUState", M_ANY, |inst| {
+        inst.require_cap(Cap::State)?;
+        // SAFETY: FMI calling convention: s points to one fmi3FMUState.
+        let slot = unsafe { slice_mut(s, 1, "FMUState")? };
+        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
+        let id = inst.get_state(existing)?;
+        slot[0] = id as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `fmi3SetFMUState`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
+    simple(i, "fmi3SetFMUState", M_ANY, |inst| {
+        inst.require_cap(Cap::State)?;
+        if s.is_null() {
+            return Err(Fail::usage("FMUState is NULL"));
+        }
+        inst.set_state(s as usize)
+    })
+}
+
+/// `fmi3FreeFMUState`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
+    simple(i, "fmi3FreeFMUState", M_ANY, |inst| {
+        inst.require_cap(Cap::State)?;
+        // SAFETY: FMI calling convention: s points to one fmi3FMUState.
+        let slot = unsafe { slice_mut(s, 1, "FMUState")? };
+        if slot[0].is_null() {
+            return Ok(());
+        }
+        inst.free_state(slot[0] as usize)?;
+        slot[0] = std::ptr::null_mut();
+        Ok(())
+    })
+}
+
+/// `fmi3SerializedFMUStateSize`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn serialized_fmu_state_size(i: *mut c_void, s: *mut c_void, size: *mut usize) -> c_int {
+    simple(i, "fmi3SerializedFMUStateSize", M_ANY, |inst| {
+        let n = inst.serialized_size(s as usize)?;
+        // SAFETY: FMI calling convention: size points to one size_t.
+        unsafe { write_out(size, n, "size") }
+    })
+}
+
+/// `fmi3SerializeFMUState`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn serialize_fmu_state(
+    i: *mut c_void,
+    s: *mut c_void,
+    bytes: *mut u8,
+    size: usize,
+) -> c_int {
+    simple(i, "fmi3SerializeFMUState", M_ANY, |inst| {
+        inst.require_cap(Cap::Serialize)?;
+        // SAFETY: FMI calling convention: `bytes` has `size` writable bytes.
+        let buf = unsafe { slice_mut(bytes, size, "serializedState")? };
+        inst.serialize(s as usize, buf)
+    })
+}
+
+/// `fmi3DeserializeFMUState`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn deserialize_fmu_state(
+    i: *mut c_void,
+    bytes: *const u8,
+    size: usize,
+    s: *mut *mut c_void,
+) -> c_int {
+    simple(i, "fmi3DeserializeFMUState", M_ANY, |inst| {
+        inst.require_cap(Cap::Serialize)?;
+        // SAFETY: FMI calling convention: `bytes` has `size` bytes, `s` one slot.
+        let (data, slot) = unsafe {
+            (
+                slice(bytes, size, "serializedState")?,
+                slice_mut(s, 1, "FMUState")?,
+            )
+        };
+        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
+        let id = inst.deserialize(data, existing)?;
+        slot[0] = id as *mut c_void;
+        Ok(())
+    })
+}
+
+/// `fmi3GetDirectionalDerivative`.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn get_directional_derivative(
+    i: *mut c_void,
+    unknowns: *const u32,
+    n_unknowns: usize,
+    knowns: *const u32,
+    n_knowns: usize,
+    seed: *const f64,
+    n_seed: usize,
+    sens: *mut f64,
+    n_sens: usize,
+) -> c_int {
+    simple(i, "fmi3GetDirectionalDerivative", M_DIRDER, |inst| {
+        inst.require_cap(Cap::Directional)?;
+        if n_seed != n_knowns || n_sens != n_unknowns {
+            return Err(Fail::usage(format!(
+                "nSeed ({n_seed}) must equal nKnowns ({n_knowns}) and nSensitivity ({n_sens}) nUnknowns ({n_unknowns})"
+            )));
+        }
+        // SAFETY: FMI calling convention: arrays of the given lengths.
+        let (u, k, sd, out) = unsafe {
+            (
+                slice(unknowns, n_unknowns, "unknowns")?,
+                slice(knowns, n_knowns, "knowns")?,
+                slice(seed, n_seed, "seed")?,
+                slice_mut(sens, n_sens, "sensitivity")?,
+            )
+        };
+        inst.directional_derivative(u, k, sd, out)
+    })
+}
+
+/// `fmi3GetAdjointDerivative`.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn get_adjoint_derivative(
+    i: *mut c_void,
+    unknowns: *const u32,
+    n_unknowns: usize,
+    knowns: *const u32,
+    n_knowns: usize,
+    seed: *const f64,
+    n_seed: usize,
+    sens: *mut f64,
+    n_sens: usize,
+) -> c_int {
+    simple(i, "fmi3GetAdjointDerivative", M_DIRDER, |inst| {
+        inst.require_cap(Cap::Directional)?;
+        if n_seed != n_unknowns || n_sens != n_knowns {
+            return Err(Fail::usage(format!(
+                "nSeed ({n_seed}) must equal nUnknowns ({n_unknowns}) and nSensitivity ({n_sens}) nKnowns ({n_knowns})"
+            )));
+        }
+        // SAFETY: FMI calling convention: arrays of the given lengths.
+        let (u, k, sd, out) = unsafe {
+            (
+                slice(unknowns, n_unknowns, "unknowns")?,
+                slice(knowns, n_knowns, "knowns")?,
+                slice(seed, n_seed, "seed")?,
+                slice_mut(sens, n_sens, "sensitivity")?,
+            )
+        };
+        inst.adjoint_derivative(u, k, sd, out)
+    })
+}
+
+const NO_CONFIG: &str = "this FMU has no structural parameters (no configuration mode)";
+
+/// `fmi3EnterConfigurationMode`: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn enter_configuration_mode(i: *mut c_void) -> c_int {
+    refuse(i, "fmi3EnterConfigurationMode", NO_CONFIG)
+}
+
+/// `fmi3ExitConfigurationMode`: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn exit_configuration_mode(i: *mut c_void) -> c_int {
+    refuse(i, "fmi3ExitConfigurationMode", NO_CONFIG)
+}
+
+/// `fmi3GetIntervalDecimal`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_interval_decimal(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _x: *mut f64,
+    _q: *mut c_int,
+) -> c_int {
+    refuse(i, "fmi3GetIntervalDecimal", NO_CLOCKS)
+}
+
+/// `fmi3GetIntervalFraction`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_interval_fraction(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _c: *mut u64,
+    _r: *mut u64,
+    _q: *mut c_int,
+) -> c_int {
+    refuse(i, "fmi3GetIntervalFraction", NO_CLOCKS)
+}
+
+/// `fmi3GetShiftDecimal`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_shift_decimal(i: *mut c_void, _vr: *const u32, _n: usize, _x: *mut f64) -> c_int {
+    refuse(i, "fmi3GetShiftDecimal", NO_CLOCKS)
+}
+
+/// `fmi3GetShiftFraction`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_shift_fraction(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _c: *mut u64,
+    _r: *mut u64,
+) -> c_int {
+    refuse(i, "fmi3GetShiftFraction", NO_CLOCKS)
+}
+
+/// `fmi3SetIntervalDecimal`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_interval_decimal(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _x: *const f64,
+) -> c_int {
+    refuse(i, "fmi3SetIntervalDecimal", NO_CLOCKS)
+}
+
+/// `fmi3SetIntervalFraction`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_interval_fraction(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _c: *const u64,
+    _r: *const u64,
+) -> c_int {
+    refuse(i, "fmi3SetIntervalFraction", NO_CLOCKS)
+}
+
+/// `fmi3SetShiftDecimal`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_shift_decimal(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _x: *const f64,
+) -> c_int {
+    refuse(i, "fmi3SetShiftDecimal", NO_CLOCKS)
+}
+
+/// `fmi3SetShiftFraction`: no clocks.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_shift_fraction(
+    i: *mut c_void,
+    _vr: *const u32,
+    _n: usize,
+    _c: *const u64,
+    _r: *const u64,
+) -> c_int {
+    refuse(i, "fmi3SetShiftFraction", NO_CLOCKS)
+}
+
+/// `fmi3EvaluateDiscreteStates`: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn evaluate_discrete_states(i: *mut c_void) -> c_int {
+    refuse(
+        i,
+        "fmi3EvaluateDiscreteStates",
+        "providesEvaluateDiscreteStates=false",
+    )
+}
+
+/// `fmi3UpdateDiscreteStates`: refused (no event mode).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn update_discrete_states(
+    i: *mut c_void,
+    _a: *mut bool,
+    _b: *mut bool,
+    _c: *mut bool,
+    _d: *mut bool,
+    _e: *mut bool,
+    _f: *mut f64,
+) -> c_int {
+    refuse(i, "fmi3UpdateDiscreteStates", "this FMU has no event mode")
+}
+
+const NO_ME: &str = "model exchange is not supported by this FMU (co-simulation only)";
+
+/// `fmi3EnterContinuousTimeMode`: model exchange, refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn enter_continuous_time_mode(i: *mut c_void) -> c_int {
+    refuse(i, "fmi3EnterContinuousTimeMode", NO_ME)
+}
+
+/// `fmi3CompletedIntegratorStep`: model exchange, refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn completed_integrator_step(
+    i: *mut c_void,
+    _p: bool,
+    _e: *mut bool,
+    _t: *mut bool,
+) -> c_int {
+    refuse(i, "fmi3CompletedIntegratorStep", NO_ME)
+}
+
+/// `fmi3SetTime`: model exchange, refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_time(i: *mut c_void, _t: f64) -> c_int {
+    refuse(i, "fmi3SetTime", NO_ME)
+}
+
+/// `fmi3SetContinuousStates`: model exchange, refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_continuous_states(i: *mut c_void, _x: *const f64, _n: usize) -> c_int {
+    refuse(i, "fmi3SetContinuousStates", NO_ME)
+}
+
+/// Model-exchange getters of arrays: refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_unsupported_n(i: *mut c_void, _x: *mut f64, _n: usize) -> c_int {
+    refuse(i, "fmi3 model exchange function", NO_ME)
+}
+
+/// `fmi3GetNumberOf...`: model exchange, refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn me_unsupported_count(i: *mut c_void, _n: *mut usize) -> c_int {
+    refuse(i, "fmi3 model exchange function", NO_ME)
+}
+
+/// `fmi3EnterStepMode`: only reachable from event mode, which this FMU has not.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn enter_step_mode(i: *mut c_void) -> c_int {
+    refuse(
+        i,
+        "fmi3EnterStepMode",
+        "no event mode: fmi3ExitInitializationMode already enters Step Mode",
+    )
+}
+
+/// `fmi3GetOutputDerivatives`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_output_derivatives(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    orders: *const i32,
+    v: *mut f64,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetOutputDerivatives", M_OUT_DER, |inst| {
+        inst.require_cap(Cap::OutputDerivatives)?;
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, ords, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice(orders, nvr, "orders")?,
+                slice_mut(v, n, "values")?,
+            )
+        };
+        inst.get_output_derivatives(vrs, ords, out)
+    })
+}
+
+/// `fmi3DoStep`.
+///
+/// # Safety
+/// FMI calling convention.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn do_step(
+    i: *mut c_void,
+    t: f64,
+    h: f64,
+    _no_set_prior: bool,
+    event_needed: *mut bool,
+    terminate: *mut bool,
+    early_return: *mut bool,
+    last_successful: *mut f64,
+) -> c_int {
+    guard(ERROR, || {
+        with_instance(i, "fmi3DoStep", STEP, |inst| {
+            // SAFETY: FMI calling convention: each points to one value.
+            let (e, term, early, last) = unsafe {
+                (
+                    slice_mut(event_needed, 1, "eventHandlingNeeded")?,
+                    slice_mut(terminate, 1, "terminateSimulation")?,
+                    slice_mut(early_return, 1, "earlyReturn")?,
+                    slice_mut(last_successful, 1, "lastSuccessfulTime")?,
+                )
+            };
+            e[0] = false;
+            term[0] = false;
+            early[0] = false;
+            let result = inst.do_step(t, h);
+            last[0] = inst.last_successful_time();
+            result
+        }) as c_int
+    })
+}
+
+/// `fmi3ActivateModelPartition`: scheduled execution, refused.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn activate_model_partition(i: *mut c_void, _clock: u32, _t: f64) -> c_int {
+    refuse(
+        i,
+        "fmi3ActivateModelPartition",
+        "scheduled execution is not supported",
+    )
+}

@@ -1,0 +1,38 @@
+//! `fmu-kit`: turns a Rust model into a real FMI 2.0 and FMI 3.0
+//! co-simulation FMU.
+//!
+//! What it is for:
+//! - the model API ([`Model`], [`ModelSpec`], [`Variable`], [`Inputs`]):
+//!   variables with units, parameters validated with messages naming the
+//!   parameter, inputs as polynomials (FMI 2 input derivatives), analytic
+//!   output derivatives and d(output)/d(input);
+//! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
+//!   with the standards' state machines, panics contained, and NULL / stale
+//!   pointers refused with `Error` instead of undefined behaviour;
+//! - `modelDescription.xml` for both versions ([`xml`]), capability variants
+//!   encoded in the GUID / instantiation token ([`caps`]), and packaging into
+//!   `.fmu` archives ([`package()`]);
+//! - [`dist::ensure_built`], which keeps `fmus/dist` up to date for tests.
+//!
+//! What it is not: an importer (see `cosim-fmi`), or a model-exchange FMU
+//! generator (model-exchange functions are exported and refuse).
+
+pub mod caps;
+pub mod dist;
+pub mod ffi;
+pub mod input;
+pub mod instance;
+pub mod model;
+pub mod package;
+pub mod testing;
+pub mod units;
+pub mod xml;
+
+pub use caps::{Capabilities, FmiVersion, Variant, parse_token, resolve, token};
+pub use input::Inputs;
+pub use instance::{Instance, Status};
+pub use model::{
+    Causality, DefaultExperiment, DependencyKind, Factory, Initial, LogLevel, Model, ModelSpec,
+    StepError, TIME, Values, VarType, Variability, Variable, Vr,
+};
+pub use package::{PackageRequest, model_identifier, package};

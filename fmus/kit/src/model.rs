@@ -1,0 +1,675 @@
+//! The model API: what a Rust model declares (variables, capabilities) and
+//! implements (step, outputs, derivatives) to become an FMU.
+//!
+//! Every variable value lives in one [`Values`] vector indexed by value
+//! reference (vr 0 is the independent variable `time`, added by the kit).
+//! A model keeps its continuous states there as `local` variables, so the
+//! kit can snapshot the whole FMU state without model-specific code; the
+//! model struct itself only holds what it derived from the parameters.
+
+use std::ops::{Index, IndexMut};
+
+use crate::input::Inputs;
+use crate::units::{self, Unit};
+
+/// Value reference.
+pub type Vr = u32;
+
+/// The value reference of the independent variable `time`, in every model.
+pub const TIME: Vr = 0;
+
+/// Causality of a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Causality {
+    /// Set by the importer before initialization, fixed afterwards.
+    Parameter,
+    /// Set by the importer at communication points.
+    Input,
+    /// Computed by the model, meant for other FMUs.
+    Output,
+    /// Computed by the model, visible for tracing only.
+    Local,
+    /// The independent variable (time).
+    Independent,
+}
+
+impl Causality {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Causality::Parameter => "parameter",
+            Causality::Input => "input",
+            Causality::Output => "output",
+            Causality::Local => "local",
+            Causality::Independent => "independent",
+        }
+    }
+}
+
+/// Variability of a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variability {
+    /// Never changes.
+    Constant,
+    /// Fixed after initialization.
+    Fixed,
+    /// Changes only at communication points.
+    Discrete,
+    /// Changes continuously in time.
+    Continuous,
+}
+
+impl Variability {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Variability::Constant => "constant",
+            Variability::Fixed => "fixed",
+            Variability::Discrete => "discrete",
+            Variability::Continuous => "continuous",
+        }
+    }
+}
+
+/// The `initial` attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Initial {
+    /// The start value is used as is.
+    Exact,
+    /// The start value is a guess.
+    Approx,
+    /// The value is computed from other variables during initialization.
+    Calculated,
+}
+
+impl Initial {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Initial::Exact => "exact",
+            Initial::Approx => "approx",
+            Initial::Calculated => "calculated",
+        }
+    }
+}
+
+/// Value type of a variable. All values are stored as `f64`; integers are
+/// exchanged as `fmi2Integer` / `fmi3Int32` and must be whole numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarType {
+    /// `Real` (FMI 2) / `Float64` (FMI 3).
+    Real,
+    /// `Integer` (FMI 2) / `Int32` (FMI 3).
+    Integer,
+}
+
+/// How an output depends on an input (`dependenciesKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DependencyKind {
+    /// `c * u` with a constant `c`.
+    Constant,
+    /// `p * u` with a fixed parameter `p`.
+    Fixed,
+    /// No particular structure.
+    Dependent,
+}
+
+impl DependencyKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DependencyKind::Constant => "constant",
+            DependencyKind::Fixed => "fixed",
+            DependencyKind::Dependent => "dependent",
+        }
+    }
+}
+
+/// One model variable and everything `modelDescription.xml` says about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variable {
+    /// Unique name.
+    pub name: &'static str,
+    /// Value reference (dense: 0 = time, then 1, 2, ...).
+    pub vr: Vr,
+    /// Causality.
+    pub causality: Causality,
+    /// Variability.
+    pub variability: Variability,
+    /// `initial`, where the standard allows one.
+    pub initial: Option<Initial>,
+    /// Value type.
+    pub ty: VarType,
+    /// Start value (inputs, parameters).
+    pub start: Option<f64>,
+    /// Unit.
+    pub unit: Option<Unit>,
+    /// `quantity`; defaults to the unit's quantity.
+    pub quantity: Option<&'static str>,
+    /// Human-readable description.
+    pub description: &'static str,
+    /// Lower bound (checked by the model's own validation, declared in XML).
+    pub min: Option<f64>,
+    /// Upper bound.
+    pub max: Option<f64>,
+    /// Outputs only: the inputs the output depends on at a communication
+    /// point (direct feed-through), with the kind of dependency. Empty means
+    /// `dependencies=""`: no feed-through.
+    pub dependencies: Vec<(Vr, DependencyKind)>,
+    /// Initial unknowns: the knowns (parameters, inputs) the value depends on
+    /// during initialization. `None` writes no attribute (depends on all).
+    pub initial_dependencies: Option<Vec<Vr>>,
+}
+
+impl Variable {
+    fn base(vr: Vr, name: &'static str, causality: Causality, description: &'static str) -> Self {
+        Variable {
+            name,
+            vr,
+            causality,
+            variability: Variability::Continuous,
+            initial: None,
+            ty: VarType::Real,
+            start: None,
+            unit: None,
+            quantity: None,
+            description,
+            min: None,
+            max: None,
+            dependencies: Vec::new(),
+            initial_dependencies: None,
+        }
+    }
+
+    /// A continuous real input with a start value.
+    pub fn input(vr: Vr, name: &'static str, start: f64, description: &'static str) -> Self {
+        Variable {
+            start: Some(start),
+            ..Self::base(vr, name, Causality::Input, description)
+        }
+    }
+
+    /// A continuous real output, calculated by the model. Declare its
+    /// feed-through with [`Variable::depends_on`] (none by default).
+    pub fn output(vr: Vr, name: &'static str, description: &'static str) -> Self {
+        Variable {
+            initial: Some(Initial::Calculated),
+            ..Self::base(vr, name, Causality::Output, description)
+        }
+    }
+
+    /// A continuous real local (e.g. a continuous state exposed for tracing).
+    pub fn local(vr: Vr, name: &'static str, description: &'static str) -> Self {
+        Variable {
+            initial: Some(Initial::Calculated),
+            ..Self::base(vr, name, Causality::Local, description)
+        }
+    }
+
+    /// A fixed real parameter.
+    pub fn parameter(vr: Vr, name: &'static str, start: f64, description: &'static str) -> Self {
+        Variable {
+            variability: Variability::Fixed,
+            initial: Some(Initial::Exact),
+            start: Some(start),
+            ..Self::base(vr, name, Causality::Parameter, description)
+        }
+    }
+
+    /// A fixed integer parameter.
+    pub fn int_parameter(
+        vr: Vr,
+        name: &'static str,
+        start: i32,
+        description: &'static str,
+    ) -> Self {
+        Variable {
+            ty: VarType::Integer,
+            ..Self::parameter(vr, name, f64::from(start), description)
+        }
+    }
+
+    pub(crate) fn time() -> Self {
+        Variable {
+            unit: Some(units::S),
+            ..Self::base(TIME, "time", Causality::Independent, "Simulation time")
+        }
+    }
+
+    /// Sets the unit (and, unless set, the quantity from the unit).
+    pub fn unit(mut self, unit: Unit) -> Self {
+        self.unit = Some(unit);
+        self
+    }
+
+    /// Sets the quantity explicitly.
+    pub fn quantity(mut self, quantity: &'static str) -> Self {
+        self.quantity = Some(quantity);
+        self
+    }
+
+    /// Sets the declared minimum.
+    pub fn min(mut self, min: f64) -> Self {
+        self.min = Some(min);
+        self
+    }
+
+    /// Sets the declared maximum.
+    pub fn max(mut self, max: f64) -> Self {
+        self.max = Some(max);
+        self
+    }
+
+    /// Declares direct feed-through from the given inputs.
+    pub fn depends_on(mut self, deps: &[(Vr, DependencyKind)]) -> Self {
+        self.dependencies = deps.to_vec();
+        self
+    }
+
+    /// Declares what this initial unknown depends on during initialization.
+    pub fn initial_depends_on(mut self, knowns: &[Vr]) -> Self {
+        self.initial_dependencies = Some(knowns.to_vec());
+        self
+    }
+
+    /// The causality as written in `modelDescription.xml`.
+    pub fn causality_name(&self) -> &'static str {
+        self.causality.as_str()
+    }
+
+    /// The quantity written into the XML.
+    pub fn effective_quantity(&self) -> Option<&'static str> {
+        self.quantity.or(self.unit.map(|u| u.quantity))
+    }
+
+    /// True for outputs and calculated parameters with initial approx or calculated
+    /// (the `InitialUnknowns` of a co-simulation FMU).
+    pub fn is_initial_unknown(&self) -> bool {
+        self.causality == Causality::Output
+            && matches!(
+                self.initial,
+                Some(Initial::Approx) | Some(Initial::Calculated)
+            )
+    }
+}
+
+/// `<DefaultExperiment>`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultExperiment {
+    /// Start time.
+    pub start_time: f64,
+    /// Stop time.
+    pub stop_time: f64,
+    /// Suggested communication step size.
+    pub step_size: f64,
+}
+
+/// Builds a model from the current variable values (the parameters):
+/// validates them and returns the prepared model, or a message naming the
+/// offending parameter (`"m_c must be > 0, got -1"`).
+pub type Factory = fn(&Values) -> Result<Box<dyn Model>, String>;
+
+/// Everything static about a model: its variables, what it can do, and how
+/// to build it.
+#[derive(Clone)]
+pub struct ModelSpec {
+    /// Model name (also the default `modelIdentifier`).
+    pub name: &'static str,
+    /// One-line description.
+    pub description: &'static str,
+    /// All variables, `time` first (vr 0).
+    pub variables: Vec<Variable>,
+    /// Default experiment.
+    pub experiment: DefaultExperiment,
+    /// Highest output derivative order the model computes analytically.
+    pub max_output_derivative_order: u32,
+    /// Whether the model integrates polynomial inputs (FMI 2 input derivatives).
+    pub can_interpolate_inputs: bool,
+    /// Whether the model computes d(output)/d(input) analytically.
+    pub provides_directional_derivatives: bool,
+    /// Builds the model from parameter values.
+    pub factory: Factory,
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSpec")
+            .field("name", &self.name)
+            .field("variables", &self.variables.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelSpec {
+    /// A new spec with only the `time` variable.
+    pub fn new(name: &'static str, description: &'static str, factory: Factory) -> Self {
+        ModelSpec {
+            name,
+            description,
+            variables: vec![Variable::time()],
+            experiment: DefaultExperiment {
+                start_time: 0.0,
+                stop_time: 10.0,
+                step_size: 1e-3,
+            },
+            max_output_derivative_order: 0,
+            can_interpolate_inputs: true,
+            provides_directional_derivatives: true,
+            factory,
+        }
+    }
+
+    /// Adds a variable.
+    pub fn var(mut self, v: Variable) -> Self {
+        self.variables.push(v);
+        self
+    }
+
+    /// Sets the default experiment.
+    pub fn experiment(mut self, start_time: f64, stop_time: f64, step_size: f64) -> Self {
+        self.experiment = DefaultExperiment {
+            start_time,
+            stop_time,
+            step_size,
+        };
+        self
+    }
+
+    /// Sets the highest analytic output derivative order.
+    pub fn output_derivatives(mut self, order: u32) -> Self {
+        self.max_output_derivative_order = order;
+        self
+    }
+
+    /// Looks a variable up by value reference.
+    pub fn variable(&self, vr: Vr) -> Option<&Variable> {
+        self.variables.get(vr as usize).filter(|v| v.vr == vr)
+    }
+
+    /// Looks a variable up by name.
+    pub fn variable_by_name(&self, name: &str) -> Option<&Variable> {
+        self.variables.iter().find(|v| v.name == name)
+    }
+
+    /// Variables of a causality, in vr order.
+    pub fn with_causality(&self, c: Causality) -> impl Iterator<Item = &Variable> {
+        self.variables.iter().filter(move |v| v.causality == c)
+    }
+
+    /// The start values of all variables (0 where there is none).
+    pub fn start_values(&self) -> Values {
+        Values(
+            self.variables
+                .iter()
+                .map(|v| v.start.unwrap_or(0.0))
+                .collect(),
+        )
+    }
+
+    /// Checks the spec is consistent: dense value references starting at
+    /// time = 0, unique names, start values where required, dependencies
+    /// that point at inputs, integer starts that are whole numbers.
+    pub fn check(&self) -> Result<(), String> {
+        let mut names = std::collections::HashSet::new();
+        for (i, v) in self.variables.iter().enumerate() {
+            if v.vr as usize != i {
+                return Err(format!(
+                    "{}: variable {} has vr {} but position {} (value references must be dense and ordered)",
+                    self.name, v.name, v.vr, i
+                ));
+            }
+            if !names.insert(v.name) {
+                return Err(format!("{}: duplicate variable name {}", self.name, v.name));
+            }
+            let needs_start = matches!(v.causality, Causality::Input | Causality::Parameter);
+            if needs_start != v.start.is_some() {
+                return Err(format!(
+                    "{}: variable {} start value presence is wrong",
+                    self.name, v.name
+                ));
+            }
+            if v.ty == VarType::Integer {
+                if let Some(s) = v.start
+                    && (s.fract() != 0.0 || s.abs() > f64::from(i32::MAX))
+                {
+                    return Err(format!(
+                        "{}: integer {} has non-integer start",
+                        self.name, v.name
+                    ));
+                }
+                if v.causality != Causality::Parameter {
+                    return Err(format!(
+                        "{}: integer {} must be a parameter",
+                        self.name, v.name
+                    ));
+                }
+            }
+            if !v.dependencies.is_empty() && v.causality != Causality::Output {
+                return Err(format!(
+                    "{}: {} has dependencies but is no output",
+                    self.name, v.name
+                ));
+            }
+            for (d, _) in &v.dependencies {
+                match self.variable(*d) {
+                    Some(inp) if inp.causality == Causality::Input => {}
+                    _ => {
+                        return Err(format!(
+                            "{}: output {} depends on vr {} which is no input",
+                            self.name, v.name, d
+                        ));
+                    }
+                }
+            }
+            if let Some(deps) = &v.initial_dependencies {
+                for d in deps {
+                    match self.variable(*d) {
+                        Some(k)
+                            if matches!(k.causality, Causality::Input | Causality::Parameter) => {}
+                        _ => {
+                            return Err(format!(
+                                "{}: initial unknown {} depends on vr {} which is no known",
+                                self.name, v.name, d
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        match self.variables.first() {
+            Some(t) if t.causality == Causality::Independent => Ok(()),
+            _ => Err(format!(
+                "{}: vr 0 must be the independent variable time",
+                self.name
+            )),
+        }
+    }
+
+    /// A fingerprint of the variable list (names, vrs, causalities,
+    /// variabilities, types, start values, dependencies): FNV-1a 64.
+    pub fn variables_hash(&self) -> u64 {
+        let mut h = Fnv::new();
+        h.str(self.name);
+        for v in &self.variables {
+            h.str(v.name);
+            h.bytes(&v.vr.to_le_bytes());
+            h.str(v.causality.as_str());
+            h.str(v.variability.as_str());
+            h.str(match v.ty {
+                VarType::Real => "r",
+                VarType::Integer => "i",
+            });
+            h.bytes(&v.start.unwrap_or(f64::NAN).to_bits().to_le_bytes());
+            h.str(v.unit.map(|u| u.name).unwrap_or(""));
+            for (d, k) in &v.dependencies {
+                h.bytes(&d.to_le_bytes());
+                h.str(k.as_str());
+            }
+        }
+        h.finish()
+    }
+}
+
+/// FNV-1a 64-bit hash (stable across builds and platforms).
+pub(crate) struct Fnv(u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 ^= u64::from(x);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    pub(crate) fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+        self.bytes(&[0xff]);
+    }
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// All variable values, indexed by value reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Values(pub Vec<f64>);
+
+impl Values {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value of an integer variable (stored as a whole `f64`).
+    pub fn int(&self, vr: Vr) -> i64 {
+        self[vr] as i64
+    }
+
+    /// Checks that a parameter is strictly positive and finite.
+    pub fn positive(&self, name: &str, vr: Vr) -> Result<f64, String> {
+        let x = self[vr];
+        if x.is_finite() && x > 0.0 {
+            Ok(x)
+        } else {
+            Err(format!("{name} must be > 0, got {x}"))
+        }
+    }
+
+    /// Checks that a parameter is non-negative and finite.
+    pub fn non_negative(&self, name: &str, vr: Vr) -> Result<f64, String> {
+        let x = self[vr];
+        if x.is_finite() && x >= 0.0 {
+            Ok(x)
+        } else {
+            Err(format!("{name} must be >= 0, got {x}"))
+        }
+    }
+
+    /// Checks that a parameter is finite.
+    pub fn finite(&self, name: &str, vr: Vr) -> Result<f64, String> {
+        let x = self[vr];
+        if x.is_finite() {
+            Ok(x)
+        } else {
+            Err(format!("{name} must be finite, got {x}"))
+        }
+    }
+
+    /// Checks that an integer parameter is >= `min`.
+    pub fn int_at_least(&self, name: &str, vr: Vr, min: i64) -> Result<i64, String> {
+        let x = self.int(vr);
+        if x >= min {
+            Ok(x)
+        } else {
+            Err(format!("{name} must be >= {min}, got {x}"))
+        }
+    }
+}
+
+impl Index<Vr> for Values {
+    type Output = f64;
+    fn index(&self, vr: Vr) -> &f64 {
+        // Value references are checked against the spec before they reach a
+        // model; an out-of-range vr here is a bug in the model's own constants.
+        static NAN: f64 = f64::NAN;
+        self.0.get(vr as usize).unwrap_or(&NAN)
+    }
+}
+
+impl IndexMut<Vr> for Values {
+    fn index_mut(&mut self, vr: Vr) -> &mut f64 {
+        let i = vr as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, 0.0);
+        }
+        &mut self.0[i]
+    }
+}
+
+/// Severity of a message a model logs during a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    /// Informative (category `logDebug`).
+    Info,
+    /// A warning (category `logStatusWarning`).
+    Warning,
+    /// An error about to be returned (category `logStatusError`).
+    Error,
+}
+
+/// Why a step did not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepError {
+    /// The step failed; the instance is unusable until reset or a state restore.
+    Error(String),
+    /// The step stopped early at `reached` (states are valid there);
+    /// FMI 2 answers `fmi2LastSuccessfulTime` with it.
+    Discard {
+        /// Time up to which the states are valid.
+        reached: f64,
+        /// Why.
+        message: String,
+    },
+    /// The model is irrecoverably broken.
+    Fatal(String),
+}
+
+/// A model. Implementations hold what they derived from the parameters;
+/// continuous states live in [`Values`] as locals.
+pub trait Model: Send {
+    /// Sets the calculated variables (states) from the parameters. Called
+    /// on leaving initialization mode and whenever values are read during it.
+    fn init(&mut self, v: &mut Values);
+
+    /// Integrates from `t` to `t + h` with the model's own solver. `u`
+    /// gives the inputs as polynomials expanded at `t`.
+    fn do_step(
+        &mut self,
+        t: f64,
+        h: f64,
+        v: &mut Values,
+        u: &Inputs,
+        log: &dyn Fn(LogLevel, &str),
+    ) -> Result<(), StepError>;
+
+    /// Computes the outputs (and input-dependent locals) at time `t` from the
+    /// states in `v` and the current input values.
+    fn outputs(&self, t: f64, v: &mut Values, u: &Inputs);
+
+    /// The `order`-th time derivative of output `vr` at the current time, or
+    /// `None` if the model does not provide it.
+    fn output_derivative(&self, vr: Vr, order: u32, t: f64, v: &Values, u: &Inputs) -> Option<f64> {
+        let _ = (vr, order, t, v, u);
+        None
+    }
+
+    /// d(output)/d(input) at the current point, for outputs with feed-through
+    /// (0 for the others).
+    fn partial_derivative(&self, output: Vr, input: Vr, v: &Values) -> f64 {
+        let _ = (output, input, v);
+        0.0
+    }
+}

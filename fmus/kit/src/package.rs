@@ -1,0 +1,101 @@
+//! Writes `.fmu` archives: `modelDescription.xml` plus the shared library
+//! under `binaries/<platform>/<modelIdentifier>.so`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, DateTime, ZipWriter};
+
+use crate::caps::{Capabilities, FmiVersion, Variant};
+use crate::model::ModelSpec;
+use crate::xml::model_description;
+
+/// What to package.
+#[derive(Debug, Clone)]
+pub struct PackageRequest<'a> {
+    /// The model.
+    pub spec: &'a ModelSpec,
+    /// FMI version.
+    pub version: FmiVersion,
+    /// Capability set (declared in the XML and encoded in the token).
+    pub caps: Capabilities,
+    /// `modelIdentifier`: also the name of the library inside the archive.
+    pub model_identifier: String,
+}
+
+impl<'a> PackageRequest<'a> {
+    /// A named variant; the identifier is `<Model>` or `<Model>_<suffix>`.
+    pub fn variant(spec: &'a ModelSpec, version: FmiVersion, variant: Variant) -> Self {
+        PackageRequest {
+            spec,
+            version,
+            caps: Capabilities::variant(spec, version, variant),
+            model_identifier: model_identifier(spec, variant),
+        }
+    }
+}
+
+/// `<Model>` for the full build, `<Model>_<suffix>` for a variant (a C
+/// identifier, unlike the file name `<Model>-<suffix>.fmu`).
+pub fn model_identifier(spec: &ModelSpec, variant: Variant) -> String {
+    match variant {
+        Variant::Full => spec.name.to_string(),
+        v => format!("{}_{}", spec.name, v.suffix()),
+    }
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// Writes the `.fmu` for `req` to `out`, with `library` (the `cosim-models`
+/// cdylib) copied under the model identifier's name. The archive is written
+/// to a temporary file and renamed, so readers never see half an FMU, and
+/// entries carry a fixed timestamp so identical inputs give identical bytes.
+pub fn package(req: &PackageRequest<'_>, library: &Path, out: &Path) -> io::Result<()> {
+    req.spec.check().map_err(invalid)?;
+    req.caps.check(req.spec, req.version).map_err(invalid)?;
+    let id = &req.model_identifier;
+    let c_ident = id
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !c_ident {
+        return Err(invalid(format!(
+            "modelIdentifier \"{id}\" is not a C identifier"
+        )));
+    }
+    let lib = fs::read(library)
+        .map_err(|e| io::Error::new(e.kind(), format!("reading {}: {e}", library.display())))?;
+    let xml = model_description(req.spec, req.version, &req.caps, id);
+    if let Some(dir) = out.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let tmp = out.with_extension(format!("fmu.tmp{}", std::process::id()));
+    let result = (|| -> io::Result<()> {
+        let file = fs::File::create(&tmp)?;
+        let mut zip = ZipWriter::new(file);
+        let opts = SimpleFileOptions::default()
+            .compression_method(CompressionMethod::Deflated)
+            .last_modified_time(DateTime::default());
+        zip.start_file("modelDescription.xml", opts.unix_permissions(0o644))
+            .map_err(io::Error::other)?;
+        zip.write_all(xml.as_bytes())?;
+        let lib_path = format!("binaries/{}/{id}.so", req.version.platform_dir());
+        zip.start_file(lib_path, opts.unix_permissions(0o755))
+            .map_err(io::Error::other)?;
+        zip.write_all(&lib)?;
+        zip.finish().map_err(io::Error::other)?.sync_all()?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => fs::rename(&tmp, out),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! SI units with their `BaseUnit` exponents, as written into `<UnitDefinitions>`.
+
+/// A unit: its name in `modelDescription.xml`, the exponents of the SI base
+/// units it is made of, and the physical quantity it usually measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    /// Name used in the `unit` attribute, e.g. `"N.s/m"`.
+    pub name: &'static str,
+    /// Exponent of kilogram.
+    pub kg: i32,
+    /// Exponent of metre.
+    pub m: i32,
+    /// Exponent of second.
+    pub s: i32,
+    /// Default `quantity` attribute of a variable with this unit.
+    pub quantity: &'static str,
+}
+
+/// Second.
+pub const S: Unit = Unit {
+    name: "s",
+    kg: 0,
+    m: 0,
+    s: 1,
+    quantity: "Time",
+};
+/// Metre.
+pub const M: Unit = Unit {
+    name: "m",
+    kg: 0,
+    m: 1,
+    s: 0,
+    quantity: "Length",
+};
+/// Metre per second.
+pub const M_PER_S: Unit = Unit {
+    name: "m/s",
+    kg: 0,
+    m: 1,
+    s: -1,
+    quantity: "Velocity",
+};
+/// Kilogram.
+pub const KG: Unit = Unit {
+    name: "kg",
+    kg: 1,
+    m: 0,
+    s: 0,
+    quantity: "Mass",
+};
+/// Newton.
+pub const N: Unit = Unit {
+    name: "N",
+    kg: 1,
+    m: 1,
+    s: -2,
+    quantity: "Force",
+};
+/// Newton per metre (spring stiffness).
+pub const N_PER_M: Unit = Unit {
+    name: "N/m",
+    kg: 1,
+    m: 0,
+    s: -2,
+    quantity: "TranslationalSpringConstant",
+};
+/// Newton second per metre (damping coefficient).
+pub const N_S_PER_M: Unit = Unit {
+    name: "N.s/m",
+    kg: 1,
+    m: 0,
+    s: -1,
+    quantity: "TranslationalDampingConstant",
+};
+/// Reciprocal second (rate, eigenvalue).
+pub const PER_S: Unit = Unit {
+    name: "1/s",
+    kg: 0,
+    m: 0,
+    s: -1,
+    quantity: "Frequency",
+};

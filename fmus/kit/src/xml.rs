@@ -1,0 +1,322 @@
+//! `modelDescription.xml` for FMI 2.0 and FMI 3.0 co-simulation, in the
+//! element order of the standard's schema.
+
+use std::fmt::Write as _;
+
+use crate::caps::{Capabilities, FmiVersion, token};
+use crate::instance::LOG_CATEGORIES;
+use crate::model::{Causality, ModelSpec, VarType, Variable};
+use crate::units::Unit;
+
+/// Escapes text for an XML attribute value.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' => out.push_str("&#9;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Formats a float so it round-trips (shortest representation).
+pub fn num(x: f64) -> String {
+    // Debug formatting is the shortest representation that round-trips and
+    // is a valid xs:double for finite values ("400.0", "1e-5").
+    format!("{x:?}")
+}
+
+fn units_used(spec: &ModelSpec) -> Vec<Unit> {
+    let mut units: Vec<Unit> = Vec::new();
+    for v in &spec.variables {
+        if let Some(u) = v.unit
+            && !units.iter().any(|x| x.name == u.name)
+        {
+            units.push(u);
+        }
+    }
+    units
+}
+
+fn write_units(out: &mut String, spec: &ModelSpec) {
+    let units = units_used(spec);
+    if units.is_empty() {
+        return;
+    }
+    out.push_str("  <UnitDefinitions>\n");
+    for u in units {
+        let mut base = String::new();
+        for (name, e) in [("kg", u.kg), ("m", u.m), ("s", u.s)] {
+            if e != 0 {
+                let _ = write!(base, " {name}=\"{e}\"");
+            }
+        }
+        let _ = writeln!(out, "    <Unit name=\"{}\">", escape(u.name));
+        let _ = writeln!(out, "      <BaseUnit{base}/>");
+        out.push_str("    </Unit>\n");
+    }
+    out.push_str("  </UnitDefinitions>\n");
+}
+
+fn write_log_categories(out: &mut String) {
+    out.push_str("  <LogCategories>\n");
+    for (name, desc) in LOG_CATEGORIES {
+        let _ = writeln!(
+            out,
+            "    <Category name=\"{name}\" description=\"{}\"/>",
+            escape(desc)
+        );
+    }
+    out.push_str("  </LogCategories>\n");
+}
+
+fn write_experiment(out: &mut String, spec: &ModelSpec) {
+    let e = spec.experiment;
+    let _ = writeln!(
+        out,
+        "  <DefaultExperiment startTime=\"{}\" stopTime=\"{}\" stepSize=\"{}\"/>",
+        num(e.start_time),
+        num(e.stop_time),
+        num(e.step_size)
+    );
+}
+
+fn common_attrs(v: &Variable) -> String {
+    let mut a = format!("name=\"{}\" valueReference=\"{}\"", escape(v.name), v.vr);
+    if !v.description.is_empty() {
+        let _ = write!(a, " description=\"{}\"", escape(v.description));
+    }
+    let _ = write!(a, " causality=\"{}\"", v.causality.as_str());
+    let _ = write!(a, " variability=\"{}\"", v.variability.as_str());
+    if let Some(i) = v.initial {
+        // FMI 2 and 3 forbid `initial` on inputs and the independent variable.
+        if !matches!(v.causality, Causality::Input | Causality::Independent) {
+            let _ = write!(a, " initial=\"{}\"", i.as_str());
+        }
+    }
+    a
+}
+
+fn type_attrs(v: &Variable) -> String {
+    let mut a = String::new();
+    if v.ty == VarType::Real {
+        if let Some(q) = v.effective_quantity() {
+            let _ = write!(a, " quantity=\"{}\"", escape(q));
+        }
+        if let Some(u) = v.unit {
+            let _ = write!(a, " unit=\"{}\"", escape(u.name));
+        }
+    }
+    let int = v.ty == VarType::Integer;
+    let fmt = |x: f64| if int { format!("{}", x as i64) } else { num(x) };
+    if let Some(m) = v.min {
+        let _ = write!(a, " min=\"{}\"", fmt(m));
+    }
+    if let Some(m) = v.max {
+        let _ = write!(a, " max=\"{}\"", fmt(m));
+    }
+    if let Some(s) = v.start {
+        let _ = write!(a, " start=\"{}\"", fmt(s));
+    }
+    a
+}
+
+fn dependency_attrs(v: &Variable, index_of: &dyn Fn(u32) -> u32) -> String {
+    let mut deps: Vec<(u32, &str)> = v
+        .dependencies
+        .iter()
+        .map(|(d, k)| (index_of(*d), k.as_str()))
+        .collect();
+    deps.sort_by_key(|d| d.0);
+    let list: Vec<String> = deps.iter().map(|d| d.0.to_string()).collect();
+    let kinds: Vec<&str> = deps.iter().map(|d| d.1).collect();
+    format!(
+        " dependencies=\"{}\" dependenciesKind=\"{}\"",
+        list.join(" "),
+        kinds.join(" ")
+    )
+}
+
+fn initial_dependency_attrs(v: &Variable, index_of: &dyn Fn(u32) -> u32) -> String {
+    match &v.initial_dependencies {
+        None => String::new(),
+        Some(d) => {
+            let mut idx: Vec<u32> = d.iter().map(|x| index_of(*x)).collect();
+            idx.sort_unstable();
+            let list: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+            format!(" dependencies=\"{}\"", list.join(" "))
+        }
+    }
+}
+
+/// `modelDescription.xml` for one build.
+pub fn model_description(
+    spec: &ModelSpec,
+    version: FmiVersion,
+    caps: &Capabilities,
+    model_identifier: &str,
+) -> String {
+    match version {
+        FmiVersion::Fmi2 => fmi2(spec, caps, model_identifier),
+        FmiVersion::Fmi3 => fmi3(spec, caps, model_identifier),
+    }
+}
+
+fn header(out: &mut String, spec: &ModelSpec, version: FmiVersion, caps: &Capabilities) {
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let (ver, tok_attr) = match version {
+        FmiVersion::Fmi2 => ("2.0", "guid"),
+        FmiVersion::Fmi3 => ("3.0", "instantiationToken"),
+    };
+    let _ = writeln!(
+        out,
+        "<fmiModelDescription fmiVersion=\"{ver}\" modelName=\"{}\" {tok_attr}=\"{}\" description=\"{}\" \
+         generationTool=\"cosim fmu-kit {}\" variableNamingConvention=\"flat\"{}>",
+        escape(spec.name),
+        escape(&token(spec, version, caps)),
+        escape(spec.description),
+        env!("CARGO_PKG_VERSION"),
+        if version == FmiVersion::Fmi2 {
+            " numberOfEventIndicators=\"0\""
+        } else {
+            ""
+        }
+    );
+}
+
+fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
+    let mut out = String::new();
+    header(&mut out, spec, FmiVersion::Fmi2, caps);
+    let _ = writeln!(
+        out,
+        "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"{}\" \
+         canInterpolateInputs=\"{}\" maxOutputDerivativeOrder=\"{}\" canRunAsynchronuously=\"false\" \
+         canBeInstantiatedOnlyOncePerProcess=\"false\" canNotUseMemoryManagementFunctions=\"true\" \
+         canGetAndSetFMUstate=\"{}\" canSerializeFMUstate=\"{}\" providesDirectionalDerivative=\"{}\"/>",
+        escape(id),
+        caps.variable_step,
+        caps.interpolate_inputs,
+        caps.max_output_derivative_order,
+        caps.get_set_state,
+        caps.serialize_state,
+        caps.directional_derivatives
+    );
+    write_units(&mut out, spec);
+    write_log_categories(&mut out);
+    write_experiment(&mut out, spec);
+    out.push_str("  <ModelVariables>\n");
+    for (i, v) in spec.variables.iter().enumerate() {
+        let _ = writeln!(out, "    <!-- index {} -->", i + 1);
+        let _ = writeln!(out, "    <ScalarVariable {}>", common_attrs(v));
+        let tag = match v.ty {
+            VarType::Real => "Real",
+            VarType::Integer => "Integer",
+        };
+        let _ = writeln!(out, "      <{tag}{}/>", type_attrs(v));
+        out.push_str("    </ScalarVariable>\n");
+    }
+    out.push_str("  </ModelVariables>\n");
+    // FMI 2 refers to variables by 1-based index in ModelVariables.
+    let index_of = |vr: u32| {
+        spec.variables
+            .iter()
+            .position(|v| v.vr == vr)
+            .map_or(0, |p| p as u32 + 1)
+    };
+    out.push_str("  <ModelStructure>\n");
+    let outputs: Vec<&Variable> = spec.with_causality(Causality::Output).collect();
+    if !outputs.is_empty() {
+        out.push_str("    <Outputs>\n");
+        for v in &outputs {
+            let _ = writeln!(
+                out,
+                "      <Unknown index=\"{}\"{}/>",
+                index_of(v.vr),
+                dependency_attrs(v, &index_of)
+            );
+        }
+        out.push_str("    </Outputs>\n");
+    }
+    let initial: Vec<&Variable> = spec
+        .variables
+        .iter()
+        .filter(|v| v.is_initial_unknown())
+        .collect();
+    if !initial.is_empty() {
+        out.push_str("    <InitialUnknowns>\n");
+        for v in initial {
+            let _ = writeln!(
+                out,
+                "      <Unknown index=\"{}\"{}/>",
+                index_of(v.vr),
+                initial_dependency_attrs(v, &index_of)
+            );
+        }
+        out.push_str("    </InitialUnknowns>\n");
+    }
+    out.push_str("  </ModelStructure>\n");
+    out.push_str("</fmiModelDescription>\n");
+    out
+}
+
+fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
+    let mut out = String::new();
+    header(&mut out, spec, FmiVersion::Fmi3, caps);
+    let _ = writeln!(
+        out,
+        "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"{}\" \
+         maxOutputDerivativeOrder=\"{}\" canBeInstantiatedOnlyOncePerProcess=\"false\" \
+         canGetAndSetFMUState=\"{}\" canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"{}\" \
+         providesAdjointDerivatives=\"{}\" providesPerElementDependencies=\"false\" \
+         providesIntermediateUpdate=\"false\" mightReturnEarlyFromDoStep=\"false\" \
+         canReturnEarlyAfterIntermediateUpdate=\"false\" hasEventMode=\"false\" \
+         providesEvaluateDiscreteStates=\"false\"/>",
+        escape(id),
+        caps.variable_step,
+        caps.max_output_derivative_order,
+        caps.get_set_state,
+        caps.serialize_state,
+        caps.directional_derivatives,
+        caps.directional_derivatives
+    );
+    write_units(&mut out, spec);
+    write_log_categories(&mut out);
+    write_experiment(&mut out, spec);
+    out.push_str("  <ModelVariables>\n");
+    for v in &spec.variables {
+        let tag = match v.ty {
+            VarType::Real => "Float64",
+            VarType::Integer => "Int32",
+        };
+        let _ = writeln!(out, "    <{tag} {}{}/>", common_attrs(v), type_attrs(v));
+    }
+    out.push_str("  </ModelVariables>\n");
+    let by_vr = |vr: u32| vr;
+    out.push_str("  <ModelStructure>\n");
+    for v in spec.with_causality(Causality::Output) {
+        let _ = writeln!(
+            out,
+            "    <Output valueReference=\"{}\"{}/>",
+            v.vr,
+            dependency_attrs(v, &by_vr)
+        );
+    }
+    for v in spec.variables.iter().filter(|v| v.is_initial_unknown()) {
+        let _ = writeln!(
+            out,
+            "    <InitialUnknown valueReference=\"{}\"{}/>",
+            v.vr,
+            initial_dependency_attrs(v, &by_vr)
+        );
+    }
+    out.push_str("  </ModelStructure>\n");
+    out.push_str("</fmiModelDescription>\n");
+    out
+}

@@ -1,0 +1,437 @@
+//! Generic test models: `Gain`, `Integrator`, `Dahlquist`, `Faulty`.
+
+use fmu_kit::units::{PER_S, S};
+use fmu_kit::{
+    DependencyKind, Inputs, LogLevel, Model, ModelSpec, StepError, Values, Variable, Vr,
+};
+
+use crate::solvers::phi;
+
+/// `Gain`: y = k u (feed-through), with optional busy work per step.
+pub mod gain {
+    use super::*;
+
+    /// Input u.
+    pub const U: Vr = 1;
+    /// Output y = k u.
+    pub const Y: Vr = 2;
+    /// Gain k.
+    pub const K: Vr = 3;
+    /// Iterations of a floating-point busy loop per doStep.
+    pub const BUSY_WORK: Vr = 4;
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new("Gain", "y = k * u (direct feed-through); busy_work loops per step", build)
+            .var(Variable::input(U, "u", 0.0, "Input"))
+            .var(
+                Variable::output(Y, "y", "Output y = k * u")
+                    .depends_on(&[(U, DependencyKind::Fixed)])
+                    .initial_depends_on(&[U, K]),
+            )
+            .var(Variable::parameter(K, "k", 1.0, "Gain"))
+            .var(
+                Variable::int_parameter(
+                    BUSY_WORK,
+                    "busy_work",
+                    0,
+                    "Iterations of a cheap floating-point busy loop per doStep (for parallel speed benchmarks)",
+                )
+                .min(0.0),
+            )
+            .experiment(0.0, 10.0, 0.01)
+            .output_derivatives(3)
+    }
+
+    struct Gain {
+        k: f64,
+        busy: u64,
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(Gain {
+            k: v.finite("k", K)?,
+            busy: v.int_at_least("busy_work", BUSY_WORK, 0)? as u64,
+        }))
+    }
+
+    impl Model for Gain {
+        fn init(&mut self, _v: &mut Values) {}
+
+        fn do_step(
+            &mut self,
+            _t: f64,
+            _h: f64,
+            _v: &mut Values,
+            _u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            let mut acc = 0.0f64;
+            for i in 0..self.busy {
+                acc = std::hint::black_box(acc.mul_add(0.5, (i as f64).sqrt()));
+            }
+            std::hint::black_box(acc);
+            Ok(())
+        }
+
+        fn outputs(&self, _t: f64, v: &mut Values, u: &Inputs) {
+            v[Y] = self.k * u.value(U);
+        }
+
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            t: f64,
+            _v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            (vr == Y).then(|| self.k * u.derivative(U, order as usize, t))
+        }
+
+        fn partial_derivative(&self, output: Vr, input: Vr, _v: &Values) -> f64 {
+            if output == Y && input == U {
+                self.k
+            } else {
+                0.0
+            }
+        }
+    }
+}
+
+/// `Integrator`: x' = u, integrated exactly for the polynomial input.
+pub mod integrator {
+    use super::*;
+
+    /// Input u.
+    pub const U: Vr = 1;
+    /// Output x.
+    pub const X: Vr = 2;
+    /// Initial value of x.
+    pub const X0: Vr = 3;
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new(
+            "Integrator",
+            "x' = u, exact for polynomial inputs; output x (no feed-through)",
+            build,
+        )
+        .var(Variable::input(U, "u", 0.0, "Input (rate of x)"))
+        .var(
+            Variable::output(X, "x", "Integral of u")
+                .depends_on(&[])
+                .initial_depends_on(&[X0]),
+        )
+        .var(Variable::parameter(X0, "x0", 0.0, "Initial value of x"))
+        .experiment(0.0, 10.0, 0.01)
+        .output_derivatives(3)
+    }
+
+    struct Integrator {
+        x0: f64,
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(Integrator {
+            x0: v.finite("x0", X0)?,
+        }))
+    }
+
+    impl Model for Integrator {
+        fn init(&mut self, v: &mut Values) {
+            v[X] = self.x0;
+        }
+
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            v[X] += u.integral(U, t + h);
+            Ok(())
+        }
+
+        fn outputs(&self, _t: f64, _v: &mut Values, _u: &Inputs) {}
+
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            t: f64,
+            _v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            (vr == X && order >= 1).then(|| u.derivative(U, order as usize - 1, t))
+        }
+    }
+}
+
+/// `Dahlquist`: x' = lambda x + u, solved exactly for the polynomial input
+/// with exponential-integrator functions.
+pub mod dahlquist {
+    use super::*;
+
+    /// Input u.
+    pub const U: Vr = 1;
+    /// Output x.
+    pub const X: Vr = 2;
+    /// lambda.
+    pub const LAMBDA: Vr = 3;
+    /// Initial value of x.
+    pub const X0: Vr = 4;
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new(
+            "Dahlquist",
+            "x' = lambda * x + u, exact for polynomial inputs; output x",
+            build,
+        )
+        .var(Variable::input(U, "u", 0.0, "Input"))
+        .var(
+            Variable::output(X, "x", "State x")
+                .depends_on(&[])
+                .initial_depends_on(&[X0]),
+        )
+        .var(Variable::parameter(LAMBDA, "lambda", -1.0, "Eigenvalue").unit(PER_S))
+        .var(Variable::parameter(X0, "x0", 1.0, "Initial value of x"))
+        .experiment(0.0, 10.0, 0.01)
+        .output_derivatives(3)
+    }
+
+    struct Dahlquist {
+        lambda: f64,
+        x0: f64,
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(Dahlquist {
+            lambda: v.finite("lambda", LAMBDA)?,
+            x0: v.finite("x0", X0)?,
+        }))
+    }
+
+    impl Model for Dahlquist {
+        fn init(&mut self, v: &mut Values) {
+            v[X] = self.x0;
+        }
+
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            let z = self.lambda * h;
+            let c = u.coeffs(U);
+            let mut x = z.exp() * v[X];
+            for (k, ck) in c.iter().enumerate() {
+                x += ck * h.powi(k as i32 + 1) * phi(k as u32 + 1, z);
+            }
+            let _ = t;
+            v[X] = x;
+            Ok(())
+        }
+
+        fn outputs(&self, _t: f64, _v: &mut Values, _u: &Inputs) {}
+
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            t: f64,
+            v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            if vr != X {
+                return None;
+            }
+            // x^(k) = lambda x^(k-1) + u^(k-1)
+            let mut d = v[X];
+            for k in 1..=order as usize {
+                d = self.lambda * d + u.derivative(U, k - 1, t);
+            }
+            Some(d)
+        }
+    }
+}
+
+/// `Faulty`: an integrator that fails on purpose at `fail_at`.
+pub mod faulty {
+    use super::*;
+
+    /// Input u.
+    pub const U: Vr = 1;
+    /// Output x (NaN after fail_at in fail_mode 3).
+    pub const X: Vr = 2;
+    /// The integrator state.
+    pub const X_STATE: Vr = 3;
+    /// Initial value.
+    pub const X0: Vr = 4;
+    /// Failure time (-1: never).
+    pub const FAIL_AT: Vr = 5;
+    /// Failure mode 1..=7.
+    pub const FAIL_MODE: Vr = 6;
+
+    /// fail_mode values.
+    pub mod mode {
+        /// doStep returns Error.
+        pub const ERROR: i64 = 1;
+        /// doStep returns Discard at fail_at.
+        pub const DISCARD: i64 = 2;
+        /// Output becomes NaN.
+        pub const NAN: i64 = 3;
+        /// SIGSEGV.
+        pub const SEGFAULT: i64 = 4;
+        /// abort().
+        pub const ABORT: i64 = 5;
+        /// Never returns.
+        pub const HANG: i64 = 6;
+        /// doStep returns Fatal.
+        pub const FATAL: i64 = 7;
+    }
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new(
+            "Faulty",
+            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal",
+            build,
+        )
+        .var(Variable::input(U, "u", 0.0, "Input"))
+        .var(
+            Variable::output(X, "x", "Integral of u (NaN from fail_at on in fail_mode 3)")
+                .depends_on(&[])
+                .initial_depends_on(&[X0]),
+        )
+        .var(Variable::local(X_STATE, "x_state", "Integrator state"))
+        .var(Variable::parameter(X0, "x0", 0.0, "Initial value of x"))
+        .var(Variable::parameter(FAIL_AT, "fail_at", -1.0, "Time of the failure (< 0: never)").unit(S))
+        .var(
+            Variable::int_parameter(
+                FAIL_MODE,
+                "fail_mode",
+                1,
+                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal",
+            )
+            .min(1.0)
+            .max(7.0),
+        )
+        .experiment(0.0, 10.0, 0.01)
+        .output_derivatives(3)
+    }
+
+    struct Faulty {
+        x0: f64,
+        fail_at: f64,
+        mode: i64,
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        let mode = v.int(FAIL_MODE);
+        if !(1..=7).contains(&mode) {
+            return Err(format!("fail_mode must be in 1..=7, got {mode}"));
+        }
+        Ok(Box::new(Faulty {
+            x0: v.finite("x0", X0)?,
+            fail_at: v.finite("fail_at", FAIL_AT)?,
+            mode,
+        }))
+    }
+
+    impl Faulty {
+        fn failed_by(&self, t: f64) -> bool {
+            self.fail_at >= 0.0 && t >= self.fail_at
+        }
+    }
+
+    impl Model for Faulty {
+        fn init(&mut self, v: &mut Values) {
+            v[X_STATE] = self.x0;
+        }
+
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            if !self.failed_by(t + h) || self.mode == mode::NAN {
+                if self.mode == mode::NAN && self.failed_by(t + h) && !self.failed_by(t) {
+                    log(
+                        LogLevel::Warning,
+                        &format!("Faulty: output x becomes NaN at fail_at = {}", self.fail_at),
+                    );
+                }
+                v[X_STATE] += u.integral(U, t + h);
+                return Ok(());
+            }
+            let what = match self.mode {
+                mode::ERROR => "returning Error",
+                mode::DISCARD => "returning Discard",
+                mode::SEGFAULT => "raising SIGSEGV",
+                mode::ABORT => "calling abort()",
+                mode::HANG => "hanging forever",
+                _ => "returning Fatal",
+            };
+            let msg = format!(
+                "Faulty: fail_at = {} reached in the step from {t} to {} (fail_mode {}): {what}",
+                self.fail_at,
+                t + h,
+                self.mode
+            );
+            if matches!(self.mode, mode::SEGFAULT | mode::ABORT | mode::HANG) {
+                // These never return a status, so the message must go out now
+                // (the kit logs the returned Error/Discard/Fatal messages itself).
+                log(LogLevel::Error, &msg);
+            }
+            match self.mode {
+                mode::ERROR => Err(StepError::Error(msg)),
+                mode::DISCARD => {
+                    let reached = self.fail_at.max(t);
+                    v[X_STATE] += u.integral(U, reached);
+                    Err(StepError::Discard {
+                        reached,
+                        message: msg,
+                    })
+                }
+                mode::SEGFAULT => {
+                    fmu_kit::ffi::raise_segfault();
+                    Err(StepError::Fatal(msg))
+                }
+                mode::ABORT => std::process::abort(),
+                mode::HANG => loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                },
+                _ => Err(StepError::Fatal(msg)),
+            }
+        }
+
+        fn outputs(&self, t: f64, v: &mut Values, _u: &Inputs) {
+            v[X] = if self.mode == mode::NAN && self.failed_by(t) {
+                f64::NAN
+            } else {
+                v[X_STATE]
+            };
+        }
+
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            t: f64,
+            _v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            (vr == X && order >= 1).then(|| u.derivative(U, order as usize - 1, t))
+        }
+    }
+}

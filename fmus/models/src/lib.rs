@@ -1,0 +1,76 @@
+//! `cosim-models`: the project's own test FMUs, built from Rust with
+//! `fmu-kit`, and monolithic reference solutions of the benchmark systems.
+//!
+//! One `cdylib` serves every model and capability variant: the FMU's GUID /
+//! instantiation token names the model (see `fmu_kit::caps`). The catalog,
+//! with variables, units and value references, is `fmus/README.md`.
+//!
+//! - [`registry()`]: every model's [`ModelSpec`];
+//! - [`generic`], [`quarter_car`] (B1), [`b2`], [`three_mass`] (B3),
+//!   [`two_mass`] (B4), [`oscillator`] (B5): the models, each in a module
+//!   with its value references as constants;
+//! - [`reference`]: monolithic solutions, written from the equations
+//!   independently of the model code.
+
+pub mod b2;
+mod ffi;
+pub mod generic;
+pub mod oscillator;
+pub mod quarter_car;
+pub mod reference;
+pub mod solvers;
+#[cfg(test)]
+mod tests;
+pub mod three_mass;
+pub mod two_mass;
+
+use std::sync::OnceLock;
+
+use fmu_kit::ModelSpec;
+
+static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
+
+/// Every model served by this library, in catalog order.
+pub fn registry() -> &'static [ModelSpec] {
+    REGISTRY.get_or_init(|| {
+        vec![
+            generic::gain::spec(),
+            generic::integrator::spec(),
+            generic::dahlquist::spec(),
+            generic::faulty::spec(),
+            quarter_car::chassis::spec(),
+            quarter_car::wheel_suspension::spec(),
+            quarter_car::chassis_suspension::spec(),
+            quarter_car::wheel::spec(),
+            b2::chassis_dd::spec(),
+            b2::wheel_dd::spec(),
+            b2::chassis_fd::spec(),
+            b2::wheel_fd::spec(),
+            three_mass::s1::spec(),
+            three_mass::s2::spec(),
+            three_mass::s3::spec(),
+            two_mass::s1::spec(),
+            two_mass::s2::spec(),
+            oscillator::mass::spec(),
+            oscillator::spring::spec(),
+            oscillator::spring_damper::spec(),
+        ]
+    })
+}
+
+/// A model's spec by name.
+pub fn spec(name: &str) -> Option<&'static ModelSpec> {
+    registry().iter().find(|s| s.name == name)
+}
+
+/// The models that `cargo xtask fmus` also packages as FMI 2 capability
+/// variants (`-nostate`, `-noderiv`, `-nointerp`, `-fixedstep`).
+pub const VARIANT_MODELS: [&str; 7] = [
+    "QuarterCarChassis",
+    "QuarterCarWheelSuspension",
+    "Integrator",
+    "B2ChassisDD",
+    "B2WheelDD",
+    "TwoMassS1",
+    "TwoMassS2",
+];

@@ -1,0 +1,626 @@
+//! Unit tests of the models, driven through `fmu_kit::Instance` (the code
+//! path of the C exports minus pointer handling).
+
+use fmu_kit::instance::{Cap, Mode};
+use fmu_kit::testing::{get, get1, initialized, instance, set};
+use fmu_kit::{
+    Capabilities, Causality, FmiVersion, Instance, ModelSpec, Status, VarType, Variant, Vr,
+};
+
+use crate::reference::{self, QuarterCar};
+use crate::{b2, generic, oscillator, quarter_car, registry, spec, three_mass, two_mass};
+
+fn model(name: &str) -> &'static ModelSpec {
+    match spec(name) {
+        Some(s) => s,
+        None => panic!("no model {name}"),
+    }
+}
+
+fn vrs(spec: &ModelSpec, c: Causality) -> Vec<Vr> {
+    spec.with_causality(c).map(|v| v.vr).collect()
+}
+
+fn ok<T>(r: Result<T, fmu_kit::instance::Fail>) -> T {
+    match r {
+        Ok(x) => x,
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+fn init(name: &str, params: &[(Vr, f64)]) -> Instance {
+    ok(initialized(model(name), FmiVersion::Fmi2, params)).0
+}
+
+fn step(inst: &mut Instance, h: f64) {
+    let t = inst.time();
+    assert_eq!(ok(inst.do_step(t, h)), Status::Ok);
+}
+
+#[test]
+fn every_spec_is_consistent_and_every_variant_possible() {
+    assert_eq!(registry().len(), 20);
+    for s in registry() {
+        ok(s.check().map_err(fmu_kit::instance::Fail::usage));
+        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+            for v in [
+                Variant::Full,
+                Variant::NoState,
+                Variant::NoDeriv,
+                Variant::NoInterp,
+                Variant::FixedStep,
+            ] {
+                let caps = Capabilities::variant(s, version, v);
+                assert!(caps.check(s, version).is_ok(), "{} {v:?}", s.name);
+            }
+        }
+        assert!(s.max_output_derivative_order >= 1, "{}", s.name);
+    }
+    for name in crate::VARIANT_MODELS {
+        assert!(spec(name).is_some());
+    }
+}
+
+#[test]
+fn integrator_integrates_a_cubic_input_exactly() {
+    use generic::integrator::{U, X, X0};
+    let mut inst = init("Integrator", &[(X0, 0.5)]);
+    ok(set(&mut inst, &[U], &[1.0]));
+    ok(inst.set_input_derivatives(&[U, U, U], &[1, 2, 3], &[2.0, 3.0, 6.0]));
+    // u(t) = 1 + 2 t + 1.5 t^2 + t^3
+    step(&mut inst, 0.5);
+    let h: f64 = 0.5;
+    let exact = 0.5 + h + h * h + 0.5 * h.powi(3) + 0.25 * h.powi(4);
+    assert!((ok(get1(&mut inst, X)) - exact).abs() < 1e-15);
+    // The polynomial carries on after the step (rule 3 of fmu_kit::input).
+    let u_end = 1.0 + 2.0 * h + 1.5 * h * h + h.powi(3);
+    assert!((ok(get1(&mut inst, U)) - u_end).abs() < 1e-15);
+    step(&mut inst, 0.5);
+    let t: f64 = 1.0;
+    let exact = 0.5 + t + t * t + 0.5 * t.powi(3) + 0.25 * t.powi(4);
+    assert!((ok(get1(&mut inst, X)) - exact).abs() < 1e-14);
+    // Setting the value alone resets the derivatives: zero-order hold.
+    ok(set(&mut inst, &[U], &[2.0]));
+    step(&mut inst, 0.25);
+    assert!((ok(get1(&mut inst, X)) - (exact + 0.5)).abs() < 1e-14);
+}
+
+#[test]
+fn derivatives_set_before_the_value_are_discarded() {
+    use generic::integrator::{U, X};
+    let (mut inst, log) = ok(initialized(model("Integrator"), FmiVersion::Fmi2, &[]));
+    ok(inst.set_input_derivatives(&[U], &[1], &[4.0]));
+    ok(set(&mut inst, &[U], &[1.0]));
+    step(&mut inst, 1.0);
+    assert!((ok(get1(&mut inst, X)) - 1.0).abs() < 1e-15);
+    assert!(log.lock().is_ok_and(|l| {
+        l.iter()
+            .any(|(_, _, m)| m.contains("derivatives are reset"))
+    }));
+    // Orders outside 1..=3 are refused.
+    assert!(inst.set_input_derivatives(&[U], &[4], &[1.0]).is_err());
+    assert!(inst.set_input_derivatives(&[U], &[0], &[1.0]).is_err());
+}
+
+#[test]
+fn mass_with_constant_force_is_exact() {
+    use oscillator::mass::{F, V, X};
+    let mut inst = init("Mass", &[]);
+    ok(set(&mut inst, &[F], &[2.0]));
+    for _ in 0..10 {
+        step(&mut inst, 0.1);
+    }
+    let [v, x] = [ok(get1(&mut inst, V)), ok(get1(&mut inst, X))];
+    assert!((v - 2.0).abs() < 1e-14, "v {v}");
+    assert!((x - 2.0).abs() < 1e-14, "x {x}"); // 1 + t^2
+}
+
+#[test]
+fn chassis_and_b2_chassis_fd_integrate_a_ramp_force_exactly() {
+    use quarter_car::chassis::{F, V_C, Z_C};
+    let mut inst = init("QuarterCarChassis", &[]);
+    ok(set(&mut inst, &[F], &[400.0]));
+    ok(inst.set_input_derivatives(&[F], &[1], &[800.0]));
+    step(&mut inst, 0.5);
+    // a = 1 + 2 t: v = t + t^2, z = t^2/2 + t^3/3
+    assert!((ok(get1(&mut inst, V_C)) - 0.75).abs() < 1e-15);
+    assert!((ok(get1(&mut inst, Z_C)) - (0.125 + 0.125 / 3.0)).abs() < 1e-15);
+    let mut fd = init("B2ChassisFD", &[]);
+    ok(set(&mut fd, &[b2::chassis_fd::F_SUSP], &[400.0]));
+    ok(fd.set_input_derivatives(&[b2::chassis_fd::F_SUSP], &[1], &[800.0]));
+    step(&mut fd, 0.5);
+    assert!((ok(get1(&mut fd, b2::chassis_fd::V_C)) - 0.75).abs() < 1e-12);
+    assert!((ok(get1(&mut fd, b2::chassis_fd::X_C)) - (0.125 + 0.125 / 3.0)).abs() < 1e-12);
+}
+
+#[test]
+fn dahlquist_is_exact_for_constant_input() {
+    use generic::dahlquist::{U, X};
+    let mut inst = init("Dahlquist", &[]);
+    ok(set(&mut inst, &[U], &[0.5]));
+    for _ in 0..20 {
+        step(&mut inst, 0.1);
+    }
+    // x = e^{-t} (x0 + c/lambda) - c/lambda with lambda = -1, c = 0.5
+    let exact = (-2.0f64).exp() * (1.0 - 0.5) + 0.5;
+    assert!((ok(get1(&mut inst, X)) - exact).abs() < 1e-14);
+}
+
+#[test]
+fn three_mass_s1_free_oscillation_matches_analytic() {
+    use three_mass::s1::{H, V1, X1};
+    let mut inst = init("ThreeMassS1", &[(H, 1e-5)]);
+    let times = reference::grid(0.0, 5.0, 50);
+    let exact = reference::oscillator(10.0, 1e-2, 0.1, 1.0, 0.0, &times);
+    for (k, row) in exact.rows.iter().enumerate() {
+        if k > 0 {
+            step(&mut inst, 0.1);
+        }
+        assert!(
+            (ok(get1(&mut inst, X1)) - row[0]).abs() < 1e-6,
+            "x1 at {}",
+            times[k]
+        );
+        assert!(
+            (ok(get1(&mut inst, V1)) - row[1]).abs() < 1e-6,
+            "v1 at {}",
+            times[k]
+        );
+    }
+}
+
+#[test]
+fn two_mass_s1_free_oscillation_matches_analytic() {
+    use two_mass::s1::{V1, X1};
+    let mut inst = init("TwoMassS1", &[]);
+    let exact = reference::oscillator(1.0, 1e3, 1.0, 0.1, 0.0, &[0.2]);
+    for _ in 0..200 {
+        step(&mut inst, 1e-3);
+    }
+    assert!((ok(get1(&mut inst, X1)) - exact.rows[0][0]).abs() < 1e-10);
+    assert!((ok(get1(&mut inst, V1)) - exact.rows[0][1]).abs() < 1e-9);
+}
+
+/// Jacobi co-simulation of two instances with `u_a = gain * y_b` connections.
+fn jacobi(
+    a: &mut Instance,
+    b: &mut Instance,
+    ab: &[(Vr, Vr, f64)],
+    ba: &[(Vr, Vr, f64)],
+    h: f64,
+    n: usize,
+) {
+    for _ in 0..n {
+        let ya: Vec<f64> = ba.iter().map(|&(out, _, _)| ok(get1(a, out))).collect();
+        let yb: Vec<f64> = ab.iter().map(|&(_, out, _)| ok(get1(b, out))).collect();
+        for (&(inp, _, g), y) in ab.iter().zip(&yb) {
+            ok(set(a, &[inp], &[g * y]));
+        }
+        for (&(_, inp, g), y) in ba.iter().zip(&ya) {
+            ok(set(b, &[inp], &[g * y]));
+        }
+        step(a, h);
+        step(b, h);
+    }
+}
+
+#[test]
+fn quarter_car_reticulations_converge_to_the_reference() {
+    let times = [0.5];
+    let r = reference::b1_linear(&QuarterCar::LINEAR, &times);
+    let zc = r.rows[0][0];
+    let zw = r.rows[0][1];
+    // A: chassis (F = -F_c) and wheel+suspension (v_c).
+    use quarter_car::{chassis as c, wheel_suspension as ws};
+    let mut s1 = init("QuarterCarChassis", &[]);
+    let mut s2 = init("QuarterCarWheelSuspension", &[]);
+    jacobi(
+        &mut s1,
+        &mut s2,
+        &[(c::F, ws::F_C, -1.0)],
+        &[(c::V_C, ws::V_C, 1.0)],
+        1e-4,
+        5000,
+    );
+    assert!((ok(get1(&mut s1, c::Z_C)) - zc).abs() < 2e-4, "A z_c");
+    assert!((ok(get1(&mut s2, ws::Z_W)) - zw).abs() < 2e-4, "A z_w");
+    // B: chassis+suspension (v_w) and wheel (F = +F_c).
+    use quarter_car::{chassis_suspension as cs, wheel as w};
+    let mut s1 = init("QuarterCarChassisSuspension", &[]);
+    let mut s2 = init("QuarterCarWheel", &[]);
+    jacobi(
+        &mut s1,
+        &mut s2,
+        &[(cs::V_W, w::V_W, 1.0)],
+        &[(cs::F_C, w::F, 1.0)],
+        1e-4,
+        5000,
+    );
+    assert!((ok(get1(&mut s1, cs::Z_C)) - zc).abs() < 2e-4, "B z_c");
+    assert!((ok(get1(&mut s2, w::Z_W)) - zw).abs() < 2e-4, "B z_w");
+}
+
+#[test]
+fn b2_dd_and_fd_couplings_converge_to_the_reference() {
+    let r = reference::b2(&reference::B2::DEFAULT, [0.0; 4], 0.0, &[0.2]);
+    use b2::{chassis_dd as cd, chassis_fd as cf, wheel_dd as wd, wheel_fd as wf};
+    let mut c = init("B2ChassisDD", &[]);
+    let mut w = init("B2WheelDD", &[]);
+    jacobi(
+        &mut c,
+        &mut w,
+        &[(cd::X_W, wd::X_W, 1.0), (cd::V_W, wd::V_W, 1.0)],
+        &[(cd::X_C, wd::X_C, 1.0), (cd::V_C, wd::V_C, 1.0)],
+        1e-4,
+        2000,
+    );
+    assert!((ok(get1(&mut c, cd::X_C)) - r.rows[0][0]).abs() < 1e-4);
+    assert!((ok(get1(&mut w, wd::X_W)) - r.rows[0][1]).abs() < 1e-4);
+    let mut c = init("B2ChassisFD", &[]);
+    let mut w = init("B2WheelFD", &[]);
+    jacobi(
+        &mut c,
+        &mut w,
+        &[(cf::F_SUSP, wf::F_SUSP, 1.0)],
+        &[(cf::X_C, wf::X_C, 1.0), (cf::V_C, wf::V_C, 1.0)],
+        1e-4,
+        2000,
+    );
+    assert!((ok(get1(&mut c, cf::X_C)) - r.rows[0][0]).abs() < 1e-4);
+    assert!((ok(get1(&mut w, wf::X_W)) - r.rows[0][1]).abs() < 1e-4);
+}
+
+fn exit_error(name: &str, vr: Vr, x: f64) -> String {
+    let s = model(name);
+    let (mut inst, log) = instance(s, FmiVersion::Fmi2, Capabilities::full(s, FmiVersion::Fmi2));
+    ok(inst.enter_initialization());
+    let ty = s.variable(vr).map_or(VarType::Real, |v| v.ty);
+    ok(inst.set(&[vr], ty, &[x]));
+    let err = match inst.exit_initialization() {
+        Ok(()) => panic!("{name}: exit_initialization accepted {x}"),
+        Err(e) => e,
+    };
+    let status = inst.fail("fmi2ExitInitializationMode", err);
+    assert_eq!(status, Status::Error);
+    assert_eq!(inst.mode(), Mode::Error);
+    let l = log.lock().map(|l| l.clone()).unwrap_or_default();
+    let (st, cat, msg) = l.last().cloned().expect("a logged message");
+    assert_eq!((st, cat.as_str()), (Status::Error, "logStatusError"));
+    msg
+}
+
+#[test]
+fn bad_parameters_are_refused_with_their_name() {
+    assert_eq!(
+        exit_error("QuarterCarChassis", quarter_car::chassis::M_C, -1.0),
+        "fmi2ExitInitializationMode: m_c must be > 0, got -1"
+    );
+    assert!(
+        exit_error("QuarterCarWheel", quarter_car::wheel::MICRO_STEPS, 0.0)
+            .contains("micro_steps must be >= 1, got 0")
+    );
+    assert!(exit_error("ThreeMassS2", three_mass::s2::H, 0.0).contains("h must be > 0, got 0"));
+    assert!(exit_error("TwoMassS2", two_mass::s2::H_MAX, -1e-5).contains("h_max must be > 0"));
+    assert!(exit_error("Mass", oscillator::mass::M_, 0.0).contains("m must be > 0, got 0"));
+    assert!(
+        exit_error(
+            "QuarterCarWheelSuspension",
+            quarter_car::wheel_suspension::D_C,
+            -3.0
+        )
+        .contains("d_c must be >= 0, got -3")
+    );
+    assert!(
+        exit_error("Faulty", generic::faulty::FAIL_MODE, 9.0)
+            .contains("fail_mode must be in 1..=7, got 9")
+    );
+    assert!(
+        exit_error("Dahlquist", generic::dahlquist::LAMBDA, f64::NAN)
+            .contains("lambda must be finite")
+    );
+}
+
+fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
+    for (i, vr) in vrs(s, Causality::Input).into_iter().enumerate() {
+        ok(set(inst, &[vr], &[k * (0.3 + 0.1 * i as f64)]));
+    }
+}
+
+fn observed(s: &ModelSpec) -> Vec<Vr> {
+    s.variables
+        .iter()
+        .filter(|v| matches!(v.causality, Causality::Output | Causality::Local))
+        .map(|v| v.vr)
+        .collect()
+}
+
+fn run(inst: &mut Instance, s: &ModelSpec, n: usize, h: f64) -> Vec<u64> {
+    let obs = observed(s);
+    let mut out = Vec::new();
+    for i in 0..n {
+        set_all_inputs(inst, s, 1.0 + i as f64 * 0.01);
+        step(inst, h);
+        out.extend(ok(get(inst, &obs)).into_iter().map(f64::to_bits));
+    }
+    out
+}
+
+#[test]
+fn fmu_state_restore_and_serialization_continue_bit_identically() {
+    for s in registry() {
+        let h = s.experiment.step_size;
+        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        run(&mut inst, s, 3, h);
+        let id = ok(inst.get_state(None));
+        let first = run(&mut inst, s, 4, h);
+        ok(inst.set_state(id));
+        let again = run(&mut inst, s, 4, h);
+        assert_eq!(first, again, "{}: restore", s.name);
+        // Serialize, deserialize into a fresh instance, continue.
+        let mut bytes = vec![0u8; ok(inst.serialized_size(id))];
+        ok(inst.serialize(id, &mut bytes));
+        let mut other = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let id2 = ok(other.deserialize(&bytes, None));
+        ok(other.set_state(id2));
+        let third = run(&mut other, s, 4, h);
+        assert_eq!(first, third, "{}: deserialized", s.name);
+        ok(inst.free_state(id));
+        assert!(
+            inst.set_state(id).is_err(),
+            "{}: freed state must be refused",
+            s.name
+        );
+        // Corrupt bytes are refused.
+        bytes[3] ^= 0xff;
+        assert!(other.deserialize(&bytes, None).is_err());
+        assert!(other.deserialize(&bytes[..10], None).is_err());
+    }
+}
+
+#[test]
+fn serialized_state_of_another_model_is_refused() {
+    let a = model("Mass");
+    let b = model("Spring");
+    let mut ia = ok(initialized(a, FmiVersion::Fmi2, &[])).0;
+    let mut ib = ok(initialized(b, FmiVersion::Fmi2, &[])).0;
+    let id = ok(ia.get_state(None));
+    let mut bytes = vec![0u8; ok(ia.serialized_size(id))];
+    ok(ia.serialize(id, &mut bytes));
+    assert!(ib.deserialize(&bytes, None).is_err());
+}
+
+/// Forward differences with Richardson extrapolation: (2 D(d/2) - D(d)).
+fn fd_derivative(inst: &mut Instance, vr: Vr, order: u32, d: f64) -> f64 {
+    let read = |inst: &mut Instance| -> f64 {
+        if order == 0 {
+            ok(get1(inst, vr))
+        } else {
+            let mut out = [0.0];
+            ok(inst.get_output_derivatives(&[vr], &[order as i32], &mut out));
+            out[0]
+        }
+    };
+    let id = ok(inst.get_state(None));
+    let y0 = read(inst);
+    step(inst, d);
+    let y1 = read(inst);
+    ok(inst.set_state(id));
+    step(inst, d / 2.0);
+    let yh = read(inst);
+    ok(inst.set_state(id));
+    ok(inst.free_state(id));
+    let full = (y1 - y0) / d;
+    let half = (yh - y0) / (d / 2.0);
+    2.0 * half - full
+}
+
+#[test]
+fn output_derivatives_match_finite_differences_of_the_trajectory() {
+    for s in registry() {
+        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let h = s.experiment.step_size;
+        for _ in 0..5 {
+            set_all_inputs(&mut inst, s, 1.0);
+            step(&mut inst, h);
+        }
+        // A smooth polynomial input from here on.
+        let inputs = vrs(s, Causality::Input);
+        for (i, &vr) in inputs.iter().enumerate() {
+            let k = 1.0 + i as f64;
+            ok(inst.set_input_derivatives(
+                &[vr, vr, vr],
+                &[1, 2, 3],
+                &[0.5 * k, -0.2 * k, 0.1 * k],
+            ));
+        }
+        for out in vrs(s, Causality::Output) {
+            for order in 1..=s.max_output_derivative_order {
+                let mut d = [0.0];
+                ok(inst.get_output_derivatives(&[out], &[order as i32], &mut d));
+                let fd = fd_derivative(&mut inst, out, order - 1, 1e-5);
+                let tol = 1e-4 * d[0].abs().max(fd.abs()) + 1e-7;
+                assert!(
+                    (d[0] - fd).abs() <= tol,
+                    "{} vr {out} order {order}: analytic {} vs fd {fd}",
+                    s.name,
+                    d[0]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn directional_derivatives_match_finite_differences() {
+    for s in registry() {
+        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        set_all_inputs(&mut inst, s, 1.0);
+        step(&mut inst, s.experiment.step_size);
+        let outs = vrs(s, Causality::Output);
+        for inp in vrs(s, Causality::Input) {
+            let u0 = ok(get1(&mut inst, inp));
+            let y0 = ok(get(&mut inst, &outs));
+            let eps = 1e-6 * u0.abs().max(1.0);
+            ok(set(&mut inst, &[inp], &[u0 + eps]));
+            let y1 = ok(get(&mut inst, &outs));
+            ok(set(&mut inst, &[inp], &[u0]));
+            let mut dy = vec![0.0; outs.len()];
+            ok(inst.directional_derivative(&outs, &[inp], &[1.0], &mut dy));
+            for k in 0..outs.len() {
+                let fd = (y1[k] - y0[k]) / eps;
+                let declared = s
+                    .variable(outs[k])
+                    .is_some_and(|v| v.dependencies.iter().any(|d| d.0 == inp));
+                assert!(
+                    (dy[k] - fd).abs() <= 1e-5 * fd.abs().max(1.0),
+                    "{}: d vr {} / d vr {inp}: {} vs {fd}",
+                    s.name,
+                    outs[k],
+                    dy[k]
+                );
+                if !declared {
+                    assert_eq!(
+                        fd, 0.0,
+                        "{}: undeclared feed-through vr {} <- {inp}",
+                        s.name, outs[k]
+                    );
+                }
+            }
+            // Adjoint is the transpose.
+            let seed = vec![1.0; outs.len()];
+            let mut adj = [0.0];
+            ok(inst.adjoint_derivative(&outs, &[inp], &seed, &mut adj));
+            assert!((adj[0] - dy.iter().sum::<f64>()).abs() < 1e-12);
+        }
+    }
+}
+
+#[test]
+fn disabled_capabilities_are_refused_with_the_standard_message() {
+    let s = model("Integrator");
+    let v = FmiVersion::Fmi2;
+    let caps = |variant| Capabilities::variant(s, v, variant);
+    let start = |variant| {
+        let (mut inst, log) = instance(s, v, caps(variant));
+        ok(inst.enter_initialization());
+        ok(inst.exit_initialization());
+        (inst, log)
+    };
+    let msg = |e: fmu_kit::instance::Fail| e.message;
+    let (mut i, _) = start(Variant::NoState);
+    assert_eq!(
+        i.get_state(None).map_err(msg),
+        Err("capability canGetAndSetFMUstate is disabled in this build".into())
+    );
+    let (mut i, _) = start(Variant::NoDeriv);
+    let mut out = [0.0];
+    assert!(
+        i.get_output_derivatives(&[generic::integrator::X], &[1], &mut out)
+            .map_err(msg)
+            .is_err_and(|m| m.contains("maxOutputDerivativeOrder is disabled"))
+    );
+    assert!(
+        i.directional_derivative(
+            &[generic::integrator::X],
+            &[generic::integrator::U],
+            &[1.0],
+            &mut out
+        )
+        .is_err()
+    );
+    let (mut i, _) = start(Variant::NoInterp);
+    assert!(
+        i.set_input_derivatives(&[generic::integrator::U], &[1], &[1.0])
+            .map_err(msg)
+            .is_err_and(|m| m.contains("canInterpolateInputs is disabled"))
+    );
+    let (mut i, _) = start(Variant::FixedStep);
+    assert!(i.do_step(0.0, 0.1).is_ok());
+    assert!(i.do_step(0.1, 0.1).is_ok());
+    assert!(
+        i.do_step(0.2, 0.05)
+            .map_err(msg)
+            .is_err_and(|m| m.contains("canHandleVariableCommunicationStepSize is disabled"))
+    );
+    let _ = Cap::State;
+}
+
+#[test]
+fn illegal_calls_are_refused_without_changing_state() {
+    let s = model("Gain");
+    let (mut inst, _) = instance(s, FmiVersion::Fmi2, Capabilities::full(s, FmiVersion::Fmi2));
+    // Outputs and locals cannot be set; parameters only before initialization ends.
+    assert!(
+        inst.set(&[generic::gain::Y], VarType::Real, &[1.0])
+            .is_err()
+    );
+    assert!(
+        inst.set(&[generic::gain::K], VarType::Integer, &[1.0])
+            .is_err()
+    );
+    assert!(inst.set(&[99], VarType::Real, &[1.0]).is_err());
+    ok(inst.enter_initialization());
+    ok(inst.exit_initialization());
+    assert!(
+        inst.set(&[generic::gain::K], VarType::Real, &[2.0])
+            .is_err()
+    );
+    assert!(inst.do_step(1.0, 0.1).is_err(), "wrong communication point");
+    assert!(inst.do_step(0.0, 0.0).is_err(), "zero step");
+    assert!(inst.do_step(0.0, f64::NAN).is_err());
+    assert_eq!(inst.mode(), Mode::StepComplete);
+    // Feed-through reflects an input set after the step.
+    ok(inst.do_step(0.0, 0.1));
+    ok(set(&mut inst, &[generic::gain::U], &[3.0]));
+    assert_eq!(ok(get1(&mut inst, generic::gain::Y)), 3.0);
+}
+
+#[test]
+fn faulty_modes_error_discard_nan_fatal() {
+    use generic::faulty::{FAIL_AT, FAIL_MODE, U, X};
+    // 1: Error
+    let mut i = init("Faulty", &[(FAIL_AT, 0.25), (FAIL_MODE, 1.0)]);
+    ok(set(&mut i, &[U], &[1.0]));
+    step(&mut i, 0.1);
+    step(&mut i, 0.1);
+    let e = i.do_step(0.2, 0.1);
+    assert!(
+        e.as_ref()
+            .is_err_and(|e| e.status == Status::Error && e.poison),
+        "{e:?}"
+    );
+    // 2: Discard at fail_at with the states valid there.
+    let mut i = init("Faulty", &[(FAIL_AT, 0.25), (FAIL_MODE, 2.0)]);
+    ok(set(&mut i, &[U], &[1.0]));
+    let before = ok(i.get_state(None));
+    step(&mut i, 0.2);
+    assert_eq!(ok(i.do_step(0.2, 0.1)), Status::Discard);
+    assert_eq!(i.mode(), Mode::StepFailed);
+    assert!((i.last_successful_time() - 0.25).abs() < 1e-15);
+    assert!((ok(get1(&mut i, X)) - 0.25).abs() < 1e-15);
+    ok(i.set_state(before));
+    assert_eq!(i.mode(), Mode::StepComplete);
+    // 3: NaN output from fail_at on, steps still OK.
+    let mut i = init("Faulty", &[(FAIL_AT, 0.25), (FAIL_MODE, 3.0)]);
+    step(&mut i, 0.2);
+    assert!(ok(get1(&mut i, X)).is_finite());
+    step(&mut i, 0.1);
+    assert!(ok(get1(&mut i, X)).is_nan());
+    // 7: Fatal.
+    let mut i = init("Faulty", &[(FAIL_AT, 0.0), (FAIL_MODE, 7.0)]);
+    let e = i.do_step(0.0, 0.1);
+    assert!(e.is_err_and(|e| e.status == Status::Fatal));
+}
+
+#[test]
+fn fmi3_instances_step_without_input_derivatives() {
+    let s = model("Integrator");
+    let (mut inst, _) = ok(initialized(s, FmiVersion::Fmi3, &[]));
+    assert!(
+        inst.set_input_derivatives(&[generic::integrator::U], &[1], &[1.0])
+            .is_err()
+    );
+    ok(set(&mut inst, &[generic::integrator::U], &[2.0]));
+    step(&mut inst, 0.5);
+    assert_eq!(ok(get1(&mut inst, generic::integrator::X)), 1.0);
+}

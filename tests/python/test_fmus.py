@@ -1,0 +1,271 @@
+"""Interop tests of the project's packaged FMUs (fmus/dist) with FMPy and libcosim.
+
+Runs under pytest (functions named test_*) or as a plain script
+(`python3 tests/python/test_fmus.py`), which prints `N passed, N failed` and
+exits non-zero on any failure. Build the FMUs first: `cargo xtask fmus`
+(tests/python/run.sh does both).
+"""
+
+import glob
+import math
+import os
+import subprocess
+import sys
+import traceback
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DIST = os.path.join(ROOT, "fmus", "dist")
+
+
+def fmus(kind):
+    files = sorted(glob.glob(os.path.join(DIST, kind, "*.fmu")))
+    assert files, f"no FMUs in {DIST}/{kind}: run `cargo xtask fmus` first"
+    return files
+
+
+def model_name(path):
+    return os.path.basename(path)[: -len(".fmu")]
+
+
+def const_input(name, value, t_end):
+    return np.array([(0.0, value), (t_end, value)], dtype=[("time", np.float64), (name, np.float64)])
+
+
+def simulate(path, **kw):
+    from fmpy import simulate_fmu
+
+    return simulate_fmu(path, validate=False, **kw)
+
+
+# --------------------------------------------------------------------- FMPy
+
+
+def test_every_fmu_passes_fmpy_validation():
+    from fmpy.validation import validate_fmu
+
+    problems = {}
+    for path in fmus("fmi2") + fmus("fmi3") + fmus("variants"):
+        p = validate_fmu(path)
+        if p:
+            problems[os.path.relpath(path, DIST)] = p
+    assert not problems, problems
+
+
+def test_every_fmu_simulates_in_fmpy():
+    for path in fmus("fmi2") + fmus("fmi3") + fmus("variants"):
+        name = model_name(path)
+        t_end = 0.05 if name.startswith(("TwoMass", "B2")) else 0.5
+        step = 1e-3
+        if name.startswith("ThreeMass"):
+            step = 0.01
+        r = simulate(path, stop_time=t_end, output_interval=step)
+        assert len(r) >= 2, name
+        for col in r.dtype.names:
+            assert np.all(np.isfinite(r[col])), f"{name}: {col} not finite"
+
+
+# Single-FMU cases with analytic solutions: (model, start values, input, t_end,
+# output, solution(t), tolerance).
+def damped(m, k, d, x0, t):
+    w0 = math.sqrt(k / m)
+    z = d / (2 * math.sqrt(k * m))
+    wd = w0 * math.sqrt(1 - z * z)
+    s = z * w0
+    b = s * x0 / wd
+    e = np.exp(-s * t)
+    x = e * (x0 * np.cos(wd * t) + b * np.sin(wd * t))
+    v = e * (-s * (x0 * np.cos(wd * t) + b * np.sin(wd * t)) + (-x0 * wd * np.sin(wd * t) + b * wd * np.cos(wd * t)))
+    return x, v
+
+
+ANALYTIC = [
+    ("Integrator", {"x0": 2.0}, ("u", 3.0), 1.0, 0.01, "x", lambda t: 2.0 + 3.0 * t, 1e-12),
+    ("Gain", {"k": 2.5}, ("u", 1.5), 1.0, 0.01, "y", lambda t: 3.75 + 0 * t, 1e-12),
+    ("Dahlquist", {}, ("u", 0.0), 2.0, 0.01, "x", lambda t: np.exp(-t), 1e-12),
+    ("Mass", {}, ("F", 2.0), 1.0, 0.01, "v", lambda t: 2.0 * t, 1e-12),
+    ("QuarterCarChassis", {}, ("F", 400.0), 0.5, 1e-3, "v_c", lambda t: t, 1e-12),
+    ("B2ChassisFD", {}, ("F_susp", 800.0), 0.2, 1e-3, "x_c", lambda t: t * t, 1e-10),
+    ("Spring", {}, ("v", -0.5), 1.0, 0.01, "F", lambda t: -(1.0 - 0.5 * t), 1e-12),
+    ("TwoMassS1", {}, ("f2", 0.0), 0.05, 1e-3, "x1", lambda t: damped(1.0, 1e3, 1.0, 0.1, t)[0], 1e-9),
+    ("ThreeMassS1", {"h": 1e-4}, ("l12", 0.0), 5.0, 0.1, "x1", lambda t: damped(10.0, 1e-2, 0.1, 1.0, t)[0], 1e-4),
+]
+
+
+def test_single_fmu_cases_match_analytic_solutions():
+    for kind in ("fmi2", "fmi3"):
+        for name, start, (inp, value), t_end, dt, out, exact, tol in ANALYTIC:
+            path = os.path.join(DIST, kind, name + ".fmu")
+            r = simulate(path, stop_time=t_end, output_interval=dt, start_values=start,
+                         input=const_input(inp, value, t_end), output=[out])
+            err = np.max(np.abs(r[out] - exact(r["time"])))
+            assert err <= tol, f"{kind}/{name}: max |{out} - exact| = {err:.3e} > {tol:.1e}"
+
+
+def test_b1_reference_csv_is_consistent():
+    data = np.genfromtxt(os.path.join(DIST, "references", "b1_linear.csv"), delimiter=",", names=True)
+    assert len(data) == 100001
+    assert abs(data["z_c"][-1] - 0.1) < 1e-3 and abs(data["z_w"][-1] - 0.1) < 1e-3
+    # The reference conserves energy: the energy dissipated in the damper up
+    # to t = 10 s plus what is still stored equals E0 = 750 J.
+    t = data["time"]
+    v = data["v_c"] - data["v_w"]
+    dissipated = np.trapezoid(1000.0 * v * v, t)
+    stored = (0.5 * 400 * data["v_c"][-1] ** 2 + 0.5 * 40 * data["v_w"][-1] ** 2
+              + 0.5 * 15000 * (data["z_c"][-1] - data["z_w"][-1]) ** 2
+              + 0.5 * 150000 * (data["z_w"][-1] - 0.1) ** 2)
+    assert abs(dissipated + stored - 750.0) < 1e-2, dissipated + stored
+
+
+def test_bad_parameter_is_an_error_with_a_named_message():
+    from fmpy.fmi1 import FMICallException
+
+    for kind in ("fmi2", "fmi3"):
+        messages = []
+        try:
+            simulate(os.path.join(DIST, kind, "QuarterCarChassis.fmu"), stop_time=0.01,
+                     start_values={"m_c": -1.0}, debug_logging=True,
+                     logger=lambda *args: messages.append(args[-1].decode() if isinstance(args[-1], bytes) else str(args[-1])))
+        except FMICallException as e:
+            assert "ExitInitializationMode" in str(e), e
+        else:
+            raise AssertionError(f"{kind}: negative mass accepted")
+        assert any("m_c must be > 0, got -1" in m for m in messages), messages
+
+
+CHILD = r"""
+import sys
+from fmpy import simulate_fmu
+def log(*a):
+    print(a[-1].decode() if isinstance(a[-1], bytes) else a[-1], flush=True)
+simulate_fmu(sys.argv[1], validate=False, stop_time=1.0, output_interval=0.01,
+             start_values={'fail_at': 0.05, 'fail_mode': int(sys.argv[2])}, logger=log)
+print('survived', flush=True)
+"""
+
+
+def faulty_child(mode, timeout):
+    path = os.path.join(DIST, "fmi2", "Faulty.fmu")
+    return subprocess.run([sys.executable, "-c", CHILD, path, str(mode)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_faulty_crash_modes_really_crash_after_logging():
+    seg = faulty_child(4, 60)
+    assert seg.returncode == -11, (seg.returncode, seg.stdout, seg.stderr)
+    assert "raising SIGSEGV" in seg.stdout, seg.stdout
+    ab = faulty_child(5, 60)
+    assert ab.returncode == -6, (ab.returncode, ab.stdout, ab.stderr)
+    assert "calling abort()" in ab.stdout, ab.stdout
+    try:
+        faulty_child(6, 5)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        assert "hanging forever" in out, out
+    else:
+        raise AssertionError("fail_mode 6 did not hang")
+
+
+def test_faulty_discard_reports_last_successful_time():
+    from fmpy import extract, read_model_description
+    from fmpy.fmi2 import FMU2Slave
+
+    path = os.path.join(DIST, "fmi2", "Faulty.fmu")
+    md = read_model_description(path)
+    vrs = {v.name: v.valueReference for v in md.modelVariables}
+    d = extract(path)
+    try:
+        s = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier,
+                      instanceName="faulty")
+        # Own callbacks: FMPy's logger proxy is process-global and may still
+        # point at the (freed) logger of an earlier simulate_fmu(logger=...).
+        from ctypes import byref
+        from fmpy.fmi2 import (calloc, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
+                               fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, free)
+        from fmpy.logging import addLoggerProxy
+        messages = []
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: messages.append(msg.decode()))
+        cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
+        cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+        addLoggerProxy(byref(cb))
+        s.instantiate(callbacks=cb)
+        s.setupExperiment(startTime=0.0)
+        s.enterInitializationMode()
+        s.setReal([vrs["fail_at"]], [0.25])
+        s.setInteger([vrs["fail_mode"]], [2])
+        s.exitInitializationMode()
+        s.setReal([vrs["u"]], [1.0])
+        s.doStep(0.0, 0.2)  # raises on anything but OK
+        from fmpy.fmi1 import FMICallException
+        try:
+            s.doStep(0.2, 0.1)
+        except FMICallException as e:
+            assert e.status == 2, e  # fmi2Discard
+        else:
+            raise AssertionError("the step over fail_at was not discarded")
+        assert abs(s.getRealStatus(2) - 0.25) < 1e-15  # fmi2LastSuccessfulTime
+        assert abs(s.getReal([vrs["x"]])[0] - 0.25) < 1e-15
+        assert any("returning Discard" in m for m in messages), messages
+        s.terminate()
+        s.freeInstance()
+    finally:
+        import shutil
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ libcosim
+
+
+def test_fmi2_fmus_load_and_step_in_libcosim():
+    from libcosimpy.CosimExecution import CosimExecution
+    from libcosimpy.CosimObserver import CosimObserver
+    from libcosimpy.CosimSlave import CosimLocalSlave
+
+    for path in fmus("fmi2") + fmus("variants"):
+        name = model_name(path)
+        ex = CosimExecution.from_step_size(step_size=int(1e6))  # 1 ms, in ns
+        idx = ex.add_local_slave(local_slave=CosimLocalSlave(fmu_path=path, instance_name="s"))
+        assert idx >= 0, name
+        obs = CosimObserver.create_last_value()
+        ex.add_observer(observer=obs)
+        variables = {v.name.decode(): v.reference for v in ex.slave_variables(idx)}
+        assert ex.step(step_count=5), name
+        out = {"Integrator": "x", "Gain": "y", "QuarterCarChassis": "v_c"}.get(name.split("-")[0], None)
+        if out is not None:
+            value = obs.last_real_values(slave_index=idx, variable_references=[variables[out]])[0]
+            assert value == 0.0, (name, value)
+    # One case with a value to check: Integrator with u = 3 and x0 = 2.
+    ex = CosimExecution.from_step_size(step_size=int(1e7))
+    idx = ex.add_local_slave(local_slave=CosimLocalSlave(fmu_path=os.path.join(DIST, "fmi2", "Integrator.fmu"),
+                                                         instance_name="integrator"))
+    obs = CosimObserver.create_last_value()
+    ex.add_observer(observer=obs)
+    variables = {v.name.decode(): v.reference for v in ex.slave_variables(idx)}
+    ex.real_initial_value(idx, variables["u"], 3.0)
+    ex.real_initial_value(idx, variables["x0"], 2.0)
+    assert ex.step(step_count=10)
+    x = obs.last_real_values(slave_index=idx, variable_references=[variables["x"]])[0]
+    assert abs(x - 2.3) < 1e-12, x
+
+
+def main():
+    tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
+    passed = failed = 0
+    for name, f in tests:
+        try:
+            f()
+        except Exception:
+            failed += 1
+            print(f"FAIL {name}")
+            traceback.print_exc()
+        else:
+            passed += 1
+            print(f"ok   {name}")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+//! `cargo xtask <task>`: project chores that need Rust code.
+//!
+//! - `fmus`: builds `cosim-models` (release), strips the library, packages
+//!   every model as FMI 2 (`fmus/dist/fmi2/<Model>.fmu`) and FMI 3
+//!   (`fmus/dist/fmi3/<Model>.fmu`), the FMI 2 capability variants of
+//!   `cosim_models::VARIANT_MODELS` (`fmus/dist/variants/<Model>-<suffix>.fmu`),
+//!   and the reference CSVs (`fmus/dist/references/`); then writes
+//!   `fmus/dist/.stamp`. Idempotent; holds `fmus/dist/.lock` while working
+//!   (unless its caller already does, see `fmu_kit::dist`).
+//! - `references`: only the reference CSVs.
+//! - `catalog`: prints the per-model variable tables of `fmus/README.md`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cosim_models::reference::{self, QuarterCar, ThreeMass, TwoMass};
+use fmu_kit::{FmiVersion, PackageRequest, Variant, dist, package};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("fmus") => fmus(),
+        Some("references") => references(&dist::references_dir()).map(|_| ()),
+        Some("catalog") => {
+            print!("{}", catalog());
+            Ok(())
+        }
+        _ => {
+            eprintln!("usage: cargo xtask fmus | references | catalog");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = result {
+        eprintln!("xtask: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Holds `fmus/dist/.lock` unless the parent process does.
+struct DistLock(Option<fs::File>);
+
+impl DistLock {
+    fn acquire(dist: &Path) -> io::Result<Self> {
+        if std::env::var_os(dist::LOCK_HELD_ENV).is_some() {
+            return Ok(DistLock(None));
+        }
+        fs::create_dir_all(dist)?;
+        let f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(dist.join(dist::LOCK))?;
+        f.lock()?;
+        Ok(DistLock(Some(f)))
+    }
+}
+
+impl Drop for DistLock {
+    fn drop(&mut self) {
+        if let Some(f) = &self.0 {
+            let _ = f.unlock();
+        }
+    }
+}
+
+fn fmus() -> io::Result<()> {
+    let root = dist::workspace_root();
+    let dist_dir = dist::dist_dir();
+    let _lock = DistLock::acquire(&dist_dir)?;
+    let started = std::time::Instant::now();
+
+    let built = build_library(&root)?;
+    let lib = dist_dir.join("lib").join("libcosim_models.so");
+    fs::create_dir_all(lib.parent().unwrap_or(&dist_dir))?;
+    let tmp = lib.with_extension("so.tmp");
+    fs::copy(&built, &tmp)?;
+    strip(&tmp);
+    fs::rename(&tmp, &lib)?;
+    let size = fs::metadata(&lib)?.len();
+    println!("library: {} ({} KiB)", lib.display(), size / 1024);
+
+    let mut count = 0;
+    for spec in cosim_models::registry() {
+        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+            let req = PackageRequest::variant(spec, version, Variant::Full);
+            package(&req, &lib, &dist::fmu_path(version, spec.name))?;
+            count += 1;
+        }
+    }
+    for name in cosim_models::VARIANT_MODELS {
+        let spec = cosim_models::spec(name).ok_or_else(|| {
+            io::Error::other(format!("VARIANT_MODELS names unknown model {name}"))
+        })?;
+        for variant in Variant::RESTRICTED {
+            let req = PackageRequest::variant(spec, FmiVersion::Fmi2, variant);
+            package(&req, &lib, &dist::variant_path(name, variant))?;
+            count += 1;
+        }
+    }
+    println!("packaged {count} FMUs into {}", dist_dir.display());
+
+    let n = references(&dist::references_dir())?;
+    println!(
+        "wrote {n} reference CSVs into {}",
+        dist::references_dir().display()
+    );
+
+    fs::write(
+        dist_dir.join(dist::STAMP),
+        format!("{count} FMUs, {n} references\n"),
+    )?;
+    println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `cargo build --release -p cosim-models`; returns the cdylib's path.
+fn build_library(root: &Path) -> io::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "cosim-models",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "cargo build of cosim-models failed: {}",
+            out.status
+        )));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in text.lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] != "compiler-artifact" || msg["target"]["name"] != "cosim_models" {
+            continue;
+        }
+        if let Some(files) = msg["filenames"].as_array() {
+            for f in files.iter().filter_map(|f| f.as_str()) {
+                if f.ends_with(".so") {
+                    return Ok(PathBuf::from(f));
+                }
+            }
+        }
+    }
+    Err(io::Error::other(
+        "cargo build did not report the cosim-models cdylib",
+    ))
+}
+
+/// Strips symbols and debug info (the library is copied into every FMU).
+/// The dynamic symbol table, which `dlsym` uses, is kept.
+fn strip(path: &Path) {
+    match Command::new("strip").arg("--strip-all").arg(path).status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => eprintln!("xtask: warning: strip failed ({s}); packaging the unstripped library"),
+        Err(e) => {
+            eprintln!("xtask: warning: strip not available ({e}); packaging the unstripped library")
+        }
+    }
+}
+
+fn write_csv(dir: &Path, name: &str, tr: &reference::Trajectory) -> io::Result<()> {
+    let path = dir.join(name);
+    let tmp = path.with_extension("csv.tmp");
+    fs::write(&tmp, tr.to_csv())?;
+    fs::rename(tmp, path)
+}
+
+/// Writes the reference CSVs; returns how many.
+fn references(dir: &Path) -> io::Result<usize> {
+    fs::create_dir_all(dir)?;
+    let b1_times = reference::grid(0.0, 10.0, 100_000);
+    write_csv(
+        dir,
+        "b1_linear.csv",
+        &reference::b1_linear(&QuarterCar::LINEAR, &b1_times),
+    )?;
+    let b1n_times = reference::grid(0.0, 2.0, 20_000);
+    write_csv(
+        dir,
+        "b1_nonlinear.csv",
+        &reference::b1_nonlinear(&QuarterCar::NONLINEAR, &b1n_times, 1e-6),
+    )?;
+    for (k, t_end) in [(1, 25.0), (2, 100.0), (3, 25.0)] {
+        let times = reference::grid(0.0, t_end, (t_end * 1000.0) as usize);
+        write_csv(
+            dir,
+            &format!("b3_scenario{k}.csv"),
+            &reference::three_mass(&ThreeMass::scenario(k), &times),
+        )?;
+    }
+    write_csv(
+        dir,
+        "b4.csv",
+        &reference::two_mass(&TwoMass::DEFAULT, &reference::grid(0.0, 1.0, 100_000)),
+    )?;
+    let b5_times = reference::grid(0.0, 20.0, 20_000);
+    write_csv(
+        dir,
+        "b5_undamped.csv",
+        &reference::oscillator(1.0, 1.0, 0.0, 1.0, 0.0, &b5_times),
+    )?;
+    write_csv(
+        dir,
+        "b5_damped.csv",
+        &reference::oscillator(1.0, 1.0, 0.1, 1.0, 0.0, &b5_times),
+    )?;
+    Ok(8)
+}
+
+/// Markdown tables of every model's variables, from the registry.
+fn catalog() -> String {
+    use fmu_kit::{Capabilities, Causality, VarType};
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for spec in cosim_models::registry() {
+        let caps = Capabilities::full(spec, FmiVersion::Fmi2);
+        let _ = writeln!(out, "### {}\n\n{}\n", spec.name, spec.description);
+        let _ = writeln!(
+            out,
+            "maxOutputDerivativeOrder {}, directional derivatives {}, default experiment {} s to {} s, step {} s.\n",
+            caps.max_output_derivative_order,
+            if caps.directional_derivatives {
+                "yes"
+            } else {
+                "no"
+            },
+            spec.experiment.start_time,
+            spec.experiment.stop_time,
+            spec.experiment.step_size
+        );
+        out.push_str("| vr | name | causality | unit | start | depends on | description |\n|---|---|---|---|---|---|---|\n");
+        for v in spec.variables.iter().skip(1) {
+            let deps = if v.causality == Causality::Output {
+                let names: Vec<&str> = v
+                    .dependencies
+                    .iter()
+                    .filter_map(|(d, _)| spec.variable(*d).map(|x| x.name))
+                    .collect();
+                if names.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    names.join(", ")
+                }
+            } else {
+                String::new()
+            };
+            let start = match (v.start, v.ty) {
+                (Some(s), VarType::Integer) => format!("{}", s as i64),
+                (Some(s), VarType::Real) => format!("{s}"),
+                (None, _) => String::new(),
+            };
+            let causality = match v.ty {
+                VarType::Integer => format!("{} (Integer)", v.causality_name()),
+                VarType::Real => v.causality_name().to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | `{}` | {} | {} | {} | {} | {} |",
+                v.vr,
+                v.name,
+                causality,
+                v.unit.map_or("", |u| u.name),
+                start,
+                deps,
+                v.description
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
