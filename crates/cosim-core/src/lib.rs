@@ -14,6 +14,7 @@ pub mod extrapolation;
 pub mod indicators;
 pub mod inputs;
 pub mod master;
+pub mod metrics;
 pub mod observer;
 pub mod structure;
 pub mod subsystem;

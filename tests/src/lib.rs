@@ -1,0 +1,182 @@
+//! Helpers for the end-to-end tests: the project's FMUs (built on demand),
+//! the `cosim` binary, running a scenario through the library, and reading
+//! outputs back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cosim_core::execution::{Execution, RunSummary};
+pub use cosim_core::metrics::Table;
+use cosim_scenario::assemble;
+use cosim_scenario::{Overrides, Scenario};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Makes sure `fmus/dist` is built and current; returns it.
+pub fn fmus() -> PathBuf {
+    fmu_kit::dist::ensure_built().expect("building the project FMUs (cargo xtask fmus)")
+}
+
+/// A packaged FMI 2.0 FMU of the project.
+pub fn fmi2(model: &str) -> PathBuf {
+    fmus().join("fmi2").join(format!("{model}.fmu"))
+}
+
+/// A packaged FMI 3.0 FMU of the project.
+pub fn fmi3(model: &str) -> PathBuf {
+    fmus().join("fmi3").join(format!("{model}.fmu"))
+}
+
+/// A reference CSV written by `cargo xtask fmus`.
+pub fn reference(name: &str) -> Table {
+    Table::read(&fmus().join("references").join(format!("{name}.csv"))).expect("reference CSV")
+}
+
+/// A scenario file of `scenarios/`.
+pub fn scenario(name: &str) -> PathBuf {
+    root().join("scenarios").join(name)
+}
+
+/// The `cosim` binary of this build (built if missing).
+pub fn cosim_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/<profile>/cosim
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile directory");
+    let bin = profile_dir.join("cosim");
+    if !bin.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "cosim-cli"])
+            .current_dir(root())
+            .status()
+            .expect("running cargo build -p cosim-cli");
+        assert!(status.success(), "cargo build -p cosim-cli failed");
+    }
+    bin
+}
+
+/// Runs `cosim` with `args` (FMUs built first) and returns its output.
+pub fn cosim(args: &[&str]) -> Output {
+    fmus();
+    Command::new(cosim_bin())
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("running cosim")
+}
+
+/// The result of [`run`].
+pub struct Run {
+    /// The run summary.
+    pub summary: RunSummary,
+    /// The error message, if the run failed.
+    pub error: Option<String>,
+    /// The output directory (kept alive with the run).
+    pub dir: tempfile::TempDir,
+}
+
+impl Run {
+    /// The trace.
+    pub fn trace(&self) -> Table {
+        Table::read(&self.dir.path().join("trace.csv")).expect("trace.csv")
+    }
+
+    /// The energy log.
+    pub fn energy(&self) -> Table {
+        Table::read(&self.dir.path().join("energy.csv")).expect("energy.csv")
+    }
+
+    /// The step log.
+    pub fn steps(&self) -> Table {
+        Table::read(&self.dir.path().join("steps.csv")).expect("steps.csv")
+    }
+}
+
+/// Runs a scenario through the library (as `cosim run` does) with
+/// `--set`-style assignments and optional stop time and step, writing the
+/// outputs into a fresh temporary directory.
+pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) -> Run {
+    fmus();
+    let dir = tempfile::tempdir().expect("temporary output directory");
+    let mut sc = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
+    sc.apply_overrides(&Overrides {
+        set: set.iter().map(|s| s.to_string()).collect(),
+        stop,
+        step,
+        out: Some(dir.path().to_path_buf()),
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let fmus = assemble::open_fmus(&sc).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = sc
+        .subsystems()
+        .iter()
+        .map(|s| s.name.value.clone())
+        .collect();
+    let models: Vec<_> = names
+        .iter()
+        .zip(&fmus)
+        .map(|(n, f)| (n.as_str(), f.model_description()))
+        .collect();
+    let resolved = sc.resolve(&models).unwrap_or_else(|e| panic!("{e}"));
+    let assembly = assemble::assemble(&resolved, &fmus).unwrap_or_else(|e| panic!("{e}"));
+    let observers = assemble::observers(&resolved, &assembly).unwrap_or_else(|e| panic!("{e}"));
+    let execution = Execution {
+        system: assembly.system,
+        master: assembly.master,
+        observers,
+        t_start: resolved.start,
+        t_stop: resolved.stop,
+        interrupt: None,
+    };
+    let (summary, error) = execution.run();
+    Run {
+        summary,
+        error: error.map(|e| e.to_string()),
+        dir,
+    }
+}
+
+/// Largest absolute difference between a trace column and a reference
+/// column over the trace's time points.
+pub fn max_abs_error(trace: &Table, column: &str, reference: &Table, ref_column: &str) -> f64 {
+    let y = trace
+        .column(column)
+        .unwrap_or_else(|| panic!("trace has no column {column}: {:?}", trace.names));
+    let c = reference
+        .names
+        .iter()
+        .position(|n| n == ref_column)
+        .unwrap_or_else(|| {
+            panic!(
+                "reference has no column {ref_column}: {:?}",
+                reference.names
+            )
+        });
+    trace
+        .time()
+        .iter()
+        .zip(y)
+        .map(|(&t, &v)| (v - reference.interpolate(c, t)).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Least-squares slope of log(error) against log(step).
+pub fn loglog_slope(steps: &[f64], errors: &[f64]) -> f64 {
+    let xs: Vec<f64> = steps.iter().map(|h| h.ln()).collect();
+    let ys: Vec<f64> = errors.iter().map(|e| e.ln()).collect();
+    let n = xs.len() as f64;
+    let mx = xs.iter().sum::<f64>() / n;
+    let my = ys.iter().sum::<f64>() / n;
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    sxy / sxx
+}

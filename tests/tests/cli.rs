@@ -1,0 +1,294 @@
+//! The `cosim` command line: exit statuses, messages, outputs kept on
+//! failure, inspect and check on everything the project ships.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use cosim_tests::{Table, cosim, fmi2, fmus, root};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A scenario with a Faulty integrator fed back through a gain.
+fn faulty_scenario(dir: &Path, mode: i32, fail_at: f64) -> std::path::PathBuf {
+    let text = format!(
+        r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "faulty"
+fmu = "{faulty}"
+parameters = {{ fail_mode = {mode}, fail_at = {fail_at}, x0 = 1.0 }}
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+parameters = {{ k = -0.5 }}
+
+[[connections]]
+from = "faulty.x"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+"#,
+        faulty = fmi2("Faulty").display(),
+        gain = fmi2("Gain").display(),
+    );
+    let path = dir.join("faulty.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn an_fmu_error_mid_run_stops_cleanly_with_the_trace_up_to_that_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), 1, 0.305);
+    let out_dir = dir.path().join("out");
+    let out = cosim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // Names the FMU instance, the function, the status and the time, and
+    // quotes the FMU's own log line.
+    assert!(err.contains("FMU instance 'faulty'"), "{err}");
+    assert!(
+        err.contains("fmi2DoStep returned Error at t = 0.3"),
+        "{err}"
+    );
+    assert!(err.contains("fail_at = 0.305"), "{err}");
+    // The trace holds every completed row: t = 0, 0.01, ..., 0.3.
+    let trace = Table::read(&out_dir.join("trace.csv")).unwrap();
+    let t = trace.time();
+    assert_eq!(t.len(), 31, "rows: {t:?}");
+    assert!((t[30] - 0.3).abs() < 1e-12);
+    // x' = -0.5 x from x0 = 1: the completed rows are right, not garbage.
+    let x = trace.column("faulty.x").unwrap();
+    assert!(
+        (x[30] - (-0.5f64 * 0.3).exp()).abs() < 5e-3,
+        "x(0.3) = {}",
+        x[30]
+    );
+    // The summary says what happened.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["status"], "error");
+    assert!((summary["t_reached"].as_f64().unwrap() - 0.3).abs() < 1e-12);
+    assert!(summary["message"].as_str().unwrap().contains("fmi2DoStep"));
+}
+
+#[test]
+fn a_nan_output_stops_the_run_naming_subsystem_variable_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), 3, 0.105);
+    let out_dir = dir.path().join("out");
+    let out = cosim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("subsystem 'faulty': variable 'x' is NaN at t = 0.11"),
+        "{err}"
+    );
+    let trace = Table::read(&out_dir.join("trace.csv")).unwrap();
+    assert_eq!(trace.time().len(), 11);
+    assert!(
+        trace
+            .column("faulty.x")
+            .unwrap()
+            .iter()
+            .all(|v| v.is_finite())
+    );
+}
+
+#[test]
+fn the_nan_policy_can_be_set_to_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), 3, 0.105);
+    let text = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("step = 0.01", "step = 0.01\nnonfinite = \"warn\"");
+    std::fs::write(&scenario, text).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = cosim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("variable 'x' is NaN"), "{err}");
+    let trace = Table::read(&out_dir.join("trace.csv")).unwrap();
+    assert_eq!(trace.time().len(), 101);
+}
+
+#[test]
+fn bad_scenarios_exit_with_status_2_and_a_located_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let gain = fmi2("Gain");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 1.0\n[master]\nstep = 0.1\n[[subsystems]]\nname = \"g\"\nfmu = \"{}\"\n[[connections]]\nfrom = \"g.yy\"\nto = \"g.u\"\n",
+            gain.display()
+        ),
+    )
+    .unwrap();
+    let out = cosim(&["run", path.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml:9:"), "{err}");
+    assert!(
+        err.contains("'yy'") && err.contains("did you mean 'y'"),
+        "{err}"
+    );
+
+    let out = cosim(&["run", dir.path().join("missing.toml").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("missing.toml"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_missing_fmu_names_the_scenario_line_and_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(
+        &path,
+        "[simulation]\nstop = 1.0\n[master]\nstep = 0.1\n[[subsystems]]\nname = \"g\"\nfmu = \"nowhere/Gain.fmu\"\n",
+    )
+    .unwrap();
+    let out = cosim(&["check", path.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("s.toml:7:") && err.contains("nowhere/Gain.fmu"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_accepts_every_shipped_scenario() {
+    let mut failures = Vec::new();
+    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = cosim(&["check", path.to_str().unwrap()]);
+            if !out.status.success() {
+                failures.push(format!("{}: {}", path.display(), stderr(&out)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn inspect_works_on_every_fmu_the_project_builds() {
+    for dir in ["fmi2", "fmi3", "variants"] {
+        let d = fmus().join(dir);
+        let out = cosim(&["inspect", d.to_str().unwrap()]);
+        assert!(out.status.success(), "{dir}: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Power-bond candidates") || text.contains("Model:"));
+        let out = cosim(&["inspect", "--json", d.to_str().unwrap()]);
+        assert!(out.status.success());
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(json.as_array().unwrap().len() >= 5);
+    }
+    // B1: the force/velocity pair on each side.
+    let out = cosim(&[
+        "inspect",
+        "--json",
+        fmi2("QuarterCarWheelSuspension").to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &json["bond_candidates"][0];
+    assert_eq!(c["input_name"], "v_c");
+    assert_eq!(c["output_name"], "F_c");
+    assert_eq!(c["domain"], "Translational");
+}
+
+#[test]
+fn run_reports_the_bonds_it_uses_and_writes_all_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cosim(&[
+        "run",
+        "scenarios/b1_quarter_car_a.toml",
+        "--stop",
+        "0.1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("chassis.F~wheel.v_c (discovered)") && err.contains("chassis.F [N]"),
+        "{err}"
+    );
+    for f in ["trace.csv", "energy.csv", "steps.csv", "summary.json"] {
+        assert!(dir.path().join(f).is_file(), "{f} missing");
+    }
+    // Header: time first, then subsystem.variable [unit].
+    let header = std::fs::read_to_string(dir.path().join("trace.csv")).unwrap();
+    let first = header.lines().next().unwrap();
+    assert!(
+        first.starts_with("time,chassis.F [N],chassis.v_c [m/s]"),
+        "{first}"
+    );
+    // Full round-trip precision: values parse back to the exact f64 the
+    // library computed in a run of the same scenario.
+    let lib = cosim_tests::run(
+        &root().join("scenarios/b1_quarter_car_a.toml"),
+        &[],
+        Some(0.1),
+        None,
+    );
+    assert_eq!(
+        lib.trace().columns,
+        Table::read(&dir.path().join("trace.csv")).unwrap().columns
+    );
+}
+
+#[test]
+fn set_overrides_a_parameter_and_threads_do_not_change_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "0.2",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = cosim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        Table::read(&out.join("trace.csv")).unwrap()
+    };
+    let one = run(&a, &["--threads", "1"]);
+    let two = run(&b, &["--threads", "2"]);
+    assert_eq!(
+        one.columns, two.columns,
+        "traces differ between 1 and 2 threads"
+    );
+    let heavy = run(&dir.path().join("c"), &["--set", "chassis.m_c=800"]);
+    assert_ne!(heavy.column("chassis.v_c"), one.column("chassis.v_c"));
+}

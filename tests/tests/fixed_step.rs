@@ -1,0 +1,329 @@
+//! The fixed-step master against references and the published figures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cosim_core::metrics::{BondMetrics, bond_metrics};
+use cosim_tests::{Table, loglog_slope, max_abs_error, reference, run, scenario};
+
+/// The B1 metrics of a run's single bond, against the reference power
+/// `P01` computed from reference columns.
+fn b1_metrics(
+    run: &cosim_tests::Run,
+    t_end: f64,
+    reference: &Table,
+    power: &dyn Fn(&Table, f64) -> f64,
+) -> BondMetrics {
+    let energy = run.energy();
+    let bond = energy.names[2]
+        .strip_suffix(".residual_power")
+        .expect("first bond column")
+        .to_string();
+    bond_metrics(&energy, &bond, t_end, |t| power(reference, t)).unwrap()
+}
+
+fn col(table: &Table, name: &str) -> usize {
+    table.names.iter().position(|n| n == name).unwrap()
+}
+
+/// Reticulation A transmits power at the chassis: P01 = F_c v_c.
+fn power_at_chassis(r: &Table, t: f64) -> f64 {
+    r.interpolate(col(r, "F_c"), t) * r.interpolate(col(r, "v_c"), t)
+}
+
+/// Reticulation B transmits power at the wheel: port 0 is the wheel (its
+/// input is the force), P01 = -F_c v_w.
+fn power_at_wheel(r: &Table, t: f64) -> f64 {
+    -r.interpolate(col(r, "F_c"), t) * r.interpolate(col(r, "v_w"), t)
+}
+
+fn within_factor(value: f64, published: f64, factor: f64) -> bool {
+    value >= published / factor && value <= published * factor
+}
+
+#[test]
+fn b1_constant_step_rows_reproduce_within_a_factor_1_5() {
+    // (scenario, reference, power, end time, published mean |dP| W, integral dP J)
+    type Power = fn(&Table, f64) -> f64;
+    let rows: [(&str, &str, Power, f64, f64, f64); 5] = [
+        (
+            "b1_quarter_car_a.toml",
+            "b1_linear",
+            power_at_chassis,
+            4.0,
+            1.3,
+            6.4,
+        ),
+        (
+            "b1_quarter_car_a_nonlinear.toml",
+            "b1_nonlinear",
+            power_at_chassis,
+            2.0,
+            4.0,
+            5.0,
+        ),
+        (
+            "b1_quarter_car_b.toml",
+            "b1_linear",
+            power_at_wheel,
+            4.0,
+            12.0,
+            23.0,
+        ),
+        (
+            "b1_quarter_car_b_nonlinear.toml",
+            "b1_nonlinear",
+            power_at_wheel,
+            2.0,
+            30.0,
+            50.0,
+        ),
+        (
+            "b1_quarter_car_b_coarse_wheel.toml",
+            "b1_linear",
+            power_at_wheel,
+            4.0,
+            40.0,
+            30.0,
+        ),
+    ];
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    for (file, reference_name, power, t_end, dp, e) in rows {
+        let r = run(&scenario(file), &[], None, None);
+        assert!(r.error.is_none(), "{file}: {:?}", r.error);
+        let m = b1_metrics(&r, t_end, &reference(reference_name), &power);
+        report.push_str(&format!(
+            "{file}: mean step {:.4} ms, mean |dP| {:.3} W (paper {dp}), integral dP {:.3} J (paper {e})\n",
+            m.mean_step * 1e3,
+            m.mean_abs_power_error,
+            m.integral_residual_power
+        ));
+        assert!((m.mean_step - 1e-3).abs() < 1e-12);
+        if !within_factor(m.mean_abs_power_error, dp, 1.5)
+            || !within_factor(m.integral_residual_power, e, 1.5)
+        {
+            failures.push(file);
+        }
+    }
+    println!("{report}");
+    assert!(
+        failures.is_empty(),
+        "outside a factor 1.5 of the paper: {failures:?}\n{report}"
+    );
+}
+
+/// Max error of the chassis position of B2 (displacement-displacement
+/// coupling, accurate subsystems) against the monolithic reference, with
+/// macro step `h` and extrapolation order `m`.
+fn b2_error_with(h: f64, m: u32) -> f64 {
+    // The scenario sets extrapolation = 1; a copy with the order replaced.
+    assert!(m <= 2);
+    let text = std::fs::read_to_string(scenario("b2_displacement_coupling.toml"))
+        .unwrap()
+        .replace("extrapolation = 1 ", &format!("extrapolation = {m} "));
+    assert!(text.contains(&format!("extrapolation = {m} ")));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b2.toml");
+    std::fs::write(
+        &path,
+        text.replace("../fmus/dist", &cosim_tests::fmus().display().to_string()),
+    )
+    .unwrap();
+    let r = run(&path, &[], Some(1.0), Some(h));
+    assert!(r.error.is_none(), "{:?}", r.error);
+    max_abs_error(&r.trace(), "chassis.x_c", &reference("b1_linear"), "z_c")
+}
+
+#[test]
+fn global_error_order_is_one_for_zoh_and_two_for_linear_extrapolation() {
+    let steps = [4e-3, 2e-3, 1e-3];
+    let zoh: Vec<f64> = steps.iter().map(|&h| b2_error_with(h, 0)).collect();
+    let linear: Vec<f64> = steps.iter().map(|&h| b2_error_with(h, 1)).collect();
+    let (p0, p1) = (loglog_slope(&steps, &zoh), loglog_slope(&steps, &linear));
+    println!("ZOH errors {zoh:?}: slope {p0:.3}\nlinear errors {linear:?}: slope {p1:.3}");
+    assert!((0.85..=1.25).contains(&p0), "ZOH slope {p0}");
+    assert!(
+        (1.75..=2.3).contains(&p1),
+        "linear extrapolation slope {p1}"
+    );
+    // And extrapolation helps at every step.
+    for (z, l) in zoh.iter().zip(&linear) {
+        assert!(l < z);
+    }
+}
+
+/// RMS over the trace's time points of a column's error against a
+/// reference column.
+fn rms_error(trace: &Table, column: &str, reference: &Table, ref_column: &str) -> f64 {
+    let y = trace.column(column).unwrap();
+    let c = col(reference, ref_column);
+    let sum: f64 = trace
+        .time()
+        .iter()
+        .zip(y)
+        .map(|(&t, &v)| (v - reference.interpolate(c, t)).powi(2))
+        .sum();
+    (sum / y.len() as f64).sqrt()
+}
+
+#[test]
+fn gauss_seidel_differs_from_jacobi_and_is_not_less_accurate() {
+    // B1 reticulation A at 1 ms. Gauss-Seidel order derived from the graph:
+    // the chassis (no feed-through) first, the wheel then sees its new
+    // velocity. Accuracy is measured where the scheme acts: the paper's
+    // power metrics at the published setting, and the RMS error of every
+    // state with the wheel's own solver made accurate (200 micro steps), so
+    // that its forward-Euler error, which no coupling scheme changes, does
+    // not hide the coupling error.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(scenario("b1_quarter_car_a.toml"))
+        .unwrap()
+        .replace("scheme = \"jacobi\"", "scheme = \"gauss-seidel\"")
+        .replace("../fmus/dist", &cosim_tests::fmus().display().to_string());
+    let gs_path = dir.path().join("b1_gs.toml");
+    std::fs::write(&gs_path, text).unwrap();
+    let reference = reference("b1_linear");
+    let mut report = String::new();
+
+    let jacobi = run(&scenario("b1_quarter_car_a.toml"), &[], None, None);
+    let gs = run(&gs_path, &[], None, None);
+    assert!(jacobi.error.is_none() && gs.error.is_none());
+    let differ = jacobi
+        .trace()
+        .column("chassis.v_c")
+        .unwrap()
+        .iter()
+        .zip(gs.trace().column("chassis.v_c").unwrap())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(differ > 1e-6, "Gauss-Seidel and Jacobi traces are the same");
+    let mj = b1_metrics(&jacobi, 4.0, &reference, &power_at_chassis);
+    let mg = b1_metrics(&gs, 4.0, &reference, &power_at_chassis);
+    report.push_str(&format!(
+        "mean |dP|: Jacobi {:.3} W, Gauss-Seidel {:.3} W; integral dP: Jacobi {:.3} J, Gauss-Seidel {:.3} J\n",
+        mj.mean_abs_power_error,
+        mg.mean_abs_power_error,
+        mj.integral_residual_power,
+        mg.integral_residual_power
+    ));
+    assert!(
+        mg.mean_abs_power_error <= mj.mean_abs_power_error,
+        "{report}"
+    );
+    assert!(
+        mg.integral_residual_power.abs() <= mj.integral_residual_power.abs(),
+        "{report}"
+    );
+
+    let accurate_wheel = ["wheel.micro_steps=200"];
+    let (tj, tg) = (
+        run(
+            &scenario("b1_quarter_car_a.toml"),
+            &accurate_wheel,
+            None,
+            None,
+        )
+        .trace(),
+        run(&gs_path, &accurate_wheel, None, None).trace(),
+    );
+    for (var, ref_col) in [
+        ("chassis.v_c", "v_c"),
+        ("chassis.z_c", "z_c"),
+        ("wheel.F_c", "F_c"),
+        ("wheel.z_w", "z_w"),
+        ("wheel.v_w", "v_w"),
+    ] {
+        let ej = rms_error(&tj, var, &reference, ref_col);
+        let eg = rms_error(&tg, var, &reference, ref_col);
+        report.push_str(&format!(
+            "RMS error of {var}: Jacobi {ej:.3e}, Gauss-Seidel {eg:.3e}\n"
+        ));
+        assert!(eg <= ej, "Gauss-Seidel less accurate on {var}\n{report}");
+    }
+    println!("{report}");
+}
+
+#[test]
+fn fmi3_builds_give_the_same_trace_as_fmi2_with_zoh() {
+    let a = run(&scenario("b1_quarter_car_a.toml"), &[], Some(0.5), None);
+    let b = run(
+        &scenario("b1_quarter_car_a_fmi3.toml"),
+        &[],
+        Some(0.5),
+        None,
+    );
+    assert!(a.error.is_none() && b.error.is_none());
+    let (ta, tb) = (a.trace(), b.trace());
+    assert_eq!(ta.names, tb.names);
+    assert_eq!(ta.columns, tb.columns);
+}
+
+#[test]
+fn the_last_step_is_shortened_to_hit_the_stop_time() {
+    let r = run(&scenario("b1_quarter_car_a.toml"), &[], Some(0.0105), None);
+    assert!(r.error.is_none());
+    let t = r.trace();
+    let time = t.time();
+    assert_eq!(time.len(), 12, "t0 plus 11 steps");
+    assert_eq!(*time.last().unwrap(), 0.0105);
+    assert_eq!(time[10], 0.01);
+    assert_eq!(r.summary.stats.macro_steps, 11);
+    // Communication points are t0 + n h, not accumulated sums.
+    for (n, &t) in time[..11].iter().enumerate() {
+        assert_eq!(t, n as f64 * 1e-3);
+    }
+}
+
+#[test]
+fn a_step_multiple_steps_less_often_and_publishes_at_the_end_of_its_step() {
+    let r = run(&scenario("b5_mass_spring.toml"), &[], Some(2.0), None);
+    assert!(r.error.is_none());
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(scenario("b5_mass_spring.toml"))
+        .unwrap()
+        .replace(
+            "fmu = \"../fmus/dist/fmi2/Spring.fmu\"",
+            "fmu = \"../fmus/dist/fmi2/Spring.fmu\"\nstep_multiple = 2",
+        )
+        .replace("../fmus/dist", &cosim_tests::fmus().display().to_string());
+    let path = dir.path().join("b5.toml");
+    std::fs::write(&path, text).unwrap();
+    let slow = run(&path, &[], Some(2.0), None);
+    assert!(slow.error.is_none(), "{:?}", slow.error);
+    let calls = |r: &cosim_tests::Run, name: &str| {
+        r.summary
+            .subsystems
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap()
+            .calls
+            .do_step
+    };
+    assert_eq!(calls(&slow, "mass"), 20);
+    assert_eq!(calls(&slow, "spring"), 10);
+    // The spring's force changes only at even macro steps (the end of each
+    // of its double steps), and stays put in between.
+    let t = slow.trace();
+    let f = t.column("spring.F").unwrap();
+    let mut changes = 0;
+    for k in (1..f.len() - 1).step_by(2) {
+        assert_eq!(f[k], f[k - 1], "spring.F changed at an odd step {k}");
+        changes += usize::from(f[k + 1] != f[k]);
+    }
+    assert!(
+        changes >= 8,
+        "spring.F changed at only {changes} of 10 double steps"
+    );
+}
+
+#[test]
+fn b5_residual_energy_is_positive_and_grows_with_the_macro_step() {
+    let mut last = 0.0;
+    for h in [0.025, 0.05, 0.1, 0.2] {
+        let r = run(&scenario("b5_mass_spring.toml"), &[], None, Some(h));
+        assert!(r.error.is_none());
+        let e = r.summary.bonds[0].cumulative_residual_energy;
+        println!("h = {h}: cumulative residual energy {e} J");
+        assert!(e > 0.0 && e > last, "h = {h}: {e} J after {last} J");
+        last = e;
+    }
+}
