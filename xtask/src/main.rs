@@ -9,6 +9,8 @@
 //!   (unless its caller already does, see `fmu_kit::dist`).
 //! - `references`: only the reference CSVs.
 //! - `catalog`: prints the per-model variable tables of `fmus/README.md`.
+//! - `demo`: `fmus`, then builds `cosim` (release) and runs the demo
+//!   scenario `scenarios/b1_quarter_car_a.toml` into `out/demo/`.
 
 use std::fs;
 use std::io;
@@ -27,8 +29,9 @@ fn main() {
             print!("{}", catalog());
             Ok(())
         }
+        Some("demo") => demo(),
         _ => {
-            eprintln!("usage: cargo xtask fmus | references | catalog");
+            eprintln!("usage: cargo xtask fmus | references | catalog | demo");
             std::process::exit(2);
         }
     };
@@ -36,6 +39,32 @@ fn main() {
         eprintln!("xtask: error: {e}");
         std::process::exit(1);
     }
+}
+
+/// Builds the FMUs and the `cosim` binary, then runs the demo scenario.
+fn demo() -> io::Result<()> {
+    fmus()?;
+    let root = dist::workspace_root();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "--quiet", "-p", "cosim-cli"])
+        .current_dir(&root)
+        .status()?;
+    if !status.success() {
+        return Err(io::Error::other("building cosim failed"));
+    }
+    let status = Command::new(root.join("target/release/cosim"))
+        .args(["run", "scenarios/b1_quarter_car_a.toml", "--out", "out/demo"])
+        .current_dir(&root)
+        .status()?;
+    if !status.success() {
+        return Err(io::Error::other(format!("the demo run failed ({status})")));
+    }
+    eprintln!(
+        "demo: trace, energy log, step log and summary are in {}",
+        root.join("out/demo").display()
+    );
+    Ok(())
 }
 
 /// Holds `fmus/dist/.lock` unless the parent process does.
