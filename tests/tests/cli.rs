@@ -292,3 +292,79 @@ fn set_overrides_a_parameter_and_threads_do_not_change_results() {
     let heavy = run(&dir.path().join("c"), &["--set", "chassis.m_c=800"]);
     assert_ne!(heavy.column("chassis.v_c"), one.column("chassis.v_c"));
 }
+
+#[test]
+fn check_reports_an_algebraic_loop_with_the_variables_on_the_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.toml");
+    let gain = fmi2("Gain");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 1.0\n[master]\nstep = 0.1\n\
+             [[subsystems]]\nname = \"a\"\nfmu = \"{g}\"\n\
+             [[subsystems]]\nname = \"b\"\nfmu = \"{g}\"\nparameters = {{ k = 0.5 }}\n\
+             [[connections]]\nfrom = \"a.y\"\nto = \"b.u\"\n\
+             [[connections]]\nfrom = \"b.y\"\nto = \"a.u\"\n",
+            g = gain.display()
+        ),
+    )
+    .unwrap();
+    let out = cosim(&["check", path.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("algebraic loop: a.u -> a.y -> b.u -> b.y -> a.u"),
+        "{err}"
+    );
+    assert!(
+        err.contains("feed-through: a.y depends directly on u"),
+        "{err}"
+    );
+}
+
+#[test]
+fn extrapolation_falls_back_to_zoh_with_one_warning_naming_the_fmu() {
+    // FMI 3.0 co-simulation has no input derivatives: with extrapolation
+    // order 1 each FMI 3 subsystem is warned about once and held (ZOH), so
+    // the trace equals the ZOH run.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("scenarios/b1_quarter_car_a_fmi3.toml"))
+        .unwrap()
+        .replace("step = 1e-3", "step = 1e-3\nextrapolation = 1")
+        .replace("../fmus/dist", &fmus().display().to_string());
+    let path = dir.path().join("fmi3_m1.toml");
+    std::fs::write(&path, text).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = cosim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--stop",
+        "0.05",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    for sub in ["'chassis'", "'wheel'"] {
+        let warnings = err
+            .lines()
+            .filter(|l| l.contains(sub) && l.contains("cannot interpolate inputs"))
+            .count();
+        assert_eq!(warnings, 1, "{sub}: {err}");
+    }
+    assert!(
+        err.contains("QuarterCarChassis.fmu"),
+        "the warning names the FMU file: {err}"
+    );
+    let zoh = cosim_tests::run(
+        &root().join("scenarios/b1_quarter_car_a_fmi3.toml"),
+        &[],
+        Some(0.05),
+        None,
+    );
+    assert_eq!(
+        Table::read(&out_dir.join("trace.csv")).unwrap().columns,
+        zoh.trace().columns
+    );
+}
