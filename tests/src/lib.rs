@@ -44,24 +44,32 @@ pub fn scenario(name: &str) -> PathBuf {
     root().join("scenarios").join(name)
 }
 
-/// The `cosim` binary of this build (built if missing).
+/// The `cosim` binary of this build profile, rebuilt if stale (once per
+/// test process; cargo answers in a fraction of a second when it is current).
 pub fn cosim_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test> -> target/<profile>/cosim
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target profile directory");
-    let bin = profile_dir.join("cosim");
-    if !bin.exists() {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        // target/<profile>/deps/<test> -> target/<profile>/cosim
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target profile directory");
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev",
+            Some(other) => other,
+        };
         let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "cosim-cli"])
+            .args(["build", "--quiet", "-p", "cosim-cli", "--profile", profile])
             .current_dir(root())
             .status()
             .expect("running cargo build -p cosim-cli");
         assert!(status.success(), "cargo build -p cosim-cli failed");
-    }
-    bin
+        let bin = profile_dir.join(format!("cosim{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.exists(), "{} missing after cargo build", bin.display());
+        bin
+    })
+    .clone()
 }
 
 /// Runs `cosim` with `args` (FMUs built first) and returns its output.

@@ -54,7 +54,12 @@ fn demo() -> io::Result<()> {
         return Err(io::Error::other("building cosim failed"));
     }
     let status = Command::new(root.join("target/release/cosim"))
-        .args(["run", "scenarios/b1_quarter_car_a.toml", "--out", "out/demo"])
+        .args([
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--out",
+            "out/demo",
+        ])
         .current_dir(&root)
         .status()?;
     if !status.success() {
