@@ -144,6 +144,7 @@ pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) 
         t_start: resolved.start,
         t_stop: resolved.stop,
         interrupt: None,
+        diagnostics: assembly.diagnostics,
     };
     let (summary, error) = execution.run();
     Run {

@@ -7,9 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cosim_core::System;
 use cosim_core::execution::{Execution, RunStatus};
-use cosim_core::indicators::EnergyAccount;
-use cosim_core::master::StepReport;
-use cosim_core::observer::Observer;
+use cosim_core::observer::{Observer, StepContext};
 use cosim_scenario::assemble::{self, AssembleError, Assembly, BondSource};
 use cosim_scenario::{Overrides, ResolvedScenario, Scenario};
 
@@ -165,7 +163,12 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     if show_progress {
         observers.push(Box::new(Progress::new(resolved.start, resolved.stop)));
     }
-    let Assembly { system, master, .. } = assembly;
+    let Assembly {
+        system,
+        master,
+        diagnostics,
+        ..
+    } = assembly;
     let execution = Execution {
         system,
         master,
@@ -173,6 +176,7 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
         t_start: resolved.start,
         t_stop: resolved.stop,
         interrupt: None,
+        diagnostics,
     };
     let (summary, error) = execution.run();
     if let Some(path) = &resolved.outputs.summary {
@@ -273,22 +277,17 @@ impl Progress {
 }
 
 impl Observer for Progress {
-    fn start(&mut self, sys: &System, _energy: &EnergyAccount) -> cosim_core::Result<()> {
+    fn start(&mut self, sys: &System) -> cosim_core::Result<()> {
         self.update(sys.time(), true);
         Ok(())
     }
 
-    fn step(
-        &mut self,
-        sys: &System,
-        _report: &StepReport,
-        _energy: &EnergyAccount,
-    ) -> cosim_core::Result<()> {
+    fn step(&mut self, sys: &System, _ctx: &StepContext<'_>) -> cosim_core::Result<()> {
         self.update(sys.time(), false);
         Ok(())
     }
 
-    fn finish(&mut self, sys: &System, _energy: &EnergyAccount) -> cosim_core::Result<()> {
+    fn finish(&mut self, sys: &System) -> cosim_core::Result<()> {
         self.update(sys.time(), true);
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();

@@ -9,9 +9,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{CoreError, Result};
-use crate::indicators::EnergyAccount;
+use crate::indicators::{EnergyAccount, ErrorIndicator};
 use crate::master::{Master, MasterStats, StepReport};
-use crate::observer::Observer;
+use crate::observer::{Observer, StepContext};
 use crate::subsystem::CallCounters;
 use crate::system::System;
 
@@ -94,6 +94,8 @@ pub struct Execution {
     pub t_stop: f64,
     /// Set from a signal handler to stop at the next macro step.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Indicators computed and logged alongside the master, for diagnosis.
+    pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
 }
 
 impl Execution {
@@ -106,12 +108,16 @@ impl Execution {
         let init_start = Instant::now();
         let mut init_time = 0.0;
         let mut loop_start = Instant::now();
+        let mut diagnostic_values = vec![f64::NAN; self.diagnostics.len()];
         let result = (|| -> Result<()> {
             self.master.check(&self.system)?;
             self.system.initialize(self.t_start, Some(self.t_stop))?;
             self.master.start(&mut self.system)?;
+            for d in &mut self.diagnostics {
+                d.start(&self.system);
+            }
             for o in &mut self.observers {
-                o.start(&self.system, &energy)?;
+                o.start(&self.system)?;
             }
             init_time = init_start.elapsed().as_secs_f64();
             loop_start = Instant::now();
@@ -136,8 +142,16 @@ impl Execution {
                     max_indicator = report.indicator;
                 }
                 steps_time += report.dt;
+                for (value, d) in diagnostic_values.iter_mut().zip(&mut self.diagnostics) {
+                    *value = d.evaluate(&self.system, report.t, report.dt);
+                }
+                let ctx = StepContext {
+                    report: &report,
+                    energy: &energy,
+                    diagnostics: &diagnostic_values,
+                };
                 for o in &mut self.observers {
-                    o.step(&self.system, &report, &energy)?;
+                    o.step(&self.system, &ctx)?;
                 }
             }
             Ok(())
@@ -147,7 +161,7 @@ impl Execution {
         // Always flush what we have, then terminate the subsystems.
         let mut error = result.err();
         for o in &mut self.observers {
-            if let Err(e) = o.finish(&self.system, &energy) {
+            if let Err(e) = o.finish(&self.system) {
                 tracing::error!("{e}");
                 error.get_or_insert(e);
             }

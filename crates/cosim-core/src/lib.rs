@@ -8,6 +8,7 @@
 //! [`System`] from one. It never sees FMI value references outside
 //! [`subsystem::FmuSubsystem`].
 
+pub mod controller;
 pub mod error;
 pub mod execution;
 pub mod extrapolation;

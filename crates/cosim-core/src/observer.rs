@@ -17,15 +17,27 @@ use crate::indicators::EnergyAccount;
 use crate::master::StepReport;
 use crate::system::System;
 
+/// What observers get after each accepted macro step.
+#[derive(Debug, Clone, Copy)]
+pub struct StepContext<'a> {
+    /// The step the master took.
+    pub report: &'a StepReport,
+    /// Residual and transmitted energy per bond, after the step.
+    pub energy: &'a EnergyAccount,
+    /// Values of the diagnostic indicators computed alongside the master,
+    /// in the order they were configured.
+    pub diagnostics: &'a [f64],
+}
+
 /// Receives the system state after initialization and each accepted step.
 pub trait Observer: Send {
     /// After initialization, at the start time.
-    fn start(&mut self, sys: &System, energy: &EnergyAccount) -> Result<()>;
+    fn start(&mut self, sys: &System) -> Result<()>;
     /// After each accepted macro step.
-    fn step(&mut self, sys: &System, report: &StepReport, energy: &EnergyAccount) -> Result<()>;
+    fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()>;
     /// At the end of the run, successful or not: write the last row if
     /// needed and flush.
-    fn finish(&mut self, sys: &System, energy: &EnergyAccount) -> Result<()>;
+    fn finish(&mut self, sys: &System) -> Result<()>;
 }
 
 /// When the trace writes a row.
@@ -185,14 +197,14 @@ impl TraceWriter {
 }
 
 impl Observer for TraceWriter {
-    fn start(&mut self, sys: &System, _energy: &EnergyAccount) -> Result<()> {
+    fn start(&mut self, sys: &System) -> Result<()> {
         if let Sampling::Interval(dt) = self.sampling {
             self.next_output = sys.time() + dt;
         }
         self.row(sys)
     }
 
-    fn step(&mut self, sys: &System, _report: &StepReport, _energy: &EnergyAccount) -> Result<()> {
+    fn step(&mut self, sys: &System, _ctx: &StepContext<'_>) -> Result<()> {
         self.steps += 1;
         let write = match self.sampling {
             Sampling::EveryStep => true,
@@ -214,7 +226,7 @@ impl Observer for TraceWriter {
         if write { self.row(sys) } else { Ok(()) }
     }
 
-    fn finish(&mut self, sys: &System, _energy: &EnergyAccount) -> Result<()> {
+    fn finish(&mut self, sys: &System) -> Result<()> {
         // Always end the trace at the last accepted communication point.
         if sys.time() != self.last_written_time {
             self.row(sys)?;
@@ -252,13 +264,14 @@ impl EnergyLog {
 }
 
 impl Observer for EnergyLog {
-    fn start(&mut self, _sys: &System, _energy: &EnergyAccount) -> Result<()> {
+    fn start(&mut self, _sys: &System) -> Result<()> {
         Ok(())
     }
 
-    fn step(&mut self, sys: &System, report: &StepReport, energy: &EnergyAccount) -> Result<()> {
+    fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
+        let energy = ctx.energy;
         self.file.field(sys.time())?;
-        self.file.field(report.dt)?;
+        self.file.field(ctx.report.dt)?;
         for b in energy.bonds() {
             self.file.field(b.residual_power)?;
             self.file.field(b.residual_energy)?;
@@ -270,20 +283,22 @@ impl Observer for EnergyLog {
         self.file.end_row()
     }
 
-    fn finish(&mut self, _sys: &System, _energy: &EnergyAccount) -> Result<()> {
+    fn finish(&mut self, _sys: &System) -> Result<()> {
         self.file.flush()
     }
 }
 
-/// The step log: one row per accepted macro step.
+/// The step log: one row per accepted macro step, with the master's
+/// indicator and every diagnostic indicator.
 pub struct StepLog {
     file: CsvFile,
 }
 
 impl StepLog {
-    /// Creates the file and writes the header.
-    pub fn create(path: &Path) -> Result<Self> {
-        let header: Vec<String> = [
+    /// Creates the file and writes the header; `diagnostics` names the
+    /// indicators computed alongside the master.
+    pub fn create(path: &Path, diagnostics: &[&str]) -> Result<Self> {
+        let mut header: Vec<String> = [
             "time",
             "step",
             "indicator",
@@ -295,6 +310,7 @@ impl StepLog {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        header.extend(diagnostics.iter().map(|d| format!("indicator.{d}")));
         Ok(StepLog {
             file: CsvFile::create(path, &header)?,
         })
@@ -302,11 +318,12 @@ impl StepLog {
 }
 
 impl Observer for StepLog {
-    fn start(&mut self, _sys: &System, _energy: &EnergyAccount) -> Result<()> {
+    fn start(&mut self, _sys: &System) -> Result<()> {
         Ok(())
     }
 
-    fn step(&mut self, _sys: &System, report: &StepReport, _energy: &EnergyAccount) -> Result<()> {
+    fn step(&mut self, _sys: &System, ctx: &StepContext<'_>) -> Result<()> {
+        let report = ctx.report;
         self.file.field(report.t)?;
         self.file.field(report.dt)?;
         self.file.field(report.indicator)?;
@@ -314,10 +331,13 @@ impl Observer for StepLog {
         self.file.field(f64::from(report.rejections))?;
         self.file.field(f64::from(report.iterations))?;
         self.file.field(report.residual)?;
+        for &d in ctx.diagnostics {
+            self.file.field(d)?;
+        }
         self.file.end_row()
     }
 
-    fn finish(&mut self, _sys: &System, _energy: &EnergyAccount) -> Result<()> {
+    fn finish(&mut self, _sys: &System) -> Result<()> {
         self.file.flush()
     }
 }

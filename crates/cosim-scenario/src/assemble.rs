@@ -10,7 +10,12 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use cosim_core::master::{FixedStep, Master, Scheme as CoreScheme};
+use cosim_core::controller::PiSettings;
+use cosim_core::indicators::{
+    Aggregate as CoreAggregate, EnergyIndicator, ErrorIndicator, Nepce, PredictorCorrector,
+    PredictorForm, Tolerances,
+};
+use cosim_core::master::{Adaptive, FixedStep, Master, Scheme as CoreScheme};
 use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
@@ -22,7 +27,8 @@ use cosim_fmi::model_description::{Causality, StartValue, VariableIndex, Variabl
 use cosim_fmi::{FmiVersion, Fmu, Instance, InstantiateOptions};
 
 use crate::{
-    MasterKind, NonFinite, ResolvedScenario, Sampling, ScenarioError, Scheme, VariableRef,
+    Aggregate, Indicator, MasterKind, NonFinite, Normalisation, ResolvedScenario, Sampling,
+    ScenarioError, Scheme, VariableRef,
 };
 
 /// How a bond came to be.
@@ -66,6 +72,8 @@ pub struct Assembly {
     pub report: AssemblyReport,
     /// The traced variables as (subsystem, observed slot), in trace order.
     pub trace_columns: Vec<(usize, usize)>,
+    /// Indicators computed and logged alongside the master.
+    pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
 }
 
 /// Why assembly failed: a scenario error (with a position) or an FMU error.
@@ -460,12 +468,48 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
         .iter()
         .filter_map(|r| Some((r.subsystem, layouts[r.subsystem].observed_slot(r.variable)?)))
         .collect();
+    let diagnostics = resolved
+        .master
+        .indicators
+        .iter()
+        .map(|&i| indicator(resolved, i))
+        .collect();
     Ok(Assembly {
         system,
         master,
         report,
         trace_columns,
+        diagnostics,
     })
+}
+
+/// The error indicator `which` with the scenario's settings.
+fn indicator(resolved: &ResolvedScenario, which: Indicator) -> Box<dyn ErrorIndicator> {
+    let m = &resolved.master;
+    let m_order = u32::from(m.extrapolation);
+    let tolerances = Tolerances {
+        atol: m.atol,
+        rtol: m.rtol,
+        aggregate: match m.aggregate {
+            Aggregate::Rms => CoreAggregate::Rms,
+            Aggregate::Mean => CoreAggregate::Mean,
+            Aggregate::Max => CoreAggregate::Max,
+        },
+    };
+    match which {
+        Indicator::Energy => Box::new(EnergyIndicator::new(m_order)),
+        Indicator::PredictorCorrector => Box::new(PredictorCorrector::new(
+            m_order,
+            match m.normalisation {
+                Normalisation::Paper => PredictorForm::Paper {
+                    tol: m.tolerance,
+                    rho: m.rho,
+                },
+                Normalisation::AtolRtol => PredictorForm::Normalised(tolerances),
+            },
+        )),
+        Indicator::Nepce => Box::new(Nepce::new(m_order, tolerances)),
+    }
 }
 
 fn build_master(
@@ -473,26 +517,50 @@ fn build_master(
     system: &System,
 ) -> Result<Box<dyn Master>, AssembleError> {
     let m = &resolved.master;
+    let scheme = match m.scheme {
+        Scheme::Jacobi => CoreScheme::Jacobi,
+        Scheme::GaussSeidel => CoreScheme::GaussSeidel(match &m.order {
+            Some(order) => order.clone(),
+            None => {
+                let infos: Vec<_> = system.subsystems().iter().map(|s| s.info()).collect();
+                gauss_seidel_order(&infos, system.connections())
+            }
+        }),
+    };
+    let adaptive = |name: &'static str, which: Indicator| -> Box<dyn Master> {
+        let ind = indicator(resolved, which);
+        let c = &m.controller;
+        let (k_i, k_p) = c.gains(ind.order());
+        Box::new(Adaptive::new(
+            name,
+            ind,
+            PiSettings {
+                alpha: c.alpha,
+                k_i,
+                k_p,
+                dt_min: c.dt_min,
+                dt_max: c.dt_max,
+                theta_min: c.theta_min,
+                theta_max: c.theta_max,
+            },
+            m.step,
+            scheme.clone(),
+            u32::from(m.extrapolation),
+        ))
+    };
     match m.kind {
-        MasterKind::FixedStep => {
-            let scheme = match m.scheme {
-                Scheme::Jacobi => CoreScheme::Jacobi,
-                Scheme::GaussSeidel => CoreScheme::GaussSeidel(match &m.order {
-                    Some(order) => order.clone(),
-                    None => {
-                        let infos: Vec<_> = system.subsystems().iter().map(|s| s.info()).collect();
-                        gauss_seidel_order(&infos, system.connections())
-                    }
-                }),
-            };
-            Ok(Box::new(FixedStep::new(
-                m.step,
-                scheme,
-                u32::from(m.extrapolation),
-            )))
+        MasterKind::FixedStep => Ok(Box::new(FixedStep::new(
+            m.step,
+            scheme.clone(),
+            u32::from(m.extrapolation),
+        ))),
+        MasterKind::Ecco => Ok(adaptive("ecco", Indicator::Energy)),
+        MasterKind::PredictorCorrector => {
+            Ok(adaptive("predictor-corrector", Indicator::PredictorCorrector))
         }
+        MasterKind::Nepce => Ok(adaptive("nepce", Indicator::Nepce)),
         other => Err(AssembleError::Core(cosim_core::CoreError::Config(format!(
-            "{}: the '{other}' master is not available in this version of cosim; use kind = \"fixed-step\"",
+            "{}: the '{other}' master is not available in this version of cosim; use kind = \"fixed-step\", \"ecco\", \"predictor-corrector\" or \"nepce\"",
             resolved.file.display()
         )))),
     }
@@ -526,7 +594,8 @@ pub fn observers(
         out.push(Box::new(EnergyLog::create(path, system)?));
     }
     if let Some(path) = &o.step_log {
-        out.push(Box::new(StepLog::create(path)?));
+        let names: Vec<&str> = assembly.diagnostics.iter().map(|d| d.name()).collect();
+        out.push(Box::new(StepLog::create(path, &names)?));
     }
     Ok(out)
 }

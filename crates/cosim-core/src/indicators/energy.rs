@@ -106,3 +106,35 @@ pub fn evaluate(sys: &System, dt: f64) -> (impl Iterator<Item = BondEnergy> + '_
     let indicator = if n == 0 { 0.0 } else { (sum / n as f64).sqrt() };
     (sys.bonds().iter().map(step), indicator)
 }
+
+/// The ECCO indicator of eq. 14 as an [`ErrorIndicator`](super::ErrorIndicator):
+/// of order `m + 2` in the step for extrapolation order `m`.
+#[derive(Debug, Clone)]
+pub struct EnergyIndicator {
+    extrapolation_order: u32,
+}
+
+impl EnergyIndicator {
+    /// The indicator for input extrapolation order `m`.
+    pub fn new(extrapolation_order: u32) -> Self {
+        EnergyIndicator {
+            extrapolation_order,
+        }
+    }
+}
+
+impl super::ErrorIndicator for EnergyIndicator {
+    fn name(&self) -> &'static str {
+        "energy"
+    }
+
+    fn order(&self) -> u32 {
+        self.extrapolation_order + 2
+    }
+
+    fn start(&mut self, _sys: &System) {}
+
+    fn evaluate(&mut self, sys: &System, _t: f64, dt: f64) -> f64 {
+        evaluate(sys, dt).1
+    }
+}

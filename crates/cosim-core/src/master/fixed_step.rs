@@ -1,6 +1,7 @@
 //! Fixed macro step, Jacobi or Gauss-Seidel (kyllingstad sec. 3.1,
 //! Algorithm 1; ALGORITHMS.md sec. 2).
 
+use super::stepper::{StepPlan, Stepper};
 use super::{Master, MasterStats, StepReport};
 use crate::error::{CoreError, Result};
 use crate::inputs::InputExtrapolation;
@@ -28,15 +29,19 @@ pub struct FixedStep {
     h: f64,
     scheme: Scheme,
     extrapolation_order: u32,
-    inputs: Option<InputExtrapolation>,
+    run: Option<Running>,
+    stats: MasterStats,
+}
+
+#[derive(Debug)]
+struct Running {
+    inputs: InputExtrapolation,
+    stepper: Stepper,
+    plan: StepPlan,
     t0: f64,
     n: u64,
     /// Per subsystem: macro step index at whose end its outputs publish.
     publish_at: Vec<Option<u64>>,
-    due: Vec<bool>,
-    hs: Vec<f64>,
-    fresh: Vec<bool>,
-    stats: MasterStats,
 }
 
 impl FixedStep {
@@ -47,16 +52,31 @@ impl FixedStep {
             h,
             scheme,
             extrapolation_order,
-            inputs: None,
-            t0: 0.0,
-            n: 0,
-            publish_at: Vec::new(),
-            due: Vec::new(),
-            hs: Vec::new(),
-            fresh: Vec::new(),
+            run: None,
             stats: MasterStats::default(),
         }
     }
+}
+
+/// Checks that a Gauss-Seidel order lists every subsystem exactly once.
+pub(crate) fn check_scheme(scheme: &Scheme, sys: &System) -> Result<()> {
+    if let Scheme::GaussSeidel(order) = scheme {
+        let mut seen = vec![false; sys.len()];
+        for &s in order {
+            if s >= sys.len() || seen[s] {
+                return Err(CoreError::Config(
+                    "Gauss-Seidel order must list every subsystem exactly once".into(),
+                ));
+            }
+            seen[s] = true;
+        }
+        if seen.iter().any(|&x| !x) {
+            return Err(CoreError::Config(
+                "Gauss-Seidel order must list every subsystem exactly once".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Master for FixedStep {
@@ -71,120 +91,59 @@ impl Master for FixedStep {
                 self.h
             )));
         }
-        if let Scheme::GaussSeidel(order) = &self.scheme {
-            let mut seen = vec![false; sys.len()];
-            for &s in order {
-                if s >= sys.len() || seen[s] {
-                    return Err(CoreError::Config(
-                        "Gauss-Seidel order must list every subsystem exactly once".into(),
-                    ));
-                }
-                seen[s] = true;
-            }
-            if seen.iter().any(|&x| !x) {
-                return Err(CoreError::Config(
-                    "Gauss-Seidel order must list every subsystem exactly once".into(),
-                ));
-            }
-        }
-        Ok(())
+        check_scheme(&self.scheme, sys)
     }
 
     fn start(&mut self, sys: &mut System) -> Result<()> {
-        let n = sys.len();
-        self.t0 = sys.time();
-        self.n = 0;
+        let t0 = sys.time();
         let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
-        inputs.record(sys, self.t0);
-        self.inputs = Some(inputs);
-        self.publish_at = vec![None; n];
-        self.due = vec![false; n];
-        self.hs = vec![0.0; n];
-        self.fresh = vec![false; n];
+        inputs.record(sys, t0);
+        self.run = Some(Running {
+            inputs,
+            stepper: Stepper::new(sys, self.scheme.clone()),
+            plan: StepPlan::new(sys.len()),
+            t0,
+            n: 0,
+            publish_at: vec![None; sys.len()],
+        });
         Ok(())
     }
 
     fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport> {
-        let inputs = self
-            .inputs
+        let h = self.h;
+        let run = self
+            .run
             .as_mut()
             .ok_or_else(|| CoreError::Config("fixed-step master used before start".into()))?;
-        let n = self.n;
+        let n = run.n;
         let t = sys.time();
-        let mut t_next = self.t0 + (n + 1) as f64 * self.h;
-        if t_stop - t_next <= 1e-6 * self.h {
-            t_next = t_stop;
-        }
-        let dt = t_next - t;
+        let snap = |end: f64| if t_stop - end <= 1e-6 * h { t_stop } else { end };
+        let t_next = snap(run.t0 + (n + 1) as f64 * h);
 
-        // Which subsystems start a step now, and over how long.
+        // Which subsystems start a step now, over how long, and who
+        // publishes at the end of this macro step.
         for s in 0..sys.len() {
             let k = u64::from(sys.step_multiples()[s].max(1));
-            self.due[s] = n.is_multiple_of(k);
-            if self.due[s] {
-                let mut end = self.t0 + (n + k) as f64 * self.h;
-                if t_stop - end <= 1e-6 * self.h {
-                    end = t_stop;
-                }
-                self.hs[s] = end - t;
-                self.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
+            run.plan.due[s] = n.is_multiple_of(k);
+            if run.plan.due[s] {
+                let end = snap(run.t0 + (n + k) as f64 * h);
+                run.plan.h[s] = end - t;
+                run.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
+            }
+            run.plan.publish[s] = match run.publish_at[s] {
+                Some(at) => at == n || (at == u64::MAX && t_next >= t_stop),
+                None => false,
+            };
+            if run.plan.publish[s] {
+                run.publish_at[s] = None;
             }
         }
-
-        match &self.scheme {
-            Scheme::Jacobi => {
-                for s in 0..sys.len() {
-                    if self.due[s] {
-                        inputs.prepare(sys, s, t);
-                    }
-                }
-                sys.step_jacobi(t, &self.hs, &self.due)?;
-                for s in 0..sys.len() {
-                    if let Some(at) = self.publish_at[s]
-                        && (at == n || (at == u64::MAX && t_next >= t_stop))
-                    {
-                        sys.publish(s);
-                        self.publish_at[s] = None;
-                    }
-                }
-            }
-            Scheme::GaussSeidel(order) => {
-                self.fresh.iter_mut().for_each(|f| *f = false);
-                for &s in order {
-                    if !self.due[s] {
-                        continue;
-                    }
-                    sys.exchange_into(s);
-                    inputs.prepare_gauss_seidel(sys, s, t, self.hs[s], &self.fresh);
-                    sys.step_one(s, t, self.hs[s])?;
-                    if let Some(at) = self.publish_at[s]
-                        && (at == n || (at == u64::MAX && t_next >= t_stop))
-                    {
-                        sys.publish(s);
-                        self.publish_at[s] = None;
-                        self.fresh[s] = true;
-                    }
-                }
-                // Subsystems still holding unpublished results (step
-                // multiples) publish when their step ends.
-                for s in 0..sys.len() {
-                    if let Some(at) = self.publish_at[s]
-                        && (at == n || (at == u64::MAX && t_next >= t_stop))
-                    {
-                        sys.publish(s);
-                        self.publish_at[s] = None;
-                    }
-                }
-            }
-        }
-
-        sys.exchange_all();
-        sys.set_time(t_next);
-        inputs.record(sys, t_next);
-        self.n += 1;
+        run.stepper
+            .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
+        run.n += 1;
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;
-        Ok(StepReport::simple(t, dt))
+        Ok(StepReport::simple(t, t_next - t))
     }
 
     fn stats(&self) -> MasterStats {

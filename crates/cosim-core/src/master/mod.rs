@@ -9,8 +9,11 @@
 //! indicators), [`crate::controller`] (step control) and the rollback
 //! primitives of [`System`].
 
+mod adaptive;
 mod fixed_step;
+pub mod stepper;
 
+pub use adaptive::Adaptive;
 pub use fixed_step::{FixedStep, Scheme};
 
 use serde::Serialize;

@@ -185,7 +185,7 @@ pub fn raise_segfault() {
 /// registry of models. Invoke it exactly once, in the crate that is built as
 /// the `cdylib`, inside a module marked `#![allow(unsafe_code)]`:
 ///
-/// ```ignore
+/// ```text
 /// fmu_kit::export_fmi!(crate::registry::all());
 /// ```
 ///

@@ -1,0 +1,157 @@
+//! The non-rejecting adaptive master (ALGORITHMS.md sec. 3-5): after each
+//! macro step an error indicator is evaluated from the coupling data and
+//! the PI controller chooses the next step. Steps are never rejected or
+//! repeated, so no FMU needs state save/restore.
+//!
+//! With the ECCO energy indicator this is the master of sadjina2016; with
+//! the predictor/corrector indicator, Busch's; with NEPCE, kyllingstad's
+//! minimal-interface variant.
+
+use super::stepper::{StepPlan, Stepper};
+use super::{Master, MasterStats, Scheme, StepReport, clip_step};
+use crate::controller::{PiController, PiSettings};
+use crate::error::{CoreError, Result};
+use crate::indicators::ErrorIndicator;
+use crate::inputs::InputExtrapolation;
+use crate::system::System;
+
+/// An adaptive, non-rejecting master.
+pub struct Adaptive {
+    name: &'static str,
+    indicator: Box<dyn ErrorIndicator>,
+    settings: PiSettings,
+    dt0: f64,
+    scheme: Scheme,
+    extrapolation_order: u32,
+    run: Option<Running>,
+    stats: MasterStats,
+}
+
+struct Running {
+    controller: PiController,
+    inputs: InputExtrapolation,
+    stepper: Stepper,
+    plan: StepPlan,
+    dt: f64,
+}
+
+impl std::fmt::Debug for Adaptive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adaptive")
+            .field("name", &self.name)
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl Adaptive {
+    /// An adaptive master named `name` (for messages: "ecco",
+    /// "predictor-corrector", "nepce") driven by `indicator`, starting with
+    /// step `dt0`.
+    pub fn new(
+        name: &'static str,
+        indicator: Box<dyn ErrorIndicator>,
+        settings: PiSettings,
+        dt0: f64,
+        scheme: Scheme,
+        extrapolation_order: u32,
+    ) -> Self {
+        Adaptive {
+            name,
+            indicator,
+            settings,
+            dt0,
+            scheme,
+            extrapolation_order,
+            run: None,
+            stats: MasterStats::default(),
+        }
+    }
+}
+
+impl Master for Adaptive {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn check(&self, sys: &System) -> Result<()> {
+        super::fixed_step::check_scheme(&self.scheme, sys)?;
+        let s = &self.settings;
+        if !(s.dt_min > 0.0 && s.dt_min <= s.dt_max && s.theta_min > 0.0 && s.theta_min <= s.theta_max)
+        {
+            return Err(CoreError::Config(format!(
+                "{} master: inconsistent step controller settings {s:?}",
+                self.name
+            )));
+        }
+        let fixed: Vec<String> = sys
+            .subsystems()
+            .iter()
+            .filter(|s| !s.info().can_handle_variable_step)
+            .map(|s| format!("'{}' ({})", s.info().name, s.info().origin))
+            .collect();
+        if !fixed.is_empty() {
+            return Err(CoreError::Capability {
+                master: self.name,
+                reason: format!(
+                    "it varies the macro step, but {} declare{} canHandleVariableCommunicationStepSize=\"false\"; use kind = \"fixed-step\"",
+                    fixed.join(", "),
+                    if fixed.len() == 1 { "s" } else { "" }
+                ),
+            });
+        }
+        if self.indicator.name() == "energy" && sys.bonds().is_empty() {
+            return Err(CoreError::Capability {
+                master: self.name,
+                reason: "its error indicator is the residual energy of power bonds, and the system has none: declare one in [[bonds]] or choose kind = \"predictor-corrector\" or \"nepce\"".into(),
+            });
+        }
+        if sys.step_multiples().iter().any(|&k| k > 1) {
+            return Err(CoreError::Config(format!(
+                "{} master: step_multiple is only supported by the fixed-step master",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, sys: &mut System) -> Result<()> {
+        let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
+        inputs.record(sys, sys.time());
+        self.indicator.start(sys);
+        self.run = Some(Running {
+            controller: PiController::new(self.settings),
+            inputs,
+            stepper: Stepper::new(sys, self.scheme.clone()),
+            plan: StepPlan::new(sys.len()),
+            dt: self.dt0.clamp(self.settings.dt_min, self.settings.dt_max),
+        });
+        Ok(())
+    }
+
+    fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport> {
+        let run = self.run.as_mut().ok_or_else(|| {
+            CoreError::Config(format!("{} master used before start", self.name))
+        })?;
+        let t = sys.time();
+        let dt = clip_step(t, run.dt, t_stop);
+        let t_next = if dt == t_stop - t { t_stop } else { t + dt };
+        run.plan.all(dt);
+        run.stepper.step(sys, &mut run.inputs, &run.plan, t, t_next)?;
+        let eps = self.indicator.evaluate(sys, t, dt);
+        // The controller works from the nominal step: a last step shortened
+        // to hit the stop time says nothing about the right step size.
+        let nominal = if dt < run.dt { run.dt } else { dt };
+        run.dt = run.controller.next_step(nominal, eps);
+        self.stats.macro_steps += 1;
+        self.stats.iterations += 1;
+        Ok(StepReport {
+            indicator: eps,
+            ..StepReport::simple(t, dt)
+        })
+    }
+
+    fn stats(&self) -> MasterStats {
+        self.stats
+    }
+}
