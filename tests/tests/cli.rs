@@ -368,3 +368,59 @@ fn extrapolation_falls_back_to_zoh_with_one_warning_naming_the_fmu() {
         zoh.trace().columns
     );
 }
+
+#[test]
+fn compare_prints_column_errors_and_the_bond_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cosim(&[
+        "run",
+        "scenarios/b1_quarter_car_a.toml",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let trace = dir.path().join("trace.csv");
+    let energy = dir.path().join("energy.csv");
+    let reference = fmus().join("references/b1_linear.csv");
+    let out = cosim(&[
+        "compare",
+        trace.to_str().unwrap(),
+        reference.to_str().unwrap(),
+        "--map",
+        "chassis.z_c=z_c",
+        "--energy",
+        energy.to_str().unwrap(),
+        "--reference-power",
+        "F_c*v_c",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let columns = json["columns"].as_array().unwrap();
+    let z_c = columns
+        .iter()
+        .find(|c| c["column"] == "chassis.z_c")
+        .unwrap();
+    assert_eq!(z_c["reference"], "z_c");
+    assert!(z_c["max_abs"].as_f64().unwrap() < 1e-3);
+    // wheel.v_w matches v_w by suffix; chassis.v_c / wheel.v_c are ambiguous.
+    assert!(columns.iter().any(|c| c["column"] == "wheel.v_w"));
+    assert!(!columns.iter().any(|c| c["reference"] == "v_c"));
+    let bond = &json["bond"];
+    assert_eq!(bond["name"], "chassis.F~wheel.v_c");
+    assert_eq!(bond["steps"], 4000);
+    let dp = bond["mean_abs_power_error"].as_f64().unwrap();
+    assert!((dp - 1.228).abs() < 0.01, "mean |dP| {dp}");
+    // A reference column that does not exist is named.
+    let out = cosim(&[
+        "compare",
+        trace.to_str().unwrap(),
+        reference.to_str().unwrap(),
+        "--energy",
+        energy.to_str().unwrap(),
+        "--reference-power",
+        "F_c*v_x",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no column 'v_x'"), "{}", stderr(&out));
+}

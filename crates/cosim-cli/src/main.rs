@@ -4,6 +4,7 @@
 //! `cosim-scenario` (scenario files, system assembly), `cosim-core`
 //! (masters, outputs) and `cosim-fmi` (FMU import).
 
+mod compare;
 mod inspect;
 mod run;
 
@@ -37,6 +38,10 @@ enum Command {
     /// Check a scenario without stepping: parse, load the FMUs, instantiate,
     /// initialise, structural checks, power bonds.
     Check(run::RunArgs),
+    /// Accuracy of a run against a reference: errors per column and the
+    /// power-bond metrics of sadjina2016 (mean step, mean transmitted power,
+    /// mean |dP|, integral of residual power).
+    Compare(compare::CompareArgs),
     /// Summarise an FMU (or every FMU in a directory): identity, capabilities,
     /// variables, feed-through, power-bond candidates.
     Inspect {
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => run::run(args, cli.quiet),
         Command::Check(args) => run::check(args, cli.quiet),
+        Command::Compare(args) => compare::run(args),
         Command::Inspect { path, json } => inspect::run(path, *json),
     };
     match result {

@@ -97,7 +97,11 @@ impl PiController {
             f64::INFINITY
         };
         let prev = self.previous.unwrap_or(eps);
-        self.previous = Some(if eps.is_finite() { eps } else { 1.0 / self.floor });
+        self.previous = Some(if eps.is_finite() {
+            eps
+        } else {
+            1.0 / self.floor
+        });
         let factor = if eps.is_finite() {
             s.alpha * eps.powf(-(s.k_i + s.k_p)) * prev.powf(s.k_p)
         } else {
@@ -121,7 +125,18 @@ mod tests {
         let s = PiSettings::for_order(2);
         let mut c = PiController::new(s);
         let mut dt = s.dt_min;
-        for eps in [0.0, 1e-12, 1e-3, 0.5, 1.0, 3.0, 1e6, f64::NAN, f64::INFINITY, 0.0] {
+        for eps in [
+            0.0,
+            1e-12,
+            1e-3,
+            0.5,
+            1.0,
+            3.0,
+            1e6,
+            f64::NAN,
+            f64::INFINITY,
+            0.0,
+        ] {
             let next = c.next_step(dt, eps);
             assert!(next >= s.dt_min && next <= s.dt_max, "{next}");
             let ratio = next / dt;

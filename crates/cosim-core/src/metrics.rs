@@ -166,6 +166,154 @@ pub fn bond_metrics(
     })
 }
 
+/// Errors of one trace column against a reference column.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ColumnError {
+    /// The trace column.
+    pub column: String,
+    /// The reference column it was compared with.
+    pub reference: String,
+    /// Largest absolute error.
+    pub max_abs: f64,
+    /// Root-mean-square error over the compared time points.
+    pub rms: f64,
+    /// Mean absolute error divided by the largest absolute reference value
+    /// (a relative error that stays meaningful through zero crossings).
+    pub mean_relative: f64,
+    /// Time points compared.
+    pub points: usize,
+}
+
+/// Compares trace columns with reference columns at the trace's time points
+/// within `[from, until]`, interpolating the reference linearly. `pairs`
+/// gives (trace column, reference column); see [`match_columns`].
+pub fn compare_columns(
+    trace: &Table,
+    reference: &Table,
+    pairs: &[(String, String)],
+    from: f64,
+    until: f64,
+) -> std::result::Result<Vec<ColumnError>, String> {
+    let mut out = Vec::new();
+    for (tc, rc) in pairs {
+        let y = trace
+            .column(tc)
+            .ok_or_else(|| format!("the trace has no column '{tc}'"))?;
+        let c = reference
+            .names
+            .iter()
+            .position(|n| n == rc)
+            .ok_or_else(|| format!("the reference has no column '{rc}'"))?;
+        let (mut max_abs, mut sum_sq, mut sum_abs, mut peak, mut n) = (0.0f64, 0.0, 0.0, 0.0f64, 0);
+        for (&t, &v) in trace.time().iter().zip(y) {
+            if t < from || t > until {
+                continue;
+            }
+            let r = reference.interpolate(c, t);
+            let e = (v - r).abs();
+            max_abs = if e.is_nan() { f64::NAN } else { max_abs.max(e) };
+            sum_sq += e * e;
+            sum_abs += e;
+            peak = peak.max(r.abs());
+            n += 1;
+        }
+        if n == 0 {
+            return Err(format!(
+                "no time point of the trace within [{from}, {until}]"
+            ));
+        }
+        out.push(ColumnError {
+            column: tc.clone(),
+            reference: rc.clone(),
+            max_abs,
+            rms: (sum_sq / n as f64).sqrt(),
+            mean_relative: if peak > 0.0 {
+                sum_abs / n as f64 / peak
+            } else {
+                f64::NAN
+            },
+            points: n,
+        });
+    }
+    Ok(out)
+}
+
+/// Pairs trace columns with reference columns: explicit `map` entries
+/// first, then equal names, then a trace column `sub.var` with a reference
+/// column `var` when only one trace column ends in `.var`.
+pub fn match_columns(
+    trace: &Table,
+    reference: &Table,
+    map: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = map.to_vec();
+    let taken = |pairs: &Vec<(String, String)>, t: &str| pairs.iter().any(|(a, _)| a == t);
+    for name in reference.names.iter().skip(1) {
+        if trace.names.iter().skip(1).any(|t| t == name) && !taken(&pairs, name) {
+            pairs.push((name.clone(), name.clone()));
+            continue;
+        }
+        let suffix = format!(".{name}");
+        let candidates: Vec<&String> = trace
+            .names
+            .iter()
+            .skip(1)
+            .filter(|t| t.ends_with(&suffix))
+            .collect();
+        if let [only] = candidates.as_slice()
+            && !taken(&pairs, only)
+        {
+            pairs.push(((*only).clone(), name.clone()));
+        }
+    }
+    pairs
+}
+
+/// A product of reference columns with a sign, e.g. `-F_c*v_w`: the
+/// reference transmitted power of a bond.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnProduct {
+    sign: f64,
+    columns: Vec<usize>,
+}
+
+impl ColumnProduct {
+    /// Parses `[-]a*b*...` against the reference's column names.
+    pub fn parse(expr: &str, reference: &Table) -> std::result::Result<Self, String> {
+        let expr = expr.trim();
+        let (sign, body) = match expr.strip_prefix('-') {
+            Some(rest) => (-1.0, rest),
+            None => (1.0, expr.strip_prefix('+').unwrap_or(expr)),
+        };
+        let mut columns = Vec::new();
+        for factor in body.split('*') {
+            let factor = factor.trim();
+            let c = reference
+                .names
+                .iter()
+                .position(|n| n == factor)
+                .ok_or_else(|| {
+                    format!(
+                        "the reference has no column '{factor}' (it has: {})",
+                        reference.names[1..].join(", ")
+                    )
+                })?;
+            columns.push(c);
+        }
+        if columns.is_empty() {
+            return Err(format!("'{expr}' names no column"));
+        }
+        Ok(ColumnProduct { sign, columns })
+    }
+
+    /// The product at time `t` (reference interpolated).
+    pub fn at(&self, reference: &Table, t: f64) -> f64 {
+        self.columns
+            .iter()
+            .fold(self.sign, |acc, &c| acc * reference.interpolate(c, t))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +361,68 @@ mod tests {
         assert!((m.integral_residual_power - 0.625).abs() < 1e-15);
         let m = bond_metrics(&t, "b", 2.0, |_| 0.0).unwrap();
         assert_eq!(m.steps, 2);
+    }
+}
+
+#[cfg(test)]
+mod compare_tests {
+    use super::*;
+
+    fn table(names: &[&str], columns: Vec<Vec<f64>>) -> Table {
+        Table {
+            names: names.iter().map(|s| s.to_string()).collect(),
+            columns,
+        }
+    }
+
+    #[test]
+    fn columns_match_by_name_and_by_suffix_and_errors_are_right() {
+        let trace = table(
+            &["time", "chassis.v_c", "wheel.F_c", "wheel.v_c"],
+            vec![
+                vec![0.0, 1.0, 2.0],
+                vec![0.0, 1.0, 2.5],
+                vec![1.0; 3],
+                vec![0.0; 3],
+            ],
+        );
+        let reference = table(
+            &["time", "v_c", "F_c", "z_c"],
+            vec![
+                vec![0.0, 2.0],
+                vec![0.0, 2.0],
+                vec![1.0, 1.0],
+                vec![0.0, 0.0],
+            ],
+        );
+        let pairs = match_columns(&trace, &reference, &[]);
+        // v_c is ambiguous (chassis.v_c and wheel.v_c): not matched by suffix.
+        assert_eq!(pairs, vec![("wheel.F_c".to_string(), "F_c".to_string())]);
+        let pairs = match_columns(
+            &trace,
+            &reference,
+            &[("chassis.v_c".to_string(), "v_c".to_string())],
+        );
+        let errors = compare_columns(&trace, &reference, &pairs, 0.0, 2.0).unwrap();
+        let v = &errors[0];
+        assert_eq!(v.max_abs, 0.5);
+        assert!((v.rms - (0.25f64 / 3.0).sqrt()).abs() < 1e-15);
+        assert!((v.mean_relative - 0.5 / 3.0 / 2.0).abs() < 1e-15);
+        assert_eq!(errors[1].max_abs, 0.0);
+    }
+
+    #[test]
+    fn column_products_parse_and_evaluate() {
+        let r = table(
+            &["time", "F_c", "v_w"],
+            vec![vec![0.0, 1.0], vec![2.0, 4.0], vec![3.0, 5.0]],
+        );
+        let p = ColumnProduct::parse("-F_c*v_w", &r).unwrap();
+        assert_eq!(p.at(&r, 0.5), -(3.0 * 4.0));
+        let err = ColumnProduct::parse("F_c*v_c", &r).unwrap_err();
+        assert!(
+            err.contains("no column 'v_c'") && err.contains("F_c, v_w"),
+            "{err}"
+        );
     }
 }

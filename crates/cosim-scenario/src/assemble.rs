@@ -555,9 +555,10 @@ fn build_master(
             u32::from(m.extrapolation),
         ))),
         MasterKind::Ecco => Ok(adaptive("ecco", Indicator::Energy)),
-        MasterKind::PredictorCorrector => {
-            Ok(adaptive("predictor-corrector", Indicator::PredictorCorrector))
-        }
+        MasterKind::PredictorCorrector => Ok(adaptive(
+            "predictor-corrector",
+            Indicator::PredictorCorrector,
+        )),
         MasterKind::Nepce => Ok(adaptive("nepce", Indicator::Nepce)),
         other => Err(AssembleError::Core(cosim_core::CoreError::Config(format!(
             "{}: the '{other}' master is not available in this version of cosim; use kind = \"fixed-step\", \"ecco\", \"predictor-corrector\" or \"nepce\"",

@@ -66,7 +66,11 @@ pub(crate) struct Aggregator {
 
 impl Aggregator {
     pub(crate) fn new(kind: Aggregate) -> Self {
-        Aggregator { kind, n: 0, acc: 0.0 }
+        Aggregator {
+            kind,
+            n: 0,
+            acc: 0.0,
+        }
     }
 
     pub(crate) fn add(&mut self, e: f64) {
@@ -112,9 +116,12 @@ impl Tolerances {
     }
 }
 
+/// A (subsystem, slot) pair.
+pub(crate) type Slot = (usize, usize);
+
 /// Which (subsystem, slot) pairs carry physical couplings: the outputs that
 /// feed at least one non-signal connection, and the inputs fed by one.
-pub(crate) fn physical_ports(sys: &System) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+pub(crate) fn physical_ports(sys: &System) -> (Vec<Slot>, Vec<Slot>) {
     let mut outputs = Vec::new();
     let mut inputs = Vec::new();
     for c in sys.connections() {
@@ -138,7 +145,11 @@ mod tests {
 
     #[test]
     fn aggregates() {
-        for (kind, expected) in [(Aggregate::Rms, (12.5f64).sqrt()), (Aggregate::Mean, 3.5), (Aggregate::Max, 4.0)] {
+        for (kind, expected) in [
+            (Aggregate::Rms, (12.5f64).sqrt()),
+            (Aggregate::Mean, 3.5),
+            (Aggregate::Max, 4.0),
+        ] {
             let mut a = Aggregator::new(kind);
             a.add(3.0);
             a.add(-4.0);

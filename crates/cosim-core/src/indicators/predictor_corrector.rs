@@ -103,7 +103,11 @@ impl ErrorIndicator for PredictorCorrector {
                 (Some((a, tol)), _) => a.add(tol.normalise(e, y)),
                 (None, PredictorForm::Paper { tol, rho }) => {
                     let q = e.abs() / (tol * (1.0 + rho * y.abs().max(predicted.abs())));
-                    paper_max = if q.is_nan() { f64::NAN } else { paper_max.max(q) };
+                    paper_max = if q.is_nan() {
+                        f64::NAN
+                    } else {
+                        paper_max.max(q)
+                    };
                 }
                 (None, PredictorForm::Normalised(_)) => {}
             }

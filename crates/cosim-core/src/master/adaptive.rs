@@ -77,7 +77,10 @@ impl Master for Adaptive {
     fn check(&self, sys: &System) -> Result<()> {
         super::fixed_step::check_scheme(&self.scheme, sys)?;
         let s = &self.settings;
-        if !(s.dt_min > 0.0 && s.dt_min <= s.dt_max && s.theta_min > 0.0 && s.theta_min <= s.theta_max)
+        if !(s.dt_min > 0.0
+            && s.dt_min <= s.dt_max
+            && s.theta_min > 0.0
+            && s.theta_min <= s.theta_max)
         {
             return Err(CoreError::Config(format!(
                 "{} master: inconsistent step controller settings {s:?}",
@@ -130,14 +133,16 @@ impl Master for Adaptive {
     }
 
     fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport> {
-        let run = self.run.as_mut().ok_or_else(|| {
-            CoreError::Config(format!("{} master used before start", self.name))
-        })?;
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| CoreError::Config(format!("{} master used before start", self.name)))?;
         let t = sys.time();
         let dt = clip_step(t, run.dt, t_stop);
         let t_next = if dt == t_stop - t { t_stop } else { t + dt };
         run.plan.all(dt);
-        run.stepper.step(sys, &mut run.inputs, &run.plan, t, t_next)?;
+        run.stepper
+            .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
         let eps = self.indicator.evaluate(sys, t, dt);
         // The controller works from the nominal step: a last step shortened
         // to hit the stop time says nothing about the right step size.

@@ -117,7 +117,13 @@ impl Master for FixedStep {
             .ok_or_else(|| CoreError::Config("fixed-step master used before start".into()))?;
         let n = run.n;
         let t = sys.time();
-        let snap = |end: f64| if t_stop - end <= 1e-6 * h { t_stop } else { end };
+        let snap = |end: f64| {
+            if t_stop - end <= 1e-6 * h {
+                t_stop
+            } else {
+                end
+            }
+        };
         let t_next = snap(run.t0 + (n + 1) as f64 * h);
 
         // Which subsystems start a step now, over how long, and who
