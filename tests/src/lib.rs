@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cosim_core::execution::{Execution, RunSummary};
+use cosim_core::execution::RunSummary;
 pub use cosim_core::metrics::Table;
-use cosim_scenario::assemble;
-use cosim_scenario::{Overrides, Scenario};
+use cosim_scenario::Overrides;
+use cosim_scenario::runner;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
@@ -115,41 +115,17 @@ impl Run {
 pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) -> Run {
     fmus();
     let dir = tempfile::tempdir().expect("temporary output directory");
-    let mut sc = Scenario::load(scenario).unwrap_or_else(|e| panic!("{e}"));
-    sc.apply_overrides(&Overrides {
+    let overrides = Overrides {
         set: set.iter().map(|s| s.to_string()).collect(),
         stop,
         step,
         out: Some(dir.path().to_path_buf()),
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
-    let fmus = assemble::open_fmus(&sc).unwrap_or_else(|e| panic!("{e}"));
-    let names: Vec<String> = sc
-        .subsystems()
-        .iter()
-        .map(|s| s.name.value.clone())
-        .collect();
-    let models: Vec<_> = names
-        .iter()
-        .zip(&fmus)
-        .map(|(n, f)| (n.as_str(), f.model_description()))
-        .collect();
-    let resolved = sc.resolve(&models).unwrap_or_else(|e| panic!("{e}"));
-    let assembly = assemble::assemble(&resolved, &fmus).unwrap_or_else(|e| panic!("{e}"));
-    let observers = assemble::observers(&resolved, &assembly).unwrap_or_else(|e| panic!("{e}"));
-    let execution = Execution {
-        system: assembly.system,
-        master: assembly.master,
-        observers,
-        t_start: resolved.start,
-        t_stop: resolved.stop,
-        interrupt: None,
-        diagnostics: assembly.diagnostics,
     };
-    let (summary, error) = execution.run();
+    let prepared = runner::prepare(scenario, &overrides, None).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = runner::run(prepared, Vec::new(), None).unwrap_or_else(|e| panic!("{e}"));
     Run {
-        summary,
-        error: error.map(|e| e.to_string()),
+        summary: outcome.summary,
+        error: outcome.error.map(|e| e.to_string()),
         dir,
     }
 }

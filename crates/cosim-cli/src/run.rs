@@ -4,12 +4,13 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cosim_core::System;
-use cosim_core::execution::{Execution, RunStatus};
+use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Observer, StepContext};
-use cosim_scenario::assemble::{self, AssembleError, Assembly, BondSource};
-use cosim_scenario::{Overrides, ResolvedScenario, Scenario};
+use cosim_scenario::Overrides;
+use cosim_scenario::assemble::{Assembly, BondSource};
+use cosim_scenario::runner::{self, Prepared};
 
 /// Arguments shared by `run` and `check`.
 #[derive(clap::Args, Debug, Clone)]
@@ -63,42 +64,19 @@ fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
 
 /// Loads, resolves and assembles a scenario; prints warnings and, unless
 /// quiet, what the assembly found.
-fn prepare(args: &RunArgs, quiet: bool) -> Result<(ResolvedScenario, Assembly)> {
-    let mut scenario = Scenario::load(&args.scenario).map_err(bad_input)?;
-    scenario
-        .apply_overrides(&Overrides {
-            set: args.set.clone(),
-            stop: args.stop,
-            step: args.step,
-            out: args.out.clone(),
-        })
-        .map_err(bad_input)?;
-    let fmus = assemble::open_fmus(&scenario).map_err(bad_input)?;
-    let names: Vec<String> = scenario
-        .subsystems()
-        .iter()
-        .map(|s| s.name.value.clone())
-        .collect();
-    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
-        .iter()
-        .zip(&fmus)
-        .map(|(n, f)| (n.as_str(), f.model_description()))
-        .collect();
-    let mut resolved = scenario.resolve(&models).map_err(bad_input)?;
-    if let Some(t) = args.threads {
-        resolved.master.threads = t;
-    }
+fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
+    let overrides = Overrides {
+        set: args.set.clone(),
+        stop: args.stop,
+        step: args.step,
+        out: args.out.clone(),
+    };
+    let prepared = runner::prepare(&args.scenario, &overrides, args.threads).map_err(bad_input)?;
     if !quiet {
-        for w in &resolved.warnings {
+        for w in &prepared.resolved.warnings {
             eprintln!("{w}");
         }
-    }
-    let assembly = assemble::assemble(&resolved, &fmus).map_err(|e| match e {
-        AssembleError::Scenario(e) => bad_input(e),
-        other => bad_input(format!("error: {other}")),
-    })?;
-    if !quiet {
-        let r = &assembly.report;
+        let r = &prepared.assembly.report;
         if r.bonds.is_empty() {
             eprintln!("power bonds: none");
         } else {
@@ -117,12 +95,12 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<(ResolvedScenario, Assembly)> 
             );
         }
     }
-    Ok((resolved, assembly))
+    Ok(prepared)
 }
 
 /// `cosim check`: everything but stepping.
 pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
-    let (resolved, assembly) = prepare(args, quiet)?;
+    let Prepared { resolved, assembly } = prepare(args, quiet)?;
     let Assembly {
         mut system,
         master,
@@ -156,35 +134,16 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
 
 /// `cosim run`.
 pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
-    let (resolved, assembly) = prepare(args, quiet)?;
-    let mut observers =
-        assemble::observers(&resolved, &assembly).map_err(|e| bad_input(format!("error: {e}")))?;
-    let show_progress = !quiet && !args.no_progress;
-    if show_progress {
-        observers.push(Box::new(Progress::new(resolved.start, resolved.stop)));
+    let prepared = prepare(args, quiet)?;
+    let (t0, t1) = (prepared.resolved.start, prepared.resolved.stop);
+    let mut extra: Vec<Box<dyn Observer>> = Vec::new();
+    if !quiet && !args.no_progress {
+        extra.push(Box::new(Progress::new(t0, t1)));
     }
-    let Assembly {
-        system,
-        master,
-        diagnostics,
-        ..
-    } = assembly;
-    let execution = Execution {
-        system,
-        master,
-        observers,
-        t_start: resolved.start,
-        t_stop: resolved.stop,
-        interrupt: None,
-        diagnostics,
-    };
-    let (summary, error) = execution.run();
-    if let Some(path) = &resolved.outputs.summary {
-        let text = serde_json::to_string_pretty(&summary)?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("writing the summary {}", path.display()))?;
-    }
-    match (summary.status, error) {
+    let outcome =
+        runner::run(prepared, extra, None).map_err(|e| bad_input(format!("error: {e}")))?;
+    let summary = &outcome.summary;
+    match (summary.status, outcome.error) {
         (RunStatus::Completed, _) => {
             if !quiet {
                 eprintln!(
@@ -192,7 +151,7 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
                     summary.t_reached,
                     summary.stats.macro_steps,
                     summary.wall_time_s,
-                    resolved.outputs.dir.display()
+                    outcome.output_dir.display()
                 );
                 for b in &summary.bonds {
                     eprintln!(
@@ -209,7 +168,7 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
             eprintln!(
                 "the outputs hold every completed step up to t = {} ({})",
                 summary.t_reached,
-                resolved.outputs.dir.display()
+                outcome.output_dir.display()
             );
             Err(anyhow::Error::new(Failed(exit::RUN_FAILED)))
         }

@@ -34,6 +34,7 @@ mod error;
 mod overrides;
 mod read;
 mod resolve;
+pub mod runner;
 mod scenario;
 mod settings;
 

@@ -1,0 +1,133 @@
+//! Running a scenario file end to end: load, override, open the FMUs,
+//! resolve, assemble, run, write the summary. The `cosim run` command, the
+//! end-to-end tests and batch sweeps all go through here, so they behave
+//! the same way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use cosim_core::execution::{Execution, RunSummary};
+use cosim_core::observer::Observer;
+
+use crate::assemble::{self, AssembleError, Assembly};
+use crate::{Overrides, ResolvedScenario, Scenario, ScenarioError};
+
+/// Why a scenario could not be prepared (before any step was taken).
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The scenario (or a command-line override) is wrong, located.
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    /// Assembly failed (an FMU could not be instantiated or configured).
+    #[error("error: {0}")]
+    Assemble(AssembleError),
+}
+
+impl From<AssembleError> for PrepareError {
+    fn from(e: AssembleError) -> Self {
+        match e {
+            AssembleError::Scenario(s) => PrepareError::Scenario(s),
+            other => PrepareError::Assemble(other),
+        }
+    }
+}
+
+/// A scenario ready to run.
+pub struct Prepared {
+    /// The resolved scenario (settings, output paths, warnings).
+    pub resolved: ResolvedScenario,
+    /// The assembled system, master, diagnostics and report.
+    pub assembly: Assembly,
+}
+
+/// Loads a scenario file, applies the overrides, opens its FMUs, resolves
+/// and assembles it. `threads`, when given, replaces the scenario's.
+pub fn prepare(
+    path: &Path,
+    overrides: &Overrides,
+    threads: Option<usize>,
+) -> Result<Prepared, PrepareError> {
+    let mut scenario = Scenario::load(path)?;
+    scenario.apply_overrides(overrides)?;
+    prepare_scenario(&scenario, threads)
+}
+
+/// Like [`prepare`] for a scenario already loaded (and overridden).
+pub fn prepare_scenario(
+    scenario: &Scenario,
+    threads: Option<usize>,
+) -> Result<Prepared, PrepareError> {
+    let fmus = assemble::open_fmus(scenario)?;
+    let names: Vec<String> = scenario
+        .subsystems()
+        .iter()
+        .map(|s| s.name.value.clone())
+        .collect();
+    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
+        .iter()
+        .zip(&fmus)
+        .map(|(n, f)| (n.as_str(), f.model_description()))
+        .collect();
+    let mut resolved = scenario.resolve(&models)?;
+    if let Some(t) = threads {
+        resolved.master.threads = t;
+    }
+    let assembly = assemble::assemble(&resolved, &fmus)?;
+    Ok(Prepared { resolved, assembly })
+}
+
+/// What a run produced.
+pub struct Outcome {
+    /// The summary (also written to the summary file when configured).
+    pub summary: RunSummary,
+    /// The error that stopped the run, if any.
+    pub error: Option<cosim_core::CoreError>,
+    /// The output directory.
+    pub output_dir: PathBuf,
+}
+
+/// Runs a prepared scenario with its configured outputs plus `extra`
+/// observers (a progress display, say), and writes the summary file.
+/// Outputs that cannot be created are an error before any step.
+pub fn run(
+    prepared: Prepared,
+    extra: Vec<Box<dyn Observer>>,
+    interrupt: Option<Arc<AtomicBool>>,
+) -> Result<Outcome, cosim_core::CoreError> {
+    let Prepared { resolved, assembly } = prepared;
+    let mut observers = assemble::observers(&resolved, &assembly)?;
+    observers.extend(extra);
+    let Assembly {
+        system,
+        master,
+        diagnostics,
+        ..
+    } = assembly;
+    let execution = Execution {
+        system,
+        master,
+        observers,
+        t_start: resolved.start,
+        t_stop: resolved.stop,
+        interrupt,
+        diagnostics,
+    };
+    let (summary, error) = execution.run();
+    if let Some(path) = &resolved.outputs.summary {
+        let text =
+            serde_json::to_string_pretty(&summary).map_err(|e| cosim_core::CoreError::Output {
+                path: path.clone(),
+                source: std::io::Error::other(e),
+            })?;
+        std::fs::write(path, text + "\n").map_err(|source| cosim_core::CoreError::Output {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(Outcome {
+        summary,
+        error,
+        output_dir: resolved.outputs.dir.clone(),
+    })
+}
