@@ -5,8 +5,11 @@
 //! (masters, outputs) and `cosim-fmi` (FMU import).
 
 mod compare;
+mod convert;
+mod host;
 mod inspect;
 mod run;
+mod sweep;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +45,17 @@ enum Command {
     /// power-bond metrics of sadjina2016 (mean step, mean transmitted power,
     /// mean |dP|, integral of residual power).
     Compare(compare::CompareArgs),
+    /// Run a batch of variations of a scenario (step sizes, tolerances,
+    /// masters, parameters), in parallel or sharded, with a summary table
+    /// and plots.
+    Sweep(sweep::Args),
+    /// Convert an SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) system
+    /// description into a cosim TOML scenario.
+    Convert(convert::Args),
+    /// Host one FMU for a cosim master in another process (internal: used
+    /// by `isolation = "process"`).
+    #[command(hide = true)]
+    Host(host::Args),
     /// Summarise an FMU (or every FMU in a directory): identity, capabilities,
     /// variables, feed-through, power-bond candidates.
     Inspect {
@@ -77,6 +91,9 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args, cli.quiet),
         Command::Check(args) => run::check(args, cli.quiet),
         Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Convert(args) => convert::run(args),
+        Command::Host(args) => host::run(args),
         Command::Inspect { path, json } => inspect::run(path, *json),
     };
     match result {
