@@ -13,14 +13,13 @@ pub enum CoreError {
     #[error(transparent)]
     Fmi(#[from] FmiError),
 
-    /// An FMU discarded a step.
-    #[error(
-        "subsystem '{subsystem}': the FMU discarded the step from t = {t} (step {h}); it stopped at t = {last_successful_time}{}",
-        if *terminate { " and asked to terminate the simulation" } else { "" }
-    )]
+    /// An FMU discarded a step (or, FMI 3, returned early from it).
+    #[error("{}", discard_message(.subsystem, .function, .t, .h, .last_successful_time, .terminate, .early_return, .log))]
     Discarded {
         /// The subsystem.
         subsystem: String,
+        /// The FMI function (`fmi2DoStep`, `fmi3DoStep`).
+        function: &'static str,
         /// Step start.
         t: f64,
         /// Step size.
@@ -29,6 +28,11 @@ pub enum CoreError {
         last_successful_time: f64,
         /// The FMU asked to end the simulation.
         terminate: bool,
+        /// FMI 3 early return (status OK, `earlyReturn = true`) rather than
+        /// Discard.
+        early_return: bool,
+        /// The last lines the FMU logged before it discarded the step.
+        log: Vec<String>,
     },
 
     /// An output became NaN or infinite.
@@ -71,12 +75,12 @@ pub enum CoreError {
     Config(String),
 
     /// Writing an output file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Output {
         /// The file.
         path: std::path::PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not a `source`).
+        error: std::io::Error,
     },
 
     /// The run was interrupted (Ctrl-C / SIGTERM).
@@ -85,4 +89,41 @@ pub enum CoreError {
         /// Simulation time reached.
         t: f64,
     },
+}
+
+/// The message of [`CoreError::Discarded`]: names the instance, the
+/// function, the status, the times and quotes the FMU's log lines.
+#[allow(clippy::too_many_arguments)]
+fn discard_message(
+    subsystem: &str,
+    function: &str,
+    t: &f64,
+    h: &f64,
+    last_successful_time: &f64,
+    terminate: &bool,
+    early_return: &bool,
+    log: &[String],
+) -> String {
+    let last_name = if function.starts_with("fmi2") {
+        "fmi2LastSuccessfulTime"
+    } else {
+        "lastSuccessfulTime"
+    };
+    let what = if *early_return {
+        "returned early (earlyReturn)"
+    } else {
+        "returned Discard"
+    };
+    let mut msg = format!(
+        "FMU instance '{subsystem}': {function} {what} at t = {t} (step {h}): the FMU stopped at {last_name} = {last_successful_time}"
+    );
+    if *terminate {
+        msg.push_str(" and asked to terminate the simulation");
+    }
+    msg.push_str("; the master cannot redo the step, so the run stops");
+    if !log.is_empty() {
+        msg.push_str("; the FMU logged:\n  ");
+        msg.push_str(&log.join("\n  "));
+    }
+    msg
 }

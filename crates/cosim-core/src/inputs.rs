@@ -66,6 +66,15 @@ impl InputExtrapolation {
         }
     }
 
+    /// Forgets every point recorded after `t` (rollback to `t`).
+    pub fn forget_after(&mut self, t: f64) {
+        for h in &mut self.histories {
+            while !h.is_empty() && h.time(0) > t {
+                h.pop();
+            }
+        }
+    }
+
     /// Whether subsystem `s` receives derivatives (order > 0 and the FMU
     /// can interpolate); warns once per subsystem when it cannot.
     fn delivers_derivatives(&mut self, sys: &System, s: usize) -> bool {
@@ -105,6 +114,44 @@ impl InputExtrapolation {
             tay[0] = b.u[i];
         }
         b.deliver_orders = order;
+    }
+
+    /// Prepares subsystem `s`'s inputs for a step starting at `x` by
+    /// continuing the polynomial of its recorded history, leaving out the
+    /// newest `skip` points: the inputs a subsystem would have seen had the
+    /// step that recorded them never been exchanged (the Richardson
+    /// master's modified estimate continues the first step's input
+    /// polynomial over the second step).
+    pub fn prepare_continuing(&mut self, sys: &mut System, s: usize, x: f64, skip: usize) {
+        let deliver = self.delivers_derivatives(sys, s);
+        let order = self.order as usize;
+        let hist = &self.histories[s];
+        let b = sys.buffers_mut(s);
+        let available = hist.len().saturating_sub(skip);
+        if available == 0 {
+            b.hold_inputs();
+            return;
+        }
+        let k = if deliver {
+            (order + 1).min(available)
+        } else {
+            1
+        };
+        let mut ts = [0.0; MAX_POINTS];
+        for (p, t) in ts.iter_mut().enumerate().take(k) {
+            *t = hist.time(p + skip);
+        }
+        for (i, tay) in b.taylor.iter_mut().enumerate() {
+            let mut vs = [0.0; MAX_POINTS];
+            for (p, v) in vs.iter_mut().enumerate().take(k) {
+                *v = hist.point(p + skip)[i];
+            }
+            *tay = taylor_at(&ts[..k], &vs[..k], x);
+            if !deliver {
+                tay[1..].iter_mut().for_each(|d| *d = 0.0);
+            }
+        }
+        b.deliver_orders = if deliver { order as u32 } else { 0 };
     }
 
     /// Prepares subsystem `s`'s inputs for a Gauss-Seidel step `[t, t + h]`

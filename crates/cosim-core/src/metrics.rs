@@ -20,7 +20,7 @@ pub struct Table {
 fn bad(path: &Path, msg: String) -> CoreError {
     CoreError::Output {
         path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, msg),
+        error: std::io::Error::new(std::io::ErrorKind::InvalidData, msg),
     }
 }
 

@@ -68,14 +68,14 @@ impl CsvFile {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(dir).map_err(|source| CoreError::Output {
+            std::fs::create_dir_all(dir).map_err(|error| CoreError::Output {
                 path: dir.to_path_buf(),
-                source,
+                error,
             })?;
         }
-        let file = File::create(path).map_err(|source| CoreError::Output {
+        let file = File::create(path).map_err(|error| CoreError::Output {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let mut writer = csv::WriterBuilder::new()
             .flexible(false)
@@ -130,9 +130,9 @@ impl CsvFile {
 
     fn flush(&mut self) -> Result<()> {
         self.last_flush = Instant::now();
-        self.writer.flush().map_err(|source| CoreError::Output {
+        self.writer.flush().map_err(|error| CoreError::Output {
             path: self.path.clone(),
-            source,
+            error,
         })
     }
 }
@@ -140,7 +140,7 @@ impl CsvFile {
 fn csv_error(path: &Path, e: csv::Error) -> CoreError {
     CoreError::Output {
         path: path.to_path_buf(),
-        source: std::io::Error::other(e),
+        error: std::io::Error::other(e),
     }
 }
 

@@ -62,7 +62,7 @@ impl SubsystemInfo {
 }
 
 /// Calls made on a subsystem, for the run summary.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct CallCounters {
     /// `doStep` calls.
     pub do_step: u64,
@@ -74,6 +74,9 @@ pub struct CallCounters {
     pub state_saves: u64,
     /// State restores.
     pub state_restores: u64,
+    /// Simulated time covered by `doStep` calls, s (work for subsystems
+    /// whose internal solver has a fixed micro step).
+    pub stepped_time: f64,
 }
 
 /// An opaque saved state of a subsystem.
@@ -127,6 +130,18 @@ pub trait Subsystem: Send {
 
     /// Calls made so far.
     fn counters(&self) -> CallCounters;
+
+    /// The name of the function that steps this subsystem, for messages
+    /// (`fmi2DoStep`, `fmi3DoStep`).
+    fn step_function(&self) -> &'static str {
+        "doStep"
+    }
+
+    /// The last lines the subsystem logged (and forgets them), quoted in
+    /// error messages.
+    fn take_recent_log(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A subsystem that is one FMU instance.
@@ -285,6 +300,7 @@ impl Subsystem for FmuSubsystem {
 
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         self.counters.do_step += 1;
+        self.counters.stepped_time += h;
         Ok(self.instance.do_step(t, h)?)
     }
 
@@ -344,5 +360,16 @@ impl Subsystem for FmuSubsystem {
 
     fn counters(&self) -> CallCounters {
         self.counters
+    }
+
+    fn step_function(&self) -> &'static str {
+        match self.instance.fmi_version() {
+            cosim_fmi::FmiVersion::V2 => "fmi2DoStep",
+            cosim_fmi::FmiVersion::V3 => "fmi3DoStep",
+        }
+    }
+
+    fn take_recent_log(&mut self) -> Vec<String> {
+        self.instance.take_recent_log()
     }
 }

@@ -146,6 +146,22 @@ impl Buffers {
     }
 }
 
+/// Coupled inputs, published outputs and time of a system, saved for a
+/// rollback (see [`System::save_buffers`]).
+#[derive(Debug, Clone, Default)]
+pub struct BufferSnapshot {
+    time: f64,
+    u: Vec<Vec<f64>>,
+    y: Vec<Vec<f64>>,
+}
+
+impl BufferSnapshot {
+    /// The communication point saved.
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+}
+
 /// The coupled system a master drives.
 pub struct System {
     subsystems: Vec<Box<dyn Subsystem>>,
@@ -345,6 +361,7 @@ impl System {
             total.get_outputs += c.get_outputs;
             total.state_saves += c.state_saves;
             total.state_restores += c.state_restores;
+            total.stepped_time += c.stepped_time;
         }
         total
     }
@@ -503,6 +520,30 @@ impl System {
 
     // ----- rollback -------------------------------------------------------
 
+    /// Copies the coupled inputs, published outputs and time into `snap`
+    /// (allocating only the first time), so that a rolled-back attempt can
+    /// put them back with [`System::restore_buffers`].
+    pub fn save_buffers(&self, snap: &mut BufferSnapshot) {
+        snap.time = self.time;
+        snap.u.resize_with(self.buffers.len(), Vec::new);
+        snap.y.resize_with(self.buffers.len(), Vec::new);
+        for ((b, u), y) in self.buffers.iter().zip(&mut snap.u).zip(&mut snap.y) {
+            u.clear();
+            u.extend_from_slice(&b.u);
+            y.clear();
+            y.extend_from_slice(&b.y);
+        }
+    }
+
+    /// Puts back what [`System::save_buffers`] saved.
+    pub fn restore_buffers(&mut self, snap: &BufferSnapshot) {
+        self.time = snap.time;
+        for ((b, u), y) in self.buffers.iter_mut().zip(&snap.u).zip(&snap.y) {
+            b.u.copy_from_slice(u);
+            b.y.copy_from_slice(y);
+        }
+    }
+
     /// Saves every subsystem's state (reusing `ids` when given).
     pub fn save_states(&mut self, ids: &mut Vec<StateId>) -> Result<()> {
         if ids.len() == self.subsystems.len() {
@@ -537,11 +578,28 @@ impl System {
     /// Terminates every subsystem, in reverse order of declaration, and
     /// returns the first error (after trying all).
     pub fn terminate_all(&mut self) -> Result<()> {
+        self.terminate_all_except(None)
+    }
+
+    /// Like [`System::terminate_all`], but leaves out subsystem `failed`:
+    /// one whose FMU returned Error or Fatal, which the standard allows only
+    /// to be freed (after Error) or not called at all (after Fatal).
+    pub fn terminate_all_except(&mut self, failed: Option<usize>) -> Result<()> {
         let mut first = None;
-        for s in self.subsystems.iter_mut().rev() {
-            if let Err(e) = s.terminate() {
-                tracing::warn!("terminating '{}': {e}", s.info().name);
-                first.get_or_insert(e);
+        for (i, s) in self.subsystems.iter_mut().enumerate().rev() {
+            if Some(i) == failed {
+                tracing::debug!(
+                    "subsystem '{}' failed: not terminated (only freed, unless Fatal)",
+                    s.info().name
+                );
+                continue;
+            }
+            match s.terminate() {
+                Ok(()) => tracing::debug!("subsystem '{}' terminated", s.info().name),
+                Err(e) => {
+                    tracing::warn!("terminating '{}': {e}", s.info().name);
+                    first.get_or_insert(e);
+                }
             }
         }
         first.map_or(Ok(()), Err)
@@ -585,10 +643,13 @@ fn step_subsystem(
         } => {
             return Err(CoreError::Discarded {
                 subsystem: sub.info().name.clone(),
+                function: sub.step_function(),
                 t,
                 h,
                 last_successful_time,
                 terminate,
+                early_return: false,
+                log: sub.take_recent_log(),
             });
         }
         StepOutcome::EarlyReturn {
@@ -596,10 +657,13 @@ fn step_subsystem(
         } => {
             return Err(CoreError::Discarded {
                 subsystem: sub.info().name.clone(),
+                function: sub.step_function(),
                 t,
                 h,
                 last_successful_time,
                 terminate: false,
+                early_return: true,
+                log: sub.take_recent_log(),
             });
         }
     }

@@ -89,9 +89,9 @@ impl FmuRoot {
     ///
     /// As [`FmuRoot::open`].
     pub fn open_with_limits(path: &Path, limits: &ArchiveLimits) -> Result<Self> {
-        let meta = fs::metadata(path).map_err(|source| FmiError::Io {
+        let meta = fs::metadata(path).map_err(|error| FmiError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         if meta.is_dir() {
             if !path.join(MODEL_DESCRIPTION).is_file() {
@@ -110,9 +110,9 @@ impl FmuRoot {
         let dir = tempfile::Builder::new()
             .prefix("cosim-fmu-")
             .tempdir()
-            .map_err(|source| FmiError::Io {
+            .map_err(|error| FmiError::Io {
                 path: std::env::temp_dir(),
-                source,
+                error,
             })?;
         extract_archive(path, dir.path(), limits)?;
         Ok(FmuRoot {
@@ -167,10 +167,7 @@ impl FmuRoot {
                 column,
                 message,
             },
-            FmiError::Io { source, .. } => FmiError::Io {
-                path: shown,
-                source,
-            },
+            FmiError::Io { error, .. } => FmiError::Io { path: shown, error },
             other => other,
         })
     }
@@ -316,9 +313,9 @@ pub fn extract_archive(
         entry: entry.map(str::to_string),
         reason,
     };
-    let io = |path: &Path, source| FmiError::Io {
+    let io = |path: &Path, error| FmiError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let file = File::open(archive).map_err(|e| io(archive, e))?;
     let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {

@@ -13,12 +13,12 @@ pub type Result<T, E = FmiError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum FmiError {
     /// An I/O error on a file.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not a `source`).
+        error: std::io::Error,
     },
 
     /// The archive is not a usable zip file, or an entry is refused.

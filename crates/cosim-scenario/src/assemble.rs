@@ -15,7 +15,9 @@ use cosim_core::indicators::{
     Aggregate as CoreAggregate, EnergyIndicator, ErrorIndicator, Nepce, PredictorCorrector,
     PredictorForm, Tolerances,
 };
-use cosim_core::master::{Adaptive, FixedStep, Master, Scheme as CoreScheme};
+use cosim_core::master::{
+    Adaptive, Estimate, FixedStep, Master, Richardson, RichardsonSettings, Scheme as CoreScheme,
+};
 use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
@@ -27,8 +29,8 @@ use cosim_fmi::model_description::{Causality, StartValue, VariableIndex, Variabl
 use cosim_fmi::{FmiVersion, Fmu, Instance, InstantiateOptions};
 
 use crate::{
-    Aggregate, Indicator, MasterKind, NonFinite, Normalisation, ResolvedScenario, Sampling,
-    ScenarioError, Scheme, VariableRef,
+    Aggregate, Indicator, MasterKind, NonFinite, Normalisation, ResolvedScenario,
+    RichardsonEstimate, Sampling, ScenarioError, Scheme, VariableRef,
 };
 
 /// How a bond came to be.
@@ -83,12 +85,12 @@ pub enum AssembleError {
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
     /// An FMU could not be opened, instantiated or configured.
-    #[error("subsystem '{subsystem}': {source}")]
+    #[error("subsystem '{subsystem}': {error}")]
     Fmu {
         /// The subsystem.
         subsystem: String,
-        /// The import-layer error.
-        source: cosim_fmi::FmiError,
+        /// The import-layer error (in the message, so not a `source`).
+        error: cosim_fmi::FmiError,
     },
     /// The core refused the system or master.
     #[error(transparent)]
@@ -228,9 +230,9 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
             &options,
         )
         .map_err(|e| match e {
-            cosim_core::CoreError::Fmi(source) => AssembleError::Fmu {
+            cosim_core::CoreError::Fmi(error) => AssembleError::Fmu {
                 subsystem: sub.name.clone(),
-                source,
+                error,
             },
             other => AssembleError::Core(other),
         })?;
@@ -484,10 +486,8 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
 }
 
 /// The error indicator `which` with the scenario's settings.
-fn indicator(resolved: &ResolvedScenario, which: Indicator) -> Box<dyn ErrorIndicator> {
-    let m = &resolved.master;
-    let m_order = u32::from(m.extrapolation);
-    let tolerances = Tolerances {
+fn tolerances(m: &crate::MasterSettings) -> Tolerances {
+    Tolerances {
         atol: m.atol,
         rtol: m.rtol,
         aggregate: match m.aggregate {
@@ -495,7 +495,13 @@ fn indicator(resolved: &ResolvedScenario, which: Indicator) -> Box<dyn ErrorIndi
             Aggregate::Mean => CoreAggregate::Mean,
             Aggregate::Max => CoreAggregate::Max,
         },
-    };
+    }
+}
+
+fn indicator(resolved: &ResolvedScenario, which: Indicator) -> Box<dyn ErrorIndicator> {
+    let m = &resolved.master;
+    let m_order = u32::from(m.extrapolation);
+    let tolerances = tolerances(m);
     match which {
         Indicator::Energy => Box::new(EnergyIndicator::new(m_order)),
         Indicator::PredictorCorrector => Box::new(PredictorCorrector::new(
@@ -560,9 +566,35 @@ fn build_master(
             Indicator::PredictorCorrector,
         )),
         MasterKind::Nepce => Ok(adaptive("nepce", Indicator::Nepce)),
-        other => Err(AssembleError::Core(cosim_core::CoreError::Config(format!(
-            "{}: the '{other}' master is not available in this version of cosim; use kind = \"fixed-step\", \"ecco\", \"predictor-corrector\" or \"nepce\"",
-            resolved.file.display()
+        MasterKind::Richardson => {
+            if m.scheme != Scheme::Jacobi {
+                return Err(AssembleError::Scenario(resolved.master_error(
+                    "the richardson master steps every subsystem in parallel (Jacobi, as in arnold2013's analysis); remove scheme = \"gauss-seidel\"",
+                )));
+            }
+            let c = &m.controller;
+            Ok(Box::new(Richardson::new(RichardsonSettings {
+                extrapolation_order: u32::from(m.extrapolation),
+                estimate: match m.estimate {
+                    RichardsonEstimate::Richardson => Estimate::Richardson,
+                    RichardsonEstimate::Modified => Estimate::Modified,
+                },
+                tolerances: tolerances(m),
+                controller: PiSettings {
+                    alpha: c.alpha,
+                    k_i: 0.0,
+                    k_p: 0.0,
+                    dt_min: c.dt_min,
+                    dt_max: c.dt_max,
+                    theta_min: c.theta_min,
+                    theta_max: c.theta_max,
+                },
+                initial_step: m.step,
+                max_rejections: m.max_rejections,
+            })))
+        }
+        other => Err(AssembleError::Scenario(resolved.master_error(format!(
+            "the '{other}' master is not available in this version of cosim; use \"fixed-step\", \"ecco\", \"predictor-corrector\", \"nepce\" or \"richardson\""
         )))),
     }
 }

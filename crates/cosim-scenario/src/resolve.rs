@@ -139,6 +139,9 @@ pub struct ResolvedScenario {
     pub stop: f64,
     /// The master and its settings.
     pub master: MasterSettings,
+    /// Where `[master]` is in the file (for later errors about it).
+    #[serde(skip)]
+    pub master_span: Option<Span>,
     /// The subsystems, in declaration order.
     pub subsystems: Vec<ResolvedSubsystem>,
     /// The connections, in declaration order.
@@ -163,6 +166,12 @@ impl ResolvedScenario {
     /// for a problem found while assembling the system).
     pub fn error_at(&self, span: Span, message: impl Into<String>) -> ScenarioError {
         self.source.error(Some(span), message)
+    }
+
+    /// An error at `[master]` (or about the file, when the scenario has no
+    /// `[master]` table).
+    pub fn master_error(&self, message: impl Into<String>) -> ScenarioError {
+        self.source.error(self.master_span, message)
     }
 
     /// A warning at `span` of the scenario file.
@@ -546,6 +555,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             start,
             stop,
             master,
+            master_span: self.scenario.master.span,
             subsystems,
             connections,
             bonds,

@@ -74,6 +74,12 @@ pub fn prepare_scenario(
         resolved.master.threads = t;
     }
     let assembly = assemble::assemble(&resolved, &fmus)?;
+    // Refuse a system the master cannot drive (missing capabilities) now,
+    // as bad input, rather than as a failed run.
+    assembly
+        .master
+        .check(&assembly.system)
+        .map_err(|e| PrepareError::Assemble(AssembleError::Core(e)))?;
     Ok(Prepared { resolved, assembly })
 }
 
@@ -118,11 +124,11 @@ pub fn run(
         let text =
             serde_json::to_string_pretty(&summary).map_err(|e| cosim_core::CoreError::Output {
                 path: path.clone(),
-                source: std::io::Error::other(e),
+                error: std::io::Error::other(e),
             })?;
-        std::fs::write(path, text + "\n").map_err(|source| cosim_core::CoreError::Output {
+        std::fs::write(path, text + "\n").map_err(|error| cosim_core::CoreError::Output {
             path: path.clone(),
-            source,
+            error,
         })?;
     }
     Ok(Outcome {

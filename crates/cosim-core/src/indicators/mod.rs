@@ -58,14 +58,15 @@ pub enum Aggregate {
 
 /// Accumulates normalised errors without allocating.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Aggregator {
+pub struct Aggregator {
     kind: Aggregate,
     n: usize,
     acc: f64,
 }
 
 impl Aggregator {
-    pub(crate) fn new(kind: Aggregate) -> Self {
+    /// An empty aggregation.
+    pub fn new(kind: Aggregate) -> Self {
         Aggregator {
             kind,
             n: 0,
@@ -73,7 +74,8 @@ impl Aggregator {
         }
     }
 
-    pub(crate) fn add(&mut self, e: f64) {
+    /// Adds one normalised error.
+    pub fn add(&mut self, e: f64) {
         self.n += 1;
         let a = e.abs();
         match self.kind {
@@ -86,7 +88,8 @@ impl Aggregator {
         }
     }
 
-    pub(crate) fn value(&self) -> f64 {
+    /// The aggregate (0 when nothing was added).
+    pub fn value(&self) -> f64 {
         if self.n == 0 {
             return 0.0;
         }
@@ -111,7 +114,8 @@ pub struct Tolerances {
 }
 
 impl Tolerances {
-    pub(crate) fn normalise(&self, e: f64, q: f64) -> f64 {
+    /// `e / (atol + rtol |q|)`.
+    pub fn normalise(&self, e: f64, q: f64) -> f64 {
         e / (self.atol + self.rtol * q.abs())
     }
 }

@@ -11,10 +11,12 @@
 
 mod adaptive;
 mod fixed_step;
+mod richardson;
 pub mod stepper;
 
 pub use adaptive::Adaptive;
 pub use fixed_step::{FixedStep, Scheme};
+pub use richardson::{Estimate, Richardson, RichardsonSettings};
 
 use serde::Serialize;
 

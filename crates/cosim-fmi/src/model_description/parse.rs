@@ -72,9 +72,9 @@ pub fn parse_model_description(xml: &str, file: &Path) -> Result<ModelDescriptio
 /// [`parse_model_description`] (invalid UTF-8 and files over
 /// 256 MiB included).
 pub fn parse_model_description_file(path: &Path) -> Result<ModelDescription> {
-    let io = |source| FmiError::Io {
+    let io = |error| FmiError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
