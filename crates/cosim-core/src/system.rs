@@ -120,11 +120,19 @@ pub struct Buffers {
     pub y_new: Vec<f64>,
     /// Step start and size of the last step (for `u_end`).
     last_step: (f64, f64),
+    /// Time derivatives of the output slots (filled by masters that use
+    /// them, e.g. IFOSMONDI).
+    pub dy: Vec<f64>,
+    /// Time derivatives of the coupled inputs, from `dy` through the
+    /// connections' gains ([`System::exchange_derivatives_all`]).
+    pub du: Vec<f64>,
 }
 
 impl Buffers {
-    fn new(n_in: usize, n_obs: usize) -> Self {
+    fn new(n_in: usize, n_obs: usize, n_out: usize) -> Self {
         Buffers {
+            dy: vec![0.0; n_out],
+            du: vec![0.0; n_in],
             u: vec![0.0; n_in],
             taylor: vec![[0.0; MAX_POINTS]; n_in],
             deliver_orders: 0,
@@ -219,7 +227,10 @@ impl System {
         let buffers: Vec<Buffers> = spec
             .subsystems
             .iter()
-            .map(|s| Buffers::new(s.info().inputs.len(), s.info().observed.len()))
+            .map(|s| {
+                let i = s.info();
+                Buffers::new(i.inputs.len(), i.observed.len(), i.n_outputs)
+            })
             .collect();
         let mut step_multiple = spec.step_multiple;
         step_multiple.resize(n, 1);
@@ -446,6 +457,24 @@ impl System {
             changed |= self.exchange_into(s);
         }
         changed
+    }
+
+    /// Recomputes the time derivatives of every coupled input from the
+    /// output derivatives in `Buffers::dy` (`du = gain * dy`).
+    pub fn exchange_derivatives_all(&mut self) {
+        for s in 0..self.subsystems.len() {
+            for r in &self.routes[self.route_ranges[s]..self.route_ranges[s + 1]] {
+                let v = r.gain * self.buffers[r.src_sub].dy[r.src_slot];
+                self.buffers[s].du[r.dst_slot] = v;
+            }
+        }
+    }
+
+    /// Reads the first time derivative of subsystem `s`'s outputs into
+    /// `Buffers::dy`.
+    pub fn read_output_derivatives(&mut self, s: usize) -> Result<()> {
+        let b = &mut self.buffers[s];
+        self.subsystems[s].get_output_derivatives(1, &mut b.dy)
     }
 
     /// Publishes subsystem `s`'s last read values (copies `y_new` to `y`).

@@ -16,7 +16,8 @@ use cosim_core::indicators::{
     PredictorForm, Tolerances,
 };
 use cosim_core::master::{
-    Adaptive, Estimate, FixedStep, Master, Richardson, RichardsonSettings, Scheme as CoreScheme,
+    Adaptive, Estimate, FixedStep, Interpolation, Iterative, IterativeSettings, Master, Richardson,
+    RichardsonSettings, Scheme as CoreScheme,
 };
 use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
 use cosim_core::structure::{
@@ -593,9 +594,26 @@ fn build_master(
                 max_rejections: m.max_rejections,
             })))
         }
-        other => Err(AssembleError::Scenario(resolved.master_error(format!(
-            "the '{other}' master is not available in this version of cosim; use \"fixed-step\", \"ecco\", \"predictor-corrector\", \"nepce\" or \"richardson\""
-        )))),
+        MasterKind::Ifosmondi | MasterKind::IterativeAffine => {
+            if m.scheme != Scheme::Jacobi {
+                return Err(AssembleError::Scenario(resolved.master_error(format!(
+                    "the {} master iterates all subsystems in parallel (Jacobi); remove scheme = \"gauss-seidel\"",
+                    m.kind
+                ))));
+            }
+            Ok(Box::new(Iterative::new(IterativeSettings {
+                interpolation: if m.kind == MasterKind::Ifosmondi {
+                    Interpolation::Hermite
+                } else {
+                    Interpolation::Affine
+                },
+                dt_base: m.step,
+                dt_min: m.controller.dt_min,
+                eps_abs: m.eps_abs,
+                eps_rel: m.eps_rel,
+                max_iterations: m.max_iterations,
+            })))
+        }
     }
 }
 

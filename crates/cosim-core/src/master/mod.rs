@@ -11,11 +11,13 @@
 
 mod adaptive;
 mod fixed_step;
+mod iterative;
 mod richardson;
 pub mod stepper;
 
 pub use adaptive::Adaptive;
 pub use fixed_step::{FixedStep, Scheme};
+pub use iterative::{Interpolation, Iterative, IterativeSettings};
 pub use richardson::{Estimate, Richardson, RichardsonSettings};
 
 use serde::Serialize;
