@@ -1,12 +1,137 @@
-//! `cosim convert` (being written).
+//! `cosim convert`: an SSP or OSP system description as a TOML scenario.
+
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use cosim_ssp::{Diagnostic, ImportOptions, Severity};
+
+use crate::run::{Failed, exit};
 
 /// Arguments of `cosim convert`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct Args {}
+pub struct Args {
+    /// The system: an .ssp package, an .ssd file, an OspSystemStructure.xml
+    /// or a directory holding one.
+    pub input: PathBuf,
+    /// The format to write.
+    #[arg(long = "to", value_enum, default_value_t = Target::Toml)]
+    pub to: Target,
+    /// Write to this file instead of standard output (FMU paths in it are
+    /// relative to its directory; on standard output they are absolute).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Where to extract the FMUs and files of an .ssp package, which the
+    /// scenario then refers to (default: a directory named after the
+    /// package, next to the output file or in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub extract_to: Option<PathBuf>,
+}
+
+/// Output formats of `cosim convert`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A cosim scenario (docs/scenario.md).
+    Toml,
+}
+
+fn fail(diagnostics: impl IntoIterator<Item = impl std::fmt::Display>) -> anyhow::Error {
+    for d in diagnostics {
+        eprintln!("{d}");
+    }
+    anyhow::Error::new(Failed(exit::BAD_INPUT))
+}
 
 /// Runs `cosim convert`.
-pub fn run(_args: &Args) -> Result<()> {
-    anyhow::bail!("cosim convert is not available yet")
+pub fn run(args: &Args) -> Result<()> {
+    let Target::Toml = args.to;
+    let input = &args.input;
+    if let Some(out) = &args.output
+        && std::path::absolute(out).ok() == std::path::absolute(input).ok()
+    {
+        return Err(fail([format!(
+            "error: the output {} is the input file",
+            out.display()
+        )]));
+    }
+    let is_package = input.is_file()
+        && input
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("ssp"));
+    let extract_to = is_package.then(|| {
+        args.extract_to.clone().unwrap_or_else(|| {
+            let stem = input
+                .file_stem()
+                .map_or_else(|| PathBuf::from("ssp"), PathBuf::from);
+            let dir = args
+                .output
+                .as_deref()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new(""));
+            dir.join(stem)
+        })
+    });
+    // The scenario is checked where it will be written: relative FMU
+    // paths need its directory.
+    if let Some(parent) = args.output.as_deref().and_then(Path::parent)
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| fail([format!("error: cannot create {}: {e}", parent.display())]))?;
+    }
+    let options = ImportOptions {
+        toml_path: args.output.clone(),
+        extract_to: extract_to.clone(),
+    };
+    let import = cosim_ssp::import(input, &options).map_err(|e| fail(e.diagnostics))?;
+    // The TOML must be a valid scenario: parse it and resolve it against
+    // the model descriptions, as `cosim check` would.
+    let scenario = import.scenario().map_err(|e| fail(e.diagnostics))?;
+    let resolved = import.resolve(&scenario).map_err(|e| fail(e.diagnostics))?;
+    for d in import.diagnostics() {
+        eprintln!("{d}");
+    }
+    for w in &resolved.warnings {
+        eprintln!("{}", import.remap(w));
+    }
+    let unsupported: Vec<Diagnostic> = import
+        .unsupported()
+        .iter()
+        .cloned()
+        .map(|mut d| {
+            d.severity = Severity::Warning;
+            d
+        })
+        .collect();
+    for d in &unsupported {
+        eprintln!("{d}");
+    }
+    if !unsupported.is_empty() {
+        eprintln!(
+            "warning: {} element(s) could not be converted (listed above and at the top of the scenario); the scenario leaves them out",
+            unsupported.len()
+        );
+    }
+    if let Some(dir) = &extract_to {
+        eprintln!(
+            "note: the package's files are extracted into {}",
+            dir.display()
+        );
+    }
+    match &args.output {
+        Some(out) => {
+            std::fs::write(out, import.toml())
+                .map_err(|e| fail([format!("error: cannot write {}: {e}", out.display())]))?;
+            eprintln!(
+                "{}: written from {} ({} subsystems, {} connections, {} bonds)",
+                out.display(),
+                import.source().display(),
+                resolved.subsystems.len(),
+                resolved.connections.len(),
+                resolved.bonds.len()
+            );
+        }
+        None => print!("{}", import.toml()),
+    }
+    Ok(())
 }

@@ -1,0 +1,166 @@
+//! What an SSP or OSP file describes, in scenario terms, with the place in
+//! the source every item comes from. Both readers produce a [`Draft`];
+//! `emit` turns it into TOML.
+
+use std::path::PathBuf;
+
+use crate::source::Src;
+
+/// A value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Val<T> {
+    pub value: T,
+    pub src: Src,
+}
+
+impl<T> Val<T> {
+    pub(crate) fn new(value: T, src: Src) -> Self {
+        Val { value, src }
+    }
+}
+
+/// A parameter or start value before it is typed by its variable.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RawValue {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+    Str(String),
+}
+
+/// One `parameters` or `start` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Assign {
+    pub name: String,
+    pub name_src: Src,
+    pub value: RawValue,
+    pub value_src: Src,
+}
+
+/// A subsystem.
+#[derive(Debug, Clone)]
+pub(crate) struct SubDraft {
+    /// The scenario name (valid: letters, digits, `_`, `-`).
+    pub name: String,
+    /// Where the element's name is written.
+    pub name_src: Src,
+    /// The FMU, absolute.
+    pub fmu: PathBuf,
+    pub fmu_src: Src,
+    pub step_multiple: Option<Val<u32>>,
+    pub parameters: Vec<Assign>,
+    pub start: Vec<Assign>,
+    /// The element (`<ssd:Component>`, `<Simulator>`).
+    pub src: Src,
+}
+
+/// `"<subsystem>.<variable>"`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct VarRef {
+    /// Index into [`Draft::subsystems`].
+    pub sub: usize,
+    pub var: String,
+    pub sub_src: Src,
+    pub var_src: Src,
+}
+
+/// A connection `to = gain * from + offset`.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnDraft {
+    pub from: VarRef,
+    pub to: VarRef,
+    pub gain: f64,
+    pub offset: f64,
+    /// Where the transformation (or the unit conversion) is written.
+    pub map_src: Option<Src>,
+    pub unit_mismatch: bool,
+    /// The connection element.
+    pub src: Src,
+    /// A comment for the TOML (e.g. the unit conversion made).
+    pub comment: Option<String>,
+}
+
+/// A declared power bond: two ports (input, output).
+#[derive(Debug, Clone)]
+pub(crate) struct BondDraft {
+    pub name: Val<String>,
+    pub ports: [(VarRef, VarRef); 2],
+    pub intended: bool,
+    pub src: Src,
+}
+
+/// `[master]` and `[master.controller]` keys.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MasterDraft {
+    pub kind: Option<Val<&'static str>>,
+    pub step: Option<Val<f64>>,
+    pub discover_bonds: Option<Val<bool>>,
+    pub tolerance: Option<Val<f64>>,
+    pub energy_scale: Option<Val<f64>>,
+    /// `(key, value)` of `[master.controller]`.
+    pub controller: Vec<(&'static str, Val<f64>)>,
+}
+
+/// An element that was not converted, for a comment in the TOML.
+#[derive(Debug, Clone)]
+pub(crate) struct Skipped {
+    pub src: Src,
+    pub text: String,
+}
+
+/// A whole system.
+#[derive(Debug, Clone)]
+pub(crate) struct Draft {
+    /// "SSP 1.0", "OSP" ... for the TOML header.
+    pub format: String,
+    /// The root element.
+    pub root_src: Src,
+    pub start: Option<Val<f64>>,
+    pub stop: Option<Val<f64>>,
+    pub master: MasterDraft,
+    pub subsystems: Vec<SubDraft>,
+    pub connections: Vec<ConnDraft>,
+    pub bonds: Vec<BondDraft>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Draft {
+    pub(crate) fn new(format: impl Into<String>, root_src: Src) -> Draft {
+        Draft {
+            format: format.into(),
+            root_src,
+            start: None,
+            stop: None,
+            master: MasterDraft::default(),
+            subsystems: Vec::new(),
+            connections: Vec::new(),
+            bonds: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+}
+
+/// A valid, unique scenario name for `name` (letters, digits, `_` and `-`;
+/// anything else becomes `_`), not in `taken`.
+pub(crate) fn scenario_name(name: &str, taken: &std::collections::HashSet<String>) -> String {
+    let mut base: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if base.is_empty() {
+        base = "component".to_string();
+    }
+    if !taken.contains(&base) {
+        return base;
+    }
+    (2..)
+        .map(|i| format!("{base}_{i}"))
+        .find(|n| !taken.contains(n))
+        .unwrap_or(base)
+}

@@ -1,0 +1,1149 @@
+//! libcosim's `OspSystemStructure.xml` (OSP-IS) as a [`Draft`], with the
+//! `<model>_OspModelDescription.xml` files its variable groups need.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cosim_fmi::ModelDescription;
+use cosim_fmi::bonds::check_effort_flow_pair;
+use cosim_fmi::model_description::Causality;
+
+use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
+use crate::draft::{
+    Assign, BondDraft, ConnDraft, Draft, RawValue, SubDraft, Val, VarRef, scenario_name,
+};
+use crate::models::{is_parameter, is_source, variable};
+use crate::source::{FileId, Src, did_you_mean};
+use crate::xml::{self, Elem};
+
+/// libcosim's base step when `<BaseStepSize>` is absent.
+const LIBCOSIM_DEFAULT_STEP: f64 = 0.1;
+
+const ROOT_CHILDREN: &[&str] = &[
+    "StartTime",
+    "EndTime",
+    "BaseStepSize",
+    "Algorithm",
+    "Simulators",
+    "Functions",
+    "Connections",
+    "EccoConfiguration",
+];
+
+/// Power-port variable groups: (port, effort group, flow group).
+const PORTS: &[(&str, &str, &str)] = &[
+    ("LinearMechanicalPort", "Force", "LinearVelocity"),
+    ("AngularMechanicalPort", "Torque", "AngularVelocity"),
+    ("ElectromagneticPort", "Voltage", "Current"),
+    ("HydraulicPort", "Pressure", "VolumeFlowRate"),
+];
+
+/// `EccoConfiguration` children and the scenario key each maps to.
+const ECCO_KEYS: &[(&str, &str)] = &[
+    ("SafetyFactor", "alpha"),
+    ("StepSize", "step"),
+    ("MinimumStepSize", "dt_min"),
+    ("MaximumStepSize", "dt_max"),
+    ("MinimumChangeRate", "theta_min"),
+    ("MaximumChangeRate", "theta_max"),
+    ("ProportionalGain", "k_p"),
+    ("IntegralGain", "k_i"),
+    ("RelativeTolerance", "tolerance"),
+    ("RelativePowerTolerance", "tolerance"),
+    ("AbsoluteTolerance", "absolute"),
+    ("PowerResidualTolerance", "absolute"),
+];
+
+struct Sim {
+    sub: usize,
+    md: Arc<ModelDescription>,
+    fmu: PathBuf,
+    /// The OspModelDescription's groups, once read (`None` inside: absent).
+    groups: Option<Option<Vec<Group>>>,
+}
+
+/// A variable group of an OspModelDescription.
+#[derive(Debug, Clone)]
+struct Group {
+    name: String,
+    /// The element name (`Force`, `LinearMechanicalPort`) or the old
+    /// format's `type` attribute.
+    kind: String,
+    vars: Vec<String>,
+    children: Vec<Group>,
+}
+
+/// `<Variable simulator= name= causality=>`.
+struct Endpoint {
+    sim: String,
+    var: String,
+    causality: Option<String>,
+    sim_src: Src,
+    var_src: Src,
+}
+
+/// A scalar connection before bonds are formed.
+struct Leaf {
+    conn: ConnDraft,
+    bond: Option<Val<String>>,
+}
+
+/// The `SignalConnection`s of a function: (inputs, outputs), each with
+/// its connection element.
+type Signals = (Vec<(Endpoint, Src)>, Vec<(Endpoint, Src)>);
+
+struct Function {
+    factor: f64,
+    offset: f64,
+    src: Src,
+}
+
+struct Reader<'a> {
+    ctx: &'a mut Ctx,
+    path: &'a Path,
+    file: FileId,
+    draft: Draft,
+    sims: HashMap<String, Sim>,
+    sim_names: Vec<String>,
+    taken: HashSet<String>,
+    leaves: Vec<Leaf>,
+    linear: HashMap<String, Function>,
+    /// Functions that are reported as not mapped.
+    skipped_functions: HashMap<String, String>,
+    base_step: Option<Val<f64>>,
+    algorithm: Option<Val<String>>,
+}
+
+/// Reads the OSP system structure at `path`; `None` when it cannot be
+/// parsed at all (the diagnostics say why).
+pub(crate) fn read_doc(ctx: &mut Ctx, path: &Path, file: FileId, root: &Elem) -> Option<Draft> {
+    if root.local() != "OspSystemStructure" {
+        ctx.error(
+            root.src(file),
+            format!(
+                "not an OSP system structure: the root element is <{}>, expected <OspSystemStructure>",
+                root.name
+            ),
+        );
+        return None;
+    }
+    let mut r = Reader {
+        ctx,
+        path,
+        file,
+        draft: Draft::new("OSP system structure", root.src(file)),
+        sims: HashMap::new(),
+        sim_names: Vec::new(),
+        taken: HashSet::new(),
+        leaves: Vec::new(),
+        linear: HashMap::new(),
+        skipped_functions: HashMap::new(),
+        base_step: None,
+        algorithm: None,
+    };
+    r.root(root);
+    Some(r.draft)
+}
+
+impl Reader<'_> {
+    fn root(&mut self, root: &Elem) {
+        let f = self.file;
+        for c in &root.children {
+            match c.local() {
+                "StartTime" => {
+                    if let Some(t) = self.ctx.f64_text(f, c) {
+                        self.draft.start = Some(Val::new(t, c.text_src(f)));
+                    }
+                }
+                "EndTime" | "StopTime" => {
+                    if let Some(t) = self.ctx.f64_text(f, c) {
+                        self.draft.stop = Some(Val::new(t, c.text_src(f)));
+                    }
+                }
+                "BaseStepSize" => {
+                    if let Some(t) = self.ctx.f64_text(f, c) {
+                        if t <= 0.0 {
+                            self.ctx.error(
+                                c.text_src(f),
+                                format!("<BaseStepSize> must be positive, not {t}"),
+                            );
+                        } else {
+                            self.base_step = Some(Val::new(t, c.text_src(f)));
+                        }
+                    }
+                }
+                "Algorithm" => {
+                    self.algorithm = Some(Val::new(c.text.trim().to_string(), c.text_src(f)));
+                }
+                "Simulators" | "Functions" | "Connections" | "EccoConfiguration" => {}
+                "Description" => {}
+                "PlugSocketConnections" | "BondConnections" | "VariableConnections" => {
+                    if !c.children.is_empty() {
+                        self.ctx.unsupported(
+                            &mut self.draft,
+                            f,
+                            c,
+                            "this is the superseded MSMI format; use <Connections> of OSP-IS",
+                        );
+                    }
+                }
+                _ => self.ctx.unknown(f, c, &root.name, ROOT_CHILDREN),
+            }
+        }
+        match root.child("Simulators") {
+            Some(s) => self.simulators(s),
+            None => self.ctx.error(
+                root.src(f),
+                "the OSP system structure has no <Simulators>".to_string(),
+            ),
+        }
+        if let Some(fs) = root.child("Functions") {
+            self.functions(fs);
+        }
+        if let Some(cs) = root.child("Connections") {
+            self.connections(cs);
+        }
+        self.master(root.child("EccoConfiguration"));
+        self.bonds();
+    }
+
+    // -----------------------------------------------------------------
+    // Simulators
+
+    fn simulators(&mut self, e: &Elem) {
+        let f = self.file;
+        for s in &e.children {
+            if s.local() != "Simulator" {
+                self.ctx.unknown(f, s, &e.name, &["Simulator"]);
+                continue;
+            }
+            self.simulator(s);
+        }
+    }
+
+    fn simulator(&mut self, s: &Elem) {
+        let f = self.file;
+        let (Some(name), Some(source)) = (
+            self.ctx.required(f, s, "name").map(str::to_string),
+            self.ctx.required(f, s, "source").map(str::to_string),
+        ) else {
+            return;
+        };
+        if self.sims.contains_key(&name) {
+            self.ctx.error(
+                s.attr_src(f, "name"),
+                format!("two simulators are called '{name}'"),
+            );
+            return;
+        }
+        let source_src = s.attr_src(f, "source");
+        let base = self.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let fmu = match resolve_uri(&base, &source) {
+            Ok(p) => normalise(&p),
+            Err(why) => {
+                self.ctx.error(
+                    source_src,
+                    format!("cannot use the source '{source}' of simulator '{name}': {why}"),
+                );
+                return;
+            }
+        };
+        let md = match self.ctx.models.load(&fmu) {
+            Ok(md) => md,
+            Err(why) => {
+                self.ctx.error(
+                    source_src,
+                    format!(
+                        "cannot read the FMU of simulator '{name}' ({}): {why}",
+                        fmu.display()
+                    ),
+                );
+                return;
+            }
+        };
+        let scenario = scenario_name(&name, &self.taken);
+        self.taken.insert(scenario.clone());
+        if scenario != name {
+            self.ctx.note(
+                s.attr_src(f, "name"),
+                format!("simulator '{name}' is called '{scenario}' in the scenario (subsystem names are letters, digits, '_' and '-')"),
+            );
+        }
+        let step_multiple = self.step_multiple(s, &name);
+        let mut parameters = Vec::new();
+        let mut start = Vec::new();
+        for c in &s.children {
+            match c.local() {
+                "InitialValues" => {
+                    for iv in &c.children {
+                        if iv.local() != "InitialValue" {
+                            self.ctx.unknown(f, iv, &c.name, &["InitialValue"]);
+                            continue;
+                        }
+                        if let Some(a) = self.initial_value(iv) {
+                            match variable(&md, &a.name) {
+                                Some(v) if is_parameter(v) => parameters.push(a),
+                                _ => start.push(a),
+                            }
+                        }
+                    }
+                }
+                _ => self.ctx.unknown(f, c, &s.name, &["InitialValues"]),
+            }
+        }
+        let sub = self.draft.subsystems.len();
+        self.draft.subsystems.push(SubDraft {
+            name: scenario,
+            name_src: s.attr_src(f, "name"),
+            fmu: fmu.clone(),
+            fmu_src: source_src,
+            step_multiple,
+            parameters,
+            start,
+            src: s.src(f),
+        });
+        self.sim_names.push(name.clone());
+        self.sims.insert(
+            name,
+            Sim {
+                sub,
+                md,
+                fmu,
+                groups: None,
+            },
+        );
+    }
+
+    /// `stepSize` as a multiple of the base step (fixed-step only).
+    fn step_multiple(&mut self, s: &Elem, name: &str) -> Option<Val<u32>> {
+        let f = self.file;
+        let step = self.ctx.f64_attr(f, s, "stepSize")?;
+        let src = s.attr_src(f, "stepSize");
+        if step <= 0.0 {
+            self.ctx.error(
+                src,
+                format!("simulator '{name}': stepSize must be positive"),
+            );
+            return None;
+        }
+        // The algorithm is known only after the whole file: read it here.
+        let base = self
+            .base_step
+            .as_ref()
+            .map_or(LIBCOSIM_DEFAULT_STEP, |b| b.value);
+        let ratio = step / base;
+        let k = ratio.round();
+        let k = if (ratio - k).abs() <= 1e-9 * ratio.max(1.0) {
+            k
+        } else {
+            let k = ratio.floor().max(1.0);
+            self.ctx.warn(
+                src,
+                format!(
+                    "simulator '{name}': stepSize {step} s is not a multiple of the base step {base} s; it steps every {k} base steps ({} s), as libcosim does",
+                    k * base
+                ),
+            );
+            k
+        };
+        let k = k.clamp(1.0, 1_000_000.0) as u32;
+        (k > 1).then(|| Val::new(k, src))
+    }
+
+    fn initial_value(&mut self, iv: &Elem) -> Option<Assign> {
+        let f = self.file;
+        let name = self.ctx.required(f, iv, "variable")?.to_string();
+        let Some(t) = iv.children.first() else {
+            self.ctx.error(
+                iv.src(f),
+                format!(
+                    "initial value of '{name}' has no <Real>, <Integer>, <Boolean> or <String>"
+                ),
+            );
+            return None;
+        };
+        let raw = self.ctx.required(f, t, "value")?.to_string();
+        let value_src = t.attr_src(f, "value");
+        let value = match t.local() {
+            "Real" => RawValue::Float(parse_f64(&raw).or_else(|| {
+                self.ctx
+                    .error(value_src, format!("'{raw}' is not a finite number"));
+                None
+            })?),
+            "Integer" | "Enumeration" => {
+                RawValue::Int(raw.trim().parse::<i64>().ok().or_else(|| {
+                    self.ctx
+                        .error(value_src, format!("'{raw}' is not an integer"));
+                    None
+                })?)
+            }
+            "Boolean" => RawValue::Bool(parse_bool(&raw).or_else(|| {
+                self.ctx.error(
+                    value_src,
+                    format!("'{raw}' is not a boolean (true, false, 1, 0)"),
+                );
+                None
+            })?),
+            "String" => RawValue::Str(raw),
+            _ => {
+                self.ctx
+                    .unknown(f, t, &iv.name, &["Real", "Integer", "Boolean", "String"]);
+                return None;
+            }
+        };
+        Some(Assign {
+            name,
+            name_src: iv.attr_src(f, "variable"),
+            value,
+            value_src,
+        })
+    }
+
+    // -----------------------------------------------------------------
+    // Functions and connections
+
+    fn functions(&mut self, e: &Elem) {
+        let f = self.file;
+        for func in &e.children {
+            let name = func.value("name").unwrap_or_default().to_string();
+            match func.local() {
+                "LinearTransformation" => {
+                    if self.ctx.required(f, func, "name").is_none() {
+                        continue;
+                    }
+                    let factor = self.ctx.f64_attr(f, func, "factor").unwrap_or(1.0);
+                    let offset = self.ctx.f64_attr(f, func, "offset").unwrap_or(0.0);
+                    self.linear.insert(
+                        name,
+                        Function {
+                            factor,
+                            offset,
+                            src: func.src(f),
+                        },
+                    );
+                }
+                "Sum" | "VectorSum" => {
+                    let what = format!("a {}", func.local());
+                    self.ctx.unsupported(
+                        &mut self.draft,
+                        f,
+                        func,
+                        &format!(
+                            "{} functions are not supported (a connection feeds one input from one output); its signal connections are not mapped either",
+                            func.local()
+                        ),
+                    );
+                    self.skipped_functions.insert(name, what);
+                }
+                _ => self.ctx.unknown(
+                    f,
+                    func,
+                    &e.name,
+                    &["LinearTransformation", "Sum", "VectorSum"],
+                ),
+            }
+        }
+    }
+
+    fn endpoint(&mut self, v: &Elem) -> Option<Endpoint> {
+        let f = self.file;
+        let sim = self.ctx.required(f, v, "simulator")?.to_string();
+        let var = self.ctx.required(f, v, "name")?.to_string();
+        let sim_src = v.attr_src(f, "simulator");
+        if !self.sims.contains_key(&sim) {
+            self.ctx.error_help(
+                sim_src,
+                format!("no simulator is called '{sim}'"),
+                did_you_mean(&sim, self.sim_names.iter().map(String::as_str)),
+            );
+            return None;
+        }
+        Some(Endpoint {
+            sim,
+            var,
+            causality: v.value("causality").map(|c| c.trim().to_string()),
+            sim_src,
+            var_src: v.attr_src(f, "name"),
+        })
+    }
+
+    fn var_ref(&self, e: &Endpoint) -> VarRef {
+        VarRef {
+            sub: self.sims.get(&e.sim).map_or(0, |s| s.sub),
+            var: e.var.clone(),
+            sub_src: e.sim_src,
+            var_src: e.var_src,
+        }
+    }
+
+    /// True when data flows from `a` to `b`.
+    fn a_to_b(&self, a: &Endpoint, b: &Endpoint) -> bool {
+        match (a.causality.as_deref(), b.causality.as_deref()) {
+            (Some("input"), _) | (_, Some("output")) => return false,
+            (Some("output"), _) | (_, Some("input")) => return true,
+            _ => {}
+        }
+        let var = |e: &Endpoint| {
+            self.sims
+                .get(&e.sim)
+                .and_then(|s| variable(&s.md, &e.var).cloned())
+        };
+        match (var(a), var(b)) {
+            (Some(va), Some(vb)) => !(va.causality == Causality::Input && is_source(&vb)),
+            (None, Some(vb)) => vb.causality == Causality::Input || !is_source(&vb),
+            _ => true,
+        }
+    }
+
+    fn leaf(&mut self, a: &Endpoint, b: &Endpoint, src: Src, bond: Option<Val<String>>) {
+        let (from, to) = if self.a_to_b(a, b) { (a, b) } else { (b, a) };
+        let conn = ConnDraft {
+            from: self.var_ref(from),
+            to: self.var_ref(to),
+            gain: 1.0,
+            offset: 0.0,
+            map_src: None,
+            unit_mismatch: false,
+            src,
+            comment: None,
+        };
+        self.leaves.push(Leaf { conn, bond });
+    }
+
+    fn connections(&mut self, e: &Elem) {
+        let f = self.file;
+        let mut signals: HashMap<String, Signals> = HashMap::new();
+        for c in &e.children {
+            let bond = c
+                .attr("powerBond")
+                .map(|a| Val::new(a.value.trim().to_string(), Src::new(f, a.start, a.end)));
+            match c.local() {
+                "VariableConnection" => {
+                    let vars: Vec<&Elem> = c.children_named("Variable").collect();
+                    let [va, vb] = vars.as_slice() else {
+                        self.ctx.error(
+                            c.src(f),
+                            format!(
+                                "<VariableConnection> needs exactly two <Variable>, not {}",
+                                vars.len()
+                            ),
+                        );
+                        continue;
+                    };
+                    let (Some(a), Some(b)) = (self.endpoint(va), self.endpoint(vb)) else {
+                        continue;
+                    };
+                    self.leaf(&a, &b, c.src(f), bond);
+                }
+                "SignalConnection" => {
+                    let (Some(v), Some(s)) = (c.child("Variable"), c.child("Signal")) else {
+                        self.ctx.error(
+                            c.src(f),
+                            "<SignalConnection> needs a <Variable> and a <Signal>".to_string(),
+                        );
+                        continue;
+                    };
+                    let (Some(func), Some(sig)) = (
+                        self.ctx.required(f, s, "function").map(str::to_string),
+                        self.ctx.required(f, s, "name").map(str::to_string),
+                    ) else {
+                        continue;
+                    };
+                    if let Some(what) = self.skipped_functions.get(&func).cloned() {
+                        let message = format!(
+                            "<SignalConnection> to function '{func}' ({what}) cannot be mapped"
+                        );
+                        self.ctx
+                            .unsupported_at(&mut self.draft, c.src(f), &c.name, message);
+                        continue;
+                    }
+                    if !self.linear.contains_key(&func) {
+                        let names: Vec<String> = self.linear.keys().cloned().collect();
+                        self.ctx.error_help(
+                            s.attr_src(f, "function"),
+                            format!("no function is called '{func}'"),
+                            did_you_mean(&func, names.iter().map(String::as_str)),
+                        );
+                        continue;
+                    }
+                    let Some(ep) = self.endpoint(v) else { continue };
+                    let entry = signals.entry(func).or_default();
+                    match sig.as_str() {
+                        "in" => entry.0.push((ep, c.src(f))),
+                        "out" => entry.1.push((ep, c.src(f))),
+                        other => self.ctx.error_help(
+                            s.attr_src(f, "name"),
+                            format!("a LinearTransformation has the signals 'in' and 'out', not '{other}'"),
+                            did_you_mean(other, ["in", "out"]),
+                        ),
+                    }
+                }
+                "VariableGroupConnection" => self.group_connection(c, bond),
+                "SignalGroupConnection" => {
+                    self.ctx.unsupported(
+                        &mut self.draft,
+                        f,
+                        c,
+                        "signal group connections (VectorSum functions) are not supported",
+                    );
+                }
+                _ => self.ctx.unknown(
+                    f,
+                    c,
+                    &e.name,
+                    &[
+                        "VariableConnection",
+                        "SignalConnection",
+                        "VariableGroupConnection",
+                        "SignalGroupConnection",
+                    ],
+                ),
+            }
+        }
+        // Linear transformations: out = factor * in + offset.
+        let mut names: Vec<&String> = self.linear.keys().collect();
+        names.sort_by_key(|n| self.linear.get(*n).map(|fnc| fnc.src.start));
+        let names: Vec<String> = names.into_iter().cloned().collect();
+        for name in names {
+            let Some(func) = self.linear.get(&name) else {
+                continue;
+            };
+            let (factor, offset, fsrc) = (func.factor, func.offset, func.src);
+            let (ins, outs) = signals.remove(&name).unwrap_or_default();
+            let input = match ins.as_slice() {
+                [one] => one,
+                [] => {
+                    if !outs.is_empty() {
+                        self.ctx.error(
+                            fsrc,
+                            format!(
+                                "function '{name}' has no <SignalConnection> to its signal 'in'"
+                            ),
+                        );
+                    } else {
+                        self.ctx
+                            .warn(fsrc, format!("function '{name}' is not connected: ignored"));
+                    }
+                    continue;
+                }
+                [_, second, ..] => {
+                    self.ctx.error(
+                        second.1,
+                        format!("function '{name}' has more than one <SignalConnection> to its signal 'in'"),
+                    );
+                    continue;
+                }
+            };
+            if outs.is_empty() {
+                self.ctx.warn(
+                    fsrc,
+                    format!("the output 'out' of function '{name}' is not connected: ignored"),
+                );
+            }
+            for (out, osrc) in &outs {
+                let conn = ConnDraft {
+                    from: self.var_ref(&input.0),
+                    to: self.var_ref(out),
+                    gain: factor,
+                    offset,
+                    map_src: Some(fsrc),
+                    unit_mismatch: false,
+                    src: *osrc,
+                    comment: Some(format!("through LinearTransformation '{name}'")),
+                };
+                self.leaves.push(Leaf { conn, bond: None });
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Variable groups
+
+    fn groups(&mut self, sim: &str, at: Src) -> Option<Vec<Group>> {
+        let s = self.sims.get(sim)?;
+        if let Some(g) = &s.groups {
+            return g.clone();
+        }
+        let file_name = format!("{}_OspModelDescription.xml", s.md.model_name);
+        let fmu_dir = s.fmu.parent().unwrap_or(Path::new("")).to_path_buf();
+        let osp_dir = self.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let candidates = [fmu_dir.join(&file_name), osp_dir.join(&file_name)];
+        let found = candidates.iter().find(|p| p.is_file()).cloned();
+        let groups = match found {
+            None => {
+                self.ctx.error(
+                    at,
+                    format!(
+                        "simulator '{sim}' has no OSP model description: neither {} nor {} exists",
+                        candidates[0].display(),
+                        candidates[1].display()
+                    ),
+                );
+                None
+            }
+            Some(path) => match xml::read(&mut self.ctx.sources, &path, &shown(&path)) {
+                Err(e) => {
+                    self.ctx.diags.extend(e.diagnostics);
+                    None
+                }
+                Ok(doc) => {
+                    let root = &doc.root;
+                    if root.local() != "OspModelDescription" {
+                        self.ctx.error(
+                            root.src(doc.file),
+                            format!(
+                                "not an OSP model description: the root element is <{}>",
+                                root.name
+                            ),
+                        );
+                        None
+                    } else {
+                        let mut out = Vec::new();
+                        for vgs in root.children_named("VariableGroups") {
+                            out.extend(vgs.children.iter().map(read_group));
+                        }
+                        Some(out)
+                    }
+                }
+            },
+        };
+        if let Some(s) = self.sims.get_mut(sim) {
+            s.groups = Some(groups.clone());
+        }
+        groups
+    }
+
+    fn group_connection(&mut self, c: &Elem, bond: Option<Val<String>>) {
+        let f = self.file;
+        let gs: Vec<&Elem> = c.children_named("VariableGroup").collect();
+        let [ga, gb] = gs.as_slice() else {
+            self.ctx.error(
+                c.src(f),
+                format!(
+                    "<VariableGroupConnection> needs exactly two <VariableGroup>, not {}",
+                    gs.len()
+                ),
+            );
+            return;
+        };
+        let (Some(a), Some(b)) = (self.endpoint(ga), self.endpoint(gb)) else {
+            return;
+        };
+        let (Some(groups_a), Some(groups_b)) = (
+            self.groups(&a.sim, a.sim_src),
+            self.groups(&b.sim, b.sim_src),
+        ) else {
+            return;
+        };
+        let find = |groups: &[Group], name: &str| -> Option<Group> {
+            fn walk(gs: &[Group], name: &str) -> Option<Group> {
+                gs.iter()
+                    .find(|g| g.name == name)
+                    .cloned()
+                    .or_else(|| gs.iter().find_map(|g| walk(&g.children, name)))
+            }
+            walk(groups, name)
+        };
+        let all_names = |groups: &[Group]| {
+            fn walk(gs: &[Group], out: &mut Vec<String>) {
+                for g in gs {
+                    out.push(g.name.clone());
+                    walk(&g.children, out);
+                }
+            }
+            let mut out = Vec::new();
+            walk(groups, &mut out);
+            out
+        };
+        let (Some(group_a), Some(group_b)) = (find(&groups_a, &a.var), find(&groups_b, &b.var))
+        else {
+            for (e, groups) in [(&a, &groups_a), (&b, &groups_b)] {
+                if find(groups, &e.var).is_none() {
+                    let names = all_names(groups);
+                    self.ctx.error_help(
+                        e.var_src,
+                        format!(
+                            "the OSP model description of simulator '{}' has no variable group '{}'",
+                            e.sim, e.var
+                        ),
+                        did_you_mean(&e.var, names.iter().map(String::as_str)),
+                    );
+                }
+            }
+            return;
+        };
+        if group_a.kind != group_b.kind {
+            self.ctx.error(
+                c.src(f),
+                format!(
+                    "variable groups '{}' ({}) and '{}' ({}) are of different types",
+                    group_a.name, group_a.kind, group_b.name, group_b.kind
+                ),
+            );
+            return;
+        }
+        let port = PORTS.iter().find(|p| p.0 == group_a.kind);
+        let group_label = format!("{}.{}~{}.{}", a.sim, group_a.name, b.sim, group_b.name);
+        match port {
+            Some((_, effort, flow)) => {
+                let child =
+                    |g: &Group, kind: &str| g.children.iter().find(|c| c.kind == kind).cloned();
+                let (Some(ea), Some(fa), Some(eb), Some(fb)) = (
+                    child(&group_a, effort),
+                    child(&group_a, flow),
+                    child(&group_b, effort),
+                    child(&group_b, flow),
+                ) else {
+                    self.ctx.error(
+                        c.src(f),
+                        format!("the {} groups '{}' and '{}' must each hold a <{effort}> and a <{flow}> group", group_a.kind, group_a.name, group_b.name),
+                    );
+                    return;
+                };
+                let n = ea.vars.len();
+                if [fa.vars.len(), eb.vars.len(), fb.vars.len()] != [n, n, n] {
+                    self.ctx.error(
+                        c.src(f),
+                        format!(
+                            "the {} groups '{}' and '{}' have different numbers of variables",
+                            group_a.kind, group_a.name, group_b.name
+                        ),
+                    );
+                    return;
+                }
+                let base = bond
+                    .clone()
+                    .unwrap_or_else(|| Val::new(group_label.clone(), c.src(f)));
+                for i in 0..n {
+                    let name = if n > 1 {
+                        format!("{}[{}]", base.value, i + 1)
+                    } else {
+                        base.value.clone()
+                    };
+                    let bond = Some(Val::new(name, base.src));
+                    for (ga, gb) in [(&ea, &eb), (&fa, &fb)] {
+                        let (Some(va), Some(vb)) = (ga.vars.get(i), gb.vars.get(i)) else {
+                            continue;
+                        };
+                        let ea = Endpoint {
+                            var: va.clone(),
+                            causality: None,
+                            ..copy(&a)
+                        };
+                        let eb = Endpoint {
+                            var: vb.clone(),
+                            causality: None,
+                            ..copy(&b)
+                        };
+                        self.leaf(&ea, &eb, c.src(f), bond.clone());
+                    }
+                }
+            }
+            None => {
+                let mut pairs = Vec::new();
+                if let Err(why) = pair_vars(&group_a, &group_b, &mut pairs) {
+                    self.ctx.error(
+                        c.src(f),
+                        format!(
+                            "cannot connect the variable groups '{}' and '{}': {why}",
+                            group_a.name, group_b.name
+                        ),
+                    );
+                    return;
+                }
+                for (va, vb) in pairs {
+                    let ea = Endpoint {
+                        var: va,
+                        causality: None,
+                        ..copy(&a)
+                    };
+                    let eb = Endpoint {
+                        var: vb,
+                        causality: None,
+                        ..copy(&b)
+                    };
+                    self.leaf(&ea, &eb, c.src(f), bond.clone());
+                }
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Master and bonds
+
+    fn master(&mut self, ecco: Option<&Elem>) {
+        let f = self.file;
+        let algorithm = self
+            .algorithm
+            .clone()
+            .unwrap_or_else(|| Val::new("fixedStep".to_string(), self.draft.root_src));
+        match algorithm.value.as_str() {
+            "fixedStep" | "fixed-step" | "" => {
+                self.draft.master.kind = Some(Val::new("fixed-step", algorithm.src));
+                let step = match self.base_step.clone() {
+                    Some(s) => s,
+                    None => {
+                        self.ctx.note(
+                            self.draft.root_src,
+                            format!("no <BaseStepSize>: libcosim's default of {LIBCOSIM_DEFAULT_STEP} s is used (--step replaces it)"),
+                        );
+                        Val::new(LIBCOSIM_DEFAULT_STEP, self.draft.root_src)
+                    }
+                };
+                self.draft.master.step = Some(step);
+                if let Some(e) = ecco {
+                    self.ctx.warn(
+                        e.src(f),
+                        "<EccoConfiguration> has no effect: <Algorithm> is fixedStep".to_string(),
+                    );
+                }
+            }
+            "ecco" => {
+                self.draft.master.kind = Some(Val::new("ecco", algorithm.src));
+                if let Some(b) = &self.base_step {
+                    self.ctx.note(
+                        b.src,
+                        "<BaseStepSize> is not used by the ECCO algorithm (its initial step is <EccoConfiguration><StepSize>)".to_string(),
+                    );
+                }
+                match ecco {
+                    Some(e) => self.ecco(e),
+                    None => self.ctx.note(
+                        algorithm.src,
+                        "no <EccoConfiguration>: cosim's ECCO defaults are used (docs/algorithms.md)".to_string(),
+                    ),
+                }
+            }
+            other => {
+                self.ctx.error_help(
+                    algorithm.src,
+                    format!("unknown <Algorithm> '{other}'"),
+                    did_you_mean(other, ["fixedStep", "ecco"]),
+                );
+            }
+        }
+        for (_, s) in self.sims.iter() {
+            if let Some(sub) = self.draft.subsystems.get_mut(s.sub)
+                && algorithm.value == "ecco"
+                && let Some(k) = sub.step_multiple.take()
+            {
+                self.ctx.warn(
+                    k.src,
+                    "the simulator's stepSize is not used with the ECCO algorithm".to_string(),
+                );
+            }
+        }
+    }
+
+    fn ecco(&mut self, e: &Elem) {
+        let f = self.file;
+        let mut relative: Option<Val<f64>> = None;
+        let mut absolute: Option<Val<f64>> = None;
+        for c in &e.children {
+            let Some((_, key)) = ECCO_KEYS.iter().find(|(n, _)| *n == c.local()) else {
+                let names: Vec<&str> = ECCO_KEYS.iter().map(|k| k.0).collect();
+                self.ctx.unknown(f, c, &e.name, &names);
+                continue;
+            };
+            let Some(x) = self.ctx.f64_text(f, c) else {
+                continue;
+            };
+            let v = Val::new(x, c.text_src(f));
+            match *key {
+                "step" => self.draft.master.step = Some(v),
+                "tolerance" => relative = Some(v),
+                "absolute" => absolute = Some(v),
+                k => self.draft.master.controller.push((k, v)),
+            }
+        }
+        if let Some(r) = &relative {
+            if r.value <= 0.0 {
+                self.ctx.error(
+                    r.src,
+                    format!("the relative tolerance must be positive, not {}", r.value),
+                );
+                return;
+            }
+            self.draft.master.tolerance = Some(r.clone());
+        }
+        if let Some(a) = absolute {
+            // libcosim: eps = |dE| / (abs + rel |E|) = |dE| / (rel (abs/rel + |E|)),
+            // cosim:    eps = |dE| / (r (E0 + |E|)):  r = rel, E0 = abs / rel.
+            let rel = relative
+                .as_ref()
+                .map_or(cosim_scenario::defaults::TOLERANCE, |r| r.value);
+            if a.value <= 0.0 {
+                self.ctx.error(
+                    a.src,
+                    format!("the absolute tolerance must be positive, not {}", a.value),
+                );
+                return;
+            }
+            self.draft.master.energy_scale = Some(Val::new(a.value / rel, a.src));
+        }
+    }
+
+    /// Connections, and bonds from the `powerBond` names and power ports.
+    fn bonds(&mut self) {
+        let leaves = std::mem::take(&mut self.leaves);
+        let mut by_name: Vec<(Val<String>, Vec<usize>)> = Vec::new();
+        for (i, l) in leaves.iter().enumerate() {
+            if let Some(b) = &l.bond {
+                match by_name.iter_mut().find(|(n, _)| n.value == b.value) {
+                    Some((_, list)) => list.push(i),
+                    None => by_name.push((b.clone(), vec![i])),
+                }
+            }
+        }
+        for (name, members) in by_name {
+            let conns: Vec<&ConnDraft> = members
+                .iter()
+                .filter_map(|&i| leaves.get(i).map(|l| &l.conn))
+                .collect();
+            let [c1, c2] = conns.as_slice() else {
+                let at = conns.get(2).map_or(name.src, |c| c.src);
+                self.ctx.error(
+                    at,
+                    format!(
+                        "power bond '{}' has {} connections; a bond is two connections in opposite directions between two simulators",
+                        name.value,
+                        conns.len()
+                    ),
+                );
+                continue;
+            };
+            if !(c1.from.sub == c2.to.sub && c1.to.sub == c2.from.sub && c1.from.sub != c1.to.sub) {
+                self.ctx.error(
+                    c2.src,
+                    format!(
+                        "power bond '{}': its two connections must go in opposite directions between two simulators",
+                        name.value
+                    ),
+                );
+                continue;
+            }
+            // Port A: input fed by c2, output feeding c1; port B the converse.
+            let port_a = (c2.to.clone(), c1.from.clone());
+            let port_b = (c1.to.clone(), c2.from.clone());
+            let mut intended = false;
+            for (input, output) in [&port_a, &port_b] {
+                let Some(md) = self
+                    .sims
+                    .values()
+                    .find(|s| s.sub == input.sub)
+                    .map(|s| s.md.clone())
+                else {
+                    continue;
+                };
+                let (Some((i, _)), Some((o, _))) = (
+                    md.variable_by_name(&input.var),
+                    md.variable_by_name(&output.var),
+                ) else {
+                    continue;
+                };
+                if let Err(why) = check_effort_flow_pair(&md, i, &md, o) {
+                    intended = true;
+                    self.ctx.note(
+                        name.src,
+                        format!(
+                            "power bond '{}': the units do not show that '{}' and '{}' form an effort/flow pair ({why}); it is kept as declared (intended = true)",
+                            name.value, input.var, output.var
+                        ),
+                    );
+                }
+            }
+            self.draft.bonds.push(BondDraft {
+                name: name.clone(),
+                ports: [port_a, port_b],
+                intended,
+                src: c1.src,
+            });
+        }
+        if let Some(first) = self.draft.bonds.first() {
+            // The file says which connections are bonds: only those.
+            self.draft.master.discover_bonds = Some(Val::new(false, first.name.src));
+        }
+        self.draft
+            .connections
+            .extend(leaves.into_iter().map(|l| l.conn));
+        // In file order (functions' connections come last otherwise).
+        self.draft
+            .connections
+            .sort_by_key(|c| (c.src.file, c.src.start));
+    }
+}
+
+fn copy(e: &Endpoint) -> Endpoint {
+    Endpoint {
+        sim: e.sim.clone(),
+        var: e.var.clone(),
+        causality: e.causality.clone(),
+        sim_src: e.sim_src,
+        var_src: e.var_src,
+    }
+}
+
+/// Pairs the variables of two groups of the same type: their own variables
+/// by position, nested groups by type (when unique) or position.
+fn pair_vars(a: &Group, b: &Group, out: &mut Vec<(String, String)>) -> Result<(), String> {
+    if a.vars.len() != b.vars.len() {
+        return Err(format!(
+            "'{}' has {} variables, '{}' has {}",
+            a.name,
+            a.vars.len(),
+            b.name,
+            b.vars.len()
+        ));
+    }
+    if a.children.len() != b.children.len() {
+        return Err(format!(
+            "'{}' has {} groups, '{}' has {}",
+            a.name,
+            a.children.len(),
+            b.name,
+            b.children.len()
+        ));
+    }
+    out.extend(a.vars.iter().cloned().zip(b.vars.iter().cloned()));
+    let unique = |g: &Group| {
+        let kinds: HashSet<&str> = g.children.iter().map(|c| c.kind.as_str()).collect();
+        kinds.len() == g.children.len()
+    };
+    if unique(a) && unique(b) {
+        for ca in &a.children {
+            let Some(cb) = b.children.iter().find(|c| c.kind == ca.kind) else {
+                return Err(format!("'{}' has no group of type {}", b.name, ca.kind));
+            };
+            pair_vars(ca, cb, out)?;
+        }
+    } else {
+        for (ca, cb) in a.children.iter().zip(&b.children) {
+            pair_vars(ca, cb, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_group(e: &Elem) -> Group {
+    let mut g = Group {
+        name: e.value("name").unwrap_or_default().to_string(),
+        kind: e
+            .value("type")
+            .filter(|_| e.local() == "VariableGroup")
+            .unwrap_or(e.local())
+            .to_string(),
+        vars: Vec::new(),
+        children: Vec::new(),
+    };
+    for c in &e.children {
+        if c.local() == "Variable" {
+            if let Some(r) = c.value("ref").or_else(|| c.value("name")) {
+                g.vars.push(r.to_string());
+            }
+        } else {
+            g.children.push(read_group(c));
+        }
+    }
+    g
+}

@@ -1,0 +1,270 @@
+//! `cosim run` and `cosim convert` on SSP (.ssd, .ssp) and OSP
+//! (OspSystemStructure.xml) systems: a direct run equals the run of the
+//! converted TOML scenario, and equals the project's TOML scenario of the
+//! same benchmark; what cannot be mapped and malformed files are reported
+//! by file, line and column.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use cosim_tests::{Table, cosim, fmi2, root};
+
+const DATA: &str = "crates/cosim-ssp/tests/data";
+
+fn data(name: &str) -> String {
+    format!("{DATA}/{name}")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "cosim failed ({:?}):\n{}{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `cosim run <input> --out <dir>`, checked.
+fn run(input: &str, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "run",
+        input,
+        "--out",
+        out.to_str().unwrap(),
+        "--no-progress",
+    ];
+    args.extend_from_slice(extra);
+    ok(&cosim(&args));
+}
+
+fn same_files(a: &Path, b: &Path) {
+    for f in ["trace.csv", "energy.csv", "steps.csv"] {
+        let x = std::fs::read_to_string(a.join(f)).unwrap();
+        let y = std::fs::read_to_string(b.join(f)).unwrap();
+        assert!(x.lines().count() > 2, "{f} is empty");
+        assert_eq!(
+            x,
+            y,
+            "{f} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+/// Every column of `a`'s trace is in `b`'s, equal at every time point.
+fn same_columns(a: &Path, b: &Path) {
+    let (ta, tb) = (
+        Table::read(&a.join("trace.csv")).unwrap(),
+        Table::read(&b.join("trace.csv")).unwrap(),
+    );
+    assert_eq!(ta.time(), tb.time());
+    for name in ta.names.iter().skip(1) {
+        assert_eq!(ta.column(name), tb.column(name), "column {name} differs");
+    }
+}
+
+#[test]
+fn run_ssd_equals_run_of_its_toml_conversion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("converted/quarter_car.toml");
+    let out = cosim(&[
+        "convert",
+        &data("quarter_car.ssd"),
+        "--to",
+        "toml",
+        "-o",
+        &path(&toml),
+    ]);
+    ok(&out);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("(2 subsystems, 2 connections"), "{stderr}");
+    assert!(
+        stderr.contains("wheel.ssv:11:26: warning: parameter 'not_a_variable'"),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(written.contains("gain = -1.0"), "{written}");
+    // FMU paths are relative to the TOML file.
+    assert!(
+        !written.contains(&format!("\"{}", root().display())),
+        "{written}"
+    );
+    run(&path(&toml), &tmp.path().join("a"), &[]);
+    run(&data("quarter_car.ssd"), &tmp.path().join("b"), &[]);
+    same_files(&tmp.path().join("a"), &tmp.path().join("b"));
+    // And both equal the project's scenario of the same benchmark.
+    run(
+        "scenarios/b1_quarter_car_a.toml",
+        &tmp.path().join("c"),
+        &[],
+    );
+    same_columns(&tmp.path().join("b"), &tmp.path().join("c"));
+}
+
+/// The quarter car as an .ssp package.
+fn quarter_car_ssp(dir: &Path) -> PathBuf {
+    let ssd = std::fs::read_to_string(root().join(data("quarter_car.ssd")))
+        .unwrap()
+        .replace("../../../../fmus/dist/fmi2/", "resources/")
+        .replace("source=\"wheel.ssv\"", "source=\"resources/wheel.ssv\"");
+    let p = dir.join("quarter_car.ssp");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file("SystemStructure.ssd", opts).unwrap();
+    zip.write_all(ssd.as_bytes()).unwrap();
+    zip.start_file("resources/wheel.ssv", opts).unwrap();
+    zip.write_all(&std::fs::read(root().join(data("wheel.ssv"))).unwrap())
+        .unwrap();
+    for m in ["QuarterCarChassis", "QuarterCarWheelSuspension"] {
+        zip.start_file(format!("resources/{m}.fmu"), opts).unwrap();
+        zip.write_all(&std::fs::read(fmi2(m)).unwrap()).unwrap();
+    }
+    zip.finish().unwrap();
+    p
+}
+
+#[test]
+fn run_ssp_package_equals_run_of_its_conversion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ssp = quarter_car_ssp(tmp.path());
+    run(&path(&ssp), &tmp.path().join("a"), &[]);
+    let toml = tmp.path().join("conv/qc.toml");
+    let out = cosim(&["convert", &path(&ssp), "-o", &path(&toml)]);
+    ok(&out);
+    assert!(
+        tmp.path()
+            .join("conv/quarter_car/resources/QuarterCarChassis.fmu")
+            .is_file(),
+        "{}",
+        text(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(written.contains("fmu = \"quarter_car/resources/QuarterCarChassis.fmu\""));
+    run(&path(&toml), &tmp.path().join("b"), &[]);
+    same_files(&tmp.path().join("a"), &tmp.path().join("b"));
+    // `cosim check` accepts the package too.
+    ok(&cosim(&["check", &path(&ssp)]));
+}
+
+#[test]
+fn run_osp_directory_equals_the_toml_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    run(
+        "tests/python/osp/b1_quarter_car_a",
+        &tmp.path().join("a"),
+        &["--stop", "4"],
+    );
+    run(
+        "scenarios/b1_quarter_car_a.toml",
+        &tmp.path().join("b"),
+        &[],
+    );
+    same_columns(&tmp.path().join("a"), &tmp.path().join("b"));
+}
+
+#[test]
+fn osp_ecco_run_equals_run_of_its_conversion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = tmp.path().join("ecco.toml");
+    ok(&cosim(&[
+        "convert",
+        &data("osp_b1_ecco"),
+        "--to",
+        "toml",
+        "-o",
+        &path(&toml),
+    ]));
+    run(&path(&toml), &tmp.path().join("a"), &[]);
+    run(
+        &data("osp_b1_ecco/OspSystemStructure.xml"),
+        &tmp.path().join("b"),
+        &[],
+    );
+    same_files(&tmp.path().join("a"), &tmp.path().join("b"));
+    let summary = std::fs::read_to_string(tmp.path().join("b/summary.json")).unwrap();
+    assert!(summary.contains("\"suspension\""), "{summary}");
+}
+
+#[test]
+fn run_refuses_unsupported_elements_and_convert_lists_them() {
+    let out = cosim(&["run", &data("unsupported.ssd"), "--stop", "0.1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches(": error: ").count(), 8, "{stderr}");
+    assert!(
+        stderr.contains("unsupported.ssd:31:8: error: <ssd:System name=\"sub\"> cannot be mapped: nested systems are not supported yet"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("unsupported.ssd:44:10: error: <ssc:BooleanMappingTransformation>"),
+        "{stderr}"
+    );
+
+    let out = cosim(&["convert", &data("unsupported.ssd"), "--to", "toml"]);
+    ok(&out);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("# NOT CONVERTED"), "{stdout}");
+    assert!(
+        stdout.contains("#   unsupported.ssd:48: <ssd:SignalDictionary name=\"Bus\">"),
+        "{stdout}"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("8 element(s) could not be converted"),
+        "{stderr}"
+    );
+
+    let out = cosim(&["run", &data("osp_unsupported"), "--stop", "0.1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("OspSystemStructure.xml:18:10: error: <Sum name=\"total\">"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn malformed_input_is_reported_with_line_and_column() {
+    for command in ["run", "check", "convert"] {
+        let out = cosim(&[command, &data("malformed.ssd")]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("malformed.ssd:7:5: error: found </ssd:Elements> where </ssd:Component> was expected"),
+            "{command}: {stderr}"
+        );
+    }
+    // A misspelt connector: the scenario layer's message, in the SSD.
+    let tmp = tempfile::tempdir().unwrap();
+    let ssd = std::fs::read_to_string(root().join(data("quarter_car.ssd")))
+        .unwrap()
+        .replace(
+            "../../../../fmus/dist/fmi2",
+            &fmi2("Gain").parent().unwrap().display().to_string(),
+        )
+        .replacen("endConnector=\"v_c\"", "endConnector=\"vc\"", 1);
+    std::fs::copy(root().join(data("wheel.ssv")), tmp.path().join("wheel.ssv")).unwrap();
+    let p = tmp.path().join("SystemStructure.ssd");
+    std::fs::write(&p, ssd).unwrap();
+    let out = cosim(&["run", &path(tmp.path())]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("SystemStructure.ssd:46:56: error: subsystem 'wheel' (QuarterCarWheelSuspension) has no variable 'vc'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("= help: did you mean 'v_c'?"), "{stderr}");
+}
