@@ -1,0 +1,595 @@
+//! Batch sweeps of a cosim scenario (`cosim sweep`, `docs/sweep.md`).
+//!
+//! A sweep varies scenario values along axes (the step, the tolerance, the
+//! master, a parameter: any key of `[simulation]`, `[master]`, `[outputs]`,
+//! of a `[[subsystems]]` entry, or a subsystem variable), combined as a
+//! cartesian product or a zip. Every run gets its own scenario (the TOML
+//! text edited with `toml_edit`, then parsed as the scenario file it came
+//! from), its own FMU instances and its own output directory
+//! `<out>/runs/<index>-<values>/`; runs go in parallel on a `rayon` pool. A
+//! run that fails or diverges is recorded and the sweep goes on.
+//!
+//! The result is one summary CSV (one row per run, deterministic: merged
+//! shards reproduce an unsharded sweep byte for byte except the last
+//! column, the wall time), a JSON sidecar with the sweep's layout and the
+//! stability limits, and an SVG plot.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), cosim_sweep::SweepError> {
+//! use cosim_sweep::{Options, SweepSpec};
+//! let spec = SweepSpec::load("scenarios/sweeps/b1_a_stability.toml".as_ref())?;
+//! let outcome = cosim_sweep::run(&spec, &Options::default(), &cosim_sweep::Silent)?;
+//! for l in outcome.limits() {
+//!     println!("{}: stable up to {:?}, diverged from {:?}", l.axis, l.stable, l.unstable);
+//! }
+//! # Ok(()) }
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod axis;
+mod edit;
+mod error;
+pub mod limits;
+pub mod plot;
+pub mod runs;
+pub mod spec;
+pub mod summary;
+pub mod threshold;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+pub use axis::{Axis, AxisValue, Scale, Target};
+pub use error::{Located, SweepError};
+pub use limits::Limit;
+pub use runs::{Planned, Record, Status};
+pub use spec::{Combine, SweepSpec};
+pub use summary::Summary;
+pub use threshold::{Threshold, Violation};
+
+/// A slice of a sweep: runs whose index `i` has `i % n == k - 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// Which slice, 1-based.
+    pub k: usize,
+    /// How many slices.
+    pub n: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// Parses `K/N` with `1 <= K <= N`.
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("'{s}' is not a shard: expected K/N with 1 <= K <= N, e.g. 2/3");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let k: usize = k.trim().parse().map_err(|_| bad())?;
+        let n: usize = n.trim().parse().map_err(|_| bad())?;
+        if k == 0 || n == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Shard { k, n })
+    }
+}
+
+impl Shard {
+    /// Whether run `index` belongs to this shard.
+    pub fn owns(&self, index: usize) -> bool {
+        index % self.n == self.k - 1
+    }
+}
+
+/// How to run a sweep.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Runs at the same time (`None`: one per core).
+    pub jobs: Option<usize>,
+    /// Run only this slice.
+    pub shard: Option<Shard>,
+    /// The output directory, replacing the sweep's.
+    pub out: Option<PathBuf>,
+    /// Thresholds in addition to the sweep file's.
+    pub fail_if: Vec<Threshold>,
+    /// Draw the plot.
+    pub plot: bool,
+    /// Bisect the stability limit when the sweep asks for it (never in a
+    /// shard: the bisection needs every run's result).
+    pub refine: bool,
+    /// Delete each run's trace, energy and step logs once its metrics are
+    /// computed (keeping its summary.json).
+    pub prune: bool,
+    /// Set to stop: runs not started are skipped, running ones stop at
+    /// their next macro step.
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            jobs: None,
+            shard: None,
+            out: None,
+            fail_if: Vec::new(),
+            plot: true,
+            refine: true,
+            prune: false,
+            interrupt: None,
+        }
+    }
+}
+
+/// Told about the progress of a sweep (from several threads).
+pub trait Progress: Sync {
+    /// `runs` more runs are planned.
+    fn planned(&self, runs: usize);
+    /// A run finished.
+    fn finished(&self, record: &Record);
+}
+
+/// A [`Progress`] that ignores everything.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn planned(&self, _runs: usize) {}
+    fn finished(&self, _record: &Record) {}
+}
+
+/// An axis as the sidecar JSON records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AxisMeta {
+    /// The key (the summary column).
+    pub key: String,
+    /// How the values were given.
+    pub scale: Scale,
+    /// The values, as summary cells.
+    pub values: Vec<String>,
+}
+
+/// The JSON sidecar of a summary CSV (same path, `.json`): what merging
+/// and plotting need to know about the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// The sweep file.
+    pub sweep: PathBuf,
+    /// The scenario.
+    pub scenario: PathBuf,
+    /// Runs of the grid.
+    pub grid_runs: usize,
+    /// The shard this summary holds, if any.
+    pub shard: Option<Shard>,
+    /// The axes in order.
+    pub axes: Vec<AxisMeta>,
+    /// The plot's horizontal axis.
+    pub plot_x: Option<String>,
+    /// The plot's metric.
+    pub plot_metric: Option<String>,
+    /// The plot file name.
+    pub plot_file: String,
+    /// Runs by status.
+    pub counts: Counts,
+    /// Stability limits along the plot's axis.
+    pub limits: Vec<Limit>,
+    /// The sweep file's thresholds (a merge checks them too).
+    pub fail_if: Vec<String>,
+}
+
+impl Meta {
+    fn axes(&self) -> Vec<(String, Scale)> {
+        self.axes.iter().map(|a| (a.key.clone(), a.scale)).collect()
+    }
+
+    fn x_index(&self) -> Option<usize> {
+        let x = self.plot_x.as_ref()?;
+        self.axes.iter().position(|a| &a.key == x)
+    }
+}
+
+/// Runs by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Completed, not diverged.
+    pub ok: usize,
+    /// Diverged.
+    pub diverged: usize,
+    /// Failed otherwise.
+    pub error: usize,
+}
+
+impl Counts {
+    fn of(summary: &Summary) -> Counts {
+        let mut c = Counts::default();
+        for s in summary.column("status").unwrap_or_default() {
+            match Status::parse(s) {
+                Some(Status::Ok) => c.ok += 1,
+                Some(Status::Diverged) => c.diverged += 1,
+                _ => c.error += 1,
+            }
+        }
+        c
+    }
+}
+
+/// What a sweep (or a merge) produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The summary table.
+    pub summary: Summary,
+    /// Where it was written.
+    pub summary_path: PathBuf,
+    /// The sidecar.
+    pub meta: Meta,
+    /// The plot, when drawn.
+    pub plot_path: Option<PathBuf>,
+    /// Rows that failed a threshold.
+    pub violations: Vec<Violation>,
+    /// The runs of this execution (empty for a merge).
+    pub records: Vec<Record>,
+}
+
+impl Outcome {
+    /// The stability limits along the plot's axis.
+    pub fn limits(&self) -> &[Limit] {
+        &self.meta.limits
+    }
+}
+
+fn threads(jobs: Option<usize>) -> usize {
+    jobs.filter(|&j| j > 0).unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    })
+}
+
+/// Prepares the first run of the grid with its FMUs (opened, resolved,
+/// instantiated, not stepped), so a scenario the FMUs reject stops the
+/// sweep before it starts. Returns the scenario's warnings.
+///
+/// # Errors
+///
+/// The first run's scenario does not resolve or assemble.
+pub fn check(spec: &SweepSpec) -> Result<Vec<String>, SweepError> {
+    let values = spec.grid_values(0);
+    let (scenario, _) = edit::build(spec, &values, &spec.out.join("check"))
+        .map_err(|m| SweepError::Other(format!("{}: run 0: {m}", spec.file.display())))?;
+    match cosim_scenario::runner::prepare_scenario(&scenario, Some(1)) {
+        Ok(prepared) => Ok(prepared
+            .resolved
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect()),
+        Err(cosim_scenario::runner::PrepareError::Scenario(e)) => {
+            // A variable axis the FMU does not have: point at the axis.
+            let axis = e.argument.as_deref().and_then(|arg| {
+                spec.axes.iter().chain(&spec.set).find(|a| match &a.target {
+                    Target::Variable {
+                        subsystem,
+                        variable,
+                    } => arg.starts_with(&format!("--set {subsystem}.{variable}=")),
+                    _ => false,
+                })
+            });
+            match axis {
+                Some(a) => Err(spec
+                    .error_at(a.key_span.clone(), format!("{}: {}", a.key, e.message))
+                    .with_help(e.help.clone())
+                    .with_note(format!("in the scenario {}", spec.scenario.display()))
+                    .into()),
+                None => Err(e.into()),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn execute_all(
+    spec: &SweepSpec,
+    planned: &[Planned],
+    out: &Path,
+    options: &Options,
+    pool: &rayon::ThreadPool,
+    progress: &dyn Progress,
+) -> Vec<Record> {
+    progress.planned(planned.len());
+    pool.install(|| {
+        planned
+            .par_iter()
+            .map(|p| {
+                let interrupted = options
+                    .interrupt
+                    .as_ref()
+                    .is_some_and(|f| f.load(Ordering::Relaxed));
+                let record = if interrupted {
+                    runs::skipped(spec, p, "interrupted before it started")
+                } else {
+                    runs::execute(spec, p, out, options.prune, options.interrupt.clone())
+                };
+                progress.finished(&record);
+                record
+            })
+            .collect()
+    })
+}
+
+fn write_meta(path: &Path, meta: &Meta) -> Result<(), SweepError> {
+    let text = serde_json::to_string_pretty(meta)
+        .map_err(|e| SweepError::io(path, std::io::Error::other(e)))?;
+    std::fs::write(path, text + "\n").map_err(|e| SweepError::io(path, e))
+}
+
+fn check_thresholds(
+    summary: &Summary,
+    thresholds: &[Threshold],
+) -> Result<Vec<Violation>, SweepError> {
+    let mut out = Vec::new();
+    for t in thresholds {
+        out.extend(t.check(summary).map_err(SweepError::Other)?);
+    }
+    Ok(out)
+}
+
+/// Runs a sweep (or the shard of it `options.shard` names): every run,
+/// the bisection of the stability limit, the summary CSV and its sidecar,
+/// the plot, the thresholds.
+///
+/// # Errors
+///
+/// The output directory cannot be written, a threshold names a column the
+/// summary does not have. Failed runs are not errors: they are rows.
+pub fn run(
+    spec: &SweepSpec,
+    options: &Options,
+    progress: &dyn Progress,
+) -> Result<Outcome, SweepError> {
+    let out = options.out.clone().unwrap_or_else(|| spec.out.clone());
+    let runs_dir = out.join("runs");
+    std::fs::create_dir_all(&runs_dir).map_err(|e| SweepError::io(&runs_dir, e))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads(options.jobs))
+        .thread_name(|i| format!("sweep-{i}"))
+        .build()
+        .map_err(|e| SweepError::Other(format!("cannot start the worker threads: {e}")))?;
+
+    let grid: Vec<Planned> = (0..spec.grid_len())
+        .filter(|&i| options.shard.is_none_or(|s| s.owns(i)))
+        .map(|index| Planned {
+            index,
+            stage: 0,
+            values: spec.grid_values(index),
+        })
+        .collect();
+    let mut records = execute_all(spec, &grid, &out, options, &pool, progress);
+
+    let keys = spec.axis_keys();
+    if let (Some(refine), true, None) = (spec.refine, options.refine, options.shard) {
+        let scale = spec
+            .axes
+            .get(refine.axis)
+            .map_or(Scale::Linear, |a| a.scale);
+        for stage in 1..=refine.iterations {
+            let next = records
+                .iter()
+                .map(|r| r.planned.index + 1)
+                .max()
+                .unwrap_or(0);
+            let planned = limits::bisect(&records, &keys, refine.axis, scale, stage, next);
+            if planned.is_empty() {
+                break;
+            }
+            records.extend(execute_all(spec, &planned, &out, options, &pool, progress));
+        }
+    }
+
+    let summary = Summary::build(records.iter().map(|r| r.cells.clone()).collect(), &keys);
+    let (csv_name, json_name) = match options.shard {
+        Some(s) => (
+            format!("summary.shard-{}-of-{}.csv", s.k, s.n),
+            format!("summary.shard-{}-of-{}.json", s.k, s.n),
+        ),
+        None => ("summary.csv".to_string(), "summary.json".to_string()),
+    };
+    let summary_path = out.join(csv_name);
+    summary.write(&summary_path)?;
+    let axes: Vec<(String, Scale)> = spec.axes.iter().map(|a| (a.key.clone(), a.scale)).collect();
+    let metric = spec
+        .plot
+        .metric
+        .clone()
+        .unwrap_or_else(|| plot::default_metric(&summary));
+    // A shard alone cannot bracket the limit: merge computes it.
+    let limits = match (spec.plot.x, options.shard) {
+        (Some(x), None) => limits::from_summary(&summary, &axes, x),
+        _ => Vec::new(),
+    };
+    let meta = Meta {
+        sweep: spec.file.clone(),
+        scenario: spec.scenario.clone(),
+        grid_runs: spec.grid_len(),
+        shard: options.shard,
+        axes: spec
+            .axes
+            .iter()
+            .map(|a| AxisMeta {
+                key: a.key.clone(),
+                scale: a.scale,
+                values: a.values.iter().map(AxisValue::cell).collect(),
+            })
+            .collect(),
+        plot_x: spec.plot.x.and_then(|x| keys.get(x).cloned()),
+        plot_metric: Some(metric),
+        plot_file: spec.plot.file.clone(),
+        counts: Counts::of(&summary),
+        limits,
+        fail_if: spec.fail_if.iter().map(ToString::to_string).collect(),
+    };
+    write_meta(&out.join(json_name), &meta)?;
+    let plot_path = if options.plot && options.shard.is_none() {
+        let p = out.join(&spec.plot.file);
+        draw_plot(&p, &summary, &meta)?;
+        Some(p)
+    } else {
+        None
+    };
+    let thresholds: Vec<Threshold> = spec
+        .fail_if
+        .iter()
+        .chain(&options.fail_if)
+        .cloned()
+        .collect();
+    let violations = check_thresholds(&summary, &thresholds)?;
+    Ok(Outcome {
+        summary,
+        summary_path,
+        meta,
+        plot_path,
+        violations,
+        records,
+    })
+}
+
+fn draw_plot(path: &Path, summary: &Summary, meta: &Meta) -> Result<(), SweepError> {
+    let name = meta
+        .sweep
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let metric = meta
+        .plot_metric
+        .clone()
+        .unwrap_or_else(|| plot::default_metric(summary));
+    let title = format!("{name}: {metric} and run time");
+    plot::draw(
+        path,
+        &title,
+        summary,
+        &meta.axes(),
+        meta.x_index(),
+        &metric,
+        &meta.limits,
+    )
+    .map_err(|e| SweepError::io(path, std::io::Error::other(e)))
+}
+
+/// Where the sidecar of a summary CSV is.
+pub fn meta_path(csv: &Path) -> PathBuf {
+    csv.with_extension("json")
+}
+
+/// Joins shard summaries into one table, identical to the unsharded
+/// sweep's (but for the wall times), written to `output` with its sidecar;
+/// draws the plot when `plot` is given (default name from the sweep beside
+/// `output` when `plot` is `Some` of an empty path). Checks that the shards
+/// are of one sweep and complete.
+///
+/// # Errors
+///
+/// A shard cannot be read, shards of different sweeps, a run missing or
+/// present twice, a threshold naming a missing column.
+pub fn merge(
+    inputs: &[PathBuf],
+    output: &Path,
+    plot: Option<&Path>,
+    fail_if: &[Threshold],
+) -> Result<Outcome, SweepError> {
+    if inputs.is_empty() {
+        return Err(SweepError::Other(
+            "nothing to merge: give the shard summaries".into(),
+        ));
+    }
+    let mut cells = Vec::new();
+    let mut meta: Option<Meta> = None;
+    let mut seen = std::collections::BTreeMap::<u64, PathBuf>::new();
+    for path in inputs {
+        let s = Summary::read(path)?;
+        let mp = meta_path(path);
+        if mp.exists() {
+            let text = std::fs::read_to_string(&mp).map_err(|e| SweepError::io(&mp, e))?;
+            let m: Meta = serde_json::from_str(&text).map_err(|e| {
+                SweepError::io(&mp, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })?;
+            if let Some(first) = &meta
+                && (first.axes != m.axes || first.grid_runs != m.grid_runs)
+            {
+                return Err(SweepError::Other(format!(
+                    "{} is not a shard of the same sweep as {} (different axes or run count)",
+                    path.display(),
+                    inputs[0].display()
+                )));
+            }
+            meta.get_or_insert(m);
+        }
+        for index in s.column("index").unwrap_or_default() {
+            let i: u64 = index.parse().map_err(|_| {
+                SweepError::Other(format!("{}: bad run index '{index}'", path.display()))
+            })?;
+            if let Some(other) = seen.insert(i, path.clone()) {
+                return Err(SweepError::Other(format!(
+                    "run {i} is in both {} and {}",
+                    other.display(),
+                    path.display()
+                )));
+            }
+        }
+        cells.extend(s.cells());
+    }
+    let mut meta = meta.ok_or_else(|| {
+        SweepError::Other(format!(
+            "no sidecar {} beside the shard summaries: merge needs the .json each shard writes next to its CSV",
+            meta_path(&inputs[0]).display()
+        ))
+    })?;
+    let missing: Vec<String> = (0..meta.grid_runs as u64)
+        .filter(|i| !seen.contains_key(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(SweepError::Other(format!(
+            "the shards are incomplete: run(s) {} of {} missing",
+            missing.join(", "),
+            meta.grid_runs
+        )));
+    }
+    let keys: Vec<String> = meta.axes.iter().map(|a| a.key.clone()).collect();
+    let summary = Summary::build(cells, &keys);
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| SweepError::io(dir, e))?;
+    }
+    summary.write(output)?;
+    meta.shard = None;
+    meta.counts = Counts::of(&summary);
+    meta.limits = meta
+        .x_index()
+        .map(|x| limits::from_summary(&summary, &meta.axes(), x))
+        .unwrap_or_default();
+    write_meta(&meta_path(output), &meta)?;
+    let plot_path = match plot {
+        None => None,
+        Some(p) => {
+            let p = if p.as_os_str().is_empty() {
+                output.with_file_name(&meta.plot_file)
+            } else {
+                p.to_path_buf()
+            };
+            draw_plot(&p, &summary, &meta)?;
+            Some(p)
+        }
+    };
+    let mut thresholds = Vec::new();
+    for t in &meta.fail_if {
+        thresholds.push(t.parse::<Threshold>().map_err(SweepError::Other)?);
+    }
+    thresholds.extend(fail_if.iter().cloned());
+    let violations = check_thresholds(&summary, &thresholds)?;
+    Ok(Outcome {
+        summary,
+        summary_path: output.to_path_buf(),
+        meta,
+        plot_path,
+        violations,
+        records: Vec::new(),
+    })
+}

@@ -1,0 +1,465 @@
+//! One run of a sweep: its scenario, its execution in its own output
+//! directory with its own FMU instances, its metrics and its verdict.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use cosim_core::CoreError;
+use cosim_core::metrics::{Table, bond_metrics, compare_columns, match_columns};
+use cosim_scenario::OutputSettings;
+use cosim_scenario::runner::{self, PrepareError};
+use serde::Serialize;
+
+use crate::axis::{AxisValue, format_float};
+use crate::edit;
+use crate::spec::SweepSpec;
+use crate::summary::{Cells, MAX_ABS, RESIDUAL_ENERGY, RMS};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Completed and not diverged.
+    Ok,
+    /// Failed: a scenario value the FMUs reject, an FMU error, interruption.
+    Error,
+    /// Stopped at a NaN/Inf output, or completed with outputs beyond the
+    /// bound or a growing residual power (see `docs/sweep.md`).
+    Diverged,
+}
+
+impl Status {
+    /// The summary's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Diverged => "diverged",
+        }
+    }
+
+    /// Parses the summary's word.
+    pub fn parse(s: &str) -> Option<Status> {
+        match s {
+            "ok" => Some(Status::Ok),
+            "error" => Some(Status::Error),
+            "diverged" => Some(Status::Diverged),
+            _ => None,
+        }
+    }
+}
+
+/// A run to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// Its index (grid runs first, in axis order; then refinement runs).
+    pub index: usize,
+    /// 0 for the grid, k for the k-th bisection step.
+    pub stage: u32,
+    /// One value per axis.
+    pub values: Vec<AxisValue>,
+}
+
+/// What a run gave.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The run.
+    pub planned: Planned,
+    /// Its name: the directory under `runs/`.
+    pub name: String,
+    /// How it ended.
+    pub status: Status,
+    /// Why it failed or diverged (empty when ok).
+    pub message: String,
+    /// Every summary cell, by column (wall time included).
+    pub cells: Cells,
+    /// Wall time of the whole run (preparation, stepping, metrics), s.
+    pub wall_time_s: f64,
+}
+
+/// The directory name of a run: the zero-padded index, then the axis
+/// values (`007-step=0.00235`).
+pub fn run_name(spec: &SweepSpec, planned: &Planned) -> String {
+    let mut name = format!("{:03}", planned.index);
+    let mut parts = String::new();
+    for (a, v) in spec.axes.iter().zip(&planned.values) {
+        if !parts.is_empty() {
+            parts.push('_');
+        }
+        parts.push_str(&format!("{}={}", a.short_name(), v.slug()));
+    }
+    if !parts.is_empty() {
+        name.push('-');
+        name.extend(parts.chars().take(80));
+    }
+    name
+}
+
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn prepare_message(e: &PrepareError) -> String {
+    match e {
+        PrepareError::Scenario(s) => match &s.help {
+            Some(h) => format!("{} ({h})", s.message),
+            None => s.message.clone(),
+        },
+        other => one_line(&other.to_string()),
+    }
+}
+
+fn first_cells(spec: &SweepSpec, planned: &Planned, name: &str) -> Cells {
+    let mut cells: Cells = vec![
+        ("index".into(), planned.index.to_string()),
+        ("run".into(), name.to_string()),
+        ("stage".into(), planned.stage.to_string()),
+    ];
+    for (a, v) in spec.axes.iter().zip(&planned.values) {
+        cells.push((a.key.clone(), v.cell()));
+    }
+    cells
+}
+
+fn record(
+    planned: &Planned,
+    name: &str,
+    out: &Path,
+    mut cells: Cells,
+    status: Status,
+    message: &str,
+    started: Instant,
+) -> Record {
+    // Paths of this machine would differ between shards: keep them out.
+    let message = one_line(message).replace(&out.display().to_string(), "<out>");
+    let wall = started.elapsed().as_secs_f64();
+    cells.push(("status".into(), status.as_str().into()));
+    cells.push(("message".into(), message.clone()));
+    cells.push(("wall_time_s".into(), format_float(wall)));
+    Record {
+        planned: planned.clone(),
+        name: name.to_string(),
+        status,
+        message,
+        cells,
+        wall_time_s: wall,
+    }
+}
+
+/// The record of a run that was not executed (the sweep was interrupted).
+pub fn skipped(spec: &SweepSpec, planned: &Planned, why: &str) -> Record {
+    let name = run_name(spec, planned);
+    let cells = first_cells(spec, planned, &name);
+    record(
+        planned,
+        &name,
+        Path::new(""),
+        cells,
+        Status::Error,
+        why,
+        Instant::now(),
+    )
+}
+
+/// Runs one planned run into `out/runs/<name>/` and computes its metrics.
+pub fn execute(
+    spec: &SweepSpec,
+    planned: &Planned,
+    out: &Path,
+    prune: bool,
+    interrupt: Option<Arc<AtomicBool>>,
+) -> Record {
+    let started = Instant::now();
+    let name = run_name(spec, planned);
+    let dir = out.join("runs").join(&name);
+    // A stale output of an earlier sweep must not be read as this run's.
+    if dir.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let mut cells = first_cells(spec, planned, &name);
+    let finish = |cells: Cells, status: Status, message: String, started: Instant| {
+        record(planned, &name, out, cells, status, &message, started)
+    };
+
+    let (scenario, _) = match edit::build(spec, &planned.values, &dir) {
+        Ok(s) => s,
+        Err(m) => return finish(cells, Status::Error, m, started),
+    };
+    let prepared = match runner::prepare_scenario(&scenario, Some(1)) {
+        Ok(p) => p,
+        Err(e) => return finish(cells, Status::Error, prepare_message(&e), started),
+    };
+    let outputs = prepared.resolved.outputs.clone();
+    let (t_start, t_stop) = (prepared.resolved.start, prepared.resolved.stop);
+    let outcome = match runner::run(prepared, Vec::new(), interrupt) {
+        Ok(o) => o,
+        Err(e) => return finish(cells, Status::Error, e.to_string(), started),
+    };
+    let s = &outcome.summary;
+    cells.push(("master".into(), s.master.clone()));
+    cells.push(("t_reached".into(), format_float(s.t_reached)));
+    cells.push(("macro_steps".into(), s.stats.macro_steps.to_string()));
+    cells.push(("rejected_steps".into(), s.stats.rejected_steps.to_string()));
+    cells.push(("do_step_calls".into(), s.calls.do_step.to_string()));
+    cells.push(("mean_step".into(), format_float(s.mean_step)));
+    cells.push(("max_indicator".into(), format_float(s.max_indicator)));
+    for b in &s.bonds {
+        cells.push((
+            format!("{RESIDUAL_ENERGY}{}", b.name),
+            format_float(b.cumulative_residual_energy),
+        ));
+    }
+    let (mut status, mut message) = match &outcome.error {
+        None => (Status::Ok, String::new()),
+        Some(e @ CoreError::NonFinite { .. }) => (Status::Diverged, e.to_string()),
+        Some(e) => (Status::Error, e.to_string()),
+    };
+    let m = metrics(spec, &outputs, t_start, t_stop, status == Status::Ok);
+    cells.extend(m.cells);
+    if status == Status::Ok {
+        if let Some(reason) = m.diverged {
+            status = Status::Diverged;
+            message = reason;
+        } else if !m.notes.is_empty() {
+            message = m.notes.join("; ");
+        }
+    }
+    if prune {
+        for f in [&outputs.trace, &outputs.energy_log, &outputs.step_log]
+            .into_iter()
+            .flatten()
+        {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    finish(cells, status, message, started)
+}
+
+/// Metrics of a run and the divergence verdict.
+struct Metrics {
+    cells: Cells,
+    diverged: Option<String>,
+    notes: Vec<String>,
+}
+
+/// The growth of a signal: its root-mean-square over the last `window` of
+/// `[t0, t1]` divided by that over the window before; also the last
+/// window's RMS and the largest |value| of the whole signal. `None` with
+/// fewer than four rows in either window. A NaN makes the growth infinite.
+fn envelope_growth(
+    time: &[f64],
+    y: &[f64],
+    t0: f64,
+    t1: f64,
+    window: f64,
+) -> Option<(f64, f64, f64)> {
+    let w = window * (t1 - t0);
+    let (late_from, early_from) = (t1 - w, t1 - 2.0 * w);
+    let (mut late, mut early, mut all) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut n_late, mut n_early) = (0usize, 0usize);
+    for (&t, &v) in time.iter().zip(y) {
+        let a = if v.is_nan() { f64::INFINITY } else { v.abs() };
+        all = all.max(a);
+        if t > late_from {
+            late += a * a;
+            n_late += 1;
+        } else if t > early_from {
+            early += a * a;
+            n_early += 1;
+        }
+    }
+    if n_late < 4 || n_early < 4 {
+        return None;
+    }
+    let (late, early) = (
+        (late / n_late as f64).sqrt(),
+        (early / n_early as f64).sqrt(),
+    );
+    let ratio = if late.is_infinite() {
+        f64::INFINITY
+    } else if early > 0.0 {
+        late / early
+    } else if late > 0.0 {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    Some((ratio, late, all))
+}
+
+fn largest_abs(y: &[f64]) -> f64 {
+    y.iter().fold(0.0f64, |m, v| {
+        if v.is_nan() {
+            f64::INFINITY
+        } else {
+            m.max(v.abs())
+        }
+    })
+}
+
+fn metrics(
+    spec: &SweepSpec,
+    outputs: &OutputSettings,
+    t_start: f64,
+    t_stop: f64,
+    completed: bool,
+) -> Metrics {
+    let mut cells = Cells::new();
+    let mut diverged = None;
+    let mut notes = Vec::new();
+    let div = &spec.divergence;
+    let reference = spec.reference.as_ref();
+    let until = reference.map_or(t_stop, |r| r.until.min(t_stop));
+
+    let energy = outputs
+        .energy_log
+        .as_ref()
+        .and_then(|p| Table::read(p).ok());
+    let trace = outputs.trace.as_ref().and_then(|p| Table::read(p).ok());
+
+    // Growth of the residual power of each bond.
+    if let Some(e) = &energy {
+        let mut worst: Option<(f64, f64, f64, String)> = None;
+        for (c, name) in e.names.iter().enumerate() {
+            let Some(bond) = name.strip_suffix(".residual_power") else {
+                continue;
+            };
+            let Some(col) = e.columns.get(c) else {
+                continue;
+            };
+            if let Some((ratio, late, all)) =
+                envelope_growth(e.time(), col, t_start, t_stop, div.window)
+                && worst.as_ref().is_none_or(|w| ratio > w.0)
+            {
+                worst = Some((ratio, late, all, bond.to_string()));
+            }
+        }
+        if let Some((ratio, late, all, bond)) = &worst {
+            cells.push(("growth".into(), format_float(*ratio)));
+            if completed
+                && let Some(limit) = div.growth
+                && *ratio > limit
+                && *late > 1e-9 * all
+            {
+                let pct = (div.window * 100.0).round();
+                diverged = Some(format!(
+                    "the residual power of bond '{bond}' grows: its RMS over the last {pct} % of the run is {ratio:.3} times that over the {pct} % before (divergence.growth = {limit})"
+                ));
+            }
+        }
+    }
+
+    if let Some(tr) = &trace {
+        let max_out = tr
+            .columns
+            .iter()
+            .skip(1)
+            .map(|c| largest_abs(c))
+            .fold(0.0f64, f64::max);
+        cells.push(("max_abs_output".into(), format_float(max_out)));
+    }
+
+    if let Some(r) = reference {
+        if let Some(tr) = &trace {
+            let pairs = match_columns(tr, &r.table, &r.columns);
+            match compare_columns(tr, &r.table, &pairs, r.from, until) {
+                Ok(errors) => {
+                    for e in &errors {
+                        cells.push((format!("{MAX_ABS}{}", e.column), format_float(e.max_abs)));
+                        cells.push((format!("{RMS}{}", e.column), format_float(e.rms)));
+                    }
+                }
+                Err(e) => notes.push(format!("reference comparison: {e}")),
+            }
+            if let Some(bound) = div.bound
+                && diverged.is_none()
+            {
+                for (tc, rc) in &pairs {
+                    let (Some(y), Some(yr)) = (tr.column(tc), r.table.column(rc)) else {
+                        continue;
+                    };
+                    let (peak, ref_peak) = (largest_abs(y), largest_abs(yr));
+                    if ref_peak > 0.0 && peak > bound * ref_peak {
+                        diverged = Some(format!(
+                            "|{tc}| reached {peak:.4e}, more than {bound} times the reference's largest |{rc}| ({ref_peak:.4e}) (divergence.bound)"
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        if let (Some((_, power)), Some(e)) = (&r.power, &energy) {
+            let bonds: Vec<&str> = e
+                .names
+                .iter()
+                .filter_map(|n| n.strip_suffix(".residual_power"))
+                .collect();
+            let bond = r.bond.as_deref().or(bonds.first().copied());
+            match bond {
+                Some(b) if bonds.contains(&b) => {
+                    match bond_metrics(e, b, until, |t| power.at(&r.table, t)) {
+                        Ok(m) => {
+                            cells.push((
+                                "mean_abs_power_error".into(),
+                                format_float(m.mean_abs_power_error),
+                            ));
+                            cells.push((
+                                "integral_residual_power".into(),
+                                format_float(m.integral_residual_power),
+                            ));
+                            cells.push((
+                                "mean_transmitted_power".into(),
+                                format_float(m.mean_transmitted_power),
+                            ));
+                        }
+                        Err(err) => notes.push(format!("power metrics: {err}")),
+                    }
+                }
+                Some(b) => notes.push(format!(
+                    "power metrics: no bond '{b}' in the energy log (bonds: {})",
+                    bonds.join(", ")
+                )),
+                None => notes.push("power metrics: the run has no power bond".into()),
+            }
+        }
+    }
+    Metrics {
+        cells,
+        diverged,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_compares_the_last_two_windows() {
+        let time: Vec<f64> = (1..=100).map(|i| i as f64 * 0.1).collect();
+        let growing: Vec<f64> = time
+            .iter()
+            .map(|t| (0.5 * t).exp() * (7.0 * t).sin())
+            .collect();
+        let (ratio, _, _) = envelope_growth(&time, &growing, 0.0, 10.0, 0.25).unwrap();
+        assert!(ratio > 2.5 && ratio < 4.5, "{ratio}");
+        let decaying: Vec<f64> = time
+            .iter()
+            .map(|t| (-0.5 * t).exp() * (7.0 * t).sin())
+            .collect();
+        let (ratio, _, _) = envelope_growth(&time, &decaying, 0.0, 10.0, 0.25).unwrap();
+        assert!(ratio < 0.5, "{ratio}");
+        assert!(envelope_growth(&time[..5], &growing[..5], 0.0, 0.5, 0.25).is_none());
+        let nan = vec![f64::NAN; 100];
+        assert_eq!(
+            envelope_growth(&time, &nan, 0.0, 10.0, 0.25).unwrap().0,
+            f64::INFINITY
+        );
+    }
+}

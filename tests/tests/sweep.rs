@@ -1,0 +1,454 @@
+//! `cosim sweep` (issue #9): the B1 stability limits found by step sweeps,
+//! sharding and merging, the plot, CI thresholds.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cosim_sweep::{Options, Status, SweepSpec};
+use cosim_tests::{cosim, fmus, scenario};
+
+/// Runs a sweep file through the library into a temporary directory.
+fn sweep(file: &Path) -> (cosim_sweep::Outcome, tempfile::TempDir) {
+    fmus();
+    let out = tempfile::tempdir().unwrap();
+    let spec = SweepSpec::load(file).unwrap_or_else(|e| panic!("{e}"));
+    let options = Options {
+        out: Some(out.path().to_path_buf()),
+        ..Options::default()
+    };
+    let outcome = cosim_sweep::run(&spec, &options, &cosim_sweep::Silent).unwrap();
+    (outcome, out)
+}
+
+fn print_table(outcome: &cosim_sweep::Outcome) {
+    let s = &outcome.summary;
+    for row in 0..s.rows.len() {
+        let cell = |c: &str| s.cell(row, c).unwrap_or("").to_string();
+        println!(
+            "{:>4} {:>10} {:>9} growth {:>12} mean|dP| {}",
+            cell("index"),
+            cell("master.step"),
+            cell("status"),
+            cell("growth"),
+            cell("mean_abs_power_error")
+        );
+    }
+}
+
+/// The stability limit found along `master.step`, checked against the
+/// published value, with every run below it ok and the largest steps
+/// flagged as diverged.
+fn check_limit(file: &str, published: f64) -> f64 {
+    let started = Instant::now();
+    let (outcome, _dir) = sweep(&scenario(file));
+    print_table(&outcome);
+    let s = &outcome.summary;
+    let steps: Vec<f64> = s
+        .column("master.step")
+        .unwrap()
+        .iter()
+        .map(|c| c.parse().unwrap())
+        .collect();
+    let status: Vec<Status> = s
+        .column("status")
+        .unwrap()
+        .iter()
+        .map(|c| Status::parse(c).unwrap())
+        .collect();
+    assert!(!status.contains(&Status::Error), "a run failed");
+    // The largest step (80 ms) diverges, the smallest (1 ms) does not.
+    let at = |h: f64| status[steps.iter().position(|&x| x == h).unwrap()];
+    assert_eq!(at(80e-3), Status::Diverged);
+    assert_eq!(at(1e-3), Status::Ok);
+    let limits = outcome.limits();
+    assert_eq!(limits.len(), 1, "{limits:?}");
+    let l = &limits[0];
+    let (stable, unstable) = (l.stable.unwrap(), l.unstable.unwrap());
+    // Monotone: every step up to the stable end of the bracket ran ok,
+    // every step from the unstable end on diverged.
+    for (h, st) in steps.iter().zip(&status) {
+        if *h <= stable {
+            assert_eq!(
+                *st,
+                Status::Ok,
+                "step {h} (limit bracket {stable} .. {unstable})"
+            );
+        }
+        if *h >= unstable {
+            assert_eq!(
+                *st,
+                Status::Diverged,
+                "step {h} (limit bracket {stable} .. {unstable})"
+            );
+        }
+    }
+    // Bisection narrowed the bracket to a few percent.
+    assert!(unstable / stable < 1.03, "bracket {stable} .. {unstable}");
+    let estimate = l.estimate.unwrap();
+    let rel = (estimate - published) / published;
+    println!(
+        "{file}: stability limit {:.2} ms (bracket {:.2} .. {:.2} ms), published {:.1} ms ({:+.1} %), {} runs in {:.1} s",
+        estimate * 1e3,
+        stable * 1e3,
+        unstable * 1e3,
+        published * 1e3,
+        rel * 100.0,
+        steps.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        rel.abs() <= 0.15,
+        "limit {estimate} vs published {published}"
+    );
+    estimate
+}
+
+#[test]
+fn b1_reticulation_a_becomes_unstable_near_58_5_ms() {
+    let limit = check_limit("sweeps/b1_a_stability.toml", 58.5e-3);
+    // The spectral radius of this master's one-step map crosses 1 at
+    // 53.2 ms (docs/sweep.md); the flag needs visible growth, so it lies a
+    // little above.
+    assert!(limit > 53.2e-3, "{limit}");
+}
+
+#[test]
+fn b1_reticulation_b_becomes_unstable_near_11_3_ms() {
+    let limit = check_limit("sweeps/b1_b_stability.toml", 11.3e-3);
+    assert!(limit > 11.23e-3, "{limit}");
+}
+
+/// A small sweep of B1 A: 8 runs (an uneven split in 3 shards), a product
+/// of two axes, one run that diverges.
+fn small_sweep(dir: &Path) -> PathBuf {
+    let text = format!(
+        r#"[sweep]
+scenario = "{}"
+set = {{ "simulation.stop" = 2.0 }}
+[[sweep.axes]]
+key = "master.extrapolation"
+values = [0, 1]
+[[sweep.axes]]
+key = "master.step"
+values = [2e-3, 8e-3, 0.03, 0.07]
+[sweep.reference]
+file = "{}"
+columns = {{ "chassis.v_c" = "v_c" }}
+power = "F_c*v_c"
+"#,
+        scenario("b1_quarter_car_a.toml").display(),
+        fmus().join("references").join("b1_linear.csv").display()
+    );
+    let path = dir.join("small.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every line of a CSV without its last field (the wall time).
+fn without_wall_time(csv: &str) -> Vec<String> {
+    csv.lines()
+        .map(|l| l.rsplit_once(',').map_or(l, |(a, _)| a).to_string())
+        .collect()
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn merged_shards_equal_the_unsharded_summary() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let file = small_sweep(dir.path());
+    let file = file.to_str().unwrap();
+    let whole = dir.path().join("whole");
+    let o = cosim(&[
+        "sweep",
+        file,
+        "--out",
+        whole.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shards = dir.path().join("shards");
+    let mut summaries = Vec::new();
+    for k in 1..=3 {
+        let o = cosim(&[
+            "sweep",
+            file,
+            "--shard",
+            &format!("{k}/3"),
+            "--out",
+            shards.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--no-progress",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        summaries.push(shards.join(format!("summary.shard-{k}-of-3.csv")));
+    }
+    let rows = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count() - 1;
+    assert_eq!(
+        summaries.iter().map(|p| rows(p)).collect::<Vec<_>>(),
+        [3, 3, 2]
+    );
+    let merged = dir.path().join("merged.csv");
+    let mut args = vec!["sweep", "merge"];
+    let names: Vec<String> = summaries.iter().map(|p| p.display().to_string()).collect();
+    args.extend(names.iter().map(String::as_str));
+    args.extend(["-o", merged.to_str().unwrap()]);
+    let o = cosim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let unsharded = std::fs::read_to_string(whole.join("summary.csv")).unwrap();
+    let merged_text = std::fs::read_to_string(&merged).unwrap();
+    assert!(unsharded.lines().next().unwrap().ends_with(",wall_time_s"));
+    assert_eq!(
+        without_wall_time(&merged_text),
+        without_wall_time(&unsharded)
+    );
+    assert_eq!(unsharded.lines().count(), 9);
+    // The run that diverged is flagged the same way in both.
+    assert!(unsharded.contains(",diverged,"), "{unsharded}");
+    assert!(
+        dir.path().join("sweep.svg").exists(),
+        "merge draws the plot"
+    );
+    // Two shards of three are not the whole sweep.
+    let o = cosim(&[
+        "sweep",
+        "merge",
+        &names[0],
+        &names[2],
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("run(s) 1, 4, 7 missing") || stderr(&o).contains("missing"),
+        "{}",
+        stderr(&o)
+    );
+    println!(
+        "shards and merge in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// A minimal XML well-formedness check: one root element, every element
+/// closed in order, attributes quoted, no stray `<` or `&`.
+fn xml_root(text: &str) -> String {
+    let mut stack: Vec<String> = Vec::new();
+    let mut root = None;
+    let mut rest = text.trim_start();
+    if let Some(r) = rest.strip_prefix("<?xml") {
+        rest = &r[r.find("?>").expect("unterminated XML declaration") + 2..];
+    }
+    loop {
+        let Some(lt) = rest.find('<') else {
+            assert!(
+                rest.trim().is_empty() || !stack.is_empty(),
+                "text after the root"
+            );
+            check_text(rest);
+            break;
+        };
+        check_text(&rest[..lt]);
+        if !rest[..lt].trim().is_empty() {
+            assert!(!stack.is_empty(), "text outside the root element");
+        }
+        rest = &rest[lt..];
+        if let Some(r) = rest.strip_prefix("<!--") {
+            rest = &r[r.find("-->").expect("unterminated comment") + 3..];
+            continue;
+        }
+        let gt = rest.find('>').expect("unterminated tag");
+        let tag = &rest[1..gt];
+        rest = &rest[gt + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(
+                stack.pop().as_deref(),
+                Some(name.trim()),
+                "mismatched </{name}>"
+            );
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name = tag
+            .split_whitespace()
+            .next()
+            .expect("empty tag")
+            .to_string();
+        check_attributes(&tag[name.len()..]);
+        if stack.is_empty() {
+            assert!(root.is_none(), "a second root element <{name}>");
+            root = Some(tag.to_string());
+        }
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    assert!(stack.is_empty(), "unclosed elements: {stack:?}");
+    root.expect("no root element")
+}
+
+fn check_text(text: &str) {
+    assert!(!text.contains('<'), "stray '<'");
+    for (i, _) in text.match_indices('&') {
+        let entity = &text[i..text[i..].find(';').map_or(text.len(), |j| i + j + 1)];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&entity)
+                || entity.starts_with("&#"),
+            "bad entity {entity}"
+        );
+    }
+}
+
+fn check_attributes(mut s: &str) {
+    loop {
+        s = s.trim_start();
+        if s.is_empty() {
+            return;
+        }
+        let eq = s.find('=').expect("attribute without value");
+        assert!(
+            !s[..eq].trim().contains(char::is_whitespace),
+            "bad attribute name in {s}"
+        );
+        s = s[eq + 1..].trim_start();
+        let q = s.chars().next().expect("missing attribute value");
+        assert!(q == '"' || q == '\'', "unquoted attribute value: {s}");
+        let end = s[1..].find(q).expect("unterminated attribute value") + 1;
+        check_text(&s[1..end]);
+        s = &s[end + 1..];
+    }
+}
+
+#[test]
+fn the_plot_is_a_valid_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = small_sweep(dir.path());
+    let (outcome, out) = sweep(&file);
+    let plot = outcome.plot_path.clone().expect("a plot");
+    assert_eq!(plot, out.path().join("sweep.svg"));
+    let text = std::fs::read_to_string(&plot).unwrap();
+    let root = xml_root(&text);
+    assert!(root.starts_with("svg "), "root element: <{root}>");
+    assert!(
+        root.contains("xmlns=\"http://www.w3.org/2000/svg\""),
+        "{root}"
+    );
+    // Both panels, the axis names, a line per extrapolation order, and the
+    // diverged run marked.
+    assert!(
+        text.contains("mean_abs_power_error (log)"),
+        "no metric axis"
+    );
+    assert!(text.contains("wall time [s]"), "no time axis");
+    assert!(text.contains("master.step (log)"));
+    assert!(text.contains("master.extrapolation=0") && text.contains("master.extrapolation=1"));
+    assert!(text.contains("diverged or failed"));
+    assert!(text.matches("<polyline").count() >= 4, "lines");
+    // A malformed document is caught by the checker.
+    assert!(std::panic::catch_unwind(|| xml_root("<svg><g></svg>")).is_err());
+}
+
+#[test]
+fn a_threshold_violation_exits_non_zero_and_names_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[sweep]\nscenario = \"{}\"\n[[sweep.axes]]\nkey = \"master.step\"\nvalues = [1e-3, 1e-2]\n[sweep.reference]\nfile = \"{}\"\ncolumns = {{ \"chassis.v_c\" = \"v_c\" }}\npower = \"F_c*v_c\"\n",
+            scenario("b1_quarter_car_a.toml").display(),
+            fmus().join("references").join("b1_linear.csv").display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = |thresholds: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-plot",
+        ];
+        for t in thresholds {
+            args.extend(["--fail-if", t]);
+        }
+        cosim(&args)
+    };
+    // 1 ms: mean |dP| 1.23 W (Table III: 1.3 W); 10 ms: larger.
+    let o = run(&["mean_abs_power_error > 1.5"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("1 run(s) fail the thresholds: 001-step=0.01"),
+        "{err}"
+    );
+    assert!(
+        err.contains("mean_abs_power_error > 1.5: run 001-step=0.01 (index 1)"),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "the header and the failing row: {stdout}");
+    assert!(lines[0].starts_with("index,run,"), "{stdout}");
+    assert!(lines[1].starts_with("1,001-step=0.01,"), "{stdout}");
+    // A column-error threshold; and one every run meets.
+    let o = run(&["max_abs:chassis.v_c > 1e-2"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("001-step=0.01"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("run 000-step=0.001 (index 0)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["mean_abs_power_error > 100", "status != ok"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A metric the summary does not have is bad input, with a suggestion.
+    let o = run(&["mean_abs_power_eror > 1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did you mean 'mean_abs_power_error'?"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["mean_abs_power_error >> 1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn sweep_file_errors_point_at_the_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[sweep]\nscenario = \"{}\"\n[[sweep.axes]]\nkey = \"wheel.k_x\"\nvalues = [1e4]\n",
+            scenario("b1_quarter_car_a.toml").display()
+        ),
+    )
+    .unwrap();
+    let o = cosim(&["sweep", file.to_str().unwrap(), "--check"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad.toml:4:7: error: wheel.k_x:"), "{err}");
+    assert!(err.contains("did you mean 'k_c'?"), "{err}");
+    // The embedded example lists its runs.
+    let o = cosim(&[
+        "sweep",
+        "scenarios/sweeps/b1_a_ecco_tolerance.toml",
+        "--check",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(runs.lines().count(), 18, "{runs}");
+    assert!(
+        runs.starts_with("000-extrapolation=0_tolerance=1e-8\n"),
+        "{runs}"
+    );
+}
