@@ -1,0 +1,978 @@
+//! The master's side: [`IsolatedSubsystem`], a [`Subsystem`] whose FMU
+//! lives in a host process.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, IoSlice, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use cosim_core::subsystem::{CallCounters, StateId, Subsystem, SubsystemInfo};
+use cosim_core::{CoreError, Result};
+use cosim_fmi::model_description::VariableIndex;
+use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, StepOutcome};
+use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+
+use crate::channel;
+use crate::protocol::{
+    CALL, CALL_TIME, Call, Control, HOST_SLEEPING, HOST_SPIN_NS, Layout, MAGIC, MASTER_SLEEPING,
+    Op, QUEUED_SETS, REQ_SEQ, RESP_SEQ, RESPONSE_HEADER, Reply, STATUS_FRAME, STEP_COMPLETED,
+    STEP_DISCARDED, STEP_DISCARDED_TERMINATE, STEP_EARLY_RETURN, STEP_PREFETCHED, VERSION, Value,
+    read_frame, write_frame,
+};
+use crate::sys::SharedRegion;
+
+/// Default of `isolation_timeout`: how long one call may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Lines of the host's standard error kept for error messages.
+const TAIL_LINES: usize = 20;
+
+/// How an isolated subsystem is run.
+#[derive(Debug, Clone)]
+pub struct IsolationSettings {
+    /// Longest time one request (one trait call) may take; the host is
+    /// then killed and the call reported.
+    pub timeout: Duration,
+}
+
+impl Default for IsolationSettings {
+    fn default() -> Self {
+        IsolationSettings {
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the program started as host (`<program> host --fmu .. --name ..`)
+/// for this process; returns false if one was named already. Without it,
+/// the `COSIM_HOST` environment variable, else the running executable if
+/// it is `cosim`.
+pub fn set_host_program(program: PathBuf) -> bool {
+    PROGRAM.set(program).is_ok()
+}
+
+fn host_program() -> Result<PathBuf> {
+    if let Some(p) = PROGRAM.get() {
+        return Ok(p.clone());
+    }
+    if let Some(p) = std::env::var_os("COSIM_HOST") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| {
+        CoreError::Config(format!(
+            "process isolation: cannot find the running executable: {e}"
+        ))
+    })?;
+    if exe.file_stem().is_some_and(|s| s == "cosim") {
+        Ok(exe)
+    } else {
+        Err(CoreError::Config(format!(
+            "process isolation starts `cosim host` in a child process, and this program ({}) is not `cosim`: set COSIM_HOST to the path of the cosim binary",
+            exe.display()
+        )))
+    }
+}
+
+/// The host's standard error: forwarded line by line to ours, the last
+/// lines kept.
+struct Tail {
+    lines: Mutex<(VecDeque<String>, bool)>,
+    done: Condvar,
+}
+
+impl Tail {
+    fn start(stderr: std::process::ChildStderr, name: &str) -> Arc<Tail> {
+        let tail = Arc::new(Tail {
+            lines: Mutex::new((VecDeque::new(), false)),
+            done: Condvar::new(),
+        });
+        let t = Arc::clone(&tail);
+        let spawned = std::thread::Builder::new()
+            .name(format!("host-stderr-{name}"))
+            .spawn(move || {
+                let mut reader = std::io::BufReader::new(stderr);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match reader.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let line = String::from_utf8_lossy(&buf);
+                            let line = line.trim_end_matches(['\n', '\r']);
+                            let _ = writeln!(std::io::stderr().lock(), "{line}");
+                            if let Ok(mut l) = t.lines.lock() {
+                                if l.0.len() == TAIL_LINES {
+                                    l.0.pop_front();
+                                }
+                                l.0.push_back(strip_ansi(line));
+                            }
+                        }
+                    }
+                }
+                if let Ok(mut l) = t.lines.lock() {
+                    l.1 = true;
+                }
+                t.done.notify_all();
+            });
+        if spawned.is_err()
+            && let Ok(mut l) = tail.lines.lock()
+        {
+            l.1 = true;
+        }
+        tail
+    }
+
+    /// Waits (at most `limit`) until the host's standard error is closed.
+    fn wait_closed(&self, limit: Duration) {
+        let Ok(guard) = self.lines.lock() else {
+            return;
+        };
+        let _ = self.done.wait_timeout_while(guard, limit, |l| !l.1);
+    }
+
+    fn take(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .map(|mut l| l.0.drain(..).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The host process and the channels to it.
+struct Link {
+    _count: channel::HostCount,
+    child: Child,
+    socket: UnixStream,
+    region: SharedRegion,
+    seq: u32,
+    tail: Arc<Tail>,
+}
+
+impl Link {
+    fn data(&self) -> &[AtomicU64] {
+        self.region.data()
+    }
+}
+
+impl Drop for Link {
+    /// Asks the host to free the instance and exit; kills it if it has not
+    /// within a second.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let layout_request = crate::protocol::Layout::from_words(0, 0).request;
+            let data = self.region.data();
+            data[layout_request].store(1, Ordering::Relaxed);
+            data[layout_request + 1].store(Op::Shutdown.header(0, 0), Ordering::Relaxed);
+            self.seq = self.seq.wrapping_add(1);
+            let control = self.region.control();
+            channel::post(&control[REQ_SEQ], &control[HOST_SLEEPING], self.seq);
+            let start = Instant::now();
+            while let Ok(None) = self.child.try_wait() {
+                if start.elapsed() > Duration::from_secs(1) {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        self.tail.wait_closed(Duration::from_millis(200));
+    }
+}
+
+/// What a request returned besides the response area.
+struct Answer {
+    aux: u64,
+    aux_f64: f64,
+    frame: Option<Reply>,
+}
+
+/// A subsystem whose FMU is loaded and called by a host process (`cosim
+/// host`), driven over shared memory. Same slots and information as the
+/// [`cosim_core::FmuSubsystem`] it replaces; an FMU that crashes, aborts,
+/// exits or hangs ends the host, not the master, and the call is reported
+/// as a [`CoreError::HostProcess`].
+pub struct IsolatedSubsystem {
+    info: SubsystemInfo,
+    version: FmiVersion,
+    link: Option<Link>,
+    /// Why the host is gone, once it is.
+    gone: Option<String>,
+    layout: Layout,
+    timeout: Duration,
+    counters: CallCounters,
+    /// Words and ops of the batch being queued.
+    batch_words: usize,
+    batch_ops: u64,
+    queued: usize,
+    /// The response area holds the observed values read after the last
+    /// step, and nothing was sent since.
+    prefetched: bool,
+    /// The op of the last batch that failed (an FMU error), if any.
+    failed_op: Option<usize>,
+    recent_log: Vec<String>,
+}
+
+impl std::fmt::Debug for IsolatedSubsystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IsolatedSubsystem")
+            .field("name", &self.info.name)
+            .field("pid", &self.host_pid())
+            .finish()
+    }
+}
+
+fn config(name: &str, what: impl std::fmt::Display) -> CoreError {
+    CoreError::Config(format!("subsystem '{name}': process isolation: {what}"))
+}
+
+impl IsolatedSubsystem {
+    /// Starts a host process for `fmu` and instantiates it there as
+    /// subsystem `name`, with the given slots (as
+    /// [`cosim_core::FmuSubsystem::instantiate`]).
+    pub fn spawn(
+        fmu: &Fmu,
+        name: &str,
+        inputs: &[VariableIndex],
+        observed: &[VariableIndex],
+        n_outputs: usize,
+        options: &InstantiateOptions,
+        settings: &IsolationSettings,
+    ) -> Result<IsolatedSubsystem> {
+        let md = fmu.model_description();
+        fmu.co_simulation()?;
+        let info = SubsystemInfo::from_model_description(
+            md,
+            name,
+            inputs,
+            observed,
+            n_outputs,
+            fmu.source().display().to_string(),
+        );
+        let layout = Layout::new(inputs.len(), observed.len());
+        let (region, region_fd) = SharedRegion::create(layout.data_words())
+            .map_err(|e| config(name, format_args!("creating shared memory: {e}")))?;
+        let program = host_program()?;
+        let (socket, theirs) =
+            UnixStream::pair().map_err(|e| config(name, format_args!("socketpair: {e}")))?;
+        let mut command = Command::new(&program);
+        command
+            .arg("host")
+            .arg("--fmu")
+            .arg(fmu.source())
+            .arg("--name")
+            .arg(name)
+            // Its own process group: a Ctrl-C at the terminal reaches the
+            // master only, which then ends the run and its hosts cleanly.
+            .process_group(0)
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::piped());
+        if std::env::var_os("COSIM_LOG").is_none() {
+            // The host logs (the FMU's messages) at the master's level.
+            let level = tracing::level_filters::LevelFilter::current().to_string();
+            command.env("COSIM_LOG", level.to_lowercase());
+        }
+        let mut child = command.spawn().map_err(|e| {
+            config(
+                name,
+                format_args!("cannot start the host process {}: {e}", program.display()),
+            )
+        })?;
+        let tail = match child.stderr.take() {
+            Some(stderr) => Tail::start(stderr, name),
+            None => Tail::start_closed(),
+        };
+        let hello = send_hello(&socket, region_fd.as_fd(), &layout);
+        drop(region_fd);
+        let mut sub = IsolatedSubsystem {
+            info,
+            version: md.fmi_version,
+            link: Some(Link {
+                _count: channel::HostCount::register(),
+                child,
+                socket,
+                region,
+                seq: 0,
+                tail,
+            }),
+            gone: None,
+            layout,
+            timeout: settings.timeout,
+            counters: CallCounters::default(),
+            batch_words: 0,
+            batch_ops: 0,
+            queued: 0,
+            prefetched: false,
+            failed_op: None,
+            recent_log: Vec::new(),
+        };
+        if let Err(e) = hello {
+            return Err(sub.host_failed(HostEnd::Io(e), Call::Load));
+        }
+        let as_u64 = |v: &VariableIndex| *v as u64;
+        sub.control(
+            Control::Instantiate {
+                inputs: inputs.iter().map(as_u64).collect(),
+                observed: observed.iter().map(as_u64).collect(),
+                n_outputs: n_outputs as u64,
+                logging_on: options.logging_on,
+                debug_categories: options.debug_categories.clone(),
+            },
+            Call::Instantiate,
+        )?;
+        Ok(sub)
+    }
+
+    /// The host's process id (while it runs).
+    pub fn host_pid(&self) -> Option<u32> {
+        self.link.as_ref().map(|l| l.child.id())
+    }
+
+    /// Sets float variables (parameters and start values; one request).
+    pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::F64(*x), Call::SetReal)
+    }
+
+    /// Sets 32-bit integer variables.
+    pub fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::I32(*x), Call::SetInteger)
+    }
+
+    /// Sets 64-bit integer variables.
+    pub fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::I64(*x), Call::SetInteger64)
+    }
+
+    /// Sets Boolean variables.
+    pub fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::Bool(*x), Call::SetBoolean)
+    }
+
+    /// Sets String variables.
+    pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::Str(x.to_string()), Call::SetString)
+    }
+
+    fn set_values<T>(
+        &mut self,
+        vrs: &[u32],
+        values: &[T],
+        f: impl Fn(&T) -> Value,
+        call: Call,
+    ) -> Result<()> {
+        if vrs.len() != values.len() {
+            return Err(config(
+                &self.info.name,
+                format_args!("{} value references, {} values", vrs.len(), values.len()),
+            ));
+        }
+        for (&vr, v) in vrs.iter().zip(values) {
+            self.control(Control::SetValue { vr, value: f(v) }, call)?;
+        }
+        Ok(())
+    }
+
+    /// Serializes a saved state (`fmi2SerializeFMUstate`) into bytes that
+    /// [`IsolatedSubsystem::deserialize_state`] turns back into a state, in
+    /// this host or another one of the same FMU.
+    pub fn serialize_state(&mut self, id: StateId) -> Result<Vec<u8>> {
+        match self.control(Control::SerializeState(id.0 as u64), Call::SerializeState)? {
+            Some(Reply::State(bytes)) => Ok(bytes),
+            _ => Err(config(
+                &self.info.name,
+                "unexpected answer to SerializeState",
+            )),
+        }
+    }
+
+    /// Recreates a state from serialized bytes; returns its id.
+    pub fn deserialize_state(&mut self, bytes: &[u8]) -> Result<StateId> {
+        match self.control(
+            Control::DeserializeState(bytes.to_vec()),
+            Call::DeserializeState,
+        )? {
+            Some(Reply::StateId(id)) => Ok(StateId(usize::try_from(id).unwrap_or(usize::MAX))),
+            _ => Err(config(
+                &self.info.name,
+                "unexpected answer to DeserializeState",
+            )),
+        }
+    }
+
+    /// Sends a control request (as a batch of its own) and returns its
+    /// answer frame.
+    fn control(&mut self, request: Control, call: Call) -> Result<Option<Reply>> {
+        let answer = self.sync(Op::Control, 0, &[], Some(&request), call)?;
+        Ok(answer.frame)
+    }
+
+    fn gone_error(&self) -> CoreError {
+        config(
+            &self.info.name,
+            format_args!(
+                "the host process is gone ({})",
+                self.gone.as_deref().unwrap_or("stopped")
+            ),
+        )
+    }
+
+    /// Queues a set call (no round trip); flushes first when the queue is
+    /// full.
+    fn queue(&mut self, op: Op, arg: u8, values: &[f64]) -> Result<()> {
+        self.prefetched = false;
+        if self.link.is_none() {
+            return Err(self.gone_error());
+        }
+        if self.queued == QUEUED_SETS {
+            self.sync(Op::Flush, 0, &[], None, Call::SetReal)?;
+        }
+        let Some(link) = &self.link else {
+            return Err(self.gone_error());
+        };
+        let data = link.data();
+        let at = self.layout.request + 1 + self.batch_words;
+        data[at].store(op.header(arg, values.len()), Ordering::Relaxed);
+        for (w, v) in data[at + 1..at + 1 + values.len()].iter().zip(values) {
+            w.store(v.to_bits(), Ordering::Relaxed);
+        }
+        self.batch_words += 1 + values.len();
+        self.batch_ops += 1;
+        self.queued += 1;
+        Ok(())
+    }
+
+    /// Sends the queued calls and `op`, waits for the answer.
+    fn sync(
+        &mut self,
+        op: Op,
+        arg: u8,
+        payload: &[u64],
+        control: Option<&Control>,
+        call: Call,
+    ) -> Result<Answer> {
+        self.prefetched = false;
+        self.failed_op = None;
+        let (words, ops) = (self.batch_words, self.batch_ops + 1);
+        self.batch_words = 0;
+        self.batch_ops = 0;
+        self.queued = 0;
+        let Some(link) = &mut self.link else {
+            return Err(self.gone_error());
+        };
+        let request = self.layout.request;
+        let data = link.region.data();
+        let at = request + 1 + words;
+        data[at].store(op.header(arg, payload.len()), Ordering::Relaxed);
+        for (w, &v) in data[at + 1..at + 1 + payload.len()].iter().zip(payload) {
+            w.store(v, Ordering::Relaxed);
+        }
+        data[request].store(ops, Ordering::Relaxed);
+        data[HOST_SPIN_NS].store(channel::host_spin_ns(), Ordering::Relaxed);
+        let seq = link.seq.wrapping_add(1);
+        link.seq = seq;
+        let control_words = link.region.control();
+        channel::post(&control_words[REQ_SEQ], &control_words[HOST_SLEEPING], seq);
+        // The deadline is fixed at the first check, after the spin and the
+        // first sleep (at most 5 ms late): no clock read on the fast path.
+        let timeout = self.timeout;
+        let mut deadline = None;
+        if let Some(request) = control
+            && let Err(e) = link
+                .socket
+                .set_write_timeout(Some(self.timeout))
+                .and_then(|()| write_frame(&mut link.socket, request))
+        {
+            return Err(self.fail(HostEnd::Io(e), call));
+        }
+        let mut ended = None;
+        let child = &mut link.child;
+        let answered = channel::wait(
+            &control_words[RESP_SEQ],
+            &control_words[MASTER_SLEEPING],
+            seq.wrapping_sub(1),
+            channel::spin_budget(),
+            Duration::from_millis(5),
+            || match child.try_wait() {
+                Ok(Some(status)) => {
+                    ended = Some(HostEnd::Exited(status));
+                    channel::Check::Stop
+                }
+                Err(e) => {
+                    ended = Some(HostEnd::Io(e));
+                    channel::Check::Stop
+                }
+                Ok(None)
+                    if Instant::now()
+                        >= *deadline.get_or_insert_with(|| Instant::now() + timeout) =>
+                {
+                    ended = Some(HostEnd::Timeout);
+                    channel::Check::Stop
+                }
+                Ok(None) => channel::Check::Continue,
+            },
+        );
+        if answered.is_none() {
+            return Err(self.fail(ended.unwrap_or(HostEnd::Timeout), call));
+        }
+        let response = self.layout.response;
+        let status = data[response].load(Ordering::Relaxed);
+        let aux = data[response + 1].load(Ordering::Relaxed);
+        let aux_f64 = f64::from_bits(data[response + 2].load(Ordering::Relaxed));
+        if status != STATUS_FRAME {
+            return Ok(Answer {
+                aux,
+                aux_f64,
+                frame: None,
+            });
+        }
+        let remaining = deadline.map_or(timeout, |d| {
+            d.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1))
+        });
+        let frame = link
+            .socket
+            .set_read_timeout(Some(remaining))
+            .and_then(|()| read_frame::<Reply>(&mut link.socket));
+        match frame {
+            Ok(Reply::Failed { op: failed, error }) => {
+                self.failed_op = Some(failed as usize);
+                Err(error.into_core())
+            }
+            Ok(reply) => Ok(Answer {
+                aux,
+                aux_f64,
+                frame: Some(reply),
+            }),
+            Err(e) => {
+                let end = if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) {
+                    HostEnd::Timeout
+                } else {
+                    HostEnd::Io(e)
+                };
+                Err(self.fail(end, call))
+            }
+        }
+    }
+
+    fn fail(&mut self, end: HostEnd, call: Call) -> CoreError {
+        self.host_failed(end, call)
+    }
+
+    /// The host ended (or must be ended): reaps it and describes what
+    /// happened, naming the FMI call in progress and its time.
+    fn host_failed(&mut self, end: HostEnd, fallback: Call) -> CoreError {
+        let name = self.info.name.clone();
+        let Some(mut link) = self.link.take() else {
+            return self.gone_error();
+        };
+        let pid = link.child.id();
+        let status = match end {
+            HostEnd::Exited(status) => Ok(status),
+            HostEnd::Timeout => {
+                let _ = link.child.kill();
+                Err(format!(
+                    "no answer within {} s (isolation_timeout): the FMU's host process (pid {pid}) was killed",
+                    self.timeout.as_secs_f64()
+                ))
+            }
+            HostEnd::Io(e) => {
+                // The socket failed: the host is most likely dying; give it
+                // a moment to be reaped with its real status.
+                let start = Instant::now();
+                loop {
+                    match link.child.try_wait() {
+                        Ok(Some(status)) => break Ok(status),
+                        Ok(None) if start.elapsed() < Duration::from_secs(2) => {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                        _ => {
+                            let _ = link.child.kill();
+                            break Err(format!(
+                                "the channel to the FMU's host process (pid {pid}) failed ({e}); the host was killed"
+                            ));
+                        }
+                    }
+                }
+            }
+        };
+        let _ = link.child.wait();
+        let cause = match status {
+            Ok(status) => format!(
+                "the FMU's host process (pid {pid}) {}",
+                describe_exit(status)
+            ),
+            Err(cause) => cause,
+        };
+        let data = link.region.data();
+        let mut call = Call::decode(data[CALL].load(Ordering::Relaxed));
+        let t = f64::from_bits(data[CALL_TIME].load(Ordering::Relaxed));
+        if call == Call::Idle {
+            call = fallback;
+        }
+        let t = (!matches!(call, Call::Load | Call::Instantiate)).then_some(t);
+        link.tail.wait_closed(Duration::from_millis(500));
+        let log = link.tail.take();
+        self.gone = Some(cause.clone());
+        drop(link);
+        CoreError::HostProcess {
+            subsystem: name,
+            function: call.name(self.version),
+            t,
+            cause,
+            log,
+        }
+    }
+
+    /// Copies `values.len()` values of the response area into `values`.
+    fn read_values(&self, values: &mut [f64]) -> Result<()> {
+        let Some(link) = &self.link else {
+            return Err(self.gone_error());
+        };
+        let data = link.data();
+        let base = self.layout.response;
+        let n = data[base + 3].load(Ordering::Relaxed) as usize;
+        if n != values.len() {
+            return Err(config(
+                &self.info.name,
+                format_args!("the host answered {n} values, {} expected", values.len()),
+            ));
+        }
+        let from = &data[base + RESPONSE_HEADER..base + RESPONSE_HEADER + n];
+        for (v, w) in values.iter_mut().zip(from) {
+            *v = f64::from_bits(w.load(Ordering::Relaxed));
+        }
+        Ok(())
+    }
+}
+
+enum HostEnd {
+    Exited(ExitStatus),
+    Timeout,
+    Io(std::io::Error),
+}
+
+impl Tail {
+    fn start_closed() -> Arc<Tail> {
+        Arc::new(Tail {
+            lines: Mutex::new((VecDeque::new(), true)),
+            done: Condvar::new(),
+        })
+    }
+}
+
+/// `line` without ANSI escape sequences (the host's log lines are coloured
+/// like the master's; quoted in a message, the codes are noise).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        // ESC [ parameters... final byte (0x40..=0x7e); other escapes: one char.
+        if chars.next() == Some('[') {
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// "died of a segmentation fault (SIGSEGV)", "exited with status 3".
+fn describe_exit(status: ExitStatus) -> String {
+    if let Some(sig) = status.signal() {
+        let what = match sig {
+            libc::SIGSEGV => "died of a segmentation fault (SIGSEGV)".to_string(),
+            libc::SIGABRT => "aborted (SIGABRT)".to_string(),
+            libc::SIGBUS => "died of a bus error (SIGBUS)".to_string(),
+            libc::SIGFPE => "died of a floating-point exception (SIGFPE)".to_string(),
+            libc::SIGILL => "died of an illegal instruction (SIGILL)".to_string(),
+            libc::SIGKILL => "was killed (SIGKILL)".to_string(),
+            libc::SIGTERM => "was terminated (SIGTERM)".to_string(),
+            libc::SIGINT => "was interrupted (SIGINT)".to_string(),
+            other => format!("was killed by signal {other}"),
+        };
+        if status.core_dumped() {
+            format!("{what}, core dumped")
+        } else {
+            what
+        }
+    } else {
+        match status.code() {
+            Some(0) => "exited (status 0) in the middle of the call".to_string(),
+            Some(code) => format!("exited with status {code}"),
+            None => format!("ended ({status})"),
+        }
+    }
+}
+
+/// Sends the start-up message: magic and version, the layout, and the
+/// shared memory file descriptor.
+fn send_hello(
+    socket: &UnixStream,
+    region: std::os::fd::BorrowedFd<'_>,
+    layout: &Layout,
+) -> std::io::Result<()> {
+    let mut payload = [0u8; 32];
+    let head = u64::from(MAGIC) | (u64::from(VERSION) << 32);
+    for (i, w) in [
+        head,
+        layout.request_words as u64,
+        layout.response_words as u64,
+        0,
+    ]
+    .iter()
+    .enumerate()
+    {
+        payload[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    let fds = [region];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(std::io::Error::other("cannot attach the shared memory"));
+    }
+    let sent = rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(&payload)],
+        &mut cmsg,
+        SendFlags::empty(),
+    )?;
+    if sent != payload.len() {
+        return Err(std::io::Error::other("short start-up message"));
+    }
+    Ok(())
+}
+
+impl Subsystem for IsolatedSubsystem {
+    fn info(&self) -> &SubsystemInfo {
+        &self.info
+    }
+
+    fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
+        let payload = [
+            t0.to_bits(),
+            u64::from(t_stop.is_some()),
+            t_stop.unwrap_or(0.0).to_bits(),
+        ];
+        self.sync(
+            Op::EnterInitialization,
+            0,
+            &payload,
+            None,
+            Call::EnterInitialization,
+        )?;
+        Ok(())
+    }
+
+    fn exit_initialization(&mut self) -> Result<()> {
+        self.sync(
+            Op::ExitInitialization,
+            0,
+            &[],
+            None,
+            Call::ExitInitialization,
+        )?;
+        Ok(())
+    }
+
+    fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
+        if self.info.inputs.is_empty() {
+            return Ok(());
+        }
+        self.counters.set_inputs += 1;
+        self.check_len("set_inputs", values.len(), self.info.inputs.len())?;
+        self.queue(Op::SetInputs, 0, values)
+    }
+
+    fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> Result<()> {
+        if self.info.inputs.is_empty() {
+            return Ok(());
+        }
+        self.counters.set_inputs += 1;
+        self.check_len(
+            "set_input_derivatives",
+            values.len(),
+            self.info.inputs.len(),
+        )?;
+        let order = u8::try_from(order)
+            .map_err(|_| config(&self.info.name, format_args!("derivative order {order}")))?;
+        self.queue(Op::SetInputDerivatives, order, values)
+    }
+
+    fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        self.counters.do_step += 1;
+        self.counters.stepped_time += h;
+        let queued = self.batch_ops as usize;
+        let answer = match self.sync(
+            Op::DoStep,
+            0,
+            &[t.to_bits(), h.to_bits()],
+            None,
+            Call::DoStep,
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                if self.failed_op.is_some_and(|op| op < queued) {
+                    // A queued set call failed: the step was not made.
+                    self.counters.do_step -= 1;
+                    self.counters.stepped_time -= h;
+                }
+                return Err(e);
+            }
+        };
+        let log = match answer.frame {
+            Some(Reply::Log(lines)) => lines,
+            _ => Vec::new(),
+        };
+        match answer.aux & 0xff {
+            STEP_COMPLETED => {
+                self.prefetched = answer.aux & STEP_PREFETCHED != 0;
+                Ok(StepOutcome::Completed)
+            }
+            STEP_EARLY_RETURN => {
+                self.recent_log = log;
+                Ok(StepOutcome::EarlyReturn {
+                    last_successful_time: answer.aux_f64,
+                })
+            }
+            code @ (STEP_DISCARDED | STEP_DISCARDED_TERMINATE) => {
+                self.recent_log = log;
+                Ok(StepOutcome::Discarded {
+                    last_successful_time: answer.aux_f64,
+                    terminate: code == STEP_DISCARDED_TERMINATE,
+                })
+            }
+            other => Err(config(
+                &self.info.name,
+                format_args!("unknown step outcome {other} from the host"),
+            )),
+        }
+    }
+
+    fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
+        if self.info.observed.is_empty() {
+            return Ok(());
+        }
+        self.counters.get_outputs += 1;
+        if !self.prefetched {
+            self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
+        }
+        self.prefetched = false;
+        self.read_values(values)
+    }
+
+    fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
+        if self.info.n_outputs == 0 {
+            return Ok(());
+        }
+        self.counters.get_outputs += 1;
+        let order = u8::try_from(order)
+            .map_err(|_| config(&self.info.name, format_args!("derivative order {order}")))?;
+        self.sync(
+            Op::GetOutputDerivatives,
+            order,
+            &[],
+            None,
+            Call::GetOutputDerivatives,
+        )?;
+        self.read_values(values)
+    }
+
+    fn save_state(&mut self, reuse: Option<StateId>) -> Result<StateId> {
+        self.counters.state_saves += 1;
+        let reuse = reuse.map_or(u64::MAX, |id| id.0 as u64);
+        let answer = self.sync(Op::SaveState, 0, &[reuse], None, Call::GetState)?;
+        Ok(StateId(usize::try_from(answer.aux).unwrap_or(usize::MAX)))
+    }
+
+    fn restore_state(&mut self, id: StateId) -> Result<()> {
+        self.counters.state_restores += 1;
+        self.sync(Op::RestoreState, 0, &[id.0 as u64], None, Call::SetState)?;
+        Ok(())
+    }
+
+    fn free_state(&mut self, id: StateId) -> Result<()> {
+        self.sync(Op::FreeState, 0, &[id.0 as u64], None, Call::FreeState)?;
+        Ok(())
+    }
+
+    fn terminate(&mut self) -> Result<()> {
+        if self.link.is_none() {
+            // The host died: there is nothing left to terminate.
+            return Ok(());
+        }
+        self.sync(Op::Terminate, 0, &[], None, Call::Terminate)?;
+        Ok(())
+    }
+
+    fn counters(&self) -> CallCounters {
+        self.counters
+    }
+
+    fn step_function(&self) -> &'static str {
+        Call::DoStep.name(self.version)
+    }
+
+    fn take_recent_log(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.recent_log)
+    }
+}
+
+impl IsolatedSubsystem {
+    fn check_len(&self, what: &str, got: usize, want: usize) -> Result<()> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(config(
+                &self.info.name,
+                format_args!("{what}: {got} values for {want} slots"),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_codes_are_stripped() {
+        assert_eq!(
+            strip_ansi(
+                "\u{1b}[31mERROR\u{1b}[0m boom \u{1b}[3minstance\u{1b}[0m\u{1b}[2m=\u{1b}[0mx"
+            ),
+            "ERROR boom instance=x"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+
+    #[test]
+    fn exits_are_described() {
+        assert_eq!(
+            describe_exit(ExitStatus::from_raw(libc::SIGSEGV)),
+            "died of a segmentation fault (SIGSEGV)"
+        );
+        assert_eq!(
+            describe_exit(ExitStatus::from_raw(3 << 8)),
+            "exited with status 3"
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! Process isolation for `cosim`: a subsystem whose FMU is loaded and
+//! called by a child process, so that a crash, an abort, an `exit` or a
+//! hang in the FMU ends the child and becomes an ordinary error of the run.
+//!
+//! - [`IsolatedSubsystem`] (master side) implements
+//!   [`cosim_core::Subsystem`] with the same slots and information as the
+//!   in-process [`cosim_core::FmuSubsystem`];
+//! - [`host::serve`] (child side) is what `cosim host` runs: it loads the
+//!   FMU with `cosim-fmi` and serves the master's requests.
+//!
+//! The channel is a shared memory region with a futex handshake (spinning
+//! briefly first) for the per-step calls, in a fixed binary layout, and a
+//! Unix socket with `postcard` frames for everything of no fixed size; see
+//! [`protocol`].
+
+mod channel;
+pub mod host;
+mod isolated;
+pub mod protocol;
+mod sys;
+
+pub use isolated::{DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, set_host_program};

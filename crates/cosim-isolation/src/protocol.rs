@@ -1,0 +1,748 @@
+//! What the master and a host process exchange.
+//!
+//! Two channels join them:
+//!
+//! - a shared memory region (see [`crate::sys::SharedRegion`]): futex words
+//!   for the handshake, then a request area and a response area in a fixed
+//!   binary layout of 64-bit words (f64 as bits). Every trait call of the
+//!   master is one *batch* there: the set-input calls are queued (no round
+//!   trip) and go with the next call that needs an answer, so a macro step
+//!   is a single round trip (set inputs, derivatives, `doStep`, and the
+//!   observed values read right after the step);
+//! - a Unix socket (the host's standard input) for what has no fixed size:
+//!   the shared memory file descriptor at start-up, then setup requests,
+//!   errors, log lines and serialized FMU states, each a length-prefixed
+//!   `postcard` frame.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use cosim_fmi::{FmiError, FmiVersion, Status};
+use serde::{Deserialize, Serialize};
+
+/// First word of the start-up message ("CSIM").
+pub const MAGIC: u32 = 0x4353_494d;
+/// Protocol version; both sides are the same binary, but an old binary
+/// named by `COSIM_HOST` must not be driven.
+pub const VERSION: u32 = 1;
+
+// ----- control words (u32, one per cache line) ----------------------------
+
+/// Request sequence number, written by the master.
+pub const REQ_SEQ: usize = 0;
+/// Response sequence number, written by the host.
+pub const RESP_SEQ: usize = 16;
+/// Non-zero while the host sleeps on `REQ_SEQ`.
+pub const HOST_SLEEPING: usize = 32;
+/// Non-zero while the master sleeps on `RESP_SEQ`.
+pub const MASTER_SLEEPING: usize = 48;
+
+// ----- data words (u64) ---------------------------------------------------
+
+/// The FMI call the host is in ([`Call`] code; 0 between calls), for the
+/// report when the host dies.
+pub const CALL: usize = 0;
+/// The simulation time of that call (f64 bits).
+pub const CALL_TIME: usize = 1;
+/// How long the host may spin waiting for the next request, in ns
+/// (written by the master with every request; see `channel`).
+pub const HOST_SPIN_NS: usize = 2;
+/// First word of the request area.
+const REQUEST: usize = 8;
+
+/// Where the request and response areas are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// First word of the request area (`[n_ops, op, payload.., op, ..]`).
+    pub request: usize,
+    /// Its length in words.
+    pub request_words: usize,
+    /// First word of the response area (`[status, aux, aux_f64, n, values..]`).
+    pub response: usize,
+    /// Its length in words.
+    pub response_words: usize,
+}
+
+/// Set calls queued before one that needs an answer forces a round trip
+/// (values and three derivative orders, with room to spare).
+pub const QUEUED_SETS: usize = 4;
+/// Words of the largest answered op (header + 3 payload words).
+pub const SYNC_WORDS: usize = 4;
+/// Response words before the values.
+pub const RESPONSE_HEADER: usize = 4;
+
+impl Layout {
+    /// The layout for a subsystem with `n_inputs` input slots and
+    /// `n_observed` observed slots.
+    pub fn new(n_inputs: usize, n_observed: usize) -> Layout {
+        Layout::from_words(
+            1 + QUEUED_SETS * (1 + n_inputs) + SYNC_WORDS,
+            RESPONSE_HEADER + n_observed.max(1),
+        )
+    }
+
+    /// The layout with the given area lengths (as sent at start-up).
+    pub fn from_words(request_words: usize, response_words: usize) -> Layout {
+        Layout {
+            request: REQUEST,
+            request_words,
+            response: REQUEST + request_words,
+            response_words,
+        }
+    }
+
+    /// Data words the region needs.
+    pub fn data_words(&self) -> usize {
+        self.response + self.response_words
+    }
+}
+
+/// An operation of a request batch. Its header word is
+/// `op | arg << 8 | len << 32`, followed by `len` payload words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    /// Input values (`len` = inputs, f64).
+    SetInputs = 1,
+    /// Input derivatives of order `arg` (f64).
+    SetInputDerivatives = 2,
+    /// `[t, h]`; answered with the outcome and the observed values.
+    DoStep = 3,
+    /// Answered with the observed values.
+    GetObserved = 4,
+    /// Order `arg`; answered with the output derivatives.
+    GetOutputDerivatives = 5,
+    /// `[reuse id or u64::MAX]`; answered with the id.
+    SaveState = 6,
+    /// `[id]`.
+    RestoreState = 7,
+    /// `[id]`.
+    FreeState = 8,
+    /// `[t0, has stop time, stop time]`.
+    EnterInitialization = 9,
+    /// No payload.
+    ExitInitialization = 10,
+    /// No payload.
+    Terminate = 11,
+    /// A [`Control`] frame follows on the socket.
+    Control = 12,
+    /// Runs the queued set calls only.
+    Flush = 13,
+    /// Free the instance and exit (not answered).
+    Shutdown = 14,
+}
+
+impl Op {
+    /// The op of a header word.
+    pub fn decode(header: u64) -> Option<(Op, u8, usize)> {
+        let op = match header & 0xff {
+            1 => Op::SetInputs,
+            2 => Op::SetInputDerivatives,
+            3 => Op::DoStep,
+            4 => Op::GetObserved,
+            5 => Op::GetOutputDerivatives,
+            6 => Op::SaveState,
+            7 => Op::RestoreState,
+            8 => Op::FreeState,
+            9 => Op::EnterInitialization,
+            10 => Op::ExitInitialization,
+            11 => Op::Terminate,
+            12 => Op::Control,
+            13 => Op::Flush,
+            14 => Op::Shutdown,
+            _ => return None,
+        };
+        let arg = ((header >> 8) & 0xff) as u8;
+        let len = usize::try_from(header >> 32).ok()?;
+        Some((op, arg, len))
+    }
+
+    /// The header word.
+    pub fn header(self, arg: u8, len: usize) -> u64 {
+        self as u64 | (u64::from(arg) << 8) | ((len as u64) << 32)
+    }
+}
+
+/// Response status: done, the answer is in the response area.
+pub const STATUS_OK: u64 = 0;
+/// Response status: a [`Reply`] frame follows on the socket.
+pub const STATUS_FRAME: u64 = 1;
+
+/// `doStep` outcomes in the response `aux` word (low byte).
+pub const STEP_COMPLETED: u64 = 0;
+/// FMI 3 early return.
+pub const STEP_EARLY_RETURN: u64 = 1;
+/// Discard.
+pub const STEP_DISCARDED: u64 = 2;
+/// Discard, and the FMU asks to terminate.
+pub const STEP_DISCARDED_TERMINATE: u64 = 3;
+/// Flag in `aux`: the values are the observed values read after the step.
+pub const STEP_PREFETCHED: u64 = 1 << 8;
+
+/// Setup and other requests of no fixed size (a frame on the socket).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Control {
+    /// Open the FMU given on the command line and instantiate it with
+    /// these slots (variable indices of the model description).
+    Instantiate {
+        /// Input slots.
+        inputs: Vec<u64>,
+        /// Observed slots (outputs first).
+        observed: Vec<u64>,
+        /// Outputs among the observed slots.
+        n_outputs: u64,
+        /// `loggingOn`.
+        logging_on: bool,
+        /// Debug log categories, if any.
+        debug_categories: Option<Vec<String>>,
+    },
+    /// Set one parameter or start value.
+    SetValue {
+        /// Value reference.
+        vr: u32,
+        /// The value, typed.
+        value: Value,
+    },
+    /// Serialize a saved state.
+    SerializeState(u64),
+    /// Recreate a state from serialized bytes.
+    DeserializeState(Vec<u8>),
+}
+
+/// A typed scalar value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Value {
+    /// Float32/Float64 (FMI 2 Real).
+    F64(f64),
+    /// Int32 (FMI 2 Integer, enumerations).
+    I32(i32),
+    /// Int64 (FMI 3 enumerations).
+    I64(i64),
+    /// Boolean.
+    Bool(bool),
+    /// String.
+    Str(String),
+}
+
+/// What the host sends on the socket after a `STATUS_FRAME` response.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Reply {
+    /// Done.
+    Ok,
+    /// Op `op` of the batch failed (the later ones were not run).
+    Failed {
+        /// Index of the op in the batch.
+        op: u32,
+        /// Why.
+        error: WireError,
+    },
+    /// A step ended early or was discarded: the FMU's last log lines.
+    Log(Vec<String>),
+    /// A serialized state.
+    State(Vec<u8>),
+    /// The id of a deserialized state.
+    StateId(u64),
+}
+
+/// A [`cosim_core::CoreError`] (an FMI error, mostly) sent across: every
+/// field of the error the FMU subsystem would have returned in-process, so
+/// that the master shows the same message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub enum WireError {
+    Io {
+        path: PathBuf,
+        message: String,
+    },
+    Archive {
+        archive: PathBuf,
+        entry: Option<String>,
+        reason: String,
+    },
+    MissingBinary {
+        archive: PathBuf,
+        expected: String,
+        library: String,
+        found: Vec<String>,
+    },
+    ModelDescription {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    Unsupported {
+        fmu: String,
+        reason: String,
+    },
+    LoadLibrary {
+        library: PathBuf,
+        reason: String,
+    },
+    MissingFunction {
+        library: PathBuf,
+        function: String,
+    },
+    NotSupported {
+        instance: String,
+        function: String,
+        reason: String,
+    },
+    Status {
+        instance: String,
+        function: String,
+        status: u8,
+        time: Option<f64>,
+        log: Vec<String>,
+    },
+    OnlyOncePerProcess {
+        fmu: String,
+        existing: String,
+    },
+    InvalidArgument {
+        instance: String,
+        function: String,
+        reason: String,
+    },
+    /// `CoreError::Config` (e.g. an unknown state id).
+    Config(String),
+    /// Anything else, as its message.
+    Other(String),
+}
+
+fn status_code(s: Status) -> u8 {
+    match s {
+        Status::Ok => 0,
+        Status::Warning => 1,
+        Status::Discard => 2,
+        Status::Error => 3,
+        Status::Fatal => 4,
+        Status::Pending => 5,
+    }
+}
+
+fn status_of(code: u8) -> Status {
+    match code {
+        0 => Status::Ok,
+        1 => Status::Warning,
+        2 => Status::Discard,
+        3 => Status::Error,
+        5 => Status::Pending,
+        _ => Status::Fatal,
+    }
+}
+
+/// A function name as the `&'static str` the FMI errors hold: the known
+/// names without allocating, others interned once.
+pub fn static_name(name: &str) -> &'static str {
+    if let Some(known) = FUNCTION_NAMES.iter().find(|n| **n == name) {
+        return known;
+    }
+    static INTERNED: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut interned) = INTERNED.lock() else {
+        return "(an FMI function)";
+    };
+    if let Some(known) = interned.iter().find(|n| **n == name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    interned.push(leaked);
+    leaked
+}
+
+const FUNCTION_NAMES: &[&str] = &[
+    "fmi2Instantiate",
+    "fmi2SetupExperiment",
+    "fmi2EnterInitializationMode",
+    "fmi2ExitInitializationMode",
+    "fmi2Terminate",
+    "fmi2FreeInstance",
+    "fmi2Reset",
+    "fmi2SetReal",
+    "fmi2SetInteger",
+    "fmi2SetBoolean",
+    "fmi2SetString",
+    "fmi2GetReal",
+    "fmi2GetInteger",
+    "fmi2GetBoolean",
+    "fmi2GetString",
+    "fmi2SetRealInputDerivatives",
+    "fmi2GetRealOutputDerivatives",
+    "fmi2DoStep",
+    "fmi2GetFMUstate",
+    "fmi2SetFMUstate",
+    "fmi2FreeFMUstate",
+    "fmi2SerializedFMUstateSize",
+    "fmi2SerializeFMUstate",
+    "fmi2DeSerializeFMUstate",
+    "fmi2GetRealStatus",
+    "fmi2GetBooleanStatus",
+    "fmi2SetDebugLogging",
+    "fmi3InstantiateCoSimulation",
+    "fmi3EnterInitializationMode",
+    "fmi3ExitInitializationMode",
+    "fmi3Terminate",
+    "fmi3FreeInstance",
+    "fmi3Reset",
+    "fmi3SetFloat64",
+    "fmi3SetInt32",
+    "fmi3SetInt64",
+    "fmi3SetBoolean",
+    "fmi3SetString",
+    "fmi3GetFloat64",
+    "fmi3GetOutputDerivatives",
+    "fmi3DoStep",
+    "fmi3GetFMUState",
+    "fmi3SetFMUState",
+    "fmi3FreeFMUState",
+    "fmi3SerializedFMUStateSize",
+    "fmi3SerializeFMUState",
+    "fmi3DeserializeFMUState",
+    "fmi3SetDebugLogging",
+    "SetRealInputDerivatives",
+];
+
+impl WireError {
+    /// The error to send for `e`.
+    pub fn from_core(e: cosim_core::CoreError) -> WireError {
+        match e {
+            cosim_core::CoreError::Fmi(e) => WireError::from_fmi(e),
+            cosim_core::CoreError::Config(m) => WireError::Config(m),
+            other => WireError::Other(other.to_string()),
+        }
+    }
+
+    /// The error to send for `e`.
+    pub fn from_fmi(e: FmiError) -> WireError {
+        match e {
+            FmiError::Io { path, error } => WireError::Io {
+                path,
+                message: error.to_string(),
+            },
+            FmiError::Archive {
+                archive,
+                entry,
+                reason,
+            } => WireError::Archive {
+                archive,
+                entry,
+                reason,
+            },
+            FmiError::MissingBinary {
+                archive,
+                expected,
+                library,
+                found,
+            } => WireError::MissingBinary {
+                archive,
+                expected,
+                library,
+                found,
+            },
+            FmiError::ModelDescription {
+                file,
+                line,
+                column,
+                message,
+            } => WireError::ModelDescription {
+                file,
+                line,
+                column,
+                message,
+            },
+            FmiError::Unsupported { fmu, reason } => WireError::Unsupported { fmu, reason },
+            FmiError::LoadLibrary { library, reason } => WireError::LoadLibrary { library, reason },
+            FmiError::MissingFunction { library, function } => {
+                WireError::MissingFunction { library, function }
+            }
+            FmiError::NotSupported {
+                instance,
+                function,
+                reason,
+            } => WireError::NotSupported {
+                instance,
+                function: function.to_string(),
+                reason,
+            },
+            FmiError::Status {
+                instance,
+                function,
+                status,
+                time,
+                log,
+            } => WireError::Status {
+                instance,
+                function: function.to_string(),
+                status: status_code(status),
+                time,
+                log,
+            },
+            FmiError::OnlyOncePerProcess { fmu, existing } => {
+                WireError::OnlyOncePerProcess { fmu, existing }
+            }
+            FmiError::InvalidArgument {
+                instance,
+                function,
+                reason,
+            } => WireError::InvalidArgument {
+                instance,
+                function: function.to_string(),
+                reason,
+            },
+        }
+    }
+
+    /// The error as the master reports it.
+    pub fn into_core(self) -> cosim_core::CoreError {
+        use cosim_core::CoreError;
+        let fmi = match self {
+            WireError::Config(m) => return CoreError::Config(m),
+            WireError::Other(m) => return CoreError::Config(m),
+            WireError::Io { path, message } => FmiError::Io {
+                path,
+                error: std::io::Error::other(message),
+            },
+            WireError::Archive {
+                archive,
+                entry,
+                reason,
+            } => FmiError::Archive {
+                archive,
+                entry,
+                reason,
+            },
+            WireError::MissingBinary {
+                archive,
+                expected,
+                library,
+                found,
+            } => FmiError::MissingBinary {
+                archive,
+                expected,
+                library,
+                found,
+            },
+            WireError::ModelDescription {
+                file,
+                line,
+                column,
+                message,
+            } => FmiError::ModelDescription {
+                file,
+                line,
+                column,
+                message,
+            },
+            WireError::Unsupported { fmu, reason } => FmiError::Unsupported { fmu, reason },
+            WireError::LoadLibrary { library, reason } => FmiError::LoadLibrary { library, reason },
+            WireError::MissingFunction { library, function } => {
+                FmiError::MissingFunction { library, function }
+            }
+            WireError::NotSupported {
+                instance,
+                function,
+                reason,
+            } => FmiError::NotSupported {
+                instance,
+                function: static_name(&function),
+                reason,
+            },
+            WireError::Status {
+                instance,
+                function,
+                status,
+                time,
+                log,
+            } => FmiError::Status {
+                instance,
+                function: static_name(&function),
+                status: status_of(status),
+                time,
+                log,
+            },
+            WireError::OnlyOncePerProcess { fmu, existing } => {
+                FmiError::OnlyOncePerProcess { fmu, existing }
+            }
+            WireError::InvalidArgument {
+                instance,
+                function,
+                reason,
+            } => FmiError::InvalidArgument {
+                instance,
+                function: static_name(&function),
+                reason,
+            },
+        };
+        CoreError::Fmi(fmi)
+    }
+}
+
+/// The FMI call a host is making, written to [`CALL`] before each one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum Call {
+    Idle = 0,
+    Load = 1,
+    Instantiate = 2,
+    SetReal = 3,
+    SetInteger = 4,
+    SetInteger64 = 5,
+    SetBoolean = 6,
+    SetString = 7,
+    SetInputDerivatives = 8,
+    DoStep = 9,
+    GetReal = 10,
+    GetOutputDerivatives = 11,
+    GetState = 12,
+    SetState = 13,
+    FreeState = 14,
+    SerializeState = 15,
+    DeserializeState = 16,
+    EnterInitialization = 17,
+    ExitInitialization = 18,
+    Terminate = 19,
+    FreeInstance = 20,
+}
+
+impl Call {
+    /// The call of a [`CALL`] word.
+    pub fn decode(code: u64) -> Call {
+        const ALL: [Call; 21] = [
+            Call::Idle,
+            Call::Load,
+            Call::Instantiate,
+            Call::SetReal,
+            Call::SetInteger,
+            Call::SetInteger64,
+            Call::SetBoolean,
+            Call::SetString,
+            Call::SetInputDerivatives,
+            Call::DoStep,
+            Call::GetReal,
+            Call::GetOutputDerivatives,
+            Call::GetState,
+            Call::SetState,
+            Call::FreeState,
+            Call::SerializeState,
+            Call::DeserializeState,
+            Call::EnterInitialization,
+            Call::ExitInitialization,
+            Call::Terminate,
+            Call::FreeInstance,
+        ];
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| ALL.get(i).copied())
+            .unwrap_or(Call::Idle)
+    }
+
+    /// The FMI function (or what the host was doing), for messages.
+    pub fn name(self, version: FmiVersion) -> &'static str {
+        let v2 = version == FmiVersion::V2;
+        let pick = |a: &'static str, b: &'static str| if v2 { a } else { b };
+        match self {
+            Call::Idle => "(between FMI calls)",
+            Call::Load => "loading the FMU",
+            Call::Instantiate => pick("fmi2Instantiate", "fmi3InstantiateCoSimulation"),
+            Call::SetReal => pick("fmi2SetReal", "fmi3SetFloat64"),
+            Call::SetInteger => pick("fmi2SetInteger", "fmi3SetInt32"),
+            Call::SetInteger64 => pick("fmi2SetInteger", "fmi3SetInt64"),
+            Call::SetBoolean => pick("fmi2SetBoolean", "fmi3SetBoolean"),
+            Call::SetString => pick("fmi2SetString", "fmi3SetString"),
+            Call::SetInputDerivatives => {
+                pick("fmi2SetRealInputDerivatives", "SetRealInputDerivatives")
+            }
+            Call::DoStep => pick("fmi2DoStep", "fmi3DoStep"),
+            Call::GetReal => pick("fmi2GetReal", "fmi3GetFloat64"),
+            Call::GetOutputDerivatives => {
+                pick("fmi2GetRealOutputDerivatives", "fmi3GetOutputDerivatives")
+            }
+            Call::GetState => pick("fmi2GetFMUstate", "fmi3GetFMUState"),
+            Call::SetState => pick("fmi2SetFMUstate", "fmi3SetFMUState"),
+            Call::FreeState => pick("fmi2FreeFMUstate", "fmi3FreeFMUState"),
+            Call::SerializeState => pick("fmi2SerializeFMUstate", "fmi3SerializeFMUState"),
+            Call::DeserializeState => pick("fmi2DeSerializeFMUstate", "fmi3DeserializeFMUState"),
+            Call::EnterInitialization => {
+                pick("fmi2EnterInitializationMode", "fmi3EnterInitializationMode")
+            }
+            Call::ExitInitialization => {
+                pick("fmi2ExitInitializationMode", "fmi3ExitInitializationMode")
+            }
+            Call::Terminate => pick("fmi2Terminate", "fmi3Terminate"),
+            Call::FreeInstance => pick("fmi2FreeInstance", "fmi3FreeInstance"),
+        }
+    }
+}
+
+/// Largest frame accepted (a serialized state of a large model fits).
+const MAX_FRAME: usize = 1 << 30;
+
+/// Writes `value` as a length-prefixed postcard frame.
+pub fn write_frame<T: Serialize>(w: &mut impl Write, value: &T) -> std::io::Result<()> {
+    let bytes = postcard::to_stdvec(value).map_err(std::io::Error::other)?;
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|&n| n as usize <= MAX_FRAME)
+        .ok_or_else(|| std::io::Error::other("frame too large"))?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(&bytes)?;
+    w.flush()
+}
+
+/// Reads a frame written by [`write_frame`].
+pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::Result<T> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes refused"),
+        ));
+    }
+    let mut bytes = vec![0u8; len];
+    r.read_exact(&mut bytes)?;
+    postcard::from_bytes(&bytes)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip() {
+        for op in [Op::SetInputs, Op::DoStep, Op::Shutdown] {
+            let h = op.header(3, 1234);
+            assert_eq!(Op::decode(h), Some((op, 3, 1234)));
+        }
+        assert_eq!(Op::decode(99), None);
+    }
+
+    #[test]
+    fn errors_keep_their_message_across() {
+        let e = FmiError::Status {
+            instance: "faulty".into(),
+            function: "fmi2DoStep",
+            status: Status::Error,
+            time: Some(0.3),
+            log: vec!["[Error] logStatusError: boom".into()],
+        };
+        let msg = e.to_string();
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &WireError::from_fmi(e)).unwrap();
+        let back: WireError = read_frame(&mut buf.as_slice()).unwrap();
+        assert_eq!(back.into_core().to_string(), msg);
+        assert_eq!(static_name("fmi2DoStep"), "fmi2DoStep");
+        assert_eq!(static_name("somethingElse"), "somethingElse");
+    }
+
+    #[test]
+    fn layout_fits_queued_sets() {
+        let l = Layout::new(3, 5);
+        assert!(l.request_words >= 1 + QUEUED_SETS * 4 + SYNC_WORDS);
+        assert_eq!(l.response, l.request + l.request_words);
+        assert_eq!(l.data_words(), l.response + RESPONSE_HEADER + 5);
+    }
+}

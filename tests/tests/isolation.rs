@@ -1,0 +1,463 @@
+//! Process isolation (`isolation = "process"`): every fail mode of the
+//! `Faulty` FMU, isolated, has its documented outcome (an FMU crash, abort
+//! or hang ends the host process, not the run); a healthy isolated run is
+//! bit-identical to the in-process run; FMU states are saved, restored and
+//! serialized across the process boundary; the master never waits for a
+//! dead host.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use cosim_core::Subsystem;
+use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
+use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
+use cosim_tests::{cosim_bin, fmus, root};
+
+/// Only the termination log lines of cosim-core, plus warnings and errors.
+const TERMINATION_LOG: &str = "warn,cosim_core::system=debug";
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `cosim run <scenario> --out <out>` with the termination log on.
+fn run_cli(scenario: &Path, out: &Path) -> Output {
+    fmus();
+    Command::new(cosim_bin())
+        .args(["run", "--no-progress"])
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .env("COSIM_LOG", TERMINATION_LOG)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn summary(out_dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The processes whose command line mentions `path` (hosts of an FMU
+/// copied there).
+fn processes_mentioning(path: &Path) -> Vec<String> {
+    let needle = path.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(&needle) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+/// A Faulty integrator (x' = u) isolated, fed back through an in-process
+/// Gain (u = -0.5 x), stepped every 0.01 s from 0 to 1; it fails in the
+/// step from 0.3 to 0.31. The Faulty FMU is copied to `dir` so that its
+/// host can be recognised by its command line.
+fn faulty_scenario(dir: &Path, version: &str, mode: i32) -> (PathBuf, PathBuf) {
+    let faulty = dir.join(format!("Faulty_{version}_{mode}.fmu"));
+    std::fs::copy(fmus().join(version).join("Faulty.fmu"), &faulty).unwrap();
+    let text = format!(
+        r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "faulty"
+fmu = "{faulty}"
+parameters = {{ fail_mode = {mode}, fail_at = 0.305, x0 = 1.0 }}
+isolation = "process"
+isolation_timeout = 2
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+parameters = {{ k = -0.5 }}
+
+[[connections]]
+from = "faulty.x"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+"#,
+        faulty = faulty.display(),
+        gain = fmus().join(version).join("Gain.fmu").display(),
+    );
+    let path = dir.join(format!("faulty_{version}_{mode}.toml"));
+    std::fs::write(&path, text).unwrap();
+    (path, faulty)
+}
+
+/// Every line of the trace is complete and the times increase; returns them.
+fn trace_times(path: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "the trace ends in the middle of a row"
+    );
+    let mut lines = text.lines();
+    let width = lines.next().unwrap().split(',').count();
+    lines
+        .map(|line| {
+            let fields: Vec<f64> = line.split(',').map(|f| f.parse().unwrap()).collect();
+            assert_eq!(fields.len(), width, "incomplete row: {line}");
+            fields[0]
+        })
+        .collect()
+}
+
+/// What every isolated fault has in common: exit status 1, a clean stop
+/// with every completed row (t = 0 .. 0.3), the healthy FMU terminated,
+/// no host left behind.
+fn assert_isolated_stop(out: &Output, out_dir: &Path, fmu_copy: &Path) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let t = trace_times(&out_dir.join("trace.csv"));
+    assert_eq!(t.len(), 31, "{t:?}");
+    assert!((t[30] - 0.3).abs() < 1e-12);
+    let s = summary(out_dir);
+    assert_eq!(s["status"], "error");
+    assert!((s["t_reached"].as_f64().unwrap() - 0.3).abs() < 1e-12);
+    assert_eq!(s["stats"]["macro_steps"], 30);
+    assert!(err.contains("subsystem 'gain' terminated"), "{err}");
+    assert!(
+        err.contains("the outputs hold every completed step up to t = 0.3"),
+        "{err}"
+    );
+    let left = processes_mentioning(fmu_copy);
+    assert!(left.is_empty(), "host processes left behind: {left:?}");
+    err
+}
+
+#[test]
+fn every_fault_of_an_isolated_fmu_stops_the_run_cleanly_with_its_documented_message() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        for mode in 1..=7 {
+            let (scenario, fmu_copy) = faulty_scenario(dir.path(), v, mode);
+            let out_dir = dir.path().join(format!("out_{v}_{mode}"));
+            let start = Instant::now();
+            let out = run_cli(&scenario, &out_dir);
+            let elapsed = start.elapsed();
+            let err = assert_isolated_stop(&out, &out_dir, &fmu_copy);
+            let message = summary(&out_dir)["message"].as_str().unwrap().to_string();
+            let expect = |what: &str| {
+                assert!(
+                    err.contains(what),
+                    "{v} mode {mode}: {what:?} missing in\n{err}"
+                );
+            };
+            match mode {
+                // FMU statuses cross the boundary unchanged: the messages
+                // are the in-process ones.
+                1 => {
+                    expect(&format!(
+                        "error: FMU instance 'faulty': {v}DoStep returned Error at t = 0.3; the FMU logged:"
+                    ));
+                    expect("(fail_mode 1): returning Error");
+                    expect("subsystem 'faulty' failed: not terminated");
+                }
+                2 => {
+                    let last = if v == "fmi2" {
+                        "fmi2LastSuccessfulTime"
+                    } else {
+                        "lastSuccessfulTime"
+                    };
+                    expect(&format!(
+                        "error: FMU instance 'faulty': {v}DoStep returned Discard at t = 0.3 (step "
+                    ));
+                    expect(&format!("the FMU stopped at {last} = 0.305"));
+                    expect("the FMU logged:\n  [Discard]");
+                    expect("subsystem 'faulty' terminated");
+                }
+                3 => {
+                    expect(
+                        "error: subsystem 'faulty': variable 'x' is NaN at t = 0.31: the co-simulation diverged",
+                    );
+                    expect("subsystem 'faulty' terminated");
+                }
+                // Crashes end the host: reported with the call, the time,
+                // the signal and the FMU's last messages.
+                4 => {
+                    expect(&format!(
+                        "error: subsystem 'faulty': {v}DoStep at t = 0.3: the FMU's host process (pid "
+                    ));
+                    expect("died of a segmentation fault (SIGSEGV); the host's last messages:");
+                    expect("subsystem 'faulty' failed: not terminated");
+                    assert!(
+                        message.contains("(fail_mode 4): raising SIGSEGV"),
+                        "{message}"
+                    );
+                }
+                5 => {
+                    expect(&format!(
+                        "error: subsystem 'faulty': {v}DoStep at t = 0.3: the FMU's host process (pid "
+                    ));
+                    expect("aborted (SIGABRT); the host's last messages:");
+                    expect("subsystem 'faulty' failed: not terminated");
+                    assert!(
+                        message.contains("(fail_mode 5): calling abort()"),
+                        "{message}"
+                    );
+                }
+                6 => {
+                    expect(&format!(
+                        "error: subsystem 'faulty': {v}DoStep at t = 0.3: no answer within 2 s (isolation_timeout): the FMU's host process (pid "
+                    ));
+                    expect("was killed; the host's last messages:");
+                    expect("subsystem 'faulty' failed: not terminated");
+                    assert!(
+                        message.contains("(fail_mode 6): hanging forever"),
+                        "{message}"
+                    );
+                    assert!(elapsed < Duration::from_secs(30), "{elapsed:?}");
+                }
+                7 => {
+                    expect(&format!(
+                        "error: FMU instance 'faulty': {v}DoStep returned Fatal at t = 0.3; the FMU logged:"
+                    ));
+                    expect("subsystem 'faulty' failed: not terminated");
+                }
+                _ => unreachable!(),
+            }
+            // No ANSI colour codes in the quoted host messages.
+            assert!(!message.contains('\u{1b}'), "{message}");
+        }
+    }
+}
+
+/// `scenarios/<name>` with absolute FMU paths, edited by `edit`.
+fn scenario_variant(dir: &Path, name: &str, tag: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("scenarios").join(name)).unwrap();
+    let fmus_dir = format!("{}/", fmus().display());
+    let text = edit(text.replace("../fmus/dist/", &fmus_dir));
+    let path = dir.join(format!("{tag}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn isolate_all(text: String) -> String {
+    assert!(text.contains("[master]\n"));
+    text.replacen("[master]\n", "[master]\nisolation = \"process\"\n", 1)
+}
+
+fn isolate(text: String, subsystem: &str) -> String {
+    let line = format!("name = \"{subsystem}\"\n");
+    assert!(text.contains(&line));
+    text.replacen(&line, &format!("{line}isolation = \"process\"\n"), 1)
+}
+
+fn file(dir: &Path, name: &str) -> Vec<u8> {
+    std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+}
+
+/// Runs the variants of a scenario and checks that each gives the same
+/// files, byte for byte, and the same FMU call counts as the first.
+fn assert_identical_runs(variants: &[PathBuf], files: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first: Option<(PathBuf, serde_json::Value)> = None;
+    for (i, scenario) in variants.iter().enumerate() {
+        let out_dir = dir.path().join(format!("out{i}"));
+        let out = run_cli(scenario, &out_dir);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            scenario.display(),
+            stderr(&out)
+        );
+        let s = summary(&out_dir);
+        match &first {
+            None => first = Some((out_dir, s)),
+            Some((reference, s0)) => {
+                for f in files {
+                    assert!(
+                        file(reference, f) == file(&out_dir, f),
+                        "{f} of {} differs from the in-process run",
+                        scenario.display()
+                    );
+                }
+                assert_eq!(s["calls"], s0["calls"], "{}", scenario.display());
+                assert_eq!(s["stats"], s0["stats"], "{}", scenario.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_healthy_isolated_run_is_bit_identical_to_the_in_process_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "b1_quarter_car_a.toml";
+    let variants = [
+        scenario_variant(dir.path(), name, "in_process", |t| t),
+        scenario_variant(dir.path(), name, "chassis", |t| isolate(t, "chassis")),
+        scenario_variant(dir.path(), name, "both", isolate_all),
+        scenario_variant(dir.path(), name, "both_threads", |t| {
+            isolate_all(t).replacen("[master]\n", "[master]\nthreads = 2\n", 1)
+        }),
+    ];
+    assert_identical_runs(&variants, &["trace.csv", "energy.csv", "steps.csv"]);
+}
+
+#[test]
+fn richardson_saves_and_restores_isolated_fmu_states_with_identical_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "b2_richardson.toml";
+    let variants = [
+        scenario_variant(dir.path(), name, "in_process", |t| t),
+        scenario_variant(dir.path(), name, "isolated", isolate_all),
+    ];
+    // Richardson saves and restores every FMU's state every step.
+    let out_dir = dir.path().join("check");
+    let out = run_cli(&variants[1], &out_dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let calls = &summary(&out_dir)["calls"];
+    assert!(calls["state_saves"].as_u64().unwrap() > 100, "{calls}");
+    assert!(calls["state_restores"].as_u64().unwrap() > 100, "{calls}");
+    assert_identical_runs(&variants, &["trace.csv", "steps.csv"]);
+}
+
+/// An isolated Integrator (x' = u), initialised at t = 0 with x0 = 1.
+fn integrator() -> IsolatedSubsystem {
+    cosim_isolation::set_host_program(cosim_bin());
+    let fmu = Fmu::open(fmus().join("fmi2").join("Integrator.fmu")).unwrap();
+    let md = fmu.model_description();
+    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
+    let mut s = IsolatedSubsystem::spawn(
+        &fmu,
+        "integrator",
+        &[find("u")],
+        &[find("x")],
+        1,
+        &InstantiateOptions::default(),
+        &IsolationSettings::default(),
+    )
+    .unwrap();
+    s.set_f64(&[md.variables[find("x0")].value_reference], &[1.0])
+        .unwrap();
+    s.enter_initialization(0.0, Some(1.0)).unwrap();
+    s.exit_initialization().unwrap();
+    s
+}
+
+fn step(s: &mut IsolatedSubsystem, u: f64, t: f64, h: f64) -> f64 {
+    s.set_inputs(&[u]).unwrap();
+    assert_eq!(s.do_step(t, h).unwrap(), StepOutcome::Completed);
+    let mut x = [0.0];
+    s.get_observed(&mut x).unwrap();
+    x[0]
+}
+
+#[test]
+fn fmu_states_are_saved_restored_and_serialized_across_the_boundary() {
+    let mut a = integrator();
+    assert_eq!(step(&mut a, 2.0, 0.0, 0.1), 1.2);
+    let id = a.save_state(None).unwrap();
+    let bytes = a.serialize_state(id).unwrap();
+    assert!(!bytes.is_empty());
+    let x1 = step(&mut a, 5.0, 0.1, 0.1);
+    assert!((x1 - 1.7).abs() < 1e-12, "{x1}");
+    // Back to t = 0.1 and the same step again: the same bits.
+    a.restore_state(id).unwrap();
+    let mut x = [0.0];
+    a.get_observed(&mut x).unwrap();
+    assert_eq!(x[0], 1.2);
+    assert_eq!(step(&mut a, 5.0, 0.1, 0.1).to_bits(), x1.to_bits());
+    // Saving over an existing id reuses it.
+    assert_eq!(a.save_state(Some(id)).unwrap(), id);
+    a.free_state(id).unwrap();
+    let err = a.restore_state(id).unwrap_err().to_string();
+    assert!(err.contains("unknown or freed state id"), "{err}");
+
+    // The serialized state continues in another host process.
+    let mut b = integrator();
+    let id_b = b.deserialize_state(&bytes).unwrap();
+    b.restore_state(id_b).unwrap();
+    assert_eq!(step(&mut b, 5.0, 0.1, 0.1).to_bits(), x1.to_bits());
+    assert_ne!(a.host_pid(), b.host_pid());
+    let counters = b.counters();
+    assert_eq!((counters.do_step, counters.state_restores), (1, 1));
+    a.terminate().unwrap();
+    b.terminate().unwrap();
+}
+
+#[test]
+fn a_host_killed_between_calls_is_reported_at_the_next_call_without_waiting() {
+    let mut s = integrator();
+    step(&mut s, 1.0, 0.0, 0.1);
+    let pid = s.host_pid().unwrap();
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    s.set_inputs(&[1.0]).unwrap(); // queued: no round trip yet
+    let err = s.do_step(0.1, 0.1).unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let msg = err.to_string();
+    assert!(
+        matches!(err, cosim_core::CoreError::HostProcess { .. }),
+        "{msg}"
+    );
+    assert!(
+        msg.starts_with("subsystem 'integrator': ")
+            && msg.contains(&format!(
+                "the FMU's host process (pid {pid}) was killed (SIGKILL)"
+            )),
+        "{msg}"
+    );
+    // Later calls fail at once; terminating a dead host is not an error.
+    let again = s.do_step(0.1, 0.1).unwrap_err().to_string();
+    assert!(again.contains("the host process is gone"), "{again}");
+    s.terminate().unwrap();
+}
+
+#[test]
+fn isolation_keys_are_checked_like_every_other_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_value = scenario_variant(dir.path(), "b1_quarter_car_a.toml", "bad", |t| {
+        t.replacen("[master]\n", "[master]\nisolation = \"thread\"\n", 1)
+    });
+    let out = cosim_tests::cosim(&["check", bad_value.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("isolation") && err.contains("process"),
+        "{err}"
+    );
+    let bad_timeout = scenario_variant(dir.path(), "b1_quarter_car_a.toml", "bad_timeout", |t| {
+        isolate(t, "wheel").replacen(
+            "isolation = \"process\"\n",
+            "isolation = \"process\"\nisolation_timeout = 0\n",
+            1,
+        )
+    });
+    let out = cosim_tests::cosim(&["check", bad_timeout.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("isolation_timeout"), "{err}");
+    // `cosim check` instantiates and initialises isolated FMUs too.
+    let good = scenario_variant(dir.path(), "b1_quarter_car_a.toml", "good", isolate_all);
+    let out = cosim_tests::cosim(&["check", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
