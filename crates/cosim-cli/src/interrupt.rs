@@ -1,0 +1,91 @@
+//! Ctrl-C (SIGINT) and SIGTERM during `cosim run`.
+//!
+//! The first signal sets a flag that the run loop reads before each macro
+//! step: the run stops at the next communication point, terminates its
+//! FMUs, flushes its outputs and writes the summary with status
+//! `"interrupted"`; `cosim` then exits with 130 (SIGINT) or 143 (SIGTERM).
+//! A second signal exits at once with the same status, without flushing:
+//! the way out when an FMU call never returns (the flag is only read
+//! between macro steps).
+//!
+//! The handlers only store to atomics (async-signal-safe); a small thread
+//! prints what happened.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
+use signal_hook::iterator::Signals;
+
+/// The signals handled, with the exit status each leads to (128 + number,
+/// the shell convention).
+const SIGNALS: [(i32, u8); 2] = [(SIGINT, 130), (SIGTERM, 143)];
+
+/// The installed handlers: the flag handed to the run loop and the signal
+/// that set it.
+#[derive(Debug)]
+pub struct Interrupt {
+    flag: Arc<AtomicBool>,
+    signal: Arc<AtomicUsize>,
+}
+
+impl Interrupt {
+    /// Installs the handlers for SIGINT and SIGTERM (for the rest of the
+    /// process).
+    pub fn install() -> std::io::Result<Interrupt> {
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let signal = Arc::new(AtomicUsize::new(0));
+        for (sig, status) in SIGNALS {
+            // Order matters: the shutdown action runs first and exits only
+            // if an earlier signal already set the flag.
+            flag::register_conditional_shutdown(sig, i32::from(status), Arc::clone(&interrupted))?;
+            flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
+            flag::register(sig, Arc::clone(&interrupted))?;
+        }
+        let mut signals = Signals::new(SIGNALS.map(|(s, _)| s))?;
+        std::thread::Builder::new()
+            .name("cosim-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    eprintln!(
+                        "{}: stopping at the next macro step (send it again to exit at once, losing unflushed output)",
+                        name(sig)
+                    );
+                }
+            })?;
+        Ok(Interrupt {
+            flag: interrupted,
+            signal,
+        })
+    }
+
+    /// The flag the run loop polls.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.flag)
+    }
+
+    /// The signal received, as a name (`SIGINT`, `SIGTERM`), if any.
+    pub fn signal_name(&self) -> Option<&'static str> {
+        let sig = self.signal.load(Ordering::SeqCst);
+        (sig != 0).then(|| name(sig as i32))
+    }
+
+    /// The exit status for an interrupted run: 130 after SIGINT, 143 after
+    /// SIGTERM.
+    pub fn exit_status(&self) -> u8 {
+        let sig = self.signal.load(Ordering::SeqCst) as i32;
+        SIGNALS
+            .iter()
+            .find(|(s, _)| *s == sig)
+            .map_or(130, |(_, status)| *status)
+    }
+}
+
+fn name(sig: i32) -> &'static str {
+    match sig {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}

@@ -1,0 +1,848 @@
+//! FMU faults and interruption, end to end: every fail mode of the `Faulty`
+//! kit FMU (FMI 2 and 3) has the outcome `docs/reliability.md` documents;
+//! Ctrl-C / SIGTERM stop a run cleanly; a second signal exits at once.
+//!
+//! `cli.rs` already checks the Error message and the rows kept for FMI 2 and
+//! the NaN message; these tests add FMI 3, Discard, Fatal, the crash modes,
+//! what happens to the other FMUs, and interruption.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cosim_core::execution::{Execution, RunStatus};
+use cosim_core::master::{FixedStep, Scheme};
+use cosim_core::subsystem::{CallCounters, StateId};
+use cosim_core::{Connection, FmuSubsystem, Subsystem, SubsystemInfo, System, SystemSpec};
+use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
+use cosim_tests::{Table, cosim_bin, fmus, root};
+
+/// Only the termination log lines of cosim-core, plus warnings and errors.
+const TERMINATION_LOG: &str = "warn,cosim_core::system=debug";
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn fmu(version: &str, model: &str) -> PathBuf {
+    fmus().join(version).join(format!("{model}.fmu"))
+}
+
+/// A Faulty integrator (x' = u) fed back through a Gain (u = -0.5 x),
+/// stepped every 0.01 s from 0 to `stop`.
+fn faulty_scenario(dir: &Path, version: &str, mode: i32, fail_at: f64, stop: f64) -> PathBuf {
+    let text = format!(
+        r#"[simulation]
+stop = {stop:?}
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "faulty"
+fmu = "{faulty}"
+parameters = {{ fail_mode = {mode}, fail_at = {fail_at:?}, x0 = 1.0 }}
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+parameters = {{ k = -0.5 }}
+
+[[connections]]
+from = "faulty.x"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+"#,
+        faulty = fmu(version, "Faulty").display(),
+        gain = fmu(version, "Gain").display(),
+    );
+    let path = dir.join(format!("faulty_{version}_{mode}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `cosim run <scenario> --out <dir>/out` with the termination log on.
+fn run_faulty(dir: &Path, version: &str, mode: i32, fail_at: f64) -> (Output, PathBuf) {
+    let scenario = faulty_scenario(dir, version, mode, fail_at, 1.0);
+    let out_dir = dir.join(format!("out_{version}_{mode}"));
+    let out = Command::new(cosim_bin())
+        .args(["run", "--no-progress"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .env("COSIM_LOG", TERMINATION_LOG)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    (out, out_dir)
+}
+
+fn summary(out_dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Every line of the trace has as many fields as the header, every field
+/// parses, and the times increase. Returns the rows' times.
+fn consistent_trace(path: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let width = lines.next().expect("a header").split(',').count();
+    assert!(
+        text.ends_with('\n'),
+        "the trace ends in the middle of a row"
+    );
+    let mut times: Vec<f64> = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), width, "row {i} is incomplete: {line}");
+        for f in &fields {
+            f.parse::<f64>()
+                .unwrap_or_else(|_| panic!("row {i}: bad field {f:?}"));
+        }
+        let t: f64 = fields[0].parse().unwrap();
+        if let Some(&last) = times.last() {
+            assert!(t > last, "row {i}: time {t} after {last}");
+        }
+        times.push(t);
+    }
+    times
+}
+
+/// The checks common to every fault that stops the run cleanly.
+fn assert_clean_stop(out: &Output, out_dir: &Path) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The trace holds every completed step, t = 0 .. 0.3, no partial row.
+    let t = consistent_trace(&out_dir.join("trace.csv"));
+    assert_eq!(t.len(), 31, "{t:?}");
+    assert!((t[30] - 0.3).abs() < 1e-12);
+    let s = summary(out_dir);
+    assert_eq!(s["status"], "error");
+    assert!((s["t_reached"].as_f64().unwrap() - 0.3).abs() < 1e-12);
+    assert_eq!(s["stats"]["macro_steps"], 30);
+    // The healthy FMU is terminated (then freed), with no complaint.
+    assert!(err.contains("subsystem 'gain' terminated"), "{err}");
+    assert!(!err.contains("terminating 'gain'"), "{err}");
+    assert!(
+        err.contains("the outputs hold every completed step up to t = 0.3"),
+        "{err}"
+    );
+    err
+}
+
+#[test]
+fn an_error_status_stops_the_run_and_the_failed_fmu_is_freed_not_terminated() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (out, out_dir) = run_faulty(dir.path(), v, 1, 0.305);
+        let err = assert_clean_stop(&out, &out_dir);
+        assert!(
+            err.contains(&format!(
+                "error: FMU instance 'faulty': {v}DoStep returned Error at t = 0.3; the FMU logged:"
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "Faulty: fail_at = 0.305 reached in the step from 0.3 to 0.31 (fail_mode 1): returning Error"
+            ),
+            "{err}"
+        );
+        // After Error the standard allows only freeing the instance: no
+        // Terminate call, so no "illegal call in state Error" from the FMU.
+        assert!(
+            err.contains("subsystem 'faulty' failed: not terminated"),
+            "{err}"
+        );
+        assert!(!err.contains("illegal call"), "{err}");
+        assert!(!err.contains("terminating 'faulty'"), "{err}");
+        let s = summary(&out_dir);
+        let msg = s["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("{v}DoStep returned Error")) && msg.contains("fail_mode 1"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn a_discarded_step_stops_a_master_without_rollback_naming_the_last_successful_time() {
+    let dir = tempfile::tempdir().unwrap();
+    for (v, last_time) in [
+        ("fmi2", "fmi2LastSuccessfulTime"),
+        ("fmi3", "lastSuccessfulTime"),
+    ] {
+        let (out, out_dir) = run_faulty(dir.path(), v, 2, 0.305);
+        let err = assert_clean_stop(&out, &out_dir);
+        assert!(
+            err.contains(&format!(
+                "error: FMU instance 'faulty': {v}DoStep returned Discard at t = 0.3 (step "
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("the FMU stopped at {last_time} = 0.305")),
+            "{err}"
+        );
+        assert!(err.contains("the master cannot redo the step"), "{err}");
+        // The FMU's own log line is quoted in the message.
+        assert!(
+            err.contains("the FMU logged:\n  [Discard]") && err.contains("returning Discard"),
+            "{err}"
+        );
+        // After Discard the instance may be terminated, and is.
+        assert!(err.contains("subsystem 'faulty' terminated"), "{err}");
+        assert!(!err.contains("terminating '"), "{err}");
+        let msg = summary(&out_dir)["message"].as_str().unwrap().to_string();
+        assert!(
+            msg.contains("returned Discard") && msg.contains("returning Discard"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn a_fatal_status_stops_the_run_and_the_failed_fmu_is_never_called_again() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (out, out_dir) = run_faulty(dir.path(), v, 7, 0.305);
+        let err = assert_clean_stop(&out, &out_dir);
+        assert!(
+            err.contains(&format!(
+                "error: FMU instance 'faulty': {v}DoStep returned Fatal at t = 0.3; the FMU logged:"
+            )),
+            "{err}"
+        );
+        assert!(err.contains("(fail_mode 7): returning Fatal"), "{err}");
+        // No call after Fatal: not Terminate (nor FreeInstance, which the
+        // binding refuses on its own); so no refusal message either.
+        assert!(
+            err.contains("subsystem 'faulty' failed: not terminated"),
+            "{err}"
+        );
+        assert!(!err.contains("terminating 'faulty'"), "{err}");
+        assert!(!err.contains("no further calls are allowed"), "{err}");
+    }
+}
+
+#[test]
+fn a_nan_output_stops_the_run_and_every_fmu_is_terminated() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (out, out_dir) = run_faulty(dir.path(), v, 3, 0.105);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(
+                "error: subsystem 'faulty': variable 'x' is NaN at t = 0.11: the co-simulation diverged or the FMU failed; stopping"
+            ),
+            "{err}"
+        );
+        // The FMU's own warning line is shown.
+        assert!(
+            err.contains("Faulty: output x becomes NaN at fail_at = 0.105"),
+            "{err}"
+        );
+        assert!(err.contains("subsystem 'gain' terminated"), "{err}");
+        assert!(err.contains("subsystem 'faulty' terminated"), "{err}");
+        let t = consistent_trace(&out_dir.join("trace.csv"));
+        assert_eq!(t.len(), 11);
+        assert_eq!(summary(&out_dir)["status"], "error");
+    }
+}
+
+/// An abort in an FMU cannot be survived in-process: the `cosim` process
+/// dies of SIGABRT, after the FMU's log line went out. (Process isolation
+/// turns it into an ordinary FMU error.)
+#[test]
+fn an_abort_in_an_fmu_kills_an_in_process_run_after_its_log_line() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (out, _) = run_faulty(dir.path(), v, 5, 0.305);
+        let err = stderr(&out);
+        assert_eq!(out.status.signal(), Some(6), "{:?}: {err}", out.status);
+        assert!(err.contains("(fail_mode 5): calling abort()"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// `fail_mode = 4` raises SIGSEGV with `raise()`. A real invalid access
+/// kills an in-process run; a *raised* SIGSEGV does not: Rust's standard
+/// library handles SIGSEGV (to report stack overflows) and, for a fault
+/// outside a guard page, restores the default action and returns, which
+/// re-runs a faulting instruction but simply resumes after `raise()`. The
+/// kit then returns Fatal, and the run stops cleanly like any Fatal. If the
+/// kit ever makes the fault real, the process dies of SIGSEGV instead; both
+/// outcomes are checked to their end.
+#[test]
+fn a_raised_segfault_in_an_fmu_either_kills_the_run_or_ends_as_fatal() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (out, out_dir) = run_faulty(dir.path(), v, 4, 0.305);
+        let err = stderr(&out);
+        assert!(err.contains("(fail_mode 4): raising SIGSEGV"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        match out.status.signal() {
+            Some(sig) => assert_eq!(sig, 11, "{err}"),
+            None => {
+                let err = assert_clean_stop(&out, &out_dir);
+                assert!(
+                    err.contains(&format!(
+                        "error: FMU instance 'faulty': {v}DoStep returned Fatal at t = 0.3"
+                    )),
+                    "{err}"
+                );
+                assert!(
+                    err.contains("subsystem 'faulty' failed: not terminated"),
+                    "{err}"
+                );
+            }
+        }
+    }
+}
+
+// ----- what happens to every FMU, seen from the library ---------------------
+
+/// A subsystem that records `terminate` and `drop` (the FMU's
+/// FreeInstance) of the FMU subsystem it wraps.
+struct Recorder {
+    inner: Option<FmuSubsystem>,
+    name: String,
+    events: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn inner(&mut self) -> &mut FmuSubsystem {
+        self.inner.as_mut().unwrap()
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        drop(self.inner.take());
+        self.events
+            .lock()
+            .unwrap()
+            .push(format!("free {}", self.name));
+    }
+}
+
+impl Subsystem for Recorder {
+    fn info(&self) -> &SubsystemInfo {
+        self.inner.as_ref().unwrap().info()
+    }
+    fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> cosim_core::Result<()> {
+        self.inner().enter_initialization(t0, t_stop)
+    }
+    fn exit_initialization(&mut self) -> cosim_core::Result<()> {
+        self.inner().exit_initialization()
+    }
+    fn set_inputs(&mut self, values: &[f64]) -> cosim_core::Result<()> {
+        self.inner().set_inputs(values)
+    }
+    fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> cosim_core::Result<()> {
+        self.inner().set_input_derivatives(order, values)
+    }
+    fn do_step(&mut self, t: f64, h: f64) -> cosim_core::Result<StepOutcome> {
+        self.inner().do_step(t, h)
+    }
+    fn get_observed(&mut self, values: &mut [f64]) -> cosim_core::Result<()> {
+        self.inner().get_observed(values)
+    }
+    fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> cosim_core::Result<()> {
+        self.inner().get_output_derivatives(order, values)
+    }
+    fn save_state(&mut self, reuse: Option<StateId>) -> cosim_core::Result<StateId> {
+        self.inner().save_state(reuse)
+    }
+    fn restore_state(&mut self, id: StateId) -> cosim_core::Result<()> {
+        self.inner().restore_state(id)
+    }
+    fn free_state(&mut self, id: StateId) -> cosim_core::Result<()> {
+        self.inner().free_state(id)
+    }
+    fn terminate(&mut self) -> cosim_core::Result<()> {
+        let r = self.inner().terminate();
+        self.events
+            .lock()
+            .unwrap()
+            .push(format!("terminate {}", self.name));
+        r
+    }
+    fn counters(&self) -> CallCounters {
+        self.inner.as_ref().unwrap().counters()
+    }
+    fn step_function(&self) -> &'static str {
+        self.inner.as_ref().unwrap().step_function()
+    }
+    fn take_recent_log(&mut self) -> Vec<String> {
+        self.inner().take_recent_log()
+    }
+}
+
+/// Instantiates `model` as subsystem `name` with its first input and first
+/// output as slots, and the given real / integer parameters.
+fn subsystem(
+    fmu: &Fmu,
+    name: &str,
+    reals: &[(&str, f64)],
+    ints: &[(&str, i32)],
+    events: &Arc<Mutex<Vec<String>>>,
+) -> Box<dyn Subsystem> {
+    let md = fmu.model_description();
+    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
+    let (input, output) = match md.model_name.as_str() {
+        "Gain" => (find("u"), find("y")),
+        _ => (find("u"), find("x")),
+    };
+    let mut sub = FmuSubsystem::instantiate(
+        fmu,
+        name,
+        &[input],
+        &[output],
+        1,
+        &InstantiateOptions::default(),
+    )
+    .unwrap();
+    for (n, v) in reals {
+        let vr = md.variables[find(n)].value_reference;
+        sub.instance_mut().set_f64(&[vr], &[*v]).unwrap();
+    }
+    for (n, v) in ints {
+        let vr = md.variables[find(n)].value_reference;
+        sub.instance_mut().set_i32(&[vr], &[*v]).unwrap();
+    }
+    Box::new(Recorder {
+        inner: Some(sub),
+        name: name.to_string(),
+        events: Arc::clone(events),
+    })
+}
+
+/// A ring gain1 -> faulty -> gain2 -> gain1 run by the library; returns the
+/// run's status and the recorded terminate / free events.
+fn ring_run(version: &str, mode: i32) -> (RunStatus, String, Vec<String>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let gain = Fmu::open(fmu(version, "Gain")).unwrap();
+    let faulty = Fmu::open(fmu(version, "Faulty")).unwrap();
+    let subsystems = vec![
+        subsystem(&gain, "gain1", &[("k", -0.5)], &[], &events),
+        subsystem(
+            &faulty,
+            "faulty",
+            &[("x0", 1.0), ("fail_at", 0.305)],
+            &[("fail_mode", mode)],
+            &events,
+        ),
+        subsystem(&gain, "gain2", &[("k", 1.0)], &[], &events),
+    ];
+    let link = |from, to| Connection {
+        from_subsystem: from,
+        from_slot: 0,
+        to_subsystem: to,
+        to_slot: 0,
+        gain: 1.0,
+        offset: 0.0,
+        signal: false,
+    };
+    let system = System::new(SystemSpec {
+        subsystems,
+        step_multiple: vec![1, 1, 1],
+        connections: vec![link(1, 2), link(2, 0), link(0, 1)],
+        bonds: Vec::new(),
+        nonfinite: Default::default(),
+        threads: 1,
+    })
+    .unwrap();
+    let execution = Execution {
+        system,
+        master: Box::new(FixedStep::new(0.01, Scheme::Jacobi, 0)),
+        observers: Vec::new(),
+        t_start: 0.0,
+        t_stop: 1.0,
+        interrupt: None,
+        diagnostics: Vec::new(),
+    };
+    let (summary, error) = execution.run();
+    let message = error.map(|e| e.to_string()).unwrap_or_default();
+    let events = events.lock().unwrap().clone();
+    (summary.status, message, events)
+}
+
+#[test]
+fn after_a_failure_every_other_fmu_is_terminated_then_every_fmu_freed() {
+    for v in ["fmi2", "fmi3"] {
+        // Error and Fatal: the failed instance is not terminated; the others
+        // are, in reverse order of declaration, before anything is freed.
+        for (mode, status) in [(1, "Error"), (7, "Fatal")] {
+            let (run_status, message, events) = ring_run(v, mode);
+            assert_eq!(run_status, RunStatus::Error);
+            assert!(message.contains(&format!("returned {status}")), "{message}");
+            assert_eq!(
+                events,
+                [
+                    "terminate gain2",
+                    "terminate gain1",
+                    "free gain1",
+                    "free faulty",
+                    "free gain2"
+                ],
+                "{v} mode {mode}"
+            );
+        }
+        // Discard and NaN: every instance is terminated, then freed.
+        for mode in [2, 3] {
+            let (run_status, message, events) = ring_run(v, mode);
+            assert_eq!(run_status, RunStatus::Error, "{message}");
+            assert_eq!(
+                events,
+                [
+                    "terminate gain2",
+                    "terminate faulty",
+                    "terminate gain1",
+                    "free gain1",
+                    "free faulty",
+                    "free gain2"
+                ],
+                "{v} mode {mode}"
+            );
+        }
+    }
+}
+
+// ----- interruption ---------------------------------------------------------
+
+/// A spawned `cosim run` whose stderr is collected by a thread; killed on
+/// drop if still running.
+struct Running {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Running {
+    fn spawn(args: &[&str]) -> Running {
+        let mut child = Command::new(cosim_bin())
+            .args(args)
+            .current_dir(root())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Running { child, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits until `cond` holds, at most `limit`.
+    fn wait_for(&mut self, limit: Duration, what: &str, cond: impl Fn(&Running) -> bool) {
+        let start = Instant::now();
+        while !cond(self) {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("cosim exited ({status}) before {what}: {}", self.stderr());
+            }
+            assert!(
+                start.elapsed() < limit,
+                "timed out waiting for {what}: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the exit, at most `limit`; returns the exit code.
+    fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the reader thread drain the pipe.
+                std::thread::sleep(Duration::from_millis(100));
+                return status.code();
+            }
+            assert!(
+                start.elapsed() < limit,
+                "cosim still running {limit:?} after the signal: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn trace_rows(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+#[test]
+fn sigterm_and_ctrl_c_stop_a_long_run_at_the_next_step_with_outputs_and_summary() {
+    for (signal, code) in [("TERM", 143), ("INT", 130)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let mut run = Running::spawn(&[
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "1e6",
+            "--no-progress",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        // Started writing: rows were flushed.
+        let trace = out_dir.join("trace.csv");
+        run.wait_for(Duration::from_secs(60), "trace rows", |_| {
+            trace_rows(&trace) > 10
+        });
+        run.signal(signal);
+        let sent = Instant::now();
+        let exit = run.wait_exit(Duration::from_secs(20));
+        let elapsed = sent.elapsed();
+        let err = run.stderr();
+        assert_eq!(exit, Some(code), "SIG{signal}: {err}");
+        assert!(
+            elapsed < Duration::from_secs(5),
+            "took {elapsed:?} to stop: {err}"
+        );
+        assert!(
+            err.contains(&format!("SIG{signal}: stopping at the next macro step")),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("interrupted by SIG{signal} at t = ")),
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        let s = summary(&out_dir);
+        assert_eq!(s["status"], "interrupted", "{s}");
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("interrupted at t = "),
+            "{s}"
+        );
+        // Every completed step is in the trace, every row complete, the
+        // last one at the time the summary reports.
+        let times = consistent_trace(&trace);
+        let reached = s["t_reached"].as_f64().unwrap();
+        assert!(reached > 0.0 && reached < 1e6);
+        // (serde_json may parse the last digit 1 ulp off: compare closely.)
+        let last = *times.last().unwrap();
+        assert!(
+            (last - reached).abs() <= 1e-12 * reached,
+            "{last} != {reached}"
+        );
+        assert_eq!(
+            times.len() as u64,
+            s["stats"]["macro_steps"].as_u64().unwrap() + 1
+        );
+        // The energy and step logs are complete too.
+        let energy = Table::read(&out_dir.join("energy.csv")).unwrap();
+        assert_eq!(*energy.time().last().unwrap(), last);
+        // (A step log row holds the step's start and size.)
+        let steps = Table::read(&out_dir.join("steps.csv")).unwrap();
+        let (t, dt) = (
+            *steps.time().last().unwrap(),
+            *steps.column("step").unwrap().last().unwrap(),
+        );
+        assert!((t + dt - last).abs() < 1e-9, "{t} + {dt} != {last}");
+    }
+}
+
+/// While an FMU call hangs, the run cannot reach the next macro step: the
+/// first Ctrl-C is acknowledged but cannot stop it (process isolation adds a
+/// timeout); a second one exits at once.
+#[test]
+fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), "fmi2", 6, 0.105, 1.0);
+    let out_dir = dir.path().join("out");
+    let mut run = Running::spawn(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--no-progress",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    run.wait_for(Duration::from_secs(60), "the FMU to hang", |r| {
+        r.stderr().contains("(fail_mode 6): hanging forever")
+    });
+    run.signal("INT");
+    run.wait_for(Duration::from_secs(10), "the first signal's notice", |r| {
+        r.stderr()
+            .contains("SIGINT: stopping at the next macro step")
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        run.child.try_wait().unwrap().is_none(),
+        "the run ended although the FMU hangs: {}",
+        run.stderr()
+    );
+    run.signal("INT");
+    let sent = Instant::now();
+    let exit = run.wait_exit(Duration::from_secs(10));
+    assert_eq!(exit, Some(130), "{}", run.stderr());
+    assert!(sent.elapsed() < Duration::from_secs(3));
+    assert!(!run.stderr().contains("panicked"));
+}
+
+// ----- status codes the kit never returns: a hand-written C FMU -------------
+
+/// Builds `tests/data/hostile_fmu` (C source and model description) into
+/// `<dir>/Hostile.fmu` with the system C compiler.
+fn hostile_fmu(dir: &Path) -> PathBuf {
+    let src = root().join("tests/data/hostile_fmu");
+    let lib = dir.join("Hostile.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
+        .arg(&lib)
+        .arg(src.join("hostile.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fmu = dir.join("Hostile.fmu");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    z.start_file("modelDescription.xml", opts).unwrap();
+    std::io::Write::write_all(
+        &mut z,
+        &std::fs::read(src.join("modelDescription.xml")).unwrap(),
+    )
+    .unwrap();
+    z.start_file("binaries/linux64/Hostile.so", opts).unwrap();
+    std::io::Write::write_all(&mut z, &std::fs::read(&lib).unwrap()).unwrap();
+    z.finish().unwrap();
+    fmu
+}
+
+/// Runs the Hostile FMU (beside a Gain fed by it) with doStep returning
+/// `status` once at t = 0.5.
+fn run_hostile(dir: &Path, status: i32) -> (Output, PathBuf) {
+    let hostile = hostile_fmu(dir);
+    let scenario = dir.join(format!("hostile{status}.toml"));
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "hostile"
+fmu = "{}"
+parameters = {{ status = {status} }}
+
+[[subsystems]]
+name = "gain"
+fmu = "{}"
+
+[[connections]]
+from = "hostile.y"
+to = "gain.u"
+"#,
+            hostile.display(),
+            fmu("fmi2", "Gain").display()
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join(format!("out{status}"));
+    let out = Command::new(cosim_bin())
+        .args(["run", "--no-progress"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .env("COSIM_LOG", TERMINATION_LOG)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    (out, out_dir)
+}
+
+#[test]
+fn a_warning_status_is_logged_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, out_dir) = run_hostile(dir.path(), 1);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("fmi2DoStep returned Warning"), "{err}");
+    assert!(
+        err.contains("Hostile: returning status 1 in the step from 0.49 to 0.5"),
+        "{err}"
+    );
+    let t = consistent_trace(&out_dir.join("trace.csv"));
+    assert_eq!(t.len(), 101);
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "completed");
+    assert_eq!(s["t_reached"], 1.0);
+}
+
+/// A status code outside the standard is not trusted: treated as Fatal, the
+/// instance is not called again (not even freed), the others are terminated.
+#[test]
+fn an_unknown_status_code_is_treated_as_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, out_dir) = run_hostile(dir.path(), 42);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: FMU instance 'hostile': fmi2DoStep returned Fatal at t = 0.49"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Hostile: returning status 42 in the step from 0.49 to 0.5"),
+        "{err}"
+    );
+    assert!(err.contains("subsystem 'gain' terminated"), "{err}");
+    assert!(
+        err.contains("subsystem 'hostile' failed: not terminated"),
+        "{err}"
+    );
+    assert_eq!(consistent_trace(&out_dir.join("trace.csv")).len(), 50);
+    assert_eq!(summary(&out_dir)["status"], "error");
+}
