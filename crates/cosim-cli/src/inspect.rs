@@ -8,9 +8,31 @@ use cosim_fmi::Fmu;
 use cosim_fmi::archive::platform_directories;
 use cosim_fmi::inspect::InspectReport;
 
-/// Inspects `path`: an `.fmu` file, an unpacked FMU directory, or a
-/// directory holding `.fmu` files.
+/// Inspects `path`: an `.fmu` file, an unpacked FMU directory, a
+/// directory holding `.fmu` files, or a scenario (its structure: bonds,
+/// feed-through, algebraic loops and the zero-stability of every level).
 pub fn run(path: &Path, json: bool) -> Result<()> {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+    {
+        if json {
+            anyhow::bail!(
+                "--json is for FMUs; for a scenario, `cosim inspect` prints its structure"
+            );
+        }
+        let args = crate::run::RunArgs {
+            scenario: path.to_path_buf(),
+            set: Vec::new(),
+            stop: None,
+            step: None,
+            out: None,
+            threads: None,
+            no_progress: true,
+            check: false,
+        };
+        return crate::run::check(&args, false);
+    }
     let targets = targets(path)?;
     let mut reports = Vec::new();
     let mut failures = 0;

@@ -8,6 +8,7 @@ mod compare;
 mod convert;
 mod host;
 mod inspect;
+mod interrupt;
 mod run;
 mod sweep;
 
@@ -21,7 +22,7 @@ use clap::{Parser, Subcommand};
     name = "cosim",
     version,
     about = "Co-simulation master for FMI 2.0 and 3.0 FMUs",
-    long_about = "Co-simulation master for FMI 2.0 and 3.0 FMUs.\n\nExit status: 0 success, 1 the run failed (FMU error, divergence, interruption), 2 bad input (scenario, FMU file, arguments)."
+    long_about = "Co-simulation master for FMI 2.0 and 3.0 FMUs.\n\nExit status: 0 success, 1 the run failed (FMU error, divergence), 2 bad input (scenario, FMU file, arguments), 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM."
 )]
 struct Cli {
     /// More log output (-v: info, -vv: debug including FMU log messages).

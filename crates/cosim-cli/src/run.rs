@@ -12,10 +12,13 @@ use cosim_scenario::Overrides;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
 
+use crate::interrupt::Interrupt;
+
 /// Arguments shared by `run` and `check`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// The scenario file (TOML).
+    /// The scenario file (TOML), or an SSP (.ssp, .ssd) or OSP
+    /// (OspSystemStructure.xml, or its directory) system description.
     pub scenario: PathBuf,
     /// Set a parameter or start value: `--set chassis.m_c=500` (repeatable).
     #[arg(long = "set", value_name = "SUB.VAR=VALUE")]
@@ -35,14 +38,19 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// `run` only: first check the scenario as `cosim check` does (structure,
+    /// zero-stability of every level), then run it.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Exit statuses other than success (0).
 pub mod exit {
-    /// The run started and failed (FMU error, divergence, interruption).
+    /// The run started and failed (FMU error, divergence).
     pub const RUN_FAILED: u8 = 1;
     /// Bad input: scenario, FMU, arguments.
     pub const BAD_INPUT: u8 = 2;
+    // Interrupted by SIGINT / SIGTERM: 130 / 143 (see `interrupt`).
 }
 
 /// A failure with its exit status (the message is already printed).
@@ -71,7 +79,17 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
         step: args.step,
         out: args.out.clone(),
     };
-    let prepared = runner::prepare(&args.scenario, &overrides, args.threads).map_err(bad_input)?;
+    let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
+        // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.
+        let imported =
+            cosim_ssp::prepare(&args.scenario, &overrides, args.threads).map_err(bad_input)?;
+        for d in imported.diagnostics.iter().filter(|_| !quiet) {
+            eprintln!("{d}");
+        }
+        imported.prepared
+    } else {
+        runner::prepare(&args.scenario, &overrides, args.threads).map_err(bad_input)?
+    };
     if !quiet {
         for w in &prepared.resolved.warnings {
             eprintln!("{w}");
@@ -111,12 +129,25 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
         .check(&system)
         .map_err(|e| bad_input(format!("error: {e}")))?;
     let init = system.initialize(resolved.start, Some(resolved.stop));
+    // Zero-stability of every level, with the FMUs' directional derivatives
+    // at the initial point where they provide them (hafner eqs. 3, 10-12).
+    let stability = match &init {
+        Ok(_) => Some(cosim_core::structure::zero_stability(&mut system, "top")),
+        Err(_) => None,
+    };
     let term = system.terminate_all();
     init.map_err(|e| bad_input(format!("error: initialization failed: {e}")))?;
     term.map_err(|e| bad_input(format!("error: {e}")))?;
+    let stability = stability
+        .transpose()
+        .map_err(|e| bad_input(format!("error: zero-stability check: {e}")))?
+        .unwrap_or_default();
     if !quiet {
         for f in &report.feedthrough {
             eprintln!("feed-through: {f}");
+        }
+        for level in &stability {
+            eprintln!("zero-stability of {level}");
         }
         eprintln!(
             "{}: ok ({} subsystems, {} connections, {} power bonds, master {}, t = {} .. {})",
@@ -134,16 +165,33 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
 
 /// `cosim run`.
 pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
+    // Installed before the FMUs are loaded: a signal during loading stops
+    // the run before its first step, with the same clean ending.
+    let interrupt = Interrupt::install()
+        .map_err(|e| bad_input(format!("error: cannot install the signal handlers: {e}")))?;
+    if args.check {
+        check(args, quiet)?;
+    }
     let prepared = prepare(args, quiet)?;
     let (t0, t1) = (prepared.resolved.start, prepared.resolved.stop);
     let mut extra: Vec<Box<dyn Observer>> = Vec::new();
     if !quiet && !args.no_progress {
         extra.push(Box::new(Progress::new(t0, t1)));
     }
-    let outcome =
-        runner::run(prepared, extra, None).map_err(|e| bad_input(format!("error: {e}")))?;
+    let outcome = runner::run(prepared, extra, Some(interrupt.flag()))
+        .map_err(|e| bad_input(format!("error: {e}")))?;
     let summary = &outcome.summary;
     match (summary.status, outcome.error) {
+        (RunStatus::Interrupted, _) => {
+            eprintln!(
+                "interrupted by {} at t = {} after {} macro steps: FMUs terminated; the outputs hold every completed step ({})",
+                interrupt.signal_name().unwrap_or("a signal"),
+                summary.t_reached,
+                summary.stats.macro_steps,
+                outcome.output_dir.display()
+            );
+            Err(anyhow::Error::new(Failed(interrupt.exit_status())))
+        }
         (RunStatus::Completed, _) => {
             if !quiet {
                 eprintln!(

@@ -50,6 +50,23 @@ pub enum CoreError {
         t: f64,
     },
 
+    /// An output exceeded the divergence limit.
+    #[error(
+        "subsystem '{subsystem}': variable '{variable}' = {value:e} exceeds the divergence limit {limit:e} at t = {t}: the co-simulation diverged; stopping"
+    )]
+    Diverged {
+        /// The subsystem.
+        subsystem: String,
+        /// The variable.
+        variable: String,
+        /// Its value.
+        value: f64,
+        /// The limit.
+        limit: f64,
+        /// Simulation time.
+        t: f64,
+    },
+
     /// A master cannot drive this system (e.g. a capability is missing).
     #[error("{master} master: {reason}")]
     Capability {
@@ -88,6 +105,29 @@ pub enum CoreError {
     Interrupted {
         /// Simulation time reached.
         t: f64,
+    },
+
+    /// The process hosting a subsystem's FMU (process isolation) died, or
+    /// did not answer in time and was killed.
+    #[error(
+        "subsystem '{subsystem}': {function}{}: {cause}{}",
+        t.map(|t| format!(" at t = {t}")).unwrap_or_default(),
+        if log.is_empty() { String::new() } else { format!("; the host's last messages:\n  {}", log.join("\n  ")) }
+    )]
+    HostProcess {
+        /// The subsystem.
+        subsystem: String,
+        /// The FMI function in progress (`fmi2DoStep`), or what the host was
+        /// doing.
+        function: &'static str,
+        /// Simulation time of that call, where it applies.
+        t: Option<f64>,
+        /// What happened: "the FMU's host process (pid 12) died of a
+        /// segmentation fault (SIGSEGV)", "no answer within 60 s ...".
+        cause: String,
+        /// The last lines the host wrote to its standard error (the FMU's
+        /// log messages among them).
+        log: Vec<String>,
     },
 }
 

@@ -166,7 +166,14 @@ impl Execution {
                 error.get_or_insert(e);
             }
         }
-        if let Err(e) = self.system.terminate_all()
+        // A subsystem whose FMU returned Error or Fatal is not terminated:
+        // after Error the standard allows only freeing it (or a reset), after
+        // Fatal no call at all (the binding refuses even the free). Every
+        // other subsystem is terminated; all are freed when the system drops.
+        let failed = error
+            .as_ref()
+            .and_then(|e| failed_subsystem(e, &self.system));
+        if let Err(e) = self.system.terminate_all_except(failed)
             && error.is_none()
         {
             error = Some(e);
@@ -217,4 +224,23 @@ impl Execution {
         };
         (summary, error)
     }
+}
+
+/// The subsystem whose FMU returned Error or Fatal, or whose host process
+/// died (process isolation), if that is what stopped the run (FMU instances
+/// are named after their subsystem).
+fn failed_subsystem(error: &CoreError, system: &System) -> Option<usize> {
+    let name = match error {
+        CoreError::Fmi(cosim_fmi::FmiError::Status {
+            instance,
+            status: cosim_fmi::Status::Error | cosim_fmi::Status::Fatal,
+            ..
+        }) => instance,
+        CoreError::HostProcess { subsystem, .. } => subsystem,
+        _ => return None,
+    };
+    system
+        .subsystems()
+        .iter()
+        .position(|s| s.info().name == *name)
 }

@@ -16,6 +16,7 @@ pub mod indicators;
 pub mod inputs;
 pub mod master;
 pub mod metrics;
+pub mod nested;
 pub mod observer;
 pub mod structure;
 pub mod subsystem;

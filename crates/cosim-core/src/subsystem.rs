@@ -7,7 +7,9 @@
 //! derivatives may be available); the rest are other variables read only for
 //! the trace.
 
-use cosim_fmi::model_description::{Causality, Dependencies, Variability, VariableIndex};
+use cosim_fmi::model_description::{
+    Causality, Dependencies, ModelDescription, Variability, VariableIndex,
+};
 use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepOutcome};
 use serde::Serialize;
 
@@ -55,6 +57,70 @@ pub struct SubsystemInfo {
 }
 
 impl SubsystemInfo {
+    /// The information of a subsystem described by `md` (an FMU's model
+    /// description, or a nested system's synthetic one), with the given
+    /// variables as input slots and observed slots (`observed[..n_outputs]`
+    /// outputs). Capabilities come from `<CoSimulation>` (none when it is
+    /// absent), feed-through from `<ModelStructure>`.
+    pub fn from_model_description(
+        md: &ModelDescription,
+        name: &str,
+        inputs: &[VariableIndex],
+        observed: &[VariableIndex],
+        n_outputs: usize,
+        origin: String,
+    ) -> SubsystemInfo {
+        let cs = md.co_simulation.clone().unwrap_or_default();
+        let port = |&i: &VariableIndex| {
+            let v = &md.variables[i];
+            Port {
+                name: v.name.clone(),
+                unit: v.unit.clone(),
+            }
+        };
+        let feedthrough = observed[..n_outputs]
+            .iter()
+            .map(|&o| {
+                let deps = md.output_input_dependencies(o);
+                inputs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| deps.contains(i))
+                    .map(|(slot, _)| slot)
+                    .collect()
+            })
+            .collect();
+        // Stateless only when provably algebraic: no state derivatives, no
+        // continuous locals, and every output a function of inputs alone.
+        let algebraic_output = |u: &cosim_fmi::model_description::Unknown| {
+            matches!(&u.dependencies, Dependencies::Listed(d) if !d.is_empty()
+                && d.iter().all(|d| md.variables.get(d.variable).is_some_and(|v| v.causality == Causality::Input)))
+        };
+        let has_state = !md.model_structure.derivatives.is_empty()
+            || md.variables.iter().any(|v| {
+                v.causality == Causality::Local
+                    && v.variability == Variability::Continuous
+                    && v.var_type.is_float()
+            })
+            || md.model_structure.outputs.is_empty()
+            || !md.model_structure.outputs.iter().all(algebraic_output);
+        SubsystemInfo {
+            name: name.to_string(),
+            inputs: inputs.iter().map(port).collect(),
+            observed: observed.iter().map(port).collect(),
+            n_outputs,
+            feedthrough,
+            can_interpolate_inputs: cs.can_interpolate_inputs,
+            max_output_derivative_order: cs.max_output_derivative_order,
+            can_get_set_state: cs.can_get_and_set_fmu_state,
+            can_serialize_state: cs.can_serialize_fmu_state,
+            can_handle_variable_step: cs.can_handle_variable_communication_step_size,
+            provides_directional_derivatives: cs.provides_directional_derivatives,
+            has_state,
+            origin,
+        }
+    }
+
     /// True when any output depends directly on any input.
     pub fn has_feedthrough(&self) -> bool {
         self.feedthrough.iter().any(|d| !d.is_empty())
@@ -142,6 +208,19 @@ pub trait Subsystem: Send {
     fn take_recent_log(&mut self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The direct feed-through Jacobian `d(outputs)/d(inputs)` at the
+    /// current point, row-major (`n_outputs x n_inputs`), where the
+    /// subsystem can compute it (FMU directional derivatives). Returns
+    /// `false` when it cannot.
+    fn feedthrough_jacobian(&mut self, _jacobian: &mut [f64]) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// The coupled system inside, for a nested system.
+    fn as_system(&mut self) -> Option<&mut crate::system::System> {
+        None
+    }
 }
 
 /// A subsystem that is one FMU instance.
@@ -201,55 +280,15 @@ impl FmuSubsystem {
         options: &InstantiateOptions,
     ) -> Result<Self> {
         let md = fmu.model_description();
-        let cs = fmu.co_simulation()?;
-        let port = |&i: &VariableIndex| {
-            let v = &md.variables[i];
-            Port {
-                name: v.name.clone(),
-                unit: v.unit.clone(),
-            }
-        };
-        let feedthrough = observed[..n_outputs]
-            .iter()
-            .map(|&o| {
-                let deps = md.output_input_dependencies(o);
-                inputs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, i)| deps.contains(i))
-                    .map(|(slot, _)| slot)
-                    .collect()
-            })
-            .collect();
-        // Stateless only when provably algebraic: no state derivatives, no
-        // continuous locals, and every output a function of inputs alone.
-        let algebraic_output = |u: &cosim_fmi::model_description::Unknown| {
-            matches!(&u.dependencies, Dependencies::Listed(d) if !d.is_empty()
-                && d.iter().all(|d| md.variables.get(d.variable).is_some_and(|v| v.causality == Causality::Input)))
-        };
-        let has_state = !md.model_structure.derivatives.is_empty()
-            || md.variables.iter().any(|v| {
-                v.causality == Causality::Local
-                    && v.variability == Variability::Continuous
-                    && v.var_type.is_float()
-            })
-            || md.model_structure.outputs.is_empty()
-            || !md.model_structure.outputs.iter().all(algebraic_output);
-        let info = SubsystemInfo {
-            name: name.to_string(),
-            inputs: inputs.iter().map(port).collect(),
-            observed: observed.iter().map(port).collect(),
+        fmu.co_simulation()?;
+        let info = SubsystemInfo::from_model_description(
+            md,
+            name,
+            inputs,
+            observed,
             n_outputs,
-            feedthrough,
-            can_interpolate_inputs: cs.can_interpolate_inputs,
-            max_output_derivative_order: cs.max_output_derivative_order,
-            can_get_set_state: cs.can_get_and_set_fmu_state,
-            can_serialize_state: cs.can_serialize_fmu_state,
-            can_handle_variable_step: cs.can_handle_variable_communication_step_size,
-            provides_directional_derivatives: cs.provides_directional_derivatives,
-            has_state,
-            origin: fmu.source().display().to_string(),
-        };
+            fmu.source().display().to_string(),
+        );
         let vr = |&i: &VariableIndex| md.variables[i].value_reference;
         let input_vrs = inputs.iter().map(vr).collect();
         let observed_vrs = observed.iter().map(vr).collect();
@@ -371,5 +410,28 @@ impl Subsystem for FmuSubsystem {
 
     fn take_recent_log(&mut self) -> Vec<String> {
         self.instance.take_recent_log()
+    }
+
+    fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {
+        let (n_out, n_in) = (self.info.n_outputs, self.input_vrs.len());
+        if !self.info.provides_directional_derivatives || jacobian.len() != n_out * n_in {
+            return Ok(false);
+        }
+        let mut seed = vec![0.0; n_in];
+        let mut column = vec![0.0; n_out];
+        for k in 0..n_in {
+            seed.iter_mut().for_each(|x| *x = 0.0);
+            seed[k] = 1.0;
+            self.instance.get_directional_derivative(
+                &self.observed_vrs[..n_out],
+                &self.input_vrs,
+                &seed,
+                &mut column,
+            )?;
+            for (o, v) in column.iter().enumerate() {
+                jacobian[o * n_in + k] = *v;
+            }
+        }
+        Ok(true)
     }
 }

@@ -182,6 +182,7 @@ pub struct System {
     bonds: Vec<PowerBond>,
     nonfinite: NonFinitePolicy,
     nonfinite_warned: Vec<Vec<bool>>,
+    divergence_limit: f64,
     threads: usize,
     pool: Option<rayon::ThreadPool>,
     time: f64,
@@ -296,6 +297,7 @@ impl System {
             bonds: spec.bonds,
             nonfinite: spec.nonfinite,
             nonfinite_warned,
+            divergence_limit: f64::INFINITY,
             threads,
             pool,
             time: 0.0,
@@ -347,6 +349,13 @@ impl System {
         &self.step_multiple
     }
 
+    /// Stops the run when an observed value exceeds `limit` in magnitude
+    /// (a diverging co-simulation grows without bound long before it
+    /// overflows to infinity). Default: no limit.
+    pub fn set_divergence_limit(&mut self, limit: f64) {
+        self.divergence_limit = limit;
+    }
+
     /// Worker threads used for Jacobi stepping.
     pub fn threads(&self) -> usize {
         self.threads
@@ -386,13 +395,28 @@ impl System {
     ///
     /// Returns the number of exchange sweeps made in initialization mode.
     pub fn initialize(&mut self, t0: f64, t_stop: Option<f64>) -> Result<usize> {
+        self.enter_initialization(t0, t_stop)?;
+        let sweeps = self.settle_initialization()?;
+        self.exit_initialization()?;
+        Ok(sweeps)
+    }
+
+    /// Puts every subsystem into initialization mode at `t0` (parameters and
+    /// start values already applied).
+    pub fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
         self.time = t0;
         for s in &mut self.subsystems {
             s.enter_initialization(t0, t_stop)?;
         }
-        // A chain of feed-through outputs of length L needs L sweeps; more
-        // than one per subsystem means an algebraic loop that does not
-        // settle, which the structural check reports separately.
+        Ok(())
+    }
+
+    /// In initialization mode: reads every output, exchanges and sets every
+    /// input, until no coupled value changes. A chain of feed-through
+    /// outputs of length L needs L sweeps; a loop that does not settle is
+    /// left after one sweep per subsystem (the structural check reports it).
+    /// Returns the sweeps made.
+    pub fn settle_initialization(&mut self) -> Result<usize> {
         let max_sweeps = self.subsystems.len() + 1;
         let mut sweeps = 0;
         for _ in 0..max_sweeps {
@@ -405,18 +429,31 @@ impl System {
                 break;
             }
         }
+        Ok(sweeps)
+    }
+
+    /// Leaves initialization mode, reads the outputs at the start time and
+    /// exchanges: the system is ready for its master's `start`.
+    pub fn exit_initialization(&mut self) -> Result<()> {
         for s in &mut self.subsystems {
             s.exit_initialization()?;
         }
         self.read_all_observed()?;
         self.publish_all();
         self.exchange_all();
+        let t0 = self.time;
         for b in &mut self.buffers {
             b.hold_inputs();
             b.u_end.copy_from_slice(&b.u);
             b.last_step = (t0, 0.0);
         }
-        Ok(sweeps)
+        Ok(())
+    }
+
+    /// Sets subsystem `s`'s coupled inputs from its buffer (setup work).
+    pub fn set_inputs_of(&mut self, s: usize) -> Result<()> {
+        let b = &self.buffers[s];
+        self.subsystems[s].set_inputs(&b.u)
     }
 
     fn read_all_observed(&mut self) -> Result<()> {
@@ -501,7 +538,7 @@ impl System {
             &mut self.buffers[s],
             t,
             h,
-            self.nonfinite,
+            (self.nonfinite, self.divergence_limit),
             &mut self.nonfinite_warned[s],
         )
     }
@@ -509,7 +546,7 @@ impl System {
     /// Steps the subsystems selected by `due` (Jacobi: all from the same
     /// inputs), on worker threads when the system has more than one.
     pub fn step_jacobi(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
-        let policy = self.nonfinite;
+        let policy = (self.nonfinite, self.divergence_limit);
         type Item<'a> = (
             (
                 (&'a mut Box<dyn Subsystem>, &'a mut Buffers),
@@ -641,7 +678,7 @@ fn step_subsystem(
     b: &mut Buffers,
     t: f64,
     h: f64,
-    policy: NonFinitePolicy,
+    (policy, limit): (NonFinitePolicy, f64),
     warned: &mut [bool],
 ) -> Result<()> {
     if !b.u.is_empty() {
@@ -698,6 +735,16 @@ fn step_subsystem(
     }
     sub.get_observed(&mut b.y_new)?;
     for (k, &v) in b.y_new.iter().enumerate() {
+        if v.abs() > limit && v.is_finite() {
+            let info = sub.info();
+            return Err(CoreError::Diverged {
+                subsystem: info.name.clone(),
+                variable: info.observed[k].name.clone(),
+                value: v,
+                limit,
+                t: t + h,
+            });
+        }
         if !v.is_finite() {
             let info = sub.info();
             match policy {

@@ -19,6 +19,7 @@ use cosim_core::master::{
     Adaptive, Estimate, FixedStep, Interpolation, Iterative, IterativeSettings, Master, Richardson,
     RichardsonSettings, Scheme as CoreScheme,
 };
+use cosim_core::nested::NestedSystem;
 use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
@@ -28,9 +29,11 @@ use cosim_core::{BondPort, Connection, FmuSubsystem, PowerBond, Subsystem, Syste
 use cosim_fmi::bonds::{BondRole, find_bond_candidates};
 use cosim_fmi::model_description::{Causality, StartValue, VariableIndex, VariableType};
 use cosim_fmi::{FmiVersion, Fmu, Instance, InstantiateOptions};
+use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
 
+use crate::nest::{NestNode, Node};
 use crate::{
-    Aggregate, Indicator, MasterKind, NonFinite, Normalisation, ResolvedScenario,
+    Aggregate, Indicator, Isolation, MasterKind, NonFinite, Normalisation, ResolvedScenario,
     RichardsonEstimate, Sampling, ScenarioError, Scheme, VariableRef,
 };
 
@@ -77,6 +80,132 @@ pub struct Assembly {
     pub trace_columns: Vec<(usize, usize)>,
     /// Indicators computed and logged alongside the master.
     pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
+    /// Per subsystem: the variables of its input slots and observed slots.
+    slots: Vec<(Vec<VariableIndex>, Vec<VariableIndex>)>,
+}
+
+impl Assembly {
+    /// The input slot of a variable, if it is a coupled input.
+    pub fn input_slot(&self, r: VariableRef) -> Option<usize> {
+        self.slots
+            .get(r.subsystem)?
+            .0
+            .iter()
+            .position(|&v| v == r.variable)
+    }
+
+    /// The observed slot of a variable, if it is read after each step.
+    pub fn observed_slot(&self, r: VariableRef) -> Option<usize> {
+        self.slots
+            .get(r.subsystem)?
+            .1
+            .iter()
+            .position(|&v| v == r.variable)
+    }
+}
+
+/// Builds nested system `nest`, subsystem `s` of `resolved`, with the slots
+/// of `layout` (variables of its synthetic model description).
+fn nested(
+    resolved: &ResolvedScenario,
+    s: usize,
+    nest: &NestNode,
+    layout: &Layout,
+    level: &Level,
+    full_name: &str,
+) -> Result<Box<dyn Subsystem>, AssembleError> {
+    let sub = &resolved.subsystems[s];
+    if let Some(a) = sub.parameters.iter().chain(&sub.start_values).next() {
+        let span = match &a.origin {
+            crate::ValueOrigin::File(span) => *span,
+            crate::ValueOrigin::Argument(_) => sub.span,
+        };
+        return Err(resolved
+            .error_at(
+                span,
+                format!(
+                    "'{}' is a nested system: set the parameters and start values of its subsystems in its own scenario",
+                    sub.name
+                ),
+            )
+            .into());
+    }
+    // A fixed-step level above a fixed-step nest: the inner step must divide
+    // the outer one, so both meet at every outer communication point.
+    let (outer, inner) = (&resolved.master, &nest.resolved.master);
+    if outer.kind == MasterKind::FixedStep && inner.kind == MasterKind::FixedStep {
+        let ratio = outer.step / inner.step;
+        if (ratio - ratio.round()).abs() > 1e-9 * ratio.max(1.0) || ratio.round() < 1.0 {
+            return Err(resolved
+                .error_at(
+                    sub.span,
+                    format!(
+                        "the step {} s of nested system '{}' does not divide the step {} s of the level above",
+                        inner.step, sub.name, outer.step
+                    ),
+                )
+                .into());
+        }
+    }
+    let to_inner = |v: &VariableIndex| {
+        let (is, iv) = nest.map[*v];
+        VariableRef {
+            subsystem: is,
+            variable: iv,
+        }
+    };
+    let inner_level = Level {
+        prefix: format!("{full_name}."),
+        extra_inputs: layout.inputs.iter().map(to_inner).collect(),
+        extra_observed: layout.observed.iter().map(to_inner).collect(),
+        energy_dir: level.energy_dir.clone(),
+        divergence_limit: resolved.master.divergence_limit.or(level.divergence_limit),
+    };
+    let child = assemble_nodes(&nest.resolved, &nest.nodes, &inner_level)?;
+    let input_map = layout
+        .inputs
+        .iter()
+        .map(|v| {
+            let r = to_inner(v);
+            child.input_slot(r).map(|slot| (r.subsystem, slot))
+        })
+        .collect::<Option<Vec<_>>>();
+    let observed_map = layout
+        .observed
+        .iter()
+        .map(|v| {
+            let r = to_inner(v);
+            child.observed_slot(r).map(|slot| (r.subsystem, slot))
+        })
+        .collect::<Option<Vec<_>>>();
+    let (Some(input_map), Some(observed_map)) = (input_map, observed_map) else {
+        return Err(resolved
+            .error_at(sub.span, "internal: a slot of the nested system is missing")
+            .into());
+    };
+    let info = cosim_core::SubsystemInfo::from_model_description(
+        &nest.md,
+        full_name,
+        &layout.inputs,
+        &layout.observed,
+        layout.n_outputs,
+        format!("nested system defined in {}", sub.fmu.display()),
+    );
+    let mut observers: Vec<Box<dyn Observer>> = Vec::new();
+    if let Some(dir) = &level.energy_dir
+        && !child.system.bonds().is_empty()
+    {
+        let path = dir.join(format!("energy.{full_name}.csv"));
+        observers.push(Box::new(EnergyLog::create(&path, &child.system)?));
+    }
+    Ok(Box::new(NestedSystem::new(
+        info,
+        child.system,
+        child.master,
+        input_map,
+        observed_map,
+        observers,
+    )?))
 }
 
 /// Why assembly failed: a scenario error (with a position) or an FMU error.
@@ -139,11 +268,53 @@ impl Layout {
     }
 }
 
-/// Builds the system, master and report of a resolved scenario.
-/// `fmus[i]` is the opened FMU of subsystem `i`.
+/// Builds the system, master and report of a resolved scenario whose
+/// subsystems are all FMUs. `fmus[i]` is the opened FMU of subsystem `i`.
 pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, AssembleError> {
+    let nodes: Vec<Node> = fmus.iter().cloned().map(Node::Fmu).collect();
+    assemble_nodes(resolved, &nodes, &Level::top(resolved))
+}
+
+/// Where a level of a (possibly nested) system sits, and what the level
+/// above needs from it.
+#[derive(Debug, Clone, Default)]
+pub struct Level {
+    /// Prefix of instance names (`""` at the top, `"nest."` inside `nest`).
+    pub prefix: String,
+    /// Inner inputs the level above feeds (exposed inputs).
+    pub extra_inputs: Vec<VariableRef>,
+    /// Inner variables the level above reads (exposed outputs, traced).
+    pub extra_observed: Vec<VariableRef>,
+    /// Where nested levels write their energy logs (`energy.<path>.csv`).
+    pub energy_dir: Option<PathBuf>,
+    /// The divergence limit of the level above (a nested level's own
+    /// `divergence_limit` wins).
+    pub divergence_limit: Option<f64>,
+}
+
+impl Level {
+    /// The top level of `resolved`.
+    pub fn top(resolved: &ResolvedScenario) -> Level {
+        Level {
+            energy_dir: resolved
+                .outputs
+                .energy_log
+                .as_ref()
+                .and_then(|p| p.parent().map(std::path::Path::to_path_buf)),
+            ..Level::default()
+        }
+    }
+}
+
+/// Builds the system, master and report of a resolved scenario whose
+/// subsystems are FMUs or nested systems (`nodes[i]` is subsystem `i`).
+pub fn assemble_nodes(
+    resolved: &ResolvedScenario,
+    nodes: &[Node],
+    level: &Level,
+) -> Result<Assembly, AssembleError> {
     let n = resolved.subsystems.len();
-    let mds: Vec<_> = fmus.iter().map(|f| f.model_description()).collect();
+    let mds: Vec<_> = nodes.iter().map(Node::model_description).collect();
 
     // Refuse what the engine does not couple yet, at the scenario position.
     for c in &resolved.connections {
@@ -210,6 +381,16 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
             skipped_trace.join(", ")
         );
     }
+    // What the level above needs from a nested level.
+    for r in &level.extra_inputs {
+        let l = &mut layouts[r.subsystem];
+        if !l.inputs.contains(&r.variable) {
+            l.inputs.push(r.variable);
+        }
+    }
+    for r in &level.extra_observed {
+        want(r, &mut outputs_wanted, &mut others_wanted);
+    }
     // (Bond outputs are connected outputs, hence observed already.)
     for (s, l) in layouts.iter_mut().enumerate() {
         l.observed = outputs_wanted[s].clone();
@@ -222,25 +403,53 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
     let mut subsystems: Vec<Box<dyn Subsystem>> = Vec::with_capacity(n);
     for (s, sub) in resolved.subsystems.iter().enumerate() {
         let l = &layouts[s];
-        let mut fs = FmuSubsystem::instantiate(
-            &fmus[s],
-            &sub.name,
-            &l.inputs,
-            &l.observed,
-            l.n_outputs,
-            &options,
-        )
-        .map_err(|e| match e {
+        let full_name = format!("{}{}", level.prefix, sub.name);
+        let fmu = match &nodes[s] {
+            Node::Fmu(fmu) => fmu,
+            Node::Nest(nest) => {
+                subsystems.push(nested(resolved, s, nest, l, level, &full_name)?);
+                continue;
+            }
+        };
+        let fmu_error = |e| match e {
             cosim_core::CoreError::Fmi(error) => AssembleError::Fmu {
                 subsystem: sub.name.clone(),
                 error,
             },
             other => AssembleError::Core(other),
-        })?;
+        };
+        // In this process, or in a host process (`isolation = "process"`).
+        let mut fs: Box<dyn SettableSubsystem> = match sub.isolation {
+            Isolation::None => Box::new(
+                FmuSubsystem::instantiate(
+                    fmu,
+                    &full_name,
+                    &l.inputs,
+                    &l.observed,
+                    l.n_outputs,
+                    &options,
+                )
+                .map_err(fmu_error)?,
+            ),
+            Isolation::Process => Box::new(
+                IsolatedSubsystem::spawn(
+                    fmu,
+                    &full_name,
+                    &l.inputs,
+                    &l.observed,
+                    l.n_outputs,
+                    &options,
+                    &IsolationSettings {
+                        timeout: std::time::Duration::from_secs_f64(sub.isolation_timeout),
+                    },
+                )
+                .map_err(fmu_error)?,
+            ),
+        };
         for a in sub.parameters.iter().chain(&sub.start_values) {
             let v = &mds[s].variables[a.variable];
             apply_value(
-                fs.instance_mut(),
+                fs.values(),
                 mds[s].fmi_version,
                 v.value_reference,
                 v.var_type,
@@ -263,7 +472,7 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
                 }
             })?;
         }
-        subsystems.push(Box::new(fs));
+        subsystems.push(fs.into_subsystem());
     }
 
     // Connections in slot terms.
@@ -464,12 +673,20 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
         },
         threads: resolved.master.threads,
     })?;
+    let mut system = system;
+    if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
+        system.set_divergence_limit(limit);
+    }
     let master = build_master(resolved, &system)?;
     let trace_columns = resolved
         .outputs
         .variables
         .iter()
         .filter_map(|r| Some((r.subsystem, layouts[r.subsystem].observed_slot(r.variable)?)))
+        .collect();
+    let slots = layouts
+        .into_iter()
+        .map(|l| (l.inputs, l.observed))
         .collect();
     let diagnostics = resolved
         .master
@@ -483,6 +700,7 @@ pub fn assemble(resolved: &ResolvedScenario, fmus: &[Fmu]) -> Result<Assembly, A
         report,
         trace_columns,
         diagnostics,
+        slots,
     })
 }
 
@@ -663,7 +881,7 @@ fn describe(v: &StartValue) -> String {
 
 /// Sets one scalar value of the given type through the matching FMI call.
 fn apply_value(
-    instance: &mut Instance,
+    instance: &mut dyn SetValues,
     version: FmiVersion,
     vr: u32,
     ty: VariableType,
@@ -708,5 +926,63 @@ fn apply_value(
             instance.set_i64(&[vr], &[*x]).map_err(|e| e.to_string())
         }
         (ty, _) => Err(format!("setting {ty} variables is not supported yet")),
+    }
+}
+
+/// Where [`apply_value`] sets values: an FMU instance in this process, or
+/// one in a host process.
+trait SetValues {
+    fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<(), String>;
+    fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<(), String>;
+    fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<(), String>;
+    fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<(), String>;
+    fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<(), String>;
+}
+
+macro_rules! set_values_via {
+    ($ty:ty) => {
+        impl SetValues for $ty {
+            fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<(), String> {
+                <$ty>::set_f64(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<(), String> {
+                <$ty>::set_i32(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<(), String> {
+                <$ty>::set_i64(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<(), String> {
+                <$ty>::set_bool(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<(), String> {
+                <$ty>::set_string(self, vrs, values).map_err(|e| e.to_string())
+            }
+        }
+    };
+}
+set_values_via!(Instance);
+set_values_via!(IsolatedSubsystem);
+
+/// A subsystem being built: values can still be set on it.
+trait SettableSubsystem {
+    fn values(&mut self) -> &mut dyn SetValues;
+    fn into_subsystem(self: Box<Self>) -> Box<dyn Subsystem>;
+}
+
+impl SettableSubsystem for FmuSubsystem {
+    fn values(&mut self) -> &mut dyn SetValues {
+        self.instance_mut()
+    }
+    fn into_subsystem(self: Box<Self>) -> Box<dyn Subsystem> {
+        self
+    }
+}
+
+impl SettableSubsystem for IsolatedSubsystem {
+    fn values(&mut self) -> &mut dyn SetValues {
+        self
+    }
+    fn into_subsystem(self: Box<Self>) -> Box<dyn Subsystem> {
+        self
     }
 }

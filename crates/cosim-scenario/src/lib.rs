@@ -31,6 +31,7 @@
 
 pub mod assemble;
 mod error;
+pub mod nest;
 mod overrides;
 mod read;
 mod resolve;
@@ -46,6 +47,6 @@ pub use resolve::{
 };
 pub use scenario::{Scenario, SubsystemSpec};
 pub use settings::{
-    Aggregate, Controller, Indicator, MasterKind, MasterSettings, NonFinite, Normalisation,
-    OutputSettings, RichardsonEstimate, Sampling, Scheme, defaults,
+    Aggregate, Controller, Indicator, Isolation, MasterKind, MasterSettings, NonFinite,
+    Normalisation, OutputSettings, RichardsonEstimate, Sampling, Scheme, defaults,
 };

@@ -18,7 +18,7 @@ use crate::read::Result;
 use crate::scenario::{
     AssignKind, AssignSpec, Origin, RawValue, Scenario, VarPath, is_glob, sub_span,
 };
-use crate::settings::{MasterSettings, OutputSettings};
+use crate::settings::{Isolation, MasterSettings, OutputSettings};
 
 /// A variable of one subsystem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -62,6 +62,11 @@ pub struct ResolvedSubsystem {
     pub fmu: PathBuf,
     /// Steps every `step_multiple`-th macro step (>= 1).
     pub step_multiple: u32,
+    /// Where its FMU runs (the subsystem's `isolation`, else the
+    /// `[master]` default).
+    pub isolation: Isolation,
+    /// Longest FMU call when isolated, s (`isolation_timeout`).
+    pub isolation_timeout: f64,
     /// Values for variables of causality `parameter` (or FMI 3
     /// `structuralParameter`), in the order given.
     pub parameters: Vec<Assignment>,
@@ -673,6 +678,31 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 }
             }
         };
+        // A step below the floating-point resolution of the simulated
+        // times would reach the FMUs as 0 or badly rounded: refuse it here
+        // rather than fail mid-run.
+        let t_max = start.abs().max(stop.abs());
+        let resolution = t_max.next_up() - t_max;
+        let smallest = if kind.uses_controller() {
+            settings.step.min(settings.controller.dt_min)
+        } else {
+            settings.step
+        };
+        if smallest < 64.0 * resolution {
+            let span = spec.step.as_ref().and_then(|s| match s.origin {
+                Origin::File(span) => Some(span),
+                _ => None,
+            });
+            return Err(self
+                .src()
+                .error(
+                    span.or(spec.span),
+                    format!(
+                        "the step {smallest} s is too small to be represented at t = {t_max} s (the time resolution there is {resolution:e} s)"
+                    ),
+                )
+                .with_help("use a larger step, or shift the simulated interval towards t = 0"));
+        }
         if settings.step > stop - start
             && let Some(s) = &spec.step
             && let Origin::File(span) = s.origin
@@ -750,10 +780,16 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     start_values.push(assignment);
                 }
             }
+            let master = &self.scenario.master.settings;
             out.push(ResolvedSubsystem {
                 name: s.name.value.clone(),
                 fmu: s.fmu.value.clone(),
                 step_multiple: s.step_multiple.value,
+                isolation: s.isolation.as_ref().map_or(master.isolation, |l| l.value),
+                isolation_timeout: s
+                    .isolation_timeout
+                    .as_ref()
+                    .map_or(master.isolation_timeout, |l| l.value),
                 parameters,
                 start_values,
                 span: s.span,

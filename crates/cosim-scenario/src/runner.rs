@@ -11,7 +11,7 @@ use cosim_core::execution::{Execution, RunSummary};
 use cosim_core::observer::Observer;
 
 use crate::assemble::{self, AssembleError, Assembly};
-use crate::{Overrides, ResolvedScenario, Scenario, ScenarioError};
+use crate::{Overrides, ResolvedScenario, Scenario, ScenarioError, nest};
 
 /// Why a scenario could not be prepared (before any step was taken).
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +58,15 @@ pub fn prepare_scenario(
     scenario: &Scenario,
     threads: Option<usize>,
 ) -> Result<Prepared, PrepareError> {
-    let fmus = assemble::open_fmus(scenario)?;
+    // Nested systems run on the times of the top level; their own
+    // `[simulation]` does not apply (any values do for resolving them).
+    let start = scenario.simulation.start.as_ref().map(|s| s.value);
+    let stop = scenario.simulation.stop.as_ref().map(|s| s.value);
+    let (nest_start, nest_stop) = match (start, stop) {
+        (Some(a), Some(b)) => (a, b),
+        (a, _) => (a.unwrap_or(0.0), a.unwrap_or(0.0) + 1.0),
+    };
+    let nodes = nest::prepare_nodes(scenario, Some(nest_start), Some(nest_stop))?;
     let names: Vec<String> = scenario
         .subsystems()
         .iter()
@@ -66,14 +74,15 @@ pub fn prepare_scenario(
         .collect();
     let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
         .iter()
-        .zip(&fmus)
-        .map(|(n, f)| (n.as_str(), f.model_description()))
+        .zip(&nodes)
+        .map(|(n, node)| (n.as_str(), node.model_description()))
         .collect();
     let mut resolved = scenario.resolve(&models)?;
     if let Some(t) = threads {
         resolved.master.threads = t;
     }
-    let assembly = assemble::assemble(&resolved, &fmus)?;
+    let level = assemble::Level::top(&resolved);
+    let assembly = assemble::assemble_nodes(&resolved, &nodes, &level)?;
     // Refuse a system the master cannot drive (missing capabilities) now,
     // as bad input, rather than as a failed run.
     assembly

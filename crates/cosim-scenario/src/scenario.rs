@@ -10,8 +10,8 @@ use toml::de::{DeTable, DeValue};
 use crate::error::{Located, ScenarioError, Severity, Source, Span, did_you_mean};
 use crate::read::{Result, SValue, Table, describe, integer_value, number_value, span_of};
 use crate::settings::{
-    Aggregate, Controller, Indicator, MasterKind, MasterSettings, NonFinite, Normalisation,
-    RichardsonEstimate, Sampling, Scheme, defaults,
+    Aggregate, Controller, Indicator, Isolation, MasterKind, MasterSettings, NonFinite,
+    Normalisation, RichardsonEstimate, Sampling, Scheme, defaults,
 };
 
 const ROOT_KEYS: &[&str] = &[
@@ -33,6 +33,7 @@ const MASTER_KEYS: &[&str] = &[
     "indicators",
     "discover_bonds",
     "nonfinite",
+    "divergence_limit",
     "tolerance",
     "energy_scale",
     "rho",
@@ -46,6 +47,8 @@ const MASTER_KEYS: &[&str] = &[
     "eps_rel",
     "max_iterations",
     "controller",
+    "isolation",
+    "isolation_timeout",
 ];
 const CONTROLLER_KEYS: &[&str] = &[
     "alpha",
@@ -56,7 +59,17 @@ const CONTROLLER_KEYS: &[&str] = &[
     "k_i",
     "k_p",
 ];
-const SUBSYSTEM_KEYS: &[&str] = &["name", "fmu", "parameters", "start", "step_multiple"];
+const SUBSYSTEM_KEYS: &[&str] = &[
+    "name",
+    "fmu",
+    "system",
+    "exposes",
+    "parameters",
+    "start",
+    "step_multiple",
+    "isolation",
+    "isolation_timeout",
+];
 const CONNECTION_KEYS: &[&str] = &["from", "to", "gain", "offset", "signal", "unit_mismatch"];
 const BOND_KEYS: &[&str] = &["name", "ports", "tolerance", "energy_scale", "intended"];
 const PORT_KEYS: &[&str] = &["input", "output"];
@@ -73,6 +86,11 @@ const OUTPUT_KEYS: &[&str] = &[
 
 /// Largest `step_multiple`.
 const MAX_STEP_MULTIPLE: i64 = 1_000_000;
+
+/// `isolation_timeout`: positive, and at most a year (a `Duration`).
+fn isolation_timeout_ok(x: f64) -> bool {
+    x > 0.0 && x <= 3.2e7
+}
 
 /// Where a setting came from: the file or a command-line argument.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,14 +174,26 @@ pub(crate) struct AssignSpec {
 }
 
 /// One `[[subsystems]]` entry as written (paths made absolute).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct SubsystemSpec {
     /// `name`.
     pub name: Located<String>,
     /// `fmu`, resolved against the scenario file's directory (absolute).
+    /// For a nested system: the file it is defined in.
     pub fmu: Located<PathBuf>,
+    /// `system`: a nested co-simulation (from its own scenario file, or
+    /// inline), which is then this subsystem instead of an FMU.
+    pub system: Option<Box<Scenario>>,
+    /// `exposes`: for a nested system, the inner variables visible outside
+    /// (`"<inner subsystem>.<variable>"`: inputs fed from outside, outputs
+    /// read outside).
+    pub exposes: Vec<Located<String>>,
     /// `step_multiple` (default 1; its span is the table's when absent).
     pub step_multiple: Located<u32>,
+    /// `isolation`, when given (else the `[master]` default).
+    pub isolation: Option<Located<Isolation>>,
+    /// `isolation_timeout` in s, when given (else the `[master]` default).
+    pub isolation_timeout: Option<Located<f64>>,
     /// The `[[subsystems]]` header (or inline table).
     pub span: Span,
     pub(crate) assignments: Vec<AssignSpec>,
@@ -321,6 +351,34 @@ impl Scenario {
             base_dir: &base_dir,
             stem,
             warnings: Vec::new(),
+            chain: vec![absolute(path)],
+            shared: source.clone(),
+        }
+        .parse(&root_value, source.clone())
+    }
+
+    /// Like [`Scenario::from_str`] for a nested scenario file read while
+    /// parsing `chain` (outermost first).
+    fn from_str_nested(text: &str, path: &Path, chain: Vec<PathBuf>) -> Result<Scenario> {
+        let source = Source::new(path.to_path_buf(), text.to_string());
+        let base_dir = absolute(path.parent().unwrap_or(Path::new("")));
+        let root = DeTable::parse(text).map_err(|e| {
+            let span = e.span().map(Span::from_range);
+            source.error(span, format!("invalid TOML: {}", e.message().trim_end()))
+        })?;
+        let root_value: SValue<'_> =
+            serde_spanned::Spanned::new(0..0, DeValue::Table(root.into_inner()));
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".to_string());
+        Parser {
+            src: &source,
+            base_dir: &base_dir,
+            stem,
+            warnings: Vec::new(),
+            chain,
+            shared: source.clone(),
         }
         .parse(&root_value, source.clone())
     }
@@ -333,6 +391,10 @@ impl Scenario {
     /// An error at the `fmu` value naming the resolved path.
     pub fn check_fmu_files(&self) -> Result<()> {
         for s in &self.subsystems {
+            if let Some(nested) = &s.system {
+                nested.check_fmu_files()?;
+                continue;
+            }
             let p = &s.fmu.value;
             if !p.is_file() {
                 let what = if p.exists() {
@@ -355,6 +417,21 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// Sets the start and stop times (a nested system runs on the times of
+    /// the level above, whatever its own `[simulation]` says).
+    pub(crate) fn set_times(&mut self, start: Option<f64>, stop: Option<f64>) {
+        let setting = |value| Setting {
+            value,
+            origin: Origin::Argument("the times of the level above".to_string()),
+        };
+        if let Some(t) = start {
+            self.simulation.start = Some(setting(t));
+        }
+        if let Some(t) = stop {
+            self.simulation.stop = Some(setting(t));
+        }
     }
 
     /// The scenario file's path as given.
@@ -442,6 +519,11 @@ struct Parser<'a> {
     base_dir: &'a Path,
     stem: String,
     warnings: Vec<ScenarioError>,
+    /// Scenario files being read, outermost first (to refuse a file that
+    /// nests itself).
+    chain: Vec<PathBuf>,
+    /// The source being parsed (`src`, shared with inline nested systems).
+    shared: Arc<Source>,
 }
 
 impl<'a> Parser<'a> {
@@ -519,6 +601,7 @@ impl<'a> Parser<'a> {
             indicators: vec![Indicator::Energy],
             discover_bonds: true,
             nonfinite: NonFinite::Error,
+            divergence_limit: None,
             tolerance: defaults::TOLERANCE,
             energy_scale: defaults::ENERGY_SCALE,
             rho: defaults::RHO,
@@ -532,6 +615,8 @@ impl<'a> Parser<'a> {
             eps_rel: defaults::EPS_REL,
             max_iterations: defaults::MAX_ITERATIONS,
             controller: Controller::default(),
+            isolation: Isolation::None,
+            isolation_timeout: defaults::ISOLATION_TIMEOUT,
         };
         let Some(t) = root.table("master", "[master]", MASTER_KEYS)? else {
             self.check_ecco_bonds(&s, None, bonds)?;
@@ -615,6 +700,9 @@ impl<'a> Parser<'a> {
                 NonFinite::Warn
             };
         }
+        if let Some((x, _)) = t.f64_where("divergence_limit", "a positive number", positive)? {
+            s.divergence_limit = Some(x);
+        }
         if let Some((x, _)) = t.f64_where("tolerance", "a positive number", positive)? {
             s.tolerance = x;
         }
@@ -684,6 +772,16 @@ impl<'a> Parser<'a> {
         if let Some((n, span)) = t.int_in("max_iterations", 1, 1_000_000)? {
             s.max_iterations = u32::try_from(n).unwrap_or(defaults::MAX_ITERATIONS);
             self.warn_unless(s.kind, span, "max_iterations", &iterative);
+        }
+        if let Some((i, _)) = t.choice("isolation", &Isolation::NAMES)? {
+            s.isolation = Isolation::ALL.get(i).copied().unwrap_or(Isolation::None);
+        }
+        if let Some((x, _)) = t.f64_where(
+            "isolation_timeout",
+            "a positive number of seconds",
+            isolation_timeout_ok,
+        )? {
+            s.isolation_timeout = x;
         }
         if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
             s.controller = controller(&c)?;
@@ -802,17 +900,74 @@ impl<'a> Parser<'a> {
                     format!("duplicate subsystem name '{name}' (first defined on line {line})"),
                 ));
             }
-            let (fmu, fmu_span) = t
-                .string("fmu")?
-                .ok_or_else(|| t.missing("fmu", "the path of the subsystem's .fmu file"))?;
-            if fmu.trim().is_empty() {
-                return Err(t.err(fmu_span, "'fmu' is empty: give the path of a .fmu file"));
-            }
-            let fmu_path = absolute(&self.base_dir.join(&fmu));
+            let (fmu_path, fmu_span, system) = match (t.get("fmu"), t.get("system")) {
+                (Some(_), Some(v)) => {
+                    return Err(t.err(
+                        span_of(v),
+                        format!("subsystem '{name}' has both 'fmu' and 'system': a subsystem is either an FMU or a nested system"),
+                    ));
+                }
+                (None, Some(v)) => {
+                    let nested = self.nested_system(&name, v)?;
+                    (
+                        nested.source.path.clone(),
+                        span_of(v),
+                        Some(Box::new(nested)),
+                    )
+                }
+                _ => {
+                    let (fmu, fmu_span) = t.string("fmu")?.ok_or_else(|| {
+                        t.missing(
+                            "fmu",
+                            "the path of the subsystem's .fmu file (or 'system' for a nested co-simulation)",
+                        )
+                    })?;
+                    if fmu.trim().is_empty() {
+                        return Err(t.err(fmu_span, "'fmu' is empty: give the path of a .fmu file"));
+                    }
+                    (absolute(&self.base_dir.join(&fmu)), fmu_span, None)
+                }
+            };
+            let exposes = match t.strings("exposes")? {
+                Some((list, span)) => {
+                    if system.is_none() {
+                        return Err(t.err(
+                            span,
+                            "'exposes' is for nested systems ('system = ...'); an FMU exposes its own inputs and outputs",
+                        ));
+                    }
+                    list.into_iter()
+                        .map(|(v, sp)| Located::new(v, sp))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
             let step_multiple = match t.int_in("step_multiple", 1, MAX_STEP_MULTIPLE)? {
                 Some((k, span)) => Located::new(u32::try_from(k).unwrap_or(1), span),
                 None => Located::new(1, t.span),
             };
+            let isolation = t.choice("isolation", &Isolation::NAMES)?.map(|(i, span)| {
+                let value = Isolation::ALL.get(i).copied().unwrap_or(Isolation::None);
+                Located::new(value, span)
+            });
+            let isolation_timeout = t
+                .f64_where(
+                    "isolation_timeout",
+                    "a positive number of seconds",
+                    isolation_timeout_ok,
+                )?
+                .map(|(x, span)| Located::new(x, span));
+            if system.is_some()
+                && let Some(span) = isolation
+                    .as_ref()
+                    .map(|l| l.span)
+                    .or(isolation_timeout.as_ref().map(|l| l.span))
+            {
+                return Err(t.err(
+                    span,
+                    "'isolation' and 'isolation_timeout' are for FMU subsystems; set them on the subsystems of the nested system (or in its [master])",
+                ));
+            }
             let mut assignments = Vec::new();
             for kind in [AssignKind::Parameter, AssignKind::Start] {
                 if let Some(v) = t.get(kind.key()) {
@@ -852,12 +1007,84 @@ impl<'a> Parser<'a> {
             out.push(SubsystemSpec {
                 name: Located::new(name, name_span),
                 fmu: Located::new(fmu_path, fmu_span),
+                system,
+                exposes,
                 step_multiple,
+                isolation,
+                isolation_timeout,
                 span: t.span,
                 assignments,
             });
         }
         Ok(out)
+    }
+
+    /// Reads a nested system: `system = "file.toml"` (another scenario file,
+    /// relative to this one) or an inline table with the same keys as a
+    /// scenario (`[subsystems.system]`, `[[subsystems.system.subsystems]]`,
+    /// ...). Its `[simulation]` and `[outputs]` do not apply: the level
+    /// above sets the times and writes the outputs.
+    fn nested_system(&mut self, name: &str, value: &'a SValue<'a>) -> Result<Scenario> {
+        let nested = match value.get_ref() {
+            DeValue::String(file) => {
+                let path = absolute(&self.base_dir.join(file.as_ref()));
+                if self.chain.contains(&path) {
+                    let cycle: Vec<String> = self
+                        .chain
+                        .iter()
+                        .chain(std::iter::once(&path))
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    return Err(self.src.error(
+                        Some(span_of(value)),
+                        format!(
+                            "nested system '{name}' includes itself: {}",
+                            cycle.join(" -> ")
+                        ),
+                    ));
+                }
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    self.src.error(
+                        Some(span_of(value)),
+                        format!(
+                            "cannot read the scenario of nested system '{name}': {}: {e}",
+                            path.display()
+                        ),
+                    )
+                })?;
+                let mut chain = self.chain.clone();
+                chain.push(path.clone());
+                Scenario::from_str_nested(&text, &path, chain)?
+            }
+            DeValue::Table(_) => Parser {
+                src: self.src,
+                base_dir: self.base_dir,
+                stem: format!("{}.{name}", self.stem),
+                warnings: Vec::new(),
+                chain: self.chain.clone(),
+                shared: self.shared.clone(),
+            }
+            .parse(value, self.shared.clone())?,
+            other => {
+                return Err(self.src.error(
+                    Some(span_of(value)),
+                    format!(
+                        "expected the path of a scenario file or a table for 'system', found {}",
+                        describe(other)
+                    ),
+                ));
+            }
+        };
+        for w in nested.warnings() {
+            self.warnings.push(w.clone());
+        }
+        if let Some(span) = nested.outputs.span {
+            self.warn(
+                span,
+                format!("[outputs] of nested system '{name}' has no effect: the outputs are those of the top level (trace inner variables as \"{name}.<subsystem>.<variable>\")"),
+            );
+        }
+        Ok(nested)
     }
 
     /// Reads `parameters`/`start`, joining nested tables (dotted keys such

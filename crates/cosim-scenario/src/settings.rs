@@ -133,6 +133,24 @@ pub enum NonFinite {
     Warn,
 }
 
+/// Where a subsystem's FMU runs (`isolation`, per subsystem or as the
+/// `[master]` default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Isolation {
+    /// `"none"`: loaded into the `cosim` process.
+    None,
+    /// `"process"`: loaded by a child process (`cosim host`); a crash,
+    /// abort, exit or hang of the FMU becomes an error of the run.
+    Process,
+}
+
+impl Isolation {
+    /// The names used in scenario files, in the order of [`Isolation::ALL`].
+    pub const NAMES: [&'static str; 2] = ["none", "process"];
+    /// Every value.
+    pub const ALL: [Isolation; 2] = [Isolation::None, Isolation::Process];
+}
+
 /// Normalisation of the predictor/corrector error (`[master] normalisation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum Normalisation {
@@ -232,6 +250,9 @@ pub struct MasterSettings {
     pub discover_bonds: bool,
     /// What a NaN/Inf output does.
     pub nonfinite: NonFinite,
+    /// Stop the run when an observed value exceeds this in magnitude (the
+    /// co-simulation diverged); `None`: no limit.
+    pub divergence_limit: Option<f64>,
     /// ECCO default relative tolerance r; predictor/corrector TOL.
     pub tolerance: f64,
     /// ECCO default energy scale E0 in J.
@@ -258,6 +279,11 @@ pub struct MasterSettings {
     pub max_iterations: u32,
     /// PI step controller.
     pub controller: Controller,
+    /// Default isolation of this level's FMU subsystems.
+    pub isolation: Isolation,
+    /// Default `isolation_timeout`: longest FMU call of an isolated
+    /// subsystem, in s.
+    pub isolation_timeout: f64,
 }
 
 /// Defaults of the keys of `[master]` that have one.
@@ -280,6 +306,8 @@ pub mod defaults {
     pub const EPS_REL: f64 = 1e-3;
     /// `max_iterations`.
     pub const MAX_ITERATIONS: u32 = 10;
+    /// `isolation_timeout`, s.
+    pub const ISOLATION_TIMEOUT: f64 = 60.0;
     /// Largest accepted `threads`.
     pub const MAX_THREADS: i64 = 1024;
     /// Default output directory, relative to the scenario file; the

@@ -26,7 +26,7 @@ fn toml_blocks() -> Vec<String> {
 #[test]
 fn documented_examples_parse_without_warnings() {
     let blocks = toml_blocks();
-    assert_eq!(blocks.len(), 2);
+    assert!(blocks.len() >= 2, "{} toml blocks", blocks.len());
     for b in &blocks {
         let s = Scenario::from_str(b, "docs/example.toml").unwrap_or_else(|e| panic!("{e}"));
         assert!(s.warnings().is_empty(), "{:?}", s.warnings());

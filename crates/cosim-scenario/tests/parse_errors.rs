@@ -334,7 +334,7 @@ fn subsystem_without_fmu() {
     let e = parse(&text).unwrap_err();
     assert_eq!(
         e.message,
-        "[[subsystems]] has no 'fmu': the path of the subsystem's .fmu file"
+        "[[subsystems]] has no 'fmu': the path of the subsystem's .fmu file (or 'system' for a nested co-simulation)"
     );
     assert_eq!((e.line, e.column), (Some(11), Some(1)));
 }

@@ -606,3 +606,27 @@ fn fmi3_int8_out_of_range() {
     );
     assert_eq!((e.line, e.column), (Some(8), Some(23)));
 }
+
+#[test]
+fn step_below_the_time_resolution() {
+    // At t = 1e20 s a 1 ms step is below the resolution of an f64: the
+    // FMUs would be asked for steps of 0 s.
+    let text = BASE.replace("stop = 1.0", "start = 1e20\nstop = 2e20");
+    let e = error(&text);
+    assert!(
+        e.message.starts_with(
+            "the step 0.001 s is too small to be represented at t = 200000000000000000000 s"
+        ),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.line, Some(6)); // step = 1e-3
+    // The same step is fine near t = 0.
+    let ok = BASE.replace("stop = 1.0", "start = 1e6\nstop = 2e6");
+    assert!(
+        cosim_scenario::Scenario::from_str(&ok, "/scenarios/b1.toml")
+            .unwrap()
+            .resolve(&[("chassis", &chassis()), ("wheel", &wheel())])
+            .is_ok()
+    );
+}

@@ -137,4 +137,8 @@ impl super::ErrorIndicator for EnergyIndicator {
     fn evaluate(&mut self, sys: &System, _t: f64, dt: f64) -> f64 {
         evaluate(sys, dt).1
     }
+
+    fn clone_box(&self) -> Box<dyn super::ErrorIndicator> {
+        Box::new(self.clone())
+    }
 }

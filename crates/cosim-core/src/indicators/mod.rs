@@ -41,6 +41,9 @@ pub trait ErrorIndicator: Send {
     /// history the indicator keeps. Returns a value where 1 means "at the
     /// tolerance".
     fn evaluate(&mut self, sys: &System, t: f64, dt: f64) -> f64;
+
+    /// A copy with the indicator's history.
+    fn clone_box(&self) -> Box<dyn ErrorIndicator>;
 }
 
 /// How normalised errors of several quantities are combined

@@ -74,4 +74,8 @@ impl ErrorIndicator for Nepce {
         }
         agg.value()
     }
+
+    fn clone_box(&self) -> Box<dyn super::ErrorIndicator> {
+        Box::new(self.clone())
+    }
 }

@@ -118,4 +118,8 @@ impl ErrorIndicator for PredictorCorrector {
             None => paper_max,
         }
     }
+
+    fn clone_box(&self) -> Box<dyn super::ErrorIndicator> {
+        Box::new(self.clone())
+    }
 }

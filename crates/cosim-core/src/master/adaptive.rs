@@ -27,12 +27,28 @@ pub struct Adaptive {
     stats: MasterStats,
 }
 
+#[derive(Clone)]
 struct Running {
     controller: PiController,
     inputs: InputExtrapolation,
     stepper: Stepper,
     plan: StepPlan,
     dt: f64,
+}
+
+impl Clone for Adaptive {
+    fn clone(&self) -> Self {
+        Adaptive {
+            name: self.name,
+            indicator: self.indicator.clone_box(),
+            settings: self.settings,
+            dt0: self.dt0,
+            scheme: self.scheme.clone(),
+            extrapolation_order: self.extrapolation_order,
+            run: self.run.clone(),
+            stats: self.stats,
+        }
+    }
 }
 
 impl std::fmt::Debug for Adaptive {
@@ -158,5 +174,9 @@ impl Master for Adaptive {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    fn clone_box(&self) -> Box<dyn Master> {
+        Box::new(self.clone())
     }
 }

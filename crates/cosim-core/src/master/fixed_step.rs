@@ -24,7 +24,7 @@ pub enum Scheme {
 /// time. A subsystem with step multiple `k` steps every k-th macro step over
 /// `k h` and publishes its outputs when the master reaches the end of that
 /// step (it never exposes values from the future).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FixedStep {
     h: f64,
     scheme: Scheme,
@@ -33,7 +33,7 @@ pub struct FixedStep {
     stats: MasterStats,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Running {
     inputs: InputExtrapolation,
     stepper: Stepper,
@@ -154,5 +154,9 @@ impl Master for FixedStep {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    fn clone_box(&self) -> Box<dyn Master> {
+        Box::new(self.clone())
     }
 }

@@ -61,14 +61,14 @@ pub struct IterativeSettings {
 }
 
 /// The iterative master (`ifosmondi`, `iterative-affine`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Iterative {
     s: IterativeSettings,
     run: Option<Running>,
     stats: MasterStats,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Running {
     states: Vec<StateId>,
     snapshot: BufferSnapshot,
@@ -288,7 +288,11 @@ impl Master for Iterative {
                 match stepped {
                     Ok(()) => {}
                     // A step an FMU refuses or that blows up: halve.
-                    Err(CoreError::NonFinite { .. } | CoreError::Discarded { .. }) => {
+                    Err(
+                        CoreError::NonFinite { .. }
+                        | CoreError::Diverged { .. }
+                        | CoreError::Discarded { .. },
+                    ) => {
                         residual = f64::INFINITY;
                         break;
                     }
@@ -385,5 +389,9 @@ impl Master for Iterative {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    fn clone_box(&self) -> Box<dyn Master> {
+        Box::new(self.clone())
     }
 }

@@ -89,6 +89,11 @@ pub trait Master: Send {
 
     /// Totals so far.
     fn stats(&self) -> MasterStats;
+
+    /// A copy of the master with its whole state (histories, step size,
+    /// counters), so that a nested system can save and restore it with the
+    /// states of its subsystems.
+    fn clone_box(&self) -> Box<dyn Master>;
 }
 
 /// The step from `t` of nominal size `h` towards `t_stop`: shortened to hit

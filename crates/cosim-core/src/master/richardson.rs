@@ -59,14 +59,14 @@ pub struct RichardsonSettings {
 }
 
 /// The Richardson master.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Richardson {
     s: RichardsonSettings,
     run: Option<Running>,
     stats: MasterStats,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Running {
     /// Coupled inputs at every communication point (the double steps).
     fine: InputExtrapolation,
@@ -212,7 +212,10 @@ fn jacobi_step(
 
 /// An attempt that failed in a way a smaller step may cure.
 fn recoverable(e: &CoreError) -> bool {
-    matches!(e, CoreError::NonFinite { .. } | CoreError::Discarded { .. })
+    matches!(
+        e,
+        CoreError::NonFinite { .. } | CoreError::Diverged { .. } | CoreError::Discarded { .. }
+    )
 }
 
 impl Master for Richardson {
@@ -397,6 +400,10 @@ impl Master for Richardson {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    fn clone_box(&self) -> Box<dyn Master> {
+        Box::new(self.clone())
     }
 }
 

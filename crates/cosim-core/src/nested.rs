@@ -1,0 +1,315 @@
+//! A nested co-simulation as a subsystem of the level above (hafner sec.
+//! 2-3; ALGORITHMS.md sec. 8).
+//!
+//! A [`NestedSystem`] owns a [`System`] and its own [`Master`]: stepping it
+//! over `[t, t + H]` runs the inner master from `t` to exactly `t + H` with
+//! its own steps. Its inputs are inner inputs fed from outside (held over
+//! the outer step), its observed values inner outputs and other inner
+//! variables. Saving its state saves every inner subsystem's state, the
+//! inner coupled values and the inner master's state, so any master of the
+//! level above, including those that roll back, can drive it. Nesting
+//! depth is unbounded: an inner subsystem can itself be a nested system.
+
+use cosim_fmi::StepOutcome;
+
+use crate::error::{CoreError, Result};
+use crate::indicators::EnergyAccount;
+use crate::master::Master;
+use crate::observer::{Observer, StepContext};
+use crate::subsystem::{CallCounters, StateId, Subsystem, SubsystemInfo};
+use crate::system::{BufferSnapshot, System};
+
+struct Saved {
+    states: Vec<StateId>,
+    buffers: BufferSnapshot,
+    master: Box<dyn Master>,
+    energy: EnergyAccount,
+}
+
+/// A co-simulation that is a subsystem of the level above.
+pub struct NestedSystem {
+    info: SubsystemInfo,
+    system: System,
+    master: Box<dyn Master>,
+    /// Nest input slot -> inner (subsystem, input slot).
+    inputs: Vec<(usize, usize)>,
+    /// Nest observed slot -> inner (subsystem, observed slot).
+    observed: Vec<(usize, usize)>,
+    energy: EnergyAccount,
+    observers: Vec<Box<dyn Observer>>,
+    initializing: bool,
+    saved: Vec<Option<Saved>>,
+    t_stop: Option<f64>,
+}
+
+impl std::fmt::Debug for NestedSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NestedSystem")
+            .field("name", &self.info.name)
+            .field("system", &self.system)
+            .finish()
+    }
+}
+
+impl NestedSystem {
+    /// Wraps `system`, driven by `master`. `inputs[i]` is the inner
+    /// (subsystem, input slot) the nest's input slot `i` feeds; `observed[k]`
+    /// the inner (subsystem, observed slot) its observed slot `k` reads.
+    /// `observers` (e.g. an energy log of the inner bonds) see every inner
+    /// step.
+    pub fn new(
+        info: SubsystemInfo,
+        system: System,
+        master: Box<dyn Master>,
+        inputs: Vec<(usize, usize)>,
+        observed: Vec<(usize, usize)>,
+        observers: Vec<Box<dyn Observer>>,
+    ) -> Result<Self> {
+        let bad_input = inputs
+            .iter()
+            .any(|&(s, i)| s >= system.len() || i >= system.subsystems()[s].info().inputs.len());
+        let bad_observed = observed
+            .iter()
+            .any(|&(s, k)| s >= system.len() || k >= system.subsystems()[s].info().observed.len());
+        if bad_input
+            || bad_observed
+            || inputs.len() != info.inputs.len()
+            || observed.len() != info.observed.len()
+        {
+            return Err(CoreError::Config(format!(
+                "nested system '{}': its slots do not match the inner subsystems",
+                info.name
+            )));
+        }
+        master.check(&system)?;
+        let energy = EnergyAccount::new(&system);
+        Ok(NestedSystem {
+            info,
+            system,
+            master,
+            inputs,
+            observed,
+            energy,
+            observers,
+            initializing: false,
+            saved: Vec::new(),
+            t_stop: None,
+        })
+    }
+
+    fn saved(&self, id: StateId) -> Result<&Saved> {
+        self.saved
+            .get(id.0)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| {
+                CoreError::Config(format!(
+                    "nested system '{}': unknown or freed state id {}",
+                    self.info.name, id.0
+                ))
+            })
+    }
+
+    /// Puts the nest's input values into the inner coupled-input buffers.
+    fn write_inputs(&mut self, values: &[f64]) {
+        for (&(s, i), &v) in self.inputs.iter().zip(values) {
+            self.system.buffers_mut(s).u[i] = v;
+        }
+    }
+}
+
+impl Subsystem for NestedSystem {
+    fn info(&self) -> &SubsystemInfo {
+        &self.info
+    }
+
+    fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
+        self.initializing = true;
+        self.t_stop = t_stop;
+        self.system.enter_initialization(t0, t_stop)?;
+        self.system.settle_initialization()?;
+        Ok(())
+    }
+
+    fn exit_initialization(&mut self) -> Result<()> {
+        self.initializing = false;
+        self.system.exit_initialization()?;
+        self.master.start(&mut self.system)?;
+        self.energy.reset();
+        for o in &mut self.observers {
+            o.start(&self.system)?;
+        }
+        Ok(())
+    }
+
+    fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
+        self.write_inputs(values);
+        if self.initializing {
+            // Propagate through the inner system at once, as an FMU in
+            // initialization mode would.
+            let mut touched: Vec<usize> = self.inputs.iter().map(|&(s, _)| s).collect();
+            touched.sort_unstable();
+            touched.dedup();
+            for s in touched {
+                self.system.set_inputs_of(s)?;
+            }
+            self.system.settle_initialization()?;
+            // The sweep recomputes inner inputs from inner outputs; the
+            // exposed ones have no inner route and keep their values.
+        }
+        Ok(())
+    }
+
+    fn set_input_derivatives(&mut self, _order: u32, _values: &[f64]) -> Result<()> {
+        Err(CoreError::Config(format!(
+            "nested system '{}' holds its inputs over each outer step and takes no input derivatives",
+            self.info.name
+        )))
+    }
+
+    fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        let t_end = t + h;
+        if (self.system.time() - t).abs() > 1e-9 * h.max(1e-300) {
+            return Err(CoreError::Config(format!(
+                "nested system '{}' is at t = {} but was asked to step from t = {t}",
+                self.info.name,
+                self.system.time()
+            )));
+        }
+        while self.system.time() < t_end {
+            let report = self.master.advance(&mut self.system, t_end)?;
+            self.energy.update(&self.system, report.dt);
+            let ctx = StepContext {
+                report: &report,
+                energy: &self.energy,
+                diagnostics: &[],
+            };
+            for o in &mut self.observers {
+                o.step(&self.system, &ctx)?;
+            }
+        }
+        // The inner master ends exactly on the outer communication point.
+        self.system.set_time(t_end);
+        Ok(StepOutcome::Completed)
+    }
+
+    fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
+        let bufs = self.system.buffers();
+        for (v, &(s, k)) in values.iter_mut().zip(&self.observed) {
+            *v = bufs[s].y[k];
+        }
+        Ok(())
+    }
+
+    fn get_output_derivatives(&mut self, _order: u32, _values: &mut [f64]) -> Result<()> {
+        Err(CoreError::Config(format!(
+            "nested system '{}' provides no output derivatives",
+            self.info.name
+        )))
+    }
+
+    fn save_state(&mut self, reuse: Option<StateId>) -> Result<StateId> {
+        let slot = match reuse {
+            Some(id) if self.saved.get(id.0).is_some_and(Option::is_some) => id.0,
+            Some(id) => {
+                return Err(CoreError::Config(format!(
+                    "nested system '{}': unknown or freed state id {}",
+                    self.info.name, id.0
+                )));
+            }
+            None => {
+                self.saved.push(None);
+                self.saved.len() - 1
+            }
+        };
+        let mut states = match self.saved[slot].take() {
+            Some(old) => old.states,
+            None => Vec::new(),
+        };
+        self.system.save_states(&mut states)?;
+        let mut buffers = BufferSnapshot::default();
+        self.system.save_buffers(&mut buffers);
+        self.saved[slot] = Some(Saved {
+            states,
+            buffers,
+            master: self.master.clone_box(),
+            energy: self.energy.clone(),
+        });
+        Ok(StateId(slot))
+    }
+
+    fn restore_state(&mut self, id: StateId) -> Result<()> {
+        let saved = self.saved(id)?;
+        let (states, buffers) = (saved.states.clone(), saved.buffers.clone());
+        let (master, energy) = (saved.master.clone_box(), saved.energy.clone());
+        self.master = master;
+        self.energy = energy;
+        self.system.restore_states(&states)?;
+        self.system.restore_buffers(&buffers);
+        Ok(())
+    }
+
+    fn free_state(&mut self, id: StateId) -> Result<()> {
+        let states = self.saved(id)?.states.clone();
+        self.system.free_states(&states)?;
+        self.saved[id.0] = None;
+        Ok(())
+    }
+
+    fn terminate(&mut self) -> Result<()> {
+        let mut first = None;
+        for o in &mut self.observers {
+            if let Err(e) = o.finish(&self.system) {
+                first.get_or_insert(e);
+            }
+        }
+        let term = self.system.terminate_all();
+        match (first, term) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(())) => Ok(()),
+        }
+    }
+
+    fn counters(&self) -> CallCounters {
+        // What the FMUs inside were asked to do.
+        self.system.counters()
+    }
+
+    fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {
+        let (n_out, n_in) = (self.info.n_outputs, self.inputs.len());
+        if jacobian.len() != n_out * n_in {
+            return Ok(false);
+        }
+        jacobian.iter_mut().for_each(|x| *x = 0.0);
+        // An exposed output depends directly on an exposed input only
+        // through its own inner subsystem's feed-through.
+        for s in 0..self.system.len() {
+            let info = self.system.subsystems()[s].info();
+            let (no, ni) = (info.n_outputs, info.inputs.len());
+            let involved = self.observed[..n_out].iter().any(|&(x, _)| x == s)
+                && self.inputs.iter().any(|&(x, _)| x == s);
+            if !involved || no == 0 || ni == 0 {
+                continue;
+            }
+            let mut inner = vec![0.0; no * ni];
+            if !self
+                .system
+                .subsystem_mut(s)
+                .feedthrough_jacobian(&mut inner)?
+            {
+                return Ok(false);
+            }
+            for (o, &(so, oo)) in self.observed[..n_out].iter().enumerate() {
+                for (k, &(si, ii)) in self.inputs.iter().enumerate() {
+                    if so == s && si == s {
+                        jacobian[o * n_in + k] = inner[oo * ni + ii];
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn as_system(&mut self) -> Option<&mut System> {
+        Some(&mut self.system)
+    }
+}

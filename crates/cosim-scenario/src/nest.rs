@@ -1,0 +1,330 @@
+//! Nested systems (hierarchical co-simulation, hafner; ALGORITHMS.md sec.
+//! 8): a `[[subsystems]]` entry with `system = ...` instead of `fmu = ...`.
+//!
+//! A nested system is resolved on its own first, then presented to the
+//! level above through a synthetic model description: its `exposes` become
+//! inputs and outputs (named `<inner subsystem>.<variable>`, with the inner
+//! units and the inner direct feed-through), and every other inner float
+//! output or local becomes a local variable of the same dotted name, so the
+//! level above can trace it (`nest.s3.x3`). Nesting depth is unbounded: an
+//! inner subsystem can itself be a nested system, whose variables are then
+//! `inner.s1.x` inside, `nest.inner.s1.x` above.
+
+use cosim_fmi::model_description::{
+    Causality, CoSimulation, Dependencies, Dependency, FmiVersion, ModelDescription,
+    ModelStructure, Unknown, Variability, Variable, VariableIndex,
+};
+use cosim_fmi::{Fmu, model_description::VariableType};
+
+use crate::{ResolvedScenario, Scenario, ScenarioError};
+
+/// What a subsystem of a level is made of.
+pub enum Node {
+    /// An FMU.
+    Fmu(Fmu),
+    /// A nested system.
+    Nest(Box<NestNode>),
+}
+
+impl Node {
+    /// The model description the level above resolves against (the FMU's,
+    /// or the nest's synthetic one).
+    pub fn model_description(&self) -> &ModelDescription {
+        match self {
+            Node::Fmu(f) => f.model_description(),
+            Node::Nest(n) => &n.md,
+        }
+    }
+}
+
+/// A nested system, resolved, with its synthetic model description.
+pub struct NestNode {
+    /// The nested scenario, resolved.
+    pub resolved: ResolvedScenario,
+    /// Its subsystems.
+    pub nodes: Vec<Node>,
+    /// The synthetic model description seen by the level above.
+    pub md: ModelDescription,
+    /// For each variable of `md`: the inner (subsystem, variable) it is.
+    pub map: Vec<(usize, VariableIndex)>,
+}
+
+/// Opens every FMU and resolves every nested system of `scenario`,
+/// recursively; `t_start`/`t_stop` are the times of the top level.
+pub fn prepare_nodes(
+    scenario: &Scenario,
+    t_start: Option<f64>,
+    t_stop: Option<f64>,
+) -> Result<Vec<Node>, ScenarioError> {
+    let mut nodes = Vec::new();
+    let mut opened: Vec<(std::path::PathBuf, Fmu)> = Vec::new();
+    for s in scenario.subsystems() {
+        match &s.system {
+            None => {
+                let path = &s.fmu.value;
+                let fmu = match opened.iter().find(|(p, _)| p == path) {
+                    Some((_, f)) => f.clone(),
+                    None => {
+                        let f = Fmu::open(path).map_err(|e| {
+                            scenario.error_at(
+                                s.fmu.span,
+                                format!("cannot open the FMU of subsystem '{}': {e}", s.name.value),
+                            )
+                        })?;
+                        opened.push((path.clone(), f.clone()));
+                        f
+                    }
+                };
+                nodes.push(Node::Fmu(fmu));
+            }
+            Some(inner) => {
+                let mut inner = (**inner).clone();
+                inner.set_times(t_start, t_stop);
+                let inner_nodes = prepare_nodes(&inner, t_start, t_stop)?;
+                let names: Vec<String> = inner
+                    .subsystems()
+                    .iter()
+                    .map(|x| x.name.value.clone())
+                    .collect();
+                let models: Vec<(&str, &ModelDescription)> = names
+                    .iter()
+                    .zip(&inner_nodes)
+                    .map(|(n, node)| (n.as_str(), node.model_description()))
+                    .collect();
+                let resolved = inner.resolve(&models)?;
+                let (md, map) = synthesize(scenario, s, &resolved, &inner_nodes)?;
+                nodes.push(Node::Nest(Box::new(NestNode {
+                    resolved,
+                    nodes: inner_nodes,
+                    md,
+                    map,
+                })));
+            }
+        }
+    }
+    Ok(nodes)
+}
+
+/// Builds the synthetic model description of nested system `spec`.
+fn synthesize(
+    outer: &Scenario,
+    spec: &crate::SubsystemSpec,
+    inner: &ResolvedScenario,
+    nodes: &[Node],
+) -> Result<(ModelDescription, Vec<(usize, VariableIndex)>), ScenarioError> {
+    let nest = &spec.name.value;
+    let mds: Vec<&ModelDescription> = nodes.iter().map(Node::model_description).collect();
+    let sub_index = |name: &str| inner.subsystems.iter().position(|s| s.name == name);
+    let fed_inside = |s: usize, v: VariableIndex| {
+        inner
+            .connections
+            .iter()
+            .any(|c| c.to.subsystem == s && c.to.variable == v)
+    };
+    // Exposed variables, checked.
+    let mut exposed: Vec<(usize, VariableIndex, Causality)> = Vec::new();
+    for e in &spec.exposes {
+        let Some((sub, var)) = e.value.split_once('.') else {
+            return Err(outer.error_at(
+                e.span,
+                format!(
+                    "'{}' is not '<subsystem>.<variable>' of nested system '{nest}'",
+                    e.value
+                ),
+            ));
+        };
+        let Some(s) = sub_index(sub) else {
+            let names: Vec<&str> = inner.subsystems.iter().map(|x| x.name.as_str()).collect();
+            let err = outer.error_at(
+                e.span,
+                format!("nested system '{nest}' has no subsystem '{sub}'"),
+            );
+            return Err(match nearest(sub, &names) {
+                Some(n) => err.with_help(format!("did you mean '{n}'?")),
+                None => err.with_help(format!("its subsystems are: {}", names.join(", "))),
+            });
+        };
+        let md = mds[s];
+        let Some((v, variable)) = md.variable_by_name(var) else {
+            let names: Vec<&str> = md
+                .variables
+                .iter()
+                .filter(|v| matches!(v.causality, Causality::Input | Causality::Output))
+                .map(|v| v.name.as_str())
+                .collect();
+            let err = outer.error_at(
+                e.span,
+                format!("subsystem '{sub}' of nested system '{nest}' has no variable '{var}'"),
+            );
+            return Err(match nearest(var, &names) {
+                Some(n) => err.with_help(format!("did you mean '{n}'?")),
+                None => err,
+            });
+        };
+        if !variable.var_type.is_float() || !variable.is_scalar() {
+            return Err(outer.error_at(
+                e.span,
+                format!(
+                    "'{}' is a {} variable; only scalar float variables can be exposed",
+                    e.value, variable.var_type
+                ),
+            ));
+        }
+        match variable.causality {
+            Causality::Input if fed_inside(s, v) => {
+                return Err(outer.error_at(
+                    e.span,
+                    format!(
+                        "'{}' is fed by a connection inside nested system '{nest}'; only inputs fed from outside can be exposed",
+                        e.value
+                    ),
+                ));
+            }
+            Causality::Input | Causality::Output => {}
+            other => {
+                return Err(outer.error_at(
+                    e.span,
+                    format!(
+                        "'{}' is a {other} variable; a nested system exposes inputs (fed from outside) and outputs",
+                        e.value
+                    ),
+                ));
+            }
+        }
+        if exposed.iter().any(|&(x, y, _)| x == s && y == v) {
+            return Err(outer.error_at(e.span, format!("'{}' is exposed twice", e.value)));
+        }
+        exposed.push((s, v, variable.causality));
+    }
+    // Variables: exposed ones first, then every other inner float output or
+    // local (traceable from above).
+    let mut variables = Vec::new();
+    let mut map = Vec::new();
+    let mut push = |s: usize,
+                    v: VariableIndex,
+                    causality: Causality,
+                    map: &mut Vec<(usize, VariableIndex)>| {
+        let iv = &mds[s].variables[v];
+        variables.push(Variable {
+            name: format!("{}.{}", inner.subsystems[s].name, iv.name),
+            value_reference: variables.len() as u32,
+            var_type: VariableType::Float64,
+            description: iv.description.clone(),
+            causality,
+            variability: Variability::Continuous,
+            initial: None,
+            declared_type: None,
+            start: if causality == Causality::Input {
+                iv.start.clone()
+            } else {
+                None
+            },
+            unit: iv.unit.clone(),
+            display_unit: iv.display_unit.clone(),
+            quantity: iv.quantity.clone(),
+            min: iv.min,
+            max: iv.max,
+            nominal: iv.nominal,
+            derivative_of: None,
+            dimensions: Vec::new(),
+            line: iv.line,
+        });
+        map.push((s, v));
+    };
+    for &(s, v, c) in &exposed {
+        push(s, v, c, &mut map);
+    }
+    for (s, md) in mds.iter().enumerate() {
+        for (v, iv) in md.variables.iter().enumerate() {
+            let traceable = matches!(iv.causality, Causality::Output | Causality::Local)
+                && iv.var_type.is_float()
+                && iv.is_scalar();
+            if traceable && !exposed.iter().any(|&(x, y, _)| x == s && y == v) {
+                push(s, v, Causality::Local, &mut map);
+            }
+        }
+    }
+    // Direct feed-through: an exposed output depends on the exposed inputs
+    // of its own inner subsystem it depends on.
+    let outputs = exposed
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.2 == Causality::Output)
+        .map(|(i, &(s, v, _))| {
+            let deps = mds[s].output_input_dependencies(v);
+            Unknown {
+                variable: i,
+                dependencies: Dependencies::Listed(
+                    exposed
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| e.0 == s && e.2 == Causality::Input && deps.contains(&e.1))
+                        .map(|(j, _)| Dependency {
+                            variable: j,
+                            kind: None,
+                        })
+                        .collect(),
+                ),
+            }
+        })
+        .collect();
+    let all_cs = |f: &dyn Fn(&CoSimulation) -> bool| {
+        nodes
+            .iter()
+            .all(|n| n.model_description().co_simulation.as_ref().is_some_and(f))
+    };
+    let md = ModelDescription {
+        fmi_version: FmiVersion::V2,
+        fmi_version_string: "nested".to_string(),
+        model_name: nest.clone(),
+        instantiation_token: format!("nested:{nest}"),
+        description: Some(format!(
+            "nested co-simulation '{nest}' ({} subsystems, master {})",
+            inner.subsystems.len(),
+            inner.master.kind
+        )),
+        author: None,
+        version: None,
+        generation_tool: Some("cosim".to_string()),
+        generation_date_and_time: None,
+        variable_naming_convention: Some("structured".to_string()),
+        co_simulation: Some(CoSimulation {
+            model_identifier: nest.clone(),
+            can_handle_variable_communication_step_size: true,
+            can_get_and_set_fmu_state: all_cs(&|c| c.can_get_and_set_fmu_state),
+            provides_directional_derivatives: all_cs(&|c| c.provides_directional_derivatives),
+            ..CoSimulation::default()
+        }),
+        has_model_exchange: false,
+        default_experiment: None,
+        units: mds
+            .iter()
+            .flat_map(|m| m.units.iter().cloned())
+            .fold(Vec::new(), |mut acc, u| {
+                if !acc
+                    .iter()
+                    .any(|x: &cosim_fmi::model_description::Unit| x.name == u.name)
+                {
+                    acc.push(u);
+                }
+                acc
+            }),
+        type_definitions: Vec::new(),
+        log_categories: Vec::new(),
+        variables,
+        model_structure: ModelStructure {
+            outputs,
+            ..ModelStructure::default()
+        },
+    };
+    Ok((md, map))
+}
+
+fn nearest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(name, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}

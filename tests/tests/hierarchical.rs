@@ -1,0 +1,452 @@
+//! Hierarchical co-simulation: nested systems as subsystems (hafner sec.
+//! 2-3; BENCHMARKS.md B3), zero-stability per level, masters with rollback
+//! driving a nest.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use cosim_core::metrics::{compare_columns, match_columns};
+use cosim_tests::{Run, cosim, fmi2, fmus, reference, run, scenario};
+
+/// Parameters (c1, c12, c23, c3) of B3 scenarios 1-3.
+fn parameters(k: u32) -> [&'static str; 4] {
+    match k {
+        1 => ["1e-2", "1e-1", "1.0", "10.0"],
+        2 => ["1e-3", "1e-1", "10.0", "100.0"],
+        _ => ["1.0", "10.0", "10.0", "100.0"],
+    }
+}
+
+/// A copy of a B3 scenario (traditional or hierarchical) for scenario `k`,
+/// with the given stop time and steps.
+fn b3(dir: &Path, file: &str, k: u32, stop: f64, h1: f64, h2: f64, extra: &str) -> PathBuf {
+    let [c1, c12, c23, c3] = parameters(k);
+    let mut text = std::fs::read_to_string(scenario(file))
+        .unwrap()
+        .replace("c1 = 1e-2", &format!("c1 = {c1}"))
+        .replace("c12 = 1e-1", &format!("c12 = {c12}"))
+        .replace("c23 = 1.0", &format!("c23 = {c23}"))
+        .replace("c3 = 10.0", &format!("c3 = {c3}"))
+        .replace("stop = 25.0", &format!("stop = {stop:e}"))
+        .replace("step = 0.1 ", &format!("step = {h1:e} "))
+        .replace("step = 0.025 ", &format!("step = {h2:e} "))
+        .replace("../fmus/dist", &fmus().display().to_string());
+    text = text.replacen("[master]\n", &format!("[master]\n{extra}"), 1);
+    let path = dir.join(format!(
+        "{}-{k}-{h1}-{h2}.toml",
+        file.trim_end_matches(".toml")
+    ));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Largest absolute error of the six states against the analytic solution.
+fn max_error(r: &Run, k: u32) -> f64 {
+    let trace = r.trace();
+    let reference = reference(&format!("b3_scenario{k}"));
+    let pairs = match_columns(&trace, &reference, &[]);
+    assert_eq!(pairs.len(), 6, "{pairs:?}");
+    compare_columns(&trace, &reference, &pairs, f64::NEG_INFINITY, f64::INFINITY)
+        .unwrap()
+        .iter()
+        .map(|e| e.max_abs)
+        .fold(0.0, f64::max)
+}
+
+fn within_factor_2(value: f64, published: f64) -> bool {
+    value >= published / 2.0 && value <= published * 2.0
+}
+
+#[test]
+fn b3_scenario_1_reproduces_hafner_table_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let trad = run(
+        &b3(
+            dir.path(),
+            "b3_three_mass_scenario1.toml",
+            1,
+            25.0,
+            0.1,
+            0.025,
+            "",
+        ),
+        &[],
+        None,
+        None,
+    );
+    let hier = run(
+        &b3(
+            dir.path(),
+            "b3_three_mass_hierarchical.toml",
+            1,
+            25.0,
+            0.1,
+            0.025,
+            "",
+        ),
+        &[],
+        None,
+        None,
+    );
+    let hier2 = run(
+        &b3(
+            dir.path(),
+            "b3_three_mass_hierarchical.toml",
+            1,
+            25.0,
+            0.2,
+            0.05,
+            "",
+        ),
+        &[],
+        None,
+        None,
+    );
+    for r in [&trad, &hier, &hier2] {
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    let (et, eh, eh2) = (
+        max_error(&trad, 1),
+        max_error(&hier, 1),
+        max_error(&hier2, 1),
+    );
+    println!(
+        "scenario 1, t_end 25: traditional H = 0.1: {et:.3e} (9.35e-2); hierarchical (0.1, 0.025): {eh:.3e} (2.14e-2); (0.2, 0.05): {eh2:.3e} (4.28e-2)"
+    );
+    assert!(within_factor_2(et, 9.35e-2));
+    assert!(within_factor_2(eh, 2.14e-2));
+    assert!(within_factor_2(eh2, 4.28e-2));
+    assert!(eh < eh2 && eh2 < et, "order of accuracy");
+    // The nest really steps at H2: four inner steps per outer step.
+    let s2 = hier
+        .summary
+        .subsystems
+        .iter()
+        .find(|s| s.name == "nest")
+        .unwrap();
+    assert_eq!(
+        s2.calls.do_step,
+        2 * 4 * 250,
+        "two FMUs, 4 inner steps per outer step"
+    );
+}
+
+#[test]
+fn b3_scenario_2_traditional_fails_hierarchical_stays_accurate() {
+    let dir = tempfile::tempdir().unwrap();
+    let trad = run(
+        &b3(
+            dir.path(),
+            "b3_three_mass_scenario1.toml",
+            2,
+            100.0,
+            0.1,
+            0.025,
+            "",
+        ),
+        &[],
+        None,
+        None,
+    );
+    let hier = run(
+        &b3(
+            dir.path(),
+            "b3_three_mass_hierarchical.toml",
+            2,
+            100.0,
+            0.1,
+            0.025,
+            "",
+        ),
+        &[],
+        None,
+        None,
+    );
+    assert!(hier.error.is_none(), "{:?}", hier.error);
+    let eh = max_error(&hier, 2);
+    let et = if trad.error.is_some() {
+        f64::INFINITY
+    } else {
+        max_error(&trad, 2)
+    };
+    println!(
+        "scenario 2, t_end 100: traditional H = 0.1: {et:.3} (5.38); hierarchical (0.1, 0.025): {eh:.3} (0.29)"
+    );
+    assert!(et > 1.0, "traditional error {et}");
+    assert!(within_factor_2(eh, 0.29), "hierarchical error {eh}");
+}
+
+#[test]
+fn b3_scenario_3_diverges_in_both_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = "divergence_limit = 1e3\n";
+    for (file, inner) in [
+        ("b3_three_mass_scenario1.toml", "s"),
+        ("b3_three_mass_hierarchical.toml", "nest.s"),
+    ] {
+        let path = b3(dir.path(), file, 3, 2000.0, 0.1, 0.025, limit);
+        let out_dir = dir.path().join(format!("out-{file}"));
+        let out = cosim(&[
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{file}: {err}");
+        assert!(
+            err.contains("exceeds the divergence limit 1e3"),
+            "{file}: {err}"
+        );
+        assert!(
+            err.contains(&format!("subsystem '{inner}")),
+            "{file} names the inner subsystem: {err}"
+        );
+        // The time it stopped at is named and the trace holds every row up
+        // to it.
+        let t: f64 = err
+            .split("at t = ")
+            .nth(1)
+            .and_then(|rest| rest.split(':').next())
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let trace = cosim_core::metrics::Table::read(&out_dir.join("trace.csv")).unwrap();
+        let last = *trace.time().last().unwrap();
+        assert!(
+            last < t && t - last <= 0.1 + 1e-9,
+            "{file}: last row {last}, stopped at {t}"
+        );
+        assert_eq!(trace.time().len(), (last / 0.1).round() as usize + 1);
+        println!("{file}: diverged at t = {t}");
+    }
+}
+
+#[test]
+fn a_three_level_nest_equals_the_two_level_result_when_the_middle_level_shares_the_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = b3(
+        dir.path(),
+        "b3_three_mass_hierarchical.toml",
+        1,
+        5.0,
+        0.1,
+        0.025,
+        "",
+    );
+    let text = std::fs::read_to_string(&two).unwrap();
+    // Wrap the nest in a middle level with the top's step.
+    let start = text.find("[[subsystems]]\nname = \"nest\"").unwrap();
+    let end = text
+        .find("[[connections]]\nfrom = \"nest.s2.l12\"")
+        .unwrap();
+    let inner = text[start..end]
+        .replace(
+            "[[subsystems]]\nname = \"nest\"",
+            "[[subsystems.system.subsystems]]\nname = \"inner\"",
+        )
+        .replace(
+            "[subsystems.system.master]",
+            "[subsystems.system.subsystems.system.master]",
+        )
+        .replace(
+            "[[subsystems.system.subsystems]]\nname = \"s",
+            "[[subsystems.system.subsystems.system.subsystems]]\nname = \"s",
+        )
+        .replace(
+            "[[subsystems.system.connections]]",
+            "[[subsystems.system.subsystems.system.connections]]",
+        );
+    let middle = format!(
+        "[[subsystems]]\nname = \"outer\"\nexposes = [\"inner.s2.x1\", \"inner.s2.v1\", \"inner.s2.l12\"]\n\n[subsystems.system.master]\nstep = 0.1\n\n{inner}"
+    );
+    let three_text =
+        format!("{}{}{}", &text[..start], middle, &text[end..]).replace("nest.s", "outer.inner.s");
+    let three = dir.path().join("three.toml");
+    std::fs::write(&three, three_text).unwrap();
+    let (a, b) = (run(&two, &[], None, None), run(&three, &[], None, None));
+    assert!(
+        a.error.is_none() && b.error.is_none(),
+        "{:?} {:?}",
+        a.error,
+        b.error
+    );
+    let (ta, tb) = (a.trace(), b.trace());
+    assert_eq!(tb.names[3], "outer.inner.s2.x2");
+    assert_eq!(
+        ta.columns, tb.columns,
+        "three-level trace differs from two-level"
+    );
+}
+
+#[test]
+fn masters_with_rollback_and_iteration_drive_a_nest() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = run(
+        &b3(
+            dir.path(),
+            "b3_three_mass_hierarchical.toml",
+            1,
+            5.0,
+            0.1,
+            0.025,
+            "",
+        ),
+        &[],
+        None,
+        None,
+    );
+    let e_plain = max_error(&plain, 1);
+    for (name, master) in [
+        (
+            "richardson",
+            "kind = \"richardson\"\nextrapolation = 1\natol = 1e-5\nrtol = 1e-4\n[master.controller]\ndt_min = 1e-3\ndt_max = 0.1\n",
+        ),
+        (
+            "ifosmondi",
+            "kind = \"ifosmondi\"\neps_abs = 1e-6\neps_rel = 1e-6\n",
+        ),
+    ] {
+        let path = b3(
+            dir.path(),
+            "b3_three_mass_hierarchical.toml",
+            1,
+            5.0,
+            0.1,
+            0.025,
+            "",
+        );
+        let text = std::fs::read_to_string(&path).unwrap().replacen(
+            "[master]\nstep = 1e-1 ",
+            &format!("[master]\nstep = 1e-1\n{master}#"),
+            1,
+        );
+        let p = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&p, &text).unwrap();
+        let r = run(&p, &[], None, None);
+        assert!(r.error.is_none(), "{name}: {:?}", r.error);
+        let e = max_error(&r, 1);
+        let calls = r.summary.calls;
+        println!(
+            "{name} over a nest: max error {e:.3e} (fixed step {e_plain:.3e}); {} state saves, {} restores",
+            calls.state_saves, calls.state_restores
+        );
+        // Rollback went through the nest: every inner FMU saved and
+        // restored its state.
+        assert!(calls.state_saves > 0 && calls.state_restores > 0, "{name}");
+        if name == "richardson" {
+            // Error control at atol 1e-5 / rtol 1e-4 beats the fixed step.
+            assert!(
+                e < e_plain,
+                "{name} is not more accurate than the fixed step"
+            );
+        } else {
+            // Every step converged to the coupling tolerance; the accuracy
+            // is that of the inner explicit Euler solvers, as for the
+            // fixed step (a nest takes no input derivatives, so the inputs
+            // are the iterated end values).
+            let residual = r.steps().column("residual").unwrap().to_vec();
+            assert!(residual.iter().all(|&x| x < 1.0), "{name}: {residual:?}");
+            assert!(e < 2.0 * e_plain, "{name}: {e}");
+        }
+    }
+}
+
+#[test]
+fn zero_stability_is_reported_per_level() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two gains in a ring: an algebraic loop whose gain decides.
+    let ring = |k1: f64, k2: f64| {
+        let path = dir.path().join(format!("ring-{k1}-{k2}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[simulation]\nstop = 1.0\n[master]\nstep = 0.1\n\
+                 [[subsystems]]\nname = \"a\"\nfmu = \"{g}\"\nparameters = {{ k = {k1:e} }}\n\
+                 [[subsystems]]\nname = \"b\"\nfmu = \"{g}\"\nparameters = {{ k = {k2:e} }}\n\
+                 [[connections]]\nfrom = \"a.y\"\nto = \"b.u\"\n\
+                 [[connections]]\nfrom = \"b.y\"\nto = \"a.u\"\n",
+                g = fmi2("Gain").display()
+            ),
+        )
+        .unwrap();
+        let out = cosim(&["check", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(
+        ring(0.5, 0.5).contains("zero-stability of top: provably zero-stable: ||D||inf = 0.500")
+    );
+    let err = ring(2.0, 0.25);
+    assert!(
+        err.contains("zero-stable: rho(D) = 0.707 <= 1, but ||D||inf = 2.000 > 1"),
+        "{err}"
+    );
+    let err = ring(2.0, 2.0);
+    assert!(err.contains("needs attention: rho(D) = 2.000 > 1"), "{err}");
+    // B3, hierarchical: no loop on either level (hafner eqs. 16-17).
+    let out = cosim(&[
+        "inspect",
+        scenario("b3_three_mass_hierarchical.toml")
+            .to_str()
+            .unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("zero-stability of top: structurally zero"),
+        "{err}"
+    );
+    assert!(
+        err.contains("zero-stability of nest: structurally zero"),
+        "{err}"
+    );
+    assert!(
+        err.contains("||D||inf = 0.500") && err.contains("||D||inf = 2.000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn nested_system_errors_name_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(scenario("b3_three_mass_hierarchical.toml"))
+        .unwrap()
+        .replace("../fmus/dist", &fmus().display().to_string());
+    let check = |name: &str, text: String| {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = cosim(&["check", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = check("typo", base.replace("\"s2.l12\"]", "\"s2.l122\"]"));
+    assert!(
+        err.contains("has no variable 'l122'") && err.contains("did you mean 'l12'"),
+        "{err}"
+    );
+    let err = check(
+        "fed",
+        base.replace("exposes = [\"s2.x1\",", "exposes = [\"s2.l23\", \"s2.x1\","),
+    );
+    assert!(
+        err.contains("'s2.l23' is fed by a connection inside nested system 'nest'"),
+        "{err}"
+    );
+    let err = check("step", base.replace("step = 0.025 ", "step = 0.03 "));
+    assert!(err.contains("does not divide the step 0.1"), "{err}");
+    // A scenario file that nests itself.
+    let self_path = dir.path().join("self.toml");
+    let err = check(
+        "self",
+        format!(
+            "[simulation]\nstop = 1.0\n[master]\nstep = 0.1\n[[subsystems]]\nname = \"x\"\nsystem = \"{}\"\n",
+            self_path.display()
+        ),
+    );
+    assert!(err.contains("includes itself"), "{err}");
+}
