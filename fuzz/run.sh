@@ -22,6 +22,7 @@ if [ ${#targets[@]} -eq 0 ]; then
     targets=(model_description scenario archive)
 fi
 triple="$(rustc -vV | sed -n 's/^host: //p')"
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 
 # --target keeps the flags off build scripts and proc macros.
 export RUSTFLAGS="-Cpasses=sancov-module \
@@ -68,7 +69,7 @@ status=0
 for t in "${targets[@]}"; do
     mkdir -p "artifacts/$t"
     echo "fuzz: $t for ${seconds} s"
-    if ! "target/$triple/release/$t" "corpus/$t" \
+    if ! "$target_dir/$triple/release/$t" "corpus/$t" \
         -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
         -print_final_stats=1 "${extra[@]}" \
         -artifact_prefix="artifacts/$t/" >"artifacts/$t.log" 2>&1; then
