@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use crate::error::ScenarioError;
 use crate::read::Result;
 use crate::scenario::{
-    AssignKind, AssignSpec, Origin, RawValue, Scenario, Setting, absolute, find_subsystem,
+    AssignKind, AssignSpec, Origin, RawValue, Scenario, Setting, SubsystemIndex, absolute,
+    find_subsystem,
 };
 
 /// Changes the command line makes to a scenario.
@@ -65,12 +66,17 @@ impl Scenario {
             if var.is_empty() {
                 return Err(err(format!("\"{path}\" names no variable after the '.'")));
             }
-            let index = find_subsystem(&self.source, &self.subsystems, sub, Default::default())
-                .map_err(|e| {
-                    let mut a = ScenarioError::argument(&file, &argument, e.message.clone());
-                    a.help = e.help.clone();
-                    a
-                })?;
+            let index = find_subsystem(
+                &self.source,
+                &SubsystemIndex::new(&self.subsystems),
+                sub,
+                Default::default(),
+            )
+            .map_err(|e| {
+                let mut a = ScenarioError::argument(&file, &argument, e.message.clone());
+                a.help = e.help.clone();
+                a
+            })?;
             let raw = parse_cli_value(value);
             let origin = Origin::Argument(argument.clone());
             if let Some(sub) = self.subsystems.get_mut(index) {

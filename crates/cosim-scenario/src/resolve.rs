@@ -2,6 +2,7 @@
 //! becomes a variable index, every value gets its FMI type, and every
 //! connection, bond and output is checked.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -489,21 +490,18 @@ impl Scenario {
     /// cross-connected or not an effort/flow pair, output glob matching
     /// nothing, missing stop time ...
     pub fn resolve(&self, models: &[(&str, &ModelDescription)]) -> Result<ResolvedScenario> {
+        let by_name: HashMap<&str, &ModelDescription> = models.iter().copied().collect();
         let mut mds = Vec::new();
         for s in &self.subsystems {
-            let md = models
-                .iter()
-                .find(|(n, _)| *n == s.name.value)
-                .map(|(_, md)| *md)
-                .ok_or_else(|| {
-                    self.error_at(
-                        s.name.span,
-                        format!(
-                            "no model description was given for subsystem '{}'",
-                            s.name.value
-                        ),
-                    )
-                })?;
+            let md = by_name.get(s.name.value.as_str()).copied().ok_or_else(|| {
+                self.error_at(
+                    s.name.span,
+                    format!(
+                        "no model description was given for subsystem '{}'",
+                        s.name.value
+                    ),
+                )
+            })?;
             mds.push(md);
         }
         Resolver {
@@ -896,6 +894,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
 
     fn connections(&mut self) -> Result<Vec<ResolvedConnection>> {
         let mut out: Vec<ResolvedConnection> = Vec::new();
+        // Input -> index in `out` of the connection feeding it.
+        let mut feeding: HashMap<VariableRef, usize> = HashMap::new();
         for c in &self.scenario.connections {
             let (fi, fv) =
                 self.variable(c.from.subsystem, &c.from.variable, c.from.var_span, |v| {
@@ -973,7 +973,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 subsystem: c.to.subsystem,
                 variable: ti,
             };
-            if let Some(first) = out.iter().find(|o| o.to == to) {
+            if let Some(first) = feeding.get(&to).map(|&k| &out[k]) {
                 let first_line = self.line_of(first.span);
                 let this_line = self.line_of(c.span);
                 return Err(self
@@ -1039,6 +1039,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 }
                 _ => {}
             }
+            feeding.insert(to, out.len());
             out.push(ResolvedConnection {
                 from,
                 to,
@@ -1080,6 +1081,11 @@ impl<'s, 'm> Resolver<'s, 'm> {
         connections: &[ResolvedConnection],
     ) -> Result<Vec<ResolvedBond>> {
         let mut out: Vec<ResolvedBond> = Vec::new();
+        let feeding: HashMap<VariableRef, usize> = connections
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (c.to, k))
+            .collect();
         for b in &self.scenario.bonds {
             let mut ports = Vec::new();
             for p in &b.ports {
@@ -1108,7 +1114,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     subsystem: y.subsystem,
                     variable: y.input,
                 };
-                match connections.iter().find(|c| c.to == to) {
+                match feeding.get(&to).map(|&k| &connections[k]) {
                     Some(c) if c.from == from => {}
                     Some(c) => {
                         let line = self.line_of(c.span);
@@ -1197,8 +1203,9 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let dir = spec.dir.clone();
         let file = |name: &Option<String>| name.as_ref().map(|n| dir.join(n));
         let mut variables: Vec<VariableRef> = Vec::new();
+        let mut seen: HashSet<VariableRef> = HashSet::new();
         let mut push = |r: VariableRef| {
-            if !variables.contains(&r) {
+            if seen.insert(r) {
                 variables.push(r);
             }
         };
@@ -1214,8 +1221,9 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 }
             }
             Some(list) => {
+                let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
                 for (text, span) in list {
-                    for r in self.select(text, *span)? {
+                    for r in self.select(text, *span, &index)? {
                         push(r);
                     }
                 }
@@ -1233,7 +1241,12 @@ impl<'s, 'm> Resolver<'s, 'm> {
     }
 
     /// The variables one `variables` entry selects, in FMU order.
-    fn select(&self, text: &str, span: Span) -> Result<Vec<VariableRef>> {
+    fn select(
+        &self,
+        text: &str,
+        span: Span,
+        index: &crate::scenario::SubsystemIndex<'_>,
+    ) -> Result<Vec<VariableRef>> {
         let Some((sub_pat, var_pat)) = text.split_once('.') else {
             return Err(self.err(
                 span,
@@ -1264,9 +1277,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
             subs
         } else {
-            let i = self
-                .scenario
-                .subsystem_index(sub_pat)
+            let i = index
+                .get(sub_pat)
                 .ok_or_else(|| self.err(span, format!("unknown subsystem '{sub_pat}'")))?;
             vec![i]
         };
@@ -1324,6 +1336,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
     /// get no start value from the scenario.
     fn unconnected_inputs(&mut self, connections: &[ResolvedConnection]) {
         let mut warnings = Vec::new();
+        let fed: HashSet<VariableRef> = connections.iter().map(|c| c.to).collect();
         for (s, spec) in self.scenario.subsystems.iter().enumerate() {
             let Some(md) = self.mds.get(s) else { continue };
             let names: Vec<&str> = md
@@ -1333,7 +1346,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                         subsystem: s,
                         variable: i,
                     };
-                    !connections.iter().any(|c| c.to == r)
+                    !fed.contains(&r)
                 })
                 .filter_map(|i| md.variables.get(i))
                 .filter(|v| !spec.assignments.iter().any(|a| a.name == v.name))

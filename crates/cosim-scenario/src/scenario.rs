@@ -514,6 +514,28 @@ pub(crate) fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 
+/// Subsystem names -> indices, built once so that resolving every
+/// `"<subsystem>.<variable>"` path is O(1) (imports of thousands of
+/// connections stay linear).
+pub(crate) struct SubsystemIndex<'s> {
+    pub(crate) specs: &'s [SubsystemSpec],
+    by_name: HashMap<&'s str, usize>,
+}
+
+impl<'s> SubsystemIndex<'s> {
+    pub(crate) fn new(specs: &'s [SubsystemSpec]) -> Self {
+        let mut by_name = HashMap::with_capacity(specs.len());
+        for (i, s) in specs.iter().enumerate() {
+            by_name.entry(s.name.value.as_str()).or_insert(i);
+        }
+        SubsystemIndex { specs, by_name }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+}
+
 struct Parser<'a> {
     src: &'a Source,
     base_dir: &'a Path,
@@ -531,10 +553,11 @@ impl<'a> Parser<'a> {
         let root = Table::new(self.src, root_value, "the scenario", ROOT_KEYS)?;
         let simulation = self.simulation(&root)?;
         let subsystems = self.subsystems(&root)?;
-        let connections = self.connections(&root, &subsystems)?;
-        let bonds = self.bonds(&root, &subsystems)?;
-        let master = self.master(&root, &subsystems, &bonds)?;
-        let outputs = self.outputs(&root, &subsystems)?;
+        let index = SubsystemIndex::new(&subsystems);
+        let connections = self.connections(&root, &index)?;
+        let bonds = self.bonds(&root, &index)?;
+        let master = self.master(&root, &index, &bonds)?;
+        let outputs = self.outputs(&root, &index)?;
         Ok(Scenario {
             source,
             base_dir: self.base_dir.to_path_buf(),
@@ -588,7 +611,7 @@ impl<'a> Parser<'a> {
     fn master(
         &mut self,
         root: &Table<'a, '_>,
-        subsystems: &[SubsystemSpec],
+        subsystems: &SubsystemIndex<'_>,
         bonds: &[BondSpec],
     ) -> Result<MasterSpec> {
         let mut s = MasterSettings {
@@ -836,7 +859,7 @@ impl<'a> Parser<'a> {
         t: &Table<'a, '_>,
         names: &[(String, Span)],
         span: Span,
-        subsystems: &[SubsystemSpec],
+        subsystems: &SubsystemIndex<'_>,
     ) -> Result<Vec<usize>> {
         let mut order: Vec<usize> = Vec::new();
         let mut seen: HashMap<usize, Span> = HashMap::new();
@@ -855,6 +878,7 @@ impl<'a> Parser<'a> {
             order.push(i);
         }
         let missing: Vec<&str> = subsystems
+            .specs
             .iter()
             .enumerate()
             .filter(|(i, _)| !seen.contains_key(i))
@@ -881,6 +905,7 @@ impl<'a> Parser<'a> {
                 .with_help("add a [[subsystems]] table with 'name' and 'fmu' for each FMU"));
         }
         let mut out: Vec<SubsystemSpec> = Vec::new();
+        let mut first_of: HashMap<String, Span> = HashMap::new();
         for t in &tables {
             let (name, name_span) = t
                 .string("name")?
@@ -893,8 +918,8 @@ impl<'a> Parser<'a> {
                     ),
                 ));
             }
-            if let Some(first) = out.iter().find(|s| s.name.value == name) {
-                let line = self.src.error(Some(first.name.span), "").line.unwrap_or(0);
+            if let Some(first) = first_of.insert(name.clone(), name_span) {
+                let line = self.src.error(Some(first), "").line.unwrap_or(0);
                 return Err(t.err(
                     name_span,
                     format!("duplicate subsystem name '{name}' (first defined on line {line})"),
@@ -1132,7 +1157,7 @@ impl<'a> Parser<'a> {
         &self,
         t: &Table<'a, '_>,
         key: &str,
-        subsystems: &[SubsystemSpec],
+        subsystems: &SubsystemIndex<'_>,
         what: &str,
     ) -> Result<VarPath> {
         let (text, span) = t
@@ -1144,7 +1169,7 @@ impl<'a> Parser<'a> {
     fn connections(
         &mut self,
         root: &Table<'a, '_>,
-        subsystems: &[SubsystemSpec],
+        subsystems: &SubsystemIndex<'_>,
     ) -> Result<Vec<ConnectionSpec>> {
         let mut out = Vec::new();
         for t in root.tables("connections", "[[connections]]", CONNECTION_KEYS)? {
@@ -1170,9 +1195,10 @@ impl<'a> Parser<'a> {
     fn bonds(
         &mut self,
         root: &Table<'a, '_>,
-        subsystems: &[SubsystemSpec],
+        subsystems: &SubsystemIndex<'_>,
     ) -> Result<Vec<BondSpec>> {
         let mut out: Vec<BondSpec> = Vec::new();
+        let mut first_of: HashMap<String, Span> = HashMap::new();
         for t in root.tables("bonds", "[[bonds]]", BOND_KEYS)? {
             let ports_value = t.get("ports").ok_or_else(|| {
                 t.missing(
@@ -1228,7 +1254,7 @@ impl<'a> Parser<'a> {
                     ports_span,
                     format!(
                         "both ports of the bond are on subsystem '{}': a bond joins two different subsystems",
-                        subsystem_name(subsystems, a.input.subsystem)
+                        subsystem_name(subsystems.specs, a.input.subsystem)
                     ),
                 ));
             }
@@ -1239,8 +1265,8 @@ impl<'a> Parser<'a> {
                 Some((n, span)) => Located::new(n, span),
                 None => Located::new(format!("{}~{}", a.input.text, b.input.text), t.span),
             };
-            if let Some(first) = out.iter().find(|x| x.name.value == name.value) {
-                let line = self.src.error(Some(first.span), "").line.unwrap_or(0);
+            if let Some(first) = first_of.insert(name.value.clone(), t.span) {
+                let line = self.src.error(Some(first), "").line.unwrap_or(0);
                 return Err(t.err(
                     name.span,
                     format!(
@@ -1269,7 +1295,7 @@ impl<'a> Parser<'a> {
     fn outputs(
         &mut self,
         root: &Table<'a, '_>,
-        subsystems: &[SubsystemSpec],
+        subsystems: &SubsystemIndex<'_>,
     ) -> Result<OutputsSpec> {
         let default_dir = self.base_dir.join(defaults::OUTPUT_DIR).join(&self.stem);
         let mut spec = OutputsSpec {
@@ -1407,21 +1433,22 @@ pub(crate) fn subsystem_name(subsystems: &[SubsystemSpec], i: usize) -> &str {
 /// The index of subsystem `name`, or an error at `span` with the nearest name.
 pub(crate) fn find_subsystem(
     src: &Source,
-    subsystems: &[SubsystemSpec],
+    subsystems: &SubsystemIndex<'_>,
     name: &str,
     span: Span,
 ) -> Result<usize> {
-    subsystems
-        .iter()
-        .position(|s| s.name.value == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = subsystems.iter().map(|s| s.name.value.as_str()).collect();
-            src.error(Some(span), format!("unknown subsystem '{name}'"))
-                .with_help(
-                    did_you_mean(name, names.iter().copied())
-                        .unwrap_or_else(|| format!("the subsystems are: {}", names.join(", "))),
-                )
-        })
+    subsystems.by_name.get(name).copied().ok_or_else(|| {
+        let names: Vec<&str> = subsystems
+            .specs
+            .iter()
+            .map(|s| s.name.value.as_str())
+            .collect();
+        src.error(Some(span), format!("unknown subsystem '{name}'"))
+            .with_help(
+                did_you_mean(name, names.iter().copied())
+                    .unwrap_or_else(|| format!("the subsystems are: {}", names.join(", "))),
+            )
+    })
 }
 
 /// The span of `text[offset..offset + len]` inside the string value written
@@ -1447,7 +1474,7 @@ pub(crate) fn parse_var_path(
     src: &Source,
     text: &str,
     span: Span,
-    subsystems: &[SubsystemSpec],
+    subsystems: &SubsystemIndex<'_>,
 ) -> Result<VarPath> {
     let Some((sub, var)) = text.split_once('.') else {
         return Err(src
@@ -1455,7 +1482,7 @@ pub(crate) fn parse_var_path(
                 Some(span),
                 format!("\"{text}\" is not of the form \"<subsystem>.<variable>\""),
             )
-            .with_help_opt(suggest_dotted(text, subsystems)));
+            .with_help_opt(suggest_dotted(text, subsystems.specs)));
     };
     if var.is_empty() {
         return Err(src.error(
