@@ -7,12 +7,15 @@
 //! subsystem owns its buffers so that Jacobi stepping can run on worker
 //! threads without sharing anything mutable.
 
+use std::time::Instant;
+
 use cosim_fmi::StepOutcome;
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{CoreError, Result};
 use crate::extrapolation::MAX_POINTS;
+use crate::parallel::{PoolChooser, Way};
 use crate::subsystem::{CallCounters, StateId, Subsystem};
 
 /// A connection between an observed output slot and an input slot:
@@ -185,6 +188,10 @@ pub struct System {
     divergence_limit: f64,
     threads: usize,
     pool: Option<rayon::ThreadPool>,
+    /// Whether the pool pays off for this system's FMUs (measured).
+    pool_chooser: PoolChooser,
+    /// Per subsystem, the outcome of its step on the pool (reused).
+    pool_results: Vec<Result<()>>,
     time: f64,
 }
 
@@ -300,6 +307,8 @@ impl System {
             divergence_limit: f64::INFINITY,
             threads,
             pool,
+            pool_chooser: PoolChooser::default(),
+            pool_results: (0..n).map(|_| Ok(())).collect(),
             time: 0.0,
         })
     }
@@ -544,7 +553,9 @@ impl System {
     }
 
     /// Steps the subsystems selected by `due` (Jacobi: all from the same
-    /// inputs), on worker threads when the system has more than one.
+    /// inputs): on the worker pool when the system has several threads and
+    /// the pool is measured to pay off ([`PoolChooser`]), else inline. The
+    /// results are the same either way.
     pub fn step_jacobi(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
         let policy = (self.nonfinite, self.divergence_limit);
         type Item<'a> = (
@@ -561,26 +572,75 @@ impl System {
                 Ok(())
             }
         };
-        match &self.pool {
-            Some(pool) => {
-                let subs = &mut self.subsystems;
-                let bufs = &mut self.buffers;
-                let warned = &mut self.nonfinite_warned;
-                pool.install(|| {
-                    subs.par_iter_mut()
-                        .zip(bufs.par_iter_mut())
-                        .zip(warned.par_iter_mut())
-                        .zip(h.par_iter().zip(due.par_iter()))
-                        .try_for_each(work)
-                })
-            }
-            None => self
+        let Some(pool) = &self.pool else {
+            return self
                 .subsystems
                 .iter_mut()
                 .zip(self.buffers.iter_mut())
                 .zip(self.nonfinite_warned.iter_mut())
                 .zip(h.iter().zip(due.iter()))
+                .try_for_each(work);
+        };
+        // A step of fewer than two subsystems has nothing to parallelise
+        // and says nothing about the pool: run it inline, untimed.
+        let several = due.iter().filter(|&&d| d).nth(1).is_some();
+        let (way, timed) = if several {
+            self.pool_chooser.next()
+        } else {
+            (Way::Inline, false)
+        };
+        let started = timed.then(Instant::now);
+        let subs = &mut self.subsystems;
+        let bufs = &mut self.buffers;
+        let warned = &mut self.nonfinite_warned;
+        let results = &mut self.pool_results;
+        let result = match way {
+            Way::Pool => {
+                // Every due subsystem completes its step; the error of the
+                // first failing one (in subsystem order) is reported, as
+                // inline, whatever the scheduling.
+                pool.install(|| {
+                    subs.par_iter_mut()
+                        .zip(bufs.par_iter_mut())
+                        .zip(warned.par_iter_mut())
+                        .zip(h.par_iter().zip(due.par_iter()))
+                        .zip(results.par_iter_mut())
+                        .for_each(|(item, slot)| *slot = work(item));
+                });
+                results
+                    .iter_mut()
+                    .find(|r| r.is_err())
+                    .map_or(Ok(()), |r| std::mem::replace(r, Ok(())))
+            }
+            Way::Inline => subs
+                .iter_mut()
+                .zip(bufs.iter_mut())
+                .zip(warned.iter_mut())
+                .zip(h.iter().zip(due.iter()))
                 .try_for_each(work),
+        };
+        if several && let Some(d) = self.pool_chooser.record(way, started.map(|s| s.elapsed())) {
+            tracing::debug!(
+                "Jacobi stepping {}: {:?} per step inline, {:?} on {} threads",
+                match d.way {
+                    Way::Pool => "on the worker pool",
+                    Way::Inline => "inline",
+                },
+                d.inline_per_step,
+                d.pool_per_step,
+                self.threads
+            );
+        }
+        result
+    }
+
+    /// How Jacobi steps currently run (inline until the pool is measured
+    /// to pay off; always inline with one thread).
+    pub fn jacobi_way(&self) -> Way {
+        if self.pool.is_some() {
+            self.pool_chooser.chosen()
+        } else {
+            Way::Inline
         }
     }
 

@@ -620,7 +620,7 @@ impl<'a> Parser<'a> {
             scheme: Scheme::Jacobi,
             order: None,
             extrapolation: 0,
-            threads: 1,
+            threads: 0,
             indicators: vec![Indicator::Energy],
             discover_bonds: true,
             nonfinite: NonFinite::Error,

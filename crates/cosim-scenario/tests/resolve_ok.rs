@@ -291,7 +291,7 @@ fmu = "c.fmu"
     assert_eq!(m.scheme, Scheme::Jacobi);
     assert_eq!(m.order, None);
     assert_eq!(m.extrapolation, 0);
-    assert_eq!(m.threads, 1);
+    assert_eq!(m.threads, 0); // all cores, the pool used where it pays off
     assert_eq!(m.indicators, vec![Indicator::Energy]);
     assert!(m.discover_bonds);
     assert_eq!(m.nonfinite, NonFinite::Error);

@@ -1,0 +1,182 @@
+//! Whether Jacobi stepping on the worker pool pays off, decided by
+//! measurement.
+//!
+//! Handing a macro step to the pool costs a few microseconds (waking the
+//! workers, joining them). For FMUs whose `doStep` costs less than that,
+//! stepping them one after the other on the calling thread is faster; for
+//! heavy FMUs the pool wins. The cost of an FMU's step is not known before
+//! the run and can change during it (a stiff phase, an event), so the
+//! [`PoolChooser`] times both ways on interleaved macro steps, keeps the
+//! faster one, and measures again every [`RECALIBRATE_EVERY`] steps. The
+//! results do not depend on the choice: in a Jacobi step every subsystem
+//! reads only its own buffers.
+
+use std::time::Duration;
+
+/// Timed macro steps per way and calibration (after one warm-up pair).
+pub const SAMPLES: u32 = 16;
+/// Macro steps between two calibrations.
+pub const RECALIBRATE_EVERY: u64 = 1 << 14;
+/// The pool must be at least this much faster to be chosen (it costs two
+/// cores where inline costs one).
+pub const POOL_ADVANTAGE: f64 = 0.85;
+
+/// How to run one Jacobi step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// One subsystem after the other on the calling thread.
+    Inline,
+    /// On the worker pool.
+    Pool,
+}
+
+/// The decision and its measurements.
+#[derive(Debug, Clone)]
+pub struct PoolChooser {
+    /// Steps since the current calibration started.
+    step: u64,
+    inline: Duration,
+    pool: Duration,
+    chosen: Way,
+    /// Calibrations completed.
+    calibrations: u64,
+}
+
+impl Default for PoolChooser {
+    fn default() -> Self {
+        PoolChooser {
+            step: 0,
+            inline: Duration::ZERO,
+            pool: Duration::ZERO,
+            chosen: Way::Inline,
+            calibrations: 0,
+        }
+    }
+}
+
+/// Steps of one calibration: a warm-up pair, then `SAMPLES` timed pairs.
+const CALIBRATION_STEPS: u64 = 2 * (SAMPLES as u64 + 1);
+
+impl PoolChooser {
+    /// The way to run the next step, and whether to time it.
+    #[inline]
+    pub fn next(&self) -> (Way, bool) {
+        if self.step < CALIBRATION_STEPS {
+            let way = if self.step.is_multiple_of(2) {
+                Way::Inline
+            } else {
+                Way::Pool
+            };
+            (way, self.step >= 2)
+        } else {
+            (self.chosen, false)
+        }
+    }
+
+    /// Records a step run `way`, taking `elapsed` when it was timed. Returns
+    /// the new decision when a calibration just ended.
+    #[inline]
+    pub fn record(&mut self, way: Way, elapsed: Option<Duration>) -> Option<Decision> {
+        if let Some(d) = elapsed {
+            match way {
+                Way::Inline => self.inline += d,
+                Way::Pool => self.pool += d,
+            }
+        }
+        self.step += 1;
+        if self.step == CALIBRATION_STEPS {
+            self.chosen = if self.pool.as_secs_f64() < POOL_ADVANTAGE * self.inline.as_secs_f64() {
+                Way::Pool
+            } else {
+                Way::Inline
+            };
+            self.calibrations += 1;
+            return Some(Decision {
+                way: self.chosen,
+                inline_per_step: self.inline / SAMPLES,
+                pool_per_step: self.pool / SAMPLES,
+            });
+        }
+        if self.step >= CALIBRATION_STEPS + RECALIBRATE_EVERY {
+            self.step = 0;
+            self.inline = Duration::ZERO;
+            self.pool = Duration::ZERO;
+        }
+        None
+    }
+
+    /// The current choice (inline until the first calibration ends).
+    pub fn chosen(&self) -> Way {
+        self.chosen
+    }
+}
+
+/// The outcome of one calibration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    /// The way chosen.
+    pub way: Way,
+    /// Mean time of an inline step during the calibration.
+    pub inline_per_step: Duration,
+    /// Mean time of a pooled step during the calibration.
+    pub pool_per_step: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibrate(c: &mut PoolChooser, inline: Duration, pool: Duration) -> Decision {
+        loop {
+            let (way, timed) = c.next();
+            let d = match way {
+                Way::Inline => inline,
+                Way::Pool => pool,
+            };
+            if let Some(decision) = c.record(way, timed.then_some(d)) {
+                return decision;
+            }
+        }
+    }
+
+    #[test]
+    fn cheap_steps_stay_inline_and_heavy_ones_go_to_the_pool() {
+        let us = Duration::from_micros;
+        let mut c = PoolChooser::default();
+        // Trivial FMUs: 1 us inline, 6 us through the pool.
+        let d = calibrate(&mut c, us(1), us(6));
+        assert_eq!(d.way, Way::Inline);
+        assert_eq!(d.inline_per_step, us(1));
+        assert_eq!(d.pool_per_step, us(6));
+        // After the calibration every step runs the chosen way, untimed.
+        for _ in 0..RECALIBRATE_EVERY {
+            assert_eq!(c.next(), (Way::Inline, false));
+            assert_eq!(c.record(Way::Inline, None), None);
+        }
+        // The FMUs became heavy: the next calibration picks the pool.
+        let d = calibrate(&mut c, us(200), us(110));
+        assert_eq!(d.way, Way::Pool);
+        assert_eq!(c.chosen(), Way::Pool);
+        assert_eq!(c.next(), (Way::Pool, false));
+    }
+
+    #[test]
+    fn a_marginal_gain_does_not_justify_the_pool() {
+        let us = Duration::from_micros;
+        let mut c = PoolChooser::default();
+        assert_eq!(calibrate(&mut c, us(100), us(90)).way, Way::Inline);
+        let mut c = PoolChooser::default();
+        assert_eq!(calibrate(&mut c, us(100), us(80)).way, Way::Pool);
+    }
+
+    #[test]
+    fn the_warm_up_pair_is_not_timed() {
+        let c = PoolChooser::default();
+        assert_eq!(c.next(), (Way::Inline, false));
+        let mut c = c;
+        c.record(Way::Inline, None);
+        assert_eq!(c.next(), (Way::Pool, false));
+        c.record(Way::Pool, None);
+        assert_eq!(c.next(), (Way::Inline, true));
+    }
+}
