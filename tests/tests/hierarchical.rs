@@ -450,3 +450,47 @@ fn nested_system_errors_name_the_place() {
     );
     assert!(err.contains("includes itself"), "{err}");
 }
+
+#[test]
+fn check_writes_nothing_and_run_writes_the_nest_energy_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = b3(
+        dir.path(),
+        "b3_three_mass_hierarchical.toml",
+        1,
+        1.0,
+        0.1,
+        0.025,
+        "",
+    );
+    let out_dir = dir.path().join("out");
+    let out = cosim(&[
+        "check",
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out_dir.exists(), "cosim check wrote {}", out_dir.display());
+    let out = cosim(&[
+        "run",
+        "-q",
+        path.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The nest couples S2 and S3 through a power bond: its own energy log,
+    // one row per inner step (0.025 s over 1 s).
+    let log = std::fs::read_to_string(out_dir.join("energy.nest.csv")).unwrap();
+    assert!(log.starts_with("time,step,"), "{log}");
+    assert_eq!(log.lines().count(), 1 + 40);
+}

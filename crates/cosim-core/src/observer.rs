@@ -238,12 +238,32 @@ impl Observer for TraceWriter {
 /// The energy log: per step, for each bond, residual power and energy,
 /// cumulative residual energy, transmitted power and energy.
 pub struct EnergyLog {
-    file: CsvFile,
+    file: Option<CsvFile>,
+    /// For [`EnergyLog::deferred`]: the file and header to create at the
+    /// first step.
+    pending: Option<(PathBuf, Vec<String>)>,
 }
 
 impl EnergyLog {
     /// Creates the file and writes the header.
     pub fn create(path: &Path, sys: &System) -> Result<Self> {
+        Ok(EnergyLog {
+            file: Some(CsvFile::create(path, &Self::header(sys))?),
+            pending: None,
+        })
+    }
+
+    /// An energy log whose file is created at the first accepted step:
+    /// for nested systems, which are also initialised by `cosim check`,
+    /// where nothing must be written.
+    pub fn deferred(path: &Path, sys: &System) -> Self {
+        EnergyLog {
+            file: None,
+            pending: Some((path.to_path_buf(), Self::header(sys))),
+        }
+    }
+
+    fn header(sys: &System) -> Vec<String> {
         let mut header = vec!["time".to_string(), "step".to_string()];
         for b in sys.bonds() {
             for col in [
@@ -257,9 +277,18 @@ impl EnergyLog {
             }
         }
         header.push("indicator".into());
-        Ok(EnergyLog {
-            file: CsvFile::create(path, &header)?,
-        })
+        header
+    }
+
+    fn file(&mut self) -> Result<&mut CsvFile> {
+        if self.file.is_none()
+            && let Some((path, header)) = self.pending.take()
+        {
+            self.file = Some(CsvFile::create(&path, &header)?);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| CoreError::Config("the energy log could not be created".into()))
     }
 }
 
@@ -270,21 +299,25 @@ impl Observer for EnergyLog {
 
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
         let energy = ctx.energy;
-        self.file.field(sys.time())?;
-        self.file.field(ctx.report.dt)?;
+        let file = self.file()?;
+        file.field(sys.time())?;
+        file.field(ctx.report.dt)?;
         for b in energy.bonds() {
-            self.file.field(b.residual_power)?;
-            self.file.field(b.residual_energy)?;
-            self.file.field(b.cumulative_residual_energy)?;
-            self.file.field(b.transmitted_power)?;
-            self.file.field(b.transmitted_energy)?;
+            file.field(b.residual_power)?;
+            file.field(b.residual_energy)?;
+            file.field(b.cumulative_residual_energy)?;
+            file.field(b.transmitted_power)?;
+            file.field(b.transmitted_energy)?;
         }
-        self.file.field(energy.indicator())?;
-        self.file.end_row()
+        file.field(energy.indicator())?;
+        file.end_row()
     }
 
     fn finish(&mut self, _sys: &System) -> Result<()> {
-        self.file.flush()
+        match &mut self.file {
+            Some(file) => file.flush(),
+            None => Ok(()),
+        }
     }
 }
 

@@ -196,7 +196,7 @@ fn nested(
         && !child.system.bonds().is_empty()
     {
         let path = dir.join(format!("energy.{full_name}.csv"));
-        observers.push(Box::new(EnergyLog::create(&path, &child.system)?));
+        observers.push(Box::new(EnergyLog::deferred(&path, &child.system)));
     }
     Ok(Box::new(NestedSystem::new(
         info,
