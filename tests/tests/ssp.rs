@@ -9,7 +9,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use cosim_tests::{Table, cosim, fmi2, root};
+use cosim_core::metrics::{compare_columns, match_columns};
+use cosim_tests::{Table, cosim, fmi2, fmus, reference, root, scenario};
 
 const DATA: &str = "crates/cosim-ssp/tests/data";
 
@@ -205,7 +206,7 @@ fn run_refuses_unsupported_elements_and_convert_lists_them() {
     let stderr = text(&out.stderr);
     assert_eq!(stderr.matches(": error: ").count(), 8, "{stderr}");
     assert!(
-        stderr.contains("unsupported.ssd:31:8: error: <ssd:System name=\"sub\"> cannot be mapped: nested systems are not supported yet"),
+        stderr.contains("unsupported.ssd:34:12: error: <ssd:Component name=\"model\"> cannot be mapped: components of type 'text/x-modelica' are not supported"),
         "{stderr}"
     );
     assert!(
@@ -267,4 +268,120 @@ fn malformed_input_is_reported_with_line_and_column() {
         "{stderr}"
     );
     assert!(stderr.contains("= help: did you mean 'v_c'?"), "{stderr}");
+}
+
+/// `scenarios/b3_three_mass_hierarchical.toml` with absolute FMU paths and
+/// the trace variables the import of `b3_hierarchical.ssd` writes (every
+/// output of every FMU, nested ones included).
+fn b3_hierarchical_toml(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(scenario("b3_three_mass_hierarchical.toml"))
+        .unwrap()
+        .replace("../fmus/dist", &fmus().display().to_string());
+    let at = text.find("variables = [").unwrap();
+    let p = dir.join("b3_hierarchical.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "{}variables = [\"s1.x1\", \"s1.v1\", \"nest.s2.x2\", \"nest.s2.v2\", \"nest.s2.l12\", \"nest.s3.x3\", \"nest.s3.v3\", \"nest.s3.l23\"]\n",
+            &text[..at]
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn nested_ssd_runs_like_its_conversion_and_the_hierarchical_scenario() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ssd = data("b3_hierarchical.ssd");
+    let toml = tmp.path().join("converted/b3.toml");
+    let out = cosim(&["convert", &ssd, "--to", "toml", "-o", &path(&toml)]);
+    ok(&out);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("(2 subsystems, 3 connections"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "b3_hierarchical.ssd:69:69: note: the step of nested system 'nest' is 0.025 s"
+        ),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&toml).unwrap();
+    for part in [
+        "[[subsystems]]  # b3_hierarchical.ssd:35\nname = \"nest\"\nexposes = [\n",
+        "[subsystems.system.master]\nstep = 0.025",
+        "[[subsystems.system.subsystems]]  # b3_hierarchical.ssd:43\nname = \"s3\"\nfmu = \"",
+        "from = \"s1.x1\"\nto = \"nest.s2.x1\"",
+    ] {
+        assert!(written.contains(part), "missing {part:?} in\n{written}");
+    }
+    // The direct run, the run of the conversion and the run of the
+    // project's hierarchical scenario: the same files, byte for byte.
+    let (a, b, c) = (
+        tmp.path().join("ssd"),
+        tmp.path().join("conv"),
+        tmp.path().join("toml"),
+    );
+    run(&ssd, &a, &[]);
+    run(&path(&toml), &b, &[]);
+    run(&path(&b3_hierarchical_toml(tmp.path())), &c, &[]);
+    same_files(&a, &b);
+    same_files(&a, &c);
+    for dir in [&b, &c] {
+        let x = std::fs::read_to_string(a.join("energy.nest.csv")).unwrap();
+        let y = std::fs::read_to_string(dir.join("energy.nest.csv")).unwrap();
+        assert_eq!(x, y, "energy.nest.csv differs");
+    }
+    // It is hafner's hierarchical scenario 1: max error of the six states
+    // 2.14e-2 (Table 2).
+    let trace = Table::read(&a.join("trace.csv")).unwrap();
+    assert_eq!(trace.time().len(), 251);
+    let reference = reference("b3_scenario1");
+    let pairs = match_columns(&trace, &reference, &[]);
+    assert_eq!(pairs.len(), 6, "{pairs:?}");
+    let max = compare_columns(&trace, &reference, &pairs, f64::NEG_INFINITY, f64::INFINITY)
+        .unwrap()
+        .iter()
+        .map(|e| e.max_abs)
+        .fold(0.0, f64::max);
+    println!("nested SSD, B3 scenario 1: max error {max:.3e} (hafner: 2.14e-2)");
+    assert!(max > 2.14e-2 / 2.0 && max < 2.14e-2 * 2.0, "{max}");
+    let summary = std::fs::read_to_string(a.join("summary.json")).unwrap();
+    assert!(summary.contains("\"nest\""), "{summary}");
+    // `cosim check` accepts it (on a copy: checking a nested system
+    // creates its energy log in the default output directory).
+    let copy = tmp.path().join("b3_hierarchical.ssd");
+    std::fs::write(
+        &copy,
+        std::fs::read_to_string(root().join(&ssd))
+            .unwrap()
+            .replace("../../../../fmus/dist", &fmus().display().to_string()),
+    )
+    .unwrap();
+    ok(&cosim(&["check", &path(&copy)]));
+}
+
+#[test]
+fn errors_inside_a_nested_ssd_system_name_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ssd = std::fs::read_to_string(root().join(data("b3_hierarchical.ssd")))
+        .unwrap()
+        .replace(
+            "../../../../fmus/dist/fmi2",
+            &fmi2("Gain").parent().unwrap().display().to_string(),
+        )
+        .replacen("startConnector=\"l23\"", "startConnector=\"l233\"", 1);
+    let p = tmp.path().join("b3.ssd");
+    std::fs::write(&p, ssd).unwrap();
+    for command in ["run", "check", "convert"] {
+        let out = cosim(&[command, &path(&p)]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(
+                "b3.ssd:61:61: error: subsystem 's3' (ThreeMassS3) has no variable 'l233'"
+            ),
+            "{command}: {stderr}"
+        );
+        assert!(stderr.contains("= help: did you mean 'l23'?"), "{stderr}");
+    }
 }

@@ -37,16 +37,20 @@ pub(crate) struct Assign {
     pub value_src: Src,
 }
 
-/// A subsystem.
+/// A subsystem: an FMU, or a nested system.
 #[derive(Debug, Clone)]
 pub(crate) struct SubDraft {
     /// The scenario name (valid: letters, digits, `_`, `-`).
     pub name: String,
     /// Where the element's name is written.
     pub name_src: Src,
-    /// The FMU, absolute.
+    /// The FMU, absolute (empty for a nested system).
     pub fmu: PathBuf,
     pub fmu_src: Src,
+    /// A nested system (`system = { ... }`) instead of an FMU.
+    pub system: Option<Box<Draft>>,
+    /// For a nested system: `exposes`.
+    pub exposes: Vec<Val<String>>,
     pub step_multiple: Option<Val<u32>>,
     pub parameters: Vec<Assign>,
     pub start: Vec<Assign>,
@@ -94,6 +98,9 @@ pub(crate) struct BondDraft {
 pub(crate) struct MasterDraft {
     pub kind: Option<Val<&'static str>>,
     pub step: Option<Val<f64>>,
+    /// Where the step comes from, when not from the place of its source
+    /// (a comment for the TOML).
+    pub step_origin: Option<String>,
     pub discover_bonds: Option<Val<bool>>,
     pub tolerance: Option<Val<f64>>,
     pub energy_scale: Option<Val<f64>>,
@@ -108,8 +115,8 @@ pub(crate) struct Skipped {
     pub text: String,
 }
 
-/// A whole system.
-#[derive(Debug, Clone)]
+/// A whole system (or a nested one: then without times or outputs).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Draft {
     /// "SSP 1.0", "OSP" ... for the TOML header.
     pub format: String,
@@ -117,10 +124,15 @@ pub(crate) struct Draft {
     pub root_src: Src,
     pub start: Option<Val<f64>>,
     pub stop: Option<Val<f64>>,
+    /// Where `start` and `stop` come from when not from the place of their
+    /// source (a comment for the TOML).
+    pub times_origin: Option<String>,
     pub master: MasterDraft,
     pub subsystems: Vec<SubDraft>,
     pub connections: Vec<ConnDraft>,
     pub bonds: Vec<BondDraft>,
+    /// `[outputs] variables`, when the default would not do.
+    pub outputs: Vec<Val<String>>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -131,10 +143,12 @@ impl Draft {
             root_src,
             start: None,
             stop: None,
+            times_origin: None,
             master: MasterDraft::default(),
             subsystems: Vec::new(),
             connections: Vec::new(),
             bonds: Vec::new(),
+            outputs: Vec::new(),
             skipped: Vec::new(),
         }
     }

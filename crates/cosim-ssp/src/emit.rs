@@ -115,6 +115,16 @@ impl Out<'_> {
         self.text("\n");
     }
 
+    /// `key = value  # origin`, mapped to `src`.
+    fn line_f64_origin(&mut self, key: &str, v: f64, src: Src, origin: &str) {
+        let start = self.s.len();
+        self.text(key);
+        self.text(" = ");
+        self.mapped(&toml_float(v), src);
+        self.map.push(start, self.s.len(), src);
+        let _ = writeln!(self.s, "  # {origin}");
+    }
+
     fn var_path(&mut self, names: &[String], v: &VarRef) {
         let sub = names.get(v.sub).map_or("", String::as_str);
         let text = format!("{sub}.{}", v.var);
@@ -133,7 +143,7 @@ impl Out<'_> {
         if list.is_empty() {
             return;
         }
-        let _ = writeln!(self.s, "\n[subsystems.{table}]");
+        let _ = writeln!(self.s, "\n[{table}]");
         for a in list {
             let line_start = self.s.len();
             self.mapped(&toml_key(&a.name), a.name_src);
@@ -214,144 +224,194 @@ pub(crate) fn emit(
     // [simulation]
     if draft.start.is_some() || draft.stop.is_some() {
         o.text("\n[simulation]\n");
-        if let Some(v) = &draft.start {
-            o.line_f64("start", v.value, v.src);
-        }
-        if let Some(v) = &draft.stop {
-            o.line_f64("stop", v.value, v.src);
-        }
-    }
-
-    // [master]
-    let m = &draft.master;
-    let any_master = m.kind.is_some()
-        || m.step.is_some()
-        || m.discover_bonds.is_some()
-        || m.tolerance.is_some()
-        || m.energy_scale.is_some()
-        || !m.controller.is_empty();
-    if any_master {
-        let header_start = o.s.len() + 1;
-        o.text("\n[master]\n");
-        o.map.push(header_start, o.s.len(), draft.root_src);
-        if let Some(k) = &m.kind {
-            let start = o.s.len();
-            o.text("kind = ");
-            o.mapped(&toml_string(k.value), k.src);
-            o.map.push(start, o.s.len(), k.src);
-            o.comment_place(k.src);
-            o.text("\n");
-        }
-        if let Some(v) = &m.step {
-            o.line_f64("step", v.value, v.src);
-        }
-        if let Some(v) = &m.discover_bonds {
-            let start = o.s.len();
-            let _ = write!(o.s, "discover_bonds = {}", v.value);
-            o.map.push(start, o.s.len(), v.src);
-            o.comment_place(v.src);
-            o.text("\n");
-        }
-        if let Some(v) = &m.tolerance {
-            o.line_f64("tolerance", v.value, v.src);
-        }
-        if let Some(v) = &m.energy_scale {
-            o.line_f64("energy_scale", v.value, v.src);
-        }
-        if !m.controller.is_empty() {
-            o.text("\n[master.controller]\n");
-            for (k, v) in &m.controller {
-                o.line_f64(k, v.value, v.src);
+        for (key, v) in [("start", &draft.start), ("stop", &draft.stop)] {
+            let Some(v) = v else { continue };
+            if v.src == draft.root_src
+                && let Some(origin) = &draft.times_origin
+            {
+                o.line_f64_origin(key, v.value, v.src, origin);
+            } else {
+                o.line_f64(key, v.value, v.src);
             }
         }
     }
 
-    // [[subsystems]]
-    let names: Vec<String> = draft.subsystems.iter().map(|s| s.name.clone()).collect();
-    for s in &draft.subsystems {
-        let block = o.s.len() + 1;
-        o.text("\n[[subsystems]]");
-        o.comment_place(s.src);
-        o.text("\nname = ");
-        o.mapped(&toml_string(&s.name), s.name_src);
-        o.text("\nfmu = ");
-        let fmu = o.fmu_path(&s.fmu);
-        o.mapped(&toml_string(&fmu), s.fmu_src);
-        o.text("\n");
-        if let Some(k) = &s.step_multiple {
-            let start = o.s.len();
-            let _ = write!(o.s, "step_multiple = {}", k.value);
-            o.map.push(start, o.s.len(), k.src);
-            o.comment_place(k.src);
-            o.text("\n");
-        }
-        o.assignments("parameters", &s.parameters);
-        o.assignments("start", &s.start);
-        o.map.push(block, o.s.len(), s.src);
-    }
+    o.level(draft, "");
 
-    // [[connections]]
-    for c in &draft.connections {
-        let block = o.s.len() + 1;
-        o.text("\n[[connections]]");
-        o.comment_place(c.src);
-        if let Some(comment) = &c.comment {
-            let _ = write!(o.s, "; {comment}");
-        }
-        o.text("\nfrom = ");
-        o.var_path(&names, &c.from);
-        o.text("\nto = ");
-        o.var_path(&names, &c.to);
-        o.text("\n");
-        let map_src = c.map_src.unwrap_or(c.src);
-        if c.gain != 1.0 {
-            let start = o.s.len();
-            o.text("gain = ");
-            o.mapped(&toml_float(c.gain), map_src);
-            o.map.push(start, o.s.len(), map_src);
-            o.text("\n");
-        }
-        if c.offset != 0.0 {
-            let start = o.s.len();
-            o.text("offset = ");
-            o.mapped(&toml_float(c.offset), map_src);
-            o.map.push(start, o.s.len(), map_src);
-            o.text("\n");
-        }
-        if c.unit_mismatch {
-            let start = o.s.len();
-            o.text("unit_mismatch = true");
-            o.map.push(start, o.s.len(), map_src);
-            o.text("\n");
-        }
-        o.map.push(block, o.s.len(), c.src);
-    }
-
-    // [[bonds]]
-    for b in &draft.bonds {
-        let block = o.s.len() + 1;
-        o.text("\n[[bonds]]");
-        o.comment_place(b.src);
-        o.text("\nname = ");
-        o.mapped(&toml_string(&b.name.value), b.name.src);
-        o.text("\nports = [\n");
-        for (input, output) in &b.ports {
-            let start = o.s.len();
-            o.text("  { input = ");
-            o.var_path(&names, input);
-            o.text(", output = ");
-            o.var_path(&names, output);
-            o.text(" },");
-            o.map.push(start, o.s.len(), input.var_src);
-            o.text("\n");
+    // [outputs]
+    if !draft.outputs.is_empty() {
+        let header_start = o.s.len() + 1;
+        o.text("\n[outputs]\n");
+        o.map.push(header_start, o.s.len(), draft.root_src);
+        o.text("# every output of every FMU, nested systems included\nvariables = [\n");
+        for v in &draft.outputs {
+            o.text("  ");
+            o.mapped(&toml_string(&v.value), v.src);
+            o.text(",\n");
         }
         o.text("]\n");
-        if b.intended {
-            o.text("intended = true\n");
-        }
-        o.map.push(block, o.s.len(), b.src);
     }
     (o.s, o.map)
+}
+
+impl Out<'_> {
+    /// `[master]`, `[[subsystems]]`, `[[connections]]` and `[[bonds]]` of
+    /// one level; `prefix` is `""` at the top, `subsystems.system.` (and
+    /// so on) inside nested systems.
+    fn level(&mut self, draft: &Draft, prefix: &str) {
+        let o = self;
+        // [master]
+        let m = &draft.master;
+        let any_master = m.kind.is_some()
+            || m.step.is_some()
+            || m.discover_bonds.is_some()
+            || m.tolerance.is_some()
+            || m.energy_scale.is_some()
+            || !m.controller.is_empty();
+        if any_master {
+            let header_start = o.s.len() + 1;
+            let _ = writeln!(o.s, "\n[{prefix}master]");
+            o.map.push(header_start, o.s.len(), draft.root_src);
+            if let Some(k) = &m.kind {
+                let start = o.s.len();
+                o.text("kind = ");
+                o.mapped(&toml_string(k.value), k.src);
+                o.map.push(start, o.s.len(), k.src);
+                o.comment_place(k.src);
+                o.text("\n");
+            }
+            if let Some(v) = &m.step {
+                match &m.step_origin {
+                    None => o.line_f64("step", v.value, v.src),
+                    Some(origin) => o.line_f64_origin("step", v.value, v.src, origin),
+                }
+            }
+            if let Some(v) = &m.discover_bonds {
+                let start = o.s.len();
+                let _ = write!(o.s, "discover_bonds = {}", v.value);
+                o.map.push(start, o.s.len(), v.src);
+                o.comment_place(v.src);
+                o.text("\n");
+            }
+            if let Some(v) = &m.tolerance {
+                o.line_f64("tolerance", v.value, v.src);
+            }
+            if let Some(v) = &m.energy_scale {
+                o.line_f64("energy_scale", v.value, v.src);
+            }
+            if !m.controller.is_empty() {
+                let _ = writeln!(o.s, "\n[{prefix}master.controller]");
+                for (k, v) in &m.controller {
+                    o.line_f64(k, v.value, v.src);
+                }
+            }
+        }
+
+        // [[subsystems]]
+        let names: Vec<String> = draft.subsystems.iter().map(|s| s.name.clone()).collect();
+        for s in &draft.subsystems {
+            let block = o.s.len() + 1;
+            let _ = write!(o.s, "\n[[{prefix}subsystems]]");
+            o.comment_place(s.src);
+            o.text("\nname = ");
+            o.mapped(&toml_string(&s.name), s.name_src);
+            o.text("\n");
+            if s.system.is_none() {
+                o.text("fmu = ");
+                let fmu = o.fmu_path(&s.fmu);
+                o.mapped(&toml_string(&fmu), s.fmu_src);
+                o.text("\n");
+            }
+            if !s.exposes.is_empty() {
+                let start = o.s.len();
+                o.text("exposes = [\n");
+                for e in &s.exposes {
+                    o.text("  ");
+                    o.mapped(&toml_string(&e.value), e.src);
+                    o.text(",");
+                    o.comment_place(e.src);
+                    o.text("\n");
+                }
+                o.text("]\n");
+                o.map.push(start, o.s.len(), s.src);
+            }
+            if let Some(k) = &s.step_multiple {
+                let start = o.s.len();
+                let _ = write!(o.s, "step_multiple = {}", k.value);
+                o.map.push(start, o.s.len(), k.src);
+                o.comment_place(k.src);
+                o.text("\n");
+            }
+            o.assignments(&format!("{prefix}subsystems.parameters"), &s.parameters);
+            o.assignments(&format!("{prefix}subsystems.start"), &s.start);
+            if let Some(inner) = &s.system {
+                o.level(inner, &format!("{prefix}subsystems.system."));
+            }
+            o.map.push(block, o.s.len(), s.src);
+        }
+
+        // [[connections]]
+        for c in &draft.connections {
+            let block = o.s.len() + 1;
+            let _ = write!(o.s, "\n[[{prefix}connections]]");
+            o.comment_place(c.src);
+            if let Some(comment) = &c.comment {
+                let _ = write!(o.s, "; {comment}");
+            }
+            o.text("\nfrom = ");
+            o.var_path(&names, &c.from);
+            o.text("\nto = ");
+            o.var_path(&names, &c.to);
+            o.text("\n");
+            let map_src = c.map_src.unwrap_or(c.src);
+            if c.gain != 1.0 {
+                let start = o.s.len();
+                o.text("gain = ");
+                o.mapped(&toml_float(c.gain), map_src);
+                o.map.push(start, o.s.len(), map_src);
+                o.text("\n");
+            }
+            if c.offset != 0.0 {
+                let start = o.s.len();
+                o.text("offset = ");
+                o.mapped(&toml_float(c.offset), map_src);
+                o.map.push(start, o.s.len(), map_src);
+                o.text("\n");
+            }
+            if c.unit_mismatch {
+                let start = o.s.len();
+                o.text("unit_mismatch = true");
+                o.map.push(start, o.s.len(), map_src);
+                o.text("\n");
+            }
+            o.map.push(block, o.s.len(), c.src);
+        }
+
+        // [[bonds]]
+        for b in &draft.bonds {
+            let block = o.s.len() + 1;
+            let _ = write!(o.s, "\n[[{prefix}bonds]]");
+            o.comment_place(b.src);
+            o.text("\nname = ");
+            o.mapped(&toml_string(&b.name.value), b.name.src);
+            o.text("\nports = [\n");
+            for (input, output) in &b.ports {
+                let start = o.s.len();
+                o.text("  { input = ");
+                o.var_path(&names, input);
+                o.text(", output = ");
+                o.var_path(&names, output);
+                o.text(" },");
+                o.map.push(start, o.s.len(), input.var_src);
+                o.text("\n");
+            }
+            o.text("]\n");
+            if b.intended {
+                o.text("intended = true\n");
+            }
+            o.map.push(block, o.s.len(), b.src);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -19,11 +19,16 @@
 //!    = help: did you mean 'F_c'?
 //! ```
 //!
-//! What has no equivalent in `cosim` (a nested system, an OSP `Sum`
-//! function, a mapping transformation ...) is reported by element name and
-//! line ([`Import::unsupported`]); `cosim run` refuses such a system, and
-//! `cosim convert` writes the rest with a comment listing what was left
-//! out. `docs/ssp.md` has the whole mapping.
+//! Nested SSP systems (`<ssd:System>` among the elements of a system, to
+//! any depth) become nested scenarios (`system = { ... }` tables): their
+//! connectors become the `exposes` of the nested system, and connections
+//! to them connections to `<nested>.<subsystem>.<variable>`.
+//!
+//! What has no equivalent in `cosim` (a system in another SSD, an OSP
+//! `Sum` function, a mapping transformation ...) is reported by element
+//! name and line ([`Import::unsupported`]); `cosim run` refuses such a
+//! system, and `cosim convert` writes the rest with a comment listing what
+//! was left out. `docs/ssp.md` has the whole mapping.
 //!
 //! ```no_run
 //! # fn demo() -> Result<(), cosim_ssp::ImportError> {
@@ -53,7 +58,7 @@ use std::sync::Arc;
 
 use cosim_fmi::ModelDescription;
 use cosim_scenario::runner::{self, PrepareError, Prepared};
-use cosim_scenario::{Overrides, ResolvedScenario, Scenario, ScenarioError};
+use cosim_scenario::{Overrides, ResolvedScenario, Scenario, ScenarioError, nest};
 
 pub use source::{Diagnostic, ImportError, Severity};
 
@@ -116,6 +121,8 @@ pub struct Import {
     diagnostics: Vec<Diagnostic>,
     unsupported: Vec<Diagnostic>,
     models: Vec<(String, Arc<ModelDescription>)>,
+    /// `[simulation] start`, `stop` as imported.
+    times: (Option<f64>, Option<f64>),
     _extracted: Option<tempfile::TempDir>,
 }
 
@@ -141,6 +148,16 @@ pub struct PreparedImport {
 /// Elements that cannot be mapped are not errors here: see
 /// [`Import::unsupported`].
 pub fn import(path: &Path, options: &ImportOptions) -> Result<Import, ImportError> {
+    import_with_step(path, options, None)
+}
+
+/// [`import`], with `--step` given: nested SSP systems that take the step
+/// of the level above then take it from the top level's `step`.
+fn import_with_step(
+    path: &Path,
+    options: &ImportOptions,
+    step: Option<f64>,
+) -> Result<Import, ImportError> {
     let mut ctx = Ctx::default();
     let mut extracted = None;
     let whole = |m: String| ImportError::one(Diagnostic::new(Severity::Error, path, m));
@@ -202,7 +219,7 @@ pub fn import(path: &Path, options: &ImportOptions) -> Result<Import, ImportErro
         ),
         "SystemStructureDescription" => (
             Format::Ssp,
-            ssp::read_doc(&mut ctx, &input, doc.file, &doc.root),
+            ssp::read_doc(&mut ctx, &input, doc.file, &doc.root, step),
         ),
         other => {
             let d = ctx.sources.error(
@@ -268,7 +285,8 @@ pub fn import(path: &Path, options: &ImportOptions) -> Result<Import, ImportErro
     };
     let (toml, map) = emit::emit(&draft, &ctx.sources, &source_name, base.as_deref());
     let mut models = Vec::new();
-    for s in &draft.subsystems {
+    // Nested systems are resolved from their own subsystems (`resolve`).
+    for s in draft.subsystems.iter().filter(|s| s.system.is_none()) {
         let md = ctx
             .models
             .load(&s.fmu)
@@ -287,6 +305,10 @@ pub fn import(path: &Path, options: &ImportOptions) -> Result<Import, ImportErro
         diagnostics,
         unsupported: ctx.unsupported,
         models,
+        times: (
+            draft.start.as_ref().map(|v| v.value),
+            draft.stop.as_ref().map(|v| v.value),
+        ),
         _extracted: extracted,
     })
 }
@@ -337,12 +359,31 @@ impl Import {
     }
 
     /// Resolves `scenario` against the model descriptions read during the
-    /// import (every check short of opening the FMUs' binaries).
+    /// import (every check short of opening the FMUs' binaries; with
+    /// nested systems, their FMUs are unpacked to resolve each level as
+    /// `cosim run` does).
     ///
     /// # Errors
     ///
     /// The scenario layer's errors, located in the SSP/OSP source.
     pub fn resolve(&self, scenario: &Scenario) -> Result<ResolvedScenario, ImportError> {
+        if scenario.subsystems().iter().any(|s| s.system.is_some()) {
+            // As `runner::prepare_scenario`: nested systems run on the
+            // times of the top level.
+            let (start, stop) = match (self.times.0, self.times.1) {
+                (Some(a), Some(b)) => (a, b),
+                (a, _) => (a.unwrap_or(0.0), a.unwrap_or(0.0) + 1.0),
+            };
+            let nodes = nest::prepare_nodes(scenario, Some(start), Some(stop))
+                .map_err(|e| self.remap_error(&e))?;
+            let models: Vec<(&str, &ModelDescription)> = scenario
+                .subsystems()
+                .iter()
+                .zip(&nodes)
+                .map(|(s, n)| (s.name.value.as_str(), n.model_description()))
+                .collect();
+            return scenario.resolve(&models).map_err(|e| self.remap_error(&e));
+        }
         let models: Vec<(&str, &ModelDescription)> = self
             .models
             .iter()
@@ -497,7 +538,7 @@ pub fn prepare(
     overrides: &Overrides,
     threads: Option<usize>,
 ) -> Result<PreparedImport, ImportError> {
-    let import = import(path, &ImportOptions::default())?;
+    let import = import_with_step(path, &ImportOptions::default(), overrides.step)?;
     if !import.unsupported.is_empty() {
         let mut diagnostics = import.unsupported.clone();
         if let Some(last) = diagnostics.last_mut() {

@@ -298,6 +298,8 @@ impl Reader<'_> {
             name_src: s.attr_src(f, "name"),
             fmu: fmu.clone(),
             fmu_src: source_src,
+            system: None,
+            exposes: Vec::new(),
             step_multiple,
             parameters,
             start,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 pub(crate) type FileId = usize;
 
 /// A byte range in one source file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Src {
     pub file: FileId,
     pub start: usize,

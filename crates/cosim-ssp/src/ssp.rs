@@ -7,10 +7,13 @@ use std::sync::Arc;
 
 use cosim_fmi::ModelDescription;
 use cosim_fmi::model_description::BaseUnit;
+use cosim_fmi::model_description::Causality;
 use cosim_fmi::model_description::units::{parse_unit, unit_base_unit};
 
 use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
-use crate::draft::{Assign, ConnDraft, Draft, RawValue, SubDraft, Val, VarRef, scenario_name};
+use crate::draft::{
+    Assign, ConnDraft, Draft, RawValue, Skipped, SubDraft, Val, VarRef, scenario_name,
+};
 use crate::models::{is_parameter, is_source, variable};
 use crate::source::{FileId, Severity, Src, did_you_mean};
 use crate::xml::{self, Elem};
@@ -81,24 +84,171 @@ struct Bound {
 /// What an element name of the system refers to.
 enum ElemRef {
     Comp(usize),
-    /// A nested system, a signal dictionary reference or an unsupported
-    /// component: connections to it are reported, not mapped.
+    /// A nested system: index into [`Level::nests`].
+    Nest(usize),
+    /// A signal dictionary reference or an unsupported component:
+    /// connections to it are reported, not mapped.
     Skipped(String),
 }
 
-struct Reader<'a> {
-    ctx: &'a mut Ctx,
-    input: &'a SspInput,
-    file: FileId,
+/// `variable = gain * value + offset` on the way between a connector of a
+/// nested system and the variable inside it, with what the scenario needs
+/// to know about it.
+#[derive(Debug, Clone)]
+struct Link {
+    gain: f64,
+    offset: f64,
+    unit_mismatch: bool,
+    comment: Option<String>,
+    /// Where the transformation or unit conversion is written.
+    map_src: Option<Src>,
+}
+
+impl Link {
+    fn identity() -> Link {
+        Link {
+            gain: 1.0,
+            offset: 0.0,
+            unit_mismatch: false,
+            comment: None,
+            map_src: None,
+        }
+    }
+
+    fn is_identity(&self) -> bool {
+        self.gain == 1.0 && self.offset == 0.0 && !self.unit_mismatch && self.comment.is_none()
+    }
+
+    /// `self` applied after `first` (`y = self(first(x))`).
+    fn after(&self, first: &Link) -> Link {
+        if first.is_identity() {
+            return self.clone();
+        }
+        if self.is_identity() {
+            return first.clone();
+        }
+        let comment = match (&first.comment, &self.comment) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.clone().or_else(|| b.clone()),
+        };
+        Link {
+            gain: self.gain * first.gain,
+            offset: self.gain * first.offset + self.offset,
+            unit_mismatch: self.unit_mismatch || first.unit_mismatch,
+            comment,
+            map_src: self.map_src.or(first.map_src),
+        }
+    }
+}
+
+/// Which way data flows through a connector of a nested system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    /// From outside to inner inputs.
+    In,
+    /// From an inner output to outside.
+    Out,
+}
+
+/// An inner variable a connector of a nested system leads to.
+#[derive(Debug, Clone)]
+struct Target {
+    /// Subsystem of the nested system.
+    sub: usize,
+    /// The component, when `sub` is an FMU.
+    comp: Option<usize>,
+    /// Through a deeper nested system: its index in [`Level::nests`] and
+    /// its connector.
+    via: Option<(usize, String)>,
+    /// The variable as the nested system names it (`x1`, or
+    /// `inner.s2.x1` through a deeper nest).
+    var: String,
+    /// From the connector to the variable (input) or from the variable to
+    /// the connector (output).
+    link: Link,
+    /// The unit at the variable's end of the inner connection.
+    unit: Option<(String, Option<BaseUnit>)>,
+}
+
+/// Where a connector of a nested system leads inside it.
+#[derive(Debug, Clone)]
+struct Route {
+    dir: Dir,
+    /// Inner inputs it feeds, or the one inner output that feeds it.
+    targets: Vec<Target>,
+    /// The first inner connection that made the route.
+    src: Src,
+}
+
+/// One end of a connection, as a variable of the level the connection is
+/// in: an FMU variable, or an inner variable of a nested system (`s2.x1`)
+/// reached through one of its connectors.
+#[derive(Debug, Clone)]
+struct Port {
+    sub: usize,
+    comp: Option<usize>,
+    via: Option<(usize, String)>,
+    var: String,
+    el_src: Src,
+    var_src: Src,
+    /// The variable was found (FMU), or the route is known (nest).
+    known: bool,
+    is_input: bool,
+    is_source: bool,
+    /// The connector's declared `kind`.
+    kind: String,
+    /// The unit at the connection: the connector's when declared, else
+    /// the variable's.
+    unit: Option<(String, Option<BaseUnit>)>,
+    /// The connector's declared unit and where it is written.
+    declared: Option<(String, Src)>,
+    /// Inside a nested system, between its connector and the variable.
+    inner: Link,
+}
+
+/// A nested system of a level.
+struct Nest {
+    /// Its subsystem in the level's draft.
+    sub: usize,
+    level: Box<Level>,
+}
+
+/// One `<ssd:System>` being read: the root system or a nested one.
+#[derive(Default)]
+struct Level {
+    /// The `name` of the `<ssd:System>`.
+    name: String,
+    /// 0 for the root system.
+    depth: usize,
     draft: Draft,
-    units: HashMap<String, BaseUnit>,
     comps: Vec<Comp>,
+    nests: Vec<Nest>,
     elements: HashMap<String, ElemRef>,
     element_names: Vec<String>,
     sys_connectors: HashMap<String, Connector>,
     /// Values bound to the system's own connectors.
     sys_values: HashMap<String, Bound>,
     taken: HashSet<String>,
+    /// A nested system: where its connectors lead inside.
+    routes: HashMap<String, Route>,
+    /// A nested system: the inner variables it exposes.
+    exposes: Vec<Val<String>>,
+    /// The step of an OMSimulator `FixedStepMaster` annotation.
+    step: Option<Val<f64>>,
+    /// The connections are read (bindings of the level above then go
+    /// through the routes).
+    connections_done: bool,
+}
+
+struct Reader<'a> {
+    ctx: &'a mut Ctx,
+    input: &'a SspInput,
+    file: FileId,
+    units: HashMap<String, BaseUnit>,
+    /// The system being read.
+    lv: Box<Level>,
+    /// `--step`: the step of the root system, inherited by nested systems.
+    step_override: Option<f64>,
 }
 
 /// Reads a parsed SSD.
@@ -107,6 +257,7 @@ pub(crate) fn read_doc(
     input: &SspInput,
     file: FileId,
     root: &Elem,
+    step_override: Option<f64>,
 ) -> Option<Draft> {
     if root.local() != "SystemStructureDescription" {
         ctx.error(
@@ -130,17 +281,15 @@ pub(crate) fn read_doc(
         ctx,
         input,
         file,
-        draft: Draft::new(format!("SSP {version}"), root.src(file)),
         units: HashMap::new(),
-        comps: Vec::new(),
-        elements: HashMap::new(),
-        element_names: Vec::new(),
-        sys_connectors: HashMap::new(),
-        sys_values: HashMap::new(),
-        taken: HashSet::new(),
+        lv: Box::new(Level {
+            draft: Draft::new(format!("SSP {version}"), root.src(file)),
+            ..Level::default()
+        }),
+        step_override,
     };
     r.root(root);
-    Some(r.draft)
+    Some(r.finish())
 }
 
 const ROOT_CHILDREN: &[&str] = &[
@@ -218,10 +367,10 @@ impl Reader<'_> {
     fn default_experiment(&mut self, e: &Elem) {
         let f = self.file;
         if let Some(t) = self.ctx.f64_attr(f, e, "startTime") {
-            self.draft.start = Some(Val::new(t, e.attr_src(f, "startTime")));
+            self.lv.draft.start = Some(Val::new(t, e.attr_src(f, "startTime")));
         }
         if let Some(t) = self.ctx.f64_attr(f, e, "stopTime") {
-            self.draft.stop = Some(Val::new(t, e.attr_src(f, "stopTime")));
+            self.lv.draft.stop = Some(Val::new(t, e.attr_src(f, "stopTime")));
         }
         for c in &e.children {
             match c.local() {
@@ -238,7 +387,7 @@ impl Reader<'_> {
             self.elements(c);
         }
         for c in sys.children_named("Connectors") {
-            self.sys_connectors = self.connectors(c);
+            self.lv.sys_connectors = self.connectors(c);
         }
         let mut system_bindings = Vec::new();
         for c in &sys.children {
@@ -251,7 +400,7 @@ impl Reader<'_> {
                         self.unsupported(d, "signal dictionaries are not supported");
                     }
                 }
-                "Annotations" => self.annotations(c),
+                "Annotations" => self.system_annotations(c),
                 _ => self.ctx.unknown(f, c, &sys.name, SYSTEM_CHILDREN),
             }
         }
@@ -260,11 +409,189 @@ impl Reader<'_> {
         for c in sys.children_named("Connections") {
             self.connections(c);
         }
+        self.lv.connections_done = true;
+    }
+
+    /// The annotations of a system: OMSimulator's `FixedStepMaster
+    /// stepSize` (in `<ssc:Annotation type="org.openmodelica">`) is the
+    /// step of the system's master; the rest is ignored (notes).
+    fn system_annotations(&mut self, e: &Elem) {
+        let f = self.file;
+        for a in &e.children {
+            let kind = a.value("type").unwrap_or("?");
+            if kind.trim() != "org.openmodelica" {
+                self.ctx.annotation(kind, a.src(f));
+                continue;
+            }
+            // <oms:Annotations> (or directly) <oms:SimulationInformation>
+            // <oms:FixedStepMaster stepSize=...>.
+            let mut other = false;
+            let mut step = None;
+            let top: Vec<&Elem> = a
+                .children
+                .iter()
+                .flat_map(|c| {
+                    if c.local() == "Annotations" {
+                        c.children.iter().collect::<Vec<_>>()
+                    } else {
+                        vec![c]
+                    }
+                })
+                .collect();
+            for c in top {
+                if c.local() != "SimulationInformation" {
+                    other = true;
+                    continue;
+                }
+                for m in &c.children {
+                    if m.local() == "FixedStepMaster" && m.attr("stepSize").is_some() {
+                        if let Some(h) = self.ctx.f64_attr(f, m, "stepSize") {
+                            step = Some(Val::new(h, m.attr_src(f, "stepSize")));
+                        }
+                    } else {
+                        other = true;
+                    }
+                }
+            }
+            match step {
+                Some(h) => {
+                    let which = if self.lv.depth == 0 {
+                        "the system".to_string()
+                    } else {
+                        format!("nested system '{}'", self.lv.name)
+                    };
+                    self.ctx.note(
+                        h.src,
+                        format!(
+                            "the step of {which} is {} s, from OMSimulator's FixedStepMaster annotation",
+                            h.value
+                        ),
+                    );
+                    self.lv.step = Some(h);
+                    if other {
+                        self.ctx.annotation(kind, a.src(f));
+                    }
+                }
+                None => self.ctx.annotation(kind, a.src(f)),
+            }
+        }
+    }
+
+    /// A nested `<ssd:System>`: read as a level of its own, which becomes
+    /// a subsystem with an inline `system` table.
+    fn nested_system(&mut self, e: &Elem) -> ElemRef {
+        let f = self.file;
+        let Some(name) = self.ctx.required(f, e, "name").map(str::to_string) else {
+            return ElemRef::Skipped("a nested system that could not be mapped".into());
+        };
+        let scenario = scenario_name(&name, &self.lv.taken);
+        self.lv.taken.insert(scenario.clone());
+        if scenario != name {
+            self.ctx.note(
+                e.attr_src(f, "name"),
+                format!("nested system '{name}' is called '{scenario}' in the scenario (subsystem names are letters, digits, '_' and '-')"),
+            );
+        }
+        let child = Box::new(Level {
+            name: name.clone(),
+            depth: self.lv.depth + 1,
+            draft: Draft::new(String::new(), e.src(f)),
+            ..Level::default()
+        });
+        let parent = std::mem::replace(&mut self.lv, child);
+        self.system(e);
+        let mut child = std::mem::replace(&mut self.lv, parent);
+        if child.draft.subsystems.is_empty() {
+            // Whatever was in it is reported already.
+            self.lv.draft.skipped.append(&mut child.draft.skipped);
+            self.unsupported(
+                e,
+                "a nested system needs at least one component cosim can run",
+            );
+            return ElemRef::Skipped("a nested system with nothing to run".into());
+        }
+        let sub = self.lv.draft.subsystems.len();
+        self.lv.draft.subsystems.push(SubDraft {
+            name: scenario,
+            name_src: e.attr_src(f, "name"),
+            fmu: PathBuf::new(),
+            fmu_src: e.src(f),
+            system: None,
+            exposes: Vec::new(),
+            step_multiple: None,
+            parameters: Vec::new(),
+            start: Vec::new(),
+            src: e.src(f),
+        });
+        self.lv.nests.push(Nest { sub, level: child });
+        ElemRef::Nest(self.lv.nests.len() - 1)
+    }
+
+    /// The draft of the whole system: each nested system's draft in its
+    /// subsystem, with its `exposes` and its master's step (its own
+    /// OMSimulator annotation, else the step of the level above).
+    fn finish(mut self) -> Draft {
+        let root_src = self.lv.draft.root_src;
+        let has_nests = !self.lv.nests.is_empty();
+        if let Some(h) = self.lv.step.take() {
+            self.lv.draft.master.step = Some(h);
+        } else if has_nests && let Some(h) = common_step(&self.lv) {
+            // The level above cannot see the FMUs inside the nested
+            // systems: say it here.
+            self.lv.draft.master.step = Some(Val::new(h, root_src));
+            self.lv.draft.master.step_origin =
+                Some("the DefaultExperiment stepSize of every FMU".to_string());
+        }
+        if has_nests {
+            // Nor their default experiments: the times as the scenario
+            // would take them from the FMUs, were they all at the top.
+            let (start, stop) = common_times(&self.lv);
+            let draft = &mut self.lv.draft;
+            if draft.start.is_none()
+                && let Some(t) = start
+            {
+                draft.start = Some(Val::new(t, root_src));
+                draft.times_origin = Some("the DefaultExperiment of every FMU".to_string());
+            }
+            if draft.stop.is_none()
+                && let Some(t) = stop
+            {
+                draft.stop = Some(Val::new(t, root_src));
+                draft.times_origin = Some("the DefaultExperiment of every FMU".to_string());
+            }
+        }
+        let step = self
+            .step_override
+            .or(self.lv.draft.master.step.as_ref().map(|h| h.value));
+        if has_nests {
+            // The default trace holds the outputs of the top level's
+            // subsystems only: name every FMU's, at every level.
+            let mut outputs = Vec::new();
+            trace_outputs(&self.lv, "", &mut outputs);
+            self.lv.draft.outputs = outputs;
+        }
+        let mut skipped = Vec::new();
+        let mut draft = finalize(*self.lv, step, &mut skipped);
+        draft.skipped = skipped;
+        draft
+    }
+
+    /// Runs `f` on nested system `nest` of the current level as the
+    /// current level.
+    fn in_nest<R>(&mut self, nest: usize, f: impl FnOnce(&mut Self) -> R) -> Option<R> {
+        let child = std::mem::take(&mut self.lv.nests.get_mut(nest)?.level);
+        let parent = std::mem::replace(&mut self.lv, child);
+        let r = f(self);
+        let child = std::mem::replace(&mut self.lv, parent);
+        if let Some(n) = self.lv.nests.get_mut(nest) {
+            n.level = child;
+        }
+        Some(r)
     }
 
     fn unsupported(&mut self, e: &Elem, why: &str) {
         let f = self.file;
-        self.ctx.unsupported(&mut self.draft, f, e, why);
+        self.ctx.unsupported(&mut self.lv.draft, f, e, why);
     }
 
     fn elements(&mut self, els: &Elem) {
@@ -272,33 +599,31 @@ impl Reader<'_> {
         for e in &els.children {
             let name = e.value("name").unwrap_or_default().to_string();
             if !name.is_empty() {
-                if self.elements.contains_key(&name) {
+                if self.lv.elements.contains_key(&name) {
                     self.ctx.error(
                         e.attr_src(f, "name"),
                         format!("two elements of the system are called '{name}'"),
                     );
                     continue;
                 }
-                self.element_names.push(name.clone());
+                self.lv.element_names.push(name.clone());
             }
             match e.local() {
                 "Component" => {
                     let r = self.component(e);
                     if !name.is_empty() {
-                        self.elements.insert(name, r);
+                        self.lv.elements.insert(name, r);
                     }
                 }
                 "System" => {
-                    self.unsupported(
-                        e,
-                        "nested systems are not supported yet (they will map onto hierarchical systems)",
-                    );
-                    self.elements
-                        .insert(name, ElemRef::Skipped("a nested system".into()));
+                    let r = self.nested_system(e);
+                    if !name.is_empty() {
+                        self.lv.elements.insert(name, r);
+                    }
                 }
                 "SignalDictionaryReference" => {
                     self.unsupported(e, "signal dictionaries are not supported");
-                    self.elements.insert(
+                    self.lv.elements.insert(
                         name,
                         ElemRef::Skipped("a signal dictionary reference".into()),
                     );
@@ -324,7 +649,7 @@ impl Reader<'_> {
         {
             let why = if t.contains("x-ssp") {
                 format!(
-                    "components of type '{t}' (a referenced SSP/SSD) are nested systems, which are not supported yet"
+                    "components of type '{t}' (a system in another SSD or SSP) are not supported yet; a nested <ssd:System> written in this SSD is"
                 )
             } else {
                 format!("components of type '{t}' are not supported (only FMUs, {FMU_TYPE})")
@@ -398,20 +723,22 @@ impl Reader<'_> {
             );
             return skipped;
         }
-        let scenario = scenario_name(&name, &self.taken);
-        self.taken.insert(scenario.clone());
+        let scenario = scenario_name(&name, &self.lv.taken);
+        self.lv.taken.insert(scenario.clone());
         if scenario != name {
             self.ctx.note(
                 e.attr_src(f, "name"),
                 format!("component '{name}' is called '{scenario}' in the scenario (subsystem names are letters, digits, '_' and '-')"),
             );
         }
-        let sub = self.draft.subsystems.len();
-        self.draft.subsystems.push(SubDraft {
+        let sub = self.lv.draft.subsystems.len();
+        self.lv.draft.subsystems.push(SubDraft {
             name: scenario,
             name_src: e.attr_src(f, "name"),
             fmu: path,
             fmu_src: source_src,
+            system: None,
+            exposes: Vec::new(),
             step_multiple: None,
             parameters: Vec::new(),
             start: Vec::new(),
@@ -428,8 +755,8 @@ impl Reader<'_> {
                 _ => self.ctx.unknown(f, c, &e.name, COMPONENT_CHILDREN),
             }
         }
-        let comp = self.comps.len();
-        self.comps.push(Comp {
+        let comp = self.lv.comps.len();
+        self.lv.comps.push(Comp {
             sub,
             md,
             connectors,
@@ -730,7 +1057,7 @@ impl Reader<'_> {
                     }
                     other => {
                         let why = format!("parameters of type {other} are not supported");
-                        self.ctx.unsupported(&mut self.draft, file, t, &why);
+                        self.ctx.unsupported(&mut self.lv.draft, file, t, &why);
                         continue;
                     }
                 };
@@ -760,6 +1087,7 @@ impl Reader<'_> {
         for b in bindings {
             // The longest element name that prefixes the parameter name.
             let target = self
+                .lv
                 .element_names
                 .iter()
                 .filter(|n| {
@@ -770,12 +1098,19 @@ impl Reader<'_> {
                 .max_by_key(|n| n.len())
                 .cloned();
             match target {
-                Some(el) => match self.elements.get(&el) {
+                Some(el) => match self.lv.elements.get(&el) {
                     Some(ElemRef::Comp(c)) => {
                         let c = *c;
                         let mut b = b;
                         b.name = b.name.get(el.len() + 1..).unwrap_or_default().to_string();
                         self.assign(c, b);
+                    }
+                    Some(ElemRef::Nest(n)) => {
+                        // `nest.s2.c12`: `s2.c12` inside the nested system.
+                        let n = *n;
+                        let mut b = b;
+                        b.name = b.name.get(el.len() + 1..).unwrap_or_default().to_string();
+                        self.in_nest(n, |r| r.apply_system_bindings(vec![b]));
                     }
                     Some(ElemRef::Skipped(what)) => {
                         let what = what.clone();
@@ -789,20 +1124,30 @@ impl Reader<'_> {
                     }
                     None => {}
                 },
-                None if self.sys_connectors.contains_key(&b.name) => {
-                    self.sys_values.insert(b.name.clone(), b);
+                None if self.lv.sys_connectors.contains_key(&b.name) => {
+                    let name = b.name.clone();
+                    self.bind_own_connector(&name, b);
                 }
                 None => {
+                    let which = if self.lv.depth == 0 {
+                        "the system's binding names no element or connector of the system"
+                            .to_string()
+                    } else {
+                        format!(
+                            "a binding names no element or connector of nested system '{}'",
+                            self.lv.name
+                        )
+                    };
                     let mut d = self.ctx.sources.diag(
                         Severity::Warning,
                         b.name_src,
                         format!(
-                            "parameter '{}' of the system's binding names no element or connector of the system: ignored, as SSP specifies",
+                            "parameter '{}' of {which}: ignored, as SSP specifies",
                             b.name
                         ),
                     );
                     let head = b.name.split('.').next().unwrap_or_default();
-                    d.help = did_you_mean(head, self.element_names.iter().map(String::as_str));
+                    d.help = did_you_mean(head, self.lv.element_names.iter().map(String::as_str));
                     self.ctx.diags.push(d);
                 }
             }
@@ -812,12 +1157,13 @@ impl Reader<'_> {
     /// Gives `b` to component `comp`: a parameter or a start value by the
     /// variable's causality; a later value replaces an earlier one.
     fn assign(&mut self, comp: usize, b: Bound) {
-        let Some(c) = self.comps.get(comp) else {
+        let Some(c) = self.lv.comps.get(comp) else {
             return;
         };
         let md = c.md.clone();
         let sub = c.sub;
         let sub_name = self
+            .lv
             .draft
             .subsystems
             .get(sub)
@@ -880,7 +1226,7 @@ impl Reader<'_> {
             }
         }
         let parameter = is_parameter(v);
-        let Some(s) = self.draft.subsystems.get_mut(sub) else {
+        let Some(s) = self.lv.draft.subsystems.get_mut(sub) else {
             return;
         };
         let list = if parameter {
@@ -961,7 +1307,7 @@ impl Reader<'_> {
                     bad = true;
                 }
                 "ConnectionGeometry" => {}
-                "Annotations" => self.annotations(c),
+                "Annotations" => self.annotations(t),
                 _ => self.ctx.unknown(
                     f,
                     t,
@@ -984,15 +1330,28 @@ impl Reader<'_> {
             _ => return,
         };
         match (start, end) {
-            (End::Comp(a), End::Comp(b)) => self.element_connection(c, a, b, transform, suppress),
-            (End::System(sys), End::Comp(el)) | (End::Comp(el), End::System(sys)) => {
-                self.system_connection(c, &sys, el, &label);
+            (End::Ports(a), End::Ports(b)) => self.element_connection(c, a, b, transform, suppress),
+            (End::System(sys), End::Ports(p)) | (End::Ports(p), End::System(sys)) => {
+                if self.lv.depth == 0 {
+                    self.system_connection(c, &sys, p, &label);
+                } else {
+                    self.nested_connector(c, &sys, p, transform, suppress, &label);
+                }
             }
             (End::System(_), End::System(_)) => {
-                self.ctx.note(
-                    c.src(f),
-                    format!("{label} joins two connectors of the system itself: nothing to map at the top level"),
-                );
+                if self.lv.depth == 0 {
+                    self.ctx.note(
+                        c.src(f),
+                        format!("{label} joins two connectors of the system itself: nothing to map at the top level"),
+                    );
+                } else {
+                    let message = format!(
+                        "{label} cannot be mapped: it joins two connectors of nested system '{}' directly, and a nested system exposes variables of its components, not connectors",
+                        self.lv.name
+                    );
+                    self.ctx
+                        .unsupported_at(&mut self.lv.draft, c.src(f), &c.name, message);
+                }
             }
         }
     }
@@ -1003,113 +1362,161 @@ impl Reader<'_> {
         let el_attr = format!("{side}Element");
         let conn_attr = format!("{side}Connector");
         let Some(el) = c.value(&el_attr) else {
-            if !self.sys_connectors.contains_key(connector) {
+            if !self.lv.sys_connectors.contains_key(connector) {
+                let which = if self.lv.depth == 0 {
+                    "the system".to_string()
+                } else {
+                    format!("nested system '{}'", self.lv.name)
+                };
                 let mut d = self.ctx.sources.error(
                     c.attr_src(f, &conn_attr),
                     format!(
-                        "{label}: the system has no connector '{connector}' (a connection without {el_attr} refers to the system's own connectors)"
+                        "{label}: {which} has no connector '{connector}' (a connection without {el_attr} refers to the system's own connectors)"
                     ),
                 );
-                d.help = did_you_mean(connector, self.sys_connectors.keys().map(String::as_str));
+                d.help = did_you_mean(connector, self.lv.sys_connectors.keys().map(String::as_str));
                 self.ctx.diags.push(d);
                 return None;
             }
             return Some(End::System(connector.to_string()));
         };
-        match self.elements.get(el) {
-            Some(ElemRef::Comp(i)) => Some(End::Comp(EndComp {
-                comp: *i,
-                var: connector.to_string(),
-                el_src: c.attr_src(f, &el_attr),
-                var_src: c.attr_src(f, &conn_attr),
-            })),
+        let (el_src, var_src) = (c.attr_src(f, &el_attr), c.attr_src(f, &conn_attr));
+        match self.lv.elements.get(el) {
+            Some(ElemRef::Comp(i)) => {
+                let port = self.comp_port(*i, connector, el_src, var_src)?;
+                Some(End::Ports(vec![port]))
+            }
+            Some(ElemRef::Nest(n)) => {
+                let n = *n;
+                self.nest_ports(n, el, connector, el_src, var_src, label)
+                    .map(End::Ports)
+            }
             Some(ElemRef::Skipped(what)) => {
                 let message = format!("{label} cannot be mapped: '{el}' is {what}");
                 self.ctx
-                    .unsupported_at(&mut self.draft, c.src(f), &c.name, message);
+                    .unsupported_at(&mut self.lv.draft, c.src(f), &c.name, message);
                 None
             }
             None => {
                 self.ctx.error_help(
-                    c.attr_src(f, &el_attr),
+                    el_src,
                     format!("{label}: the system has no element '{el}'"),
-                    did_you_mean(el, self.element_names.iter().map(String::as_str)),
+                    did_you_mean(el, self.lv.element_names.iter().map(String::as_str)),
                 );
                 None
             }
         }
     }
 
-    fn element_connection(
+    /// A variable of a component as a connection end.
+    fn comp_port(&self, comp: usize, var: &str, el_src: Src, var_src: Src) -> Option<Port> {
+        let cp = self.lv.comps.get(comp)?;
+        let v = variable(&cp.md, var);
+        let connector = cp.connectors.get(var);
+        Some(Port {
+            sub: cp.sub,
+            comp: Some(comp),
+            via: None,
+            var: var.to_string(),
+            el_src,
+            var_src,
+            known: v.is_some(),
+            is_input: v.is_some_and(|v| v.causality == Causality::Input),
+            is_source: v.is_some_and(is_source),
+            kind: connector.and_then(|k| k.kind.clone()).unwrap_or_default(),
+            unit: unit_of(cp, var, &self.units),
+            declared: connector.and_then(|k| k.unit.clone()),
+            inner: Link::identity(),
+        })
+    }
+
+    /// A connector of nested system `nest` as connection ends: the inner
+    /// variables it leads to (several for an input connector that feeds
+    /// several inner inputs).
+    fn nest_ports(
+        &mut self,
+        nest: usize,
+        el: &str,
+        connector: &str,
+        el_src: Src,
+        var_src: Src,
+        label: &str,
+    ) -> Option<Vec<Port>> {
+        let n = self.lv.nests.get(nest)?;
+        let lv = &n.level;
+        let Some(conn) = lv.sys_connectors.get(connector) else {
+            let mut d = self.ctx.sources.error(
+                var_src,
+                format!("{label}: nested system '{el}' has no connector '{connector}'"),
+            );
+            d.help = did_you_mean(connector, lv.sys_connectors.keys().map(String::as_str));
+            self.ctx.diags.push(d);
+            return None;
+        };
+        let Some(route) = lv.routes.get(connector) else {
+            self.ctx.warn(
+                var_src,
+                format!(
+                    "{label}: connector '{connector}' of nested system '{el}' is connected to nothing inside it, so the connection has no effect"
+                ),
+            );
+            return None;
+        };
+        let declared = conn.unit.clone();
+        let declared_unit = declared.as_ref().map(|(u, _)| {
+            let base = self.units.get(u).copied().or_else(|| parse_unit(u));
+            (u.clone(), base)
+        });
+        let ports = route
+            .targets
+            .iter()
+            .map(|t| Port {
+                sub: n.sub,
+                comp: None,
+                via: Some((nest, connector.to_string())),
+                var: format!(
+                    "{}.{}",
+                    lv.draft
+                        .subsystems
+                        .get(t.sub)
+                        .map_or("", |s| s.name.as_str()),
+                    t.var
+                ),
+                el_src,
+                var_src,
+                known: true,
+                is_input: route.dir == Dir::In,
+                is_source: route.dir == Dir::Out,
+                kind: conn.kind.clone().unwrap_or_default(),
+                unit: declared_unit.clone().or_else(|| t.unit.clone()),
+                declared: declared.clone(),
+                inner: t.link.clone(),
+            })
+            .collect();
+        Some(ports)
+    }
+
+    /// `[from unit] -> [to unit]` conversion and the connection's
+    /// transformation, as a link; `None` after an error (units of
+    /// different dimensions).
+    #[allow(clippy::too_many_arguments)]
+    fn outer_link(
         &mut self,
         c: &Elem,
-        a: EndComp,
-        b: EndComp,
+        from_unit: &Option<(String, Option<BaseUnit>)>,
+        to_unit: &Option<(String, Option<BaseUnit>)>,
+        declared: Option<&(String, Src)>,
         transform: Option<(f64, f64, Src)>,
         suppress: bool,
-    ) {
+        what: &str,
+    ) -> Option<Link> {
         let f = self.file;
-        let (Some(ca), Some(cb)) = (self.comps.get(a.comp), self.comps.get(b.comp)) else {
-            return;
-        };
-        let (va, vb) = (variable(&ca.md, &a.var), variable(&cb.md, &b.var));
-        let kind = |comp: &Comp, name: &str| {
-            comp.connectors
-                .get(name)
-                .and_then(|k| k.kind.clone())
-                .unwrap_or_default()
-        };
-        let (ka, kb) = (kind(ca, &a.var), kind(cb, &b.var));
-        // Data flows from an output to an input, whichever is the start.
-        let reversed = match (va, vb) {
-            (Some(x), Some(y)) => {
-                y.causality != cosim_fmi::model_description::Causality::Input
-                    && x.causality == cosim_fmi::model_description::Causality::Input
-                    && is_source(y)
-            }
-            _ => ka == "input" && matches!(kb.as_str(), "output" | "calculatedParameter" | "local"),
-        };
-        let (src_end, dst_end) = if reversed { (&b, &a) } else { (&a, &b) };
-        let (Some(src_comp), Some(dst_comp)) =
-            (self.comps.get(src_end.comp), self.comps.get(dst_end.comp))
-        else {
-            return;
-        };
-        // Units: the connector's when declared, else the variable's.
-        let unit_of = |comp: &Comp, name: &str, units: &HashMap<String, BaseUnit>| match comp
-            .connectors
-            .get(name)
-            .and_then(|k| k.unit.clone())
-        {
-            Some((u, _)) => {
-                let base = units.get(&u).copied().or_else(|| parse_unit(&u));
-                Some((u, base))
-            }
-            None => variable(&comp.md, name)
-                .and_then(|v| v.unit.clone())
-                .map(|u| {
-                    let base = unit_base_unit(&comp.md, &u);
-                    (u, base)
-                }),
-        };
-        let from_unit = unit_of(src_comp, &src_end.var, &self.units);
-        let to_unit = unit_of(dst_comp, &dst_end.var, &self.units);
-        let declared = src_comp
-            .connectors
-            .get(&src_end.var)
-            .and_then(|k| k.unit.clone())
-            .or_else(|| {
-                dst_comp
-                    .connectors
-                    .get(&dst_end.var)
-                    .and_then(|k| k.unit.clone())
-            });
         let mut gain = 1.0;
         let mut offset = 0.0;
         let mut unit_mismatch = false;
         let mut comment = None;
         let mut map_src = transform.map(|t| t.2);
-        if let (Some((fu, fb)), Some((tu, tb))) = (&from_unit, &to_unit)
+        if let (Some((fu, fb)), Some((tu, tb))) = (from_unit, to_unit)
             && fu != tu
         {
             if suppress {
@@ -1123,24 +1530,20 @@ impl Reader<'_> {
                             offset = b;
                             comment = Some(format!("unit conversion [{fu}] -> [{tu}]"));
                             if map_src.is_none() {
-                                map_src = Some(declared.as_ref().map_or(c.src(f), |d| d.1));
+                                map_src = Some(declared.map_or(c.src(f), |d| d.1));
                             }
                         }
                         unit_mismatch = true;
                     }
                     (Some(_), Some(_)) => {
-                        let src = declared.as_ref().map_or(c.src(f), |d| d.1);
+                        let src = declared.map_or(c.src(f), |d| d.1);
                         self.ctx.error(
                             src,
                             format!(
-                                "connection {}.{} -> {}.{}: [{fu}] cannot be converted to [{tu}] (different dimensions)",
-                                self.sub_name(src_comp.sub),
-                                src_end.var,
-                                self.sub_name(dst_comp.sub),
-                                dst_end.var
+                                "connection {what}: [{fu}] cannot be converted to [{tu}] (different dimensions)"
                             ),
                         );
-                        return;
+                        return None;
                     }
                     // An unknown unit: the scenario compares the names.
                     _ => {}
@@ -1152,31 +1555,125 @@ impl Reader<'_> {
             offset = factor * offset + off;
             gain *= factor;
         }
-        let var = |e: &EndComp, comps: &[Comp]| VarRef {
-            sub: comps.get(e.comp).map_or(0, |c| c.sub),
-            var: e.var.clone(),
-            sub_src: e.el_src,
-            var_src: e.var_src,
-        };
-        let conn = ConnDraft {
-            from: var(src_end, &self.comps),
-            to: var(dst_end, &self.comps),
+        Some(Link {
             gain,
             offset,
-            map_src,
             unit_mismatch,
-            src: c.src(f),
             comment,
+            map_src,
+        })
+    }
+
+    fn element_connection(
+        &mut self,
+        c: &Elem,
+        a: Vec<Port>,
+        b: Vec<Port>,
+        transform: Option<(f64, f64, Src)>,
+        suppress: bool,
+    ) {
+        let f = self.file;
+        let (Some(pa), Some(pb)) = (a.first(), b.first()) else {
+            return;
         };
-        self.draft.connections.push(conn);
+        // Data flows from an output to an input, whichever is the start.
+        let reversed = if pa.known && pb.known {
+            !pb.is_input && pa.is_input && pb.is_source
+        } else {
+            pa.kind == "input"
+                && matches!(pb.kind.as_str(), "output" | "calculatedParameter" | "local")
+        };
+        let (from, to) = if reversed { (b, a) } else { (a, b) };
+        for src_end in &from {
+            for dst_end in &to {
+                let declared = src_end.declared.as_ref().or(dst_end.declared.as_ref());
+                let what = format!(
+                    "{}.{} -> {}.{}",
+                    self.sub_name(src_end.sub),
+                    src_end.var,
+                    self.sub_name(dst_end.sub),
+                    dst_end.var
+                );
+                let Some(outer) = self.outer_link(
+                    c,
+                    &src_end.unit,
+                    &dst_end.unit,
+                    declared,
+                    transform,
+                    suppress,
+                    &what,
+                ) else {
+                    return;
+                };
+                // Through nested systems: inside the source's, the
+                // connection, inside the destination's.
+                let link = dst_end.inner.after(&outer.after(&src_end.inner));
+                let var = |p: &Port| VarRef {
+                    sub: p.sub,
+                    var: p.var.clone(),
+                    sub_src: p.el_src,
+                    var_src: p.var_src,
+                };
+                let conn = ConnDraft {
+                    from: var(src_end),
+                    to: var(dst_end),
+                    gain: link.gain,
+                    offset: link.offset,
+                    map_src: link.map_src,
+                    unit_mismatch: link.unit_mismatch,
+                    src: c.src(f),
+                    comment: link.comment,
+                };
+                self.lv.draft.connections.push(conn);
+            }
+        }
     }
 
     fn sub_name(&self, sub: usize) -> String {
-        self.draft
+        self.lv
+            .draft
             .subsystems
             .get(sub)
             .map(|s| s.name.clone())
             .unwrap_or_default()
+    }
+
+    /// Gives the value `b` to a connection end: the start value of a
+    /// component's input, or, through a nested system's connector, of the
+    /// inner inputs it feeds.
+    fn bind_port(
+        &mut self,
+        comp: Option<usize>,
+        via: Option<&(usize, String)>,
+        var: &str,
+        b: Bound,
+    ) {
+        if let Some(comp) = comp {
+            let mut b = b;
+            b.name = var.to_string();
+            self.assign(comp, b);
+        } else if let Some((nest, connector)) = via {
+            let connector = connector.clone();
+            self.in_nest(*nest, |r| r.bind_own_connector(&connector, b));
+        }
+    }
+
+    /// A value bound to a connector of the current system: kept for the
+    /// connections still to read, and given to the inner inputs the
+    /// connector already leads to.
+    fn bind_own_connector(&mut self, connector: &str, b: Bound) {
+        self.lv.sys_values.insert(connector.to_string(), b.clone());
+        if !self.lv.connections_done {
+            return;
+        }
+        let Some(route) = self.lv.routes.get(connector).cloned() else {
+            return;
+        };
+        if route.dir == Dir::In {
+            for t in &route.targets {
+                self.bind_port(t.comp, t.via.as_ref(), &t.var, b.clone());
+            }
+        }
     }
 
     /// A connection between a connector of the (top-level) system and an
@@ -1184,55 +1681,281 @@ impl Reader<'_> {
     /// output only exposes a value, so both are resolved without a
     /// connection (a value bound to the system input becomes the start
     /// value of the element's input).
-    fn system_connection(&mut self, c: &Elem, sys: &str, el: EndComp, label: &str) {
+    fn system_connection(&mut self, c: &Elem, sys: &str, ports: Vec<Port>, label: &str) {
         let f = self.file;
-        let Some(comp) = self.comps.get(el.comp) else {
-            return;
-        };
-        let sub_name = self.sub_name(comp.sub);
-        let is_input = variable(&comp.md, &el.var)
-            .map(|v| v.causality == cosim_fmi::model_description::Causality::Input)
-            .unwrap_or_else(|| {
-                comp.connectors
-                    .get(&el.var)
-                    .and_then(|k| k.kind.as_deref())
-                    .is_some_and(|k| k == "input" || k == "parameter")
-            });
-        if is_input {
-            if let Some(b) = self.sys_values.get(sys).cloned() {
-                let comp = el.comp;
-                let mut b = b;
-                b.name = el.var.clone();
-                self.ctx.note(
-                    c.src(f),
-                    format!("{label}: the value bound to system connector '{sys}' becomes the start value of '{sub_name}.{}'", el.var),
-                );
-                self.assign(comp, b);
+        for p in ports {
+            let sub_name = self.sub_name(p.sub);
+            let is_input = if p.known {
+                p.is_input
+            } else {
+                p.kind == "input" || p.kind == "parameter"
+            };
+            if is_input {
+                if let Some(b) = self.lv.sys_values.get(sys).cloned() {
+                    self.ctx.note(
+                        c.src(f),
+                        format!("{label}: the value bound to system connector '{sys}' becomes the start value of '{sub_name}.{}'", p.var),
+                    );
+                    self.bind_port(p.comp, p.via.as_ref(), &p.var, b);
+                } else {
+                    self.ctx.note(
+                        c.src(f),
+                        format!("{label}: nothing drives the top-level system connector '{sys}', so '{sub_name}.{}' is left unconnected (it keeps its start value)", p.var),
+                    );
+                }
             } else {
                 self.ctx.note(
                     c.src(f),
-                    format!("{label}: nothing drives the top-level system connector '{sys}', so '{sub_name}.{}' is left unconnected (it keeps its start value)", el.var),
+                    format!("{label}: system output '{sys}' only exposes '{sub_name}.{}', which the trace records as it is", p.var),
                 );
             }
+        }
+    }
+
+    /// A connection between a connector of a nested system and a variable
+    /// inside it: the connector leads there from outside (an input, which
+    /// the nested system exposes to be fed from outside) or from there to
+    /// outside (an output, exposed to be read outside).
+    fn nested_connector(
+        &mut self,
+        c: &Elem,
+        sys: &str,
+        ports: Vec<Port>,
+        transform: Option<(f64, f64, Src)>,
+        suppress: bool,
+        label: &str,
+    ) {
+        let f = self.file;
+        let Some(conn) = self.lv.sys_connectors.get(sys).cloned() else {
+            return;
+        };
+        let Some(p0) = ports.first() else {
+            return;
+        };
+        let by_variable = if !p0.known {
+            None
+        } else if p0.is_input {
+            Some(Dir::In)
+        } else if p0.is_source {
+            Some(Dir::Out)
         } else {
-            self.ctx.note(
+            None
+        };
+        let by_kind = match conn.kind.as_deref() {
+            Some("input" | "parameter") => Some(Dir::In),
+            Some("output" | "calculatedParameter") => Some(Dir::Out),
+            _ => None,
+        };
+        let Some(dir) = by_variable.or(by_kind) else {
+            self.ctx.error(
                 c.src(f),
-                format!("{label}: system output '{sys}' only exposes '{sub_name}.{}', which the trace records as it is", el.var),
+                format!(
+                    "{label}: cannot tell which way data flows through connector '{sys}' of nested system '{}' (give it kind=\"input\" or kind=\"output\")",
+                    self.lv.name
+                ),
             );
+            return;
+        };
+        let conn_unit = conn.unit.as_ref().map(|(u, _)| {
+            let base = self.units.get(u).copied().or_else(|| parse_unit(u));
+            (u.clone(), base)
+        });
+        for p in ports {
+            let sub_name = self.sub_name(p.sub);
+            let declared = conn.unit.as_ref().or(p.declared.as_ref());
+            let (from_unit, to_unit, what) = match dir {
+                Dir::In => (
+                    &conn_unit,
+                    &p.unit,
+                    format!("{} -> {sub_name}.{}", sys, p.var),
+                ),
+                Dir::Out => (
+                    &p.unit,
+                    &conn_unit,
+                    format!("{sub_name}.{} -> {}", p.var, sys),
+                ),
+            };
+            let Some(outer) =
+                self.outer_link(c, from_unit, to_unit, declared, transform, suppress, &what)
+            else {
+                return;
+            };
+            let link = match dir {
+                Dir::In => p.inner.after(&outer),
+                Dir::Out => outer.after(&p.inner),
+            };
+            let target = Target {
+                sub: p.sub,
+                comp: p.comp,
+                via: p.via.clone(),
+                var: p.var.clone(),
+                link,
+                unit: p.unit.clone(),
+            };
+            match self.lv.routes.get_mut(sys) {
+                None => {
+                    self.lv.routes.insert(
+                        sys.to_string(),
+                        Route {
+                            dir,
+                            targets: vec![target],
+                            src: c.src(f),
+                        },
+                    );
+                }
+                Some(r) if r.dir != dir || dir == Dir::Out => {
+                    let first = self.ctx.sources.line(r.src);
+                    let why = if r.dir != dir {
+                        "it leads both into and out of the nested system"
+                    } else {
+                        "an output connector is fed by one inner output"
+                    };
+                    self.ctx.error(
+                        c.src(f),
+                        format!(
+                            "{label}: connector '{sys}' of nested system '{}' is connected inside it a second time (first on line {first}): {why}",
+                            self.lv.name
+                        ),
+                    );
+                    return;
+                }
+                Some(r) => r.targets.push(target),
+            }
+            let exposed = format!("{sub_name}.{}", p.var);
+            if !self.lv.exposes.iter().any(|x| x.value == exposed) {
+                self.lv.exposes.push(Val::new(exposed, p.var_src));
+            }
+            if dir == Dir::In
+                && let Some(b) = self.lv.sys_values.get(sys).cloned()
+            {
+                self.ctx.note(
+                    c.src(f),
+                    format!("{label}: the value bound to connector '{sys}' of nested system '{}' becomes the start value of '{sub_name}.{}'", self.lv.name, p.var),
+                );
+                self.bind_port(p.comp, p.via.as_ref(), &p.var, b);
+            }
         }
     }
 }
 
-struct EndComp {
-    comp: usize,
-    var: String,
-    el_src: Src,
-    var_src: Src,
+enum End {
+    Ports(Vec<Port>),
+    System(String),
 }
 
-enum End {
-    Comp(EndComp),
-    System(String),
+/// The unit at a component's connector: the connector's declared unit,
+/// else the variable's.
+fn unit_of(
+    comp: &Comp,
+    name: &str,
+    units: &HashMap<String, BaseUnit>,
+) -> Option<(String, Option<BaseUnit>)> {
+    match comp.connectors.get(name).and_then(|k| k.unit.clone()) {
+        Some((u, _)) => {
+            let base = units.get(&u).copied().or_else(|| parse_unit(&u));
+            Some((u, base))
+        }
+        None => variable(&comp.md, name)
+            .and_then(|v| v.unit.clone())
+            .map(|u| {
+                let base = unit_base_unit(&comp.md, &u);
+                (u, base)
+            }),
+    }
+}
+
+/// Moves every nested system's draft into its subsystem (recursively),
+/// with its `exposes` and master step; collects what was not converted.
+fn finalize(mut lv: Level, step: Option<f64>, skipped: &mut Vec<Skipped>) -> Draft {
+    skipped.append(&mut lv.draft.skipped);
+    for nest in std::mem::take(&mut lv.nests) {
+        let mut child = *nest.level;
+        match child.step.take() {
+            Some(h) => child.draft.master.step = Some(h),
+            None => {
+                if let Some(h) = step {
+                    child.draft.master.step = Some(Val::new(h, child.draft.root_src));
+                    child.draft.master.step_origin =
+                        Some("the step of the level above".to_string());
+                }
+            }
+        }
+        let inner_step = child.draft.master.step.as_ref().map(|h| h.value);
+        let exposes = std::mem::take(&mut child.exposes);
+        let draft = finalize(child, inner_step, skipped);
+        if let Some(s) = lv.draft.subsystems.get_mut(nest.sub) {
+            s.system = Some(Box::new(draft));
+            s.exposes = exposes;
+        }
+    }
+    lv.draft
+}
+
+/// The DefaultExperiment stepSize of every FMU of the system (nested
+/// ones included), when they all give the same one.
+fn common_step(lv: &Level) -> Option<f64> {
+    fn collect(lv: &Level, out: &mut Vec<Option<f64>>) {
+        for c in &lv.comps {
+            out.push(c.md.default_experiment.as_ref().and_then(|d| d.step_size));
+        }
+        for n in &lv.nests {
+            collect(&n.level, out);
+        }
+    }
+    let mut steps = Vec::new();
+    collect(lv, &mut steps);
+    let first = steps.first().copied().flatten()?;
+    steps.iter().all(|s| *s == Some(first)).then_some(first)
+}
+
+/// The start and stop times the scenario would take from the FMUs' default
+/// experiments were they all at one level: the common start time of those
+/// that give one (else none: 0), the stop time when every FMU gives the
+/// same.
+fn common_times(lv: &Level) -> (Option<f64>, Option<f64>) {
+    fn collect(lv: &Level, out: &mut Vec<(Option<f64>, Option<f64>)>) {
+        for c in &lv.comps {
+            let d = c.md.default_experiment.as_ref();
+            out.push((d.and_then(|d| d.start_time), d.and_then(|d| d.stop_time)));
+        }
+        for n in &lv.nests {
+            collect(&n.level, out);
+        }
+    }
+    let mut times = Vec::new();
+    collect(lv, &mut times);
+    let starts: Vec<f64> = times.iter().filter_map(|t| t.0).collect();
+    let start = starts
+        .first()
+        .copied()
+        .filter(|first| starts.iter().all(|s| s == first));
+    let stop = times
+        .first()
+        .and_then(|t| t.1)
+        .filter(|first| times.iter().all(|t| t.1 == Some(*first)));
+    (start, stop)
+}
+
+/// `"<path><subsystem>.<output>"` for every output of every FMU of `lv`
+/// and of its nested systems, in order (inside a nested system, the float
+/// scalars: what the level above can trace).
+fn trace_outputs(lv: &Level, path: &str, out: &mut Vec<Val<String>>) {
+    let comps: HashMap<usize, &Comp> = lv.comps.iter().map(|c| (c.sub, c)).collect();
+    for (i, s) in lv.draft.subsystems.iter().enumerate() {
+        if let Some(c) = comps.get(&i) {
+            for v in c.md.outputs() {
+                let Some(var) = c.md.variables.get(v) else {
+                    continue;
+                };
+                if lv.depth > 0 && !(var.var_type.is_float() && var.is_scalar()) {
+                    continue;
+                }
+                out.push(Val::new(format!("{path}{}.{}", s.name, var.name), s.src));
+            }
+        } else if let Some(n) = lv.nests.iter().find(|n| n.sub == i) {
+            trace_outputs(&n.level, &format!("{path}{}.", s.name), out);
+        }
+    }
 }
 
 /// `y = a x + b` converting a value in unit `from` to unit `to`

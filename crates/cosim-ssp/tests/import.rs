@@ -126,14 +126,26 @@ fn ssd_quarter_car_maps_every_element() {
         "micro_steps = 10  # wheel.ssv:10",
         "from = \"wheel.F_c\"\nto = \"chassis.F\"\ngain = -1.0",
         "from = \"chassis.v_c\"\nto = \"wheel.v_c\"\n",
+        // OMSimulator's FixedStepMaster annotation gives the step.
+        "[master]\nstep = 0.001  # quarter_car.ssd:51",
     ] {
         assert!(toml.contains(line), "missing {line:?}");
     }
     assert!(!toml.contains("not_a_variable"));
     assert!(imp.unsupported().is_empty());
     let ds = imp.diagnostics();
-    let a = find(ds, "annotation of type 'org.openmodelica' ignored");
-    assert_eq!((a.severity, a.line), (Severity::Note, Some(49)));
+    let a = find(
+        ds,
+        "the step of the system is 0.001 s, from OMSimulator's FixedStepMaster",
+    );
+    assert_eq!(
+        (a.severity, a.line, a.column),
+        (Severity::Note, Some(51), Some(90))
+    );
+    assert!(
+        !ds.iter()
+            .any(|d| d.message.contains("ignored: tool-specific"))
+    );
     let k = find(ds, "'k_c' converted from [kN/m] to [N/m]");
     assert_eq!(k.line, Some(7));
     let w = find(ds, "'not_a_variable' names no variable of 'wheel'");
@@ -296,7 +308,7 @@ fn unsupported_ssd_elements_are_reported_by_name_and_line() {
         got,
         vec![
             (Some("ssd:ParameterMapping"), 23),
-            (Some("ssd:System"), 31),
+            (Some("ssd:Component"), 34),
             (Some("ssd:Component"), 36),
             (Some("ssd:Component"), 37),
             (Some("ssd:SignalDictionaryReference"), 38),
@@ -305,21 +317,26 @@ fn unsupported_ssd_elements_are_reported_by_name_and_line() {
             (Some("ssd:SignalDictionary"), 48),
         ]
     );
+    // Inside a nested system too.
     let nested = &imp.unsupported()[1];
-    assert!(nested.message.contains("<ssd:System name=\"sub\">"));
+    assert!(nested.message.contains("<ssd:Component name=\"model\">"));
     assert!(
         nested
             .message
-            .contains("nested systems are not supported yet")
+            .contains("components of type 'text/x-modelica' are not supported")
     );
     assert!(imp.unsupported().iter().all(Diagnostic::is_error));
     // The TOML lists them and holds the rest, which is a valid scenario.
     let toml = imp.toml();
     assert!(toml.contains("# NOT CONVERTED"));
-    assert!(toml.contains("#   unsupported.ssd:31: <ssd:System name=\"sub\"> cannot be mapped"));
+    assert!(
+        toml.contains("#   unsupported.ssd:34: <ssd:Component name=\"model\"> cannot be mapped")
+    );
+    assert!(toml.contains("[[subsystems]]  # unsupported.ssd:31\nname = \"sub\"\n"));
     let scenario = imp.scenario().unwrap_or_else(|e| panic!("{e}"));
     let resolved = imp.resolve(&scenario).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(resolved.connections.len(), 1);
+    assert_eq!(resolved.subsystems.len(), 3);
     // A run refuses the system, naming every element.
     let dir = tempfile::tempdir().unwrap();
     let e = cosim_ssp::prepare(
@@ -332,7 +349,7 @@ fn unsupported_ssd_elements_are_reported_by_name_and_line() {
     assert_eq!(e.errors().count(), 8);
     let text = e.to_string();
     assert!(
-        text.contains("unsupported.ssd:31:8: error: <ssd:System name=\"sub\">"),
+        text.contains("unsupported.ssd:34:12: error: <ssd:Component name=\"model\">"),
         "{text}"
     );
     assert!(text.contains("cosim convert"), "{text}");
@@ -739,6 +756,8 @@ fn truncated_and_corrupted_files_never_panic() {
     for name in [
         "quarter_car.ssd",
         "units.ssd",
+        "b3_hierarchical.ssd",
+        "two_level.ssd",
         "osp_groups/OspSystemStructure.xml",
     ] {
         let text = std::fs::read_to_string(data(name))
