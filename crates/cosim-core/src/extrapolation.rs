@@ -58,8 +58,11 @@ pub fn eval_taylor(taylor: &[f64; MAX_POINTS], s: f64) -> f64 {
 pub struct History {
     n: usize,
     len: usize,
+    /// Slot of the newest point: a ring, so that recording a point copies
+    /// `n` values, not the whole history.
+    head: usize,
     times: [f64; MAX_POINTS],
-    /// `values[p * n + i]`: signal `i` at point `p` (0 = newest).
+    /// `values[slot * n + i]`: signal `i` in `slot`.
     values: Vec<f64>,
 }
 
@@ -69,6 +72,7 @@ impl History {
         History {
             n,
             len: 0,
+            head: 0,
             times: [0.0; MAX_POINTS],
             values: vec![0.0; n * MAX_POINTS],
         }
@@ -89,29 +93,34 @@ impl History {
         self.len = 0;
     }
 
+    /// The ring slot of point `p` (0 = newest).
+    #[inline]
+    fn slot(&self, p: usize) -> usize {
+        (self.head + MAX_POINTS - p) % MAX_POINTS
+    }
+
     /// Time of point `p` (0 = newest).
     pub fn time(&self, p: usize) -> f64 {
-        self.times[p]
+        self.times[self.slot(p)]
     }
 
     /// Signal values at point `p` (0 = newest).
     pub fn point(&self, p: usize) -> &[f64] {
-        &self.values[p * self.n..(p + 1) * self.n]
+        let k = self.slot(p);
+        &self.values[k * self.n..(k + 1) * self.n]
     }
 
     /// Adds the values at time `t` as the newest point. A point at the same
     /// time as the newest replaces it (re-exchange after a restart).
     pub fn push(&mut self, t: f64, values: &[f64]) {
-        if self.len > 0 && self.times[0] == t {
-            self.values[..self.n].copy_from_slice(&values[..self.n]);
-            return;
-        }
         let n = self.n;
-        self.values.copy_within(0..n * (MAX_POINTS - 1), n);
-        self.times.copy_within(0..MAX_POINTS - 1, 1);
-        self.times[0] = t;
-        self.values[..n].copy_from_slice(&values[..n]);
-        self.len = (self.len + 1).min(MAX_POINTS);
+        if !(self.len > 0 && self.times[self.head] == t) {
+            self.head = (self.head + 1) % MAX_POINTS;
+            self.times[self.head] = t;
+            self.len = (self.len + 1).min(MAX_POINTS);
+        }
+        let k = self.head;
+        self.values[k * n..(k + 1) * n].copy_from_slice(&values[..n]);
     }
 
     /// Removes the newest point (used when a step is rolled back).
@@ -119,9 +128,7 @@ impl History {
         if self.len == 0 {
             return;
         }
-        let n = self.n;
-        self.values.copy_within(n..n * MAX_POINTS, 0);
-        self.times.copy_within(1..MAX_POINTS, 0);
+        self.head = (self.head + MAX_POINTS - 1) % MAX_POINTS;
         self.len -= 1;
     }
 
@@ -132,8 +139,9 @@ impl History {
         let mut ts = [0.0; MAX_POINTS];
         let mut vs = [0.0; MAX_POINTS];
         for p in 0..k.min(self.len) {
-            ts[p] = self.times[p];
-            vs[p] = self.values[p * self.n + i];
+            let slot = self.slot(p);
+            ts[p] = self.times[slot];
+            vs[p] = self.values[slot * self.n + i];
         }
         if self.len == 0 {
             return [0.0; MAX_POINTS];
@@ -184,6 +192,34 @@ mod tests {
     fn linear_extrapolation_from_two_points() {
         let tay = taylor_at(&[2.0, 1.0], &[5.0, 3.0], 2.0);
         assert_eq!(tay, [5.0, 2.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn history_pop_and_replace_across_the_ring() {
+        let mut h = History::new(1);
+        for k in 0..7 {
+            h.push(k as f64, &[k as f64]);
+        }
+        // Rollback of two steps, then two new points.
+        h.pop();
+        h.pop();
+        assert_eq!(
+            (h.len(), h.time(0), h.point(0)),
+            (MAX_POINTS - 2, 4.0, &[4.0][..])
+        );
+        h.push(4.0, &[40.0]); // same time: replaces the newest
+        assert_eq!((h.len(), h.point(0)), (MAX_POINTS - 2, &[40.0][..]));
+        h.push(5.5, &[55.0]);
+        h.push(6.5, &[65.0]);
+        let times: Vec<f64> = (0..h.len()).map(|p| h.time(p)).collect();
+        assert_eq!(times, [6.5, 5.5, 4.0, 3.0]);
+        assert_eq!(h.point(2), &[40.0]);
+        while !h.is_empty() {
+            h.pop();
+        }
+        h.pop(); // popping an empty history is a no-op
+        h.push(9.0, &[9.0]);
+        assert_eq!((h.len(), h.time(0)), (1, 9.0));
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub struct InputExtrapolation {
     histories: Vec<History>,
     /// Per subsystem: input slot -> source subsystem (for Gauss-Seidel).
     sources: Vec<Vec<usize>>,
+    /// Per subsystem: it has inputs and can interpolate them (fixed for
+    /// the run, looked up once).
+    interpolates: Vec<bool>,
     zoh_warned: Vec<bool>,
 }
 
@@ -33,10 +36,16 @@ impl InputExtrapolation {
         for c in sys.connections() {
             sources[c.to_subsystem][c.to_slot] = c.from_subsystem;
         }
+        let interpolates = sys
+            .subsystems()
+            .iter()
+            .map(|s| !s.info().inputs.is_empty() && s.info().can_interpolate_inputs)
+            .collect();
         InputExtrapolation {
             order: order.min(MAX_POINTS as u32 - 2),
             histories,
             sources,
+            interpolates,
             zoh_warned: vec![false; sys.len()],
         }
     }
@@ -77,15 +86,19 @@ impl InputExtrapolation {
 
     /// Whether subsystem `s` receives derivatives (order > 0 and the FMU
     /// can interpolate); warns once per subsystem when it cannot.
+    #[inline]
     fn delivers_derivatives(&mut self, sys: &System, s: usize) -> bool {
-        if self.order == 0 || sys.subsystems()[s].info().inputs.is_empty() {
-            return false;
+        if self.order == 0 || self.interpolates[s] {
+            return self.order > 0;
         }
+        self.warn_zoh(sys, s);
+        false
+    }
+
+    #[cold]
+    fn warn_zoh(&mut self, sys: &System, s: usize) {
         let info = sys.subsystems()[s].info();
-        if info.can_interpolate_inputs {
-            return true;
-        }
-        if !self.zoh_warned[s] {
+        if !info.inputs.is_empty() && !self.zoh_warned[s] {
             self.zoh_warned[s] = true;
             tracing::warn!(
                 "subsystem '{}' ({}) cannot interpolate inputs (FMI 2 canInterpolateInputs=\"false\" or FMI 3 without input derivatives): its inputs are held constant (ZOH) instead of extrapolated with order {}",
@@ -94,7 +107,6 @@ impl InputExtrapolation {
                 self.order
             );
         }
-        false
     }
 
     /// Prepares subsystem `s`'s inputs for a step starting at `t` from its

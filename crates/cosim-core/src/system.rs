@@ -742,22 +742,25 @@ fn step_subsystem(
     warned: &mut [bool],
 ) -> Result<()> {
     if !b.u.is_empty() {
-        for (dst, tay) in b.scratch.iter_mut().zip(&b.taylor) {
-            *dst = tay[0];
-        }
-        sub.set_inputs(&b.scratch)?;
-        for order in 1..=b.deliver_orders.min(3) {
-            for (dst, tay) in b.scratch.iter_mut().zip(&b.taylor) {
-                *dst = tay[order as usize];
+        if b.deliver_orders == 0 {
+            // Held constant over the step: it ends where it starts.
+            for ((dst, end), tay) in b.scratch.iter_mut().zip(&mut b.u_end).zip(&b.taylor) {
+                *dst = tay[0];
+                *end = tay[0];
             }
-            sub.set_input_derivatives(order, &b.scratch)?;
-        }
-        for (end, tay) in b.u_end.iter_mut().zip(&b.taylor) {
-            *end = if b.deliver_orders == 0 {
-                tay[0]
-            } else {
-                crate::extrapolation::eval_taylor(tay, h)
-            };
+            sub.set_inputs(&b.scratch)?;
+        } else {
+            for ((dst, end), tay) in b.scratch.iter_mut().zip(&mut b.u_end).zip(&b.taylor) {
+                *dst = tay[0];
+                *end = crate::extrapolation::eval_taylor(tay, h);
+            }
+            sub.set_inputs(&b.scratch)?;
+            for order in 1..=b.deliver_orders.min(3) {
+                for (dst, tay) in b.scratch.iter_mut().zip(&b.taylor) {
+                    *dst = tay[order as usize];
+                }
+                sub.set_input_derivatives(order, &b.scratch)?;
+            }
         }
     }
     b.last_step = (t, h);
@@ -794,7 +797,28 @@ fn step_subsystem(
         }
     }
     sub.get_observed(&mut b.y_new)?;
-    for (k, &v) in b.y_new.iter().enumerate() {
+    // One comparison per value on the hot path: NaN, infinite and too
+    // large all fail it.
+    let limit_abs = limit.min(f64::MAX);
+    if b.y_new.iter().all(|v| v.abs() <= limit_abs) {
+        return Ok(());
+    }
+    check_observed(sub, &b.y_new, t + h, policy, limit, warned)
+}
+
+/// The slow path of [`step_subsystem`]'s check: which value failed, and
+/// what the policy makes of it.
+#[cold]
+#[inline(never)]
+fn check_observed(
+    sub: &mut dyn Subsystem,
+    y: &[f64],
+    t_end: f64,
+    policy: NonFinitePolicy,
+    limit: f64,
+    warned: &mut [bool],
+) -> Result<()> {
+    for (k, &v) in y.iter().enumerate() {
         if v.abs() > limit && v.is_finite() {
             let info = sub.info();
             return Err(CoreError::Diverged {
@@ -802,7 +826,7 @@ fn step_subsystem(
                 variable: info.observed[k].name.clone(),
                 value: v,
                 limit,
-                t: t + h,
+                t: t_end,
             });
         }
         if !v.is_finite() {
@@ -813,17 +837,16 @@ fn step_subsystem(
                         subsystem: info.name.clone(),
                         variable: info.observed[k].name.clone(),
                         value: v,
-                        t: t + h,
+                        t: t_end,
                     });
                 }
                 NonFinitePolicy::Warn => {
                     if !warned[k] {
                         warned[k] = true;
                         tracing::warn!(
-                            "subsystem '{}': variable '{}' is {v} at t = {}",
+                            "subsystem '{}': variable '{}' is {v} at t = {t_end}",
                             info.name,
                             info.observed[k].name,
-                            t + h
                         );
                     }
                 }

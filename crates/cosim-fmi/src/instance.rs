@@ -114,6 +114,7 @@ impl Instance {
     }
 
     /// Reads float variables (FMI 2 Real, FMI 3 Float64).
+    #[inline]
     pub fn get_f64(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
         match &mut self.inner {
             Inner::V2(i) => i.get_real(vrs, values),
@@ -122,6 +123,7 @@ impl Instance {
     }
 
     /// Writes float variables (FMI 2 Real, FMI 3 Float64).
+    #[inline]
     pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
         match &mut self.inner {
             Inner::V2(i) => i.set_real(vrs, values),
@@ -190,6 +192,7 @@ impl Instance {
     }
 
     /// Advances from communication point `t` by `h`.
+    #[inline]
     pub fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         dispatch!(self, i => i.do_step(t, h, false))
     }
@@ -228,6 +231,7 @@ impl Instance {
     /// Sets the `order`-th time derivative (1..) of float inputs at the
     /// current communication point (FMI 2 `fmi2SetRealInputDerivatives`;
     /// FMI 3 co-simulation has no equivalent and refuses).
+    #[inline]
     pub fn set_input_derivatives(&mut self, vrs: &[u32], order: i32, values: &[f64]) -> Result<()> {
         match &mut self.inner {
             Inner::V2(i) => i.set_real_input_derivatives(vrs, order, values),

@@ -378,7 +378,19 @@ impl Fmi2Instance {
         self.log.take_recent()
     }
 
+    /// OK is the hot path (every call of every macro step): inlined, the
+    /// rest out of line.
+    #[inline]
     fn check(&mut self, function: &'static str, code: Fmi2Status) -> Result<Status> {
+        if code == 0 {
+            return Ok(Status::Ok);
+        }
+        self.check_not_ok(function, code)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_not_ok(&mut self, function: &'static str, code: Fmi2Status) -> Result<Status> {
         let status = Status::from_fmi2(code);
         match status {
             Status::Ok => Ok(status),
@@ -401,9 +413,20 @@ impl Fmi2Instance {
         }
     }
 
+    #[inline]
     fn alive(&self, function: &'static str) -> Result<()> {
         if self.fatal {
-            Err(FmiError::Status {
+            Err(self.dead(function))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn dead(&self, function: &'static str) -> FmiError {
+        {
+            FmiError::Status {
                 instance: self.name.clone(),
                 function,
                 status: Status::Fatal,
@@ -411,9 +434,7 @@ impl Fmi2Instance {
                 log: vec![
                     "the instance returned Fatal earlier; no further calls are allowed".into(),
                 ],
-            })
-        } else {
-            Ok(())
+            }
         }
     }
 
@@ -501,6 +522,7 @@ impl Fmi2Instance {
     }
 
     /// `fmi2GetReal`.
+    #[inline]
     pub fn get_real(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
         check_len(&self.name, "fmi2GetReal", vrs.len(), values.len())?;
         self.alive("fmi2GetReal")?;
@@ -517,6 +539,7 @@ impl Fmi2Instance {
     }
 
     /// `fmi2SetReal`.
+    #[inline]
     pub fn set_real(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
         check_len(&self.name, "fmi2SetReal", vrs.len(), values.len())?;
         self.alive("fmi2SetReal")?;
@@ -638,6 +661,7 @@ impl Fmi2Instance {
 
     /// `fmi2DoStep`. Discard is reported as [`StepOutcome::Discarded`] with
     /// the FMU's `fmi2LastSuccessfulTime` (or `t` when it cannot say).
+    #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi2DoStep")?;
         self.time = t;

@@ -302,7 +302,19 @@ impl Fmi3Instance {
         self.log.take_recent()
     }
 
+    /// OK is the hot path (every call of every macro step): inlined, the
+    /// rest out of line.
+    #[inline]
     fn check(&mut self, function: &'static str, code: Fmi3Status) -> Result<Status> {
+        if code == 0 {
+            return Ok(Status::Ok);
+        }
+        self.check_not_ok(function, code)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_not_ok(&mut self, function: &'static str, code: Fmi3Status) -> Result<Status> {
         let status = Status::from_fmi3(code);
         match status {
             Status::Ok => Ok(status),
@@ -325,9 +337,20 @@ impl Fmi3Instance {
         }
     }
 
+    #[inline]
     fn alive(&self, function: &'static str) -> Result<()> {
         if self.fatal {
-            Err(FmiError::Status {
+            Err(self.dead(function))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn dead(&self, function: &'static str) -> FmiError {
+        {
+            FmiError::Status {
                 instance: self.name.clone(),
                 function,
                 status: Status::Fatal,
@@ -335,9 +358,7 @@ impl Fmi3Instance {
                 log: vec![
                     "the instance returned Fatal earlier; no further calls are allowed".into(),
                 ],
-            })
-        } else {
-            Ok(())
+            }
         }
     }
 
@@ -418,6 +439,7 @@ impl Fmi3Instance {
     }
 
     /// `fmi3GetFloat64` for scalar variables.
+    #[inline]
     pub fn get_float64(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
         check_len(&self.name, "fmi3GetFloat64", vrs.len(), values.len())?;
         self.alive("fmi3GetFloat64")?;
@@ -435,6 +457,7 @@ impl Fmi3Instance {
     }
 
     /// `fmi3SetFloat64` for scalar variables.
+    #[inline]
     pub fn set_float64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
         check_len(&self.name, "fmi3SetFloat64", vrs.len(), values.len())?;
         self.alive("fmi3SetFloat64")?;
@@ -603,6 +626,7 @@ impl Fmi3Instance {
     }
 
     /// `fmi3DoStep`. Early return and Discard are reported as outcomes.
+    #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi3DoStep")?;
         self.time = t;

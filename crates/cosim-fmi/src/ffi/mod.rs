@@ -112,6 +112,7 @@ pub(crate) fn next_instance_id() -> u64 {
 }
 
 /// Checks that `values` has as many elements as `vrs`.
+#[inline]
 pub(crate) fn check_len(
     instance: &str,
     function: &'static str,
@@ -121,10 +122,21 @@ pub(crate) fn check_len(
     if n_vrs == n_values {
         Ok(())
     } else {
-        Err(crate::FmiError::InvalidArgument {
-            instance: instance.to_string(),
-            function,
-            reason: format!("{n_vrs} value references but a buffer of {n_values} values"),
-        })
+        Err(length_mismatch(instance, function, n_vrs, n_values))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn length_mismatch(
+    instance: &str,
+    function: &'static str,
+    n_vrs: usize,
+    n_values: usize,
+) -> crate::FmiError {
+    crate::FmiError::InvalidArgument {
+        instance: instance.to_string(),
+        function,
+        reason: format!("{n_vrs} value references but a buffer of {n_values} values"),
     }
 }
