@@ -1,4 +1,4 @@
-//! Generic test models: `Gain`, `Integrator`, `Dahlquist`, `Faulty`.
+//! Generic test models: `Gain`, `Integrator`, `Dahlquist`, `Faulty`, `Wide`.
 
 use fmu_kit::units::{PER_S, S};
 use fmu_kit::{
@@ -432,6 +432,144 @@ pub mod faulty {
             u: &Inputs,
         ) -> Option<f64> {
             (vr == X && order >= 1).then(|| u.derivative(U, order as usize - 1, t))
+        }
+    }
+}
+
+/// `Wide`: [`wide::N`] independent first-order lags `x_i' = (u_i - x_i) / tau`,
+/// output `y_i = x_i` (no direct feed-through), each solved exactly for its
+/// polynomial input. Two of them cross-connected make a system with 2 N
+/// connections, for measuring the cost of data exchange.
+pub mod wide {
+    use std::sync::OnceLock;
+
+    use super::*;
+
+    /// Number of inputs and of outputs.
+    pub const N: usize = 200;
+    /// Value reference of input `u1`; `u{i}` is `U0 + i - 1`.
+    pub const U0: Vr = 1;
+    /// Value reference of output `y1`; `y{i}` is `Y0 + i - 1`.
+    pub const Y0: Vr = U0 + N as Vr;
+    /// Time constant tau of every lag.
+    pub const TAU: Vr = Y0 + N as Vr;
+    /// Initial value of every output.
+    pub const X0: Vr = TAU + 1;
+
+    /// The value reference of input `u{i}`, `i` in `1..=N`.
+    pub const fn input(i: usize) -> Vr {
+        U0 + i as Vr - 1
+    }
+
+    /// The value reference of output `y{i}`, `i` in `1..=N`.
+    pub const fn output(i: usize) -> Vr {
+        Y0 + i as Vr - 1
+    }
+
+    /// The variable names `u1..uN`, `y1..yN` (built once; the kit wants
+    /// `&'static str`).
+    fn names() -> &'static [(&'static str, &'static str)] {
+        static NAMES: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
+        NAMES.get_or_init(|| {
+            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+            (1..=N)
+                .map(|i| (leak(format!("u{i}")), leak(format!("y{i}"))))
+                .collect()
+        })
+    }
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        let mut spec = ModelSpec::new(
+            "Wide",
+            "200 first-order lags x_i' = (u_i - x_i) / tau, y_i = x_i (no feed-through), exact for polynomial inputs; for data-exchange benchmarks",
+            build,
+        );
+        for (k, &(u_name, _)) in names().iter().enumerate() {
+            spec = spec.var(Variable::input(input(k + 1), u_name, 0.0, "Input of lag i"));
+        }
+        for (k, &(_, y_name)) in names().iter().enumerate() {
+            spec = spec.var(
+                Variable::output(output(k + 1), y_name, "Output of lag i (its state)")
+                    .depends_on(&[])
+                    .initial_depends_on(&[X0]),
+            );
+        }
+        spec.var(Variable::parameter(TAU, "tau", 0.1, "Time constant of every lag").unit(S))
+            .var(Variable::parameter(
+                X0,
+                "x0",
+                0.0,
+                "Initial value of every output",
+            ))
+            .experiment(0.0, 10.0, 1e-3)
+            .output_derivatives(3)
+    }
+
+    struct Wide {
+        tau: f64,
+        x0: f64,
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(Wide {
+            tau: v.positive("tau", TAU)?,
+            x0: v.finite("x0", X0)?,
+        }))
+    }
+
+    impl Model for Wide {
+        fn init(&mut self, v: &mut Values) {
+            for i in 1..=N {
+                v[output(i)] = self.x0;
+            }
+        }
+
+        fn do_step(
+            &mut self,
+            _t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            // x' = lambda x + u / tau with lambda = -1 / tau: the Dahlquist
+            // solution with the forcing scaled by 1 / tau. The weights are
+            // the same for every lag.
+            let z = -h / self.tau;
+            let decay = z.exp();
+            let mut w = [0.0; 4];
+            for (k, wk) in w.iter_mut().enumerate() {
+                *wk = h.powi(k as i32 + 1) * phi(k as u32 + 1, z) / self.tau;
+            }
+            for i in 1..=N {
+                let c = u.coeffs(input(i));
+                let x = &mut v[output(i)];
+                *x = decay * *x + c[0] * w[0] + c[1] * w[1] + c[2] * w[2] + c[3] * w[3];
+            }
+            Ok(())
+        }
+
+        fn outputs(&self, _t: f64, _v: &mut Values, _u: &Inputs) {}
+
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            t: f64,
+            v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            if !(Y0..Y0 + N as Vr).contains(&vr) {
+                return None;
+            }
+            let input = U0 + (vr - Y0);
+            // y^(k) = (u^(k-1) - y^(k-1)) / tau
+            let mut d = v[vr];
+            for k in 1..=order as usize {
+                d = (u.derivative(input, k - 1, t) - d) / self.tau;
+            }
+            Some(d)
         }
     }
 }

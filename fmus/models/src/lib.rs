@@ -38,6 +38,7 @@ pub fn registry() -> &'static [ModelSpec] {
             generic::integrator::spec(),
             generic::dahlquist::spec(),
             generic::faulty::spec(),
+            generic::wide::spec(),
             quarter_car::chassis::spec(),
             quarter_car::wheel_suspension::spec(),
             quarter_car::chassis_suspension::spec(),

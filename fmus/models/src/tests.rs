@@ -39,7 +39,7 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 20);
+    assert_eq!(registry().len(), 21);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
@@ -144,6 +144,56 @@ fn dahlquist_is_exact_for_constant_input() {
     // x = e^{-t} (x0 + c/lambda) - c/lambda with lambda = -1, c = 0.5
     let exact = (-2.0f64).exp() * (1.0 - 0.5) + 0.5;
     assert!((ok(get1(&mut inst, X)) - exact).abs() < 1e-14);
+}
+
+#[test]
+fn wide_lags_follow_their_step_responses_independently() {
+    use generic::wide::{N, TAU, X0, input, output};
+    let tau = 0.25;
+    let mut inst = init("Wide", &[(TAU, tau), (X0, 0.5)]);
+    // Step input of height i on lag i: y_i(t) = i + (0.5 - i) e^{-t/tau}.
+    let ins: Vec<Vr> = (1..=N).map(input).collect();
+    let outs: Vec<Vr> = (1..=N).map(output).collect();
+    let heights: Vec<f64> = (1..=N).map(|i| i as f64).collect();
+    ok(set(&mut inst, &ins, &heights));
+    assert_eq!(ok(get(&mut inst, &outs)), vec![0.5; N], "no feed-through");
+    let h = 1e-3;
+    for n in 1..=400 {
+        step(&mut inst, h);
+        if n % 100 == 0 {
+            let t = n as f64 * h;
+            let y = ok(get(&mut inst, &outs));
+            for (i, (&yi, &ui)) in y.iter().zip(&heights).enumerate() {
+                let exact = ui + (0.5 - ui) * (-t / tau).exp();
+                assert!(
+                    (yi - exact).abs() <= 1e-13 * ui,
+                    "y{} at {t}: {yi} vs {exact}",
+                    i + 1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn wide_lag_is_exact_for_a_ramp_input() {
+    use generic::wide::{TAU, input, output};
+    // u = a t from x(0) = 0: x(t) = a (t - tau + tau e^{-t/tau}).
+    let (tau, a) = (0.1, 3.0);
+    let mut inst = init("Wide", &[(TAU, tau)]);
+    ok(set(&mut inst, &[input(7)], &[0.0]));
+    ok(inst.set_input_derivatives(&[input(7)], &[1], &[a]));
+    // Rule 3 of fmu_kit::input: the ramp carries on over later steps.
+    for _ in 0..10 {
+        step(&mut inst, 0.05);
+    }
+    let t: f64 = 0.5;
+    let exact = a * (t - tau + tau * (-t / tau).exp());
+    let y7 = ok(get1(&mut inst, output(7)));
+    assert!((y7 - exact).abs() < 1e-13, "{y7} vs {exact}");
+    // The other lags saw no input.
+    assert_eq!(ok(get1(&mut inst, output(6))), 0.0);
+    assert_eq!(ok(get1(&mut inst, output(8))), 0.0);
 }
 
 #[test]

@@ -1,0 +1,396 @@
+//! `cosim-bench`: the speed benchmark of issue 10.
+//!
+//! Runs, in one invocation and on the same FMU files (`fmus/dist/fmi2`),
+//! the scenarios of `bench/scenarios/` with every contender:
+//!
+//! - `raw`: a minimal FMI 2.0 loop making only the FFI calls a Jacobi master
+//!   must make ([`raw`]): the floor;
+//! - `cosim` in process through the library, with 1 worker thread and with
+//!   all cores ([`cosim`]);
+//! - libcosim's fixed-step algorithm through libcosimpy, with its worker
+//!   pool empty and at its default size (`bench/peer/libcosim_bench.py`).
+//!
+//! Every contender is timed over its stepping loop only (FMU loading,
+//! instantiation and initialization excluded); the figure is the median
+//! over repeated runs, in nanoseconds per macro step per FMU. It also
+//! measures the cost of writing the trace with every variable traced.
+//! Output: a Markdown report (default `bench/results/latest.md`), also
+//! printed. Timings are figures, never pass/fail.
+//!
+//!     cargo run --release -p cosim-bench -- [--quick] [--out FILE] [--only chain]
+
+mod cosim;
+mod peer;
+mod plan;
+mod raw;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+
+use crate::report::{Contender, Measurement, Report, SpeedRow, TraceRow};
+
+/// Command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cosim-bench",
+    about = "Speed of cosim against libcosim and a raw FFI loop"
+)]
+struct Args {
+    /// Shorter runs and fewer repetitions (about a minute in all).
+    #[arg(long)]
+    quick: bool,
+    /// Where to write the Markdown report (`-`: nowhere). Default:
+    /// bench/results/latest.md, or bench/results/quick.md with --quick.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Only these benchmarks: an exact id selects that one, any other
+    /// string every id containing it (`--only chain,heavy`).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Leave out the libcosim contenders.
+    #[arg(long)]
+    no_libcosim: bool,
+    /// Only these contenders (default: all). The trace-cost measurement
+    /// always runs cosim on 1 thread.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    contenders: Vec<Contender>,
+    /// Python interpreter with libcosimpy for the libcosim peer.
+    #[arg(long, default_value = "python3")]
+    python: String,
+    /// Least runs per contender for the raw loop and cosim (the figure is
+    /// their median; short runs are repeated until they add up to 1 s,
+    /// 0.2 s with --quick, at most 50). Default 5, 3 with --quick.
+    #[arg(long)]
+    repeats: Option<usize>,
+    /// Write each benchmark's plan (the JSON the libcosim peer reads) into
+    /// this directory and exit.
+    #[arg(long)]
+    write_plans: Option<PathBuf>,
+}
+
+/// What a benchmark measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Every contender, tracing off.
+    Speed,
+    /// `cosim` only: this file (trace on) against `base` (trace off).
+    Trace {
+        /// The id of the same system with tracing off.
+        base: &'static str,
+    },
+}
+
+/// One benchmark.
+#[derive(Debug, Clone, Copy)]
+struct Bench {
+    /// Id, also the scenario file stem in bench/scenarios/.
+    id: &'static str,
+    /// What it is, for the report.
+    what: &'static str,
+    /// Macro steps of a full run.
+    steps: u64,
+    /// Macro steps with --quick.
+    quick_steps: u64,
+    kind: Kind,
+}
+
+const BENCHES: &[Bench] = &[
+    Bench {
+        id: "chain_3",
+        what: "chain of 3 Gain FMUs (y = u), 1 ms",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_10",
+        what: "chain of 10 Gain FMUs, 1 ms",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_100",
+        what: "chain of 100 Gain FMUs, 1 ms",
+        steps: 100_000,
+        quick_steps: 5_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "b1_quarter_car",
+        what: "B1 quarter car, reticulation A (2 FMUs, 2 connections, one bond), 1 ms",
+        steps: 1_000_000,
+        quick_steps: 50_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "wide_200",
+        what: "two Wide FMUs, 200 connections each way, 1 ms",
+        steps: 100_000,
+        quick_steps: 10_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "heavy_2",
+        what: "chain of 2 Gain FMUs with busy_work (about 55 us per doStep)",
+        steps: 4_000,
+        quick_steps: 500,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "heavy_4",
+        what: "chain of 4 Gain FMUs with busy_work (about 55 us per doStep)",
+        steps: 4_000,
+        quick_steps: 500,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_10_trace",
+        what: "chain_10, every variable traced (21 columns), a row every step",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Trace { base: "chain_10" },
+    },
+    Bench {
+        id: "wide_200_trace",
+        what: "wide_200, every variable traced (801 columns), a row every step",
+        steps: 5_000,
+        quick_steps: 1_000,
+        kind: Kind::Trace { base: "wide_200" },
+    },
+];
+
+/// Most FMU steps (macro steps x FMUs) one libcosim run takes: libcosim
+/// costs microseconds per FMU step, so its runs of the long scenarios are
+/// shortened (the figure is per step; the report gives the steps run).
+const LIBCOSIM_FMU_STEPS: u64 = 1_000_000;
+
+/// Most runs of one contender (raw loop, cosim) on one scenario.
+const MAX_RUNS: usize = 50;
+const LIBCOSIM_FMU_STEPS_QUICK: u64 = 100_000;
+
+fn bench_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenario_path(id: &str) -> PathBuf {
+    bench_dir().join("scenarios").join(format!("{id}.toml"))
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("cosim-bench: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let args = Args::parse();
+    let started = Instant::now();
+    fmu_kit::dist::ensure_built().context("building the FMUs (cargo xtask fmus)")?;
+    let selected: Vec<&Bench> = BENCHES
+        .iter()
+        .filter(|b| {
+            args.only.is_empty()
+                || args.only.iter().any(|o| {
+                    b.id == o || (!BENCHES.iter().any(|x| x.id == o) && b.id.contains(o.as_str()))
+                })
+        })
+        .collect();
+    if selected.is_empty() {
+        bail!("--only {:?} selects no benchmark", args.only);
+    }
+
+    if let Some(dir) = &args.write_plans {
+        std::fs::create_dir_all(dir)?;
+        for b in selected.iter().filter(|b| b.kind == Kind::Speed) {
+            let p = plan::plan(&scenario_path(b.id), steps_of(b, args.quick))?;
+            let file = dir.join(format!("{}.json", b.id));
+            std::fs::write(&file, serde_json::to_string_pretty(&p)?)?;
+            println!("{}", file.display());
+        }
+        return Ok(());
+    }
+
+    let repeats = args
+        .repeats
+        .unwrap_or(if args.quick { 3 } else { 5 })
+        .max(1);
+    let libcosim_repeats = if args.quick { 1 } else { 3 };
+    let mut report = Report::new(args.quick, repeats, libcosim_repeats);
+    let plans_dir = tempfile::Builder::new()
+        .prefix("cosim-bench-plans-")
+        .tempdir()?;
+    let wanted = |c: Contender| args.contenders.is_empty() || args.contenders.contains(&c);
+    let mut libcosim_ok = !args.no_libcosim;
+    if args.no_libcosim {
+        report.note("libcosim left out (--no-libcosim).".into());
+    }
+
+    for b in &selected {
+        let steps = steps_of(b, args.quick);
+        let path = scenario_path(b.id);
+        match b.kind {
+            Kind::Speed => {
+                eprintln!("{}: {} steps", b.id, steps);
+                let plan = plan::plan(&path, steps)?;
+                let overrides = plan::overrides_for(plan.start, plan.step, steps);
+                let mut m: Vec<Measurement> =
+                    [Contender::Raw, Contender::CosimOne, Contender::CosimAll]
+                        .into_iter()
+                        .filter(|&c| wanted(c))
+                        .map(|c| Measurement::new(c, steps))
+                        .collect();
+                // Rounds over the contenders until each has `repeats` runs
+                // and at least `min_total` seconds of them (short runs are
+                // noisy), at most MAX_RUNS.
+                let min_total = if args.quick { 0.2 } else { 1.0 };
+                loop {
+                    let mut ran = false;
+                    for mm in &mut m {
+                        let total: f64 = mm.seconds.iter().sum();
+                        let n = mm.seconds.len();
+                        if n >= MAX_RUNS || (n >= repeats && total >= min_total) {
+                            continue;
+                        }
+                        ran = true;
+                        let threads = match mm.contender {
+                            Contender::Raw => {
+                                let r = raw::run(&plan)?;
+                                if r.outputs.iter().flatten().any(|(_, v)| !v.is_finite()) {
+                                    bail!("{}: the raw loop ended with a non-finite output", b.id);
+                                }
+                                mm.push(r.elapsed.as_secs_f64());
+                                continue;
+                            }
+                            Contender::CosimOne => 1,
+                            _ => 0,
+                        };
+                        let r = cosim::run(&path, &overrides, threads)?;
+                        if r.steps != steps {
+                            bail!("{}: cosim took {} steps, not {steps}", b.id, r.steps);
+                        }
+                        mm.threads = r.threads;
+                        mm.push(r.elapsed.as_secs_f64());
+                    }
+                    if !ran {
+                        break;
+                    }
+                }
+                if libcosim_ok {
+                    let cap = if args.quick {
+                        LIBCOSIM_FMU_STEPS_QUICK
+                    } else {
+                        LIBCOSIM_FMU_STEPS
+                    };
+                    let lc_steps = steps.min((cap / plan.fmus.len() as u64).max(100));
+                    let file = plans_dir.path().join(format!("{}.json", b.id));
+                    std::fs::write(&file, serde_json::to_string(&plan)?)?;
+                    for (contender, workers) in [
+                        (Contender::LibcosimZero, "0"),
+                        (Contender::LibcosimDefault, "default"),
+                    ] {
+                        if !wanted(contender) {
+                            continue;
+                        }
+                        match peer::run(&args.python, &file, workers, lc_steps, libcosim_repeats) {
+                            Ok(out) => {
+                                report.libcosim_version(&out.libcosim);
+                                let mut lm = Measurement::new(contender, out.steps);
+                                lm.threads = out.threads;
+                                for s in out.seconds {
+                                    lm.push(s);
+                                }
+                                m.push(lm);
+                            }
+                            Err(e) => {
+                                eprintln!("libcosim peer failed, left out from here on: {e:#}");
+                                report.note(format!("libcosim left out: {e:#}"));
+                                libcosim_ok = false;
+                                break;
+                            }
+                        }
+                    }
+                }
+                let row = SpeedRow {
+                    id: b.id,
+                    what: b.what,
+                    fmus: plan.fmus.len(),
+                    connections: plan.connections.len(),
+                    measurements: m,
+                };
+                eprintln!("{}", row.summary_line());
+                report.speed.push(row);
+            }
+            Kind::Trace { base } => {
+                eprintln!("{}: {} steps", b.id, steps);
+                let base_path = scenario_path(base);
+                let p = plan::plan(&base_path, steps)?;
+                let out = tempfile::Builder::new()
+                    .prefix("cosim-bench-trace-")
+                    .tempdir()?;
+                let mut overrides = plan::overrides_for(p.start, p.step, steps);
+                let mut off = Measurement::new(Contender::CosimOne, steps);
+                let mut on = Measurement::new(Contender::CosimOne, steps);
+                let mut bytes = 0;
+                for _ in 0..repeats {
+                    overrides.out = None;
+                    off.push(cosim::run(&base_path, &overrides, 1)?.elapsed.as_secs_f64());
+                    overrides.out = Some(out.path().to_path_buf());
+                    on.push(cosim::run(&path, &overrides, 1)?.elapsed.as_secs_f64());
+                    let trace = out.path().join("trace.csv");
+                    bytes = std::fs::metadata(&trace)
+                        .with_context(|| format!("{} was not written", trace.display()))?
+                        .len();
+                }
+                let columns = trace_columns(&out.path().join("trace.csv"))?;
+                let row = TraceRow {
+                    id: b.id,
+                    what: b.what,
+                    fmus: p.fmus.len(),
+                    columns,
+                    bytes,
+                    off,
+                    on,
+                };
+                eprintln!("{}", row.summary_line());
+                report.trace.push(row);
+            }
+        }
+    }
+    report.finish(started.elapsed());
+    let text = report.markdown();
+    println!("{text}");
+    let out = args.out.clone().unwrap_or_else(|| {
+        bench_dir()
+            .join("results")
+            .join(if args.quick { "quick.md" } else { "latest.md" })
+    });
+    if out != Path::new("-") {
+        if let Some(dir) = out.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&out, text)?;
+        eprintln!("report written to {}", out.display());
+    }
+    Ok(())
+}
+
+fn steps_of(b: &Bench, quick: bool) -> u64 {
+    if quick { b.quick_steps } else { b.steps }
+}
+
+/// Number of columns of a CSV file's header.
+fn trace_columns(path: &Path) -> Result<usize> {
+    use std::io::BufRead;
+    let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let mut header = String::new();
+    std::io::BufReader::new(f).read_line(&mut header)?;
+    Ok(header.trim_end().split(',').count())
+}
