@@ -424,3 +424,33 @@ fn compare_prints_column_errors_and_the_bond_metrics() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("no column 'v_x'"), "{}", stderr(&out));
 }
+
+#[test]
+fn summary_alone_goes_into_a_new_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[simulation]\nstop = 0.1\n[master]\nstep = 0.01\n\
+             [[subsystems]]\nname = \"g\"\nfmu = \"{}\"\n\
+             [outputs]\ntrace = false\nenergy_log = false\nstep_log = false\n",
+            fmi2("Gain").display()
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("new").join("dir");
+    let out = cosim(&[
+        "run",
+        "-q",
+        scenario.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["stats"]["macro_steps"], 10);
+}

@@ -135,10 +135,15 @@ pub fn run(
                 path: path.clone(),
                 error: std::io::Error::other(e),
             })?;
-        std::fs::write(path, text + "\n").map_err(|error| cosim_core::CoreError::Output {
+        let output_error = |error| cosim_core::CoreError::Output {
             path: path.clone(),
             error,
-        })?;
+        };
+        // The summary may be the only output: its directory may not exist.
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(output_error)?;
+        }
+        std::fs::write(path, text + "\n").map_err(output_error)?;
     }
     Ok(Outcome {
         summary,
