@@ -109,7 +109,11 @@ impl Execution {
         let mut init_time = 0.0;
         let mut loop_start = Instant::now();
         let mut diagnostic_values = vec![f64::NAN; self.diagnostics.len()];
-        let result = (|| -> Result<()> {
+        // With a worker pool, the whole loop runs on one of its workers:
+        // a pooled Jacobi step then starts and ends on a worker (which
+        // steps a share itself) instead of waking a sleeping caller.
+        let pool = self.system.worker_pool();
+        let mut body = || -> Result<()> {
             self.master.check(&self.system)?;
             self.system.initialize(self.t_start, Some(self.t_stop))?;
             self.master.start(&mut self.system)?;
@@ -155,7 +159,11 @@ impl Execution {
                 }
             }
             Ok(())
-        })();
+        };
+        let result = match pool {
+            Some(pool) => pool.install(body),
+            None => body(),
+        };
         let wall = loop_start.elapsed().as_secs_f64();
 
         // Always flush what we have, then terminate the subsystems.

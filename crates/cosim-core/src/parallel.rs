@@ -6,15 +6,22 @@
 //! stepping them one after the other on the calling thread is faster; for
 //! heavy FMUs the pool wins. The cost of an FMU's step is not known before
 //! the run and can change during it (a stiff phase, an event), so the
-//! [`PoolChooser`] times both ways on interleaved macro steps, keeps the
-//! faster one, and measures again every [`RECALIBRATE_EVERY`] steps. The
+//! [`PoolChooser`] times both ways on alternating blocks of consecutive
+//! macro steps (a pooled step right after an inline one finds the workers
+//! asleep, which the pool would not pay in a run of pooled steps), keeps
+//! the faster one, and measures again every [`RECALIBRATE_EVERY`] steps. The
 //! results do not depend on the choice: in a Jacobi step every subsystem
 //! reads only its own buffers.
 
 use std::time::Duration;
 
-/// Timed macro steps per way and calibration (after one warm-up pair).
-pub const SAMPLES: u32 = 16;
+/// Consecutive macro steps run one way in a calibration block; the first
+/// of each block is a warm-up, not timed.
+pub const BLOCK: u64 = 8;
+/// Blocks per way and calibration (alternating, inline first).
+pub const BLOCKS: u64 = 2;
+/// Timed steps per way and calibration.
+pub const SAMPLES: u32 = (BLOCKS * (BLOCK - 1)) as u32;
 /// Macro steps between two calibrations.
 pub const RECALIBRATE_EVERY: u64 = 1 << 14;
 /// The pool must be at least this much faster to be chosen (it costs two
@@ -54,20 +61,20 @@ impl Default for PoolChooser {
     }
 }
 
-/// Steps of one calibration: a warm-up pair, then `SAMPLES` timed pairs.
-const CALIBRATION_STEPS: u64 = 2 * (SAMPLES as u64 + 1);
+/// Steps of one calibration.
+const CALIBRATION_STEPS: u64 = 2 * BLOCKS * BLOCK;
 
 impl PoolChooser {
     /// The way to run the next step, and whether to time it.
     #[inline]
     pub fn next(&self) -> (Way, bool) {
         if self.step < CALIBRATION_STEPS {
-            let way = if self.step.is_multiple_of(2) {
+            let way = if (self.step / BLOCK).is_multiple_of(2) {
                 Way::Inline
             } else {
                 Way::Pool
             };
-            (way, self.step >= 2)
+            (way, !self.step.is_multiple_of(BLOCK))
         } else {
             (self.chosen, false)
         }
@@ -170,13 +177,26 @@ mod tests {
     }
 
     #[test]
-    fn the_warm_up_pair_is_not_timed() {
-        let c = PoolChooser::default();
-        assert_eq!(c.next(), (Way::Inline, false));
-        let mut c = c;
-        c.record(Way::Inline, None);
-        assert_eq!(c.next(), (Way::Pool, false));
-        c.record(Way::Pool, None);
-        assert_eq!(c.next(), (Way::Inline, true));
+    fn calibration_runs_blocks_of_each_way_with_a_warm_up_step() {
+        let mut c = PoolChooser::default();
+        let mut seen = Vec::new();
+        for _ in 0..CALIBRATION_STEPS {
+            let (way, timed) = c.next();
+            seen.push((way, timed));
+            c.record(way, timed.then_some(Duration::from_micros(1)));
+        }
+        let block = |way| {
+            let mut b = vec![(way, true); BLOCK as usize];
+            b[0] = (way, false);
+            b
+        };
+        let expected: Vec<(Way, bool)> = [
+            block(Way::Inline),
+            block(Way::Pool),
+            block(Way::Inline),
+            block(Way::Pool),
+        ]
+        .concat();
+        assert_eq!(seen, expected);
     }
 }

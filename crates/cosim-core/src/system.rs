@@ -7,6 +7,7 @@
 //! subsystem owns its buffers so that Jacobi stepping can run on worker
 //! threads without sharing anything mutable.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use cosim_fmi::StepOutcome;
@@ -173,6 +174,9 @@ impl BufferSnapshot {
     }
 }
 
+/// Stack size of the worker threads: that of a usual main thread.
+const WORKER_STACK: usize = 8 << 20;
+
 /// The coupled system a master drives.
 pub struct System {
     subsystems: Vec<Box<dyn Subsystem>>,
@@ -187,7 +191,7 @@ pub struct System {
     nonfinite_warned: Vec<Vec<bool>>,
     divergence_limit: f64,
     threads: usize,
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<Arc<rayon::ThreadPool>>,
     /// Whether the pool pays off for this system's FMUs (measured).
     pool_chooser: PoolChooser,
     /// Per subsystem, the outcome of its step on the pool (reused).
@@ -279,13 +283,16 @@ impl System {
         };
         let threads = threads.min(n.max(1));
         let pool = if threads > 1 {
-            Some(
+            Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(|i| format!("cosim-worker-{i}"))
+                    // FMUs (and the run loop) run on these threads: give
+                    // them the stack of a main thread, not the 2 MiB default.
+                    .stack_size(WORKER_STACK)
                     .build()
                     .map_err(|e| CoreError::Config(format!("cannot start worker threads: {e}")))?,
-            )
+            ))
         } else {
             None
         };
@@ -632,6 +639,12 @@ impl System {
             );
         }
         result
+    }
+
+    /// The worker pool of Jacobi stepping, when the system has one (the
+    /// run loop runs on it, see [`crate::Execution`]).
+    pub fn worker_pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.pool.clone()
     }
 
     /// How Jacobi steps currently run (inline until the pool is measured
