@@ -141,12 +141,72 @@ pub enum Severity {
     Warning,
 }
 
+/// The quoted source line of a diagnostic and the caret range under it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Snippet {
-    line: usize,
-    text: String,
-    caret_start: usize,
-    caret_len: usize,
+pub struct Snippet {
+    /// 1-based line number.
+    pub line: usize,
+    /// The line's text, without its line break.
+    pub text: String,
+    /// First column of the caret (0-based, in characters).
+    pub caret_start: usize,
+    /// Number of carets (at least 1).
+    pub caret_len: usize,
+}
+
+/// The parts of a diagnostic, rendered like rustc by [`render`] (shared by
+/// scenario errors and the SSP importer's diagnostics).
+#[derive(Debug, Clone, Copy)]
+pub struct Rendering<'a> {
+    /// The file concerned.
+    pub file: &'a Path,
+    /// 1-based line and column, when the place is known.
+    pub line_column: Option<(usize, usize)>,
+    /// `error`, `warning`, `note`.
+    pub word: &'a str,
+    /// The command-line argument concerned, if any.
+    pub argument: Option<&'a str>,
+    /// The message.
+    pub message: &'a str,
+    /// The quoted source line.
+    pub snippet: Option<&'a Snippet>,
+    /// A `help:` line.
+    pub help: Option<&'a str>,
+    /// `note:` lines.
+    pub notes: &'a [String],
+}
+
+/// Writes `d` like rustc: `file:line:column: error: message`, the quoted
+/// line with carets, then help and notes.
+pub fn render(f: &mut fmt::Formatter<'_>, d: &Rendering<'_>) -> fmt::Result {
+    write!(f, "{}", d.file.display())?;
+    if let Some((line, column)) = d.line_column {
+        write!(f, ":{line}:{column}")?;
+    }
+    write!(f, ": {}: ", d.word)?;
+    if let Some(arg) = d.argument {
+        write!(f, "in command-line argument '{arg}': ")?;
+    }
+    write!(f, "{}", d.message)?;
+    let gutter = d.snippet.map_or(1, |s| s.line.to_string().len());
+    let pad = " ".repeat(gutter);
+    if let Some(s) = d.snippet {
+        write!(
+            f,
+            "\n{pad} |\n{} | {}\n{pad} | {}{}",
+            s.line,
+            s.text,
+            " ".repeat(s.caret_start),
+            "^".repeat(s.caret_len)
+        )?;
+    }
+    if let Some(help) = d.help {
+        write!(f, "\n{pad} = help: {help}")?;
+    }
+    for note in d.notes {
+        write!(f, "\n{pad} = note: {note}")?;
+    }
+    Ok(())
 }
 
 /// Something wrong with a scenario, with the place it was written.
@@ -252,41 +312,22 @@ impl ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let word = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
-        write!(f, "{}", self.file.display())?;
-        if let (Some(line), Some(column)) = (self.line, self.column) {
-            write!(f, ":{line}:{column}")?;
-        }
-        write!(f, ": {word}: ")?;
-        if let Some(arg) = &self.argument {
-            write!(f, "in command-line argument '{arg}': ")?;
-        }
-        write!(f, "{}", self.message)?;
-        let gutter = self
-            .snippet
-            .as_ref()
-            .map_or(1, |s| s.line.to_string().len());
-        let pad = " ".repeat(gutter);
-        if let Some(s) = &self.snippet {
-            write!(
-                f,
-                "\n{pad} |\n{} | {}\n{pad} | {}{}",
-                s.line,
-                s.text,
-                " ".repeat(s.caret_start),
-                "^".repeat(s.caret_len)
-            )?;
-        }
-        if let Some(help) = &self.help {
-            write!(f, "\n{pad} = help: {help}")?;
-        }
-        for note in &self.notes {
-            write!(f, "\n{pad} = note: {note}")?;
-        }
-        Ok(())
+        render(
+            f,
+            &Rendering {
+                file: &self.file,
+                line_column: self.line.zip(self.column),
+                word: match self.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                },
+                argument: self.argument.as_deref(),
+                message: &self.message,
+                snippet: self.snippet.as_ref(),
+                help: self.help.as_deref(),
+                notes: &self.notes,
+            },
+        )
     }
 }
 

@@ -39,7 +39,10 @@ pub mod runner;
 mod scenario;
 mod settings;
 
-pub use error::{Diagnostic, Located, ScenarioError, Severity, Span};
+pub use error::{
+    Diagnostic, Located, Rendering, ScenarioError, Severity, Snippet, Span,
+    render as render_diagnostic,
+};
 pub use overrides::Overrides;
 pub use resolve::{
     Assignment, BondPort, ResolvedBond, ResolvedConnection, ResolvedScenario, ResolvedSubsystem,

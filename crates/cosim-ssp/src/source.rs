@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use cosim_scenario::{Rendering, Snippet, render_diagnostic};
+
 /// Index of a file in [`Sources`].
 pub(crate) type FileId = usize;
 
@@ -177,14 +179,6 @@ pub enum Severity {
     Error,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Snippet {
-    line: usize,
-    text: String,
-    caret_start: usize,
-    caret_len: usize,
-}
-
 /// A problem or remark about an SSP/OSP file, with the file, line and
 /// column of the element or attribute concerned.
 ///
@@ -264,42 +258,23 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let word = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "note",
-        };
-        write!(f, "{}", self.file.display())?;
-        if let (Some(line), Some(column)) = (self.line, self.column) {
-            write!(f, ":{line}:{column}")?;
-        }
-        write!(f, ": {word}: ")?;
-        if let Some(arg) = &self.argument {
-            write!(f, "in command-line argument '{arg}': ")?;
-        }
-        write!(f, "{}", self.message)?;
-        let gutter = self
-            .snippet
-            .as_ref()
-            .map_or(1, |s| s.line.to_string().len());
-        let pad = " ".repeat(gutter);
-        if let Some(s) = &self.snippet {
-            write!(
-                f,
-                "\n{pad} |\n{} | {}\n{pad} | {}{}",
-                s.line,
-                s.text,
-                " ".repeat(s.caret_start),
-                "^".repeat(s.caret_len)
-            )?;
-        }
-        if let Some(help) = &self.help {
-            write!(f, "\n{pad} = help: {help}")?;
-        }
-        for note in &self.notes {
-            write!(f, "\n{pad} = note: {note}")?;
-        }
-        Ok(())
+        render_diagnostic(
+            f,
+            &Rendering {
+                file: &self.file,
+                line_column: self.line.zip(self.column),
+                word: match self.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                    Severity::Note => "note",
+                },
+                argument: self.argument.as_deref(),
+                message: &self.message,
+                snippet: self.snippet.as_ref(),
+                help: self.help.as_deref(),
+                notes: &self.notes,
+            },
+        )
     }
 }
 
