@@ -227,6 +227,11 @@ fn run_refuses_unsupported_elements_and_convert_lists_them() {
         stderr.contains("8 element(s) could not be converted"),
         "{stderr}"
     );
+    // -q: the same scenario, no notes or warnings.
+    let quiet = cosim(&["-q", "convert", &data("unsupported.ssd"), "--to", "toml"]);
+    ok(&quiet);
+    assert_eq!(text(&quiet.stdout), stdout);
+    assert_eq!(text(&quiet.stderr), "");
 
     let out = cosim(&["run", &data("osp_unsupported"), "--stop", "0.1"]);
     assert_eq!(out.status.code(), Some(2));

@@ -409,6 +409,21 @@ fn a_threshold_violation_exits_non_zero_and_names_the_run() {
     );
     let o = run(&["mean_abs_power_error > 100", "status != ok"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sweep: 2 runs (2 ok"), "{}", stderr(&o));
+    // -q: no progress and no report; a violation is still printed.
+    let mut quiet = vec!["-q", "sweep", file.to_str().unwrap(), "--out"];
+    quiet.extend([out.to_str().unwrap(), "--no-plot"]);
+    let o = cosim(&quiet);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    quiet.extend(["--fail-if", "mean_abs_power_error > 1.5"]);
+    let o = cosim(&quiet);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("1 run(s) fail the thresholds"),
+        "{}",
+        stderr(&o)
+    );
     // A metric the summary does not have is bad input, with a suggestion.
     let o = run(&["mean_abs_power_eror > 1"]);
     assert_eq!(o.status.code(), Some(2));

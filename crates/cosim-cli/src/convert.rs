@@ -41,8 +41,16 @@ fn fail(diagnostics: impl IntoIterator<Item = impl std::fmt::Display>) -> anyhow
     anyhow::Error::new(Failed(exit::BAD_INPUT))
 }
 
-/// Runs `cosim convert`.
-pub fn run(args: &Args) -> Result<()> {
+/// Runs `cosim convert`; `quiet` leaves out notes and warnings (errors
+/// are always printed).
+pub fn run(args: &Args, quiet: bool) -> Result<()> {
+    macro_rules! say {
+        ($($arg:tt)*) => {
+            if !quiet {
+                eprintln!($($arg)*);
+            }
+        };
+    }
     let Target::Toml = args.to;
     let input = &args.input;
     if let Some(out) = &args.output
@@ -89,10 +97,10 @@ pub fn run(args: &Args) -> Result<()> {
     let scenario = import.scenario().map_err(|e| fail(e.diagnostics))?;
     let resolved = import.resolve(&scenario).map_err(|e| fail(e.diagnostics))?;
     for d in import.diagnostics() {
-        eprintln!("{d}");
+        say!("{d}");
     }
     for w in &resolved.warnings {
-        eprintln!("{}", import.remap(w));
+        say!("{}", import.remap(w));
     }
     let unsupported: Vec<Diagnostic> = import
         .unsupported()
@@ -104,16 +112,16 @@ pub fn run(args: &Args) -> Result<()> {
         })
         .collect();
     for d in &unsupported {
-        eprintln!("{d}");
+        say!("{d}");
     }
     if !unsupported.is_empty() {
-        eprintln!(
+        say!(
             "warning: {} element(s) could not be converted (listed above and at the top of the scenario); the scenario leaves them out",
             unsupported.len()
         );
     }
     if let Some(dir) = &extract_to {
-        eprintln!(
+        say!(
             "note: the package's files are extracted into {}",
             dir.display()
         );
@@ -122,7 +130,7 @@ pub fn run(args: &Args) -> Result<()> {
         Some(out) => {
             std::fs::write(out, import.toml())
                 .map_err(|e| fail([format!("error: cannot write {}: {e}", out.display())]))?;
-            eprintln!(
+            say!(
                 "{}: written from {} ({} subsystems, {} connections, {} bonds)",
                 out.display(),
                 import.source().display(),

@@ -92,8 +92,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args, cli.quiet),
         Command::Check(args) => run::check(args, cli.quiet),
         Command::Compare(args) => compare::run(args),
-        Command::Sweep(args) => sweep::run(args),
-        Command::Convert(args) => convert::run(args),
+        Command::Sweep(args) => sweep::run(args, cli.quiet),
+        Command::Convert(args) => convert::run(args, cli.quiet),
         Command::Host(args) => host::run(args),
         Command::Inspect { path, json } => inspect::run(path, *json),
     };

@@ -86,7 +86,7 @@ fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// Runs `cosim sweep`.
-pub fn run(args: &Args) -> Result<()> {
+pub fn run(args: &Args, quiet: bool) -> Result<()> {
     if let Some(Command::Merge(m)) = &args.command {
         return merge(m);
     }
@@ -95,7 +95,7 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let spec = SweepSpec::load(path).map_err(bad_input)?;
     let warnings = cosim_sweep::check(&spec).map_err(bad_input)?;
-    for w in &warnings {
+    for w in warnings.iter().filter(|_| !quiet) {
         eprintln!("{w}");
     }
     let total = spec.grid_len();
@@ -140,10 +140,12 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     let started = Instant::now();
-    let progress = Progress::new(!args.no_progress);
+    let progress = Progress::new(!args.no_progress && !quiet);
     let outcome = cosim_sweep::run(&spec, &options, &progress).map_err(bad_input)?;
     progress.finish();
-    report(&outcome, Some(started.elapsed().as_secs_f64()));
+    if !quiet {
+        report(&outcome, Some(started.elapsed().as_secs_f64()));
+    }
     violations(&outcome)
 }
 
