@@ -491,6 +491,7 @@ impl System {
 
     /// Recomputes the coupled inputs of subsystem `s` from the published
     /// outputs. Returns true when a value changed.
+    #[inline]
     pub fn exchange_into(&mut self, s: usize) -> bool {
         let mut changed = false;
         for r in &self.routes[self.route_ranges[s]..self.route_ranges[s + 1]] {
@@ -504,6 +505,7 @@ impl System {
     }
 
     /// Recomputes every coupled input. Returns true when a value changed.
+    #[inline]
     pub fn exchange_all(&mut self) -> bool {
         let mut changed = false;
         for s in 0..self.subsystems.len() {

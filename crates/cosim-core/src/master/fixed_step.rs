@@ -42,6 +42,8 @@ struct Running {
     n: u64,
     /// Per subsystem: macro step index at whose end its outputs publish.
     publish_at: Vec<Option<u64>>,
+    /// Every step multiple is 1: the plan is "all, over the macro step".
+    single_rate: bool,
 }
 
 impl FixedStep {
@@ -105,6 +107,7 @@ impl Master for FixedStep {
             t0,
             n: 0,
             publish_at: vec![None; sys.len()],
+            single_rate: sys.step_multiples().iter().all(|&k| k <= 1),
         });
         Ok(())
     }
@@ -127,21 +130,26 @@ impl Master for FixedStep {
         let t_next = snap(run.t0 + (n + 1) as f64 * h);
 
         // Which subsystems start a step now, over how long, and who
-        // publishes at the end of this macro step.
-        for s in 0..sys.len() {
-            let k = u64::from(sys.step_multiples()[s].max(1));
-            run.plan.due[s] = n.is_multiple_of(k);
-            if run.plan.due[s] {
-                let end = snap(run.t0 + (n + k) as f64 * h);
-                run.plan.h[s] = end - t;
-                run.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
-            }
-            run.plan.publish[s] = match run.publish_at[s] {
-                Some(at) => at == n || (at == u64::MAX && t_next >= t_stop),
-                None => false,
-            };
-            if run.plan.publish[s] {
-                run.publish_at[s] = None;
+        // publishes at the end of this macro step. Single rate: everyone,
+        // over the macro step (the plan's flags stay all true).
+        if run.single_rate {
+            run.plan.h.fill(t_next - t);
+        } else {
+            for s in 0..sys.len() {
+                let k = u64::from(sys.step_multiples()[s].max(1));
+                run.plan.due[s] = n.is_multiple_of(k);
+                if run.plan.due[s] {
+                    let end = snap(run.t0 + (n + k) as f64 * h);
+                    run.plan.h[s] = end - t;
+                    run.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
+                }
+                run.plan.publish[s] = match run.publish_at[s] {
+                    Some(at) => at == n || (at == u64::MAX && t_next >= t_stop),
+                    None => false,
+                };
+                if run.plan.publish[s] {
+                    run.publish_at[s] = None;
+                }
             }
         }
         run.stepper
