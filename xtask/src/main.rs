@@ -252,6 +252,10 @@ fn references(dir: &Path) -> io::Result<usize> {
     Ok(8)
 }
 
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
 /// Markdown tables of every model's variables, from the registry.
 fn catalog() -> String {
     use fmu_kit::{Capabilities, Causality, VarType};
@@ -262,13 +266,10 @@ fn catalog() -> String {
         let _ = writeln!(out, "### {}\n\n{}\n", spec.name, spec.description);
         let _ = writeln!(
             out,
-            "maxOutputDerivativeOrder {}, directional derivatives {}, default experiment {} s to {} s, step {} s.\n",
+            "maxOutputDerivativeOrder {}, directional derivatives {}, interpolates inputs (FMI 2) {}, default experiment {} s to {} s, step {} s.\n",
             caps.max_output_derivative_order,
-            if caps.directional_derivatives {
-                "yes"
-            } else {
-                "no"
-            },
+            yes_no(caps.directional_derivatives),
+            yes_no(caps.interpolate_inputs),
             spec.experiment.start_time,
             spec.experiment.stop_time,
             spec.experiment.step_size
@@ -291,11 +292,16 @@ fn catalog() -> String {
             };
             let start = match (v.start, v.ty) {
                 (Some(s), VarType::Integer) => format!("{}", s as i64),
+                (Some(s), VarType::Boolean) => {
+                    (if s != 0.0 { "true" } else { "false" }).to_string()
+                }
                 (Some(s), VarType::Real) => format!("{s}"),
                 (None, _) => String::new(),
             };
             let causality = match v.ty {
-                VarType::Integer => format!("{} (Integer)", v.causality_name()),
+                VarType::Integer | VarType::Boolean => {
+                    format!("{} ({})", v.causality_name(), v.ty.fmi2_name())
+                }
                 VarType::Real => v.causality_name().to_string(),
             };
             let _ = writeln!(

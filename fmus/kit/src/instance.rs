@@ -498,12 +498,29 @@ impl Instance {
     }
 
     fn type_name(&self, ty: VarType) -> &'static str {
-        match (ty, self.version) {
-            (VarType::Real, FmiVersion::Fmi2) => "Real",
-            (VarType::Real, FmiVersion::Fmi3) => "Float64",
-            (VarType::Integer, FmiVersion::Fmi2) => "Integer",
-            (VarType::Integer, FmiVersion::Fmi3) => "Int32",
+        match self.version {
+            FmiVersion::Fmi2 => ty.fmi2_name(),
+            FmiVersion::Fmi3 => ty.fmi3_name(),
         }
+    }
+
+    /// Looks up a variable that must be Real for a derivative call (`what`
+    /// names the call's subject, e.g. "input derivatives").
+    fn lookup_real(&self, vr: Vr, what: &str) -> R<&'static crate::model::Variable> {
+        let spec: &'static ModelSpec = self.spec;
+        let v = spec
+            .variable(vr)
+            .ok_or_else(|| Fail::usage(format!("unknown value reference {vr}")))?;
+        if v.ty != VarType::Real {
+            return Err(Fail::usage(format!(
+                "{what} are defined for {} variables only; {} (vr {vr}) is {} ({})",
+                self.type_name(VarType::Real),
+                v.name,
+                self.type_name(v.ty),
+                v.variability.as_str()
+            )));
+        }
+        Ok(v)
     }
 
     /// Reads values of one type.
@@ -549,6 +566,11 @@ impl Instance {
             }
         }
         for (&vr, &x) in vrs.iter().zip(vals) {
+            // Booleans are stored as 0.0 / 1.0 whatever non-zero value came in.
+            let x = match ty {
+                VarType::Boolean => crate::model::bool_value(x != 0.0),
+                _ => x,
+            };
             if let Some(v) = self.spec.variable(vr)
                 && v.causality == Causality::Input
                 && self.inputs.set_value(vr, x)
@@ -571,7 +593,7 @@ impl Instance {
     pub fn set_input_derivatives(&mut self, vrs: &[Vr], orders: &[i32], vals: &[f64]) -> R<()> {
         self.require_cap(Cap::Interpolate)?;
         for (&vr, &order) in vrs.iter().zip(orders) {
-            let v = self.lookup(vr, VarType::Real)?;
+            let v = self.lookup_real(vr, "input derivatives")?;
             if v.causality != Causality::Input {
                 return Err(Fail::usage(format!("variable {} is not an input", v.name)));
             }
@@ -594,7 +616,7 @@ impl Instance {
         self.require_cap(Cap::OutputDerivatives)?;
         let max = self.caps.max_output_derivative_order;
         for (&vr, &order) in vrs.iter().zip(orders) {
-            let v = self.lookup(vr, VarType::Real)?;
+            let v = self.lookup_real(vr, "output derivatives")?;
             if v.causality != Causality::Output {
                 return Err(Fail::usage(format!("variable {} is not an output", v.name)));
             }
@@ -629,7 +651,7 @@ impl Instance {
     fn jacobian(&mut self, unknowns: &[Vr], knowns: &[Vr]) -> R<Vec<f64>> {
         self.require_cap(Cap::Directional)?;
         for &u in unknowns {
-            let v = self.lookup(u, VarType::Real)?;
+            let v = self.lookup_real(u, "directional derivatives")?;
             if v.causality != Causality::Output {
                 return Err(Fail::usage(format!(
                     "unknown {} is not an output (only d(output)/d(input) is provided)",
@@ -638,7 +660,7 @@ impl Instance {
             }
         }
         for &k in knowns {
-            let v = self.lookup(k, VarType::Real)?;
+            let v = self.lookup_real(k, "directional derivatives")?;
             if v.causality != Causality::Input {
                 return Err(Fail::usage(format!(
                     "known {} is not an input (only d(output)/d(input) is provided)",

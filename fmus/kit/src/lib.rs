@@ -3,7 +3,8 @@
 //!
 //! What it is for:
 //! - the model API ([`Model`], [`ModelSpec`], [`Variable`], [`Inputs`]):
-//!   variables with units, parameters validated with messages naming the
+//!   Real variables with units, discrete Integer and Boolean inputs,
+//!   outputs and parameters, parameters validated with messages naming the
 //!   parameter, inputs as polynomials (FMI 2 input derivatives), analytic
 //!   output derivatives and d(output)/d(input);
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
@@ -33,6 +34,6 @@ pub use input::Inputs;
 pub use instance::{Instance, Status};
 pub use model::{
     Causality, DefaultExperiment, DependencyKind, Factory, Initial, LogLevel, Model, ModelSpec,
-    StepError, TIME, Values, VarType, Variability, Variable, Vr,
+    StepError, TIME, Values, VarType, Variability, Variable, Vr, bool_value,
 };
 pub use package::{PackageRequest, model_identifier, package};

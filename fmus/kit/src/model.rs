@@ -91,13 +91,44 @@ impl Initial {
 }
 
 /// Value type of a variable. All values are stored as `f64`; integers are
-/// exchanged as `fmi2Integer` / `fmi3Int32` and must be whole numbers.
+/// exchanged as `fmi2Integer` / `fmi3Int32` and must be whole numbers,
+/// booleans as `fmi2Boolean` / `fmi3Boolean` and are stored as 0.0 / 1.0.
+/// Integer and Boolean variables are never `continuous` (FMI 2.0 sec. 2.2.7,
+/// FMI 3.0 sec. 2.4.7.4: only Real / Float variables can be continuous).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VarType {
     /// `Real` (FMI 2) / `Float64` (FMI 3).
     Real,
     /// `Integer` (FMI 2) / `Int32` (FMI 3).
     Integer,
+    /// `Boolean` (FMI 2 and FMI 3); stored as 0.0 (false) / 1.0 (true).
+    Boolean,
+}
+
+impl VarType {
+    /// The element name in FMI 2 `modelDescription.xml` (`Real`, `Integer`, `Boolean`).
+    pub fn fmi2_name(self) -> &'static str {
+        match self {
+            VarType::Real => "Real",
+            VarType::Integer => "Integer",
+            VarType::Boolean => "Boolean",
+        }
+    }
+
+    /// The element name in FMI 3 `modelDescription.xml` (`Float64`, `Int32`, `Boolean`).
+    pub fn fmi3_name(self) -> &'static str {
+        match self {
+            VarType::Real => "Float64",
+            VarType::Integer => "Int32",
+            VarType::Boolean => "Boolean",
+        }
+    }
+
+    /// True for `Integer` and `Boolean`: the types exchanged at communication
+    /// points only (variability `discrete`, `fixed` or `constant`).
+    pub fn is_discrete(self) -> bool {
+        self != VarType::Real
+    }
 }
 
 /// How an output depends on an input (`dependenciesKind`).
@@ -223,6 +254,66 @@ impl Variable {
             ty: VarType::Integer,
             ..Self::parameter(vr, name, f64::from(start), description)
         }
+    }
+
+    /// A fixed Boolean parameter.
+    pub fn bool_parameter(
+        vr: Vr,
+        name: &'static str,
+        start: bool,
+        description: &'static str,
+    ) -> Self {
+        Variable {
+            ty: VarType::Boolean,
+            ..Self::parameter(vr, name, bool_value(start), description)
+        }
+    }
+
+    /// A discrete integer input (`fmi2Integer` / `fmi3Int32`) with a start
+    /// value. Input derivatives are refused for it (they exist for Real
+    /// inputs only).
+    pub fn int_input(vr: Vr, name: &'static str, start: i32, description: &'static str) -> Self {
+        Variable {
+            ty: VarType::Integer,
+            variability: Variability::Discrete,
+            ..Self::input(vr, name, f64::from(start), description)
+        }
+    }
+
+    /// A discrete Boolean input with a start value.
+    pub fn bool_input(vr: Vr, name: &'static str, start: bool, description: &'static str) -> Self {
+        Variable {
+            ty: VarType::Boolean,
+            variability: Variability::Discrete,
+            ..Self::input(vr, name, bool_value(start), description)
+        }
+    }
+
+    /// A discrete integer output, calculated by the model (no start value).
+    /// Declare feed-through with [`Variable::depends_on`] and
+    /// [`DependencyKind::Dependent`] (the only kind FMI allows for
+    /// non-Real variables).
+    pub fn int_output(vr: Vr, name: &'static str, description: &'static str) -> Self {
+        Variable {
+            ty: VarType::Integer,
+            variability: Variability::Discrete,
+            ..Self::output(vr, name, description)
+        }
+    }
+
+    /// A discrete Boolean output, calculated by the model (no start value).
+    pub fn bool_output(vr: Vr, name: &'static str, description: &'static str) -> Self {
+        Variable {
+            ty: VarType::Boolean,
+            variability: Variability::Discrete,
+            ..Self::output(vr, name, description)
+        }
+    }
+
+    /// Makes the variable `discrete` (changes only at communication points).
+    pub fn discrete(mut self) -> Self {
+        self.variability = Variability::Discrete;
+        self
     }
 
     pub(crate) fn time() -> Self {
@@ -377,6 +468,19 @@ impl ModelSpec {
         self
     }
 
+    /// Sets whether the model integrates polynomial inputs (FMI 2
+    /// `canInterpolateInputs`; true by default).
+    pub fn interpolate_inputs(mut self, can: bool) -> Self {
+        self.can_interpolate_inputs = can;
+        self
+    }
+
+    /// Sets whether the model provides d(output)/d(input) (true by default).
+    pub fn directional_derivatives(mut self, provides: bool) -> Self {
+        self.provides_directional_derivatives = provides;
+        self
+    }
+
     /// Looks a variable up by value reference.
     pub fn variable(&self, vr: Vr) -> Option<&Variable> {
         self.variables.get(vr as usize).filter(|v| v.vr == vr)
@@ -404,7 +508,10 @@ impl ModelSpec {
 
     /// Checks the spec is consistent: dense value references starting at
     /// time = 0, unique names, start values where required, dependencies
-    /// that point at inputs, integer starts that are whole numbers.
+    /// that point at inputs, integer starts that are whole numbers, Boolean
+    /// starts that are 0 or 1, Integer / Boolean variables that are not
+    /// continuous and carry no unit, and dependency kinds other than
+    /// `dependent` only between Real variables.
     pub fn check(&self) -> Result<(), String> {
         let mut names = std::collections::HashSet::new();
         for (i, v) in self.variables.iter().enumerate() {
@@ -424,21 +531,54 @@ impl ModelSpec {
                     self.name, v.name
                 ));
             }
-            if v.ty == VarType::Integer {
-                if let Some(s) = v.start
-                    && (s.fract() != 0.0 || s.abs() > f64::from(i32::MAX))
+            match (v.ty, v.start) {
+                (VarType::Integer, Some(s))
+                    if !(s.fract() == 0.0
+                        && s >= f64::from(i32::MIN)
+                        && s <= f64::from(i32::MAX)) =>
                 {
                     return Err(format!(
-                        "{}: integer {} has non-integer start",
+                        "{}: integer {} has non-integer start {s}",
                         self.name, v.name
                     ));
                 }
-                if v.causality != Causality::Parameter {
+                (VarType::Boolean, Some(s)) if s != 0.0 && s != 1.0 => {
                     return Err(format!(
-                        "{}: integer {} must be a parameter",
+                        "{}: Boolean {} has start {s} (must be 0 or 1)",
                         self.name, v.name
                     ));
                 }
+                _ => {}
+            }
+            if v.ty.is_discrete() {
+                if v.variability == Variability::Continuous {
+                    return Err(format!(
+                        "{}: {} {} cannot be continuous (only Real variables can)",
+                        self.name,
+                        v.ty.fmi2_name(),
+                        v.name
+                    ));
+                }
+                if v.causality == Causality::Independent {
+                    return Err(format!(
+                        "{}: the independent variable {} must be Real",
+                        self.name, v.name
+                    ));
+                }
+                if v.unit.is_some() || v.quantity.is_some() {
+                    return Err(format!(
+                        "{}: {} {} cannot have a unit or quantity here",
+                        self.name,
+                        v.ty.fmi2_name(),
+                        v.name
+                    ));
+                }
+            }
+            if v.ty == VarType::Boolean && (v.min.is_some() || v.max.is_some()) {
+                return Err(format!(
+                    "{}: Boolean {} cannot have min / max",
+                    self.name, v.name
+                ));
             }
             if !v.dependencies.is_empty() && v.causality != Causality::Output {
                 return Err(format!(
@@ -446,9 +586,24 @@ impl ModelSpec {
                     self.name, v.name
                 ));
             }
-            for (d, _) in &v.dependencies {
+            for (d, kind) in &v.dependencies {
                 match self.variable(*d) {
-                    Some(inp) if inp.causality == Causality::Input => {}
+                    Some(inp) if inp.causality == Causality::Input => {
+                        // FMI 2.0 sec. 2.2.8 / FMI 3.0 sec. 2.4.8: the kinds
+                        // constant, fixed, tunable, discrete are defined for
+                        // Real (float) unknowns and knowns only.
+                        if (v.ty.is_discrete() || inp.ty.is_discrete())
+                            && *kind != DependencyKind::Dependent
+                        {
+                            return Err(format!(
+                                "{}: output {} depends on {} with kind {}, but only \"dependent\" is allowed unless both are Real",
+                                self.name,
+                                v.name,
+                                inp.name,
+                                kind.as_str()
+                            ));
+                        }
+                    }
                     _ => {
                         return Err(format!(
                             "{}: output {} depends on vr {} which is no input",
@@ -494,6 +649,7 @@ impl ModelSpec {
             h.str(match v.ty {
                 VarType::Real => "r",
                 VarType::Integer => "i",
+                VarType::Boolean => "b",
             });
             h.bytes(&v.start.unwrap_or(f64::NAN).to_bits().to_le_bytes());
             h.str(v.unit.map(|u| u.name).unwrap_or(""));
@@ -504,6 +660,11 @@ impl ModelSpec {
         }
         h.finish()
     }
+}
+
+/// The stored value of a Boolean: 1.0 for true, 0.0 for false.
+pub fn bool_value(b: bool) -> f64 {
+    if b { 1.0 } else { 0.0 }
 }
 
 /// FNV-1a 64-bit hash (stable across builds and platforms).
@@ -546,6 +707,16 @@ impl Values {
     /// The value of an integer variable (stored as a whole `f64`).
     pub fn int(&self, vr: Vr) -> i64 {
         self[vr] as i64
+    }
+
+    /// The value of a Boolean variable (stored as 0.0 / 1.0; anything but 0 is true).
+    pub fn bool(&self, vr: Vr) -> bool {
+        self[vr] != 0.0
+    }
+
+    /// Stores a Boolean as 0.0 / 1.0.
+    pub fn set_bool(&mut self, vr: Vr, b: bool) {
+        self[vr] = bool_value(b);
     }
 
     /// Checks that a parameter is strictly positive and finite.

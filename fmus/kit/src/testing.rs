@@ -50,7 +50,7 @@ pub fn initialized(
     Ok((inst, log))
 }
 
-/// Reads real values.
+/// Reads Real values.
 pub fn get(inst: &mut Instance, vrs: &[Vr]) -> R<Vec<f64>> {
     let mut out = vec![0.0; vrs.len()];
     inst.get(vrs, VarType::Real, &mut |i, x| out[i] = x)?;
@@ -65,4 +65,42 @@ pub fn get1(inst: &mut Instance, vr: Vr) -> R<f64> {
 /// Sets real values.
 pub fn set(inst: &mut Instance, vrs: &[Vr], vals: &[f64]) -> R<()> {
     inst.set(vrs, VarType::Real, vals)
+}
+
+/// Reads values of any types: each with the type its variable is declared
+/// with (Booleans as 0.0 / 1.0).
+pub fn get_any(inst: &mut Instance, vrs: &[Vr]) -> R<Vec<f64>> {
+    let spec = inst.spec;
+    let mut out = Vec::with_capacity(vrs.len());
+    for &vr in vrs {
+        let ty = spec.variable(vr).map_or(VarType::Real, |v| v.ty);
+        let mut x = f64::NAN;
+        inst.get(&[vr], ty, &mut |_, v| x = v)?;
+        out.push(x);
+    }
+    Ok(out)
+}
+
+/// Reads one Integer value.
+pub fn get_int(inst: &mut Instance, vr: Vr) -> R<i64> {
+    let mut x = 0.0;
+    inst.get(&[vr], VarType::Integer, &mut |_, v| x = v)?;
+    Ok(x as i64)
+}
+
+/// Reads one Boolean value.
+pub fn get_bool(inst: &mut Instance, vr: Vr) -> R<bool> {
+    let mut x = 0.0;
+    inst.get(&[vr], VarType::Boolean, &mut |_, v| x = v)?;
+    Ok(x != 0.0)
+}
+
+/// Sets one Integer value.
+pub fn set_int(inst: &mut Instance, vr: Vr, x: i32) -> R<()> {
+    inst.set(&[vr], VarType::Integer, &[f64::from(x)])
+}
+
+/// Sets one Boolean value.
+pub fn set_bool(inst: &mut Instance, vr: Vr, b: bool) -> R<()> {
+    inst.set(&[vr], VarType::Boolean, &[crate::model::bool_value(b)])
 }

@@ -1,8 +1,9 @@
 //! SI units with their `BaseUnit` exponents, as written into `<UnitDefinitions>`.
 
 /// A unit: its name in `modelDescription.xml`, the exponents of the SI base
-/// units it is made of, and the physical quantity it usually measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// units it is made of (and an offset, for degC), and the physical quantity
+/// it usually measures. `value_SI = value + offset`.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Unit {
     /// Name used in the `unit` attribute, e.g. `"N.s/m"`.
     pub name: &'static str,
@@ -12,6 +13,10 @@ pub struct Unit {
     pub m: i32,
     /// Exponent of second.
     pub s: i32,
+    /// Exponent of kelvin.
+    pub k: i32,
+    /// `offset` of `<BaseUnit>` (273.15 for degC, else 0).
+    pub offset: f64,
     /// Default `quantity` attribute of a variable with this unit.
     pub quantity: &'static str,
 }
@@ -22,6 +27,8 @@ pub const S: Unit = Unit {
     kg: 0,
     m: 0,
     s: 1,
+    k: 0,
+    offset: 0.0,
     quantity: "Time",
 };
 /// Metre.
@@ -30,6 +37,8 @@ pub const M: Unit = Unit {
     kg: 0,
     m: 1,
     s: 0,
+    k: 0,
+    offset: 0.0,
     quantity: "Length",
 };
 /// Metre per second.
@@ -38,6 +47,8 @@ pub const M_PER_S: Unit = Unit {
     kg: 0,
     m: 1,
     s: -1,
+    k: 0,
+    offset: 0.0,
     quantity: "Velocity",
 };
 /// Kilogram.
@@ -46,6 +57,8 @@ pub const KG: Unit = Unit {
     kg: 1,
     m: 0,
     s: 0,
+    k: 0,
+    offset: 0.0,
     quantity: "Mass",
 };
 /// Newton.
@@ -54,6 +67,8 @@ pub const N: Unit = Unit {
     kg: 1,
     m: 1,
     s: -2,
+    k: 0,
+    offset: 0.0,
     quantity: "Force",
 };
 /// Newton per metre (spring stiffness).
@@ -62,6 +77,8 @@ pub const N_PER_M: Unit = Unit {
     kg: 1,
     m: 0,
     s: -2,
+    k: 0,
+    offset: 0.0,
     quantity: "TranslationalSpringConstant",
 };
 /// Newton second per metre (damping coefficient).
@@ -70,6 +87,8 @@ pub const N_S_PER_M: Unit = Unit {
     kg: 1,
     m: 0,
     s: -1,
+    k: 0,
+    offset: 0.0,
     quantity: "TranslationalDampingConstant",
 };
 /// Reciprocal second (rate, eigenvalue).
@@ -78,5 +97,27 @@ pub const PER_S: Unit = Unit {
     kg: 0,
     m: 0,
     s: -1,
+    k: 0,
+    offset: 0.0,
     quantity: "Frequency",
+};
+/// Kelvin, as a temperature difference (e.g. a heating rise).
+pub const K: Unit = Unit {
+    name: "K",
+    kg: 0,
+    m: 0,
+    s: 0,
+    k: 1,
+    offset: 0.0,
+    quantity: "TemperatureDifference",
+};
+/// Degree Celsius (`<BaseUnit K="1" offset="273.15"/>`).
+pub const DEG_C: Unit = Unit {
+    name: "degC",
+    kg: 0,
+    m: 0,
+    s: 0,
+    k: 1,
+    offset: 273.15,
+    quantity: "ThermodynamicTemperature",
 };

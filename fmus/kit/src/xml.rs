@@ -53,10 +53,13 @@ fn write_units(out: &mut String, spec: &ModelSpec) {
     out.push_str("  <UnitDefinitions>\n");
     for u in units {
         let mut base = String::new();
-        for (name, e) in [("kg", u.kg), ("m", u.m), ("s", u.s)] {
+        for (name, e) in [("kg", u.kg), ("m", u.m), ("s", u.s), ("K", u.k)] {
             if e != 0 {
                 let _ = write!(base, " {name}=\"{e}\"");
             }
+        }
+        if u.offset != 0.0 {
+            let _ = write!(base, " offset=\"{}\"", num(u.offset));
         }
         let _ = writeln!(out, "    <Unit name=\"{}\">", escape(u.name));
         let _ = writeln!(out, "      <BaseUnit{base}/>");
@@ -114,13 +117,20 @@ fn type_attrs(v: &Variable) -> String {
             let _ = write!(a, " unit=\"{}\"", escape(u.name));
         }
     }
-    let int = v.ty == VarType::Integer;
-    let fmt = |x: f64| if int { format!("{}", x as i64) } else { num(x) };
-    if let Some(m) = v.min {
-        let _ = write!(a, " min=\"{}\"", fmt(m));
-    }
-    if let Some(m) = v.max {
-        let _ = write!(a, " max=\"{}\"", fmt(m));
+    let fmt = |x: f64| match v.ty {
+        VarType::Real => num(x),
+        VarType::Integer => format!("{}", x as i64),
+        VarType::Boolean => (if x != 0.0 { "true" } else { "false" }).to_string(),
+    };
+    // The Boolean element has no min / max (FMI 2 fmi2ScalarVariable.xsd,
+    // FMI 3 fmi3Variable.xsd); `ModelSpec::check` refuses them.
+    if v.ty != VarType::Boolean {
+        if let Some(m) = v.min {
+            let _ = write!(a, " min=\"{}\"", fmt(m));
+        }
+        if let Some(m) = v.max {
+            let _ = write!(a, " max=\"{}\"", fmt(m));
+        }
     }
     if let Some(s) = v.start {
         let _ = write!(a, " start=\"{}\"", fmt(s));
@@ -215,11 +225,7 @@ fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
     for (i, v) in spec.variables.iter().enumerate() {
         let _ = writeln!(out, "    <!-- index {} -->", i + 1);
         let _ = writeln!(out, "    <ScalarVariable {}>", common_attrs(v));
-        let tag = match v.ty {
-            VarType::Real => "Real",
-            VarType::Integer => "Integer",
-        };
-        let _ = writeln!(out, "      <{tag}{}/>", type_attrs(v));
+        let _ = writeln!(out, "      <{}{}/>", v.ty.fmi2_name(), type_attrs(v));
         out.push_str("    </ScalarVariable>\n");
     }
     out.push_str("  </ModelVariables>\n");
@@ -291,11 +297,13 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
     write_experiment(&mut out, spec);
     out.push_str("  <ModelVariables>\n");
     for v in &spec.variables {
-        let tag = match v.ty {
-            VarType::Real => "Float64",
-            VarType::Integer => "Int32",
-        };
-        let _ = writeln!(out, "    <{tag} {}{}/>", common_attrs(v), type_attrs(v));
+        let _ = writeln!(
+            out,
+            "    <{} {}{}/>",
+            v.ty.fmi3_name(),
+            common_attrs(v),
+            type_attrs(v)
+        );
     }
     out.push_str("  </ModelVariables>\n");
     let by_vr = |vr: u32| vr;

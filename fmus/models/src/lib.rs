@@ -7,8 +7,9 @@
 //!
 //! - [`registry()`]: every model's [`ModelSpec`];
 //! - [`generic`], [`quarter_car`] (B1), [`b2`], [`three_mass`] (B3),
-//!   [`two_mass`] (B4), [`oscillator`] (B5): the models, each in a module
-//!   with its value references as constants;
+//!   [`two_mass`] (B4), [`oscillator`] (B5), [`thermostat`] (discrete
+//!   Integer / Boolean coupling): the models, each in a module with its
+//!   value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
@@ -21,6 +22,7 @@ pub mod reference;
 pub mod solvers;
 #[cfg(test)]
 mod tests;
+pub mod thermostat;
 pub mod three_mass;
 pub mod two_mass;
 
@@ -55,6 +57,8 @@ pub fn registry() -> &'static [ModelSpec] {
             oscillator::mass::spec(),
             oscillator::spring::spec(),
             oscillator::spring_damper::spec(),
+            thermostat::room::spec(),
+            thermostat::controller::spec(),
         ]
     })
 }

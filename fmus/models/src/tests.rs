@@ -2,13 +2,17 @@
 //! path of the C exports minus pointer handling).
 
 use fmu_kit::instance::{Cap, Mode};
-use fmu_kit::testing::{get, get1, initialized, instance, set};
+use fmu_kit::testing::{
+    get, get_any, get_bool, get_int, get1, initialized, instance, set, set_bool, set_int,
+};
 use fmu_kit::{
     Capabilities, Causality, FmiVersion, Instance, ModelSpec, Status, VarType, Variant, Vr,
 };
 
 use crate::reference::{self, QuarterCar};
-use crate::{b2, generic, oscillator, quarter_car, registry, spec, three_mass, two_mass};
+use crate::{
+    b2, generic, oscillator, quarter_car, registry, spec, thermostat, three_mass, two_mass,
+};
 
 fn model(name: &str) -> &'static ModelSpec {
     match spec(name) {
@@ -19,6 +23,14 @@ fn model(name: &str) -> &'static ModelSpec {
 
 fn vrs(spec: &ModelSpec, c: Causality) -> Vec<Vr> {
     spec.with_causality(c).map(|v| v.vr).collect()
+}
+
+/// The Real variables of a causality (derivatives exist for these only).
+fn real_vrs(spec: &ModelSpec, c: Causality) -> Vec<Vr> {
+    spec.with_causality(c)
+        .filter(|v| v.ty == VarType::Real)
+        .map(|v| v.vr)
+        .collect()
 }
 
 fn ok<T>(r: Result<T, fmu_kit::instance::Fail>) -> T {
@@ -39,7 +51,7 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 21);
+    assert_eq!(registry().len(), 23);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
@@ -54,7 +66,15 @@ fn every_spec_is_consistent_and_every_variant_possible() {
                 assert!(caps.check(s, version).is_ok(), "{} {v:?}", s.name);
             }
         }
-        assert!(s.max_output_derivative_order >= 1, "{}", s.name);
+        // Output derivatives exist for Real outputs; every model with one
+        // provides at least the first derivative.
+        let real_outputs = !real_vrs(s, Causality::Output).is_empty();
+        assert_eq!(
+            s.max_output_derivative_order >= 1,
+            real_outputs,
+            "{}",
+            s.name
+        );
     }
     for name in crate::VARIANT_MODELS {
         assert!(spec(name).is_some());
@@ -368,11 +388,25 @@ fn bad_parameters_are_refused_with_their_name() {
         exit_error("Dahlquist", generic::dahlquist::LAMBDA, f64::NAN)
             .contains("lambda must be finite")
     );
+    assert!(
+        exit_error("ThermostatRoom", thermostat::room::TAU, 0.0).contains("tau must be > 0, got 0")
+    );
+    assert!(
+        exit_error("ThermostatController", thermostat::controller::T_LOW, 21.0)
+            .contains("T_low must be < T_high, got T_low = 21, T_high = 21")
+    );
 }
 
+/// Sets every input from `k`: Real inputs to k (0.3 + 0.1 i), Integer
+/// inputs to round(100 k) mod 3, Boolean inputs to round(100 k) odd.
 fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
-    for (i, vr) in vrs(s, Causality::Input).into_iter().enumerate() {
-        ok(set(inst, &[vr], &[k * (0.3 + 0.1 * i as f64)]));
+    let n = (100.0 * k).round() as i32;
+    for (i, v) in s.with_causality(Causality::Input).enumerate() {
+        match v.ty {
+            VarType::Real => ok(set(inst, &[v.vr], &[k * (0.3 + 0.1 * i as f64)])),
+            VarType::Integer => ok(set_int(inst, v.vr, n.rem_euclid(3))),
+            VarType::Boolean => ok(set_bool(inst, v.vr, n % 2 == 1)),
+        }
     }
 }
 
@@ -390,7 +424,7 @@ fn run(inst: &mut Instance, s: &ModelSpec, n: usize, h: f64) -> Vec<u64> {
     for i in 0..n {
         set_all_inputs(inst, s, 1.0 + i as f64 * 0.01);
         step(inst, h);
-        out.extend(ok(get(inst, &obs)).into_iter().map(f64::to_bits));
+        out.extend(ok(get_any(inst, &obs)).into_iter().map(f64::to_bits));
     }
     out
 }
@@ -473,8 +507,13 @@ fn output_derivatives_match_finite_differences_of_the_trajectory() {
             set_all_inputs(&mut inst, s, 1.0);
             step(&mut inst, h);
         }
-        // A smooth polynomial input from here on.
-        let inputs = vrs(s, Causality::Input);
+        // A smooth polynomial input from here on (where the model takes
+        // one: Real inputs of models that interpolate inputs).
+        let inputs = if s.can_interpolate_inputs {
+            real_vrs(s, Causality::Input)
+        } else {
+            Vec::new()
+        };
         for (i, &vr) in inputs.iter().enumerate() {
             let k = 1.0 + i as f64;
             ok(inst.set_input_derivatives(
@@ -483,7 +522,7 @@ fn output_derivatives_match_finite_differences_of_the_trajectory() {
                 &[0.5 * k, -0.2 * k, 0.1 * k],
             ));
         }
-        for out in vrs(s, Causality::Output) {
+        for out in real_vrs(s, Causality::Output) {
             for order in 1..=s.max_output_derivative_order {
                 let mut d = [0.0];
                 ok(inst.get_output_derivatives(&[out], &[order as i32], &mut d));
@@ -502,12 +541,15 @@ fn output_derivatives_match_finite_differences_of_the_trajectory() {
 
 #[test]
 fn directional_derivatives_match_finite_differences() {
-    for s in registry() {
+    for s in registry()
+        .iter()
+        .filter(|s| s.provides_directional_derivatives)
+    {
         let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
         set_all_inputs(&mut inst, s, 1.0);
         step(&mut inst, s.experiment.step_size);
-        let outs = vrs(s, Causality::Output);
-        for inp in vrs(s, Causality::Input) {
+        let outs = real_vrs(s, Causality::Output);
+        for inp in real_vrs(s, Causality::Input) {
             let u0 = ok(get1(&mut inst, inp));
             let y0 = ok(get(&mut inst, &outs));
             let eps = 1e-6 * u0.abs().max(1.0);
@@ -673,4 +715,263 @@ fn fmi3_instances_step_without_input_derivatives() {
     ok(set(&mut inst, &[generic::integrator::U], &[2.0]));
     step(&mut inst, 0.5);
     assert_eq!(ok(get1(&mut inst, generic::integrator::X)), 1.0);
+}
+
+#[test]
+fn outputs_without_declared_feed_through_ignore_inputs_until_the_step() {
+    for s in registry() {
+        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        set_all_inputs(&mut inst, s, 1.0);
+        step(&mut inst, s.experiment.step_size);
+        let outs = vrs(s, Causality::Output);
+        for v in s.with_causality(Causality::Input) {
+            let before = ok(get_any(&mut inst, &outs));
+            let x = ok(get_any(&mut inst, &[v.vr]))[0];
+            // A change of every type: Real + 0.5, Integer + 1, Boolean flipped.
+            match v.ty {
+                VarType::Real => ok(set(&mut inst, &[v.vr], &[x + 0.5])),
+                VarType::Integer => ok(set_int(&mut inst, v.vr, x as i32 + 1)),
+                VarType::Boolean => ok(set_bool(&mut inst, v.vr, x == 0.0)),
+            }
+            let after = ok(get_any(&mut inst, &outs));
+            for (k, &o) in outs.iter().enumerate() {
+                let declared = s
+                    .variable(o)
+                    .is_some_and(|out| out.dependencies.iter().any(|d| d.0 == v.vr));
+                if !declared {
+                    assert_eq!(
+                        before[k].to_bits(),
+                        after[k].to_bits(),
+                        "{}: output vr {o} changed with input {} (no declared feed-through)",
+                        s.name,
+                        v.name
+                    );
+                }
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------- thermostat
+
+#[test]
+fn thermostat_room_follows_the_exact_exponential_over_variable_steps() {
+    use thermostat::room::{HEATER_ON, LEVEL, T};
+    for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+        let (mut inst, _) = ok(initialized(model("ThermostatRoom"), version, &[]));
+        assert_eq!(ok(get1(&mut inst, T)), 15.0, "T0");
+        assert!(
+            !ok(get_bool(&mut inst, HEATER_ON)),
+            "heater_on starts false"
+        );
+        assert_eq!(ok(get_int(&mut inst, LEVEL)), 1, "level starts at 1");
+        // Heater on at level 2: T_e = T_amb + 2 P_unit = 34.
+        ok(set_bool(&mut inst, HEATER_ON, true));
+        ok(set_int(&mut inst, LEVEL, 2));
+        assert_eq!(ok(get1(&mut inst, T)), 15.0, "no feed-through");
+        let mut d = [0.0];
+        ok(inst.get_output_derivatives(&[T], &[1], &mut d));
+        assert_eq!(
+            d[0],
+            (34.0 - 15.0) / 60.0,
+            "dT/dt sees the new inputs at once"
+        );
+        let mut t = 0.0;
+        for h in [0.5, 1.7, 3.0, 10.0, 0.25, 44.55] {
+            step(&mut inst, h);
+            t += h;
+            let exact = 34.0 + (15.0 - 34.0) * (-t / 60.0f64).exp();
+            let temp = ok(get1(&mut inst, T));
+            assert!(
+                (temp - exact).abs() <= 4.0 * f64::EPSILON * exact,
+                "{version:?} t = {t}: {temp} vs {exact}"
+            );
+            ok(inst.get_output_derivatives(&[T], &[1], &mut d));
+            assert_eq!(d[0], (34.0 - temp) / 60.0);
+        }
+        // Heater off: T relaxes to T_amb = 10 from T(60), whatever the level.
+        let t60 = ok(get1(&mut inst, T));
+        ok(set_bool(&mut inst, HEATER_ON, false));
+        ok(set_int(&mut inst, LEVEL, 5));
+        step(&mut inst, 30.0);
+        let exact = 10.0 + (t60 - 10.0) * (-0.5f64).exp();
+        assert!((ok(get1(&mut inst, T)) - exact).abs() <= 4.0 * f64::EPSILON * exact);
+        // Discrete inputs have no derivatives (and the room declares
+        // canInterpolateInputs = false).
+        assert!(inst.set_input_derivatives(&[LEVEL], &[1], &[1.0]).is_err());
+        assert_eq!(inst.time(), 90.0);
+    }
+}
+
+#[test]
+fn thermostat_room_parameters_and_levels() {
+    use thermostat::room::{HEATER_ON, LEVEL, P_UNIT, T, T_AMB, T0, TAU};
+    let mut inst = init(
+        "ThermostatRoom",
+        &[(T_AMB, 0.0), (TAU, 30.0), (P_UNIT, 5.0), (T0, 20.0)],
+    );
+    assert_eq!(ok(get1(&mut inst, T)), 20.0);
+    ok(set_bool(&mut inst, HEATER_ON, true));
+    ok(set_int(&mut inst, LEVEL, 3)); // T_e = 15
+    step(&mut inst, 12.0);
+    let exact = 15.0 + 5.0 * (-12.0f64 / 30.0).exp();
+    assert!((ok(get1(&mut inst, T)) - exact).abs() < 1e-14);
+    // Level 0 heats nothing.
+    ok(set_int(&mut inst, LEVEL, 0));
+    let before = ok(get1(&mut inst, T));
+    step(&mut inst, 6.0);
+    let exact = before * (-0.2f64).exp();
+    assert!((ok(get1(&mut inst, T)) - exact).abs() < 1e-14);
+    // Integer inputs reject Real access and vice versa.
+    assert!(set(&mut inst, &[LEVEL], &[1.0]).is_err());
+    assert!(get_int(&mut inst, T).is_err());
+    assert!(get_bool(&mut inst, LEVEL).is_err());
+}
+
+/// (heater_on, level, switches) of the controller.
+fn controller_outputs(inst: &mut Instance) -> (bool, i64, i64) {
+    use thermostat::controller::{HEATER_ON, LEVEL, SWITCHES};
+    (
+        ok(get_bool(inst, HEATER_ON)),
+        ok(get_int(inst, LEVEL)),
+        ok(get_int(inst, SWITCHES)),
+    )
+}
+
+#[test]
+fn thermostat_controller_hysteresis_toggles_and_counts_switches() {
+    use thermostat::controller::T;
+    let mut c = init("ThermostatController", &[]);
+    // Before the first step: on = on_start = true, level from T = 15 < T_boost.
+    assert_eq!(controller_outputs(&mut c), (true, 2, 0));
+    // (T held over the step, expected (heater_on, level, switches) after it)
+    let seq = [
+        (20.0, (true, 1, 0)),  // inside the band: stays on
+        (21.0, (true, 1, 0)),  // not above T_high
+        (21.5, (false, 1, 1)), // above T_high: off
+        (20.0, (false, 1, 1)), // inside the band: stays off
+        (19.0, (false, 1, 1)), // not below T_low
+        (18.9, (true, 1, 2)),  // below T_low: on
+        (15.0, (true, 2, 2)),  // below T_boost: level 2, stays on
+        (16.0, (true, 1, 2)),  // not below T_boost
+        (25.0, (false, 1, 3)),
+        (10.0, (true, 2, 4)),
+    ];
+    for (temp, expected) in seq {
+        let before = controller_outputs(&mut c);
+        ok(set(&mut c, &[T], &[temp]));
+        assert_eq!(controller_outputs(&mut c), before, "no feed-through");
+        step(&mut c, 1.0);
+        assert_eq!(controller_outputs(&mut c), expected, "T = {temp}");
+    }
+    // The step size does not matter, only the held value at the end.
+    step(&mut c, 0.125);
+    assert_eq!(controller_outputs(&mut c), (true, 2, 4));
+}
+
+#[test]
+fn thermostat_controller_initial_values_follow_parameters_and_input() {
+    use thermostat::controller::{HEATER_ON, LEVEL, ON_START, T};
+    let s = model("ThermostatController");
+    for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+        let (mut c, _) = instance(s, version, Capabilities::full(s, version));
+        ok(c.enter_initialization());
+        ok(set_bool(&mut c, ON_START, false));
+        ok(set(&mut c, &[T], &[17.0]));
+        // Initial unknowns during initialization.
+        assert!(!ok(get_bool(&mut c, HEATER_ON)));
+        assert_eq!(ok(get_int(&mut c, LEVEL)), 1);
+        ok(set(&mut c, &[T], &[12.0]));
+        assert_eq!(ok(get_int(&mut c, LEVEL)), 2);
+        ok(set(&mut c, &[T], &[17.0]));
+        ok(c.exit_initialization());
+        assert_eq!(controller_outputs(&mut c), (false, 1, 0));
+        // After initialization the input acts only through a step.
+        ok(set(&mut c, &[T], &[10.0]));
+        assert_eq!(controller_outputs(&mut c), (false, 1, 0));
+        step(&mut c, 1.0);
+        assert_eq!(controller_outputs(&mut c), (true, 2, 1));
+        // Boolean parameters are fixed after initialization.
+        assert!(set_bool(&mut c, ON_START, true).is_err());
+    }
+}
+
+#[test]
+fn thermostat_controller_state_restore_covers_the_discrete_state() {
+    use thermostat::controller::T;
+    for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+        let s = model("ThermostatController");
+        let (mut c, _) = ok(initialized(s, version, &[]));
+        ok(set(&mut c, &[T], &[22.0]));
+        step(&mut c, 1.0);
+        assert_eq!(controller_outputs(&mut c), (false, 1, 1));
+        let id = ok(c.get_state(None));
+        let mut bytes = vec![0u8; ok(c.serialized_size(id))];
+        ok(c.serialize(id, &mut bytes));
+        ok(set(&mut c, &[T], &[12.0]));
+        step(&mut c, 1.0);
+        assert_eq!(controller_outputs(&mut c), (true, 2, 2));
+        ok(c.set_state(id));
+        assert_eq!(controller_outputs(&mut c), (false, 1, 1));
+        assert_eq!(
+            ok(get1(&mut c, T)),
+            22.0,
+            "the held input is part of the state"
+        );
+        assert_eq!(c.time(), 1.0);
+        // Into a fresh instance.
+        let (mut other, _) = ok(initialized(s, version, &[]));
+        assert_eq!(controller_outputs(&mut other), (true, 2, 0));
+        let id2 = ok(other.deserialize(&bytes, None));
+        ok(other.set_state(id2));
+        assert_eq!(controller_outputs(&mut other), (false, 1, 1));
+        ok(set(&mut other, &[T], &[18.0]));
+        step(&mut other, 1.0);
+        assert_eq!(controller_outputs(&mut other), (true, 1, 2));
+    }
+}
+
+#[test]
+fn thermostat_closed_loop_cycles_inside_the_band() {
+    use thermostat::{controller as c, room as r};
+    // P_unit = 12 (the default): level 1 heats towards 22 > T_high, so
+    // the loop cycles.
+    let mut room = init("ThermostatRoom", &[(r::P_UNIT, 12.0)]);
+    let mut ctl = init("ThermostatController", &[]);
+    let h = 1.0;
+    let mut changes = 0;
+    let mut t_max_after_warmup = f64::MIN;
+    let mut t_min_after_warmup = f64::MAX;
+    for n in 0..600 {
+        // Jacobi exchange: both read the other's outputs of the same time.
+        let temp = ok(get1(&mut room, r::T));
+        let (on, level, switches) = controller_outputs(&mut ctl);
+        assert_eq!(
+            switches, changes,
+            "switches counts the changes of heater_on"
+        );
+        ok(set_bool(&mut room, r::HEATER_ON, on));
+        ok(set_int(&mut room, r::LEVEL, level as i32));
+        ok(set(&mut ctl, &[c::T], &[temp]));
+        step(&mut room, h);
+        step(&mut ctl, h);
+        let (on_after, _, _) = controller_outputs(&mut ctl);
+        if on_after != on {
+            changes += 1;
+        }
+        if n >= 120 {
+            t_max_after_warmup = t_max_after_warmup.max(temp);
+            t_min_after_warmup = t_min_after_warmup.min(temp);
+        }
+    }
+    // Warm-up: 15 -> 21 takes about 60 ln 6 = 107 s; then a period of
+    // about 60 (ln(11/9) + ln 3) = 78 s with two switches. The loop reacts
+    // up to two steps late (the controller samples T at the start of its
+    // step, the room sees the new switch one step later): overshoot about
+    // 2 s * |T'|, T' = (22 - 21) / 60 at the top, (10 - 19) / 60 at the bottom.
+    assert!(changes >= 11, "only {changes} switches");
+    assert!(t_max_after_warmup > 21.0, "max {t_max_after_warmup}");
+    assert!(t_max_after_warmup < 21.0 + 0.05, "max {t_max_after_warmup}");
+    assert!(t_min_after_warmup < 19.0, "min {t_min_after_warmup}");
+    assert!(t_min_after_warmup > 19.0 - 0.32, "min {t_min_after_warmup}");
 }

@@ -552,3 +552,289 @@ fn every_packaged_fmu_declares_its_variant() {
     }
     assert!(dir.join("references").join("b1_linear.csv").exists());
 }
+
+// ------------------------------------------------------------- thermostat
+
+type GetInt2 = unsafe extern "C" fn(Inst, *const u32, usize, *mut c_int) -> c_int;
+type SetInt2 = unsafe extern "C" fn(Inst, *const u32, usize, *const c_int) -> c_int;
+
+impl Fmi2<'_> {
+    fn get_int(&self, vr: u32) -> c_int {
+        let mut x = c_int::MIN;
+        // SAFETY: one-element arrays.
+        let status = unsafe { self.fmu.sym::<GetInt2>("fmi2GetInteger")(self.c, &vr, 1, &mut x) };
+        assert_eq!(status, 0);
+        x
+    }
+    fn get_bool(&self, vr: u32) -> c_int {
+        let mut x = -1;
+        // SAFETY: one-element arrays.
+        let status = unsafe { self.fmu.sym::<GetInt2>("fmi2GetBoolean")(self.c, &vr, 1, &mut x) };
+        assert_eq!(status, 0);
+        x
+    }
+    fn set_int(&self, vr: u32, x: c_int) -> c_int {
+        // SAFETY: one-element arrays.
+        unsafe { self.fmu.sym::<SetInt2>("fmi2SetInteger")(self.c, &vr, 1, &x) }
+    }
+    fn set_bool(&self, vr: u32, x: c_int) -> c_int {
+        // SAFETY: one-element arrays.
+        unsafe { self.fmu.sym::<SetInt2>("fmi2SetBoolean")(self.c, &vr, 1, &x) }
+    }
+}
+
+#[test]
+fn fmi2_thermostat_fmus_declare_discrete_variables() {
+    let dir = dist_dir();
+    let room = Fmu::open(&dir.join("fmi2").join("ThermostatRoom.fmu"));
+    for needle in [
+        r#"<ScalarVariable name="heater_on" valueReference="1" description="Heater switched on (held over the step)" causality="input" variability="discrete">"#,
+        r#"<Boolean start="false"/>"#,
+        r#"<ScalarVariable name="level" valueReference="2" description="Heating level; heating q = level * P_unit while heater_on" causality="input" variability="discrete">"#,
+        r#"<Integer start="1"/>"#,
+        r#"<ScalarVariable name="T" valueReference="3" description="Room temperature" causality="output" variability="continuous" initial="calculated">"#,
+        r#"<Real quantity="ThermodynamicTemperature" unit="degC"/>"#,
+        r#"<BaseUnit K="1" offset="273.15"/>"#,
+        r#"<Unknown index="4" dependencies="" dependenciesKind=""/>"#,
+        r#"maxOutputDerivativeOrder="1""#,
+        r#"canInterpolateInputs="true""#,
+        r#"providesDirectionalDerivative="false""#,
+    ] {
+        assert!(room.xml.contains(needle), "ThermostatRoom: {needle}");
+    }
+    let ctl = Fmu::open(&dir.join("fmi2").join("ThermostatController.fmu"));
+    for needle in [
+        r#"<ScalarVariable name="heater_on" valueReference="2" description="Heater on (discrete state)" causality="output" variability="discrete" initial="calculated">"#,
+        r#"<ScalarVariable name="switches" valueReference="4" description="Number of changes of heater_on" causality="output" variability="discrete" initial="calculated">"#,
+        r#"<ScalarVariable name="on_start" valueReference="8" description="Heater state before the first step" causality="parameter" variability="fixed" initial="exact">"#,
+        r#"<Boolean start="true"/>"#,
+        r#"<Unknown index="3" dependencies="" dependenciesKind=""/>"#,
+        r#"<Unknown index="4" dependencies="" dependenciesKind=""/>"#,
+        r#"<Unknown index="5" dependencies="" dependenciesKind=""/>"#,
+        r#"<Unknown index="3" dependencies="9"/>"#,
+        r#"<Unknown index="4" dependencies="2 8"/>"#,
+        r#"<Unknown index="5" dependencies=""/>"#,
+        r#"maxOutputDerivativeOrder="0""#,
+    ] {
+        assert!(ctl.xml.contains(needle), "ThermostatController: {needle}");
+    }
+    assert!(!ctl.xml.contains("<Boolean start=\"1\""));
+}
+
+#[test]
+fn fmi2_thermostat_closed_loop_through_the_c_abi() {
+    use cosim_models::thermostat::{controller as c, room as r};
+    let dir = dist_dir();
+    let room_fmu = Fmu::open(&dir.join("fmi2").join("ThermostatRoom.fmu"));
+    let ctl_fmu = Fmu::open(&dir.join("fmi2").join("ThermostatController.fmu"));
+    let room = Fmi2::instantiate(&room_fmu);
+    let ctl = Fmi2::instantiate(&ctl_fmu);
+    for s in [&room, &ctl] {
+        assert_eq!(s.setup(), 0);
+        assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
+    }
+    assert_eq!(room.set(r::P_UNIT, 12.0), 0);
+    assert_eq!(room.get_bool(r::HEATER_ON), 0);
+    assert_eq!(room.get_int(r::LEVEL), 1);
+    assert_eq!(ctl.get_bool(c::ON_START), 1);
+    for s in [&room, &ctl] {
+        assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
+    }
+    assert_eq!((ctl.get_bool(c::HEATER_ON), ctl.get_int(c::LEVEL)), (1, 2));
+    // Type errors through the C ABI.
+    let mut x = 0.0;
+    // SAFETY: one-element arrays.
+    let st = unsafe { ctl_fmu.sym::<GetReal2>("fmi2GetReal")(ctl.c, &c::LEVEL, 1, &mut x) };
+    assert_eq!(st, 3);
+    assert!(logged("variable level (vr 3) is of type Integer, not Real"));
+    assert_eq!(room.set_bool(r::LEVEL, 1), 3);
+    assert_eq!(room.set_int(r::HEATER_ON, 1), 3);
+    let set_der: Symbol<
+        unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int,
+    > = room_fmu.sym("fmi2SetRealInputDerivatives");
+    // SAFETY: arrays of length 1.
+    assert_eq!(unsafe { set_der(room.c, &r::LEVEL, 1, &1, &1.0) }, 3);
+    // The loop, 1 s steps, with an exact check of the room's first step.
+    let (mut t, h) = (0.0, 1.0);
+    let mut changes = 0;
+    let mut state: *mut c_void = std::ptr::null_mut();
+    let mut saved = None;
+    for n in 0..300 {
+        let temp = room.get(r::T);
+        let (on, level) = (ctl.get_bool(c::HEATER_ON), ctl.get_int(c::LEVEL));
+        assert_eq!(room.set_bool(r::HEATER_ON, on), 0);
+        assert_eq!(room.set_int(r::LEVEL, level), 0);
+        assert_eq!(ctl.set(c::T, temp), 0);
+        assert_eq!(room.step(t, h), 0);
+        assert_eq!(ctl.step(t, h), 0);
+        t += h;
+        if n == 0 {
+            // T_e = 10 + 2 * 12 = 34 from T0 = 15.
+            let exact = 34.0 + (15.0 - 34.0) * (-1.0f64 / 60.0).exp();
+            assert!((room.get(r::T) - exact).abs() < 1e-13);
+        }
+        if ctl.get_bool(c::HEATER_ON) != on {
+            changes += 1;
+        }
+        assert_eq!(ctl.get_int(c::SWITCHES), changes);
+        if n == 150 {
+            assert_eq!(ctl.get_state(&mut state), 0);
+            saved = Some((ctl.get_bool(c::HEATER_ON), ctl.get_int(c::LEVEL), changes));
+        }
+    }
+    assert!(changes >= 4, "{changes}");
+    // Restoring the controller brings its discrete state back.
+    assert_eq!(ctl.set_state(state), 0);
+    let (on, level, sw) = saved.expect("state saved");
+    assert_eq!(
+        (
+            ctl.get_bool(c::HEATER_ON),
+            ctl.get_int(c::LEVEL),
+            ctl.get_int(c::SWITCHES)
+        ),
+        (on, level, sw)
+    );
+    for s in [&room, &ctl] {
+        assert_eq!(s.call("fmi2Terminate"), 0);
+    }
+}
+
+#[test]
+fn fmi3_thermostat_controller_boolean_int32_and_serialized_state() {
+    use cosim_models::thermostat::controller::{HEATER_ON, LEVEL, SWITCHES, T};
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("ThermostatController.fmu"));
+    for needle in [
+        r#"<Boolean name="heater_on" valueReference="2" description="Heater on (discrete state)" causality="output" variability="discrete" initial="calculated"/>"#,
+        r#"<Int32 name="level" valueReference="3" description="Heating level: 2 if T &lt; T_boost, else 1" causality="output" variability="discrete" initial="calculated"/>"#,
+        r#"<Boolean name="on_start" valueReference="8" description="Heater state before the first step" causality="parameter" variability="fixed" initial="exact" start="true"/>"#,
+        r#"<Output valueReference="2" dependencies="" dependenciesKind=""/>"#,
+        r#"<InitialUnknown valueReference="3" dependencies="1 7"/>"#,
+    ] {
+        assert!(fmu.xml.contains(needle), "{needle}");
+    }
+    let room = Fmu::open(&dist_dir().join("fmi3").join("ThermostatRoom.fmu"));
+    assert!(room.xml.contains(
+        r#"<Boolean name="heater_on" valueReference="1" description="Heater switched on (held over the step)" causality="input" variability="discrete" start="false"/>"#
+    ));
+    assert!(room.xml.contains(r#"<Int32 name="level" valueReference="2" description="Heating level; heating q = level * P_unit while heater_on" causality="input" variability="discrete" start="1"/>"#));
+    let inst: Symbol<
+        unsafe extern "C" fn(
+            *const c_char,
+            *const c_char,
+            *const c_char,
+            bool,
+            bool,
+            bool,
+            bool,
+            *const u32,
+            usize,
+            *mut c_void,
+            *const c_void,
+            *mut c_void,
+        ) -> Inst,
+    > = fmu.sym("fmi3InstantiateCoSimulation");
+    let tok = fmu.token();
+    let null = std::ptr::null_mut();
+    // SAFETY: valid strings; the callback outlives the instance.
+    let i = unsafe {
+        inst(
+            c"ctl3".as_ptr(),
+            tok.as_ptr(),
+            std::ptr::null(),
+            false,
+            true,
+            false,
+            false,
+            std::ptr::null(),
+            0,
+            null,
+            logger3 as *const c_void,
+            null,
+        )
+    };
+    assert!(!i.is_null());
+    let enter: Symbol<unsafe extern "C" fn(Inst, bool, f64, f64, bool, f64) -> c_int> =
+        fmu.sym("fmi3EnterInitializationMode");
+    let exit: Symbol<Status0> = fmu.sym("fmi3ExitInitializationMode");
+    let set_f: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *const f64, usize) -> c_int> =
+        fmu.sym("fmi3SetFloat64");
+    let get_b: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut bool, usize) -> c_int> =
+        fmu.sym("fmi3GetBoolean");
+    let get_i: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut i32, usize) -> c_int> =
+        fmu.sym("fmi3GetInt32");
+    let step: Symbol<
+        unsafe extern "C" fn(
+            Inst,
+            f64,
+            f64,
+            bool,
+            *mut bool,
+            *mut bool,
+            *mut bool,
+            *mut f64,
+        ) -> c_int,
+    > = fmu.sym("fmi3DoStep");
+    let get_state: Symbol<State2> = fmu.sym("fmi3GetFMUState");
+    let set_state: Symbol<SetState2> = fmu.sym("fmi3SetFMUState");
+    let size: Symbol<unsafe extern "C" fn(Inst, *mut c_void, *mut usize) -> c_int> =
+        fmu.sym("fmi3SerializedFMUStateSize");
+    let ser: Symbol<unsafe extern "C" fn(Inst, *mut c_void, *mut u8, usize) -> c_int> =
+        fmu.sym("fmi3SerializeFMUState");
+    let de: Symbol<unsafe extern "C" fn(Inst, *const u8, usize, *mut *mut c_void) -> c_int> =
+        fmu.sym("fmi3DeserializeFMUState");
+    let free_state: Symbol<State2> = fmu.sym("fmi3FreeFMUState");
+    // SAFETY: every pointer below is valid for the call.
+    unsafe {
+        let outputs = || {
+            let mut b = [false];
+            let mut n = [0i32; 2];
+            assert_eq!(get_b(i, &HEATER_ON, 1, b.as_mut_ptr(), 1), 0);
+            assert_eq!(
+                get_i(i, [LEVEL, SWITCHES].as_ptr(), 2, n.as_mut_ptr(), 2),
+                0
+            );
+            (b[0], n[0], n[1])
+        };
+        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
+        let mut go = |t: f64, temp: f64| {
+            assert_eq!(set_f(i, &T, 1, &temp, 1), 0);
+            assert_eq!(
+                step(i, t, 1.0, false, &mut e, &mut term, &mut early, &mut last),
+                0
+            );
+        };
+        assert_eq!(enter(i, false, 0.0, 0.0, false, 0.0), 0);
+        assert_eq!(exit(i), 0);
+        assert_eq!(outputs(), (true, 2, 0));
+        go(0.0, 22.0);
+        assert_eq!(outputs(), (false, 1, 1));
+        let mut st: *mut c_void = null;
+        assert_eq!(get_state(i, &mut st), 0);
+        let mut n = 0usize;
+        assert_eq!(size(i, st, &mut n), 0);
+        let mut bytes = vec![0u8; n];
+        assert_eq!(ser(i, st, bytes.as_mut_ptr(), n), 0);
+        go(1.0, 18.0);
+        assert_eq!(outputs(), (true, 1, 2));
+        go(2.0, 15.0);
+        assert_eq!(outputs(), (true, 2, 2));
+        let mut st2: *mut c_void = null;
+        assert_eq!(de(i, bytes.as_ptr(), n, &mut st2), 0);
+        assert_eq!(set_state(i, st2), 0);
+        assert_eq!(outputs(), (false, 1, 1));
+        // Wrong type through the FMI 3 getters.
+        let mut f = [0.0];
+        let get_f: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut f64, usize) -> c_int> =
+            fmu.sym("fmi3GetFloat64");
+        assert_eq!(get_f(i, &HEATER_ON, 1, f.as_mut_ptr(), 1), 3);
+        assert_eq!(free_state(i, &mut st), 0);
+        assert_eq!(free_state(i, &mut st2), 0);
+        let term_fn: Symbol<Status0> = fmu.sym("fmi3Terminate");
+        assert_eq!(term_fn(i), 0);
+        let free: Symbol<unsafe extern "C" fn(Inst)> = fmu.sym("fmi3FreeInstance");
+        free(i);
+    }
+    assert!(logged(
+        "variable heater_on (vr 2) is of type Boolean, not Float64"
+    ));
+}

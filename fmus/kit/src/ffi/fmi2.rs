@@ -300,15 +300,17 @@ fn no_variables_of_type(inst: &Instance, vrs: &[u32], type_name: &str) -> R<()> 
     }
 }
 
-/// `fmi2GetBoolean` (the models have no Boolean variables).
+/// `fmi2GetBoolean`: `fmi2True` (1) / `fmi2False` (0).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn get_boolean(c: *mut c_void, vr: *const u32, nvr: usize, _v: *mut c_int) -> c_int {
+pub unsafe fn get_boolean(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_int) -> c_int {
     simple(c, "fmi2GetBoolean", M_GET, |inst| {
-        // SAFETY: FMI calling convention.
-        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
-        no_variables_of_type(inst, vrs, "Boolean")
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
+        inst.get(vrs, VarType::Boolean, &mut |i, x| {
+            out[i] = c_int::from(x != 0.0);
+        })
     })
 }
 
@@ -354,15 +356,19 @@ pub unsafe fn set_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *const 
     })
 }
 
-/// `fmi2SetBoolean`.
+/// `fmi2SetBoolean`: any non-zero `fmi2Boolean` is true.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_boolean(c: *mut c_void, vr: *const u32, nvr: usize, _v: *const c_int) -> c_int {
+pub unsafe fn set_boolean(c: *mut c_void, vr: *const u32, nvr: usize, v: *const c_int) -> c_int {
     simple(c, "fmi2SetBoolean", M_SET, |inst| {
-        // SAFETY: FMI calling convention.
-        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
-        no_variables_of_type(inst, vrs, "Boolean")
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
+        let vals: Vec<f64> = vals
+            .iter()
+            .map(|&x| crate::model::bool_value(x != 0))
+            .collect();
+        inst.set(vrs, VarType::Boolean, &vals)
     })
 }
 

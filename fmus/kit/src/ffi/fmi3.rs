@@ -400,6 +400,60 @@ pub unsafe fn set_int32(
     })
 }
 
+/// `fmi3GetBoolean`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_boolean(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *mut bool,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetBoolean", M_GET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice_mut(v, n, "values")?,
+            )
+        };
+        inst.get(vrs, VarType::Boolean, &mut |k, x| out[k] = x != 0.0)
+    })
+}
+
+/// `fmi3SetBoolean`. The values are read as bytes (a C `bool` other than
+/// 0 / 1 would be undefined behaviour as a Rust `bool`); non-zero is true.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_boolean(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *const bool,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3SetBoolean", M_SET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n); a
+        // `bool` has the size and alignment of a `u8`.
+        let (vrs, bytes) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice(v.cast::<u8>(), n, "values")?,
+            )
+        };
+        let vals: Vec<f64> = bytes
+            .iter()
+            .map(|&b| crate::model::bool_value(b != 0))
+            .collect();
+        inst.set(vrs, VarType::Boolean, &vals)
+    })
+}
+
 macro_rules! no_such_type {
     ($($fname:literal $get:ident $set:ident $t:ty, $tname:literal;)*) => {
         $(
@@ -441,7 +495,6 @@ no_such_type! {
     "UInt32" get_uint32 set_uint32 u32, "UInt32";
     "Int64" get_int64 set_int64 i64, "Int64";
     "UInt64" get_uint64 set_uint64 u64, "UInt64";
-    "Boolean" get_boolean set_boolean bool, "Boolean";
     "String" get_string set_string *const c_char, "String";
 }
 

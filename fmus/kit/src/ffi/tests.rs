@@ -64,9 +64,107 @@ fn test_spec() -> ModelSpec {
         .var(Variable::int_parameter(N, "n", 3, "an integer"))
 }
 
+/// A model with discrete (Integer / Boolean) inputs, outputs and parameters.
+mod discrete {
+    use super::*;
+
+    pub const B_IN: Vr = 1;
+    pub const I_IN: Vr = 2;
+    pub const R_IN: Vr = 3;
+    pub const B_OUT: Vr = 4;
+    pub const I_OUT: Vr = 5;
+    pub const I_FB: Vr = 6;
+    pub const R_OUT: Vr = 7;
+    pub const FLAG: Vr = 8;
+    pub const OFFSET: Vr = 9;
+
+    /// b_out samples b_in at the end of each step; i_out accumulates i_in
+    /// per step; i_fb = 2 i_in (feed-through); r_out integrates r_in.
+    struct KitDiscrete {
+        flag: bool,
+        offset: f64,
+    }
+
+    impl Model for KitDiscrete {
+        fn init(&mut self, v: &mut Values) {
+            v.set_bool(B_OUT, self.flag);
+            v[I_OUT] = self.offset;
+            v[R_OUT] = 0.0;
+        }
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            v.set_bool(B_OUT, u.value(B_IN) != 0.0);
+            v[I_OUT] += u.value(I_IN);
+            v[R_OUT] += u.integral(R_IN, t + h);
+            Ok(())
+        }
+        fn outputs(&self, _t: f64, v: &mut Values, u: &Inputs) {
+            v[I_FB] = 2.0 * u.value(I_IN);
+        }
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            t: f64,
+            _v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            (vr == R_OUT && order == 1).then(|| u.at(R_IN, t))
+        }
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(KitDiscrete {
+            flag: v.bool(FLAG),
+            offset: v[OFFSET],
+        }))
+    }
+
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new("KitDiscrete", "discrete test model", build)
+            .var(Variable::bool_input(B_IN, "b_in", true, "Boolean input"))
+            .var(Variable::int_input(I_IN, "i_in", -3, "Integer input"))
+            .var(Variable::input(R_IN, "r_in", 0.0, "Real input"))
+            .var(
+                Variable::bool_output(B_OUT, "b_out", "b_in sampled at the end of the step")
+                    .initial_depends_on(&[FLAG]),
+            )
+            .var(Variable::int_output(
+                I_OUT,
+                "i_out",
+                "sum of i_in over the steps",
+            ))
+            .var(
+                Variable::int_output(I_FB, "i_fb", "2 i_in")
+                    .depends_on(&[(I_IN, DependencyKind::Dependent)])
+                    .initial_depends_on(&[I_IN]),
+            )
+            .var(Variable::output(R_OUT, "r_out", "integral of r_in"))
+            .var(Variable::bool_parameter(
+                FLAG,
+                "flag",
+                false,
+                "initial b_out",
+            ))
+            .var(Variable::int_parameter(
+                OFFSET,
+                "offset",
+                5,
+                "initial i_out",
+            ))
+            .output_derivatives(1)
+    }
+}
+
 fn registry() -> &'static [ModelSpec] {
     static R: OnceLock<Vec<ModelSpec>> = OnceLock::new();
-    R.get_or_init(|| vec![test_spec()])
+    R.get_or_init(|| vec![test_spec(), discrete::spec()])
 }
 
 crate::export_fmi!(crate::ffi::tests::registry());
@@ -551,4 +649,550 @@ fn model_description_follows_the_schema_order() {
     assert!(x3.contains(r#"<Float64 name="time" valueReference="0" description="Simulation time" causality="independent" variability="continuous" quantity="Time" unit="s"/>"#), "{x3}");
     assert!(x3.contains(r#"<Int32 name="n" valueReference="5""#));
     assert!(x3.contains(r#"instantiationToken="cosim:KitTest:fmi3:"#));
+}
+
+// ------------------------------------------------------ discrete variables
+
+fn discrete_spec() -> &'static ModelSpec {
+    &registry()[1]
+}
+
+fn instantiate_discrete() -> *mut c_void {
+    let cb = callbacks();
+    let spec = discrete_spec();
+    let g = CString::new(token(
+        spec,
+        FmiVersion::Fmi2,
+        &Capabilities::full(spec, FmiVersion::Fmi2),
+    ))
+    .unwrap_or_default();
+    // SAFETY: valid strings and callback struct.
+    unsafe { fmi2Instantiate(c"disc".as_ptr(), 1, g.as_ptr(), std::ptr::null(), &cb, 0, 1) }
+}
+
+/// The lines of `xml` that contain `needle`.
+fn lines_with<'a>(xml: &'a str, needle: &str) -> Vec<&'a str> {
+    xml.lines().filter(|l| l.contains(needle)).collect()
+}
+
+#[test]
+fn discrete_variables_in_fmi2_model_description() {
+    let spec = discrete_spec();
+    let x = xml::model_description(
+        spec,
+        FmiVersion::Fmi2,
+        &Capabilities::full(spec, FmiVersion::Fmi2),
+        "KitDiscrete",
+    );
+    let expect = [
+        (
+            r#"<ScalarVariable name="b_in" valueReference="1" description="Boolean input" causality="input" variability="discrete">"#,
+            r#"<Boolean start="true"/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="i_in" valueReference="2" description="Integer input" causality="input" variability="discrete">"#,
+            r#"<Integer start="-3"/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="r_in" valueReference="3" description="Real input" causality="input" variability="continuous">"#,
+            r#"<Real start="0.0"/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="b_out" valueReference="4" description="b_in sampled at the end of the step" causality="output" variability="discrete" initial="calculated">"#,
+            r#"<Boolean/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="i_out" valueReference="5" description="sum of i_in over the steps" causality="output" variability="discrete" initial="calculated">"#,
+            r#"<Integer/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="i_fb" valueReference="6" description="2 i_in" causality="output" variability="discrete" initial="calculated">"#,
+            r#"<Integer/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="flag" valueReference="8" description="initial b_out" causality="parameter" variability="fixed" initial="exact">"#,
+            r#"<Boolean start="false"/>"#,
+        ),
+        (
+            r#"<ScalarVariable name="offset" valueReference="9" description="initial i_out" causality="parameter" variability="fixed" initial="exact">"#,
+            r#"<Integer start="5"/>"#,
+        ),
+    ];
+    let lines: Vec<&str> = x.lines().map(str::trim).collect();
+    for (sv, child) in expect {
+        let at = lines.iter().position(|l| *l == sv);
+        assert!(at.is_some(), "missing {sv} in\n{x}");
+        let at = at.unwrap_or_default();
+        assert_eq!(lines[at + 1], child, "type element of {sv}");
+        assert_eq!(lines[at + 2], "</ScalarVariable>");
+    }
+    // Outputs: 1-based indices (index = vr + 1); only i_fb has feed-through,
+    // with the only kind FMI 2 allows for non-Real variables.
+    for l in [
+        r#"<Unknown index="5" dependencies="" dependenciesKind=""/>"#,
+        r#"<Unknown index="6" dependencies="" dependenciesKind=""/>"#,
+        r#"<Unknown index="7" dependencies="3" dependenciesKind="dependent"/>"#,
+        r#"<Unknown index="8" dependencies="" dependenciesKind=""/>"#,
+    ] {
+        assert!(lines.contains(&l), "missing {l} in\n{x}");
+    }
+    // InitialUnknowns: b_out depends on flag (index 9), i_fb on i_in (index 3).
+    assert!(
+        lines.contains(&r#"<Unknown index="5" dependencies="9"/>"#),
+        "{x}"
+    );
+    assert!(
+        lines.contains(&r#"<Unknown index="7" dependencies="3"/>"#),
+        "{x}"
+    );
+    assert!(lines.contains(&r#"<Unknown index="6"/>"#), "{x}");
+    // No Boolean or Integer element carries a unit; outputs carry no start.
+    assert!(
+        lines_with(&x, "<Boolean")
+            .iter()
+            .all(|l| !l.contains("unit"))
+    );
+    assert!(!x.contains(r#"<Boolean start="1""#) && !x.contains(r#"<Boolean start="0""#));
+}
+
+#[test]
+fn discrete_variables_in_fmi3_model_description() {
+    let spec = discrete_spec();
+    let x = xml::model_description(
+        spec,
+        FmiVersion::Fmi3,
+        &Capabilities::full(spec, FmiVersion::Fmi3),
+        "KitDiscrete",
+    );
+    let lines: Vec<&str> = x.lines().map(str::trim).collect();
+    for l in [
+        r#"<Boolean name="b_in" valueReference="1" description="Boolean input" causality="input" variability="discrete" start="true"/>"#,
+        r#"<Int32 name="i_in" valueReference="2" description="Integer input" causality="input" variability="discrete" start="-3"/>"#,
+        r#"<Float64 name="r_in" valueReference="3" description="Real input" causality="input" variability="continuous" start="0.0"/>"#,
+        r#"<Boolean name="b_out" valueReference="4" description="b_in sampled at the end of the step" causality="output" variability="discrete" initial="calculated"/>"#,
+        r#"<Int32 name="i_out" valueReference="5" description="sum of i_in over the steps" causality="output" variability="discrete" initial="calculated"/>"#,
+        r#"<Int32 name="i_fb" valueReference="6" description="2 i_in" causality="output" variability="discrete" initial="calculated"/>"#,
+        r#"<Boolean name="flag" valueReference="8" description="initial b_out" causality="parameter" variability="fixed" initial="exact" start="false"/>"#,
+        r#"<Int32 name="offset" valueReference="9" description="initial i_out" causality="parameter" variability="fixed" initial="exact" start="5"/>"#,
+        r#"<Output valueReference="4" dependencies="" dependenciesKind=""/>"#,
+        r#"<Output valueReference="5" dependencies="" dependenciesKind=""/>"#,
+        r#"<Output valueReference="6" dependencies="2" dependenciesKind="dependent"/>"#,
+        r#"<Output valueReference="7" dependencies="" dependenciesKind=""/>"#,
+        r#"<InitialUnknown valueReference="4" dependencies="8"/>"#,
+        r#"<InitialUnknown valueReference="5"/>"#,
+        r#"<InitialUnknown valueReference="6" dependencies="2"/>"#,
+    ] {
+        assert!(lines.contains(&l), "missing {l} in\n{x}");
+    }
+    // Outputs and InitialUnknowns in value-reference order, Outputs first.
+    let pos = |l: &str| lines.iter().position(|x| *x == l).unwrap_or(usize::MAX);
+    assert!(
+        pos(r#"<Output valueReference="7" dependencies="" dependenciesKind=""/>"#)
+            < pos(r#"<InitialUnknown valueReference="4" dependencies="8"/>"#)
+    );
+}
+
+#[test]
+fn spec_check_refuses_ill_typed_discrete_variables() {
+    let base = || ModelSpec::new("Check", "check", build);
+    let err = |s: ModelSpec| match s.check() {
+        Ok(()) => String::new(),
+        Err(e) => e,
+    };
+    assert_eq!(err(discrete_spec().clone()), "");
+    let mut continuous = Variable::bool_input(1, "b", false, "");
+    continuous.variability = crate::model::Variability::Continuous;
+    assert!(err(base().var(continuous)).contains("Boolean b cannot be continuous"));
+    let mut half = Variable::bool_input(1, "b", false, "");
+    half.start = Some(0.5);
+    assert!(err(base().var(half)).contains("Boolean b has start 0.5"));
+    let mut frac = Variable::int_input(1, "i", 0, "");
+    frac.start = Some(1.5);
+    assert!(err(base().var(frac)).contains("integer i has non-integer start"));
+    assert!(
+        err(base()
+            .var(Variable::bool_output(1, "b", ""))
+            .var(Variable::output(2, "y", "")))
+        .is_empty()
+    );
+    assert!(
+        err(base().var(Variable::bool_input(1, "b", true, "").min(0.0)))
+            .contains("Boolean b cannot have min / max")
+    );
+    assert!(
+        err(base().var(Variable::int_input(1, "i", 0, "").unit(crate::units::N)))
+            .contains("cannot have a unit")
+    );
+    // Dependency kinds other than "dependent" need Real on both sides.
+    let fixed_out = base()
+        .var(Variable::int_input(1, "i", 0, ""))
+        .var(Variable::output(2, "y", "").depends_on(&[(1, DependencyKind::Fixed)]));
+    assert!(err(fixed_out).contains("only \"dependent\" is allowed"));
+    let fixed_in = base()
+        .var(Variable::input(1, "u", 0.0, ""))
+        .var(Variable::int_output(2, "n", "").depends_on(&[(1, DependencyKind::Constant)]));
+    assert!(err(fixed_in).contains("only \"dependent\" is allowed"));
+    let dependent = base()
+        .var(Variable::bool_input(1, "b", false, ""))
+        .var(Variable::int_output(2, "n", "").depends_on(&[(1, DependencyKind::Dependent)]));
+    assert_eq!(err(dependent), "");
+    // The type is part of the variable hash (and so of the token).
+    let as_bool = base().var(Variable::bool_input(1, "x", true, ""));
+    let as_int = base().var(Variable::int_input(1, "x", 1, ""));
+    assert_ne!(as_bool.variables_hash(), as_int.variables_hash());
+}
+
+#[test]
+fn fmi2_boolean_and_integer_access_type_checks_and_derivatives() {
+    use discrete::*;
+    let c = instantiate_discrete();
+    assert!(!c.is_null());
+    let gb = |vr: Vr| {
+        let mut b = [-1 as c_int];
+        // SAFETY: one-element arrays.
+        let st = unsafe { fmi2GetBoolean(c, [vr].as_ptr(), 1, b.as_mut_ptr()) };
+        (st, b[0])
+    };
+    let gi = |vr: Vr| {
+        let mut n = [i32::MIN as c_int];
+        // SAFETY: one-element arrays.
+        let st = unsafe { fmi2GetInteger(c, [vr].as_ptr(), 1, n.as_mut_ptr()) };
+        (st, n[0])
+    };
+    // SAFETY: one-element arrays.
+    let sb = |vr: Vr, b: c_int| unsafe { fmi2SetBoolean(c, [vr].as_ptr(), 1, [b].as_ptr()) };
+    // SAFETY: one-element arrays.
+    let si = |vr: Vr, n: c_int| unsafe { fmi2SetInteger(c, [vr].as_ptr(), 1, [n].as_ptr()) };
+    // SAFETY: valid pointers throughout.
+    unsafe {
+        assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 1.0), 0);
+        assert_eq!(fmi2EnterInitializationMode(c), 0);
+        // Start values.
+        assert_eq!(gb(B_IN), (0, 1));
+        assert_eq!(gi(I_IN), (0, -3));
+        assert_eq!(
+            gb(B_OUT),
+            (0, 0),
+            "b_out = flag = false during initialization"
+        );
+        assert_eq!(sb(FLAG, 1), 0);
+        assert_eq!(si(OFFSET, 10), 0);
+        assert_eq!(gb(B_OUT), (0, 1), "initial unknown follows the parameter");
+        assert_eq!(fmi2ExitInitializationMode(c), 0);
+        assert_eq!(gb(B_OUT), (0, 1));
+        assert_eq!(gi(I_OUT), (0, 10));
+        assert_eq!(gi(I_FB), (0, -6));
+        // Several values in one call.
+        let mut both = [9 as c_int; 2];
+        assert_eq!(
+            fmi2GetBoolean(c, [B_IN, B_OUT].as_ptr(), 2, both.as_mut_ptr()),
+            0
+        );
+        assert_eq!(both, [1, 1]);
+        // Inputs: a feed-through Integer output follows at once, the
+        // sampled Boolean output only at the end of the next step.
+        assert_eq!(sb(B_IN, 0), 0);
+        assert_eq!(si(I_IN, 4), 0);
+        assert_eq!(gi(I_FB), (0, 8));
+        assert_eq!(gb(B_OUT), (0, 1));
+        assert_eq!(fmi2DoStep(c, 0.0, 0.5, 1), 0);
+        assert_eq!(gb(B_OUT), (0, 0));
+        assert_eq!(gi(I_OUT), (0, 14));
+        assert_eq!(
+            gb(B_IN),
+            (0, 0),
+            "a discrete input keeps its value after the step"
+        );
+        assert_eq!(gi(I_IN), (0, 4));
+        // Any non-zero fmi2Boolean is true and reads back as fmi2True.
+        assert_eq!(sb(B_IN, 7), 0);
+        assert_eq!(gb(B_IN), (0, 1));
+        // Type errors: nothing is written or changed.
+        assert_eq!(gb(R_IN), (3, -1));
+        assert!(logged("variable r_in (vr 3) is of type Real, not Boolean"));
+        assert_eq!(gi(B_IN).0, 3);
+        assert!(logged(
+            "variable b_in (vr 1) is of type Boolean, not Integer"
+        ));
+        assert_eq!(gb(I_OUT).0, 3);
+        let mut r = [0.0];
+        assert_eq!(fmi2GetReal(c, [B_OUT].as_ptr(), 1, r.as_mut_ptr()), 3);
+        assert!(logged("variable b_out (vr 4) is of type Boolean, not Real"));
+        assert_eq!(sb(I_IN, 1), 3);
+        assert_eq!(fmi2SetReal(c, [B_IN].as_ptr(), 1, [0.0].as_ptr()), 3);
+        assert_eq!(gb(B_IN), (0, 1), "a refused set changes nothing");
+        assert_eq!(gi(I_IN), (0, 4));
+        assert_eq!(sb(B_OUT, 1), 3);
+        assert!(logged(
+            "variable b_out has causality output and cannot be set"
+        ));
+        assert_eq!(sb(FLAG, 0), 3);
+        assert!(logged("parameter flag has variability fixed"));
+        assert_eq!(
+            fmi2GetBoolean(c, [B_IN].as_ptr(), 1, std::ptr::null_mut()),
+            3
+        );
+        assert_eq!(sb(99, 1), 3);
+        assert!(logged("unknown value reference 99"));
+        // Input derivatives exist for Real inputs only.
+        let set_der =
+            |vr: Vr| fmi2SetRealInputDerivatives(c, [vr].as_ptr(), 1, [1].as_ptr(), [2.0].as_ptr());
+        assert_eq!(set_der(B_IN), 3);
+        assert!(logged(
+            "fmi2SetRealInputDerivatives: input derivatives are defined for Real variables only; b_in (vr 1) is Boolean (discrete)"
+        ));
+        assert_eq!(set_der(I_IN), 3);
+        assert!(logged("i_in (vr 2) is Integer (discrete)"));
+        assert_eq!(set_der(R_IN), 0);
+        // Output derivatives exist for Real outputs only.
+        let mut d = [f64::NAN];
+        assert_eq!(
+            fmi2GetRealOutputDerivatives(c, [I_OUT].as_ptr(), 1, [1].as_ptr(), d.as_mut_ptr()),
+            3
+        );
+        assert!(logged(
+            "output derivatives are defined for Real variables only; i_out (vr 5) is Integer (discrete)"
+        ));
+        assert_eq!(
+            fmi2GetRealOutputDerivatives(c, [B_OUT].as_ptr(), 1, [1].as_ptr(), d.as_mut_ptr()),
+            3
+        );
+        assert!(d[0].is_nan());
+        assert_eq!(
+            fmi2GetRealOutputDerivatives(c, [R_OUT].as_ptr(), 1, [1].as_ptr(), d.as_mut_ptr()),
+            0
+        );
+        assert_eq!(d[0], 0.0, "r_in = 0, its derivative 2 only acts from t on");
+        // Directional derivatives too.
+        let mut dv = [0.0];
+        assert_eq!(
+            fmi2GetDirectionalDerivative(
+                c,
+                [I_FB].as_ptr(),
+                1,
+                [I_IN].as_ptr(),
+                1,
+                [1.0].as_ptr(),
+                dv.as_mut_ptr()
+            ),
+            3
+        );
+        assert!(logged(
+            "directional derivatives are defined for Real variables only"
+        ));
+        fmi2FreeInstance(c);
+    }
+}
+
+/// Reads (b_in, i_in, b_out, i_out, i_fb, r_out) through the FMI 2 exports.
+fn fmi2_discrete_snapshot(c: *mut c_void) -> (c_int, c_int, c_int, c_int, c_int, f64) {
+    use discrete::*;
+    let mut b = [0 as c_int; 2];
+    let mut n = [0 as c_int; 3];
+    let mut r = [0.0];
+    // SAFETY: arrays of the given lengths.
+    unsafe {
+        assert_eq!(
+            fmi2GetBoolean(c, [B_IN, B_OUT].as_ptr(), 2, b.as_mut_ptr()),
+            0
+        );
+        assert_eq!(
+            fmi2GetInteger(c, [I_IN, I_OUT, I_FB].as_ptr(), 3, n.as_mut_ptr()),
+            0
+        );
+        assert_eq!(fmi2GetReal(c, [R_OUT].as_ptr(), 1, r.as_mut_ptr()), 0);
+    }
+    (b[0], n[0], b[1], n[1], n[2], r[0])
+}
+
+#[test]
+fn fmi2_fmu_state_covers_discrete_values() {
+    use discrete::*;
+    let c = instantiate_discrete();
+    // SAFETY: valid pointers throughout.
+    unsafe {
+        assert_eq!(fmi2EnterInitializationMode(c), 0);
+        assert_eq!(fmi2ExitInitializationMode(c), 0);
+        assert_eq!(fmi2SetBoolean(c, [B_IN].as_ptr(), 1, [0].as_ptr()), 0);
+        assert_eq!(fmi2SetInteger(c, [I_IN].as_ptr(), 1, [2].as_ptr()), 0);
+        assert_eq!(fmi2SetReal(c, [R_IN].as_ptr(), 1, [1.0].as_ptr()), 0);
+        assert_eq!(fmi2DoStep(c, 0.0, 0.25, 1), 0);
+        let saved = fmi2_discrete_snapshot(c);
+        assert_eq!(saved, (0, 2, 0, 7, 4, 0.25));
+        let mut s: *mut c_void = std::ptr::null_mut();
+        assert_eq!(fmi2GetFMUstate(c, &mut s), 0);
+        let mut size = 0usize;
+        assert_eq!(fmi2SerializedFMUstateSize(c, s, &mut size), 0);
+        let mut bytes = vec![0 as c_char; size];
+        assert_eq!(fmi2SerializeFMUstate(c, s, bytes.as_mut_ptr(), size), 0);
+        // Change every discrete value, then go back.
+        assert_eq!(fmi2SetBoolean(c, [B_IN].as_ptr(), 1, [1].as_ptr()), 0);
+        assert_eq!(fmi2SetInteger(c, [I_IN].as_ptr(), 1, [-9].as_ptr()), 0);
+        assert_eq!(fmi2DoStep(c, 0.25, 0.25, 1), 0);
+        let moved = fmi2_discrete_snapshot(c);
+        assert_eq!(moved, (1, -9, 1, -2, -18, 0.5));
+        assert_eq!(fmi2SetFMUstate(c, s), 0);
+        assert_eq!(fmi2_discrete_snapshot(c), saved);
+        // The same continuation from the restored state.
+        assert_eq!(fmi2SetBoolean(c, [B_IN].as_ptr(), 1, [1].as_ptr()), 0);
+        assert_eq!(fmi2SetInteger(c, [I_IN].as_ptr(), 1, [-9].as_ptr()), 0);
+        assert_eq!(fmi2DoStep(c, 0.25, 0.25, 1), 0);
+        assert_eq!(fmi2_discrete_snapshot(c), moved);
+        // Deserialized into a fresh instance.
+        let other = instantiate_discrete();
+        assert_eq!(fmi2EnterInitializationMode(other), 0);
+        assert_eq!(fmi2ExitInitializationMode(other), 0);
+        let mut s2: *mut c_void = std::ptr::null_mut();
+        assert_eq!(
+            fmi2DeSerializeFMUstate(other, bytes.as_ptr(), size, &mut s2),
+            0
+        );
+        assert_eq!(fmi2SetFMUstate(other, s2), 0);
+        assert_eq!(fmi2_discrete_snapshot(other), saved);
+        assert_eq!(fmi2FreeFMUstate(other, &mut s2), 0);
+        assert_eq!(fmi2FreeFMUstate(c, &mut s), 0);
+        fmi2FreeInstance(other);
+        fmi2FreeInstance(c);
+    }
+}
+
+fn instantiate3_discrete() -> *mut c_void {
+    let spec = discrete_spec();
+    let tok = CString::new(token(
+        spec,
+        FmiVersion::Fmi3,
+        &Capabilities::full(spec, FmiVersion::Fmi3),
+    ))
+    .unwrap_or_default();
+    let null = std::ptr::null_mut();
+    // SAFETY: valid strings and callback.
+    unsafe {
+        fmi3InstantiateCoSimulation(
+            c"disc3".as_ptr(),
+            tok.as_ptr(),
+            std::ptr::null(),
+            false,
+            true,
+            false,
+            false,
+            std::ptr::null(),
+            0,
+            null,
+            Some(logger3),
+            null,
+        )
+    }
+}
+
+fn logged3(needle: &str) -> bool {
+    LOG3.lock()
+        .is_ok_and(|l| l.iter().any(|m| m.contains(needle)))
+}
+
+#[test]
+fn fmi3_boolean_and_int32_access_type_checks_and_state() {
+    use discrete::*;
+    let i = instantiate3_discrete();
+    assert!(!i.is_null());
+    let gb = |vrs: &[Vr]| {
+        let mut b = vec![false; vrs.len()];
+        // SAFETY: arrays of the given lengths.
+        let st = unsafe { fmi3GetBoolean(i, vrs.as_ptr(), vrs.len(), b.as_mut_ptr(), b.len()) };
+        (st, b)
+    };
+    let gi = |vrs: &[Vr]| {
+        let mut n = vec![0i32; vrs.len()];
+        // SAFETY: arrays of the given lengths.
+        let st = unsafe { fmi3GetInt32(i, vrs.as_ptr(), vrs.len(), n.as_mut_ptr(), n.len()) };
+        (st, n)
+    };
+    let step = |t: f64, h: f64| {
+        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
+        // SAFETY: valid out-pointers.
+        unsafe { fmi3DoStep(i, t, h, false, &mut e, &mut term, &mut early, &mut last) }
+    };
+    // SAFETY: valid pointers throughout.
+    unsafe {
+        assert_eq!(
+            fmi3EnterInitializationMode(i, false, 0.0, 0.0, false, 0.0),
+            0
+        );
+        assert_eq!(gb(&[B_IN]), (0, vec![true]));
+        assert_eq!(gi(&[I_IN, OFFSET]), (0, vec![-3, 5]));
+        assert_eq!(fmi3SetBoolean(i, [FLAG].as_ptr(), 1, [true].as_ptr(), 1), 0);
+        assert_eq!(fmi3SetInt32(i, [OFFSET].as_ptr(), 1, [-1].as_ptr(), 1), 0);
+        assert_eq!(fmi3ExitInitializationMode(i), 0);
+        assert_eq!(gb(&[B_OUT, FLAG]), (0, vec![true, true]));
+        assert_eq!(gi(&[I_OUT]), (0, vec![-1]));
+        // A C bool other than 0 / 1 is read as a byte: true, no UB.
+        let two = [2u8];
+        assert_eq!(
+            fmi3SetBoolean(i, [B_IN].as_ptr(), 1, two.as_ptr().cast::<bool>(), 1),
+            0
+        );
+        assert_eq!(gb(&[B_IN]), (0, vec![true]));
+        assert_eq!(
+            fmi3SetBoolean(i, [B_IN].as_ptr(), 1, [false].as_ptr(), 1),
+            0
+        );
+        assert_eq!(fmi3SetInt32(i, [I_IN].as_ptr(), 1, [6].as_ptr(), 1), 0);
+        assert_eq!(gi(&[I_FB]), (0, vec![12]));
+        assert_eq!(step(0.0, 0.5), 0);
+        assert_eq!(gb(&[B_OUT]), (0, vec![false]));
+        assert_eq!(gi(&[I_OUT]), (0, vec![5]));
+        // Type errors and the nValues check.
+        assert_eq!(gb(&[I_OUT]).0, 3);
+        assert!(logged3(
+            "variable i_out (vr 5) is of type Int32, not Boolean"
+        ));
+        assert_eq!(gi(&[B_OUT]).0, 3);
+        assert!(logged3(
+            "variable b_out (vr 4) is of type Boolean, not Int32"
+        ));
+        let mut f = [0.0];
+        assert_eq!(fmi3GetFloat64(i, [B_IN].as_ptr(), 1, f.as_mut_ptr(), 1), 3);
+        assert!(logged3(
+            "variable b_in (vr 1) is of type Boolean, not Float64"
+        ));
+        assert_eq!(fmi3SetBoolean(i, [R_IN].as_ptr(), 1, [true].as_ptr(), 1), 3);
+        assert_eq!(fmi3SetBoolean(i, [B_IN].as_ptr(), 1, [true].as_ptr(), 2), 3);
+        assert_eq!(fmi3SetInt32(i, [B_IN].as_ptr(), 1, [1].as_ptr(), 1), 3);
+        assert_eq!(gb(&[B_IN]), (0, vec![false]), "refused sets change nothing");
+        let mut b = [false];
+        assert_eq!(fmi3GetBoolean(i, [B_IN].as_ptr(), 1, b.as_mut_ptr(), 0), 3);
+        // Output derivatives: Float64 outputs only.
+        let mut d = [0.0];
+        assert_eq!(
+            fmi3GetOutputDerivatives(i, [B_OUT].as_ptr(), 1, [1].as_ptr(), d.as_mut_ptr(), 1),
+            3
+        );
+        assert!(logged3(
+            "output derivatives are defined for Float64 variables only; b_out (vr 4) is Boolean (discrete)"
+        ));
+        assert_eq!(
+            fmi3GetOutputDerivatives(i, [R_OUT].as_ptr(), 1, [1].as_ptr(), d.as_mut_ptr(), 1),
+            0
+        );
+        // FMU state with serialization covers the discrete values.
+        let mut s: *mut c_void = std::ptr::null_mut();
+        assert_eq!(fmi3GetFMUState(i, &mut s), 0);
+        let mut size = 0usize;
+        assert_eq!(fmi3SerializedFMUStateSize(i, s, &mut size), 0);
+        let mut bytes = vec![0u8; size];
+        assert_eq!(fmi3SerializeFMUState(i, s, bytes.as_mut_ptr(), size), 0);
+        assert_eq!(fmi3SetBoolean(i, [B_IN].as_ptr(), 1, [true].as_ptr(), 1), 0);
+        assert_eq!(fmi3SetInt32(i, [I_IN].as_ptr(), 1, [100].as_ptr(), 1), 0);
+        assert_eq!(step(0.5, 0.5), 0);
+        assert_eq!(gb(&[B_IN, B_OUT]), (0, vec![true, true]));
+        assert_eq!(gi(&[I_IN, I_OUT, I_FB]), (0, vec![100, 105, 200]));
+        let mut s2: *mut c_void = std::ptr::null_mut();
+        assert_eq!(fmi3DeserializeFMUState(i, bytes.as_ptr(), size, &mut s2), 0);
+        assert_eq!(fmi3SetFMUState(i, s2), 0);
+        assert_eq!(gb(&[B_IN, B_OUT]), (0, vec![false, false]));
+        assert_eq!(gi(&[I_IN, I_OUT, I_FB]), (0, vec![6, 5, 12]));
+        assert_eq!(fmi3FreeFMUState(i, &mut s), 0);
+        assert_eq!(fmi3FreeFMUState(i, &mut s2), 0);
+        assert_eq!(fmi3Terminate(i), 0);
+        fmi3FreeInstance(i);
+    }
 }
