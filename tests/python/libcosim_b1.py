@@ -28,6 +28,11 @@ set (they are set at the start of the next step). The time column is
 libcosim's integer-nanosecond time point divided by 1e9, which is also the
 currentCommunicationPoint it passes to fmi2DoStep.
 
+With --osp DIR it runs another OSP system structure the same way (all
+FMUs FMI 2.0, every one at the base step), e.g. tests/python/osp/thermostat
+(Boolean and Integer connections); the columns are still the Real
+variables.
+
 Exits non-zero with a message on any failure (libcosimpy missing, FMUs not
 built, a libcosim call failing, a time grid other than n * step).
 """

@@ -17,6 +17,8 @@ pub struct InputExtrapolation {
     /// Per subsystem: it has inputs and can interpolate them (fixed for
     /// the run, looked up once).
     interpolates: Vec<bool>,
+    /// Per subsystem: its discrete input slots, always held (ZOH).
+    discrete: Vec<Vec<usize>>,
     zoh_warned: Vec<bool>,
 }
 
@@ -41,11 +43,20 @@ impl InputExtrapolation {
             .iter()
             .map(|s| !s.info().inputs.is_empty() && s.info().can_interpolate_inputs)
             .collect();
+        let discrete = sys
+            .subsystems()
+            .iter()
+            .map(|s| {
+                let inputs = &s.info().inputs;
+                (0..inputs.len()).filter(|&i| inputs[i].discrete).collect()
+            })
+            .collect();
         InputExtrapolation {
             order: order.min(MAX_POINTS as u32 - 2),
             histories,
             sources,
             interpolates,
+            discrete,
             zoh_warned: vec![false; sys.len()],
         }
     }
@@ -125,6 +136,9 @@ impl InputExtrapolation {
             // The newest point is the current coupled value: keep it exact.
             tay[0] = b.u[i];
         }
+        for &i in &self.discrete[s] {
+            b.taylor[i] = [b.u[i], 0.0, 0.0, 0.0];
+        }
         b.deliver_orders = order;
     }
 
@@ -162,6 +176,9 @@ impl InputExtrapolation {
             if !deliver {
                 tay[1..].iter_mut().for_each(|d| *d = 0.0);
             }
+        }
+        for &i in &self.discrete[s] {
+            b.taylor[i] = [hist.point(skip)[i], 0.0, 0.0, 0.0];
         }
         b.deliver_orders = if deliver { order as u32 } else { 0 };
     }
@@ -210,6 +227,9 @@ impl InputExtrapolation {
                 *tay = hist.taylor(i, order + 1, t);
                 tay[0] = b.u[i];
             }
+        }
+        for &i in &self.discrete[s] {
+            b.taylor[i] = [b.u[i], 0.0, 0.0, 0.0];
         }
     }
 }

@@ -59,6 +59,7 @@ struct CsvFile {
     path: PathBuf,
     writer: csv::Writer<BufWriter<File>>,
     number: ryu::Buffer,
+    integer: itoa::Buffer,
     last_flush: Instant,
     rows_since_check: u32,
 }
@@ -87,6 +88,7 @@ impl CsvFile {
             path: path.to_path_buf(),
             writer,
             number: ryu::Buffer::new(),
+            integer: itoa::Buffer::new(),
             last_flush: Instant::now(),
             rows_since_check: 0,
         })
@@ -102,6 +104,15 @@ impl CsvFile {
         } else {
             "-inf"
         };
+        self.writer
+            .write_field(s)
+            .map_err(|e| csv_error(&self.path, e))
+    }
+
+    /// A discrete value (carried exactly in the `f64`), written as an
+    /// integer: `3`, not `3.0`; Booleans as 0 and 1.
+    fn integer_field(&mut self, v: f64) -> Result<()> {
+        let s = self.integer.format(v as i64);
         self.writer
             .write_field(s)
             .map_err(|e| csv_error(&self.path, e))
@@ -149,6 +160,8 @@ fn csv_error(path: &Path, e: csv::Error) -> CoreError {
 pub struct TraceWriter {
     file: CsvFile,
     columns: Vec<(usize, usize)>,
+    /// Per column: a discrete (integer, Boolean) variable.
+    discrete: Vec<bool>,
     sampling: Sampling,
     steps: u64,
     next_output: f64,
@@ -173,9 +186,14 @@ impl TraceWriter {
                 _ => format!("{}.{}", info.name, port.name),
             });
         }
+        let discrete = columns
+            .iter()
+            .map(|&(s, k)| sys.subsystems()[s].info().observed[k].discrete)
+            .collect();
         Ok(TraceWriter {
             file: CsvFile::create(path, &header)?,
             columns,
+            discrete,
             sampling,
             steps: 0,
             next_output: f64::NEG_INFINITY,
@@ -187,9 +205,13 @@ impl TraceWriter {
         let t = sys.time();
         self.file.field(t)?;
         let bufs = sys.buffers();
-        for &(s, k) in &self.columns {
+        for (&(s, k), &discrete) in self.columns.iter().zip(&self.discrete) {
             let v = bufs[s].y[k];
-            self.file.field(v)?;
+            if discrete {
+                self.file.integer_field(v)?;
+            } else {
+                self.file.field(v)?;
+            }
         }
         self.last_written_time = t;
         self.file.end_row()

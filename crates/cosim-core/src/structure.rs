@@ -474,6 +474,7 @@ mod tests {
         let port = |n: &&str| Port {
             name: n.to_string(),
             unit: None,
+            discrete: false,
         };
         SubsystemInfo {
             name: name.into(),

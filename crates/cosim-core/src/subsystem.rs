@@ -15,13 +15,18 @@ use serde::Serialize;
 
 use crate::error::Result;
 
-/// A real-valued port of a subsystem, for messages and output headers.
+/// A port (input or observed slot) of a subsystem, for messages, output
+/// headers and the masters' per-slot rules.
 #[derive(Debug, Clone, Serialize)]
 pub struct Port {
     /// Variable name inside the subsystem.
     pub name: String,
     /// Unit, when the FMU declares one.
     pub unit: Option<String>,
+    /// An integer, enumeration or Boolean value carried in the slot as an
+    /// exact `f64`: held constant over a step (never extrapolated,
+    /// interpolated or differentiated) and left out of error estimates.
+    pub discrete: bool,
 }
 
 /// What a master needs to know about a subsystem.
@@ -76,6 +81,7 @@ impl SubsystemInfo {
             Port {
                 name: v.name.clone(),
                 unit: v.unit.clone(),
+                discrete: !v.var_type.is_float(),
             }
         };
         let feedthrough = observed[..n_outputs]
@@ -124,6 +130,11 @@ impl SubsystemInfo {
     /// True when any output depends directly on any input.
     pub fn has_feedthrough(&self) -> bool {
         self.feedthrough.iter().any(|d| !d.is_empty())
+    }
+
+    /// True when some input or observed slot is discrete.
+    pub fn has_discrete_slots(&self) -> bool {
+        self.inputs.iter().chain(&self.observed).any(|p| p.discrete)
     }
 }
 
@@ -223,14 +234,180 @@ pub trait Subsystem: Send {
     }
 }
 
+/// Whether variables of type `t` can be slots (coupled or traced): Float64
+/// (FMI 2 Real), Int32 (FMI 2 Integer), Int64, Enumeration and Boolean.
+pub fn is_slot_type(t: cosim_fmi::model_description::VariableType) -> bool {
+    use cosim_fmi::model_description::VariableType as T;
+    matches!(
+        t,
+        T::Float64 | T::Int32 | T::Int64 | T::Enumeration | T::Boolean
+    )
+}
+
 /// A subsystem that is one FMU instance.
 pub struct FmuSubsystem {
     info: SubsystemInfo,
     instance: Instance,
     input_vrs: Vec<u32>,
     observed_vrs: Vec<u32>,
+    /// Inputs by FMI type, when not all are floats (else one batched
+    /// float call covers them).
+    typed_inputs: Option<Box<TypedSlots>>,
+    /// Observed slots by FMI type, likewise.
+    typed_observed: Option<Box<TypedSlots>>,
     states: Vec<Option<StateHandle>>,
     counters: CallCounters,
+}
+
+/// The slots of one FMI type: value references, slot indices and a
+/// scratch buffer of the FMI type, so that each type is one batched call.
+#[derive(Debug, Default)]
+struct TypedGroup<T> {
+    vrs: Vec<u32>,
+    slots: Vec<usize>,
+    buf: Vec<T>,
+}
+
+impl<T: Copy + Default> TypedGroup<T> {
+    fn push(&mut self, vr: u32, slot: usize) {
+        self.vrs.push(vr);
+        self.slots.push(slot);
+        self.buf.push(T::default());
+    }
+
+    fn gather(&mut self, values: &[f64], convert: impl Fn(f64) -> T) {
+        for (b, &s) in self.buf.iter_mut().zip(&self.slots) {
+            *b = convert(values[s]);
+        }
+    }
+
+    fn scatter(&self, values: &mut [f64], convert: impl Fn(T) -> f64) {
+        for (&b, &s) in self.buf.iter().zip(&self.slots) {
+            values[s] = convert(b);
+        }
+    }
+}
+
+/// Largest integer magnitude an `f64` slot carries exactly.
+const EXACT_INTEGER_LIMIT: i64 = 1 << 53;
+
+/// The slots of a subsystem with discrete (integer, enumeration, Boolean)
+/// variables, grouped by the FMI type that reads and writes them. Discrete
+/// values travel through the masters as exact `f64` (integers up to 2^53).
+#[derive(Debug, Default)]
+struct TypedSlots {
+    float: TypedGroup<f64>,
+    /// The float slots among the outputs (`slot < n_outputs`), the only
+    /// ones with time derivatives.
+    float_outputs: TypedGroup<f64>,
+    int32: TypedGroup<i32>,
+    int64: TypedGroup<i64>,
+    boolean: TypedGroup<bool>,
+}
+
+impl TypedSlots {
+    /// Groups `vars` by type; `None` when every one is a float (the fast
+    /// path: one batched call). Types the engine does not carry are an
+    /// error naming the variable.
+    fn new(
+        md: &ModelDescription,
+        vars: &[VariableIndex],
+        n_outputs: usize,
+        name: &str,
+    ) -> Result<Option<Box<TypedSlots>>> {
+        use cosim_fmi::model_description::VariableType as T;
+        if vars.iter().all(|&i| md.variables[i].var_type == T::Float64) {
+            return Ok(None);
+        }
+        let v2 = md.fmi_version == cosim_fmi::FmiVersion::V2;
+        let mut t = TypedSlots::default();
+        for (slot, &i) in vars.iter().enumerate() {
+            let v = &md.variables[i];
+            let vr = v.value_reference;
+            match v.var_type {
+                T::Float64 => {
+                    t.float.push(vr, slot);
+                    if slot < n_outputs {
+                        t.float_outputs.push(vr, slot);
+                    }
+                }
+                T::Int32 => t.int32.push(vr, slot),
+                T::Enumeration if v2 => t.int32.push(vr, slot),
+                T::Int64 | T::Enumeration => t.int64.push(vr, slot),
+                T::Boolean => t.boolean.push(vr, slot),
+                // (is_slot_type lists the types above.)
+                other => {
+                    return Err(crate::CoreError::Config(format!(
+                        "subsystem '{name}': variable '{}' is {other}, which the engine does not couple or trace yet (Float64/Real, Int32/Integer, Int64, Enumeration and Boolean are supported)",
+                        v.name
+                    )));
+                }
+            }
+        }
+        Ok(Some(Box::new(t)))
+    }
+
+    fn set(&mut self, inst: &mut Instance, values: &[f64]) -> Result<()> {
+        if !self.float.vrs.is_empty() {
+            self.float.gather(values, |x| x);
+            inst.set_f64(&self.float.vrs, &self.float.buf)?;
+        }
+        // Discrete values arrive unchanged from discrete outputs (no gain
+        // or offset is allowed on them), so the conversions are exact.
+        if !self.int32.vrs.is_empty() {
+            self.int32.gather(values, |x| x as i32);
+            inst.set_i32(&self.int32.vrs, &self.int32.buf)?;
+        }
+        if !self.int64.vrs.is_empty() {
+            self.int64.gather(values, |x| x as i64);
+            inst.set_i64(&self.int64.vrs, &self.int64.buf)?;
+        }
+        if !self.boolean.vrs.is_empty() {
+            self.boolean.gather(values, |x| x != 0.0);
+            inst.set_bool(&self.boolean.vrs, &self.boolean.buf)?;
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, inst: &mut Instance, values: &mut [f64], info: &SubsystemInfo) -> Result<()> {
+        if !self.float.vrs.is_empty() {
+            inst.get_f64(&self.float.vrs, &mut self.float.buf)?;
+            self.float.scatter(values, |x| x);
+        }
+        if !self.int32.vrs.is_empty() {
+            inst.get_i32(&self.int32.vrs, &mut self.int32.buf)?;
+            self.int32.scatter(values, f64::from);
+        }
+        if !self.int64.vrs.is_empty() {
+            inst.get_i64(&self.int64.vrs, &mut self.int64.buf)?;
+            if let Some(k) = self
+                .int64
+                .buf
+                .iter()
+                .position(|x| x.unsigned_abs() > EXACT_INTEGER_LIMIT as u64)
+            {
+                return Err(int64_out_of_range(
+                    info,
+                    self.int64.slots[k],
+                    self.int64.buf[k],
+                ));
+            }
+            self.int64.scatter(values, |x| x as f64);
+        }
+        if !self.boolean.vrs.is_empty() {
+            inst.get_bool(&self.boolean.vrs, &mut self.boolean.buf)?;
+            self.boolean.scatter(values, |b| if b { 1.0 } else { 0.0 });
+        }
+        Ok(())
+    }
+}
+
+#[cold]
+fn int64_out_of_range(info: &SubsystemInfo, slot: usize, value: i64) -> crate::CoreError {
+    crate::CoreError::Config(format!(
+        "subsystem '{}': '{}' = {value} is beyond +-2^53, the integers the engine carries exactly",
+        info.name, info.observed[slot].name
+    ))
 }
 
 impl std::fmt::Debug for FmuSubsystem {
@@ -256,6 +433,8 @@ impl FmuSubsystem {
             instance,
             input_vrs,
             observed_vrs,
+            typed_inputs: None,
+            typed_observed: None,
             states: Vec::new(),
             counters: CallCounters::default(),
         }
@@ -266,9 +445,11 @@ impl FmuSubsystem {
         &mut self.instance
     }
 
-    /// Instantiates `fmu` as subsystem `name`, with the given float
-    /// variables as coupled inputs and as observed values (outputs first:
-    /// `observed[..n_outputs]` must have causality output).
+    /// Instantiates `fmu` as subsystem `name`, with the given variables as
+    /// coupled inputs and as observed values (outputs first:
+    /// `observed[..n_outputs]` must have causality output). Float64 (Real),
+    /// Int32 (Integer), Int64, Enumeration and Boolean variables can be
+    /// slots; the others are refused.
     ///
     /// Capabilities and feed-through come from the model description.
     pub fn instantiate(
@@ -292,8 +473,13 @@ impl FmuSubsystem {
         let vr = |&i: &VariableIndex| md.variables[i].value_reference;
         let input_vrs = inputs.iter().map(vr).collect();
         let observed_vrs = observed.iter().map(vr).collect();
+        let typed_inputs = TypedSlots::new(md, inputs, 0, name)?;
+        let typed_observed = TypedSlots::new(md, observed, n_outputs, name)?;
         let instance = fmu.instantiate(name, options)?;
-        Ok(FmuSubsystem::new(info, instance, input_vrs, observed_vrs))
+        let mut sub = FmuSubsystem::new(info, instance, input_vrs, observed_vrs);
+        sub.typed_inputs = typed_inputs;
+        sub.typed_observed = typed_observed;
+        Ok(sub)
     }
 
     fn state_handle(&self, id: StateId) -> Result<StateHandle> {
@@ -324,17 +510,28 @@ impl Subsystem for FmuSubsystem {
             return Ok(());
         }
         self.counters.set_inputs += 1;
-        Ok(self.instance.set_f64(&self.input_vrs, values)?)
+        match &mut self.typed_inputs {
+            None => Ok(self.instance.set_f64(&self.input_vrs, values)?),
+            Some(typed) => typed.set(&mut self.instance, values),
+        }
     }
 
     fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> Result<()> {
-        if self.input_vrs.is_empty() {
+        let (vrs, values) = match &mut self.typed_inputs {
+            None => (&self.input_vrs, values),
+            // Discrete inputs have no derivatives: only the floats get them.
+            Some(typed) => {
+                typed.float.gather(values, |x| x);
+                (&typed.float.vrs, &typed.float.buf[..])
+            }
+        };
+        if vrs.is_empty() {
             return Ok(());
         }
         self.counters.set_inputs += 1;
         Ok(self
             .instance
-            .set_input_derivatives(&self.input_vrs, order as i32, values)?)
+            .set_input_derivatives(vrs, order as i32, values)?)
     }
 
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
@@ -348,7 +545,10 @@ impl Subsystem for FmuSubsystem {
             return Ok(());
         }
         self.counters.get_outputs += 1;
-        Ok(self.instance.get_f64(&self.observed_vrs, values)?)
+        match &mut self.typed_observed {
+            None => Ok(self.instance.get_f64(&self.observed_vrs, values)?),
+            Some(typed) => typed.get(&mut self.instance, values, &self.info),
+        }
     }
 
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
@@ -356,10 +556,25 @@ impl Subsystem for FmuSubsystem {
         if n == 0 {
             return Ok(());
         }
+        let Some(typed) = &mut self.typed_observed else {
+            self.counters.get_outputs += 1;
+            return Ok(self.instance.get_output_derivatives(
+                &self.observed_vrs[..n],
+                order as i32,
+                values,
+            )?);
+        };
+        // A discrete output is piecewise constant: its derivative is zero.
+        values.iter_mut().for_each(|d| *d = 0.0);
+        let g = &mut typed.float_outputs;
+        if g.vrs.is_empty() {
+            return Ok(());
+        }
         self.counters.get_outputs += 1;
-        Ok(self
-            .instance
-            .get_output_derivatives(&self.observed_vrs[..n], order as i32, values)?)
+        self.instance
+            .get_output_derivatives(&g.vrs, order as i32, &mut g.buf)?;
+        g.scatter(values, |x| x);
+        Ok(())
     }
 
     fn save_state(&mut self, reuse: Option<StateId>) -> Result<StateId> {
@@ -414,7 +629,10 @@ impl Subsystem for FmuSubsystem {
 
     fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {
         let (n_out, n_in) = (self.info.n_outputs, self.input_vrs.len());
-        if !self.info.provides_directional_derivatives || jacobian.len() != n_out * n_in {
+        // Directional derivatives are defined for float variables only.
+        let discrete = self.typed_inputs.is_some() || self.typed_observed.is_some();
+        if !self.info.provides_directional_derivatives || discrete || jacobian.len() != n_out * n_in
+        {
             return Ok(false);
         }
         let mut seed = vec![0.0; n_in];

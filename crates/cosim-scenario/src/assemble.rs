@@ -319,12 +319,13 @@ pub fn assemble_nodes(
     // Refuse what the engine does not couple yet, at the scenario position.
     for c in &resolved.connections {
         let v = &mds[c.from.subsystem].variables[c.from.variable];
-        if !v.var_type.is_float() {
+        if !cosim_core::subsystem::is_slot_type(v.var_type) || !v.is_scalar() {
             return Err(resolved
                 .error_at(
                     c.span,
                     format!(
-                        "connections of {} variables are not supported yet: only Float64/Float32 (FMI 2 Real) values are coupled",
+                        "connections of {}{} variables are not supported yet: scalar Float64 (FMI 2 Real), Int32 (Integer), Int64, Enumeration and Boolean values are coupled",
+                        if v.is_scalar() { "" } else { "array " },
                         v.var_type
                     ),
                 )
@@ -366,7 +367,7 @@ pub fn assemble_nodes(
     let mut skipped_trace = Vec::new();
     for r in &resolved.outputs.variables {
         let v = &mds[r.subsystem].variables[r.variable];
-        if v.var_type.is_float() && v.is_scalar() {
+        if cosim_core::subsystem::is_slot_type(v.var_type) && v.is_scalar() {
             want(r, &mut outputs_wanted, &mut others_wanted);
         } else {
             skipped_trace.push(format!(
@@ -377,7 +378,7 @@ pub fn assemble_nodes(
     }
     if !skipped_trace.is_empty() {
         tracing::warn!(
-            "only scalar float variables are traced; left out: {}",
+            "only scalar Float64/Real, integer, enumeration and Boolean variables are traced; left out: {}",
             skipped_trace.join(", ")
         );
     }

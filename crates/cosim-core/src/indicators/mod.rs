@@ -127,12 +127,15 @@ impl Tolerances {
 pub(crate) type Slot = (usize, usize);
 
 /// Which (subsystem, slot) pairs carry physical couplings: the outputs that
-/// feed at least one non-signal connection, and the inputs fed by one.
+/// feed at least one non-signal connection of float values, and the inputs
+/// fed by one. Discrete values (integers, Booleans) jump by design: an
+/// error estimate over them would only measure the jumps.
 pub(crate) fn physical_ports(sys: &System) -> (Vec<Slot>, Vec<Slot>) {
     let mut outputs = Vec::new();
     let mut inputs = Vec::new();
     for c in sys.connections() {
-        if c.signal {
+        let discrete = sys.subsystems()[c.to_subsystem].info().inputs[c.to_slot].discrete;
+        if c.signal || discrete {
             continue;
         }
         let o = (c.from_subsystem, c.from_slot);

@@ -83,6 +83,10 @@ struct Running {
     /// Outputs at the step start, for finite-difference derivatives.
     y0: Vec<Vec<f64>>,
     fd: Vec<bool>,
+    /// Per subsystem and input slot: the input takes a polynomial (the
+    /// subsystem interpolates inputs and the slot is a float). The others
+    /// take values only: the start value, then the iterated end value.
+    smooth: Vec<Vec<bool>>,
     due: Vec<bool>,
     hs: Vec<f64>,
 }
@@ -205,6 +209,15 @@ impl Master for Iterative {
             du1: vecs(&|b| b.u.len()),
             y0: vecs(&|b| b.y.len()),
             fd,
+            smooth: sys
+                .subsystems()
+                .iter()
+                .map(|s| {
+                    let info = s.info();
+                    let interp = info.can_interpolate_inputs;
+                    info.inputs.iter().map(|p| interp && !p.discrete).collect()
+                })
+                .collect(),
             due: vec![true; n],
             hs: vec![0.0; n],
         };
@@ -258,7 +271,7 @@ impl Master for Iterative {
                     for i in 0..b.taylor.len() {
                         let (ua, dua) = (run.u0[sub][i], run.du0[sub][i]);
                         let (ub, dub) = (run.u1[sub][i], run.du1[sub][i]);
-                        b.taylor[i] = match (s.interpolation, m, interp) {
+                        b.taylor[i] = match (s.interpolation, m, run.smooth[sub][i]) {
                             // Second-order hold: value and slope at t_N,
                             // back to the value at t_N + dt.
                             (Interpolation::Hermite, 1, true) => [ua, dua, -2.0 * dua / dt, 0.0],
@@ -333,11 +346,10 @@ impl Master for Iterative {
                 // coupled value by less than the convergence tolerance.
                 // Inputs held constant restart from the coupled value.
                 for sub in 0..sys.len() {
-                    let interp = sys.subsystems()[sub].info().can_interpolate_inputs;
                     let b = &sys.buffers()[sub];
                     for i in 0..b.u.len() {
                         let tay = &b.taylor[i];
-                        if interp {
+                        if run.smooth[sub][i] {
                             run.u0[sub][i] = b.u_end[i];
                             run.du0[sub][i] = match s.interpolation {
                                 Interpolation::Hermite => {
