@@ -175,7 +175,7 @@ impl Fmi2Library {
         // `isolation = "process"` mode exists for FMUs that are not).
         let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
             library: path.to_path_buf(),
-            reason: e.to_string(),
+            reason: super::load_error_reason(&e),
         })?;
         let functions = Functions::load(&library, path)?;
         Ok(Arc::new(Fmi2Library {

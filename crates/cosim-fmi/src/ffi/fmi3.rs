@@ -132,7 +132,7 @@ impl Fmi3Library {
         // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
         let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
             library: path.to_path_buf(),
-            reason: e.to_string(),
+            reason: super::load_error_reason(&e),
         })?;
         let functions = Functions::load(&library, path)?;
         Ok(Arc::new(Fmi3Library {

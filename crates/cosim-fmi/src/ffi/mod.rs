@@ -105,6 +105,26 @@ pub struct StateHandle {
 
 /// A process-unique id per instance, so a state handle cannot be used on
 /// another instance.
+/// The loader's message for a library that failed to load: libloading's
+/// own text ("dlopen failed") followed by the system's reason (its error
+/// source: the missing dependency, the wrong architecture).
+pub(crate) fn load_error_reason(e: &libloading::Error) -> String {
+    use std::error::Error as _;
+    let mut reason = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        reason.push_str(": ");
+        reason.push_str(&s.to_string());
+        source = s.source();
+    }
+    if reason.contains("cannot open shared object file") {
+        reason.push_str(
+            " (a library the FMU binary depends on is not on the loader's path: `ldd` on the binary lists it; set LD_LIBRARY_PATH or install it)",
+        );
+    }
+    reason
+}
+
 pub(crate) fn next_instance_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
