@@ -112,7 +112,7 @@ impl InputExtrapolation {
         if !info.inputs.is_empty() && !self.zoh_warned[s] {
             self.zoh_warned[s] = true;
             tracing::warn!(
-                "subsystem '{}' ({}) cannot interpolate inputs (FMI 2 canInterpolateInputs=\"false\" or FMI 3 without input derivatives): its inputs are held constant (ZOH) instead of extrapolated with order {}",
+                "subsystem '{}' ({}) cannot interpolate inputs (FMI 2 canInterpolateInputs=\"false\"; FMI 3 without providesIntermediateUpdate, or a coupled input not declared intermediateUpdate=\"true\"): its inputs are held constant (ZOH) instead of extrapolated with order {}",
                 info.name,
                 info.origin,
                 self.order

@@ -116,7 +116,8 @@ impl SubsystemInfo {
             observed: observed.iter().map(port).collect(),
             n_outputs,
             feedthrough,
-            can_interpolate_inputs: cs.can_interpolate_inputs,
+            can_interpolate_inputs: cs.can_interpolate_inputs
+                || takes_intermediate_inputs(md, inputs),
             max_output_derivative_order: cs.max_output_derivative_order,
             can_get_set_state: cs.can_get_and_set_fmu_state,
             can_serialize_state: cs.can_serialize_fmu_state,
@@ -136,6 +137,27 @@ impl SubsystemInfo {
     pub fn has_discrete_slots(&self) -> bool {
         self.inputs.iter().chain(&self.observed).any(|p| p.discrete)
     }
+}
+
+/// FMI 3: the FMU provides intermediate update and every coupled float
+/// input may be set in it (`intermediateUpdate="true"`), so the inputs'
+/// polynomials reach it inside each step, as FMI 2 input derivatives do.
+/// An input without the attribute would be held while the others vary;
+/// then the subsystem is treated as not interpolating at all.
+pub fn takes_intermediate_inputs(md: &ModelDescription, inputs: &[VariableIndex]) -> bool {
+    let provides = md
+        .co_simulation
+        .as_ref()
+        .is_some_and(|cs| cs.provides_intermediate_update);
+    let mut floats = inputs
+        .iter()
+        .map(|&i| &md.variables[i])
+        .filter(|v| v.var_type.is_float())
+        .peekable();
+    md.fmi_version == cosim_fmi::FmiVersion::V3
+        && provides
+        && floats.peek().is_some()
+        && floats.all(|v| v.intermediate_update)
 }
 
 /// Calls made on a subsystem, for the run summary.
@@ -475,7 +497,15 @@ impl FmuSubsystem {
         let observed_vrs = observed.iter().map(vr).collect();
         let typed_inputs = TypedSlots::new(md, inputs, 0, name)?;
         let typed_observed = TypedSlots::new(md, observed, n_outputs, name)?;
-        let instance = fmu.instantiate(name, options)?;
+        let mut instance = fmu.instantiate(name, options)?;
+        if md.fmi_version == cosim_fmi::FmiVersion::V3 && takes_intermediate_inputs(md, inputs) {
+            // The float inputs, as set_inputs / set_input_derivatives pass them.
+            let vrs: Vec<u32> = match &typed_inputs {
+                Some(t) => t.float.vrs.clone(),
+                None => inputs.iter().map(vr).collect(),
+            };
+            instance.use_intermediate_inputs(&vrs)?;
+        }
         let mut sub = FmuSubsystem::new(info, instance, input_vrs, observed_vrs);
         sub.typed_inputs = typed_inputs;
         sub.typed_observed = typed_observed;

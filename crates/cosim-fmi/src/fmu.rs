@@ -223,6 +223,7 @@ impl Fmu {
                     provides_directional_derivatives: cs.provides_directional_derivatives,
                     max_output_derivative_order: cs.max_output_derivative_order,
                     has_event_mode: cs.has_event_mode,
+                    provides_intermediate_update: cs.provides_intermediate_update,
                 },
                 options.logging_on,
             )?),

@@ -229,17 +229,41 @@ impl Instance {
     }
 
     /// Sets the `order`-th time derivative (1..) of float inputs at the
-    /// current communication point (FMI 2 `fmi2SetRealInputDerivatives`;
-    /// FMI 3 co-simulation has no equivalent and refuses).
+    /// current communication point: FMI 2 `fmi2SetRealInputDerivatives`;
+    /// FMI 3 (no input derivatives in co-simulation) the polynomial handed
+    /// over in intermediate update, for the inputs registered with
+    /// [`Instance::use_intermediate_inputs`].
     #[inline]
     pub fn set_input_derivatives(&mut self, vrs: &[u32], order: i32, values: &[f64]) -> Result<()> {
         match &mut self.inner {
             Inner::V2(i) => i.set_real_input_derivatives(vrs, order, values),
-            Inner::V3(i) => Err(FmiError::NotSupported {
+            Inner::V3(i) => i.set_input_derivatives(vrs, order, values),
+        }
+    }
+
+    /// FMI 3: gives the float inputs `vrs` to the FMU inside each
+    /// `fmi3DoStep` through intermediate update, as the polynomial of their
+    /// value and input derivatives ([`Instance::set_input_derivatives`]).
+    /// The FMU must provide intermediate update and declare each input
+    /// `intermediateUpdate="true"`. FMI 2 refuses (it has input
+    /// derivatives).
+    pub fn use_intermediate_inputs(&mut self, vrs: &[u32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => Err(FmiError::NotSupported {
                 instance: i.name().to_string(),
-                function: "SetRealInputDerivatives",
-                reason: "FMI 3.0 co-simulation has no input derivatives".into(),
+                function: "fmi3IntermediateUpdateCallback",
+                reason: "FMI 2.0 has no intermediate update (it takes input derivatives)".into(),
             }),
+            Inner::V3(i) => i.use_intermediate_inputs(vrs),
+        }
+    }
+
+    /// FMI 3: intermediate updates in which inputs were set so far (0 for
+    /// FMI 2).
+    pub fn intermediate_updates(&self) -> u64 {
+        match &self.inner {
+            Inner::V2(_) => 0,
+            Inner::V3(i) => i.intermediate_updates(),
         }
     }
 

@@ -331,8 +331,13 @@ fn fmi3_variables() {
     assert_eq!(tau.quantity.as_deref(), Some("Torque"));
     assert_eq!(tau.nominal, Some(10.0));
     assert_eq!(tau.start, Some(StartValue::Float(vec![0.0])));
+    assert!(tau.intermediate_update, "intermediateUpdate=\"true\"");
 
     let (_, omega) = var(&md, "omega");
+    assert!(
+        !omega.intermediate_update,
+        "intermediateUpdate defaults to false"
+    );
     assert_eq!(omega.unit.as_deref(), Some("rad/s"));
     assert_eq!(omega.display_unit.as_deref(), Some("rpm"));
     assert_eq!(omega.quantity.as_deref(), Some("AngularVelocity"));

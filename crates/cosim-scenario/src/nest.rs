@@ -227,6 +227,7 @@ fn synthesize(
             nominal: iv.nominal,
             derivative_of: None,
             dimensions: Vec::new(),
+            intermediate_update: false,
             line: iv.line,
         });
         map.push((s, v));

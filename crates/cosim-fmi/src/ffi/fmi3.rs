@@ -1,6 +1,7 @@
 //! FMI 3.0 Co-Simulation: the function table and a safe instance wrapper.
 #![allow(unsafe_code)]
 
+use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,8 +20,8 @@ type FmuState = *mut c_void;
 /// `fmi3LogMessageCallback`.
 ///
 /// # Safety
-/// `env` is the boxed `LogContext` of a live instance; strings are null or
-/// NUL-terminated.
+/// `env` is the boxed [`Environment`] of a live instance; strings are null
+/// or NUL-terminated.
 unsafe extern "C" fn log_message(
     env: *mut c_void,
     status: Fmi3Status,
@@ -30,9 +31,9 @@ unsafe extern "C" fn log_message(
     if env.is_null() {
         return;
     }
-    // SAFETY: env is the LogContext owned by the instance, alive until after
-    // fmi3FreeInstance.
-    let log = unsafe { &*(env as *const LogContext) };
+    // SAFETY: env is the Environment owned by the instance, alive until
+    // after fmi3FreeInstance.
+    let log = unsafe { &(*(env as *const Environment)).log };
     // SAFETY: the FMU passes null or NUL-terminated strings.
     let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -73,6 +74,99 @@ macro_rules! fn_table {
 
 type IntermediateUpdate =
     unsafe extern "C" fn(*mut c_void, f64, bool, bool, bool, bool, *mut bool, *mut f64);
+
+type SetFloat64 = unsafe extern "C" fn(Instance, *const Vr, usize, *const f64, usize) -> Fmi3Status;
+
+/// What `instanceEnvironment` points to: the FMU's logger and the inputs
+/// the importer hands over in Intermediate Update Mode. Callbacks reach it
+/// through a shared reference while `fmi3DoStep` runs; the instance's own
+/// methods touch `intermediate` only between FMU calls.
+struct Environment {
+    log: LogContext,
+    intermediate: RefCell<IntermediateInputs>,
+}
+
+/// Float inputs given to the FMU inside `fmi3DoStep` as a polynomial:
+/// at each intermediate update time `s` the callback sets
+/// `u(s) = sum_k taylor[i][k] (s - t0)^k / k!` (FMI 3.0 sec. 4.2.4, the
+/// counterpart of FMI 2 input derivatives).
+struct IntermediateInputs {
+    /// The instance, once instantiated (the callback calls back into it).
+    instance: Instance,
+    set_float64: SetFloat64,
+    /// The registered inputs; empty: intermediate update unused.
+    vrs: Vec<Vr>,
+    /// `[u, u', u'', u''']` per input at `t0`.
+    taylor: Vec<[f64; 4]>,
+    /// Any derivative non-zero (else the values set at the communication
+    /// point stand and the callback sets nothing).
+    varying: bool,
+    t0: f64,
+    scratch: Vec<f64>,
+    /// Callbacks that set inputs, for tests and the summary.
+    updates: u64,
+    /// The first failure of `fmi3SetFloat64` inside the callback:
+    /// (status, time), reported after `fmi3DoStep` returns.
+    failure: Option<(Fmi3Status, f64)>,
+}
+
+/// `fmi3IntermediateUpdateCallback`: sets the registered inputs to their
+/// polynomial at `time`; never asks for an early return.
+///
+/// # Safety
+/// `env` is the boxed [`Environment`] of a live instance; the out-pointers
+/// are null or valid.
+unsafe extern "C" fn intermediate_update(
+    env: *mut c_void,
+    time: f64,
+    set_requested: bool,
+    _get_allowed: bool,
+    _step_finished: bool,
+    _can_return_early: bool,
+    early_return_requested: *mut bool,
+    _early_return_time: *mut f64,
+) {
+    if !early_return_requested.is_null() {
+        // SAFETY: a valid out-pointer from the FMU.
+        unsafe { *early_return_requested = false };
+    }
+    if env.is_null() || !set_requested {
+        return;
+    }
+    // SAFETY: env is the Environment owned by the instance, alive until
+    // after fmi3FreeInstance.
+    let env = unsafe { &*(env as *const Environment) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // A callback re-entered from inside fmi3SetFloat64 finds the cell
+        // borrowed and does nothing.
+        let Ok(mut ii) = env.intermediate.try_borrow_mut() else {
+            return;
+        };
+        if ii.vrs.is_empty() || !ii.varying || ii.instance.is_null() {
+            return;
+        }
+        let ii = &mut *ii;
+        let s = time - ii.t0;
+        for (v, c) in ii.scratch.iter_mut().zip(&ii.taylor) {
+            *v = c[0] + s * (c[1] + s * (c[2] / 2.0 + s * c[3] / 6.0));
+        }
+        // SAFETY: the instance is live (we are inside its fmi3DoStep);
+        // both arrays have vrs.len() elements.
+        let code = unsafe {
+            (ii.set_float64)(
+                ii.instance,
+                ii.vrs.as_ptr(),
+                ii.vrs.len(),
+                ii.scratch.as_ptr(),
+                ii.scratch.len(),
+            )
+        };
+        ii.updates += 1;
+        if code != 0 && Status::from_fmi3(code) != Status::Warning && ii.failure.is_none() {
+            ii.failure = Some((code, time));
+        }
+    }));
+}
 
 fn_table! {
     /// The FMI 3.0 Co-Simulation functions of one shared library.
@@ -193,6 +287,9 @@ pub struct Fmi3Capabilities {
     /// `hasEventMode`: if set, cosim still instantiates with
     /// `eventModeUsed = false`.
     pub has_event_mode: bool,
+    /// `providesIntermediateUpdate`: the intermediate update callback is
+    /// passed at instantiation.
+    pub provides_intermediate_update: bool,
 }
 
 /// One FMI 3.0 co-simulation instance.
@@ -207,7 +304,8 @@ pub struct Fmi3Instance {
     fatal: bool,
     terminated: bool,
     time: f64,
-    log: Box<LogContext>,
+    /// Logger and intermediate inputs (the instanceEnvironment).
+    env: Box<Environment>,
 }
 
 // SAFETY: an FMI 3.0 instance may be used from any thread as long as calls
@@ -249,9 +347,28 @@ impl Fmi3Instance {
             resource_path.push('/');
         }
         let c_resources = cstring(name, F, &resource_path)?;
-        let log = Box::new(LogContext::new(name));
-        // SAFETY: strings are NUL-terminated and outlive the call; the log
-        // context is boxed and kept until after fmi3FreeInstance.
+        let env = Box::new(Environment {
+            log: LogContext::new(name),
+            intermediate: RefCell::new(IntermediateInputs {
+                instance: std::ptr::null_mut(),
+                set_float64: lib.functions.set_float64,
+                vrs: Vec::new(),
+                taylor: Vec::new(),
+                varying: false,
+                t0: 0.0,
+                scratch: Vec::new(),
+                updates: 0,
+                failure: None,
+            }),
+        });
+        // The callback only where the FMU declares it will call it.
+        let intermediate: Option<IntermediateUpdate> = if caps.provides_intermediate_update {
+            Some(intermediate_update)
+        } else {
+            None
+        };
+        // SAFETY: strings are NUL-terminated and outlive the call; the
+        // environment is boxed and kept until after fmi3FreeInstance.
         let instance = unsafe {
             (lib.functions.instantiate_co_simulation)(
                 c_name.as_ptr(),
@@ -263,9 +380,9 @@ impl Fmi3Instance {
                 false,
                 std::ptr::null(),
                 0,
-                &*log as *const LogContext as *mut c_void,
+                &*env as *const Environment as *mut c_void,
                 log_message,
-                None,
+                intermediate,
             )
         };
         if instance.is_null() {
@@ -274,9 +391,10 @@ impl Fmi3Instance {
                 function: F,
                 status: Status::Error,
                 time: None,
-                log: log.take_recent(),
+                log: env.log.take_recent(),
             });
         }
+        env.intermediate.borrow_mut().instance = instance;
         Ok(Fmi3Instance {
             instance,
             lib,
@@ -288,8 +406,62 @@ impl Fmi3Instance {
             fatal: false,
             terminated: false,
             time: 0.0,
-            log,
+            env,
         })
+    }
+
+    /// Hands the float inputs `vrs` to the FMU in Intermediate Update Mode
+    /// from now on: [`Fmi3Instance::set_float64`] on exactly these starts a
+    /// new polynomial (derivatives zero), [`Fmi3Instance::set_input_derivatives`]
+    /// sets its derivatives, and inside `fmi3DoStep` the FMU receives the
+    /// polynomial's value at each intermediate update time. The FMU must
+    /// declare `providesIntermediateUpdate` and `intermediateUpdate="true"`
+    /// on each input (the caller checks the model description).
+    pub fn use_intermediate_inputs(&mut self, vrs: &[u32]) -> Result<()> {
+        if !self.caps.provides_intermediate_update {
+            return Err(self.unsupported(
+                "fmi3IntermediateUpdateCallback",
+                "the FMU declares providesIntermediateUpdate=\"false\"",
+            ));
+        }
+        let mut ii = self.env.intermediate.borrow_mut();
+        ii.vrs = vrs.to_vec();
+        ii.taylor = vec![[0.0; 4]; vrs.len()];
+        ii.scratch = vec![0.0; vrs.len()];
+        ii.varying = false;
+        Ok(())
+    }
+
+    /// Intermediate updates that set inputs so far.
+    pub fn intermediate_updates(&self) -> u64 {
+        self.env.intermediate.borrow().updates
+    }
+
+    /// The `order`-th time derivative (1..=3) of the inputs registered with
+    /// [`Fmi3Instance::use_intermediate_inputs`] (`vrs` must be exactly
+    /// those), at the current communication point.
+    pub fn set_input_derivatives(&mut self, vrs: &[u32], order: i32, values: &[f64]) -> Result<()> {
+        const F: &str = "fmi3IntermediateUpdateCallback";
+        check_len(&self.name, F, vrs.len(), values.len())?;
+        let mut ii = self.env.intermediate.borrow_mut();
+        if ii.vrs.is_empty() || ii.vrs != vrs || !(1..=3).contains(&order) {
+            let reason = if ii.vrs.is_empty() {
+                "FMI 3.0 co-simulation has no input derivatives; polynomial inputs go through intermediate update, not enabled for this instance".to_string()
+            } else if ii.vrs != vrs {
+                "input derivatives for inputs other than those registered for intermediate update"
+                    .to_string()
+            } else {
+                format!("input derivative order {order} (1 to 3 are supported)")
+            };
+            drop(ii);
+            return Err(self.unsupported(F, &reason));
+        }
+        let k = order as usize;
+        for (c, &v) in ii.taylor.iter_mut().zip(values) {
+            c[k] = v;
+        }
+        ii.varying |= values.iter().any(|&v| v != 0.0);
+        Ok(())
     }
 
     /// The instance name.
@@ -299,7 +471,7 @@ impl Fmi3Instance {
 
     /// The last lines the FMU logged.
     pub fn take_recent_log(&self) -> Vec<String> {
-        self.log.take_recent()
+        self.env.log.take_recent()
     }
 
     /// OK is the hot path (every call of every macro step): inlined, the
@@ -331,7 +503,7 @@ impl Fmi3Instance {
                     function,
                     status,
                     time: Some(self.time),
-                    log: self.log.take_recent(),
+                    log: self.env.log.take_recent(),
                 })
             }
         }
@@ -456,11 +628,21 @@ impl Fmi3Instance {
         self.check("fmi3GetFloat64", code).map(|_| ())
     }
 
-    /// `fmi3SetFloat64` for scalar variables.
+    /// `fmi3SetFloat64` for scalar variables. On the inputs registered for
+    /// intermediate update, the values also start a new input polynomial.
     #[inline]
     pub fn set_float64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
         check_len(&self.name, "fmi3SetFloat64", vrs.len(), values.len())?;
         self.alive("fmi3SetFloat64")?;
+        {
+            let mut ii = self.env.intermediate.borrow_mut();
+            if !ii.vrs.is_empty() && ii.vrs == vrs {
+                for (c, &v) in ii.taylor.iter_mut().zip(values) {
+                    *c = [v, 0.0, 0.0, 0.0];
+                }
+                ii.varying = false;
+            }
+        }
         // SAFETY: both slices have vrs.len() elements (checked above).
         let code = unsafe {
             (self.lib.functions.set_float64)(
@@ -630,6 +812,7 @@ impl Fmi3Instance {
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi3DoStep")?;
         self.time = t;
+        self.env.intermediate.borrow_mut().t0 = t;
         let mut event_handling_needed = false;
         let mut terminate = false;
         let mut early_return = false;
@@ -655,6 +838,11 @@ impl Fmi3Instance {
             });
         }
         self.check("fmi3DoStep", code)?;
+        let failure = self.env.intermediate.borrow_mut().failure.take();
+        if let Some((code, at)) = failure {
+            self.time = at;
+            self.check("fmi3SetFloat64 (in Intermediate Update Mode)", code)?;
+        }
         if early_return {
             self.time = last_successful_time;
             return Ok(StepOutcome::EarlyReturn {

@@ -418,6 +418,9 @@ pub struct Variable {
     pub derivative_of: Option<VariableIndex>,
     /// FMI 3 array dimensions; empty for scalars.
     pub dimensions: Vec<Dimension>,
+    /// FMI 3 `intermediateUpdate`: the importer may set (an input) or get
+    /// the variable in Intermediate Update Mode, inside `fmi3DoStep`.
+    pub intermediate_update: bool,
     /// 1-based line of the element in the file, for error messages.
     pub line: usize,
 }

@@ -1126,6 +1126,7 @@ fn parse_variable(
         nominal: from_type_f64("nominal", |t| t.nominal)?,
         derivative_of: None,
         dimensions,
+        intermediate_update: v3 && e.bool_attr(ctx, "intermediateUpdate")?,
         line: e.pos.line,
     };
     Ok(Some((variable, derivative)))
