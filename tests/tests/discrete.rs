@@ -400,3 +400,86 @@ fn gain_on_a_boolean_connection_is_an_error_at_its_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_nest_exposes_discrete_outputs_and_passes_them_through_unchanged() {
+    // The controller inside a nested system (same step), the room outside:
+    // Boolean and Integer values cross the nest boundary as they are, so
+    // the trace is the flat Jacobi trace.
+    let want = expected(false);
+    let dir = tempfile::tempdir().unwrap();
+    let dist = cosim_tests::fmus().join("fmi2");
+    let scenario = dir.path().join("nested.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"[simulation]
+stop = {STOP}
+
+[master]
+step = {STEP}
+
+[[subsystems]]
+name = "room"
+fmu = "{room}"
+
+[[subsystems]]
+name = "ctl"
+exposes = ["controller.T", "controller.heater_on", "controller.level"]
+
+[subsystems.system.master]
+step = {STEP}
+
+[[subsystems.system.subsystems]]
+name = "controller"
+fmu = "{controller}"
+
+[[connections]]
+from = "room.T"
+to = "ctl.controller.T"
+
+[[connections]]
+from = "ctl.controller.heater_on"
+to = "room.heater_on"
+
+[[connections]]
+from = "ctl.controller.level"
+to = "room.level"
+
+[outputs]
+variables = ["room.T", "room.heater_on", "room.level", "ctl.controller.switches"]
+"#,
+            room = dist.join("ThermostatRoom.fmu").display(),
+            controller = dist.join("ThermostatController.fmu").display(),
+        ),
+    )
+    .unwrap();
+    let set: Vec<&str> = SET
+        .iter()
+        .copied()
+        .filter(|s| s.starts_with("room."))
+        .collect();
+    let r = run(&scenario, &set, None, None);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let trace = r.trace();
+    let (t, on, level, sw) = (
+        column(&trace, "room.T"),
+        column(&trace, "room.heater_on"),
+        column(&trace, "room.level"),
+        column(&trace, "ctl.controller.switches"),
+    );
+    assert_eq!(t.len(), want.len());
+    for (k, w) in want.iter().enumerate() {
+        assert!(
+            (t[k] - w.t_room).abs() <= 1e-12 * w.t_room,
+            "row {k}: room.T"
+        );
+        assert_eq!(
+            on[k],
+            f64::from(u8::from(w.room_on)),
+            "row {k}: room.heater_on"
+        );
+        assert_eq!(level[k], f64::from(w.room_level), "row {k}: room.level");
+        assert_eq!(sw[k], f64::from(w.switches), "row {k}: switches");
+    }
+}

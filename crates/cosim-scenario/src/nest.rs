@@ -161,12 +161,14 @@ fn synthesize(
                 None => err,
             });
         };
-        if !variable.var_type.is_float() || !variable.is_scalar() {
+        if !cosim_core::subsystem::is_slot_type(variable.var_type) || !variable.is_scalar() {
             return Err(outer.error_at(
                 e.span,
                 format!(
-                    "'{}' is a {} variable; only scalar float variables can be exposed",
-                    e.value, variable.var_type
+                    "'{}' is a {}{} variable; only scalar Float64/Real, integer, enumeration and Boolean variables can be exposed",
+                    e.value,
+                    if variable.is_scalar() { "" } else { "array " },
+                    variable.var_type
                 ),
             ));
         }
@@ -208,10 +210,20 @@ fn synthesize(
         variables.push(Variable {
             name: format!("{}.{}", inner.subsystems[s].name, iv.name),
             value_reference: variables.len() as u32,
-            var_type: VariableType::Float64,
+            // Discrete values pass through the nest unchanged (as f64
+            // slots); the type keeps connections above type-checked.
+            var_type: if cosim_core::subsystem::is_slot_type(iv.var_type) {
+                iv.var_type
+            } else {
+                VariableType::Float64
+            },
             description: iv.description.clone(),
             causality,
-            variability: Variability::Continuous,
+            variability: if iv.var_type.is_float() {
+                Variability::Continuous
+            } else {
+                Variability::Discrete
+            },
             initial: None,
             declared_type: None,
             start: if causality == Causality::Input {
@@ -238,7 +250,7 @@ fn synthesize(
     for (s, md) in mds.iter().enumerate() {
         for (v, iv) in md.variables.iter().enumerate() {
             let traceable = matches!(iv.causality, Causality::Output | Causality::Local)
-                && iv.var_type.is_float()
+                && cosim_core::subsystem::is_slot_type(iv.var_type)
                 && iv.is_scalar();
             if traceable && !exposed.iter().any(|&(x, y, _)| x == s && y == v) {
                 push(s, v, Causality::Local, &mut map);
