@@ -310,8 +310,38 @@ fn a_healthy_isolated_run_is_bit_identical_to_the_in_process_run() {
         scenario_variant(dir.path(), name, "both_threads", |t| {
             isolate_all(t).replacen("[master]\n", "[master]\nthreads = 2\n", 1)
         }),
+        // One thread: both hosts are started before either is awaited.
+        scenario_variant(dir.path(), name, "both_overlapped", |t| {
+            isolate_all(t).replacen("[master]\n", "[master]\nthreads = 1\n", 1)
+        }),
     ];
     assert_identical_runs(&variants, &["trace.csv", "energy.csv", "steps.csv"]);
+}
+
+#[test]
+fn a_crash_among_overlapped_isolated_steps_is_reported_and_the_others_end_cleanly() {
+    // One thread, both FMUs isolated: the master starts both hosts' steps
+    // before waiting; the Faulty host dies in its step, the Gain host's
+    // step completes and is collected, then the run stops as usual.
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (scenario, fmu_copy) = faulty_scenario(dir.path(), v, 4);
+        let text = std::fs::read_to_string(&scenario).unwrap().replacen(
+            "[master]\n",
+            "[master]\nthreads = 1\n",
+            1,
+        );
+        std::fs::write(&scenario, isolate(text, "gain")).unwrap();
+        let out_dir = dir.path().join(format!("out_overlapped_{v}"));
+        let out = run_cli(&scenario, &out_dir);
+        let err = assert_isolated_stop(&out, &out_dir, &fmu_copy);
+        assert!(
+            err.contains(&format!(
+                "error: subsystem 'faulty': {v}DoStep at t = 0.3: the FMU's host process (pid "
+            )) && err.contains("died of a segmentation fault (SIGSEGV)"),
+            "{v}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -208,6 +208,29 @@ pub trait Subsystem: Send {
     /// Advances from `t` by `h`.
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome>;
 
+    /// Whether [`Subsystem::start_step`] runs the step in the background
+    /// (an FMU in another process), so that a Jacobi macro step can start
+    /// every such subsystem before waiting for any.
+    fn can_start_step(&self) -> bool {
+        false
+    }
+
+    /// Starts `do_step(t, h)` without waiting for it, when
+    /// [`Subsystem::can_start_step`]; [`Subsystem::finish_step`] completes
+    /// it and must come before any other call. Returns false when the
+    /// subsystem cannot (then use `do_step`).
+    fn start_step(&mut self, _t: f64, _h: f64) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Waits for the step [`Subsystem::start_step`] started.
+    fn finish_step(&mut self) -> Result<StepOutcome> {
+        Err(crate::CoreError::Config(format!(
+            "subsystem '{}': finish_step without a started step",
+            self.info().name
+        )))
+    }
+
     /// Reads every observed slot.
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()>;
 

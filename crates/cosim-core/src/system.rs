@@ -196,6 +196,11 @@ pub struct System {
     pool_chooser: PoolChooser,
     /// Per subsystem, the outcome of its step on the pool (reused).
     pool_results: Vec<Result<()>>,
+    /// Per subsystem: its step runs in the background (another process),
+    /// so inline Jacobi starts all of those before waiting for any.
+    background: Vec<bool>,
+    /// Per subsystem: started in the background this macro step (reused).
+    started: Vec<bool>,
     time: f64,
 }
 
@@ -301,6 +306,7 @@ impl System {
             .iter()
             .map(|s| vec![false; s.info().observed.len()])
             .collect();
+        let background = spec.subsystems.iter().map(|s| s.can_start_step()).collect();
         Ok(System {
             subsystems: spec.subsystems,
             buffers,
@@ -316,6 +322,8 @@ impl System {
             pool,
             pool_chooser: PoolChooser::default(),
             pool_results: (0..n).map(|_| Ok(())).collect(),
+            background,
+            started: vec![false; n],
             time: 0.0,
         })
     }
@@ -582,6 +590,9 @@ impl System {
             }
         };
         let Some(pool) = &self.pool else {
+            if self.background.iter().any(|&b| b) {
+                return self.step_jacobi_overlapped(t, h, due);
+            }
             return self
                 .subsystems
                 .iter_mut()
@@ -621,6 +632,9 @@ impl System {
                     .find(|r| r.is_err())
                     .map_or(Ok(()), |r| std::mem::replace(r, Ok(())))
             }
+            Way::Inline if self.background.iter().any(|&b| b) => {
+                self.step_jacobi_overlapped(t, h, due)
+            }
             Way::Inline => subs
                 .iter_mut()
                 .zip(bufs.iter_mut())
@@ -641,6 +655,77 @@ impl System {
             );
         }
         result
+    }
+
+    /// Inline Jacobi with subsystems that step in the background (FMUs in
+    /// host processes): start each of those, step the in-process ones
+    /// meanwhile, then collect the started ones, so the hosts work at the
+    /// same time instead of one after the other. Every due subsystem
+    /// completes its step (a started one is always awaited); the error of
+    /// the first failing one in subsystem order is reported, as inline.
+    fn step_jacobi_overlapped(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
+        let policy = (self.nonfinite, self.divergence_limit);
+        let n = self.subsystems.len();
+        // Pass 1: start the background ones (a failure to start, or a step
+        // made at once, leaves its result in pool_results).
+        for s in 0..n {
+            self.started[s] = false;
+            if !(due[s] && self.background[s]) {
+                continue;
+            }
+            let sub = self.subsystems[s].as_mut();
+            let b = &mut self.buffers[s];
+            self.pool_results[s] =
+                match set_step_inputs(sub, b, t, h[s]).and_then(|()| sub.start_step(t, h[s])) {
+                    Ok(true) => {
+                        self.started[s] = true;
+                        Ok(())
+                    }
+                    Ok(false) => {
+                        let outcome = sub.do_step(t, h[s]);
+                        let warned = &mut self.nonfinite_warned[s];
+                        finish_subsystem_step(sub, b, outcome, t, h[s], policy, warned)
+                    }
+                    Err(e) => Err(e),
+                };
+        }
+        // Pass 2: the in-process ones, while the hosts work.
+        let mut first_error: Option<(usize, CoreError)> = None;
+        for s in 0..n {
+            if !due[s] || self.background[s] {
+                continue;
+            }
+            if let Err(e) = step_subsystem(
+                self.subsystems[s].as_mut(),
+                &mut self.buffers[s],
+                t,
+                h[s],
+                policy,
+                &mut self.nonfinite_warned[s],
+            ) {
+                first_error.get_or_insert((s, e));
+            }
+        }
+        // Pass 3: collect the started ones.
+        for s in 0..n {
+            if !(due[s] && self.background[s]) {
+                continue;
+            }
+            let result = if self.started[s] {
+                let sub = self.subsystems[s].as_mut();
+                let outcome = sub.finish_step();
+                let warned = &mut self.nonfinite_warned[s];
+                finish_subsystem_step(sub, &mut self.buffers[s], outcome, t, h[s], policy, warned)
+            } else {
+                std::mem::replace(&mut self.pool_results[s], Ok(()))
+            };
+            if let Err(e) = result
+                && first_error.as_ref().is_none_or(|(k, _)| s < *k)
+            {
+                first_error = Some((s, e));
+            }
+        }
+        first_error.map_or(Ok(()), |(_, e)| Err(e))
     }
 
     /// The worker pool of Jacobi stepping, when the system has one (the
@@ -753,9 +838,17 @@ fn step_subsystem(
     b: &mut Buffers,
     t: f64,
     h: f64,
-    (policy, limit): (NonFinitePolicy, f64),
+    policy: (NonFinitePolicy, f64),
     warned: &mut [bool],
 ) -> Result<()> {
+    set_step_inputs(sub, b, t, h)?;
+    let outcome = sub.do_step(t, h);
+    finish_subsystem_step(sub, b, outcome, t, h, policy, warned)
+}
+
+/// Sets the inputs of a step from `t` by `h` (values, then the derivative
+/// orders the master delivers) and records the input values at its end.
+fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, t: f64, h: f64) -> Result<()> {
     if !b.u.is_empty() {
         if b.deliver_orders == 0 {
             // Held constant over the step: it ends where it starts.
@@ -779,7 +872,21 @@ fn step_subsystem(
         }
     }
     b.last_step = (t, h);
-    match sub.do_step(t, h)? {
+    Ok(())
+}
+
+/// After `doStep` returned `outcome`: a discarded or early-ended step is an
+/// error; else reads the observed values into `y_new` and checks them.
+fn finish_subsystem_step(
+    sub: &mut dyn Subsystem,
+    b: &mut Buffers,
+    outcome: Result<StepOutcome>,
+    t: f64,
+    h: f64,
+    (policy, limit): (NonFinitePolicy, f64),
+    warned: &mut [bool],
+) -> Result<()> {
+    match outcome? {
         StepOutcome::Completed => {}
         StepOutcome::Discarded {
             last_successful_time,

@@ -217,6 +217,9 @@ pub struct IsolatedSubsystem {
     /// The response area holds the observed values read after the last
     /// step, and nothing was sent since.
     prefetched: bool,
+    /// A step posted by `start_step`: (sequence number, set calls queued
+    /// before it, step size), until `finish_step` takes its answer.
+    pending_step: Option<(u32, usize, f64)>,
     /// The op of the last batch that failed (an FMU error), if any.
     failed_op: Option<usize>,
     recent_log: Vec<String>,
@@ -313,6 +316,7 @@ impl IsolatedSubsystem {
             batch_ops: 0,
             queued: 0,
             prefetched: false,
+            pending_step: None,
             failed_op: None,
             recent_log: Vec::new(),
         };
@@ -460,6 +464,20 @@ impl IsolatedSubsystem {
         control: Option<&Control>,
         call: Call,
     ) -> Result<Answer> {
+        let seq = self.post(op, arg, payload, control, call)?;
+        self.answer(seq, call)
+    }
+
+    /// Sends the queued calls and `op` (the host starts at once); returns
+    /// the sequence number [`IsolatedSubsystem::answer`] waits for.
+    fn post(
+        &mut self,
+        op: Op,
+        arg: u8,
+        payload: &[u64],
+        control: Option<&Control>,
+        call: Call,
+    ) -> Result<u32> {
         self.prefetched = false;
         self.failed_op = None;
         let (words, ops) = (self.batch_words, self.batch_ops + 1);
@@ -482,10 +500,6 @@ impl IsolatedSubsystem {
         link.seq = seq;
         let control_words = link.region.control();
         channel::post(&control_words[REQ_SEQ], &control_words[HOST_SLEEPING], seq);
-        // The deadline is fixed at the first check, after the spin and the
-        // first sleep (at most 5 ms late): no clock read on the fast path.
-        let timeout = self.timeout;
-        let mut deadline = None;
         if let Some(request) = control
             && let Err(e) = link
                 .socket
@@ -494,6 +508,20 @@ impl IsolatedSubsystem {
         {
             return Err(self.fail(HostEnd::Io(e), call));
         }
+        Ok(seq)
+    }
+
+    /// Waits for the answer to the request posted as `seq`.
+    fn answer(&mut self, seq: u32, call: Call) -> Result<Answer> {
+        let Some(link) = &mut self.link else {
+            return Err(self.gone_error());
+        };
+        let data = link.region.data();
+        let control_words = link.region.control();
+        // The deadline is fixed at the first check, after the spin and the
+        // first sleep (at most 5 ms late): no clock read on the fast path.
+        let timeout = self.timeout;
+        let mut deadline = None;
         let mut ended = None;
         let child = &mut link.child;
         let answered = channel::wait(
@@ -818,16 +846,37 @@ impl Subsystem for IsolatedSubsystem {
     }
 
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        self.start_step(t, h)?;
+        self.finish_step()
+    }
+
+    fn can_start_step(&self) -> bool {
+        true
+    }
+
+    fn start_step(&mut self, t: f64, h: f64) -> Result<bool> {
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
         let queued = self.batch_ops as usize;
-        let answer = match self.sync(
+        let seq = self.post(
             Op::DoStep,
             0,
             &[t.to_bits(), h.to_bits()],
             None,
             Call::DoStep,
-        ) {
+        )?;
+        self.pending_step = Some((seq, queued, h));
+        Ok(true)
+    }
+
+    fn finish_step(&mut self) -> Result<StepOutcome> {
+        let Some((seq, queued, h)) = self.pending_step.take() else {
+            return Err(config(
+                &self.info.name,
+                "finish_step without a started step",
+            ));
+        };
+        let answer = match self.answer(seq, Call::DoStep) {
             Ok(a) => a,
             Err(e) => {
                 if self.failed_op.is_some_and(|op| op < queued) {
