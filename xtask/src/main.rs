@@ -2,8 +2,11 @@
 //!
 //! - `fmus`: builds `cosim-models` (release), strips the library, packages
 //!   every model as FMI 2 (`fmus/dist/fmi2/<Model>.fmu`) and FMI 3
-//!   (`fmus/dist/fmi3/<Model>.fmu`), the FMI 2 capability variants of
-//!   `cosim_models::VARIANT_MODELS` (`fmus/dist/variants/<Model>-<suffix>.fmu`),
+//!   (`fmus/dist/fmi3/<Model>.fmu`), the FMI 2 and FMI 3 capability variants
+//!   of `cosim_models::VARIANT_MODELS` (`fmu_kit::dist::variant_path`: FMI 2
+//!   in `fmus/dist/variants/<Model>-<suffix>.fmu`, FMI 3 in
+//!   `fmus/dist/fmi3/<Model>-fmi3-<suffix>.fmu`), removes `.fmu` files of
+//!   those folders that it did not write (left from older layouts),
 //!   and the reference CSVs (`fmus/dist/references/`); then writes
 //!   `fmus/dist/.stamp`. Idempotent; holds `fmus/dist/.lock` while working
 //!   (unless its caller already does, see `fmu_kit::dist`).
@@ -117,10 +120,13 @@ fn fmus() -> io::Result<()> {
     println!("library: {} ({} KiB)", lib.display(), size / 1024);
 
     let mut count = 0;
+    let mut written = std::collections::HashSet::new();
     for spec in cosim_models::registry() {
         for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
             let req = PackageRequest::variant(spec, version, Variant::Full);
-            package(&req, &lib, &dist::fmu_path(version, spec.name))?;
+            let out = dist::fmu_path(version, spec.name);
+            package(&req, &lib, &out)?;
+            written.insert(out);
             count += 1;
         }
     }
@@ -128,13 +134,18 @@ fn fmus() -> io::Result<()> {
         let spec = cosim_models::spec(name).ok_or_else(|| {
             io::Error::other(format!("VARIANT_MODELS names unknown model {name}"))
         })?;
-        for variant in Variant::RESTRICTED {
-            let req = PackageRequest::variant(spec, FmiVersion::Fmi2, variant);
-            package(&req, &lib, &dist::variant_path(name, variant))?;
+        let fmi2 = Variant::RESTRICTED.map(|v| (FmiVersion::Fmi2, v));
+        let fmi3 = Variant::FMI3_RESTRICTED.map(|v| (FmiVersion::Fmi3, v));
+        for (version, variant) in fmi2.into_iter().chain(fmi3) {
+            let req = PackageRequest::variant(spec, version, variant);
+            let out = dist::variant_path(name, variant);
+            package(&req, &lib, &out)?;
+            written.insert(out);
             count += 1;
         }
     }
     println!("packaged {count} FMUs into {}", dist_dir.display());
+    remove_stale_fmus(&dist_dir, &written)?;
 
     let n = references(&dist::references_dir())?;
     println!(
@@ -147,6 +158,28 @@ fn fmus() -> io::Result<()> {
         format!("{count} FMUs, {n} references\n"),
     )?;
     println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Removes the `.fmu` files in `fmi2/`, `fmi3/` and `variants/` that this
+/// run did not write (e.g. FMI 3 variants of an older layout in `variants/`,
+/// where FMI 2-only tools would load them).
+fn remove_stale_fmus(
+    dist_dir: &Path,
+    written: &std::collections::HashSet<PathBuf>,
+) -> io::Result<()> {
+    for sub in ["fmi2", "fmi3", "variants"] {
+        let Ok(entries) = fs::read_dir(dist_dir.join(sub)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "fmu") && !written.contains(&path) {
+                fs::remove_file(&path)?;
+                println!("removed stale {}", path.display());
+            }
+        }
+    }
     Ok(())
 }
 
@@ -263,13 +296,15 @@ fn catalog() -> String {
     let mut out = String::new();
     for spec in cosim_models::registry() {
         let caps = Capabilities::full(spec, FmiVersion::Fmi2);
+        let caps3 = Capabilities::full(spec, FmiVersion::Fmi3);
         let _ = writeln!(out, "### {}\n\n{}\n", spec.name, spec.description);
         let _ = writeln!(
             out,
-            "maxOutputDerivativeOrder {}, directional derivatives {}, interpolates inputs (FMI 2) {}, default experiment {} s to {} s, step {} s.\n",
+            "maxOutputDerivativeOrder {}, directional derivatives {}, interpolates inputs (FMI 2) {}, intermediate update (FMI 3) {}, default experiment {} s to {} s, step {} s.\n",
             caps.max_output_derivative_order,
             yes_no(caps.directional_derivatives),
             yes_no(caps.interpolate_inputs),
+            yes_no(caps3.intermediate_update),
             spec.experiment.start_time,
             spec.experiment.stop_time,
             spec.experiment.step_size

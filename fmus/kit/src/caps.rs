@@ -10,7 +10,8 @@
 //!
 //! where `<caps>` is `s<0|1>z<0|1>d<order>i<0|1>v<0|1>j<0|1>` (get/set state,
 //! serialize state, max output derivative order, interpolate inputs,
-//! variable step size, directional derivatives).
+//! variable step size, directional derivatives), followed in FMI 3 tokens
+//! (and only there) by `u<0|1>` (provides intermediate update).
 
 use crate::model::ModelSpec;
 
@@ -54,13 +55,19 @@ pub struct Capabilities {
     pub max_output_derivative_order: u32,
     /// `canInterpolateInputs` (FMI 2 only; always false in FMI 3 builds).
     pub interpolate_inputs: bool,
+    /// `providesIntermediateUpdate` (FMI 3 only; always false in FMI 2
+    /// builds): the FMU calls the importer's intermediate update callback
+    /// inside `fmi3DoStep` to get the inputs at internal times, the FMI 3
+    /// counterpart of FMI 2 input derivatives.
+    pub intermediate_update: bool,
     /// `canHandleVariableCommunicationStepSize`.
     pub variable_step: bool,
     /// `providesDirectionalDerivative(s)` (and adjoint derivatives in FMI 3).
     pub directional_derivatives: bool,
 }
 
-/// The named capability variants that `cargo xtask fmus` builds.
+/// The named capability variants that `cargo xtask fmus` builds (FMI 2:
+/// [`Variant::RESTRICTED`], FMI 3: [`Variant::FMI3_RESTRICTED`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// Everything the model supports.
@@ -73,10 +80,13 @@ pub enum Variant {
     NoInterp,
     /// Fixed communication step size only.
     FixedStep,
+    /// FMI 3 without intermediate update (`providesIntermediateUpdate="false"`):
+    /// inputs are held over the step.
+    NoIntermediateUpdate,
 }
 
 impl Variant {
-    /// All variants other than `Full`.
+    /// The FMI 2 variants (all restricted variants packaged as FMI 2).
     pub const RESTRICTED: [Variant; 4] = [
         Variant::NoState,
         Variant::NoDeriv,
@@ -84,7 +94,11 @@ impl Variant {
         Variant::FixedStep,
     ];
 
-    /// File-name suffix (`"nostate"`, ...; empty for `Full`).
+    /// The FMI 3 variants (restricted variants packaged as FMI 3).
+    pub const FMI3_RESTRICTED: [Variant; 1] = [Variant::NoIntermediateUpdate];
+
+    /// File-name suffix (`"nostate"`, ...; empty for `Full`). FMI 3
+    /// variants carry the version: `"fmi3-no-intermediate-update"`.
     pub fn suffix(self) -> &'static str {
         match self {
             Variant::Full => "",
@@ -92,6 +106,19 @@ impl Variant {
             Variant::NoDeriv => "noderiv",
             Variant::NoInterp => "nointerp",
             Variant::FixedStep => "fixedstep",
+            Variant::NoIntermediateUpdate => "fmi3-no-intermediate-update",
+        }
+    }
+
+    /// The FMI version the variant is packaged for (`None` for `Full`,
+    /// which is packaged for both).
+    pub fn version(self) -> Option<FmiVersion> {
+        match self {
+            Variant::Full => None,
+            Variant::NoState | Variant::NoDeriv | Variant::NoInterp | Variant::FixedStep => {
+                Some(FmiVersion::Fmi2)
+            }
+            Variant::NoIntermediateUpdate => Some(FmiVersion::Fmi3),
         }
     }
 
@@ -103,6 +130,7 @@ impl Variant {
             Variant::NoDeriv,
             Variant::NoInterp,
             Variant::FixedStep,
+            Variant::NoIntermediateUpdate,
         ]
         .into_iter()
         .find(|v| v.suffix() == s)
@@ -117,6 +145,7 @@ impl Capabilities {
             serialize_state: true,
             max_output_derivative_order: spec.max_output_derivative_order,
             interpolate_inputs: version == FmiVersion::Fmi2 && spec.can_interpolate_inputs,
+            intermediate_update: version == FmiVersion::Fmi3 && spec.can_interpolate_inputs,
             variable_step: true,
             directional_derivatives: spec.provides_directional_derivatives,
         }
@@ -145,6 +174,10 @@ impl Capabilities {
                 variable_step: false,
                 ..full
             },
+            Variant::NoIntermediateUpdate => Capabilities {
+                intermediate_update: false,
+                ..full
+            },
         }
     }
 
@@ -167,15 +200,24 @@ impl Capabilities {
                 version.tag()
             ));
         }
+        if self.intermediate_update && (version == FmiVersion::Fmi2 || !spec.can_interpolate_inputs)
+        {
+            return Err(format!(
+                "{} {} cannot provide intermediate update",
+                spec.name,
+                version.tag()
+            ));
+        }
         if self.directional_derivatives && !spec.provides_directional_derivatives {
             return Err(format!("{} provides no directional derivatives", spec.name));
         }
         Ok(())
     }
 
-    /// The compact code used in the token.
-    pub fn code(&self) -> String {
-        format!(
+    /// The compact code used in the token of a build for `version`: FMI 3
+    /// codes end in `u<0|1>` (intermediate update), FMI 2 codes do not.
+    pub fn code(&self, version: FmiVersion) -> String {
+        let mut code = format!(
             "s{}z{}d{}i{}v{}j{}",
             u8::from(self.get_set_state),
             u8::from(self.serialize_state),
@@ -183,11 +225,15 @@ impl Capabilities {
             u8::from(self.interpolate_inputs),
             u8::from(self.variable_step),
             u8::from(self.directional_derivatives)
-        )
+        );
+        if version == FmiVersion::Fmi3 {
+            code.push_str(if self.intermediate_update { "u1" } else { "u0" });
+        }
+        code
     }
 
-    /// Parses [`Capabilities::code`].
-    pub fn parse(code: &str) -> Option<Self> {
+    /// Parses [`Capabilities::code`] of a build for `version`.
+    pub fn parse(code: &str, version: FmiVersion) -> Option<Self> {
         let mut rest = code;
         let mut flag = |tag: char| -> Option<u32> {
             let r = rest.strip_prefix(tag)?;
@@ -201,13 +247,24 @@ impl Capabilities {
             1 => Some(true),
             _ => None,
         };
+        let get_set_state = bool_of(flag('s')?)?;
+        let serialize_state = bool_of(flag('z')?)?;
+        let max_output_derivative_order = flag('d')?;
+        let interpolate_inputs = bool_of(flag('i')?)?;
+        let variable_step = bool_of(flag('v')?)?;
+        let directional_derivatives = bool_of(flag('j')?)?;
+        let intermediate_update = match version {
+            FmiVersion::Fmi2 => false,
+            FmiVersion::Fmi3 => bool_of(flag('u')?)?,
+        };
         let caps = Capabilities {
-            get_set_state: bool_of(flag('s')?)?,
-            serialize_state: bool_of(flag('z')?)?,
-            max_output_derivative_order: flag('d')?,
-            interpolate_inputs: bool_of(flag('i')?)?,
-            variable_step: bool_of(flag('v')?)?,
-            directional_derivatives: bool_of(flag('j')?)?,
+            get_set_state,
+            serialize_state,
+            max_output_derivative_order,
+            interpolate_inputs,
+            intermediate_update,
+            variable_step,
+            directional_derivatives,
         };
         if rest.is_empty() { Some(caps) } else { None }
     }
@@ -219,7 +276,7 @@ pub fn token(spec: &ModelSpec, version: FmiVersion, caps: &Capabilities) -> Stri
         "cosim:{}:{}:{}:{:016x}",
         spec.name,
         version.tag(),
-        caps.code(),
+        caps.code(version),
         spec.variables_hash()
     )
 }
@@ -249,7 +306,7 @@ pub fn parse_token(s: &str) -> Option<Token> {
         "fmi3" => FmiVersion::Fmi3,
         _ => return None,
     };
-    let caps = Capabilities::parse(parts.next()?)?;
+    let caps = Capabilities::parse(parts.next()?, version)?;
     let hash_str = parts.next()?;
     if hash_str.len() != 16 || parts.next().is_some() {
         return None;
@@ -308,19 +365,62 @@ mod tests {
 
     #[test]
     fn caps_code_round_trips() {
+        use FmiVersion::{Fmi2, Fmi3};
         let c = Capabilities {
             get_set_state: true,
             serialize_state: false,
             max_output_derivative_order: 3,
             interpolate_inputs: true,
+            intermediate_update: false,
             variable_step: false,
             directional_derivatives: true,
         };
-        assert_eq!(c.code(), "s1z0d3i1v0j1");
-        assert_eq!(Capabilities::parse(&c.code()), Some(c));
-        assert_eq!(Capabilities::parse("s1z0d3i1v0"), None);
-        assert_eq!(Capabilities::parse("s2z0d3i1v0j1"), None);
-        assert_eq!(Capabilities::parse("s1z0d3i1v0j1x"), None);
+        assert_eq!(c.code(Fmi2), "s1z0d3i1v0j1");
+        assert_eq!(Capabilities::parse(&c.code(Fmi2), Fmi2), Some(c));
+        assert_eq!(Capabilities::parse("s1z0d3i1v0", Fmi2), None);
+        assert_eq!(Capabilities::parse("s2z0d3i1v0j1", Fmi2), None);
+        assert_eq!(Capabilities::parse("s1z0d3i1v0j1x", Fmi2), None);
+        // FMI 3 codes end in the intermediate-update flag; FMI 2 codes never carry it.
+        let c3 = Capabilities {
+            interpolate_inputs: false,
+            intermediate_update: true,
+            ..c
+        };
+        assert_eq!(c3.code(Fmi3), "s1z0d3i0v0j1u1");
+        assert_eq!(Capabilities::parse("s1z0d3i0v0j1u1", Fmi3), Some(c3));
+        let c3_off = Capabilities {
+            intermediate_update: false,
+            ..c3
+        };
+        assert_eq!(c3_off.code(Fmi3), "s1z0d3i0v0j1u0");
+        assert_eq!(Capabilities::parse("s1z0d3i0v0j1u0", Fmi3), Some(c3_off));
+        assert_eq!(Capabilities::parse("s1z0d3i0v0j1", Fmi3), None, "u missing");
+        assert_eq!(
+            Capabilities::parse("s1z0d3i0v0j1u1", Fmi2),
+            None,
+            "u in FMI 2"
+        );
+        assert_eq!(Capabilities::parse("s1z0d3i0v0j1u2", Fmi3), None);
+    }
+
+    #[test]
+    fn variants_have_their_version_and_suffix() {
+        assert_eq!(
+            Variant::NoIntermediateUpdate.suffix(),
+            "fmi3-no-intermediate-update"
+        );
+        assert_eq!(
+            Variant::from_suffix("fmi3-no-intermediate-update"),
+            Some(Variant::NoIntermediateUpdate)
+        );
+        assert_eq!(
+            Variant::NoIntermediateUpdate.version(),
+            Some(FmiVersion::Fmi3)
+        );
+        for v in Variant::RESTRICTED {
+            assert_eq!(v.version(), Some(FmiVersion::Fmi2), "{v:?}");
+        }
+        assert_eq!(Variant::Full.version(), None);
     }
 
     #[test]
@@ -329,6 +429,10 @@ mod tests {
         assert_eq!(t.model, "Gain");
         assert_eq!(t.version, FmiVersion::Fmi2);
         assert_eq!(t.hash, 255);
+        let t = parse_token("cosim:Gain:fmi3:s1z1d3i0v1j1u1:00000000000000ff").expect("token");
+        assert_eq!(t.version, FmiVersion::Fmi3);
+        assert!(t.caps.intermediate_update && !t.caps.interpolate_inputs);
+        assert!(parse_token("cosim:Gain:fmi3:s1z1d3i0v1j1:00000000000000ff").is_none());
         assert!(parse_token("{8c4e810f-3df3-4a00-8276-176fa3c9f000}").is_none());
         assert!(parse_token("cosim:Gain:fmi4:s1z1d3i1v1j1:00000000000000ff").is_none());
     }

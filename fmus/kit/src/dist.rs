@@ -38,11 +38,22 @@ pub fn fmu_path(version: crate::FmiVersion, model: &str) -> PathBuf {
     dist_dir().join(version.tag()).join(format!("{model}.fmu"))
 }
 
-/// Path of an FMI 2 capability variant: `fmus/dist/variants/<Model>-<suffix>.fmu`.
+/// Path of a capability variant, `<Model>-<suffix>.fmu`:
+/// - FMI 2 variants ([`Variant::RESTRICTED`](crate::Variant::RESTRICTED)) in
+///   `fmus/dist/variants/`: `variants/TwoMassS1-nostate.fmu`;
+/// - FMI 3 variants ([`Variant::FMI3_RESTRICTED`](crate::Variant::FMI3_RESTRICTED)),
+///   whose suffix names the version, beside the full FMI 3 builds in
+///   `fmus/dist/fmi3/`: `fmi3/TwoMassS1-fmi3-no-intermediate-update.fmu`
+///   (`fmus/dist/variants/` holds FMI 2 FMUs only: tools that import FMI 2
+///   only, such as libcosim in `tests/python`, load every FMU there).
+///
+/// [`Variant::version`](crate::Variant::version) tells which.
 pub fn variant_path(model: &str, variant: crate::Variant) -> PathBuf {
-    dist_dir()
-        .join("variants")
-        .join(format!("{model}-{}.fmu", variant.suffix()))
+    let dir = match variant.version() {
+        Some(crate::FmiVersion::Fmi3) => dist_dir().join(crate::FmiVersion::Fmi3.tag()),
+        _ => dist_dir().join("variants"),
+    };
+    dir.join(format!("{model}-{}.fmu", variant.suffix()))
 }
 
 /// Directory of the reference CSVs.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::caps::{Capabilities, FmiVersion, token};
-use crate::input::{Inputs, MAX_INPUT_ORDER};
+use crate::input::{InputSource, Inputs, MAX_INPUT_ORDER};
 use crate::model::{Causality, LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Vr};
 
 /// FMI status (same numbering in FMI 2 and FMI 3).
@@ -190,14 +190,22 @@ impl LogSink {
     /// messages only with logging on. FMI 3: nothing without logging on.
     pub fn log(&self, status: Status, message: &str) {
         let Some(logger) = &self.logger else { return };
+        if self.enabled(status) {
+            logger(status, status.category(), message);
+        }
+    }
+
+    /// Whether a message of this status would go out (a logger is set and
+    /// the settings let it through).
+    pub fn enabled(&self, status: Status) -> bool {
+        if self.logger.is_none() {
+            return false;
+        }
         let category = status.category();
-        let enabled = match (&self.categories, self.logging_on) {
+        match (&self.categories, self.logging_on) {
             (Some(list), true) => list.iter().any(|c| c == category),
             (None, true) => true,
             (_, false) => self.version == FmiVersion::Fmi2 && status >= Status::Warning,
-        };
-        if enabled {
-            logger(status, category, message);
         }
     }
 }
@@ -316,6 +324,33 @@ impl Instance {
     /// Logs through the instance's sink.
     pub fn log(&self, status: Status, message: &str) {
         self.sink.log(status, message);
+    }
+
+    /// Whether a message of this status would be logged now.
+    pub fn log_enabled(&self, status: Status) -> bool {
+        self.sink.enabled(status)
+    }
+
+    /// Per vr: whether the importer may set the variable in Intermediate
+    /// Update Mode (a continuous Real input of a build that provides
+    /// intermediate update).
+    pub fn intermediate_update_mask(&self) -> Vec<bool> {
+        self.spec
+            .variables
+            .iter()
+            .map(|v| self.caps.intermediate_update && v.is_continuous_real_input())
+            .collect()
+    }
+
+    /// True when this build provides intermediate update and the model has
+    /// an input to update (else steps never call the importer back).
+    pub fn takes_intermediate_inputs(&self) -> bool {
+        self.caps.intermediate_update
+            && self
+                .spec
+                .variables
+                .iter()
+                .any(|v| v.is_continuous_real_input())
     }
 
     /// Switches debug logging (`fmi2SetDebugLogging` / `fmi3SetDebugLogging`).
@@ -744,9 +779,25 @@ impl Instance {
         Ok(())
     }
 
-    /// `fmi2DoStep` / `fmi3DoStep`. Returns the status and whether the step
-    /// ended early (Discard).
+    /// `fmi2DoStep` / `fmi3DoStep` with inputs held or given as
+    /// polynomials. Returns the status (Discard: the step ended early).
     pub fn do_step(&mut self, t: f64, h: f64) -> R<Status> {
+        self.do_step_with(t, h, None)
+    }
+
+    /// `fmi3DoStep` with intermediate update: `source` gives the inputs at
+    /// internal times (see [`crate::input`]). Without a source, or in a
+    /// build that does not provide intermediate update (the source is then
+    /// never used), the same as [`Instance::do_step`]. After a step that
+    /// used the source, each updatable input holds the last value set
+    /// (the kit asks for the values at the end of the step, see
+    /// [`Inputs::finish_intermediate_update`]).
+    pub fn do_step_with(
+        &mut self,
+        t: f64,
+        h: f64,
+        source: Option<Box<dyn InputSource>>,
+    ) -> R<Status> {
         if !t.is_finite() || !h.is_finite() || h <= 0.0 {
             return Err(Fail::usage(format!(
                 "communication point {t} and step size {h} must be finite, step size > 0"
@@ -785,7 +836,16 @@ impl Instance {
             };
             sink.log(status, msg);
         };
-        let result = model.do_step(t, h, &mut self.values, &self.inputs, &log);
+        let live = match source {
+            Some(src) if self.takes_intermediate_inputs() => Some(self.inputs.with_source(
+                src,
+                h,
+                self.intermediate_update_mask(),
+            )),
+            _ => None,
+        };
+        let u = live.as_ref().unwrap_or(&self.inputs);
+        let result = model.do_step(t, h, &mut self.values, u, &log);
         let (status, reached) = match result {
             Ok(()) => (Status::Ok, t + h),
             Err(StepError::Discard { reached, message }) => {
@@ -813,6 +873,11 @@ impl Instance {
             }
         };
         self.time = reached;
+        if let Some(live) = &live {
+            for (vr, x) in live.finish_intermediate_update(reached) {
+                self.inputs.set_value(vr, x);
+            }
+        }
         self.inputs.shift_to(reached);
         for v in self.spec.with_causality(Causality::Input) {
             self.values[v.vr] = self.inputs.value(v.vr);

@@ -5,8 +5,9 @@
 //! - the model API ([`Model`], [`ModelSpec`], [`Variable`], [`Inputs`]):
 //!   Real variables with units, discrete Integer and Boolean inputs,
 //!   outputs and parameters, parameters validated with messages naming the
-//!   parameter, inputs as polynomials (FMI 2 input derivatives), analytic
-//!   output derivatives and d(output)/d(input);
+//!   parameter, inputs as polynomials (FMI 2 input derivatives; FMI 3
+//!   intermediate update, see [`input`]), analytic output derivatives and
+//!   d(output)/d(input);
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
 //!   with the standards' state machines, panics contained, and NULL / stale
 //!   pointers refused with `Error` instead of undefined behaviour;
@@ -30,7 +31,7 @@ pub mod units;
 pub mod xml;
 
 pub use caps::{Capabilities, FmiVersion, Variant, parse_token, resolve, token};
-pub use input::Inputs;
+pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Status};
 pub use model::{
     Causality, DefaultExperiment, DependencyKind, Factory, Initial, LogLevel, Model, ModelSpec,

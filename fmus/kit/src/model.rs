@@ -369,6 +369,15 @@ impl Variable {
         self.quantity.or(self.unit.map(|u| u.quantity))
     }
 
+    /// True for continuous Real inputs: the inputs an FMI 3 build that
+    /// provides intermediate update declares `intermediateUpdate="true"`
+    /// and lets the importer set in Intermediate Update Mode.
+    pub fn is_continuous_real_input(&self) -> bool {
+        self.causality == Causality::Input
+            && self.ty == VarType::Real
+            && self.variability == Variability::Continuous
+    }
+
     /// True for outputs and calculated parameters with initial approx or calculated
     /// (the `InitialUnknowns` of a co-simulation FMU).
     pub fn is_initial_unknown(&self) -> bool {

@@ -37,12 +37,14 @@ impl<'a> PackageRequest<'a> {
     }
 }
 
-/// `<Model>` for the full build, `<Model>_<suffix>` for a variant (a C
-/// identifier, unlike the file name `<Model>-<suffix>.fmu`).
+/// `<Model>` for the full build, `<Model>_<suffix>` for a variant with
+/// the suffix's `-` written `_` (a C identifier, unlike the file name
+/// `<Model>-<suffix>.fmu`): `TwoMassS1_nostate`,
+/// `TwoMassS1_fmi3_no_intermediate_update`.
 pub fn model_identifier(spec: &ModelSpec, variant: Variant) -> String {
     match variant {
         Variant::Full => spec.name.to_string(),
-        v => format!("{}_{}", spec.name, v.suffix()),
+        v => format!("{}_{}", spec.name, v.suffix().replace('-', "_")),
     }
 }
 

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::caps::{Capabilities, FmiVersion};
+use crate::input::{InputSource, Inputs, MAX_INPUT_ORDER};
 use crate::instance::{Instance, LogSink, R, Status};
 use crate::model::{ModelSpec, VarType, Vr};
 
@@ -103,4 +104,88 @@ pub fn set_int(inst: &mut Instance, vr: Vr, x: i32) -> R<()> {
 /// Sets one Boolean value.
 pub fn set_bool(inst: &mut Instance, vr: Vr, b: bool) -> R<()> {
     inst.set(&[vr], VarType::Boolean, &[crate::model::bool_value(b)])
+}
+
+/// An [`InputSource`] for tests, standing in for an FMI 3 importer's
+/// intermediate update callback: at each request it sets the inputs to
+/// polynomials `[u, u', u'', u''']` expanded at `t0` (evaluated exactly as
+/// the kit evaluates FMI 2 input polynomials), and records the times asked.
+/// Clones share their state.
+#[derive(Clone, Default)]
+pub struct PolynomialSource {
+    state: Arc<Mutex<PolynomialState>>,
+}
+
+#[derive(Default)]
+struct PolynomialState {
+    polys: Vec<(Vr, [f64; MAX_INPUT_ORDER + 1])>,
+    u: Option<Inputs>,
+    times: Vec<f64>,
+}
+
+impl PolynomialSource {
+    /// A source that sets nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// From now on, sets each `(vr, [u, u', u'', u'''])` at `t0`.
+    pub fn set(&self, t0: f64, polys: &[(Vr, [f64; MAX_INPUT_ORDER + 1])]) {
+        let n = polys
+            .iter()
+            .map(|(vr, _)| *vr as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut u = Inputs::new(n, t0);
+        for (vr, c) in polys {
+            u.set_value(*vr, c[0]);
+            for (k, &d) in c.iter().enumerate().skip(1) {
+                u.set_derivative(*vr, k, d);
+            }
+        }
+        if let Ok(mut st) = self.state.lock() {
+            st.polys = polys.to_vec();
+            st.u = Some(u);
+        }
+    }
+
+    /// The times asked so far, in order.
+    pub fn times(&self) -> Vec<f64> {
+        self.state
+            .lock()
+            .map(|s| s.times.clone())
+            .unwrap_or_default()
+    }
+
+    /// Forgets the recorded times.
+    pub fn clear_times(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.times.clear();
+        }
+    }
+
+    /// A boxed clone, for [`Instance::do_step_with`].
+    pub fn boxed(&self) -> Box<dyn InputSource> {
+        Box::new(self.clone())
+    }
+}
+
+impl InputSource for PolynomialSource {
+    fn request(&self, s: f64, set: &mut dyn FnMut(Vr, f64)) {
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        st.times.push(s);
+        if let Some(u) = &st.u {
+            for (vr, _) in &st.polys {
+                set(*vr, u.at(*vr, s));
+            }
+        }
+    }
+}
+
+/// One step from the instance's time with intermediate update from `source`.
+pub fn step_with(inst: &mut Instance, h: f64, source: &PolynomialSource) -> R<Status> {
+    let t = inst.time();
+    inst.do_step_with(t, h, Some(source.boxed()))
 }

@@ -281,7 +281,7 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
          maxOutputDerivativeOrder=\"{}\" canBeInstantiatedOnlyOncePerProcess=\"false\" \
          canGetAndSetFMUState=\"{}\" canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"{}\" \
          providesAdjointDerivatives=\"{}\" providesPerElementDependencies=\"false\" \
-         providesIntermediateUpdate=\"false\" mightReturnEarlyFromDoStep=\"false\" \
+         providesIntermediateUpdate=\"{}\" mightReturnEarlyFromDoStep=\"false\" \
          canReturnEarlyAfterIntermediateUpdate=\"false\" hasEventMode=\"false\" \
          providesEvaluateDiscreteStates=\"false\"/>",
         escape(id),
@@ -290,16 +290,24 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         caps.get_set_state,
         caps.serialize_state,
         caps.directional_derivatives,
-        caps.directional_derivatives
+        caps.directional_derivatives,
+        caps.intermediate_update
     );
     write_units(&mut out, spec);
     write_log_categories(&mut out);
     write_experiment(&mut out, spec);
     out.push_str("  <ModelVariables>\n");
     for v in &spec.variables {
+        // FMI 3.0 fmi3ArrayableVariable: `intermediateUpdate` on the
+        // continuous inputs the importer may set in Intermediate Update Mode.
+        let intermediate = if caps.intermediate_update && v.is_continuous_real_input() {
+            " intermediateUpdate=\"true\""
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "    <{} {}{}/>",
+            "    <{} {}{intermediate}{}/>",
             v.ty.fmi3_name(),
             common_attrs(v),
             type_attrs(v)

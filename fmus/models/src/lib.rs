@@ -69,7 +69,9 @@ pub fn spec(name: &str) -> Option<&'static ModelSpec> {
 }
 
 /// The models that `cargo xtask fmus` also packages as FMI 2 capability
-/// variants (`-nostate`, `-noderiv`, `-nointerp`, `-fixedstep`).
+/// variants (`-nostate`, `-noderiv`, `-nointerp`, `-fixedstep`) and as the
+/// FMI 3 variant without intermediate update (`-fmi3-no-intermediate-update`);
+/// paths: `fmu_kit::dist::variant_path`.
 pub const VARIANT_MODELS: [&str; 7] = [
     "QuarterCarChassis",
     "QuarterCarWheelSuspension",

@@ -48,6 +48,12 @@ pub fn euler_fixed<const N: usize>(
 }
 
 /// Classical Runge-Kutta 4 with equal micro steps no longer than `h_max`.
+///
+/// The stage times are computed so that the end of one micro step and the
+/// start of the next are the same `f64` (`t + (i + 1) dt`), and the last
+/// micro step ends exactly at `t + h`: an FMI 3 intermediate update then
+/// asks the importer once per distinct time (`t, t + dt/2, t + dt, ...,
+/// t + h`, 2 n + 1 times for n micro steps).
 pub fn rk4<const N: usize>(
     t: f64,
     h: f64,
@@ -66,10 +72,15 @@ pub fn rk4<const N: usize>(
     };
     for i in 0..n {
         let s = t + i as f64 * dt;
+        let s_next = if i + 1 == n {
+            t + h
+        } else {
+            t + (i + 1) as f64 * dt
+        };
         let k1 = f(s, x);
         let k2 = f(s + 0.5 * dt, &axpy(x, 0.5 * dt, &k1));
         let k3 = f(s + 0.5 * dt, &axpy(x, 0.5 * dt, &k2));
-        let k4 = f(s + dt, &axpy(x, dt, &k3));
+        let k4 = f(s_next, &axpy(x, dt, &k3));
         for j in 0..N {
             x[j] += dt / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
         }

@@ -61,6 +61,7 @@ fn every_spec_is_consistent_and_every_variant_possible() {
                 Variant::NoDeriv,
                 Variant::NoInterp,
                 Variant::FixedStep,
+                Variant::NoIntermediateUpdate,
             ] {
                 let caps = Capabilities::variant(s, version, v);
                 assert!(caps.check(s, version).is_ok(), "{} {v:?}", s.name);
@@ -974,4 +975,252 @@ fn thermostat_closed_loop_cycles_inside_the_band() {
     assert!(t_max_after_warmup < 21.0 + 0.05, "max {t_max_after_warmup}");
     assert!(t_min_after_warmup < 19.0, "min {t_min_after_warmup}");
     assert!(t_min_after_warmup > 19.0 - 0.32, "min {t_min_after_warmup}");
+}
+
+// ------------------------------------------------ FMI 3 intermediate update
+
+/// The continuous Real inputs (the intermediate update inputs of FMI 3).
+fn continuous_inputs(s: &ModelSpec) -> Vec<Vr> {
+    s.variables
+        .iter()
+        .filter(|v| v.is_continuous_real_input())
+        .map(|v| v.vr)
+        .collect()
+}
+
+/// An input polynomial `[u, u', u'', u''']` for step `k` of size `h`:
+/// it changes by a sizeable fraction over one step, cubic term included.
+fn input_poly(k: usize, vr: Vr, h: f64) -> [f64; 4] {
+    let p = (k as f64) * 0.7 + f64::from(vr) * 1.3;
+    [
+        1.0 + 0.3 * p.sin(),
+        0.5 * p.cos() / h,
+        -0.4 * (0.5 * p).sin() / (h * h),
+        1.2 * (0.3 * p).cos() / (h * h * h),
+    ]
+}
+
+#[test]
+fn fmi3_intermediate_update_steps_like_fmi2_input_derivatives_in_every_model() {
+    use fmu_kit::testing::PolynomialSource;
+    let mut checked = 0;
+    for s in registry() {
+        let ins = continuous_inputs(s);
+        let caps3 = Capabilities::full(s, FmiVersion::Fmi3);
+        assert_eq!(
+            caps3.intermediate_update, s.can_interpolate_inputs,
+            "{}",
+            s.name
+        );
+        if !s.can_interpolate_inputs || ins.is_empty() {
+            continue;
+        }
+        let (mut i2, _) = ok(initialized(s, FmiVersion::Fmi2, &[]));
+        let (mut i3, _) = ok(initialized(s, FmiVersion::Fmi3, &[]));
+        assert!(i3.takes_intermediate_inputs(), "{}", s.name);
+        let source = PolynomialSource::new();
+        let h = s.experiment.step_size;
+        let reals = real_vrs(s, Causality::Output)
+            .into_iter()
+            .chain(real_vrs(s, Causality::Local))
+            .chain(real_vrs(s, Causality::Input))
+            .collect::<Vec<_>>();
+        let mut scale = vec![0.0f64; reals.len()];
+        let mut worst = 0.0f64;
+        for k in 0..15 {
+            let t = k as f64 * h;
+            let polys: Vec<(Vr, [f64; 4])> =
+                ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
+            for (vr, c) in &polys {
+                ok(set(&mut i2, &[*vr], &[c[0]]));
+                ok(i2.set_input_derivatives(&[*vr; 3], &[1, 2, 3], &c[1..]));
+                ok(set(&mut i3, &[*vr], &[c[0]]));
+            }
+            source.set(t, &polys);
+            assert_eq!(ok(i2.do_step(t, h)), Status::Ok);
+            assert_eq!(ok(i3.do_step_with(t, h, Some(source.boxed()))), Status::Ok);
+            let a = ok(get(&mut i2, &reals));
+            let b = ok(get(&mut i3, &reals));
+            for (j, (x2, x3)) in a.iter().zip(&b).enumerate() {
+                scale[j] = scale[j].max(x2.abs());
+                let d = (x2 - x3).abs() / scale[j].max(1e-300);
+                worst = worst.max(d);
+                assert!(
+                    d <= 1e-12,
+                    "{} step {k} vr {}: FMI 2 {x2} vs FMI 3 {x3} (relative {d:e})",
+                    s.name,
+                    reals[j]
+                );
+            }
+        }
+        println!("{}: largest relative difference {worst:e}", s.name);
+        checked += 1;
+    }
+    // All but the two thermostat models (no continuous input / no interpolation).
+    assert_eq!(
+        checked, 21,
+        "every model with continuous inputs that interpolates"
+    );
+}
+
+/// The distinct intermediate update times of one RK4 step (`solvers::rk4`).
+fn rk4_times(t: f64, h: f64, h_max: f64) -> Vec<f64> {
+    let n = crate::solvers::micro_step_count(h, h_max);
+    let dt = h / n as f64;
+    let mut v = vec![t];
+    for i in 0..n {
+        let s = t + i as f64 * dt;
+        v.push(s + 0.5 * dt);
+        v.push(if i + 1 == n {
+            t + h
+        } else {
+            t + (i + 1) as f64 * dt
+        });
+    }
+    v
+}
+
+#[test]
+fn intermediate_update_times_follow_each_solver() {
+    use fmu_kit::testing::{PolynomialSource, step_with};
+    let times = |name: &str, params: &[(Vr, f64)], h: f64| {
+        let (mut i, _) = ok(initialized(model(name), FmiVersion::Fmi3, params));
+        let src = PolynomialSource::new();
+        let polys: Vec<(Vr, [f64; 4])> = continuous_inputs(model(name))
+            .into_iter()
+            .map(|vr| (vr, input_poly(1, vr, h)))
+            .collect();
+        // Two steps; the times of the second.
+        src.set(0.0, &polys);
+        assert_eq!(ok(step_with(&mut i, h, &src)), Status::Ok);
+        src.clear_times();
+        src.set(h, &polys);
+        assert_eq!(ok(step_with(&mut i, h, &src)), Status::Ok);
+        src.times()
+    };
+    let (t, h) = (1e-3, 1e-3);
+    // RK4 (B4), 100 micro steps: t, t + dt/2, t + dt, ..., t + h (201 times).
+    let tm = times("TwoMassS2", &[(two_mass::s2::H_MAX, 1e-5)], h);
+    assert_eq!(tm.len(), 201);
+    assert_eq!(tm, rk4_times(t, h, 1e-5));
+    assert_eq!(
+        times("TwoMassS1", &[(two_mass::s1::H_MAX, 2.5e-4)], h),
+        rk4_times(t, h, 2.5e-4)
+    );
+    // Forward Euler with 10 micro steps: their starts, then the end of the
+    // step (for the inputs after the step, as FMI 2 extrapolates to t + h).
+    let dt = h / 10.0;
+    let mut euler: Vec<f64> = (0..10).map(|i| t + i as f64 * dt).collect();
+    euler.push(t + h);
+    assert_eq!(times("QuarterCarWheelSuspension", &[], h), euler);
+    // Exact integration: the four nodes of the cubic, once.
+    assert_eq!(
+        times("QuarterCarChassis", &[], h),
+        vec![t, t + 0.25 * h, t + 0.75 * h, t + h]
+    );
+    // No input inside the step (Gain): only the end of the step.
+    assert_eq!(times("Gain", &[], h), vec![t + h]);
+    // No continuous input (ThermostatRoom): never.
+    assert!(times("ThermostatRoom", &[], 1.0).is_empty());
+}
+
+#[test]
+fn fmi3_without_intermediate_update_never_asks_and_holds_inputs() {
+    use fmu_kit::testing::{PolynomialSource, step_with};
+    for name in [
+        "TwoMassS1",
+        "TwoMassS2",
+        "QuarterCarChassis",
+        "QuarterCarWheelSuspension",
+        "ThermostatController",
+    ] {
+        let s = model(name);
+        let caps = Capabilities::variant(s, FmiVersion::Fmi3, Variant::NoIntermediateUpdate);
+        assert!(!caps.intermediate_update);
+        let (mut off, _) = instance(s, FmiVersion::Fmi3, caps);
+        let (mut zoh, _) = ok(initialized(s, FmiVersion::Fmi2, &[]));
+        ok(off.setup_experiment(0.0));
+        ok(off.enter_initialization());
+        ok(off.exit_initialization());
+        assert!(!off.takes_intermediate_inputs());
+        let src = PolynomialSource::new();
+        let ins = continuous_inputs(s);
+        let h = s.experiment.step_size;
+        let obs = observed(s);
+        for k in 0..5 {
+            let t = k as f64 * h;
+            let polys: Vec<(Vr, [f64; 4])> =
+                ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
+            for (vr, c) in &polys {
+                ok(set(&mut off, &[*vr], &[c[0]]));
+                ok(set(&mut zoh, &[*vr], &[c[0]]));
+            }
+            src.set(t, &polys);
+            assert_eq!(ok(step_with(&mut off, h, &src)), Status::Ok);
+            step(&mut zoh, h);
+            let a: Vec<u64> = ok(get_any(&mut off, &obs))
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
+            let b: Vec<u64> = ok(get_any(&mut zoh, &obs))
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
+            assert_eq!(a, b, "{name} step {k}");
+        }
+        assert!(src.times().is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates() {
+    use fmu_kit::xml::model_description;
+    for s in registry() {
+        let n_cont = continuous_inputs(s).len();
+        let full3 = Capabilities::full(s, FmiVersion::Fmi3);
+        let x3 = model_description(s, FmiVersion::Fmi3, &full3, s.name);
+        let x2 = model_description(
+            s,
+            FmiVersion::Fmi2,
+            &Capabilities::full(s, FmiVersion::Fmi2),
+            s.name,
+        );
+        let provides = format!(
+            "providesIntermediateUpdate=\"{}\"",
+            s.can_interpolate_inputs
+        );
+        assert!(x3.contains(&provides), "{}", s.name);
+        assert_eq!(
+            x2.contains("canInterpolateInputs=\"true\""),
+            s.can_interpolate_inputs,
+            "{}",
+            s.name
+        );
+        assert!(x3.contains("canReturnEarlyAfterIntermediateUpdate=\"false\""));
+        assert!(x3.contains("mightReturnEarlyFromDoStep=\"false\""));
+        let expected = if s.can_interpolate_inputs { n_cont } else { 0 };
+        assert_eq!(
+            x3.matches("intermediateUpdate=\"true\"").count(),
+            expected,
+            "{}",
+            s.name
+        );
+        // Only on continuous Float64 inputs.
+        for line in x3
+            .lines()
+            .filter(|l| l.contains("intermediateUpdate=\"true\""))
+        {
+            assert!(
+                line.trim_start().starts_with("<Float64")
+                    && line.contains("causality=\"input\"")
+                    && line.contains("variability=\"continuous\""),
+                "{line}"
+            );
+        }
+        assert!(!x2.contains("ntermediateUpdate"), "{}", s.name);
+        let off = Capabilities::variant(s, FmiVersion::Fmi3, Variant::NoIntermediateUpdate);
+        let xo = model_description(s, FmiVersion::Fmi3, &off, "X");
+        assert!(xo.contains("providesIntermediateUpdate=\"false\""));
+        assert!(!xo.contains("intermediateUpdate=\"true\""));
+    }
 }

@@ -513,7 +513,7 @@ fn fmi3_refuses_an_fmi2_token_and_unknown_models() {
             )
             .is_null()
         );
-        let unknown = c"cosim:NoSuchModel:fmi3:s1z1d1i0v1j1:0123456789abcdef";
+        let unknown = c"cosim:NoSuchModel:fmi3:s1z1d1i0v1j1u0:0123456789abcdef";
         assert!(
             inst(
                 c"x".as_ptr(),
@@ -546,7 +546,10 @@ fn every_packaged_fmu_declares_its_variant() {
         }
     }
     for name in cosim_models::VARIANT_MODELS {
-        for v in Variant::RESTRICTED {
+        for v in Variant::RESTRICTED
+            .into_iter()
+            .chain(Variant::FMI3_RESTRICTED)
+        {
             assert!(dist::variant_path(name, v).exists(), "{name} {v:?}");
         }
     }
@@ -837,4 +840,369 @@ fn fmi3_thermostat_controller_boolean_int32_and_serialized_state() {
     assert!(logged(
         "variable heater_on (vr 2) is of type Boolean, not Float64"
     ));
+}
+
+// ------------------------------------------------ FMI 3 intermediate update
+
+type SetF64 = unsafe extern "C" fn(Inst, *const u32, usize, *const f64, usize) -> c_int;
+type GetF64 = unsafe extern "C" fn(Inst, *const u32, usize, *mut f64, usize) -> c_int;
+type IntermediateUpdate =
+    unsafe extern "C" fn(*mut c_void, f64, bool, bool, bool, bool, *mut bool, *mut f64);
+type Instantiate3 = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    bool,
+    bool,
+    bool,
+    bool,
+    *const u32,
+    usize,
+    *mut c_void,
+    *const c_void,
+    Option<IntermediateUpdate>,
+) -> Inst;
+
+/// The test importer's state (its `instanceEnvironment`).
+struct Importer3 {
+    /// The FMU's own fmi3SetFloat64.
+    set: SetF64,
+    inst: std::sync::atomic::AtomicPtr<c_void>,
+    /// `(t0, [(vr, [u, u', u'', u'''])])`: the inputs' polynomials.
+    polys: Mutex<(f64, Vec<(u32, [f64; 4])>)>,
+    times: Mutex<Vec<f64>>,
+    failed_sets: std::sync::atomic::AtomicUsize,
+}
+
+/// The importer's `fmi3IntermediateUpdateCallback`: sets every input to
+/// its polynomial at the intermediate update time.
+unsafe extern "C" fn importer3_update(
+    env: *mut c_void,
+    time: f64,
+    set_requested: bool,
+    _get_allowed: bool,
+    _step_finished: bool,
+    _can_return_early: bool,
+    _early: *mut bool,
+    _early_time: *mut f64,
+) {
+    // SAFETY: `env` is the test's `Importer3`, alive while its instance is.
+    let env = unsafe { &*(env as *const Importer3) };
+    env.times.lock().expect("times").push(time);
+    if !set_requested {
+        return;
+    }
+    let (t0, polys) = env.polys.lock().expect("polys").clone();
+    let i = env.inst.load(std::sync::atomic::Ordering::SeqCst);
+    for (vr, c) in polys {
+        let tau = time - t0;
+        let u = c[0] + tau * (c[1] + tau * (c[2] / 2.0 + tau * c[3] / 6.0));
+        // SAFETY: the FMU's fmi3SetFloat64 on its live instance; one-element arrays.
+        if unsafe { (env.set)(i, &vr, 1, &u, 1) } != 0 {
+            env.failed_sets
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// A packaged FMI 3 FMU instantiated with the test importer's callback.
+struct Fmi3<'a> {
+    fmu: &'a Fmu,
+    i: Inst,
+    env: Box<Importer3>,
+}
+
+impl<'a> Fmi3<'a> {
+    fn instantiate(fmu: &'a Fmu) -> Self {
+        let set: Symbol<SetF64> = fmu.sym("fmi3SetFloat64");
+        let env = Box::new(Importer3 {
+            set: *set,
+            inst: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            polys: Mutex::new((0.0, Vec::new())),
+            times: Mutex::new(Vec::new()),
+            failed_sets: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let inst: Symbol<Instantiate3> = fmu.sym("fmi3InstantiateCoSimulation");
+        let tok = fmu.token();
+        // SAFETY: valid strings; the environment and callbacks outlive the instance.
+        let i = unsafe {
+            inst(
+                c"iu3".as_ptr(),
+                tok.as_ptr(),
+                std::ptr::null(),
+                false,
+                true,
+                false,
+                false,
+                std::ptr::null(),
+                0,
+                &*env as *const Importer3 as *mut c_void,
+                logger3 as *const c_void,
+                Some(importer3_update),
+            )
+        };
+        assert!(!i.is_null());
+        env.inst.store(i, std::sync::atomic::Ordering::SeqCst);
+        let enter: Symbol<unsafe extern "C" fn(Inst, bool, f64, f64, bool, f64) -> c_int> =
+            fmu.sym("fmi3EnterInitializationMode");
+        let exit: Symbol<Status0> = fmu.sym("fmi3ExitInitializationMode");
+        // SAFETY: FMI signatures.
+        unsafe {
+            assert_eq!(enter(i, false, 0.0, 0.0, false, 0.0), 0);
+            assert_eq!(exit(i), 0);
+        }
+        Fmi3 { fmu, i, env }
+    }
+    fn set(&self, vr: u32, x: f64) -> c_int {
+        // SAFETY: one-element arrays.
+        unsafe { (self.env.set)(self.i, &vr, 1, &x, 1) }
+    }
+    fn get(&self, vr: u32) -> f64 {
+        let mut x = f64::NAN;
+        let get: Symbol<GetF64> = self.fmu.sym("fmi3GetFloat64");
+        // SAFETY: one-element arrays.
+        let status = unsafe { get(self.i, &vr, 1, &mut x, 1) };
+        assert_eq!(status, 0);
+        x
+    }
+    fn step(&self, t: f64, h: f64) -> c_int {
+        let f: Symbol<
+            unsafe extern "C" fn(
+                Inst,
+                f64,
+                f64,
+                bool,
+                *mut bool,
+                *mut bool,
+                *mut bool,
+                *mut f64,
+            ) -> c_int,
+        > = self.fmu.sym("fmi3DoStep");
+        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
+        // SAFETY: valid out-pointers.
+        unsafe {
+            f(
+                self.i, t, h, false, &mut e, &mut term, &mut early, &mut last,
+            )
+        }
+    }
+    fn times(&self) -> Vec<f64> {
+        self.env.times.lock().expect("times").clone()
+    }
+}
+
+impl Drop for Fmi3<'_> {
+    fn drop(&mut self) {
+        let f: Symbol<unsafe extern "C" fn(Inst)> = self.fmu.sym("fmi3FreeInstance");
+        // SAFETY: frees our instance once (before `env` is dropped).
+        unsafe { f(self.i) }
+    }
+}
+
+fn input_poly(k: usize, vr: u32, h: f64) -> [f64; 4] {
+    let p = (k as f64) * 0.9 + f64::from(vr) * 0.4;
+    [
+        0.05 * (1.0 + p.sin()),
+        0.3 * p.cos() / h,
+        -0.2 * p.sin() / (h * h),
+        0.5 * (0.5 * p).cos() / (h * h * h),
+    ]
+}
+
+fn observed_reals(name: &str) -> Vec<u32> {
+    let spec = cosim_models::spec(name).expect("model");
+    spec.variables
+        .iter()
+        .filter(|v| {
+            v.ty == fmu_kit::VarType::Real
+                && matches!(
+                    v.causality,
+                    fmu_kit::Causality::Output
+                        | fmu_kit::Causality::Local
+                        | fmu_kit::Causality::Input
+                )
+        })
+        .map(|v| v.vr)
+        .collect()
+}
+
+fn continuous_inputs(name: &str) -> Vec<u32> {
+    let spec = cosim_models::spec(name).expect("model");
+    spec.variables
+        .iter()
+        .filter(|v| v.is_continuous_real_input())
+        .map(|v| v.vr)
+        .collect()
+}
+
+#[test]
+fn packaged_fmi3_with_intermediate_update_matches_fmi2_with_input_derivatives() {
+    let dir = dist_dir();
+    for name in [
+        "TwoMassS1",
+        "TwoMassS2",
+        "QuarterCarChassis",
+        "QuarterCarWheelSuspension",
+        "Integrator",
+    ] {
+        let f3 = Fmu::open(&dir.join("fmi3").join(format!("{name}.fmu")));
+        let f2 = Fmu::open(&dir.join("fmi2").join(format!("{name}.fmu")));
+        assert!(
+            f3.xml.contains("providesIntermediateUpdate=\"true\""),
+            "{name}"
+        );
+        let s3 = Fmi3::instantiate(&f3);
+        let s2 = Fmi2::instantiate(&f2);
+        assert_eq!(s2.setup(), 0);
+        assert_eq!(s2.call("fmi2EnterInitializationMode"), 0);
+        assert_eq!(s2.call("fmi2ExitInitializationMode"), 0);
+        let set_der: Symbol<
+            unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int,
+        > = f2.sym("fmi2SetRealInputDerivatives");
+        let ins = continuous_inputs(name);
+        let obs = observed_reals(name);
+        let h = 1e-3;
+        let mut scale = vec![0.0f64; obs.len()];
+        for k in 0..10 {
+            let t = k as f64 * h;
+            let polys: Vec<(u32, [f64; 4])> =
+                ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
+            for (vr, c) in &polys {
+                assert_eq!(s2.set(*vr, c[0]), 0);
+                let orders = [1, 2, 3];
+                // SAFETY: arrays of length 3.
+                let status = unsafe {
+                    set_der(s2.c, [*vr; 3].as_ptr(), 3, orders.as_ptr(), c[1..].as_ptr())
+                };
+                assert_eq!(status, 0);
+                assert_eq!(s3.set(*vr, c[0]), 0);
+            }
+            *s3.env.polys.lock().expect("polys") = (t, polys.clone());
+            assert_eq!(s2.step(t, h), 0);
+            assert_eq!(s3.step(t, h), 0, "{name} step {k}");
+            for (j, &vr) in obs.iter().enumerate() {
+                let (x2, x3) = (s2.get(vr), s3.get(vr));
+                scale[j] = scale[j].max(x2.abs()).max(1e-12);
+                assert!(
+                    (x2 - x3).abs() <= 1e-12 * scale[j],
+                    "{name} step {k} vr {vr}: FMI 2 {x2} vs FMI 3 {x3}"
+                );
+            }
+        }
+        let times = s3.times();
+        assert!(!times.is_empty(), "{name}: the callback was called");
+        let last_t = 9.0 * h;
+        assert!(
+            times
+                .iter()
+                .all(|&s| (0.0..=last_t + h + 1e-15).contains(&s)),
+            "{name}"
+        );
+        assert_eq!(
+            *times.last().expect("times"),
+            last_t + h,
+            "{name}: ends at t + h"
+        );
+        assert_eq!(
+            s3.env.failed_sets.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn packaged_fmi3_variants_without_intermediate_update_never_call_back() {
+    let dir = dist_dir();
+    for name in cosim_models::VARIANT_MODELS {
+        let path = dist::variant_path(name, Variant::NoIntermediateUpdate);
+        assert_eq!(
+            path.file_name().and_then(|f| f.to_str()),
+            Some(format!("{name}-fmi3-no-intermediate-update.fmu").as_str())
+        );
+        // Beside the full FMI 3 builds: `variants/` is for FMI 2-only tools.
+        assert_eq!(path.parent(), Some(dir.join("fmi3").as_path()));
+        let f3 = Fmu::open(&path);
+        assert!(f3.xml.contains("fmiVersion=\"3.0\""), "{name}");
+        assert!(
+            f3.xml.contains("providesIntermediateUpdate=\"false\""),
+            "{name}"
+        );
+        assert!(!f3.xml.contains("intermediateUpdate=\"true\""), "{name}");
+        assert!(
+            f3.xml.contains(&format!(
+                "modelIdentifier=\"{name}_fmi3_no_intermediate_update\""
+            )),
+            "{name}"
+        );
+        assert!(
+            f3.token().to_string_lossy().contains(":fmi3:")
+                && f3.token().to_string_lossy().contains("u0:")
+        );
+        if ![
+            "TwoMassS1",
+            "TwoMassS2",
+            "QuarterCarChassis",
+            "QuarterCarWheelSuspension",
+        ]
+        .contains(&name)
+        {
+            continue;
+        }
+        // Stepped with a callback: never called, inputs held exactly as the
+        // FMI 2 build without input derivatives.
+        let f2 = Fmu::open(&dir.join("fmi2").join(format!("{name}.fmu")));
+        let s3 = Fmi3::instantiate(&f3);
+        let s2 = Fmi2::instantiate(&f2);
+        assert_eq!(s2.setup(), 0);
+        assert_eq!(s2.call("fmi2EnterInitializationMode"), 0);
+        assert_eq!(s2.call("fmi2ExitInitializationMode"), 0);
+        let ins = continuous_inputs(name);
+        let obs = observed_reals(name);
+        let h = 1e-3;
+        for k in 0..5 {
+            let t = k as f64 * h;
+            let polys: Vec<(u32, [f64; 4])> =
+                ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
+            for (vr, c) in &polys {
+                assert_eq!(s2.set(*vr, c[0]), 0);
+                assert_eq!(s3.set(*vr, c[0]), 0);
+            }
+            *s3.env.polys.lock().expect("polys") = (t, polys.clone());
+            assert_eq!(s2.step(t, h), 0);
+            assert_eq!(s3.step(t, h), 0);
+            for &vr in &obs {
+                assert_eq!(s2.get(vr).to_bits(), s3.get(vr).to_bits(), "{name} vr {vr}");
+            }
+        }
+        assert!(s3.times().is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn packaged_fmi3_fmus_declare_intermediate_update_where_fmi2_interpolates() {
+    let dir = dist_dir();
+    for spec in cosim_models::registry() {
+        let x3 = Fmu::open(&dir.join("fmi3").join(format!("{}.fmu", spec.name))).xml;
+        let x2 = Fmu::open(&dir.join("fmi2").join(format!("{}.fmu", spec.name))).xml;
+        let interp = x2.contains("canInterpolateInputs=\"true\"");
+        assert_eq!(interp, spec.can_interpolate_inputs, "{}", spec.name);
+        assert!(
+            x3.contains(&format!("providesIntermediateUpdate=\"{interp}\"")),
+            "{}",
+            spec.name
+        );
+        let n = continuous_inputs(spec.name).len();
+        assert_eq!(
+            x3.matches("intermediateUpdate=\"true\"").count(),
+            if interp { n } else { 0 },
+            "{}",
+            spec.name
+        );
+        assert!(
+            x3.contains(if interp { "u1:" } else { "u0:" }),
+            "{}",
+            spec.name
+        );
+    }
 }

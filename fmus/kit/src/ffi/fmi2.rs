@@ -4,7 +4,7 @@
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
-use super::{cstr, guard, register, slice, slice_mut, unregister, with_instance, write_out};
+use super::{cstr, free, guard, register, slice, slice_mut, with_instance, write_out};
 use crate::caps::{FmiVersion, resolve};
 use crate::instance::{Fail, Instance, LogSink, Mode, R, Status};
 use crate::model::{ModelSpec, VarType};
@@ -188,7 +188,10 @@ pub unsafe fn instantiate(
             Err(e) => return refuse(e.message),
         };
         match resolve(registry, guid, FmiVersion::Fmi2) {
-            Ok((spec, caps)) => register(Instance::new(spec, caps, FmiVersion::Fmi2, name, sink)),
+            Ok((spec, caps)) => register(
+                Instance::new(spec, caps, FmiVersion::Fmi2, name, sink),
+                None,
+            ),
             Err(e) => refuse(e),
         }
     })
@@ -200,7 +203,7 @@ pub unsafe fn instantiate(
 /// FMI calling convention.
 pub unsafe fn free_instance(c: *mut c_void) {
     guard((), || {
-        drop(unregister(c));
+        free(c, "fmi2FreeInstance");
     });
 }
 

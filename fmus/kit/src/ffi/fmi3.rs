@@ -5,18 +5,16 @@
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
-use super::{cstr, guard, register, slice, slice_mut, unregister, with_instance, write_out};
+use super::intermediate::{Importer, IntermediateUpdate};
+use super::{
+    cstr, free, guard, lookup, register, slice, slice_mut, with_handle, with_instance,
+    with_instance_cell, write_out,
+};
 use crate::caps::{FmiVersion, resolve};
 use crate::instance::{Cap, Fail, Instance, LogSink, Mode, R, Status};
 use crate::model::{ModelSpec, VarType};
 
-/// `fmi3LogMessageCallback`.
-pub type LogMessage = unsafe extern "C" fn(
-    env: *mut c_void,
-    status: c_int,
-    category: *const c_char,
-    message: *const c_char,
-);
+pub use super::intermediate::LogMessage;
 
 const INST: u32 = Mode::Instantiated.bit();
 const INIT: u32 = Mode::Initialization.bit();
@@ -32,39 +30,13 @@ const M_TERMINATE: u32 = STEP | DISCARDED;
 const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM;
 const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
 
-struct Callback {
-    log: LogMessage,
-    env: *mut c_void,
-}
-
-// SAFETY: the environment pointer is only handed back to the importer's own
-// callback; calls on one instance are serialized by the instance mutex.
-unsafe impl Send for Callback {}
-
-fn c_string(s: &str) -> CString {
+pub(super) fn c_string(s: &str) -> CString {
     CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
-impl Callback {
-    fn log(&self, status: Status, category: &str, message: &str) {
-        let category = c_string(category);
-        let message = c_string(message);
-        // SAFETY: importer-provided callback with valid NUL-terminated strings.
-        unsafe {
-            (self.log)(
-                self.env,
-                status as c_int,
-                category.as_ptr(),
-                message.as_ptr(),
-            )
-        }
-    }
-}
-
-fn sink(log: Option<LogMessage>, env: *mut c_void, logging_on: bool) -> LogSink {
-    let logger = log.map(|log| {
-        let cb = Callback { log, env };
-        Box::new(move |s: Status, c: &str, m: &str| cb.log(s, c, m)) as crate::instance::LogFn
+fn sink(importer: Importer, logging_on: bool) -> LogSink {
+    let logger = importer.log.map(|_| {
+        Box::new(move |s: Status, c: &str, m: &str| importer.log(s, c, m)) as crate::instance::LogFn
     });
     LogSink::new(logger, FmiVersion::Fmi3, logging_on)
 }
@@ -122,7 +94,12 @@ fn refuse_instantiation(
     logging_on: bool,
     msg: &str,
 ) -> *mut c_void {
-    sink(log, env, logging_on).log(Status::Error, msg);
+    let importer = Importer {
+        env,
+        log,
+        intermediate: None,
+    };
+    sink(importer, logging_on).log(Status::Error, msg);
     std::ptr::null_mut()
 }
 
@@ -164,11 +141,11 @@ pub unsafe fn instantiate_co_simulation(
     logging_on: bool,
     event_mode_used: bool,
     _early_return_allowed: bool,
-    _required: *const u32,
+    required: *const u32,
     n_required: usize,
     env: *mut c_void,
     log: Option<LogMessage>,
-    _intermediate: *mut c_void,
+    intermediate: Option<IntermediateUpdate>,
 ) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
         let fname = "fmi3InstantiateCoSimulation";
@@ -178,27 +155,64 @@ pub unsafe fn instantiate_co_simulation(
         if event_mode_used {
             return bad("eventModeUsed=true, but this FMU has hasEventMode=false".into());
         }
-        if n_required > 0 {
-            return bad(
-                "requiredIntermediateVariables given, but this FMU has providesIntermediateUpdate=false"
-                    .into(),
-            );
-        }
         // SAFETY: as above.
         let token = match unsafe { cstr(token, "instantiationToken") } {
             Ok(t) => t,
             Err(e) => return bad(e.message),
         };
-        match resolve(registry, token, FmiVersion::Fmi3) {
-            Ok((spec, caps)) => register(Instance::new(
+        let (spec, caps) = match resolve(registry, token, FmiVersion::Fmi3) {
+            Ok(x) => x,
+            Err(e) => return bad(e),
+        };
+        if n_required > 0 {
+            if !caps.intermediate_update {
+                return bad(
+                    "requiredIntermediateVariables given, but this FMU has providesIntermediateUpdate=false"
+                        .into(),
+                );
+            }
+            // SAFETY: FMI calling convention: `required` holds `n_required` value references.
+            let vrs = match unsafe { slice(required, n_required, "requiredIntermediateVariables") }
+            {
+                Ok(v) => v,
+                Err(e) => return bad(e.message),
+            };
+            // Only inputs can be exchanged in Intermediate Update Mode here:
+            // the FMU never allows getting intermediate variables.
+            for &vr in vrs {
+                match spec.variable(vr) {
+                    Some(v) if v.is_continuous_real_input() => {}
+                    Some(v) => {
+                        return bad(format!(
+                            "requiredIntermediateVariables: {} (vr {vr}) has no intermediateUpdate=\"true\" \
+                             (only continuous Float64 inputs can be set in Intermediate Update Mode; \
+                             intermediate variables are never readable)",
+                            v.name
+                        ));
+                    }
+                    None => {
+                        return bad(format!(
+                            "requiredIntermediateVariables: unknown value reference {vr}"
+                        ));
+                    }
+                }
+            }
+        }
+        let importer = Importer {
+            env,
+            log,
+            intermediate,
+        };
+        register(
+            Instance::new(
                 spec,
                 caps,
                 FmiVersion::Fmi3,
                 name,
-                sink(log, env, logging_on),
-            )),
-            Err(e) => bad(e),
-        }
+                sink(importer, logging_on),
+            ),
+            Some(importer),
+        )
     })
 }
 
@@ -234,7 +248,7 @@ pub unsafe fn instantiate_scheduled_execution(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn free_instance(i: *mut c_void) {
-    guard((), || drop(unregister(i)));
+    guard((), || free(i, "fmi3FreeInstance"));
 }
 
 /// `fmi3EnterInitializationMode`.
@@ -293,7 +307,7 @@ pub unsafe fn reset(i: *mut c_void) -> c_int {
     simple(i, "fmi3Reset", M_ANY, |inst| inst.reset())
 }
 
-fn check_n(nvr: usize, n: usize) -> R<()> {
+pub(super) fn check_n(nvr: usize, n: usize) -> R<()> {
     if nvr == n {
         Ok(())
     } else {
@@ -372,11 +386,25 @@ pub unsafe fn set_float64(
     v: *const f64,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetFloat64", M_SET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
-        inst.set(vrs, VarType::Real, vals)
+    guard(ERROR, || {
+        let Some(entry) = lookup(i) else {
+            return ERROR;
+        };
+        // In Intermediate Update Mode (inside the importer's callback during
+        // fmi3DoStep) the values go to the instance's window, never to the
+        // instance, which fmi3DoStep holds (see `super::intermediate`).
+        // SAFETY: the caller's FMI calling convention, passed on.
+        if let Some(status) = unsafe { entry.cell.set_float64(vr, nvr, v, n) } {
+            return status as c_int;
+        }
+        with_handle(&entry, "fmi3SetFloat64", M_SET, |inst, _| {
+            check_n(nvr, n)?;
+            // SAFETY: FMI calling convention: arrays of length nvr (= n).
+            let (vrs, vals) =
+                unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+            inst.set(vrs, VarType::Real, vals)?;
+            Ok(Status::Ok)
+        }) as c_int
     })
 }
 
@@ -1024,7 +1052,7 @@ pub unsafe fn do_step(
     last_successful: *mut f64,
 ) -> c_int {
     guard(ERROR, || {
-        with_instance(i, "fmi3DoStep", STEP, |inst| {
+        with_instance_cell(i, "fmi3DoStep", STEP, |inst, cell| {
             // SAFETY: FMI calling convention: each points to one value.
             let (e, term, early, last) = unsafe {
                 (
@@ -1037,7 +1065,11 @@ pub unsafe fn do_step(
             e[0] = false;
             term[0] = false;
             early[0] = false;
-            let result = inst.do_step(t, h);
+            // With the importer's intermediate update callback (and a build
+            // and model that use it), the step asks for its inputs at
+            // internal times; else they are held.
+            let source = cell.source(inst);
+            let result = inst.do_step_with(t, h, source);
             last[0] = inst.last_successful_time();
             result
         }) as c_int

@@ -9,10 +9,18 @@
 //! handle is found missing and answered with `Error`, never with UB. The
 //! only raw memory read or written is the importer's arrays and strings, of
 //! the lengths it passes, after NULL and alignment checks.
+//!
+//! Each table entry is an [`Entry`]: the instance behind its mutex and,
+//! beside it, the [`intermediate::Cell`] that FMI 3.0 Intermediate Update
+//! Mode writes into while `fmi3DoStep` holds the instance (see
+//! [`intermediate`] for why that is sound).
 #![allow(unsafe_code)]
 
 pub mod fmi2;
 pub mod fmi3;
+pub mod intermediate;
+#[cfg(test)]
+mod intermediate_tests;
 #[cfg(test)]
 mod tests;
 
@@ -23,7 +31,15 @@ use std::sync::{Arc, Mutex, TryLockError};
 
 use crate::instance::{Fail, Instance, R, Status};
 
-type Handle = Arc<Mutex<Instance>>;
+/// One live instance: the instance itself, and the part that stays
+/// reachable through a shared reference while a call holds the instance.
+pub(crate) struct Entry {
+    instance: Mutex<Instance>,
+    /// The importer's callbacks and the Intermediate Update Mode window.
+    pub(crate) cell: Arc<intermediate::Cell>,
+}
+
+type Handle = Arc<Entry>;
 
 static INSTANCES: Mutex<BTreeMap<usize, Handle>> = Mutex::new(BTreeMap::new());
 
@@ -31,9 +47,13 @@ fn table() -> std::sync::MutexGuard<'static, BTreeMap<usize, Handle>> {
     INSTANCES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Registers a new instance; the returned pointer is its key.
-pub(crate) fn register(inst: Instance) -> *mut c_void {
-    let handle: Handle = Arc::new(Mutex::new(inst));
+/// Registers a new instance; the returned pointer is its key. `importer`:
+/// the FMI 3 callbacks (`None` for FMI 2).
+pub(crate) fn register(inst: Instance, importer: Option<intermediate::Importer>) -> *mut c_void {
+    let handle: Handle = Arc::new(Entry {
+        instance: Mutex::new(inst),
+        cell: Arc::new(intermediate::Cell::new(importer)),
+    });
     let key = Arc::as_ptr(&handle) as usize;
     table().insert(key, handle);
     key as *mut c_void
@@ -44,7 +64,19 @@ pub(crate) fn unregister(ptr: *mut c_void) -> Option<Handle> {
     table().remove(&(ptr as usize))
 }
 
-fn lookup(ptr: *mut c_void) -> Option<Handle> {
+/// `fmi2FreeInstance` / `fmi3FreeInstance`: unregisters the instance,
+/// unless it is in Intermediate Update Mode (then the call is refused with
+/// a log line and the instance stays).
+pub(crate) fn free(ptr: *mut c_void, fname: &str) {
+    if let Some(handle) = lookup(ptr)
+        && handle.cell.refuse(fname)
+    {
+        return;
+    }
+    drop(unregister(ptr));
+}
+
+pub(crate) fn lookup(ptr: *mut c_void) -> Option<Handle> {
     if ptr.is_null() {
         return None;
     }
@@ -74,11 +106,36 @@ pub(crate) fn with_instance(
     mask: u32,
     f: impl FnOnce(&mut Instance) -> R<Status>,
 ) -> Status {
-    let Some(handle) = lookup(ptr) else {
+    with_instance_cell(ptr, fname, mask, |inst, _| f(inst))
+}
+
+/// [`with_instance`], with the instance's [`intermediate::Cell`] too. A
+/// call made while the instance is in Intermediate Update Mode (from inside
+/// the importer's callback) is refused here, before the instance is touched.
+pub(crate) fn with_instance_cell(
+    ptr: *mut c_void,
+    fname: &str,
+    mask: u32,
+    f: impl FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
+) -> Status {
+    match lookup(ptr) {
+        Some(handle) => with_handle(&handle, fname, mask, f),
         // No instance, so no logger to tell: the status must do.
+        None => Status::Error,
+    }
+}
+
+/// [`with_instance_cell`] for an entry already looked up.
+pub(crate) fn with_handle(
+    handle: &Entry,
+    fname: &str,
+    mask: u32,
+    f: impl FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
+) -> Status {
+    if handle.cell.refuse(fname) {
         return Status::Error;
-    };
-    let mut lock = match handle.try_lock() {
+    }
+    let mut lock = match handle.instance.try_lock() {
         Ok(g) => g,
         Err(TryLockError::Poisoned(p)) => p.into_inner(),
         Err(TryLockError::WouldBlock) => return Status::Error,
@@ -87,7 +144,8 @@ pub(crate) fn with_instance(
     if let Err(e) = inst.require_mode(fname, mask) {
         return inst.fail(fname, e);
     }
-    match catch_unwind(AssertUnwindSafe(|| f(inst))) {
+    let cell = &handle.cell;
+    match catch_unwind(AssertUnwindSafe(|| f(inst, cell))) {
         Ok(Ok(status)) => status,
         Ok(Err(fail)) => inst.fail(fname, fail),
         Err(payload) => {
@@ -196,7 +254,7 @@ macro_rules! export_fmi {
         $crate::__export_instantiate! {
             $registry;
             fn fmi2Instantiate(name: *const ::std::ffi::c_char, ty: i32, guid: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, functions: *const $crate::ffi::fmi2::CallbackFunctions, visible: i32, logging_on: i32) -> *mut ::std::ffi::c_void = fmi2::instantiate;
-            fn fmi3InstantiateCoSimulation(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, event_mode_used: bool, early_return_allowed: bool, required: *const u32, n_required: usize, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, intermediate: *mut ::std::ffi::c_void) -> *mut ::std::ffi::c_void = fmi3::instantiate_co_simulation;
+            fn fmi3InstantiateCoSimulation(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, event_mode_used: bool, early_return_allowed: bool, required: *const u32, n_required: usize, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, intermediate: ::std::option::Option<$crate::ffi::intermediate::IntermediateUpdate>) -> *mut ::std::ffi::c_void = fmi3::instantiate_co_simulation;
         }
         $crate::__export_fns! {
             // ---------------------------------------------------------- FMI 2

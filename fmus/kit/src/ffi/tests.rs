@@ -162,14 +162,109 @@ mod discrete {
     }
 }
 
-fn registry() -> &'static [ModelSpec] {
+/// A model that samples its inputs inside the step (RK4), for the
+/// intermediate update tests (`super::intermediate_tests`).
+pub(super) mod rk {
+    use super::*;
+
+    /// Continuous input (set by the tests' intermediate update callback).
+    pub const U: Vr = 1;
+    /// Continuous input (never set by the callback: held).
+    pub const W: Vr = 2;
+    /// Output y = x + u + w (feed-through).
+    pub const Y: Vr = 3;
+    /// State x' = -a x + u + w + k.
+    pub const X: Vr = 4;
+    /// Decay rate.
+    pub const A: Vr = 5;
+    /// RK4 micro steps per step.
+    pub const STEPS: Vr = 6;
+    /// Discrete Integer input (held; never intermediateUpdate).
+    pub const K: Vr = 7;
+
+    struct KitRk4 {
+        a: f64,
+        n: usize,
+    }
+
+    impl Model for KitRk4 {
+        fn init(&mut self, v: &mut Values) {
+            v[X] = 1.0;
+        }
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            let k = u.value(K);
+            let f = |s: f64, x: f64| -self.a * x + u.at(U, s) + u.at(W, s) + k;
+            let dt = h / self.n as f64;
+            let mut x = v[X];
+            for i in 0..self.n {
+                let s = t + i as f64 * dt;
+                let s_next = if i + 1 == self.n {
+                    t + h
+                } else {
+                    t + (i + 1) as f64 * dt
+                };
+                let k1 = f(s, x);
+                let k2 = f(s + 0.5 * dt, x + 0.5 * dt * k1);
+                let k3 = f(s + 0.5 * dt, x + 0.5 * dt * k2);
+                let k4 = f(s_next, x + dt * k3);
+                x += dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4);
+            }
+            v[X] = x;
+            Ok(())
+        }
+        fn outputs(&self, _t: f64, v: &mut Values, u: &Inputs) {
+            v[Y] = v[X] + u.value(U) + u.value(W);
+        }
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(KitRk4 {
+            a: v.non_negative("a", A)?,
+            n: v.int_at_least("steps", STEPS, 1)? as usize,
+        }))
+    }
+
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new("KitRk4", "RK4 test model", build)
+            .var(Variable::input(
+                U,
+                "u",
+                0.0,
+                "input set in intermediate updates",
+            ))
+            .var(Variable::input(W, "w", 0.0, "input held"))
+            .var(
+                Variable::output(Y, "y", "x + u + w")
+                    .depends_on(&[(U, DependencyKind::Constant), (W, DependencyKind::Constant)]),
+            )
+            .var(Variable::local(X, "x", "state"))
+            .var(Variable::parameter(A, "a", 2.0, "decay rate"))
+            .var(Variable::int_parameter(
+                STEPS,
+                "steps",
+                4,
+                "RK4 micro steps",
+            ))
+            .var(Variable::int_input(K, "k", 0, "discrete input"))
+            .directional_derivatives(false)
+    }
+}
+
+pub(super) fn registry() -> &'static [ModelSpec] {
     static R: OnceLock<Vec<ModelSpec>> = OnceLock::new();
-    R.get_or_init(|| vec![test_spec(), discrete::spec()])
+    R.get_or_init(|| vec![test_spec(), discrete::spec(), rk::spec()])
 }
 
 crate::export_fmi!(crate::ffi::tests::registry());
 
-static LOG: Mutex<Vec<(c_int, String, String, String)>> = Mutex::new(Vec::new());
+pub(super) static LOG: Mutex<Vec<(c_int, String, String, String)>> = Mutex::new(Vec::new());
 
 /// A non-variadic stand-in for the C-variadic fmi2 logger: on x86-64 System V
 /// a variadic call passes the named and variadic arguments exactly like a
@@ -189,7 +284,7 @@ extern "C" fn logger2(
     }
 }
 
-fn callbacks() -> fmi2::CallbackFunctions {
+pub(super) fn callbacks() -> fmi2::CallbackFunctions {
     type Plain = extern "C" fn(
         *mut c_void,
         *const c_char,
@@ -445,9 +540,9 @@ fn disabled_state_capability_is_refused_by_the_binary() {
     }
 }
 
-static LOG3: Mutex<Vec<String>> = Mutex::new(Vec::new());
+pub(super) static LOG3: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-extern "C" fn logger3(
+pub(super) extern "C" fn logger3(
     _env: *mut c_void,
     _status: c_int,
     _category: *const c_char,
@@ -486,7 +581,7 @@ fn fmi3_cycle_and_refusals() {
             0,
             null,
             Some(logger3),
-            null,
+            None,
         );
         assert!(i.is_null(), "eventModeUsed must be refused");
         assert!(
@@ -513,7 +608,7 @@ fn fmi3_cycle_and_refusals() {
             0,
             null,
             Some(logger3),
-            null,
+            None,
         );
         assert!(!i.is_null());
         assert_eq!(
@@ -768,7 +863,7 @@ fn discrete_variables_in_fmi3_model_description() {
     for l in [
         r#"<Boolean name="b_in" valueReference="1" description="Boolean input" causality="input" variability="discrete" start="true"/>"#,
         r#"<Int32 name="i_in" valueReference="2" description="Integer input" causality="input" variability="discrete" start="-3"/>"#,
-        r#"<Float64 name="r_in" valueReference="3" description="Real input" causality="input" variability="continuous" start="0.0"/>"#,
+        r#"<Float64 name="r_in" valueReference="3" description="Real input" causality="input" variability="continuous" intermediateUpdate="true" start="0.0"/>"#,
         r#"<Boolean name="b_out" valueReference="4" description="b_in sampled at the end of the step" causality="output" variability="discrete" initial="calculated"/>"#,
         r#"<Int32 name="i_out" valueReference="5" description="sum of i_in over the steps" causality="output" variability="discrete" initial="calculated"/>"#,
         r#"<Int32 name="i_fb" valueReference="6" description="2 i_in" causality="output" variability="discrete" initial="calculated"/>"#,
@@ -1079,12 +1174,12 @@ fn instantiate3_discrete() -> *mut c_void {
             0,
             null,
             Some(logger3),
-            null,
+            None,
         )
     }
 }
 
-fn logged3(needle: &str) -> bool {
+pub(super) fn logged3(needle: &str) -> bool {
     LOG3.lock()
         .is_ok_and(|l| l.iter().any(|m| m.contains(needle)))
 }
