@@ -9,7 +9,9 @@
 //! [`PoolChooser`] times both ways on alternating blocks of consecutive
 //! macro steps (a pooled step right after an inline one finds the workers
 //! asleep, which the pool would not pay in a run of pooled steps), keeps
-//! the faster one, and measures again every [`RECALIBRATE_EVERY`] steps. The
+//! the one with the smaller median step time (a preempted step or a late
+//! wake-up on a shared machine must not decide), and measures again every
+//! [`RECALIBRATE_EVERY`] steps. The
 //! results do not depend on the choice: in a Jacobi step every subsystem
 //! reads only its own buffers.
 
@@ -42,8 +44,11 @@ pub enum Way {
 pub struct PoolChooser {
     /// Steps since the current calibration started.
     step: u64,
-    inline: Duration,
-    pool: Duration,
+    /// Timed steps of the current calibration, per way.
+    inline: [Duration; SAMPLES as usize],
+    pool: [Duration; SAMPLES as usize],
+    n_inline: usize,
+    n_pool: usize,
     chosen: Way,
     /// Calibrations completed.
     calibrations: u64,
@@ -53,8 +58,10 @@ impl Default for PoolChooser {
     fn default() -> Self {
         PoolChooser {
             step: 0,
-            inline: Duration::ZERO,
-            pool: Duration::ZERO,
+            inline: [Duration::ZERO; SAMPLES as usize],
+            pool: [Duration::ZERO; SAMPLES as usize],
+            n_inline: 0,
+            n_pool: 0,
             chosen: Way::Inline,
             calibrations: 0,
         }
@@ -85,14 +92,20 @@ impl PoolChooser {
     #[inline]
     pub fn record(&mut self, way: Way, elapsed: Option<Duration>) -> Option<Decision> {
         if let Some(d) = elapsed {
-            match way {
-                Way::Inline => self.inline += d,
-                Way::Pool => self.pool += d,
+            let (samples, n) = match way {
+                Way::Inline => (&mut self.inline, &mut self.n_inline),
+                Way::Pool => (&mut self.pool, &mut self.n_pool),
+            };
+            if let Some(slot) = samples.get_mut(*n) {
+                *slot = d;
+                *n += 1;
             }
         }
         self.step += 1;
         if self.step == CALIBRATION_STEPS {
-            self.chosen = if self.pool.as_secs_f64() < POOL_ADVANTAGE * self.inline.as_secs_f64() {
+            let inline = median(&mut self.inline[..self.n_inline]);
+            let pool = median(&mut self.pool[..self.n_pool]);
+            self.chosen = if pool.as_secs_f64() < POOL_ADVANTAGE * inline.as_secs_f64() {
                 Way::Pool
             } else {
                 Way::Inline
@@ -100,14 +113,14 @@ impl PoolChooser {
             self.calibrations += 1;
             return Some(Decision {
                 way: self.chosen,
-                inline_per_step: self.inline / SAMPLES,
-                pool_per_step: self.pool / SAMPLES,
+                inline_per_step: inline,
+                pool_per_step: pool,
             });
         }
         if self.step >= CALIBRATION_STEPS + RECALIBRATE_EVERY {
             self.step = 0;
-            self.inline = Duration::ZERO;
-            self.pool = Duration::ZERO;
+            self.n_inline = 0;
+            self.n_pool = 0;
         }
         None
     }
@@ -118,14 +131,28 @@ impl PoolChooser {
     }
 }
 
+/// The median of `samples` (sorted in place; zero when empty).
+fn median(samples: &mut [Duration]) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    samples.sort_unstable();
+    let mid = samples.len() / 2;
+    if samples.len().is_multiple_of(2) {
+        (samples[mid - 1] + samples[mid]) / 2
+    } else {
+        samples[mid]
+    }
+}
+
 /// The outcome of one calibration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decision {
     /// The way chosen.
     pub way: Way,
-    /// Mean time of an inline step during the calibration.
+    /// Median time of an inline step during the calibration.
     pub inline_per_step: Duration,
-    /// Mean time of a pooled step during the calibration.
+    /// Median time of a pooled step during the calibration.
     pub pool_per_step: Duration,
 }
 
@@ -165,6 +192,36 @@ mod tests {
         assert_eq!(d.way, Way::Pool);
         assert_eq!(c.chosen(), Way::Pool);
         assert_eq!(c.next(), (Way::Pool, false));
+    }
+
+    #[test]
+    fn a_few_slow_outliers_do_not_decide() {
+        // Heavy FMUs: 100 us inline, 60 us on the pool, but three pooled
+        // steps were preempted (2 ms each): the mean would say inline, the
+        // median says pool.
+        let us = Duration::from_micros;
+        let mut c = PoolChooser::default();
+        let mut pooled = 0;
+        let d = loop {
+            let (way, timed) = c.next();
+            let t = match way {
+                Way::Inline => us(100),
+                Way::Pool => {
+                    pooled += 1;
+                    if [2, 5, 11].contains(&pooled) {
+                        us(2000)
+                    } else {
+                        us(60)
+                    }
+                }
+            };
+            if let Some(d) = c.record(way, timed.then_some(t)) {
+                break d;
+            }
+        };
+        assert_eq!(d.way, Way::Pool);
+        assert_eq!(d.pool_per_step, us(60));
+        assert_eq!(d.inline_per_step, us(100));
     }
 
     #[test]
