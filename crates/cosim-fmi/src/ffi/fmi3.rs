@@ -301,6 +301,8 @@ pub struct Fmi3Instance {
     id: u64,
     states: Vec<FmuState>,
     int_scratch: Vec<i32>,
+    /// Booleans read as bytes (reused: no allocation per call).
+    byte_scratch: Vec<u8>,
     fatal: bool,
     terminated: bool,
     time: f64,
@@ -403,6 +405,7 @@ impl Fmi3Instance {
             id: next_instance_id(),
             states: Vec::new(),
             int_scratch: Vec::new(),
+            byte_scratch: Vec::new(),
             fatal: false,
             terminated: false,
             time: 0.0,
@@ -730,7 +733,9 @@ impl Fmi3Instance {
         self.alive("fmi3GetBoolean")?;
         // fmi3Boolean is C99 `bool`; read into bytes first so that a library
         // writing a value other than 0/1 cannot produce an invalid Rust bool.
-        let mut bytes = vec![0u8; vrs.len()];
+        let mut bytes = std::mem::take(&mut self.byte_scratch);
+        bytes.clear();
+        bytes.resize(vrs.len(), 0);
         // SAFETY: both buffers have vrs.len() elements; u8 has bool's layout.
         let code = unsafe {
             (self.lib.functions.get_boolean)(
@@ -741,11 +746,11 @@ impl Fmi3Instance {
                 bytes.len(),
             )
         };
-        self.check("fmi3GetBoolean", code)?;
-        for (v, b) in values.iter_mut().zip(bytes) {
+        for (v, &b) in values.iter_mut().zip(&bytes) {
             *v = b != 0;
         }
-        Ok(())
+        self.byte_scratch = bytes;
+        self.check("fmi3GetBoolean", code).map(|_| ())
     }
 
     /// `fmi3SetBoolean`.
