@@ -154,6 +154,23 @@ pub fn max_abs_error(trace: &Table, column: &str, reference: &Table, ref_column:
         .fold(0.0, f64::max)
 }
 
+/// B4's accuracy measure (ifosmondi2019 sec. 4): the mean relative error
+/// (mean |error| / max |reference|) of the coupling variables x1, v1 and f2
+/// against the monolithic reference, averaged.
+pub fn b4_mean_relative_error(r: &Run) -> f64 {
+    use cosim_core::metrics::{compare_columns, match_columns};
+    let trace = r.trace();
+    let reference = reference("b4");
+    let pairs: Vec<_> = match_columns(&trace, &reference, &[])
+        .into_iter()
+        .filter(|(_, c)| ["x1", "v1", "f2"].contains(&c.as_str()))
+        .collect();
+    assert_eq!(pairs.len(), 3, "{pairs:?}");
+    let errors =
+        compare_columns(&trace, &reference, &pairs, f64::NEG_INFINITY, f64::INFINITY).unwrap();
+    errors.iter().map(|e| e.mean_relative).sum::<f64>() / errors.len() as f64
+}
+
 /// Least-squares slope of log(error) against log(step).
 pub fn loglog_slope(steps: &[f64], errors: &[f64]) -> f64 {
     let xs: Vec<f64> = steps.iter().map(|h| h.ln()).collect();

@@ -117,22 +117,6 @@ fn fixed_step_extrapolation_reaches_fmi3_fmus_as_it_reaches_fmi2_fmus() {
     );
 }
 
-/// Mean relative error (mean |e| / max |reference|) of x1, v1, f2 against
-/// the B4 reference, averaged (as tests/tests/iterative.rs).
-fn b4_error(r: &cosim_tests::Run) -> f64 {
-    use cosim_core::metrics::{compare_columns, match_columns};
-    let trace = r.trace();
-    let reference = cosim_tests::reference("b4");
-    let pairs: Vec<_> = match_columns(&trace, &reference, &[])
-        .into_iter()
-        .filter(|(_, c)| ["x1", "v1", "f2"].contains(&c.as_str()))
-        .collect();
-    assert_eq!(pairs.len(), 3, "{pairs:?}");
-    let errors =
-        compare_columns(&trace, &reference, &pairs, f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    errors.iter().map(|e| e.mean_relative).sum::<f64>() / errors.len() as f64
-}
-
 #[test]
 fn ifosmondi_gives_fmi3_fmus_its_hermite_inputs_through_intermediate_update() {
     // B4 under IFOSMONDI on the FMI 3 builds: the Hermite inputs of every
@@ -169,7 +153,10 @@ fn ifosmondi_gives_fmi3_fmus_its_hermite_inputs_through_intermediate_update() {
         assert_eq!(n, 1, "{sub}: {err}");
     }
     let held = run(&noiu, &[], None, None);
-    let (e_smooth, e_held) = (b4_error(&smooth), b4_error(&held));
+    let (e_smooth, e_held) = (
+        cosim_tests::b4_mean_relative_error(&smooth),
+        cosim_tests::b4_mean_relative_error(&held),
+    );
     assert!(
         e_smooth < 0.15 && e_smooth < e_held / 100.0,
         "mean relative error with intermediate update {e_smooth:.3e}, without {e_held:.3e}"

@@ -9,11 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use cosim_core::System;
 use cosim_core::extrapolation::eval_taylor;
-use cosim_core::metrics::{compare_columns, match_columns};
 use cosim_core::observer::{Observer, StepContext};
 use cosim_scenario::Overrides;
 use cosim_scenario::runner;
-use cosim_tests::{Run, fmus, reference, run, scenario};
+use cosim_tests::{b4_mean_relative_error, fmus, run, scenario};
 
 /// B4 with the given `[master]` settings.
 fn b4(dir: &Path, name: &str, master: &str) -> PathBuf {
@@ -25,21 +24,6 @@ fn b4(dir: &Path, name: &str, master: &str) -> PathBuf {
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();
     path
-}
-
-/// Mean relative error over the run (mean |e| / max |reference|) of the
-/// coupling outputs x1, v1, f2, averaged.
-fn mean_relative_error(r: &Run) -> f64 {
-    let trace = r.trace();
-    let reference = reference("b4");
-    let pairs: Vec<_> = match_columns(&trace, &reference, &[])
-        .into_iter()
-        .filter(|(_, c)| ["x1", "v1", "f2"].contains(&c.as_str()))
-        .collect();
-    assert_eq!(pairs.len(), 3, "{pairs:?}");
-    let errors =
-        compare_columns(&trace, &reference, &pairs, f64::NEG_INFINITY, f64::INFINITY).unwrap();
-    errors.iter().map(|e| e.mean_relative).sum::<f64>() / errors.len() as f64
 }
 
 struct Point {
@@ -54,7 +38,7 @@ fn measure(dir: &Path, label: &str, master: &str) -> Point {
     assert!(r.error.is_none(), "{label}: {:?}", r.error);
     Point {
         label: label.to_string(),
-        error: mean_relative_error(&r),
+        error: b4_mean_relative_error(&r),
         do_steps: r.summary.calls.do_step,
         wall: r.summary.wall_time_s,
     }
