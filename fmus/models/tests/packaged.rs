@@ -8,6 +8,7 @@
 #![allow(clippy::expect_used, clippy::panic, clippy::type_complexity)]
 
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -127,31 +128,165 @@ fn dist_dir() -> PathBuf {
     dist::ensure_built().expect("fmus/dist is built")
 }
 
-type Inst = *mut c_void;
-type Status0 = unsafe extern "C" fn(Inst) -> c_int;
-type GetReal2 = unsafe extern "C" fn(Inst, *const u32, usize, *mut f64) -> c_int;
-type SetReal2 = unsafe extern "C" fn(Inst, *const u32, usize, *const f64) -> c_int;
-type State2 = unsafe extern "C" fn(Inst, *mut *mut c_void) -> c_int;
-type SetState2 = unsafe extern "C" fn(Inst, *mut c_void) -> c_int;
+// ---------------------------------------------------------- C function types
 
-struct Fmi2<'a> {
-    fmu: &'a Fmu,
-    c: Inst,
+type Inst = *mut c_void;
+/// A function of the instance alone: fmi2/fmi3 Enter/ExitInitializationMode,
+/// Terminate, Reset, fmi3EnterContinuousTimeMode, ...
+type Status0 = unsafe extern "C" fn(Inst) -> c_int;
+/// fmi2FreeInstance / fmi3FreeInstance.
+type FreeInstance = unsafe extern "C" fn(Inst);
+/// fmi2GetFMUstate, fmi2FreeFMUstate, fmi3GetFMUState, fmi3FreeFMUState.
+type StateOut = unsafe extern "C" fn(Inst, *mut *mut c_void) -> c_int;
+/// fmi2SetFMUstate / fmi3SetFMUState.
+type StateIn = unsafe extern "C" fn(Inst, *mut c_void) -> c_int;
+
+/// fmi2Instantiate.
+type Instantiate2 = unsafe extern "C" fn(
+    *const c_char,
+    c_int,
+    *const c_char,
+    *const c_char,
+    *const Callbacks2,
+    c_int,
+    c_int,
+) -> Inst;
+/// fmi2SetupExperiment.
+type SetupExperiment2 = unsafe extern "C" fn(Inst, c_int, f64, f64, c_int, f64) -> c_int;
+/// fmi2Get<T> (T = fmi2Real, fmi2Integer, fmi2Boolean).
+type Get2<T> = unsafe extern "C" fn(Inst, *const u32, usize, *mut T) -> c_int;
+/// fmi2Set<T>.
+type Set2<T> = unsafe extern "C" fn(Inst, *const u32, usize, *const T) -> c_int;
+/// fmi2DoStep.
+type DoStep2 = unsafe extern "C" fn(Inst, f64, f64, c_int) -> c_int;
+/// fmi2SetRealInputDerivatives.
+type SetInputDerivatives2 =
+    unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int;
+/// fmi2GetRealOutputDerivatives.
+type GetOutputDerivatives2 =
+    unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *mut f64) -> c_int;
+
+/// fmi3IntermediateUpdateCallback.
+type IntermediateUpdate =
+    unsafe extern "C" fn(*mut c_void, f64, bool, bool, bool, bool, *mut bool, *mut f64);
+/// fmi3InstantiateCoSimulation.
+type Instantiate3 = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    bool,
+    bool,
+    bool,
+    bool,
+    *const u32,
+    usize,
+    *mut c_void,
+    *const c_void,
+    Option<IntermediateUpdate>,
+) -> Inst;
+/// fmi3EnterInitializationMode.
+type EnterInitializationMode3 = unsafe extern "C" fn(Inst, bool, f64, f64, bool, f64) -> c_int;
+/// fmi3Get<T> (T = fmi3Float64, fmi3Int32, fmi3Boolean, ...).
+type Get3<T> = unsafe extern "C" fn(Inst, *const u32, usize, *mut T, usize) -> c_int;
+/// fmi3Set<T>.
+type Set3<T> = unsafe extern "C" fn(Inst, *const u32, usize, *const T, usize) -> c_int;
+/// fmi3DoStep.
+type DoStep3 =
+    unsafe extern "C" fn(Inst, f64, f64, bool, *mut bool, *mut bool, *mut bool, *mut f64) -> c_int;
+/// fmi3SerializedFMUStateSize.
+type SerializedStateSize3 = unsafe extern "C" fn(Inst, *mut c_void, *mut usize) -> c_int;
+/// fmi3SerializeFMUState.
+type SerializeState3 = unsafe extern "C" fn(Inst, *mut c_void, *mut u8, usize) -> c_int;
+/// fmi3DeserializeFMUState.
+type DeserializeState3 = unsafe extern "C" fn(Inst, *const u8, usize, *mut *mut c_void) -> c_int;
+
+// ----------------------------------------------------------------- instances
+
+/// An FMI version: the names of the functions both versions have with the
+/// same C signature.
+trait Version {
+    /// Get, Set and FreeFMUstate (FMI 2) / FMUState (FMI 3), FreeInstance.
+    const FNS: [&'static str; 4];
 }
+
+enum V2 {}
+enum V3 {}
+
+impl Version for V2 {
+    const FNS: [&'static str; 4] = [
+        "fmi2GetFMUstate",
+        "fmi2SetFMUstate",
+        "fmi2FreeFMUstate",
+        "fmi2FreeInstance",
+    ];
+}
+
+impl Version for V3 {
+    const FNS: [&'static str; 4] = [
+        "fmi3GetFMUState",
+        "fmi3SetFMUState",
+        "fmi3FreeFMUState",
+        "fmi3FreeInstance",
+    ];
+}
+
+/// An instance of a packaged FMU, freed on drop.
+struct Instance<'a, V: Version> {
+    fmu: &'a Fmu,
+    i: Inst,
+    /// FMI 3 made by [`Fmi3::with_importer`]: the test importer's callback
+    /// environment (boxed: its address is the instance's).
+    env: Option<Box<Importer3>>,
+    version: PhantomData<V>,
+}
+
+/// An FMI 2 instance.
+type Fmi2<'a> = Instance<'a, V2>;
+/// An FMI 3 instance; made by [`Fmi3::with_importer`], it has the test
+/// importer's intermediate update callback.
+type Fmi3<'a> = Instance<'a, V3>;
+
+impl<'a, V: Version> Instance<'a, V> {
+    /// Takes ownership of the live instance `i` of `fmu`.
+    fn new(fmu: &'a Fmu, i: Inst, env: Option<Box<Importer3>>) -> Self {
+        Instance {
+            fmu,
+            i,
+            env,
+            version: PhantomData,
+        }
+    }
+    /// Calls `name`, a function of the instance alone ([`Status0`]).
+    fn call(&self, name: &str) -> c_int {
+        // SAFETY: FMI signature.
+        unsafe { self.fmu.sym::<Status0>(name)(self.i) }
+    }
+    fn get_state(&self, s: &mut *mut c_void) -> c_int {
+        // SAFETY: s points to one FMU-state slot.
+        unsafe { self.fmu.sym::<StateOut>(V::FNS[0])(self.i, s) }
+    }
+    fn set_state(&self, s: *mut c_void) -> c_int {
+        // SAFETY: FMI signature.
+        unsafe { self.fmu.sym::<StateIn>(V::FNS[1])(self.i, s) }
+    }
+    fn free_state(&self, s: &mut *mut c_void) -> c_int {
+        // SAFETY: s points to one FMU-state slot.
+        unsafe { self.fmu.sym::<StateOut>(V::FNS[2])(self.i, s) }
+    }
+}
+
+impl<V: Version> Drop for Instance<'_, V> {
+    fn drop(&mut self) {
+        // SAFETY: frees our instance once; `drop` runs before the fields'
+        // drops, so `env` outlives the instance.
+        unsafe { self.fmu.sym::<FreeInstance>(V::FNS[3])(self.i) }
+    }
+}
+
+// ------------------------------------------------------------ FMI 2 instance
 
 impl<'a> Fmi2<'a> {
     fn instantiate(fmu: &'a Fmu) -> Self {
-        let inst: Symbol<
-            unsafe extern "C" fn(
-                *const c_char,
-                c_int,
-                *const c_char,
-                *const c_char,
-                *const Callbacks2,
-                c_int,
-                c_int,
-            ) -> Inst,
-        > = fmu.sym("fmi2Instantiate");
         let cb = Callbacks2 {
             logger: logger2 as *const c_void,
             allocate: std::ptr::null(),
@@ -162,7 +297,7 @@ impl<'a> Fmi2<'a> {
         let tok = fmu.token();
         // SAFETY: valid strings and callback struct (read during the call only).
         let c = unsafe {
-            inst(
+            fmu.sym::<Instantiate2>("fmi2Instantiate")(
                 c"packaged".as_ptr(),
                 1,
                 tok.as_ptr(),
@@ -173,50 +308,290 @@ impl<'a> Fmi2<'a> {
             )
         };
         assert!(!c.is_null(), "fmi2Instantiate failed");
-        Fmi2 { fmu, c }
+        Fmi2::new(fmu, c, None)
     }
-    fn call(&self, name: &str) -> c_int {
-        // SAFETY: FMI signature.
-        unsafe { self.fmu.sym::<Status0>(name)(self.c) }
+    /// Setup, enter and exit initialization mode, each returning fmi2OK.
+    fn initialize(&self) {
+        assert_eq!(self.setup(), 0);
+        assert_eq!(self.call("fmi2EnterInitializationMode"), 0);
+        assert_eq!(self.call("fmi2ExitInitializationMode"), 0);
     }
     fn setup(&self) -> c_int {
-        let f: Symbol<unsafe extern "C" fn(Inst, c_int, f64, f64, c_int, f64) -> c_int> =
-            self.fmu.sym("fmi2SetupExperiment");
+        let f = self.fmu.sym::<SetupExperiment2>("fmi2SetupExperiment");
         // SAFETY: FMI signature.
-        unsafe { f(self.c, 0, 0.0, 0.0, 0, 0.0) }
+        unsafe { f(self.i, 0, 0.0, 0.0, 0, 0.0) }
     }
     fn set(&self, vr: u32, x: f64) -> c_int {
         // SAFETY: one-element arrays.
-        unsafe { self.fmu.sym::<SetReal2>("fmi2SetReal")(self.c, &vr, 1, &x) }
+        unsafe { self.fmu.sym::<Set2<f64>>("fmi2SetReal")(self.i, &vr, 1, &x) }
     }
-    fn get(&self, vr: u32) -> f64 {
+    /// fmi2GetReal of one value: the status and the value.
+    fn get_real(&self, vr: u32) -> (c_int, f64) {
         let mut x = f64::NAN;
         // SAFETY: one-element arrays.
-        let status = unsafe { self.fmu.sym::<GetReal2>("fmi2GetReal")(self.c, &vr, 1, &mut x) };
+        let status = unsafe { self.fmu.sym::<Get2<f64>>("fmi2GetReal")(self.i, &vr, 1, &mut x) };
+        (status, x)
+    }
+    fn get(&self, vr: u32) -> f64 {
+        let (status, x) = self.get_real(vr);
         assert_eq!(status, 0);
         x
     }
     fn step(&self, t: f64, h: f64) -> c_int {
-        let f: Symbol<unsafe extern "C" fn(Inst, f64, f64, c_int) -> c_int> =
-            self.fmu.sym("fmi2DoStep");
         // SAFETY: FMI signature.
-        unsafe { f(self.c, t, h, 1) }
+        unsafe { self.fmu.sym::<DoStep2>("fmi2DoStep")(self.i, t, h, 1) }
     }
-    fn get_state(&self, s: &mut *mut c_void) -> c_int {
-        // SAFETY: s points to one FMU-state slot.
-        unsafe { self.fmu.sym::<State2>("fmi2GetFMUstate")(self.c, s) }
+    /// fmi2SetRealInputDerivatives: `vrs`, `orders` and `values` of one length.
+    fn set_der(&self, vrs: &[u32], orders: &[c_int], values: &[f64]) -> c_int {
+        assert!(orders.len() == vrs.len() && values.len() == vrs.len());
+        let f = self
+            .fmu
+            .sym::<SetInputDerivatives2>("fmi2SetRealInputDerivatives");
+        // SAFETY: three arrays of vrs.len() elements.
+        unsafe {
+            f(
+                self.i,
+                vrs.as_ptr(),
+                vrs.len(),
+                orders.as_ptr(),
+                values.as_ptr(),
+            )
+        }
     }
-    fn set_state(&self, s: *mut c_void) -> c_int {
-        // SAFETY: FMI signature.
-        unsafe { self.fmu.sym::<SetState2>("fmi2SetFMUstate")(self.c, s) }
+    /// fmi2GetRealOutputDerivatives of one value: the status and the value.
+    fn get_der(&self, vr: u32, order: c_int) -> (c_int, f64) {
+        let f = self
+            .fmu
+            .sym::<GetOutputDerivatives2>("fmi2GetRealOutputDerivatives");
+        let mut d = f64::NAN;
+        // SAFETY: one-element arrays.
+        let status = unsafe { f(self.i, &vr, 1, &order, &mut d) };
+        (status, d)
+    }
+    fn get_int(&self, vr: u32) -> c_int {
+        let mut x = c_int::MIN;
+        // SAFETY: one-element arrays.
+        let status =
+            unsafe { self.fmu.sym::<Get2<c_int>>("fmi2GetInteger")(self.i, &vr, 1, &mut x) };
+        assert_eq!(status, 0);
+        x
+    }
+    fn get_bool(&self, vr: u32) -> c_int {
+        let mut x = -1;
+        // SAFETY: one-element arrays.
+        let status =
+            unsafe { self.fmu.sym::<Get2<c_int>>("fmi2GetBoolean")(self.i, &vr, 1, &mut x) };
+        assert_eq!(status, 0);
+        x
+    }
+    fn set_int(&self, vr: u32, x: c_int) -> c_int {
+        // SAFETY: one-element arrays.
+        unsafe { self.fmu.sym::<Set2<c_int>>("fmi2SetInteger")(self.i, &vr, 1, &x) }
+    }
+    fn set_bool(&self, vr: u32, x: c_int) -> c_int {
+        // SAFETY: one-element arrays.
+        unsafe { self.fmu.sym::<Set2<c_int>>("fmi2SetBoolean")(self.i, &vr, 1, &x) }
     }
 }
 
-impl Drop for Fmi2<'_> {
-    fn drop(&mut self) {
-        let f: Symbol<unsafe extern "C" fn(Inst)> = self.fmu.sym("fmi2FreeInstance");
-        // SAFETY: frees our instance once.
-        unsafe { f(self.c) }
+// ------------------------------------------------------------ FMI 3 instance
+
+/// The test importer's state (its `instanceEnvironment`).
+struct Importer3 {
+    /// The FMU's own fmi3SetFloat64.
+    set: Set3<f64>,
+    inst: std::sync::atomic::AtomicPtr<c_void>,
+    /// `(t0, [(vr, [u, u', u'', u'''])])`: the inputs' polynomials.
+    polys: Mutex<(f64, Vec<(u32, [f64; 4])>)>,
+    times: Mutex<Vec<f64>>,
+    failed_sets: std::sync::atomic::AtomicUsize,
+}
+
+/// The importer's `fmi3IntermediateUpdateCallback`: sets every input to
+/// its polynomial at the intermediate update time.
+unsafe extern "C" fn importer3_update(
+    env: *mut c_void,
+    time: f64,
+    set_requested: bool,
+    _get_allowed: bool,
+    _step_finished: bool,
+    _can_return_early: bool,
+    _early: *mut bool,
+    _early_time: *mut f64,
+) {
+    // SAFETY: `env` is the test's `Importer3`, alive while its instance is.
+    let env = unsafe { &*(env as *const Importer3) };
+    env.times.lock().expect("times").push(time);
+    if !set_requested {
+        return;
+    }
+    let (t0, polys) = env.polys.lock().expect("polys").clone();
+    let i = env.inst.load(std::sync::atomic::Ordering::SeqCst);
+    for (vr, c) in polys {
+        let tau = time - t0;
+        let u = c[0] + tau * (c[1] + tau * (c[2] / 2.0 + tau * c[3] / 6.0));
+        // SAFETY: the FMU's fmi3SetFloat64 on its live instance; one-element arrays.
+        if unsafe { (env.set)(i, &vr, 1, &u, 1) } != 0 {
+            env.failed_sets
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+impl<'a> Fmi3<'a> {
+    /// fmi3InstantiateCoSimulation of `fmu`: not visible, logging on through
+    /// `logger3`, no Event Mode, no early return, no required intermediate
+    /// variables. NULL if refused.
+    ///
+    /// # Safety
+    /// If `update` is `Some`, `env` must be what `update` expects and stay
+    /// valid while the instance lives.
+    unsafe fn instantiate_raw(
+        fmu: &Fmu,
+        name: &CStr,
+        token: &CStr,
+        env: *mut c_void,
+        update: Option<IntermediateUpdate>,
+    ) -> Inst {
+        let f = fmu.sym::<Instantiate3>("fmi3InstantiateCoSimulation");
+        // SAFETY: valid strings; the logger is a plain function; `env` is the
+        // caller's contract.
+        unsafe {
+            f(
+                name.as_ptr(),
+                token.as_ptr(),
+                std::ptr::null(),
+                false,
+                true,
+                false,
+                false,
+                std::ptr::null(),
+                0,
+                env,
+                logger3 as *const c_void,
+                update,
+            )
+        }
+    }
+    /// [`Fmi3::instantiate_raw`] without callback or environment.
+    fn try_instantiate(fmu: &Fmu, name: &CStr, token: &CStr) -> Inst {
+        // SAFETY: no callback, so nothing uses the NULL environment.
+        unsafe { Self::instantiate_raw(fmu, name, token, std::ptr::null_mut(), None) }
+    }
+    /// An instance of `fmu` with its own token, without callback.
+    fn instantiate(fmu: &'a Fmu, name: &CStr) -> Self {
+        let i = Self::try_instantiate(fmu, name, &fmu.token());
+        assert!(!i.is_null());
+        Fmi3::new(fmu, i, None)
+    }
+    /// An instance with the test importer's callback, initialized.
+    fn with_importer(fmu: &'a Fmu) -> Self {
+        let env = Box::new(Importer3 {
+            set: *fmu.sym::<Set3<f64>>("fmi3SetFloat64"),
+            inst: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            polys: Mutex::new((0.0, Vec::new())),
+            times: Mutex::new(Vec::new()),
+            failed_sets: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let env_ptr = &*env as *const Importer3 as *mut c_void;
+        // SAFETY: the environment is the `Importer3` that `importer3_update`
+        // expects; it lives in the returned value and outlives the instance
+        // (see `Drop`).
+        let i = unsafe {
+            Self::instantiate_raw(fmu, c"iu3", &fmu.token(), env_ptr, Some(importer3_update))
+        };
+        assert!(!i.is_null());
+        env.inst.store(i, std::sync::atomic::Ordering::SeqCst);
+        let s = Fmi3::new(fmu, i, Some(env));
+        assert_eq!(s.enter(), 0);
+        assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+        s
+    }
+    /// The test importer of [`Fmi3::with_importer`].
+    fn importer(&self) -> &Importer3 {
+        self.env.as_deref().expect("made with the test importer")
+    }
+    /// fmi3EnterInitializationMode without tolerance or stop time, from 0.
+    fn enter(&self) -> c_int {
+        let f = self
+            .fmu
+            .sym::<EnterInitializationMode3>("fmi3EnterInitializationMode");
+        // SAFETY: FMI signature.
+        unsafe { f(self.i, false, 0.0, 0.0, false, 0.0) }
+    }
+    fn set(&self, vr: u32, x: f64) -> c_int {
+        // SAFETY: one-element arrays.
+        unsafe { self.fmu.sym::<Set3<f64>>("fmi3SetFloat64")(self.i, &vr, 1, &x, 1) }
+    }
+    /// The getter `name`, of element type `T`, for `vrs`: the status and
+    /// the values (`init` where nothing was written).
+    fn get_values<T: Copy, const N: usize>(
+        &self,
+        name: &str,
+        vrs: [u32; N],
+        init: T,
+    ) -> (c_int, [T; N]) {
+        let mut out = [init; N];
+        // SAFETY: `name` is an FMI 3 getter of `T` (the typed callers below);
+        // arrays of N elements.
+        let status =
+            unsafe { self.fmu.sym::<Get3<T>>(name)(self.i, vrs.as_ptr(), N, out.as_mut_ptr(), N) };
+        (status, out)
+    }
+    fn get_f64s<const N: usize>(&self, vrs: [u32; N]) -> (c_int, [f64; N]) {
+        self.get_values("fmi3GetFloat64", vrs, f64::NAN)
+    }
+    fn get_bools<const N: usize>(&self, vrs: [u32; N]) -> (c_int, [bool; N]) {
+        self.get_values("fmi3GetBoolean", vrs, false)
+    }
+    fn get_i32s<const N: usize>(&self, vrs: [u32; N]) -> (c_int, [i32; N]) {
+        self.get_values("fmi3GetInt32", vrs, 0)
+    }
+    fn get(&self, vr: u32) -> f64 {
+        let (status, [x]) = self.get_f64s([vr]);
+        assert_eq!(status, 0);
+        x
+    }
+    /// fmi3DoStep: the status and lastSuccessfulTime.
+    fn step_last(&self, t: f64, h: f64) -> (c_int, f64) {
+        let f = self.fmu.sym::<DoStep3>("fmi3DoStep");
+        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
+        // SAFETY: valid out-pointers.
+        let status = unsafe {
+            f(
+                self.i, t, h, false, &mut e, &mut term, &mut early, &mut last,
+            )
+        };
+        (status, last)
+    }
+    fn step(&self, t: f64, h: f64) -> c_int {
+        self.step_last(t, h).0
+    }
+    /// The bytes of FMU state `s` (fmi3SerializedFMUStateSize and
+    /// fmi3SerializeFMUState, each returning fmi3OK).
+    fn serialize_state(&self, s: *mut c_void) -> Vec<u8> {
+        let size = self
+            .fmu
+            .sym::<SerializedStateSize3>("fmi3SerializedFMUStateSize");
+        let serialize = self.fmu.sym::<SerializeState3>("fmi3SerializeFMUState");
+        let mut n = 0usize;
+        // SAFETY: one writable size.
+        assert_eq!(unsafe { size(self.i, s, &mut n) }, 0);
+        let mut bytes = vec![0u8; n];
+        // SAFETY: `bytes` has the n writable elements passed.
+        assert_eq!(unsafe { serialize(self.i, s, bytes.as_mut_ptr(), n) }, 0);
+        bytes
+    }
+    /// A new FMU state from `bytes` (fmi3DeserializeFMUState returning fmi3OK).
+    fn deserialize_state(&self, bytes: &[u8]) -> *mut c_void {
+        let f = self.fmu.sym::<DeserializeState3>("fmi3DeserializeFMUState");
+        let mut s: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `bytes.len()` readable bytes, one FMU-state slot.
+        assert_eq!(unsafe { f(self.i, bytes.as_ptr(), bytes.len(), &mut s) }, 0);
+        s
+    }
+    fn times(&self) -> Vec<f64> {
+        self.importer().times.lock().expect("times").clone()
     }
 }
 
@@ -231,11 +606,7 @@ fn fmi2_integrator_full_cycle_with_state_and_input_derivatives() {
     assert_eq!(s.set(X0, 1.0), 0);
     assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
     assert_eq!(s.set(U, 1.0), 0);
-    let set_der: Symbol<
-        unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int,
-    > = fmu.sym("fmi2SetRealInputDerivatives");
-    // SAFETY: arrays of length 1.
-    assert_eq!(unsafe { set_der(s.c, &U, 1, &1, &2.0) }, 0);
+    assert_eq!(s.set_der(&[U], &[1], &[2.0]), 0);
     assert_eq!(s.step(0.0, 1.0), 0);
     assert_eq!(s.get(X), 3.0); // 1 + int_0^1 (1 + 2t) dt
     let mut st: *mut c_void = std::ptr::null_mut();
@@ -248,16 +619,10 @@ fn fmi2_integrator_full_cycle_with_state_and_input_derivatives() {
     assert_eq!(s.step(1.0, 0.5), 0);
     assert_eq!(s.get(X).to_bits(), first);
     // Output derivative: dx/dt = u.
-    let get_der: Symbol<
-        unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *mut f64) -> c_int,
-    > = fmu.sym("fmi2GetRealOutputDerivatives");
-    let mut d = 0.0;
-    // SAFETY: arrays of length 1.
-    assert_eq!(unsafe { get_der(s.c, &X, 1, &1, &mut d) }, 0);
+    let (status, d) = s.get_der(X, 1);
+    assert_eq!(status, 0);
     assert_eq!(d, 0.5);
-    let free: Symbol<State2> = fmu.sym("fmi2FreeFMUstate");
-    // SAFETY: frees our state.
-    assert_eq!(unsafe { free(s.c, &mut st) }, 0);
+    assert_eq!(s.free_state(&mut st), 0);
     assert_eq!(s.call("fmi2Terminate"), 0);
 }
 
@@ -275,9 +640,7 @@ fn fmi2_nostate_variant_refuses_fmu_state() {
             .contains("modelIdentifier=\"QuarterCarChassis_nostate\"")
     );
     let s = Fmi2::instantiate(&fmu);
-    assert_eq!(s.setup(), 0);
-    assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
-    assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
+    s.initialize();
     assert_eq!(s.step(0.0, 1e-3), 0);
     let mut st: *mut c_void = std::ptr::null_mut();
     assert_eq!(s.get_state(&mut st), 3);
@@ -320,11 +683,7 @@ fn fmi2_variants_declare_and_refuse() {
     );
     assert!(nointerp.xml.contains("canInterpolateInputs=\"false\""));
     let s = Fmi2::instantiate(&nointerp);
-    let set_der: Symbol<
-        unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int,
-    > = nointerp.sym("fmi2SetRealInputDerivatives");
-    // SAFETY: arrays of length 1.
-    assert_eq!(unsafe { set_der(s.c, &1, 1, &1, &2.0) }, 3);
+    assert_eq!(s.set_der(&[1], &[1], &[2.0]), 3);
     assert!(logged(
         "capability canInterpolateInputs is disabled in this build"
     ));
@@ -344,11 +703,8 @@ fn fmi2_bad_parameter_is_an_error_with_a_message() {
     assert_eq!(s.step(0.0, 1e-3), 3);
     let micro = Fmu::open(&dist_dir().join("fmi2").join("QuarterCarWheel.fmu"));
     let s = Fmi2::instantiate(&micro);
-    let set_int: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *const c_int) -> c_int> =
-        micro.sym("fmi2SetInteger");
     assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
-    // SAFETY: arrays of length 1.
-    let status = unsafe { set_int(s.c, &cosim_models::quarter_car::wheel::MICRO_STEPS, 1, &0) };
+    let status = s.set_int(cosim_models::quarter_car::wheel::MICRO_STEPS, 0);
     assert_eq!(status, 0);
     assert_eq!(s.call("fmi2ExitInitializationMode"), 3);
     assert!(logged("micro_steps must be >= 1, got 0"));
@@ -359,116 +715,33 @@ fn fmi3_chassis_full_cycle_with_serialized_state() {
     use cosim_models::quarter_car::chassis::{F, V_C, Z_C};
     let fmu = Fmu::open(&dist_dir().join("fmi3").join("QuarterCarChassis.fmu"));
     assert!(fmu.xml.contains("fmiVersion=\"3.0\""));
-    let inst: Symbol<
-        unsafe extern "C" fn(
-            *const c_char,
-            *const c_char,
-            *const c_char,
-            bool,
-            bool,
-            bool,
-            bool,
-            *const u32,
-            usize,
-            *mut c_void,
-            *const c_void,
-            *mut c_void,
-        ) -> Inst,
-    > = fmu.sym("fmi3InstantiateCoSimulation");
-    let tok = fmu.token();
-    let null = std::ptr::null_mut();
-    // SAFETY: valid strings; the callback outlives the instance.
-    let i = unsafe {
-        inst(
-            c"i3".as_ptr(),
-            tok.as_ptr(),
-            std::ptr::null(),
-            false,
-            true,
-            false,
-            false,
-            std::ptr::null(),
-            0,
-            null,
-            logger3 as *const c_void,
-            null,
-        )
-    };
-    assert!(!i.is_null());
-    let enter: Symbol<unsafe extern "C" fn(Inst, bool, f64, f64, bool, f64) -> c_int> =
-        fmu.sym("fmi3EnterInitializationMode");
-    let exit: Symbol<Status0> = fmu.sym("fmi3ExitInitializationMode");
-    let set: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *const f64, usize) -> c_int> =
-        fmu.sym("fmi3SetFloat64");
-    let get: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut f64, usize) -> c_int> =
-        fmu.sym("fmi3GetFloat64");
-    let step: Symbol<
-        unsafe extern "C" fn(
-            Inst,
-            f64,
-            f64,
-            bool,
-            *mut bool,
-            *mut bool,
-            *mut bool,
-            *mut f64,
-        ) -> c_int,
-    > = fmu.sym("fmi3DoStep");
-    let get_state: Symbol<State2> = fmu.sym("fmi3GetFMUState");
-    let set_state: Symbol<SetState2> = fmu.sym("fmi3SetFMUState");
-    let size: Symbol<unsafe extern "C" fn(Inst, *mut c_void, *mut usize) -> c_int> =
-        fmu.sym("fmi3SerializedFMUStateSize");
-    let ser: Symbol<unsafe extern "C" fn(Inst, *mut c_void, *mut u8, usize) -> c_int> =
-        fmu.sym("fmi3SerializeFMUState");
-    let de: Symbol<unsafe extern "C" fn(Inst, *const u8, usize, *mut *mut c_void) -> c_int> =
-        fmu.sym("fmi3DeserializeFMUState");
-    let free_state: Symbol<State2> = fmu.sym("fmi3FreeFMUState");
-    // SAFETY: every pointer below is valid for the call.
-    unsafe {
-        assert_eq!(enter(i, false, 0.0, 0.0, false, 0.0), 0);
-        assert_eq!(exit(i), 0);
-        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
-        assert_eq!(set(i, &F, 1, &400.0, 1), 0);
-        assert_eq!(
-            step(i, 0.0, 0.5, false, &mut e, &mut term, &mut early, &mut last),
-            0
-        );
-        assert_eq!(last, 0.5);
-        let mut vz = [0.0; 2];
-        assert_eq!(get(i, [V_C, Z_C].as_ptr(), 2, vz.as_mut_ptr(), 2), 0);
-        assert_eq!(vz, [0.5, 0.125]);
-        let mut st: *mut c_void = null;
-        assert_eq!(get_state(i, &mut st), 0);
-        let mut n = 0usize;
-        assert_eq!(size(i, st, &mut n), 0);
-        let mut bytes = vec![0u8; n];
-        assert_eq!(ser(i, st, bytes.as_mut_ptr(), n), 0);
-        assert_eq!(
-            step(i, 0.5, 0.5, false, &mut e, &mut term, &mut early, &mut last),
-            0
-        );
-        let mut after = [0.0; 2];
-        assert_eq!(get(i, [V_C, Z_C].as_ptr(), 2, after.as_mut_ptr(), 2), 0);
-        let mut st2: *mut c_void = null;
-        assert_eq!(de(i, bytes.as_ptr(), n, &mut st2), 0);
-        assert_eq!(set_state(i, st2), 0);
-        assert_eq!(
-            step(i, 0.5, 0.5, false, &mut e, &mut term, &mut early, &mut last),
-            0
-        );
-        let mut again = [0.0; 2];
-        assert_eq!(get(i, [V_C, Z_C].as_ptr(), 2, again.as_mut_ptr(), 2), 0);
-        assert_eq!(after.map(f64::to_bits), again.map(f64::to_bits));
-        assert_eq!(free_state(i, &mut st), 0);
-        assert_eq!(free_state(i, &mut st2), 0);
-        // Model exchange is exported and refused.
-        let me: Symbol<Status0> = fmu.sym("fmi3EnterContinuousTimeMode");
-        assert_eq!(me(i), 3);
-        let term_fn: Symbol<Status0> = fmu.sym("fmi3Terminate");
-        assert_eq!(term_fn(i), 0);
-        let free: Symbol<unsafe extern "C" fn(Inst)> = fmu.sym("fmi3FreeInstance");
-        free(i);
-    }
+    let s = Fmi3::instantiate(&fmu, c"i3");
+    assert_eq!(s.enter(), 0);
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    assert_eq!(s.set(F, 400.0), 0);
+    let (status, last) = s.step_last(0.0, 0.5);
+    assert_eq!(status, 0);
+    assert_eq!(last, 0.5);
+    let (status, vz) = s.get_f64s([V_C, Z_C]);
+    assert_eq!(status, 0);
+    assert_eq!(vz, [0.5, 0.125]);
+    let mut st: *mut c_void = std::ptr::null_mut();
+    assert_eq!(s.get_state(&mut st), 0);
+    let bytes = s.serialize_state(st);
+    assert_eq!(s.step(0.5, 0.5), 0);
+    let (status, after) = s.get_f64s([V_C, Z_C]);
+    assert_eq!(status, 0);
+    let mut st2 = s.deserialize_state(&bytes);
+    assert_eq!(s.set_state(st2), 0);
+    assert_eq!(s.step(0.5, 0.5), 0);
+    let (status, again) = s.get_f64s([V_C, Z_C]);
+    assert_eq!(status, 0);
+    assert_eq!(after.map(f64::to_bits), again.map(f64::to_bits));
+    assert_eq!(s.free_state(&mut st), 0);
+    assert_eq!(s.free_state(&mut st2), 0);
+    // Model exchange is exported and refused.
+    assert_eq!(s.call("fmi3EnterContinuousTimeMode"), 3);
+    assert_eq!(s.call("fmi3Terminate"), 0);
     assert!(logged("model exchange is not supported"));
 }
 
@@ -476,62 +749,10 @@ fn fmi3_chassis_full_cycle_with_serialized_state() {
 fn fmi3_refuses_an_fmi2_token_and_unknown_models() {
     let fmu = Fmu::open(&dist_dir().join("fmi3").join("Gain.fmu"));
     let fmi2 = Fmu::open(&dist_dir().join("fmi2").join("Gain.fmu"));
-    let inst: Symbol<
-        unsafe extern "C" fn(
-            *const c_char,
-            *const c_char,
-            *const c_char,
-            bool,
-            bool,
-            bool,
-            bool,
-            *const u32,
-            usize,
-            *mut c_void,
-            *const c_void,
-            *mut c_void,
-        ) -> Inst,
-    > = fmu.sym("fmi3InstantiateCoSimulation");
-    let null = std::ptr::null_mut();
     let tok2 = fmi2.token();
-    // SAFETY: valid strings and callback.
-    unsafe {
-        assert!(
-            inst(
-                c"x".as_ptr(),
-                tok2.as_ptr(),
-                std::ptr::null(),
-                false,
-                true,
-                false,
-                false,
-                std::ptr::null(),
-                0,
-                null,
-                logger3 as *const c_void,
-                null
-            )
-            .is_null()
-        );
-        let unknown = c"cosim:NoSuchModel:fmi3:s1z1d1i0v1j1u0:0123456789abcdef";
-        assert!(
-            inst(
-                c"x".as_ptr(),
-                unknown.as_ptr(),
-                std::ptr::null(),
-                false,
-                true,
-                false,
-                false,
-                std::ptr::null(),
-                0,
-                null,
-                logger3 as *const c_void,
-                null
-            )
-            .is_null()
-        );
-    }
+    assert!(Fmi3::try_instantiate(&fmu, c"x", &tok2).is_null());
+    let unknown = c"cosim:NoSuchModel:fmi3:s1z1d1i0v1j1u0:0123456789abcdef";
+    assert!(Fmi3::try_instantiate(&fmu, c"x", unknown).is_null());
     assert!(logged("is for fmi2 but was given to the fmi3 interface"));
     assert!(logged("no model \"NoSuchModel\""));
 }
@@ -557,34 +778,6 @@ fn every_packaged_fmu_declares_its_variant() {
 }
 
 // ------------------------------------------------------------- thermostat
-
-type GetInt2 = unsafe extern "C" fn(Inst, *const u32, usize, *mut c_int) -> c_int;
-type SetInt2 = unsafe extern "C" fn(Inst, *const u32, usize, *const c_int) -> c_int;
-
-impl Fmi2<'_> {
-    fn get_int(&self, vr: u32) -> c_int {
-        let mut x = c_int::MIN;
-        // SAFETY: one-element arrays.
-        let status = unsafe { self.fmu.sym::<GetInt2>("fmi2GetInteger")(self.c, &vr, 1, &mut x) };
-        assert_eq!(status, 0);
-        x
-    }
-    fn get_bool(&self, vr: u32) -> c_int {
-        let mut x = -1;
-        // SAFETY: one-element arrays.
-        let status = unsafe { self.fmu.sym::<GetInt2>("fmi2GetBoolean")(self.c, &vr, 1, &mut x) };
-        assert_eq!(status, 0);
-        x
-    }
-    fn set_int(&self, vr: u32, x: c_int) -> c_int {
-        // SAFETY: one-element arrays.
-        unsafe { self.fmu.sym::<SetInt2>("fmi2SetInteger")(self.c, &vr, 1, &x) }
-    }
-    fn set_bool(&self, vr: u32, x: c_int) -> c_int {
-        // SAFETY: one-element arrays.
-        unsafe { self.fmu.sym::<SetInt2>("fmi2SetBoolean")(self.c, &vr, 1, &x) }
-    }
-}
 
 #[test]
 fn fmi2_thermostat_fmus_declare_discrete_variables() {
@@ -645,18 +838,12 @@ fn fmi2_thermostat_closed_loop_through_the_c_abi() {
     }
     assert_eq!((ctl.get_bool(c::HEATER_ON), ctl.get_int(c::LEVEL)), (1, 2));
     // Type errors through the C ABI.
-    let mut x = 0.0;
-    // SAFETY: one-element arrays.
-    let st = unsafe { ctl_fmu.sym::<GetReal2>("fmi2GetReal")(ctl.c, &c::LEVEL, 1, &mut x) };
+    let (st, _) = ctl.get_real(c::LEVEL);
     assert_eq!(st, 3);
     assert!(logged("variable level (vr 3) is of type Integer, not Real"));
     assert_eq!(room.set_bool(r::LEVEL, 1), 3);
     assert_eq!(room.set_int(r::HEATER_ON, 1), 3);
-    let set_der: Symbol<
-        unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int,
-    > = room_fmu.sym("fmi2SetRealInputDerivatives");
-    // SAFETY: arrays of length 1.
-    assert_eq!(unsafe { set_der(room.c, &r::LEVEL, 1, &1, &1.0) }, 3);
+    assert_eq!(room.set_der(&[r::LEVEL], &[1], &[1.0]), 3);
     // The loop, 1 s steps, with an exact check of the room's first step.
     let (mut t, h) = (0.0, 1.0);
     let mut changes = 0;
@@ -720,284 +907,44 @@ fn fmi3_thermostat_controller_boolean_int32_and_serialized_state() {
         r#"<Boolean name="heater_on" valueReference="1" description="Heater switched on (held over the step)" causality="input" variability="discrete" start="false"/>"#
     ));
     assert!(room.xml.contains(r#"<Int32 name="level" valueReference="2" description="Heating level; heating q = level * P_unit while heater_on" causality="input" variability="discrete" start="1"/>"#));
-    let inst: Symbol<
-        unsafe extern "C" fn(
-            *const c_char,
-            *const c_char,
-            *const c_char,
-            bool,
-            bool,
-            bool,
-            bool,
-            *const u32,
-            usize,
-            *mut c_void,
-            *const c_void,
-            *mut c_void,
-        ) -> Inst,
-    > = fmu.sym("fmi3InstantiateCoSimulation");
-    let tok = fmu.token();
-    let null = std::ptr::null_mut();
-    // SAFETY: valid strings; the callback outlives the instance.
-    let i = unsafe {
-        inst(
-            c"ctl3".as_ptr(),
-            tok.as_ptr(),
-            std::ptr::null(),
-            false,
-            true,
-            false,
-            false,
-            std::ptr::null(),
-            0,
-            null,
-            logger3 as *const c_void,
-            null,
-        )
+    let s = Fmi3::instantiate(&fmu, c"ctl3");
+    let outputs = || {
+        let (status, b) = s.get_bools([HEATER_ON]);
+        assert_eq!(status, 0);
+        let (status, n) = s.get_i32s([LEVEL, SWITCHES]);
+        assert_eq!(status, 0);
+        (b[0], n[0], n[1])
     };
-    assert!(!i.is_null());
-    let enter: Symbol<unsafe extern "C" fn(Inst, bool, f64, f64, bool, f64) -> c_int> =
-        fmu.sym("fmi3EnterInitializationMode");
-    let exit: Symbol<Status0> = fmu.sym("fmi3ExitInitializationMode");
-    let set_f: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *const f64, usize) -> c_int> =
-        fmu.sym("fmi3SetFloat64");
-    let get_b: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut bool, usize) -> c_int> =
-        fmu.sym("fmi3GetBoolean");
-    let get_i: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut i32, usize) -> c_int> =
-        fmu.sym("fmi3GetInt32");
-    let step: Symbol<
-        unsafe extern "C" fn(
-            Inst,
-            f64,
-            f64,
-            bool,
-            *mut bool,
-            *mut bool,
-            *mut bool,
-            *mut f64,
-        ) -> c_int,
-    > = fmu.sym("fmi3DoStep");
-    let get_state: Symbol<State2> = fmu.sym("fmi3GetFMUState");
-    let set_state: Symbol<SetState2> = fmu.sym("fmi3SetFMUState");
-    let size: Symbol<unsafe extern "C" fn(Inst, *mut c_void, *mut usize) -> c_int> =
-        fmu.sym("fmi3SerializedFMUStateSize");
-    let ser: Symbol<unsafe extern "C" fn(Inst, *mut c_void, *mut u8, usize) -> c_int> =
-        fmu.sym("fmi3SerializeFMUState");
-    let de: Symbol<unsafe extern "C" fn(Inst, *const u8, usize, *mut *mut c_void) -> c_int> =
-        fmu.sym("fmi3DeserializeFMUState");
-    let free_state: Symbol<State2> = fmu.sym("fmi3FreeFMUState");
-    // SAFETY: every pointer below is valid for the call.
-    unsafe {
-        let outputs = || {
-            let mut b = [false];
-            let mut n = [0i32; 2];
-            assert_eq!(get_b(i, &HEATER_ON, 1, b.as_mut_ptr(), 1), 0);
-            assert_eq!(
-                get_i(i, [LEVEL, SWITCHES].as_ptr(), 2, n.as_mut_ptr(), 2),
-                0
-            );
-            (b[0], n[0], n[1])
-        };
-        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
-        let mut go = |t: f64, temp: f64| {
-            assert_eq!(set_f(i, &T, 1, &temp, 1), 0);
-            assert_eq!(
-                step(i, t, 1.0, false, &mut e, &mut term, &mut early, &mut last),
-                0
-            );
-        };
-        assert_eq!(enter(i, false, 0.0, 0.0, false, 0.0), 0);
-        assert_eq!(exit(i), 0);
-        assert_eq!(outputs(), (true, 2, 0));
-        go(0.0, 22.0);
-        assert_eq!(outputs(), (false, 1, 1));
-        let mut st: *mut c_void = null;
-        assert_eq!(get_state(i, &mut st), 0);
-        let mut n = 0usize;
-        assert_eq!(size(i, st, &mut n), 0);
-        let mut bytes = vec![0u8; n];
-        assert_eq!(ser(i, st, bytes.as_mut_ptr(), n), 0);
-        go(1.0, 18.0);
-        assert_eq!(outputs(), (true, 1, 2));
-        go(2.0, 15.0);
-        assert_eq!(outputs(), (true, 2, 2));
-        let mut st2: *mut c_void = null;
-        assert_eq!(de(i, bytes.as_ptr(), n, &mut st2), 0);
-        assert_eq!(set_state(i, st2), 0);
-        assert_eq!(outputs(), (false, 1, 1));
-        // Wrong type through the FMI 3 getters.
-        let mut f = [0.0];
-        let get_f: Symbol<unsafe extern "C" fn(Inst, *const u32, usize, *mut f64, usize) -> c_int> =
-            fmu.sym("fmi3GetFloat64");
-        assert_eq!(get_f(i, &HEATER_ON, 1, f.as_mut_ptr(), 1), 3);
-        assert_eq!(free_state(i, &mut st), 0);
-        assert_eq!(free_state(i, &mut st2), 0);
-        let term_fn: Symbol<Status0> = fmu.sym("fmi3Terminate");
-        assert_eq!(term_fn(i), 0);
-        let free: Symbol<unsafe extern "C" fn(Inst)> = fmu.sym("fmi3FreeInstance");
-        free(i);
-    }
+    let go = |t: f64, temp: f64| {
+        assert_eq!(s.set(T, temp), 0);
+        assert_eq!(s.step(t, 1.0), 0);
+    };
+    assert_eq!(s.enter(), 0);
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    assert_eq!(outputs(), (true, 2, 0));
+    go(0.0, 22.0);
+    assert_eq!(outputs(), (false, 1, 1));
+    let mut st: *mut c_void = std::ptr::null_mut();
+    assert_eq!(s.get_state(&mut st), 0);
+    let bytes = s.serialize_state(st);
+    go(1.0, 18.0);
+    assert_eq!(outputs(), (true, 1, 2));
+    go(2.0, 15.0);
+    assert_eq!(outputs(), (true, 2, 2));
+    let mut st2 = s.deserialize_state(&bytes);
+    assert_eq!(s.set_state(st2), 0);
+    assert_eq!(outputs(), (false, 1, 1));
+    // Wrong type through the FMI 3 getters.
+    assert_eq!(s.get_f64s([HEATER_ON]).0, 3);
+    assert_eq!(s.free_state(&mut st), 0);
+    assert_eq!(s.free_state(&mut st2), 0);
+    assert_eq!(s.call("fmi3Terminate"), 0);
     assert!(logged(
         "variable heater_on (vr 2) is of type Boolean, not Float64"
     ));
 }
 
 // ------------------------------------------------ FMI 3 intermediate update
-
-type SetF64 = unsafe extern "C" fn(Inst, *const u32, usize, *const f64, usize) -> c_int;
-type GetF64 = unsafe extern "C" fn(Inst, *const u32, usize, *mut f64, usize) -> c_int;
-type IntermediateUpdate =
-    unsafe extern "C" fn(*mut c_void, f64, bool, bool, bool, bool, *mut bool, *mut f64);
-type Instantiate3 = unsafe extern "C" fn(
-    *const c_char,
-    *const c_char,
-    *const c_char,
-    bool,
-    bool,
-    bool,
-    bool,
-    *const u32,
-    usize,
-    *mut c_void,
-    *const c_void,
-    Option<IntermediateUpdate>,
-) -> Inst;
-
-/// The test importer's state (its `instanceEnvironment`).
-struct Importer3 {
-    /// The FMU's own fmi3SetFloat64.
-    set: SetF64,
-    inst: std::sync::atomic::AtomicPtr<c_void>,
-    /// `(t0, [(vr, [u, u', u'', u'''])])`: the inputs' polynomials.
-    polys: Mutex<(f64, Vec<(u32, [f64; 4])>)>,
-    times: Mutex<Vec<f64>>,
-    failed_sets: std::sync::atomic::AtomicUsize,
-}
-
-/// The importer's `fmi3IntermediateUpdateCallback`: sets every input to
-/// its polynomial at the intermediate update time.
-unsafe extern "C" fn importer3_update(
-    env: *mut c_void,
-    time: f64,
-    set_requested: bool,
-    _get_allowed: bool,
-    _step_finished: bool,
-    _can_return_early: bool,
-    _early: *mut bool,
-    _early_time: *mut f64,
-) {
-    // SAFETY: `env` is the test's `Importer3`, alive while its instance is.
-    let env = unsafe { &*(env as *const Importer3) };
-    env.times.lock().expect("times").push(time);
-    if !set_requested {
-        return;
-    }
-    let (t0, polys) = env.polys.lock().expect("polys").clone();
-    let i = env.inst.load(std::sync::atomic::Ordering::SeqCst);
-    for (vr, c) in polys {
-        let tau = time - t0;
-        let u = c[0] + tau * (c[1] + tau * (c[2] / 2.0 + tau * c[3] / 6.0));
-        // SAFETY: the FMU's fmi3SetFloat64 on its live instance; one-element arrays.
-        if unsafe { (env.set)(i, &vr, 1, &u, 1) } != 0 {
-            env.failed_sets
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-}
-
-/// A packaged FMI 3 FMU instantiated with the test importer's callback.
-struct Fmi3<'a> {
-    fmu: &'a Fmu,
-    i: Inst,
-    env: Box<Importer3>,
-}
-
-impl<'a> Fmi3<'a> {
-    fn instantiate(fmu: &'a Fmu) -> Self {
-        let set: Symbol<SetF64> = fmu.sym("fmi3SetFloat64");
-        let env = Box::new(Importer3 {
-            set: *set,
-            inst: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
-            polys: Mutex::new((0.0, Vec::new())),
-            times: Mutex::new(Vec::new()),
-            failed_sets: std::sync::atomic::AtomicUsize::new(0),
-        });
-        let inst: Symbol<Instantiate3> = fmu.sym("fmi3InstantiateCoSimulation");
-        let tok = fmu.token();
-        // SAFETY: valid strings; the environment and callbacks outlive the instance.
-        let i = unsafe {
-            inst(
-                c"iu3".as_ptr(),
-                tok.as_ptr(),
-                std::ptr::null(),
-                false,
-                true,
-                false,
-                false,
-                std::ptr::null(),
-                0,
-                &*env as *const Importer3 as *mut c_void,
-                logger3 as *const c_void,
-                Some(importer3_update),
-            )
-        };
-        assert!(!i.is_null());
-        env.inst.store(i, std::sync::atomic::Ordering::SeqCst);
-        let enter: Symbol<unsafe extern "C" fn(Inst, bool, f64, f64, bool, f64) -> c_int> =
-            fmu.sym("fmi3EnterInitializationMode");
-        let exit: Symbol<Status0> = fmu.sym("fmi3ExitInitializationMode");
-        // SAFETY: FMI signatures.
-        unsafe {
-            assert_eq!(enter(i, false, 0.0, 0.0, false, 0.0), 0);
-            assert_eq!(exit(i), 0);
-        }
-        Fmi3 { fmu, i, env }
-    }
-    fn set(&self, vr: u32, x: f64) -> c_int {
-        // SAFETY: one-element arrays.
-        unsafe { (self.env.set)(self.i, &vr, 1, &x, 1) }
-    }
-    fn get(&self, vr: u32) -> f64 {
-        let mut x = f64::NAN;
-        let get: Symbol<GetF64> = self.fmu.sym("fmi3GetFloat64");
-        // SAFETY: one-element arrays.
-        let status = unsafe { get(self.i, &vr, 1, &mut x, 1) };
-        assert_eq!(status, 0);
-        x
-    }
-    fn step(&self, t: f64, h: f64) -> c_int {
-        let f: Symbol<
-            unsafe extern "C" fn(
-                Inst,
-                f64,
-                f64,
-                bool,
-                *mut bool,
-                *mut bool,
-                *mut bool,
-                *mut f64,
-            ) -> c_int,
-        > = self.fmu.sym("fmi3DoStep");
-        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
-        // SAFETY: valid out-pointers.
-        unsafe {
-            f(
-                self.i, t, h, false, &mut e, &mut term, &mut early, &mut last,
-            )
-        }
-    }
-    fn times(&self) -> Vec<f64> {
-        self.env.times.lock().expect("times").clone()
-    }
-}
-
-impl Drop for Fmi3<'_> {
-    fn drop(&mut self) {
-        let f: Symbol<unsafe extern "C" fn(Inst)> = self.fmu.sym("fmi3FreeInstance");
-        // SAFETY: frees our instance once (before `env` is dropped).
-        unsafe { f(self.i) }
-    }
-}
 
 fn input_poly(k: usize, vr: u32, h: f64) -> [f64; 4] {
     let p = (k as f64) * 0.9 + f64::from(vr) * 0.4;
@@ -1007,6 +954,31 @@ fn input_poly(k: usize, vr: u32, h: f64) -> [f64; 4] {
         -0.2 * p.sin() / (h * h),
         0.5 * (0.5 * p).cos() / (h * h * h),
     ]
+}
+
+/// `f3` with the test importer's callback and `f2`, both initialized.
+fn side_by_side<'a>(f2: &'a Fmu, f3: &'a Fmu) -> (Fmi2<'a>, Fmi3<'a>) {
+    let s3 = Fmi3::with_importer(f3);
+    let s2 = Fmi2::instantiate(f2);
+    s2.initialize();
+    (s2, s3)
+}
+
+/// Sets the inputs `ins` of step `k` (of `h`, from 0) in both instances to
+/// their [`input_poly`] values; in `s2` also their derivatives if
+/// `derivatives`, in `s3`'s importer the polynomials. Returns the step's time.
+fn set_inputs(s2: &Fmi2, s3: &Fmi3, ins: &[u32], k: usize, h: f64, derivatives: bool) -> f64 {
+    let t = k as f64 * h;
+    let polys: Vec<(u32, [f64; 4])> = ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
+    for (vr, c) in &polys {
+        assert_eq!(s2.set(*vr, c[0]), 0);
+        if derivatives {
+            assert_eq!(s2.set_der(&[*vr; 3], &[1, 2, 3], &c[1..]), 0);
+        }
+        assert_eq!(s3.set(*vr, c[0]), 0);
+    }
+    *s3.importer().polys.lock().expect("polys") = (t, polys);
+    t
 }
 
 fn observed_reals(name: &str) -> Vec<u32> {
@@ -1051,33 +1023,13 @@ fn packaged_fmi3_with_intermediate_update_matches_fmi2_with_input_derivatives() 
             f3.xml.contains("providesIntermediateUpdate=\"true\""),
             "{name}"
         );
-        let s3 = Fmi3::instantiate(&f3);
-        let s2 = Fmi2::instantiate(&f2);
-        assert_eq!(s2.setup(), 0);
-        assert_eq!(s2.call("fmi2EnterInitializationMode"), 0);
-        assert_eq!(s2.call("fmi2ExitInitializationMode"), 0);
-        let set_der: Symbol<
-            unsafe extern "C" fn(Inst, *const u32, usize, *const c_int, *const f64) -> c_int,
-        > = f2.sym("fmi2SetRealInputDerivatives");
+        let (s2, s3) = side_by_side(&f2, &f3);
         let ins = continuous_inputs(name);
         let obs = observed_reals(name);
         let h = 1e-3;
         let mut scale = vec![0.0f64; obs.len()];
         for k in 0..10 {
-            let t = k as f64 * h;
-            let polys: Vec<(u32, [f64; 4])> =
-                ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
-            for (vr, c) in &polys {
-                assert_eq!(s2.set(*vr, c[0]), 0);
-                let orders = [1, 2, 3];
-                // SAFETY: arrays of length 3.
-                let status = unsafe {
-                    set_der(s2.c, [*vr; 3].as_ptr(), 3, orders.as_ptr(), c[1..].as_ptr())
-                };
-                assert_eq!(status, 0);
-                assert_eq!(s3.set(*vr, c[0]), 0);
-            }
-            *s3.env.polys.lock().expect("polys") = (t, polys.clone());
+            let t = set_inputs(&s2, &s3, &ins, k, h, true);
             assert_eq!(s2.step(t, h), 0);
             assert_eq!(s3.step(t, h), 0, "{name} step {k}");
             for (j, &vr) in obs.iter().enumerate() {
@@ -1104,7 +1056,9 @@ fn packaged_fmi3_with_intermediate_update_matches_fmi2_with_input_derivatives() 
             "{name}: ends at t + h"
         );
         assert_eq!(
-            s3.env.failed_sets.load(std::sync::atomic::Ordering::SeqCst),
+            s3.importer()
+                .failed_sets
+                .load(std::sync::atomic::Ordering::SeqCst),
             0,
             "{name}"
         );
@@ -1152,23 +1106,12 @@ fn packaged_fmi3_variants_without_intermediate_update_never_call_back() {
         // Stepped with a callback: never called, inputs held exactly as the
         // FMI 2 build without input derivatives.
         let f2 = Fmu::open(&dir.join("fmi2").join(format!("{name}.fmu")));
-        let s3 = Fmi3::instantiate(&f3);
-        let s2 = Fmi2::instantiate(&f2);
-        assert_eq!(s2.setup(), 0);
-        assert_eq!(s2.call("fmi2EnterInitializationMode"), 0);
-        assert_eq!(s2.call("fmi2ExitInitializationMode"), 0);
+        let (s2, s3) = side_by_side(&f2, &f3);
         let ins = continuous_inputs(name);
         let obs = observed_reals(name);
         let h = 1e-3;
         for k in 0..5 {
-            let t = k as f64 * h;
-            let polys: Vec<(u32, [f64; 4])> =
-                ins.iter().map(|&vr| (vr, input_poly(k, vr, h))).collect();
-            for (vr, c) in &polys {
-                assert_eq!(s2.set(*vr, c[0]), 0);
-                assert_eq!(s3.set(*vr, c[0]), 0);
-            }
-            *s3.env.polys.lock().expect("polys") = (t, polys.clone());
+            let t = set_inputs(&s2, &s3, &ins, k, h, false);
             assert_eq!(s2.step(t, h), 0);
             assert_eq!(s3.step(t, h), 0);
             for &vr in &obs {

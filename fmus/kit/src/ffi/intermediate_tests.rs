@@ -3,20 +3,19 @@
 //! driven with the same polynomials as input derivatives, and with exact
 //! solutions.
 
-use std::ffi::{CString, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::intermediate::IntermediateUpdate;
 use super::tests::{
-    LOG3, callbacks, fmi2DoStep, fmi2EnterInitializationMode, fmi2ExitInitializationMode,
-    fmi2FreeInstance, fmi2GetReal, fmi2Instantiate, fmi2SetInteger, fmi2SetReal,
-    fmi2SetRealInputDerivatives, fmi3DoStep, fmi3EnterInitializationMode,
-    fmi3ExitInitializationMode, fmi3FreeInstance, fmi3GetFMUState, fmi3GetFloat64,
-    fmi3InstantiateCoSimulation, fmi3SetFloat64, fmi3SetInt32, fmi3Terminate, logged3, logger3,
-    registry, rk,
+    LOG3, fmi2DoStep, fmi2EnterInitializationMode, fmi2ExitInitializationMode, fmi2FreeInstance,
+    fmi2GetReal, fmi2SetInteger, fmi2SetReal, fmi2SetRealInputDerivatives,
+    fmi3EnterInitializationMode, fmi3ExitInitializationMode, fmi3FreeInstance, fmi3GetFMUState,
+    fmi3GetFloat64, fmi3SetFloat64, fmi3SetInt32, fmi3Terminate, instantiate2_full,
+    instantiate3_with, logged3, registry, rk, step3, token_c,
 };
-use crate::caps::{Capabilities, FmiVersion, Variant, token};
+use crate::caps::{Capabilities, FmiVersion, Variant};
 use crate::model::{ModelSpec, Vr};
 use crate::xml;
 
@@ -128,11 +127,7 @@ fn probe(env: &Env, i: *mut c_void) {
         ));
         r.push(("set null", fmi3SetFloat64(i, &U, 1, std::ptr::null(), 1)));
         r.push(("set int", fmi3SetInt32(i, &K, 1, &3, 1)));
-        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
-        r.push((
-            "step",
-            fmi3DoStep(i, 0.0, 0.1, false, &mut e, &mut term, &mut early, &mut last),
-        ));
+        r.push(("step", step3(i, 0.0, 0.1)));
         let mut s: *mut c_void = std::ptr::null_mut();
         r.push(("state", fmi3GetFMUState(i, &mut s)));
         r.push(("terminate", fmi3Terminate(i)));
@@ -159,25 +154,11 @@ fn fmi3(
     callback: bool,
     params: &[(Vr, f64)],
 ) -> *mut c_void {
-    let s = spec(model);
-    let tok = CString::new(token(s, FmiVersion::Fmi3, &caps)).unwrap_or_default();
+    let tok = token_c(spec(model), FmiVersion::Fmi3, &caps);
     let cb: Option<IntermediateUpdate> = if callback { Some(on_update) } else { None };
     // SAFETY: valid strings, callbacks and environment (which outlives the instance).
     unsafe {
-        let i = fmi3InstantiateCoSimulation(
-            c"iu".as_ptr(),
-            tok.as_ptr(),
-            std::ptr::null(),
-            false,
-            true,
-            false,
-            false,
-            std::ptr::null(),
-            0,
-            env.ptr(),
-            Some(logger3),
-            cb,
-        );
+        let i = instantiate3_with(c"iu", &tok, false, &[], env.ptr(), cb);
         assert!(!i.is_null());
         env.inst.store(i, Ordering::SeqCst);
         assert_eq!(
@@ -197,19 +178,17 @@ fn fmi3(
     }
 }
 
+/// [`fmi3`] with every capability and `on_update`.
+fn fmi3_full(model: &str, env: &Env, params: &[(Vr, f64)]) -> *mut c_void {
+    let caps = Capabilities::full(spec(model), FmiVersion::Fmi3);
+    fmi3(model, caps, env, true, params)
+}
+
 fn fmi2(model: &str, params: &[(Vr, f64)]) -> *mut c_void {
-    let s = spec(model);
-    let cb = callbacks();
-    let g = CString::new(token(
-        s,
-        FmiVersion::Fmi2,
-        &Capabilities::full(s, FmiVersion::Fmi2),
-    ))
-    .unwrap_or_default();
-    // SAFETY: valid strings and callback struct.
+    let c = instantiate2_full(c"iu2", spec(model));
+    assert!(!c.is_null());
+    // SAFETY: a live instance and one-element arrays.
     unsafe {
-        let c = fmi2Instantiate(c"iu2".as_ptr(), 1, g.as_ptr(), std::ptr::null(), &cb, 0, 1);
-        assert!(!c.is_null());
         assert_eq!(fmi2EnterInitializationMode(c), 0);
         for &(vr, x) in params {
             let st = if vr == rk::STEPS && model == "KitRk4" {
@@ -238,10 +217,12 @@ fn get2(c: *mut c_void, vr: Vr) -> f64 {
     x
 }
 
-fn step3(i: *mut c_void, t: f64, h: f64) -> c_int {
-    let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
-    // SAFETY: valid out-pointers.
-    unsafe { fmi3DoStep(i, t, h, false, &mut e, &mut term, &mut early, &mut last) }
+/// `fmi2SetRealInputDerivatives` of `vr`: orders 1, 2, 3 from `c[1..]`.
+fn set_derivatives2(c2: *mut c_void, vr: Vr, c: &[f64; 4]) -> c_int {
+    // SAFETY: arrays of length 3.
+    unsafe {
+        fmi2SetRealInputDerivatives(c2, [vr; 3].as_ptr(), 3, [1, 2, 3].as_ptr(), c[1..].as_ptr())
+    }
 }
 
 /// The input polynomial `[u, u', u'', u''']` of step `k`.
@@ -265,12 +246,7 @@ fn rk4_times(t: f64, h: f64, n: usize) -> Vec<f64> {
     let dt = h / n as f64;
     let mut v = vec![t];
     for i in 0..n {
-        let s = t + i as f64 * dt;
-        let s_next = if i + 1 == n {
-            t + h
-        } else {
-            t + (i + 1) as f64 * dt
-        };
+        let (s, s_next) = rk::micro_step(t, h, n, i);
         v.push(s + 0.5 * dt);
         v.push(s_next);
     }
@@ -298,16 +274,7 @@ fn rk4_model_with_intermediate_update_matches_fmi2_input_derivatives() {
             unsafe {
                 assert_eq!(fmi2SetReal(c2, [U, W].as_ptr(), 2, [c[0], w].as_ptr()), 0);
                 assert_eq!(fmi2SetInteger(c2, &K, 1, &k_in), 0);
-                assert_eq!(
-                    fmi2SetRealInputDerivatives(
-                        c2,
-                        [U, U, U].as_ptr(),
-                        3,
-                        [1, 2, 3].as_ptr(),
-                        c[1..].as_ptr()
-                    ),
-                    0
-                );
+                assert_eq!(set_derivatives2(c2, U, &c), 0);
                 assert_eq!(fmi2DoStep(c2, t, h, 1), 0);
                 // FMI 3: the value at the communication point, the rest
                 // through the callback; w is never set by the callback.
@@ -359,15 +326,8 @@ fn exact_integrator_with_intermediate_update_matches_fmi2_and_the_exact_integral
     const U: Vr = 1;
     const Y: Vr = 2;
     const X: Vr = 3;
-    let s = spec("KitTest");
     let env = Env::new();
-    let i3 = fmi3(
-        "KitTest",
-        Capabilities::full(s, FmiVersion::Fmi3),
-        &env,
-        true,
-        &[],
-    );
+    let i3 = fmi3_full("KitTest", &env, &[]);
     let c2 = fmi2("KitTest", &[]);
     let h = 0.25;
     let mut exact = 0.0;
@@ -377,16 +337,7 @@ fn exact_integrator_with_intermediate_update_matches_fmi2_and_the_exact_integral
         // SAFETY: valid arrays.
         unsafe {
             assert_eq!(fmi2SetReal(c2, &U, 1, &c[0]), 0);
-            assert_eq!(
-                fmi2SetRealInputDerivatives(
-                    c2,
-                    [U, U, U].as_ptr(),
-                    3,
-                    [1, 2, 3].as_ptr(),
-                    c[1..].as_ptr()
-                ),
-                0
-            );
+            assert_eq!(set_derivatives2(c2, U, &c), 0);
             assert_eq!(fmi2DoStep(c2, t, h, 1), 0);
             assert_eq!(fmi3SetFloat64(i3, &U, 1, &c[0], 1), 0);
         }
@@ -463,15 +414,8 @@ fn without_callback_or_intermediate_update_the_inputs_are_held_bit_for_bit() {
 #[test]
 fn inside_the_callback_only_setting_intermediate_inputs_is_allowed() {
     use rk::{A, STEPS, U, X};
-    let s = spec("KitRk4");
     let env = Env::new();
-    let i = fmi3(
-        "KitRk4",
-        Capabilities::full(s, FmiVersion::Fmi3),
-        &env,
-        true,
-        &[(A, 1.0), (STEPS, 2.0)],
-    );
+    let i = fmi3_full("KitRk4", &env, &[(A, 1.0), (STEPS, 2.0)]);
     let c = [1.0, 2.0, 0.0, 0.0];
     env.set_poly(U, 0.0, c);
     env.probe.store(true, Ordering::SeqCst);
@@ -526,21 +470,16 @@ fn required_intermediate_variables_must_be_intermediate_inputs() {
     use rk::{K, U, W, Y};
     let s = spec("KitRk4");
     let instantiate = |caps: Capabilities, required: &[Vr]| {
-        let tok = CString::new(token(s, FmiVersion::Fmi3, &caps)).unwrap_or_default();
-        // SAFETY: valid strings and arrays.
+        let tok = token_c(s, FmiVersion::Fmi3, &caps);
+        // SAFETY: valid strings and arrays; the instances are freed without
+        // a step, so `on_update` never sees the NULL environment.
         unsafe {
-            fmi3InstantiateCoSimulation(
-                c"req".as_ptr(),
-                tok.as_ptr(),
-                std::ptr::null(),
+            instantiate3_with(
+                c"req",
+                &tok,
                 false,
-                true,
-                false,
-                false,
-                required.as_ptr(),
-                required.len(),
+                required,
                 std::ptr::null_mut(),
-                Some(logger3),
                 Some(on_update),
             )
         }

@@ -5,6 +5,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::{Mutex, OnceLock};
 
 use super::fmi2;
+use super::intermediate::IntermediateUpdate;
 use crate::caps::{Capabilities, FmiVersion, Variant, token};
 use crate::model::{DependencyKind, LogLevel, Model, ModelSpec, StepError, Values, Variable, Vr};
 use crate::{Inputs, xml};
@@ -182,6 +183,19 @@ pub(super) mod rk {
     /// Discrete Integer input (held; never intermediateUpdate).
     pub const K: Vr = 7;
 
+    /// Start and end of RK4 micro step `i` of `n` in the step from `t` by
+    /// `h` (the last one ends at `t + h` exactly).
+    pub fn micro_step(t: f64, h: f64, n: usize, i: usize) -> (f64, f64) {
+        let dt = h / n as f64;
+        let s = t + i as f64 * dt;
+        let s_next = if i + 1 == n {
+            t + h
+        } else {
+            t + (i + 1) as f64 * dt
+        };
+        (s, s_next)
+    }
+
     struct KitRk4 {
         a: f64,
         n: usize,
@@ -204,12 +218,7 @@ pub(super) mod rk {
             let dt = h / self.n as f64;
             let mut x = v[X];
             for i in 0..self.n {
-                let s = t + i as f64 * dt;
-                let s_next = if i + 1 == self.n {
-                    t + h
-                } else {
-                    t + (i + 1) as f64 * dt
-                };
+                let (s, s_next) = micro_step(t, h, self.n, i);
                 let k1 = f(s, x);
                 let k2 = f(s + 0.5 * dt, x + 0.5 * dt * k1);
                 let k3 = f(s + 0.5 * dt, x + 0.5 * dt * k2);
@@ -311,15 +320,36 @@ fn logged(needle: &str) -> bool {
     })
 }
 
+/// The GUID / instantiation token of `spec` built with `caps`, as a C string.
+pub(super) fn token_c(spec: &ModelSpec, version: FmiVersion, caps: &Capabilities) -> CString {
+    CString::new(token(spec, version, caps)).unwrap_or_default()
+}
+
 fn guid(caps: Capabilities) -> CString {
-    CString::new(token(&registry()[0], FmiVersion::Fmi2, &caps)).unwrap_or_default()
+    token_c(&registry()[0], FmiVersion::Fmi2, &caps)
+}
+
+/// [`token_c`] with every capability.
+fn full_token(spec: &ModelSpec, version: FmiVersion) -> CString {
+    token_c(spec, version, &Capabilities::full(spec, version))
+}
+
+/// `fmi2Instantiate` of `spec` built with `caps`: co-simulation, the test
+/// callbacks, not visible, logging on.
+pub(super) fn instantiate2(name: &CStr, spec: &ModelSpec, caps: Capabilities) -> *mut c_void {
+    let cb = callbacks();
+    let g = token_c(spec, FmiVersion::Fmi2, &caps);
+    // SAFETY: valid strings and callback struct.
+    unsafe { fmi2Instantiate(name.as_ptr(), 1, g.as_ptr(), std::ptr::null(), &cb, 0, 1) }
+}
+
+/// [`instantiate2`] of `spec` with every capability.
+pub(super) fn instantiate2_full(name: &CStr, spec: &ModelSpec) -> *mut c_void {
+    instantiate2(name, spec, Capabilities::full(spec, FmiVersion::Fmi2))
 }
 
 fn instantiate(caps: Capabilities) -> *mut c_void {
-    let cb = callbacks();
-    let g = guid(caps);
-    // SAFETY: valid strings and callback struct.
-    unsafe { fmi2Instantiate(c"inst".as_ptr(), 1, g.as_ptr(), std::ptr::null(), &cb, 0, 1) }
+    instantiate2(c"inst", &registry()[0], caps)
 }
 
 fn full() -> Capabilities {
@@ -450,8 +480,7 @@ fn fmi2_instantiate_refuses_bad_tokens() {
             .is_null()
         );
         assert!(logged("does not match model KitTest"));
-        let fmi3_token =
-            CString::new(token(&registry()[0], FmiVersion::Fmi3, &full())).unwrap_or_default();
+        let fmi3_token = token_c(&registry()[0], FmiVersion::Fmi3, &full());
         assert!(
             fmi2Instantiate(
                 c"a".as_ptr(),
@@ -557,32 +586,64 @@ pub(super) extern "C" fn logger3(
     }
 }
 
+/// `fmi3InstantiateCoSimulation`: not visible, logging on through
+/// [`logger3`], no early return, Event Mode as `event_mode_used` says.
+///
+/// # Safety
+/// If `update` is `Some`, `env` must be what `update` expects and stay valid
+/// while the instance lives (the kit passes it to `update` in `fmi3DoStep`).
+pub(super) unsafe fn instantiate3_with(
+    name: &CStr,
+    token: &CStr,
+    event_mode_used: bool,
+    required: &[Vr],
+    env: *mut c_void,
+    update: Option<IntermediateUpdate>,
+) -> *mut c_void {
+    // SAFETY: valid strings and an array of the given length; `env` is the
+    // caller's contract.
+    unsafe {
+        fmi3InstantiateCoSimulation(
+            name.as_ptr(),
+            token.as_ptr(),
+            std::ptr::null(),
+            false,
+            true,
+            event_mode_used,
+            false,
+            required.as_ptr(),
+            required.len(),
+            env,
+            Some(logger3),
+            update,
+        )
+    }
+}
+
+/// [`instantiate3_with`] without Event Mode, required intermediate
+/// variables, environment or intermediate update callback.
+pub(super) fn instantiate3(name: &CStr, token: &CStr) -> *mut c_void {
+    // SAFETY: no callback, so nothing uses the NULL environment.
+    unsafe { instantiate3_with(name, token, false, &[], std::ptr::null_mut(), None) }
+}
+
+/// `fmi3DoStep` from `t` by `h`, no prior set; the status (the flags and
+/// the last successful time are dropped).
+pub(super) fn step3(i: *mut c_void, t: f64, h: f64) -> c_int {
+    let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
+    // SAFETY: valid out-pointers.
+    unsafe { fmi3DoStep(i, t, h, false, &mut e, &mut term, &mut early, &mut last) }
+}
+
 #[test]
 fn fmi3_cycle_and_refusals() {
     let spec = &registry()[0];
-    let tok = CString::new(token(
-        spec,
-        FmiVersion::Fmi3,
-        &Capabilities::full(spec, FmiVersion::Fmi3),
-    ))
-    .unwrap_or_default();
+    let tok = full_token(spec, FmiVersion::Fmi3);
     let null = std::ptr::null_mut();
-    // SAFETY: valid or deliberately NULL pointers.
+    // SAFETY: valid or deliberately NULL pointers; no intermediate update
+    // callback that could use the NULL environment.
     unsafe {
-        let i = fmi3InstantiateCoSimulation(
-            c"i".as_ptr(),
-            tok.as_ptr(),
-            std::ptr::null(),
-            false,
-            true,
-            true,
-            false,
-            std::ptr::null(),
-            0,
-            null,
-            Some(logger3),
-            None,
-        );
+        let i = instantiate3_with(c"i", &tok, true, &[], null, None);
         assert!(i.is_null(), "eventModeUsed must be refused");
         assert!(
             fmi3InstantiateModelExchange(
@@ -596,20 +657,7 @@ fn fmi3_cycle_and_refusals() {
             )
             .is_null()
         );
-        let i = fmi3InstantiateCoSimulation(
-            c"i".as_ptr(),
-            tok.as_ptr(),
-            std::ptr::null(),
-            false,
-            true,
-            false,
-            false,
-            std::ptr::null(),
-            0,
-            null,
-            Some(logger3),
-            None,
-        );
+        let i = instantiate3(c"i", &tok);
         assert!(!i.is_null());
         assert_eq!(
             fmi3EnterInitializationMode(i, false, 0.0, 1.0, false, 0.0),
@@ -753,16 +801,7 @@ fn discrete_spec() -> &'static ModelSpec {
 }
 
 fn instantiate_discrete() -> *mut c_void {
-    let cb = callbacks();
-    let spec = discrete_spec();
-    let g = CString::new(token(
-        spec,
-        FmiVersion::Fmi2,
-        &Capabilities::full(spec, FmiVersion::Fmi2),
-    ))
-    .unwrap_or_default();
-    // SAFETY: valid strings and callback struct.
-    unsafe { fmi2Instantiate(c"disc".as_ptr(), 1, g.as_ptr(), std::ptr::null(), &cb, 0, 1) }
+    instantiate2_full(c"disc", discrete_spec())
 }
 
 /// The lines of `xml` that contain `needle`.
@@ -1153,30 +1192,8 @@ fn fmi2_fmu_state_covers_discrete_values() {
 
 fn instantiate3_discrete() -> *mut c_void {
     let spec = discrete_spec();
-    let tok = CString::new(token(
-        spec,
-        FmiVersion::Fmi3,
-        &Capabilities::full(spec, FmiVersion::Fmi3),
-    ))
-    .unwrap_or_default();
-    let null = std::ptr::null_mut();
-    // SAFETY: valid strings and callback.
-    unsafe {
-        fmi3InstantiateCoSimulation(
-            c"disc3".as_ptr(),
-            tok.as_ptr(),
-            std::ptr::null(),
-            false,
-            true,
-            false,
-            false,
-            std::ptr::null(),
-            0,
-            null,
-            Some(logger3),
-            None,
-        )
-    }
+    let tok = full_token(spec, FmiVersion::Fmi3);
+    instantiate3(c"disc3", &tok)
 }
 
 pub(super) fn logged3(needle: &str) -> bool {
@@ -1200,11 +1217,6 @@ fn fmi3_boolean_and_int32_access_type_checks_and_state() {
         // SAFETY: arrays of the given lengths.
         let st = unsafe { fmi3GetInt32(i, vrs.as_ptr(), vrs.len(), n.as_mut_ptr(), n.len()) };
         (st, n)
-    };
-    let step = |t: f64, h: f64| {
-        let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
-        // SAFETY: valid out-pointers.
-        unsafe { fmi3DoStep(i, t, h, false, &mut e, &mut term, &mut early, &mut last) }
     };
     // SAFETY: valid pointers throughout.
     unsafe {
@@ -1232,7 +1244,7 @@ fn fmi3_boolean_and_int32_access_type_checks_and_state() {
         );
         assert_eq!(fmi3SetInt32(i, [I_IN].as_ptr(), 1, [6].as_ptr(), 1), 0);
         assert_eq!(gi(&[I_FB]), (0, vec![12]));
-        assert_eq!(step(0.0, 0.5), 0);
+        assert_eq!(step3(i, 0.0, 0.5), 0);
         assert_eq!(gb(&[B_OUT]), (0, vec![false]));
         assert_eq!(gi(&[I_OUT]), (0, vec![5]));
         // Type errors and the nValues check.
@@ -1277,7 +1289,7 @@ fn fmi3_boolean_and_int32_access_type_checks_and_state() {
         assert_eq!(fmi3SerializeFMUState(i, s, bytes.as_mut_ptr(), size), 0);
         assert_eq!(fmi3SetBoolean(i, [B_IN].as_ptr(), 1, [true].as_ptr(), 1), 0);
         assert_eq!(fmi3SetInt32(i, [I_IN].as_ptr(), 1, [100].as_ptr(), 1), 0);
-        assert_eq!(step(0.5, 0.5), 0);
+        assert_eq!(step3(i, 0.5, 0.5), 0);
         assert_eq!(gb(&[B_IN, B_OUT]), (0, vec![true, true]));
         assert_eq!(gi(&[I_IN, I_OUT, I_FB]), (0, vec![100, 105, 200]));
         let mut s2: *mut c_void = std::ptr::null_mut();
