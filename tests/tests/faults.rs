@@ -729,6 +729,49 @@ fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
     assert!(!run.stderr().contains("panicked"));
 }
 
+/// The same hang with the FMU isolated: the first Ctrl-C ends the run at
+/// once (the master stops waiting and kills the host) instead of after
+/// `isolation_timeout`, as an ordinary interruption: status 130, summary
+/// "interrupted", every completed step in the trace.
+#[test]
+fn a_hanging_isolated_fmu_does_not_hold_up_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), "fmi2", 6, 0.105, 1.0);
+    let text = std::fs::read_to_string(&scenario).unwrap().replacen(
+        "name = \"faulty\"\n",
+        "name = \"faulty\"\nisolation = \"process\"\nisolation_timeout = 600\n",
+        1,
+    );
+    std::fs::write(&scenario, text).unwrap();
+    let out_dir = dir.path().join("out");
+    let mut run = Running::spawn(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--no-progress",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    run.wait_for(Duration::from_secs(60), "the FMU to hang", |r| {
+        r.stderr().contains("(fail_mode 6): hanging forever")
+    });
+    run.signal("INT");
+    let sent = Instant::now();
+    let exit = run.wait_exit(Duration::from_secs(20));
+    let err = run.stderr();
+    assert_eq!(exit, Some(130), "{err}");
+    assert!(sent.elapsed() < Duration::from_secs(5), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("subsystem 'faulty': fmi2DoStep at t = 0.1: interrupted while the FMU had not answered: its host process (pid "),
+        "{err}"
+    );
+    assert!(err.contains("interrupted by SIGINT at t = 0.1"), "{err}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "interrupted", "{s}");
+    let times = consistent_trace(&out_dir.join("trace.csv"));
+    assert_eq!(times.len(), 11, "{times:?}");
+}
+
 // ----- status codes the kit never returns: a hand-written C FMU -------------
 
 /// Builds `tests/data/hostile_fmu` (C source and model description) into

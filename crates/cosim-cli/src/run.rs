@@ -169,6 +169,9 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     // the run before its first step, with the same clean ending.
     let interrupt = Interrupt::install()
         .map_err(|e| bad_input(format!("error: cannot install the signal handlers: {e}")))?;
+    // An isolated FMU hanging in a call must not hold Ctrl-C up until its
+    // isolation_timeout.
+    cosim_isolation::watch_interrupt(interrupt.flag());
     if args.check {
         check(args, quiet)?;
     }

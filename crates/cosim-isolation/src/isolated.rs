@@ -546,6 +546,10 @@ impl IsolatedSubsystem {
                     ended = Some(HostEnd::Timeout);
                     channel::Check::Stop
                 }
+                Ok(None) if interrupt_requested() => {
+                    ended = Some(HostEnd::Interrupted);
+                    channel::Check::Stop
+                }
                 Ok(None) => channel::Check::Continue,
             },
         );
@@ -607,6 +611,7 @@ impl IsolatedSubsystem {
             return self.gone_error();
         };
         let pid = link.child.id();
+        let interrupted = matches!(end, HostEnd::Interrupted);
         let status = match end {
             HostEnd::Exited(status) => Ok(status),
             HostEnd::Timeout => {
@@ -614,6 +619,12 @@ impl IsolatedSubsystem {
                 Err(format!(
                     "no answer within {} s (isolation_timeout): the FMU's host process (pid {pid}) was killed",
                     self.timeout.as_secs_f64()
+                ))
+            }
+            HostEnd::Interrupted => {
+                let _ = link.child.kill();
+                Err(format!(
+                    "interrupted while the FMU had not answered: its host process (pid {pid}) was killed"
                 ))
             }
             HostEnd::Io(e) => {
@@ -655,6 +666,17 @@ impl IsolatedSubsystem {
         let log = link.tail.take();
         self.gone = Some(cause.clone());
         drop(link);
+        if interrupted {
+            // The run ends as interrupted; what was cut off is said here.
+            tracing::warn!(
+                "subsystem '{name}': {}{}: {cause}",
+                call.name(self.version),
+                t.map(|t| format!(" at t = {t}")).unwrap_or_default()
+            );
+            return CoreError::Interrupted {
+                t: t.unwrap_or(f64::NAN),
+            };
+        }
         CoreError::HostProcess {
             subsystem: name,
             function: call.name(self.version),
@@ -690,6 +712,28 @@ enum HostEnd {
     Exited(ExitStatus),
     Timeout,
     Io(std::io::Error),
+    /// The run was interrupted (SIGINT / SIGTERM) while the host was in a
+    /// call: the host is killed rather than waited for.
+    Interrupted,
+}
+
+/// The run's interrupt flag (set by the CLI's signal handler), polled while
+/// waiting for a host that does not answer, so that Ctrl-C does not wait
+/// for `isolation_timeout` when an FMU hangs.
+static INTERRUPT: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Makes waits for isolated FMUs give up when `flag` is set: the host is
+/// killed and the call fails with [`CoreError::Interrupted`]. Set once per
+/// process (later calls are ignored).
+pub fn watch_interrupt(flag: Arc<std::sync::atomic::AtomicBool>) {
+    let _ = INTERRUPT.set(flag);
+}
+
+fn interrupt_requested() -> bool {
+    INTERRUPT
+        .get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl Tail {

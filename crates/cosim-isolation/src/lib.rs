@@ -19,4 +19,6 @@ mod isolated;
 pub mod protocol;
 mod sys;
 
-pub use isolated::{DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, set_host_program};
+pub use isolated::{
+    DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, set_host_program, watch_interrupt,
+};
