@@ -1,7 +1,8 @@
 //! `cargo xtask <task>`: project chores that need Rust code.
 //!
 //! - `fmus`: builds `cosim-models` (release), strips the library, packages
-//!   every model as FMI 2 (`fmus/dist/fmi2/<Model>.fmu`) and FMI 3
+//!   every model as FMI 2 (`fmus/dist/fmi2/<Model>.fmu`; not the models with
+//!   FMI 3 only variable types, `ModelSpec::supports`) and FMI 3
 //!   (`fmus/dist/fmi3/<Model>.fmu`), the FMI 2 and FMI 3 capability variants
 //!   of `cosim_models::VARIANT_MODELS` (`fmu_kit::dist::variant_path`: FMI 2
 //!   in `fmus/dist/variants/<Model>-<suffix>.fmu`, FMI 3 in
@@ -122,7 +123,11 @@ fn fmus() -> io::Result<()> {
     let mut count = 0;
     let mut written = std::collections::HashSet::new();
     for spec in cosim_models::registry() {
-        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+        // A model with FMI 3 only variable types has no FMI 2 build.
+        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3]
+            .into_iter()
+            .filter(|v| spec.supports(*v))
+        {
             let req = PackageRequest::variant(spec, version, Variant::Full);
             let out = dist::fmu_path(version, spec.name);
             package(&req, &lib, &out)?;
@@ -298,12 +303,17 @@ fn catalog() -> String {
         let caps = Capabilities::full(spec, FmiVersion::Fmi2);
         let caps3 = Capabilities::full(spec, FmiVersion::Fmi3);
         let _ = writeln!(out, "### {}\n\n{}\n", spec.name, spec.description);
+        let interp = if spec.supports(FmiVersion::Fmi2) {
+            yes_no(caps.interpolate_inputs)
+        } else {
+            "n/a (FMI 3 only)"
+        };
         let _ = writeln!(
             out,
             "maxOutputDerivativeOrder {}, directional derivatives {}, interpolates inputs (FMI 2) {}, intermediate update (FMI 3) {}, default experiment {} s to {} s, step {} s.\n",
             caps.max_output_derivative_order,
             yes_no(caps.directional_derivatives),
-            yes_no(caps.interpolate_inputs),
+            interp,
             yes_no(caps3.intermediate_update),
             spec.experiment.start_time,
             spec.experiment.stop_time,
@@ -326,18 +336,19 @@ fn catalog() -> String {
                 String::new()
             };
             let start = match (v.start, v.ty) {
-                (Some(s), VarType::Integer) => format!("{}", s as i64),
                 (Some(s), VarType::Boolean) => {
                     (if s != 0.0 { "true" } else { "false" }).to_string()
                 }
                 (Some(s), VarType::Real) => format!("{s}"),
+                (Some(s), VarType::Float32) => format!("{}", s as f32),
+                (Some(s), _) => format!("{}", s as i128),
                 (None, _) => String::new(),
             };
+            // FMI 2 names where FMI 2 has the type (`(Integer)`), else the
+            // FMI 3 one (`(Int8)`); Real / Float64 goes without.
             let causality = match v.ty {
-                VarType::Integer | VarType::Boolean => {
-                    format!("{} ({})", v.causality_name(), v.ty.fmi2_name())
-                }
                 VarType::Real => v.causality_name().to_string(),
+                ty => format!("{} ({})", v.causality_name(), ty.fmi2_name()),
             };
             let _ = writeln!(
                 out,

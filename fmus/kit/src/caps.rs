@@ -181,8 +181,18 @@ impl Capabilities {
         }
     }
 
-    /// Checks the set is possible for the model and version.
+    /// Checks the set is possible for the model and version (and that the
+    /// model has a build for the version, see [`ModelSpec::supports`]).
     pub fn check(&self, spec: &ModelSpec, version: FmiVersion) -> Result<(), String> {
+        if let (false, Some(v)) = (spec.supports(version), spec.first_fmi3_only()) {
+            return Err(format!(
+                "{} has no {} build: {} is of the FMI 3 only type {}",
+                spec.name,
+                version.tag(),
+                v.name,
+                v.ty.fmi3_name()
+            ));
+        }
         if self.serialize_state && !self.get_set_state {
             return Err("serialize_state needs get_set_state".into());
         }

@@ -539,17 +539,29 @@ impl Instance {
         }
     }
 
-    /// Looks up a variable that must be Real for a derivative call (`what`
-    /// names the call's subject, e.g. "input derivatives").
-    fn lookup_real(&self, vr: Vr, what: &str) -> R<&'static crate::model::Variable> {
+    /// Looks up a variable that must be of a float type for a derivative
+    /// call (`what` names the call's subject, e.g. "output derivatives"):
+    /// `Real` / `Float64`, and `Float32` too if `float32` (output and
+    /// directional derivatives; input derivatives exist in FMI 2 only).
+    fn lookup_float(
+        &self,
+        vr: Vr,
+        what: &str,
+        float32: bool,
+    ) -> R<&'static crate::model::Variable> {
         let spec: &'static ModelSpec = self.spec;
         let v = spec
             .variable(vr)
             .ok_or_else(|| Fail::usage(format!("unknown value reference {vr}")))?;
-        if v.ty != VarType::Real {
+        let ok = v.ty == VarType::Real || (float32 && v.ty == VarType::Float32);
+        if !ok {
+            let types = if float32 && self.version == FmiVersion::Fmi3 {
+                "Float64 and Float32"
+            } else {
+                self.type_name(VarType::Real)
+            };
             return Err(Fail::usage(format!(
-                "{what} are defined for {} variables only; {} (vr {vr}) is {} ({})",
-                self.type_name(VarType::Real),
+                "{what} are defined for {types} variables only; {} (vr {vr}) is {} ({})",
                 v.name,
                 self.type_name(v.ty),
                 v.variability.as_str()
@@ -558,27 +570,51 @@ impl Instance {
         Ok(v)
     }
 
-    /// Reads values of one type.
+    /// Reads values of one type. `Float32` values come as the `f32` value
+    /// (as `f64`); integer values are checked to be whole and in the type's
+    /// range (a model that computed anything else gets an error naming the
+    /// variable, never a wrapped or truncated value).
     pub fn get(&mut self, vrs: &[Vr], ty: VarType, out: &mut dyn FnMut(usize, f64)) -> R<()> {
         for &vr in vrs {
             self.lookup(vr, ty)?;
         }
         self.refresh()?;
+        let value = |vr: Vr| {
+            if vr == TIME {
+                self.time
+            } else {
+                self.values[vr]
+            }
+        };
+        if ty.is_integer() {
+            for &vr in vrs {
+                let x = value(vr);
+                if !ty.holds(x) {
+                    let name = self.spec.variable(vr).map_or("?", |v| v.name);
+                    return Err(Fail::usage(format!(
+                        "variable {name} (vr {vr}) has the value {x}, which {} cannot represent (a model error)",
+                        self.type_name(ty)
+                    )));
+                }
+            }
+        }
         for (i, &vr) in vrs.iter().enumerate() {
+            let x = value(vr);
             out(
                 i,
-                if vr == TIME {
-                    self.time
+                if ty == VarType::Float32 {
+                    f64::from(x as f32)
                 } else {
-                    self.values[vr]
+                    x
                 },
             );
         }
         Ok(())
     }
 
-    /// Writes values of one type (all-or-nothing).
-    pub fn set(&mut self, vrs: &[Vr], ty: VarType, vals: &[f64]) -> R<()> {
+    /// Checks that every `vr` is a variable of type `ty` that can be set
+    /// now (an input, or a parameter before initialization ends).
+    pub fn check_settable(&self, vrs: &[Vr], ty: VarType) -> R<()> {
         for &vr in vrs {
             let v = self.lookup(vr, ty)?;
             match v.causality {
@@ -600,12 +636,46 @@ impl Instance {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Writes values of one type (all-or-nothing). Booleans are stored as
+    /// 0.0 / 1.0 (any non-zero value is true); `Float32` values are rounded
+    /// to `f32` (a finite value beyond the `f32` range is refused); integer
+    /// values must be whole and within the type's range
+    /// ([`VarType::holds`]), else the call is refused naming the variable.
+    pub fn set(&mut self, vrs: &[Vr], ty: VarType, vals: &[f64]) -> R<()> {
+        self.check_settable(vrs, ty)?;
+        let mut stored = Vec::with_capacity(vals.len());
         for (&vr, &x) in vrs.iter().zip(vals) {
-            // Booleans are stored as 0.0 / 1.0 whatever non-zero value came in.
+            let name = || self.spec.variable(vr).map_or("?", |v| v.name);
             let x = match ty {
                 VarType::Boolean => crate::model::bool_value(x != 0.0),
+                VarType::Float32 => {
+                    let r = f64::from(x as f32);
+                    if x.is_finite() && !r.is_finite() {
+                        return Err(Fail::usage(format!(
+                            "value {x:?} of {} (vr {vr}) is outside the range of Float32",
+                            name()
+                        )));
+                    }
+                    r
+                }
+                ty if ty.is_integer() && !ty.holds(x) => {
+                    let (lo, hi) = ty.bounds().unwrap_or((0.0, 0.0));
+                    return Err(Fail::usage(format!(
+                        "value {x} of {} (vr {vr}) is not a whole number in the range of {} ({} to {})",
+                        name(),
+                        self.type_name(ty),
+                        lo as i128,
+                        hi as i128
+                    )));
+                }
                 _ => x,
             };
+            stored.push(x);
+        }
+        for (&vr, &x) in vrs.iter().zip(&stored) {
             if let Some(v) = self.spec.variable(vr)
                 && v.causality == Causality::Input
                 && self.inputs.set_value(vr, x)
@@ -624,11 +694,40 @@ impl Instance {
         Ok(())
     }
 
+    /// Writes integer values given exactly (the FMI 3 integer setters):
+    /// refused, naming the variable, if a value is outside the type's range
+    /// or is no `f64` (an `Int64` / `UInt64` beyond 2^53 in magnitude that
+    /// a double cannot represent: the kit stores values as `f64` and rounds
+    /// none), else as [`Instance::set`].
+    pub fn set_integers(&mut self, vrs: &[Vr], ty: VarType, vals: &[i128]) -> R<()> {
+        self.check_settable(vrs, ty)?;
+        let mut xs = Vec::with_capacity(vals.len());
+        for (&vr, &n) in vrs.iter().zip(vals) {
+            let x = n as f64;
+            if x as i128 != n {
+                let name = self.spec.variable(vr).map_or("?", |v| v.name);
+                let (below, above) = if (x as i128) < n {
+                    (x, x.next_up())
+                } else {
+                    (x.next_down(), x)
+                };
+                return Err(Fail::usage(format!(
+                    "value {n} of {name} (vr {vr}) cannot be stored exactly: this FMU keeps values as \
+                     64-bit floats, which hold every integer up to 2^53 in magnitude and beyond that \
+                     only some (the nearest are {} and {})",
+                    below as i128, above as i128
+                )));
+            }
+            xs.push(x);
+        }
+        self.set(vrs, ty, &xs)
+    }
+
     /// `fmi2SetRealInputDerivatives`.
     pub fn set_input_derivatives(&mut self, vrs: &[Vr], orders: &[i32], vals: &[f64]) -> R<()> {
         self.require_cap(Cap::Interpolate)?;
         for (&vr, &order) in vrs.iter().zip(orders) {
-            let v = self.lookup_real(vr, "input derivatives")?;
+            let v = self.lookup_float(vr, "input derivatives", false)?;
             if v.causality != Causality::Input {
                 return Err(Fail::usage(format!("variable {} is not an input", v.name)));
             }
@@ -651,7 +750,7 @@ impl Instance {
         self.require_cap(Cap::OutputDerivatives)?;
         let max = self.caps.max_output_derivative_order;
         for (&vr, &order) in vrs.iter().zip(orders) {
-            let v = self.lookup_real(vr, "output derivatives")?;
+            let v = self.lookup_float(vr, "output derivatives", true)?;
             if v.causality != Causality::Output {
                 return Err(Fail::usage(format!("variable {} is not an output", v.name)));
             }
@@ -686,7 +785,7 @@ impl Instance {
     fn jacobian(&mut self, unknowns: &[Vr], knowns: &[Vr]) -> R<Vec<f64>> {
         self.require_cap(Cap::Directional)?;
         for &u in unknowns {
-            let v = self.lookup_real(u, "directional derivatives")?;
+            let v = self.lookup_float(u, "directional derivatives", true)?;
             if v.causality != Causality::Output {
                 return Err(Fail::usage(format!(
                     "unknown {} is not an output (only d(output)/d(input) is provided)",
@@ -695,7 +794,7 @@ impl Instance {
             }
         }
         for &k in knowns {
-            let v = self.lookup_real(k, "directional derivatives")?;
+            let v = self.lookup_float(k, "directional derivatives", true)?;
             if v.causality != Causality::Input {
                 return Err(Fail::usage(format!(
                     "known {} is not an input (only d(output)/d(input) is provided)",

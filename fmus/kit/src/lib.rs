@@ -4,7 +4,10 @@
 //! What it is for:
 //! - the model API ([`Model`], [`ModelSpec`], [`Variable`], [`Inputs`]):
 //!   Real variables with units, discrete Integer and Boolean inputs,
-//!   outputs and parameters, parameters validated with messages naming the
+//!   outputs and parameters, the FMI 3 only types Float32, Int8, UInt8,
+//!   Int16, UInt16, UInt32, Int64, UInt64 ([`VarType`]; a model using one
+//!   has an FMI 3 build only, [`ModelSpec::supports`]), parameters
+//!   validated with messages naming the
 //!   parameter, inputs as polynomials (FMI 2 input derivatives; FMI 3
 //!   intermediate update, see [`input`]), analytic output derivatives and
 //!   d(output)/d(input);

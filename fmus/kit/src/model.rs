@@ -90,11 +90,24 @@ impl Initial {
     }
 }
 
-/// Value type of a variable. All values are stored as `f64`; integers are
-/// exchanged as `fmi2Integer` / `fmi3Int32` and must be whole numbers,
-/// booleans as `fmi2Boolean` / `fmi3Boolean` and are stored as 0.0 / 1.0.
-/// Integer and Boolean variables are never `continuous` (FMI 2.0 sec. 2.2.7,
-/// FMI 3.0 sec. 2.4.7.4: only Real / Float variables can be continuous).
+/// Value type of a variable. All values are stored as `f64`.
+///
+/// - `Real` / `Float32`: the float types; the only ones that can be
+///   `continuous` (FMI 2.0 sec. 2.2.7, FMI 3.0 sec. 2.4.7.4) and carry a
+///   unit. A `Float32` value is rounded to `f32` when it is set (and read
+///   back as that `f32` value).
+/// - `Integer` and the FMI 3 integer types: whole numbers within the type's
+///   range; setting anything else is an error (the standard's type cannot
+///   represent it). `Int64` / `UInt64` values are held exactly as `f64`:
+///   every integer up to 2^53 in magnitude, beyond that only those an
+///   `f64` represents (the largest are 2^63 - 1024 and 2^64 - 2048, see
+///   [`VarType::bounds`]); the C setters refuse the others with `Error`
+///   instead of rounding them.
+/// - `Boolean`: stored as 0.0 (false) / 1.0 (true).
+///
+/// `Float32`, `Int8`, `UInt8`, `Int16`, `UInt16`, `UInt32`, `Int64` and
+/// `UInt64` exist in FMI 3 only: a model with a variable of one of them has
+/// no FMI 2 build ([`ModelSpec::supports`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VarType {
     /// `Real` (FMI 2) / `Float64` (FMI 3).
@@ -103,31 +116,144 @@ pub enum VarType {
     Integer,
     /// `Boolean` (FMI 2 and FMI 3); stored as 0.0 (false) / 1.0 (true).
     Boolean,
+    /// `Float32` (FMI 3 only); values rounded to `f32`.
+    Float32,
+    /// `Int8` (FMI 3 only).
+    Int8,
+    /// `UInt8` (FMI 3 only).
+    UInt8,
+    /// `Int16` (FMI 3 only).
+    Int16,
+    /// `UInt16` (FMI 3 only).
+    UInt16,
+    /// `UInt32` (FMI 3 only).
+    UInt32,
+    /// `Int64` (FMI 3 only); see the type's doc for the values held exactly.
+    Int64,
+    /// `UInt64` (FMI 3 only); see the type's doc for the values held exactly.
+    UInt64,
 }
 
 impl VarType {
-    /// The element name in FMI 2 `modelDescription.xml` (`Real`, `Integer`, `Boolean`).
+    /// Every type, FMI 2 ones first.
+    pub const ALL: [VarType; 11] = [
+        VarType::Real,
+        VarType::Integer,
+        VarType::Boolean,
+        VarType::Float32,
+        VarType::Int8,
+        VarType::UInt8,
+        VarType::Int16,
+        VarType::UInt16,
+        VarType::UInt32,
+        VarType::Int64,
+        VarType::UInt64,
+    ];
+
+    /// The element name in FMI 2 `modelDescription.xml` (`Real`, `Integer`,
+    /// `Boolean`). The FMI 3 only types have none: for them (in messages)
+    /// their FMI 3 name.
     pub fn fmi2_name(self) -> &'static str {
         match self {
             VarType::Real => "Real",
             VarType::Integer => "Integer",
             VarType::Boolean => "Boolean",
+            other => other.fmi3_name(),
         }
     }
 
-    /// The element name in FMI 3 `modelDescription.xml` (`Float64`, `Int32`, `Boolean`).
+    /// The element name in FMI 3 `modelDescription.xml` (`Float64`, `Int32`,
+    /// `Boolean`, `Float32`, `Int8`, `UInt8`, `Int16`, `UInt16`, `UInt32`,
+    /// `Int64`, `UInt64`).
     pub fn fmi3_name(self) -> &'static str {
         match self {
             VarType::Real => "Float64",
             VarType::Integer => "Int32",
             VarType::Boolean => "Boolean",
+            VarType::Float32 => "Float32",
+            VarType::Int8 => "Int8",
+            VarType::UInt8 => "UInt8",
+            VarType::Int16 => "Int16",
+            VarType::UInt16 => "UInt16",
+            VarType::UInt32 => "UInt32",
+            VarType::Int64 => "Int64",
+            VarType::UInt64 => "UInt64",
         }
     }
 
-    /// True for `Integer` and `Boolean`: the types exchanged at communication
-    /// points only (variability `discrete`, `fixed` or `constant`).
+    /// True for the types FMI 2 has (`Real`, `Integer`, `Boolean`).
+    pub fn in_fmi2(self) -> bool {
+        matches!(self, VarType::Real | VarType::Integer | VarType::Boolean)
+    }
+
+    /// True for the float types (`Real` / `Float64`, `Float32`).
+    pub fn is_float(self) -> bool {
+        matches!(self, VarType::Real | VarType::Float32)
+    }
+
+    /// True for the integer types (`Integer` / `Int32` and the FMI 3 ones).
+    pub fn is_integer(self) -> bool {
+        self.bounds().is_some()
+    }
+
+    /// True for the types that are not float types (integers, `Boolean`):
+    /// the types exchanged at communication points only (variability
+    /// `discrete`, `fixed` or `constant`), without unit.
     pub fn is_discrete(self) -> bool {
-        self != VarType::Real
+        !self.is_float()
+    }
+
+    /// Integer types: the smallest and the largest value the kit holds (the
+    /// type's range; for `Int64` / `UInt64` the largest `f64` in it,
+    /// 2^63 - 1024 and 2^64 - 2048, as `i64::MAX` and `u64::MAX` are no
+    /// `f64`). `None` for the other types.
+    pub fn bounds(self) -> Option<(f64, f64)> {
+        const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+        const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+        let (lo, hi) = match self {
+            VarType::Integer => (f64::from(i32::MIN), f64::from(i32::MAX)),
+            VarType::Int8 => (f64::from(i8::MIN), f64::from(i8::MAX)),
+            VarType::UInt8 => (0.0, f64::from(u8::MAX)),
+            VarType::Int16 => (f64::from(i16::MIN), f64::from(i16::MAX)),
+            VarType::UInt16 => (0.0, f64::from(u16::MAX)),
+            VarType::UInt32 => (0.0, f64::from(u32::MAX)),
+            VarType::Int64 => (-TWO_63, TWO_63.next_down()),
+            VarType::UInt64 => (0.0, TWO_64.next_down()),
+            VarType::Real | VarType::Boolean | VarType::Float32 => return None,
+        };
+        Some((lo, hi))
+    }
+
+    /// Whether a variable of this type can have the stored value `x`:
+    /// integers whole and within [`VarType::bounds`], `Float32` values that
+    /// are `f32` values (NaN and infinities included), Booleans 0 or 1,
+    /// `Real` anything.
+    pub fn holds(self, x: f64) -> bool {
+        match self {
+            VarType::Real => true,
+            VarType::Float32 => x.is_nan() || f64::from(x as f32) == x,
+            VarType::Boolean => x == 0.0 || x == 1.0,
+            _ => self
+                .bounds()
+                .is_some_and(|(lo, hi)| x.fract() == 0.0 && x >= lo && x <= hi),
+        }
+    }
+
+    /// The tag of the type in [`ModelSpec::variables_hash`].
+    fn hash_tag(self) -> &'static str {
+        match self {
+            VarType::Real => "r",
+            VarType::Integer => "i",
+            VarType::Boolean => "b",
+            VarType::Float32 => "f32",
+            VarType::Int8 => "i8",
+            VarType::UInt8 => "u8",
+            VarType::Int16 => "i16",
+            VarType::UInt16 => "u16",
+            VarType::UInt32 => "u32",
+            VarType::Int64 => "i64",
+            VarType::UInt64 => "u64",
+        }
     }
 }
 
@@ -310,6 +436,19 @@ impl Variable {
         }
     }
 
+    /// Sets the value type, for the types without a constructor of their
+    /// own (the FMI 3 only types): `Variable::input(vr, "u", 3.0,
+    /// "").typed(VarType::Int8)`. A non-float type makes a `continuous`
+    /// variable `discrete` (only float variables can be continuous); a
+    /// `Float32` keeps the variability (continuous unless [`Variable::discrete`]).
+    pub fn typed(mut self, ty: VarType) -> Self {
+        self.ty = ty;
+        if ty.is_discrete() && self.variability == Variability::Continuous {
+            self.variability = Variability::Discrete;
+        }
+        self
+    }
+
     /// Makes the variable `discrete` (changes only at communication points).
     pub fn discrete(mut self) -> Self {
         self.variability = Variability::Discrete;
@@ -490,6 +629,18 @@ impl ModelSpec {
         self
     }
 
+    /// Whether the model has a build for `version`: always for FMI 3; for
+    /// FMI 2 unless a variable has an FMI 3 only type ([`VarType::in_fmi2`]).
+    pub fn supports(&self, version: crate::caps::FmiVersion) -> bool {
+        version == crate::caps::FmiVersion::Fmi3 || self.first_fmi3_only().is_none()
+    }
+
+    /// The first variable of an FMI 3 only type, if any (why the model has
+    /// no FMI 2 build).
+    pub fn first_fmi3_only(&self) -> Option<&Variable> {
+        self.variables.iter().find(|v| !v.ty.in_fmi2())
+    }
+
     /// Looks a variable up by value reference.
     pub fn variable(&self, vr: Vr) -> Option<&Variable> {
         self.variables.get(vr as usize).filter(|v| v.vr == vr)
@@ -517,10 +668,11 @@ impl ModelSpec {
 
     /// Checks the spec is consistent: dense value references starting at
     /// time = 0, unique names, start values where required, dependencies
-    /// that point at inputs, integer starts that are whole numbers, Boolean
-    /// starts that are 0 or 1, Integer / Boolean variables that are not
-    /// continuous and carry no unit, and dependency kinds other than
-    /// `dependent` only between Real variables.
+    /// that point at inputs, start / min / max values the type holds
+    /// ([`VarType::holds`]: integers whole and in range, `Float32` values
+    /// `f32` values, Boolean starts 0 or 1), non-float (integer, Boolean)
+    /// variables that are not continuous and carry no unit, and dependency
+    /// kinds other than `dependent` only between float variables.
     pub fn check(&self) -> Result<(), String> {
         let mut names = std::collections::HashSet::new();
         for (i, v) in self.variables.iter().enumerate() {
@@ -541,15 +693,23 @@ impl ModelSpec {
                 ));
             }
             match (v.ty, v.start) {
-                (VarType::Integer, Some(s))
-                    if !(s.fract() == 0.0
-                        && s >= f64::from(i32::MIN)
-                        && s <= f64::from(i32::MAX)) =>
-                {
-                    return Err(format!(
-                        "{}: integer {} has non-integer start {s}",
-                        self.name, v.name
-                    ));
+                (ty, Some(s)) if ty.is_integer() && !ty.holds(s) => {
+                    let (lo, hi) = ty.bounds().unwrap_or((0.0, 0.0));
+                    return Err(if s.fract() != 0.0 {
+                        format!(
+                            "{}: integer {} has non-integer start {s}",
+                            self.name, v.name
+                        )
+                    } else {
+                        format!(
+                            "{}: integer {} has start {s} outside the range of {} ({} to {})",
+                            self.name,
+                            v.name,
+                            ty.fmi3_name(),
+                            lo as i128,
+                            hi as i128
+                        )
+                    });
                 }
                 (VarType::Boolean, Some(s)) if s != 0.0 && s != 1.0 => {
                     return Err(format!(
@@ -557,12 +717,31 @@ impl ModelSpec {
                         self.name, v.name
                     ));
                 }
+                (VarType::Float32, Some(s)) if !VarType::Float32.holds(s) => {
+                    return Err(format!(
+                        "{}: Float32 {} has start {s}, which is no f32 value",
+                        self.name, v.name
+                    ));
+                }
                 _ => {}
+            }
+            for (what, bound) in [("min", v.min), ("max", v.max)] {
+                if let Some(b) = bound
+                    && v.ty != VarType::Boolean
+                    && !v.ty.holds(b)
+                {
+                    return Err(format!(
+                        "{}: {} {} has {what} {b}, which the type cannot hold",
+                        self.name,
+                        v.ty.fmi3_name(),
+                        v.name
+                    ));
+                }
             }
             if v.ty.is_discrete() {
                 if v.variability == Variability::Continuous {
                     return Err(format!(
-                        "{}: {} {} cannot be continuous (only Real variables can)",
+                        "{}: {} {} cannot be continuous (only Real / Float32 variables can)",
                         self.name,
                         v.ty.fmi2_name(),
                         v.name
@@ -655,11 +834,7 @@ impl ModelSpec {
             h.bytes(&v.vr.to_le_bytes());
             h.str(v.causality.as_str());
             h.str(v.variability.as_str());
-            h.str(match v.ty {
-                VarType::Real => "r",
-                VarType::Integer => "i",
-                VarType::Boolean => "b",
-            });
+            h.str(v.ty.hash_tag());
             h.bytes(&v.start.unwrap_or(f64::NAN).to_bits().to_le_bytes());
             h.str(v.unit.map(|u| u.name).unwrap_or(""));
             for (d, k) in &v.dependencies {

@@ -109,7 +109,7 @@ fn common_attrs(v: &Variable) -> String {
 
 fn type_attrs(v: &Variable) -> String {
     let mut a = String::new();
-    if v.ty == VarType::Real {
+    if v.ty.is_float() {
         if let Some(q) = v.effective_quantity() {
             let _ = write!(a, " quantity=\"{}\"", escape(q));
         }
@@ -119,8 +119,13 @@ fn type_attrs(v: &Variable) -> String {
     }
     let fmt = |x: f64| match v.ty {
         VarType::Real => num(x),
-        VarType::Integer => format!("{}", x as i64),
+        // The shortest f32 representation (`ModelSpec::check` makes sure the
+        // value is an f32 value): start="0.1", not "0.10000000149011612".
+        VarType::Float32 => format!("{:?}", x as f32),
         VarType::Boolean => (if x != 0.0 { "true" } else { "false" }).to_string(),
+        // Whole numbers within the type's range (`ModelSpec::check`); i128
+        // holds every Int64 and UInt64 value.
+        _ => format!("{}", x as i128),
     };
     // The Boolean element has no min / max (FMI 2 fmi2ScalarVariable.xsd,
     // FMI 3 fmi3Variable.xsd); `ModelSpec::check` refuses them.
@@ -166,7 +171,9 @@ fn initial_dependency_attrs(v: &Variable, index_of: &dyn Fn(u32) -> u32) -> Stri
     }
 }
 
-/// `modelDescription.xml` for one build.
+/// `modelDescription.xml` for one build. A model with FMI 3 only types
+/// ([`ModelSpec::supports`]) has no valid FMI 2 description
+/// ([`crate::package()`] refuses to package one).
 pub fn model_description(
     spec: &ModelSpec,
     version: FmiVersion,

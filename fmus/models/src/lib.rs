@@ -8,8 +8,9 @@
 //! - [`registry()`]: every model's [`ModelSpec`];
 //! - [`generic`], [`quarter_car`] (B1), [`b2`], [`three_mass`] (B3),
 //!   [`two_mass`] (B4), [`oscillator`] (B5), [`thermostat`] (discrete
-//!   Integer / Boolean coupling): the models, each in a module with its
-//!   value references as constants;
+//!   Integer / Boolean coupling), [`type_mirror`] (FMI 3 only: the FMI 3
+//!   types FMI 2 lacks): the models, each in a module with its value
+//!   references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
@@ -25,6 +26,7 @@ mod tests;
 pub mod thermostat;
 pub mod three_mass;
 pub mod two_mass;
+pub mod type_mirror;
 
 use std::sync::OnceLock;
 
@@ -32,7 +34,9 @@ use fmu_kit::ModelSpec;
 
 static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 
-/// Every model served by this library, in catalog order.
+/// Every model served by this library, in catalog order. A model with FMI 3
+/// only variable types (`TypeMirror`, see `ModelSpec::supports`) has no
+/// FMI 2 build.
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
         vec![
@@ -59,6 +63,7 @@ pub fn registry() -> &'static [ModelSpec] {
             oscillator::spring_damper::spec(),
             thermostat::room::spec(),
             thermostat::controller::spec(),
+            type_mirror::spec(),
         ]
     })
 }

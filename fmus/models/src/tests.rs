@@ -40,6 +40,22 @@ fn ok<T>(r: Result<T, fmu_kit::instance::Fail>) -> T {
     }
 }
 
+/// The version the tests of every model drive a model with: FMI 2 where
+/// the model has an FMI 2 build, else FMI 3 (`TypeMirror`).
+fn version_of(s: &ModelSpec) -> FmiVersion {
+    if s.supports(FmiVersion::Fmi2) {
+        FmiVersion::Fmi2
+    } else {
+        FmiVersion::Fmi3
+    }
+}
+
+/// Sets one value of any type (integers as given, so whole).
+fn set_typed(inst: &mut Instance, s: &ModelSpec, vr: Vr, x: f64) {
+    let ty = s.variable(vr).map_or(VarType::Real, |v| v.ty);
+    ok(inst.set(&[vr], ty, &[x]));
+}
+
 fn init(name: &str, params: &[(Vr, f64)]) -> Instance {
     ok(initialized(model(name), FmiVersion::Fmi2, params)).0
 }
@@ -51,10 +67,25 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 23);
+    assert_eq!(registry().len(), 24);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
-        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+        // FMI 3 only: TypeMirror, whose FMI 2 build is refused.
+        assert_eq!(
+            s.supports(FmiVersion::Fmi2),
+            s.name != "TypeMirror",
+            "{}",
+            s.name
+        );
+        if !s.supports(FmiVersion::Fmi2) {
+            let caps = Capabilities::full(s, FmiVersion::Fmi2);
+            let e = caps.check(s, FmiVersion::Fmi2).err().unwrap_or_default();
+            assert!(e.contains("has no fmi2 build"), "{e}");
+        }
+        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3]
+            .into_iter()
+            .filter(|v| s.supports(*v))
+        {
             for v in [
                 Variant::Full,
                 Variant::NoState,
@@ -398,8 +429,9 @@ fn bad_parameters_are_refused_with_their_name() {
     );
 }
 
-/// Sets every input from `k`: Real inputs to k (0.3 + 0.1 i), Integer
-/// inputs to round(100 k) mod 3, Boolean inputs to round(100 k) odd.
+/// Sets every input from `k`: Real / Float32 inputs to k (0.3 + 0.1 i)
+/// (Float32 rounded), integer inputs to round(100 k) mod 3, Boolean inputs
+/// to round(100 k) odd.
 fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
     let n = (100.0 * k).round() as i32;
     for (i, v) in s.with_causality(Causality::Input).enumerate() {
@@ -407,6 +439,8 @@ fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
             VarType::Real => ok(set(inst, &[v.vr], &[k * (0.3 + 0.1 * i as f64)])),
             VarType::Integer => ok(set_int(inst, v.vr, n.rem_euclid(3))),
             VarType::Boolean => ok(set_bool(inst, v.vr, n % 2 == 1)),
+            VarType::Float32 => set_typed(inst, s, v.vr, k * (0.3 + 0.1 * i as f64)),
+            _ => set_typed(inst, s, v.vr, f64::from(n.rem_euclid(3))),
         }
     }
 }
@@ -434,7 +468,7 @@ fn run(inst: &mut Instance, s: &ModelSpec, n: usize, h: f64) -> Vec<u64> {
 fn fmu_state_restore_and_serialization_continue_bit_identically() {
     for s in registry() {
         let h = s.experiment.step_size;
-        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let mut inst = ok(initialized(s, version_of(s), &[])).0;
         run(&mut inst, s, 3, h);
         let id = ok(inst.get_state(None));
         let first = run(&mut inst, s, 4, h);
@@ -444,7 +478,7 @@ fn fmu_state_restore_and_serialization_continue_bit_identically() {
         // Serialize, deserialize into a fresh instance, continue.
         let mut bytes = vec![0u8; ok(inst.serialized_size(id))];
         ok(inst.serialize(id, &mut bytes));
-        let mut other = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let mut other = ok(initialized(s, version_of(s), &[])).0;
         let id2 = ok(other.deserialize(&bytes, None));
         ok(other.set_state(id2));
         let third = run(&mut other, s, 4, h);
@@ -502,7 +536,7 @@ fn fd_derivative(inst: &mut Instance, vr: Vr, order: u32, d: f64) -> f64 {
 #[test]
 fn output_derivatives_match_finite_differences_of_the_trajectory() {
     for s in registry() {
-        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let mut inst = ok(initialized(s, version_of(s), &[])).0;
         let h = s.experiment.step_size;
         for _ in 0..5 {
             set_all_inputs(&mut inst, s, 1.0);
@@ -546,7 +580,7 @@ fn directional_derivatives_match_finite_differences() {
         .iter()
         .filter(|s| s.provides_directional_derivatives)
     {
-        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let mut inst = ok(initialized(s, version_of(s), &[])).0;
         set_all_inputs(&mut inst, s, 1.0);
         step(&mut inst, s.experiment.step_size);
         let outs = real_vrs(s, Causality::Output);
@@ -721,18 +755,21 @@ fn fmi3_instances_step_without_input_derivatives() {
 #[test]
 fn outputs_without_declared_feed_through_ignore_inputs_until_the_step() {
     for s in registry() {
-        let mut inst = ok(initialized(s, FmiVersion::Fmi2, &[])).0;
+        let mut inst = ok(initialized(s, version_of(s), &[])).0;
         set_all_inputs(&mut inst, s, 1.0);
         step(&mut inst, s.experiment.step_size);
         let outs = vrs(s, Causality::Output);
         for v in s.with_causality(Causality::Input) {
             let before = ok(get_any(&mut inst, &outs));
             let x = ok(get_any(&mut inst, &[v.vr]))[0];
-            // A change of every type: Real + 0.5, Integer + 1, Boolean flipped.
+            // A change of every type: Real / Float32 + 0.5, integers + 1,
+            // Boolean flipped.
             match v.ty {
                 VarType::Real => ok(set(&mut inst, &[v.vr], &[x + 0.5])),
                 VarType::Integer => ok(set_int(&mut inst, v.vr, x as i32 + 1)),
                 VarType::Boolean => ok(set_bool(&mut inst, v.vr, x == 0.0)),
+                VarType::Float32 => set_typed(&mut inst, s, v.vr, x + 0.5),
+                _ => set_typed(&mut inst, s, v.vr, x + 1.0),
             }
             let after = ok(get_any(&mut inst, &outs));
             for (k, &o) in outs.iter().enumerate() {
@@ -1179,12 +1216,18 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
         let n_cont = continuous_inputs(s).len();
         let full3 = Capabilities::full(s, FmiVersion::Fmi3);
         let x3 = model_description(s, FmiVersion::Fmi3, &full3, s.name);
-        let x2 = model_description(
-            s,
-            FmiVersion::Fmi2,
-            &Capabilities::full(s, FmiVersion::Fmi2),
-            s.name,
-        );
+        // A model without FMI 2 build (TypeMirror) has no FMI 2 description
+        // to compare: its FMI 2 part is an empty string that meets the checks.
+        let x2 = if s.supports(FmiVersion::Fmi2) {
+            model_description(
+                s,
+                FmiVersion::Fmi2,
+                &Capabilities::full(s, FmiVersion::Fmi2),
+                s.name,
+            )
+        } else {
+            String::new()
+        };
         let provides = format!(
             "providesIntermediateUpdate=\"{}\"",
             s.can_interpolate_inputs
@@ -1192,7 +1235,7 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
         assert!(x3.contains(&provides), "{}", s.name);
         assert_eq!(
             x2.contains("canInterpolateInputs=\"true\""),
-            s.can_interpolate_inputs,
+            s.can_interpolate_inputs && s.supports(FmiVersion::Fmi2),
             "{}",
             s.name
         );
@@ -1222,5 +1265,292 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
         let xo = model_description(s, FmiVersion::Fmi3, &off, "X");
         assert!(xo.contains("providesIntermediateUpdate=\"false\""));
         assert!(!xo.contains("intermediateUpdate=\"true\""));
+    }
+}
+
+// ------------------------------------------------------------ TypeMirror
+
+mod type_mirror_tests {
+    use super::*;
+    use crate::type_mirror::{PAIRS, SUM, U_F32, X_F32, Y_F32, successor};
+    use fmu_kit::{Variability, Variable};
+
+    fn mirror() -> &'static ModelSpec {
+        model("TypeMirror")
+    }
+
+    fn init3() -> Instance {
+        ok(initialized(mirror(), FmiVersion::Fmi3, &[])).0
+    }
+
+    fn get_typed(inst: &mut Instance, vr: Vr) -> f64 {
+        ok(get_any(inst, &[vr]))[0]
+    }
+
+    fn set_typed1(inst: &mut Instance, vr: Vr, x: f64) {
+        set_typed(inst, mirror(), vr, x);
+    }
+
+    fn outputs(inst: &mut Instance) -> Vec<f64> {
+        PAIRS.iter().map(|p| get_typed(inst, p.y)).collect()
+    }
+
+    #[test]
+    fn type_mirror_declares_one_input_and_output_per_fmi3_only_type() {
+        let s = mirror();
+        assert!(s.supports(FmiVersion::Fmi3) && !s.supports(FmiVersion::Fmi2));
+        /// (vr, name, FMI 3 type, causality, variability, start).
+        type Row = (
+            Vr,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            Option<f64>,
+        );
+        let list: Vec<Row> = s
+            .variables
+            .iter()
+            .map(|v: &'static Variable| {
+                (
+                    v.vr,
+                    v.name,
+                    v.ty.fmi3_name(),
+                    v.causality_name(),
+                    match v.variability {
+                        Variability::Continuous => "continuous",
+                        Variability::Discrete => "discrete",
+                        _ => "other",
+                    },
+                    v.start,
+                )
+            })
+            .collect();
+        let expected = vec![
+            (0, "time", "Float64", "independent", "continuous", None),
+            (1, "u_f32", "Float32", "input", "continuous", Some(0.5)),
+            (2, "u_i8", "Int8", "input", "discrete", Some(-3.0)),
+            (3, "u_u8", "UInt8", "input", "discrete", Some(200.0)),
+            (4, "u_i16", "Int16", "input", "discrete", Some(-300.0)),
+            (5, "u_u16", "UInt16", "input", "discrete", Some(60000.0)),
+            (6, "u_u32", "UInt32", "input", "discrete", Some(4e9)),
+            (7, "u_i64", "Int64", "input", "discrete", Some(-5e9)),
+            (8, "u_u64", "UInt64", "input", "discrete", Some(9e12)),
+            (9, "y_f32", "Float32", "output", "discrete", None),
+            (10, "y_i8", "Int8", "output", "discrete", None),
+            (11, "y_u8", "UInt8", "output", "discrete", None),
+            (12, "y_i16", "Int16", "output", "discrete", None),
+            (13, "y_u16", "UInt16", "output", "discrete", None),
+            (14, "y_u32", "UInt32", "output", "discrete", None),
+            (15, "y_i64", "Int64", "output", "discrete", None),
+            (16, "y_u64", "UInt64", "output", "discrete", None),
+            (17, "sum", "Float64", "output", "discrete", None),
+            (18, "x_f32", "Float32", "output", "continuous", None),
+        ];
+        assert_eq!(list, expected);
+        // No feed-through anywhere; output derivatives up to order 1.
+        for v in s.with_causality(Causality::Output) {
+            assert!(v.dependencies.is_empty(), "{}", v.name);
+        }
+        assert_eq!(s.max_output_derivative_order, 1);
+        assert!(!s.can_interpolate_inputs);
+        let x3 = fmu_kit::xml::model_description(
+            s,
+            FmiVersion::Fmi3,
+            &Capabilities::full(s, FmiVersion::Fmi3),
+            "TypeMirror",
+        );
+        for l in [
+            r#"<Float32 name="u_f32" valueReference="1" description="Float32 input (held over the step; x_f32&apos; = u_f32)" causality="input" variability="continuous" start="0.5"/>"#,
+            r#"<UInt64 name="u_u64" valueReference="8" description="UInt64 input (held over the step)" causality="input" variability="discrete" start="9000000000000"/>"#,
+            r#"<Int64 name="u_i64" valueReference="7" description="Int64 input (held over the step)" causality="input" variability="discrete" start="-5000000000"/>"#,
+            r#"<Output valueReference="18" dependencies="" dependenciesKind=""/>"#,
+            r#"<InitialUnknown valueReference="17" dependencies="1 2 3 4 5 6 7 8"/>"#,
+            r#"providesIntermediateUpdate="false""#,
+            r#"maxOutputDerivativeOrder="1""#,
+        ] {
+            assert!(x3.contains(l), "missing {l} in\n{x3}");
+        }
+    }
+
+    #[test]
+    fn type_mirror_outputs_follow_the_held_inputs_at_the_end_of_each_step() {
+        let mut inst = init3();
+        // After initialization: y = start + 1, sum of the starts, x = 0.
+        let starts: Vec<f64> = PAIRS.iter().map(|p| p.start).collect();
+        let plus_one: Vec<f64> = starts.iter().map(|s| s + 1.0).collect();
+        assert_eq!(outputs(&mut inst), plus_one);
+        let start_sum = 0.5 - 3.0 + 200.0 - 300.0 + 60000.0 + 4e9 - 5e9 + 9e12;
+        assert_eq!(get_typed(&mut inst, SUM), start_sum);
+        assert_eq!(get_typed(&mut inst, X_F32), 0.0);
+        // New inputs: no feed-through, the outputs wait for the step.
+        let new = [
+            0.25,
+            -100.0,
+            17.0,
+            1234.0,
+            4321.0,
+            123_456_789.0,
+            -(2f64.powi(52)),
+            2f64.powi(52),
+        ];
+        for (p, x) in PAIRS.iter().zip(new) {
+            set_typed1(&mut inst, p.u, x);
+        }
+        assert_eq!(outputs(&mut inst), plus_one);
+        assert_eq!(get_typed(&mut inst, SUM), start_sum);
+        step(&mut inst, 0.5);
+        let expect: Vec<f64> = new.iter().map(|x| x + 1.0).collect();
+        assert_eq!(outputs(&mut inst), expect);
+        assert_eq!(get_typed(&mut inst, SUM), new.iter().sum::<f64>());
+        // x' = u_f32 over the step: 0.25 * 0.5, a Float32 value.
+        assert_eq!(get_typed(&mut inst, X_F32), 0.125);
+        // Held: another step with the same inputs changes y and sum not at all.
+        step(&mut inst, 0.5);
+        assert_eq!(outputs(&mut inst), expect);
+        assert_eq!(get_typed(&mut inst, X_F32), 0.25);
+        // x is rounded to f32 after each step: 0.1 * 1 is no f32.
+        set_typed1(&mut inst, U_F32, 0.1);
+        assert_eq!(get_typed(&mut inst, U_F32), f64::from(0.1f32));
+        step(&mut inst, 1.0);
+        assert_eq!(
+            get_typed(&mut inst, X_F32),
+            f64::from((0.25 + f64::from(0.1f32)) as f32)
+        );
+        assert_eq!(get_typed(&mut inst, Y_F32), f64::from(1.1f32));
+        // Output derivatives: x' = u_f32 (as Float64); y_f32 and sum 0;
+        // integer outputs have none.
+        set_typed1(&mut inst, U_F32, -2.5);
+        let mut d = [f64::NAN; 3];
+        ok(inst.get_output_derivatives(&[X_F32, Y_F32, SUM], &[1, 1, 1], &mut d));
+        assert_eq!(d, [-2.5, 0.0, 0.0]);
+        let e = inst.get_output_derivatives(&[PAIRS[1].y], &[1], &mut d[..1]);
+        assert!(e.is_err_and(|e| e.message.contains(
+            "output derivatives are defined for Float64 and Float32 variables only; y_i8 (vr 10) is Int8 (discrete)"
+        )));
+        assert!(
+            inst.get_output_derivatives(&[X_F32], &[2], &mut d[..1])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn type_mirror_saturates_at_each_types_max_and_never_wraps() {
+        let mut inst = init3();
+        for p in PAIRS.iter().filter(|p| p.ty != VarType::Float32) {
+            let (lo, max) = p.ty.bounds().unwrap_or_default();
+            // At the max and one below it: the max.
+            set_typed1(&mut inst, p.u, max);
+            step(&mut inst, 1.0);
+            assert_eq!(get_typed(&mut inst, p.y), max, "{}", p.y_name);
+            if max < 2f64.powi(53) {
+                set_typed1(&mut inst, p.u, max - 1.0);
+                step(&mut inst, 1.0);
+                assert_eq!(get_typed(&mut inst, p.y), max, "{}", p.y_name);
+            }
+            // At the min: min + 1.
+            set_typed1(&mut inst, p.u, lo);
+            step(&mut inst, 1.0);
+            assert_eq!(get_typed(&mut inst, p.y), lo + 1.0, "{}", p.y_name);
+        }
+        // The named maxima (the 64-bit ones: the largest f64 in the range).
+        let maxima: Vec<f64> = PAIRS
+            .iter()
+            .filter_map(|p| p.ty.bounds())
+            .map(|b| b.1)
+            .collect();
+        assert_eq!(
+            maxima,
+            [
+                127.0,
+                255.0,
+                32767.0,
+                65535.0,
+                4_294_967_295.0,
+                9_223_372_036_854_774_784.0,
+                18_446_744_073_709_549_568.0
+            ]
+        );
+        // 64-bit: exact up to 2^53, then u + 1 rounds to the nearest f64.
+        let two53 = 2f64.powi(53);
+        assert_eq!(successor(VarType::Int64, two53 - 2.0), two53 - 1.0);
+        assert_eq!(successor(VarType::UInt64, two53 - 1.0), two53);
+        assert_eq!(successor(VarType::UInt64, two53), two53);
+        assert_eq!(successor(VarType::Int64, -two53), -two53 + 1.0);
+        // Float32: rounded to f32, f32::MAX + 1 is f32::MAX, no wrapping.
+        let fmax = f64::from(f32::MAX);
+        assert_eq!(successor(VarType::Float32, fmax), fmax);
+        set_typed1(&mut inst, U_F32, fmax);
+        step(&mut inst, 1.0);
+        assert_eq!(get_typed(&mut inst, Y_F32), fmax);
+        set_typed1(&mut inst, U_F32, f64::NEG_INFINITY);
+        step(&mut inst, 1.0);
+        assert_eq!(get_typed(&mut inst, Y_F32), f64::NEG_INFINITY);
+    }
+
+    /// Two TypeMirrors in a loop (a.y_* -> b.u_*, b.y_* -> a.u_*, Jacobi) and
+    /// one whose outputs feed its own inputs: every y_* counts up by one per
+    /// step from start + 1.
+    #[test]
+    fn type_mirror_loops_count_up_by_one_per_step() {
+        let mut a = init3();
+        let mut b = init3();
+        let mut own = init3();
+        let h = 1.0;
+        for k in 0..20 {
+            let expect: Vec<f64> = PAIRS
+                .iter()
+                .map(|p| successor(p.ty, p.start + k as f64))
+                .collect();
+            assert_eq!(outputs(&mut a), expect, "a after {k} steps");
+            assert_eq!(outputs(&mut b), expect, "b after {k} steps");
+            assert_eq!(outputs(&mut own), expect, "own after {k} steps");
+            let ya = outputs(&mut a);
+            let yb = outputs(&mut b);
+            let yo = outputs(&mut own);
+            for (j, p) in PAIRS.iter().enumerate() {
+                set_typed1(&mut b, p.u, ya[j]);
+                set_typed1(&mut a, p.u, yb[j]);
+                set_typed1(&mut own, p.u, yo[j]);
+            }
+            step(&mut a, h);
+            step(&mut b, h);
+            step(&mut own, h);
+            let sum: f64 = PAIRS.iter().map(|p| p.start + k as f64 + 1.0).sum();
+            assert_eq!(get_typed(&mut a, SUM), sum);
+        }
+        // u_u8 starts at 200: after 20 steps y_u8 = 221, far from 255.
+        assert_eq!(get_typed(&mut own, PAIRS[2].y), 221.0);
+    }
+
+    #[test]
+    fn type_mirror_has_no_fmi2_build_and_refuses_out_of_range_inputs() {
+        let s = mirror();
+        let e = Capabilities::full(s, FmiVersion::Fmi2)
+            .check(s, FmiVersion::Fmi2)
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "TypeMirror has no fmi2 build: u_f32 is of the FMI 3 only type Float32"
+        );
+        let mut inst = init3();
+        let before = outputs(&mut inst);
+        for p in PAIRS.iter().filter(|p| p.ty != VarType::Float32) {
+            let (lo, hi) = p.ty.bounds().unwrap_or_default();
+            for bad in [lo - 1.0, hi + 1.0, hi * 2.0, 0.5] {
+                if p.ty.holds(bad) {
+                    continue; // hi + 1 rounds to hi for the 64-bit types
+                }
+                let e = inst.set(&[p.u], p.ty, &[bad]);
+                assert!(
+                    e.is_err_and(|e| e.message.contains("is not a whole number in the range of")),
+                    "{} = {bad}",
+                    p.u_name
+                );
+            }
+        }
+        step(&mut inst, 1.0);
+        assert_eq!(outputs(&mut inst), before, "refused sets changed nothing");
     }
 }

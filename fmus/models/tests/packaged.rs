@@ -547,6 +547,17 @@ impl<'a> Fmi3<'a> {
     fn get_i32s<const N: usize>(&self, vrs: [u32; N]) -> (c_int, [i32; N]) {
         self.get_values("fmi3GetInt32", vrs, 0)
     }
+    /// The setter `name`, of element type `T`, for `vrs` and `vals`.
+    fn set_values<T: Copy, const N: usize>(
+        &self,
+        name: &str,
+        vrs: [u32; N],
+        vals: [T; N],
+    ) -> c_int {
+        // SAFETY: `name` is an FMI 3 setter of `T` (the callers name it with
+        // its type); arrays of N elements.
+        unsafe { self.fmu.sym::<Set3<T>>(name)(self.i, vrs.as_ptr(), N, vals.as_ptr(), N) }
+    }
     fn get(&self, vr: u32) -> f64 {
         let (status, [x]) = self.get_f64s([vr]);
         assert_eq!(status, 0);
@@ -763,9 +774,12 @@ fn every_packaged_fmu_declares_its_variant() {
     for spec in cosim_models::registry() {
         for v in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
             let p = dir.join(v.tag()).join(format!("{}.fmu", spec.name));
-            assert!(p.exists(), "{}", p.display());
+            // A model with FMI 3 only types (TypeMirror) has no FMI 2 build.
+            assert_eq!(p.exists(), spec.supports(v), "{}", p.display());
         }
     }
+    assert!(!dir.join("fmi2").join("TypeMirror.fmu").exists());
+    assert!(dir.join("fmi3").join("TypeMirror.fmu").exists());
     for name in cosim_models::VARIANT_MODELS {
         for v in Variant::RESTRICTED
             .into_iter()
@@ -1127,8 +1141,11 @@ fn packaged_fmi3_fmus_declare_intermediate_update_where_fmi2_interpolates() {
     let dir = dist_dir();
     for spec in cosim_models::registry() {
         let x3 = Fmu::open(&dir.join("fmi3").join(format!("{}.fmu", spec.name))).xml;
-        let x2 = Fmu::open(&dir.join("fmi2").join(format!("{}.fmu", spec.name))).xml;
-        let interp = x2.contains("canInterpolateInputs=\"true\"");
+        // TypeMirror has no FMI 2 build (and interpolates nothing).
+        let interp = spec.supports(FmiVersion::Fmi2)
+            && Fmu::open(&dir.join("fmi2").join(format!("{}.fmu", spec.name)))
+                .xml
+                .contains("canInterpolateInputs=\"true\"");
         assert_eq!(interp, spec.can_interpolate_inputs, "{}", spec.name);
         assert!(
             x3.contains(&format!("providesIntermediateUpdate=\"{interp}\"")),
@@ -1147,5 +1164,177 @@ fn packaged_fmi3_fmus_declare_intermediate_update_where_fmi2_interpolates() {
             "{}",
             spec.name
         );
+    }
+}
+
+// ------------------------------------------------------------- TypeMirror
+
+/// Every `y_*` (or `u_*`) of a TypeMirror, each read with its own getter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Mirror {
+    f32: f32,
+    i8: i8,
+    u8: u8,
+    i16: i16,
+    u16: u16,
+    u32: u32,
+    i64: i64,
+    u64: u64,
+}
+
+impl Mirror {
+    /// Reads the variables `vrs` (in the order of `type_mirror::PAIRS`).
+    fn read(s: &Fmi3, vrs: [u32; 8]) -> Mirror {
+        fn ok<T>((st, [x]): (c_int, [T; 1])) -> T {
+            assert_eq!(st, 0);
+            x
+        }
+        Mirror {
+            f32: ok(s.get_values("fmi3GetFloat32", [vrs[0]], f32::NAN)),
+            i8: ok(s.get_values("fmi3GetInt8", [vrs[1]], 0)),
+            u8: ok(s.get_values("fmi3GetUInt8", [vrs[2]], 0)),
+            i16: ok(s.get_values("fmi3GetInt16", [vrs[3]], 0)),
+            u16: ok(s.get_values("fmi3GetUInt16", [vrs[4]], 0)),
+            u32: ok(s.get_values("fmi3GetUInt32", [vrs[5]], 0)),
+            i64: ok(s.get_values("fmi3GetInt64", [vrs[6]], 0)),
+            u64: ok(s.get_values("fmi3GetUInt64", [vrs[7]], 0)),
+        }
+    }
+    /// Writes the variables `vrs`, each with its own setter.
+    fn write(&self, s: &Fmi3, vrs: [u32; 8]) {
+        assert_eq!(s.set_values("fmi3SetFloat32", [vrs[0]], [self.f32]), 0);
+        assert_eq!(s.set_values("fmi3SetInt8", [vrs[1]], [self.i8]), 0);
+        assert_eq!(s.set_values("fmi3SetUInt8", [vrs[2]], [self.u8]), 0);
+        assert_eq!(s.set_values("fmi3SetInt16", [vrs[3]], [self.i16]), 0);
+        assert_eq!(s.set_values("fmi3SetUInt16", [vrs[4]], [self.u16]), 0);
+        assert_eq!(s.set_values("fmi3SetUInt32", [vrs[5]], [self.u32]), 0);
+        assert_eq!(s.set_values("fmi3SetInt64", [vrs[6]], [self.i64]), 0);
+        assert_eq!(s.set_values("fmi3SetUInt64", [vrs[7]], [self.u64]), 0);
+    }
+    /// The starts plus `k`.
+    fn starts_plus(k: u8) -> Mirror {
+        Mirror {
+            f32: 0.5 + f32::from(k),
+            i8: -3 + k as i8,
+            u8: 200 + k,
+            i16: -300 + i16::from(k),
+            u16: 60000 + u16::from(k),
+            u32: 4_000_000_000 + u32::from(k),
+            i64: -5_000_000_000 + i64::from(k),
+            u64: 9_000_000_000_000 + u64::from(k),
+        }
+    }
+    fn sum(&self) -> f64 {
+        f64::from(self.f32)
+            + f64::from(self.i8)
+            + f64::from(self.u8)
+            + f64::from(self.i16)
+            + f64::from(self.u16)
+            + f64::from(self.u32)
+            + self.i64 as f64
+            + self.u64 as f64
+    }
+}
+
+#[test]
+fn packaged_type_mirror_loop_counts_up_through_the_typed_c_functions() {
+    use cosim_models::type_mirror::{PAIRS, SUM, U_F32, U_I64, U_U8, X_F32};
+    let ins: [u32; 8] = PAIRS.map(|p| p.u);
+    let outs: [u32; 8] = PAIRS.map(|p| p.y);
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("TypeMirror.fmu"));
+    for needle in [
+        r#"<Float32 name="u_f32" valueReference="1""#,
+        r#"<Int8 name="u_i8" valueReference="2""#,
+        r#"<UInt8 name="u_u8" valueReference="3""#,
+        r#"<Int16 name="u_i16" valueReference="4""#,
+        r#"<UInt16 name="u_u16" valueReference="5""#,
+        r#"<UInt32 name="u_u32" valueReference="6""#,
+        r#"<Int64 name="u_i64" valueReference="7""#,
+        r#"<UInt64 name="u_u64" valueReference="8""#,
+        r#"causality="input" variability="discrete" start="9000000000000"/>"#,
+        r#"<Float64 name="sum" valueReference="17""#,
+        r#"<Float32 name="x_f32" valueReference="18""#,
+    ] {
+        assert!(fmu.xml.contains(needle), "{needle}");
+    }
+    // a.y_* -> b.u_*, b.y_* -> a.u_*, Jacobi, 1 s steps.
+    let a = Fmi3::instantiate(&fmu, c"a");
+    let b = Fmi3::instantiate(&fmu, c"b");
+    for s in [&a, &b] {
+        assert_eq!(s.enter(), 0);
+        assert_eq!(Mirror::read(s, ins), Mirror::starts_plus(0));
+        assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    }
+    let mut saved: *mut c_void = std::ptr::null_mut();
+    let mut at_5 = None;
+    for k in 0..10u8 {
+        let (ya, yb) = (Mirror::read(&a, outs), Mirror::read(&b, outs));
+        assert_eq!(ya, Mirror::starts_plus(k + 1), "a after {k} steps");
+        assert_eq!(yb, ya, "b after {k} steps");
+        yb.write(&a, ins);
+        ya.write(&b, ins);
+        if k == 5 {
+            assert_eq!(a.get_state(&mut saved), 0);
+            at_5 = Some(ya);
+        }
+        let t = f64::from(k);
+        assert_eq!(a.step(t, 1.0), 0);
+        assert_eq!(b.step(t, 1.0), 0);
+        // sum: the inputs held over the step; x_f32' = u_f32.
+        assert_eq!(a.get(SUM), yb.sum());
+    }
+    assert_eq!(Mirror::read(&a, outs), Mirror::starts_plus(11));
+    // x_f32 = sum over the steps of u_f32 * 1 = 1.5 + 2.5 + ... + 10.5.
+    let (st, [x]) = a.get_values("fmi3GetFloat32", [X_F32], f32::NAN);
+    assert_eq!((st, x), (0, 60.0));
+    // Restoring the state of step 5 brings the inputs and outputs back.
+    assert_eq!(a.set_state(saved), 0);
+    assert_eq!(Mirror::read(&a, ins), at_5.expect("saved"));
+    assert_eq!(Mirror::read(&a, outs), Mirror::starts_plus(6));
+    assert_eq!(a.free_state(&mut saved), 0);
+    // Errors through the C ABI, naming the variable.
+    assert_eq!(a.set_values("fmi3SetInt64", [U_I64], [i64::MAX]), 3);
+    assert!(logged(
+        "value 9223372036854775807 of u_i64 (vr 7) cannot be stored exactly"
+    ));
+    assert_eq!(a.get_values("fmi3GetInt8", [U_U8], 0).0, 3);
+    assert!(logged("variable u_u8 (vr 3) is of type UInt8, not Int8"));
+    assert_eq!(a.get_f64s([U_F32]).0, 3);
+    assert!(logged(
+        "variable u_f32 (vr 1) is of type Float32, not Float64"
+    ));
+    // Saturation: u_u8 = 255 gives y_u8 = 255 after the step.
+    assert_eq!(a.set_values("fmi3SetUInt8", [U_U8], [255u8]), 0);
+    assert_eq!(a.step(5.0, 1.0), 0);
+    assert_eq!(a.get_values("fmi3GetUInt8", [outs[2]], 0), (0, [255u8]));
+    // The library's fmi2Instantiate refuses an FMI 2 token of the model.
+    let spec = cosim_models::spec("TypeMirror").expect("model");
+    let caps2 = fmu_kit::Capabilities::full(spec, FmiVersion::Fmi2);
+    let tok2 = CString::new(fmu_kit::token(spec, FmiVersion::Fmi2, &caps2)).expect("token");
+    let cb = Callbacks2 {
+        logger: logger2 as *const c_void,
+        allocate: std::ptr::null(),
+        free: std::ptr::null(),
+        step_finished: std::ptr::null(),
+        env: std::ptr::null_mut(),
+    };
+    // SAFETY: valid strings and callbacks; fmi2Instantiate has this signature.
+    let c = unsafe {
+        fmu.sym::<Instantiate2>("fmi2Instantiate")(
+            c"t2".as_ptr(),
+            1,
+            tok2.as_ptr(),
+            std::ptr::null(),
+            &cb,
+            0,
+            1,
+        )
+    };
+    assert!(c.is_null());
+    assert!(logged(
+        "TypeMirror has no fmi2 build: u_f32 is of the FMI 3 only type Float32"
+    ));
+    for s in [&a, &b] {
+        assert_eq!(s.call("fmi3Terminate"), 0);
     }
 }

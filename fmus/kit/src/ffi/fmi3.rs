@@ -1,5 +1,8 @@
 //! FMI 3.0 functions (called by the exports of
-//! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented; model
+//! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented, with
+//! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
+//! UInt32, Int64, UInt64 and Boolean (String, Binary and Clock variables do
+//! not exist: their functions answer `fmi3Error`); model
 //! exchange, scheduled execution, clocks, event mode and configuration mode
 //! are exported and answer `fmi3Error` (or NULL for instantiation).
 
@@ -515,15 +518,104 @@ macro_rules! no_such_type {
 }
 
 no_such_type! {
-    "Float32" get_float32 set_float32 f32, "Float32";
-    "Int8" get_int8 set_int8 i8, "Int8";
-    "UInt8" get_uint8 set_uint8 u8, "UInt8";
-    "Int16" get_int16 set_int16 i16, "Int16";
-    "UInt16" get_uint16 set_uint16 u16, "UInt16";
-    "UInt32" get_uint32 set_uint32 u32, "UInt32";
-    "Int64" get_int64 set_int64 i64, "Int64";
-    "UInt64" get_uint64 set_uint64 u64, "UInt64";
     "String" get_string set_string *const c_char, "String";
+}
+
+/// `fmi3GetFloat32`: the stored values are `f32` values (rounded when set).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_float32(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *mut f32,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetFloat32", M_GET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice_mut(v, n, "values")?,
+            )
+        };
+        inst.get(vrs, VarType::Float32, &mut |k, x| out[k] = x as f32)
+    })
+}
+
+/// `fmi3SetFloat32`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_float32(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *const f32,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3SetFloat32", M_SET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+        inst.set(vrs, VarType::Float32, &vals)
+    })
+}
+
+/// The getters and setters of the FMI 3 integer types other than `Int32`.
+macro_rules! integer_access {
+    ($($get:ident $set:ident $t:ty, $ty:expr, $tname:literal;)*) => {
+        $(
+            #[doc = concat!("`fmi3Get", $tname, "`.")]
+            ///
+            /// # Safety
+            /// FMI calling convention.
+            pub unsafe fn $get(i: *mut c_void, vr: *const u32, nvr: usize, v: *mut $t, n: usize) -> c_int {
+                simple(i, concat!("fmi3Get", $tname), M_GET, |inst| {
+                    check_n(nvr, n)?;
+                    // SAFETY: FMI calling convention: arrays of length nvr (= n).
+                    let (vrs, out) = unsafe {
+                        (
+                            slice(vr, nvr, "valueReferences")?,
+                            slice_mut(v, n, "values")?,
+                        )
+                    };
+                    // `Instance::get` hands out whole values within the
+                    // type's range only, so the conversion is exact.
+                    inst.get(vrs, $ty, &mut |k, x| out[k] = x as $t)
+                })
+            }
+
+            #[doc = concat!("`fmi3Set", $tname, "`: values an `f64` cannot hold exactly are refused (see `Instance::set_integers`).")]
+            ///
+            /// # Safety
+            /// FMI calling convention.
+            pub unsafe fn $set(i: *mut c_void, vr: *const u32, nvr: usize, v: *const $t, n: usize) -> c_int {
+                simple(i, concat!("fmi3Set", $tname), M_SET, |inst| {
+                    check_n(nvr, n)?;
+                    // SAFETY: FMI calling convention: an array of length nvr.
+                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+                    // SAFETY: FMI calling convention: an array of length n (= nvr).
+                    let vals = unsafe { slice(v, n, "values")? };
+                    let vals: Vec<i128> = vals.iter().map(|&x| i128::from(x)).collect();
+                    inst.set_integers(vrs, $ty, &vals)
+                })
+            }
+        )*
+    };
+}
+
+integer_access! {
+    get_int8 set_int8 i8, VarType::Int8, "Int8";
+    get_uint8 set_uint8 u8, VarType::UInt8, "UInt8";
+    get_int16 set_int16 i16, VarType::Int16, "Int16";
+    get_uint16 set_uint16 u16, VarType::UInt16, "UInt16";
+    get_uint32 set_uint32 u32, VarType::UInt32, "UInt32";
+    get_int64 set_int64 i64, VarType::Int64, "Int64";
+    get_uint64 set_uint64 u64, VarType::UInt64, "UInt64";
 }
 
 /// `fmi3GetBinary`: no Binary variables.

@@ -23,6 +23,8 @@ pub mod intermediate;
 mod intermediate_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod types_tests;
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_void};

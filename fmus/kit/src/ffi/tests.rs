@@ -268,7 +268,14 @@ pub(super) mod rk {
 
 pub(super) fn registry() -> &'static [ModelSpec] {
     static R: OnceLock<Vec<ModelSpec>> = OnceLock::new();
-    R.get_or_init(|| vec![test_spec(), discrete::spec(), rk::spec()])
+    R.get_or_init(|| {
+        vec![
+            test_spec(),
+            discrete::spec(),
+            rk::spec(),
+            super::types_tests::spec(),
+        ]
+    })
 }
 
 crate::export_fmi!(crate::ffi::tests::registry());
@@ -1274,7 +1281,7 @@ fn fmi3_boolean_and_int32_access_type_checks_and_state() {
             3
         );
         assert!(logged3(
-            "output derivatives are defined for Float64 variables only; b_out (vr 4) is Boolean (discrete)"
+            "output derivatives are defined for Float64 and Float32 variables only; b_out (vr 4) is Boolean (discrete)"
         ));
         assert_eq!(
             fmi3GetOutputDerivatives(i, [R_OUT].as_ptr(), 1, [1].as_ptr(), d.as_mut_ptr(), 1),
