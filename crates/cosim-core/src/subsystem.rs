@@ -157,7 +157,9 @@ pub fn takes_intermediate_inputs(md: &ModelDescription, inputs: &[VariableIndex]
     md.fmi_version == cosim_fmi::FmiVersion::V3
         && provides
         && floats.peek().is_some()
-        && floats.all(|v| v.intermediate_update)
+        // (Float32 inputs are set with fmi3SetFloat32, which the
+        // intermediate update callback does not call.)
+        && floats.all(|v| v.intermediate_update && v.var_type == cosim_fmi::model_description::VariableType::Float64)
 }
 
 /// Calls made on a subsystem, for the run summary.
@@ -279,14 +281,13 @@ pub trait Subsystem: Send {
     }
 }
 
-/// Whether variables of type `t` can be slots (coupled or traced): Float64
-/// (FMI 2 Real), Int32 (FMI 2 Integer), Int64, Enumeration and Boolean.
+/// Whether variables of type `t` can be slots (coupled or traced): every
+/// numeric type (FMI 2 Real, Integer, Enumeration; FMI 3 Float32/64, the
+/// signed and unsigned integers of 8 to 64 bits, Enumeration) and Boolean;
+/// not strings, binaries or clocks.
 pub fn is_slot_type(t: cosim_fmi::model_description::VariableType) -> bool {
     use cosim_fmi::model_description::VariableType as T;
-    matches!(
-        t,
-        T::Float64 | T::Int32 | T::Int64 | T::Enumeration | T::Boolean
-    )
+    !matches!(t, T::String | T::Binary | T::Clock)
 }
 
 /// A subsystem that is one FMU instance.
@@ -334,24 +335,60 @@ impl<T: Copy + Default> TypedGroup<T> {
 }
 
 /// Largest integer magnitude an `f64` slot carries exactly.
-const EXACT_INTEGER_LIMIT: i64 = 1 << 53;
+const EXACT_INTEGER_LIMIT: u64 = 1 << 53;
 
-/// The slots of a subsystem with discrete (integer, enumeration, Boolean)
-/// variables, grouped by the FMI type that reads and writes them. Discrete
-/// values travel through the masters as exact `f64` (integers up to 2^53).
+/// The slots of a subsystem with variables other than Float64, grouped by
+/// the FMI type that reads and writes them (one batched call per type).
+/// Every value travels through the masters as an `f64`: exactly for the
+/// integer types up to 2^53 and for Float32; a Float32 input fed from a
+/// Float64 output is rounded to the nearest `f32`.
 #[derive(Debug, Default)]
 struct TypedSlots {
     float: TypedGroup<f64>,
-    /// The float slots among the outputs (`slot < n_outputs`), the only
-    /// ones with time derivatives.
+    /// The float slots among the outputs (`slot < n_outputs`, Float64 and
+    /// Float32), the only ones with time derivatives.
     float_outputs: TypedGroup<f64>,
+    float32: TypedGroup<f32>,
+    int8: TypedGroup<i8>,
+    uint8: TypedGroup<u8>,
+    int16: TypedGroup<i16>,
+    uint16: TypedGroup<u16>,
     int32: TypedGroup<i32>,
+    uint32: TypedGroup<u32>,
     int64: TypedGroup<i64>,
+    uint64: TypedGroup<u64>,
     boolean: TypedGroup<bool>,
 }
 
+/// Converts, writes one group (nothing when it is empty).
+fn set_group<T: Copy + Default>(
+    g: &mut TypedGroup<T>,
+    values: &[f64],
+    convert: impl Fn(f64) -> T,
+    set: impl FnOnce(&[u32], &[T]) -> cosim_fmi::Result<()>,
+) -> Result<()> {
+    if g.vrs.is_empty() {
+        return Ok(());
+    }
+    g.gather(values, convert);
+    Ok(set(&g.vrs, &g.buf)?)
+}
+
+/// Reads one group into its scratch buffer (nothing when it is empty);
+/// returns whether it read.
+fn get_group<T: Copy + Default>(
+    g: &mut TypedGroup<T>,
+    get: impl FnOnce(&[u32], &mut [T]) -> cosim_fmi::Result<()>,
+) -> Result<bool> {
+    if g.vrs.is_empty() {
+        return Ok(false);
+    }
+    get(&g.vrs, &mut g.buf)?;
+    Ok(true)
+}
+
 impl TypedSlots {
-    /// Groups `vars` by type; `None` when every one is a float (the fast
+    /// Groups `vars` by type; `None` when every one is a Float64 (the fast
     /// path: one batched call). Types the engine does not carry are an
     /// error naming the variable.
     fn new(
@@ -369,21 +406,26 @@ impl TypedSlots {
         for (slot, &i) in vars.iter().enumerate() {
             let v = &md.variables[i];
             let vr = v.value_reference;
+            if v.var_type.is_float() && slot < n_outputs {
+                t.float_outputs.push(vr, slot);
+            }
             match v.var_type {
-                T::Float64 => {
-                    t.float.push(vr, slot);
-                    if slot < n_outputs {
-                        t.float_outputs.push(vr, slot);
-                    }
-                }
+                T::Float64 => t.float.push(vr, slot),
+                T::Float32 => t.float32.push(vr, slot),
+                T::Int8 => t.int8.push(vr, slot),
+                T::UInt8 => t.uint8.push(vr, slot),
+                T::Int16 => t.int16.push(vr, slot),
+                T::UInt16 => t.uint16.push(vr, slot),
                 T::Int32 => t.int32.push(vr, slot),
+                T::UInt32 => t.uint32.push(vr, slot),
                 T::Enumeration if v2 => t.int32.push(vr, slot),
                 T::Int64 | T::Enumeration => t.int64.push(vr, slot),
+                T::UInt64 => t.uint64.push(vr, slot),
                 T::Boolean => t.boolean.push(vr, slot),
                 // (is_slot_type lists the types above.)
                 other => {
                     return Err(crate::CoreError::Config(format!(
-                        "subsystem '{name}': variable '{}' is {other}, which the engine does not couple or trace yet (Float64/Real, Int32/Integer, Int64, Enumeration and Boolean are supported)",
+                        "subsystem '{name}': variable '{}' is {other}, which the engine does not couple or trace (numeric and Boolean variables are supported; strings, binaries and clocks are not)",
                         v.name
                     )));
                 }
@@ -393,54 +435,115 @@ impl TypedSlots {
     }
 
     fn set(&mut self, inst: &mut Instance, values: &[f64]) -> Result<()> {
-        if !self.float.vrs.is_empty() {
-            self.float.gather(values, |x| x);
-            inst.set_f64(&self.float.vrs, &self.float.buf)?;
-        }
-        // Discrete values arrive unchanged from discrete outputs (no gain
-        // or offset is allowed on them), so the conversions are exact.
-        if !self.int32.vrs.is_empty() {
-            self.int32.gather(values, |x| x as i32);
-            inst.set_i32(&self.int32.vrs, &self.int32.buf)?;
-        }
-        if !self.int64.vrs.is_empty() {
-            self.int64.gather(values, |x| x as i64);
-            inst.set_i64(&self.int64.vrs, &self.int64.buf)?;
-        }
-        if !self.boolean.vrs.is_empty() {
-            self.boolean.gather(values, |x| x != 0.0);
-            inst.set_bool(&self.boolean.vrs, &self.boolean.buf)?;
-        }
-        Ok(())
+        set_group(&mut self.float, values, |x| x, |v, b| inst.set_f64(v, b))?;
+        // Integer values arrive unchanged from outputs of the same type (no
+        // gain or offset is allowed on them), so the casts are exact.
+        set_group(
+            &mut self.float32,
+            values,
+            |x| x as f32,
+            |v, b| inst.set_f32(v, b),
+        )?;
+        set_group(
+            &mut self.int8,
+            values,
+            |x| x as i8,
+            |v, b| inst.set_i8(v, b),
+        )?;
+        set_group(
+            &mut self.uint8,
+            values,
+            |x| x as u8,
+            |v, b| inst.set_u8(v, b),
+        )?;
+        set_group(
+            &mut self.int16,
+            values,
+            |x| x as i16,
+            |v, b| inst.set_i16(v, b),
+        )?;
+        set_group(
+            &mut self.uint16,
+            values,
+            |x| x as u16,
+            |v, b| inst.set_u16(v, b),
+        )?;
+        set_group(
+            &mut self.int32,
+            values,
+            |x| x as i32,
+            |v, b| inst.set_i32(v, b),
+        )?;
+        set_group(
+            &mut self.uint32,
+            values,
+            |x| x as u32,
+            |v, b| inst.set_u32(v, b),
+        )?;
+        set_group(
+            &mut self.int64,
+            values,
+            |x| x as i64,
+            |v, b| inst.set_i64(v, b),
+        )?;
+        set_group(
+            &mut self.uint64,
+            values,
+            |x| x as u64,
+            |v, b| inst.set_u64(v, b),
+        )?;
+        set_group(
+            &mut self.boolean,
+            values,
+            |x| x != 0.0,
+            |v, b| inst.set_bool(v, b),
+        )
     }
 
     fn get(&mut self, inst: &mut Instance, values: &mut [f64], info: &SubsystemInfo) -> Result<()> {
-        if !self.float.vrs.is_empty() {
-            inst.get_f64(&self.float.vrs, &mut self.float.buf)?;
+        if get_group(&mut self.float, |v, b| inst.get_f64(v, b))? {
             self.float.scatter(values, |x| x);
         }
-        if !self.int32.vrs.is_empty() {
-            inst.get_i32(&self.int32.vrs, &mut self.int32.buf)?;
+        if get_group(&mut self.float32, |v, b| inst.get_f32(v, b))? {
+            self.float32.scatter(values, f64::from);
+        }
+        if get_group(&mut self.int8, |v, b| inst.get_i8(v, b))? {
+            self.int8.scatter(values, f64::from);
+        }
+        if get_group(&mut self.uint8, |v, b| inst.get_u8(v, b))? {
+            self.uint8.scatter(values, f64::from);
+        }
+        if get_group(&mut self.int16, |v, b| inst.get_i16(v, b))? {
+            self.int16.scatter(values, f64::from);
+        }
+        if get_group(&mut self.uint16, |v, b| inst.get_u16(v, b))? {
+            self.uint16.scatter(values, f64::from);
+        }
+        if get_group(&mut self.int32, |v, b| inst.get_i32(v, b))? {
             self.int32.scatter(values, f64::from);
         }
-        if !self.int64.vrs.is_empty() {
-            inst.get_i64(&self.int64.vrs, &mut self.int64.buf)?;
-            if let Some(k) = self
-                .int64
+        if get_group(&mut self.uint32, |v, b| inst.get_u32(v, b))? {
+            self.uint32.scatter(values, f64::from);
+        }
+        if get_group(&mut self.int64, |v, b| inst.get_i64(v, b))? {
+            let g = &self.int64;
+            if let Some(k) = g
                 .buf
                 .iter()
-                .position(|x| x.unsigned_abs() > EXACT_INTEGER_LIMIT as u64)
+                .position(|x| x.unsigned_abs() > EXACT_INTEGER_LIMIT)
             {
-                return Err(int64_out_of_range(
-                    info,
-                    self.int64.slots[k],
-                    self.int64.buf[k],
-                ));
+                return Err(integer_out_of_range(info, g.slots[k], &g.buf[k]));
             }
-            self.int64.scatter(values, |x| x as f64);
+            g.scatter(values, |x| x as f64);
         }
-        if !self.boolean.vrs.is_empty() {
-            inst.get_bool(&self.boolean.vrs, &mut self.boolean.buf)?;
+        if get_group(&mut self.uint64, |v, b| inst.get_u64(v, b))? {
+            let g = &self.uint64;
+            if let Some(k) = g.buf.iter().position(|&x| x > EXACT_INTEGER_LIMIT) {
+                return Err(integer_out_of_range(info, g.slots[k], &g.buf[k]));
+            }
+            g.scatter(values, |x| x as f64);
+        }
+        if get_group(&mut self.boolean, |v, b| inst.get_bool(v, b))? {
             self.boolean.scatter(values, |b| if b { 1.0 } else { 0.0 });
         }
         Ok(())
@@ -448,7 +551,11 @@ impl TypedSlots {
 }
 
 #[cold]
-fn int64_out_of_range(info: &SubsystemInfo, slot: usize, value: i64) -> crate::CoreError {
+fn integer_out_of_range(
+    info: &SubsystemInfo,
+    slot: usize,
+    value: &dyn std::fmt::Display,
+) -> crate::CoreError {
     crate::CoreError::Config(format!(
         "subsystem '{}': '{}' = {value} is beyond +-2^53, the integers the engine carries exactly",
         info.name, info.observed[slot].name

@@ -171,6 +171,128 @@ impl Instance {
         }
     }
 
+    /// FMI 3 scalar types beyond Float64, Int32, Int64 and Boolean: FMI 2
+    /// has none of them.
+    fn fmi3_only(&mut self, function: &'static str) -> FmiError {
+        FmiError::NotSupported {
+            instance: self.name().to_string(),
+            function,
+            reason: "FMI 2.0 has no variables of this type".into(),
+        }
+    }
+
+    /// Reads FMI 3 Float32 variables.
+    pub fn get_f32(&mut self, vrs: &[u32], values: &mut [f32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_float32(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetFloat32")),
+        }
+    }
+
+    /// Writes FMI 3 Float32 variables.
+    pub fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_float32(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetFloat32")),
+        }
+    }
+
+    /// Reads FMI 3 Int8 variables.
+    pub fn get_i8(&mut self, vrs: &[u32], values: &mut [i8]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_int8(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetInt8")),
+        }
+    }
+
+    /// Writes FMI 3 Int8 variables.
+    pub fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_int8(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetInt8")),
+        }
+    }
+
+    /// Reads FMI 3 UInt8 variables.
+    pub fn get_u8(&mut self, vrs: &[u32], values: &mut [u8]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_uint8(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt8")),
+        }
+    }
+
+    /// Writes FMI 3 UInt8 variables.
+    pub fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_uint8(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt8")),
+        }
+    }
+
+    /// Reads FMI 3 Int16 variables.
+    pub fn get_i16(&mut self, vrs: &[u32], values: &mut [i16]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_int16(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetInt16")),
+        }
+    }
+
+    /// Writes FMI 3 Int16 variables.
+    pub fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_int16(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetInt16")),
+        }
+    }
+
+    /// Reads FMI 3 UInt16 variables.
+    pub fn get_u16(&mut self, vrs: &[u32], values: &mut [u16]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_uint16(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt16")),
+        }
+    }
+
+    /// Writes FMI 3 UInt16 variables.
+    pub fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_uint16(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt16")),
+        }
+    }
+
+    /// Reads FMI 3 UInt32 variables.
+    pub fn get_u32(&mut self, vrs: &[u32], values: &mut [u32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_uint32(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt32")),
+        }
+    }
+
+    /// Writes FMI 3 UInt32 variables.
+    pub fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_uint32(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt32")),
+        }
+    }
+
+    /// Reads FMI 3 UInt64 variables.
+    pub fn get_u64(&mut self, vrs: &[u32], values: &mut [u64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_uint64(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt64")),
+        }
+    }
+
+    /// Writes FMI 3 UInt64 variables.
+    pub fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_uint64(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt64")),
+        }
+    }
+
     /// Reads Booleans.
     pub fn get_bool(&mut self, vrs: &[u32], values: &mut [bool]) -> Result<()> {
         dispatch!(self, i => i.get_boolean(vrs, values))

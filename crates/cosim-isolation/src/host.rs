@@ -509,6 +509,13 @@ impl Host<'_> {
                 self.calling(
                     match value {
                         Value::F64(_) => Call::SetReal,
+                        Value::F32(_) => Call::SetFloat32,
+                        Value::I8(_)
+                        | Value::U8(_)
+                        | Value::I16(_)
+                        | Value::U16(_)
+                        | Value::U32(_)
+                        | Value::U64(_) => Call::SetNarrowInteger,
                         Value::I32(_) => Call::SetInteger,
                         Value::I64(_) => Call::SetInteger64,
                         Value::Bool(_) => Call::SetBoolean,
@@ -519,6 +526,13 @@ impl Host<'_> {
                 let inst = self.sub()?.instance_mut();
                 let r = match &value {
                     Value::F64(x) => inst.set_f64(&[vr], &[*x]),
+                    Value::F32(x) => inst.set_f32(&[vr], &[*x]),
+                    Value::I8(x) => inst.set_i8(&[vr], &[*x]),
+                    Value::U8(x) => inst.set_u8(&[vr], &[*x]),
+                    Value::I16(x) => inst.set_i16(&[vr], &[*x]),
+                    Value::U16(x) => inst.set_u16(&[vr], &[*x]),
+                    Value::U32(x) => inst.set_u32(&[vr], &[*x]),
+                    Value::U64(x) => inst.set_u64(&[vr], &[*x]),
                     Value::I32(x) => inst.set_i32(&[vr], &[*x]),
                     Value::I64(x) => inst.set_i64(&[vr], &[*x]),
                     Value::Bool(x) => inst.set_bool(&[vr], &[*x]),

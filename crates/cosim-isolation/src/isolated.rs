@@ -357,6 +357,41 @@ impl IsolatedSubsystem {
         self.set_values(vrs, values, |x| Value::I64(*x), Call::SetInteger64)
     }
 
+    /// Sets FMI 3 Float32 variables.
+    pub fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::F32(*x), Call::SetFloat32)
+    }
+
+    /// Sets FMI 3 Int8 variables.
+    pub fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::I8(*x), Call::SetNarrowInteger)
+    }
+
+    /// Sets FMI 3 UInt8 variables.
+    pub fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::U8(*x), Call::SetNarrowInteger)
+    }
+
+    /// Sets FMI 3 Int16 variables.
+    pub fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::I16(*x), Call::SetNarrowInteger)
+    }
+
+    /// Sets FMI 3 UInt16 variables.
+    pub fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::U16(*x), Call::SetNarrowInteger)
+    }
+
+    /// Sets FMI 3 UInt32 variables.
+    pub fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::U32(*x), Call::SetNarrowInteger)
+    }
+
+    /// Sets FMI 3 UInt64 variables.
+    pub fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
+        self.set_values(vrs, values, |x| Value::U64(*x), Call::SetNarrowInteger)
+    }
+
     /// Sets Boolean variables.
     pub fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
         self.set_values(vrs, values, |x| Value::Bool(*x), Call::SetBoolean)

@@ -212,8 +212,22 @@ pub enum Control {
 /// A typed scalar value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Value {
-    /// Float32/Float64 (FMI 2 Real).
+    /// Float64 (FMI 2 Real).
     F64(f64),
+    /// FMI 3 Float32.
+    F32(f32),
+    /// FMI 3 Int8.
+    I8(i8),
+    /// FMI 3 UInt8.
+    U8(u8),
+    /// FMI 3 Int16.
+    I16(i16),
+    /// FMI 3 UInt16.
+    U16(u16),
+    /// FMI 3 UInt32.
+    U32(u32),
+    /// FMI 3 UInt64.
+    U64(u64),
     /// Int32 (FMI 2 Integer, enumerations).
     I32(i32),
     /// Int64 (FMI 3 enumerations).
@@ -603,12 +617,14 @@ pub enum Call {
     ExitInitialization = 18,
     Terminate = 19,
     FreeInstance = 20,
+    SetFloat32 = 21,
+    SetNarrowInteger = 22,
 }
 
 impl Call {
     /// The call of a [`CALL`] word.
     pub fn decode(code: u64) -> Call {
-        const ALL: [Call; 21] = [
+        const ALL: [Call; 23] = [
             Call::Idle,
             Call::Load,
             Call::Instantiate,
@@ -630,6 +646,8 @@ impl Call {
             Call::ExitInitialization,
             Call::Terminate,
             Call::FreeInstance,
+            Call::SetFloat32,
+            Call::SetNarrowInteger,
         ];
         usize::try_from(code)
             .ok()
@@ -671,6 +689,8 @@ impl Call {
             }
             Call::Terminate => pick("fmi2Terminate", "fmi3Terminate"),
             Call::FreeInstance => pick("fmi2FreeInstance", "fmi3FreeInstance"),
+            Call::SetFloat32 => "fmi3SetFloat32",
+            Call::SetNarrowInteger => "fmi3SetInt8/UInt8/Int16/UInt16/UInt32/UInt64",
         }
     }
 }

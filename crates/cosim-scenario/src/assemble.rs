@@ -324,7 +324,7 @@ pub fn assemble_nodes(
                 .error_at(
                     c.span,
                     format!(
-                        "connections of {}{} variables are not supported yet: scalar Float64 (FMI 2 Real), Int32 (Integer), Int64, Enumeration and Boolean values are coupled",
+                        "connections of {}{} variables are not supported yet: scalar numeric and Boolean values are coupled (not strings, binaries, clocks or arrays)",
                         if v.is_scalar() { "" } else { "array " },
                         v.var_type
                     ),
@@ -378,7 +378,7 @@ pub fn assemble_nodes(
     }
     if !skipped_trace.is_empty() {
         tracing::warn!(
-            "only scalar Float64/Real, integer, enumeration and Boolean variables are traced; left out: {}",
+            "only scalar numeric and Boolean variables are traced; left out: {}",
             skipped_trace.join(", ")
         );
     }
@@ -890,11 +890,50 @@ fn apply_value(
 ) -> Result<(), String> {
     let scalar_err = || "arrays cannot be set from a scenario yet".to_string();
     match (ty, value) {
-        (VariableType::Float64 | VariableType::Float32, StartValue::Float(v)) => {
+        (VariableType::Float64, StartValue::Float(v)) => {
             let [x] = v.as_slice() else {
                 return Err(scalar_err());
             };
             instance.set_f64(&[vr], &[*x]).map_err(|e| e.to_string())
+        }
+        (VariableType::Float32, StartValue::Float(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            instance.set_f32(&[vr], &[*x as f32])
+        }
+        (
+            VariableType::Int8
+            | VariableType::UInt8
+            | VariableType::Int16
+            | VariableType::UInt16
+            | VariableType::UInt32
+            | VariableType::UInt64,
+            StartValue::Int(v),
+        ) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            let x = *x;
+            let range = || format!("{x} does not fit {ty}");
+            match ty {
+                VariableType::Int8 => {
+                    instance.set_i8(&[vr], &[i8::try_from(x).map_err(|_| range())?])
+                }
+                VariableType::UInt8 => {
+                    instance.set_u8(&[vr], &[u8::try_from(x).map_err(|_| range())?])
+                }
+                VariableType::Int16 => {
+                    instance.set_i16(&[vr], &[i16::try_from(x).map_err(|_| range())?])
+                }
+                VariableType::UInt16 => {
+                    instance.set_u16(&[vr], &[u16::try_from(x).map_err(|_| range())?])
+                }
+                VariableType::UInt32 => {
+                    instance.set_u32(&[vr], &[u32::try_from(x).map_err(|_| range())?])
+                }
+                _ => instance.set_u64(&[vr], &[u64::try_from(x).map_err(|_| range())?]),
+            }
         }
         (VariableType::Boolean, StartValue::Bool(v)) => {
             let [x] = v.as_slice() else {
@@ -934,6 +973,13 @@ fn apply_value(
 /// one in a host process.
 trait SetValues {
     fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<(), String>;
+    fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<(), String>;
+    fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<(), String>;
+    fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<(), String>;
+    fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<(), String>;
+    fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<(), String>;
+    fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<(), String>;
+    fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<(), String>;
     fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<(), String>;
     fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<(), String>;
     fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<(), String>;
@@ -945,6 +991,27 @@ macro_rules! set_values_via {
         impl SetValues for $ty {
             fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<(), String> {
                 <$ty>::set_f64(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<(), String> {
+                <$ty>::set_f32(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<(), String> {
+                <$ty>::set_i8(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<(), String> {
+                <$ty>::set_u8(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<(), String> {
+                <$ty>::set_i16(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<(), String> {
+                <$ty>::set_u16(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<(), String> {
+                <$ty>::set_u32(self, vrs, values).map_err(|e| e.to_string())
+            }
+            fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<(), String> {
+                <$ty>::set_u64(self, vrs, values).map_err(|e| e.to_string())
             }
             fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<(), String> {
                 <$ty>::set_i32(self, vrs, values).map_err(|e| e.to_string())

@@ -165,7 +165,7 @@ fn synthesize(
             return Err(outer.error_at(
                 e.span,
                 format!(
-                    "'{}' is a {}{} variable; only scalar Float64/Real, integer, enumeration and Boolean variables can be exposed",
+                    "'{}' is a {}{} variable; only scalar numeric and Boolean variables can be exposed",
                     e.value,
                     if variable.is_scalar() { "" } else { "array " },
                     variable.var_type

@@ -201,6 +201,22 @@ fn_table! {
             deserialize_fmu_state: "fmi3DeserializeFMUState": unsafe extern "C" fn(Instance, *const u8, usize, *mut FmuState) -> Fmi3Status,
             get_directional_derivative: "fmi3GetDirectionalDerivative": unsafe extern "C" fn(Instance, *const Vr, usize, *const Vr, usize, *const f64, usize, *mut f64, usize) -> Fmi3Status,
             get_output_derivatives: "fmi3GetOutputDerivatives": unsafe extern "C" fn(Instance, *const Vr, usize, *const i32, *mut f64, usize) -> Fmi3Status,
+            // Mandatory in FMI 3.0, resolved lazily so that a library
+            // lacking one fails only when a variable of that type is used.
+            get_float32: "fmi3GetFloat32": unsafe extern "C" fn(Instance, *const Vr, usize, *mut f32, usize) -> Fmi3Status,
+            set_float32: "fmi3SetFloat32": unsafe extern "C" fn(Instance, *const Vr, usize, *const f32, usize) -> Fmi3Status,
+            get_int8: "fmi3GetInt8": unsafe extern "C" fn(Instance, *const Vr, usize, *mut i8, usize) -> Fmi3Status,
+            set_int8: "fmi3SetInt8": unsafe extern "C" fn(Instance, *const Vr, usize, *const i8, usize) -> Fmi3Status,
+            get_uint8: "fmi3GetUInt8": unsafe extern "C" fn(Instance, *const Vr, usize, *mut u8, usize) -> Fmi3Status,
+            set_uint8: "fmi3SetUInt8": unsafe extern "C" fn(Instance, *const Vr, usize, *const u8, usize) -> Fmi3Status,
+            get_int16: "fmi3GetInt16": unsafe extern "C" fn(Instance, *const Vr, usize, *mut i16, usize) -> Fmi3Status,
+            set_int16: "fmi3SetInt16": unsafe extern "C" fn(Instance, *const Vr, usize, *const i16, usize) -> Fmi3Status,
+            get_uint16: "fmi3GetUInt16": unsafe extern "C" fn(Instance, *const Vr, usize, *mut u16, usize) -> Fmi3Status,
+            set_uint16: "fmi3SetUInt16": unsafe extern "C" fn(Instance, *const Vr, usize, *const u16, usize) -> Fmi3Status,
+            get_uint32: "fmi3GetUInt32": unsafe extern "C" fn(Instance, *const Vr, usize, *mut u32, usize) -> Fmi3Status,
+            set_uint32: "fmi3SetUInt32": unsafe extern "C" fn(Instance, *const Vr, usize, *const u32, usize) -> Fmi3Status,
+            get_uint64: "fmi3GetUInt64": unsafe extern "C" fn(Instance, *const Vr, usize, *mut u64, usize) -> Fmi3Status,
+            set_uint64: "fmi3SetUInt64": unsafe extern "C" fn(Instance, *const Vr, usize, *const u64, usize) -> Fmi3Status,
         }
     }
 }
@@ -725,6 +741,138 @@ impl Fmi3Instance {
             )
         };
         self.check("fmi3SetInt64", code).map(|_| ())
+    }
+
+    /// An optional typed getter (`f`), called as `function`.
+    fn get_typed<T>(
+        &mut self,
+        f: Option<unsafe extern "C" fn(Instance, *const Vr, usize, *mut T, usize) -> Fmi3Status>,
+        function: &'static str,
+        vrs: &[u32],
+        values: &mut [T],
+    ) -> Result<()> {
+        check_len(&self.name, function, vrs.len(), values.len())?;
+        self.alive(function)?;
+        let f =
+            f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))?;
+        // SAFETY: f is the library's function of this signature; both
+        // slices have vrs.len() elements (checked above).
+        let code = unsafe {
+            f(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_mut_ptr(),
+                values.len(),
+            )
+        };
+        self.check(function, code).map(|_| ())
+    }
+
+    /// An optional typed setter (`f`), called as `function`.
+    fn set_typed<T>(
+        &mut self,
+        f: Option<unsafe extern "C" fn(Instance, *const Vr, usize, *const T, usize) -> Fmi3Status>,
+        function: &'static str,
+        vrs: &[u32],
+        values: &[T],
+    ) -> Result<()> {
+        check_len(&self.name, function, vrs.len(), values.len())?;
+        self.alive(function)?;
+        let f =
+            f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))?;
+        // SAFETY: f is the library's function of this signature; both
+        // slices have vrs.len() elements (checked above).
+        let code = unsafe {
+            f(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                values.as_ptr(),
+                values.len(),
+            )
+        };
+        self.check(function, code).map(|_| ())
+    }
+
+    /// `fmi3GetFloat32`.
+    pub fn get_float32(&mut self, vrs: &[u32], values: &mut [f32]) -> Result<()> {
+        self.get_typed(
+            self.lib.functions.get_float32,
+            "fmi3GetFloat32",
+            vrs,
+            values,
+        )
+    }
+
+    /// `fmi3SetFloat32`.
+    pub fn set_float32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
+        self.set_typed(
+            self.lib.functions.set_float32,
+            "fmi3SetFloat32",
+            vrs,
+            values,
+        )
+    }
+
+    /// `fmi3GetInt8`.
+    pub fn get_int8(&mut self, vrs: &[u32], values: &mut [i8]) -> Result<()> {
+        self.get_typed(self.lib.functions.get_int8, "fmi3GetInt8", vrs, values)
+    }
+
+    /// `fmi3SetInt8`.
+    pub fn set_int8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
+        self.set_typed(self.lib.functions.set_int8, "fmi3SetInt8", vrs, values)
+    }
+
+    /// `fmi3GetUInt8`.
+    pub fn get_uint8(&mut self, vrs: &[u32], values: &mut [u8]) -> Result<()> {
+        self.get_typed(self.lib.functions.get_uint8, "fmi3GetUInt8", vrs, values)
+    }
+
+    /// `fmi3SetUInt8`.
+    pub fn set_uint8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
+        self.set_typed(self.lib.functions.set_uint8, "fmi3SetUInt8", vrs, values)
+    }
+
+    /// `fmi3GetInt16`.
+    pub fn get_int16(&mut self, vrs: &[u32], values: &mut [i16]) -> Result<()> {
+        self.get_typed(self.lib.functions.get_int16, "fmi3GetInt16", vrs, values)
+    }
+
+    /// `fmi3SetInt16`.
+    pub fn set_int16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
+        self.set_typed(self.lib.functions.set_int16, "fmi3SetInt16", vrs, values)
+    }
+
+    /// `fmi3GetUInt16`.
+    pub fn get_uint16(&mut self, vrs: &[u32], values: &mut [u16]) -> Result<()> {
+        self.get_typed(self.lib.functions.get_uint16, "fmi3GetUInt16", vrs, values)
+    }
+
+    /// `fmi3SetUInt16`.
+    pub fn set_uint16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
+        self.set_typed(self.lib.functions.set_uint16, "fmi3SetUInt16", vrs, values)
+    }
+
+    /// `fmi3GetUInt32`.
+    pub fn get_uint32(&mut self, vrs: &[u32], values: &mut [u32]) -> Result<()> {
+        self.get_typed(self.lib.functions.get_uint32, "fmi3GetUInt32", vrs, values)
+    }
+
+    /// `fmi3SetUInt32`.
+    pub fn set_uint32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
+        self.set_typed(self.lib.functions.set_uint32, "fmi3SetUInt32", vrs, values)
+    }
+
+    /// `fmi3GetUInt64`.
+    pub fn get_uint64(&mut self, vrs: &[u32], values: &mut [u64]) -> Result<()> {
+        self.get_typed(self.lib.functions.get_uint64, "fmi3GetUInt64", vrs, values)
+    }
+
+    /// `fmi3SetUInt64`.
+    pub fn set_uint64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
+        self.set_typed(self.lib.functions.set_uint64, "fmi3SetUInt64", vrs, values)
     }
 
     /// `fmi3GetBoolean`.
