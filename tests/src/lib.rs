@@ -120,6 +120,7 @@ pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) 
         stop,
         step,
         out: Some(dir.path().to_path_buf()),
+        isolation: None,
     };
     let prepared = runner::prepare(scenario, &overrides, None).unwrap_or_else(|e| panic!("{e}"));
     let outcome = runner::run(prepared, Vec::new(), None).unwrap_or_else(|e| panic!("{e}"));

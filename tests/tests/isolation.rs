@@ -345,6 +345,39 @@ fn a_crash_among_overlapped_isolated_steps_is_reported_and_the_others_end_cleanl
 }
 
 #[test]
+fn the_isolation_option_isolates_every_fmu_of_a_scenario_that_does_not() {
+    // The scenario loads the segfaulting FMU in process; `--isolation
+    // process` moves it (and the Gain) into hosts, so the run survives the
+    // crash and reports it like any isolated fault.
+    let dir = tempfile::tempdir().unwrap();
+    let (scenario, fmu_copy) = faulty_scenario(dir.path(), "fmi2", 4);
+    let text = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("isolation = \"process\"\n", "")
+        .replace("isolation_timeout = 2\n", "");
+    assert!(!text.contains("isolation"), "{text}");
+    std::fs::write(&scenario, text).unwrap();
+    let out_dir = dir.path().join("out");
+    fmus();
+    let out = Command::new(cosim_bin())
+        .args(["run", "--no-progress", "--isolation", "process"])
+        .arg(&scenario)
+        .arg("--out")
+        .arg(&out_dir)
+        .env("COSIM_LOG", TERMINATION_LOG)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let err = assert_isolated_stop(&out, &out_dir, &fmu_copy);
+    assert!(
+        err.contains(
+            "error: subsystem 'faulty': fmi2DoStep at t = 0.3: the FMU's host process (pid "
+        ) && err.contains("died of a segmentation fault (SIGSEGV)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn richardson_saves_and_restores_isolated_fmu_states_with_identical_results() {
     let dir = tempfile::tempdir().unwrap();
     let name = "b2_richardson.toml";

@@ -28,6 +28,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             step: None,
             out: None,
             threads: None,
+            isolation: None,
             no_progress: true,
             check: false,
         };

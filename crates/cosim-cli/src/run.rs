@@ -8,9 +8,9 @@ use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Observer, StepContext};
-use cosim_scenario::Overrides;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
+use cosim_scenario::{Isolation, Overrides};
 
 use crate::interrupt::Interrupt;
 
@@ -35,6 +35,11 @@ pub struct RunArgs {
     /// Worker threads for Jacobi stepping (0 = all cores), overriding the scenario.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Where every FMU runs, at every level, overriding each `isolation` of
+    /// the scenario: `process` loads each in its own host process (an FMU
+    /// that crashes or hangs then fails the run cleanly), `none` in this one.
+    #[arg(long, value_parser = ["none", "process"])]
+    pub isolation: Option<String>,
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -78,6 +83,10 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
         stop: args.stop,
         step: args.step,
         out: args.out.clone(),
+        isolation: args.isolation.as_deref().map(|s| match s {
+            "process" => Isolation::Process,
+            _ => Isolation::None,
+        }),
     };
     let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
         // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.

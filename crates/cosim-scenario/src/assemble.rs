@@ -160,6 +160,7 @@ fn nested(
         extra_observed: layout.observed.iter().map(to_inner).collect(),
         energy_dir: level.energy_dir.clone(),
         divergence_limit: resolved.master.divergence_limit.or(level.divergence_limit),
+        isolation: level.isolation,
     };
     let child = assemble_nodes(&nest.resolved, &nest.nodes, &inner_level)?;
     let input_map = layout
@@ -290,6 +291,9 @@ pub struct Level {
     /// The divergence limit of the level above (a nested level's own
     /// `divergence_limit` wins).
     pub divergence_limit: Option<f64>,
+    /// `--isolation`: where every FMU of this level and the levels below
+    /// runs, whatever the scenarios say.
+    pub isolation: Option<Isolation>,
 }
 
 impl Level {
@@ -420,7 +424,7 @@ pub fn assemble_nodes(
             other => AssembleError::Core(other),
         };
         // In this process, or in a host process (`isolation = "process"`).
-        let mut fs: Box<dyn SettableSubsystem> = match sub.isolation {
+        let mut fs: Box<dyn SettableSubsystem> = match level.isolation.unwrap_or(sub.isolation) {
             Isolation::None => Box::new(
                 FmuSubsystem::instantiate(
                     fmu,

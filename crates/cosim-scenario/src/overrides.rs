@@ -35,6 +35,9 @@ pub struct Overrides {
     /// `--out <dir>`: replaces `[outputs] dir`; a relative path is taken
     /// relative to the current directory (not to the scenario file).
     pub out: Option<PathBuf>,
+    /// `--isolation none|process`: where every FMU of every level runs,
+    /// replacing each `isolation` the scenario and its nested systems give.
+    pub isolation: Option<crate::settings::Isolation>,
 }
 
 impl Scenario {
@@ -117,6 +120,9 @@ impl Scenario {
                 value: stop,
                 origin: Origin::Argument(argument),
             });
+        }
+        if let Some(isolation) = overrides.isolation {
+            self.isolation_override = Some(isolation);
         }
         if let Some(step) = overrides.step {
             let argument = format!("--step {step}");

@@ -81,7 +81,10 @@ pub fn prepare_scenario(
     if let Some(t) = threads {
         resolved.master.threads = t;
     }
-    let level = assemble::Level::top(&resolved);
+    let level = assemble::Level {
+        isolation: scenario.isolation_override,
+        ..assemble::Level::top(&resolved)
+    };
     let assembly = assemble::assemble_nodes(&resolved, &nodes, &level)?;
     // Refuse a system the master cannot drive (missing capabilities) now,
     // as bad input, rather than as a failed run.

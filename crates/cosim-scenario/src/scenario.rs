@@ -290,6 +290,8 @@ pub struct Scenario {
     pub(crate) bonds: Vec<BondSpec>,
     pub(crate) outputs: OutputsSpec,
     pub(crate) warnings: Vec<ScenarioError>,
+    /// `--isolation`: replaces every subsystem's isolation, at every level.
+    pub(crate) isolation_override: Option<crate::settings::Isolation>,
 }
 
 impl Scenario {
@@ -568,6 +570,7 @@ impl<'a> Parser<'a> {
             bonds,
             outputs,
             warnings: self.warnings,
+            isolation_override: None,
         })
     }
 
