@@ -632,129 +632,65 @@ impl Fmi3Instance {
     /// `fmi3GetFloat64` for scalar variables.
     #[inline]
     pub fn get_float64(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
-        check_len(&self.name, "fmi3GetFloat64", vrs.len(), values.len())?;
-        self.alive("fmi3GetFloat64")?;
-        // SAFETY: both slices have vrs.len() elements (checked above).
-        let code = unsafe {
-            (self.lib.functions.get_float64)(
-                self.instance,
-                vrs.as_ptr(),
-                vrs.len(),
-                values.as_mut_ptr(),
-                values.len(),
-            )
-        };
-        self.check("fmi3GetFloat64", code).map(|_| ())
+        self.get_typed(
+            self.lib.functions.get_float64,
+            "fmi3GetFloat64",
+            vrs,
+            values,
+        )
     }
 
     /// `fmi3SetFloat64` for scalar variables. On the inputs registered for
     /// intermediate update, the values also start a new input polynomial.
     #[inline]
     pub fn set_float64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
-        check_len(&self.name, "fmi3SetFloat64", vrs.len(), values.len())?;
-        self.alive("fmi3SetFloat64")?;
-        {
-            let mut ii = self.env.intermediate.borrow_mut();
-            if !ii.vrs.is_empty() && ii.vrs == vrs {
-                for (c, &v) in ii.taylor.iter_mut().zip(values) {
-                    *c = [v, 0.0, 0.0, 0.0];
-                }
-                ii.varying = false;
+        self.set_typed(
+            self.lib.functions.set_float64,
+            "fmi3SetFloat64",
+            vrs,
+            values,
+        )?;
+        let mut ii = self.env.intermediate.borrow_mut();
+        if !ii.vrs.is_empty() && ii.vrs == vrs {
+            for (c, &v) in ii.taylor.iter_mut().zip(values) {
+                *c = [v, 0.0, 0.0, 0.0];
             }
+            ii.varying = false;
         }
-        // SAFETY: both slices have vrs.len() elements (checked above).
-        let code = unsafe {
-            (self.lib.functions.set_float64)(
-                self.instance,
-                vrs.as_ptr(),
-                vrs.len(),
-                values.as_ptr(),
-                values.len(),
-            )
-        };
-        self.check("fmi3SetFloat64", code).map(|_| ())
+        Ok(())
     }
 
     /// `fmi3GetInt32`.
     pub fn get_int32(&mut self, vrs: &[u32], values: &mut [i32]) -> Result<()> {
-        check_len(&self.name, "fmi3GetInt32", vrs.len(), values.len())?;
-        self.alive("fmi3GetInt32")?;
-        // SAFETY: both slices have vrs.len() elements.
-        let code = unsafe {
-            (self.lib.functions.get_int32)(
-                self.instance,
-                vrs.as_ptr(),
-                vrs.len(),
-                values.as_mut_ptr(),
-                values.len(),
-            )
-        };
-        self.check("fmi3GetInt32", code).map(|_| ())
+        self.get_typed(self.lib.functions.get_int32, "fmi3GetInt32", vrs, values)
     }
 
     /// `fmi3SetInt32`.
     pub fn set_int32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
-        check_len(&self.name, "fmi3SetInt32", vrs.len(), values.len())?;
-        self.alive("fmi3SetInt32")?;
-        // SAFETY: both slices have vrs.len() elements.
-        let code = unsafe {
-            (self.lib.functions.set_int32)(
-                self.instance,
-                vrs.as_ptr(),
-                vrs.len(),
-                values.as_ptr(),
-                values.len(),
-            )
-        };
-        self.check("fmi3SetInt32", code).map(|_| ())
+        self.set_typed(self.lib.functions.set_int32, "fmi3SetInt32", vrs, values)
     }
 
     /// `fmi3GetInt64` (also enumerations).
     pub fn get_int64(&mut self, vrs: &[u32], values: &mut [i64]) -> Result<()> {
-        check_len(&self.name, "fmi3GetInt64", vrs.len(), values.len())?;
-        self.alive("fmi3GetInt64")?;
-        // SAFETY: both slices have vrs.len() elements.
-        let code = unsafe {
-            (self.lib.functions.get_int64)(
-                self.instance,
-                vrs.as_ptr(),
-                vrs.len(),
-                values.as_mut_ptr(),
-                values.len(),
-            )
-        };
-        self.check("fmi3GetInt64", code).map(|_| ())
+        self.get_typed(self.lib.functions.get_int64, "fmi3GetInt64", vrs, values)
     }
 
     /// `fmi3SetInt64` (also enumerations).
     pub fn set_int64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
-        check_len(&self.name, "fmi3SetInt64", vrs.len(), values.len())?;
-        self.alive("fmi3SetInt64")?;
-        // SAFETY: both slices have vrs.len() elements.
-        let code = unsafe {
-            (self.lib.functions.set_int64)(
-                self.instance,
-                vrs.as_ptr(),
-                vrs.len(),
-                values.as_ptr(),
-                values.len(),
-            )
-        };
-        self.check("fmi3SetInt64", code).map(|_| ())
+        self.set_typed(self.lib.functions.set_int64, "fmi3SetInt64", vrs, values)
     }
 
-    /// An optional typed getter (`f`), called as `function`.
+    /// A typed getter `f` of the library, called as `function`.
+    #[inline]
     fn get_typed<T>(
         &mut self,
-        f: Option<unsafe extern "C" fn(Instance, *const Vr, usize, *mut T, usize) -> Fmi3Status>,
+        f: unsafe extern "C" fn(Instance, *const Vr, usize, *mut T, usize) -> Fmi3Status,
         function: &'static str,
         vrs: &[u32],
         values: &mut [T],
     ) -> Result<()> {
         check_len(&self.name, function, vrs.len(), values.len())?;
         self.alive(function)?;
-        let f =
-            f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))?;
         // SAFETY: f is the library's function of this signature; both
         // slices have vrs.len() elements (checked above).
         let code = unsafe {
@@ -769,18 +705,17 @@ impl Fmi3Instance {
         self.check(function, code).map(|_| ())
     }
 
-    /// An optional typed setter (`f`), called as `function`.
+    /// A typed setter `f` of the library, called as `function`.
+    #[inline]
     fn set_typed<T>(
         &mut self,
-        f: Option<unsafe extern "C" fn(Instance, *const Vr, usize, *const T, usize) -> Fmi3Status>,
+        f: unsafe extern "C" fn(Instance, *const Vr, usize, *const T, usize) -> Fmi3Status,
         function: &'static str,
         vrs: &[u32],
         values: &[T],
     ) -> Result<()> {
         check_len(&self.name, function, vrs.len(), values.len())?;
         self.alive(function)?;
-        let f =
-            f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))?;
         // SAFETY: f is the library's function of this signature; both
         // slices have vrs.len() elements (checked above).
         let code = unsafe {
@@ -795,84 +730,93 @@ impl Fmi3Instance {
         self.check(function, code).map(|_| ())
     }
 
+    /// An optional function of the library, or the error naming it.
+    fn exported<F>(&self, f: Option<F>, function: &'static str) -> Result<F> {
+        f.ok_or_else(|| self.unsupported(function, "the shared library does not export it"))
+    }
+
     /// `fmi3GetFloat32`.
     pub fn get_float32(&mut self, vrs: &[u32], values: &mut [f32]) -> Result<()> {
-        self.get_typed(
-            self.lib.functions.get_float32,
-            "fmi3GetFloat32",
-            vrs,
-            values,
-        )
+        let f = self.exported(self.lib.functions.get_float32, "fmi3GetFloat32")?;
+        self.get_typed(f, "fmi3GetFloat32", vrs, values)
     }
 
     /// `fmi3SetFloat32`.
     pub fn set_float32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
-        self.set_typed(
-            self.lib.functions.set_float32,
-            "fmi3SetFloat32",
-            vrs,
-            values,
-        )
+        let f = self.exported(self.lib.functions.set_float32, "fmi3SetFloat32")?;
+        self.set_typed(f, "fmi3SetFloat32", vrs, values)
     }
 
     /// `fmi3GetInt8`.
     pub fn get_int8(&mut self, vrs: &[u32], values: &mut [i8]) -> Result<()> {
-        self.get_typed(self.lib.functions.get_int8, "fmi3GetInt8", vrs, values)
+        let f = self.exported(self.lib.functions.get_int8, "fmi3GetInt8")?;
+        self.get_typed(f, "fmi3GetInt8", vrs, values)
     }
 
     /// `fmi3SetInt8`.
     pub fn set_int8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
-        self.set_typed(self.lib.functions.set_int8, "fmi3SetInt8", vrs, values)
+        let f = self.exported(self.lib.functions.set_int8, "fmi3SetInt8")?;
+        self.set_typed(f, "fmi3SetInt8", vrs, values)
     }
 
     /// `fmi3GetUInt8`.
     pub fn get_uint8(&mut self, vrs: &[u32], values: &mut [u8]) -> Result<()> {
-        self.get_typed(self.lib.functions.get_uint8, "fmi3GetUInt8", vrs, values)
+        let f = self.exported(self.lib.functions.get_uint8, "fmi3GetUInt8")?;
+        self.get_typed(f, "fmi3GetUInt8", vrs, values)
     }
 
     /// `fmi3SetUInt8`.
     pub fn set_uint8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
-        self.set_typed(self.lib.functions.set_uint8, "fmi3SetUInt8", vrs, values)
+        let f = self.exported(self.lib.functions.set_uint8, "fmi3SetUInt8")?;
+        self.set_typed(f, "fmi3SetUInt8", vrs, values)
     }
 
     /// `fmi3GetInt16`.
     pub fn get_int16(&mut self, vrs: &[u32], values: &mut [i16]) -> Result<()> {
-        self.get_typed(self.lib.functions.get_int16, "fmi3GetInt16", vrs, values)
+        let f = self.exported(self.lib.functions.get_int16, "fmi3GetInt16")?;
+        self.get_typed(f, "fmi3GetInt16", vrs, values)
     }
 
     /// `fmi3SetInt16`.
     pub fn set_int16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
-        self.set_typed(self.lib.functions.set_int16, "fmi3SetInt16", vrs, values)
+        let f = self.exported(self.lib.functions.set_int16, "fmi3SetInt16")?;
+        self.set_typed(f, "fmi3SetInt16", vrs, values)
     }
 
     /// `fmi3GetUInt16`.
     pub fn get_uint16(&mut self, vrs: &[u32], values: &mut [u16]) -> Result<()> {
-        self.get_typed(self.lib.functions.get_uint16, "fmi3GetUInt16", vrs, values)
+        let f = self.exported(self.lib.functions.get_uint16, "fmi3GetUInt16")?;
+        self.get_typed(f, "fmi3GetUInt16", vrs, values)
     }
 
     /// `fmi3SetUInt16`.
     pub fn set_uint16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
-        self.set_typed(self.lib.functions.set_uint16, "fmi3SetUInt16", vrs, values)
+        let f = self.exported(self.lib.functions.set_uint16, "fmi3SetUInt16")?;
+        self.set_typed(f, "fmi3SetUInt16", vrs, values)
     }
 
     /// `fmi3GetUInt32`.
     pub fn get_uint32(&mut self, vrs: &[u32], values: &mut [u32]) -> Result<()> {
-        self.get_typed(self.lib.functions.get_uint32, "fmi3GetUInt32", vrs, values)
+        let f = self.exported(self.lib.functions.get_uint32, "fmi3GetUInt32")?;
+        self.get_typed(f, "fmi3GetUInt32", vrs, values)
     }
 
     /// `fmi3SetUInt32`.
     pub fn set_uint32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
-        self.set_typed(self.lib.functions.set_uint32, "fmi3SetUInt32", vrs, values)
+        let f = self.exported(self.lib.functions.set_uint32, "fmi3SetUInt32")?;
+        self.set_typed(f, "fmi3SetUInt32", vrs, values)
     }
 
     /// `fmi3GetUInt64`.
     pub fn get_uint64(&mut self, vrs: &[u32], values: &mut [u64]) -> Result<()> {
-        self.get_typed(self.lib.functions.get_uint64, "fmi3GetUInt64", vrs, values)
+        let f = self.exported(self.lib.functions.get_uint64, "fmi3GetUInt64")?;
+        self.get_typed(f, "fmi3GetUInt64", vrs, values)
     }
 
     /// `fmi3SetUInt64`.
     pub fn set_uint64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
-        self.set_typed(self.lib.functions.set_uint64, "fmi3SetUInt64", vrs, values)
+        let f = self.exported(self.lib.functions.set_uint64, "fmi3SetUInt64")?;
+        self.set_typed(f, "fmi3SetUInt64", vrs, values)
     }
 
     /// `fmi3GetBoolean`.
