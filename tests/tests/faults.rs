@@ -692,14 +692,20 @@ fn sigterm_and_ctrl_c_stop_a_long_run_at_the_next_step_with_outputs_and_summary(
     }
 }
 
-/// While an FMU call hangs, the run cannot reach the next macro step: the
-/// first Ctrl-C is acknowledged but cannot stop it (process isolation adds a
-/// timeout); a second one exits at once.
-#[test]
-fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = faulty_scenario(dir.path(), "fmi2", 6, 0.105, 1.0);
-    let out_dir = dir.path().join("out");
+/// Starts `cosim run` on the Faulty FMU that hangs in its step from 0.1
+/// (isolated with a 600 s timeout, or in process) and waits until it hangs;
+/// returns the run and its output directory.
+fn run_until_the_fmu_hangs(dir: &Path, isolated: bool) -> (Running, PathBuf) {
+    let scenario = faulty_scenario(dir, "fmi2", 6, 0.105, 1.0);
+    if isolated {
+        let text = std::fs::read_to_string(&scenario).unwrap().replacen(
+            "name = \"faulty\"\n",
+            "name = \"faulty\"\nisolation = \"process\"\nisolation_timeout = 600\n",
+            1,
+        );
+        std::fs::write(&scenario, text).unwrap();
+    }
+    let out_dir = dir.join("out");
     let mut run = Running::spawn(&[
         "run",
         scenario.to_str().unwrap(),
@@ -710,6 +716,16 @@ fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
     run.wait_for(Duration::from_secs(60), "the FMU to hang", |r| {
         r.stderr().contains("(fail_mode 6): hanging forever")
     });
+    (run, out_dir)
+}
+
+/// While an FMU call hangs, the run cannot reach the next macro step: the
+/// first Ctrl-C is acknowledged but cannot stop it (process isolation adds a
+/// timeout); a second one exits at once.
+#[test]
+fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut run, _) = run_until_the_fmu_hangs(dir.path(), false);
     run.signal("INT");
     run.wait_for(Duration::from_secs(10), "the first signal's notice", |r| {
         r.stderr()
@@ -736,24 +752,7 @@ fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
 #[test]
 fn a_hanging_isolated_fmu_does_not_hold_up_ctrl_c() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = faulty_scenario(dir.path(), "fmi2", 6, 0.105, 1.0);
-    let text = std::fs::read_to_string(&scenario).unwrap().replacen(
-        "name = \"faulty\"\n",
-        "name = \"faulty\"\nisolation = \"process\"\nisolation_timeout = 600\n",
-        1,
-    );
-    std::fs::write(&scenario, text).unwrap();
-    let out_dir = dir.path().join("out");
-    let mut run = Running::spawn(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--no-progress",
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    run.wait_for(Duration::from_secs(60), "the FMU to hang", |r| {
-        r.stderr().contains("(fail_mode 6): hanging forever")
-    });
+    let (mut run, out_dir) = run_until_the_fmu_hangs(dir.path(), true);
     run.signal("INT");
     let sent = Instant::now();
     let exit = run.wait_exit(Duration::from_secs(20));
