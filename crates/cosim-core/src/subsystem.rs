@@ -132,11 +132,6 @@ impl SubsystemInfo {
     pub fn has_feedthrough(&self) -> bool {
         self.feedthrough.iter().any(|d| !d.is_empty())
     }
-
-    /// True when some input or observed slot is discrete.
-    pub fn has_discrete_slots(&self) -> bool {
-        self.inputs.iter().chain(&self.observed).any(|p| p.discrete)
-    }
 }
 
 /// FMI 3: the FMU provides intermediate update and every coupled float
@@ -159,7 +154,9 @@ pub fn takes_intermediate_inputs(md: &ModelDescription, inputs: &[VariableIndex]
         && floats.peek().is_some()
         // (Float32 inputs are set with fmi3SetFloat32, which the
         // intermediate update callback does not call.)
-        && floats.all(|v| v.intermediate_update && v.var_type == cosim_fmi::model_description::VariableType::Float64)
+        && floats.all(|v| {
+            v.intermediate_update && v.var_type == cosim_fmi::model_description::VariableType::Float64
+        })
 }
 
 /// Calls made on a subsystem, for the run summary.
@@ -296,8 +293,8 @@ pub struct FmuSubsystem {
     instance: Instance,
     input_vrs: Vec<u32>,
     observed_vrs: Vec<u32>,
-    /// Inputs by FMI type, when not all are floats (else one batched
-    /// float call covers them).
+    /// Inputs by FMI type, when not all are Float64 (else one batched
+    /// Float64 call covers them).
     typed_inputs: Option<Box<TypedSlots>>,
     /// Observed slots by FMI type, likewise.
     typed_observed: Option<Box<TypedSlots>>,
