@@ -335,10 +335,8 @@ impl std::error::Error for ScenarioError {}
 
 /// The candidate closest to `wrong` by Damerau-Levenshtein distance, if it
 /// is close enough to be a plausible misspelling (or differs only in case).
-pub(crate) fn nearest<'a>(
-    wrong: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+/// Every "did you mean" of the project (scenarios, SSP/OSP, sweeps) uses it.
+pub fn nearest<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut best: Option<(usize, &str)> = None;
     let lower = wrong.to_lowercase();
     for c in candidates {
@@ -356,7 +354,7 @@ pub(crate) fn nearest<'a>(
 }
 
 /// `did you mean 'x'?` for the nearest candidate.
-pub(crate) fn did_you_mean<'a>(
+pub fn did_you_mean<'a>(
     wrong: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {

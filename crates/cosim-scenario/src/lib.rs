@@ -40,7 +40,7 @@ mod scenario;
 mod settings;
 
 pub use error::{
-    Diagnostic, Located, Rendering, ScenarioError, Severity, Snippet, Span,
+    Diagnostic, Located, Rendering, ScenarioError, Severity, Snippet, Span, did_you_mean, nearest,
     render as render_diagnostic,
 };
 pub use overrides::Overrides;

@@ -139,7 +139,7 @@ fn synthesize(
                 e.span,
                 format!("nested system '{nest}' has no subsystem '{sub}'"),
             );
-            return Err(match nearest(sub, &names) {
+            return Err(match crate::error::nearest(sub, names.iter().copied()) {
                 Some(n) => err.with_help(format!("did you mean '{n}'?")),
                 None => err.with_help(format!("its subsystems are: {}", names.join(", "))),
             });
@@ -156,7 +156,7 @@ fn synthesize(
                 e.span,
                 format!("subsystem '{sub}' of nested system '{nest}' has no variable '{var}'"),
             );
-            return Err(match nearest(var, &names) {
+            return Err(match crate::error::nearest(var, names.iter().copied()) {
                 Some(n) => err.with_help(format!("did you mean '{n}'?")),
                 None => err,
             });
@@ -331,13 +331,4 @@ fn synthesize(
         },
     };
     Ok((md, map))
-}
-
-fn nearest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (strsim::jaro_winkler(name, c), *c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, c)| c)
 }

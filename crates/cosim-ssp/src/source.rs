@@ -320,34 +320,7 @@ impl From<Diagnostic> for ImportError {
     }
 }
 
-/// The candidate closest to `wrong`, if close enough to be a misspelling.
-pub(crate) fn nearest<'a>(
-    wrong: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
-    let lower = wrong.to_lowercase();
-    for c in candidates {
-        if c.to_lowercase() == lower {
-            return Some(c);
-        }
-        let d = strsim::damerau_levenshtein(wrong, c);
-        if best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    let (d, c) = best?;
-    let limit = (wrong.chars().count().max(c.chars().count()) / 3).max(1);
-    (d <= limit).then_some(c)
-}
-
-/// `did you mean 'x'?` for the nearest candidate.
-pub(crate) fn did_you_mean<'a>(
-    wrong: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<String> {
-    nearest(wrong, candidates).map(|c| format!("did you mean '{c}'?"))
-}
+pub(crate) use cosim_scenario::did_you_mean;
 
 #[cfg(test)]
 mod tests {

@@ -175,25 +175,7 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// The candidate nearest to `wrong` when it is a plausible misspelling.
-pub(crate) fn did_you_mean<'a>(
-    wrong: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<String> {
-    let mut best: Option<(usize, &str)> = None;
-    for c in candidates {
-        if c.eq_ignore_ascii_case(wrong) {
-            return Some(format!("did you mean '{c}'?"));
-        }
-        let d = strsim::damerau_levenshtein(wrong, c);
-        if best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    let (d, c) = best?;
-    let limit = (wrong.chars().count().max(c.chars().count()) / 3).max(1);
-    (d <= limit).then(|| format!("did you mean '{c}'?"))
-}
+pub(crate) use cosim_scenario::did_you_mean;
 
 #[cfg(test)]
 mod tests {
