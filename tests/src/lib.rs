@@ -82,6 +82,26 @@ pub fn cosim(args: &[&str]) -> Output {
         .expect("running cosim")
 }
 
+/// What the fault tests log: warnings, and each subsystem's termination
+/// (`subsystem 'x' terminated` / `failed: not terminated`).
+pub const TERMINATION_LOG: &str = "warn,cosim_core::system=debug";
+
+/// `cosim run --no-progress <extra> <scenario> --out <out>` with the
+/// termination log on (see [`TERMINATION_LOG`]).
+pub fn run_logged(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+    fmus();
+    Command::new(cosim_bin())
+        .args(["run", "--no-progress"])
+        .args(extra)
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .env("COSIM_LOG", TERMINATION_LOG)
+        .current_dir(root())
+        .output()
+        .expect("running cosim")
+}
+
 /// The result of [`run`].
 pub struct Run {
     /// The run summary.

@@ -18,10 +18,7 @@ use cosim_core::master::{FixedStep, Scheme};
 use cosim_core::subsystem::{CallCounters, StateId};
 use cosim_core::{Connection, FmuSubsystem, Subsystem, SubsystemInfo, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
-use cosim_tests::{Table, cosim_bin, fmus, root};
-
-/// Only the termination log lines of cosim-core, plus warnings and errors.
-const TERMINATION_LOG: &str = "warn,cosim_core::system=debug";
+use cosim_tests::{Table, cosim_bin, fmus, root, run_logged};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -71,16 +68,7 @@ to = "faulty.u"
 fn run_faulty(dir: &Path, version: &str, mode: i32, fail_at: f64) -> (Output, PathBuf) {
     let scenario = faulty_scenario(dir, version, mode, fail_at, 1.0);
     let out_dir = dir.join(format!("out_{version}_{mode}"));
-    let out = Command::new(cosim_bin())
-        .args(["run", "--no-progress"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out_dir)
-        .env("COSIM_LOG", TERMINATION_LOG)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    (out, out_dir)
+    (run_logged(&scenario, &out_dir, &[]), out_dir)
 }
 
 fn summary(out_dir: &Path) -> serde_json::Value {
@@ -834,16 +822,7 @@ to = "gain.u"
     )
     .unwrap();
     let out_dir = dir.join(format!("out{status}"));
-    let out = Command::new(cosim_bin())
-        .args(["run", "--no-progress"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out_dir)
-        .env("COSIM_LOG", TERMINATION_LOG)
-        .current_dir(root())
-        .output()
-        .unwrap();
-    (out, out_dir)
+    (run_logged(&scenario, &out_dir, &[]), out_dir)
 }
 
 #[test]

@@ -13,10 +13,7 @@ use std::time::{Duration, Instant};
 use cosim_core::Subsystem;
 use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
 use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
-use cosim_tests::{cosim_bin, fmus, root};
-
-/// Only the termination log lines of cosim-core, plus warnings and errors.
-const TERMINATION_LOG: &str = "warn,cosim_core::system=debug";
+use cosim_tests::{cosim_bin, fmus, root, run_logged};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -24,16 +21,7 @@ fn stderr(out: &Output) -> String {
 
 /// Runs `cosim run <scenario> --out <out>` with the termination log on.
 fn run_cli(scenario: &Path, out: &Path) -> Output {
-    fmus();
-    Command::new(cosim_bin())
-        .args(["run", "--no-progress"])
-        .arg(scenario)
-        .arg("--out")
-        .arg(out)
-        .env("COSIM_LOG", TERMINATION_LOG)
-        .current_dir(root())
-        .output()
-        .unwrap()
+    run_logged(scenario, out, &[])
 }
 
 fn summary(out_dir: &Path) -> serde_json::Value {
@@ -358,16 +346,7 @@ fn the_isolation_option_isolates_every_fmu_of_a_scenario_that_does_not() {
     assert!(!text.contains("isolation"), "{text}");
     std::fs::write(&scenario, text).unwrap();
     let out_dir = dir.path().join("out");
-    fmus();
-    let out = Command::new(cosim_bin())
-        .args(["run", "--no-progress", "--isolation", "process"])
-        .arg(&scenario)
-        .arg("--out")
-        .arg(&out_dir)
-        .env("COSIM_LOG", TERMINATION_LOG)
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let out = run_logged(&scenario, &out_dir, &["--isolation", "process"]);
     let err = assert_isolated_stop(&out, &out_dir, &fmu_copy);
     assert!(
         err.contains(
