@@ -331,6 +331,9 @@ impl Subsystem for Recorder {
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> cosim_core::Result<()> {
         self.inner().enter_initialization(t0, t_stop)
     }
+    fn allow_rollback(&mut self, to: cosim_core::subsystem::RollbackTo) -> cosim_core::Result<()> {
+        self.inner().allow_rollback(to)
+    }
     fn exit_initialization(&mut self) -> cosim_core::Result<()> {
         self.inner().exit_initialization()
     }

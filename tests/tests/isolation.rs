@@ -390,8 +390,12 @@ fn integrator() -> IsolatedSubsystem {
         &IsolationSettings::default(),
     )
     .unwrap();
-    s.set_f64(&[md.variables[find("x0")].value_reference], &[1.0])
-        .unwrap();
+    s.set_start_values(vec![cosim_core::subsystem::StartValue {
+        variable: find("x0"),
+        value: cosim_fmi::Value::F64(1.0),
+        origin: "the test".into(),
+    }])
+    .unwrap();
     s.enter_initialization(0.0, Some(1.0)).unwrap();
     s.exit_initialization().unwrap();
     s

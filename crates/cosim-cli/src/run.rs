@@ -204,7 +204,14 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
             );
             Err(anyhow::Error::new(Failed(interrupt.exit_status())))
         }
-        (RunStatus::Completed, _) => {
+        (RunStatus::Completed | RunStatus::Terminated, _) => {
+            if let Some(ended) = &summary.ended_by {
+                // Said even with -q: the run ended before its stop time.
+                eprintln!(
+                    "subsystem '{}' ended the simulation at t = {} (the FMU asked to terminate; stop time {})",
+                    ended.subsystem, ended.t, summary.t_stop
+                );
+            }
             if !quiet {
                 eprintln!(
                     "done: t = {} reached in {} macro steps ({:.3} s); outputs in {}",
@@ -223,14 +230,27 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
             Ok(())
         }
         (_, error) => {
+            // A value the FMU refused while it was set during
+            // initialization is bad input, like one refused while reading.
+            let code = match &error {
+                Some(cosim_core::CoreError::StartValue { .. }) => exit::BAD_INPUT,
+                _ => exit::RUN_FAILED,
+            };
             let msg = error.map(|e| e.to_string()).unwrap_or_default();
             eprintln!("error: {msg}");
-            eprintln!(
-                "the outputs hold every completed step up to t = {} ({})",
-                summary.t_reached,
-                outcome.output_dir.display()
-            );
-            Err(anyhow::Error::new(Failed(exit::RUN_FAILED)))
+            if !summary.initialized {
+                eprintln!(
+                    "initialization failed: no step was made ({})",
+                    outcome.output_dir.display()
+                );
+            } else {
+                eprintln!(
+                    "the outputs hold every completed step up to t = {} ({})",
+                    summary.t_reached,
+                    outcome.output_dir.display()
+                );
+            }
+            Err(anyhow::Error::new(Failed(code)))
         }
     }
 }

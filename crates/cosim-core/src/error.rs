@@ -14,7 +14,7 @@ pub enum CoreError {
     Fmi(#[from] FmiError),
 
     /// An FMU discarded a step (or, FMI 3, returned early from it).
-    #[error("{}", discard_message(.subsystem, .function, .t, .h, .last_successful_time, .terminate, .early_return, .log))]
+    #[error("{}", discard_message(.subsystem, .function, .t, .h, .last_successful_time, .early_return, .log))]
     Discarded {
         /// The subsystem.
         subsystem: String,
@@ -26,13 +26,43 @@ pub enum CoreError {
         h: f64,
         /// Where the FMU stopped.
         last_successful_time: f64,
-        /// The FMU asked to end the simulation.
-        terminate: bool,
         /// FMI 3 early return (status OK, `earlyReturn = true`) rather than
         /// Discard.
         early_return: bool,
         /// The last lines the FMU logged before it discarded the step.
         log: Vec<String>,
+    },
+
+    /// An FMU ended its own simulation (FMI 2 Discard with
+    /// `fmi2Terminated`, FMI 3 `terminateSimulation`): not a failure. The
+    /// run loop ends the run normally at `t`, the FMU's last successful
+    /// time; masters pass this up untouched.
+    #[error(
+        "subsystem '{subsystem}' ended the simulation at t = {t} ({function} asked to terminate)"
+    )]
+    TerminatedByFmu {
+        /// The subsystem (for a nested system, the path to the FMU's).
+        subsystem: String,
+        /// The FMI function (`fmi2DoStep`, `fmi3DoStep`).
+        function: &'static str,
+        /// Where the FMU stopped: its last successful time.
+        t: f64,
+    },
+
+    /// An FMU refused a parameter or start value (while it was set in the
+    /// state the standard names for it, during initialization).
+    #[error("subsystem '{subsystem}': setting {variable} = {value} ({origin}): {error}")]
+    StartValue {
+        /// The subsystem.
+        subsystem: String,
+        /// The variable.
+        variable: String,
+        /// The value, as given.
+        value: String,
+        /// Where the value was given ("s.toml:12:5", "--set a.b=1").
+        origin: String,
+        /// What the FMU (or the binding) said.
+        error: Box<FmiError>,
     },
 
     /// An output became NaN or infinite.
@@ -140,7 +170,6 @@ fn discard_message(
     t: &f64,
     h: &f64,
     last_successful_time: &f64,
-    terminate: &bool,
     early_return: &bool,
     log: &[String],
 ) -> String {
@@ -157,9 +186,6 @@ fn discard_message(
     let mut msg = format!(
         "FMU instance '{subsystem}': {function} {what} at t = {t} (step {h}): the FMU stopped at {last_name} = {last_successful_time}"
     );
-    if *terminate {
-        msg.push_str(" and asked to terminate the simulation");
-    }
     msg.push_str("; the master cannot redo the step, so the run stops");
     if !log.is_empty() {
         msg.push_str("; the FMU logged:\n  ");

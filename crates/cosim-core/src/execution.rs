@@ -21,6 +21,10 @@ use crate::system::System;
 pub enum RunStatus {
     /// Reached the stop time.
     Completed,
+    /// An FMU ended the simulation before the stop time (FMI 2 Discard
+    /// with `fmi2Terminated`, FMI 3 `terminateSimulation`): a normal end,
+    /// at the FMU's last successful time ([`RunSummary::ended_by`]).
+    Terminated,
     /// Stopped by an error.
     Error,
     /// Stopped by Ctrl-C / SIGTERM.
@@ -52,8 +56,10 @@ pub struct SubsystemSummary {
 pub struct RunSummary {
     /// How the run ended.
     pub status: RunStatus,
-    /// The error message, when it failed.
+    /// The error message, when it failed; what ended it, when an FMU did.
     pub message: Option<String>,
+    /// The FMU that ended the simulation, when one did.
+    pub ended_by: Option<EndedBy>,
     /// The master.
     pub master: String,
     /// Start time.
@@ -66,6 +72,9 @@ pub struct RunSummary {
     pub wall_time_s: f64,
     /// Wall-clock duration of initialization, s.
     pub init_time_s: f64,
+    /// Initialization completed (else no step was made and the outputs
+    /// hold only their headers).
+    pub initialized: bool,
     /// Accepted macro steps, rejections, iterations.
     pub stats: MasterStats,
     /// Mean accepted macro step, s.
@@ -78,6 +87,15 @@ pub struct RunSummary {
     pub subsystems: Vec<SubsystemSummary>,
     /// Final energies per bond.
     pub bonds: Vec<BondSummary>,
+}
+
+/// The FMU that ended a run by asking to terminate.
+#[derive(Debug, Clone, Serialize)]
+pub struct EndedBy {
+    /// The subsystem (a path through nested systems: `outer.inner`).
+    pub subsystem: String,
+    /// Its last successful time, where the run ended.
+    pub t: f64,
 }
 
 /// Settings of a run.
@@ -107,6 +125,7 @@ impl Execution {
         let mut steps_time = 0.0f64;
         let init_start = Instant::now();
         let mut init_time = 0.0;
+        let mut initialized = false;
         let mut loop_start = Instant::now();
         let mut diagnostic_values = vec![f64::NAN; self.diagnostics.len()];
         // With a worker pool, the whole loop runs on one of its workers:
@@ -124,8 +143,14 @@ impl Execution {
                 o.start(&self.system)?;
             }
             init_time = init_start.elapsed().as_secs_f64();
+            initialized = true;
             loop_start = Instant::now();
-            while self.t_stop - self.system.time() > 0.0 {
+            let base = self.system.time_base();
+            let (stop, t_stop) = (
+                base.round(self.t_stop),
+                base.seconds(base.round(self.t_stop)),
+            );
+            while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
                     && flag.load(Ordering::Relaxed)
                 {
@@ -133,7 +158,27 @@ impl Execution {
                         t: self.system.time(),
                     });
                 }
-                let mut report: StepReport = self.master.advance(&mut self.system, self.t_stop)?;
+                let t_step = self.system.time();
+                let (mut report, ended): (StepReport, _) =
+                    match self.master.advance(&mut self.system, t_stop) {
+                        Ok(report) => (report, None),
+                        Err(CoreError::TerminatedByFmu {
+                            subsystem,
+                            function,
+                            t,
+                        }) => {
+                            // A normal end: the last row at the FMU's last
+                            // successful time, then the run stops.
+                            self.system.end_at_fmu_termination(t)?;
+                            let ended = CoreError::TerminatedByFmu {
+                                subsystem,
+                                function,
+                                t,
+                            };
+                            (StepReport::simple(t_step, t - t_step), Some(ended))
+                        }
+                        Err(e) => return Err(e),
+                    };
                 let energy_eps = energy.update(&self.system, report.dt);
                 if report.indicator.is_nan() && !self.system.bonds().is_empty() {
                     // Masters without an indicator of their own report the
@@ -156,6 +201,9 @@ impl Execution {
                 };
                 for o in &mut self.observers {
                     o.step(&self.system, &ctx)?;
+                }
+                if let Some(ended) = ended {
+                    return Err(ended);
                 }
             }
             Ok(())
@@ -190,17 +238,27 @@ impl Execution {
         let status = match &error {
             None => RunStatus::Completed,
             Some(CoreError::Interrupted { .. }) => RunStatus::Interrupted,
+            Some(CoreError::TerminatedByFmu { .. }) => RunStatus::Terminated,
             Some(_) => RunStatus::Error,
+        };
+        let ended_by = match &error {
+            Some(CoreError::TerminatedByFmu { subsystem, t, .. }) => Some(EndedBy {
+                subsystem: subsystem.clone(),
+                t: *t,
+            }),
+            _ => None,
         };
         let summary = RunSummary {
             status,
             message: error.as_ref().map(|e| e.to_string()),
+            ended_by,
             master: self.master.name().to_string(),
             t_start: self.t_start,
             t_stop: self.t_stop,
             t_reached: self.system.time(),
             wall_time_s: wall,
             init_time_s: init_time,
+            initialized,
             stats,
             mean_step: if stats.macro_steps > 0 {
                 steps_time / stats.macro_steps as f64

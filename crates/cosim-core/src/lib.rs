@@ -22,6 +22,7 @@ pub mod parallel;
 pub mod structure;
 pub mod subsystem;
 pub mod system;
+pub mod time;
 
 pub use error::{CoreError, Result};
 pub use execution::{Execution, RunStatus, RunSummary};

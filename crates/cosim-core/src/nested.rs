@@ -14,9 +14,9 @@ use cosim_fmi::StepOutcome;
 
 use crate::error::{CoreError, Result};
 use crate::indicators::EnergyAccount;
-use crate::master::Master;
+use crate::master::{Master, StepReport};
 use crate::observer::{Observer, StepContext};
-use crate::subsystem::{CallCounters, StateId, Subsystem, SubsystemInfo};
+use crate::subsystem::{CallCounters, RollbackTo, StateId, Subsystem, SubsystemInfo};
 use crate::system::{BufferSnapshot, System};
 
 struct Saved {
@@ -130,6 +130,12 @@ impl Subsystem for NestedSystem {
         Ok(())
     }
 
+    fn allow_rollback(&mut self, _to: RollbackTo) -> Result<()> {
+        // Inner steps start after the outer step's start: restoring the
+        // nest to it restores every inner FMU to before its last step.
+        self.system.allow_rollback(RollbackTo::Earlier)
+    }
+
     fn exit_initialization(&mut self) -> Result<()> {
         self.initializing = false;
         self.system.exit_initialization()?;
@@ -167,16 +173,40 @@ impl Subsystem for NestedSystem {
     }
 
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
-        let t_end = t + h;
-        if (self.system.time() - t).abs() > 1e-9 * h.max(1e-300) {
+        // Outer communication points are on the same tick grid: `t + h`
+        // is the next one up to the rounding of the step size.
+        let base = self.system.time_base();
+        let end = base.round(t + h);
+        let t_end = base.seconds(end);
+        if self.system.ticks() != base.round(t) {
             return Err(CoreError::Config(format!(
                 "nested system '{}' is at t = {} but was asked to step from t = {t}",
                 self.info.name,
                 self.system.time()
             )));
         }
-        while self.system.time() < t_end {
-            let report = self.master.advance(&mut self.system, t_end)?;
+        while self.system.ticks() < end {
+            let t_inner = self.system.time();
+            let (report, ended) = match self.master.advance(&mut self.system, t_end) {
+                Ok(report) => (report, None),
+                Err(CoreError::TerminatedByFmu {
+                    subsystem,
+                    function,
+                    t: t_fmu,
+                }) => {
+                    // An inner FMU ended the simulation: the inner level ends
+                    // there too (its observers get the last row), and the
+                    // request goes up with the FMU's own name.
+                    self.system.end_at_fmu_termination(t_fmu)?;
+                    let ended = CoreError::TerminatedByFmu {
+                        subsystem,
+                        function,
+                        t: t_fmu,
+                    };
+                    (StepReport::simple(t_inner, t_fmu - t_inner), Some(ended))
+                }
+                Err(e) => return Err(e),
+            };
             self.energy.update(&self.system, report.dt);
             let ctx = StepContext {
                 report: &report,
@@ -185,6 +215,9 @@ impl Subsystem for NestedSystem {
             };
             for o in &mut self.observers {
                 o.step(&self.system, &ctx)?;
+            }
+            if let Some(ended) = ended {
+                return Err(ended);
             }
         }
         // The inner master ends exactly on the outer communication point.

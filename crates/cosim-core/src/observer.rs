@@ -249,8 +249,10 @@ impl Observer for TraceWriter {
     }
 
     fn finish(&mut self, sys: &System) -> Result<()> {
-        // Always end the trace at the last accepted communication point.
-        if sys.time() != self.last_written_time {
+        // Always end the trace at the last accepted communication point;
+        // nothing when the run never got past initialization (there are
+        // no values to write, only the header).
+        if !self.last_written_time.is_nan() && sys.time() != self.last_written_time {
             self.row(sys)?;
         }
         self.file.flush()

@@ -10,7 +10,7 @@
 use cosim_fmi::model_description::{
     Causality, Dependencies, ModelDescription, Variability, VariableIndex,
 };
-use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepOutcome};
+use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepOutcome, Value};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -159,6 +159,112 @@ pub fn takes_intermediate_inputs(md: &ModelDescription, inputs: &[VariableIndex]
         })
 }
 
+/// A parameter or start value of an FMU subsystem, set during
+/// initialization in the state the standard names for it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct StartValue {
+    /// The variable (index into the FMU's model description).
+    pub variable: VariableIndex,
+    /// The value, of the variable's type.
+    pub value: Value,
+    /// Where it was given, for messages: "s.toml:12:5", "--set a.b=1".
+    pub origin: String,
+}
+
+/// When [`StartValues`] sets a value (FMI 2.0 sec. 4.2.4, FMI 3.0 sec.
+/// 2.3.2; the order of FMPy and libcosim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetIn {
+    /// FMI 3 Configuration Mode: structural parameters.
+    Configuration,
+    /// Instantiated, after `fmi2SetupExperiment` (some exporters reset
+    /// parameters there) and before Initialization Mode.
+    Instantiated,
+    /// Initialization Mode: what only it accepts.
+    Initialization,
+}
+
+/// The parameters and start values of one FMU instance, sorted by the
+/// state in which each is set.
+#[derive(Debug, Clone, Default)]
+pub struct StartValues {
+    values: Vec<(SetIn, u32, String, StartValue)>,
+}
+
+impl StartValues {
+    /// Sorts `values` by the state the standard allows them in; a variable
+    /// that can be set in none (a constant, a calculated parameter, an
+    /// output) is an error naming it.
+    pub fn new(md: &ModelDescription, subsystem: &str, values: Vec<StartValue>) -> Result<Self> {
+        let mut out = Vec::with_capacity(values.len());
+        for v in values {
+            let var = md.variables.get(v.variable).ok_or_else(|| {
+                crate::CoreError::Config(format!(
+                    "subsystem '{subsystem}': no variable with index {} ({})",
+                    v.variable, v.origin
+                ))
+            })?;
+            let when = if var.settable_in_configuration_mode() {
+                SetIn::Configuration
+            } else if var.settable_in_instantiated() {
+                SetIn::Instantiated
+            } else if var.settable_in_initialization_mode() {
+                SetIn::Initialization
+            } else {
+                return Err(crate::CoreError::Config(format!(
+                    "subsystem '{subsystem}': {} ({}) cannot be set: it is {} with variability {}{} ({})",
+                    var.name,
+                    v.value,
+                    var.causality,
+                    var.variability,
+                    var.effective_initial()
+                        .map(|i| format!(" and initial {i:?}").to_lowercase())
+                        .unwrap_or_default(),
+                    v.origin
+                )));
+            };
+            out.push((when, var.value_reference, var.name.clone(), v));
+        }
+        Ok(StartValues { values: out })
+    }
+
+    /// True when some value is set in state `when`.
+    fn any_in(&self, when: SetIn) -> bool {
+        self.values.iter().any(|(w, ..)| *w == when)
+    }
+
+    /// Sets the values that belong in state `when`.
+    fn apply(&self, when: SetIn, instance: &mut Instance, subsystem: &str) -> Result<()> {
+        for (w, vr, name, v) in &self.values {
+            if *w != when {
+                continue;
+            }
+            instance
+                .set_value(*vr, &v.value)
+                .map_err(|error| crate::CoreError::StartValue {
+                    subsystem: subsystem.to_string(),
+                    variable: name.clone(),
+                    value: v.value.to_string(),
+                    origin: v.origin.clone(),
+                    error: Box::new(error),
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// How far back a master may restore the states of its subsystems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RollbackTo {
+    /// To the start of the macro step just made, from which every
+    /// subsystem made one `doStep` (fixed-point iteration).
+    StepStart,
+    /// To an earlier communication point than the start of the last
+    /// `doStep` (Richardson's double step; any level above a nested system,
+    /// whose inner steps start after the outer step's start).
+    Earlier,
+}
+
 /// Calls made on a subsystem, for the run summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct CallCounters {
@@ -189,9 +295,23 @@ pub trait Subsystem: Send {
     /// Static information.
     fn info(&self) -> &SubsystemInfo;
 
-    /// Enters initialization mode at `t0` (parameters and start values are
-    /// applied before, by whoever built the subsystem).
+    /// Sets up the run from `t0` to `t_stop`, sets the parameters and start
+    /// values each in the state the standard names for it, and enters
+    /// Initialization Mode (FMI 2: `fmi2SetupExperiment`, values,
+    /// `fmi2EnterInitializationMode`, values only settable there; FMI 3:
+    /// structural parameters in Configuration Mode, values,
+    /// `fmi3EnterInitializationMode`, values only settable there).
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()>;
+
+    /// From now on a saved state may be restored, back to `to` (a master
+    /// that rolls back, or a level above that does). Only
+    /// [`RollbackTo::Earlier`] makes `doStep` pass
+    /// `noSetFMUStatePriorToCurrentPoint = false`: restoring the state at
+    /// the start of the step just made is not "prior to the current
+    /// point". Without this call `doStep` passes true, as the standard asks
+    /// of a master that never restores an earlier state (some FMUs freeze
+    /// or keep unbounded history otherwise). Never switched back off.
+    fn allow_rollback(&mut self, to: RollbackTo) -> Result<()>;
 
     /// Leaves initialization mode; the subsystem is ready to step.
     fn exit_initialization(&mut self) -> Result<()>;
@@ -300,6 +420,10 @@ pub struct FmuSubsystem {
     typed_observed: Option<Box<TypedSlots>>,
     states: Vec<Option<StateHandle>>,
     counters: CallCounters,
+    /// Parameters and start values, set during `enter_initialization`.
+    start_values: StartValues,
+    /// `noSetFMUStatePriorToCurrentPoint` for every `doStep`.
+    no_set_prior: bool,
 }
 
 /// The slots of one FMI type: value references, slot indices and a
@@ -586,7 +710,18 @@ impl FmuSubsystem {
             typed_observed: None,
             states: Vec::new(),
             counters: CallCounters::default(),
+            start_values: StartValues::default(),
+            no_set_prior: true,
         }
+    }
+
+    /// The parameters and start values to set during initialization, each
+    /// in the state the standard names for it. A variable that can be set
+    /// in no state is an error naming it.
+    pub fn set_start_values(&mut self, values: Vec<StartValue>) -> Result<()> {
+        let md = self.instance.model_description();
+        self.start_values = StartValues::new(md, &self.info.name, values)?;
+        Ok(())
     }
 
     /// The FMU instance, for setup work outside the hot path.
@@ -655,7 +790,24 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
-        Ok(self.instance.enter_initialization_mode(None, t0, t_stop)?)
+        let name = &self.info.name;
+        let inst = &mut self.instance;
+        inst.setup_experiment(None, t0, t_stop)?;
+        if self.start_values.any_in(SetIn::Configuration) {
+            inst.enter_configuration_mode()?;
+            self.start_values.apply(SetIn::Configuration, inst, name)?;
+            inst.exit_configuration_mode()?;
+        }
+        self.start_values.apply(SetIn::Instantiated, inst, name)?;
+        inst.enter_initialization_mode()?;
+        self.start_values.apply(SetIn::Initialization, inst, name)
+    }
+
+    fn allow_rollback(&mut self, to: RollbackTo) -> Result<()> {
+        if to == RollbackTo::Earlier {
+            self.no_set_prior = false;
+        }
+        Ok(())
     }
 
     fn exit_initialization(&mut self) -> Result<()> {
@@ -694,7 +846,7 @@ impl Subsystem for FmuSubsystem {
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
-        Ok(self.instance.do_step(t, h)?)
+        Ok(self.instance.do_step(t, h, self.no_set_prior)?)
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {

@@ -18,6 +18,7 @@ use crate::error::{CoreError, Result};
 use crate::extrapolation::MAX_POINTS;
 use crate::parallel::{PoolChooser, Way};
 use crate::subsystem::{CallCounters, StateId, Subsystem};
+use crate::time::TimeBase;
 
 /// A connection between an observed output slot and an input slot:
 /// `u = gain * y + offset`.
@@ -201,6 +202,10 @@ pub struct System {
     background: Vec<bool>,
     /// Per subsystem: started in the background this macro step (reused).
     started: Vec<bool>,
+    /// The resolution of simulation time.
+    time_base: TimeBase,
+    /// The current communication point in ticks, and in seconds.
+    ticks: i64,
     time: f64,
 }
 
@@ -324,6 +329,8 @@ impl System {
             pool_results: (0..n).map(|_| Ok(())).collect(),
             background,
             started: vec![false; n],
+            time_base: TimeBase::default(),
+            ticks: 0,
             time: 0.0,
         })
     }
@@ -385,14 +392,38 @@ impl System {
         self.threads
     }
 
-    /// Current communication point.
+    /// Current communication point, s: a whole number of ticks of the
+    /// time base (see [`crate::time`]).
+    #[inline]
     pub fn time(&self) -> f64 {
         self.time
     }
 
-    /// Sets the current communication point (masters do, after a step).
+    /// Current communication point in ticks of [`System::time_base`].
+    #[inline]
+    pub fn ticks(&self) -> i64 {
+        self.ticks
+    }
+
+    /// The resolution of simulation time (nanoseconds unless set).
+    #[inline]
+    pub fn time_base(&self) -> TimeBase {
+        self.time_base
+    }
+
+    /// Sets the resolution of simulation time, before the run (the
+    /// scenario chooses one in which its times and steps are whole).
+    pub fn set_time_base(&mut self, base: TimeBase) {
+        self.time_base = base;
+        self.set_time(self.time);
+    }
+
+    /// Sets the current communication point (masters do, after a step):
+    /// `t` is on the tick grid, or rounded to the nearest tick.
+    #[inline]
     pub fn set_time(&mut self, t: f64) {
-        self.time = t;
+        self.ticks = self.time_base.round(t);
+        self.time = self.time_base.seconds(self.ticks);
     }
 
     /// Sum of every subsystem's call counters.
@@ -425,10 +456,22 @@ impl System {
         Ok(sweeps)
     }
 
-    /// Puts every subsystem into initialization mode at `t0` (parameters and
-    /// start values already applied).
+    /// From now on saved states may be restored, back to `to` (see
+    /// [`Subsystem::allow_rollback`]): called by a master that rolls back,
+    /// when it starts.
+    pub fn allow_rollback(&mut self, to: crate::subsystem::RollbackTo) -> Result<()> {
+        for s in &mut self.subsystems {
+            s.allow_rollback(to)?;
+        }
+        Ok(())
+    }
+
+    /// Puts every subsystem into initialization mode at `t0` (each sets up
+    /// the experiment and sets its parameters and start values on the way).
     pub fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
-        self.time = t0;
+        self.set_time(t0);
+        let t0 = self.time;
+        let t_stop = t_stop.map(|t| self.time_base.seconds(self.time_base.round(t)));
         for s in &mut self.subsystems {
             s.enter_initialization(t0, t_stop)?;
         }
@@ -471,6 +514,19 @@ impl System {
             b.u_end.copy_from_slice(&b.u);
             b.last_step = (t0, 0.0);
         }
+        Ok(())
+    }
+
+    /// Ends the run where an FMU asked to (its last successful time `t`,
+    /// [`CoreError::TerminatedByFmu`]): reads every subsystem's observed
+    /// values (the terminating one's at `t`, the others' at the end of
+    /// their last step), publishes and exchanges them, and sets the time
+    /// to `t`, so that observers write the run's last row.
+    pub fn end_at_fmu_termination(&mut self, t: f64) -> Result<()> {
+        self.read_all_observed()?;
+        self.publish_all();
+        self.exchange_all();
+        self.set_time(t);
         Ok(())
     }
 
@@ -763,7 +819,7 @@ impl System {
 
     /// Puts back what [`System::save_buffers`] saved.
     pub fn restore_buffers(&mut self, snap: &BufferSnapshot) {
-        self.time = snap.time;
+        self.set_time(snap.time);
         for ((b, u), y) in self.buffers.iter_mut().zip(&snap.u).zip(&snap.y) {
             b.u.copy_from_slice(u);
             b.y.copy_from_slice(y);
@@ -890,7 +946,6 @@ fn finish_subsystem_step(
         StepOutcome::Completed => {}
         StepOutcome::Discarded {
             last_successful_time,
-            terminate,
         } => {
             return Err(CoreError::Discarded {
                 subsystem: sub.info().name.clone(),
@@ -898,9 +953,19 @@ fn finish_subsystem_step(
                 t,
                 h,
                 last_successful_time,
-                terminate,
                 early_return: false,
                 log: sub.take_recent_log(),
+            });
+        }
+        StepOutcome::Terminated {
+            last_successful_time,
+        } => {
+            // The run loop reads the values for the last row
+            // (System::end_at_fmu_termination).
+            return Err(CoreError::TerminatedByFmu {
+                subsystem: sub.info().name.clone(),
+                function: sub.step_function(),
+                t: last_successful_time,
             });
         }
         StepOutcome::EarlyReturn {
@@ -912,7 +977,6 @@ fn finish_subsystem_step(
                 t,
                 h,
                 last_successful_time,
-                terminate: false,
                 early_return: true,
                 log: sub.take_recent_log(),
             });

@@ -232,6 +232,7 @@ impl Fmu {
         let mut instance = Instance {
             inner,
             version: md.fmi_version,
+            experiment: None,
             _once_guard: once_guard,
             _fmu: self.clone(),
         };

@@ -3,7 +3,7 @@
 use crate::error::{FmiError, Result};
 use crate::ffi::fmi2::Fmi2Instance;
 use crate::ffi::fmi3::Fmi3Instance;
-use crate::ffi::{StateHandle, StepOutcome};
+use crate::ffi::{Phase, StateHandle, StepOutcome};
 use crate::model_description::FmiVersion;
 
 /// Options for [`Fmu::instantiate`](crate::Fmu::instantiate).
@@ -26,6 +26,62 @@ impl Default for InstantiateOptions {
     }
 }
 
+/// Tolerance, start and stop time of a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Experiment {
+    tolerance: Option<f64>,
+    start_time: f64,
+    stop_time: Option<f64>,
+}
+
+/// One value of any scalar FMI type, for parameters and start values.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Value {
+    /// Float64 (FMI 2 Real).
+    F64(f64),
+    /// FMI 3 Float32.
+    F32(f32),
+    /// FMI 3 Int8.
+    I8(i8),
+    /// FMI 3 UInt8.
+    U8(u8),
+    /// FMI 3 Int16.
+    I16(i16),
+    /// FMI 3 UInt16.
+    U16(u16),
+    /// FMI 3 UInt32.
+    U32(u32),
+    /// FMI 3 UInt64.
+    U64(u64),
+    /// Int32 (FMI 2 Integer and Enumeration, FMI 3 Int32).
+    I32(i32),
+    /// Int64 (FMI 3 Int64 and Enumeration).
+    I64(i64),
+    /// Boolean.
+    Bool(bool),
+    /// String.
+    Str(String),
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::F64(x) => write!(f, "{x}"),
+            Value::F32(x) => write!(f, "{x}"),
+            Value::I8(x) => write!(f, "{x}"),
+            Value::U8(x) => write!(f, "{x}"),
+            Value::I16(x) => write!(f, "{x}"),
+            Value::U16(x) => write!(f, "{x}"),
+            Value::U32(x) => write!(f, "{x}"),
+            Value::U64(x) => write!(f, "{x}"),
+            Value::I32(x) => write!(f, "{x}"),
+            Value::I64(x) => write!(f, "{x}"),
+            Value::Bool(x) => write!(f, "{x}"),
+            Value::Str(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
 pub(crate) enum Inner {
     V2(Fmi2Instance),
     V3(Fmi3Instance),
@@ -40,6 +96,9 @@ pub(crate) enum Inner {
 pub struct Instance {
     pub(crate) inner: Inner,
     pub(crate) version: FmiVersion,
+    /// FMI 3: the experiment given to [`Instance::setup_experiment`], passed
+    /// to `fmi3EnterInitializationMode`.
+    pub(crate) experiment: Option<Experiment>,
     /// Releases the "only once per process" registration on drop.
     pub(crate) _once_guard: Option<crate::fmu::OnceGuard>,
     /// Keeps the extracted files (resources) alive as long as the instance.
@@ -73,6 +132,11 @@ impl Instance {
         }
     }
 
+    /// The model description of the FMU.
+    pub fn model_description(&self) -> &crate::ModelDescription {
+        self._fmu.model_description()
+    }
+
     /// The FMI version of the FMU.
     pub fn fmi_version(&self) -> FmiVersion {
         self.version
@@ -88,14 +152,76 @@ impl Instance {
         dispatch!(self, i => i.set_debug_logging(on, categories))
     }
 
-    /// Enters initialization mode (FMI 2: `fmi2SetupExperiment` first).
-    pub fn enter_initialization_mode(
+    /// Where the instance is in the standard's state machine.
+    pub fn phase(&self) -> Phase {
+        match &self.inner {
+            Inner::V2(i) => i.phase(),
+            Inner::V3(i) => i.phase(),
+        }
+    }
+
+    /// Sets up the run (state Instantiated): FMI 2 calls
+    /// `fmi2SetupExperiment` now; FMI 3 passes the values to
+    /// `fmi3EnterInitializationMode`. Parameters and start values are set
+    /// after this call, then [`Instance::enter_initialization_mode`].
+    pub fn setup_experiment(
         &mut self,
         tolerance: Option<f64>,
         start_time: f64,
         stop_time: Option<f64>,
     ) -> Result<()> {
-        dispatch!(self, i => i.enter_initialization_mode(tolerance, start_time, stop_time))
+        if let Inner::V2(i) = &mut self.inner {
+            i.setup_experiment(tolerance, start_time, stop_time)?;
+        }
+        self.experiment = Some(Experiment {
+            tolerance,
+            start_time,
+            stop_time,
+        });
+        Ok(())
+    }
+
+    /// Enters Initialization Mode, after [`Instance::setup_experiment`].
+    pub fn enter_initialization_mode(&mut self) -> Result<()> {
+        let Some(e) = self.experiment else {
+            return Err(FmiError::InvalidArgument {
+                instance: self.name().to_string(),
+                function: match self.version {
+                    FmiVersion::V2 => "fmi2EnterInitializationMode",
+                    FmiVersion::V3 => "fmi3EnterInitializationMode",
+                },
+                reason: "called before setup_experiment (an importer bug: please report it)".into(),
+            });
+        };
+        match &mut self.inner {
+            Inner::V2(i) => i.enter_initialization_mode(),
+            Inner::V3(i) => i.enter_initialization_mode(e.tolerance, e.start_time, e.stop_time),
+        }
+    }
+
+    /// FMI 3: enters Configuration Mode, where structural parameters are
+    /// set (from Instantiated; FMI 2 has none and refuses).
+    pub fn enter_configuration_mode(&mut self) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.enter_configuration_mode(),
+            Inner::V2(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function: "fmi3EnterConfigurationMode",
+                reason: "FMI 2.0 has no structural parameters".into(),
+            }),
+        }
+    }
+
+    /// FMI 3: leaves Configuration Mode, back to Instantiated.
+    pub fn exit_configuration_mode(&mut self) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.exit_configuration_mode(),
+            Inner::V2(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function: "fmi3ExitConfigurationMode",
+                reason: "FMI 2.0 has no structural parameters".into(),
+            }),
+        }
     }
 
     /// Leaves initialization mode; the instance is then ready to step.
@@ -103,14 +229,35 @@ impl Instance {
         dispatch!(self, i => i.exit_initialization_mode())
     }
 
-    /// Terminates the simulation run of this instance (idempotent).
+    /// Terminates the simulation run of this instance, where the state
+    /// machine allows it (after initialization, before an Error); else it
+    /// is only freed when dropped. Idempotent.
     pub fn terminate(&mut self) -> Result<()> {
         dispatch!(self, i => i.terminate())
     }
 
     /// Resets the instance to the state after instantiation.
     pub fn reset(&mut self) -> Result<()> {
+        self.experiment = None;
         dispatch!(self, i => i.reset())
+    }
+
+    /// Sets one variable of any type through the matching FMI call.
+    pub fn set_value(&mut self, vr: u32, value: &Value) -> Result<()> {
+        match value {
+            Value::F64(x) => self.set_f64(&[vr], &[*x]),
+            Value::F32(x) => self.set_f32(&[vr], &[*x]),
+            Value::I8(x) => self.set_i8(&[vr], &[*x]),
+            Value::U8(x) => self.set_u8(&[vr], &[*x]),
+            Value::I16(x) => self.set_i16(&[vr], &[*x]),
+            Value::U16(x) => self.set_u16(&[vr], &[*x]),
+            Value::U32(x) => self.set_u32(&[vr], &[*x]),
+            Value::U64(x) => self.set_u64(&[vr], &[*x]),
+            Value::I32(x) => self.set_i32(&[vr], &[*x]),
+            Value::I64(x) => self.set_i64(&[vr], &[*x]),
+            Value::Bool(x) => self.set_bool(&[vr], &[*x]),
+            Value::Str(x) => self.set_string(&[vr], &[x.as_str()]),
+        }
     }
 
     /// Reads float variables (FMI 2 Real, FMI 3 Float64).
@@ -313,16 +460,14 @@ impl Instance {
         dispatch!(self, i => i.set_string(vrs, values))
     }
 
-    /// Advances from communication point `t` by `h`.
+    /// Advances from communication point `t` by `h`. `no_set_prior` is
+    /// `noSetFMUStatePriorToCurrentPoint`: true when no state saved before
+    /// `t` will be restored (every master that never rolls back); false
+    /// only where a restore may follow. Some FMUs misbehave with false
+    /// (they keep history, or freeze), so pass true wherever possible.
     #[inline]
-    pub fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
-        dispatch!(self, i => i.do_step(t, h, false))
-    }
-
-    /// Advances from `t` by `h`, telling the FMU that no earlier state will
-    /// be restored (lets it discard history).
-    pub fn do_step_no_rollback(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
-        dispatch!(self, i => i.do_step(t, h, true))
+    pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
+        dispatch!(self, i => i.do_step(t, h, no_set_prior))
     }
 
     /// Saves the FMU state, into a new handle or overwriting `reuse`.

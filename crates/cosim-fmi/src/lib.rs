@@ -26,7 +26,7 @@ pub mod model_description;
 
 pub use error::{FmiError, Result};
 pub use ffi::Status;
-pub use ffi::{StateHandle, StepOutcome};
+pub use ffi::{Phase, StateHandle, StepOutcome};
 pub use fmu::Fmu;
-pub use instance::{Instance, InstantiateOptions};
+pub use instance::{Instance, InstantiateOptions, Value};
 pub use model_description::{FmiVersion, ModelDescription};

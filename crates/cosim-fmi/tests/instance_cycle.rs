@@ -27,8 +27,8 @@ fn full_cycle(version: &str) {
     let mut inst = fmu
         .instantiate("wheel", &InstantiateOptions::default())
         .unwrap();
-    inst.enter_initialization_mode(None, 0.0, Some(1.0))
-        .unwrap();
+    inst.setup_experiment(None, 0.0, Some(1.0)).unwrap();
+    inst.enter_initialization_mode().unwrap();
     inst.set_f64(&[v_in], &[0.0]).unwrap();
     inst.exit_initialization_mode().unwrap();
 
@@ -38,7 +38,7 @@ fn full_cycle(version: &str) {
         let mut out = Vec::new();
         for k in 0..n {
             inst.set_f64(&[v_in], &[0.01 * k as f64]).unwrap();
-            assert_eq!(inst.do_step(*t, h).unwrap(), StepOutcome::Completed);
+            assert_eq!(inst.do_step(*t, h, false).unwrap(), StepOutcome::Completed);
             *t += h;
             let mut y = [0.0; 2];
             inst.get_f64(&[f_out, z_w], &mut y).unwrap();
@@ -116,12 +116,13 @@ fn input_and_output_derivatives() {
     let mut inst = fmu
         .instantiate("int", &InstantiateOptions::default())
         .unwrap();
-    inst.enter_initialization_mode(None, 0.0, None).unwrap();
+    inst.setup_experiment(None, 0.0, None).unwrap();
+    inst.enter_initialization_mode().unwrap();
     inst.exit_initialization_mode().unwrap();
     inst.set_f64(&[u], &[1.0]).unwrap();
     inst.set_input_derivatives(&[u], 1, &[2.0]).unwrap();
     let h = 0.5;
-    inst.do_step(0.0, h).unwrap();
+    inst.do_step(0.0, h, true).unwrap();
     let mut y = [0.0];
     inst.get_f64(&[x], &mut y).unwrap();
     assert!((y[0] - (h + h * h)).abs() < 1e-14, "x = {}", y[0]);
@@ -175,20 +176,21 @@ fn two_instances_of_one_fmu_are_independent() {
         .instantiate("b", &InstantiateOptions::default())
         .unwrap();
     for inst in [&mut a, &mut b] {
-        inst.enter_initialization_mode(None, 0.0, None).unwrap();
+        inst.setup_experiment(None, 0.0, None).unwrap();
+        inst.enter_initialization_mode().unwrap();
         inst.exit_initialization_mode().unwrap();
     }
     a.set_f64(&[u], &[1.0]).unwrap();
     b.set_f64(&[u], &[-3.0]).unwrap();
-    a.do_step(0.0, 1.0).unwrap();
-    b.do_step(0.0, 1.0).unwrap();
+    a.do_step(0.0, 1.0, true).unwrap();
+    b.do_step(0.0, 1.0, true).unwrap();
     let (mut ya, mut yb) = ([0.0], [0.0]);
     a.get_f64(&[x], &mut ya).unwrap();
     b.get_f64(&[x], &mut yb).unwrap();
     assert_eq!((ya[0], yb[0]), (1.0, -3.0));
     // Instances can move to another thread.
     std::thread::spawn(move || {
-        a.do_step(1.0, 1.0).unwrap();
+        a.do_step(1.0, 1.0, true).unwrap();
     })
     .join()
     .unwrap();
@@ -201,7 +203,8 @@ fn faulty(mode: i32, fail_at: f64) -> (Fmu, cosim_fmi::Instance) {
         .unwrap();
     inst.set_f64(&[vr(&fmu, "fail_at")], &[fail_at]).unwrap();
     inst.set_i32(&[vr(&fmu, "fail_mode")], &[mode]).unwrap();
-    inst.enter_initialization_mode(None, 0.0, None).unwrap();
+    inst.setup_experiment(None, 0.0, None).unwrap();
+    inst.enter_initialization_mode().unwrap();
     inst.exit_initialization_mode().unwrap();
     (fmu, inst)
 }
@@ -209,9 +212,9 @@ fn faulty(mode: i32, fail_at: f64) -> (Fmu, cosim_fmi::Instance) {
 #[test]
 fn an_error_status_names_instance_function_time_and_quotes_the_fmu_log() {
     let (_fmu, mut inst) = faulty(1, 0.3);
-    inst.do_step(0.0, 0.1).unwrap();
-    inst.do_step(0.1, 0.1).unwrap();
-    let err = inst.do_step(0.2, 0.1).unwrap_err();
+    inst.do_step(0.0, 0.1, true).unwrap();
+    inst.do_step(0.1, 0.1, true).unwrap();
+    let err = inst.do_step(0.2, 0.1, true).unwrap_err();
     match &err {
         FmiError::Status {
             instance,
@@ -241,9 +244,9 @@ fn an_error_status_names_instance_function_time_and_quotes_the_fmu_log() {
 #[test]
 fn discard_reports_the_last_successful_time() {
     let (_fmu, mut inst) = faulty(2, 0.25);
-    inst.do_step(0.0, 0.1).unwrap();
-    inst.do_step(0.1, 0.1).unwrap();
-    match inst.do_step(0.2, 0.1).unwrap() {
+    inst.do_step(0.0, 0.1, true).unwrap();
+    inst.do_step(0.1, 0.1, true).unwrap();
+    match inst.do_step(0.2, 0.1, true).unwrap() {
         StepOutcome::Discarded {
             last_successful_time,
             ..
@@ -255,7 +258,7 @@ fn discard_reports_the_last_successful_time() {
 #[test]
 fn fatal_forbids_every_further_call() {
     let (_fmu, mut inst) = faulty(7, 0.05);
-    let err = inst.do_step(0.0, 0.1).unwrap_err();
+    let err = inst.do_step(0.0, 0.1, true).unwrap_err();
     assert!(
         matches!(
             err,
@@ -266,7 +269,7 @@ fn fatal_forbids_every_further_call() {
         ),
         "{err}"
     );
-    let err = inst.do_step(0.1, 0.1).unwrap_err().to_string();
+    let err = inst.do_step(0.1, 0.1, true).unwrap_err().to_string();
     assert!(err.contains("no further calls are allowed"), "{err}");
     // Dropping does not call fmi2FreeInstance after Fatal (would be UB for a
     // real FMU); reaching the end of the test without a crash is the check.

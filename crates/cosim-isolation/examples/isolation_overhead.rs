@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use cosim_core::execution::{Execution, RunStatus};
 use cosim_core::master::{FixedStep, Scheme};
+use cosim_core::subsystem::StartValue;
 use cosim_core::{Connection, FmuSubsystem, Subsystem, System, SystemSpec};
-use cosim_fmi::{Fmu, InstantiateOptions};
+use cosim_fmi::{Fmu, InstantiateOptions, Value};
 use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
 
 const H: f64 = 1e-3;
@@ -39,16 +40,22 @@ fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
     let md = fmu.model_description();
     let find = |name: &str| md.variables.iter().position(|v| v.name == name).unwrap();
     let (u, y, k) = (find("u"), find("y"), find("k"));
-    let (u_vr, k_vr) = (
-        md.variables[u].value_reference,
-        md.variables[k].value_reference,
-    );
     let options = InstantiateOptions::default();
     let subsystems: Vec<Box<dyn Subsystem>> = (0..n)
         .map(|i| {
             let name = format!("gain{i}");
             // gain0's input is not coupled (a start value); the others are.
             let inputs: &[usize] = if i == 0 { &[] } else { &[u] };
+            let value = |variable| StartValue {
+                variable,
+                value: Value::F64(1.0),
+                origin: "isolation_overhead".into(),
+            };
+            let values = if i == 0 {
+                vec![value(k), value(u)]
+            } else {
+                vec![value(k)]
+            };
             if isolated(i) {
                 let mut s = IsolatedSubsystem::spawn(
                     fmu,
@@ -60,18 +67,12 @@ fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
                     &IsolationSettings::default(),
                 )
                 .unwrap();
-                s.set_f64(&[k_vr], &[1.0]).unwrap();
-                if i == 0 {
-                    s.set_f64(&[u_vr], &[1.0]).unwrap();
-                }
+                s.set_start_values(values).unwrap();
                 Box::new(s) as Box<dyn Subsystem>
             } else {
                 let mut s =
                     FmuSubsystem::instantiate(fmu, &name, inputs, &[y], 1, &options).unwrap();
-                s.instance_mut().set_f64(&[k_vr], &[1.0]).unwrap();
-                if i == 0 {
-                    s.instance_mut().set_f64(&[u_vr], &[1.0]).unwrap();
-                }
+                s.set_start_values(values).unwrap();
                 Box::new(s)
             }
         })

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cosim_core::FmuSubsystem;
-use cosim_core::subsystem::Subsystem;
+use cosim_core::subsystem::{RollbackTo, Subsystem};
 use cosim_fmi::model_description::VariableIndex;
 use cosim_fmi::{Fmu, InstantiateOptions, StateHandle, StepOutcome};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
@@ -26,8 +26,8 @@ use crate::channel;
 use crate::protocol::{
     CALL, CALL_TIME, Call, Control, HOST_SLEEPING, HOST_SPIN_NS, Layout, MAGIC, MASTER_SLEEPING,
     Op, REQ_SEQ, RESP_SEQ, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED,
-    STEP_DISCARDED, STEP_DISCARDED_TERMINATE, STEP_EARLY_RETURN, STEP_PREFETCHED, VERSION, Value,
-    WireError, read_frame, write_frame,
+    STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError,
+    read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -363,13 +363,16 @@ impl Host<'_> {
                     }
                     StepOutcome::Discarded {
                         last_successful_time,
-                        terminate,
+                    }
+                    | StepOutcome::Terminated {
+                        last_successful_time,
                     } => {
-                        let code = if terminate {
-                            STEP_DISCARDED_TERMINATE
+                        let code = if matches!(outcome, StepOutcome::Terminated { .. }) {
+                            STEP_TERMINATED
                         } else {
                             STEP_DISCARDED
                         };
+                        self.time = last_successful_time;
                         self.set_word(resp + 1, code);
                         self.set_word(resp + 2, last_successful_time.to_bits());
                         Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
@@ -505,40 +508,21 @@ impl Host<'_> {
                 self.sub = Some(sub);
                 Ok(None)
             }
-            Control::SetValue { vr, value } => {
-                self.calling(
-                    match value {
-                        Value::F64(_) => Call::SetReal,
-                        Value::F32(_) => Call::SetFloat32,
-                        Value::I8(_)
-                        | Value::U8(_)
-                        | Value::I16(_)
-                        | Value::U16(_)
-                        | Value::U32(_)
-                        | Value::U64(_) => Call::SetNarrowInteger,
-                        Value::I32(_) => Call::SetInteger,
-                        Value::I64(_) => Call::SetInteger64,
-                        Value::Bool(_) => Call::SetBoolean,
-                        Value::Str(_) => Call::SetString,
-                    },
-                    t,
-                );
-                let inst = self.sub()?.instance_mut();
-                let r = match &value {
-                    Value::F64(x) => inst.set_f64(&[vr], &[*x]),
-                    Value::F32(x) => inst.set_f32(&[vr], &[*x]),
-                    Value::I8(x) => inst.set_i8(&[vr], &[*x]),
-                    Value::U8(x) => inst.set_u8(&[vr], &[*x]),
-                    Value::I16(x) => inst.set_i16(&[vr], &[*x]),
-                    Value::U16(x) => inst.set_u16(&[vr], &[*x]),
-                    Value::U32(x) => inst.set_u32(&[vr], &[*x]),
-                    Value::U64(x) => inst.set_u64(&[vr], &[*x]),
-                    Value::I32(x) => inst.set_i32(&[vr], &[*x]),
-                    Value::I64(x) => inst.set_i64(&[vr], &[*x]),
-                    Value::Bool(x) => inst.set_bool(&[vr], &[*x]),
-                    Value::Str(x) => inst.set_string(&[vr], &[x.as_str()]),
+            Control::SetStartValues(values) => {
+                self.sub()?
+                    .set_start_values(values)
+                    .map_err(WireError::from_core)?;
+                Ok(None)
+            }
+            Control::AllowRollback(earlier) => {
+                let to = if earlier {
+                    RollbackTo::Earlier
+                } else {
+                    RollbackTo::StepStart
                 };
-                r.map_err(fmi)?;
+                self.sub()?
+                    .allow_rollback(to)
+                    .map_err(WireError::from_core)?;
                 Ok(None)
             }
             Control::SerializeState(id) => {

@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use cosim_core::subsystem::{CallCounters, StateId, Subsystem, SubsystemInfo};
+use cosim_core::subsystem::{
+    CallCounters, RollbackTo, StartValue, StateId, Subsystem, SubsystemInfo,
+};
 use cosim_core::{CoreError, Result};
 use cosim_fmi::model_description::VariableIndex;
 use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, StepOutcome};
@@ -23,8 +25,8 @@ use crate::channel;
 use crate::protocol::{
     CALL, CALL_TIME, Call, Control, HOST_SLEEPING, HOST_SPIN_NS, Layout, MAGIC, MASTER_SLEEPING,
     Op, QUEUED_SETS, REQ_SEQ, RESP_SEQ, RESPONSE_HEADER, Reply, STATUS_FRAME, STEP_COMPLETED,
-    STEP_DISCARDED, STEP_DISCARDED_TERMINATE, STEP_EARLY_RETURN, STEP_PREFETCHED, VERSION, Value,
-    read_frame, write_frame,
+    STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION, read_frame,
+    write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -342,82 +344,12 @@ impl IsolatedSubsystem {
         self.link.as_ref().map(|l| l.child.id())
     }
 
-    /// Sets float variables (parameters and start values; one request).
-    pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::F64(*x), Call::SetReal)
-    }
-
-    /// Sets 32-bit integer variables.
-    pub fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::I32(*x), Call::SetInteger)
-    }
-
-    /// Sets 64-bit integer variables.
-    pub fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::I64(*x), Call::SetInteger64)
-    }
-
-    /// Sets FMI 3 Float32 variables.
-    pub fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::F32(*x), Call::SetFloat32)
-    }
-
-    /// Sets FMI 3 Int8 variables.
-    pub fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::I8(*x), Call::SetNarrowInteger)
-    }
-
-    /// Sets FMI 3 UInt8 variables.
-    pub fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::U8(*x), Call::SetNarrowInteger)
-    }
-
-    /// Sets FMI 3 Int16 variables.
-    pub fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::I16(*x), Call::SetNarrowInteger)
-    }
-
-    /// Sets FMI 3 UInt16 variables.
-    pub fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::U16(*x), Call::SetNarrowInteger)
-    }
-
-    /// Sets FMI 3 UInt32 variables.
-    pub fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::U32(*x), Call::SetNarrowInteger)
-    }
-
-    /// Sets FMI 3 UInt64 variables.
-    pub fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::U64(*x), Call::SetNarrowInteger)
-    }
-
-    /// Sets Boolean variables.
-    pub fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::Bool(*x), Call::SetBoolean)
-    }
-
-    /// Sets String variables.
-    pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
-        self.set_values(vrs, values, |x| Value::Str(x.to_string()), Call::SetString)
-    }
-
-    fn set_values<T>(
-        &mut self,
-        vrs: &[u32],
-        values: &[T],
-        f: impl Fn(&T) -> Value,
-        call: Call,
-    ) -> Result<()> {
-        if vrs.len() != values.len() {
-            return Err(config(
-                &self.info.name,
-                format_args!("{} value references, {} values", vrs.len(), values.len()),
-            ));
-        }
-        for (&vr, v) in vrs.iter().zip(values) {
-            self.control(Control::SetValue { vr, value: f(v) }, call)?;
-        }
+    /// The parameters and start values the host sets during
+    /// initialization, each in the state the standard names for it (as
+    /// [`cosim_core::FmuSubsystem::set_start_values`], which the host
+    /// calls: a variable that can be set in no state is refused now).
+    pub fn set_start_values(&mut self, values: Vec<StartValue>) -> Result<()> {
+        self.control(Control::SetStartValues(values), Call::Idle)?;
         Ok(())
     }
 
@@ -889,6 +821,14 @@ impl Subsystem for IsolatedSubsystem {
         Ok(())
     }
 
+    fn allow_rollback(&mut self, to: RollbackTo) -> Result<()> {
+        self.control(
+            Control::AllowRollback(to == RollbackTo::Earlier),
+            Call::Idle,
+        )?;
+        Ok(())
+    }
+
     fn exit_initialization(&mut self) -> Result<()> {
         self.sync(
             Op::ExitInitialization,
@@ -981,11 +921,16 @@ impl Subsystem for IsolatedSubsystem {
                     last_successful_time: answer.aux_f64,
                 })
             }
-            code @ (STEP_DISCARDED | STEP_DISCARDED_TERMINATE) => {
+            STEP_DISCARDED => {
                 self.recent_log = log;
                 Ok(StepOutcome::Discarded {
                     last_successful_time: answer.aux_f64,
-                    terminate: code == STEP_DISCARDED_TERMINATE,
+                })
+            }
+            STEP_TERMINATED => {
+                self.recent_log = log;
+                Ok(StepOutcome::Terminated {
+                    last_successful_time: answer.aux_f64,
                 })
             }
             other => Err(config(

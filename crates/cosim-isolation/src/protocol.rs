@@ -175,7 +175,7 @@ pub const STEP_EARLY_RETURN: u64 = 1;
 /// Discard.
 pub const STEP_DISCARDED: u64 = 2;
 /// Discard, and the FMU asks to terminate.
-pub const STEP_DISCARDED_TERMINATE: u64 = 3;
+pub const STEP_TERMINATED: u64 = 3;
 /// Flag in `aux`: the values are the observed values read after the step.
 pub const STEP_PREFETCHED: u64 = 1 << 8;
 
@@ -196,46 +196,17 @@ pub enum Control {
         /// Debug log categories, if any.
         debug_categories: Option<Vec<String>>,
     },
-    /// Set one parameter or start value.
-    SetValue {
-        /// Value reference.
-        vr: u32,
-        /// The value, typed.
-        value: Value,
-    },
+    /// The parameters and start values, set by the host during
+    /// `EnterInitialization` in the states the standard names for them.
+    SetStartValues(Vec<cosim_core::subsystem::StartValue>),
+    /// Saved states may be restored back to before the last step's start
+    /// (`true`: [`cosim_core::subsystem::RollbackTo::Earlier`]) or to its
+    /// start (`false`).
+    AllowRollback(bool),
     /// Serialize a saved state.
     SerializeState(u64),
     /// Recreate a state from serialized bytes.
     DeserializeState(Vec<u8>),
-}
-
-/// A typed scalar value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Value {
-    /// Float64 (FMI 2 Real).
-    F64(f64),
-    /// FMI 3 Float32.
-    F32(f32),
-    /// FMI 3 Int8.
-    I8(i8),
-    /// FMI 3 UInt8.
-    U8(u8),
-    /// FMI 3 Int16.
-    I16(i16),
-    /// FMI 3 UInt16.
-    U16(u16),
-    /// FMI 3 UInt32.
-    U32(u32),
-    /// FMI 3 UInt64.
-    U64(u64),
-    /// Int32 (FMI 2 Integer, enumerations).
-    I32(i32),
-    /// Int64 (FMI 3 enumerations).
-    I64(i64),
-    /// Boolean.
-    Bool(bool),
-    /// String.
-    Str(String),
 }
 
 /// What the host sends on the socket after a `STATUS_FRAME` response.
@@ -322,6 +293,14 @@ pub enum WireError {
     Config(String),
     /// Anything else, as its message.
     Other(String),
+    /// An FMU refused a parameter or start value.
+    StartValue {
+        subsystem: String,
+        variable: String,
+        value: String,
+        origin: String,
+        error: Box<WireError>,
+    },
 }
 
 fn status_code(s: Status) -> u8 {
@@ -367,6 +346,8 @@ pub fn static_name(name: &str) -> &'static str {
 const FUNCTION_NAMES: &[&str] = &[
     "fmi2Instantiate",
     "fmi2SetupExperiment",
+    "fmi3EnterConfigurationMode",
+    "fmi3ExitConfigurationMode",
     "fmi2EnterInitializationMode",
     "fmi2ExitInitializationMode",
     "fmi2Terminate",
@@ -422,6 +403,19 @@ impl WireError {
         match e {
             cosim_core::CoreError::Fmi(e) => WireError::from_fmi(e),
             cosim_core::CoreError::Config(m) => WireError::Config(m),
+            cosim_core::CoreError::StartValue {
+                subsystem,
+                variable,
+                value,
+                origin,
+                error,
+            } => WireError::StartValue {
+                subsystem,
+                variable,
+                value,
+                origin,
+                error: Box::new(WireError::from_fmi(*error)),
+            },
             other => WireError::Other(other.to_string()),
         }
     }
@@ -512,6 +506,28 @@ impl WireError {
         let fmi = match self {
             WireError::Config(m) => return CoreError::Config(m),
             WireError::Other(m) => return CoreError::Config(m),
+            WireError::StartValue {
+                subsystem,
+                variable,
+                value,
+                origin,
+                error,
+            } => {
+                let error = match error.into_core() {
+                    CoreError::Fmi(e) => e,
+                    other => FmiError::Unsupported {
+                        fmu: subsystem.clone(),
+                        reason: other.to_string(),
+                    },
+                };
+                return CoreError::StartValue {
+                    subsystem,
+                    variable,
+                    value,
+                    origin,
+                    error: Box::new(error),
+                };
+            }
             WireError::Io { path, message } => FmiError::Io {
                 path,
                 error: std::io::Error::other(message),

@@ -24,11 +24,15 @@ use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLo
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
 };
+use cosim_core::subsystem::StartValue;
 use cosim_core::system::NonFinitePolicy;
+use cosim_core::time::TimeBase;
 use cosim_core::{BondPort, Connection, FmuSubsystem, PowerBond, Subsystem, System, SystemSpec};
 use cosim_fmi::bonds::{BondRole, find_bond_candidates};
-use cosim_fmi::model_description::{Causality, StartValue, VariableIndex, VariableType};
-use cosim_fmi::{FmiVersion, Fmu, Instance, InstantiateOptions};
+use cosim_fmi::model_description::{
+    Causality, StartValue as ModelStart, VariableIndex, VariableType,
+};
+use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, Value};
 use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
 
 use crate::nest::{NestNode, Node};
@@ -161,6 +165,7 @@ fn nested(
         energy_dir: level.energy_dir.clone(),
         divergence_limit: resolved.master.divergence_limit.or(level.divergence_limit),
         isolation: level.isolation,
+        time_base: level.time_base,
     };
     let child = assemble_nodes(&nest.resolved, &nest.nodes, &inner_level)?;
     let input_map = layout
@@ -294,6 +299,9 @@ pub struct Level {
     /// `--isolation`: where every FMU of this level and the levels below
     /// runs, whatever the scenarios say.
     pub isolation: Option<Isolation>,
+    /// The resolution of simulation time, the same at every level (chosen
+    /// at the top, [`time_base`], when `None`).
+    pub time_base: Option<TimeBase>,
 }
 
 impl Level {
@@ -310,6 +318,33 @@ impl Level {
     }
 }
 
+/// The resolution of simulation time for a scenario and every nested
+/// level: nanoseconds, or finer where a start, stop or fixed step needs
+/// it (see [`cosim_core::time`]); a time no resolution represents is an
+/// error at `[master]`.
+pub fn time_base(resolved: &ResolvedScenario, nodes: &[Node]) -> Result<TimeBase, ScenarioError> {
+    fn collect(resolved: &ResolvedScenario, nodes: &[Node], out: &mut Vec<(String, f64)>) {
+        if resolved.master.kind == MasterKind::FixedStep {
+            out.push((
+                format!("the step of {}", resolved.path().display()),
+                resolved.master.step,
+            ));
+        }
+        for node in nodes {
+            if let Node::Nest(nest) = node {
+                collect(&nest.resolved, &nest.nodes, out);
+            }
+        }
+    }
+    let mut times = vec![
+        ("the start time".to_string(), resolved.start),
+        ("the stop time".to_string(), resolved.stop),
+    ];
+    collect(resolved, nodes, &mut times);
+    let named: Vec<(&str, f64)> = times.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+    TimeBase::choose(&named).map_err(|e| resolved.master_error(e))
+}
+
 /// Builds the system, master and report of a resolved scenario whose
 /// subsystems are FMUs or nested systems (`nodes[i]` is subsystem `i`).
 pub fn assemble_nodes(
@@ -319,6 +354,14 @@ pub fn assemble_nodes(
 ) -> Result<Assembly, AssembleError> {
     let n = resolved.subsystems.len();
     let mds: Vec<_> = nodes.iter().map(Node::model_description).collect();
+    let base = match level.time_base {
+        Some(base) => base,
+        None => time_base(resolved, nodes)?,
+    };
+    let level = &Level {
+        time_base: Some(base),
+        ..level.clone()
+    };
 
     // Refuse what the engine does not couple yet, at the scenario position.
     for c in &resolved.connections {
@@ -423,10 +466,40 @@ pub fn assemble_nodes(
             },
             other => AssembleError::Core(other),
         };
+        // Parameters and start values, converted to the variables' types
+        // now (a value that does not fit is an error at its line); the FMU
+        // gets them during initialization, each in the state the standard
+        // names for it.
+        let mut values = Vec::with_capacity(sub.parameters.len() + sub.start_values.len());
+        for a in sub.parameters.iter().chain(&sub.start_values) {
+            let v = &mds[s].variables[a.variable];
+            let (span, origin) = match &a.origin {
+                crate::ValueOrigin::File(span) => (*span, resolved.location(*span)),
+                crate::ValueOrigin::Argument(arg) => (sub.span, format!("--set {arg}")),
+            };
+            let value = typed_value(mds[s].fmi_version, v.var_type, &a.value).map_err(|e| {
+                let msg = format!(
+                    "subsystem '{}': setting {} = {}: {e}",
+                    sub.name,
+                    a.name,
+                    describe(&a.value)
+                );
+                let msg = match &a.origin {
+                    crate::ValueOrigin::File(_) => msg,
+                    crate::ValueOrigin::Argument(arg) => format!("{msg} (from --set {arg})"),
+                };
+                AssembleError::Scenario(resolved.error_at(span, msg))
+            })?;
+            values.push(StartValue {
+                variable: a.variable,
+                value,
+                origin,
+            });
+        }
         // In this process, or in a host process (`isolation = "process"`).
-        let mut fs: Box<dyn SettableSubsystem> = match level.isolation.unwrap_or(sub.isolation) {
-            Isolation::None => Box::new(
-                FmuSubsystem::instantiate(
+        let subsystem: Box<dyn Subsystem> = match level.isolation.unwrap_or(sub.isolation) {
+            Isolation::None => {
+                let mut fs = FmuSubsystem::instantiate(
                     fmu,
                     &full_name,
                     &l.inputs,
@@ -434,10 +507,12 @@ pub fn assemble_nodes(
                     l.n_outputs,
                     &options,
                 )
-                .map_err(fmu_error)?,
-            ),
-            Isolation::Process => Box::new(
-                IsolatedSubsystem::spawn(
+                .map_err(fmu_error)?;
+                fs.set_start_values(values).map_err(fmu_error)?;
+                Box::new(fs)
+            }
+            Isolation::Process => {
+                let mut fs = IsolatedSubsystem::spawn(
                     fmu,
                     &full_name,
                     &l.inputs,
@@ -448,36 +523,12 @@ pub fn assemble_nodes(
                         timeout: std::time::Duration::from_secs_f64(sub.isolation_timeout),
                     },
                 )
-                .map_err(fmu_error)?,
-            ),
+                .map_err(fmu_error)?;
+                fs.set_start_values(values).map_err(fmu_error)?;
+                Box::new(fs)
+            }
         };
-        for a in sub.parameters.iter().chain(&sub.start_values) {
-            let v = &mds[s].variables[a.variable];
-            apply_value(
-                fs.values(),
-                mds[s].fmi_version,
-                v.value_reference,
-                v.var_type,
-                &a.value,
-            )
-            .map_err(|e| {
-                let msg = format!(
-                    "subsystem '{}': setting {} = {}: {e}",
-                    sub.name,
-                    a.name,
-                    describe(&a.value)
-                );
-                match &a.origin {
-                    crate::ValueOrigin::File(span) => {
-                        AssembleError::Scenario(resolved.error_at(*span, msg))
-                    }
-                    crate::ValueOrigin::Argument(arg) => AssembleError::Scenario(
-                        resolved.error_at(sub.span, format!("{msg} (from --set {arg})")),
-                    ),
-                }
-            })?;
-        }
-        subsystems.push(fs.into_subsystem());
+        subsystems.push(subsystem);
     }
 
     // Connections in slot terms.
@@ -679,6 +730,7 @@ pub fn assemble_nodes(
         threads: resolved.master.threads,
     })?;
     let mut system = system;
+    system.set_time_base(base);
     if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
         system.set_divergence_limit(limit);
     }
@@ -874,187 +926,81 @@ pub fn observers(
     Ok(out)
 }
 
-fn describe(v: &StartValue) -> String {
+fn describe(v: &ModelStart) -> String {
     match v {
-        StartValue::Float(x) if x.len() == 1 => x[0].to_string(),
-        StartValue::Int(x) if x.len() == 1 => x[0].to_string(),
-        StartValue::Bool(x) if x.len() == 1 => x[0].to_string(),
-        StartValue::String(x) if x.len() == 1 => format!("{:?}", x[0]),
+        ModelStart::Float(x) if x.len() == 1 => x[0].to_string(),
+        ModelStart::Int(x) if x.len() == 1 => x[0].to_string(),
+        ModelStart::Bool(x) if x.len() == 1 => x[0].to_string(),
+        ModelStart::String(x) if x.len() == 1 => format!("{:?}", x[0]),
         other => format!("{other:?}"),
     }
 }
 
-/// Sets one scalar value of the given type through the matching FMI call.
-fn apply_value(
-    instance: &mut dyn SetValues,
-    version: FmiVersion,
-    vr: u32,
-    ty: VariableType,
-    value: &StartValue,
-) -> Result<(), String> {
+/// A parameter or start value as the value of the variable's FMI type; a
+/// value that does not fit the type is an error saying so.
+fn typed_value(version: FmiVersion, ty: VariableType, value: &ModelStart) -> Result<Value, String> {
     let scalar_err = || "arrays cannot be set from a scenario yet".to_string();
-    match (ty, value) {
-        (VariableType::Float64, StartValue::Float(v)) => {
+    let range = |x: i64| format!("{x} does not fit {ty}");
+    Ok(match (ty, value) {
+        (VariableType::Float64, ModelStart::Float(v)) => {
             let [x] = v.as_slice() else {
                 return Err(scalar_err());
             };
-            instance.set_f64(&[vr], &[*x]).map_err(|e| e.to_string())
+            Value::F64(*x)
         }
-        (VariableType::Float32, StartValue::Float(v)) => {
+        (VariableType::Float32, ModelStart::Float(v)) => {
             let [x] = v.as_slice() else {
                 return Err(scalar_err());
             };
-            instance.set_f32(&[vr], &[*x as f32])
+            Value::F32(*x as f32)
+        }
+        (VariableType::Boolean, ModelStart::Bool(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            Value::Bool(*x)
+        }
+        (VariableType::String, ModelStart::String(v)) => {
+            let [x] = v.as_slice() else {
+                return Err(scalar_err());
+            };
+            Value::Str(x.clone())
         }
         (
             VariableType::Int8
             | VariableType::UInt8
             | VariableType::Int16
             | VariableType::UInt16
+            | VariableType::Int32
             | VariableType::UInt32
-            | VariableType::UInt64,
-            StartValue::Int(v),
+            | VariableType::Int64
+            | VariableType::UInt64
+            | VariableType::Enumeration,
+            ModelStart::Int(v),
         ) => {
             let [x] = v.as_slice() else {
                 return Err(scalar_err());
             };
             let x = *x;
-            let range = || format!("{x} does not fit {ty}");
             match ty {
-                VariableType::Int8 => {
-                    instance.set_i8(&[vr], &[i8::try_from(x).map_err(|_| range())?])
-                }
-                VariableType::UInt8 => {
-                    instance.set_u8(&[vr], &[u8::try_from(x).map_err(|_| range())?])
-                }
-                VariableType::Int16 => {
-                    instance.set_i16(&[vr], &[i16::try_from(x).map_err(|_| range())?])
-                }
-                VariableType::UInt16 => {
-                    instance.set_u16(&[vr], &[u16::try_from(x).map_err(|_| range())?])
-                }
-                VariableType::UInt32 => {
-                    instance.set_u32(&[vr], &[u32::try_from(x).map_err(|_| range())?])
-                }
-                _ => instance.set_u64(&[vr], &[u64::try_from(x).map_err(|_| range())?]),
+                VariableType::Int8 => Value::I8(i8::try_from(x).map_err(|_| range(x))?),
+                VariableType::UInt8 => Value::U8(u8::try_from(x).map_err(|_| range(x))?),
+                VariableType::Int16 => Value::I16(i16::try_from(x).map_err(|_| range(x))?),
+                VariableType::UInt16 => Value::U16(u16::try_from(x).map_err(|_| range(x))?),
+                VariableType::UInt32 => Value::U32(u32::try_from(x).map_err(|_| range(x))?),
+                VariableType::UInt64 => Value::U64(u64::try_from(x).map_err(|_| range(x))?),
+                VariableType::Int64 => Value::I64(x),
+                // FMI 2 Integer and Enumeration, FMI 3 Int32: 32 bits.
+                VariableType::Int32 => Value::I32(
+                    i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?,
+                ),
+                VariableType::Enumeration if version == FmiVersion::V2 => Value::I32(
+                    i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?,
+                ),
+                // FMI 3 enumerations are Int64.
+                _ => Value::I64(x),
             }
         }
-        (VariableType::Boolean, StartValue::Bool(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            instance.set_bool(&[vr], &[*x]).map_err(|e| e.to_string())
-        }
-        (VariableType::String, StartValue::String(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            instance
-                .set_string(&[vr], &[x.as_str()])
-                .map_err(|e| e.to_string())
-        }
-        (VariableType::Int32, StartValue::Int(v))
-        | (VariableType::Enumeration, StartValue::Int(v))
-            if version == FmiVersion::V2 || ty == VariableType::Int32 =>
-        {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            let x = i32::try_from(*x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?;
-            instance.set_i32(&[vr], &[x]).map_err(|e| e.to_string())
-        }
-        (VariableType::Int64 | VariableType::Enumeration, StartValue::Int(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            instance.set_i64(&[vr], &[*x]).map_err(|e| e.to_string())
-        }
-        (ty, _) => Err(format!("setting {ty} variables is not supported yet")),
-    }
-}
-
-/// Where [`apply_value`] sets values: an FMU instance in this process, or
-/// one in a host process.
-trait SetValues {
-    fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<(), String>;
-    fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<(), String>;
-    fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<(), String>;
-    fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<(), String>;
-    fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<(), String>;
-    fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<(), String>;
-    fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<(), String>;
-    fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<(), String>;
-    fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<(), String>;
-    fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<(), String>;
-    fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<(), String>;
-    fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<(), String>;
-}
-
-macro_rules! set_values_via {
-    ($ty:ty) => {
-        impl SetValues for $ty {
-            fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<(), String> {
-                <$ty>::set_f64(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<(), String> {
-                <$ty>::set_f32(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<(), String> {
-                <$ty>::set_i8(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<(), String> {
-                <$ty>::set_u8(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<(), String> {
-                <$ty>::set_i16(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<(), String> {
-                <$ty>::set_u16(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<(), String> {
-                <$ty>::set_u32(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<(), String> {
-                <$ty>::set_u64(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<(), String> {
-                <$ty>::set_i32(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<(), String> {
-                <$ty>::set_i64(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<(), String> {
-                <$ty>::set_bool(self, vrs, values).map_err(|e| e.to_string())
-            }
-            fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<(), String> {
-                <$ty>::set_string(self, vrs, values).map_err(|e| e.to_string())
-            }
-        }
-    };
-}
-set_values_via!(Instance);
-set_values_via!(IsolatedSubsystem);
-
-/// A subsystem being built: values can still be set on it.
-trait SettableSubsystem {
-    fn values(&mut self) -> &mut dyn SetValues;
-    fn into_subsystem(self: Box<Self>) -> Box<dyn Subsystem>;
-}
-
-impl SettableSubsystem for FmuSubsystem {
-    fn values(&mut self) -> &mut dyn SetValues {
-        self.instance_mut()
-    }
-    fn into_subsystem(self: Box<Self>) -> Box<dyn Subsystem> {
-        self
-    }
-}
-
-impl SettableSubsystem for IsolatedSubsystem {
-    fn values(&mut self) -> &mut dyn SetValues {
-        self
-    }
-    fn into_subsystem(self: Box<Self>) -> Box<dyn Subsystem> {
-        self
-    }
+        (ty, _) => return Err(format!("setting {ty} variables is not supported yet")),
+    })
 }

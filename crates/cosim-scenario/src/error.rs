@@ -69,6 +69,12 @@ impl Source {
         (line, column)
     }
 
+    /// `file:line:column` of `span`, for messages that are not diagnostics.
+    pub(crate) fn location(&self, span: Span) -> String {
+        let (line, column) = self.line_col(span.start);
+        format!("{}:{line}:{column}", self.path.display())
+    }
+
     /// The error or warning `message` at `span` (`None`: the whole file).
     pub(crate) fn diagnostic(
         &self,

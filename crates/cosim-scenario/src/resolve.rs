@@ -174,6 +174,11 @@ impl ResolvedScenario {
         self.source.error(Some(span), message)
     }
 
+    /// `file:line:column` of `span` in the scenario file.
+    pub fn location(&self, span: Span) -> String {
+        self.source.location(span)
+    }
+
     /// An error at `[master]` (or about the file, when the scenario has no
     /// `[master]` table).
     pub fn master_error(&self, message: impl Into<String>) -> ScenarioError {

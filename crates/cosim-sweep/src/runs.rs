@@ -217,6 +217,8 @@ pub fn execute(
     }
     let (mut status, mut message) = match &outcome.error {
         None => (Status::Ok, String::new()),
+        // An FMU ended the run (a normal end, before the stop time).
+        Some(e @ CoreError::TerminatedByFmu { .. }) => (Status::Ok, e.to_string()),
         Some(e @ CoreError::NonFinite { .. }) => (Status::Diverged, e.to_string()),
         Some(e) => (Status::Error, e.to_string()),
     };

@@ -8,7 +8,7 @@
 //! minimal-interface variant.
 
 use super::stepper::{StepPlan, Stepper};
-use super::{Master, MasterStats, Scheme, StepReport, clip_step};
+use super::{Master, MasterStats, Scheme, StepReport};
 use crate::controller::{PiController, PiSettings};
 use crate::error::{CoreError, Result};
 use crate::indicators::ErrorIndicator;
@@ -154,8 +154,10 @@ impl Master for Adaptive {
             .as_mut()
             .ok_or_else(|| CoreError::Config(format!("{} master used before start", self.name)))?;
         let t = sys.time();
-        let dt = clip_step(t, run.dt, t_stop);
-        let t_next = if dt == t_stop - t { t_stop } else { t + dt };
+        // The step in whole ticks, shortened to hit the stop time.
+        let base = sys.time_base();
+        let t_next = base.step_end(t, run.dt, t_stop);
+        let dt = t_next - t;
         run.plan.all(dt);
         run.stepper
             .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
@@ -168,7 +170,7 @@ impl Master for Adaptive {
         self.stats.iterations += 1;
         Ok(StepReport {
             indicator: eps,
-            ..StepReport::simple(t, dt)
+            ..StepReport::simple(t, base.span(t, t_next))
         })
     }
 

@@ -19,9 +19,10 @@ pub enum Scheme {
 
 /// The fixed-step master.
 ///
-/// Communication points are `t0 + n h` computed from the step count, so
-/// they do not drift; the last step is shortened to end exactly at the stop
-/// time. A subsystem with step multiple `k` steps every k-th macro step over
+/// Communication points are `t0 + n h` computed in integer ticks of the
+/// system's time base (see [`crate::time`]), so they neither drift nor
+/// differ from libcosim's; the last step is shortened to end exactly at the
+/// stop time. The step must be a whole number of ticks. A subsystem with step multiple `k` steps every k-th macro step over
 /// `k h` and publishes its outputs when the master reaches the end of that
 /// step (it never exposes values from the future).
 #[derive(Debug, Clone)]
@@ -38,7 +39,9 @@ struct Running {
     inputs: InputExtrapolation,
     stepper: Stepper,
     plan: StepPlan,
-    t0: f64,
+    /// Start and step in ticks.
+    t0: i64,
+    h: i64,
     n: u64,
     /// Per subsystem: macro step index at whose end its outputs publish.
     publish_at: Vec<Option<u64>>,
@@ -98,13 +101,22 @@ impl Master for FixedStep {
 
     fn start(&mut self, sys: &mut System) -> Result<()> {
         let t0 = sys.time();
+        let base = sys.time_base();
+        let h = base.exact_ticks(self.h).filter(|&h| h > 0).ok_or_else(|| {
+            CoreError::Config(format!(
+                "fixed-step master: the step {} s is not a whole number of ticks of {} (the time resolution of this run)",
+                self.h,
+                base.describe()
+            ))
+        })?;
         let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
         inputs.record(sys, t0);
         self.run = Some(Running {
             inputs,
             stepper: Stepper::new(sys, self.scheme.clone()),
             plan: StepPlan::new(sys.len()),
-            t0,
+            t0: sys.ticks(),
+            h,
             n: 0,
             publish_at: vec![None; sys.len()],
             single_rate: sys.step_multiples().iter().all(|&k| k <= 1),
@@ -113,21 +125,25 @@ impl Master for FixedStep {
     }
 
     fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport> {
-        let h = self.h;
         let run = self
             .run
             .as_mut()
             .ok_or_else(|| CoreError::Config("fixed-step master used before start".into()))?;
         let n = run.n;
         let t = sys.time();
-        let snap = |end: f64| {
-            if t_stop - end <= 1e-6 * h {
-                t_stop
+        let base = sys.time_base();
+        let (t0, h, stop) = (run.t0, run.h, base.round(t_stop));
+        // The end of macro step m, in seconds: the stop time where less
+        // than a millionth of a step would be left.
+        let point = |m: u64| {
+            let end = t0.saturating_add((m as i64).saturating_mul(h));
+            if (stop - end) as f64 <= 1e-6 * h as f64 {
+                base.seconds(stop)
             } else {
-                end
+                base.seconds(end)
             }
         };
-        let t_next = snap(run.t0 + (n + 1) as f64 * h);
+        let t_next = point(n + 1);
 
         // Which subsystems start a step now, over how long, and who
         // publishes at the end of this macro step. Single rate: everyone,
@@ -139,7 +155,7 @@ impl Master for FixedStep {
                 let k = u64::from(sys.step_multiples()[s].max(1));
                 run.plan.due[s] = n.is_multiple_of(k);
                 if run.plan.due[s] {
-                    let end = snap(run.t0 + (n + k) as f64 * h);
+                    let end = point(n + k);
                     run.plan.h[s] = end - t;
                     run.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
                 }
@@ -157,7 +173,7 @@ impl Master for FixedStep {
         run.n += 1;
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;
-        Ok(StepReport::simple(t, t_next - t))
+        Ok(StepReport::simple(t, base.span(t, t_next)))
     }
 
     fn stats(&self) -> MasterStats {

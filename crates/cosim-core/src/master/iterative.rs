@@ -28,7 +28,7 @@
 //! (`maxOutputDerivativeOrder >= 1`), else from the finite difference of
 //! the outputs over the step (eq. 12); which one is reported per FMU.
 
-use super::{Master, MasterStats, StepReport, clip_step};
+use super::{Master, MasterStats, StepReport};
 use crate::error::{CoreError, Result};
 use crate::extrapolation::hermite_taylor;
 use crate::subsystem::StateId;
@@ -168,6 +168,9 @@ impl Master for Iterative {
     }
 
     fn start(&mut self, sys: &mut System) -> Result<()> {
+        // Each iteration restores the state at the macro step's start, from
+        // which every subsystem made its one doStep.
+        sys.allow_rollback(crate::subsystem::RollbackTo::StepStart)?;
         let n = sys.len();
         let mut fd = vec![true; n];
         for (s, f) in fd.iter_mut().enumerate() {
@@ -257,8 +260,10 @@ impl Master for Iterative {
         let mut halvings = 0u32;
         let mut iterations_total = 0u32;
         loop {
-            let dt = clip_step(t, run.dt, t_stop);
-            let t_next = if dt == t_stop - t { t_stop } else { t + dt };
+            // The step in whole ticks, shortened to hit the stop time.
+            let base = sys.time_base();
+            let t_next = base.step_end(t, run.dt, t_stop);
+            let dt = t_next - t;
             let mut residual = f64::INFINITY;
             for m in 1..=s.max_iterations {
                 if m > 1 {
@@ -369,7 +374,7 @@ impl Master for Iterative {
                 self.stats.rejected_steps += u64::from(halvings);
                 return Ok(StepReport {
                     t,
-                    dt,
+                    dt: base.span(t, t_next),
                     indicator: residual,
                     rejections: halvings,
                     iterations: iterations_total,

@@ -95,16 +95,3 @@ pub trait Master: Send {
     /// states of its subsystems.
     fn clone_box(&self) -> Box<dyn Master>;
 }
-
-/// The step from `t` of nominal size `h` towards `t_stop`: shortened to hit
-/// `t_stop` exactly, and stretched to it when only a sliver (less than a
-/// millionth of a step) would remain, so the run never ends with a
-/// degenerate step.
-pub fn clip_step(t: f64, h: f64, t_stop: f64) -> f64 {
-    let remaining = t_stop - t;
-    if h >= remaining || remaining - h <= 1e-6 * h {
-        remaining
-    } else {
-        h
-    }
-}

@@ -161,10 +161,14 @@ impl Richardson {
             .as_mut()
             .ok_or_else(|| CoreError::Config("richardson master used before start".into()))?;
         let t = sys.time();
+        let base = sys.time_base();
+        let half = base.round(h).max(1);
+        let t_mid = base.seconds(sys.ticks() + half);
+        let t_end = base.seconds(sys.ticks() + 2 * half);
         sys.save_states(&mut run.at_start)?;
         sys.save_buffers(&mut run.snap_start);
-        attempt(run, sys, estimate, t, h)?;
-        run.coarse.record(sys, t + 2.0 * h);
+        attempt(run, sys, estimate, [t, t_mid, t_end])?;
+        run.coarse.record(sys, t_end);
         let est = run
             .y_bar
             .iter()
@@ -189,25 +193,47 @@ impl Richardson {
     }
 }
 
-/// One Jacobi step of every subsystem from `t` by `h` with the inputs
-/// prepared by `prepare`; publishes and exchanges, but records nothing.
+/// One Jacobi step of every subsystem from `t` to `t_end` (points on the
+/// tick grid) with the inputs prepared by `prepare`; publishes and
+/// exchanges, but records nothing.
 fn jacobi_step(
     sys: &mut System,
     due: &[bool],
     hs: &mut [f64],
     t: f64,
-    h: f64,
+    t_end: f64,
     mut prepare: impl FnMut(&mut System, usize),
 ) -> Result<()> {
     for s in 0..sys.len() {
         prepare(sys, s);
     }
-    hs.iter_mut().for_each(|x| *x = h);
+    hs.iter_mut().for_each(|x| *x = t_end - t);
     sys.step_jacobi(t, hs, due)?;
     sys.publish_all();
     sys.exchange_all();
-    sys.set_time(t + h);
+    sys.set_time(t_end);
     Ok(())
+}
+
+/// The points `[t, t + H, t + 2H]` of a double step of nominal half step
+/// `h` from `t` towards `t_stop`, in whole ticks (a half step of at least
+/// one), the last double step ending exactly at the stop time (its halves
+/// then differ by at most one tick); and whether it was shortened.
+fn double_step_points(sys: &System, h: f64, t_stop: f64) -> ([f64; 3], bool) {
+    let base = sys.time_base();
+    let (now, stop) = (sys.ticks(), base.round(t_stop));
+    let half = base.round(h).max(1);
+    let remaining = stop - now;
+    let slack = (1e-6 * half as f64).max(2.0);
+    let (mid, end, shortened) = if (2 * half) as f64 >= remaining as f64 - slack {
+        (now + (remaining / 2).max(1), stop, true)
+    } else {
+        (now + half, now + 2 * half, false)
+    };
+    (
+        [base.seconds(now), base.seconds(mid), base.seconds(end)],
+        shortened,
+    )
 }
 
 /// An attempt that failed in a way a smaller step may cure.
@@ -277,6 +303,8 @@ impl Master for Richardson {
     }
 
     fn start(&mut self, sys: &mut System) -> Result<()> {
+        // The double step restores the state at its start after two doSteps.
+        sys.allow_rollback(crate::subsystem::RollbackTo::Earlier)?;
         let k = self.s.extrapolation_order.min(2);
         let t0 = sys.time();
         let mut fine = InputExtrapolation::new(sys, k);
@@ -326,13 +354,10 @@ impl Master for Richardson {
         sys.save_buffers(&mut run.snap_start);
         loop {
             // The last double step ends exactly at the stop time.
-            let remaining = t_stop - t;
-            let h = if 2.0 * run.h >= remaining - 1e-6 * run.h {
-                remaining / 2.0
-            } else {
-                run.h
-            };
-            let attempt = attempt(run, sys, s.estimate, t, h);
+            let (points, shortened) = double_step_points(sys, run.h, t_stop);
+            let [_, t_mid, t_end] = points;
+            let h = t_mid - t;
+            let attempt = attempt(run, sys, s.estimate, points);
             let eps = match attempt {
                 Ok(()) => {
                     let mut agg = Aggregator::new(s.tolerances.aggregate);
@@ -351,11 +376,11 @@ impl Master for Richardson {
             let c = &s.controller;
             let q = f64::from(run.order);
             if eps <= 1.0 {
-                run.coarse.record(sys, t + 2.0 * h);
+                run.coarse.record(sys, t_end);
                 let factor =
                     (c.alpha * eps.max(1e-300).powf(-1.0 / q)).clamp(c.theta_min, c.theta_max);
-                if h == run.h {
-                    run.h = (h * factor).clamp(c.dt_min, c.dt_max);
+                if !shortened {
+                    run.h = (run.h * factor).clamp(c.dt_min, c.dt_max);
                 }
                 self.stats.macro_steps += 1;
                 self.stats.rejected_steps += u64::from(rejections);
@@ -363,7 +388,7 @@ impl Master for Richardson {
                 return Ok(StepReport {
                     indicator: eps,
                     rejections,
-                    ..StepReport::simple(t, 2.0 * h)
+                    ..StepReport::simple(t, sys.time_base().span(t, t_end))
                 });
             }
             // Rejected: back to T_n, shrink, retry.
@@ -407,10 +432,15 @@ impl Master for Richardson {
     }
 }
 
-/// Carries out one double step attempt from `t` (states saved by the
-/// caller): fills `y_bar` and `y_other` (y_tilde or y_tilde_bar) and
-/// leaves the system in the `y_bar` state at `t + 2h`.
-fn attempt(run: &mut Running, sys: &mut System, estimate: Estimate, t: f64, h: f64) -> Result<()> {
+/// Carries out one double step attempt over `[t, t_mid, t_end]` (states
+/// saved by the caller): fills `y_bar` and `y_other` (y_tilde or
+/// y_tilde_bar) and leaves the system in the `y_bar` state at `t_end`.
+fn attempt(
+    run: &mut Running,
+    sys: &mut System,
+    estimate: Estimate,
+    [t, t_mid, t_end]: [f64; 3],
+) -> Result<()> {
     let gather = |sys: &System, out: &mut [f64], outputs: &[(usize, usize)]| {
         for (dst, &(s, k)) in out.iter_mut().zip(outputs) {
             *dst = sys.buffers()[s].y[k];
@@ -420,16 +450,16 @@ fn attempt(run: &mut Running, sys: &mut System, estimate: Estimate, t: f64, h: f
         Estimate::Richardson => {
             // One step of 2H with inputs from the double-step boundaries.
             let coarse = &mut run.coarse;
-            jacobi_step(sys, &run.due, &mut run.hs, t, 2.0 * h, |sys, s| {
+            jacobi_step(sys, &run.due, &mut run.hs, t, t_end, |sys, s| {
                 coarse.prepare(sys, s, t)
             })?;
             gather(sys, &mut run.y_other, &run.outputs);
             sys.restore_states(&run.at_start)?;
             sys.restore_buffers(&run.snap_start);
             // Two steps of H.
-            for (a, b) in [(t, t + h), (t + h, t + 2.0 * h)] {
+            for (a, b) in [(t, t_mid), (t_mid, t_end)] {
                 let fine = &mut run.fine;
-                jacobi_step(sys, &run.due, &mut run.hs, a, b - a, |sys, s| {
+                jacobi_step(sys, &run.due, &mut run.hs, a, b, |sys, s| {
                     fine.prepare(sys, s, a)
                 })?;
                 run.fine.record(sys, b);
@@ -438,26 +468,26 @@ fn attempt(run: &mut Running, sys: &mut System, estimate: Estimate, t: f64, h: f
         }
         Estimate::Modified => {
             let fine = &mut run.fine;
-            jacobi_step(sys, &run.due, &mut run.hs, t, h, |sys, s| {
+            jacobi_step(sys, &run.due, &mut run.hs, t, t_mid, |sys, s| {
                 fine.prepare(sys, s, t)
             })?;
-            run.fine.record(sys, t + h);
+            run.fine.record(sys, t_mid);
             sys.save_states(&mut run.at_middle)?;
             sys.save_buffers(&mut run.snap_middle);
             // The second step with the first step's input polynomial continued.
             let fine = &mut run.fine;
-            jacobi_step(sys, &run.due, &mut run.hs, t + h, h, |sys, s| {
-                fine.prepare_continuing(sys, s, t + h, 1)
+            jacobi_step(sys, &run.due, &mut run.hs, t_mid, t_end, |sys, s| {
+                fine.prepare_continuing(sys, s, t_mid, 1)
             })?;
             gather(sys, &mut run.y_other, &run.outputs);
             sys.restore_states(&run.at_middle)?;
             sys.restore_buffers(&run.snap_middle);
             // ... and with the data exchanged at T_n + H.
             let fine = &mut run.fine;
-            jacobi_step(sys, &run.due, &mut run.hs, t + h, h, |sys, s| {
-                fine.prepare(sys, s, t + h)
+            jacobi_step(sys, &run.due, &mut run.hs, t_mid, t_end, |sys, s| {
+                fine.prepare(sys, s, t_mid)
             })?;
-            run.fine.record(sys, t + 2.0 * h);
+            run.fine.record(sys, t_end);
             gather(sys, &mut run.y_bar, &run.outputs);
         }
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use libloading::Library;
 
 use super::log::{LogContext, c_str_lossy};
-use super::{StateHandle, Status, StepOutcome, check_len, next_instance_id};
+use super::{Phase, StateHandle, Status, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
 
 type Component = *mut c_void;
@@ -259,8 +259,10 @@ pub struct Fmi2Instance {
     /// Scratch for Boolean conversion and derivative orders (no allocation
     /// after the first call of a given size).
     int_scratch: Vec<c_int>,
-    fatal: bool,
-    terminated: bool,
+    /// Where the instance is in the FMI 2 state machine.
+    phase: Phase,
+    /// `fmi2SetupExperiment` was called since instantiation or reset.
+    setup_done: bool,
     time: f64,
     // Keep the callback struct, the shim environment and the log context at
     // fixed addresses for as long as the FMU may call back.
@@ -359,8 +361,8 @@ impl Fmi2Instance {
             id: next_instance_id(),
             states: Vec::new(),
             int_scratch: Vec::new(),
-            fatal: false,
-            terminated: false,
+            phase: Phase::Instantiated,
+            setup_done: false,
             time: 0.0,
             _callbacks: callbacks,
             _env: env,
@@ -399,8 +401,12 @@ impl Fmi2Instance {
                 Ok(status)
             }
             _ => {
-                if status == Status::Fatal {
-                    self.fatal = true;
+                match status {
+                    Status::Fatal => self.phase = Phase::Fatal,
+                    // After Error the standard allows freeing, reset or
+                    // restoring a saved state; nothing else.
+                    Status::Error => self.phase = Phase::Error,
+                    _ => {}
                 }
                 Err(FmiError::Status {
                     instance: self.name.clone(),
@@ -415,7 +421,7 @@ impl Fmi2Instance {
 
     #[inline]
     fn alive(&self, function: &'static str) -> Result<()> {
-        if self.fatal {
+        if self.phase == Phase::Fatal {
             Err(self.dead(function))
         } else {
             Ok(())
@@ -466,14 +472,41 @@ impl Fmi2Instance {
         self.check("fmi2SetDebugLogging", code).map(|_| ())
     }
 
-    /// `fmi2SetupExperiment` followed by `fmi2EnterInitializationMode`.
-    pub fn enter_initialization_mode(
+    /// Where the instance is in the state machine.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    #[cold]
+    fn out_of_sequence(&self, function: &'static str, expected: &str) -> FmiError {
+        FmiError::InvalidArgument {
+            instance: self.name.clone(),
+            function,
+            reason: format!(
+                "called in state {}{}, expected {expected} (an importer bug: please report it)",
+                self.phase.name(),
+                if self.setup_done && self.phase == Phase::Instantiated {
+                    " after fmi2SetupExperiment"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+
+    /// `fmi2SetupExperiment` (state Instantiated, once). Parameters and
+    /// start values are set after it: some exporters reset them here.
+    pub fn setup_experiment(
         &mut self,
         tolerance: Option<f64>,
         start_time: f64,
         stop_time: Option<f64>,
     ) -> Result<()> {
-        self.alive("fmi2SetupExperiment")?;
+        const F: &str = "fmi2SetupExperiment";
+        self.alive(F)?;
+        if self.phase != Phase::Instantiated || self.setup_done {
+            return Err(self.out_of_sequence(F, "Instantiated, before fmi2SetupExperiment"));
+        }
         self.time = start_time;
         // SAFETY: component is live.
         let code = unsafe {
@@ -486,39 +519,71 @@ impl Fmi2Instance {
                 stop_time.unwrap_or(0.0),
             )
         };
-        self.check("fmi2SetupExperiment", code)?;
+        self.check(F, code)?;
+        self.setup_done = true;
+        Ok(())
+    }
+
+    /// `fmi2EnterInitializationMode` (after [`Fmi2Instance::setup_experiment`]).
+    pub fn enter_initialization_mode(&mut self) -> Result<()> {
+        const F: &str = "fmi2EnterInitializationMode";
+        self.alive(F)?;
+        if self.phase != Phase::Instantiated || !self.setup_done {
+            return Err(self.out_of_sequence(F, "Instantiated, after fmi2SetupExperiment"));
+        }
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.enter_initialization_mode)(self.component) };
-        self.check("fmi2EnterInitializationMode", code).map(|_| ())
+        self.check(F, code)?;
+        self.phase = Phase::Initialization;
+        Ok(())
     }
 
     /// `fmi2ExitInitializationMode`.
     pub fn exit_initialization_mode(&mut self) -> Result<()> {
-        self.alive("fmi2ExitInitializationMode")?;
+        const F: &str = "fmi2ExitInitializationMode";
+        self.alive(F)?;
+        if self.phase != Phase::Initialization {
+            return Err(self.out_of_sequence(F, "Initialization Mode"));
+        }
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.exit_initialization_mode)(self.component) };
-        self.check("fmi2ExitInitializationMode", code).map(|_| ())
+        self.check(F, code)?;
+        self.phase = Phase::Stepping;
+        Ok(())
     }
 
-    /// `fmi2Terminate`.
+    /// `fmi2Terminate`, where the state machine allows it (stepComplete,
+    /// stepFailed). An instance that never left Instantiated or
+    /// Initialization Mode, or that returned Error, may only be freed: it
+    /// is left alone (the call returns Ok). Idempotent.
     pub fn terminate(&mut self) -> Result<()> {
-        self.alive("fmi2Terminate")?;
-        if self.terminated {
+        const F: &str = "fmi2Terminate";
+        self.alive(F)?;
+        if self.phase != Phase::Stepping {
+            tracing::debug!(
+                target: "fmu",
+                instance = %self.name,
+                "not calling {F} in state {}: the instance is only freed",
+                self.phase.name()
+            );
             return Ok(());
         }
-        self.terminated = true;
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.terminate)(self.component) };
-        self.check("fmi2Terminate", code).map(|_| ())
+        self.check(F, code)?;
+        self.phase = Phase::Terminated;
+        Ok(())
     }
 
-    /// `fmi2Reset`.
+    /// `fmi2Reset`: back to Instantiated (setup and start values again).
     pub fn reset(&mut self) -> Result<()> {
         self.alive("fmi2Reset")?;
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.reset)(self.component) };
-        self.terminated = false;
-        self.check("fmi2Reset", code).map(|_| ())
+        self.check("fmi2Reset", code)?;
+        self.phase = Phase::Instantiated;
+        self.setup_done = false;
+        Ok(())
     }
 
     /// `fmi2GetReal`.
@@ -660,7 +725,11 @@ impl Fmi2Instance {
     }
 
     /// `fmi2DoStep`. Discard is reported as [`StepOutcome::Discarded`] with
-    /// the FMU's `fmi2LastSuccessfulTime` (or `t` when it cannot say).
+    /// the FMU's `fmi2LastSuccessfulTime` (or `t` when it cannot say), or as
+    /// [`StepOutcome::Terminated`] when `fmi2GetBooleanStatus(fmi2Terminated)`
+    /// says the FMU ended the simulation. `no_set_prior` is
+    /// `noSetFMUStatePriorToCurrentPoint`: true unless the caller may still
+    /// restore a state saved before `t`.
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi2DoStep")?;
@@ -687,9 +756,14 @@ impl Fmi2Instance {
                     terminate = 0;
                 }
             }
-            return Ok(StepOutcome::Discarded {
-                last_successful_time: last,
-                terminate: terminate != 0,
+            return Ok(if terminate != 0 {
+                StepOutcome::Terminated {
+                    last_successful_time: last,
+                }
+            } else {
+                StepOutcome::Discarded {
+                    last_successful_time: last,
+                }
             });
         }
         if status == Status::Pending {
@@ -757,7 +831,11 @@ impl Fmi2Instance {
         let slot = self.slot(h, "fmi2SetFMUstate")?;
         // SAFETY: component is live and the state was obtained from it.
         let code = unsafe { f(self.component, self.states[slot]) };
-        self.check("fmi2SetFMUstate", code).map(|_| ())
+        self.check("fmi2SetFMUstate", code)?;
+        // States are saved while stepping: a restore (also the standard's
+        // way out of Error) puts the instance back there.
+        self.phase = Phase::Stepping;
+        Ok(())
     }
 
     /// `fmi2FreeFMUstate`.
@@ -939,7 +1017,7 @@ impl Fmi2Instance {
 
 impl Drop for Fmi2Instance {
     fn drop(&mut self) {
-        if self.fatal {
+        if self.phase == Phase::Fatal {
             // The standard forbids every call after Fatal, even freeing.
             return;
         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use libloading::Library;
 
 use super::log::{LogContext, c_str_lossy};
-use super::{StateHandle, Status, StepOutcome, check_len, next_instance_id};
+use super::{Phase, StateHandle, Status, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
 
 type Instance = *mut c_void;
@@ -193,6 +193,9 @@ fn_table! {
             do_step: "fmi3DoStep": unsafe extern "C" fn(Instance, f64, f64, bool, *mut bool, *mut bool, *mut bool, *mut f64) -> Fmi3Status,
         }
         optional {
+            // Mandatory in FMI 3.0 but called only for structural parameters.
+            enter_configuration_mode: "fmi3EnterConfigurationMode": unsafe extern "C" fn(Instance) -> Fmi3Status,
+            exit_configuration_mode: "fmi3ExitConfigurationMode": unsafe extern "C" fn(Instance) -> Fmi3Status,
             get_fmu_state: "fmi3GetFMUState": unsafe extern "C" fn(Instance, *mut FmuState) -> Fmi3Status,
             set_fmu_state: "fmi3SetFMUState": unsafe extern "C" fn(Instance, FmuState) -> Fmi3Status,
             free_fmu_state: "fmi3FreeFMUState": unsafe extern "C" fn(Instance, *mut FmuState) -> Fmi3Status,
@@ -319,8 +322,8 @@ pub struct Fmi3Instance {
     int_scratch: Vec<i32>,
     /// Booleans read as bytes (reused: no allocation per call).
     byte_scratch: Vec<u8>,
-    fatal: bool,
-    terminated: bool,
+    /// Where the instance is in the FMI 3 state machine.
+    phase: Phase,
     time: f64,
     /// Logger and intermediate inputs (the instanceEnvironment).
     env: Box<Environment>,
@@ -422,8 +425,7 @@ impl Fmi3Instance {
             states: Vec::new(),
             int_scratch: Vec::new(),
             byte_scratch: Vec::new(),
-            fatal: false,
-            terminated: false,
+            phase: Phase::Instantiated,
             time: 0.0,
             env,
         })
@@ -514,8 +516,11 @@ impl Fmi3Instance {
                 Ok(status)
             }
             _ => {
-                if status == Status::Fatal {
-                    self.fatal = true;
+                match status {
+                    Status::Fatal => self.phase = Phase::Fatal,
+                    // After Error: freeing, reset or restoring a saved state.
+                    Status::Error => self.phase = Phase::Error,
+                    _ => {}
                 }
                 Err(FmiError::Status {
                     instance: self.name.clone(),
@@ -530,7 +535,7 @@ impl Fmi3Instance {
 
     #[inline]
     fn alive(&self, function: &'static str) -> Result<()> {
-        if self.fatal {
+        if self.phase == Phase::Fatal {
             Err(self.dead(function))
         } else {
             Ok(())
@@ -576,14 +581,74 @@ impl Fmi3Instance {
         self.check("fmi3SetDebugLogging", code).map(|_| ())
     }
 
-    /// `fmi3EnterInitializationMode`.
+    /// Where the instance is in the state machine.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    #[cold]
+    fn out_of_sequence(&self, function: &'static str, expected: &str) -> FmiError {
+        FmiError::InvalidArgument {
+            instance: self.name.clone(),
+            function,
+            reason: format!(
+                "called in state {}, expected {expected} (an importer bug: please report it)",
+                self.phase.name()
+            ),
+        }
+    }
+
+    /// `fmi3EnterConfigurationMode` (from Instantiated): structural
+    /// parameters can be set until [`Fmi3Instance::exit_configuration_mode`].
+    pub fn enter_configuration_mode(&mut self) -> Result<()> {
+        const F: &str = "fmi3EnterConfigurationMode";
+        self.alive(F)?;
+        if self.phase != Phase::Instantiated {
+            return Err(self.out_of_sequence(F, "Instantiated"));
+        }
+        let f = self
+            .lib
+            .functions
+            .enter_configuration_mode
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        // SAFETY: instance is live.
+        let code = unsafe { f(self.instance) };
+        self.check(F, code)?;
+        self.phase = Phase::Configuration;
+        Ok(())
+    }
+
+    /// `fmi3ExitConfigurationMode` (back to Instantiated).
+    pub fn exit_configuration_mode(&mut self) -> Result<()> {
+        const F: &str = "fmi3ExitConfigurationMode";
+        self.alive(F)?;
+        if self.phase != Phase::Configuration {
+            return Err(self.out_of_sequence(F, "Configuration Mode"));
+        }
+        let f = self
+            .lib
+            .functions
+            .exit_configuration_mode
+            .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
+        // SAFETY: instance is live.
+        let code = unsafe { f(self.instance) };
+        self.check(F, code)?;
+        self.phase = Phase::Instantiated;
+        Ok(())
+    }
+
+    /// `fmi3EnterInitializationMode` (from Instantiated).
     pub fn enter_initialization_mode(
         &mut self,
         tolerance: Option<f64>,
         start_time: f64,
         stop_time: Option<f64>,
     ) -> Result<()> {
-        self.alive("fmi3EnterInitializationMode")?;
+        const F: &str = "fmi3EnterInitializationMode";
+        self.alive(F)?;
+        if self.phase != Phase::Instantiated {
+            return Err(self.out_of_sequence(F, "Instantiated"));
+        }
         self.time = start_time;
         // SAFETY: instance is live.
         let code = unsafe {
@@ -596,37 +661,57 @@ impl Fmi3Instance {
                 stop_time.unwrap_or(0.0),
             )
         };
-        self.check("fmi3EnterInitializationMode", code).map(|_| ())
+        self.check(F, code)?;
+        self.phase = Phase::Initialization;
+        Ok(())
     }
 
     /// `fmi3ExitInitializationMode` (the instance is then in Step Mode,
     /// since it was instantiated with `eventModeUsed = false`).
     pub fn exit_initialization_mode(&mut self) -> Result<()> {
-        self.alive("fmi3ExitInitializationMode")?;
+        const F: &str = "fmi3ExitInitializationMode";
+        self.alive(F)?;
+        if self.phase != Phase::Initialization {
+            return Err(self.out_of_sequence(F, "Initialization Mode"));
+        }
         // SAFETY: instance is live.
         let code = unsafe { (self.lib.functions.exit_initialization_mode)(self.instance) };
-        self.check("fmi3ExitInitializationMode", code).map(|_| ())
+        self.check(F, code)?;
+        self.phase = Phase::Stepping;
+        Ok(())
     }
 
-    /// `fmi3Terminate`.
+    /// `fmi3Terminate`, where the state machine allows it (Step Mode, Step
+    /// Discarded). An instance that never left Instantiated, Configuration
+    /// or Initialization Mode, or that returned Error, may only be freed:
+    /// it is left alone (the call returns Ok). Idempotent.
     pub fn terminate(&mut self) -> Result<()> {
-        self.alive("fmi3Terminate")?;
-        if self.terminated {
+        const F: &str = "fmi3Terminate";
+        self.alive(F)?;
+        if self.phase != Phase::Stepping {
+            tracing::debug!(
+                target: "fmu",
+                instance = %self.name,
+                "not calling {F} in state {}: the instance is only freed",
+                self.phase.name()
+            );
             return Ok(());
         }
-        self.terminated = true;
         // SAFETY: instance is live.
         let code = unsafe { (self.lib.functions.terminate)(self.instance) };
-        self.check("fmi3Terminate", code).map(|_| ())
+        self.check(F, code)?;
+        self.phase = Phase::Terminated;
+        Ok(())
     }
 
-    /// `fmi3Reset`.
+    /// `fmi3Reset`: back to Instantiated.
     pub fn reset(&mut self) -> Result<()> {
         self.alive("fmi3Reset")?;
         // SAFETY: instance is live.
         let code = unsafe { (self.lib.functions.reset)(self.instance) };
-        self.terminated = false;
-        self.check("fmi3Reset", code).map(|_| ())
+        self.check("fmi3Reset", code)?;
+        self.phase = Phase::Instantiated;
+        Ok(())
     }
 
     /// `fmi3GetFloat64` for scalar variables.
@@ -929,12 +1014,30 @@ impl Fmi3Instance {
         };
         let status = Status::from_fmi3(code);
         if status == Status::Discard {
-            return Ok(StepOutcome::Discarded {
-                last_successful_time,
-                terminate,
+            return Ok(if terminate {
+                StepOutcome::Terminated {
+                    last_successful_time,
+                }
+            } else {
+                StepOutcome::Discarded {
+                    last_successful_time,
+                }
             });
         }
         self.check("fmi3DoStep", code)?;
+        if terminate {
+            // terminateSimulation with OK (or Warning): the FMU completed
+            // the step, or returned early, and ends the simulation.
+            let end = if early_return {
+                last_successful_time
+            } else {
+                t + h
+            };
+            self.time = end;
+            return Ok(StepOutcome::Terminated {
+                last_successful_time: end,
+            });
+        }
         let failure = self.env.intermediate.borrow_mut().failure.take();
         if let Some((code, at)) = failure {
             self.time = at;
@@ -1001,7 +1104,11 @@ impl Fmi3Instance {
         let slot = self.slot(h, "fmi3SetFMUState")?;
         // SAFETY: instance is live and the state came from it.
         let code = unsafe { f(self.instance, self.states[slot]) };
-        self.check("fmi3SetFMUState", code).map(|_| ())
+        self.check("fmi3SetFMUState", code)?;
+        // States are saved while stepping: a restore (also the standard's
+        // way out of Error) puts the instance back there.
+        self.phase = Phase::Stepping;
+        Ok(())
     }
 
     /// `fmi3FreeFMUState`.
@@ -1152,7 +1259,7 @@ impl Fmi3Instance {
 
 impl Drop for Fmi3Instance {
     fn drop(&mut self) {
-        if self.fatal {
+        if self.phase == Phase::Fatal {
             return;
         }
         if let Some(free) = self.lib.functions.free_fmu_state {

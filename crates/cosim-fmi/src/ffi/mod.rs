@@ -86,14 +86,58 @@ pub enum StepOutcome {
     },
     /// The FMU returned Discard: it could not complete the step and stopped
     /// at `last_successful_time` (FMI 2 `fmi2LastSuccessfulTime`, FMI 3
-    /// `lastSuccessfulTime`). `terminate` is set when the FMU also asked to
-    /// end the simulation.
+    /// `lastSuccessfulTime`).
     Discarded {
         /// Where the FMU stopped.
         last_successful_time: f64,
-        /// The FMU requested that the simulation end.
-        terminate: bool,
     },
+    /// The FMU ended its own simulation, at `last_successful_time` (the
+    /// end of the step, or earlier): FMI 2 `fmi2Discard` with
+    /// `fmi2GetBooleanStatus(fmi2Terminated) = true`, FMI 3
+    /// `terminateSimulation = true` (with OK, early return or Discard).
+    /// Its values at that time can still be read; it must not step again.
+    Terminated {
+        /// The FMU's last successful time.
+        last_successful_time: f64,
+    },
+}
+
+/// Where an instance is in the standard's state machine, as far as the
+/// importer has driven it. Used to make only the calls the state allows
+/// (`fmi*Terminate` only in Step Mode, never in Instantiated or
+/// Initialization Mode, nothing after Error but freeing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// After instantiation or reset (FMI 2: before and after
+    /// `fmi2SetupExperiment`).
+    Instantiated,
+    /// FMI 3 Configuration Mode (structural parameters).
+    Configuration,
+    /// Initialization Mode.
+    Initialization,
+    /// FMI 2 stepComplete / stepFailed, FMI 3 Step Mode / Step Discarded.
+    Stepping,
+    /// After `fmi*Terminate`.
+    Terminated,
+    /// After a call returned Error: only freeing (or reset) is allowed.
+    Error,
+    /// After Fatal: no call at all.
+    Fatal,
+}
+
+impl Phase {
+    /// The state's name in the standard's terms, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Instantiated => "Instantiated",
+            Phase::Configuration => "Configuration Mode",
+            Phase::Initialization => "Initialization Mode",
+            Phase::Stepping => "Step Mode",
+            Phase::Terminated => "Terminated",
+            Phase::Error => "Error",
+            Phase::Fatal => "Fatal",
+        }
+    }
 }
 
 /// Where a state handle came from: the instance id and the slot.

@@ -447,6 +447,41 @@ impl Variable {
         }
     }
 
+    /// Settable in state Instantiated (after `fmi2SetupExperiment`): an
+    /// input, or a variable that is not constant and has `initial` exact or
+    /// approx (FMI 2.0 sec. 4.2.4, FMI 3.0 sec. 2.3.2; FMPy's rule). FMI 3
+    /// structural parameters are set in Configuration Mode instead.
+    pub fn settable_in_instantiated(&self) -> bool {
+        if self.causality == Causality::StructuralParameter {
+            return false;
+        }
+        self.causality == Causality::Input
+            || (self.variability != Variability::Constant
+                && matches!(
+                    self.effective_initial(),
+                    Some(Initial::Exact | Initial::Approx)
+                ))
+    }
+
+    /// Settable in Initialization Mode: an input, a tunable variable that is
+    /// not a parameter, or a non-constant variable with `initial` exact.
+    pub fn settable_in_initialization_mode(&self) -> bool {
+        if self.causality == Causality::StructuralParameter {
+            return false;
+        }
+        self.causality == Causality::Input
+            || (self.causality != Causality::Parameter && self.variability == Variability::Tunable)
+            || (self.variability != Variability::Constant
+                && self.effective_initial() == Some(Initial::Exact))
+    }
+
+    /// Settable in FMI 3 Configuration Mode: a structural parameter that is
+    /// fixed or tunable.
+    pub fn settable_in_configuration_mode(&self) -> bool {
+        self.causality == Causality::StructuralParameter
+            && matches!(self.variability, Variability::Fixed | Variability::Tunable)
+    }
+
     /// The scalar float start value, if there is one.
     pub fn start_f64(&self) -> Option<f64> {
         match &self.start {
