@@ -154,18 +154,16 @@ impl TimeBase {
 
     /// The resolution's name, for messages: "1 ns", "100 ps", "1 fs".
     pub fn describe(&self) -> String {
+        // The smallest unit in which the tick is a whole number.
         let (unit, unit_exp) = match self.exponent {
-            0..=2 => ("s", 0),
-            3..=5 => ("ms", 3),
-            6..=8 => ("us", 6),
-            9..=11 => ("ns", 9),
-            12..=14 => ("ps", 12),
+            0 => ("s", 0),
+            1..=3 => ("ms", 3),
+            4..=6 => ("us", 6),
+            7..=9 => ("ns", 9),
+            10..=12 => ("ps", 12),
             _ => ("fs", 15),
         };
-        format!(
-            "{} {unit}",
-            10u64.pow(unit_exp - self.exponent.min(unit_exp))
-        )
+        format!("{} {unit}", 10u64.pow(unit_exp - self.exponent.min(unit_exp)))
     }
 }
 
