@@ -122,9 +122,9 @@ impl TimeBase {
         }
         let n = x.round();
         // The product carries the rounding of `seconds` itself (half an
-        // ulp) and of the multiplication: a few ulps of x, never a
-        // thousandth of a tick.
-        let slack = (8.0 * f64::EPSILON * x.abs()).max(1e-6);
+        // ulp) and of the multiplication (the scale is exact): two ulps of x
+        // at most, never a millionth of a tick.
+        let slack = (2.0 * f64::EPSILON * x.abs()).max(1e-6);
         ((x - n).abs() <= slack).then_some(n as i64)
     }
 
