@@ -13,7 +13,6 @@ mod run;
 mod sweep;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -85,7 +84,17 @@ fn init_logging(verbose: u8, quiet: bool) {
         .try_init();
 }
 
-fn main() -> ExitCode {
+fn main() {
+    let code = run_command();
+    // Every output is written and flushed and every FMU freed by now. End
+    // the process without the C exit handlers and library destructors:
+    // some FMUs crash there (PythonFMU's runtime finalisation), which
+    // would turn a complete run into exit status 139 (docs/reliability.md).
+    cosim_fmi::ffi::exit_process(code)
+}
+
+/// Runs the command line's command; its exit status.
+fn run_command() -> u8 {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let result = match &cli.command {
@@ -98,12 +107,12 @@ fn main() -> ExitCode {
         Command::Inspect { path, json } => inspect::run(path, *json),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => match e.downcast_ref::<run::Failed>() {
-            Some(run::Failed(code)) => ExitCode::from(*code),
+            Some(run::Failed(code)) => *code,
             None => {
                 eprintln!("error: {e:#}");
-                ExitCode::from(run::exit::BAD_INPUT)
+                run::exit::BAD_INPUT
             }
         },
     }

@@ -169,6 +169,24 @@ pub(crate) fn load_error_reason(e: &libloading::Error) -> String {
     reason
 }
 
+/// Ends the process with exit status `code` the way `_exit` does: after
+/// flushing the standard streams, but without running C `atexit` handlers
+/// or the destructors of loaded libraries. For the end of a command whose
+/// outputs are complete and whose FMUs are freed: foreign code that
+/// crashes in its own finalisation (an FMU's embedded runtime) cannot then
+/// turn a finished run into a crash. Rust's own cleanup at exit is only
+/// the flush of stdout, done here.
+#[allow(unsafe_code)]
+pub fn exit_process(code: u8) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` takes no pointers and never returns; nothing of
+    // ours is left unwritten (files are closed when their writers drop,
+    // before this call; the standard streams are flushed above).
+    unsafe { libc::_exit(i32::from(code)) }
+}
+
 pub(crate) fn next_instance_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
