@@ -7,13 +7,30 @@
 //! computation (invalid parameters at the end of initialization, a failing
 //! step) returns `Error` and puts the instance into the `Error` state, from
 //! which only getters, reset, free and FMU-state restore are accepted.
+//!
+//! Strictness: every call is checked against the FMI 2.0 / FMI 3.0
+//! co-simulation state machines and the standards' rules on call sequences,
+//! and a call they forbid is refused with a log line
+//! `<fmiFunction>: Illegal call sequence: <why>` ([`Fail::sequence`]):
+//! a function called in a state that does not allow it
+//! ([`Instance::require_mode`]); `fmi2EnterInitializationMode` without
+//! `fmi2SetupExperiment` since instantiation or reset; setting a variable
+//! in a state where its causality, variability and `initial` do not allow
+//! it ([`Instance::check_settable`]); a step that does not start where the
+//! last one ended, that ends after the stop time the importer defined, or
+//! that follows the FMU's request to terminate; restoring an FMU state from
+//! before a point where a step was started with
+//! `noSetFMUStatePriorToCurrentPoint = true`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::caps::{Capabilities, FmiVersion, token};
 use crate::input::{InputSource, Inputs, MAX_INPUT_ORDER};
-use crate::model::{Causality, LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Vr};
+use crate::model::{
+    Causality, Initial, LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Variability,
+    Variable, Vr,
+};
 
 /// FMI status (same numbering in FMI 2 and FMI 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -114,6 +131,10 @@ impl Mode {
     }
 }
 
+/// The phrase that starts the message of every call refused because the
+/// standard's state machine or call-sequence rules forbid it.
+pub const ILLEGAL_CALL_SEQUENCE: &str = "Illegal call sequence";
+
 /// A failed call: the status to return and the message to log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fail {
@@ -133,6 +154,14 @@ impl Fail {
             message: message.into(),
             poison: false,
         }
+    }
+
+    /// A call the state machine or the call-sequence rules of the standard
+    /// forbid: no state change; the message reads
+    /// `Illegal call sequence: <why>` (the function name is prefixed when
+    /// it is logged).
+    pub fn sequence(why: impl std::fmt::Display) -> Self {
+        Fail::usage(format!("{ILLEGAL_CALL_SEQUENCE}: {why}"))
     }
 
     /// A failed computation: the instance moves to `Error`.
@@ -221,9 +250,12 @@ pub struct Snapshot {
     last_step_status: Status,
     last_successful_time: f64,
     fixed_step: Option<f64>,
+    stop_time: Option<f64>,
+    experiment_set: bool,
+    terminate_requested: bool,
 }
 
-const SNAPSHOT_MAGIC: &[u8; 8] = b"COSIMFS1";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"COSIMFS2";
 
 static NEXT_STATE_ID: AtomicUsize = AtomicUsize::new(0x1000);
 
@@ -249,6 +281,19 @@ pub struct Instance {
     last_step_status: Status,
     last_successful_time: f64,
     fixed_step: Option<f64>,
+    /// The stop time the importer defined (`stopTimeDefined`).
+    stop_time: Option<f64>,
+    /// FMI 2: `fmi2SetupExperiment` was called since instantiation / reset.
+    experiment_set: bool,
+    /// The latest `currentCommunicationPoint` of a step started with
+    /// `noSetFMUStatePriorToCurrentPoint = true` in this run.
+    no_set_prior_from: Option<f64>,
+    /// The model asked to end the simulation ([`StepError::Terminate`]).
+    terminate_requested: bool,
+    /// FMI 3 `earlyReturnAllowed` of the instantiation.
+    early_return_allowed: bool,
+    /// FMI 3: the last step returned early (`earlyReturn`).
+    early_return: bool,
     states: HashMap<usize, Snapshot>,
 }
 
@@ -265,6 +310,46 @@ impl std::fmt::Debug for Instance {
 
 fn tolerance(t: f64) -> f64 {
     1e-9 * t.abs().max(1.0)
+}
+
+/// Whether `v` may be set in state `mode` (co-simulation), else the rule
+/// that forbids it. The rules of FMI 2.0 (sec. 4.2.4, footnotes 1, 3, 6 of
+/// the table of allowed calls; sec. 2.2.7) and FMI 3.0 (sec. 2.3.2 -
+/// 2.3.4, 4.2.1), in the form FMPy applies them, with `initial` as
+/// declared or implied ([`Variable::effective_initial`]):
+///
+/// - Instantiated: inputs, and variables that are not constant with
+///   `initial` exact or approx (FMI 2.0 excludes inputs here: "this does not
+///   include inputs"; FMI 3.0 and FMPy allow them, and so does the kit);
+/// - Initialization Mode: inputs, variables that are not constant with
+///   `initial` exact, tunable parameters;
+/// - stepComplete / Step Mode: inputs and tunable parameters;
+/// - any other state: nothing.
+///
+/// So constants, outputs and locals with `initial` calculated, and the
+/// independent variable are never settable.
+pub fn settable_in(v: &Variable, mode: Mode) -> Result<(), &'static str> {
+    let input = v.causality == Causality::Input;
+    let not_constant = v.variability != Variability::Constant;
+    let tunable_parameter =
+        v.causality == Causality::Parameter && v.variability == Variability::Tunable;
+    let initial = v.effective_initial();
+    let (ok, rule) = match mode {
+        Mode::Instantiated => (
+            input || (not_constant && matches!(initial, Some(Initial::Exact | Initial::Approx))),
+            "only inputs and variables with initial exact or approx (not constant) can be set there",
+        ),
+        Mode::Initialization => (
+            input || tunable_parameter || (not_constant && initial == Some(Initial::Exact)),
+            "only inputs, tunable parameters and variables with initial exact (not constant) can be set there",
+        ),
+        Mode::StepComplete => (
+            input || tunable_parameter,
+            "only inputs and tunable parameters can be set there",
+        ),
+        _ => (false, "no variable can be set there"),
+    };
+    if ok { Ok(()) } else { Err(rule) }
 }
 
 impl Instance {
@@ -296,6 +381,12 @@ impl Instance {
             last_step_status: Status::Ok,
             last_successful_time: spec.experiment.start_time,
             fixed_step: None,
+            stop_time: None,
+            experiment_set: false,
+            no_set_prior_from: None,
+            terminate_requested: false,
+            early_return_allowed: false,
+            early_return: false,
             states: HashMap::new(),
         };
         inst.reset_values();
@@ -369,16 +460,52 @@ impl Instance {
         Ok(())
     }
 
-    /// Refuses the call unless the instance is in one of the states of `mask`.
+    /// Refuses the call unless the instance is in one of the states of
+    /// `mask`: `<fname>: Illegal call sequence: called in state <state>`.
     pub fn require_mode(&self, fname: &str, mask: u32) -> R<()> {
         if self.mode.bit() & mask != 0 {
-            Ok(())
-        } else {
-            Err(Fail::usage(format!(
-                "{fname}: illegal call in state {}",
-                self.mode.name(self.version)
-            )))
+            return Ok(());
         }
+        let mut why = format!("called in state {}", self.mode.name(self.version));
+        if self.terminate_requested && matches!(self.mode, Mode::StepComplete | Mode::StepFailed) {
+            why.push_str(&format!(
+                " (the FMU requested termination at t = {})",
+                self.last_successful_time
+            ));
+        }
+        Err(Fail::usage(format!(
+            "{fname}: {ILLEGAL_CALL_SEQUENCE}: {why}"
+        )))
+    }
+
+    /// The name of the current state, as the standard of this instance
+    /// calls it (`stepComplete` / `Step Mode`, ...).
+    pub fn mode_name(&self) -> &'static str {
+        self.mode.name(self.version)
+    }
+
+    /// FMI 3 `earlyReturnAllowed` (from `fmi3InstantiateCoSimulation`):
+    /// whether a step that ends early ([`StepError::Terminate`] before
+    /// `t + h`) returns `fmi3OK` with `earlyReturn = true` (else
+    /// `fmi3Discard`).
+    pub fn set_early_return_allowed(&mut self, allowed: bool) {
+        self.early_return_allowed = allowed;
+    }
+
+    /// Whether the model asked to end the simulation (FMI 2
+    /// `fmi2Terminated`, FMI 3 `terminateSimulation`).
+    pub fn terminate_requested(&self) -> bool {
+        self.terminate_requested
+    }
+
+    /// FMI 3 `earlyReturn` of the last step.
+    pub fn early_return(&self) -> bool {
+        self.early_return
+    }
+
+    /// The stop time the importer defined, if it did.
+    pub fn stop_time(&self) -> Option<f64> {
+        self.stop_time
     }
 
     /// Refuses the call if the capability is switched off in this build.
@@ -431,11 +558,23 @@ impl Instance {
         f.status
     }
 
-    /// Sets the start time (`fmi2SetupExperiment`).
-    pub fn setup_experiment(&mut self, start_time: f64) -> R<()> {
+    /// Sets the start time and the stop time, if the importer defines one
+    /// (`fmi2SetupExperiment`; the arguments of
+    /// `fmi3EnterInitializationMode`). A step that ends after the stop time
+    /// is refused (FMI 2.0 sec. 2.1.6 / FMI 3.0 sec. 2.3.2: "if the
+    /// environment tries to compute past stopTime the FMU has to return
+    /// Error").
+    pub fn setup_experiment(&mut self, start_time: f64, stop_time: Option<f64>) -> R<()> {
         if !start_time.is_finite() {
             return Err(Fail::usage(format!(
                 "startTime must be finite, got {start_time}"
+            )));
+        }
+        if let Some(stop) = stop_time
+            && !(stop.is_finite() && stop >= start_time)
+        {
+            return Err(Fail::usage(format!(
+                "stopTime must be finite and >= startTime {start_time}, got {stop} (stopTimeDefined = true)"
             )));
         }
         self.start_time = start_time;
@@ -443,11 +582,25 @@ impl Instance {
         self.values[TIME] = start_time;
         self.inputs.set_t0(start_time);
         self.last_successful_time = start_time;
+        self.stop_time = stop_time;
+        self.experiment_set = true;
         Ok(())
     }
 
-    /// Instantiated -> Initialization.
+    /// Instantiated -> Initialization (FMI 3: `fmi3EnterInitializationMode`
+    /// sets the start time first, [`Instance::setup_experiment`]; through
+    /// this Rust API an FMI 3 instance starts at the default experiment's
+    /// start time unless set). FMI 2: refused unless
+    /// `fmi2SetupExperiment` was called since instantiation or the last
+    /// reset (FMI 2.0 sec. 2.1.6: "fmi2SetupExperiment must be called at
+    /// least once before calling fmi2EnterInitializationMode").
     pub fn enter_initialization(&mut self) -> R<()> {
+        if self.version == FmiVersion::Fmi2 && !self.experiment_set {
+            return Err(Fail::sequence(
+                "fmi2SetupExperiment was not called since fmi2Instantiate / fmi2Reset \
+                 (it must be called at least once before fmi2EnterInitializationMode)",
+            ));
+        }
         self.mode = Mode::Initialization;
         self.time = self.start_time;
         self.values[TIME] = self.time;
@@ -479,7 +632,10 @@ impl Instance {
         Ok(())
     }
 
-    /// -> Instantiated with start values (FMU states stay valid).
+    /// -> Instantiated with start values (FMU states stay valid). A new run
+    /// begins: the start / stop time must be set again, the
+    /// `noSetFMUStatePriorToCurrentPoint` promises and a termination
+    /// request are forgotten.
     pub fn reset(&mut self) -> R<()> {
         self.mode = Mode::Instantiated;
         self.start_time = self.spec.experiment.start_time;
@@ -488,6 +644,11 @@ impl Instance {
         self.fixed_step = None;
         self.last_step_status = Status::Ok;
         self.last_successful_time = self.time;
+        self.stop_time = None;
+        self.experiment_set = false;
+        self.no_set_prior_from = None;
+        self.terminate_requested = false;
+        self.early_return = false;
         self.reset_values();
         self.dirty = true;
         Ok(())
@@ -613,27 +774,22 @@ impl Instance {
     }
 
     /// Checks that every `vr` is a variable of type `ty` that can be set
-    /// now (an input, or a parameter before initialization ends).
+    /// in the current state ([`settable_in`]), else
+    /// `Illegal call sequence: ...` naming the variable and the rule.
     pub fn check_settable(&self, vrs: &[Vr], ty: VarType) -> R<()> {
         for &vr in vrs {
             let v = self.lookup(vr, ty)?;
-            match v.causality {
-                Causality::Input => {}
-                Causality::Parameter => {
-                    if !matches!(self.mode, Mode::Instantiated | Mode::Initialization) {
-                        return Err(Fail::usage(format!(
-                            "parameter {} has variability fixed and cannot be set after initialization",
-                            v.name
-                        )));
-                    }
-                }
-                c => {
-                    return Err(Fail::usage(format!(
-                        "variable {} has causality {} and cannot be set",
-                        v.name,
-                        c.as_str()
-                    )));
-                }
+            if let Err(rule) = settable_in(v, self.mode) {
+                let initial = v
+                    .effective_initial()
+                    .map_or(String::new(), |i| format!(", initial {}", i.as_str()));
+                return Err(Fail::sequence(format!(
+                    "{} {} (vr {vr}, variability {}{initial}) cannot be set in state {}: {rule}",
+                    v.causality.as_str(),
+                    v.name,
+                    v.variability.as_str(),
+                    self.mode.name(self.version)
+                )));
             }
         }
         Ok(())
@@ -674,6 +830,26 @@ impl Instance {
                 _ => x,
             };
             stored.push(x);
+        }
+        // A tunable parameter set at a communication point: the model is
+        // rebuilt from the new values (refused, changing nothing, if they
+        // are invalid).
+        let retuned = if self.mode == Mode::StepComplete
+            && vrs.iter().any(|&vr| {
+                self.spec.variable(vr).is_some_and(|v| {
+                    v.causality == Causality::Parameter && v.variability == Variability::Tunable
+                })
+            }) {
+            let mut trial = self.values.clone();
+            for (&vr, &x) in vrs.iter().zip(&stored) {
+                trial[vr] = x;
+            }
+            Some((self.spec.factory)(&trial).map_err(Fail::usage)?)
+        } else {
+            None
+        };
+        if retuned.is_some() {
+            self.model = retuned;
         }
         for (&vr, &x) in vrs.iter().zip(&stored) {
             if let Some(v) = self.spec.variable(vr)
@@ -879,9 +1055,10 @@ impl Instance {
     }
 
     /// `fmi2DoStep` / `fmi3DoStep` with inputs held or given as
-    /// polynomials. Returns the status (Discard: the step ended early).
+    /// polynomials, `noSetFMUStatePriorToCurrentPoint = false`. Returns the
+    /// status (Discard: the step ended early).
     pub fn do_step(&mut self, t: f64, h: f64) -> R<Status> {
-        self.do_step_with(t, h, None)
+        self.step(t, h, false, None)
     }
 
     /// `fmi3DoStep` with intermediate update: `source` gives the inputs at
@@ -897,15 +1074,66 @@ impl Instance {
         h: f64,
         source: Option<Box<dyn InputSource>>,
     ) -> R<Status> {
+        self.step(t, h, false, source)
+    }
+
+    /// The name of this version's step function.
+    fn do_step_name(&self) -> &'static str {
+        match self.version {
+            FmiVersion::Fmi2 => "fmi2DoStep",
+            FmiVersion::Fmi3 => "fmi3DoStep",
+        }
+    }
+
+    /// One step, as [`Instance::do_step_with`], with the importer's
+    /// `noSetFMUStatePriorToCurrentPoint`. Refused (Illegal call sequence,
+    /// nothing changes) if the model asked to terminate, if `t` is not the
+    /// end of the last step (relative tolerance 1e-9: importers compute
+    /// communication points from integer ticks, which may differ from
+    /// `t + h` by an ulp), or if `t + h` is after the stop time the
+    /// importer defined (same tolerance).
+    ///
+    /// A [`StepError::Terminate`] of the model ends the step at `reached`
+    /// (`t + h` if within 1e-9 relative) and sets
+    /// [`Instance::terminate_requested`]; the status: FMI 2 `Discard`
+    /// (`fmi2GetBooleanStatus(fmi2Terminated)` is then true,
+    /// `fmi2LastSuccessfulTime` = `reached`); FMI 3 `OK` if the step was
+    /// completed, `OK` with [`Instance::early_return`] if `reached < t + h`
+    /// and the importer allowed early return, else `Discard`.
+    pub fn step(
+        &mut self,
+        t: f64,
+        h: f64,
+        no_set_prior: bool,
+        source: Option<Box<dyn InputSource>>,
+    ) -> R<Status> {
+        if self.terminate_requested {
+            return Err(Fail::sequence(format!(
+                "the FMU requested termination at t = {} (terminateSimulation / fmi2Terminated): no further steps (only reset or an FMU state from before)",
+                self.last_successful_time
+            )));
+        }
         if !t.is_finite() || !h.is_finite() || h <= 0.0 {
             return Err(Fail::usage(format!(
                 "communication point {t} and step size {h} must be finite, step size > 0"
             )));
         }
         if (t - self.time).abs() > tolerance(self.time) {
-            return Err(Fail::usage(format!(
-                "currentCommunicationPoint {t} differs from the FMU time {}",
+            return Err(Fail::sequence(format!(
+                "currentCommunicationPoint {t} differs from the FMU time {} (the end of the last step, or the start time)",
                 self.time
+            )));
+        }
+        if let Some(stop) = self.stop_time
+            && t + h > stop + tolerance(stop)
+        {
+            return Err(Fail::sequence(format!(
+                "the step from {t} to {} ends after the stop time {stop} (stopTimeDefined = true in {})",
+                t + h,
+                match self.version {
+                    FmiVersion::Fmi2 => "fmi2SetupExperiment",
+                    FmiVersion::Fmi3 => "fmi3EnterInitializationMode",
+                }
             )));
         }
         if !self.caps.variable_step {
@@ -920,12 +1148,16 @@ impl Instance {
                 None => self.fixed_step = Some(h),
             }
         }
-        self.time = t;
-        self.inputs.set_t0(t);
-        self.values[TIME] = t;
         let Some(mut model) = self.model.take() else {
             return Err(Fail::usage("the model is not initialized"));
         };
+        if no_set_prior {
+            self.no_set_prior_from = Some(self.no_set_prior_from.map_or(t, |p| p.max(t)));
+        }
+        self.early_return = false;
+        self.time = t;
+        self.inputs.set_t0(t);
+        self.values[TIME] = t;
         let sink = &self.sink;
         let log = |level: LogLevel, msg: &str| {
             let status = match level {
@@ -945,8 +1177,30 @@ impl Instance {
         };
         let u = live.as_ref().unwrap_or(&self.inputs);
         let result = model.do_step(t, h, &mut self.values, u, &log);
+        let end = t + h;
         let (status, reached) = match result {
-            Ok(()) => (Status::Ok, t + h),
+            Ok(()) => (Status::Ok, end),
+            Err(StepError::Terminate { reached, message }) => {
+                let reached = if !reached.is_finite() {
+                    t
+                } else if (reached - end).abs() <= tolerance(end) {
+                    end
+                } else {
+                    reached.clamp(t, end)
+                };
+                self.terminate_requested = true;
+                let status = match self.version {
+                    FmiVersion::Fmi2 => Status::Discard,
+                    FmiVersion::Fmi3 if reached == end => Status::Ok,
+                    FmiVersion::Fmi3 if self.early_return_allowed => {
+                        self.early_return = true;
+                        Status::Ok
+                    }
+                    FmiVersion::Fmi3 => Status::Discard,
+                };
+                self.log(status, &message);
+                (status, reached)
+            }
             Err(StepError::Discard { reached, message }) => {
                 self.log(Status::Discard, &message);
                 let reached = if reached.is_finite() {
@@ -1013,6 +1267,9 @@ impl Instance {
             last_step_status: self.last_step_status,
             last_successful_time: self.last_successful_time,
             fixed_step: self.fixed_step,
+            stop_time: self.stop_time,
+            experiment_set: self.experiment_set,
+            terminate_requested: self.terminate_requested,
         }
     }
 
@@ -1046,10 +1303,24 @@ impl Instance {
         })
     }
 
-    /// Restores a saved FMU state (values, inputs, time and state-machine state).
+    /// Restores a saved FMU state (values, inputs, time and state-machine
+    /// state). Refused (Illegal call sequence) if a step was started with
+    /// `noSetFMUStatePriorToCurrentPoint = true` at a time after the
+    /// state's time in this run (FMI 2.0 sec. 4.2.2, FMI 3.0 sec. 4.2.1:
+    /// the importer promised not to go back before that point).
     pub fn set_state(&mut self, id: usize) -> R<()> {
         self.require_cap(Cap::State)?;
         let snap = self.state(id)?.clone();
+        if let Some(from) = self.no_set_prior_from
+            && snap.time < from - tolerance(from)
+        {
+            return Err(Fail::sequence(format!(
+                "the FMU state to restore is at t = {}, before t = {from}, where {} was called with \
+                 noSetFMUStatePriorToCurrentPoint = true (noSetFMUStatePriorToCurrentPoint was true at t = {from})",
+                snap.time,
+                self.do_step_name()
+            )));
+        }
         self.restore(snap)
     }
 
@@ -1065,6 +1336,10 @@ impl Instance {
         self.last_step_status = snap.last_step_status;
         self.last_successful_time = snap.last_successful_time;
         self.fixed_step = snap.fixed_step;
+        self.stop_time = snap.stop_time;
+        self.experiment_set = snap.experiment_set;
+        self.terminate_requested = snap.terminate_requested;
+        self.early_return = false;
         self.dirty = true;
         self.model = None;
         if matches!(
@@ -1149,9 +1424,11 @@ impl Instance {
             s.start_time,
             s.last_successful_time,
             s.fixed_step.unwrap_or(f64::NAN),
+            s.stop_time.unwrap_or(f64::NAN),
         ] {
             b.extend_from_slice(&x.to_le_bytes());
         }
+        b.push(u8::from(s.experiment_set) | (u8::from(s.terminate_requested) << 1));
         b.extend_from_slice(&(s.values.len() as u32).to_le_bytes());
         for x in &s.values {
             b.extend_from_slice(&x.to_le_bytes());
@@ -1185,6 +1462,11 @@ impl Instance {
         let start_time = r.f64()?;
         let last_successful_time = r.f64()?;
         let fixed = r.f64()?;
+        let stop = r.f64()?;
+        let flags = r.u8()?;
+        if flags > 3 {
+            return Err("corrupt serialized FMU state (flags)".into());
+        }
         let n = r.u32()? as usize;
         if n != self.values.len() {
             return Err(format!(
@@ -1213,6 +1495,9 @@ impl Instance {
             last_step_status,
             last_successful_time,
             fixed_step: if fixed.is_nan() { None } else { Some(fixed) },
+            stop_time: if stop.is_nan() { None } else { Some(stop) },
+            experiment_set: flags & 1 != 0,
+            terminate_requested: flags & 2 != 0,
         })
     }
 }

@@ -52,6 +52,10 @@ pub enum Variability {
     Constant,
     /// Fixed after initialization.
     Fixed,
+    /// A parameter the importer may also change at communication points
+    /// (Step Mode / stepComplete); the kit rebuilds the model from the new
+    /// values. Only parameters can be tunable here ([`ModelSpec::check`]).
+    Tunable,
     /// Changes only at communication points.
     Discrete,
     /// Changes continuously in time.
@@ -63,6 +67,7 @@ impl Variability {
         match self {
             Variability::Constant => "constant",
             Variability::Fixed => "fixed",
+            Variability::Tunable => "tunable",
             Variability::Discrete => "discrete",
             Variability::Continuous => "continuous",
         }
@@ -455,6 +460,52 @@ impl Variable {
         self
     }
 
+    /// Makes a parameter `tunable`: settable at communication points too
+    /// (FMI 2.0 sec. 2.2.7 / FMI 3.0 sec. 2.4.7.4). Setting one in
+    /// stepComplete / Step Mode rebuilds the model from the new values.
+    pub fn tunable(mut self) -> Self {
+        self.variability = Variability::Tunable;
+        self
+    }
+
+    /// A constant (`causality="local"`, `variability="constant"`,
+    /// `initial="exact"`): its start value, never settable.
+    pub fn constant(vr: Vr, name: &'static str, value: f64, description: &'static str) -> Self {
+        Variable {
+            variability: Variability::Constant,
+            initial: Some(Initial::Exact),
+            start: Some(value),
+            ..Self::base(vr, name, Causality::Local, description)
+        }
+    }
+
+    /// Sets the `initial` attribute (an output or local with `exact` or
+    /// `approx` also needs a start value, [`Variable::start`]).
+    pub fn initial(mut self, initial: Initial) -> Self {
+        self.initial = Some(initial);
+        self
+    }
+
+    /// Sets the start value.
+    pub fn start(mut self, start: f64) -> Self {
+        self.start = Some(start);
+        self
+    }
+
+    /// The `initial` attribute as declared, or as implied by causality and
+    /// variability where it is not (FMI 2.0 sec. 2.2.7, FMI 3.0 sec.
+    /// 2.4.7.5): parameters `exact`, constants `exact`, other outputs and
+    /// locals `calculated`; inputs and the independent variable have none.
+    pub fn effective_initial(&self) -> Option<Initial> {
+        match (self.causality, self.variability, self.initial) {
+            (Causality::Input | Causality::Independent, _, _) => None,
+            (_, _, Some(i)) => Some(i),
+            (Causality::Parameter, _, None) => Some(Initial::Exact),
+            (_, Variability::Constant, None) => Some(Initial::Exact),
+            (_, _, None) => Some(Initial::Calculated),
+        }
+    }
+
     pub(crate) fn time() -> Self {
         Variable {
             unit: Some(units::S),
@@ -562,6 +613,10 @@ pub struct ModelSpec {
     pub can_interpolate_inputs: bool,
     /// Whether the model computes d(output)/d(input) analytically.
     pub provides_directional_derivatives: bool,
+    /// Whether a step may end before `t + h` (the model returns
+    /// [`StepError::Terminate`] inside a step): FMI 3
+    /// `mightReturnEarlyFromDoStep`. False by default.
+    pub might_return_early: bool,
     /// Builds the model from parameter values.
     pub factory: Factory,
 }
@@ -590,6 +645,7 @@ impl ModelSpec {
             max_output_derivative_order: 0,
             can_interpolate_inputs: true,
             provides_directional_derivatives: true,
+            might_return_early: false,
             factory,
         }
     }
@@ -626,6 +682,13 @@ impl ModelSpec {
     /// Sets whether the model provides d(output)/d(input) (true by default).
     pub fn directional_derivatives(mut self, provides: bool) -> Self {
         self.provides_directional_derivatives = provides;
+        self
+    }
+
+    /// Declares that a step may end early ([`StepError::Terminate`] before
+    /// `t + h`): FMI 3 `mightReturnEarlyFromDoStep="true"`.
+    pub fn might_return_early(mut self, might: bool) -> Self {
+        self.might_return_early = might;
         self
     }
 
@@ -685,7 +748,11 @@ impl ModelSpec {
             if !names.insert(v.name) {
                 return Err(format!("{}: duplicate variable name {}", self.name, v.name));
             }
-            let needs_start = matches!(v.causality, Causality::Input | Causality::Parameter);
+            let needs_start = matches!(v.causality, Causality::Input | Causality::Parameter)
+                || matches!(
+                    v.effective_initial(),
+                    Some(Initial::Exact | Initial::Approx)
+                );
             if needs_start != v.start.is_some() {
                 return Err(format!(
                     "{}: variable {} start value presence is wrong",
@@ -761,6 +828,31 @@ impl ModelSpec {
                         v.name
                     ));
                 }
+            }
+            // FMI 2.0 sec. 2.2.7 / FMI 3.0 sec. 2.4.7.4 allow tunable
+            // calculated parameters and locals too; the kit does not.
+            if v.variability == Variability::Tunable && v.causality != Causality::Parameter {
+                return Err(format!(
+                    "{}: {} is tunable but no parameter (only parameters can be tunable here)",
+                    self.name, v.name
+                ));
+            }
+            if v.variability == Variability::Constant
+                && !matches!(v.causality, Causality::Output | Causality::Local)
+            {
+                return Err(format!(
+                    "{}: {} is constant but has causality {} (only outputs and locals can be constants)",
+                    self.name,
+                    v.name,
+                    v.causality.as_str()
+                ));
+            }
+            if v.causality == Causality::Parameter && v.effective_initial() != Some(Initial::Exact)
+            {
+                return Err(format!(
+                    "{}: parameter {} must have initial exact",
+                    self.name, v.name
+                ));
             }
             if v.ty == VarType::Boolean && (v.min.is_some() || v.max.is_some()) {
                 return Err(format!(
@@ -990,6 +1082,19 @@ pub enum StepError {
     },
     /// The model is irrecoverably broken.
     Fatal(String),
+    /// The model completed the step up to `reached` (its states are valid
+    /// there) and asks to end the simulation (FMI 2: `fmi2DoStep` returns
+    /// `fmi2Discard` and `fmi2GetBooleanStatus(fmi2Terminated)` is true;
+    /// FMI 3: `terminateSimulation = true`, with early return or
+    /// `fmi3Discard` if `reached < t + h`, see [`crate::Instance`]). A
+    /// `reached` within 1e-9 (relative) of `t + h` counts as the full step.
+    /// Further steps are refused until reset or an FMU-state restore.
+    Terminate {
+        /// Time up to which the states are valid.
+        reached: f64,
+        /// Why.
+        message: String,
+    },
 }
 
 /// A model. Implementations hold what they derived from the parameters;

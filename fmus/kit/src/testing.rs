@@ -41,7 +41,7 @@ pub fn initialized(
     params: &[(Vr, f64)],
 ) -> R<(Instance, Log)> {
     let (mut inst, log) = instance(spec, version, Capabilities::full(spec, version));
-    inst.setup_experiment(spec.experiment.start_time)?;
+    inst.setup_experiment(spec.experiment.start_time, None)?;
     inst.enter_initialization()?;
     for &(vr, x) in params {
         let ty = spec.variable(vr).map_or(VarType::Real, |v| v.ty);

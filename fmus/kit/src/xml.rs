@@ -288,7 +288,7 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
          maxOutputDerivativeOrder=\"{}\" canBeInstantiatedOnlyOncePerProcess=\"false\" \
          canGetAndSetFMUState=\"{}\" canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"{}\" \
          providesAdjointDerivatives=\"{}\" providesPerElementDependencies=\"false\" \
-         providesIntermediateUpdate=\"{}\" mightReturnEarlyFromDoStep=\"false\" \
+         providesIntermediateUpdate=\"{}\" mightReturnEarlyFromDoStep=\"{}\" \
          canReturnEarlyAfterIntermediateUpdate=\"false\" hasEventMode=\"false\" \
          providesEvaluateDiscreteStates=\"false\"/>",
         escape(id),
@@ -298,7 +298,8 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         caps.serialize_state,
         caps.directional_derivatives,
         caps.directional_derivatives,
-        caps.intermediate_update
+        caps.intermediate_update,
+        spec.might_return_early
     );
     write_units(&mut out, spec);
     write_log_categories(&mut out);

@@ -375,6 +375,7 @@ fn b2_dd_and_fd_couplings_converge_to_the_reference() {
 fn exit_error(name: &str, vr: Vr, x: f64) -> String {
     let s = model(name);
     let (mut inst, log) = instance(s, FmiVersion::Fmi2, Capabilities::full(s, FmiVersion::Fmi2));
+    ok(inst.setup_experiment(0.0, None));
     ok(inst.enter_initialization());
     let ty = s.variable(vr).map_or(VarType::Real, |v| v.ty);
     ok(inst.set(&[vr], ty, &[x]));
@@ -629,6 +630,7 @@ fn disabled_capabilities_are_refused_with_the_standard_message() {
     let caps = |variant| Capabilities::variant(s, v, variant);
     let start = |variant| {
         let (mut inst, log) = instance(s, v, caps(variant));
+        ok(inst.setup_experiment(0.0, None));
         ok(inst.enter_initialization());
         ok(inst.exit_initialization());
         (inst, log)
@@ -686,6 +688,7 @@ fn illegal_calls_are_refused_without_changing_state() {
             .is_err()
     );
     assert!(inst.set(&[99], VarType::Real, &[1.0]).is_err());
+    ok(inst.setup_experiment(0.0, None));
     ok(inst.enter_initialization());
     ok(inst.exit_initialization());
     assert!(
@@ -913,6 +916,7 @@ fn thermostat_controller_initial_values_follow_parameters_and_input() {
     let s = model("ThermostatController");
     for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
         let (mut c, _) = instance(s, version, Capabilities::full(s, version));
+        ok(c.setup_experiment(0.0, None));
         ok(c.enter_initialization());
         ok(set_bool(&mut c, ON_START, false));
         ok(set(&mut c, &[T], &[17.0]));
@@ -1176,7 +1180,7 @@ fn fmi3_without_intermediate_update_never_asks_and_holds_inputs() {
         assert!(!caps.intermediate_update);
         let (mut off, _) = instance(s, FmiVersion::Fmi3, caps);
         let (mut zoh, _) = ok(initialized(s, FmiVersion::Fmi2, &[]));
-        ok(off.setup_experiment(0.0));
+        ok(off.setup_experiment(0.0, None));
         ok(off.enter_initialization());
         ok(off.exit_initialization());
         assert!(!off.takes_intermediate_inputs());

@@ -317,9 +317,22 @@ impl<'a> Fmi2<'a> {
         assert_eq!(self.call("fmi2ExitInitializationMode"), 0);
     }
     fn setup(&self) -> c_int {
+        self.setup_stop(None)
+    }
+    /// fmi2SetupExperiment from 0, with a stop time if given.
+    fn setup_stop(&self, stop: Option<f64>) -> c_int {
         let f = self.fmu.sym::<SetupExperiment2>("fmi2SetupExperiment");
         // SAFETY: FMI signature.
-        unsafe { f(self.i, 0, 0.0, 0.0, 0, 0.0) }
+        unsafe {
+            f(
+                self.i,
+                0,
+                0.0,
+                0.0,
+                c_int::from(stop.is_some()),
+                stop.unwrap_or(0.0),
+            )
+        }
     }
     fn set(&self, vr: u32, x: f64) -> c_int {
         // SAFETY: one-element arrays.
@@ -337,9 +350,15 @@ impl<'a> Fmi2<'a> {
         assert_eq!(status, 0);
         x
     }
+    /// fmi2DoStep with noSetFMUStatePriorToCurrentPoint = true (as FMPy
+    /// and libcosim call it).
     fn step(&self, t: f64, h: f64) -> c_int {
+        self.step_flag(t, h, true)
+    }
+    /// fmi2DoStep with the given noSetFMUStatePriorToCurrentPoint.
+    fn step_flag(&self, t: f64, h: f64, no_set_prior: bool) -> c_int {
         // SAFETY: FMI signature.
-        unsafe { self.fmu.sym::<DoStep2>("fmi2DoStep")(self.i, t, h, 1) }
+        unsafe { self.fmu.sym::<DoStep2>("fmi2DoStep")(self.i, t, h, c_int::from(no_set_prior)) }
     }
     /// fmi2SetRealInputDerivatives: `vrs`, `orders` and `values` of one length.
     fn set_der(&self, vrs: &[u32], orders: &[c_int], values: &[f64]) -> c_int {
@@ -440,8 +459,8 @@ unsafe extern "C" fn importer3_update(
 
 impl<'a> Fmi3<'a> {
     /// fmi3InstantiateCoSimulation of `fmu`: not visible, logging on through
-    /// `logger3`, no Event Mode, no early return, no required intermediate
-    /// variables. NULL if refused.
+    /// `logger3`, no Event Mode, early return as `early_return_allowed`
+    /// says, no required intermediate variables. NULL if refused.
     ///
     /// # Safety
     /// If `update` is `Some`, `env` must be what `update` expects and stay
@@ -450,6 +469,7 @@ impl<'a> Fmi3<'a> {
         fmu: &Fmu,
         name: &CStr,
         token: &CStr,
+        early_return_allowed: bool,
         env: *mut c_void,
         update: Option<IntermediateUpdate>,
     ) -> Inst {
@@ -464,7 +484,7 @@ impl<'a> Fmi3<'a> {
                 false,
                 true,
                 false,
-                false,
+                early_return_allowed,
                 std::ptr::null(),
                 0,
                 env,
@@ -476,11 +496,25 @@ impl<'a> Fmi3<'a> {
     /// [`Fmi3::instantiate_raw`] without callback or environment.
     fn try_instantiate(fmu: &Fmu, name: &CStr, token: &CStr) -> Inst {
         // SAFETY: no callback, so nothing uses the NULL environment.
-        unsafe { Self::instantiate_raw(fmu, name, token, std::ptr::null_mut(), None) }
+        unsafe { Self::instantiate_raw(fmu, name, token, false, std::ptr::null_mut(), None) }
     }
     /// An instance of `fmu` with its own token, without callback.
     fn instantiate(fmu: &'a Fmu, name: &CStr) -> Self {
-        let i = Self::try_instantiate(fmu, name, &fmu.token());
+        Self::instantiate_early(fmu, name, false)
+    }
+    /// [`Fmi3::instantiate`] with `earlyReturnAllowed` as given.
+    fn instantiate_early(fmu: &'a Fmu, name: &CStr, early_return_allowed: bool) -> Self {
+        // SAFETY: no callback, so nothing uses the NULL environment.
+        let i = unsafe {
+            Self::instantiate_raw(
+                fmu,
+                name,
+                &fmu.token(),
+                early_return_allowed,
+                std::ptr::null_mut(),
+                None,
+            )
+        };
         assert!(!i.is_null());
         Fmi3::new(fmu, i, None)
     }
@@ -498,7 +532,14 @@ impl<'a> Fmi3<'a> {
         // expects; it lives in the returned value and outlives the instance
         // (see `Drop`).
         let i = unsafe {
-            Self::instantiate_raw(fmu, c"iu3", &fmu.token(), env_ptr, Some(importer3_update))
+            Self::instantiate_raw(
+                fmu,
+                c"iu3",
+                &fmu.token(),
+                false,
+                env_ptr,
+                Some(importer3_update),
+            )
         };
         assert!(!i.is_null());
         env.inst.store(i, std::sync::atomic::Ordering::SeqCst);
@@ -513,11 +554,15 @@ impl<'a> Fmi3<'a> {
     }
     /// fmi3EnterInitializationMode without tolerance or stop time, from 0.
     fn enter(&self) -> c_int {
+        self.enter_stop(None)
+    }
+    /// fmi3EnterInitializationMode from 0, with a stop time if given.
+    fn enter_stop(&self, stop: Option<f64>) -> c_int {
         let f = self
             .fmu
             .sym::<EnterInitializationMode3>("fmi3EnterInitializationMode");
         // SAFETY: FMI signature.
-        unsafe { f(self.i, false, 0.0, 0.0, false, 0.0) }
+        unsafe { f(self.i, false, 0.0, 0.0, stop.is_some(), stop.unwrap_or(0.0)) }
     }
     fn set(&self, vr: u32, x: f64) -> c_int {
         // SAFETY: one-element arrays.
@@ -565,15 +610,29 @@ impl<'a> Fmi3<'a> {
     }
     /// fmi3DoStep: the status and lastSuccessfulTime.
     fn step_last(&self, t: f64, h: f64) -> (c_int, f64) {
+        let (status, _, _, last) = self.do_step(t, h, false);
+        (status, last)
+    }
+    /// fmi3DoStep with the given noSetFMUStatePriorToCurrentPoint: the
+    /// status, terminateSimulation, earlyReturn and lastSuccessfulTime.
+    fn do_step(&self, t: f64, h: f64, no_set_prior: bool) -> (c_int, bool, bool, f64) {
         let f = self.fmu.sym::<DoStep3>("fmi3DoStep");
         let (mut e, mut term, mut early, mut last) = (false, false, false, 0.0);
         // SAFETY: valid out-pointers.
         let status = unsafe {
             f(
-                self.i, t, h, false, &mut e, &mut term, &mut early, &mut last,
+                self.i,
+                t,
+                h,
+                no_set_prior,
+                &mut e,
+                &mut term,
+                &mut early,
+                &mut last,
             )
         };
-        (status, last)
+        assert!(!e, "eventHandlingNeeded is never set");
+        (status, term, early, last)
     }
     fn step(&self, t: f64, h: f64) -> c_int {
         self.step_last(t, h).0
@@ -674,6 +733,7 @@ fn fmi2_variants_declare_and_refuse() {
             .contains("canHandleVariableCommunicationStepSize=\"false\"")
     );
     let s = Fmi2::instantiate(&fixed);
+    assert_eq!(s.setup(), 0);
     assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
     assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
     assert_eq!(s.step(0.0, 1e-3), 0);
@@ -705,6 +765,7 @@ fn fmi2_bad_parameter_is_an_error_with_a_message() {
     use cosim_models::quarter_car::chassis::M_C;
     let fmu = Fmu::open(&dist_dir().join("fmi2").join("QuarterCarChassis.fmu"));
     let s = Fmi2::instantiate(&fmu);
+    assert_eq!(s.setup(), 0);
     assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
     assert_eq!(s.set(M_C, -1.0), 0);
     assert_eq!(s.call("fmi2ExitInitializationMode"), 3);
@@ -714,6 +775,7 @@ fn fmi2_bad_parameter_is_an_error_with_a_message() {
     assert_eq!(s.step(0.0, 1e-3), 3);
     let micro = Fmu::open(&dist_dir().join("fmi2").join("QuarterCarWheel.fmu"));
     let s = Fmi2::instantiate(&micro);
+    assert_eq!(s.setup(), 0);
     assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
     let status = s.set_int(cosim_models::quarter_car::wheel::MICRO_STEPS, 0);
     assert_eq!(status, 0);
@@ -754,6 +816,82 @@ fn fmi3_chassis_full_cycle_with_serialized_state() {
     assert_eq!(s.call("fmi3EnterContinuousTimeMode"), 3);
     assert_eq!(s.call("fmi3Terminate"), 0);
     assert!(logged("model exchange is not supported"));
+}
+
+#[test]
+fn packaged_fmus_refuse_illegal_call_sequences() {
+    use cosim_models::generic::integrator::{U, X, X0};
+    let fmu = Fmu::open(&dist_dir().join("fmi2").join("Integrator.fmu"));
+    let s = Fmi2::instantiate(&fmu);
+    // fmi2SetupExperiment is required before fmi2EnterInitializationMode.
+    assert_eq!(s.call("fmi2EnterInitializationMode"), 3);
+    assert!(logged(
+        "fmi2EnterInitializationMode: Illegal call sequence: fmi2SetupExperiment was not called"
+    ));
+    assert_eq!(s.set(X0, 1.0), 0, "a start value, in Instantiated");
+    assert_eq!(s.setup_stop(Some(1.0)), 0);
+    assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
+    assert_eq!(s.set(U, 2.0), 0);
+    assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
+    assert_eq!(s.set(X0, 5.0), 3, "a fixed parameter, in stepComplete");
+    assert!(logged(
+        "fmi2SetReal: Illegal call sequence: parameter x0 (vr 3, variability fixed, initial exact) cannot be set in state stepComplete"
+    ));
+    assert_eq!(s.set(X, 5.0), 3, "an output with initial calculated");
+    let mut st: *mut c_void = std::ptr::null_mut();
+    assert_eq!(s.get_state(&mut st), 0);
+    assert_eq!(s.step_flag(0.0, 0.5, false), 0);
+    assert_eq!(s.step_flag(0.5, 0.25, true), 0);
+    // The state at t = 0 is before the promise at t = 0.5.
+    assert_eq!(s.set_state(st), 3);
+    assert!(logged(
+        "noSetFMUStatePriorToCurrentPoint was true at t = 0.5"
+    ));
+    assert_eq!(
+        s.step_flag(0.5, 0.25, true),
+        3,
+        "not where the last step ended"
+    );
+    assert!(logged(
+        "fmi2DoStep: Illegal call sequence: currentCommunicationPoint 0.5 differs from the FMU time 0.75"
+    ));
+    assert_eq!(s.step_flag(0.75, 0.5, true), 3, "past the stop time 1");
+    assert!(logged("ends after the stop time 1 (stopTimeDefined = true"));
+    assert_eq!(s.step_flag(0.75, 0.25, true), 0);
+    assert_eq!(
+        s.get(X),
+        3.0,
+        "1 + 2 * 1: the refused calls changed nothing"
+    );
+    assert_eq!(s.free_state(&mut st), 0);
+    assert_eq!(s.call("fmi2Terminate"), 0);
+    assert_eq!(s.step(1.0, 0.1), 3);
+    assert!(logged(
+        "fmi2DoStep: Illegal call sequence: called in state Terminated"
+    ));
+    assert_eq!(s.get(X), 3.0, "getters work after fmi2Terminate");
+    // FMI 3: Terminate in Initialization Mode, a stop time, the same promise.
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("Integrator.fmu"));
+    let s = Fmi3::instantiate(&fmu, c"strict3");
+    assert_eq!(s.enter_stop(Some(1.0)), 0);
+    assert_eq!(s.call("fmi3Terminate"), 3);
+    assert!(logged(
+        "fmi3Terminate: Illegal call sequence: called in state Initialization Mode"
+    ));
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    assert_eq!(s.get_state(&mut st), 0);
+    assert_eq!(s.do_step(0.0, 0.5, true).0, 0);
+    assert_eq!(s.do_step(0.5, 0.5, true).0, 0);
+    assert_eq!(s.do_step(1.0, 0.5, true).0, 3);
+    assert!(logged(
+        "fmi3DoStep: Illegal call sequence: the step from 1 to 1.5 ends after the stop time 1"
+    ));
+    assert_eq!(s.set_state(st), 3);
+    assert!(logged(
+        "where fmi3DoStep was called with noSetFMUStatePriorToCurrentPoint = true"
+    ));
+    assert_eq!(s.free_state(&mut st), 0);
+    assert_eq!(s.call("fmi3Terminate"), 0);
 }
 
 #[test]
@@ -870,7 +1008,8 @@ fn fmi2_thermostat_closed_loop_through_the_c_abi() {
         assert_eq!(room.set_int(r::LEVEL, level), 0);
         assert_eq!(ctl.set(c::T, temp), 0);
         assert_eq!(room.step(t, h), 0);
-        assert_eq!(ctl.step(t, h), 0);
+        // The controller's state is restored below: no promise not to.
+        assert_eq!(ctl.step_flag(t, h, false), 0);
         t += h;
         if n == 0 {
             // T_e = 10 + 2 * 12 = 34 from T0 = 15.

@@ -171,12 +171,18 @@ pub unsafe fn instantiate(
         // SAFETY: non-NULL and aligned; the importer passes a valid struct.
         let functions = unsafe { &*functions };
         // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
-        let name = unsafe { cstr(name, "instanceName") }.unwrap_or("?");
+        let name_arg = unsafe { cstr(name, "instanceName") };
+        let name = name_arg.as_ref().map_or("?", |n| *n);
         let sink = sink(functions, name, logging_on != 0);
         let refuse = |msg: String| {
             sink.log(Status::Error, &format!("fmi2Instantiate: {msg}"));
             std::ptr::null_mut()
         };
+        // FMI 2.0 sec. 2.1.5: "It is not allowed to provide a null pointer
+        // and this string must be non-empty".
+        if let Err(e) = super::check_instance_name(name_arg) {
+            return refuse(e);
+        }
         if fmu_type != 1 {
             return refuse(format!(
                 "fmuType {fmu_type} requested, but this FMU supports co-simulation (1) only"
@@ -216,7 +222,8 @@ fn simple(c: *mut c_void, fname: &str, mask: u32, f: impl FnOnce(&mut Instance) 
     })
 }
 
-/// `fmi2SetupExperiment`.
+/// `fmi2SetupExperiment`: sets the start time and, with `stopTimeDefined`,
+/// the stop time (steps past it are refused).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -225,11 +232,11 @@ pub unsafe fn setup_experiment(
     _tol_defined: c_int,
     _tol: f64,
     start: f64,
-    _stop_defined: c_int,
-    _stop: f64,
+    stop_defined: c_int,
+    stop: f64,
 ) -> c_int {
     simple(c, "fmi2SetupExperiment", M_SETUP, |i| {
-        i.setup_experiment(start)
+        i.setup_experiment(start, (stop_defined != 0).then_some(stop))
     })
 }
 
@@ -577,23 +584,26 @@ pub unsafe fn get_real_output_derivatives(
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn do_step(c: *mut c_void, t: f64, h: f64, _no_set_prior: c_int) -> c_int {
+pub unsafe fn do_step(c: *mut c_void, t: f64, h: f64, no_set_prior: c_int) -> c_int {
     guard(ERROR, || {
         st(with_instance(c, "fmi2DoStep", M_DOSTEP, |inst| {
-            inst.do_step(t, h)
+            inst.step(t, h, no_set_prior != 0, None)
         }))
     })
 }
 
-/// `fmi2CancelStep`: there are no asynchronous steps to cancel.
+/// `fmi2CancelStep`: there are no asynchronous steps to cancel (the state
+/// stepInProgress, the only one that allows it, is never reached).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn cancel_step(c: *mut c_void) -> c_int {
-    simple(c, "fmi2CancelStep", M_STATUS, |_| {
-        Err(Fail::usage(
-            "no asynchronous step is in progress (canRunAsynchronuously=false)",
-        ))
+    simple(c, "fmi2CancelStep", M_ANY, |inst| {
+        Err(Fail::sequence(format!(
+            "called in state {}: fmi2CancelStep is allowed in state stepInProgress only, \
+             which this FMU never enters (canRunAsynchronuously=false)",
+            inst.mode_name()
+        )))
     })
 }
 
@@ -602,28 +612,45 @@ const PENDING_STATUS: c_int = 1;
 const LAST_SUCCESSFUL_TIME: c_int = 2;
 const TERMINATED: c_int = 3;
 
-fn status_not_available(inst: &Instance, kind: c_int) -> R<Status> {
-    let msg = match kind {
-        PENDING_STATUS => "fmi2PendingStatus is not available: steps never return fmi2Pending",
-        DO_STEP_STATUS | LAST_SUCCESSFUL_TIME | TERMINATED => {
-            "this status kind is not provided with this value type"
-        }
-        _ => "unknown status kind",
-    };
-    inst.log(Status::Discard, msg);
-    Ok(Status::Discard)
+/// The `fmi2StatusKind` names, by value.
+const KIND_NAMES: [&str; 4] = [
+    "fmi2DoStepStatus",
+    "fmi2PendingStatus",
+    "fmi2LastSuccessfulTime",
+    "fmi2Terminated",
+];
+
+/// Checks that `kind` is the status kind `fname` retrieves (FMI 2.0 sec.
+/// 4.2.3: each kind has one value type: fmi2DoStepStatus fmi2Status,
+/// fmi2PendingStatus fmi2String, fmi2LastSuccessfulTime fmi2Real,
+/// fmi2Terminated fmi2Boolean; no kind has fmi2Integer).
+fn check_kind(kind: c_int, fname: &str, expected: Option<c_int>) -> R<()> {
+    let name = usize::try_from(kind).ok().and_then(|k| KIND_NAMES.get(k));
+    match (name, expected) {
+        (None, _) => Err(Fail::usage(format!(
+            "unknown fmi2StatusKind {kind} (defined: 0 fmi2DoStepStatus, 1 fmi2PendingStatus, \
+             2 fmi2LastSuccessfulTime, 3 fmi2Terminated)"
+        ))),
+        (Some(_), Some(e)) if e == kind => Ok(()),
+        (Some(name), Some(e)) => Err(Fail::usage(format!(
+            "status kind {name} ({kind}) is not retrieved with {fname}, which takes {} only",
+            KIND_NAMES[e as usize]
+        ))),
+        (Some(name), None) => Err(Fail::usage(format!(
+            "status kind {name} ({kind}) is not retrieved with {fname}: no status kind has an fmi2Integer value"
+        ))),
+    }
 }
 
-/// `fmi2GetStatus`: `fmi2DoStepStatus` gives the status of the last step.
+/// `fmi2GetStatus`: `fmi2DoStepStatus` only; gives the status the last
+/// `fmi2DoStep` returned (steps are synchronous, so never `fmi2Pending`).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
     guard(ERROR, || {
         st(with_instance(c, "fmi2GetStatus", M_STATUS, |inst| {
-            if kind != DO_STEP_STATUS {
-                return status_not_available(inst, kind);
-            }
+            check_kind(kind, "fmi2GetStatus", Some(DO_STEP_STATUS))?;
             // SAFETY: FMI calling convention: v points to one fmi2Status.
             unsafe { write_out(v, inst.last_step_status() as c_int, "value")? };
             Ok(Status::Ok)
@@ -631,16 +658,15 @@ pub unsafe fn get_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
     })
 }
 
-/// `fmi2GetRealStatus`: `fmi2LastSuccessfulTime`.
+/// `fmi2GetRealStatus`: `fmi2LastSuccessfulTime` only: where the last step
+/// ended (where a discarded step stopped).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_real_status(c: *mut c_void, kind: c_int, v: *mut f64) -> c_int {
     guard(ERROR, || {
         st(with_instance(c, "fmi2GetRealStatus", M_STATUS, |inst| {
-            if kind != LAST_SUCCESSFUL_TIME {
-                return status_not_available(inst, kind);
-            }
+            check_kind(kind, "fmi2GetRealStatus", Some(LAST_SUCCESSFUL_TIME))?;
             // SAFETY: FMI calling convention: v points to one fmi2Real.
             unsafe { write_out(v, inst.last_successful_time(), "value")? };
             Ok(Status::Ok)
@@ -648,43 +674,51 @@ pub unsafe fn get_real_status(c: *mut c_void, kind: c_int, v: *mut f64) -> c_int
     })
 }
 
-/// `fmi2GetIntegerStatus`: no integer status kinds exist.
+/// `fmi2GetIntegerStatus`: no status kind has an integer value, so every
+/// call is refused.
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_integer_status(c: *mut c_void, kind: c_int, _v: *mut c_int) -> c_int {
     guard(ERROR, || {
-        st(with_instance(c, "fmi2GetIntegerStatus", M_STATUS, |inst| {
-            status_not_available(inst, kind)
+        st(with_instance(c, "fmi2GetIntegerStatus", M_STATUS, |_| {
+            check_kind(kind, "fmi2GetIntegerStatus", None)?;
+            Ok(Status::Ok)
         }))
     })
 }
 
-/// `fmi2GetBooleanStatus`: `fmi2Terminated` (the models never ask to stop).
+/// `fmi2GetBooleanStatus`: `fmi2Terminated` only: true after the model
+/// asked to end the simulation (a step that returned `fmi2Discard`).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_boolean_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
     guard(ERROR, || {
         st(with_instance(c, "fmi2GetBooleanStatus", M_STATUS, |inst| {
-            if kind != TERMINATED {
-                return status_not_available(inst, kind);
-            }
+            check_kind(kind, "fmi2GetBooleanStatus", Some(TERMINATED))?;
+            let terminated = c_int::from(inst.terminate_requested());
             // SAFETY: FMI calling convention: v points to one fmi2Boolean.
-            unsafe { write_out(v, 0, "value")? };
+            unsafe { write_out(v, terminated, "value")? };
             Ok(Status::Ok)
         }))
     })
 }
 
-/// `fmi2GetStringStatus`: `fmi2PendingStatus` is never available.
+/// `fmi2GetStringStatus`: `fmi2PendingStatus` only, which is never
+/// available (`fmi2Discard`: steps never return `fmi2Pending`).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_string_status(c: *mut c_void, kind: c_int, _v: *mut *const c_char) -> c_int {
     guard(ERROR, || {
         st(with_instance(c, "fmi2GetStringStatus", M_STATUS, |inst| {
-            status_not_available(inst, kind)
+            check_kind(kind, "fmi2GetStringStatus", Some(PENDING_STATUS))?;
+            inst.log(
+                Status::Discard,
+                "fmi2GetStringStatus: fmi2PendingStatus is not available: steps never return fmi2Pending",
+            );
+            Ok(Status::Discard)
         }))
     })
 }

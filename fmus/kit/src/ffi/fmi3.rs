@@ -143,7 +143,7 @@ pub unsafe fn instantiate_co_simulation(
     _visible: bool,
     logging_on: bool,
     event_mode_used: bool,
-    _early_return_allowed: bool,
+    early_return_allowed: bool,
     required: *const u32,
     n_required: usize,
     env: *mut c_void,
@@ -154,7 +154,12 @@ pub unsafe fn instantiate_co_simulation(
         let fname = "fmi3InstantiateCoSimulation";
         let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
         // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
-        let name = unsafe { cstr(name, "instanceName") }.unwrap_or("?");
+        let name_arg = unsafe { cstr(name, "instanceName") };
+        let name = name_arg.as_ref().map_or("?", |n| *n);
+        // FMI 3.0 sec. 2.3.1: "instanceName must be a non empty string".
+        if let Err(e) = super::check_instance_name(name_arg) {
+            return bad(e);
+        }
         if event_mode_used {
             return bad("eventModeUsed=true, but this FMU has hasEventMode=false".into());
         }
@@ -206,16 +211,15 @@ pub unsafe fn instantiate_co_simulation(
             log,
             intermediate,
         };
-        register(
-            Instance::new(
-                spec,
-                caps,
-                FmiVersion::Fmi3,
-                name,
-                sink(importer, logging_on),
-            ),
-            Some(importer),
-        )
+        let mut inst = Instance::new(
+            spec,
+            caps,
+            FmiVersion::Fmi3,
+            name,
+            sink(importer, logging_on),
+        );
+        inst.set_early_return_allowed(early_return_allowed);
+        register(inst, Some(importer))
     })
 }
 
@@ -263,11 +267,11 @@ pub unsafe fn enter_initialization_mode(
     _tol_defined: bool,
     _tol: f64,
     start: f64,
-    _stop_defined: bool,
-    _stop: f64,
+    stop_defined: bool,
+    stop: f64,
 ) -> c_int {
     simple(i, "fmi3EnterInitializationMode", INST, |inst| {
-        inst.setup_experiment(start)?;
+        inst.setup_experiment(start, stop_defined.then_some(stop))?;
         inst.enter_initialization()
     })
 }
@@ -1128,7 +1132,9 @@ pub unsafe fn get_output_derivatives(
     })
 }
 
-/// `fmi3DoStep`.
+/// `fmi3DoStep`. `terminateSimulation` and `earlyReturn` report a model's
+/// request to end the simulation (see [`Instance::step`]);
+/// `lastSuccessfulTime` is where the step ended.
 ///
 /// # Safety
 /// FMI calling convention.
@@ -1137,7 +1143,7 @@ pub unsafe fn do_step(
     i: *mut c_void,
     t: f64,
     h: f64,
-    _no_set_prior: bool,
+    no_set_prior: bool,
     event_needed: *mut bool,
     terminate: *mut bool,
     early_return: *mut bool,
@@ -1161,8 +1167,12 @@ pub unsafe fn do_step(
             // and model that use it), the step asks for its inputs at
             // internal times; else they are held.
             let source = cell.source(inst);
-            let result = inst.do_step_with(t, h, source);
+            let result = inst.step(t, h, no_set_prior, source);
             last[0] = inst.last_successful_time();
+            if result.is_ok() {
+                term[0] = inst.terminate_requested();
+                early[0] = inst.early_return();
+            }
             result
         }) as c_int
     })

@@ -135,7 +135,7 @@ pub(crate) struct Cell {
 }
 
 /// The message of a call refused in Intermediate Update Mode.
-pub const REFUSED: &str = "illegal call in Intermediate Update Mode (only fmi3SetFloat64 on inputs with intermediateUpdate=\"true\" is allowed there)";
+pub const REFUSED: &str = "Illegal call sequence: called in Intermediate Update Mode (only fmi3SetFloat64 on inputs with intermediateUpdate=\"true\" is allowed there)";
 
 impl Cell {
     /// A cell; `importer` is `None` for FMI 2 instances.
@@ -207,7 +207,7 @@ impl Cell {
                     .variable(r)
                     .ok_or_else(|| Fail::usage(format!("unknown value reference {r}")))?;
                 if !var.is_continuous_real_input() {
-                    return Err(Fail::usage(format!(
+                    return Err(Fail::sequence(format!(
                         "variable {} (vr {r}) has no intermediateUpdate=\"true\" and cannot be set in Intermediate Update Mode",
                         var.name
                     )));

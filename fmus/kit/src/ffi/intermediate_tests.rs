@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use super::intermediate::IntermediateUpdate;
 use super::tests::{
     LOG3, fmi2DoStep, fmi2EnterInitializationMode, fmi2ExitInitializationMode, fmi2FreeInstance,
-    fmi2GetReal, fmi2SetInteger, fmi2SetReal, fmi2SetRealInputDerivatives,
+    fmi2GetReal, fmi2SetInteger, fmi2SetReal, fmi2SetRealInputDerivatives, fmi2SetupExperiment,
     fmi3EnterInitializationMode, fmi3ExitInitializationMode, fmi3FreeInstance, fmi3GetFMUState,
     fmi3GetFloat64, fmi3SetFloat64, fmi3SetInt32, fmi3Terminate, instantiate2_full,
     instantiate3_with, logged3, registry, rk, step3, token_c,
@@ -189,6 +189,7 @@ fn fmi2(model: &str, params: &[(Vr, f64)]) -> *mut c_void {
     assert!(!c.is_null());
     // SAFETY: a live instance and one-element arrays.
     unsafe {
+        assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0), 0);
         assert_eq!(fmi2EnterInitializationMode(c), 0);
         for &(vr, x) in params {
             let st = if vr == rk::STEPS && model == "KitRk4" {
@@ -430,16 +431,16 @@ fn inside_the_callback_only_setting_intermediate_inputs_is_allowed() {
         assert_eq!(*status, 3, "{what} must be refused with fmi3Error");
     }
     for needle in [
-        "fmi3GetFloat64: illegal call in Intermediate Update Mode",
-        "fmi3SetFloat64: variable a (vr 5) has no intermediateUpdate=\"true\" and cannot be set in Intermediate Update Mode",
-        "fmi3SetFloat64: variable y (vr 3) has no intermediateUpdate=\"true\"",
+        "fmi3GetFloat64: Illegal call sequence: called in Intermediate Update Mode",
+        "fmi3SetFloat64: Illegal call sequence: variable a (vr 5) has no intermediateUpdate=\"true\" and cannot be set in Intermediate Update Mode",
+        "fmi3SetFloat64: Illegal call sequence: variable y (vr 3) has no intermediateUpdate=\"true\"",
         "fmi3SetFloat64: unknown value reference 99 (Intermediate Update Mode",
         "fmi3SetFloat64: values is NULL",
-        "fmi3SetInt32: illegal call in Intermediate Update Mode",
-        "fmi3DoStep: illegal call in Intermediate Update Mode",
-        "fmi3GetFMUState: illegal call in Intermediate Update Mode",
-        "fmi3Terminate: illegal call in Intermediate Update Mode",
-        "fmi3FreeInstance: illegal call in Intermediate Update Mode",
+        "fmi3SetInt32: Illegal call sequence: called in Intermediate Update Mode",
+        "fmi3DoStep: Illegal call sequence: called in Intermediate Update Mode",
+        "fmi3GetFMUState: Illegal call sequence: called in Intermediate Update Mode",
+        "fmi3Terminate: Illegal call sequence: called in Intermediate Update Mode",
+        "fmi3FreeInstance: Illegal call sequence: called in Intermediate Update Mode",
     ] {
         assert!(logged3(needle), "no log line {needle}");
     }

@@ -22,6 +22,8 @@ pub mod intermediate;
 #[cfg(test)]
 mod intermediate_tests;
 #[cfg(test)]
+mod strict_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod types_tests;
@@ -218,6 +220,19 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     let c = unsafe { CStr::from_ptr(p) };
     c.to_str()
         .map_err(|_| Fail::usage(format!("{what} is not valid UTF-8")))
+}
+
+/// Checks the `instanceName` argument of instantiation: not NULL, valid
+/// UTF-8, and with at least one character that is not white space (FMI 2.0
+/// sec. 2.1.5, FMI 3.0 sec. 2.3.1).
+pub(crate) fn check_instance_name(name: R<&str>) -> Result<(), String> {
+    match name {
+        Err(e) => Err(e.message),
+        Ok(n) if n.trim().is_empty() => Err(format!(
+            "instanceName \"{n}\" must be a non-empty string (at least one character that is not white space)"
+        )),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// Writes one value through an importer out-pointer.

@@ -274,6 +274,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             discrete::spec(),
             rk::spec(),
             super::types_tests::spec(),
+            super::strict_tests::spec(),
         ]
     })
 }
@@ -320,7 +321,7 @@ pub(super) fn callbacks() -> fmi2::CallbackFunctions {
     }
 }
 
-fn logged(needle: &str) -> bool {
+pub(super) fn logged(needle: &str) -> bool {
     LOG.lock().is_ok_and(|l| {
         l.iter()
             .any(|(_, _, fmt, m)| fmt == "%s" && m.contains(needle))
@@ -441,7 +442,9 @@ fn fmi2_cycle_and_bad_pointers() {
         assert_eq!(t, 0.5);
         // Illegal calls in the wrong state.
         assert_eq!(fmi2EnterInitializationMode(c), 3);
-        assert!(logged("illegal call in state stepComplete"));
+        assert!(logged(
+            "fmi2EnterInitializationMode: Illegal call sequence: called in state stepComplete"
+        ));
         assert_eq!(fmi2Terminate(c), 0);
         assert_eq!(fmi2DoStep(c, 0.5, 0.5, 1), 3);
         assert_eq!(fmi2Reset(c), 0);
@@ -538,11 +541,13 @@ fn panics_become_errors_and_bad_parameters_are_named() {
     let c = instantiate(full());
     // SAFETY: valid pointers.
     unsafe {
+        assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0), 0);
         assert_eq!(fmi2EnterInitializationMode(c), 0);
         assert_eq!(fmi2SetReal(c, [P].as_ptr(), 1, [-1.0].as_ptr()), 0);
         assert_eq!(fmi2ExitInitializationMode(c), 3);
         assert!(logged("fmi2ExitInitializationMode: p must be > 0, got -1"));
         assert_eq!(fmi2Reset(c), 0);
+        assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0), 0);
         assert_eq!(fmi2EnterInitializationMode(c), 0);
         assert_eq!(fmi2SetReal(c, [P].as_ptr(), 1, [13.0].as_ptr()), 0);
         assert_eq!(fmi2ExitInitializationMode(c), 0);
@@ -565,6 +570,7 @@ fn disabled_state_capability_is_refused_by_the_binary() {
     ));
     // SAFETY: valid pointers.
     unsafe {
+        assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0), 0);
         assert_eq!(fmi2EnterInitializationMode(c), 0);
         assert_eq!(fmi2ExitInitializationMode(c), 0);
         let mut s: *mut c_void = std::ptr::null_mut();
@@ -1065,10 +1071,14 @@ fn fmi2_boolean_and_integer_access_type_checks_and_derivatives() {
         assert_eq!(gi(I_IN), (0, 4));
         assert_eq!(sb(B_OUT, 1), 3);
         assert!(logged(
-            "variable b_out has causality output and cannot be set"
+            "fmi2SetBoolean: Illegal call sequence: output b_out (vr 4, variability discrete, initial calculated) \
+             cannot be set in state stepComplete: only inputs and tunable parameters can be set there"
         ));
         assert_eq!(sb(FLAG, 0), 3);
-        assert!(logged("parameter flag has variability fixed"));
+        assert!(logged(
+            "fmi2SetBoolean: Illegal call sequence: parameter flag (vr 8, variability fixed, initial exact) \
+             cannot be set in state stepComplete"
+        ));
         assert_eq!(
             fmi2GetBoolean(c, [B_IN].as_ptr(), 1, std::ptr::null_mut()),
             3
@@ -1152,6 +1162,7 @@ fn fmi2_fmu_state_covers_discrete_values() {
     let c = instantiate_discrete();
     // SAFETY: valid pointers throughout.
     unsafe {
+        assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0), 0);
         assert_eq!(fmi2EnterInitializationMode(c), 0);
         assert_eq!(fmi2ExitInitializationMode(c), 0);
         assert_eq!(fmi2SetBoolean(c, [B_IN].as_ptr(), 1, [0].as_ptr()), 0);
@@ -1181,6 +1192,7 @@ fn fmi2_fmu_state_covers_discrete_values() {
         assert_eq!(fmi2_discrete_snapshot(c), moved);
         // Deserialized into a fresh instance.
         let other = instantiate_discrete();
+        assert_eq!(fmi2SetupExperiment(other, 0, 0.0, 0.0, 0, 0.0), 0);
         assert_eq!(fmi2EnterInitializationMode(other), 0);
         assert_eq!(fmi2ExitInitializationMode(other), 0);
         let mut s2: *mut c_void = std::ptr::null_mut();
