@@ -1,4 +1,5 @@
-//! Generic test models: `Gain`, `Integrator`, `Dahlquist`, `Faulty`, `Wide`.
+//! Generic test models: `Gain`, `Integrator`, `Dahlquist`, `Faulty`, `Wide`,
+//! `Terminating`.
 
 use fmu_kit::units::{PER_S, S};
 use fmu_kit::{
@@ -570,6 +571,119 @@ pub mod wide {
                 d = (u.derivative(input, k - 1, t) - d) / self.tau;
             }
             Some(d)
+        }
+    }
+}
+
+/// `Terminating`: y' = u (input held over the step), y(start) = 0; the
+/// model asks to end the simulation at `t_end`: the step that reaches or
+/// crosses `t_end` ends there ([`StepError::Terminate`]). FMI 2:
+/// `fmi2DoStep` returns `fmi2Discard`, `fmi2GetBooleanStatus(fmi2Terminated)`
+/// is true, `fmi2LastSuccessfulTime` is `t_end`. FMI 3: `terminateSimulation`
+/// with `lastSuccessfulTime = t_end`, `earlyReturn` if the step was cut
+/// short and early return is allowed, else `fmi3Discard` (see
+/// `fmu_kit::Instance::step`). Further steps are refused.
+pub mod terminating {
+    use super::*;
+
+    /// Input u (held over each step).
+    pub const U: Vr = 1;
+    /// Output y = integral of u from the start time.
+    pub const Y: Vr = 2;
+    /// When the model asks to terminate.
+    pub const T_END: Vr = 3;
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new(
+            "Terminating",
+            "y' = u (input held over the step, exact), y(start) = 0; asks to terminate at t_end: \
+             the step that reaches or crosses t_end ends there",
+            build,
+        )
+        .var(Variable::input(
+            U,
+            "u",
+            1.0,
+            "Input (rate of y, held over the step)",
+        ))
+        .var(
+            Variable::output(Y, "y", "Integral of u from the start time")
+                .depends_on(&[])
+                .initial_depends_on(&[]),
+        )
+        .var(
+            Variable::parameter(
+                T_END,
+                "t_end",
+                0.5,
+                "Time at which the model asks to terminate",
+            )
+            .unit(S),
+        )
+        .experiment(0.0, 1.0, 0.01)
+        .output_derivatives(1)
+        .interpolate_inputs(false)
+        .might_return_early(true)
+    }
+
+    struct Terminating {
+        t_end: f64,
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(Terminating {
+            t_end: v.finite("t_end", T_END)?,
+        }))
+    }
+
+    impl Model for Terminating {
+        fn init(&mut self, v: &mut Values) {
+            v[Y] = 0.0;
+        }
+
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            let end = t + h;
+            // The same relative tolerance as the kit's time checks: a step
+            // that ends within it of t_end reaches t_end.
+            let tol = 1e-9 * end.abs().max(1.0);
+            if end < self.t_end - tol {
+                v[Y] += u.value(U) * h;
+                return Ok(());
+            }
+            let reached = if (end - self.t_end).abs() <= tol {
+                end
+            } else {
+                self.t_end.clamp(t, end)
+            };
+            v[Y] += u.value(U) * (reached - t);
+            Err(StepError::Terminate {
+                reached,
+                message: format!(
+                    "Terminating: t_end = {} reached in the step from {t} to {end}; the simulation ends at t = {reached}",
+                    self.t_end
+                ),
+            })
+        }
+
+        fn outputs(&self, _t: f64, _v: &mut Values, _u: &Inputs) {}
+
+        fn output_derivative(
+            &self,
+            vr: Vr,
+            order: u32,
+            _t: f64,
+            _v: &Values,
+            u: &Inputs,
+        ) -> Option<f64> {
+            (vr == Y && order == 1).then(|| u.value(U))
         }
     }
 }

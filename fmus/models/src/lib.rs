@@ -45,6 +45,7 @@ pub fn registry() -> &'static [ModelSpec] {
             generic::dahlquist::spec(),
             generic::faulty::spec(),
             generic::wide::spec(),
+            generic::terminating::spec(),
             quarter_car::chassis::spec(),
             quarter_car::wheel_suspension::spec(),
             quarter_car::chassis_suspension::spec(),

@@ -67,7 +67,7 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 24);
+    assert_eq!(registry().len(), 25);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror, whose FMI 2 build is refused.
@@ -743,6 +743,67 @@ fn faulty_modes_error_discard_nan_fatal() {
 }
 
 #[test]
+fn terminating_ends_the_step_at_t_end_and_asks_to_stop() {
+    use generic::terminating::{T_END, U, Y};
+    for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+        let (mut i, log) = ok(initialized(model("Terminating"), version, &[(T_END, 0.35)]));
+        assert_eq!(ok(get1(&mut i, U)), 1.0, "u defaults to 1");
+        ok(set(&mut i, &[U], &[2.0]));
+        step(&mut i, 0.25);
+        assert_eq!(ok(get1(&mut i, Y)), 0.5, "y = 2 * 0.25, zero-order hold");
+        assert!(!i.terminate_requested());
+        // The step over t_end ends at t_end: FMI 2 Discard, FMI 3 Discard
+        // too (the Rust API instance does not allow early return).
+        assert_eq!(ok(i.do_step(0.25, 0.25)), Status::Discard);
+        assert!(i.terminate_requested());
+        assert_eq!(i.last_successful_time(), 0.35);
+        assert_eq!(i.time(), 0.35);
+        assert!(
+            (ok(get1(&mut i, Y)) - 0.7).abs() < 1e-15,
+            "the value at t_end"
+        );
+        assert!(
+            i.do_step(0.35, 0.1)
+                .is_err_and(|e| e.message.starts_with("Illegal call sequence"))
+        );
+        let logged = log.lock().is_ok_and(|l| {
+            l.iter().any(|(s, _, m)| {
+                *s == Status::Discard
+                    && m == "Terminating: t_end = 0.35 reached in the step from 0.25 to 0.5; the simulation ends at t = 0.35"
+            })
+        });
+        assert!(logged, "{version:?}");
+        // FMI 3 with early return allowed: OK, early return at t_end.
+        let (mut i, _) = ok(initialized(model("Terminating"), version, &[(T_END, 0.35)]));
+        i.set_early_return_allowed(true);
+        let expected = match version {
+            FmiVersion::Fmi2 => Status::Discard,
+            FmiVersion::Fmi3 => Status::Ok,
+        };
+        assert_eq!(ok(i.do_step(0.0, 1.0)), expected);
+        assert_eq!(i.early_return(), version == FmiVersion::Fmi3);
+        assert_eq!(ok(get1(&mut i, Y)), 0.35);
+        // A step that ends on t_end (the default 0.5) up to rounding: FMI 3 OK
+        // without early return, FMI 2 Discard; lastSuccessfulTime = t + h.
+        let (mut i, _) = ok(initialized(model("Terminating"), version, &[]));
+        let h = 0.1;
+        let mut t = 0.0;
+        for _ in 0..4 {
+            step(&mut i, h);
+            t += h;
+        }
+        let expected = match version {
+            FmiVersion::Fmi2 => Status::Discard,
+            FmiVersion::Fmi3 => Status::Ok,
+        };
+        assert_eq!(ok(i.do_step(t, h)), expected);
+        assert!(i.terminate_requested() && !i.early_return());
+        assert_eq!(i.last_successful_time(), t + h);
+        assert!((ok(get1(&mut i, Y)) - 0.5).abs() < 1e-15);
+    }
+}
+
+#[test]
 fn fmi3_instances_step_without_input_derivatives() {
     let s = model("Integrator");
     let (mut inst, _) = ok(initialized(s, FmiVersion::Fmi3, &[]));
@@ -1244,7 +1305,9 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
             s.name
         );
         assert!(x3.contains("canReturnEarlyAfterIntermediateUpdate=\"false\""));
-        assert!(x3.contains("mightReturnEarlyFromDoStep=\"false\""));
+        // Only Terminating ends a step early (at t_end).
+        let might = format!("mightReturnEarlyFromDoStep=\"{}\"", s.name == "Terminating");
+        assert!(x3.contains(&might), "{}", s.name);
         let expected = if s.can_interpolate_inputs { n_cont } else { 0 };
         assert_eq!(
             x3.matches("intermediateUpdate=\"true\"").count(),

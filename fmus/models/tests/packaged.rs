@@ -894,6 +894,77 @@ fn packaged_fmus_refuse_illegal_call_sequences() {
     assert_eq!(s.call("fmi3Terminate"), 0);
 }
 
+/// fmi2GetStatus / fmi2GetRealStatus / fmi2GetBooleanStatus of `s`:
+/// (fmi2DoStepStatus, fmi2LastSuccessfulTime, fmi2Terminated).
+fn fmi2_statuses(s: &Fmi2) -> (c_int, f64, c_int) {
+    type StatusFn<T> = unsafe extern "C" fn(Inst, c_int, *mut T) -> c_int;
+    let (mut st, mut last, mut term) = (-1, f64::NAN, -1);
+    // SAFETY: FMI signatures, one out-value each.
+    unsafe {
+        assert_eq!(
+            s.fmu.sym::<StatusFn<c_int>>("fmi2GetStatus")(s.i, 0, &mut st),
+            0
+        );
+        assert_eq!(
+            s.fmu.sym::<StatusFn<f64>>("fmi2GetRealStatus")(s.i, 2, &mut last),
+            0
+        );
+        assert_eq!(
+            s.fmu.sym::<StatusFn<c_int>>("fmi2GetBooleanStatus")(s.i, 3, &mut term),
+            0
+        );
+    }
+    (st, last, term)
+}
+
+#[test]
+fn packaged_terminating_requests_termination_the_fmi2_and_fmi3_way() {
+    use cosim_models::generic::terminating::{T_END, U, Y};
+    let fmu = Fmu::open(&dist_dir().join("fmi2").join("Terminating.fmu"));
+    let s = Fmi2::instantiate(&fmu);
+    assert_eq!(s.setup(), 0);
+    assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
+    assert_eq!(s.set(T_END, 0.3), 0);
+    assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
+    assert_eq!(s.set(U, 2.0), 0);
+    assert_eq!(s.step(0.0, 0.2), 0);
+    assert_eq!(fmi2_statuses(&s), (0, 0.2, 0));
+    // The step over t_end: fmi2Discard, fmi2Terminated, stopped at t_end.
+    assert_eq!(s.step(0.2, 0.2), 2);
+    assert_eq!(fmi2_statuses(&s), (2, 0.3, 1));
+    assert!((s.get(Y) - 0.6).abs() < 1e-15, "y(t_end) = 2 * 0.3");
+    assert!(logged(
+        "Terminating: t_end = 0.3 reached in the step from 0.2 to"
+    ));
+    assert_eq!(s.step(0.3, 0.1), 3);
+    assert!(logged(
+        "fmi2DoStep: Illegal call sequence: called in state stepFailed (the FMU requested termination at t = 0.3)"
+    ));
+    assert_eq!(s.call("fmi2Terminate"), 0);
+    assert!((s.get(Y) - 0.6).abs() < 1e-15);
+    drop(s);
+    // FMI 3: early return where allowed, else fmi3Discard; both with
+    // terminateSimulation and lastSuccessfulTime = t_end.
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("Terminating.fmu"));
+    assert!(fmu.xml.contains("mightReturnEarlyFromDoStep=\"true\""));
+    for (allowed, status, early) in [(true, 0, true), (false, 2, false)] {
+        let s = Fmi3::instantiate_early(&fmu, c"term3", allowed);
+        assert_eq!(s.enter(), 0);
+        assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+        assert_eq!(s.do_step(0.0, 0.25, true), (0, false, false, 0.25));
+        assert_eq!(s.do_step(0.25, 0.5, true), (status, true, early, 0.5));
+        assert_eq!(s.get(Y), 0.5, "y(t_end) = 1 * 0.5");
+        assert_eq!(s.do_step(0.5, 0.25, true).0, 3);
+        assert_eq!(s.call("fmi3Terminate"), 0);
+    }
+    // A step that ends on t_end: fmi3OK, no early return.
+    let s = Fmi3::instantiate(&fmu, c"term3b");
+    assert_eq!(s.enter(), 0);
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    assert_eq!(s.do_step(0.0, 0.5, true), (0, true, false, 0.5));
+    assert_eq!(s.call("fmi3Terminate"), 0);
+}
+
 #[test]
 fn fmi3_refuses_an_fmi2_token_and_unknown_models() {
     let fmu = Fmu::open(&dist_dir().join("fmi3").join("Gain.fmu"));

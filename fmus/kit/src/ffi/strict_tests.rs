@@ -7,13 +7,14 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use super::tests::{
-    callbacks, fmi2CancelStep, fmi2DoStep, fmi2EnterInitializationMode, fmi2ExitInitializationMode,
-    fmi2FreeFMUstate, fmi2FreeInstance, fmi2GetBooleanStatus, fmi2GetFMUstate,
-    fmi2GetIntegerStatus, fmi2GetReal, fmi2GetRealStatus, fmi2GetStatus, fmi2GetStringStatus,
-    fmi2Instantiate, fmi2Reset, fmi2SetFMUstate, fmi2SetReal, fmi2SetupExperiment, fmi2Terminate,
-    fmi3DoStep, fmi3EnterInitializationMode, fmi3ExitInitializationMode, fmi3FreeFMUState,
-    fmi3FreeInstance, fmi3GetFMUState, fmi3GetFloat64, fmi3SetFMUState, fmi3SetFloat64,
-    fmi3Terminate, instantiate2_full, instantiate3, logged, logged3, registry, token_c,
+    LOG3, callbacks, fmi2CancelStep, fmi2DoStep, fmi2EnterInitializationMode,
+    fmi2ExitInitializationMode, fmi2FreeFMUstate, fmi2FreeInstance, fmi2GetBooleanStatus,
+    fmi2GetFMUstate, fmi2GetIntegerStatus, fmi2GetReal, fmi2GetRealStatus, fmi2GetStatus,
+    fmi2GetStringStatus, fmi2Instantiate, fmi2Reset, fmi2SetFMUstate, fmi2SetReal,
+    fmi2SetupExperiment, fmi2Terminate, fmi3DoStep, fmi3EnterInitializationMode,
+    fmi3ExitInitializationMode, fmi3FreeFMUState, fmi3FreeInstance, fmi3GetFMUState,
+    fmi3GetFloat64, fmi3InstantiateCoSimulation, fmi3SetFMUState, fmi3SetFloat64, fmi3Terminate,
+    instantiate2_full, instantiate3, logged, logged3, logger3, registry, token_c,
 };
 use crate::caps::{Capabilities, FmiVersion};
 use crate::instance::{Mode, settable_in};
@@ -89,6 +90,69 @@ pub fn spec() -> ModelSpec {
                 .start(0.5),
         )
         .output_derivatives(0)
+}
+
+/// `KitTerm`: y' = 1 (y = time since the start); asks to terminate at
+/// `t_end` (the step that reaches or crosses it ends there).
+pub mod term {
+    use super::*;
+
+    /// Output y.
+    pub const Y: Vr = 1;
+    /// When the model asks to terminate.
+    pub const T_END: Vr = 2;
+
+    struct KitTerm {
+        t_end: f64,
+    }
+
+    impl Model for KitTerm {
+        fn init(&mut self, v: &mut Values) {
+            v[Y] = 0.0;
+        }
+        fn do_step(
+            &mut self,
+            t: f64,
+            h: f64,
+            v: &mut Values,
+            _u: &Inputs,
+            _log: &dyn Fn(LogLevel, &str),
+        ) -> Result<(), StepError> {
+            if t + h < self.t_end {
+                v[Y] += h;
+                return Ok(());
+            }
+            // Slightly off t + h when it hits t_end: the kit rounds to t + h.
+            let reached = self.t_end.clamp(t, t + h);
+            v[Y] += reached - t;
+            Err(StepError::Terminate {
+                reached,
+                message: format!("KitTerm: t_end = {} reached", self.t_end),
+            })
+        }
+        fn outputs(&self, _t: f64, _v: &mut Values, _u: &Inputs) {}
+    }
+
+    fn build(v: &Values) -> Result<Box<dyn Model>, String> {
+        Ok(Box::new(KitTerm {
+            t_end: v.finite("t_end", T_END)?,
+        }))
+    }
+
+    /// The spec.
+    pub fn spec() -> ModelSpec {
+        ModelSpec::new("KitTerm", "terminating test model", build)
+            .var(Variable::output(Y, "y", "time since the start").depends_on(&[]))
+            .var(Variable::parameter(T_END, "t_end", 0.5, "terminate here"))
+            .might_return_early(true)
+    }
+}
+
+fn model(name: &str) -> &'static ModelSpec {
+    registry()
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or(&registry()[0])
 }
 
 fn strict() -> &'static ModelSpec {
@@ -666,4 +730,146 @@ fn instantiation_needs_a_non_empty_instance_name() {
     assert!(logged3(
         "fmi3InstantiateCoSimulation: instanceName \"\" must be a non-empty string"
     ));
+}
+
+/// An FMI 3 `KitTerm` with `earlyReturnAllowed` as given, initialized.
+fn term3(early_return_allowed: bool) -> *mut c_void {
+    let spec = model("KitTerm");
+    let tok = token_c(
+        spec,
+        FmiVersion::Fmi3,
+        &Capabilities::full(spec, FmiVersion::Fmi3),
+    );
+    // SAFETY: valid strings; no intermediate update callback, so the NULL
+    // environment is never used.
+    let i = unsafe {
+        fmi3InstantiateCoSimulation(
+            c"term3".as_ptr(),
+            tok.as_ptr(),
+            std::ptr::null(),
+            false,
+            true,
+            false,
+            early_return_allowed,
+            std::ptr::null(),
+            0,
+            std::ptr::null_mut(),
+            Some(logger3),
+            None,
+        )
+    };
+    assert!(!i.is_null());
+    init3(i, None);
+    i
+}
+
+#[test]
+fn fmi2_a_termination_request_is_a_discarded_step_with_fmi2_terminated() {
+    let spec = model("KitTerm");
+    let c = instantiate2_full(c"term2", spec);
+    assert!(!c.is_null());
+    init2(c, None);
+    let (mut st, mut b, mut r) = (-1 as c_int, -1 as c_int, f64::NAN);
+    let mut before: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a live instance and out-pointers.
+    unsafe {
+        assert_eq!(step2(c, 0.0, 0.25, false), 0);
+        assert_eq!(fmi2GetBooleanStatus(c, 3, &mut b), 0);
+        assert_eq!(b, 0);
+        assert_eq!(fmi2GetFMUstate(c, &mut before), 0);
+        // The step over t_end = 0.5 ends there and asks to terminate.
+        assert_eq!(step2(c, 0.25, 0.5, false), 2);
+        assert!(logged("KitTerm: t_end = 0.5 reached"));
+        assert_eq!(fmi2GetBooleanStatus(c, 3, &mut b), 0);
+        assert_eq!(b, 1, "fmi2Terminated");
+        assert_eq!(fmi2GetRealStatus(c, 2, &mut r), 0);
+        assert_eq!(r, 0.5, "fmi2LastSuccessfulTime = t_end");
+        assert_eq!(fmi2GetStatus(c, 0, &mut st), 0);
+        assert_eq!(st, 2, "fmi2DoStepStatus: the step returned fmi2Discard");
+        assert_eq!(get2(c, term::Y), 0.5, "the values at t_end");
+        // No further step; the state before may be restored (no promise).
+        assert_eq!(step2(c, 0.5, 0.1, false), 3);
+        assert!(logged(
+            "fmi2DoStep: Illegal call sequence: called in state stepFailed (the FMU requested termination at t = 0.5)"
+        ));
+        assert_eq!(fmi2SetFMUstate(c, before), 0);
+        assert_eq!(fmi2GetBooleanStatus(c, 3, &mut b), 0);
+        assert_eq!(b, 0, "the restored state had not asked to terminate");
+        // A step ending on t_end (up to rounding) also terminates, at t + h.
+        assert_eq!(step2(c, 0.25, 0.25 + 1e-12, false), 2);
+        assert_eq!(fmi2GetRealStatus(c, 2, &mut r), 0);
+        assert_eq!(r, 0.25 + (0.25 + 1e-12));
+        assert_eq!(fmi2GetBooleanStatus(c, 3, &mut b), 0);
+        assert_eq!(b, 1);
+        assert_eq!(fmi2FreeFMUstate(c, &mut before), 0);
+        assert_eq!(fmi2Terminate(c), 0);
+        assert_eq!(get2(c, term::Y), 0.5);
+        // A reset forgets the request.
+        assert_eq!(fmi2Reset(c), 0);
+        init2(c, None);
+        assert_eq!(step2(c, 0.0, 0.25, false), 0);
+        fmi2FreeInstance(c);
+    }
+}
+
+#[test]
+fn fmi3_a_termination_request_returns_early_or_discards_as_allowed() {
+    // Early return allowed: fmi3OK, earlyReturn, stopped at t_end.
+    let i = term3(true);
+    assert_eq!(step3(i, 0.0, 0.25, false), (0, false, false, 0.25));
+    assert_eq!(step3(i, 0.25, 0.5, false), (0, true, true, 0.5));
+    assert_eq!(get3(i, term::Y), 0.5);
+    let (st, term, early, last) = step3(i, 0.5, 0.25, false);
+    assert_eq!((st, term, early), (3, false, false));
+    assert_eq!(last, 0.5);
+    assert!(logged3(
+        "fmi3DoStep: Illegal call sequence: the FMU requested termination at t = 0.5"
+    ));
+    // SAFETY: a live instance.
+    unsafe {
+        assert_eq!(fmi3Terminate(i), 0);
+        fmi3FreeInstance(i);
+    }
+    // Not allowed: fmi3Discard, with terminateSimulation and lastSuccessfulTime.
+    let i = term3(false);
+    assert_eq!(step3(i, 0.0, 0.75, false), (2, true, false, 0.5));
+    assert_eq!(get3(i, term::Y), 0.5);
+    assert_eq!(step3(i, 0.5, 0.25, false).0, 3);
+    // SAFETY: a live instance.
+    unsafe {
+        assert_eq!(fmi3Terminate(i), 0);
+        fmi3FreeInstance(i);
+    }
+    // A step that ends on t_end: fmi3OK without early return, either way.
+    for allowed in [true, false] {
+        let i = term3(allowed);
+        assert_eq!(
+            step3(i, 0.0, 0.5, false),
+            (0, true, false, 0.5),
+            "{allowed}"
+        );
+        assert_eq!(step3(i, 0.5, 0.5, false).0, 3);
+        // SAFETY: a live instance.
+        unsafe { fmi3FreeInstance(i) };
+    }
+    assert!(
+        LOG3.lock()
+            .is_ok_and(|l| l.iter().any(|m| m == "KitTerm: t_end = 0.5 reached"))
+    );
+    // The XML says steps may end early.
+    let spec = model("KitTerm");
+    let x = xml::model_description(
+        spec,
+        FmiVersion::Fmi3,
+        &Capabilities::full(spec, FmiVersion::Fmi3),
+        "KitTerm",
+    );
+    assert!(x.contains(r#"mightReturnEarlyFromDoStep="true""#), "{x}");
+    let x = xml::model_description(
+        strict(),
+        FmiVersion::Fmi3,
+        &Capabilities::full(strict(), FmiVersion::Fmi3),
+        "KitStrict",
+    );
+    assert!(x.contains(r#"mightReturnEarlyFromDoStep="false""#));
 }

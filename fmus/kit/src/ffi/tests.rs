@@ -275,6 +275,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             rk::spec(),
             super::types_tests::spec(),
             super::strict_tests::spec(),
+            super::strict_tests::term::spec(),
         ]
     })
 }
