@@ -6,8 +6,9 @@
 //!   (`fmus/dist/fmi3/<Model>.fmu`), the FMI 2 and FMI 3 capability variants
 //!   of `cosim_models::VARIANT_MODELS` (`fmu_kit::dist::variant_path`: FMI 2
 //!   in `fmus/dist/variants/<Model>-<suffix>.fmu`, FMI 3 in
-//!   `fmus/dist/fmi3/<Model>-fmi3-<suffix>.fmu`), removes `.fmu` files of
-//!   those folders that it did not write (left from older layouts),
+//!   `fmus/dist/fmi3/<Model>-fmi3-<suffix>.fmu`), the quirk builds of
+//!   `cosim_models::QUIRK_VARIANTS` (`fmus/dist/quirks/`), removes `.fmu`
+//!   files of those folders that it did not write (left from older layouts),
 //!   and the reference CSVs (`fmus/dist/references/`); then writes
 //!   `fmus/dist/.stamp`. Idempotent; holds `fmus/dist/.lock` while working
 //!   (unless its caller already does, see `fmu_kit::dist`).
@@ -149,6 +150,19 @@ fn fmus() -> io::Result<()> {
             count += 1;
         }
     }
+    for (name, variant) in cosim_models::QUIRK_VARIANTS {
+        let spec = cosim_models::spec(name).ok_or_else(|| {
+            io::Error::other(format!("QUIRK_VARIANTS names unknown model {name}"))
+        })?;
+        let version = variant
+            .version()
+            .ok_or_else(|| io::Error::other(format!("{variant:?} has no FMI version")))?;
+        let req = PackageRequest::variant(spec, version, variant);
+        let out = dist::variant_path(name, variant);
+        package(&req, &lib, &out)?;
+        written.insert(out);
+        count += 1;
+    }
     println!("packaged {count} FMUs into {}", dist_dir.display());
     remove_stale_fmus(&dist_dir, &written)?;
 
@@ -166,14 +180,14 @@ fn fmus() -> io::Result<()> {
     Ok(())
 }
 
-/// Removes the `.fmu` files in `fmi2/`, `fmi3/` and `variants/` that this
+/// Removes the `.fmu` files in `fmi2/`, `fmi3/`, `variants/` and `quirks/` that this
 /// run did not write (e.g. FMI 3 variants of an older layout in `variants/`,
 /// where FMI 2-only tools would load them).
 fn remove_stale_fmus(
     dist_dir: &Path,
     written: &std::collections::HashSet<PathBuf>,
 ) -> io::Result<()> {
-    for sub in ["fmi2", "fmi3", "variants"] {
+    for sub in ["fmi2", "fmi3", "variants", "quirks"] {
         let Ok(entries) = fs::read_dir(dist_dir.join(sub)) else {
             continue;
         };

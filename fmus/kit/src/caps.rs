@@ -12,6 +12,11 @@
 //! serialize state, max output derivative order, interpolate inputs,
 //! variable step size, directional derivatives), followed in FMI 3 tokens
 //! (and only there) by `u<0|1>` (provides intermediate update).
+//!
+//! A quirk build (a [`Quirk`]: a measured misbehaviour of a real exporter,
+//! reproduced on purpose and declared nowhere in `modelDescription.xml`)
+//! appends the quirk's tag as a sixth field:
+//! `cosim:Integrator:fmi2:s1z1d3i1v1j1:<hash>:resets-in-setup`.
 
 use crate::model::ModelSpec;
 
@@ -42,9 +47,64 @@ impl FmiVersion {
     }
 }
 
+/// A misbehaviour of a real exporter that a quirk build reproduces (and
+/// does not declare: its `modelDescription.xml` is the full build's, with
+/// the quirk only in the token). Each was measured with a real FMU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Quirk {
+    /// FMI 2: `fmi2SetupExperiment` resets every parameter to its start
+    /// value, so a master that sets parameters before it (in Instantiated,
+    /// as the standard allows) silently runs with the defaults.
+    ResetsInSetup,
+    /// A step called with `noSetFMUStatePriorToCurrentPoint = false` after
+    /// the first step of the run leaves the states unchanged (time
+    /// advances): the outputs stay at their values after the first step.
+    /// Steps with `true` behave normally.
+    FreezesWithoutNoSetPrior,
+    /// FMI 2: `fmi2FreeInstance` registers a process-exit handler (libc
+    /// `atexit`) that crashes the process with SIGSEGV when it exits
+    /// normally, as PythonFMU-built FMUs do in Python's finalisation.
+    /// Everything before the exit works normally.
+    CrashesAtExit,
+}
+
+impl Quirk {
+    /// Every quirk.
+    pub const ALL: [Quirk; 3] = [
+        Quirk::ResetsInSetup,
+        Quirk::FreezesWithoutNoSetPrior,
+        Quirk::CrashesAtExit,
+    ];
+
+    /// The tag in the token (and, with `fmi3-` for FMI 3 builds, the
+    /// variant's file-name suffix).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Quirk::ResetsInSetup => "resets-in-setup",
+            Quirk::FreezesWithoutNoSetPrior => "freezes-without-no-set-prior",
+            Quirk::CrashesAtExit => "crashes-at-exit",
+        }
+    }
+
+    /// Parses [`Quirk::tag`].
+    pub fn from_tag(s: &str) -> Option<Quirk> {
+        Quirk::ALL.into_iter().find(|q| q.tag() == s)
+    }
+
+    /// Whether a build for `version` can have the quirk (the FMI 2 only
+    /// ones act in FMI 2 functions).
+    pub fn supports(self, version: FmiVersion) -> bool {
+        match self {
+            Quirk::FreezesWithoutNoSetPrior => true,
+            Quirk::ResetsInSetup | Quirk::CrashesAtExit => version == FmiVersion::Fmi2,
+        }
+    }
+}
+
 /// What a build of a model declares and really does. A capability switched
 /// off is declared false / 0 in `modelDescription.xml` and refused by the
 /// binary with `Error` and the log line "capability X is disabled in this build".
+/// A [`Quirk`] is not declared (only encoded in the token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Capabilities {
     /// `canGetAndSetFMUstate` / `canGetAndSetFMUState`.
@@ -64,10 +124,13 @@ pub struct Capabilities {
     pub variable_step: bool,
     /// `providesDirectionalDerivative(s)` (and adjoint derivatives in FMI 3).
     pub directional_derivatives: bool,
+    /// The exporter misbehaviour this build reproduces, if any.
+    pub quirk: Option<Quirk>,
 }
 
 /// The named capability variants that `cargo xtask fmus` builds (FMI 2:
-/// [`Variant::RESTRICTED`], FMI 3: [`Variant::FMI3_RESTRICTED`]).
+/// [`Variant::RESTRICTED`], FMI 3: [`Variant::FMI3_RESTRICTED`]) and the
+/// quirk builds ([`Variant::QUIRKS`], see [`Quirk`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// Everything the model supports.
@@ -83,6 +146,14 @@ pub enum Variant {
     /// FMI 3 without intermediate update (`providesIntermediateUpdate="false"`):
     /// inputs are held over the step.
     NoIntermediateUpdate,
+    /// FMI 2, [`Quirk::ResetsInSetup`].
+    ResetsInSetup,
+    /// FMI 2, [`Quirk::FreezesWithoutNoSetPrior`].
+    FreezesWithoutNoSetPrior,
+    /// FMI 3, [`Quirk::FreezesWithoutNoSetPrior`].
+    Fmi3FreezesWithoutNoSetPrior,
+    /// FMI 2, [`Quirk::CrashesAtExit`].
+    CrashesAtExit,
 }
 
 impl Variant {
@@ -97,6 +168,40 @@ impl Variant {
     /// The FMI 3 variants (restricted variants packaged as FMI 3).
     pub const FMI3_RESTRICTED: [Variant; 1] = [Variant::NoIntermediateUpdate];
 
+    /// The quirk builds (FMI 2 and FMI 3), packaged in `fmus/dist/quirks/`.
+    pub const QUIRKS: [Variant; 4] = [
+        Variant::ResetsInSetup,
+        Variant::FreezesWithoutNoSetPrior,
+        Variant::Fmi3FreezesWithoutNoSetPrior,
+        Variant::CrashesAtExit,
+    ];
+
+    /// Every variant.
+    pub const ALL: [Variant; 10] = [
+        Variant::Full,
+        Variant::NoState,
+        Variant::NoDeriv,
+        Variant::NoInterp,
+        Variant::FixedStep,
+        Variant::NoIntermediateUpdate,
+        Variant::ResetsInSetup,
+        Variant::FreezesWithoutNoSetPrior,
+        Variant::Fmi3FreezesWithoutNoSetPrior,
+        Variant::CrashesAtExit,
+    ];
+
+    /// The quirk a quirk build reproduces (`None` for the others).
+    pub fn quirk(self) -> Option<Quirk> {
+        match self {
+            Variant::ResetsInSetup => Some(Quirk::ResetsInSetup),
+            Variant::FreezesWithoutNoSetPrior | Variant::Fmi3FreezesWithoutNoSetPrior => {
+                Some(Quirk::FreezesWithoutNoSetPrior)
+            }
+            Variant::CrashesAtExit => Some(Quirk::CrashesAtExit),
+            _ => None,
+        }
+    }
+
     /// File-name suffix (`"nostate"`, ...; empty for `Full`). FMI 3
     /// variants carry the version: `"fmi3-no-intermediate-update"`.
     pub fn suffix(self) -> &'static str {
@@ -107,6 +212,10 @@ impl Variant {
             Variant::NoInterp => "nointerp",
             Variant::FixedStep => "fixedstep",
             Variant::NoIntermediateUpdate => "fmi3-no-intermediate-update",
+            Variant::ResetsInSetup => "resets-in-setup",
+            Variant::FreezesWithoutNoSetPrior => "freezes-without-no-set-prior",
+            Variant::Fmi3FreezesWithoutNoSetPrior => "fmi3-freezes-without-no-set-prior",
+            Variant::CrashesAtExit => "crashes-at-exit",
         }
     }
 
@@ -115,25 +224,22 @@ impl Variant {
     pub fn version(self) -> Option<FmiVersion> {
         match self {
             Variant::Full => None,
-            Variant::NoState | Variant::NoDeriv | Variant::NoInterp | Variant::FixedStep => {
-                Some(FmiVersion::Fmi2)
+            Variant::NoState
+            | Variant::NoDeriv
+            | Variant::NoInterp
+            | Variant::FixedStep
+            | Variant::ResetsInSetup
+            | Variant::FreezesWithoutNoSetPrior
+            | Variant::CrashesAtExit => Some(FmiVersion::Fmi2),
+            Variant::NoIntermediateUpdate | Variant::Fmi3FreezesWithoutNoSetPrior => {
+                Some(FmiVersion::Fmi3)
             }
-            Variant::NoIntermediateUpdate => Some(FmiVersion::Fmi3),
         }
     }
 
     /// Parses a suffix.
     pub fn from_suffix(s: &str) -> Option<Variant> {
-        [
-            Variant::Full,
-            Variant::NoState,
-            Variant::NoDeriv,
-            Variant::NoInterp,
-            Variant::FixedStep,
-            Variant::NoIntermediateUpdate,
-        ]
-        .into_iter()
-        .find(|v| v.suffix() == s)
+        Variant::ALL.into_iter().find(|v| v.suffix() == s)
     }
 }
 
@@ -148,6 +254,7 @@ impl Capabilities {
             intermediate_update: version == FmiVersion::Fmi3 && spec.can_interpolate_inputs,
             variable_step: true,
             directional_derivatives: spec.provides_directional_derivatives,
+            quirk: None,
         }
     }
 
@@ -176,6 +283,10 @@ impl Capabilities {
             },
             Variant::NoIntermediateUpdate => Capabilities {
                 intermediate_update: false,
+                ..full
+            },
+            quirky => Capabilities {
+                quirk: quirky.quirk(),
                 ..full
             },
         }
@@ -220,6 +331,15 @@ impl Capabilities {
         }
         if self.directional_derivatives && !spec.provides_directional_derivatives {
             return Err(format!("{} provides no directional derivatives", spec.name));
+        }
+        if let Some(q) = self.quirk
+            && !q.supports(version)
+        {
+            return Err(format!(
+                "quirk {} exists in {} builds only",
+                q.tag(),
+                FmiVersion::Fmi2.tag()
+            ));
         }
         Ok(())
     }
@@ -275,20 +395,27 @@ impl Capabilities {
             intermediate_update,
             variable_step,
             directional_derivatives,
+            quirk: None,
         };
         if rest.is_empty() { Some(caps) } else { None }
     }
 }
 
-/// The GUID (FMI 2) / instantiationToken (FMI 3) of a build.
+/// The GUID (FMI 2) / instantiationToken (FMI 3) of a build (with the
+/// quirk's tag as a sixth field for a quirk build).
 pub fn token(spec: &ModelSpec, version: FmiVersion, caps: &Capabilities) -> String {
-    format!(
+    let mut t = format!(
         "cosim:{}:{}:{}:{:016x}",
         spec.name,
         version.tag(),
         caps.code(version),
         spec.variables_hash()
-    )
+    );
+    if let Some(q) = caps.quirk {
+        t.push(':');
+        t.push_str(q.tag());
+    }
+    t
 }
 
 /// A parsed token.
@@ -316,9 +443,15 @@ pub fn parse_token(s: &str) -> Option<Token> {
         "fmi3" => FmiVersion::Fmi3,
         _ => return None,
     };
-    let caps = Capabilities::parse(parts.next()?, version)?;
+    let mut caps = Capabilities::parse(parts.next()?, version)?;
     let hash_str = parts.next()?;
-    if hash_str.len() != 16 || parts.next().is_some() {
+    if hash_str.len() != 16 {
+        return None;
+    }
+    if let Some(tag) = parts.next() {
+        caps.quirk = Some(Quirk::from_tag(tag)?);
+    }
+    if parts.next().is_some() {
         return None;
     }
     let hash = u64::from_str_radix(hash_str, 16).ok()?;
@@ -384,6 +517,7 @@ mod tests {
             intermediate_update: false,
             variable_step: false,
             directional_derivatives: true,
+            quirk: None,
         };
         assert_eq!(c.code(Fmi2), "s1z0d3i1v0j1");
         assert_eq!(Capabilities::parse(&c.code(Fmi2), Fmi2), Some(c));
@@ -431,6 +565,57 @@ mod tests {
             assert_eq!(v.version(), Some(FmiVersion::Fmi2), "{v:?}");
         }
         assert_eq!(Variant::Full.version(), None);
+    }
+
+    #[test]
+    fn quirk_variants_name_their_quirk_and_version() {
+        use FmiVersion::{Fmi2, Fmi3};
+        let expected = [
+            (Variant::ResetsInSetup, "resets-in-setup", Fmi2),
+            (
+                Variant::FreezesWithoutNoSetPrior,
+                "freezes-without-no-set-prior",
+                Fmi2,
+            ),
+            (
+                Variant::Fmi3FreezesWithoutNoSetPrior,
+                "fmi3-freezes-without-no-set-prior",
+                Fmi3,
+            ),
+            (Variant::CrashesAtExit, "crashes-at-exit", Fmi2),
+        ];
+        for (v, suffix, version) in expected {
+            assert!(Variant::QUIRKS.contains(&v));
+            assert_eq!(v.suffix(), suffix);
+            assert_eq!(Variant::from_suffix(suffix), Some(v));
+            assert_eq!(v.version(), Some(version));
+            let q = v.quirk().unwrap_or(Quirk::CrashesAtExit);
+            assert!(suffix.ends_with(q.tag()), "{suffix}");
+            assert!(q.supports(version));
+        }
+        for v in Variant::RESTRICTED
+            .into_iter()
+            .chain(Variant::FMI3_RESTRICTED)
+            .chain([Variant::Full])
+        {
+            assert_eq!(v.quirk(), None, "{v:?}");
+        }
+        assert!(!Quirk::ResetsInSetup.supports(Fmi3));
+        assert!(!Quirk::CrashesAtExit.supports(Fmi3));
+        assert!(Quirk::FreezesWithoutNoSetPrior.supports(Fmi3));
+    }
+
+    #[test]
+    fn quirk_tokens_carry_the_tag_as_a_sixth_field() {
+        let base = "cosim:Gain:fmi2:s1z1d3i1v1j1:00000000000000ff";
+        assert_eq!(parse_token(base).map(|t| t.caps.quirk), Some(None));
+        for q in Quirk::ALL {
+            let t = parse_token(&format!("{base}:{}", q.tag())).map(|t| t.caps.quirk);
+            assert_eq!(t, Some(Some(q)));
+        }
+        assert!(parse_token(&format!("{base}:no-such-quirk")).is_none());
+        assert!(parse_token(&format!("{base}:crashes-at-exit:x")).is_none());
+        assert!(parse_token(&format!("{base}:")).is_none());
     }
 
     #[test]

@@ -47,11 +47,19 @@ pub fn fmu_path(version: crate::FmiVersion, model: &str) -> PathBuf {
 ///   (`fmus/dist/variants/` holds FMI 2 FMUs only: tools that import FMI 2
 ///   only, such as libcosim in `tests/python`, load every FMU there).
 ///
+/// - quirk builds ([`Variant::QUIRKS`](crate::Variant::QUIRKS), FMI 2 and
+///   FMI 3, the latter with `fmi3-` in the suffix) in `fmus/dist/quirks/`:
+///   `quirks/Integrator-resets-in-setup.fmu`,
+///   `quirks/Integrator-fmi3-freezes-without-no-set-prior.fmu` (apart, so
+///   that tools and tests that load every FMU of a folder never load one
+///   that misbehaves on purpose, e.g. crashes its process at exit).
+///
 /// [`Variant::version`](crate::Variant::version) tells which.
 pub fn variant_path(model: &str, variant: crate::Variant) -> PathBuf {
-    let dir = match variant.version() {
-        Some(crate::FmiVersion::Fmi3) => dist_dir().join(crate::FmiVersion::Fmi3.tag()),
-        _ => dist_dir().join("variants"),
+    let dir = match (variant.quirk(), variant.version()) {
+        (Some(_), _) => dist_dir().join("quirks"),
+        (None, Some(crate::FmiVersion::Fmi3)) => dist_dir().join(crate::FmiVersion::Fmi3.tag()),
+        (None, _) => dist_dir().join("variants"),
     };
     dir.join(format!("{model}-{}.fmu", variant.suffix()))
 }

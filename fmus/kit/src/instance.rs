@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::caps::{Capabilities, FmiVersion, token};
+use crate::caps::{Capabilities, FmiVersion, Quirk, token};
 use crate::input::{InputSource, Inputs, MAX_INPUT_ORDER};
 use crate::model::{
     Causality, Initial, LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Variability,
@@ -584,6 +584,14 @@ impl Instance {
         self.last_successful_time = start_time;
         self.stop_time = stop_time;
         self.experiment_set = true;
+        if self.caps.quirk == Some(Quirk::ResetsInSetup) {
+            // The reproduced exporter bug: parameters set before
+            // fmi2SetupExperiment are silently lost.
+            for v in self.spec.with_causality(Causality::Parameter) {
+                self.values[v.vr] = v.start.unwrap_or(0.0);
+            }
+            self.dirty = true;
+        }
         Ok(())
     }
 
@@ -1176,7 +1184,16 @@ impl Instance {
             _ => None,
         };
         let u = live.as_ref().unwrap_or(&self.inputs);
-        let result = model.do_step(t, h, &mut self.values, u, &log);
+        // The reproduced exporter bug: after the first step of the run, a
+        // step without the promise leaves the states as they are.
+        let frozen = self.caps.quirk == Some(Quirk::FreezesWithoutNoSetPrior)
+            && !no_set_prior
+            && (t - self.start_time).abs() > tolerance(self.start_time);
+        let result = if frozen {
+            Ok(())
+        } else {
+            model.do_step(t, h, &mut self.values, u, &log)
+        };
         let end = t + h;
         let (status, reached) = match result {
             Ok(()) => (Status::Ok, end),

@@ -15,8 +15,9 @@
 //!   with the standards' state machines, panics contained, and NULL / stale
 //!   pointers refused with `Error` instead of undefined behaviour;
 //! - `modelDescription.xml` for both versions ([`xml`]), capability variants
-//!   encoded in the GUID / instantiation token ([`caps`]), and packaging into
-//!   `.fmu` archives ([`package()`]);
+//!   and quirk builds (reproduced misbehaviours of real exporters,
+//!   [`Quirk`]) encoded in the GUID / instantiation token ([`caps`]), and
+//!   packaging into `.fmu` archives ([`package()`]);
 //! - [`dist::ensure_built`], which keeps `fmus/dist` up to date for tests.
 //!
 //! What it is not: an importer (see `cosim-fmi`), or a model-exchange FMU
@@ -33,7 +34,7 @@ pub mod testing;
 pub mod units;
 pub mod xml;
 
-pub use caps::{Capabilities, FmiVersion, Variant, parse_token, resolve, token};
+pub use caps::{Capabilities, FmiVersion, Quirk, Variant, parse_token, resolve, token};
 pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Status};
 pub use model::{

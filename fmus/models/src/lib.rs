@@ -30,7 +30,7 @@ pub mod type_mirror;
 
 use std::sync::OnceLock;
 
-use fmu_kit::ModelSpec;
+use fmu_kit::{ModelSpec, Variant};
 
 static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 
@@ -86,4 +86,19 @@ pub const VARIANT_MODELS: [&str; 7] = [
     "B2WheelDD",
     "TwoMassS1",
     "TwoMassS2",
+];
+
+/// The quirk builds `cargo xtask fmus` packages into `fmus/dist/quirks/`
+/// (`fmu_kit::dist::variant_path`): reproduced misbehaviours of real
+/// exporters ([`fmu_kit::Quirk`]), on models where they show: a parameter
+/// that visibly changes the outputs (`Integrator.x0`, the chassis mass),
+/// states that move without input (`Dahlquist`: x' = -x).
+pub const QUIRK_VARIANTS: [(&str, Variant); 7] = [
+    ("Integrator", Variant::ResetsInSetup),
+    ("QuarterCarChassis", Variant::ResetsInSetup),
+    ("Integrator", Variant::FreezesWithoutNoSetPrior),
+    ("Dahlquist", Variant::FreezesWithoutNoSetPrior),
+    ("Integrator", Variant::Fmi3FreezesWithoutNoSetPrior),
+    ("Dahlquist", Variant::Fmi3FreezesWithoutNoSetPrior),
+    ("Integrator", Variant::CrashesAtExit),
 ];

@@ -997,8 +997,175 @@ fn every_packaged_fmu_declares_its_variant() {
             assert!(dist::variant_path(name, v).exists(), "{name} {v:?}");
         }
     }
+    // Quirk builds: in quirks/, the full build's XML but for the
+    // identifier and the token, whose sixth field names the quirk.
+    for (name, v) in cosim_models::QUIRK_VARIANTS {
+        let path = dist::variant_path(name, v);
+        assert_eq!(path.parent(), Some(dir.join("quirks").as_path()));
+        let quirky = Fmu::open(&path);
+        let version = v.version().expect("a quirk build has a version");
+        let full = Fmu::open(&dist::fmu_path(version, name));
+        let (tq, tf) = (quirky.token(), full.token());
+        let tag = v.quirk().map(fmu_kit::Quirk::tag).unwrap_or_default();
+        assert_eq!(
+            tq.to_str().ok(),
+            Some(format!("{}:{tag}", tf.to_string_lossy()).as_str())
+        );
+        let id = format!("{name}_{}", v.suffix().replace('-', "_"));
+        let normalize = |xml: &str, tok: &CStr, id: &str| {
+            xml.replace(&*tok.to_string_lossy(), "TOKEN")
+                .replace(&format!("modelIdentifier=\"{id}\""), "ID")
+        };
+        assert_eq!(
+            normalize(&quirky.xml, &tq, &id),
+            normalize(&full.xml, &tf, name),
+            "{}",
+            path.display()
+        );
+    }
     assert!(dir.join("references").join("b1_linear.csv").exists());
 }
+
+#[test]
+fn packaged_resets_in_setup_runs_with_default_parameters() {
+    use cosim_models::generic::integrator::{X, X0};
+    use cosim_models::quarter_car::chassis::{F, M_C, V_C};
+    let full = Fmu::open(&dist::fmu_path(FmiVersion::Fmi2, "Integrator"));
+    let quirky = Fmu::open(&dist::variant_path("Integrator", Variant::ResetsInSetup));
+    for (fmu, x0) in [(&full, 2.0), (&quirky, 0.0)] {
+        // A master that sets parameters before fmi2SetupExperiment (legal).
+        let s = Fmi2::instantiate(fmu);
+        assert_eq!(s.set(X0, 2.0), 0);
+        s.initialize();
+        assert_eq!(s.get(X), x0);
+        // Set after it, the parameter stays.
+        let s = Fmi2::instantiate(fmu);
+        assert_eq!(s.setup(), 0);
+        assert_eq!(s.set(X0, 2.0), 0);
+        assert_eq!(s.call("fmi2EnterInitializationMode"), 0);
+        assert_eq!(s.call("fmi2ExitInitializationMode"), 0);
+        assert_eq!(s.get(X), 2.0);
+    }
+    // The chassis: m_c = 800 set first is lost in the quirk build, so
+    // F = 400 accelerates the default 400 kg at 1 m/s^2 instead of 0.5.
+    let full = Fmu::open(&dist::fmu_path(FmiVersion::Fmi2, "QuarterCarChassis"));
+    let quirky = Fmu::open(&dist::variant_path(
+        "QuarterCarChassis",
+        Variant::ResetsInSetup,
+    ));
+    for (fmu, v_c) in [(&full, 0.25), (&quirky, 0.5)] {
+        let s = Fmi2::instantiate(fmu);
+        assert_eq!(s.set(M_C, 800.0), 0);
+        s.initialize();
+        assert_eq!(s.set(F, 400.0), 0);
+        assert_eq!(s.step(0.0, 0.5), 0);
+        assert_eq!(s.get(V_C), v_c);
+    }
+}
+
+#[test]
+fn packaged_freezes_without_no_set_prior_keeps_the_first_step() {
+    use cosim_models::generic::dahlquist::X;
+    for v in [
+        Variant::FreezesWithoutNoSetPrior,
+        Variant::Fmi3FreezesWithoutNoSetPrior,
+    ] {
+        let fmu = Fmu::open(&dist::variant_path("Dahlquist", v));
+        let h = 0.25;
+        // x' = -x, x(0) = 1: x = exp(-t) with the promise; without it, x
+        // stays at exp(-h) after the first step while time advances.
+        let run = |no_set_prior: bool| -> Vec<f64> {
+            let mut xs = Vec::new();
+            if v == Variant::FreezesWithoutNoSetPrior {
+                let s = Fmi2::instantiate(&fmu);
+                s.initialize();
+                for k in 0..4 {
+                    assert_eq!(s.step_flag(k as f64 * h, h, no_set_prior), 0);
+                    xs.push(s.get(X));
+                }
+            } else {
+                let s = Fmi3::instantiate(&fmu, c"freeze3");
+                assert_eq!(s.enter(), 0);
+                assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+                for k in 0..4 {
+                    let t = k as f64 * h;
+                    assert_eq!(s.do_step(t, h, no_set_prior), (0, false, false, t + h));
+                    xs.push(s.get(X));
+                }
+            }
+            xs
+        };
+        let normal = run(true);
+        for (k, x) in normal.iter().enumerate() {
+            let exact = (-(k as f64 + 1.0) * h).exp();
+            assert!((x - exact).abs() < 1e-14, "{v:?} {k}: {x} vs {exact}");
+        }
+        let frozen = run(false);
+        assert_eq!(frozen, vec![normal[0]; 4], "{v:?}");
+    }
+}
+
+/// The environment variable that makes [`crash_at_exit_child`] run.
+const CHILD_ENV: &str = "COSIM_MODELS_CRASH_AT_EXIT_CHILD";
+
+/// Helper of [`packaged_crashes_at_exit_kills_the_process_at_exit`]: runs
+/// only as its child (with [`CHILD_ENV`] = the FMU's path).
+#[test]
+#[ignore = "a child process of packaged_crashes_at_exit_kills_the_process_at_exit"]
+fn crash_at_exit_child() {
+    use cosim_models::generic::integrator::{U, X};
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let fmu = Fmu::open(Path::new(&path));
+    {
+        let s = Fmi2::instantiate(&fmu);
+        s.initialize();
+        assert_eq!(s.set(U, 2.0), 0);
+        assert_eq!(s.step(0.0, 0.5), 0);
+        assert_eq!(s.get(X), 1.0);
+        assert_eq!(s.call("fmi2Terminate"), 0);
+        // Dropping the instance calls fmi2FreeInstance.
+    }
+    // Unloads the library (dlclose): the handler must survive it.
+    drop(fmu);
+    println!("child: the run finished normally");
+}
+
+#[test]
+fn packaged_crashes_at_exit_kills_the_process_at_exit() {
+    use std::os::unix::process::ExitStatusExt;
+    dist_dir();
+    let quirky = dist::variant_path("Integrator", Variant::CrashesAtExit);
+    let full = dist::fmu_path(FmiVersion::Fmi2, "Integrator");
+    for (path, crashes) in [(&quirky, true), (&full, false)] {
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "crash_at_exit_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, path)
+            .output()
+            .expect("child process");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("child: the run finished normally")
+                && stdout.contains("test result: ok. 1 passed"),
+            "{stdout}"
+        );
+        if crashes {
+            assert_eq!(out.status.signal(), Some(SIGSEGV), "{:?}", out.status);
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+        }
+    }
+}
+
+/// SIGSEGV on Linux.
+const SIGSEGV: i32 = 11;
 
 // ------------------------------------------------------------- thermostat
 

@@ -22,6 +22,8 @@ pub mod intermediate;
 #[cfg(test)]
 mod intermediate_tests;
 #[cfg(test)]
+mod quirk_tests;
+#[cfg(test)]
 mod strict_tests;
 #[cfg(test)]
 mod tests;
@@ -33,6 +35,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, TryLockError};
 
+use crate::caps::Quirk;
 use crate::instance::{Fail, Instance, R, Status};
 
 /// One live instance: the instance itself, and the part that stays
@@ -41,6 +44,8 @@ pub(crate) struct Entry {
     instance: Mutex<Instance>,
     /// The importer's callbacks and the Intermediate Update Mode window.
     pub(crate) cell: Arc<intermediate::Cell>,
+    /// The quirk of the instance's build (read when it is freed).
+    quirk: Option<Quirk>,
 }
 
 type Handle = Arc<Entry>;
@@ -54,9 +59,11 @@ fn table() -> std::sync::MutexGuard<'static, BTreeMap<usize, Handle>> {
 /// Registers a new instance; the returned pointer is its key. `importer`:
 /// the FMI 3 callbacks (`None` for FMI 2).
 pub(crate) fn register(inst: Instance, importer: Option<intermediate::Importer>) -> *mut c_void {
+    let quirk = inst.caps.quirk;
     let handle: Handle = Arc::new(Entry {
         instance: Mutex::new(inst),
         cell: Arc::new(intermediate::Cell::new(importer)),
+        quirk,
     });
     let key = Arc::as_ptr(&handle) as usize;
     table().insert(key, handle);
@@ -70,14 +77,73 @@ pub(crate) fn unregister(ptr: *mut c_void) -> Option<Handle> {
 
 /// `fmi2FreeInstance` / `fmi3FreeInstance`: unregisters the instance,
 /// unless it is in Intermediate Update Mode (then the call is refused with
-/// a log line and the instance stays).
+/// a log line and the instance stays). Freeing an instance of a
+/// [`Quirk::CrashesAtExit`] build arms [`crash_at_exit`].
 pub(crate) fn free(ptr: *mut c_void, fname: &str) {
     if let Some(handle) = lookup(ptr)
         && handle.cell.refuse(fname)
     {
         return;
     }
-    drop(unregister(ptr));
+    if let Some(handle) = unregister(ptr)
+        && handle.quirk == Some(Quirk::CrashesAtExit)
+    {
+        arm_crash_at_exit();
+    }
+}
+
+/// [`Quirk::CrashesAtExit`]: registers (once per process) a libc `atexit`
+/// handler that kills the process with SIGSEGV when it exits normally (as a
+/// PythonFMU-built FMU does in Python's finalisation), and pins this
+/// library in memory (`RTLD_NODELETE`), so that neither an importer's
+/// `dlclose` runs the handler early nor the handler is unmapped before the
+/// exit. A process that ends with `_exit` (or by a signal) never runs it.
+pub(crate) fn arm_crash_at_exit() {
+    static ARMED: std::sync::Once = std::sync::Once::new();
+    ARMED.call_once(|| {
+        pin_library();
+        // SAFETY: `crash_at_exit` is a plain `extern "C" fn()` of this
+        // library, which stays mapped until the process ends (pinned above);
+        // atexit has no other preconditions.
+        unsafe {
+            libc::atexit(crash_at_exit);
+        }
+    });
+}
+
+/// Keeps the shared library that contains this code loaded until the
+/// process ends.
+fn pin_library() {
+    // SAFETY: an all-zero Dl_info is a valid value (NULL pointers).
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let addr = crash_at_exit as *const c_void;
+    // SAFETY: dladdr only reads the loader's tables for a code address of
+    // this library and writes `info`.
+    let found = unsafe { libc::dladdr(addr, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return;
+    }
+    // SAFETY: `dli_fname` is the loader's NUL-terminated path of an object
+    // that is loaded (RTLD_NOLOAD: never loads anything); the handle is
+    // deliberately kept (with RTLD_NODELETE the object is never unloaded).
+    unsafe {
+        libc::dlopen(
+            info.dli_fname,
+            libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+        );
+    }
+}
+
+/// The exit handler of [`Quirk::CrashesAtExit`]: SIGSEGV with its default
+/// action (a host's handler, e.g. Rust's stack-overflow handler, which
+/// would let a raised signal pass, is set aside), so the process dies of
+/// it as of a real invalid access.
+extern "C" fn crash_at_exit() {
+    // SAFETY: signal() and raise() have no memory-safety preconditions.
+    unsafe {
+        libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+        libc::raise(libc::SIGSEGV);
+    }
 }
 
 pub(crate) fn lookup(ptr: *mut c_void) -> Option<Handle> {
