@@ -11,8 +11,8 @@
 //! Setup (not timed): each distinct `.fmu` file is extracted once with the
 //! `zip` crate into a temporary directory and its library loaded once with
 //! `libloading` (as `cosim` and libcosim do); every instance is
-//! instantiated, given its parameters and start values, initialised
-//! (`fmi2SetupExperiment`, enter/exit initialization mode) and its outputs
+//! instantiated, set up (`fmi2SetupExperiment`), given its parameters and
+//! start values, initialised (enter/exit initialization mode) and its outputs
 //! exchanged once. Only the stepping loop is timed.
 //!
 //! The callback struct passes a NULL logger (the project's FMUs accept it;
@@ -205,6 +205,11 @@ pub fn run(plan: &Plan) -> Result<RawRun> {
         component_environment: std::ptr::null_mut(),
     };
     let mut slots: Vec<Slot> = Vec::with_capacity(plan.fmus.len());
+    // Time in integer nanoseconds, as cosim (and libcosim) keep it.
+    let ns = |t: f64| (t * 1e9).round() as i64;
+    let (start_ns, h_ns) = (ns(plan.start), ns(plan.step));
+    let point = |n: u64| (start_ns + n as i64 * h_ns) as f64 / 1e9;
+    let stop = point(plan.steps);
     let result = (|| -> Result<RawRun> {
         for (pf, (f, resources)) in plan.fmus.iter().zip(&fns) {
             let name = CString::new(pf.name.as_str())?;
@@ -236,6 +241,11 @@ pub fn run(plan: &Plan) -> Result<RawRun> {
                 y: Vec::new(),
             });
             let s = slots.last_mut().context("slot")?;
+            // The standard's order: setup first, then parameters and start
+            // values (some exporters reset parameters in the setup).
+            // SAFETY: live instance.
+            let st = unsafe { (s.f.setup_experiment)(s.c, 0, 0.0, plan.start, 1, stop) };
+            check(st, "fmi2SetupExperiment", &s.name)?;
             for v in &pf.values {
                 let vr = [v.vr];
                 let status = if v.kind == "integer" {
@@ -274,11 +284,7 @@ pub fn run(plan: &Plan) -> Result<RawRun> {
                 offset: c.offset,
             });
         }
-        let stop = plan.start + plan.steps as f64 * plan.step;
         for s in &slots {
-            // SAFETY: live instance.
-            let st = unsafe { (s.f.setup_experiment)(s.c, 0, 0.0, plan.start, 1, stop) };
-            check(st, "fmi2SetupExperiment", &s.name)?;
             // SAFETY: live instance.
             let st = unsafe { (s.f.enter_initialization_mode)(s.c) };
             check(st, "fmi2EnterInitializationMode", &s.name)?;
@@ -299,12 +305,12 @@ pub fn run(plan: &Plan) -> Result<RawRun> {
         }
         exchange(&mut slots, &routes);
 
-        let h = plan.step;
         let started = Instant::now();
         for n in 0..plan.steps {
-            // Communication points t0 + n h, as cosim's fixed-step master.
-            let t = plan.start + n as f64 * h;
-            let dt = (plan.start + (n + 1) as f64 * h) - t;
+            // Communication points n h in whole nanoseconds and the step
+            // between them, as cosim's fixed-step master.
+            let t = point(n);
+            let dt = point(n + 1) - t;
             for s in slots.iter_mut() {
                 // SAFETY: live instance; each vr array has the length of
                 // its value array (all three calls).

@@ -267,10 +267,22 @@ fn the_last_step_is_shortened_to_hit_the_stop_time() {
     assert_eq!(*time.last().unwrap(), 0.0105);
     assert_eq!(time[10], 0.01);
     assert_eq!(r.summary.stats.macro_steps, 11);
-    // Communication points are t0 + n h, not accumulated sums.
+    // Communication points are n h in integer nanoseconds, converted once:
+    // the nearest double to the decimal n / 1000 (never an accumulated
+    // sum, nor n * 1e-3, which is 0.009000000000000001 at n = 9).
     for (n, &t) in time[..11].iter().enumerate() {
-        assert_eq!(t, n as f64 * 1e-3);
+        assert_eq!(t, n as f64 / 1000.0);
     }
+    assert_ne!(9.0 * 1e-3, 0.009);
+    // The trace prints them as those decimals.
+    let text = std::fs::read_to_string(r.dir.path().join("trace.csv")).unwrap();
+    let times: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(times[9], "0.009");
+    assert_eq!(times[11], "0.0105");
 }
 
 #[test]

@@ -4,74 +4,27 @@
 //! algorithm (tests/python/libcosim_b1.py: libcosimpy, the same FMUs, the
 //! same connections from tests/python/osp/b1_quarter_car_a, the same step).
 //!
-//! # The one difference: the time grid
+//! # The same time grid
 //!
-//! Both masters do the same thing at every point of the run, checked against
-//! libcosim 0.11 (the version libcosimpy 0.0.6 bundles):
-//!
-//! - Initialization: libcosim (`fixed_step_algorithm::impl::initialize`)
-//!   enters initialization mode, reads, then makes N = simulators + functions
-//!   (here 3) sweeps of set inputs / read outputs / transfer, sets the inputs
-//!   once more, exits initialization mode, reads and transfers. cosim sweeps
-//!   until the exchanged values stop changing (at most subsystems + 1). The
-//!   sweep counts differ by design, but in B1 A the coupled values at t0 are
-//!   a fixed point after the first sweep (the chassis velocity has no
-//!   feed-through, and F_c(v_c = 0) = 0), so both set the same inputs.
-//! - A step: libcosim's `slave_simulator::do_step` sets the inputs
-//!   transferred after the previous step (zero-order hold), calls
-//!   fmi2DoStep, reads every observed variable; the algorithm then transfers
-//!   (`calculate_and_transfer`, the gain -1 as an OSP LinearTransformation
-//!   function in the same pass). cosim: set, step all, read, exchange.
-//! - Observation: libcosim's time-series observer takes the start row in
-//!   `simulation_initialized` (values read after fmi2ExitInitializationMode)
-//!   and each later row from the read right after fmi2DoStep, before the next
-//!   inputs are set, so an input column holds the value used during the step
-//!   that ends at that row. cosim's trace rows are the same.
-//!
-//! What differs is how the communication points are computed. libcosim keeps
-//! time as integer nanoseconds (include/cosim/time.hpp: `duration` is
-//! `std::chrono::duration<int64_t, std::nano>`), passes
+//! libcosim keeps time as integer nanoseconds (include/cosim/time.hpp:
+//! `duration` is `std::chrono::duration<int64_t, std::nano>`), passes
 //! `to_double_time_point(t_n) = t_n / 1e9` as the communication point and
 //! `to_double_duration(h, t_n) = double(t_n + h) - double(t_n)` as the step
-//! size (src/cosim/fmi/v2/fmu.cpp, `slave_instance::do_step`). cosim uses
-//! `t_n = t0 + n h` in double precision and the step `t_{n+1} - t_n`
-//! (crates/cosim-core/src/master/fixed_step.rs). With h = 1 ms the two grids
-//! differ by at most one ulp of t (cosim's t_1001 is 1.0010000000000001,
-//! libcosim's 1.001), and so do the step sizes handed to the FMUs; the traces
-//! then differ at rounding level (about 1e-14 of each column's scale).
-//!
-//! cosim's grid is kept as the better-justified choice: it represents any
-//! step the user gives, while libcosim truncates the configured step to whole
-//! nanoseconds (`to_duration`, "may be subject to round-off error and
-//! truncation", time.hpp), so a step such as 1/3 s or 2^-10 s silently
-//! becomes another step. The difference is aligned in two ways:
-//!
-//! 1. at 1 ms (the issue's case), rows are matched by their time rounded to
-//!    the nanosecond, times must agree to 4 ulp, and every value to 1e-9
-//!    relative, with an absolute floor of 1e-12 times the column's largest
-//!    magnitude over the run. The floor is needed only where a value crosses
-//!    zero: the two runs differ by rounding errors of the size of the
-//!    column's values (one ulp in the step size is about 1e-13 relative), so
-//!    a value near zero carries an absolute error of about 1e-14 of the
-//!    column's scale, which relative to the value itself can be anything.
-//!    1e-12 of the scale is still a thousand times below the 1e-9 asked for.
-//! 2. at h = 2^-9 s = 1 953 125 ns the difference vanishes: n h is exact in
-//!    binary and in whole nanoseconds, so both masters pass the FMUs the same
-//!    communication points and step sizes; the traces must then be
-//!    bit-identical, every value of every row.
+//! size (src/cosim/fmi/v2/fmu.cpp, `slave_instance::do_step`). cosim does
+//! the same (crates/cosim-core/src/time.rs), so both masters hand the FMUs
+//! the same doubles at every step and the traces must be bit-identical,
+//! every value of every row: at 1 ms (where `t0 + n h` in double precision,
+//! cosim's grid before, differed from libcosim's by an ulp after a few
+//! steps) and at 2^-9 s = 1 953 125 ns (exact in binary and in nanoseconds
+//! alike).
 //!
 //! Needs python3 with libcosimpy (`PYTHON` names another interpreter): the
 //! tests fail, saying so, when either is missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Relative tolerance of the issue.
-const RTOL: f64 = 1e-9;
-/// Absolute floor, as a fraction of a column's largest magnitude.
-const FLOOR: f64 = 1e-12;
 /// Stop time of the runs.
 const STOP: f64 = 4.0;
 
@@ -196,131 +149,20 @@ fn run_libcosim(step: f64, dir: &Path) -> Csv {
     read_csv(&out)
 }
 
-/// Rows keyed by their time rounded to the nanosecond (libcosim's clock).
-fn by_ns(csv: &Csv, who: &str) -> BTreeMap<i64, usize> {
-    let mut map = BTreeMap::new();
-    for (i, row) in csv.rows.iter().enumerate() {
-        #[allow(clippy::cast_possible_truncation)]
-        let ns = (row[0] * 1e9).round() as i64;
-        assert!(
-            map.insert(ns, i).is_none(),
-            "{who}: two rows at t = {} s",
-            row[0]
-        );
-    }
-    map
-}
-
 #[test]
-fn b1_a_jacobi_zoh_1ms_agrees_with_libcosim_to_1e_9_relative() {
+fn b1_a_jacobi_zoh_1ms_is_bit_identical_to_libcosim() {
     let h = 1e-3;
     let dir = tempfile::tempdir().expect("temporary directory");
     let ours = run_cosim(None, dir.path());
     let theirs = run_libcosim(h, dir.path());
-    assert_eq!(
-        ours.names, theirs.names,
-        "cosim's and libcosim's columns differ"
-    );
-
-    // The same time points (the scenario's step must be the 1 ms asked for).
-    let (a, b) = (by_ns(&ours, "cosim"), by_ns(&theirs, "libcosim"));
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let n = (STOP / h).round() as usize + 1;
-    assert_eq!(
-        a.keys().collect::<Vec<_>>(),
-        b.keys().collect::<Vec<_>>(),
-        "cosim and libcosim write rows at different times"
-    );
-    assert_eq!(a.len(), n, "expected a row every 1 ms from 0 to {STOP} s");
-
-    // Each column's scale: its largest magnitude in either run.
-    let ncol = ours.names.len();
-    let peak: Vec<f64> = (0..ncol)
-        .map(|j| {
-            ours.rows
-                .iter()
-                .chain(&theirs.rows)
-                .fold(0.0_f64, |m, r| m.max(r[j].abs()))
-        })
-        .collect();
-
-    let mut failures = Vec::new();
-    let mut grid_points_differing = 0;
-    let mut max_rel = (0.0_f64, String::new());
-    let mut max_scaled = (0.0_f64, String::new());
-    for ((ns, &i), &k) in a.iter().zip(b.values()) {
-        let (ra, rb) = (&ours.rows[i], &theirs.rows[k]);
-        // The one documented difference: the grid, at most a few ulp of t.
-        let (ta, tb) = (ra[0], rb[0]);
-        if ta != tb {
-            grid_points_differing += 1;
-        }
-        if (ta - tb).abs() > 4.0 * f64::EPSILON * ta.abs().max(tb.abs()) {
-            failures.push(format!(
-                "time grid: cosim t = {ta:?}, libcosim t = {tb:?} (row at {ns} ns)"
-            ));
-        }
-        for j in 1..ncol {
-            let (x, y) = (ra[j], rb[j]);
-            let diff = (x - y).abs();
-            let scale = x.abs().max(y.abs());
-            let what = || {
-                format!(
-                    "{} at t = {ta:?}: cosim {x:?}, libcosim {y:?}",
-                    ours.names[j]
-                )
-            };
-            if diff > 0.0 {
-                let rel = diff / scale;
-                if rel > max_rel.0 {
-                    max_rel = (rel, what());
-                }
-                let scaled = diff / peak[j];
-                if scaled > max_scaled.0 {
-                    max_scaled = (scaled, what());
-                }
-            }
-            if diff > RTOL * scale + FLOOR * peak[j] || !diff.is_finite() {
-                failures.push(format!(
-                    "{}: |diff| {diff:.3e} > {RTOL:e} * {scale:.3e} + {FLOOR:e} * {:.3e}",
-                    what(),
-                    peak[j]
-                ));
-            }
-        }
-    }
-    println!(
-        "B1 A, 1 ms, {n} rows x {} columns: {grid_points_differing} communication points differ \
-         (by an ulp) between the grids; max relative difference {:.3e} ({}); max difference \
-         over the column's scale {:.3e} ({})",
-        ncol - 1,
-        max_rel.0,
-        max_rel.1,
-        max_scaled.0,
-        max_scaled.1
-    );
-    assert!(
-        failures.is_empty(),
-        "cosim and libcosim disagree at {} points (first 20):\n{}",
-        failures.len(),
-        failures
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert_bit_identical(&ours, &theirs, h, "1 ms");
+    // The grid prints as libcosim's nanoseconds: 0.009, not 0.009000000000000001.
+    let t9 = ours.rows[9][0];
+    assert_eq!(t9.to_string(), "0.009");
 }
 
-#[test]
-fn b1_a_on_a_binary_and_nanosecond_exact_grid_is_bit_identical_to_libcosim() {
-    // 2^-9 s = 1 953 125 ns: n h is exact both in binary and in whole
-    // nanoseconds, so the masters' communication points and step sizes are
-    // the same doubles and nothing is left to differ.
-    let h = 1.0 / 512.0;
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let ours = run_cosim(Some(h), dir.path());
-    let theirs = run_libcosim(h, dir.path());
+/// Every value of every row the same bits, rows every `h` from 0 to STOP.
+fn assert_bit_identical(ours: &Csv, theirs: &Csv, h: f64, what: &str) {
     assert_eq!(
         ours.names, theirs.names,
         "cosim's and libcosim's columns differ"
@@ -341,7 +183,7 @@ fn b1_a_on_a_binary_and_nanosecond_exact_grid_is_bit_identical_to_libcosim() {
         }
     }
     println!(
-        "B1 A, h = 2^-9 s, {n} rows x {} columns: {} values differ",
+        "B1 A, h = {what}, {n} rows x {} columns: {} values differ",
         ours.names.len(),
         differing.len()
     );
@@ -357,4 +199,16 @@ fn b1_a_on_a_binary_and_nanosecond_exact_grid_is_bit_identical_to_libcosim() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+#[test]
+fn b1_a_on_a_binary_and_nanosecond_exact_grid_is_bit_identical_to_libcosim() {
+    // 2^-9 s = 1 953 125 ns: n h is exact both in binary and in whole
+    // nanoseconds, so the masters' communication points and step sizes are
+    // the same doubles and nothing is left to differ.
+    let h = 1.0 / 512.0;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let ours = run_cosim(Some(h), dir.path());
+    let theirs = run_libcosim(h, dir.path());
+    assert_bit_identical(&ours, &theirs, h, "2^-9 s");
 }
