@@ -44,6 +44,20 @@ pub fn scenario(name: &str) -> PathBuf {
     root().join("scenarios").join(name)
 }
 
+/// A copy of scenario `file` (of `scenarios/`) in `dir` whose `[master]`
+/// table is `master` (the TOML body, without the header), with its FMU
+/// paths made absolute.
+pub fn with_master(file: &str, master: &str, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(scenario(file)).expect("reading the scenario");
+    let start = text.find("[master]").expect("a [master] table");
+    let end = start + text[start..].find("\n[[").expect("a table after [master]");
+    let text = format!("{}[master]\n{master}\n{}", &text[..start], &text[end..])
+        .replace("../fmus/dist", &fmus().display().to_string());
+    let path = dir.join(format!("{}.toml", file.trim_end_matches(".toml")));
+    std::fs::write(&path, text).expect("writing the scenario copy");
+    path
+}
+
 /// The `cosim` binary of this build profile, rebuilt if stale (once per
 /// test process; cargo answers in a fraction of a second when it is current).
 pub fn cosim_bin() -> PathBuf {
@@ -140,7 +154,7 @@ pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) 
         stop,
         step,
         out: Some(dir.path().to_path_buf()),
-        isolation: None,
+        ..Overrides::default()
     };
     let prepared = runner::prepare(scenario, &overrides, None).unwrap_or_else(|e| panic!("{e}"));
     let outcome = runner::run(prepared, Vec::new(), None).unwrap_or_else(|e| panic!("{e}"));

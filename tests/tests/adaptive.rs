@@ -3,22 +3,12 @@
 //! controller's limits.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cosim_core::metrics::{BondMetrics, ColumnProduct, Table, bond_metrics};
-use cosim_tests::{Run, fmus, reference, run, scenario};
+use cosim_tests::{Run, reference, run, scenario, with_master};
 
 /// A copy of a shipped scenario with `[master]` replaced.
-fn with_master(file: &str, master: &str, dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(scenario(file)).unwrap();
-    let start = text.find("[master]").unwrap();
-    let end = start + text[start..].find("\n[[").unwrap();
-    let text = format!("{}[master]\n{master}\n{}", &text[..start], &text[end..])
-        .replace("../fmus/dist", &fmus().display().to_string());
-    let path = dir.join(format!("{}.toml", file.trim_end_matches(".toml")));
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 struct Row {
     file: &'static str,

@@ -163,7 +163,10 @@ impl TimeBase {
             10..=12 => ("ps", 12),
             _ => ("fs", 15),
         };
-        format!("{} {unit}", 10u64.pow(unit_exp - self.exponent.min(unit_exp)))
+        format!(
+            "{} {unit}",
+            10u64.pow(unit_exp - self.exponent.min(unit_exp))
+        )
     }
 }
 
