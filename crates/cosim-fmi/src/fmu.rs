@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::archive;
 use crate::error::{FmiError, Result};
+use crate::ffi::call_log::CallLog;
 use crate::ffi::fmi2::{Fmi2Capabilities, Fmi2Instance, Fmi2Library};
 use crate::ffi::fmi3::{Fmi3Capabilities, Fmi3Instance, Fmi3Library};
 use crate::instance::{Inner, Instance, InstantiateOptions};
@@ -195,6 +196,11 @@ impl Fmu {
             None
         };
         let resources = self.inner.root.path().join("resources");
+        // The value-reference names are looked up only when logging is on.
+        let call_log = options
+            .call_log
+            .as_ref()
+            .map(|sink| Arc::new(CallLog::new(sink.clone(), name, md)));
         let mut guard = self.lock_library()?;
         let library = self.ensure_library(&mut guard)?;
         let inner = match library {
@@ -211,6 +217,7 @@ impl Fmu {
                     max_output_derivative_order: cs.max_output_derivative_order,
                 },
                 options.logging_on,
+                call_log,
             )?),
             Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(
                 Arc::clone(lib),
@@ -226,6 +233,7 @@ impl Fmu {
                     provides_intermediate_update: cs.provides_intermediate_update,
                 },
                 options.logging_on,
+                call_log,
             )?),
         };
         drop(guard);

@@ -15,6 +15,12 @@ pub struct InstantiateOptions {
     /// Debug log categories to enable with `SetDebugLogging` after
     /// instantiation; `None` leaves the FMU's default.
     pub debug_categories: Option<Vec<String>>,
+    /// The FMI call log (`--log-fmi-calls`): every call into the instance,
+    /// from its instantiation to its freeing, is logged there with its
+    /// arguments, the names of its variables and its status
+    /// (`docs/fmi-call-log.md`). `None` (default): nothing is logged, and
+    /// the calls pay one branch each.
+    pub call_log: Option<crate::CallLogSink>,
 }
 
 impl Default for InstantiateOptions {
@@ -22,6 +28,7 @@ impl Default for InstantiateOptions {
         InstantiateOptions {
             logging_on: true,
             debug_categories: None,
+            call_log: None,
         }
     }
 }

@@ -6,7 +6,9 @@
 //! memory region arrives first (`SCM_RIGHTS`); standard input is then
 //! replaced by `/dev/null`, so an FMU that reads it does not read the
 //! protocol. Standard output is the master's; standard error goes to the
-//! master, which forwards it and keeps its last lines for error messages.
+//! master, which forwards it and keeps its last lines for error messages
+//! (all but the FMI call log's lines, when that goes to standard error:
+//! those are only forwarded).
 
 use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
@@ -476,6 +478,7 @@ impl Host<'_> {
                 n_outputs,
                 logging_on,
                 debug_categories,
+                call_log,
             } => {
                 let index =
                     |v: &u64| -> VariableIndex { usize::try_from(*v).unwrap_or(usize::MAX) };
@@ -495,10 +498,17 @@ impl Host<'_> {
                         "the slots do not match the model description".into(),
                     ));
                 }
+                let call_log = match call_log {
+                    Some(target) => Some(target.open().map_err(|e| {
+                        WireError::Other(format!("cannot open the FMI call log {target}: {e}"))
+                    })?),
+                    None => None,
+                };
                 self.calling(Call::Instantiate, t);
                 let options = InstantiateOptions {
                     logging_on,
                     debug_categories,
+                    call_log,
                 };
                 let sub = FmuSubsystem::instantiate(
                     &fmu, &self.name, &inputs, &observed, n_outputs, &options,

@@ -85,19 +85,23 @@ fn host_program() -> Result<PathBuf> {
 }
 
 /// The host's standard error: forwarded line by line to ours, the last
-/// lines kept.
+/// lines kept (except FMI call-log lines, which are only forwarded: the
+/// lines kept are quoted in error messages as the FMU's last words).
 struct Tail {
     lines: Mutex<(VecDeque<String>, bool)>,
     done: Condvar,
 }
 
 impl Tail {
-    fn start(stderr: std::process::ChildStderr, name: &str) -> Arc<Tail> {
+    /// Starts forwarding; `call_log` says the host writes its FMI call log
+    /// to its standard error.
+    fn start(stderr: std::process::ChildStderr, name: &str, call_log: bool) -> Arc<Tail> {
         let tail = Arc::new(Tail {
             lines: Mutex::new((VecDeque::new(), false)),
             done: Condvar::new(),
         });
         let t = Arc::clone(&tail);
+        let instance = name.to_string();
         let spawned = std::thread::Builder::new()
             .name(format!("host-stderr-{name}"))
             .spawn(move || {
@@ -110,7 +114,17 @@ impl Tail {
                         Ok(_) => {
                             let line = String::from_utf8_lossy(&buf);
                             let line = line.trim_end_matches(['\n', '\r']);
-                            let _ = writeln!(std::io::stderr().lock(), "{line}");
+                            // One write per line: lines of several hosts
+                            // and of the master do not mix.
+                            let mut out = String::with_capacity(line.len() + 1);
+                            out.push_str(line);
+                            out.push('\n');
+                            let _ = std::io::stderr().lock().write_all(out.as_bytes());
+                            if call_log
+                                && cosim_fmi::ffi::call_log::is_call_log_line(line, &instance)
+                            {
+                                continue;
+                            }
                             if let Ok(mut l) = t.lines.lock() {
                                 if l.0.len() == TAIL_LINES {
                                     l.0.pop_front();
@@ -157,6 +171,9 @@ struct Link {
     region: SharedRegion,
     seq: u32,
     tail: Arc<Tail>,
+    /// How long to wait, when the host has exited, for the rest of its
+    /// standard error to be forwarded.
+    drain: Duration,
 }
 
 impl Link {
@@ -187,7 +204,7 @@ impl Drop for Link {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        self.tail.wait_closed(Duration::from_millis(200));
+        self.tail.wait_closed(self.drain);
     }
 }
 
@@ -293,8 +310,10 @@ impl IsolatedSubsystem {
                 format_args!("cannot start the host process {}: {e}", program.display()),
             )
         })?;
+        let call_log = options.call_log.as_ref().map(|s| s.target().clone());
+        let call_log_on_stderr = call_log == Some(cosim_fmi::CallLogTarget::Stderr);
         let tail = match child.stderr.take() {
-            Some(stderr) => Tail::start(stderr, name),
+            Some(stderr) => Tail::start(stderr, name, call_log_on_stderr),
             None => Tail::start_closed(),
         };
         let hello = send_hello(&socket, region_fd.as_fd(), &layout);
@@ -309,6 +328,9 @@ impl IsolatedSubsystem {
                 region,
                 seq: 0,
                 tail,
+                // The FMI call log on standard error: its last lines (the
+                // instance being freed) must not be lost.
+                drain: Duration::from_millis(if call_log_on_stderr { 5000 } else { 200 }),
             }),
             gone: None,
             layout,
@@ -333,6 +355,7 @@ impl IsolatedSubsystem {
                 n_outputs: n_outputs as u64,
                 logging_on: options.logging_on,
                 debug_categories: options.debug_categories.clone(),
+                call_log,
             },
             Call::Instantiate,
         )?;

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 // ----- control words (u32, one per cache line) ----------------------------
 
@@ -195,6 +195,10 @@ pub enum Control {
         logging_on: bool,
         /// Debug log categories, if any.
         debug_categories: Option<Vec<String>>,
+        /// Where to log every FMI call (`--log-fmi-calls`), if anywhere:
+        /// the host opens the file for appending, or writes to its
+        /// standard error, which the master forwards.
+        call_log: Option<cosim_fmi::CallLogTarget>,
     },
     /// The parameters and start values, set by the host during
     /// `EnterInitialization` in the states the standard names for them.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use libloading::Library;
 
+use super::call_log::{CallLog, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
 use super::{Phase, StateHandle, Status, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
@@ -264,6 +265,9 @@ pub struct Fmi2Instance {
     /// `fmi2SetupExperiment` was called since instantiation or reset.
     setup_done: bool,
     time: f64,
+    /// The FMI call log (`--log-fmi-calls`), if on: one branch per call
+    /// when off.
+    call_log: Option<Arc<CallLog>>,
     // Keep the callback struct, the shim environment and the log context at
     // fixed addresses for as long as the FMU may call back.
     _callbacks: Box<CallbackFunctions>,
@@ -305,19 +309,114 @@ fn cstring(instance: &str, function: &'static str, s: &str) -> Result<CString> {
     })
 }
 
+/// Logs a get or set call of values (out of line: the hot path only tests
+/// whether there is a log).
+#[cold]
+#[inline(never)]
+fn log_values<T: LogValue>(
+    log: &CallLog,
+    code: Fmi2Status,
+    function: &str,
+    kind: VrKind,
+    vrs: &[u32],
+    values: &[T],
+) {
+    log.line(Status::from_fmi2(code), function)
+        .vrs("vr", kind, vrs)
+        .arg("nvr", vrs.len())
+        .values("value", values)
+        .end();
+}
+
+/// Logs `fmi2GetString`: the strings only after a status that returns
+/// them (after another, the pointers may be anything).
+#[cold]
+#[inline(never)]
+fn log_strings(
+    log: &CallLog,
+    code: Fmi2Status,
+    function: &str,
+    vrs: &[u32],
+    ptrs: &[*const c_char],
+) {
+    let status = Status::from_fmi2(code);
+    let line = log
+        .line(status, function)
+        .vrs("vr", VrKind::String, vrs)
+        .arg("nvr", vrs.len());
+    if status.is_success() {
+        // SAFETY: after OK or Warning each pointer is null or a valid C
+        // string until the next call into the FMU.
+        let strings: Vec<String> = ptrs.iter().map(|&p| unsafe { c_str_lossy(p) }).collect();
+        line.values("value", &strings).end();
+    } else {
+        line.arg("value", "?").end();
+    }
+}
+
+/// Logs `fmi2DoStep` (out of line).
+#[cold]
+#[inline(never)]
+fn log_do_step(log: &CallLog, code: Fmi2Status, t: f64, h: f64, no_set_prior: bool) {
+    log.line(Status::from_fmi2(code), "fmi2DoStep")
+        .num("currentCommunicationPoint", t)
+        .num("communicationStepSize", h)
+        .flag("noSetFMUStatePriorToCurrentPoint", no_set_prior)
+        .end();
+}
+
+/// Logs `fmi2SetRealInputDerivatives` / `fmi2GetRealOutputDerivatives`
+/// (out of line).
+#[cold]
+#[inline(never)]
+fn log_derivatives(
+    log: &CallLog,
+    code: Fmi2Status,
+    function: &str,
+    vrs: &[u32],
+    orders: &[c_int],
+    values: &[f64],
+) {
+    log.line(Status::from_fmi2(code), function)
+        .vrs("vr", VrKind::Real, vrs)
+        .arg("nvr", vrs.len())
+        .values("order", orders)
+        .values("value", values)
+        .end();
+}
+
+/// Logs a call without arguments (out of line).
+#[cold]
+#[inline(never)]
+fn log_call(log: &CallLog, code: Fmi2Status, function: &str) {
+    log.call(Status::from_fmi2(code), function);
+}
+
+/// Logs a call with an FMU state argument (out of line).
+#[cold]
+#[inline(never)]
+fn log_state(log: &CallLog, code: Fmi2Status, function: &str, state: FmuState) {
+    log.line(Status::from_fmi2(code), function)
+        .ptr("FMUstate", state)
+        .end();
+}
+
 impl Fmi2Instance {
-    /// `fmi2Instantiate` for co-simulation.
-    pub fn instantiate(
+    /// `fmi2Instantiate` for co-simulation. With a `call_log`, this call
+    /// and every later one on the instance is logged there.
+    pub(crate) fn instantiate(
         lib: Arc<Fmi2Library>,
         name: &str,
         guid: &str,
         resources_dir: &Path,
         caps: Fmi2Capabilities,
         logging_on: bool,
+        call_log: Option<Arc<CallLog>>,
     ) -> Result<Self> {
+        let uri = file_uri(resources_dir);
         let c_name = cstring(name, "fmi2Instantiate", name)?;
         let c_guid = cstring(name, "fmi2Instantiate", guid)?;
-        let c_uri = cstring(name, "fmi2Instantiate", &file_uri(resources_dir))?;
+        let c_uri = cstring(name, "fmi2Instantiate", &uri)?;
         let log = Box::new(LogContext::new(name));
         let mut env = Box::new(ShimEnv {
             sink: log_sink,
@@ -344,6 +443,21 @@ impl Fmi2Instance {
                 c_int::from(logging_on),
             )
         };
+        if let Some(log) = &call_log {
+            let status = if component.is_null() {
+                Status::Error
+            } else {
+                Status::Ok
+            };
+            log.line(status, "fmi2Instantiate")
+                .text("instanceName", name)
+                .arg("fmuType", "1 /* fmi2CoSimulation */")
+                .text("fmuGUID", guid)
+                .text("fmuResourceLocation", &uri)
+                .flag("visible", false)
+                .flag("loggingOn", logging_on)
+                .end();
+        }
         if component.is_null() {
             return Err(FmiError::Status {
                 instance: name.to_string(),
@@ -364,6 +478,7 @@ impl Fmi2Instance {
             phase: Phase::Instantiated,
             setup_done: false,
             time: 0.0,
+            call_log,
             _callbacks: callbacks,
             _env: env,
             log,
@@ -469,6 +584,13 @@ impl Fmi2Instance {
                 ptrs.as_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi2(code), "fmi2SetDebugLogging")
+                .flag("loggingOn", on)
+                .arg("nCategories", categories.len())
+                .values("categories", categories)
+                .end();
+        }
         self.check("fmi2SetDebugLogging", code).map(|_| ())
     }
 
@@ -519,6 +641,15 @@ impl Fmi2Instance {
                 stop_time.unwrap_or(0.0),
             )
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi2(code), F)
+                .flag("toleranceDefined", tolerance.is_some())
+                .num("tolerance", tolerance.unwrap_or(0.0))
+                .num("startTime", start_time)
+                .flag("stopTimeDefined", stop_time.is_some())
+                .num("stopTime", stop_time.unwrap_or(0.0))
+                .end();
+        }
         self.check(F, code)?;
         self.setup_done = true;
         Ok(())
@@ -533,6 +664,9 @@ impl Fmi2Instance {
         }
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.enter_initialization_mode)(self.component) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Initialization;
         Ok(())
@@ -547,6 +681,9 @@ impl Fmi2Instance {
         }
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.exit_initialization_mode)(self.component) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Stepping;
         Ok(())
@@ -570,6 +707,9 @@ impl Fmi2Instance {
         }
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.terminate)(self.component) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Terminated;
         Ok(())
@@ -580,6 +720,9 @@ impl Fmi2Instance {
         self.alive("fmi2Reset")?;
         // SAFETY: component is live.
         let code = unsafe { (self.lib.functions.reset)(self.component) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, "fmi2Reset");
+        }
         self.check("fmi2Reset", code)?;
         self.phase = Phase::Instantiated;
         self.setup_done = false;
@@ -600,6 +743,9 @@ impl Fmi2Instance {
                 values.as_mut_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2GetReal", VrKind::Real, vrs, values);
+        }
         self.check("fmi2GetReal", code).map(|_| ())
     }
 
@@ -612,6 +758,9 @@ impl Fmi2Instance {
         let code = unsafe {
             (self.lib.functions.set_real)(self.component, vrs.as_ptr(), vrs.len(), values.as_ptr())
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2SetReal", VrKind::Real, vrs, values);
+        }
         self.check("fmi2SetReal", code).map(|_| ())
     }
 
@@ -628,6 +777,9 @@ impl Fmi2Instance {
                 values.as_mut_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2GetInteger", VrKind::Integer, vrs, values);
+        }
         self.check("fmi2GetInteger", code).map(|_| ())
     }
 
@@ -644,6 +796,9 @@ impl Fmi2Instance {
                 values.as_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2SetInteger", VrKind::Integer, vrs, values);
+        }
         self.check("fmi2SetInteger", code).map(|_| ())
     }
 
@@ -662,6 +817,10 @@ impl Fmi2Instance {
                 self.int_scratch.as_mut_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            let f = "fmi2GetBoolean";
+            log_values(log, code, f, VrKind::Boolean, vrs, &self.int_scratch);
+        }
         self.check("fmi2GetBoolean", code)?;
         for (v, &i) in values.iter_mut().zip(&self.int_scratch) {
             *v = i != 0;
@@ -685,6 +844,10 @@ impl Fmi2Instance {
                 self.int_scratch.as_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            let f = "fmi2SetBoolean";
+            log_values(log, code, f, VrKind::Boolean, vrs, &self.int_scratch);
+        }
         self.check("fmi2SetBoolean", code).map(|_| ())
     }
 
@@ -702,6 +865,9 @@ impl Fmi2Instance {
                 ptrs.as_mut_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_strings(log, code, "fmi2GetString", vrs, &ptrs);
+        }
         self.check("fmi2GetString", code)?;
         // SAFETY: after an OK status each pointer is null or a valid C string
         // until the next call into the FMU.
@@ -721,6 +887,9 @@ impl Fmi2Instance {
         let code = unsafe {
             (self.lib.functions.set_string)(self.component, vrs.as_ptr(), vrs.len(), ptrs.as_ptr())
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2SetString", VrKind::String, vrs, values);
+        }
         self.check("fmi2SetString", code).map(|_| ())
     }
 
@@ -738,6 +907,9 @@ impl Fmi2Instance {
         let code = unsafe {
             (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
         };
+        if let Some(log) = &self.call_log {
+            log_do_step(log, code, t, h, no_set_prior);
+        }
         let status = Status::from_fmi2(code);
         if status == Status::Discard {
             let mut last = t;
@@ -745,6 +917,12 @@ impl Fmi2Instance {
             if let Some(f) = self.lib.functions.get_real_status {
                 // SAFETY: component is live; fmi2LastSuccessfulTime = 2.
                 let c = unsafe { f(self.component, 2, &mut last) };
+                if let Some(log) = &self.call_log {
+                    log.line(Status::from_fmi2(c), "fmi2GetRealStatus")
+                        .named("s", 2, "fmi2LastSuccessfulTime")
+                        .num("value", last)
+                        .end();
+                }
                 if c != 0 {
                     last = t;
                 }
@@ -752,6 +930,12 @@ impl Fmi2Instance {
             if let Some(f) = self.lib.functions.get_boolean_status {
                 // SAFETY: component is live; fmi2Terminated = 3.
                 let c = unsafe { f(self.component, 3, &mut terminate) };
+                if let Some(log) = &self.call_log {
+                    log.line(Status::from_fmi2(c), "fmi2GetBooleanStatus")
+                        .named("s", 3, "fmi2Terminated")
+                        .arg("value", terminate)
+                        .end();
+                }
                 if c != 0 {
                     terminate = 0;
                 }
@@ -770,7 +954,10 @@ impl Fmi2Instance {
             // Asynchronous stepping is not requested by cosim; cancel it.
             if let Some(cancel) = self.lib.functions.cancel_step {
                 // SAFETY: component is live.
-                unsafe { cancel(self.component) };
+                let c = unsafe { cancel(self.component) };
+                if let Some(log) = &self.call_log {
+                    log_call(log, c, "fmi2CancelStep");
+                }
             }
         }
         self.check("fmi2DoStep", code)?;
@@ -817,6 +1004,9 @@ impl Fmi2Instance {
         // instance obtained earlier, which the FMU may overwrite.
         let code = unsafe { f(self.component, &mut state) };
         self.states[slot] = state;
+        if let Some(log) = &self.call_log {
+            log_state(log, code, "fmi2GetFMUstate", state);
+        }
         self.check("fmi2GetFMUstate", code)?;
         Ok(StateHandle {
             instance_id: self.id,
@@ -831,6 +1021,9 @@ impl Fmi2Instance {
         let slot = self.slot(h, "fmi2SetFMUstate")?;
         // SAFETY: component is live and the state was obtained from it.
         let code = unsafe { f(self.component, self.states[slot]) };
+        if let Some(log) = &self.call_log {
+            log_state(log, code, "fmi2SetFMUstate", self.states[slot]);
+        }
         self.check("fmi2SetFMUstate", code)?;
         // States are saved while stepping: a restore (also the standard's
         // way out of Error) puts the instance back there.
@@ -846,6 +1039,9 @@ impl Fmi2Instance {
         let mut state = self.states[slot];
         // SAFETY: component is live and the state was obtained from it.
         let code = unsafe { f(self.component, &mut state) };
+        if let Some(log) = &self.call_log {
+            log_state(log, code, "fmi2FreeFMUstate", self.states[slot]);
+        }
         self.states[slot] = std::ptr::null_mut();
         self.check("fmi2FreeFMUstate", code).map(|_| ())
     }
@@ -871,10 +1067,23 @@ impl Fmi2Instance {
         let mut size = 0usize;
         // SAFETY: component is live and the state was obtained from it.
         let code = unsafe { size_fn(self.component, self.states[slot], &mut size) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi2(code), "fmi2SerializedFMUstateSize")
+                .ptr("FMUstate", self.states[slot])
+                .arg("size", size)
+                .end();
+        }
         self.check("fmi2SerializedFMUstateSize", code)?;
         let mut buf = vec![0u8; size];
         // SAFETY: buf has exactly `size` bytes as the FMU asked.
         let code = unsafe { ser_fn(self.component, self.states[slot], buf.as_mut_ptr(), size) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi2(code), "fmi2SerializeFMUstate")
+                .ptr("FMUstate", self.states[slot])
+                .ptr("serializedState", buf.as_ptr().cast())
+                .arg("size", size)
+                .end();
+        }
         self.check("fmi2SerializeFMUstate", code)?;
         Ok(buf)
     }
@@ -895,6 +1104,13 @@ impl Fmi2Instance {
         let mut state: FmuState = std::ptr::null_mut();
         // SAFETY: bytes is a valid buffer of bytes.len() bytes.
         let code = unsafe { f(self.component, bytes.as_ptr(), bytes.len(), &mut state) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi2(code), "fmi2DeSerializeFMUstate")
+                .ptr("serializedState", bytes.as_ptr().cast())
+                .arg("size", bytes.len())
+                .ptr("FMUstate", state)
+                .end();
+        }
         self.check("fmi2DeSerializeFMUstate", code)?;
         self.states.push(state);
         Ok(StateHandle {
@@ -934,6 +1150,9 @@ impl Fmi2Instance {
                 values.as_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_derivatives(log, code, F, vrs, &self.int_scratch, values);
+        }
         self.check(F, code).map(|_| ())
     }
 
@@ -973,6 +1192,9 @@ impl Fmi2Instance {
                 values.as_mut_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_derivatives(log, code, F, vrs, &self.int_scratch, values);
+        }
         self.check(F, code).map(|_| ())
     }
 
@@ -1011,6 +1233,16 @@ impl Fmi2Instance {
                 sensitivity.as_mut_ptr(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi2(code), F)
+                .vrs("vUnknown_ref", VrKind::Real, unknowns)
+                .arg("nUnknown", unknowns.len())
+                .vrs("vKnown_ref", VrKind::Real, knowns)
+                .arg("nKnown", knowns.len())
+                .values("dvKnown", seed)
+                .values("dvUnknown", sensitivity)
+                .end();
+        }
         self.check(F, code).map(|_| ())
     }
 }
@@ -1024,13 +1256,21 @@ impl Drop for Fmi2Instance {
         if let Some(free) = self.lib.functions.free_fmu_state {
             for state in &mut self.states {
                 if !state.is_null() {
+                    let handle = *state;
                     // SAFETY: the state was obtained from this live component.
-                    unsafe { free(self.component, state) };
+                    let code = unsafe { free(self.component, state) };
+                    if let Some(log) = &self.call_log {
+                        log_state(log, code, "fmi2FreeFMUstate", handle);
+                    }
                 }
             }
         }
         // SAFETY: the component is live and is not used after this call; the
         // boxed callbacks outlive it (fields drop after this function).
         unsafe { (self.lib.functions.free_instance)(self.component) };
+        if let Some(log) = &self.call_log {
+            // A void function: logged as OK once it returned, as fmusim does.
+            log.call(Status::Ok, "fmi2FreeInstance");
+        }
     }
 }

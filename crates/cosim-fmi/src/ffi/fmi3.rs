@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use libloading::Library;
 
+use super::call_log::{CallLog, LogNum, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
 use super::{Phase, StateHandle, Status, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
@@ -84,6 +85,8 @@ type SetFloat64 = unsafe extern "C" fn(Instance, *const Vr, usize, *const f64, u
 struct Environment {
     log: LogContext,
     intermediate: RefCell<IntermediateInputs>,
+    /// The FMI call log, for the calls made inside the callback.
+    call_log: Option<Arc<CallLog>>,
 }
 
 /// Float inputs given to the FMU inside `fmi3DoStep` as a polynomial:
@@ -162,6 +165,17 @@ unsafe extern "C" fn intermediate_update(
             )
         };
         ii.updates += 1;
+        if let Some(log) = &env.call_log {
+            log.line(Status::from_fmi3(code), "fmi3SetFloat64")
+                .vrs("valueReferences", VrKind::Any, &ii.vrs)
+                .arg("nValueReferences", ii.vrs.len())
+                .values("values", &ii.scratch)
+                .arg("nValues", ii.scratch.len())
+                .end_with(&format!(
+                    "in intermediate update at intermediateUpdateTime={}",
+                    LogNum(time)
+                ));
+        }
         if code != 0 && Status::from_fmi3(code) != Status::Warning && ii.failure.is_none() {
             ii.failure = Some((code, time));
         }
@@ -325,6 +339,9 @@ pub struct Fmi3Instance {
     /// Where the instance is in the FMI 3 state machine.
     phase: Phase,
     time: f64,
+    /// The FMI call log (`--log-fmi-calls`), if on: one branch per call
+    /// when off.
+    call_log: Option<Arc<CallLog>>,
     /// Logger and intermediate inputs (the instanceEnvironment).
     env: Box<Environment>,
 }
@@ -349,15 +366,97 @@ fn cstring(instance: &str, function: &'static str, s: &str) -> Result<CString> {
     })
 }
 
+/// Logs a typed get or set call (out of line: the hot path only tests
+/// whether there is a log).
+#[cold]
+#[inline(never)]
+fn log_values<T: LogValue>(
+    log: &CallLog,
+    code: Fmi3Status,
+    function: &str,
+    vrs: &[u32],
+    values: &[T],
+) {
+    log.line(Status::from_fmi3(code), function)
+        .vrs("valueReferences", VrKind::Any, vrs)
+        .arg("nValueReferences", vrs.len())
+        .values("values", values)
+        .arg("nValues", values.len())
+        .end();
+}
+
+/// Logs `fmi3GetString`: the strings only after a status that returns
+/// them (after another, the pointers may be anything).
+#[cold]
+#[inline(never)]
+fn log_strings(log: &CallLog, code: Fmi3Status, vrs: &[u32], ptrs: &[*const c_char]) {
+    let status = Status::from_fmi3(code);
+    let line = log
+        .line(status, "fmi3GetString")
+        .vrs("valueReferences", VrKind::Any, vrs)
+        .arg("nValueReferences", vrs.len());
+    let line = if status.is_success() {
+        // SAFETY: after OK or Warning each pointer is null or a valid C
+        // string until the next call into the FMU.
+        let strings: Vec<String> = ptrs.iter().map(|&p| unsafe { c_str_lossy(p) }).collect();
+        line.values("values", &strings)
+    } else {
+        line.arg("values", "?")
+    };
+    line.arg("nValues", ptrs.len()).end();
+}
+
+/// Logs `fmi3DoStep` with its output arguments (out of line).
+#[cold]
+#[inline(never)]
+fn log_do_step(
+    log: &CallLog,
+    code: Fmi3Status,
+    t: f64,
+    h: f64,
+    no_set_prior: bool,
+    [event_handling_needed, terminate, early_return]: [bool; 3],
+    last_successful_time: f64,
+) {
+    log.line(Status::from_fmi3(code), "fmi3DoStep")
+        .num("currentCommunicationPoint", t)
+        .num("communicationStepSize", h)
+        .flag("noSetFMUStatePriorToCurrentPoint", no_set_prior)
+        .flag("eventHandlingNeeded", event_handling_needed)
+        .flag("terminateSimulation", terminate)
+        .flag("earlyReturn", early_return)
+        .num("lastSuccessfulTime", last_successful_time)
+        .end();
+}
+
+/// Logs a call without arguments (out of line).
+#[cold]
+#[inline(never)]
+fn log_call(log: &CallLog, code: Fmi3Status, function: &str) {
+    log.call(Status::from_fmi3(code), function);
+}
+
+/// Logs a call with an FMU state argument (out of line).
+#[cold]
+#[inline(never)]
+fn log_state(log: &CallLog, code: Fmi3Status, function: &str, state: FmuState) {
+    log.line(Status::from_fmi3(code), function)
+        .ptr("FMUState", state)
+        .end();
+}
+
 impl Fmi3Instance {
     /// `fmi3InstantiateCoSimulation` with event mode and early return off.
-    pub fn instantiate(
+    /// With a `call_log`, this call and every later one on the instance is
+    /// logged there.
+    pub(crate) fn instantiate(
         lib: Arc<Fmi3Library>,
         name: &str,
         token: &str,
         resources_dir: &Path,
         caps: Fmi3Capabilities,
         logging_on: bool,
+        call_log: Option<Arc<CallLog>>,
     ) -> Result<Self> {
         const F: &str = "fmi3InstantiateCoSimulation";
         let c_name = cstring(name, F, name)?;
@@ -381,6 +480,7 @@ impl Fmi3Instance {
                 updates: 0,
                 failure: None,
             }),
+            call_log: call_log.clone(),
         });
         // The callback only where the FMU declares it will call it.
         let intermediate: Option<IntermediateUpdate> = if caps.provides_intermediate_update {
@@ -406,6 +506,26 @@ impl Fmi3Instance {
                 intermediate,
             )
         };
+        if let Some(log) = &call_log {
+            let status = if instance.is_null() {
+                Status::Error
+            } else {
+                Status::Ok
+            };
+            let callback = intermediate.map_or(std::ptr::null(), |f| f as *const c_void);
+            log.line(status, F)
+                .text("instanceName", name)
+                .text("instantiationToken", token)
+                .text("resourcePath", &resource_path)
+                .flag("visible", false)
+                .flag("loggingOn", logging_on)
+                .flag("eventModeUsed", false)
+                .flag("earlyReturnAllowed", false)
+                .values::<u32>("requiredIntermediateVariables", &[])
+                .arg("nRequiredIntermediateVariables", 0)
+                .ptr("intermediateUpdate", callback)
+                .end();
+        }
         if instance.is_null() {
             return Err(FmiError::Status {
                 instance: name.to_string(),
@@ -427,6 +547,7 @@ impl Fmi3Instance {
             byte_scratch: Vec::new(),
             phase: Phase::Instantiated,
             time: 0.0,
+            call_log,
             env,
         })
     }
@@ -578,6 +699,13 @@ impl Fmi3Instance {
         let code = unsafe {
             (self.lib.functions.set_debug_logging)(self.instance, on, ptrs.len(), ptrs.as_ptr())
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), "fmi3SetDebugLogging")
+                .flag("loggingOn", on)
+                .arg("nCategories", categories.len())
+                .values("categories", categories)
+                .end();
+        }
         self.check("fmi3SetDebugLogging", code).map(|_| ())
     }
 
@@ -613,6 +741,9 @@ impl Fmi3Instance {
             .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
         // SAFETY: instance is live.
         let code = unsafe { f(self.instance) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Configuration;
         Ok(())
@@ -632,6 +763,9 @@ impl Fmi3Instance {
             .ok_or_else(|| self.unsupported(F, "the shared library does not export it"))?;
         // SAFETY: instance is live.
         let code = unsafe { f(self.instance) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Instantiated;
         Ok(())
@@ -661,6 +795,15 @@ impl Fmi3Instance {
                 stop_time.unwrap_or(0.0),
             )
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .flag("toleranceDefined", tolerance.is_some())
+                .num("tolerance", tolerance.unwrap_or(0.0))
+                .num("startTime", start_time)
+                .flag("stopTimeDefined", stop_time.is_some())
+                .num("stopTime", stop_time.unwrap_or(0.0))
+                .end();
+        }
         self.check(F, code)?;
         self.phase = Phase::Initialization;
         Ok(())
@@ -676,6 +819,9 @@ impl Fmi3Instance {
         }
         // SAFETY: instance is live.
         let code = unsafe { (self.lib.functions.exit_initialization_mode)(self.instance) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Stepping;
         Ok(())
@@ -699,6 +845,9 @@ impl Fmi3Instance {
         }
         // SAFETY: instance is live.
         let code = unsafe { (self.lib.functions.terminate)(self.instance) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, F);
+        }
         self.check(F, code)?;
         self.phase = Phase::Terminated;
         Ok(())
@@ -709,6 +858,9 @@ impl Fmi3Instance {
         self.alive("fmi3Reset")?;
         // SAFETY: instance is live.
         let code = unsafe { (self.lib.functions.reset)(self.instance) };
+        if let Some(log) = &self.call_log {
+            log_call(log, code, "fmi3Reset");
+        }
         self.check("fmi3Reset", code)?;
         self.phase = Phase::Instantiated;
         Ok(())
@@ -767,7 +919,7 @@ impl Fmi3Instance {
 
     /// A typed getter `f` of the library, called as `function`.
     #[inline]
-    fn get_typed<T>(
+    fn get_typed<T: LogValue>(
         &mut self,
         f: unsafe extern "C" fn(Instance, *const Vr, usize, *mut T, usize) -> Fmi3Status,
         function: &'static str,
@@ -787,12 +939,15 @@ impl Fmi3Instance {
                 values.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, function, vrs, values);
+        }
         self.check(function, code).map(|_| ())
     }
 
     /// A typed setter `f` of the library, called as `function`.
     #[inline]
-    fn set_typed<T>(
+    fn set_typed<T: LogValue>(
         &mut self,
         f: unsafe extern "C" fn(Instance, *const Vr, usize, *const T, usize) -> Fmi3Status,
         function: &'static str,
@@ -812,6 +967,9 @@ impl Fmi3Instance {
                 values.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, function, vrs, values);
+        }
         self.check(function, code).map(|_| ())
     }
 
@@ -926,6 +1084,9 @@ impl Fmi3Instance {
         for (v, &b) in values.iter_mut().zip(&bytes) {
             *v = b != 0;
         }
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi3GetBoolean", vrs, values);
+        }
         self.byte_scratch = bytes;
         self.check("fmi3GetBoolean", code).map(|_| ())
     }
@@ -944,6 +1105,9 @@ impl Fmi3Instance {
                 values.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi3SetBoolean", vrs, values);
+        }
         self.check("fmi3SetBoolean", code).map(|_| ())
     }
 
@@ -961,6 +1125,9 @@ impl Fmi3Instance {
                 ptrs.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_strings(log, code, vrs, &ptrs);
+        }
         self.check("fmi3GetString", code)?;
         // SAFETY: after OK each pointer is null or a valid C string until the
         // next call into the FMU.
@@ -986,6 +1153,9 @@ impl Fmi3Instance {
                 ptrs.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi3SetString", vrs, values);
+        }
         self.check("fmi3SetString", code).map(|_| ())
     }
 
@@ -1012,6 +1182,10 @@ impl Fmi3Instance {
                 &mut last_successful_time,
             )
         };
+        if let Some(log) = &self.call_log {
+            let flags = [event_handling_needed, terminate, early_return];
+            log_do_step(log, code, t, h, no_set_prior, flags, last_successful_time);
+        }
         let status = Status::from_fmi3(code);
         if status == Status::Discard {
             return Ok(if terminate {
@@ -1090,6 +1264,9 @@ impl Fmi3Instance {
         // SAFETY: instance is live; `state` is null or one of its states.
         let code = unsafe { f(self.instance, &mut state) };
         self.states[slot] = state;
+        if let Some(log) = &self.call_log {
+            log_state(log, code, "fmi3GetFMUState", state);
+        }
         self.check("fmi3GetFMUState", code)?;
         Ok(StateHandle {
             instance_id: self.id,
@@ -1104,6 +1281,9 @@ impl Fmi3Instance {
         let slot = self.slot(h, "fmi3SetFMUState")?;
         // SAFETY: instance is live and the state came from it.
         let code = unsafe { f(self.instance, self.states[slot]) };
+        if let Some(log) = &self.call_log {
+            log_state(log, code, "fmi3SetFMUState", self.states[slot]);
+        }
         self.check("fmi3SetFMUState", code)?;
         // States are saved while stepping: a restore (also the standard's
         // way out of Error) puts the instance back there.
@@ -1119,6 +1299,9 @@ impl Fmi3Instance {
         let mut state = self.states[slot];
         // SAFETY: instance is live and the state came from it.
         let code = unsafe { f(self.instance, &mut state) };
+        if let Some(log) = &self.call_log {
+            log_state(log, code, "fmi3FreeFMUState", self.states[slot]);
+        }
         self.states[slot] = std::ptr::null_mut();
         self.check("fmi3FreeFMUState", code).map(|_| ())
     }
@@ -1144,10 +1327,23 @@ impl Fmi3Instance {
         let mut size = 0usize;
         // SAFETY: instance is live and the state came from it.
         let code = unsafe { size_fn(self.instance, self.states[slot], &mut size) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), "fmi3SerializedFMUStateSize")
+                .ptr("FMUState", self.states[slot])
+                .arg("size", size)
+                .end();
+        }
         self.check("fmi3SerializedFMUStateSize", code)?;
         let mut buf = vec![0u8; size];
         // SAFETY: buf has exactly `size` bytes.
         let code = unsafe { ser_fn(self.instance, self.states[slot], buf.as_mut_ptr(), size) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), "fmi3SerializeFMUState")
+                .ptr("FMUState", self.states[slot])
+                .ptr("serializedState", buf.as_ptr().cast())
+                .arg("size", size)
+                .end();
+        }
         self.check("fmi3SerializeFMUState", code)?;
         Ok(buf)
     }
@@ -1168,6 +1364,13 @@ impl Fmi3Instance {
         let mut state: FmuState = std::ptr::null_mut();
         // SAFETY: bytes is a valid buffer of bytes.len() bytes.
         let code = unsafe { f(self.instance, bytes.as_ptr(), bytes.len(), &mut state) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), "fmi3DeserializeFMUState")
+                .ptr("serializedState", bytes.as_ptr().cast())
+                .arg("size", bytes.len())
+                .ptr("FMUState", state)
+                .end();
+        }
         self.check("fmi3DeserializeFMUState", code)?;
         self.states.push(state);
         Ok(StateHandle {
@@ -1213,6 +1416,15 @@ impl Fmi3Instance {
                 values.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("valueReferences", VrKind::Any, vrs)
+                .arg("nValueReferences", vrs.len())
+                .values("orders", &self.int_scratch)
+                .values("values", values)
+                .arg("nValues", values.len())
+                .end();
+        }
         self.check(F, code).map(|_| ())
     }
 
@@ -1253,6 +1465,18 @@ impl Fmi3Instance {
                 sensitivity.len(),
             )
         };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("unknowns", VrKind::Any, unknowns)
+                .arg("nUnknowns", unknowns.len())
+                .vrs("knowns", VrKind::Any, knowns)
+                .arg("nKnowns", knowns.len())
+                .values("seed", seed)
+                .arg("nSeed", seed.len())
+                .values("sensitivity", sensitivity)
+                .arg("nSensitivity", sensitivity.len())
+                .end();
+        }
         self.check(F, code).map(|_| ())
     }
 }
@@ -1265,13 +1489,21 @@ impl Drop for Fmi3Instance {
         if let Some(free) = self.lib.functions.free_fmu_state {
             for state in &mut self.states {
                 if !state.is_null() {
+                    let handle = *state;
                     // SAFETY: the state came from this live instance.
-                    unsafe { free(self.instance, state) };
+                    let code = unsafe { free(self.instance, state) };
+                    if let Some(log) = &self.call_log {
+                        log_state(log, code, "fmi3FreeFMUState", handle);
+                    }
                 }
             }
         }
         // SAFETY: the instance is live and not used after this call; the log
         // context is dropped after this function returns.
         unsafe { (self.lib.functions.free_instance)(self.instance) };
+        if let Some(log) = &self.call_log {
+            // A void function: logged as OK once it returned, as fmusim does.
+            log.call(Status::Ok, "fmi3FreeInstance");
+        }
     }
 }

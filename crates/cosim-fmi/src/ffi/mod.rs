@@ -6,6 +6,7 @@
 //! [`FmiError`](crate::FmiError) values and route the FMU's log messages into
 //! `tracing`. Everything above this module is safe Rust.
 
+pub mod call_log;
 pub mod fmi2;
 pub mod fmi3;
 mod log;
