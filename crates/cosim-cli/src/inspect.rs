@@ -29,6 +29,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             out: None,
             threads: None,
             isolation: None,
+            log_fmi_calls: None,
             no_progress: true,
             check: false,
         };

@@ -8,6 +8,7 @@ use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Observer, StepContext};
+use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
 use cosim_scenario::{Isolation, Overrides};
@@ -40,6 +41,18 @@ pub struct RunArgs {
     /// that crashes or hangs then fails the run cleanly), `none` in this one.
     #[arg(long, value_parser = ["none", "process"])]
     pub isolation: Option<String>,
+    /// Log every FMI call (arguments, variable names, status; one line per
+    /// call, fmusim style) to FILE, or to standard error without FILE.
+    /// Every FMU, every level, every isolation mode. Put it after the
+    /// scenario or write `--log-fmi-calls=FILE`: a bare
+    /// `--log-fmi-calls s.toml` takes s.toml as FILE.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "-"
+    )]
+    pub log_fmi_calls: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -87,6 +100,7 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
             "process" => Isolation::Process,
             _ => Isolation::None,
         }),
+        log_fmi_calls: args.log_fmi_calls.as_deref().map(CallLogTarget::from_arg),
     };
     let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
         // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.
@@ -125,8 +139,29 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
     Ok(prepared)
 }
 
+/// Creates (empties) the `--log-fmi-calls` file, once per command: the
+/// FMUs of this process and of host processes then append to it. A file
+/// that cannot be written is bad input, before anything runs.
+fn start_call_log(args: &RunArgs) -> Result<()> {
+    if let Some(arg) = &args.log_fmi_calls {
+        let target = CallLogTarget::from_arg(arg);
+        target.create().map_err(|e| {
+            bad_input(format!(
+                "error: --log-fmi-calls {target}: cannot write the FMI call log: {e}"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// `cosim check`: everything but stepping.
 pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
+    start_call_log(args)?;
+    check_scenario(args, quiet)
+}
+
+/// `cosim check` once the call log is started.
+fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
     let Prepared { resolved, assembly } = prepare(args, quiet)?;
     let Assembly {
         mut system,
@@ -181,13 +216,19 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     // An isolated FMU hanging in a call must not hold Ctrl-C up until its
     // isolation_timeout.
     cosim_isolation::watch_interrupt(interrupt.flag());
+    start_call_log(args)?;
     if args.check {
-        check(args, quiet)?;
+        check_scenario(args, quiet)?;
     }
     let prepared = prepare(args, quiet)?;
     let (t0, t1) = (prepared.resolved.start, prepared.resolved.stop);
     let mut extra: Vec<Box<dyn Observer>> = Vec::new();
-    if !quiet && !args.no_progress {
+    // A progress bar would be torn by call-log lines on the same stream.
+    let log_on_stderr = args
+        .log_fmi_calls
+        .as_deref()
+        .is_some_and(|a| CallLogTarget::from_arg(a) == CallLogTarget::Stderr);
+    if !quiet && !args.no_progress && !log_on_stderr {
         extra.push(Box::new(Progress::new(t0, t1)));
     }
     let outcome = runner::run(prepared, extra, Some(interrupt.flag()))

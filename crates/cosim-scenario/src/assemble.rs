@@ -165,6 +165,7 @@ fn nested(
         energy_dir: level.energy_dir.clone(),
         divergence_limit: resolved.master.divergence_limit.or(level.divergence_limit),
         isolation: level.isolation,
+        call_log: level.call_log.clone(),
         time_base: level.time_base,
     };
     let child = assemble_nodes(&nest.resolved, &nest.nodes, &inner_level)?;
@@ -299,6 +300,9 @@ pub struct Level {
     /// `--isolation`: where every FMU of this level and the levels below
     /// runs, whatever the scenarios say.
     pub isolation: Option<Isolation>,
+    /// `--log-fmi-calls`: the FMI call log of every FMU of this level and
+    /// the levels below.
+    pub call_log: Option<cosim_fmi::CallLogSink>,
     /// The resolution of simulation time, the same at every level (chosen
     /// at the top, [`time_base`], when `None`).
     pub time_base: Option<TimeBase>,
@@ -447,7 +451,10 @@ pub fn assemble_nodes(
     }
 
     // Instantiate, then apply parameters and start values.
-    let options = InstantiateOptions::default();
+    let options = InstantiateOptions {
+        call_log: level.call_log.clone(),
+        ..InstantiateOptions::default()
+    };
     let mut subsystems: Vec<Box<dyn Subsystem>> = Vec::with_capacity(n);
     for (s, sub) in resolved.subsystems.iter().enumerate() {
         let l = &layouts[s];

@@ -38,6 +38,11 @@ pub struct Overrides {
     /// `--isolation none|process`: where every FMU of every level runs,
     /// replacing each `isolation` the scenario and its nested systems give.
     pub isolation: Option<crate::settings::Isolation>,
+    /// `--log-fmi-calls [FILE]`: log every FMI call of every FMU, at every
+    /// level and in every isolation mode, to this file or to standard
+    /// error (`docs/fmi-call-log.md`). The file is appended to: the caller
+    /// creates (empties) it first, see [`cosim_fmi::CallLogTarget::create`].
+    pub log_fmi_calls: Option<cosim_fmi::CallLogTarget>,
 }
 
 impl Scenario {
@@ -123,6 +128,9 @@ impl Scenario {
         }
         if let Some(isolation) = overrides.isolation {
             self.isolation_override = Some(isolation);
+        }
+        if let Some(target) = &overrides.log_fmi_calls {
+            self.call_log = Some(target.clone());
         }
         if let Some(step) = overrides.step {
             let argument = format!("--step {step}");

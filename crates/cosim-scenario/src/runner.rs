@@ -81,8 +81,20 @@ pub fn prepare_scenario(
     if let Some(t) = threads {
         resolved.master.threads = t;
     }
+    // One open log shared by every FMU of this process (hosts open their own).
+    let call_log = match &scenario.call_log {
+        Some(target) => Some(target.open().map_err(|e| {
+            ScenarioError::argument(
+                &scenario.source.path,
+                &format!("--log-fmi-calls {target}"),
+                format!("cannot open the FMI call log for writing: {e}"),
+            )
+        })?),
+        None => None,
+    };
     let level = assemble::Level {
         isolation: scenario.isolation_override,
+        call_log,
         ..assemble::Level::top(&resolved)
     };
     let assembly = assemble::assemble_nodes(&resolved, &nodes, &level)?;

@@ -292,6 +292,8 @@ pub struct Scenario {
     pub(crate) warnings: Vec<ScenarioError>,
     /// `--isolation`: replaces every subsystem's isolation, at every level.
     pub(crate) isolation_override: Option<crate::settings::Isolation>,
+    /// `--log-fmi-calls`: where every FMI call of every FMU is logged.
+    pub(crate) call_log: Option<cosim_fmi::CallLogTarget>,
 }
 
 impl Scenario {
@@ -571,6 +573,7 @@ impl<'a> Parser<'a> {
             outputs,
             warnings: self.warnings,
             isolation_override: None,
+            call_log: None,
         })
     }
 
