@@ -8,8 +8,6 @@ use std::path::Path;
 use cosim_core::metrics::{BondMetrics, ColumnProduct, Table, bond_metrics};
 use cosim_tests::{Run, reference, run, scenario, with_master};
 
-/// A copy of a shipped scenario with `[master]` replaced.
-
 struct Row {
     file: &'static str,
     kind: &'static str,
