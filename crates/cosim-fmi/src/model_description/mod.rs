@@ -447,20 +447,25 @@ impl Variable {
         }
     }
 
-    /// Settable in state Instantiated (after `fmi2SetupExperiment`): an
-    /// input, or a variable that is not constant and has `initial` exact or
-    /// approx (FMI 2.0 sec. 4.2.4, FMI 3.0 sec. 2.3.2; FMPy's rule). FMI 3
-    /// structural parameters are set in Configuration Mode instead.
+    /// Settable in state Instantiated (after `fmi2SetupExperiment`): a
+    /// variable that is not constant and has `initial` exact or approx
+    /// (FMI 2.0 sec. 4.2.4, footnote 1: "this does not include inputs",
+    /// which have no `initial`; FMI 3.0 sec. 2.3.2). Inputs are set in
+    /// Initialization Mode, which accepts them in both versions (FMPy sets
+    /// them here too; libcosim there). FMI 3 structural parameters are set
+    /// in Configuration Mode instead.
     pub fn settable_in_instantiated(&self) -> bool {
-        if self.causality == Causality::StructuralParameter {
+        if matches!(
+            self.causality,
+            Causality::StructuralParameter | Causality::Input
+        ) {
             return false;
         }
-        self.causality == Causality::Input
-            || (self.variability != Variability::Constant
-                && matches!(
-                    self.effective_initial(),
-                    Some(Initial::Exact | Initial::Approx)
-                ))
+        self.variability != Variability::Constant
+            && matches!(
+                self.effective_initial(),
+                Some(Initial::Exact | Initial::Approx)
+            )
     }
 
     /// Settable in Initialization Mode: an input, a tunable variable that is
