@@ -384,7 +384,8 @@ fn two_level_nesting_maps_connectors_parameters_and_steps() {
     };
     run_system(&data("two_level.ssd"), &o);
     let t = trace(&c);
-    let times: Vec<f64> = (0..5).map(|n| f64::from(n) * 0.025).collect();
+    // Communication points in integer nanoseconds: n * 25 ms exactly.
+    let times: Vec<f64> = (0..5).map(|n| f64::from(n * 25) / 1000.0).collect();
     assert_eq!(t.time(), &times[..]);
     assert_eq!(last(&t, "sink.y"), 9.0);
 }
