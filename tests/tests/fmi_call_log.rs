@@ -302,8 +302,7 @@ fn fmi2_run(isolation: &str) -> Vec<Call> {
             isolation,
             "--out",
             dir.path().join("out").to_str().unwrap(),
-            "--log-fmi-calls",
-            log.to_str().unwrap(),
+            &format!("--log-fmi-calls={}", log.display()),
         ],
     );
     calls(&std::fs::read_to_string(&log).unwrap())
@@ -396,8 +395,7 @@ fn cosim_check_logs_the_calls_it_makes() {
     let out = cosim(&[
         "check",
         scenario("b5_mass_spring.toml").to_str().unwrap(),
-        "--log-fmi-calls",
-        log.to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let calls = calls(&std::fs::read_to_string(&log).unwrap());
@@ -459,8 +457,7 @@ fn a_failing_call_is_logged_with_its_status() {
         scenario.to_str().unwrap(),
         "--out",
         dir.path().join("out").to_str().unwrap(),
-        "--log-fmi-calls",
-        log.to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let calls = calls(&std::fs::read_to_string(&log).unwrap());
@@ -491,8 +488,7 @@ fn the_log_keeps_every_call_up_to_a_crash_of_the_process() {
         scenario.to_str().unwrap(),
         "--out",
         dir.path().join("out").to_str().unwrap(),
-        "--log-fmi-calls",
-        log.to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
     ]);
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     let calls = calls(&std::fs::read_to_string(&log).unwrap());
@@ -559,8 +555,7 @@ fn an_unwritable_log_file_is_bad_input_before_the_run() {
         scenario("b5_mass_spring.toml").to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
-        "--log-fmi-calls",
-        log.to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
     ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");

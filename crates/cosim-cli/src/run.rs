@@ -42,14 +42,13 @@ pub struct RunArgs {
     #[arg(long, value_parser = ["none", "process"])]
     pub isolation: Option<String>,
     /// Log every FMI call (arguments, variable names, status; one line per
-    /// call, fmusim style) to FILE, or to standard error without FILE.
-    /// Every FMU, every level, every isolation mode. Put it after the
-    /// scenario or write `--log-fmi-calls=FILE`: a bare
-    /// `--log-fmi-calls s.toml` takes s.toml as FILE.
+    /// call, fmusim style) to standard error, or with `=FILE` to FILE.
+    /// Every FMU, every level, every isolation mode.
     #[arg(
         long,
         value_name = "FILE",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "-"
     )]
     pub log_fmi_calls: Option<PathBuf>,
