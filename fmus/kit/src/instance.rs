@@ -1215,7 +1215,15 @@ impl Instance {
                     }
                     FmiVersion::Fmi3 => Status::Discard,
                 };
-                self.log(status, &message);
+                // A termination request is no failure: its message goes
+                // out only with logging on (an FMI 2 Discard message would
+                // otherwise reach the logger even with logging off).
+                let level = if self.sink.logging_on {
+                    status
+                } else {
+                    Status::Ok
+                };
+                self.log(level, &message);
                 (status, reached)
             }
             Err(StepError::Discard { reached, message }) => {

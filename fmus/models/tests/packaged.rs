@@ -933,9 +933,9 @@ fn packaged_terminating_requests_termination_the_fmi2_and_fmi3_way() {
     assert_eq!(s.step(0.2, 0.2), 2);
     assert_eq!(fmi2_statuses(&s), (2, 0.3, 1));
     assert!((s.get(Y) - 0.6).abs() < 1e-15, "y(t_end) = 2 * 0.3");
-    assert!(logged(
-        "Terminating: t_end = 0.3 reached in the step from 0.2 to"
-    ));
+    // The instance has logging off: a termination request is no failure,
+    // so its message is not sent (with logging on it is, kit tests).
+    assert!(!logged("Terminating: t_end = 0.3 reached"));
     assert_eq!(s.step(0.3, 0.1), 3);
     assert!(logged(
         "fmi2DoStep: Illegal call sequence: called in state stepFailed (the FMU requested termination at t = 0.3)"
