@@ -144,12 +144,12 @@ fn an_error_status_stops_the_run_and_the_failed_fmu_is_freed_not_terminated() {
             "{err}"
         );
         // After Error the standard allows only freeing the instance: no
-        // Terminate call, so no "illegal call in state Error" from the FMU.
+        // Terminate call, so no "Illegal call sequence: called in state Error" from the FMU.
         assert!(
             err.contains("subsystem 'faulty' failed: not terminated"),
             "{err}"
         );
-        assert!(!err.contains("illegal call"), "{err}");
+        assert!(!err.contains("Illegal call sequence"), "{err}");
         assert!(!err.contains("terminating 'faulty'"), "{err}");
         let s = summary(&out_dir);
         let msg = s["message"].as_str().unwrap();
