@@ -297,11 +297,11 @@ impl Capabilities {
     pub fn check(&self, spec: &ModelSpec, version: FmiVersion) -> Result<(), String> {
         if let (false, Some(v)) = (spec.supports(version), spec.first_fmi3_only()) {
             return Err(format!(
-                "{} has no {} build: {} is of the FMI 3 only type {}",
+                "{} has no {} build: {} {}",
                 spec.name,
                 version.tag(),
                 v.name,
-                v.ty.fmi3_name()
+                v.fmi3_only_reason().unwrap_or_default()
             ));
         }
         if self.serialize_state && !self.get_set_state {

@@ -16,7 +16,9 @@
 //! ([`Instance::require_mode`]); `fmi2EnterInitializationMode` without
 //! `fmi2SetupExperiment` since instantiation or reset; setting a variable
 //! in a state where its causality, variability and `initial` do not allow
-//! it ([`Instance::check_settable`]); a step that does not start where the
+//! it ([`Instance::check_settable`]; FMI 3 structural parameters only in
+//! Configuration Mode, [`Instance::enter_configuration`], and nothing else
+//! there); a step that does not start where the
 //! last one ended, that ends after the stop time the importer defined, or
 //! that follows the FMU's request to terminate; restoring an FMU state from
 //! before a point where a step was started with
@@ -94,6 +96,10 @@ pub enum Mode {
     Error = 5,
     /// After a fatal failure.
     Fatal = 6,
+    /// FMI 3 Configuration Mode (`fmi3EnterConfigurationMode` from
+    /// Instantiated, `fmi3ExitConfigurationMode` back): only structural
+    /// parameters can be set and read.
+    Configuration = 7,
 }
 
 impl Mode {
@@ -111,6 +117,7 @@ impl Mode {
             Mode::Terminated,
             Mode::Error,
             Mode::Fatal,
+            Mode::Configuration,
         ]
         .into_iter()
         .find(|m| *m as u8 == b)
@@ -127,6 +134,7 @@ impl Mode {
             (Mode::Terminated, _) => "Terminated",
             (Mode::Error, _) => "Error",
             (Mode::Fatal, _) => "Fatal",
+            (Mode::Configuration, _) => "Configuration Mode",
         }
     }
 }
@@ -134,6 +142,11 @@ impl Mode {
 /// The phrase that starts the message of every call refused because the
 /// standard's state machine or call-sequence rules forbid it.
 pub const ILLEGAL_CALL_SEQUENCE: &str = "Illegal call sequence";
+
+/// Why `fmi3EnterConfigurationMode` / `fmi3ExitConfigurationMode` are
+/// refused by a model without structural parameters.
+pub const NO_CONFIGURATION_MODE: &str = "this FMU has no structural parameters (causality=\"structuralParameter\"), \
+     so it has no Configuration Mode";
 
 /// A failed call: the status to return and the message to log.
 #[derive(Debug, Clone, PartialEq)]
@@ -324,11 +337,28 @@ fn tolerance(t: f64) -> f64 {
 /// - Initialization Mode: inputs, variables that are not constant with
 ///   `initial` exact, tunable parameters;
 /// - stepComplete / Step Mode: inputs and tunable parameters;
+/// - Configuration Mode (FMI 3): structural parameters (fixed or tunable;
+///   the kit's are fixed) and nothing else;
 /// - any other state: nothing.
 ///
 /// So constants, outputs and locals with `initial` calculated, and the
-/// independent variable are never settable.
+/// independent variable are never settable, and structural parameters only
+/// in Configuration Mode (FMI 3.0 sec. 2.3.6; the Reference FMUs:
+/// "Structural variables can only be set in Configuration Mode").
 pub fn settable_in(v: &Variable, mode: Mode) -> Result<(), &'static str> {
+    let structural = v.causality == Causality::StructuralParameter;
+    if mode == Mode::Configuration {
+        return if structural && matches!(v.variability, Variability::Fixed | Variability::Tunable) {
+            Ok(())
+        } else {
+            Err("only structural parameters can be set there")
+        };
+    }
+    if structural {
+        return Err(
+            "structural parameters can only be set in Configuration Mode (fmi3EnterConfigurationMode)",
+        );
+    }
     let input = v.causality == Causality::Input;
     let not_constant = v.variability != Variability::Constant;
     let tunable_parameter =
@@ -634,6 +664,61 @@ impl Instance {
         Ok(())
     }
 
+    /// Refuses Configuration Mode calls of a model without structural
+    /// parameters (or of an FMI 2 instance).
+    fn require_configuration_mode_exists(&self) -> R<()> {
+        if self.version == FmiVersion::Fmi2 {
+            return Err(Fail::usage("FMI 2.0 has no Configuration Mode"));
+        }
+        if !self.spec.has_structural_parameters() {
+            return Err(Fail::usage(NO_CONFIGURATION_MODE));
+        }
+        Ok(())
+    }
+
+    /// Instantiated -> Configuration Mode (`fmi3EnterConfigurationMode`),
+    /// where only structural parameters can be set and read. Refused with
+    /// [`NO_CONFIGURATION_MODE`] for a model without structural parameters
+    /// (FMI 3.0 sec. 2.3.2: the function must not be called then), and as an
+    /// illegal call sequence from any state but Instantiated (the kit's
+    /// structural parameters are fixed: no Reconfiguration Mode from Step
+    /// Mode).
+    pub fn enter_configuration(&mut self) -> R<()> {
+        self.require_configuration_mode_exists()?;
+        if self.mode != Mode::Instantiated {
+            let mut why = format!(
+                "called in state {} (Configuration Mode is entered from Instantiated only",
+                self.mode_name()
+            );
+            if self.mode == Mode::StepComplete {
+                why.push_str(
+                    "; Reconfiguration Mode, from Step Mode, exists for tunable structural parameters, \
+                     which this FMU has not",
+                );
+            }
+            why.push(')');
+            return Err(Fail::sequence(why));
+        }
+        self.mode = Mode::Configuration;
+        Ok(())
+    }
+
+    /// Configuration Mode -> Instantiated (`fmi3ExitConfigurationMode`).
+    /// The structural parameters are validated with the other parameters,
+    /// by the model's factory, when initialization ends.
+    pub fn exit_configuration(&mut self) -> R<()> {
+        self.require_configuration_mode_exists()?;
+        if self.mode != Mode::Configuration {
+            return Err(Fail::sequence(format!(
+                "called in state {} (only in Configuration Mode, after fmi3EnterConfigurationMode)",
+                self.mode_name()
+            )));
+        }
+        self.mode = Mode::Instantiated;
+        self.dirty = true;
+        Ok(())
+    }
+
     /// -> Terminated.
     pub fn terminate(&mut self) -> R<()> {
         self.mode = Mode::Terminated;
@@ -669,7 +754,7 @@ impl Instance {
         }
         self.values[TIME] = self.time;
         match self.mode {
-            Mode::Instantiated => {}
+            Mode::Instantiated | Mode::Configuration => {}
             Mode::Initialization => {
                 let mut model = self.build_model().map_err(Fail::usage)?;
                 model.init(&mut self.values);
@@ -743,9 +828,19 @@ impl Instance {
     /// (as `f64`); integer values are checked to be whole and in the type's
     /// range (a model that computed anything else gets an error naming the
     /// variable, never a wrapped or truncated value).
+    ///
+    /// In Configuration Mode only structural parameters can be read (an
+    /// illegal call sequence for any other variable).
     pub fn get(&mut self, vrs: &[Vr], ty: VarType, out: &mut dyn FnMut(usize, f64)) -> R<()> {
         for &vr in vrs {
-            self.lookup(vr, ty)?;
+            let v = self.lookup(vr, ty)?;
+            if self.mode == Mode::Configuration && v.causality != Causality::StructuralParameter {
+                return Err(Fail::sequence(format!(
+                    "{} {} (vr {vr}) cannot be read in state Configuration Mode: only structural parameters can",
+                    v.causality.as_str(),
+                    v.name
+                )));
+            }
         }
         self.refresh()?;
         let value = |vr: Vr| {

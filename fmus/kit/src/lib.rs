@@ -6,9 +6,10 @@
 //!   Real variables with units, discrete Integer and Boolean inputs,
 //!   outputs and parameters, the FMI 3 only types Float32, Int8, UInt8,
 //!   Int16, UInt16, UInt32, Int64, UInt64 ([`VarType`]; a model using one
-//!   has an FMI 3 build only, [`ModelSpec::supports`]), parameters
-//!   validated with messages naming the
-//!   parameter, inputs as polynomials (FMI 2 input derivatives; FMI 3
+//!   has an FMI 3 build only, [`ModelSpec::supports`]), FMI 3 structural
+//!   parameters ([`Causality::StructuralParameter`], set in Configuration
+//!   Mode only; FMI 3 only too), parameters validated with messages naming
+//!   the parameter, inputs as polynomials (FMI 2 input derivatives; FMI 3
 //!   intermediate update, see [`input`]), analytic output derivatives and
 //!   d(output)/d(input);
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),

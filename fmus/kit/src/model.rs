@@ -23,6 +23,12 @@ pub const TIME: Vr = 0;
 pub enum Causality {
     /// Set by the importer before initialization, fixed afterwards.
     Parameter,
+    /// FMI 3 only (`causality="structuralParameter"`): a fixed parameter the
+    /// importer sets in Configuration Mode only (`fmi3EnterConfigurationMode`
+    /// from Instantiated, `fmi3ExitConfigurationMode` back), never in any
+    /// other state. A model with one has an FMI 3 build only
+    /// ([`ModelSpec::supports`]).
+    StructuralParameter,
     /// Set by the importer at communication points.
     Input,
     /// Computed by the model, meant for other FMUs.
@@ -34,9 +40,22 @@ pub enum Causality {
 }
 
 impl Causality {
+    /// Whether the causality exists in FMI 2 (all but `structuralParameter`).
+    pub fn in_fmi2(self) -> bool {
+        self != Causality::StructuralParameter
+    }
+
+    /// True for `parameter` and `structuralParameter`: set by the importer
+    /// before initialization ends, `initial="exact"`, validated by the
+    /// model's factory.
+    pub fn is_parameter(self) -> bool {
+        matches!(self, Causality::Parameter | Causality::StructuralParameter)
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Causality::Parameter => "parameter",
+            Causality::StructuralParameter => "structuralParameter",
             Causality::Input => "input",
             Causality::Output => "output",
             Causality::Local => "local",
@@ -400,6 +419,26 @@ impl Variable {
         }
     }
 
+    /// A fixed structural parameter (FMI 3 only: `causality="structuralParameter"`
+    /// `variability="fixed"` `initial="exact"`), Float64 unless typed
+    /// otherwise: `Variable::structural_parameter(1, "n", 1.0,
+    /// "").typed(VarType::UInt64)`. The importer sets it in Configuration
+    /// Mode only; the model's factory validates it with the parameters when
+    /// initialization ends. A model with one has no FMI 2 build
+    /// ([`ModelSpec::supports`]). The kit has no Reconfiguration Mode, so
+    /// structural parameters cannot be tunable ([`ModelSpec::check`]).
+    pub fn structural_parameter(
+        vr: Vr,
+        name: &'static str,
+        start: f64,
+        description: &'static str,
+    ) -> Self {
+        Variable {
+            causality: Causality::StructuralParameter,
+            ..Self::parameter(vr, name, start, description)
+        }
+    }
+
     /// A discrete integer input (`fmi2Integer` / `fmi3Int32`) with a start
     /// value. Input derivatives are refused for it (they exist for Real
     /// inputs only).
@@ -494,13 +533,16 @@ impl Variable {
 
     /// The `initial` attribute as declared, or as implied by causality and
     /// variability where it is not (FMI 2.0 sec. 2.2.7, FMI 3.0 sec.
-    /// 2.4.7.5): parameters `exact`, constants `exact`, other outputs and
-    /// locals `calculated`; inputs and the independent variable have none.
+    /// 2.4.7.5): parameters and structural parameters `exact`, constants
+    /// `exact`, other outputs and locals `calculated`; inputs and the
+    /// independent variable have none.
     pub fn effective_initial(&self) -> Option<Initial> {
         match (self.causality, self.variability, self.initial) {
             (Causality::Input | Causality::Independent, _, _) => None,
             (_, _, Some(i)) => Some(i),
-            (Causality::Parameter, _, None) => Some(Initial::Exact),
+            (Causality::Parameter | Causality::StructuralParameter, _, None) => {
+                Some(Initial::Exact)
+            }
             (_, Variability::Constant, None) => Some(Initial::Exact),
             (_, _, None) => Some(Initial::Calculated),
         }
@@ -566,6 +608,18 @@ impl Variable {
         self.causality == Causality::Input
             && self.ty == VarType::Real
             && self.variability == Variability::Continuous
+    }
+
+    /// Why the variable exists in FMI 3 only, if it does: `"is of the FMI 3
+    /// only type UInt64"`, `"is a structural parameter (FMI 3 only)"`.
+    pub fn fmi3_only_reason(&self) -> Option<String> {
+        if !self.ty.in_fmi2() {
+            Some(format!("is of the FMI 3 only type {}", self.ty.fmi3_name()))
+        } else if !self.causality.in_fmi2() {
+            Some("is a structural parameter (FMI 3 only)".to_string())
+        } else {
+            None
+        }
     }
 
     /// True for outputs and calculated parameters with initial approx or calculated
@@ -693,15 +747,26 @@ impl ModelSpec {
     }
 
     /// Whether the model has a build for `version`: always for FMI 3; for
-    /// FMI 2 unless a variable has an FMI 3 only type ([`VarType::in_fmi2`]).
+    /// FMI 2 unless a variable has an FMI 3 only type ([`VarType::in_fmi2`])
+    /// or causality (`structuralParameter`, [`Causality::in_fmi2`]).
     pub fn supports(&self, version: crate::caps::FmiVersion) -> bool {
         version == crate::caps::FmiVersion::Fmi3 || self.first_fmi3_only().is_none()
     }
 
-    /// The first variable of an FMI 3 only type, if any (why the model has
-    /// no FMI 2 build).
+    /// The first variable of an FMI 3 only type or causality, if any (why
+    /// the model has no FMI 2 build; [`Variable::fmi3_only_reason`] says which).
     pub fn first_fmi3_only(&self) -> Option<&Variable> {
-        self.variables.iter().find(|v| !v.ty.in_fmi2())
+        self.variables
+            .iter()
+            .find(|v| v.fmi3_only_reason().is_some())
+    }
+
+    /// Whether the model has structural parameters (and so an FMI 3
+    /// Configuration Mode).
+    pub fn has_structural_parameters(&self) -> bool {
+        self.variables
+            .iter()
+            .any(|v| v.causality == Causality::StructuralParameter)
     }
 
     /// Looks a variable up by value reference.
@@ -748,7 +813,8 @@ impl ModelSpec {
             if !names.insert(v.name) {
                 return Err(format!("{}: duplicate variable name {}", self.name, v.name));
             }
-            let needs_start = matches!(v.causality, Causality::Input | Causality::Parameter)
+            let needs_start = v.causality == Causality::Input
+                || v.causality.is_parameter()
                 || matches!(
                     v.effective_initial(),
                     Some(Initial::Exact | Initial::Approx)
@@ -829,6 +895,17 @@ impl ModelSpec {
                     ));
                 }
             }
+            // FMI 3.0 sec. 2.4.7.4 allows tunable structural parameters, set
+            // in Reconfiguration Mode; the kit has no Reconfiguration Mode.
+            if v.causality == Causality::StructuralParameter && v.variability != Variability::Fixed
+            {
+                return Err(format!(
+                    "{}: structural parameter {} must be fixed, not {} (the kit has no Reconfiguration Mode)",
+                    self.name,
+                    v.name,
+                    v.variability.as_str()
+                ));
+            }
             // FMI 2.0 sec. 2.2.7 / FMI 3.0 sec. 2.4.7.4 allow tunable
             // calculated parameters and locals too; the kit does not.
             if v.variability == Variability::Tunable && v.causality != Causality::Parameter {
@@ -847,11 +924,12 @@ impl ModelSpec {
                     v.causality.as_str()
                 ));
             }
-            if v.causality == Causality::Parameter && v.effective_initial() != Some(Initial::Exact)
-            {
+            if v.causality.is_parameter() && v.effective_initial() != Some(Initial::Exact) {
                 return Err(format!(
-                    "{}: parameter {} must have initial exact",
-                    self.name, v.name
+                    "{}: {} {} must have initial exact",
+                    self.name,
+                    v.causality.as_str(),
+                    v.name
                 ));
             }
             if v.ty == VarType::Boolean && (v.min.is_some() || v.max.is_some()) {
@@ -896,7 +974,7 @@ impl ModelSpec {
                 for d in deps {
                     match self.variable(*d) {
                         Some(k)
-                            if matches!(k.causality, Causality::Input | Causality::Parameter) => {}
+                            if k.causality == Causality::Input || k.causality.is_parameter() => {}
                         _ => {
                             return Err(format!(
                                 "{}: initial unknown {} depends on vr {} which is no known",

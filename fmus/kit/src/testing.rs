@@ -51,6 +51,32 @@ pub fn initialized(
     Ok((inst, log))
 }
 
+/// A full-capability FMI 3 instance whose structural parameters are set in
+/// Configuration Mode (`structural`, each with its declared type), then
+/// initialized with the other `params` set in Initialization Mode: the
+/// sequence of an FMI 3 importer.
+pub fn initialized_configured(
+    spec: &'static ModelSpec,
+    structural: &[(Vr, f64)],
+    params: &[(Vr, f64)],
+) -> R<(Instance, Log)> {
+    let version = FmiVersion::Fmi3;
+    let (mut inst, log) = instance(spec, version, Capabilities::full(spec, version));
+    let typed = |vr: Vr| spec.variable(vr).map_or(VarType::Real, |v| v.ty);
+    inst.enter_configuration()?;
+    for &(vr, x) in structural {
+        inst.set(&[vr], typed(vr), &[x])?;
+    }
+    inst.exit_configuration()?;
+    inst.setup_experiment(spec.experiment.start_time, None)?;
+    inst.enter_initialization()?;
+    for &(vr, x) in params {
+        inst.set(&[vr], typed(vr), &[x])?;
+    }
+    inst.exit_initialization()?;
+    Ok((inst, log))
+}
+
 /// Reads Real values.
 pub fn get(inst: &mut Instance, vrs: &[Vr]) -> R<Vec<f64>> {
     let mut out = vec![0.0; vrs.len()];

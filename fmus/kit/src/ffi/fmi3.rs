@@ -2,9 +2,10 @@
 //! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented, with
 //! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
 //! UInt32, Int64, UInt64 and Boolean (String, Binary and Clock variables do
-//! not exist: their functions answer `fmi3Error`); model
-//! exchange, scheduled execution, clocks, event mode and configuration mode
-//! are exported and answer `fmi3Error` (or NULL for instantiation).
+//! not exist: their functions answer `fmi3Error`), and Configuration Mode
+//! for models with structural parameters; model exchange, scheduled
+//! execution, clocks, event mode and Reconfiguration Mode are exported and
+//! answer `fmi3Error` (or NULL for instantiation).
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
@@ -25,10 +26,20 @@ const STEP: u32 = Mode::StepComplete.bit();
 const DISCARDED: u32 = Mode::StepFailed.bit();
 const TERM: u32 = Mode::Terminated.bit();
 const ERR: u32 = Mode::Error.bit();
+const CONFIG: u32 = Mode::Configuration.bit();
 
-const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR;
-const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR;
-const M_SET: u32 = INST | INIT | STEP;
+const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG;
+/// The FMU-state functions: any state but Configuration Mode (FMI 3.0 sec.
+/// 2.3.6 lists only the structural parameters' setters and getters and
+/// `fmi3ExitConfigurationMode` there, besides reset, free and logging).
+const M_STATE: u32 = M_ANY & !CONFIG;
+/// Getters: in Configuration Mode of structural parameters only (checked
+/// by `Instance::get`).
+const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG;
+/// Setters: which variable in which state is checked by
+/// `Instance::check_settable` (structural parameters in Configuration Mode
+/// only, and nothing else there).
+const M_SET: u32 = INST | INIT | STEP | CONFIG;
 const M_TERMINATE: u32 = STEP | DISCARDED;
 const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM;
 const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
@@ -716,7 +727,7 @@ pub unsafe fn get_variable_dependencies(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(i, "fmi3GetFMUState", M_ANY, |inst| {
+    simple(i, "fmi3GetFMUState", M_STATE, |inst| {
         inst.require_cap(Cap::State)?;
         // SAFETY: FMI calling convention: s points to one fmi3FMUState.
         let slot = unsafe { slice_mut(s, 1, "FMUState")? };
@@ -732,7 +743,7 @@ pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
-    simple(i, "fmi3SetFMUState", M_ANY, |inst| {
+    simple(i, "fmi3SetFMUState", M_STATE, |inst| {
         inst.require_cap(Cap::State)?;
         if s.is_null() {
             return Err(Fail::usage("FMUState is NULL"));
@@ -746,7 +757,7 @@ pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(i, "fmi3FreeFMUState", M_ANY, |inst| {
+    simple(i, "fmi3FreeFMUState", M_STATE, |inst| {
         inst.require_cap(Cap::State)?;
         // SAFETY: FMI calling convention: s points to one fmi3FMUState.
         let slot = unsafe { slice_mut(s, 1, "FMUState")? };
@@ -764,7 +775,7 @@ pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn serialized_fmu_state_size(i: *mut c_void, s: *mut c_void, size: *mut usize) -> c_int {
-    simple(i, "fmi3SerializedFMUStateSize", M_ANY, |inst| {
+    simple(i, "fmi3SerializedFMUStateSize", M_STATE, |inst| {
         let n = inst.serialized_size(s as usize)?;
         // SAFETY: FMI calling convention: size points to one size_t.
         unsafe { write_out(size, n, "size") }
@@ -781,7 +792,7 @@ pub unsafe fn serialize_fmu_state(
     bytes: *mut u8,
     size: usize,
 ) -> c_int {
-    simple(i, "fmi3SerializeFMUState", M_ANY, |inst| {
+    simple(i, "fmi3SerializeFMUState", M_STATE, |inst| {
         inst.require_cap(Cap::Serialize)?;
         // SAFETY: FMI calling convention: `bytes` has `size` writable bytes.
         let buf = unsafe { slice_mut(bytes, size, "serializedState")? };
@@ -799,7 +810,7 @@ pub unsafe fn deserialize_fmu_state(
     size: usize,
     s: *mut *mut c_void,
 ) -> c_int {
-    simple(i, "fmi3DeserializeFMUState", M_ANY, |inst| {
+    simple(i, "fmi3DeserializeFMUState", M_STATE, |inst| {
         inst.require_cap(Cap::Serialize)?;
         // SAFETY: FMI calling convention: `bytes` has `size` bytes, `s` one slot.
         let (data, slot) = unsafe {
@@ -887,22 +898,33 @@ pub unsafe fn get_adjoint_derivative(
     })
 }
 
-const NO_CONFIG: &str = "this FMU has no structural parameters (no configuration mode)";
-
-/// `fmi3EnterConfigurationMode`: refused.
+/// `fmi3EnterConfigurationMode`: Instantiated -> Configuration Mode, for a
+/// model with structural parameters (see `Instance::enter_configuration`;
+/// refused otherwise, and in any other state).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_configuration_mode(i: *mut c_void) -> c_int {
-    refuse(i, "fmi3EnterConfigurationMode", NO_CONFIG)
+    simple(
+        i,
+        "fmi3EnterConfigurationMode",
+        M_ANY | Mode::Fatal.bit(),
+        |inst| inst.enter_configuration(),
+    )
 }
 
-/// `fmi3ExitConfigurationMode`: refused.
+/// `fmi3ExitConfigurationMode`: Configuration Mode -> Instantiated (see
+/// `Instance::exit_configuration`).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn exit_configuration_mode(i: *mut c_void) -> c_int {
-    refuse(i, "fmi3ExitConfigurationMode", NO_CONFIG)
+    simple(
+        i,
+        "fmi3ExitConfigurationMode",
+        M_ANY | Mode::Fatal.bit(),
+        |inst| inst.exit_configuration(),
+    )
 }
 
 /// `fmi3GetIntervalDecimal`: no clocks.

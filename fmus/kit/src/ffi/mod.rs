@@ -16,6 +16,8 @@
 //! [`intermediate`] for why that is sound).
 #![allow(unsafe_code)]
 
+#[cfg(test)]
+mod config_tests;
 pub mod fmi2;
 pub mod fmi3;
 pub mod intermediate;

@@ -331,7 +331,12 @@ fn settable_variables_follow_causality_variability_and_initial_per_state() {
             "{} in Step Mode",
             v.name
         );
-        for m in [Mode::StepFailed, Mode::Terminated, Mode::Error] {
+        for m in [
+            Mode::StepFailed,
+            Mode::Terminated,
+            Mode::Error,
+            Mode::Configuration,
+        ] {
             assert!(settable_in(v, m).is_err(), "{} in {m:?}", v.name);
         }
     }

@@ -276,6 +276,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::types_tests::spec(),
             super::strict_tests::spec(),
             super::strict_tests::term::spec(),
+            super::config_tests::spec(),
         ]
     })
 }
