@@ -9,8 +9,9 @@
 //! - [`generic`], [`quarter_car`] (B1), [`b2`], [`three_mass`] (B3),
 //!   [`two_mass`] (B4), [`oscillator`] (B5), [`thermostat`] (discrete
 //!   Integer / Boolean coupling), [`type_mirror`] (FMI 3 only: the FMI 3
-//!   types FMI 2 lacks): the models, each in a module with its value
-//!   references as constants;
+//!   types FMI 2 lacks), [`structural_gain`] (FMI 3 only: a structural
+//!   parameter, set in Configuration Mode): the models, each in a module
+//!   with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
@@ -21,6 +22,7 @@ pub mod oscillator;
 pub mod quarter_car;
 pub mod reference;
 pub mod solvers;
+pub mod structural_gain;
 #[cfg(test)]
 mod tests;
 pub mod thermostat;
@@ -35,8 +37,8 @@ use fmu_kit::{ModelSpec, Variant};
 static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 
 /// Every model served by this library, in catalog order. A model with FMI 3
-/// only variable types (`TypeMirror`, see `ModelSpec::supports`) has no
-/// FMI 2 build.
+/// only variable types (`TypeMirror`) or structural parameters
+/// (`StructuralGain`) has no FMI 2 build (see `ModelSpec::supports`).
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
         vec![
@@ -65,6 +67,7 @@ pub fn registry() -> &'static [ModelSpec] {
             thermostat::room::spec(),
             thermostat::controller::spec(),
             type_mirror::spec(),
+            structural_gain::spec(),
         ]
     })
 }

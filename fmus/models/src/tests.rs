@@ -67,13 +67,14 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 25);
+    assert_eq!(registry().len(), 26);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
-        // FMI 3 only: TypeMirror, whose FMI 2 build is refused.
+        // FMI 3 only: TypeMirror (FMI 3 only types) and StructuralGain (a
+        // structural parameter), whose FMI 2 builds are refused.
         assert_eq!(
             s.supports(FmiVersion::Fmi2),
-            s.name != "TypeMirror",
+            !matches!(s.name, "TypeMirror" | "StructuralGain"),
             "{}",
             s.name
         );
@@ -1619,5 +1620,195 @@ mod type_mirror_tests {
         }
         step(&mut inst, 1.0);
         assert_eq!(outputs(&mut inst), before, "refused sets changed nothing");
+    }
+}
+
+mod structural_gain_tests {
+    use super::*;
+    use crate::structural_gain::{K, N, U, Y};
+    use fmu_kit::testing::initialized_configured;
+    use fmu_kit::{Initial, Variability};
+
+    fn sg() -> &'static ModelSpec {
+        model("StructuralGain")
+    }
+
+    fn set_n(inst: &mut Instance, n: f64) -> Result<(), fmu_kit::instance::Fail> {
+        inst.set(&[N], VarType::UInt64, &[n])
+    }
+
+    fn get_n(inst: &mut Instance) -> f64 {
+        let mut x = f64::NAN;
+        ok(inst.get(&[N], VarType::UInt64, &mut |_, v| x = v));
+        x
+    }
+
+    #[test]
+    fn structural_gain_declares_a_structural_parameter_and_is_fmi3_only() {
+        let s = sg();
+        // (vr, name, FMI 3 type, causality, variability, initial, start)
+        let list: Vec<_> = s
+            .variables
+            .iter()
+            .map(|v| {
+                (
+                    v.vr,
+                    v.name,
+                    v.ty.fmi3_name(),
+                    v.causality_name(),
+                    v.variability,
+                    v.effective_initial(),
+                    v.start,
+                )
+            })
+            .collect();
+        use Variability::{Continuous, Fixed};
+        assert_eq!(
+            list,
+            vec![
+                (0, "time", "Float64", "independent", Continuous, None, None),
+                (U, "u", "Float64", "input", Continuous, None, Some(0.0)),
+                (
+                    Y,
+                    "y",
+                    "Float64",
+                    "output",
+                    Continuous,
+                    Some(Initial::Calculated),
+                    None
+                ),
+                (
+                    K,
+                    "k",
+                    "Float64",
+                    "parameter",
+                    Fixed,
+                    Some(Initial::Exact),
+                    Some(1.0)
+                ),
+                (
+                    N,
+                    "n",
+                    "UInt64",
+                    "structuralParameter",
+                    Fixed,
+                    Some(Initial::Exact),
+                    Some(1.0)
+                ),
+            ]
+        );
+        assert_eq!(s.variable(N).and_then(|v| v.min), Some(1.0));
+        assert!(s.has_structural_parameters());
+        assert!(s.supports(FmiVersion::Fmi3) && !s.supports(FmiVersion::Fmi2));
+        assert_eq!(
+            Capabilities::full(s, FmiVersion::Fmi2).check(s, FmiVersion::Fmi2),
+            Err("StructuralGain has no fmi2 build: n is of the FMI 3 only type UInt64".to_string())
+        );
+        // The only model with structural parameters.
+        let with: Vec<&str> = registry()
+            .iter()
+            .filter(|s| s.has_structural_parameters())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(with, ["StructuralGain"]);
+    }
+
+    #[test]
+    fn y_is_k_n_u_with_n_set_in_configuration_mode() {
+        let s = sg();
+        let (mut inst, _) = ok(initialized_configured(
+            s,
+            &[(N, 3.0)],
+            &[(K, 2.5), (U, 1.5)],
+        ));
+        assert_eq!(get_n(&mut inst), 3.0);
+        assert_eq!(ok(get1(&mut inst, Y)), 2.5 * 3.0 * 1.5);
+        // Feed-through: the current input, before and after a step.
+        ok(set(&mut inst, &[U], &[-2.0]));
+        assert_eq!(ok(get1(&mut inst, Y)), -15.0);
+        step(&mut inst, 0.01);
+        assert_eq!(ok(get1(&mut inst, Y)), -15.0);
+        ok(set(&mut inst, &[U], &[4.0]));
+        assert_eq!(ok(get1(&mut inst, Y)), 30.0);
+        // dy/du = k n; the first output derivative is 0 (inputs held).
+        let mut d = [0.0];
+        ok(inst.directional_derivative(&[Y], &[U], &[1.0], &mut d));
+        assert_eq!(d[0], 7.5);
+        ok(inst.get_output_derivatives(&[Y], &[1], &mut d));
+        assert_eq!(d[0], 0.0);
+        // Without configuration: n = 1.
+        let (mut one, _) = ok(initialized_configured(s, &[], &[(U, 1.5)]));
+        assert_eq!(ok(get1(&mut one, Y)), 1.5);
+        // A large n (exact as f64).
+        let big = 9_007_199_254_740_992.0; // 2^53
+        let (mut b, _) = ok(initialized_configured(s, &[(N, big)], &[(U, 1.0)]));
+        assert_eq!(get_n(&mut b), big);
+        assert_eq!(ok(get1(&mut b, Y)), big);
+    }
+
+    #[test]
+    fn n_is_refused_outside_configuration_mode_and_validated_at_initialization() {
+        let s = sg();
+        let (mut inst, _) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+        let e = set_n(&mut inst, 3.0)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "Illegal call sequence: structuralParameter n (vr 4, variability fixed, initial exact) cannot be set \
+             in state Instantiated: structural parameters can only be set in Configuration Mode (fmi3EnterConfigurationMode)"
+        );
+        ok(inst.enter_configuration());
+        let e = set(&mut inst, &[K], &[2.0])
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(
+            e.contains("parameter k (vr 3, variability fixed, initial exact) cannot be set in state Configuration Mode"),
+            "{e}"
+        );
+        ok(set_n(&mut inst, 0.0));
+        ok(inst.exit_configuration());
+        ok(inst.setup_experiment(0.0, None));
+        ok(inst.enter_initialization());
+        let e = set_n(&mut inst, 2.0)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(
+            e.contains("cannot be set in state Initialization Mode: structural parameters can only be set in Configuration Mode"),
+            "{e}"
+        );
+        let e = inst
+            .exit_initialization()
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(e, "n must be >= 1, got 0");
+    }
+
+    #[test]
+    fn fmu_state_and_reset_keep_or_restore_n() {
+        let s = sg();
+        let (mut inst, _) = ok(initialized_configured(s, &[(N, 4.0)], &[(U, 1.0)]));
+        step(&mut inst, 0.01);
+        let id = ok(inst.get_state(None));
+        let mut bytes = vec![0u8; ok(inst.serialized_size(id))];
+        ok(inst.serialize(id, &mut bytes));
+        ok(inst.reset());
+        assert_eq!(inst.mode(), Mode::Instantiated);
+        ok(inst.enter_configuration());
+        assert_eq!(get_n(&mut inst), 1.0, "the start value after reset");
+        ok(inst.exit_configuration());
+        ok(inst.set_state(id));
+        assert_eq!(get_n(&mut inst), 4.0);
+        assert_eq!(ok(get1(&mut inst, Y)), 4.0);
+        let (mut other, _) = ok(initialized_configured(s, &[(N, 2.0)], &[]));
+        let id2 = ok(other.deserialize(&bytes, None));
+        ok(other.set_state(id2));
+        assert_eq!(get_n(&mut other), 4.0);
+        step(&mut other, 0.01);
+        assert_eq!(ok(get1(&mut other, Y)), 4.0);
     }
 }

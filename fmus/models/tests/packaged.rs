@@ -983,12 +983,15 @@ fn every_packaged_fmu_declares_its_variant() {
     for spec in cosim_models::registry() {
         for v in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
             let p = dir.join(v.tag()).join(format!("{}.fmu", spec.name));
-            // A model with FMI 3 only types (TypeMirror) has no FMI 2 build.
+            // A model with FMI 3 only types (TypeMirror) or structural
+            // parameters (StructuralGain) has no FMI 2 build.
             assert_eq!(p.exists(), spec.supports(v), "{}", p.display());
         }
     }
-    assert!(!dir.join("fmi2").join("TypeMirror.fmu").exists());
-    assert!(dir.join("fmi3").join("TypeMirror.fmu").exists());
+    for name in ["TypeMirror", "StructuralGain"] {
+        assert!(!dir.join("fmi2").join(format!("{name}.fmu")).exists());
+        assert!(dir.join("fmi3").join(format!("{name}.fmu")).exists());
+    }
     for name in cosim_models::VARIANT_MODELS {
         for v in Variant::RESTRICTED
             .into_iter()
@@ -1714,4 +1717,114 @@ fn packaged_type_mirror_loop_counts_up_through_the_typed_c_functions() {
     for s in [&a, &b] {
         assert_eq!(s.call("fmi3Terminate"), 0);
     }
+}
+
+// ------------------------------------- FMI 3 structural parameters (StructuralGain)
+
+#[test]
+fn packaged_structural_gain_takes_n_in_configuration_mode_only() {
+    use cosim_models::structural_gain::{K, N, U, Y};
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("StructuralGain.fmu"));
+    for needle in [
+        r#"<Float64 name="u" valueReference="1" description="Input" causality="input" variability="continuous" start="0.0"/>"#,
+        r#"<Float64 name="y" valueReference="2" description="Output y = k * n * u" causality="output" variability="continuous" initial="calculated"/>"#,
+        r#"<Float64 name="k" valueReference="3" description="Gain (ordinary parameter)" causality="parameter" variability="fixed" initial="exact" start="1.0"/>"#,
+        r#"<UInt64 name="n" valueReference="4" description="Integer gain factor &gt;= 1 (structural parameter: set in Configuration Mode only)" causality="structuralParameter" variability="fixed" initial="exact" min="1" start="1"/>"#,
+        r#"<Output valueReference="2" dependencies="1" dependenciesKind="fixed"/>"#,
+        r#"<InitialUnknown valueReference="2" dependencies="1 3 4"/>"#,
+    ] {
+        assert!(fmu.xml.contains(needle), "{needle}\n{}", fmu.xml);
+    }
+    let s = Fmi3::instantiate(&fmu, c"sg3");
+    let set_n = |n: u64| s.set_values("fmi3SetUInt64", [N], [n]);
+    let get_n = || s.get_values("fmi3GetUInt64", [N], u64::MAX);
+
+    // Instantiated: n is refused, and there is no Configuration Mode to leave.
+    assert_eq!(set_n(3), 3);
+    assert!(logged(
+        "fmi3SetUInt64: Illegal call sequence: structuralParameter n (vr 4, variability fixed, initial exact) \
+         cannot be set in state Instantiated: structural parameters can only be set in Configuration Mode (fmi3EnterConfigurationMode)"
+    ));
+    assert_eq!(s.call("fmi3ExitConfigurationMode"), 3);
+
+    // Configuration Mode: n only.
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 0);
+    assert_eq!(get_n(), (0, [1]));
+    assert_eq!(set_n(3), 0);
+    assert_eq!(get_n(), (0, [3]));
+    assert_eq!(s.set(U, 1.0), 3);
+    assert_eq!(s.set(K, 2.0), 3);
+    assert!(logged(
+        "fmi3SetFloat64: Illegal call sequence: parameter k (vr 3, variability fixed, initial exact) cannot be set in state \
+         Configuration Mode: only structural parameters can be set there"
+    ));
+    assert_eq!(s.get_f64s([Y]).0, 3);
+    assert_eq!(s.enter(), 3);
+    assert_eq!(s.step(0.0, 0.01), 3);
+    let mut st: *mut c_void = std::ptr::null_mut();
+    assert_eq!(s.get_state(&mut st), 3);
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 3);
+    assert_eq!(s.call("fmi3ExitConfigurationMode"), 0);
+
+    // Back in Instantiated: k and u as usual; n no more.
+    assert_eq!(s.set(K, 2.0), 0);
+    assert_eq!(s.set(U, 1.5), 0);
+    assert_eq!(s.enter(), 0);
+    assert_eq!(set_n(4), 3);
+    assert!(logged(
+        "fmi3SetUInt64: Illegal call sequence: structuralParameter n (vr 4, variability fixed, initial exact) \
+         cannot be set in state Initialization Mode: structural parameters can only be set in Configuration Mode"
+    ));
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 3);
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+
+    // Step Mode: y = k n u, with feed-through.
+    assert_eq!(s.get(Y), 2.0 * 3.0 * 1.5);
+    assert_eq!(s.step(0.0, 0.01), 0);
+    assert_eq!(s.set(U, -1.0), 0);
+    assert_eq!(s.get(Y), -6.0);
+    assert_eq!(set_n(5), 3);
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 3);
+    assert!(logged(
+        "fmi3EnterConfigurationMode: Illegal call sequence: called in state Step Mode (Configuration Mode is entered from Instantiated only"
+    ));
+    assert_eq!(get_n(), (0, [3]));
+
+    // The FMU state keeps n; a reset restores its start value.
+    assert_eq!(s.get_state(&mut st), 0);
+    let bytes = s.serialize_state(st);
+    assert_eq!(s.call("fmi3Reset"), 0);
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 0);
+    assert_eq!(get_n(), (0, [1]));
+    assert_eq!(set_n(0), 0);
+    assert_eq!(s.call("fmi3ExitConfigurationMode"), 0);
+    assert_eq!(s.enter(), 0);
+    // n = 0 is named when initialization ends.
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 3);
+    assert!(logged("fmi3ExitInitializationMode: n must be >= 1, got 0"));
+    let mut st2 = s.deserialize_state(&bytes);
+    assert_eq!(s.set_state(st2), 0);
+    assert_eq!(get_n(), (0, [3]));
+    assert_eq!(s.get(Y), -6.0);
+    assert_eq!(s.step(0.01, 0.01), 0);
+    assert_eq!(s.free_state(&mut st), 0);
+    assert_eq!(s.free_state(&mut st2), 0);
+    assert_eq!(s.call("fmi3Terminate"), 0);
+}
+
+#[test]
+fn packaged_fmus_without_structural_parameters_refuse_configuration_mode() {
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("Gain.fmu"));
+    assert!(!fmu.xml.contains("structuralParameter"));
+    let s = Fmi3::instantiate(&fmu, c"noconf3");
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 3);
+    assert!(logged(
+        "fmi3EnterConfigurationMode: this FMU has no structural parameters (causality=\"structuralParameter\"), so it has no Configuration Mode"
+    ));
+    assert_eq!(s.call("fmi3ExitConfigurationMode"), 3);
+    // Nothing changed: the run goes on.
+    assert_eq!(s.enter(), 0);
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    assert_eq!(s.step(0.0, 0.01), 0);
+    assert_eq!(s.call("fmi3Terminate"), 0);
 }
