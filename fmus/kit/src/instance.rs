@@ -679,7 +679,8 @@ impl Instance {
     /// Instantiated -> Configuration Mode (`fmi3EnterConfigurationMode`),
     /// where only structural parameters can be set and read. Refused with
     /// [`NO_CONFIGURATION_MODE`] for a model without structural parameters
-    /// (FMI 3.0 sec. 2.3.2: the function must not be called then), and as an
+    /// (FMI 3.0 sec. 2.3.2: Configuration Mode is where the importer changes
+    /// structural parameters), and as an
     /// illegal call sequence from any state but Instantiated (the kit's
     /// structural parameters are fixed: no Reconfiguration Mode from Step
     /// Mode).
