@@ -497,3 +497,57 @@ fn the_strict_fmu_refuses_a_restore_that_no_set_prior_ruled_out() {
     let err = inst.set_state(at_start).unwrap_err().to_string();
     assert!(err.contains("Illegal call sequence"), "{err}");
 }
+
+// ----- FMI 3 structural parameters ---------------------------------------
+
+/// Structural parameters are set in Configuration Mode, the only state
+/// the standard allows; the strict FMU refuses them anywhere else.
+#[test]
+fn structural_parameters_are_set_in_configuration_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "[[subsystems]]\nname = \"gain\"\nfmu = \"{}\"\nparameters = {{ n = 3, k = 2.0 }}\nstart = {{ u = 1.5 }}\n\n[outputs]\nvariables = [\"gain.y\"]\n",
+        fmus().join("fmi3").join("StructuralGain.fmu").display()
+    );
+    let path = write_scenario(
+        dir.path(),
+        "structural",
+        0.3,
+        "kind = \"fixed-step\"\nstep = 0.1",
+        &body,
+    );
+    for isolation in ["none", "process"] {
+        let log = dir.path().join(format!("calls-{isolation}.log"));
+        let (out, out_dir) = run_in(
+            &path,
+            &[
+                "--isolation",
+                isolation,
+                &format!("--log-fmi-calls={}", log.display()),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "--isolation {isolation}: {}",
+            stderr(&out)
+        );
+        let y = trace(out_dir.path()).column("gain.y").unwrap().to_vec();
+        assert!(y.iter().all(|&y| y == 9.0), "y = k n u = 9: {y:?}");
+        // The order of the calls.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let at = |what: &str| {
+            text.lines()
+                .position(|l| l.contains(what))
+                .unwrap_or_else(|| panic!("no {what} in\n{text}"))
+        };
+        let enter = at("fmi3EnterConfigurationMode(");
+        let set_n = at("fmi3SetUInt64(");
+        let exit = at("fmi3ExitConfigurationMode(");
+        let set_k = at("fmi3SetFloat64(valueReferences={3}");
+        let init = at("fmi3EnterInitializationMode(");
+        assert!(
+            enter < set_n && set_n < exit && exit < set_k && set_k < init,
+            "{text}"
+        );
+    }
+}
