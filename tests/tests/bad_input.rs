@@ -686,6 +686,23 @@ fn misspelt_command_line_overrides_name_the_option() {
         2,
         &["'--stop NaN'", "the stop time must be a finite number"],
     );
+    // A tiny step is named as given, short, at the option (not [master]).
+    let out = cosim(&["run", s(&path), "--step", "1e-300"]);
+    refused(
+        &out,
+        2,
+        &[
+            "'--step 1e-300'",
+            "the step 1e-300 s is below the finest time resolution cosim keeps (1 fs)",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).len() < 400);
+    // A step that no tick represents is refused at [master].
+    refused(
+        &cosim(&["run", s(&path), "--step", "0.3333333333333333"]),
+        2,
+        &["is not a whole number of ticks at any resolution from 1 ns to 1 fs"],
+    );
 }
 
 // ----- mutated inputs (the fuzz targets' properties, in `cargo test`) --------

@@ -101,7 +101,7 @@ impl Scenario {
             }
         }
         if let Some(stop) = overrides.stop {
-            let argument = format!("--stop {stop}");
+            let argument = format!("--stop {}", crate::resolve::short_float(stop));
             if !stop.is_finite() {
                 return Err(ScenarioError::argument(
                     &file,
@@ -133,7 +133,7 @@ impl Scenario {
             self.call_log = Some(target.clone());
         }
         if let Some(step) = overrides.step {
-            let argument = format!("--step {step}");
+            let argument = format!("--step {}", crate::resolve::short_float(step));
             if !(step.is_finite() && step > 0.0) {
                 return Err(ScenarioError::argument(
                     &file,

@@ -224,6 +224,16 @@ fn type_name(t: VariableType) -> String {
     t.to_string()
 }
 
+/// A float for a message: plain where that is short, else with an
+/// exponent (`1e-300`, not three hundred digits).
+pub(crate) fn short_float(x: f64) -> String {
+    if x == 0.0 || (1e-4..1e15).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
 fn is_parameter(v: &Variable) -> bool {
     matches!(
         v.causality,
@@ -691,20 +701,27 @@ impl<'s, 'm> Resolver<'s, 'm> {
         } else {
             settings.step
         };
-        if smallest < 64.0 * resolution {
-            let span = spec.step.as_ref().and_then(|s| match s.origin {
-                Origin::File(span) => Some(span),
-                _ => None,
-            });
-            return Err(self
-                .src()
-                .error(
-                    span.or(spec.span),
-                    format!(
-                        "the step {smallest} s is too small to be represented at t = {t_max} s (the time resolution there is {resolution:e} s)"
-                    ),
+        // Time is kept in whole ticks of at most 1 fs (cosim_core::time).
+        let smallest_tick = 1e-15;
+        if smallest < 64.0 * resolution || smallest < smallest_tick {
+            let message = if smallest < smallest_tick {
+                format!(
+                    "the step {} s is below the finest time resolution cosim keeps (1 fs)",
+                    short_float(smallest)
                 )
-                .with_help("use a larger step, or shift the simulated interval towards t = 0"));
+            } else {
+                format!(
+                    "the step {} s is too small to be represented at t = {t_max} s (the time resolution there is {resolution:e} s)",
+                    short_float(smallest)
+                )
+            };
+            let help = "use a larger step, or shift the simulated interval towards t = 0";
+            return Err(match spec.step.as_ref().map(|s| &s.origin) {
+                Some(origin @ Origin::Argument(_)) => self.origin_err(origin, message),
+                Some(Origin::File(span)) => self.src().error(Some(*span), message),
+                None => self.src().error(spec.span, message),
+            }
+            .with_help(help));
         }
         if settings.step > stop - start
             && let Some(s) = &spec.step
