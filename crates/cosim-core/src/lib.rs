@@ -23,6 +23,7 @@ pub mod structure;
 pub mod subsystem;
 pub mod system;
 pub mod time;
+pub mod watchdog;
 
 pub use error::{CoreError, Result};
 pub use execution::{Execution, RunStatus, RunSummary};

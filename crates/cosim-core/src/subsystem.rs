@@ -14,6 +14,7 @@ use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepOutcome, Val
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::watchdog::{Call, CallTracker};
 
 /// A port (input or observed slot) of a subsystem, for messages, output
 /// headers and the masters' per-slot rules.
@@ -424,6 +425,10 @@ pub struct FmuSubsystem {
     start_values: StartValues,
     /// `noSetFMUStatePriorToCurrentPoint` for every `doStep`.
     no_set_prior: bool,
+    /// Which call is running, for the watchdog of hung calls. Declared
+    /// after `instance`, so `fmi*FreeInstance` (the instance's drop) is
+    /// still tracked.
+    tracker: CallTracker,
 }
 
 /// The slots of one FMI type: value references, slot indices and a
@@ -701,6 +706,10 @@ impl FmuSubsystem {
         input_vrs: Vec<u32>,
         observed_vrs: Vec<u32>,
     ) -> Self {
+        let tracker = CallTracker::new(
+            &info.name,
+            instance.fmi_version() == cosim_fmi::FmiVersion::V3,
+        );
         FmuSubsystem {
             info,
             instance,
@@ -712,6 +721,7 @@ impl FmuSubsystem {
             counters: CallCounters::default(),
             start_values: StartValues::default(),
             no_set_prior: true,
+            tracker,
         }
     }
 
@@ -784,23 +794,36 @@ impl FmuSubsystem {
     }
 }
 
+impl Drop for FmuSubsystem {
+    /// The instance (dropped after this, before the tracker) calls
+    /// `fmi*FreeInstance`: watched like any other call.
+    fn drop(&mut self) {
+        self.tracker.begin(Call::FreeInstance);
+    }
+}
+
 impl Subsystem for FmuSubsystem {
     fn info(&self) -> &SubsystemInfo {
         &self.info
     }
 
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
-        let name = &self.info.name;
-        let inst = &mut self.instance;
-        inst.setup_experiment(None, t0, t_stop)?;
-        if self.start_values.any_in(SetIn::Configuration) {
-            inst.enter_configuration_mode()?;
-            self.start_values.apply(SetIn::Configuration, inst, name)?;
-            inst.exit_configuration_mode()?;
-        }
-        self.start_values.apply(SetIn::Instantiated, inst, name)?;
-        inst.enter_initialization_mode()?;
-        self.start_values.apply(SetIn::Initialization, inst, name)
+        self.tracker.begin(Call::EnterInitialization);
+        let result = (|| -> Result<()> {
+            let name = &self.info.name;
+            let inst = &mut self.instance;
+            inst.setup_experiment(None, t0, t_stop)?;
+            if self.start_values.any_in(SetIn::Configuration) {
+                inst.enter_configuration_mode()?;
+                self.start_values.apply(SetIn::Configuration, inst, name)?;
+                inst.exit_configuration_mode()?;
+            }
+            self.start_values.apply(SetIn::Instantiated, inst, name)?;
+            inst.enter_initialization_mode()?;
+            self.start_values.apply(SetIn::Initialization, inst, name)
+        })();
+        self.tracker.end();
+        result
     }
 
     fn allow_rollback(&mut self, to: RollbackTo) -> Result<()> {
@@ -811,114 +834,158 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn exit_initialization(&mut self) -> Result<()> {
-        Ok(self.instance.exit_initialization_mode()?)
+        self.tracker.begin(Call::ExitInitialization);
+        let result = (|| -> Result<()> { Ok(self.instance.exit_initialization_mode()?) })();
+        self.tracker.end();
+        result
     }
 
     fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
-        if self.input_vrs.is_empty() {
-            return Ok(());
-        }
-        self.counters.set_inputs += 1;
-        match &mut self.typed_inputs {
-            None => Ok(self.instance.set_f64(&self.input_vrs, values)?),
-            Some(typed) => typed.set(&mut self.instance, values),
-        }
+        self.tracker.begin(Call::SetInputs);
+        let result = (|| -> Result<()> {
+            if self.input_vrs.is_empty() {
+                return Ok(());
+            }
+            self.counters.set_inputs += 1;
+            match &mut self.typed_inputs {
+                None => Ok(self.instance.set_f64(&self.input_vrs, values)?),
+                Some(typed) => typed.set(&mut self.instance, values),
+            }
+        })();
+        self.tracker.end();
+        result
     }
 
     fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> Result<()> {
-        let (vrs, values) = match &mut self.typed_inputs {
-            None => (&self.input_vrs, values),
-            // Discrete inputs have no derivatives: only the floats get them.
-            Some(typed) => {
-                typed.float.gather(values, |x| x);
-                (&typed.float.vrs, &typed.float.buf[..])
+        self.tracker.begin(Call::SetInputs);
+        let result = (|| -> Result<()> {
+            let (vrs, values) = match &mut self.typed_inputs {
+                None => (&self.input_vrs, values),
+                // Discrete inputs have no derivatives: only the floats get them.
+                Some(typed) => {
+                    typed.float.gather(values, |x| x);
+                    (&typed.float.vrs, &typed.float.buf[..])
+                }
+            };
+            if vrs.is_empty() {
+                return Ok(());
             }
-        };
-        if vrs.is_empty() {
-            return Ok(());
-        }
-        self.counters.set_inputs += 1;
-        Ok(self
-            .instance
-            .set_input_derivatives(vrs, order as i32, values)?)
+            self.counters.set_inputs += 1;
+            Ok(self
+                .instance
+                .set_input_derivatives(vrs, order as i32, values)?)
+        })();
+        self.tracker.end();
+        result
     }
 
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
-        Ok(self.instance.do_step(t, h, self.no_set_prior)?)
+        self.tracker.begin_step(t);
+        let outcome = self.instance.do_step(t, h, self.no_set_prior);
+        self.tracker.end();
+        Ok(outcome?)
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
-        if self.observed_vrs.is_empty() {
-            return Ok(());
-        }
-        self.counters.get_outputs += 1;
-        match &mut self.typed_observed {
-            None => Ok(self.instance.get_f64(&self.observed_vrs, values)?),
-            Some(typed) => typed.get(&mut self.instance, values, &self.info),
-        }
+        self.tracker.begin(Call::GetOutputs);
+        let result = (|| -> Result<()> {
+            if self.observed_vrs.is_empty() {
+                return Ok(());
+            }
+            self.counters.get_outputs += 1;
+            match &mut self.typed_observed {
+                None => Ok(self.instance.get_f64(&self.observed_vrs, values)?),
+                Some(typed) => typed.get(&mut self.instance, values, &self.info),
+            }
+        })();
+        self.tracker.end();
+        result
     }
 
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
-        let n = self.info.n_outputs;
-        if n == 0 {
-            return Ok(());
-        }
-        let Some(typed) = &mut self.typed_observed else {
+        self.tracker.begin(Call::GetOutputs);
+        let result = (|| -> Result<()> {
+            let n = self.info.n_outputs;
+            if n == 0 {
+                return Ok(());
+            }
+            let Some(typed) = &mut self.typed_observed else {
+                self.counters.get_outputs += 1;
+                return Ok(self.instance.get_output_derivatives(
+                    &self.observed_vrs[..n],
+                    order as i32,
+                    values,
+                )?);
+            };
+            // A discrete output is piecewise constant: its derivative is zero.
+            values.iter_mut().for_each(|d| *d = 0.0);
+            let g = &mut typed.float_outputs;
+            if g.vrs.is_empty() {
+                return Ok(());
+            }
             self.counters.get_outputs += 1;
-            return Ok(self.instance.get_output_derivatives(
-                &self.observed_vrs[..n],
-                order as i32,
-                values,
-            )?);
-        };
-        // A discrete output is piecewise constant: its derivative is zero.
-        values.iter_mut().for_each(|d| *d = 0.0);
-        let g = &mut typed.float_outputs;
-        if g.vrs.is_empty() {
-            return Ok(());
-        }
-        self.counters.get_outputs += 1;
-        self.instance
-            .get_output_derivatives(&g.vrs, order as i32, &mut g.buf)?;
-        g.scatter(values, |x| x);
-        Ok(())
+            self.instance
+                .get_output_derivatives(&g.vrs, order as i32, &mut g.buf)?;
+            g.scatter(values, |x| x);
+            Ok(())
+        })();
+        self.tracker.end();
+        result
     }
 
     fn save_state(&mut self, reuse: Option<StateId>) -> Result<StateId> {
-        self.counters.state_saves += 1;
-        match reuse {
-            Some(id) => {
-                let h = self.state_handle(id)?;
-                self.instance.get_state(Some(h))?;
-                Ok(id)
+        self.tracker.begin(Call::State);
+        let result = (|| -> Result<StateId> {
+            self.counters.state_saves += 1;
+            match reuse {
+                Some(id) => {
+                    let h = self.state_handle(id)?;
+                    self.instance.get_state(Some(h))?;
+                    Ok(id)
+                }
+                None => {
+                    let h = self.instance.get_state(None)?;
+                    self.states.push(Some(h));
+                    Ok(StateId(self.states.len() - 1))
+                }
             }
-            None => {
-                let h = self.instance.get_state(None)?;
-                self.states.push(Some(h));
-                Ok(StateId(self.states.len() - 1))
-            }
-        }
+        })();
+        self.tracker.end();
+        result
     }
 
     fn restore_state(&mut self, id: StateId) -> Result<()> {
-        self.counters.state_restores += 1;
-        let h = self.state_handle(id)?;
-        Ok(self.instance.set_state(h)?)
+        self.tracker.begin(Call::State);
+        let result = (|| -> Result<()> {
+            self.counters.state_restores += 1;
+            let h = self.state_handle(id)?;
+            Ok(self.instance.set_state(h)?)
+        })();
+        self.tracker.end();
+        result
     }
 
     fn free_state(&mut self, id: StateId) -> Result<()> {
-        let h = self.state_handle(id)?;
-        self.instance.free_state(h)?;
-        if let Some(slot) = self.states.get_mut(id.0) {
-            *slot = None;
-        }
-        Ok(())
+        self.tracker.begin(Call::State);
+        let result = (|| -> Result<()> {
+            let h = self.state_handle(id)?;
+            self.instance.free_state(h)?;
+            if let Some(slot) = self.states.get_mut(id.0) {
+                *slot = None;
+            }
+            Ok(())
+        })();
+        self.tracker.end();
+        result
     }
 
     fn terminate(&mut self) -> Result<()> {
-        Ok(self.instance.terminate()?)
+        self.tracker.begin(Call::Terminate);
+        let result = (|| -> Result<()> { Ok(self.instance.terminate()?) })();
+        self.tracker.end();
+        result
     }
 
     fn counters(&self) -> CallCounters {

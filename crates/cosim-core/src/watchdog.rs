@@ -1,0 +1,345 @@
+//! Hung FMI calls in this process: a watchdog thread that notices an FMU
+//! call that does not return within `step_timeout` (or one still running
+//! when the user presses Ctrl-C), so that the run can end cleanly without
+//! waiting for a call that may never return.
+//!
+//! Every tracker of the process is watched (one run per process, as
+//! `cosim run`; sweeps, which run many in one process, do not use it).
+//! The stepping side costs two relaxed atomic stores per FMI call group
+//! ([`CallTracker::begin`] / [`CallTracker::end`]) and no clock read: the
+//! watchdog samples every tracker a few times per second and measures how
+//! long one has shown the same call. FMUs in host processes have their own
+//! timeout (`isolation_timeout`, `cosim-isolation`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// The FMI calls the trackers name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Call {
+    /// Between calls.
+    Idle = 0,
+    /// Setting up and entering Initialization Mode (values included).
+    EnterInitialization = 1,
+    /// Leaving Initialization Mode.
+    ExitInitialization = 2,
+    /// Setting inputs or their derivatives.
+    SetInputs = 3,
+    /// `doStep`.
+    DoStep = 4,
+    /// Reading observed values or output derivatives.
+    GetOutputs = 5,
+    /// Saving, restoring or freeing an FMU state.
+    State = 6,
+    /// `fmi*Terminate`.
+    Terminate = 7,
+    /// `fmi*FreeInstance`.
+    FreeInstance = 8,
+}
+
+impl Call {
+    fn from_u8(b: u8) -> Call {
+        [
+            Call::Idle,
+            Call::EnterInitialization,
+            Call::ExitInitialization,
+            Call::SetInputs,
+            Call::DoStep,
+            Call::GetOutputs,
+            Call::State,
+            Call::Terminate,
+            Call::FreeInstance,
+        ]
+        .get(usize::from(b))
+        .copied()
+        .unwrap_or(Call::Idle)
+    }
+
+    /// The FMI function (FMI 2 / FMI 3), for messages.
+    pub fn function(self, fmi3: bool) -> &'static str {
+        let pick = |a, b| if fmi3 { b } else { a };
+        match self {
+            Call::Idle => "(no call)",
+            Call::EnterInitialization => pick(
+                "fmi2SetupExperiment / fmi2EnterInitializationMode",
+                "fmi3EnterInitializationMode",
+            ),
+            Call::ExitInitialization => {
+                pick("fmi2ExitInitializationMode", "fmi3ExitInitializationMode")
+            }
+            Call::SetInputs => pick("fmi2SetReal (inputs)", "fmi3Set... (inputs)"),
+            Call::DoStep => pick("fmi2DoStep", "fmi3DoStep"),
+            Call::GetOutputs => pick("fmi2GetReal (outputs)", "fmi3Get... (outputs)"),
+            Call::State => pick("fmi2Get/SetFMUstate", "fmi3Get/SetFMUState"),
+            Call::Terminate => pick("fmi2Terminate", "fmi3Terminate"),
+            Call::FreeInstance => pick("fmi2FreeInstance", "fmi3FreeInstance"),
+        }
+    }
+}
+
+/// What one FMU instance is doing, shared with the watchdog.
+#[derive(Debug)]
+struct Shared {
+    /// The subsystem (instance) name.
+    name: String,
+    /// FMI 3 (for function names).
+    fmi3: bool,
+    /// `sequence << 8 | call`: changes with every call begun.
+    word: AtomicU64,
+    /// The simulation time of the last `doStep`, as bits.
+    t: AtomicU64,
+}
+
+/// Every live tracker of the process, for the watchdog.
+static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// The stepping side of one FMU instance: marks the start and end of
+/// each FMI call.
+#[derive(Debug)]
+pub struct CallTracker {
+    shared: Arc<Shared>,
+    sequence: u64,
+}
+
+impl CallTracker {
+    /// A tracker for instance `name`, registered with the watchdog.
+    pub fn new(name: &str, fmi3: bool) -> CallTracker {
+        let shared = Arc::new(Shared {
+            name: name.to_string(),
+            fmi3,
+            word: AtomicU64::new(0),
+            t: AtomicU64::new(0),
+        });
+        if let Ok(mut registry) = REGISTRY.lock() {
+            registry.retain(|w| w.strong_count() > 0);
+            registry.push(Arc::downgrade(&shared));
+        }
+        CallTracker {
+            shared,
+            sequence: 0,
+        }
+    }
+
+    /// A call begins.
+    #[inline]
+    pub fn begin(&mut self, call: Call) {
+        self.sequence += 1;
+        self.shared
+            .word
+            .store(self.sequence << 8 | call as u64, Ordering::Relaxed);
+    }
+
+    /// A `doStep` from `t` begins.
+    #[inline]
+    pub fn begin_step(&mut self, t: f64) {
+        self.shared.t.store(t.to_bits(), Ordering::Relaxed);
+        self.begin(Call::DoStep);
+    }
+
+    /// The call returned.
+    #[inline]
+    pub fn end(&mut self) {
+        self.shared
+            .word
+            .store(self.sequence << 8, Ordering::Relaxed);
+    }
+}
+
+/// A call found hung.
+#[derive(Debug, Clone)]
+pub struct Hang {
+    /// The subsystem.
+    pub subsystem: String,
+    /// The FMI function.
+    pub function: &'static str,
+    /// The simulation time of its last `doStep`.
+    pub t: f64,
+    /// How long it has been running (at least), s.
+    pub seconds: f64,
+    /// Found because the user interrupted the run, not by the timeout.
+    pub interrupted: bool,
+}
+
+impl std::fmt::Display for Hang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "subsystem '{}': {} at t = {} has not returned after {:.1} s",
+            self.subsystem, self.function, self.t, self.seconds
+        )?;
+        if self.interrupted {
+            f.write_str(" (interrupted)")
+        } else {
+            f.write_str(" (step_timeout): the FMU hangs; stopping without waiting for it")
+        }
+    }
+}
+
+/// How often the watchdog looks.
+const PERIOD: Duration = Duration::from_millis(50);
+/// After Ctrl-C, how long a call may still run before the run ends
+/// without it (a step boundary normally comes much sooner).
+const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
+
+/// Watches every tracked call of the process from a thread of its own.
+/// Dropping it stops the thread.
+#[derive(Debug)]
+pub struct Watchdog {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Starts watching: `on_hang` is called (once, on the watchdog's
+    /// thread) when a call has run longer than `timeout`, or longer than
+    /// half a second after `interrupt` was set. It is expected to end the
+    /// process (the hung call holds the stepping thread).
+    pub fn start(
+        timeout: Option<Duration>,
+        interrupt: Option<Arc<AtomicBool>>,
+        on_hang: Box<dyn FnOnce(Hang) + Send>,
+    ) -> std::io::Result<Watchdog> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("cosim-watchdog".into())
+            .spawn(move || watch(timeout, interrupt, &stopped, on_hang))?;
+        Ok(Watchdog {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The watchdog's loop: per tracker, the word last seen and since when.
+fn watch(
+    timeout: Option<Duration>,
+    interrupt: Option<Arc<AtomicBool>>,
+    stop: &AtomicBool,
+    on_hang: Box<dyn FnOnce(Hang) + Send>,
+) {
+    let mut seen: Vec<(Weak<Shared>, u64, Instant)> = Vec::new();
+    let mut interrupted_at: Option<Instant> = None;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(PERIOD);
+        let now = Instant::now();
+        if interrupted_at.is_none()
+            && interrupt
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+        {
+            interrupted_at = Some(now);
+        }
+        let live: Vec<Arc<Shared>> = match REGISTRY.lock() {
+            Ok(r) => r.iter().filter_map(Weak::upgrade).collect(),
+            Err(_) => continue,
+        };
+        for s in &live {
+            let word = s.word.load(Ordering::Relaxed);
+            let entry = seen.iter_mut().find(|(w, ..)| w.as_ptr() == Arc::as_ptr(s));
+            let since = match entry {
+                Some((_, last, since)) if *last == word => *since,
+                Some(e) => {
+                    e.1 = word;
+                    e.2 = now;
+                    now
+                }
+                None => {
+                    seen.push((Arc::downgrade(s), word, now));
+                    now
+                }
+            };
+            let call = Call::from_u8((word & 0xff) as u8);
+            if call == Call::Idle {
+                continue;
+            }
+            let running = now.duration_since(since);
+            let timed_out = timeout.is_some_and(|t| running >= t);
+            let interrupted = interrupted_at
+                .is_some_and(|at| now.duration_since(at) >= INTERRUPT_GRACE && since <= at);
+            if timed_out || interrupted {
+                on_hang(Hang {
+                    subsystem: s.name.clone(),
+                    function: call.function(s.fmi3),
+                    t: f64::from_bits(s.t.load(Ordering::Relaxed)),
+                    seconds: running.as_secs_f64(),
+                    interrupted: interrupted && !timed_out,
+                });
+                return;
+            }
+        }
+        seen.retain(|(w, ..)| w.strong_count() > 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// The trackers of a process are all watched: one test at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn a_call_that_does_not_return_is_reported_with_its_function_and_time() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tracker = CallTracker::new("slow", false);
+        let (tx, rx) = mpsc::channel();
+        let _dog = Watchdog::start(
+            Some(Duration::from_millis(200)),
+            None,
+            Box::new(move |h| tx.send(h).unwrap_or(())),
+        )
+        .unwrap();
+        // Calls that return are not reported.
+        for _ in 0..20 {
+            tracker.begin_step(0.25);
+            std::thread::sleep(Duration::from_millis(10));
+            tracker.end();
+        }
+        assert!(rx.try_recv().is_err());
+        tracker.begin_step(0.5);
+        let hang = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(hang.subsystem, "slow");
+        assert_eq!(hang.function, "fmi2DoStep");
+        assert_eq!(hang.t, 0.5);
+        assert!(hang.seconds >= 0.2 && !hang.interrupted, "{hang:?}");
+        tracker.end();
+    }
+
+    #[test]
+    fn an_interrupt_ends_a_hung_call_without_a_timeout() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tracker = CallTracker::new("hung", true);
+        let flag = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let _dog = Watchdog::start(
+            None,
+            Some(Arc::clone(&flag)),
+            Box::new(move |h| tx.send(h).unwrap_or(())),
+        )
+        .unwrap();
+        tracker.begin_step(1.0);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            rx.try_recv().is_err(),
+            "no timeout, no interrupt: no report"
+        );
+        flag.store(true, Ordering::Relaxed);
+        let hang = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(hang.function, "fmi3DoStep");
+        assert!(hang.interrupted, "{hang:?}");
+        tracker.end();
+    }
+}
