@@ -188,6 +188,37 @@ pub fn exit_process(code: u8) -> ! {
     unsafe { libc::_exit(i32::from(code)) }
 }
 
+/// What to do if foreign code ends the process with `exit()` (an FMU
+/// calling `exit(3)` in the middle of a run): set once, by the command
+/// that runs FMUs in this process.
+static ON_FOREIGN_EXIT: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>> =
+    std::sync::OnceLock::new();
+
+/// The C exit handler: `cosim` itself ends with [`exit_process`], which
+/// runs no exit handlers, so this runs only when something else (an FMU)
+/// calls `exit`.
+extern "C" fn run_on_foreign_exit() {
+    if let Some(f) = ON_FOREIGN_EXIT.get() {
+        // A panic must not unwind into C.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    }
+}
+
+/// Registers `handler` to run if foreign code calls `exit()` while this
+/// process runs FMUs: it should write what the run has (outputs, a
+/// summary saying an FMU exited the process) and end the process with
+/// [`exit_process`] and a status of its own. Only the first registration
+/// counts; returns whether this one did.
+#[allow(unsafe_code)]
+pub fn on_foreign_exit(handler: impl Fn() + Send + Sync + 'static) -> bool {
+    if ON_FOREIGN_EXIT.set(Box::new(handler)).is_err() {
+        return false;
+    }
+    // SAFETY: registers a function without arguments that never unwinds
+    // (it catches panics); atexit stores only the pointer.
+    unsafe { libc::atexit(run_on_foreign_exit) == 0 }
+}
+
 pub(crate) fn next_instance_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
