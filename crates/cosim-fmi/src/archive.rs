@@ -122,6 +122,31 @@ impl FmuRoot {
         })
     }
 
+    /// An FMU that another process extracted into `root` (the master of a
+    /// `cosim host`, which owns the directory), named `source` (the `.fmu`
+    /// file) in messages. Nothing is extracted or removed.
+    ///
+    /// # Errors
+    ///
+    /// [`FmiError::Archive`] if `root` has no `modelDescription.xml`.
+    pub fn extracted_elsewhere(root: &Path, source: &Path) -> Result<Self> {
+        if !root.join(MODEL_DESCRIPTION).is_file() {
+            return Err(FmiError::Archive {
+                archive: source.to_path_buf(),
+                entry: Some(MODEL_DESCRIPTION.to_string()),
+                reason: format!(
+                    "the extracted FMU directory {} has no modelDescription.xml",
+                    root.display()
+                ),
+            });
+        }
+        Ok(FmuRoot {
+            source: source.to_path_buf(),
+            root: root.to_path_buf(),
+            dir: None,
+        })
+    }
+
     /// The directory holding `modelDescription.xml`, `binaries/`, `resources/` ...
     pub fn path(&self) -> &Path {
         &self.root

@@ -72,7 +72,25 @@ impl Fmu {
     /// `modelDescription.xml`.
     pub fn open(path: impl AsRef<Path>) -> Result<Fmu> {
         let path = path.as_ref();
-        let root = archive::FmuRoot::open(path)?;
+        Fmu::with_root(archive::FmuRoot::open(path)?, path)
+    }
+
+    /// Opens an FMU that another process already extracted into `dir`
+    /// (the master of a `cosim host`, which keeps the directory as long as
+    /// the host runs and removes it), parsing its `modelDescription.xml`
+    /// again. Messages name `source`, the `.fmu` file, not the directory.
+    pub fn open_extracted(dir: &Path, source: &Path) -> Result<Fmu> {
+        Fmu::with_root(archive::FmuRoot::extracted_elsewhere(dir, source)?, source)
+    }
+
+    /// True when the FMU was extracted into a temporary directory of this
+    /// process (removed when the last clone and instance are dropped), not
+    /// opened as a directory.
+    pub fn is_extracted(&self) -> bool {
+        self.inner.root.is_extracted()
+    }
+
+    fn with_root(root: archive::FmuRoot, path: &Path) -> Result<Fmu> {
         let md_path = root.path().join("modelDescription.xml");
         let md = parse_model_description_file(&md_path).map_err(|e| match e {
             // Name the archive, not the temporary directory, in messages.
