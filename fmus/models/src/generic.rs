@@ -277,7 +277,7 @@ pub mod faulty {
     pub const X0: Vr = 4;
     /// Failure time (-1: never).
     pub const FAIL_AT: Vr = 5;
-    /// Failure mode 1..=7.
+    /// Failure mode 1..=8.
     pub const FAIL_MODE: Vr = 6;
 
     /// fail_mode values.
@@ -296,13 +296,19 @@ pub mod faulty {
         pub const HANG: i64 = 6;
         /// doStep returns Fatal.
         pub const FATAL: i64 = 7;
+        /// Starts a child process (`sleep`) that would outlive the FMU's
+        /// process, then goes on as if nothing happened.
+        pub const FORK: i64 = 8;
     }
+
+    /// How long the child process of fail_mode 8 sleeps, in seconds.
+    pub const FORKED_CHILD_SLEEPS_S: u32 = 300;
 
     /// The spec.
     pub fn spec() -> ModelSpec {
         ModelSpec::new(
             "Faulty",
-            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal",
+            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps",
             build,
         )
         .var(Variable::input(U, "u", 0.0, "Input"))
@@ -319,10 +325,10 @@ pub mod faulty {
                 FAIL_MODE,
                 "fail_mode",
                 1,
-                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal",
+                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps",
             )
             .min(1.0)
-            .max(7.0),
+            .max(8.0),
         )
         .experiment(0.0, 10.0, 0.01)
         .output_derivatives(3)
@@ -336,8 +342,8 @@ pub mod faulty {
 
     fn build(v: &Values) -> Result<Box<dyn Model>, String> {
         let mode = v.int(FAIL_MODE);
-        if !(1..=7).contains(&mode) {
-            return Err(format!("fail_mode must be in 1..=7, got {mode}"));
+        if !(1..=8).contains(&mode) {
+            return Err(format!("fail_mode must be in 1..=8, got {mode}"));
         }
         Ok(Box::new(Faulty {
             x0: v.finite("x0", X0)?,
@@ -350,6 +356,28 @@ pub mod faulty {
         fn failed_by(&self, t: f64) -> bool {
             self.fail_at >= 0.0 && t >= self.fail_at
         }
+    }
+
+    /// fail_mode 8: starts `sleep` as a child process of the FMU's process
+    /// (with its standard streams and environment, as a helper process an
+    /// FMU starts would have), never waited for: it outlives the FMU's
+    /// process unless someone kills it.
+    fn fork_sleeper(fail_at: f64, t: f64, h: f64, log: &dyn Fn(LogLevel, &str)) {
+        let what = match std::process::Command::new("sleep")
+            .arg(FORKED_CHILD_SLEEPS_S.to_string())
+            .spawn()
+        {
+            // Dropping a Child neither waits for nor kills the process.
+            Ok(child) => format!("started child process {} (sleep)", child.id()),
+            Err(e) => format!("could not start a child process: {e}"),
+        };
+        log(
+            LogLevel::Warning,
+            &format!(
+                "Faulty: fail_at = {fail_at} reached in the step from {t} to {} (fail_mode 8): {what}",
+                t + h
+            ),
+        );
     }
 
     impl Model for Faulty {
@@ -365,6 +393,13 @@ pub mod faulty {
             u: &Inputs,
             log: &dyn Fn(LogLevel, &str),
         ) -> Result<(), StepError> {
+            if self.mode == mode::FORK {
+                if self.failed_by(t + h) && !self.failed_by(t) {
+                    fork_sleeper(self.fail_at, t, h, log);
+                }
+                v[X_STATE] += u.integral(U, t + h);
+                return Ok(());
+            }
             if !self.failed_by(t + h) || self.mode == mode::NAN {
                 if self.mode == mode::NAN && self.failed_by(t + h) && !self.failed_by(t) {
                     log(

@@ -416,7 +416,7 @@ fn bad_parameters_are_refused_with_their_name() {
     );
     assert!(
         exit_error("Faulty", generic::faulty::FAIL_MODE, 9.0)
-            .contains("fail_mode must be in 1..=7, got 9")
+            .contains("fail_mode must be in 1..=8, got 9")
     );
     assert!(
         exit_error("Dahlquist", generic::dahlquist::LAMBDA, f64::NAN)
@@ -741,6 +741,59 @@ fn faulty_modes_error_discard_nan_fatal() {
     let mut i = init("Faulty", &[(FAIL_AT, 0.0), (FAIL_MODE, 7.0)]);
     let e = i.do_step(0.0, 0.1);
     assert!(e.is_err_and(|e| e.status == Status::Fatal));
+}
+
+#[test]
+fn faulty_mode_8_starts_a_sleeping_child_process_once_and_goes_on() {
+    use generic::faulty::{FAIL_AT, FAIL_MODE, U, X};
+    let (mut i, log) = ok(initialized(
+        model("Faulty"),
+        FmiVersion::Fmi2,
+        &[(FAIL_AT, 0.15), (FAIL_MODE, 8.0)],
+    ));
+    ok(set(&mut i, &[U], &[1.0]));
+    for _ in 0..4 {
+        step(&mut i, 0.1);
+    }
+    assert!((ok(get1(&mut i, X)) - 0.4).abs() < 1e-12, "integrates on");
+    let lines: Vec<String> = log
+        .lock()
+        .map(|l| l.iter().map(|(_, _, m)| m.clone()).collect())
+        .unwrap_or_default();
+    let started: Vec<&String> = lines
+        .iter()
+        .filter(|m| m.contains("(fail_mode 8): started child process "))
+        .collect();
+    assert_eq!(started.len(), 1, "{lines:?}");
+    assert!(
+        started[0].starts_with("Faulty: fail_at = 0.15 reached in the step from 0.1 to 0.2"),
+        "{lines:?}"
+    );
+    let pid = started[0]
+        .rsplit("started child process ")
+        .next()
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_default()
+        .to_string();
+    // Its command line, once exec has replaced the forked copy's.
+    let want = format!("sleep {}", generic::faulty::FORKED_CHILD_SLEEPS_S);
+    let mut cmdline = String::new();
+    for _ in 0..200 {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmdline = String::from_utf8_lossy(&raw)
+            .replace('\0', " ")
+            .trim()
+            .to_string();
+        if cmdline == want {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status();
+    assert_eq!(cmdline, want, "child process {pid}");
+    assert!(kill.is_ok_and(|s| s.success()));
 }
 
 #[test]
