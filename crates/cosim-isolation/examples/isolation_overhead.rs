@@ -12,9 +12,10 @@
 //!     cargo run --release -p cosim-isolation --example isolation_overhead -- \
 //!         --chain 1,2,4,8 --steps 100000 --repeat 3
 //!
-//! The program is its own host: started as `<it> host --fmu .. --name ..`,
-//! it serves the FMU like `cosim host`. `COSIM_ISOLATION_SPIN_US` sets the
-//! spin budget of both sides (default 50 µs; 0 = sleep at once).
+//! The program is its own host: started as `<it> host --fmu ..
+//! [--extracted ..] --name ..`, it serves the FMU like `cosim host`.
+//! `COSIM_ISOLATION_SPIN_US` sets the spin budget of both sides (default
+//! 50 µs; 0 = sleep at once).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
@@ -127,7 +128,8 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("host") {
         let fmu = arg(&args, "--fmu").expect("--fmu");
         let name = arg(&args, "--name").expect("--name");
-        if let Err(e) = cosim_isolation::host::serve(fmu.as_ref(), &name) {
+        let extracted = arg(&args, "--extracted").map(PathBuf::from);
+        if let Err(e) = cosim_isolation::host::serve(fmu.as_ref(), extracted.as_deref(), &name) {
             eprintln!("{e}");
             std::process::exit(2);
         }

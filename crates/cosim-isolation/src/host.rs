@@ -1,6 +1,13 @@
-//! The host process (`cosim host --fmu PATH --name NAME`): loads one FMU
-//! and serves the master's requests until told to stop or until the master
-//! is gone.
+//! The host process (`cosim host --fmu PATH [--extracted DIR] --name
+//! NAME`): loads one FMU and serves the master's requests until told to
+//! stop or until the master is gone.
+//!
+//! The master extracts each `.fmu` once and hands its hosts the extracted
+//! directory (`--extracted`), which it keeps while they run and removes
+//! when it is done with them, also after a host died. Only when the master
+//! itself is gone (killed: it had no chance to clean up) does a host remove
+//! that directory, and then kill its own process group (itself and any
+//! process the FMU started) rather than serve nobody.
 //!
 //! Its standard input is a Unix socket to the master, on which the shared
 //! memory region arrives first (`SCM_RIGHTS`); standard input is then
@@ -48,15 +55,37 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> HostError + '_ {
     move |e| HostError::Io(format!("{what}: {e}"))
 }
 
-/// Serves one FMU (the file `fmu`, instance `name`) until the master sends
-/// Shutdown or goes away. Called by `cosim host`.
-pub fn serve(fmu: &Path, name: &str) -> Result<(), HostError> {
+/// Serves one FMU (the file `fmu`, extracted by the master into
+/// `extracted` unless `fmu` is a directory; instance `name`) until the
+/// master sends Shutdown or goes away. Called by `cosim host`.
+pub fn serve(fmu: &Path, extracted: Option<&Path>, name: &str) -> Result<(), HostError> {
     crate::sys::default_fault_signals().map_err(io("resetting the fault signals"))?;
-    // Die with the master even when an FMU call never returns.
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let master = rustix::process::getppid();
+    let extracted = extracted.map(Path::to_path_buf);
+    let master = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get().unsigned_abs());
+    // Die with the master even when an FMU call never returns, and clean
+    // up after it.
+    let watch = crate::sys::watch_master(master).map_err(io("watching the master process"))?;
     let stdin = rustix::stdio::stdin();
-    let (layout, region_fd) = receive_hello(stdin)?;
+    let (layout, region_fd, sender) = match receive_hello(stdin) {
+        Ok(hello) => hello,
+        Err(e) if master_alive(master) => return Err(e),
+        Err(_) => master_gone(extracted.as_deref()),
+    };
+    // A master that died before this host asked for its parent: the
+    // parent seen is a reaper, not the sender of the hello.
+    if matches!(watch, crate::sys::MasterWatch::Gone) || (sender != 0 && sender != master) {
+        master_gone(extracted.as_deref());
+    }
+    if let crate::sys::MasterWatch::PidFd(fd) = watch {
+        let dir = extracted.clone();
+        std::thread::Builder::new()
+            .name("master-watch".into())
+            .spawn(move || {
+                crate::sys::wait_pidfd(&fd);
+                master_gone(dir.as_deref());
+            })
+            .map_err(io("starting the thread watching the master"))?;
+    }
     let socket = UnixStream::from(
         stdin
             .try_clone_to_owned()
@@ -75,6 +104,7 @@ pub fn serve(fmu: &Path, name: &str) -> Result<(), HostError> {
         layout,
         socket,
         fmu_path: fmu.to_path_buf(),
+        extracted: extracted.clone(),
         name: name.to_string(),
         sub: None,
         pending: None,
@@ -96,7 +126,7 @@ pub fn serve(fmu: &Path, name: &str) -> Result<(), HostError> {
             Duration::from_nanos(host.word(HOST_SPIN_NS)),
             Duration::from_millis(100),
             || {
-                if rustix::process::getppid() == master {
+                if master_alive(master) {
                     channel::Check::Continue
                 } else {
                     channel::Check::Stop
@@ -104,7 +134,7 @@ pub fn serve(fmu: &Path, name: &str) -> Result<(), HostError> {
             },
         );
         let Some(seq) = seq else {
-            return Ok(()); // the master is gone
+            master_gone(extracted.as_deref());
         };
         last = seq;
         if host.batch()? == Flow::Exit {
@@ -120,9 +150,31 @@ pub fn serve(fmu: &Path, name: &str) -> Result<(), HostError> {
     }
 }
 
-/// Reads the start-up message: magic, version, the layout, and the shared
-/// memory file descriptor.
-fn receive_hello(socket: impl std::os::fd::AsFd) -> Result<(Layout, OwnedFd), HostError> {
+/// True while `master` is this process's parent.
+fn master_alive(master: u32) -> bool {
+    rustix::process::getppid().map(|p| p.as_raw_nonzero().get().unsigned_abs()) == Some(master)
+}
+
+/// The master is gone without having cleaned up (it was killed): removes
+/// the extraction directory it shared with this host (only one of its
+/// own, named `cosim-fmu-*`), then kills this host's process group: the
+/// host, mid-call or not, and whatever the FMU started.
+fn master_gone(extracted: Option<&Path>) -> ! {
+    if let Some(dir) = extracted
+        && dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("cosim-fmu-"))
+    {
+        // Other hosts of the same FMU may be removing it too.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    crate::sys::kill_own_group();
+    cosim_fmi::ffi::exit_process(1)
+}
+
+/// Reads the start-up message: magic, version, the layout, the master's
+/// process id, and the shared memory file descriptor.
+fn receive_hello(socket: impl std::os::fd::AsFd) -> Result<(Layout, OwnedFd, u32), HostError> {
     let mut payload = [0u8; 32];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
@@ -163,7 +215,8 @@ fn receive_hello(socket: impl std::os::fd::AsFd) -> Result<(Layout, OwnedFd), Ho
             "bad layout in the start-up message".into(),
         ));
     }
-    Ok((Layout::from_words(req, resp), fd))
+    let sender = u32::try_from(word(24)).unwrap_or(0);
+    Ok((Layout::from_words(req, resp), fd, sender))
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -177,6 +230,8 @@ struct Host<'r> {
     layout: Layout,
     socket: UnixStream,
     fmu_path: PathBuf,
+    /// Where the master extracted the FMU (its directory, not ours).
+    extracted: Option<PathBuf>,
     name: String,
     sub: Option<FmuSubsystem>,
     /// The answer frame of the last batch, if it has one.
@@ -486,7 +541,12 @@ impl Host<'_> {
                 let observed: Vec<VariableIndex> = observed.iter().map(index).collect();
                 let n_outputs = usize::try_from(n_outputs).unwrap_or(usize::MAX);
                 self.calling(Call::Load, t);
-                let fmu = Fmu::open(&self.fmu_path).map_err(fmi)?;
+                let fmu = match &self.extracted {
+                    // The master's extraction, validated again here.
+                    Some(dir) => Fmu::open_extracted(dir, &self.fmu_path),
+                    None => Fmu::open(&self.fmu_path),
+                }
+                .map_err(fmi)?;
                 let md = fmu.model_description();
                 if inputs
                     .iter()

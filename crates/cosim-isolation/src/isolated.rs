@@ -54,8 +54,9 @@ impl Default for IsolationSettings {
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
 
-/// Names the program started as host (`<program> host --fmu .. --name ..`)
-/// for this process; returns false if one was named already. Without it,
+/// Names the program started as host (`<program> host --fmu ..
+/// [--extracted ..] --name ..`, see [`crate::host::serve`]) for this
+/// process; returns false if one was named already. Without it,
 /// the `COSIM_HOST` environment variable, else the running executable if
 /// it is `cosim`.
 pub fn set_host_program(program: PathBuf) -> bool {
@@ -166,7 +167,12 @@ impl Tail {
 /// The host process and the channels to it.
 struct Link {
     _count: channel::HostCount,
+    /// The host, leader of its own process group. It is reaped only by
+    /// [`Link::end`], after its group is killed: until then its process id
+    /// names its group and nothing else.
     child: Child,
+    /// The host's exit status, once reaped.
+    reaped: Option<ExitStatus>,
     socket: UnixStream,
     region: SharedRegion,
     seq: u32,
@@ -180,13 +186,39 @@ impl Link {
     fn data(&self) -> &[AtomicU64] {
         self.region.data()
     }
+
+    /// The host's exit status if it has ended (without reaping it).
+    fn ended(&self) -> std::io::Result<Option<ExitStatus>> {
+        match self.reaped {
+            Some(status) => Ok(Some(status)),
+            None => crate::sys::peek_exit(self.child.id()),
+        }
+    }
+
+    /// Kills the host's process group (the host, if it still runs, and
+    /// every process the FMU started in it, which would otherwise outlive
+    /// the host), then reaps the host; returns its exit status.
+    fn end(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.reaped {
+            return Ok(status);
+        }
+        let killed = crate::sys::kill_group(self.child.id());
+        if let Err(e) = killed {
+            tracing::debug!("killing the process group {}: {e}", self.child.id());
+            let _ = self.child.kill();
+        }
+        let status = self.child.wait()?;
+        self.reaped = Some(status);
+        Ok(status)
+    }
 }
 
 impl Drop for Link {
     /// Asks the host to free the instance and exit; kills it if it has not
-    /// within a second.
+    /// within a second. Either way, kills what is left of its process
+    /// group.
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
+        if let Ok(None) = self.ended() {
             let layout_request = crate::protocol::Layout::from_words(0, 0).request;
             let data = self.region.data();
             data[layout_request].store(1, Ordering::Relaxed);
@@ -195,15 +227,14 @@ impl Drop for Link {
             let control = self.region.control();
             channel::post(&control[REQ_SEQ], &control[HOST_SLEEPING], self.seq);
             let start = Instant::now();
-            while let Ok(None) = self.child.try_wait() {
+            while let Ok(None) = self.ended() {
                 if start.elapsed() > Duration::from_secs(1) {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
+        let _ = self.end();
         self.tail.wait_closed(self.drain);
     }
 }
@@ -224,8 +255,16 @@ pub struct IsolatedSubsystem {
     info: SubsystemInfo,
     version: FmiVersion,
     link: Option<Link>,
+    /// The master's opened FMU: its extraction directory, which the host
+    /// loads, lives (at least) as long as this subsystem and is removed
+    /// after the host is gone, whatever ended it.
+    fmu: Option<Fmu>,
     /// Why the host is gone, once it is.
     gone: Option<String>,
+    /// A SIGINT / SIGTERM came while the FMU was being loaded (or before):
+    /// the host was killed (or never started), and the run is to end as
+    /// interrupted before its first step.
+    loading_interrupted: bool,
     layout: Layout,
     timeout: Duration,
     counters: CallCounters,
@@ -242,6 +281,15 @@ pub struct IsolatedSubsystem {
     /// The op of the last batch that failed (an FMU error), if any.
     failed_op: Option<usize>,
     recent_log: Vec<String>,
+}
+
+impl Drop for IsolatedSubsystem {
+    /// Ends the host (and its process group) first; the extraction
+    /// directory goes with the last clone of the FMU, after it.
+    fn drop(&mut self) {
+        drop(self.link.take());
+        drop(self.fmu.take());
+    }
 }
 
 impl std::fmt::Debug for IsolatedSubsystem {
@@ -281,16 +329,31 @@ impl IsolatedSubsystem {
             fmu.source().display().to_string(),
         );
         let layout = Layout::new(inputs.len(), observed.len());
+        if interrupt_requested() {
+            // Interrupted while loading: start no more hosts. The run ends
+            // as interrupted when it initializes this subsystem.
+            tracing::debug!("subsystem '{name}': interrupted before its host process was started");
+            return Ok(IsolatedSubsystem::unloaded(
+                info,
+                md.fmi_version,
+                layout,
+                settings,
+                "the run was interrupted before its host process was started",
+            ));
+        }
         let (region, region_fd) = SharedRegion::create(layout.data_words())
             .map_err(|e| config(name, format_args!("creating shared memory: {e}")))?;
         let program = host_program()?;
         let (socket, theirs) =
             UnixStream::pair().map_err(|e| config(name, format_args!("socketpair: {e}")))?;
         let mut command = Command::new(&program);
+        command.arg("host").arg("--fmu").arg(fmu.source());
+        if fmu.is_extracted() {
+            // One extraction for the master and all its hosts: the host
+            // loads this process's directory, which outlives it.
+            command.arg("--extracted").arg(fmu.root());
+        }
         command
-            .arg("host")
-            .arg("--fmu")
-            .arg(fmu.source())
             .arg("--name")
             .arg(name)
             // Its own process group: a Ctrl-C at the terminal reaches the
@@ -324,6 +387,7 @@ impl IsolatedSubsystem {
             link: Some(Link {
                 _count: channel::HostCount::register(),
                 child,
+                reaped: None,
                 socket,
                 region,
                 seq: 0,
@@ -332,7 +396,9 @@ impl IsolatedSubsystem {
                 // instance being freed) must not be lost.
                 drain: Duration::from_millis(if call_log_on_stderr { 5000 } else { 200 }),
             }),
+            fmu: Some(fmu.clone()),
             gone: None,
+            loading_interrupted: false,
             layout,
             timeout: settings.timeout,
             counters: CallCounters::default(),
@@ -348,7 +414,7 @@ impl IsolatedSubsystem {
             return Err(sub.host_failed(HostEnd::Io(e), Call::Load));
         }
         let as_u64 = |v: &VariableIndex| *v as u64;
-        sub.control(
+        let instantiated = sub.control(
             Control::Instantiate {
                 inputs: inputs.iter().map(as_u64).collect(),
                 observed: observed.iter().map(as_u64).collect(),
@@ -358,8 +424,44 @@ impl IsolatedSubsystem {
                 call_log,
             },
             Call::Instantiate,
-        )?;
-        Ok(sub)
+        );
+        match instantiated {
+            // The host was killed; the run ends as interrupted when it
+            // initializes this subsystem (an error here would make the
+            // signal look like bad input).
+            Err(CoreError::Interrupted { .. }) if sub.loading_interrupted => Ok(sub),
+            Err(e) => Err(e),
+            Ok(_) => Ok(sub),
+        }
+    }
+
+    /// A subsystem without a host: the run was interrupted before it was
+    /// loaded.
+    fn unloaded(
+        info: SubsystemInfo,
+        version: FmiVersion,
+        layout: Layout,
+        settings: &IsolationSettings,
+        why: &str,
+    ) -> IsolatedSubsystem {
+        IsolatedSubsystem {
+            info,
+            version,
+            link: None,
+            fmu: None,
+            gone: Some(why.to_string()),
+            loading_interrupted: true,
+            layout,
+            timeout: settings.timeout,
+            counters: CallCounters::default(),
+            batch_words: 0,
+            batch_ops: 0,
+            queued: 0,
+            prefetched: false,
+            pending_step: None,
+            failed_op: None,
+            recent_log: Vec::new(),
+        }
     }
 
     /// The host's process id (while it runs).
@@ -372,8 +474,18 @@ impl IsolatedSubsystem {
     /// [`cosim_core::FmuSubsystem::set_start_values`], which the host
     /// calls: a variable that can be set in no state is refused now).
     pub fn set_start_values(&mut self, values: Vec<StartValue>) -> Result<()> {
-        self.control(Control::SetStartValues(values), Call::Idle)?;
-        Ok(())
+        if self.loading_interrupted {
+            return Ok(()); // nothing will be initialized
+        }
+        match self.control(Control::SetStartValues(values), Call::Idle) {
+            // Still loading: the run ends as interrupted when it
+            // initializes this subsystem, as after an interrupted load.
+            Err(CoreError::Interrupted { .. }) => {
+                self.loading_interrupted = true;
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
     }
 
     /// Serializes a saved state (`fmi2SerializeFMUstate`) into bytes that
@@ -411,6 +523,9 @@ impl IsolatedSubsystem {
     }
 
     fn gone_error(&self) -> CoreError {
+        if self.loading_interrupted {
+            return CoreError::Interrupted { t: f64::NAN };
+        }
         config(
             &self.info.name,
             format_args!(
@@ -513,14 +628,14 @@ impl IsolatedSubsystem {
         let timeout = self.timeout;
         let mut deadline = None;
         let mut ended = None;
-        let child = &mut link.child;
+        let host = &*link;
         let answered = channel::wait(
             &control_words[RESP_SEQ],
             &control_words[MASTER_SLEEPING],
             seq.wrapping_sub(1),
             channel::spin_budget(),
             Duration::from_millis(5),
-            || match child.try_wait() {
+            || match host.ended() {
                 Ok(Some(status)) => {
                     ended = Some(HostEnd::Exited(status));
                     channel::Check::Stop
@@ -605,14 +720,14 @@ impl IsolatedSubsystem {
         let status = match end {
             HostEnd::Exited(status) => Ok(status),
             HostEnd::Timeout => {
-                let _ = link.child.kill();
+                // Killed (with its process group) by `end` below.
                 Err(format!(
                     "no answer within {} s (isolation_timeout): the FMU's host process (pid {pid}) was killed",
                     self.timeout.as_secs_f64()
                 ))
             }
             HostEnd::Interrupted => {
-                let _ = link.child.kill();
+                // Killed (with its process group) by `end` below.
                 Err(format!(
                     "interrupted while the FMU had not answered: its host process (pid {pid}) was killed"
                 ))
@@ -622,13 +737,12 @@ impl IsolatedSubsystem {
                 // a moment to be reaped with its real status.
                 let start = Instant::now();
                 loop {
-                    match link.child.try_wait() {
+                    match link.ended() {
                         Ok(Some(status)) => break Ok(status),
                         Ok(None) if start.elapsed() < Duration::from_secs(2) => {
                             std::thread::sleep(Duration::from_millis(2));
                         }
                         _ => {
-                            let _ = link.child.kill();
                             break Err(format!(
                                 "the channel to the FMU's host process (pid {pid}) failed ({e}); the host was killed"
                             ));
@@ -637,7 +751,9 @@ impl IsolatedSubsystem {
                 }
             }
         };
-        let _ = link.child.wait();
+        // The host (if it still runs) and whatever the FMU started die with
+        // its process group; the host is reaped.
+        let _ = link.end();
         let cause = match status {
             Ok(status) => format!(
                 "the FMU's host process (pid {pid}) {}",
@@ -657,6 +773,11 @@ impl IsolatedSubsystem {
         self.gone = Some(cause.clone());
         drop(link);
         if interrupted {
+            if t.is_none() {
+                // Cut off while loading: the run ends as interrupted when
+                // it initializes this subsystem.
+                self.loading_interrupted = true;
+            }
             // The run ends as interrupted; what was cut off is said here.
             tracing::warn!(
                 "subsystem '{name}': {}{}: {cause}",
@@ -798,7 +919,9 @@ fn send_hello(
         head,
         layout.request_words as u64,
         layout.response_words as u64,
-        0,
+        // The master: a host whose parent is another process (a reaper,
+        // the master having died before the host looked) cleans up.
+        u64::from(std::process::id()),
     ]
     .iter()
     .enumerate()
@@ -829,6 +952,9 @@ impl Subsystem for IsolatedSubsystem {
     }
 
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
+        if self.loading_interrupted {
+            return Err(CoreError::Interrupted { t: t0 });
+        }
         let payload = [
             t0.to_bits(),
             u64::from(t_stop.is_some()),
