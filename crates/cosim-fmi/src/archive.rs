@@ -9,6 +9,10 @@
 //!   components, absolute paths, drive prefixes, backslash separators are
 //!   read as separators first);
 //! - symbolic links and other special files;
+//! - two entries of the same name (exactly, or once `\\` and `.` are
+//!   normalised), or a file and a directory of the same name, whichever
+//!   entry it is (`modelDescription.xml` included): readers disagree on
+//!   which of two such entries counts, so the archive is ambiguous;
 //! - more entries, more bytes in one entry, or more bytes in total than the
 //!   [`ArchiveLimits`] allow: sizes are counted on the bytes actually
 //!   decompressed and written, never taken from the zip headers, and the
@@ -16,8 +20,9 @@
 //! - truncated or corrupt archives (including CRC mismatches);
 //! - archives without `modelDescription.xml` at the root.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
@@ -361,9 +366,39 @@ pub fn extract_archive(
         ));
     }
 
-    // Check every name, and that modelDescription.xml is at the root,
-    // before writing anything.
+    // The zip reader keeps one entry per name (the last one's data under
+    // the first one's position): find the name it merged, from the central
+    // directory itself.
+    if zip.has_duplicate_names() {
+        let start = zip.central_directory_start();
+        let mut reader = BufReader::new(File::open(archive).map_err(|e| io(archive, e))?);
+        match duplicated_name(&mut reader, start, limits.max_entries) {
+            Ok(Listed::NoFileTwice) => {}
+            Ok(Listed::Twice(name)) => return Err(refuse(Some(&name), DUPLICATE.to_string())),
+            Ok(Listed::TooMany) => {
+                return Err(refuse(
+                    None,
+                    format!(
+                        "the archive has more entries than the limit of {} (some names are listed twice)",
+                        limits.max_entries
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(refuse(
+                    None,
+                    format!("duplicate entry: the central directory lists a name twice ({e})"),
+                ));
+            }
+        }
+    }
+
+    // Check every name, that no two entries land on the same path, and
+    // that modelDescription.xml is at the root, before writing anything.
     let mut has_model_description = false;
+    let mut files: HashSet<PathBuf> = HashSet::new();
+    let mut dirs: HashSet<PathBuf> = HashSet::new();
+    let mut file_names: Vec<(PathBuf, String)> = Vec::new();
     for i in 0..count {
         let entry = zip
             .by_index_raw(i)
@@ -373,9 +408,29 @@ pub fn extract_archive(
             .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
             .into_owned();
         let path = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
-        if path == Path::new(MODEL_DESCRIPTION) && !entry.is_dir() {
-            has_model_description = true;
+        if entry.is_dir() {
+            dirs.insert(path.clone());
+        } else {
+            if path == Path::new(MODEL_DESCRIPTION) {
+                has_model_description = true;
+            }
+            if !files.insert(path.clone()) {
+                return Err(refuse(Some(&name), DUPLICATE.to_string()));
+            }
+            file_names.push((path.clone(), name));
         }
+        for parent in path.ancestors().skip(1) {
+            if !parent.as_os_str().is_empty() {
+                dirs.insert(parent.to_path_buf());
+            }
+        }
+    }
+    // A file that is also a directory (`x` and `x/y`, or `x` and `x/`).
+    if let Some((_, name)) = file_names.iter().find(|(path, _)| dirs.contains(path)) {
+        return Err(refuse(
+            Some(name),
+            "duplicate entry: the archive has both a file and a directory of this name".to_string(),
+        ));
     }
     if !has_model_description {
         return Err(refuse(
@@ -480,6 +535,63 @@ pub fn extract_archive(
         stats.files += 1;
     }
     Ok(stats)
+}
+
+/// The reason given for an entry whose name another entry has too.
+const DUPLICATE: &str = "duplicate entry: the archive has more than one entry of this name, and readers disagree on which one counts";
+
+/// What [`duplicated_name`] found.
+enum Listed {
+    /// A file name listed twice.
+    Twice(String),
+    /// More entries than the limit.
+    TooMany,
+    /// Only directories listed twice (harmless: they are created once).
+    NoFileTwice,
+}
+
+/// The first file name listed twice in the central directory that starts
+/// at `start`.
+///
+/// Central directory file headers: signature `PK\x01\x02`, 46 bytes, the
+/// name's length at 28, the extra field's at 30, the comment's at 32, then
+/// the name, the extra field and the comment; the directory ends at the
+/// first record with another signature. The zip reader has already walked
+/// the same headers from the same start.
+fn duplicated_name<R: Read + Seek>(
+    reader: &mut R,
+    start: u64,
+    max_entries: usize,
+) -> std::io::Result<Listed> {
+    const SIGNATURE: [u8; 4] = *b"PK\x01\x02";
+    reader.seek(SeekFrom::Start(start))?;
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    for _ in 0..=max_entries {
+        let mut signature = [0u8; 4];
+        reader.read_exact(&mut signature)?;
+        if signature != SIGNATURE {
+            return Ok(Listed::NoFileTwice);
+        }
+        let mut header = [0u8; 42];
+        reader.read_exact(&mut header)?;
+        // Offsets 28, 30 and 32 of the header are 24, 26 and 28 here.
+        let field = |at: usize| {
+            u16::from_le_bytes([
+                header.get(at).copied().unwrap_or_default(),
+                header.get(at + 1).copied().unwrap_or_default(),
+            ])
+        };
+        let mut name = vec![0u8; usize::from(field(24))];
+        reader.read_exact(&mut name)?;
+        reader.seek(SeekFrom::Current(
+            i64::from(field(26)) + i64::from(field(28)),
+        ))?;
+        let is_dir = name.ends_with(b"/") || name.ends_with(b"\\");
+        if !seen.insert(name.clone()) && !is_dir {
+            return Ok(Listed::Twice(String::from_utf8_lossy(&name).into_owned()));
+        }
+    }
+    Ok(Listed::TooMany)
 }
 
 #[cfg(test)]

@@ -485,3 +485,156 @@ fn model_description_errors_name_the_archive() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+/// A stored (uncompressed) zip of `entries` in which every occurrence of
+/// the name `alias` is then rewritten to `name` (same length), in the local
+/// headers and in the central directory: the zip writer refuses duplicate
+/// names, so this is how an archive with two entries of one name is made.
+fn zip_with_duplicate(path: &Path, entries: &[(&str, &[u8])], alias: &str, name: &str) {
+    assert_eq!(alias.len(), name.len());
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let stored = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+    for (n, data) in entries {
+        zip.start_file(*n, stored).expect("start_file");
+        zip.write_all(data).expect("write");
+    }
+    let mut bytes = zip.finish().expect("finish").into_inner();
+    let (from, to) = (alias.as_bytes(), name.as_bytes());
+    let mut i = 0;
+    let mut replaced = 0;
+    while i + from.len() <= bytes.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            replaced += 1;
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+    assert_eq!(
+        replaced, 2,
+        "the alias in the local header and the central directory"
+    );
+    fs::write(path, bytes).expect("write zip");
+}
+
+const MD2_OTHER: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<fmiModelDescription fmiVersion="2.0" modelName="Other" guid="{h}">
+  <CoSimulation modelIdentifier="m"/>
+  <ModelVariables>
+    <ScalarVariable name="x" valueReference="0" causality="output"><Real/></ScalarVariable>
+  </ModelVariables>
+  <ModelStructure><Outputs><Unknown index="1"/></Outputs></ModelStructure>
+</fmiModelDescription>
+"#;
+
+#[test]
+fn refuses_two_model_descriptions() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fmu = tmp.path().join("two_md.fmu");
+    zip_with_duplicate(
+        &fmu,
+        &[
+            ("modelDescription.xml", MD2.as_bytes()),
+            ("binaries/linux64/m.so", b"x"),
+            ("modelDescriptioX.xml", MD2_OTHER.as_bytes()),
+        ],
+        "modelDescriptioX.xml",
+        "modelDescription.xml",
+    );
+    let dest = tmp.path().join("out");
+    fs::create_dir(&dest).expect("mkdir");
+    let (archive, entry, reason) =
+        archive_error(extract_archive(&fmu, &dest, &ArchiveLimits::default()));
+    assert_eq!(archive, fmu);
+    assert_eq!(entry.as_deref(), Some("modelDescription.xml"));
+    assert!(reason.contains("duplicate entry"), "{reason}");
+    // Refused before anything is written.
+    assert!(is_empty_dir(&dest));
+    let message = archive_error(FmuRoot::open(&fmu)).2;
+    assert!(message.contains("duplicate entry"), "{message}");
+}
+
+#[test]
+fn refuses_any_duplicate_file_entry_but_not_a_repeated_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // Two files of one name, anywhere in the archive: exactly the same
+    // name (written under a same-length alias, then rewritten), or the same
+    // name once `\` is read as a separator (the writer lets that through).
+    let cases: [(&str, &str, Option<&str>); 3] = [
+        (
+            "resources/data.txt",
+            "resources/data.txt",
+            Some("resources/datX.txt"),
+        ),
+        (
+            "binaries/linux64/m.so",
+            "binaries/linux64/m.so",
+            Some("binaries/linux64/X.so"),
+        ),
+        ("resources/a.txt", "resources\\a.txt", None),
+    ];
+    for (i, &(first, second, alias)) in cases.iter().enumerate() {
+        let fmu = tmp.path().join(format!("dup{i}.fmu"));
+        match alias {
+            Some(alias) => zip_with_duplicate(
+                &fmu,
+                &[
+                    ("modelDescription.xml", MD2.as_bytes()),
+                    (first, b"one"),
+                    (alias, b"two"),
+                ],
+                alias,
+                second,
+            ),
+            None => build_zip(
+                &fmu,
+                &[
+                    Entry::File("modelDescription.xml", MD2.as_bytes()),
+                    Entry::File(first, b"one"),
+                    Entry::File(second, b"two"),
+                ],
+            ),
+        }
+        let dest = tmp.path().join(format!("out{i}"));
+        fs::create_dir(&dest).expect("mkdir");
+        let (_, entry, reason) =
+            archive_error(extract_archive(&fmu, &dest, &ArchiveLimits::default()));
+        assert_eq!(entry.as_deref(), Some(second), "case {i}: {reason}");
+        assert!(reason.contains("duplicate entry"), "case {i}: {reason}");
+        assert!(is_empty_dir(&dest), "case {i}: written before refusing");
+    }
+
+    // A file and a directory of the same name.
+    let fmu = tmp.path().join("filedir.fmu");
+    build_zip(
+        &fmu,
+        &[
+            Entry::File("modelDescription.xml", MD2.as_bytes()),
+            Entry::File("resources/x", b"file"),
+            Entry::File("resources/x/y", b"below"),
+        ],
+    );
+    let dest = tmp.path().join("out_filedir");
+    fs::create_dir(&dest).expect("mkdir");
+    let (_, entry, reason) = archive_error(extract_archive(&fmu, &dest, &ArchiveLimits::default()));
+    assert_eq!(entry.as_deref(), Some("resources/x"), "{reason}");
+    assert!(reason.contains("duplicate entry"), "{reason}");
+
+    // The same directory listed twice is harmless and accepted.
+    let fmu = tmp.path().join("dirdir.fmu");
+    zip_with_duplicate(
+        &fmu,
+        &[
+            ("modelDescription.xml", MD2.as_bytes()),
+            ("resources/", b""),
+            ("resourceX/", b""),
+        ],
+        "resourceX/",
+        "resources/",
+    );
+    let dest = tmp.path().join("out_dirdir");
+    fs::create_dir(&dest).expect("mkdir");
+    extract_archive(&fmu, &dest, &ArchiveLimits::default()).expect("a repeated directory");
+    assert!(dest.join("resources").is_dir());
+}
