@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::archive;
+use crate::binary;
 use crate::error::{FmiError, Result};
 use crate::ffi::call_log::CallLog;
 use crate::ffi::fmi2::{Fmi2Capabilities, Fmi2Instance, Fmi2Library};
@@ -68,8 +69,16 @@ impl Drop for OnceGuard {
 
 impl Fmu {
     /// Opens an `.fmu` file (extracting it safely into a private temporary
-    /// directory) or an unpacked FMU directory, and parses its
-    /// `modelDescription.xml`.
+    /// directory) or an unpacked FMU directory, parses its
+    /// `modelDescription.xml`, and checks its co-simulation library for
+    /// this platform, if it has one, without loading it
+    /// ([`Fmu::check_library`]).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`archive::FmuRoot::open`], [`FmiError::ModelDescription`],
+    /// and those of [`Fmu::check_library`] for a library that is there (a
+    /// missing one is an error only when the library is needed).
     pub fn open(path: impl AsRef<Path>) -> Result<Fmu> {
         let path = path.as_ref();
         Fmu::with_root(archive::FmuRoot::open(path)?, path)
@@ -107,14 +116,20 @@ impl Fmu {
             },
             other => other,
         })?;
-        Ok(Fmu {
+        let fmu = Fmu {
             inner: Arc::new(FmuInner {
                 source: path.to_path_buf(),
                 root,
                 md,
                 library: Mutex::new(None),
             }),
-        })
+        };
+        // A library that is missing (or not named validly) is an error
+        // only where it is needed; one that is there must be loadable.
+        if fmu.library_path().is_ok() {
+            fmu.check_library()?;
+        }
+        Ok(fmu)
     }
 
     /// The path the FMU was opened from.
@@ -155,9 +170,99 @@ impl Fmu {
         )
     }
 
+    /// The archive entry of the shared library for this platform
+    /// (`binaries/linux64/<id>.so`, `binaries/x86_64-linux/<id>.so`),
+    /// checked to exist.
+    ///
+    /// # Errors
+    ///
+    /// As [`Fmu::library_path`].
+    pub fn library_entry(&self) -> Result<String> {
+        let path = self.library_path()?;
+        Ok(self.entry_of(&path))
+    }
+
+    /// `path` (under the extraction directory) as an archive entry name.
+    fn entry_of(&self, path: &Path) -> String {
+        let relative = path.strip_prefix(self.inner.root.path()).unwrap_or(path);
+        relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// `path` (under the extraction directory) as the user knows it:
+    /// `<the .fmu>/<entry>`, never the temporary directory.
+    fn shown(&self, path: &Path) -> PathBuf {
+        self.inner.source.join(self.entry_of(path))
+    }
+
+    /// Checks the shared library for this platform without loading it
+    /// (nothing of it runs): its ELF header, program and section headers
+    /// against the file's size and this machine's architecture, class and
+    /// byte order, that it is a shared object, and that it exports every
+    /// mandatory FMI function of the FMU's version (see [`binary`]).
+    /// Returns what was read: its exported symbols.
+    ///
+    /// # Errors
+    ///
+    /// [`FmiError::MissingBinary`] without a library for this platform;
+    /// [`FmiError::Archive`] naming the `.fmu`, the library's entry and the
+    /// reason for a library that cannot be loaded ("truncated: ...",
+    /// "built for aarch64, this machine is x86_64", "not an ELF shared
+    /// library ..."); [`FmiError::MissingFunction`] naming
+    /// `<the .fmu>/<entry>` and the first mandatory function it lacks;
+    /// [`FmiError::Io`] if the file cannot be read.
+    pub fn check_library(&self) -> Result<binary::SharedLibrary> {
+        let path = self.library_path()?;
+        let library = binary::check_shared_library_file(&path)
+            .map_err(|error| FmiError::Io {
+                path: self.shown(&path),
+                error,
+            })?
+            .map_err(|reason| FmiError::Archive {
+                archive: self.inner.source.clone(),
+                entry: Some(self.entry_of(&path)),
+                reason,
+            })?;
+        if let Some(function) =
+            binary::missing_mandatory_function(&library, self.inner.md.fmi_version)
+        {
+            return Err(FmiError::MissingFunction {
+                library: self.shown(&path),
+                function: function.to_string(),
+            });
+        }
+        Ok(library)
+    }
+
+    /// The FMI functions (`fmi2...` / `fmi3...`) the shared library
+    /// exports, sorted, read from its dynamic symbol table without loading
+    /// it; `None` when the library has no section headers to find that
+    /// table by.
+    ///
+    /// # Errors
+    ///
+    /// As [`Fmu::check_library`].
+    pub fn exported_fmi_functions(&self) -> Result<Option<Vec<String>>> {
+        let prefix = match self.inner.md.fmi_version {
+            FmiVersion::V2 => "fmi2",
+            FmiVersion::V3 => "fmi3",
+        };
+        Ok(self.check_library()?.exports.map(|exports| {
+            exports
+                .into_iter()
+                .filter(|name| name.starts_with(prefix))
+                .collect()
+        }))
+    }
+
     /// Loads the shared library now (it is otherwise loaded on the first
     /// instantiation) and returns the names of the optional FMI functions it
-    /// exports. Fails naming a missing mandatory function.
+    /// exports. Fails naming a missing mandatory function. This runs the
+    /// library's initialisers; to list its functions without running
+    /// anything, use [`Fmu::exported_fmi_functions`].
     pub fn load(&self) -> Result<Vec<&'static str>> {
         let mut guard = self.lock_library()?;
         let lib = self.ensure_library(&mut guard)?;
@@ -180,15 +285,38 @@ impl Fmu {
     fn ensure_library<'a>(&self, slot: &'a mut Option<Library>) -> Result<&'a Library> {
         if slot.is_none() {
             let path = self.library_path()?;
-            *slot = Some(match self.inner.md.fmi_version {
-                FmiVersion::V2 => Library::V2(Fmi2Library::load(&path)?),
-                FmiVersion::V3 => Library::V3(Fmi3Library::load(&path)?),
-            });
+            // Checked at open, and again here, right before `dlopen`: an
+            // unpacked FMU directory may have changed since.
+            self.check_library()?;
+            let loaded = match self.inner.md.fmi_version {
+                FmiVersion::V2 => Fmi2Library::load(&path).map(Library::V2),
+                FmiVersion::V3 => Fmi3Library::load(&path).map(Library::V3),
+            };
+            *slot = Some(loaded.map_err(|e| self.name_the_archive(e))?);
         }
         slot.as_ref().ok_or_else(|| FmiError::Unsupported {
             fmu: self.inner.source.display().to_string(),
             reason: "library not loaded".into(),
         })
+    }
+
+    /// A loader error about the extracted library, rewritten to name
+    /// `<the .fmu>/<entry>` instead of the temporary directory (which is
+    /// gone by the time the message is read).
+    fn name_the_archive(&self, e: FmiError) -> FmiError {
+        let root = self.inner.root.path().display().to_string();
+        let source = self.inner.source.display().to_string();
+        match e {
+            FmiError::LoadLibrary { library, reason } => FmiError::LoadLibrary {
+                library: self.shown(&library),
+                reason: reason.replace(&root, &source),
+            },
+            FmiError::MissingFunction { library, function } => FmiError::MissingFunction {
+                library: self.shown(&library),
+                function,
+            },
+            other => other,
+        }
     }
 
     /// Creates a co-simulation instance named `name`.

@@ -2,7 +2,10 @@
 //!
 //! This crate turns an `.fmu` file into something a master can drive:
 //!
-//! - [`archive`] extracts the zip safely (no path traversal, bounded size);
+//! - [`archive`] extracts the zip safely (no path traversal, bounded size,
+//!   no duplicate entries);
+//! - [`binary`] checks the shared library (ELF headers against the file size
+//!   and this machine, exported FMI functions) before it is loaded;
 //! - [`model_description`] parses `modelDescription.xml` of either FMI
 //!   version into one version-neutral model;
 //! - [`bonds`] finds power-bond candidates (effort/flow pairs) on an FMU's
@@ -16,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod archive;
+pub mod binary;
 pub mod bonds;
 pub mod error;
 pub mod ffi;
