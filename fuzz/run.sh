@@ -4,6 +4,7 @@
 # and runs each for FUZZ_SECONDS (default 10) seconds.
 #
 #   fuzz/run.sh                      # every target, 10 s each (what CI runs)
+#   FUZZ_SECONDS=60 fuzz/run.sh elf  # the ELF check of FMU binaries
 #   FUZZ_SECONDS=600 fuzz/run.sh archive
 #   FUZZ_JOBS=2 FUZZ_SECONDS=3600 fuzz/run.sh scenario
 #
@@ -19,7 +20,7 @@ seconds="${FUZZ_SECONDS:-10}"
 jobs="${FUZZ_JOBS:-1}"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(model_description scenario archive)
+    targets=(model_description scenario archive elf)
 fi
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -34,7 +35,7 @@ export RUSTFLAGS="-Cpasses=sancov-module \
 cargo build --release --target "$triple" --bins --quiet
 
 # Seed corpora.
-mkdir -p corpus/model_description corpus/scenario corpus/archive
+mkdir -p corpus/model_description corpus/scenario corpus/archive corpus/elf
 cp seeds/*.xml corpus/model_description/
 cp ../scenarios/*.toml corpus/scenario/
 python3 - <<'EOF'
@@ -54,11 +55,33 @@ archive("corpus/archive/fmi3-stored.fmu", [
     ("modelDescription.xml", md3),
     ("binaries/x86_64-linux/Gain.so", b"\x7fELF"),
 ], zipfile.ZIP_STORED)
+# Two entries of one name (refused whichever entry it is).
+import warnings
+warnings.simplefilter("ignore")
+archive("corpus/archive/dup.fmu", [
+    ("modelDescription.xml", md2),
+    ("modelDescription.xml", md3),
+], zipfile.ZIP_STORED)
 archive("corpus/archive/slip.fmu", [
     ("modelDescription.xml", b"<x/>"),
     ("../evil", b"x"),
 ], zipfile.ZIP_STORED)
 EOF
+
+# ELF: a small real shared library exporting the FMI 2 functions, cut
+# short, and not ELF at all.
+{
+    for f in GetTypesPlatform GetVersion SetDebugLogging Instantiate FreeInstance \
+        SetupExperiment EnterInitializationMode ExitInitializationMode Terminate \
+        Reset GetReal GetInteger GetBoolean GetString SetReal SetInteger \
+        SetBoolean SetString DoStep; do
+        echo "void fmi2$f(void) {}"
+    done
+} >corpus/elf/stub.c
+cc -shared -fPIC -o corpus/elf/stub.so corpus/elf/stub.c
+rm corpus/elf/stub.c
+head -c 1000 corpus/elf/stub.so >corpus/elf/stub-cut1000.so
+printf 'not a library\n' >corpus/elf/text.so
 
 extra=()
 if [ "$jobs" -gt 1 ]; then
