@@ -9,7 +9,7 @@
 //!   components, absolute paths, drive prefixes, backslash separators are
 //!   read as separators first);
 //! - symbolic links and other special files;
-//! - two entries of the same name (exactly, or once `\\` and `.` are
+//! - two entries of the same name (exactly, or once `\` and `.` are
 //!   normalised), or a file and a directory of the same name, whichever
 //!   entry it is (`modelDescription.xml` included): readers disagree on
 //!   which of two such entries counts, so the archive is ambiguous;
