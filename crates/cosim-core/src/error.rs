@@ -130,6 +130,20 @@ pub enum CoreError {
         error: std::io::Error,
     },
 
+    /// Writing rows to an output file failed (a full device, a file size
+    /// limit, an I/O error) during the run: the file was cut back to its
+    /// last complete row and closed, and the run stopped.
+    #[error("{}", output_write_message(.path, .error, *.t))]
+    OutputWrite {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+        /// The time (first field) of the file's last complete row; NaN
+        /// when it holds none.
+        t: f64,
+    },
+
     /// The run was interrupted (Ctrl-C / SIGTERM).
     #[error("interrupted at t = {t}")]
     Interrupted {
@@ -192,4 +206,15 @@ fn discard_message(
         msg.push_str(&log.join("\n  "));
     }
     msg
+}
+
+/// The message of [`CoreError::OutputWrite`]: the file, the OS error and
+/// where the file ends.
+fn output_write_message(path: &std::path::Path, error: &std::io::Error, t: f64) -> String {
+    let ends = if t.is_nan() {
+        "it holds no complete row".to_string()
+    } else {
+        format!("it ends on its last complete row, at t = {t}")
+    };
+    format!("cannot write {}: {error}; {ends}", path.display())
 }

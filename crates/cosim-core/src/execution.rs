@@ -12,6 +12,7 @@ use crate::error::{CoreError, Result};
 use crate::indicators::{EnergyAccount, ErrorIndicator};
 use crate::master::{Master, MasterStats, StepReport};
 use crate::observer::{Observer, StepContext};
+use crate::output::OutputsHandle;
 use crate::subsystem::CallCounters;
 use crate::system::System;
 
@@ -119,7 +120,22 @@ pub struct Execution {
 impl Execution {
     /// Runs to the stop time. Returns the summary and the error, if any; on
     /// error every completed step is already in the outputs.
-    pub fn run(mut self) -> (RunSummary, Option<CoreError>) {
+    pub fn run(self) -> (RunSummary, Option<CoreError>) {
+        self.run_with_outputs(None)
+    }
+
+    /// Runs to the stop time with the run's output files (`outputs`, which
+    /// the observers write through): the run loop records its progress in
+    /// them after every step (for a watchdog's
+    /// [`OutputsHandle::summary_now`]), closes the files after the last
+    /// row, before the FMUs are terminated, and writes the summary file
+    /// last. A write failure stops the run with
+    /// [`CoreError::OutputWrite`]; a summary that cannot be written makes
+    /// the returned summary say so (status error).
+    pub fn run_with_outputs(
+        mut self,
+        outputs: Option<&OutputsHandle>,
+    ) -> (RunSummary, Option<CoreError>) {
         let mut energy = EnergyAccount::new(&self.system);
         let mut max_indicator = f64::NAN;
         let mut steps_time = 0.0f64;
@@ -132,6 +148,11 @@ impl Execution {
         // a pooled Jacobi step then starts and ends on a worker (which
         // steps a share itself) instead of waking a sleeping caller.
         let pool = self.system.worker_pool();
+        if let Some(o) = outputs {
+            let s = self.summary(&energy, &Progress::default(), None, 0.0, 0.0, false);
+            o.set_summary_template(&s, false);
+        }
+        let mut macro_steps = 0u64;
         let mut body = || -> Result<()> {
             self.master.check(&self.system)?;
             self.system.initialize(self.t_start, Some(self.t_stop))?;
@@ -144,6 +165,10 @@ impl Execution {
             }
             init_time = init_start.elapsed().as_secs_f64();
             initialized = true;
+            if let Some(o) = outputs {
+                let s = self.summary(&energy, &Progress::default(), None, 0.0, init_time, true);
+                o.set_summary_template(&s, true);
+            }
             loop_start = Instant::now();
             let base = self.system.time_base();
             let (stop, t_stop) = (
@@ -202,6 +227,10 @@ impl Execution {
                 for o in &mut self.observers {
                     o.step(&self.system, &ctx)?;
                 }
+                macro_steps += 1;
+                if let Some(o) = outputs {
+                    o.record_step(self.system.time(), macro_steps);
+                }
                 if let Some(ended) = ended {
                     return Err(ended);
                 }
@@ -218,8 +247,25 @@ impl Execution {
         let mut error = result.err();
         for o in &mut self.observers {
             if let Err(e) = o.finish(&self.system) {
-                tracing::error!("{e}");
+                // (A failed write is refused again to every observer.)
+                if error.as_ref().map(ToString::to_string) != Some(e.to_string()) {
+                    tracing::error!("{e}");
+                }
                 error.get_or_insert(e);
+            }
+        }
+        if let Some(o) = outputs
+            && let Err(e) = o.close_files()
+        {
+            // Outputs that could not be written make the run a failure,
+            // even one interrupted or ended by an FMU; after another
+            // failure it is said too.
+            match &error {
+                None | Some(CoreError::Interrupted { .. } | CoreError::TerminatedByFmu { .. }) => {
+                    error = Some(e);
+                }
+                Some(CoreError::OutputWrite { .. }) => {}
+                Some(_) => tracing::error!("{e}"),
             }
         }
         // A subsystem whose FMU returned Error or Fatal is not terminated:
@@ -234,23 +280,56 @@ impl Execution {
         {
             error = Some(e);
         }
+        let progress = Progress {
+            steps_time,
+            max_indicator,
+        };
+        let mut summary = self.summary(
+            &energy,
+            &progress,
+            error.as_ref(),
+            wall,
+            init_time,
+            initialized,
+        );
+        if let Some(o) = outputs
+            && let Err(e) = o.write_summary(&summary)
+        {
+            // Said by the summary returned, since the file could not say it.
+            summary.status = RunStatus::Error;
+            summary.message = Some(e.to_string());
+            error.get_or_insert(e);
+        }
+        (summary, error)
+    }
+
+    /// The summary of the run as it stands, ended by `error` (if any).
+    fn summary(
+        &self,
+        energy: &EnergyAccount,
+        progress: &Progress,
+        error: Option<&CoreError>,
+        wall: f64,
+        init_time: f64,
+        initialized: bool,
+    ) -> RunSummary {
         let stats = self.master.stats();
-        let status = match &error {
+        let status = match error {
             None => RunStatus::Completed,
             Some(CoreError::Interrupted { .. }) => RunStatus::Interrupted,
             Some(CoreError::TerminatedByFmu { .. }) => RunStatus::Terminated,
             Some(_) => RunStatus::Error,
         };
-        let ended_by = match &error {
+        let ended_by = match error {
             Some(CoreError::TerminatedByFmu { subsystem, t, .. }) => Some(EndedBy {
                 subsystem: subsystem.clone(),
                 t: *t,
             }),
             _ => None,
         };
-        let summary = RunSummary {
+        RunSummary {
             status,
-            message: error.as_ref().map(|e| e.to_string()),
+            message: error.map(|e| e.to_string()),
             ended_by,
             master: self.master.name().to_string(),
             t_start: self.t_start,
@@ -261,11 +340,11 @@ impl Execution {
             initialized,
             stats,
             mean_step: if stats.macro_steps > 0 {
-                steps_time / stats.macro_steps as f64
+                progress.steps_time / stats.macro_steps as f64
             } else {
                 f64::NAN
             },
-            max_indicator,
+            max_indicator: progress.max_indicator,
             calls: self.system.counters(),
             subsystems: self
                 .system
@@ -287,8 +366,22 @@ impl Execution {
                     cumulative_transmitted_energy: e.cumulative_transmitted_energy,
                 })
                 .collect(),
-        };
-        (summary, error)
+        }
+    }
+}
+
+/// What the loop accumulated over the steps, for the summary.
+struct Progress {
+    steps_time: f64,
+    max_indicator: f64,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            steps_time: 0.0,
+            max_indicator: f64::NAN,
+        }
     }
 }
 

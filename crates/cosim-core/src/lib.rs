@@ -18,6 +18,7 @@ pub mod master;
 pub mod metrics;
 pub mod nested;
 pub mod observer;
+pub mod output;
 pub mod parallel;
 pub mod structure;
 pub mod subsystem;

@@ -2,19 +2,19 @@
 //! log. They see the system after initialization and after every accepted
 //! macro step, never a rejected attempt.
 //!
-//! Files are written through buffered CSV writers, with numbers in full
-//! `f64` round-trip precision (shortest representation, `.` decimal
-//! separator). They are flushed at the end, on error, and at least every
-//! half second of wall time, so a run that stops keeps every completed row.
+//! Observers copy each row's numbers to the run's writer thread
+//! ([`crate::output`]), which formats them (full `f64` round-trip
+//! precision, shortest representation, `.` decimal separator) and writes
+//! them whole: nothing is formatted or written on the stepping thread, and
+//! every file ends on a complete row whatever stops the run.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{CoreError, Result};
 use crate::indicators::EnergyAccount;
 use crate::master::StepReport;
+use crate::output::{Column, CsvFile, OutputsHandle};
 use crate::system::System;
 
 /// What observers get after each accepted macro step.
@@ -52,116 +52,83 @@ pub enum Sampling {
     Interval(f64),
 }
 
-const FLUSH_PERIOD: Duration = Duration::from_millis(500);
+/// How often rows written from the stepping thread (no writer thread:
+/// [`EnergyLog::deferred`]) are written out, at the latest.
+const DIRECT_PERIOD: Duration = Duration::from_millis(500);
 
-/// A CSV file written row by row with a reusable number buffer.
-struct CsvFile {
-    path: PathBuf,
-    writer: csv::Writer<BufWriter<File>>,
-    number: ryu::Buffer,
-    integer: itoa::Buffer,
-    last_flush: Instant,
+/// Where an observer's rows go: the run's writer thread, or (for the
+/// energy logs of nested systems, created before the run's outputs) a
+/// file written from the stepping thread itself.
+enum Sink {
+    Writer { outputs: OutputsHandle, file: u32 },
+    Direct(Box<DirectFile>),
+}
+
+/// A CSV file written from the stepping thread, whole rows at a time.
+struct DirectFile {
+    file: CsvFile,
+    last_write: Instant,
     rows_since_check: u32,
 }
 
-impl CsvFile {
-    fn create(path: &Path, header: &[String]) -> Result<Self> {
-        if let Some(dir) = path.parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir).map_err(|error| CoreError::Output {
-                path: dir.to_path_buf(),
-                error,
-            })?;
-        }
-        let file = File::create(path).map_err(|error| CoreError::Output {
-            path: path.to_path_buf(),
-            error,
-        })?;
-        let mut writer = csv::WriterBuilder::new()
-            .flexible(false)
-            .from_writer(BufWriter::with_capacity(1 << 16, file));
-        writer
-            .write_record(header)
-            .map_err(|e| csv_error(path, e))?;
-        Ok(CsvFile {
-            path: path.to_path_buf(),
-            writer,
-            number: ryu::Buffer::new(),
-            integer: itoa::Buffer::new(),
-            last_flush: Instant::now(),
-            rows_since_check: 0,
+impl Sink {
+    fn writer(
+        outputs: &OutputsHandle,
+        path: &Path,
+        header: &[String],
+        columns: Vec<Column>,
+    ) -> Result<Self> {
+        Ok(Sink::Writer {
+            file: outputs.add_csv(path, header, columns)?,
+            outputs: outputs.clone(),
         })
     }
 
-    fn field(&mut self, v: f64) -> Result<()> {
-        let s = if v.is_finite() {
-            self.number.format_finite(v)
-        } else if v.is_nan() {
-            "NaN"
-        } else if v > 0.0 {
-            "inf"
-        } else {
-            "-inf"
-        };
-        self.writer
-            .write_field(s)
-            .map_err(|e| csv_error(&self.path, e))
+    fn direct(path: &Path, header: &[String], columns: Vec<Column>) -> Result<Self> {
+        Ok(Sink::Direct(Box::new(DirectFile {
+            file: CsvFile::create(path, header, columns)?,
+            last_write: Instant::now(),
+            rows_since_check: 0,
+        })))
     }
 
-    /// A discrete value (carried exactly in the `f64`), written as an
-    /// integer: `3`, not `3.0`; Booleans as 0 and 1.
-    fn integer_field(&mut self, v: f64) -> Result<()> {
-        let s = self.integer.format(v as i64);
-        self.writer
-            .write_field(s)
-            .map_err(|e| csv_error(&self.path, e))
-    }
-
-    fn text(&mut self, s: &str) -> Result<()> {
-        self.writer
-            .write_field(s)
-            .map_err(|e| csv_error(&self.path, e))
-    }
-
-    fn end_row(&mut self) -> Result<()> {
-        self.writer
-            .write_record(None::<&[u8]>)
-            .map_err(|e| csv_error(&self.path, e))?;
-        // Checking the clock on every row would cost more than the row.
-        self.rows_since_check += 1;
-        if self.rows_since_check >= 64 {
-            self.rows_since_check = 0;
-            if self.last_flush.elapsed() >= FLUSH_PERIOD {
-                self.flush()?;
+    #[inline]
+    fn push(&mut self, values: &[f64]) -> Result<()> {
+        match self {
+            Sink::Writer { outputs, file } => outputs.push_row(*file, values),
+            Sink::Direct(d) => {
+                d.file.format_row(values);
+                // Checking the clock on every row would cost more than the row.
+                d.rows_since_check += 1;
+                if d.rows_since_check >= 64 {
+                    d.rows_since_check = 0;
+                    if d.file.pending() >= 1 << 16 || d.last_write.elapsed() >= DIRECT_PERIOD {
+                        d.last_write = Instant::now();
+                        d.file.flush_direct()?;
+                    }
+                }
+                Ok(())
             }
         }
-        Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        self.last_flush = Instant::now();
-        self.writer.flush().map_err(|error| CoreError::Output {
-            path: self.path.clone(),
-            error,
-        })
-    }
-}
-
-fn csv_error(path: &Path, e: csv::Error) -> CoreError {
-    CoreError::Output {
-        path: path.to_path_buf(),
-        error: std::io::Error::other(e),
+    /// The rows are all handed over: a direct file writes them now; the
+    /// writer thread's are written when the run closes its outputs.
+    fn finish(&mut self) -> Result<()> {
+        match self {
+            Sink::Writer { .. } => Ok(()),
+            Sink::Direct(d) => d.file.flush_direct(),
+        }
     }
 }
 
 /// The trace: `time` first, then one column per traced variable named
 /// `subsystem.variable [unit]`.
 pub struct TraceWriter {
-    file: CsvFile,
+    sink: Sink,
     columns: Vec<(usize, usize)>,
-    /// Per column: a discrete (integer, Boolean) variable.
-    discrete: Vec<bool>,
+    /// The row being gathered (reused).
+    row: Vec<f64>,
     sampling: Sampling,
     steps: u64,
     next_output: f64,
@@ -169,9 +136,10 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    /// Creates the file and writes the header. `columns` are (subsystem,
-    /// observed slot) pairs.
+    /// Creates the file (written by the run's writer thread) and queues
+    /// the header. `columns` are (subsystem, observed slot) pairs.
     pub fn create(
+        outputs: &OutputsHandle,
         path: &Path,
         sys: &System,
         columns: Vec<(usize, usize)>,
@@ -186,14 +154,19 @@ impl TraceWriter {
                 _ => format!("{}.{}", info.name, port.name),
             });
         }
-        let discrete = columns
-            .iter()
-            .map(|&(s, k)| sys.subsystems()[s].info().observed[k].discrete)
+        let kinds = std::iter::once(Column::Float)
+            .chain(columns.iter().map(|&(s, k)| {
+                if sys.subsystems()[s].info().observed[k].discrete {
+                    Column::Integer
+                } else {
+                    Column::Float
+                }
+            }))
             .collect();
         Ok(TraceWriter {
-            file: CsvFile::create(path, &header)?,
+            sink: Sink::writer(outputs, path, &header, kinds)?,
+            row: Vec::with_capacity(columns.len() + 1),
             columns,
-            discrete,
             sampling,
             steps: 0,
             next_output: f64::NEG_INFINITY,
@@ -203,18 +176,14 @@ impl TraceWriter {
 
     fn row(&mut self, sys: &System) -> Result<()> {
         let t = sys.time();
-        self.file.field(t)?;
         let bufs = sys.buffers();
-        for (&(s, k), &discrete) in self.columns.iter().zip(&self.discrete) {
-            let v = bufs[s].y[k];
-            if discrete {
-                self.file.integer_field(v)?;
-            } else {
-                self.file.field(v)?;
-            }
-        }
+        self.row.clear();
+        self.row.push(t);
+        self.row
+            .extend(self.columns.iter().map(|&(s, k)| bufs[s].y[k]));
+        self.sink.push(&self.row)?;
         self.last_written_time = t;
-        self.file.end_row()
+        Ok(())
     }
 }
 
@@ -255,35 +224,47 @@ impl Observer for TraceWriter {
         if !self.last_written_time.is_nan() && sys.time() != self.last_written_time {
             self.row(sys)?;
         }
-        self.file.flush()
+        self.sink.finish()
     }
 }
 
 /// The energy log: per step, for each bond, residual power and energy,
 /// cumulative residual energy, transmitted power and energy.
 pub struct EnergyLog {
-    file: Option<CsvFile>,
+    sink: Option<Sink>,
     /// For [`EnergyLog::deferred`]: the file and header to create at the
     /// first step.
     pending: Option<(PathBuf, Vec<String>)>,
+    row: Vec<f64>,
 }
 
 impl EnergyLog {
-    /// Creates the file and writes the header.
-    pub fn create(path: &Path, sys: &System) -> Result<Self> {
+    /// Creates the file (written by the run's writer thread) and queues
+    /// the header.
+    pub fn create(outputs: &OutputsHandle, path: &Path, sys: &System) -> Result<Self> {
+        let header = Self::header(sys);
         Ok(EnergyLog {
-            file: Some(CsvFile::create(path, &Self::header(sys))?),
+            row: Vec::with_capacity(header.len()),
+            sink: Some(Sink::writer(
+                outputs,
+                path,
+                &header,
+                vec![Column::Float; header.len()],
+            )?),
             pending: None,
         })
     }
 
-    /// An energy log whose file is created at the first accepted step:
-    /// for nested systems, which are also initialised by `cosim check`,
-    /// where nothing must be written.
+    /// An energy log whose file is created at the first accepted step and
+    /// written from the stepping thread (whole rows, at least every half
+    /// second): for nested systems, which are also initialised by `cosim
+    /// check`, where nothing must be written.
     pub fn deferred(path: &Path, sys: &System) -> Self {
+        let header = Self::header(sys);
         EnergyLog {
-            file: None,
-            pending: Some((path.to_path_buf(), Self::header(sys))),
+            sink: None,
+            row: Vec::with_capacity(header.len()),
+            pending: Some((path.to_path_buf(), header)),
         }
     }
 
@@ -304,13 +285,14 @@ impl EnergyLog {
         header
     }
 
-    fn file(&mut self) -> Result<&mut CsvFile> {
-        if self.file.is_none()
+    fn sink(&mut self) -> Result<&mut Sink> {
+        if self.sink.is_none()
             && let Some((path, header)) = self.pending.take()
         {
-            self.file = Some(CsvFile::create(&path, &header)?);
+            let columns = vec![Column::Float; header.len()];
+            self.sink = Some(Sink::direct(&path, &header, columns)?);
         }
-        self.file
+        self.sink
             .as_mut()
             .ok_or_else(|| CoreError::Config("the energy log could not be created".into()))
     }
@@ -323,23 +305,28 @@ impl Observer for EnergyLog {
 
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
         let energy = ctx.energy;
-        let file = self.file()?;
-        file.field(sys.time())?;
-        file.field(ctx.report.dt)?;
+        self.row.clear();
+        self.row.push(sys.time());
+        self.row.push(ctx.report.dt);
         for b in energy.bonds() {
-            file.field(b.residual_power)?;
-            file.field(b.residual_energy)?;
-            file.field(b.cumulative_residual_energy)?;
-            file.field(b.transmitted_power)?;
-            file.field(b.transmitted_energy)?;
+            self.row.extend_from_slice(&[
+                b.residual_power,
+                b.residual_energy,
+                b.cumulative_residual_energy,
+                b.transmitted_power,
+                b.transmitted_energy,
+            ]);
         }
-        file.field(energy.indicator())?;
-        file.end_row()
+        self.row.push(energy.indicator());
+        let row = std::mem::take(&mut self.row);
+        let result = self.sink().and_then(|sink| sink.push(&row));
+        self.row = row;
+        result
     }
 
     fn finish(&mut self, _sys: &System) -> Result<()> {
-        match &mut self.file {
-            Some(file) => file.flush(),
+        match &mut self.sink {
+            Some(sink) => sink.finish(),
             None => Ok(()),
         }
     }
@@ -348,13 +335,15 @@ impl Observer for EnergyLog {
 /// The step log: one row per accepted macro step, with the master's
 /// indicator and every diagnostic indicator.
 pub struct StepLog {
-    file: CsvFile,
+    sink: Sink,
+    row: Vec<f64>,
 }
 
 impl StepLog {
-    /// Creates the file and writes the header; `diagnostics` names the
-    /// indicators computed alongside the master.
-    pub fn create(path: &Path, diagnostics: &[&str]) -> Result<Self> {
+    /// Creates the file (written by the run's writer thread) and queues
+    /// the header; `diagnostics` names the indicators computed alongside
+    /// the master.
+    pub fn create(outputs: &OutputsHandle, path: &Path, diagnostics: &[&str]) -> Result<Self> {
         let mut header: Vec<String> = [
             "time",
             "step",
@@ -368,8 +357,11 @@ impl StepLog {
         .map(|s| s.to_string())
         .collect();
         header.extend(diagnostics.iter().map(|d| format!("indicator.{d}")));
+        let mut columns = vec![Column::Float; header.len()];
+        columns[3] = Column::Text("true");
         Ok(StepLog {
-            file: CsvFile::create(path, &header)?,
+            row: Vec::with_capacity(header.len()),
+            sink: Sink::writer(outputs, path, &header, columns)?,
         })
     }
 }
@@ -381,20 +373,21 @@ impl Observer for StepLog {
 
     fn step(&mut self, _sys: &System, ctx: &StepContext<'_>) -> Result<()> {
         let report = ctx.report;
-        self.file.field(report.t)?;
-        self.file.field(report.dt)?;
-        self.file.field(report.indicator)?;
-        self.file.text("true")?;
-        self.file.field(f64::from(report.rejections))?;
-        self.file.field(f64::from(report.iterations))?;
-        self.file.field(report.residual)?;
-        for &d in ctx.diagnostics {
-            self.file.field(d)?;
-        }
-        self.file.end_row()
+        self.row.clear();
+        self.row.extend_from_slice(&[
+            report.t,
+            report.dt,
+            report.indicator,
+            1.0,
+            f64::from(report.rejections),
+            f64::from(report.iterations),
+            report.residual,
+        ]);
+        self.row.extend_from_slice(ctx.diagnostics);
+        self.sink.push(&self.row)
     }
 
     fn finish(&mut self, _sys: &System) -> Result<()> {
-        self.file.flush()
+        self.sink.finish()
     }
 }

@@ -21,6 +21,7 @@ use cosim_core::master::{
 };
 use cosim_core::nested::NestedSystem;
 use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
+use cosim_core::output::OutputsHandle;
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
 };
@@ -900,10 +901,12 @@ fn build_master(
 }
 
 /// Builds the observers the scenario asks for (trace, energy log, step
-/// log), creating the output directory.
+/// log), creating the output directory and the files, written by the
+/// writer thread of `outputs`.
 pub fn observers(
     resolved: &ResolvedScenario,
     assembly: &Assembly,
+    outputs: &OutputsHandle,
 ) -> Result<Vec<Box<dyn Observer>>, cosim_core::CoreError> {
     let mut out: Vec<Box<dyn Observer>> = Vec::new();
     let o = &resolved.outputs;
@@ -915,6 +918,7 @@ pub fn observers(
             Sampling::Interval(dt) => CoreSampling::Interval(dt),
         };
         out.push(Box::new(TraceWriter::create(
+            outputs,
             path,
             system,
             assembly.trace_columns.clone(),
@@ -924,11 +928,11 @@ pub fn observers(
     if let Some(path) = &o.energy_log
         && !system.bonds().is_empty()
     {
-        out.push(Box::new(EnergyLog::create(path, system)?));
+        out.push(Box::new(EnergyLog::create(outputs, path, system)?));
     }
     if let Some(path) = &o.step_log {
         let names: Vec<&str> = assembly.diagnostics.iter().map(|d| d.name()).collect();
-        out.push(Box::new(StepLog::create(path, &names)?));
+        out.push(Box::new(StepLog::create(outputs, path, &names)?));
     }
     Ok(out)
 }

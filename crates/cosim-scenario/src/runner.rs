@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use cosim_core::execution::{Execution, RunSummary};
 use cosim_core::observer::Observer;
+use cosim_core::output::{Outputs, OutputsHandle};
 
 use crate::assemble::{self, AssembleError, Assembly};
 use crate::{Overrides, ResolvedScenario, Scenario, ScenarioError, nest};
@@ -118,15 +119,31 @@ pub struct Outcome {
 }
 
 /// Runs a prepared scenario with its configured outputs plus `extra`
-/// observers (a progress display, say), and writes the summary file.
-/// Outputs that cannot be created are an error before any step.
+/// observers (a progress display, say); the summary file is written at the
+/// end. Outputs that cannot be created are an error before any step; a
+/// write that fails during the run stops it (the outcome's error,
+/// [`cosim_core::CoreError::OutputWrite`]).
 pub fn run(
     prepared: Prepared,
     extra: Vec<Box<dyn Observer>>,
     interrupt: Option<Arc<AtomicBool>>,
 ) -> Result<Outcome, cosim_core::CoreError> {
+    run_watched(prepared, extra, interrupt, |_| {})
+}
+
+/// Like [`run`], handing `watch` a handle on the run's outputs just before
+/// the run starts: another thread (a watchdog of hung FMU calls, a second
+/// Ctrl-C) can then end every output and write the summary while the
+/// stepping thread is stuck ([`OutputsHandle::finish_now`]).
+pub fn run_watched(
+    prepared: Prepared,
+    extra: Vec<Box<dyn Observer>>,
+    interrupt: Option<Arc<AtomicBool>>,
+    watch: impl FnOnce(OutputsHandle),
+) -> Result<Outcome, cosim_core::CoreError> {
     let Prepared { resolved, assembly } = prepared;
-    let mut observers = assemble::observers(&resolved, &assembly)?;
+    let outputs = Outputs::new(&resolved.outputs.dir, resolved.outputs.summary.clone())?;
+    let mut observers = assemble::observers(&resolved, &assembly, &outputs)?;
     observers.extend(extra);
     let Assembly {
         system,
@@ -143,23 +160,9 @@ pub fn run(
         interrupt,
         diagnostics,
     };
-    let (summary, error) = execution.run();
-    if let Some(path) = &resolved.outputs.summary {
-        let text =
-            serde_json::to_string_pretty(&summary).map_err(|e| cosim_core::CoreError::Output {
-                path: path.clone(),
-                error: std::io::Error::other(e),
-            })?;
-        let output_error = |error| cosim_core::CoreError::Output {
-            path: path.clone(),
-            error,
-        };
-        // The summary may be the only output: its directory may not exist.
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(output_error)?;
-        }
-        std::fs::write(path, text + "\n").map_err(output_error)?;
-    }
+    watch(outputs.handle());
+    let (summary, error) = execution.run_with_outputs(Some(&outputs));
+    drop(outputs);
     Ok(Outcome {
         summary,
         error,

@@ -1,0 +1,940 @@
+//! The output files of a run and the thread that writes them.
+//!
+//! The stepping thread never formats or writes a CSV row: an observer
+//! copies the row's numbers into a preallocated queue ([`Outputs`]) and
+//! goes on. A writer thread takes the whole queue (swapping it with an
+//! empty one of the same capacity, so nothing is allocated per step),
+//! formats the rows and writes each file's new rows with one `write`.
+//! It does so every [`WRITE_PERIOD`], or sooner when the queue is half
+//! full, so completed rows reach the disk even while a step hangs inside
+//! an FMU. A full queue makes the stepping thread wait for the writer
+//! (the disk sets the pace, memory stays bounded).
+//!
+//! Every file always ends on a complete row: rows are written whole, and
+//! a write that fails part way (a full device, a file size limit) is cut
+//! back to the last complete row (`set_len`). The first failure closes
+//! that file and makes every later row refused, so the run stops at its
+//! next step with [`CoreError::OutputWrite`] (the file, the OS error, the
+//! time of its last complete row); the other files are written up to that
+//! step and stay whole.
+//!
+//! The summary is written atomically: a temporary file in the same
+//! directory, renamed over `summary.json`. Its space is reserved when the
+//! run starts, so that a device that fills up during the run still takes
+//! the summary (the reserve is overwritten in place, which needs no new
+//! blocks).
+//!
+//! [`OutputsHandle`] is the same set of outputs seen from another thread:
+//! a watchdog that finds the stepping thread stuck in an FMU call can
+//! write every queued row, close the files and write the summary
+//! ([`OutputsHandle::finish_now`]) without waiting for the call.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::error::{CoreError, Result};
+use crate::execution::{RunStatus, RunSummary};
+
+/// How often the writer thread writes the rows queued, at the latest.
+pub const WRITE_PERIOD: Duration = Duration::from_millis(200);
+
+/// Numbers the queue holds (at least; more when a row is wider than a
+/// quarter of this).
+const QUEUE_VALUES: usize = 1 << 15;
+
+/// How one CSV column is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Column {
+    /// A number in full `f64` round-trip precision (`NaN`, `inf`, `-inf`
+    /// for the non-finite).
+    Float,
+    /// A discrete value carried exactly in the `f64`, as an integer (`3`,
+    /// not `3.0`; Booleans 0 and 1).
+    Integer,
+    /// Always this text (the value is ignored).
+    Text(&'static str),
+}
+
+/// A write that failed, kept to report it to every caller.
+#[derive(Debug, Clone)]
+struct Failure {
+    path: PathBuf,
+    kind: std::io::ErrorKind,
+    os: Option<i32>,
+    text: String,
+    /// The first field of the file's last complete row (NaN: none).
+    t: f64,
+}
+
+impl Failure {
+    fn new(path: &Path, error: &std::io::Error, t: f64) -> Failure {
+        Failure {
+            path: path.to_path_buf(),
+            kind: error.kind(),
+            os: error.raw_os_error(),
+            text: error.to_string(),
+            t,
+        }
+    }
+
+    fn to_error(&self) -> CoreError {
+        let error = match self.os {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(self.kind, self.text.clone()),
+        };
+        CoreError::OutputWrite {
+            path: self.path.clone(),
+            error,
+            t: self.t,
+        }
+    }
+}
+
+/// One CSV file: rows formatted into a buffer, written whole.
+pub(crate) struct CsvFile {
+    path: PathBuf,
+    /// `None` once closed (after the last row, or after a failure).
+    file: Option<File>,
+    columns: Box<[Column]>,
+    /// Formatted rows not yet written (complete rows only).
+    buf: Vec<u8>,
+    /// Bytes of the file, all complete rows.
+    len: u64,
+    /// The first field of the last complete row in the file.
+    last_time: f64,
+    number: ryu::Buffer,
+    integer: itoa::Buffer,
+}
+
+impl CsvFile {
+    /// Creates (truncates) the file and its directory; the header is
+    /// queued as the first row. Failing to create either is an error now.
+    pub(crate) fn create(path: &Path, header: &[String], columns: Vec<Column>) -> Result<Self> {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|error| CoreError::Output {
+                path: dir.to_path_buf(),
+                error,
+            })?;
+        }
+        let file = File::create(path).map_err(|error| CoreError::Output {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let mut buf = Vec::with_capacity(1 << 16);
+        for (i, name) in header.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            quote_field(name, &mut buf);
+        }
+        buf.push(b'\n');
+        Ok(CsvFile {
+            path: path.to_path_buf(),
+            file: Some(file),
+            columns: columns.into_boxed_slice(),
+            buf,
+            len: 0,
+            last_time: f64::NAN,
+            number: ryu::Buffer::new(),
+            integer: itoa::Buffer::new(),
+        })
+    }
+
+    /// Number of columns.
+    pub(crate) fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// Appends one row (one value per column) to the buffer. Rows of a
+    /// closed file are dropped.
+    pub(crate) fn format_row(&mut self, values: &[f64]) {
+        if self.file.is_none() {
+            return;
+        }
+        for (i, (column, &v)) in self.columns.iter().zip(values).enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            let text = match column {
+                Column::Float if v.is_finite() => self.number.format_finite(v),
+                Column::Float if v.is_nan() => "NaN",
+                Column::Float if v > 0.0 => "inf",
+                Column::Float => "-inf",
+                Column::Integer => self.integer.format(v as i64),
+                Column::Text(s) => s,
+            };
+            self.buf.extend_from_slice(text.as_bytes());
+        }
+        self.buf.push(b'\n');
+    }
+
+    /// Bytes formatted and not yet written.
+    pub(crate) fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Writes the buffered rows. On failure the file is cut back to its
+    /// last complete row and closed; the failure is returned (once).
+    fn write_out(&mut self) -> std::result::Result<(), Failure> {
+        let Some(file) = self.file.as_mut() else {
+            self.buf.clear();
+            return Ok(());
+        };
+        let mut written = 0;
+        let mut error = None;
+        while written < self.buf.len() {
+            match file.write(&self.buf[written..]) {
+                Ok(0) => {
+                    error = Some(std::io::Error::from(std::io::ErrorKind::WriteZero));
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        // The rows wholly written; a partial one is cut away.
+        let complete = self.buf[..written]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        if let Some(t) = last_row_time(&self.buf[..complete]) {
+            self.last_time = t;
+        }
+        self.len += complete as u64;
+        self.buf.clear();
+        match error {
+            None => Ok(()),
+            Some(e) => {
+                if complete < written {
+                    let _ = file.set_len(self.len);
+                }
+                self.file = None;
+                Err(Failure::new(&self.path, &e, self.last_time))
+            }
+        }
+    }
+
+    /// Writes what is buffered and closes the file.
+    fn close(&mut self) -> std::result::Result<(), Failure> {
+        let result = self.write_out();
+        self.file = None;
+        result
+    }
+
+    /// For a file written from the stepping thread (no writer thread):
+    /// writes the buffered rows now.
+    pub(crate) fn flush_direct(&mut self) -> Result<()> {
+        self.write_out().map_err(|f| f.to_error())
+    }
+}
+
+/// The first field of the last row of `rows` (complete rows), as a
+/// number (the time, in every file cosim writes).
+fn last_row_time(rows: &[u8]) -> Option<f64> {
+    let body = rows.strip_suffix(b"\n")?;
+    let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let row = &body[start..];
+    let end = row.iter().position(|&b| b == b',').unwrap_or(row.len());
+    std::str::from_utf8(&row[..end]).ok()?.parse().ok()
+}
+
+/// A header field, quoted when it needs to be (RFC 4180).
+fn quote_field(s: &str, out: &mut Vec<u8>) {
+    if s.contains([',', '"', '\n', '\r']) {
+        out.push(b'"');
+        for b in s.bytes() {
+            if b == b'"' {
+                out.push(b'"');
+            }
+            out.push(b);
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Rows waiting for the writer: their numbers back to back, and per row
+/// its file and width.
+#[derive(Default)]
+struct Batch {
+    values: Vec<f64>,
+    rows: Vec<(u32, u32)>,
+}
+
+impl Batch {
+    fn reserve(&mut self, cap: usize) {
+        self.values.reserve(cap.saturating_sub(self.values.len()));
+        self.rows.reserve(cap.saturating_sub(self.rows.len()));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+struct State {
+    queue: Batch,
+    /// Capacity of the queue, in numbers (and in rows).
+    cap: usize,
+    /// Files registered, not yet taken over by the writer.
+    new_files: Vec<CsvFile>,
+    files: u32,
+    /// The writer was woken for a half-full queue.
+    wake_sent: bool,
+    producers_waiting: usize,
+    flush_requested: u64,
+    flush_done: u64,
+    close_requested: bool,
+    closed: bool,
+    writer_gone: bool,
+    failure: Option<Failure>,
+}
+
+/// The summary file: its path, the reserved temporary file, the summary
+/// to fall back on (for [`OutputsHandle::summary_now`]), and whether one
+/// was written.
+struct SummarySlot {
+    path: Option<PathBuf>,
+    reserve: Option<(PathBuf, File)>,
+    template: Option<RunSummary>,
+    stepping_since: Option<Instant>,
+    written: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    writer_wake: Condvar,
+    producer_wake: Condvar,
+    summary: Mutex<SummarySlot>,
+    /// The last completed communication point, as `f64` bits.
+    t_reached: AtomicU64,
+    /// Accepted macro steps so far.
+    macro_steps: AtomicU64,
+    dir: PathBuf,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The output files of one run and their writer thread. Dropping it
+/// writes every queued row and closes the files.
+pub struct Outputs {
+    handle: OutputsHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The outputs of a run seen from any thread (clone it freely).
+///
+/// For a watchdog: while the stepping thread is stuck inside an FMU call,
+/// [`OutputsHandle::summary_now`] gives the summary as far as the run got
+/// and [`OutputsHandle::finish_now`] writes every queued row, closes the
+/// files and writes that summary, without the stepping thread.
+#[derive(Clone)]
+pub struct OutputsHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for OutputsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputsHandle")
+            .field("dir", &self.shared.dir)
+            .finish()
+    }
+}
+
+impl Outputs {
+    /// Starts the writer for outputs in `dir`, with the summary (if any)
+    /// at `summary`. A summary left there by an earlier run is removed:
+    /// a summary present after this run is this run's.
+    pub fn new(dir: &Path, summary: Option<PathBuf>) -> Result<Outputs> {
+        if let Some(path) = &summary {
+            use std::io::ErrorKind::{NotADirectory, NotFound};
+            match std::fs::remove_file(path) {
+                Err(e) if !matches!(e.kind(), NotFound | NotADirectory) => {
+                    return Err(CoreError::Output {
+                        path: path.clone(),
+                        error: e,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                queue: Batch::default(),
+                cap: QUEUE_VALUES,
+                new_files: Vec::new(),
+                files: 0,
+                wake_sent: false,
+                producers_waiting: 0,
+                flush_requested: 0,
+                flush_done: 0,
+                close_requested: false,
+                closed: false,
+                writer_gone: false,
+                failure: None,
+            }),
+            writer_wake: Condvar::new(),
+            producer_wake: Condvar::new(),
+            summary: Mutex::new(SummarySlot {
+                path: summary,
+                reserve: None,
+                template: None,
+                stepping_since: None,
+                written: false,
+            }),
+            t_reached: AtomicU64::new(f64::NAN.to_bits()),
+            macro_steps: AtomicU64::new(0),
+            dir: dir.to_path_buf(),
+        });
+        lock(&shared.state).queue.reserve(QUEUE_VALUES);
+        let writer = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("cosim-outputs".into())
+            .spawn(move || write_loop(&writer))
+            .map_err(|error| CoreError::Output {
+                path: dir.to_path_buf(),
+                error,
+            })?;
+        Ok(Outputs {
+            handle: OutputsHandle { shared },
+            thread: Some(thread),
+        })
+    }
+
+    /// A handle for other threads (and for the observers).
+    pub fn handle(&self) -> OutputsHandle {
+        self.handle.clone()
+    }
+}
+
+impl std::ops::Deref for Outputs {
+    type Target = OutputsHandle;
+    fn deref(&self) -> &OutputsHandle {
+        &self.handle
+    }
+}
+
+impl Drop for Outputs {
+    fn drop(&mut self) {
+        let _ = self.handle.close_files();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl OutputsHandle {
+    /// The output directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// Registers a CSV file (created now, header queued); its rows are
+    /// pushed with [`OutputsHandle::push_row`] under the returned id.
+    pub fn add_csv(&self, path: &Path, header: &[String], columns: Vec<Column>) -> Result<u32> {
+        let file = CsvFile::create(path, header, columns)?;
+        let mut st = lock(&self.shared.state);
+        if st.close_requested {
+            return Err(closed_error(&self.shared.dir));
+        }
+        let width = file.width();
+        if width * 4 > st.cap {
+            st.cap = width * 4;
+            let cap = st.cap;
+            st.queue.reserve(cap);
+        }
+        let id = st.files;
+        st.files += 1;
+        st.new_files.push(file);
+        Ok(id)
+    }
+
+    /// Queues one row of file `file` (one value per column). Nothing is
+    /// allocated or formatted here; the call waits only when the queue is
+    /// full. Refused with the write failure once a write has failed, and
+    /// after [`OutputsHandle::close_files`].
+    #[inline]
+    pub fn push_row(&self, file: u32, values: &[f64]) -> Result<()> {
+        let n = values.len();
+        let mut st = lock(&self.shared.state);
+        loop {
+            if let Some(f) = &st.failure {
+                return Err(f.to_error());
+            }
+            if st.close_requested || st.writer_gone {
+                return Err(closed_error(&self.shared.dir));
+            }
+            if st.queue.values.len() + n <= st.cap && st.queue.rows.len() < st.cap {
+                break;
+            }
+            st.producers_waiting += 1;
+            self.shared.writer_wake.notify_one();
+            st = self
+                .shared
+                .producer_wake
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+            st.producers_waiting -= 1;
+        }
+        st.queue.values.extend_from_slice(values);
+        st.queue.rows.push((file, n as u32));
+        if !st.wake_sent && st.queue.values.len() * 2 >= st.cap {
+            st.wake_sent = true;
+            drop(st);
+            self.shared.writer_wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Writes every row queued so far and waits until it is written.
+    pub fn flush(&self) -> Result<()> {
+        let mut st = lock(&self.shared.state);
+        st.flush_requested += 1;
+        let wanted = st.flush_requested;
+        self.shared.writer_wake.notify_one();
+        while st.flush_done < wanted && !st.closed && !st.writer_gone {
+            st = self
+                .shared
+                .producer_wake
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        match &st.failure {
+            Some(f) => Err(f.to_error()),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes every row queued so far, closes every CSV file and refuses
+    /// later rows; waits until done. The first write failure of the run,
+    /// if any, is returned (every call returns it).
+    pub fn close_files(&self) -> Result<()> {
+        let mut st = lock(&self.shared.state);
+        st.close_requested = true;
+        self.shared.writer_wake.notify_one();
+        while !st.closed && !st.writer_gone {
+            st = self
+                .shared
+                .producer_wake
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        match &st.failure {
+            Some(f) => Err(f.to_error()),
+            None => Ok(()),
+        }
+    }
+
+    /// The stepping thread's progress: after each accepted step, its end
+    /// time and the number of steps (two relaxed stores).
+    #[inline]
+    pub fn record_step(&self, t: f64, macro_steps: u64) {
+        self.shared.t_reached.store(t.to_bits(), Ordering::Relaxed);
+        self.shared
+            .macro_steps
+            .store(macro_steps, Ordering::Relaxed);
+    }
+
+    /// The last completed communication point and the number of accepted
+    /// macro steps (NaN and 0 before the first).
+    pub fn progress(&self) -> (f64, u64) {
+        (
+            f64::from_bits(self.shared.t_reached.load(Ordering::Relaxed)),
+            self.shared.macro_steps.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The summary the run would have now (for [`Self::finish_now`]):
+    /// what the run loop recorded when it started stepping (master, times,
+    /// subsystems and their calls then, bonds), with `status`, `message`,
+    /// the time and steps reached and the wall time since stepping began.
+    /// `None` before the run loop started.
+    pub fn summary_now(&self, status: RunStatus, message: Option<String>) -> Option<RunSummary> {
+        let slot = lock(&self.shared.summary);
+        let mut s = slot.template.clone()?;
+        let (t, steps) = self.progress();
+        s.status = status;
+        s.message = message;
+        if steps > 0 && t.is_finite() {
+            s.t_reached = t;
+            s.stats.macro_steps = steps;
+            s.mean_step = (t - s.t_start) / steps as f64;
+        }
+        if let Some(since) = slot.stepping_since {
+            s.wall_time_s = since.elapsed().as_secs_f64();
+        }
+        Some(s)
+    }
+
+    /// Ends every output now, from any thread, even while the stepping
+    /// thread is stuck in an FMU call: writes every row queued so far
+    /// (each file ends on its last complete row), closes the files,
+    /// refuses any later row, and writes `summary` atomically. The first
+    /// summary written wins: the run loop's own, should the call ever
+    /// return, is not written over it. Returns once everything is on disk,
+    /// with the first write failure if any.
+    pub fn finish_now(&self, summary: &RunSummary) -> Result<()> {
+        let closed = self.close_files();
+        let mut summary = summary.clone();
+        if let Err(e) = &closed
+            && summary.status != RunStatus::Error
+        {
+            summary.status = RunStatus::Error;
+            summary.message = Some(e.to_string());
+        }
+        let written = self.write_summary(&summary);
+        closed.and(written.map(|_| ()))
+    }
+
+    /// Called by the run loop with the summary as it stands (before
+    /// initialization, then when stepping starts): kept for
+    /// [`Self::summary_now`], and the summary's space is reserved.
+    pub fn set_summary_template(&self, summary: &RunSummary, stepping: bool) {
+        let mut slot = lock(&self.shared.summary);
+        if stepping {
+            slot.stepping_since = Some(Instant::now());
+        }
+        if slot.reserve.is_none()
+            && let Some(path) = slot.path.clone()
+        {
+            let size = serde_json::to_string_pretty(summary).map_or(0, |t| t.len());
+            slot.reserve = reserve(&path, (4 * size).max(16 << 10));
+        }
+        slot.template = Some(summary.clone());
+    }
+
+    /// Writes the summary file atomically (a temporary file in the same
+    /// directory, renamed), unless one was already written (then
+    /// `Ok(false)`) or none is configured.
+    pub fn write_summary(&self, summary: &RunSummary) -> Result<bool> {
+        let mut slot = lock(&self.shared.summary);
+        if slot.written {
+            return Ok(false);
+        }
+        let Some(path) = slot.path.clone() else {
+            return Ok(false);
+        };
+        let error = |error| CoreError::Output {
+            path: path.clone(),
+            error,
+        };
+        let text = serde_json::to_string_pretty(summary)
+            .map_err(|e| error(std::io::Error::other(e)))?
+            + "\n";
+        let reserved = slot.reserve.take();
+        let tmp = reserved
+            .as_ref()
+            .map_or_else(|| temporary_path(&path), |(p, _)| p.clone());
+        let result = (|| {
+            let mut file = match reserved {
+                Some((_, file)) => file,
+                None => {
+                    if let Some(dir) = path.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    File::create(&tmp)?
+                }
+            };
+            // Over the reserved blocks: no new space is needed.
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(text.as_bytes())?;
+            file.set_len(text.len() as u64)?;
+            drop(file);
+            std::fs::rename(&tmp, &path)
+        })();
+        match result {
+            Ok(()) => {
+                slot.written = true;
+                Ok(true)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(error(e))
+            }
+        }
+    }
+}
+
+/// `.summary.json.tmp` beside `summary.json`.
+fn temporary_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "summary".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// Creates the summary's temporary file holding `size` bytes, so that the
+/// summary can be written when the device is full. `None` when that
+/// fails (the summary is then written without a reserve).
+fn reserve(path: &Path, size: usize) -> Option<(PathBuf, File)> {
+    let tmp = temporary_path(path);
+    let attempt = || -> std::io::Result<File> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = File::create(&tmp)?;
+        file.write_all(&vec![b' '; size])?;
+        Ok(file)
+    };
+    match attempt() {
+        Ok(file) => Some((tmp, file)),
+        Err(_) => {
+            let _ = std::fs::remove_file(&tmp);
+            None
+        }
+    }
+}
+
+fn closed_error(dir: &Path) -> CoreError {
+    CoreError::Output {
+        path: dir.to_path_buf(),
+        error: std::io::Error::other("the outputs were closed (the run was ended from outside)"),
+    }
+}
+
+/// Marks the writer gone (waking anyone waiting on it) however its loop
+/// ends.
+struct Gone<'a>(&'a Shared);
+
+impl Drop for Gone<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.state).writer_gone = true;
+        self.0.producer_wake.notify_all();
+    }
+}
+
+/// The writer thread: takes the queue when it is due, formats the rows,
+/// writes each file's rows whole; on close, writes the rest and closes.
+fn write_loop(shared: &Shared) {
+    let _gone = Gone(shared);
+    let mut files: Vec<CsvFile> = Vec::new();
+    let mut batch = Batch::default();
+    let mut last_write = Instant::now();
+    loop {
+        let mut st = lock(&shared.state);
+        loop {
+            let work = !st.queue.is_empty() || !st.new_files.is_empty();
+            // (A producer still counted as waiting after the swap has not
+            // woken up yet: an empty queue is no reason to swap again.)
+            let urgent = (work && (st.wake_sent || st.producers_waiting > 0))
+                || st.flush_requested > st.flush_done
+                || st.close_requested;
+            let elapsed = last_write.elapsed();
+            if urgent || (work && elapsed >= WRITE_PERIOD) {
+                break;
+            }
+            let wait = if work {
+                WRITE_PERIOD - elapsed
+            } else {
+                WRITE_PERIOD
+            };
+            st = shared
+                .writer_wake
+                .wait_timeout(st, wait)
+                .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+        }
+        batch.reserve(st.cap);
+        std::mem::swap(&mut st.queue, &mut batch);
+        st.wake_sent = false;
+        files.append(&mut st.new_files);
+        let flush = st.flush_requested;
+        let close = st.close_requested;
+        let producers = st.producers_waiting > 0;
+        drop(st);
+        if producers {
+            shared.producer_wake.notify_all();
+        }
+
+        let mut offset = 0;
+        for &(file, n) in &batch.rows {
+            let n = n as usize;
+            if let Some(f) = files.get_mut(file as usize) {
+                f.format_row(&batch.values[offset..offset + n]);
+            }
+            offset += n;
+        }
+        batch.values.clear();
+        batch.rows.clear();
+        let mut failure = None;
+        for f in &mut files {
+            let result = if close { f.close() } else { f.write_out() };
+            if let Err(e) = result {
+                failure.get_or_insert(e);
+            }
+        }
+        last_write = Instant::now();
+
+        let mut st = lock(&shared.state);
+        if let Some(f) = failure
+            && st.failure.is_none()
+        {
+            st.failure = Some(f);
+        }
+        st.flush_done = flush;
+        if close {
+            st.closed = true;
+        }
+        drop(st);
+        shared.producer_wake.notify_all();
+        if close {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn header(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("c{i}")).collect()
+    }
+
+    #[test]
+    fn rows_are_written_whole_and_in_order_per_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let outputs = Outputs::new(dir.path(), None).unwrap();
+        let a = outputs
+            .add_csv(
+                &dir.path().join("a.csv"),
+                &header(3),
+                vec![Column::Float, Column::Integer, Column::Text("true")],
+            )
+            .unwrap();
+        let b = outputs
+            .add_csv(
+                &dir.path().join("sub/b.csv"),
+                &["time".into(), "x, \"y\"".into()],
+                vec![Column::Float; 2],
+            )
+            .unwrap();
+        for i in 0..100_000 {
+            let t = f64::from(i) * 0.001;
+            outputs.push_row(a, &[t, 3.0, 0.0]).unwrap();
+            outputs.push_row(b, &[t, f64::NAN]).unwrap();
+        }
+        outputs.close_files().unwrap();
+        let a = std::fs::read_to_string(dir.path().join("a.csv")).unwrap();
+        let lines: Vec<&str> = a.lines().collect();
+        assert_eq!(lines.len(), 100_001);
+        assert_eq!(lines[0], "c0,c1,c2");
+        assert_eq!(lines[1], "0.0,3,true");
+        assert_eq!(lines[100_000], "99.999,3,true");
+        let b = std::fs::read_to_string(dir.path().join("sub/b.csv")).unwrap();
+        assert!(
+            b.starts_with("time,\"x, \"\"y\"\"\"\n0.0,NaN\n"),
+            "{}",
+            &b[..40]
+        );
+        assert!(b.ends_with("99.999,NaN\n"));
+        // Closed: later rows are refused.
+        assert!(outputs.push_row(0, &[1.0, 1.0, 1.0]).is_err());
+    }
+
+    #[test]
+    fn rows_reach_the_file_within_the_write_period_without_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let outputs = Outputs::new(dir.path(), None).unwrap();
+        let path = dir.path().join("a.csv");
+        let id = outputs
+            .add_csv(&path, &header(2), vec![Column::Float; 2])
+            .unwrap();
+        outputs.push_row(id, &[0.5, 1.0]).unwrap();
+        // The stepping thread does nothing more (a step that hangs).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text == "c0,c1\n0.5,1.0\n" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{text:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_failed_write_is_cut_back_to_the_last_complete_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.csv");
+        let mut file = CsvFile::create(&path, &header(2), vec![Column::Float; 2]).unwrap();
+        file.format_row(&[0.25, 1.0]);
+        file.flush_direct().unwrap();
+        // A full device: the write fails part way. A file opened read-only
+        // refuses every write, which is the same from the file's view: the
+        // complete rows stay, nothing after them.
+        file.file = Some(File::open(&path).unwrap());
+        file.format_row(&[0.5, 2.0]);
+        let e = file.flush_direct().unwrap_err();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "c0,c1\n0.25,1.0\n");
+        match e {
+            CoreError::OutputWrite { path: p, t, .. } => {
+                assert_eq!(p, path);
+                assert_eq!(t, 0.25);
+            }
+            other => panic!("{other}"),
+        }
+        // Closed: later rows are dropped, not written.
+        file.format_row(&[0.75, 3.0]);
+        file.flush_direct().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "c0,c1\n0.25,1.0\n");
+    }
+
+    #[test]
+    fn the_summary_is_written_once_atomically_and_the_first_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.json");
+        std::fs::write(&path, "stale").unwrap();
+        let outputs = Outputs::new(dir.path(), Some(path.clone())).unwrap();
+        assert!(!path.exists(), "a stale summary is removed");
+        let template = RunSummary {
+            status: RunStatus::Completed,
+            message: None,
+            ended_by: None,
+            master: "fixed-step".into(),
+            t_start: 0.0,
+            t_stop: 1.0,
+            t_reached: 0.0,
+            wall_time_s: 0.0,
+            init_time_s: 0.0,
+            initialized: true,
+            stats: Default::default(),
+            mean_step: f64::NAN,
+            max_indicator: f64::NAN,
+            calls: Default::default(),
+            subsystems: Vec::new(),
+            bonds: Vec::new(),
+        };
+        outputs.set_summary_template(&template, true);
+        let tmp = dir.path().join(".summary.json.tmp");
+        assert!(std::fs::metadata(&tmp).unwrap().len() >= 16 << 10);
+        outputs.record_step(0.5, 5);
+        let now = outputs
+            .summary_now(RunStatus::Error, Some("hung".into()))
+            .unwrap();
+        assert_eq!((now.t_reached, now.stats.macro_steps), (0.5, 5));
+        outputs.finish_now(&now).unwrap();
+        assert!(!tmp.exists());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["status"], "error");
+        assert_eq!(json["message"], "hung");
+        // The run loop's own summary, later, is not written over it.
+        assert!(!outputs.write_summary(&template).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+}
