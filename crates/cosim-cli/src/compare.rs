@@ -1,5 +1,6 @@
 //! `cosim compare`: accuracy metrics of a run against a reference solution.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -7,6 +8,8 @@ use cosim_core::metrics::{
     BondMetrics, ColumnError, ColumnProduct, Table, bond_metrics, compare_columns, match_columns,
 };
 use serde::Serialize;
+
+use crate::console::out;
 
 /// Arguments of `cosim compare`.
 #[derive(clap::Args, Debug, Clone)]
@@ -97,9 +100,9 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     };
     let report = Report { columns, bond };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return out!("{}\n", serde_json::to_string_pretty(&report)?);
     }
+    let mut text = String::new();
     if !report.columns.is_empty() {
         let w = report
             .columns
@@ -107,12 +110,14 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             .map(|c| c.column.len() + c.reference.len() + 4)
             .max()
             .unwrap_or(10);
-        println!(
+        let _ = writeln!(
+            text,
             "{:<w$}  {:>12}  {:>12}  {:>12}  {:>7}",
             "column (reference)", "max |err|", "rms", "mean rel", "points"
         );
         for c in &report.columns {
-            println!(
+            let _ = writeln!(
+                text,
                 "{:<w$}  {:>12.4e}  {:>12.4e}  {:>12.4e}  {:>7}",
                 format!("{} ({})", c.column, c.reference),
                 c.max_abs,
@@ -124,24 +129,28 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     }
     if let Some(b) = &report.bond {
         let m = &b.metrics;
-        println!("power bond {}:", b.name);
-        println!(
+        let _ = writeln!(text, "power bond {}:", b.name);
+        let _ = writeln!(
+            text,
             "  mean macro step            {:.6} ms ({} steps)",
             m.mean_step * 1e3,
             m.steps
         );
-        println!(
+        let _ = writeln!(
+            text,
             "  mean transmitted power     {:.6} W",
             m.mean_transmitted_power
         );
-        println!(
+        let _ = writeln!(
+            text,
             "  mean absolute power error  {:.6} W",
             m.mean_abs_power_error
         );
-        println!(
+        let _ = writeln!(
+            text,
             "  integral of residual power {:.6} J",
             m.integral_residual_power
         );
     }
-    Ok(())
+    out!("{text}")
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use cosim_ssp::{Diagnostic, ImportOptions, Severity};
 
+use crate::console::{out, say};
 use crate::run::{Failed, exit};
 
 /// Arguments of `cosim convert`.
@@ -36,7 +37,7 @@ pub enum Target {
 
 fn fail(diagnostics: impl IntoIterator<Item = impl std::fmt::Display>) -> anyhow::Error {
     for d in diagnostics {
-        eprintln!("{d}");
+        say!("{d}");
     }
     anyhow::Error::new(Failed(exit::BAD_INPUT))
 }
@@ -47,7 +48,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     macro_rules! say {
         ($($arg:tt)*) => {
             if !quiet {
-                eprintln!($($arg)*);
+                crate::console::say!($($arg)*);
             }
         };
     }
@@ -139,7 +140,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
                 resolved.bonds.len()
             );
         }
-        None => print!("{}", import.toml()),
+        None => out!("{}", import.toml())?,
     }
     Ok(())
 }

@@ -8,6 +8,8 @@ use cosim_fmi::Fmu;
 use cosim_fmi::archive::platform_directories;
 use cosim_fmi::inspect::InspectReport;
 
+use crate::console::{out, say};
+
 /// Inspects `path`: an `.fmu` file, an unpacked FMU directory, a
 /// directory holding `.fmu` files, or a scenario (its structure: bonds,
 /// feed-through, algebraic loops and the zero-stability of every level).
@@ -43,7 +45,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             Ok(r) => reports.push(r),
             Err(e) => {
                 failures += 1;
-                eprintln!("error: {e:#}");
+                say!("error: {e:#}");
             }
         }
     }
@@ -53,13 +55,11 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
         } else {
             serde_json::to_string_pretty(&reports)?
         };
-        println!("{text}");
+        out!("{text}\n")?;
     } else {
         for (i, r) in reports.iter().enumerate() {
-            if i > 0 {
-                println!();
-            }
-            print!("{}", r.render_text());
+            let gap = if i > 0 { "\n" } else { "" };
+            out!("{gap}{}", r.render_text())?;
         }
     }
     if failures > 0 {

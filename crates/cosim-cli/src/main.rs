@@ -5,6 +5,7 @@
 //! (masters, outputs) and `cosim-fmi` (FMU import).
 
 mod compare;
+mod console;
 mod convert;
 mod host;
 mod inspect;
@@ -15,6 +16,8 @@ mod sweep;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+use crate::console::say;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -76,8 +79,12 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("COSIM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // A log line that cannot be written (standard error closed or full) is
+    // dropped; the subscriber would otherwise report it with `eprintln!`,
+    // which panics there.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .log_internal_errors(false)
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
@@ -93,8 +100,19 @@ fn main() {
     cosim_fmi::ffi::exit_process(code)
 }
 
+/// A file size limit (`ulimit -f`) turns a write beyond it into SIGXFSZ,
+/// whose default action kills the process with a core dump. With a
+/// handler installed the write fails with EFBIG instead, and the output
+/// that hit the limit is reported like a full device (the run stops
+/// cleanly, exit status 1). Rust already ignores SIGPIPE the same way.
+fn ignore_file_size_signal() {
+    let noticed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGXFSZ, noticed);
+}
+
 /// Runs the command line's command; its exit status.
 fn run_command() -> u8 {
+    ignore_file_size_signal();
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let result = match &cli.command {
@@ -111,7 +129,7 @@ fn run_command() -> u8 {
         Err(e) => match e.downcast_ref::<run::Failed>() {
             Some(run::Failed(code)) => *code,
             None => {
-                eprintln!("error: {e:#}");
+                say!("error: {e:#}");
                 run::exit::BAD_INPUT
             }
         },

@@ -13,6 +13,7 @@ use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
 use cosim_scenario::{Isolation, Overrides};
 
+use crate::console::say;
 use crate::interrupt::Interrupt;
 
 /// Arguments shared by `run` and `check`.
@@ -83,7 +84,7 @@ impl std::fmt::Display for Failed {
 impl std::error::Error for Failed {}
 
 fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
-    eprintln!("{msg}");
+    say!("{msg}");
     anyhow::Error::new(Failed(exit::BAD_INPUT))
 }
 
@@ -106,7 +107,7 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
         let imported =
             cosim_ssp::prepare(&args.scenario, &overrides, args.threads).map_err(bad_input)?;
         for d in imported.diagnostics.iter().filter(|_| !quiet) {
-            eprintln!("{d}");
+            say!("{d}");
         }
         imported.prepared
     } else {
@@ -114,23 +115,23 @@ fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
     };
     if !quiet {
         for w in &prepared.resolved.warnings {
-            eprintln!("{w}");
+            say!("{w}");
         }
         let r = &prepared.assembly.report;
         if r.bonds.is_empty() {
-            eprintln!("power bonds: none");
+            say!("power bonds: none");
         } else {
-            eprintln!("power bonds:");
+            say!("power bonds:");
             for b in &r.bonds {
                 let how = match b.source {
                     BondSource::Declared => "declared",
                     BondSource::Discovered => "discovered",
                 };
-                eprintln!("  {} ({how}): {}", b.name, b.explanation);
+                say!("  {} ({how}): {}", b.name, b.explanation);
             }
         }
         for l in &r.algebraic_loops {
-            eprintln!(
+            say!(
                 "warning: algebraic loop: {l} (the explicit master runs it with delayed values; results depend on the step)"
             );
         }
@@ -187,12 +188,12 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
         .unwrap_or_default();
     if !quiet {
         for f in &report.feedthrough {
-            eprintln!("feed-through: {f}");
+            say!("feed-through: {f}");
         }
         for level in &stability {
-            eprintln!("zero-stability of {level}");
+            say!("zero-stability of {level}");
         }
-        eprintln!(
+        say!(
             "{}: ok ({} subsystems, {} connections, {} power bonds, master {}, t = {} .. {})",
             args.scenario.display(),
             system.len(),
@@ -235,7 +236,7 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     let summary = &outcome.summary;
     match (summary.status, outcome.error) {
         (RunStatus::Interrupted, _) => {
-            eprintln!(
+            say!(
                 "interrupted by {} at t = {} after {} macro steps: FMUs terminated; the outputs hold every completed step ({})",
                 interrupt.signal_name().unwrap_or("a signal"),
                 summary.t_reached,
@@ -247,13 +248,15 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
         (RunStatus::Completed | RunStatus::Terminated, _) => {
             if let Some(ended) = &summary.ended_by {
                 // Said even with -q: the run ended before its stop time.
-                eprintln!(
+                say!(
                     "subsystem '{}' ended the simulation at t = {} (the FMU asked to terminate; stop time {})",
-                    ended.subsystem, ended.t, summary.t_stop
+                    ended.subsystem,
+                    ended.t,
+                    summary.t_stop
                 );
             }
             if !quiet {
-                eprintln!(
+                say!(
                     "done: t = {} reached in {} macro steps ({:.3} s); outputs in {}",
                     summary.t_reached,
                     summary.stats.macro_steps,
@@ -261,9 +264,10 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
                     outcome.output_dir.display()
                 );
                 for b in &summary.bonds {
-                    eprintln!(
+                    say!(
                         "  {}: cumulative residual energy {} J",
-                        b.name, b.cumulative_residual_energy
+                        b.name,
+                        b.cumulative_residual_energy
                     );
                 }
             }
@@ -276,15 +280,22 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
                 Some(cosim_core::CoreError::StartValue { .. }) => exit::BAD_INPUT,
                 _ => exit::RUN_FAILED,
             };
+            let write_failed = matches!(error, Some(cosim_core::CoreError::OutputWrite { .. }));
             let msg = error.map(|e| e.to_string()).unwrap_or_default();
-            eprintln!("error: {msg}");
-            if !summary.initialized {
-                eprintln!(
+            say!("error: {msg}");
+            if write_failed {
+                say!(
+                    "the run stopped at t = {}; the other outputs hold the completed steps up to the failure, each ending on a complete row ({})",
+                    summary.t_reached,
+                    outcome.output_dir.display()
+                );
+            } else if !summary.initialized {
+                say!(
                     "initialization failed: no step was made ({})",
                     outcome.output_dir.display()
                 );
             } else {
-                eprintln!(
+                say!(
                     "the outputs hold every completed step up to t = {} ({})",
                     summary.t_reached,
                     outcome.output_dir.display()
@@ -347,7 +358,7 @@ impl Progress {
             None => {
                 let percent = (frac * 100.0) as u64;
                 if percent >= self.next_percent {
-                    eprintln!("progress: t = {t} ({percent} %)");
+                    say!("progress: t = {t} ({percent} %)");
                     self.next_percent = (percent / 10 + 1) * 10;
                 }
             }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::Result;
 use cosim_sweep::{Options, Outcome, Record, Shard, Status, SweepSpec, Threshold};
 
+use crate::console::{out, say};
 use crate::run::{Failed, exit};
 
 /// Arguments of `cosim sweep`.
@@ -81,7 +82,7 @@ struct MergeArgs {
 }
 
 fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
-    eprintln!("{msg}");
+    say!("{msg}");
     anyhow::Error::new(Failed(exit::BAD_INPUT))
 }
 
@@ -96,7 +97,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     let spec = SweepSpec::load(path).map_err(bad_input)?;
     let warnings = cosim_sweep::check(&spec).map_err(bad_input)?;
     for w in warnings.iter().filter(|_| !quiet) {
-        eprintln!("{w}");
+        say!("{w}");
     }
     let total = spec.grid_len();
     if args.check {
@@ -104,7 +105,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         let mine = (0..total)
             .filter(|&i| shard.is_none_or(|s| s.owns(i)))
             .count();
-        eprintln!(
+        say!(
             "{}: ok ({} axes, {total} runs{}, scenario {})",
             path.display(),
             spec.axes.len(),
@@ -120,7 +121,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
                 stage: 0,
                 values: spec.grid_values(i),
             };
-            println!("{}", cosim_sweep::runs::run_name(&spec, &planned));
+            out!("{}\n", cosim_sweep::runs::run_name(&spec, &planned))?;
         }
         return Ok(());
     }
@@ -135,9 +136,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         interrupt: None,
     };
     if args.shard.is_some() && spec.refine.is_some() && !args.no_refine {
-        eprintln!(
-            "note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)"
-        );
+        say!("note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)");
     }
     let started = Instant::now();
     let progress = Progress::new(!args.no_progress && !quiet);
@@ -165,13 +164,15 @@ fn report(outcome: &Outcome, wall: Option<f64>) {
     let c = outcome.meta.counts;
     let runs = c.ok + c.diverged + c.error;
     let time = wall.map_or(String::new(), |w| format!(" in {w:.1} s"));
-    eprintln!(
+    say!(
         "sweep: {runs} runs ({} ok, {} diverged, {} failed){time}",
-        c.ok, c.diverged, c.error
+        c.ok,
+        c.diverged,
+        c.error
     );
-    eprintln!("  summary: {}", outcome.summary_path.display());
+    say!("  summary: {}", outcome.summary_path.display());
     if let Some(p) = &outcome.plot_path {
-        eprintln!("  plot:    {}", p.display());
+        say!("  plot:    {}", p.display());
     }
     let fmt = |x: Option<f64>| x.map_or("-".to_string(), cosim_sweep::axis::format_float);
     for l in outcome.limits() {
@@ -182,12 +183,12 @@ fn report(outcome: &Outcome, wall: Option<f64>) {
         };
         match (l.stable, l.unstable) {
             (_, None) => {}
-            (None, Some(u)) => eprintln!(
+            (None, Some(u)) => say!(
                 "  {}{group}: diverged from {} on (no smaller value ran ok)",
                 l.axis,
                 fmt(Some(u))
             ),
-            (Some(_), Some(_)) => eprintln!(
+            (Some(_), Some(_)) => say!(
                 "  stability limit of {}{group}: ok up to {}, diverged from {}; estimate {}",
                 l.axis,
                 fmt(l.stable),
@@ -202,7 +203,7 @@ fn report(outcome: &Outcome, wall: Option<f64>) {
         let run = outcome.summary.column("run").unwrap_or_default();
         for ((s, m), r) in status.iter().zip(&message).zip(&run) {
             if *s == "error" {
-                eprintln!("  failed: {r}: {m}");
+                say!("  failed: {r}: {m}");
             }
         }
     }
@@ -218,13 +219,13 @@ fn violations(outcome: &Outcome) -> Result<()> {
         .map(|v| (v.index.parse().unwrap_or(u64::MAX), v.run.as_str()))
         .collect();
     let runs: Vec<&str> = runs.into_iter().map(|(_, r)| r).collect();
-    eprintln!(
+    say!(
         "error: {} run(s) fail the thresholds: {}",
         runs.len(),
         runs.join(", ")
     );
     for v in &outcome.violations {
-        eprintln!(
+        say!(
             "  {}: run {} (index {}) has {}",
             v.threshold,
             v.run,
@@ -248,7 +249,8 @@ fn violations(outcome: &Outcome) -> Result<()> {
             .collect(),
     };
     if let Ok(text) = failing.to_csv() {
-        print!("{text}");
+        // (The failure is what counts: a lost listing does not change it.)
+        let _ = out!("{text}");
     }
     Err(anyhow::Error::new(Failed(exit::RUN_FAILED)))
 }
@@ -312,9 +314,10 @@ impl cosim_sweep::Progress for Progress {
             } else {
                 format!(": {}", r.message)
             };
-            eprintln!(
+            say!(
                 "run {done}/{total} {} {status} ({:.2} s){why}",
-                r.name, r.wall_time_s
+                r.name,
+                r.wall_time_s
             );
         }
     }
