@@ -154,6 +154,13 @@ impl Scenario {
                     "the output directory is empty",
                 ));
             }
+            if out.exists() && !out.is_dir() {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &format!("--out {}", out.display()),
+                    "is a file, not a directory",
+                ));
+            }
             self.outputs.dir = absolute(out);
         }
         Ok(())

@@ -1325,7 +1325,16 @@ impl<'a> Parser<'a> {
                     "'dir' is empty: give a directory (\".\" for the scenario's own)",
                 ));
             }
-            spec.dir = absolute(&self.base_dir.join(dir));
+            spec.dir = absolute(&self.base_dir.join(&dir));
+            if spec.dir.exists() && !spec.dir.is_dir() {
+                return Err(t.err(
+                    span,
+                    format!(
+                        "'dir' = \"{dir}\" is a file, not a directory ({})",
+                        spec.dir.display()
+                    ),
+                ));
+            }
         }
         let mut files: Vec<(String, &str, Span)> = Vec::new();
         for (key, slot) in [
@@ -1337,12 +1346,28 @@ impl<'a> Parser<'a> {
             if let Some((value, span)) = t.file_or_false(key)? {
                 *slot = value;
                 if let Some(name) = slot {
+                    if let Some(why) = leaves_output_dir(name) {
+                        return Err(t
+                            .err(
+                                span,
+                                format!(
+                                    "'{key}' = \"{name}\" {why}: output files stay inside the output directory"
+                                ),
+                            )
+                            .with_help(
+                                "give a file name (or a relative path without '..'); choose the directory with 'dir' or --out",
+                            ));
+                    }
                     files.push((name.clone(), key, span));
                 }
             }
         }
+        let same = |a: &str, b: &str| {
+            Path::new(a).components().collect::<Vec<_>>()
+                == Path::new(b).components().collect::<Vec<_>>()
+        };
         for (i, (name, key, span)) in files.iter().enumerate() {
-            if let Some((_, other, _)) = files.iter().take(i).find(|f| &f.0 == name) {
+            if let Some((_, other, _)) = files.iter().take(i).find(|f| same(&f.0, name)) {
                 return Err(t.err(
                     *span,
                     format!("'{key}' and '{other}' would both write \"{name}\""),
@@ -1396,6 +1421,26 @@ impl<'a> Parser<'a> {
         }
         Ok(spec)
     }
+}
+
+/// Why an output file name would put the file outside the output
+/// directory, if it would: an absolute path, or one that climbs (`..`).
+fn leaves_output_dir(name: &str) -> Option<&'static str> {
+    use std::path::Component;
+    let path = Path::new(name);
+    if path.is_absolute() || path.has_root() {
+        return Some("is an absolute path");
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+    {
+        return Some("climbs out of the output directory ('..')");
+    }
+    if path.components().all(|c| c == Component::CurDir) {
+        return Some("names the output directory itself, not a file");
+    }
+    None
 }
 
 fn controller(c: &Table<'_, '_>) -> Result<Controller> {
