@@ -318,7 +318,7 @@ fn execute_all(
 fn write_meta(path: &Path, meta: &Meta) -> Result<(), SweepError> {
     let text = serde_json::to_string_pretty(meta)
         .map_err(|e| SweepError::io(path, std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n").map_err(|e| SweepError::io(path, e))
+    summary::write_atomic(path, (text + "\n").as_bytes()).map_err(|e| SweepError::io(path, e))
 }
 
 fn check_thresholds(

@@ -178,7 +178,7 @@ impl Summary {
         let text = self
             .to_csv()
             .map_err(|e| SweepError::io(path, std::io::Error::other(e)))?;
-        std::fs::write(path, text).map_err(|e| SweepError::io(path, e))
+        write_atomic(path, text.as_bytes()).map_err(|e| SweepError::io(path, e))
     }
 
     /// Reads a summary CSV back.
@@ -210,6 +210,21 @@ impl Summary {
         }
         Ok(Summary { columns, rows })
     }
+}
+
+/// Writes `path` whole or not at all: a temporary file in the same
+/// directory, renamed over it (a full device leaves the old file, or none,
+/// never half of the new one).
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 #[cfg(test)]
