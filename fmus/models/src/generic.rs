@@ -277,7 +277,7 @@ pub mod faulty {
     pub const X0: Vr = 4;
     /// Failure time (-1: never).
     pub const FAIL_AT: Vr = 5;
-    /// Failure mode 1..=8.
+    /// Failure mode 1..=9.
     pub const FAIL_MODE: Vr = 6;
 
     /// fail_mode values.
@@ -299,6 +299,8 @@ pub mod faulty {
         /// Starts a child process (`sleep`) that would outlive the FMU's
         /// process, then goes on as if nothing happened.
         pub const FORK: i64 = 8;
+        /// Ends the process with `exit(3)`, as some FMUs do on an error.
+        pub const EXIT: i64 = 9;
     }
 
     /// How long the child process of fail_mode 8 sleeps, in seconds.
@@ -308,7 +310,7 @@ pub mod faulty {
     pub fn spec() -> ModelSpec {
         ModelSpec::new(
             "Faulty",
-            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps",
+            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps, 9 exit(3)",
             build,
         )
         .var(Variable::input(U, "u", 0.0, "Input"))
@@ -325,10 +327,10 @@ pub mod faulty {
                 FAIL_MODE,
                 "fail_mode",
                 1,
-                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps",
+                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps, 9 exit(3)",
             )
             .min(1.0)
-            .max(8.0),
+            .max(9.0),
         )
         .experiment(0.0, 10.0, 0.01)
         .output_derivatives(3)
@@ -342,8 +344,8 @@ pub mod faulty {
 
     fn build(v: &Values) -> Result<Box<dyn Model>, String> {
         let mode = v.int(FAIL_MODE);
-        if !(1..=8).contains(&mode) {
-            return Err(format!("fail_mode must be in 1..=8, got {mode}"));
+        if !(1..=9).contains(&mode) {
+            return Err(format!("fail_mode must be in 1..=9, got {mode}"));
         }
         Ok(Box::new(Faulty {
             x0: v.finite("x0", X0)?,
@@ -416,6 +418,7 @@ pub mod faulty {
                 mode::SEGFAULT => "raising SIGSEGV",
                 mode::ABORT => "calling abort()",
                 mode::HANG => "hanging forever",
+                mode::EXIT => "calling exit(3)",
                 _ => "returning Fatal",
             };
             let msg = format!(
@@ -424,7 +427,10 @@ pub mod faulty {
                 t + h,
                 self.mode
             );
-            if matches!(self.mode, mode::SEGFAULT | mode::ABORT | mode::HANG) {
+            if matches!(
+                self.mode,
+                mode::SEGFAULT | mode::ABORT | mode::HANG | mode::EXIT
+            ) {
                 // These never return a status, so the message must go out now
                 // (the kit logs the returned Error/Discard/Fatal messages itself).
                 log(LogLevel::Error, &msg);
@@ -444,6 +450,7 @@ pub mod faulty {
                     Err(StepError::Fatal(msg))
                 }
                 mode::ABORT => std::process::abort(),
+                mode::EXIT => std::process::exit(3),
                 mode::HANG => loop {
                     std::thread::sleep(std::time::Duration::from_secs(1));
                 },

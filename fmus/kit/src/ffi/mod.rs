@@ -318,8 +318,12 @@ pub(crate) unsafe fn write_out<T>(p: *mut T, value: T, what: &str) -> R<()> {
 /// It is a real signal, not undefined behaviour: the process dies exactly as
 /// it would from an invalid memory access unless a handler is installed.
 pub fn raise_segfault() {
-    // SAFETY: raise() has no memory-safety preconditions.
+    // SAFETY: signal() and raise() have no memory-safety preconditions.
+    // The default action first: a handler the host installed for real
+    // faults (Rust's, for stack overflows) would return from a raised
+    // signal, and the process would go on.
     unsafe {
+        libc::signal(libc::SIGSEGV, libc::SIG_DFL);
         libc::raise(libc::SIGSEGV);
     }
 }
