@@ -32,6 +32,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             threads: None,
             isolation: None,
             log_fmi_calls: None,
+            step_timeout: None,
             no_progress: true,
             check: false,
         };

@@ -4,9 +4,11 @@
 //! step: the run stops at the next communication point, terminates its
 //! FMUs, flushes its outputs and writes the summary with status
 //! `"interrupted"`; `cosim` then exits with 130 (SIGINT) or 143 (SIGTERM).
-//! A second signal exits at once with the same status, without flushing:
-//! the way out when an FMU call never returns (the flag is only read
-//! between macro steps).
+//! A second signal ends the run at once with the same status, without
+//! waiting for the FMU call in progress: every completed row and the
+//! summary are written first (`ending.rs`). A call that hangs through the
+//! first signal is ended the same way half a second later by the
+//! watchdog (`cosim_core::watchdog`), so one Ctrl-C is enough.
 //!
 //! The handlers only store to atomics (async-signal-safe); a small thread
 //! prints what happened.
@@ -18,13 +20,15 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::flag;
 use signal_hook::iterator::Signals;
 
+use crate::console::say;
+
 /// The signals handled, with the exit status each leads to (128 + number,
 /// the shell convention).
 const SIGNALS: [(i32, u8); 2] = [(SIGINT, 130), (SIGTERM, 143)];
 
 /// The installed handlers: the flag handed to the run loop and the signal
 /// that set it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Interrupt {
     flag: Arc<AtomicBool>,
     signal: Arc<AtomicUsize>,
@@ -36,10 +40,7 @@ impl Interrupt {
     pub fn install() -> std::io::Result<Interrupt> {
         let interrupted = Arc::new(AtomicBool::new(false));
         let signal = Arc::new(AtomicUsize::new(0));
-        for (sig, status) in SIGNALS {
-            // Order matters: the shutdown action runs first and exits only
-            // if an earlier signal already set the flag.
-            flag::register_conditional_shutdown(sig, i32::from(status), Arc::clone(&interrupted))?;
+        for (sig, _) in SIGNALS {
             flag::register_usize(sig, Arc::clone(&signal), sig as usize)?;
             flag::register(sig, Arc::clone(&interrupted))?;
         }
@@ -47,10 +48,22 @@ impl Interrupt {
         std::thread::Builder::new()
             .name("cosim-signals".into())
             .spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    eprintln!(
-                        "{}: stopping at the next macro step (send it again to exit at once, losing unflushed output)",
+                let mut received = signals.forever();
+                if let Some(sig) = received.next() {
+                    say!(
+                        "{}: stopping at the next macro step (send it again to end at once)",
                         name(sig)
+                    );
+                }
+                if let Some(sig) = received.next() {
+                    let status = SIGNALS
+                        .iter()
+                        .find(|(s, _)| *s == sig)
+                        .map_or(130, |(_, status)| *status);
+                    crate::ending::end_now(
+                        cosim_core::execution::RunStatus::Interrupted,
+                        &format!("interrupted by a second {}", name(sig)),
+                        status,
                     );
                 }
             })?;

@@ -7,6 +7,7 @@
 mod compare;
 mod console;
 mod convert;
+mod ending;
 mod host;
 mod inspect;
 mod interrupt;

@@ -8,12 +8,14 @@ use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Observer, StepContext};
+use cosim_core::watchdog::{Hang, Watchdog};
 use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
 use cosim_scenario::{Isolation, Overrides};
 
 use crate::console::say;
+use crate::ending;
 use crate::interrupt::Interrupt;
 
 /// Arguments shared by `run` and `check`.
@@ -53,6 +55,12 @@ pub struct RunArgs {
         default_missing_value = "-"
     )]
     pub log_fmi_calls: Option<PathBuf>,
+    /// Longest FMU call in this process, s: a call that has not returned
+    /// by then ends the run (outputs and summary written, exit status 1)
+    /// without waiting for it. Overrides `[master] step_timeout`; isolated
+    /// FMUs have `isolation_timeout`.
+    #[arg(long, value_name = "SECONDS")]
+    pub step_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -91,16 +99,23 @@ fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
 /// Loads, resolves and assembles a scenario; prints warnings and, unless
 /// quiet, what the assembly found.
 fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
+    prepare_in(args, quiet, None)
+}
+
+/// [`prepare`], with every FMU in `isolation` when given (whatever the
+/// scenario and `--isolation` say).
+fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Result<Prepared> {
     let overrides = Overrides {
         set: args.set.clone(),
         stop: args.stop,
         step: args.step,
         out: args.out.clone(),
-        isolation: args.isolation.as_deref().map(|s| match s {
+        isolation: isolation.or(args.isolation.as_deref().map(|s| match s {
             "process" => Isolation::Process,
             _ => Isolation::None,
-        }),
+        })),
         log_fmi_calls: args.log_fmi_calls.as_deref().map(CallLogTarget::from_arg),
+        step_timeout: args.step_timeout,
     };
     let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
         // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.
@@ -156,13 +171,32 @@ fn start_call_log(args: &RunArgs) -> Result<()> {
 
 /// `cosim check`: everything but stepping.
 pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
+    // Ctrl-C ends a check at once (it makes no steps to stop between),
+    // leaving no extraction directory behind.
+    let interrupt = Interrupt::install()
+        .map_err(|e| bad_input(format!("error: cannot install the signal handlers: {e}")))?;
+    cosim_isolation::watch_interrupt(interrupt.flag());
+    let watched = interrupt.clone();
+    std::thread::Builder::new()
+        .name("cosim-check-interrupt".into())
+        .spawn(move || {
+            let flag = watched.flag();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            ending::end_now(RunStatus::Interrupted, "interrupted", watched.exit_status())
+        })
+        .map_err(|e| bad_input(format!("error: cannot start a thread: {e}")))?;
     start_call_log(args)?;
     check_scenario(args, quiet)
 }
 
-/// `cosim check` once the call log is started.
+/// `cosim check` once the call log is started. No FMU code runs in this
+/// process: every FMU is initialised in a host process of its own
+/// (`--isolation process`), so a check cannot crash, hang or be taken
+/// over by an FMU it checks.
 fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
-    let Prepared { resolved, assembly } = prepare(args, quiet)?;
+    let Prepared { resolved, assembly } = prepare_in(args, quiet, Some(Isolation::Process))?;
     let Assembly {
         mut system,
         master,
@@ -216,6 +250,15 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     // An isolated FMU hanging in a call must not hold Ctrl-C up until its
     // isolation_timeout.
     cosim_isolation::watch_interrupt(interrupt.flag());
+    // An FMU that ends the process with exit() mid-run: the outputs and
+    // the summary are written, and the exit status is cosim's.
+    cosim_fmi::ffi::on_foreign_exit(|| {
+        ending::end_now(
+            RunStatus::Error,
+            "an FMU ended the process: it called exit() during the run",
+            ending::FMU_EXITED,
+        )
+    });
     start_call_log(args)?;
     if args.check {
         check_scenario(args, quiet)?;
@@ -231,8 +274,34 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     if !quiet && !args.no_progress && !log_on_stderr {
         extra.push(Box::new(Progress::new(t0, t1)));
     }
-    let outcome = runner::run(prepared, extra, Some(interrupt.flag()))
-        .map_err(|e| bad_input(format!("error: {e}")))?;
+    // Hung FMU calls in this process: after step_timeout, or at once on
+    // Ctrl-C, the run ends without waiting for them (ending.rs).
+    let timeout = prepared
+        .resolved
+        .master
+        .step_timeout
+        .map(Duration::from_secs_f64);
+    let out_dir = prepared.resolved.outputs.dir.clone();
+    let flag = interrupt.flag();
+    let signal = interrupt.clone();
+    let mut watchdog = None;
+    let outcome = runner::run_watched(prepared, extra, Some(interrupt.flag()), |outputs| {
+        ending::watch(outputs, out_dir);
+        let on_hang = Box::new(move |hang: Hang| {
+            let (status, code) = if hang.interrupted {
+                (RunStatus::Interrupted, signal.exit_status())
+            } else {
+                (RunStatus::Error, exit::RUN_FAILED)
+            };
+            ending::end_now(status, &hang.to_string(), code)
+        });
+        match Watchdog::start(timeout, Some(flag), on_hang) {
+            Ok(w) => watchdog = Some(w),
+            Err(e) => say!("warning: no watchdog of hung FMU calls: {e}"),
+        }
+    })
+    .map_err(|e| bad_input(format!("error: {e}")))?;
+    drop(watchdog);
     let summary = &outcome.summary;
     match (summary.status, outcome.error) {
         (RunStatus::Interrupted, _) => {

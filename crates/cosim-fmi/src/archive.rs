@@ -65,6 +65,35 @@ pub struct ExtractStats {
     pub bytes: u64,
 }
 
+/// The extraction directories of this process that still exist, so that
+/// a process that must end without unwinding (an FMU call that never
+/// returns) can remove them: [`remove_extractions`].
+static EXTRACTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every FMU extraction directory of this process, for an end of
+/// the process that does not drop them (`_exit` while an FMU call hangs).
+/// Their libraries may still be mapped and running: on Linux that is
+/// safe, the files go when the last mapping does.
+pub fn remove_extractions() {
+    let dirs = match EXTRACTED.lock() {
+        Ok(mut live) => std::mem::take(&mut *live),
+        Err(_) => return,
+    };
+    for dir in dirs {
+        let _ = fs::remove_dir_all(dir);
+    }
+}
+
+impl Drop for FmuRoot {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir
+            && let Ok(mut live) = EXTRACTED.lock()
+        {
+            live.retain(|p| p != dir.path());
+        }
+    }
+}
+
 /// An FMU ready to be read from disk: either an archive extracted into a
 /// private temporary directory (removed on drop) or a directory given by
 /// the user.
@@ -120,6 +149,9 @@ impl FmuRoot {
                 error,
             })?;
         extract_archive(path, dir.path(), limits)?;
+        if let Ok(mut live) = EXTRACTED.lock() {
+            live.push(dir.path().to_path_buf());
+        }
         Ok(FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),

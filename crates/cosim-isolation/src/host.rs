@@ -611,6 +611,15 @@ impl Host<'_> {
                 self.states.push(Some(h));
                 Ok(Some(Reply::StateId((self.states.len() - 1) as u64)))
             }
+            Control::FeedthroughJacobian => {
+                let sub = self.sub()?;
+                let info = sub.info();
+                let mut jacobian = vec![0.0; info.n_outputs * info.inputs.len()];
+                let known = sub
+                    .feedthrough_jacobian(&mut jacobian)
+                    .map_err(WireError::from_core)?;
+                Ok(Some(Reply::Jacobian(known.then_some(jacobian))))
+            }
         }
     }
 }

@@ -501,6 +501,21 @@ impl IsolatedSubsystem {
         }
     }
 
+    /// The direct feed-through Jacobian, computed by the host's FMU.
+    fn host_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {
+        match self.control(Control::FeedthroughJacobian, Call::Idle)? {
+            Some(Reply::Jacobian(Some(j))) if j.len() == jacobian.len() => {
+                jacobian.copy_from_slice(&j);
+                Ok(true)
+            }
+            Some(Reply::Jacobian(_)) => Ok(false),
+            _ => Err(config(
+                &self.info.name,
+                "unexpected answer to FeedthroughJacobian",
+            )),
+        }
+    }
+
     /// Recreates a state from serialized bytes; returns its id.
     pub fn deserialize_state(&mut self, bytes: &[u8]) -> Result<StateId> {
         match self.control(
@@ -949,6 +964,13 @@ fn send_hello(
 impl Subsystem for IsolatedSubsystem {
     fn info(&self) -> &SubsystemInfo {
         &self.info
+    }
+
+    fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {
+        if !self.info.provides_directional_derivatives {
+            return Ok(false);
+        }
+        self.host_jacobian(jacobian)
     }
 
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 // ----- control words (u32, one per cache line) ----------------------------
 
@@ -211,6 +211,9 @@ pub enum Control {
     SerializeState(u64),
     /// Recreate a state from serialized bytes.
     DeserializeState(Vec<u8>),
+    /// The direct feed-through Jacobian at the current point
+    /// (`Subsystem::feedthrough_jacobian`).
+    FeedthroughJacobian,
 }
 
 /// What the host sends on the socket after a `STATUS_FRAME` response.
@@ -231,6 +234,9 @@ pub enum Reply {
     State(Vec<u8>),
     /// The id of a deserialized state.
     StateId(u64),
+    /// The direct feed-through Jacobian (row-major), or `None` when the
+    /// FMU cannot compute it.
+    Jacobian(Option<Vec<f64>>),
 }
 
 /// A [`cosim_core::CoreError`] (an FMI error, mostly) sent across: every

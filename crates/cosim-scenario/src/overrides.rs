@@ -43,6 +43,8 @@ pub struct Overrides {
     /// error (`docs/fmi-call-log.md`). The file is appended to: the caller
     /// creates (empties) it first, see [`cosim_fmi::CallLogTarget::create`].
     pub log_fmi_calls: Option<cosim_fmi::CallLogTarget>,
+    /// `--step-timeout <s>`: replaces `[master] step_timeout`.
+    pub step_timeout: Option<f64>,
 }
 
 impl Scenario {
@@ -145,6 +147,16 @@ impl Scenario {
                 value: step,
                 origin: Origin::Argument(argument),
             });
+        }
+        if let Some(timeout) = overrides.step_timeout {
+            if !(timeout > 0.0 && timeout <= 3.2e7) {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &format!("--step-timeout {}", crate::resolve::short_float(timeout)),
+                    "the step timeout must be a positive number of seconds, at most a year",
+                ));
+            }
+            self.master.settings.step_timeout = Some(timeout);
         }
         if let Some(out) = &overrides.out {
             if out.as_os_str().is_empty() {

@@ -49,6 +49,7 @@ const MASTER_KEYS: &[&str] = &[
     "controller",
     "isolation",
     "isolation_timeout",
+    "step_timeout",
 ];
 const CONTROLLER_KEYS: &[&str] = &[
     "alpha",
@@ -87,7 +88,8 @@ const OUTPUT_KEYS: &[&str] = &[
 /// Largest `step_multiple`.
 const MAX_STEP_MULTIPLE: i64 = 1_000_000;
 
-/// `isolation_timeout`: positive, and at most a year (a `Duration`).
+/// `isolation_timeout`, `step_timeout`: positive, and at most a year (a
+/// `Duration`).
 fn isolation_timeout_ok(x: f64) -> bool {
     x > 0.0 && x <= 3.2e7
 }
@@ -646,6 +648,7 @@ impl<'a> Parser<'a> {
             controller: Controller::default(),
             isolation: Isolation::None,
             isolation_timeout: defaults::ISOLATION_TIMEOUT,
+            step_timeout: None,
         };
         let Some(t) = root.table("master", "[master]", MASTER_KEYS)? else {
             self.check_ecco_bonds(&s, None, bonds)?;
@@ -811,6 +814,13 @@ impl<'a> Parser<'a> {
             isolation_timeout_ok,
         )? {
             s.isolation_timeout = x;
+        }
+        if let Some((x, _)) = t.f64_where(
+            "step_timeout",
+            "a positive number of seconds",
+            isolation_timeout_ok,
+        )? {
+            s.step_timeout = Some(x);
         }
         if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
             s.controller = controller(&c)?;

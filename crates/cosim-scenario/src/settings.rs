@@ -284,6 +284,9 @@ pub struct MasterSettings {
     /// Default `isolation_timeout`: longest FMU call of an isolated
     /// subsystem, in s.
     pub isolation_timeout: f64,
+    /// `step_timeout`: longest FMU call in this process, in s, after which
+    /// the run ends without waiting for it (none: no limit).
+    pub step_timeout: Option<f64>,
 }
 
 /// Defaults of the keys of `[master]` that have one.
