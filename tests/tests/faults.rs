@@ -262,39 +262,46 @@ fn an_abort_in_an_fmu_kills_an_in_process_run_after_its_log_line() {
     }
 }
 
-/// `fail_mode = 4` raises SIGSEGV with `raise()`. A real invalid access
-/// kills an in-process run; a *raised* SIGSEGV does not: Rust's standard
-/// library handles SIGSEGV (to report stack overflows) and, for a fault
-/// outside a guard page, restores the default action and returns, which
-/// re-runs a faulting instruction but simply resumes after `raise()`. The
-/// kit then returns Fatal, and the run stops cleanly like any Fatal. If the
-/// kit ever makes the fault real, the process dies of SIGSEGV instead; both
-/// outcomes are checked to their end.
+/// `fail_mode = 4` raises SIGSEGV (with its default action: Rust's own
+/// handler, for stack overflows, would return from a raised signal): an
+/// in-process run dies of it after the FMU's log line; process isolation
+/// is the way to survive it.
 #[test]
-fn a_raised_segfault_in_an_fmu_either_kills_the_run_or_ends_as_fatal() {
+fn a_segfault_in_an_fmu_kills_an_in_process_run_after_its_log_line() {
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
     for v in ["fmi2", "fmi3"] {
-        let (out, out_dir) = run_faulty(dir.path(), v, 4, 0.305);
+        let (out, _) = run_faulty(dir.path(), v, 4, 0.305);
         let err = stderr(&out);
         assert!(err.contains("(fail_mode 4): raising SIGSEGV"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
-        match out.status.signal() {
-            Some(sig) => assert_eq!(sig, 11, "{err}"),
-            None => {
-                let err = assert_clean_stop(&out, &out_dir);
-                assert!(
-                    err.contains(&format!(
-                        "error: FMU instance 'faulty': {v}DoStep returned Fatal at t = 0.3"
-                    )),
-                    "{err}"
-                );
-                assert!(
-                    err.contains("subsystem 'faulty' failed: not terminated"),
-                    "{err}"
-                );
-            }
-        }
+        assert_eq!(out.status.signal(), Some(11), "{:?}: {err}", out.status);
+    }
+}
+
+/// `fail_mode = 9` calls `exit(3)` in the middle of a step: the process
+/// ends with cosim's status for it (1), after writing every completed row
+/// and a summary that says what happened.
+#[test]
+fn an_fmu_that_calls_exit_ends_the_run_with_outputs_and_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let (out, out_dir) = run_faulty(dir.path(), v, 9, 0.305);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{:?}: {err}", out.status);
+        assert!(err.contains("(fail_mode 9): calling exit(3)"), "{err}");
+        assert!(
+            err.contains("error: an FMU ended the process: it called exit() during the run"),
+            "{err}"
+        );
+        let s = summary(&out_dir);
+        assert_eq!(s["status"], "error", "{s}");
+        assert!(
+            s["message"].as_str().unwrap().contains("called exit()"),
+            "{s}"
+        );
+        let times = consistent_trace(&out_dir.join("trace.csv"));
+        assert_eq!(times.len(), 31, "{times:?}");
     }
 }
 
@@ -521,8 +528,14 @@ struct Running {
 
 impl Running {
     fn spawn(args: &[&str]) -> Running {
+        Running::spawn_in(args, &std::env::temp_dir())
+    }
+
+    /// Like [`Running::spawn`], with `TMPDIR` set to `tmp`.
+    fn spawn_in(args: &[&str], tmp: &Path) -> Running {
         let mut child = Command::new(cosim_bin())
             .args(args)
+            .env("TMPDIR", tmp)
             .current_dir(root())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -686,7 +699,7 @@ fn sigterm_and_ctrl_c_stop_a_long_run_at_the_next_step_with_outputs_and_summary(
 /// Starts `cosim run` on the Faulty FMU that hangs in its step from 0.1
 /// (isolated with a 600 s timeout, or in process) and waits until it hangs;
 /// returns the run and its output directory.
-fn run_until_the_fmu_hangs(dir: &Path, isolated: bool) -> (Running, PathBuf) {
+fn run_until_the_fmu_hangs(dir: &Path, isolated: bool, extra: &[&str]) -> (Running, PathBuf) {
     let scenario = faulty_scenario(dir, "fmi2", 6, 0.105, 1.0);
     if isolated {
         let text = std::fs::read_to_string(&scenario).unwrap().replacen(
@@ -697,43 +710,88 @@ fn run_until_the_fmu_hangs(dir: &Path, isolated: bool) -> (Running, PathBuf) {
         std::fs::write(&scenario, text).unwrap();
     }
     let out_dir = dir.join("out");
-    let mut run = Running::spawn(&[
+    // Extraction directories go to a temporary directory of the test's own.
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut args = vec![
         "run",
         scenario.to_str().unwrap(),
         "--no-progress",
         "--out",
         out_dir.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let mut run = Running::spawn_in(&args, &tmp);
     run.wait_for(Duration::from_secs(60), "the FMU to hang", |r| {
         r.stderr().contains("(fail_mode 6): hanging forever")
     });
     (run, out_dir)
 }
 
-/// While an FMU call hangs, the run cannot reach the next macro step: the
-/// first Ctrl-C is acknowledged but cannot stop it (process isolation adds a
-/// timeout); a second one exits at once.
+/// While an FMU call hangs in this process, the run cannot reach the
+/// next macro step: half a second after Ctrl-C the watchdog ends it
+/// without waiting for the call, as an interruption: status 130, every
+/// completed step in the trace, the summary "interrupted", no extraction
+/// directory left behind.
 #[test]
-fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
+fn ctrl_c_ends_a_run_whose_fmu_hangs_in_process() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut run, _) = run_until_the_fmu_hangs(dir.path(), false);
-    run.signal("INT");
-    run.wait_for(Duration::from_secs(10), "the first signal's notice", |r| {
-        r.stderr()
-            .contains("SIGINT: stopping at the next macro step")
-    });
-    std::thread::sleep(Duration::from_millis(1000));
-    assert!(
-        run.child.try_wait().unwrap().is_none(),
-        "the run ended although the FMU hangs: {}",
-        run.stderr()
-    );
+    let (mut run, out_dir) = run_until_the_fmu_hangs(dir.path(), false, &[]);
     run.signal("INT");
     let sent = Instant::now();
     let exit = run.wait_exit(Duration::from_secs(10));
-    assert_eq!(exit, Some(130), "{}", run.stderr());
-    assert!(sent.elapsed() < Duration::from_secs(3));
-    assert!(!run.stderr().contains("panicked"));
+    let err = run.stderr();
+    assert_eq!(exit, Some(130), "{err}");
+    assert!(sent.elapsed() < Duration::from_secs(3), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("subsystem 'faulty': fmi2DoStep at t = 0.1 has not returned after"),
+        "{err}"
+    );
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "interrupted", "{s}");
+    let times = consistent_trace(&out_dir.join("trace.csv"));
+    assert_eq!(times.len(), 11, "{times:?}");
+    assert_eq!(extraction_dirs(&dir.path().join("tmp")), 0);
+}
+
+/// `--step-timeout` (or `[master] step_timeout`): an FMU call in this
+/// process that has not returned by then ends the run: exit status 1, the
+/// hung FMU, function and time named, outputs whole, summary "error".
+#[test]
+fn a_step_timeout_ends_a_run_whose_fmu_hangs_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (mut run, out_dir) = run_until_the_fmu_hangs(dir.path(), false, &["--step-timeout", "1"]);
+    let exit = run.wait_exit(Duration::from_secs(20));
+    let err = run.stderr();
+    assert_eq!(exit, Some(1), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{err}");
+    assert!(
+        err.contains("error: subsystem 'faulty': fmi2DoStep at t = 0.1 has not returned after 1."),
+        "{err}"
+    );
+    assert!(err.contains("(step_timeout)"), "{err}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "error", "{s}");
+    assert!(
+        s["message"].as_str().unwrap().contains("step_timeout"),
+        "{s}"
+    );
+    let times = consistent_trace(&out_dir.join("trace.csv"));
+    assert_eq!(times.len(), 11, "{times:?}");
+    assert_eq!(extraction_dirs(&dir.path().join("tmp")), 0);
+}
+
+/// `cosim-fmu-*` directories in `tmp`.
+fn extraction_dirs(tmp: &Path) -> usize {
+    std::fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("cosim-fmu-"))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 /// The same hang with the FMU isolated: the first Ctrl-C ends the run at
@@ -743,7 +801,7 @@ fn a_hanging_fmu_ignores_the_first_ctrl_c_and_a_second_exits_at_once() {
 #[test]
 fn a_hanging_isolated_fmu_does_not_hold_up_ctrl_c() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut run, out_dir) = run_until_the_fmu_hangs(dir.path(), true);
+    let (mut run, out_dir) = run_until_the_fmu_hangs(dir.path(), true, &[]);
     run.signal("INT");
     let sent = Instant::now();
     let exit = run.wait_exit(Duration::from_secs(20));

@@ -507,3 +507,34 @@ fn isolation_keys_are_checked_like_every_other_key() {
     let out = cosim_tests::cosim(&["check", good.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// `cosim check` runs no FMU code in its own process: every FMU is
+/// initialised in a host process. The dynamic loader's trace
+/// (`LD_DEBUG=files`, lines prefixed with the loading process's pid) shows
+/// each FMU library loaded by another pid than the check's.
+#[test]
+fn check_loads_no_fmu_library_in_its_own_process() {
+    cosim_tests::fmus();
+    let child = Command::new(cosim_bin())
+        .args(["check"])
+        .arg(cosim_tests::scenario("b5_mass_spring.toml"))
+        .env("LD_DEBUG", "files")
+        .current_dir(root())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let loads: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("calling init: ") && l.contains("/binaries/linux64/"))
+        .collect();
+    assert_eq!(loads.len(), 2, "Mass.so and Spring.so: {loads:?}");
+    for l in loads {
+        let loader = l.trim_start().split(':').next().unwrap();
+        assert_ne!(loader, pid, "loaded by cosim check itself: {l}");
+    }
+}
