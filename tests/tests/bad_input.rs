@@ -671,7 +671,20 @@ fn misspelt_command_line_overrides_name_the_option() {
     refused(
         &cosim(&["run", s(&path), "--step", "-1"]),
         2,
-        &["unexpected argument '-1'"],
+        &[
+            "'--step -1'",
+            "the step must be a positive number of seconds",
+        ],
+    );
+    refused(
+        &cosim(&["run", s(&path), "--stop", "-1"]),
+        2,
+        &["'--stop -1'"],
+    );
+    refused(
+        &cosim(&["run", s(&path), "--step-timeout", "-1"]),
+        2,
+        &["'--step-timeout -1'", "positive number of seconds"],
     );
     refused(
         &cosim(&["run", s(&path), "--step=-1"]),

@@ -28,10 +28,10 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "SUB.VAR=VALUE")]
     pub set: Vec<String>,
     /// Stop time, overriding the scenario.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub stop: Option<f64>,
     /// Macro step (initial step for adaptive masters), overriding the scenario.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub step: Option<f64>,
     /// Output directory, overriding the scenario.
     #[arg(long, value_name = "DIR")]
@@ -59,7 +59,7 @@ pub struct RunArgs {
     /// by then ends the run (outputs and summary written, exit status 1)
     /// without waiting for it. Overrides `[master] step_timeout`; isolated
     /// FMUs have `isolation_timeout`.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub step_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]

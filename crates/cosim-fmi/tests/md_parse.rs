@@ -505,6 +505,35 @@ fn utf8_bom_is_accepted() {
     assert_eq!(md.model_name, "M");
 }
 
+/// ISO-8859-1 where the declaration says so (exporters in the wild write
+/// it); undeclared bytes that are not UTF-8 stay an error, now saying what
+/// the declaration claims.
+#[test]
+fn latin1_is_read_where_the_declaration_says_so() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let write = |name: &str, decl: &str| {
+        let mut bytes = format!(
+            "<?xml version=\"1.0\" encoding=\"{decl}\"?>\n<fmiModelDescription fmiVersion=\"2.0\" modelName=\"M\" guid=\"g\" description=\"Fl"
+        )
+        .into_bytes();
+        bytes.push(0xfc); // 'ü' in Latin-1
+        bytes.extend_from_slice(b"gel\"/>");
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        path
+    };
+    let md = parse_model_description_file(&write("latin1.xml", "ISO-8859-1")).expect("parse");
+    assert_eq!(md.description.as_deref(), Some("Fl\u{fc}gel"));
+    let err = parse_model_description_file(&write("utf8.xml", "UTF-8"))
+        .expect_err("not UTF-8")
+        .to_string();
+    assert!(err.contains("utf8.xml:2:"), "{err}");
+    assert!(
+        err.contains("invalid UTF-8 at byte offset") && err.contains("encoding=\"UTF-8\""),
+        "{err}"
+    );
+}
+
 #[test]
 fn model_description_serializes() {
     let md = load("fmi3_drive.xml");

@@ -103,19 +103,55 @@ pub fn parse_model_description_file(path: &Path) -> Result<ModelDescription> {
     }
     match std::str::from_utf8(&bytes) {
         Ok(text) => parse_model_description(text, path),
+        // Latin-1, where the declaration says so: each byte is the code
+        // point of its value (the standard asks for UTF-8, but exporters
+        // in the wild write ISO-8859-1 and say so).
+        Err(_) if is_latin1(declared_encoding(&bytes).as_deref()) => {
+            let text: String = bytes.iter().map(|&b| char::from(b)).collect();
+            parse_model_description(&text, path)
+        }
         Err(e) => {
             let valid = e.valid_up_to();
             let prefix = bytes.get(..valid).unwrap_or_default();
             // The prefix is valid UTF-8 by construction.
             let prefix = std::str::from_utf8(prefix).unwrap_or_default();
             let Loc { line, column } = Locator::new(prefix).at(valid);
+            let declared = match declared_encoding(&bytes) {
+                Some(enc) => format!(
+                    " (the XML declaration says encoding=\"{enc}\"; cosim reads UTF-8 and ISO-8859-1)"
+                ),
+                None => String::new(),
+            };
             Err(located(
                 line,
                 column,
-                format!("invalid UTF-8 at byte offset {valid}"),
+                format!("invalid UTF-8 at byte offset {valid}{declared}"),
             ))
         }
     }
+}
+
+/// The `encoding` of the XML declaration at the start of `bytes`, if any.
+fn declared_encoding(bytes: &[u8]) -> Option<String> {
+    let head = bytes.get(..bytes.len().min(256))?;
+    let head = String::from_utf8_lossy(head);
+    let decl = head.strip_prefix("\u{feff}").unwrap_or(&head);
+    let decl = &decl[..decl.find("?>")?];
+    let rest = &decl[decl.find("encoding")? + "encoding".len()..];
+    let rest = rest.trim_start().strip_prefix('=')?.trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &rest[1..];
+    Some(value[..value.find(quote)?].to_string())
+}
+
+/// ISO-8859-1 under any of its usual names.
+fn is_latin1(encoding: Option<&str>) -> bool {
+    encoding.is_some_and(|e| {
+        matches!(
+            e.to_ascii_lowercase().as_str(),
+            "iso-8859-1" | "iso8859-1" | "latin1" | "latin-1" | "l1" | "iso_8859-1"
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------
