@@ -469,3 +469,35 @@ fn summary_alone_goes_into_a_new_directory() {
     assert_eq!(summary["status"], "completed");
     assert_eq!(summary["stats"]["macro_steps"], 10);
 }
+
+/// Log lines redirected to a file or a pipe (a CI log) carry no ANSI
+/// colour codes; `CLICOLOR_FORCE` brings them back.
+#[test]
+fn redirected_messages_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), 1, 0.305);
+    let out_dir = dir.path().join("out");
+    let args = [
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    fmus();
+    let plain = std::process::Command::new(cosim_tests::cosim_bin())
+        .args(args)
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let err = stderr(&plain);
+    // The FMU's Error is logged through the log subscriber.
+    assert!(err.contains("ERROR"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    let forced = std::process::Command::new(cosim_tests::cosim_bin())
+        .args(args)
+        .env("CLICOLOR_FORCE", "1")
+        .output()
+        .unwrap();
+    assert!(stderr(&forced).contains('\u{1b}'));
+}

@@ -85,11 +85,56 @@ fn init_logging(verbose: u8, quiet: bool) {
     // which panics there.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colours(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            |name| std::env::var_os(name),
+        ))
         .log_internal_errors(false)
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
         .try_init();
+}
+
+/// Whether messages on standard error get ANSI colours: on a terminal
+/// only, unless `NO_COLOR` is set (to anything non-empty, no-color.org),
+/// or anywhere when `CLICOLOR_FORCE` is set to something other than `0`
+/// (bixense.com/clicolors). Redirected output (CI logs, files) stays plain.
+fn colours(terminal: bool, var: impl Fn(&str) -> Option<std::ffi::OsString>) -> bool {
+    let set = |name: &str| var(name).is_some_and(|v| !v.is_empty());
+    if var("CLICOLOR_FORCE").is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    terminal && !set("NO_COLOR")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colours;
+    use std::ffi::OsString;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn colours_only_on_a_terminal_honouring_no_color_and_clicolor_force() {
+        assert!(colours(true, env(&[])));
+        assert!(!colours(false, env(&[])));
+        assert!(!colours(true, env(&[("NO_COLOR", "1")])));
+        assert!(colours(true, env(&[("NO_COLOR", "")])));
+        assert!(colours(false, env(&[("CLICOLOR_FORCE", "1")])));
+        assert!(!colours(false, env(&[("CLICOLOR_FORCE", "0")])));
+        assert!(colours(
+            true,
+            env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")])
+        ));
+    }
 }
 
 fn main() {
