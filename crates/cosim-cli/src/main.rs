@@ -108,35 +108,6 @@ fn colours(terminal: bool, var: impl Fn(&str) -> Option<std::ffi::OsString>) -> 
     terminal && !set("NO_COLOR")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::colours;
-    use std::ffi::OsString;
-
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| OsString::from(v))
-        }
-    }
-
-    #[test]
-    fn colours_only_on_a_terminal_honouring_no_color_and_clicolor_force() {
-        assert!(colours(true, env(&[])));
-        assert!(!colours(false, env(&[])));
-        assert!(!colours(true, env(&[("NO_COLOR", "1")])));
-        assert!(colours(true, env(&[("NO_COLOR", "")])));
-        assert!(colours(false, env(&[("CLICOLOR_FORCE", "1")])));
-        assert!(!colours(false, env(&[("CLICOLOR_FORCE", "0")])));
-        assert!(colours(
-            true,
-            env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")])
-        ));
-    }
-}
-
 fn main() {
     let code = run_command();
     // Every output is written and flushed and every FMU freed by now. End
@@ -179,5 +150,34 @@ fn run_command() -> u8 {
                 run::exit::BAD_INPUT
             }
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::colours;
+    use std::ffi::OsString;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn colours_only_on_a_terminal_honouring_no_color_and_clicolor_force() {
+        assert!(colours(true, env(&[])));
+        assert!(!colours(false, env(&[])));
+        assert!(!colours(true, env(&[("NO_COLOR", "1")])));
+        assert!(colours(true, env(&[("NO_COLOR", "")])));
+        assert!(colours(false, env(&[("CLICOLOR_FORCE", "1")])));
+        assert!(!colours(false, env(&[("CLICOLOR_FORCE", "0")])));
+        assert!(colours(
+            true,
+            env(&[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")])
+        ));
     }
 }
