@@ -16,6 +16,14 @@
 //! - `catalog`: prints the per-model variable tables of `fmus/README.md`.
 //! - `demo`: `fmus`, then builds `cosim` (release) and runs the demo
 //!   scenario `scenarios/b1_quarter_car_a.toml` into `out/demo/`.
+//! - `test [ARGS]`: every test. Makes sure of the project's Python
+//!   environment `.venv/` (`venv::ensure`: created with `python3 -m venv`,
+//!   `tests/python/requirements.txt` installed into it when they changed),
+//!   then runs `cargo test --workspace ARGS` (without `--workspace` when
+//!   ARGS choose the packages) with `PYTHON` set to the venv's interpreter;
+//!   exits with cargo's status.
+//! - `venv`: only the environment; prints its interpreter's path on stdout
+//!   (for scripts: `PYTHON="$(cargo xtask venv)"`).
 
 use std::fs;
 use std::io;
@@ -24,6 +32,8 @@ use std::process::{Command, Stdio};
 
 use cosim_models::reference::{self, QuarterCar, ThreeMass, TwoMass};
 use fmu_kit::{FmiVersion, PackageRequest, Variant, dist, package};
+
+mod venv;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,8 +45,14 @@ fn main() {
             Ok(())
         }
         Some("demo") => demo(),
+        Some("test") => test(&args[1..]),
+        Some("venv") => {
+            venv::ensure(&dist::workspace_root()).map(|py| println!("{}", py.display()))
+        }
         _ => {
-            eprintln!("usage: cargo xtask fmus | references | catalog | demo");
+            eprintln!(
+                "usage: cargo xtask fmus | references | catalog | demo | test [cargo test arguments] | venv"
+            );
             std::process::exit(2);
         }
     };
@@ -74,6 +90,24 @@ fn demo() -> io::Result<()> {
         "demo: trace, energy log, step log and summary are in {}",
         root.join("out/demo").display()
     );
+    Ok(())
+}
+
+/// `cargo test --workspace ARGS` with `PYTHON` set to the project's venv
+/// (made or brought up to date first); exits with cargo's status.
+fn test(args: &[String]) -> io::Result<()> {
+    let root = dist::workspace_root();
+    let python = venv::ensure(&root)?;
+    eprintln!("xtask: PYTHON={}", python.display());
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(venv::cargo_test_args(args))
+        .env("PYTHON", &python)
+        .current_dir(&root)
+        .status()?;
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
+    }
     Ok(())
 }
 
