@@ -19,6 +19,28 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The Python interpreter of the tests that drive peer tools (FMPy,
+/// libcosim, PythonFMU): `$PYTHON` if set (`cargo xtask test` sets it),
+/// else the project's environment `.venv/bin/python` if it exists (made by
+/// `cargo xtask test` with the packages of `tests/python/requirements.txt`,
+/// so a plain `cargo test` works after it). Never the system's `python3`:
+/// fails, saying to run `cargo xtask test`, when neither is there.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let venv = root().join(".venv").join("bin").join("python");
+    assert!(
+        venv.exists(),
+        "this test needs the project's Python environment {} (FMPy, libcosimpy, \
+         PythonFMU): run `cargo xtask test`, which creates it and runs every test \
+         (or set PYTHON to an interpreter with the packages of \
+         tests/python/requirements.txt)",
+        venv.display()
+    );
+    venv
+}
+
 /// Makes sure `fmus/dist` is built and current; returns it.
 pub fn fmus() -> PathBuf {
     fmu_kit::dist::ensure_built().expect("building the project FMUs (cargo xtask fmus)")

@@ -263,10 +263,6 @@ fn trace_writes_discrete_values_as_integers() {
     assert_eq!(cell("room.T").parse::<f64>().unwrap(), T0);
 }
 
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
 #[test]
 fn libcosim_runs_the_same_discrete_coupling() {
     let want = expected(false);
@@ -278,7 +274,7 @@ fn libcosim_runs_the_same_discrete_coupling() {
     let osp = cosim_tests::root().join("tests/python/osp/thermostat");
     // libcosim: the FMUs' parameter defaults are the values of SET.
     let out = dir.path().join("libcosim.csv");
-    let res = Command::new(python())
+    let res = Command::new(cosim_tests::python())
         .arg(cosim_tests::root().join("tests/python/libcosim_b1.py"))
         .arg(&out)
         .args([
@@ -293,7 +289,7 @@ fn libcosim_runs_the_same_discrete_coupling() {
         .expect("running tests/python/libcosim_b1.py");
     assert!(
         res.status.success(),
-        "libcosim_b1.py failed (libcosimpy installed? `python3 -m pip install libcosimpy`):\n{}",
+        "libcosim_b1.py failed (libcosimpy installed? `cargo xtask test` installs it into .venv/):\n{}",
         String::from_utf8_lossy(&res.stderr)
     );
     let theirs = Table::read(&out).unwrap();

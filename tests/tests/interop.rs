@@ -2,8 +2,9 @@
 //! packaged FMU passes FMPy's validation and simulates in FMPy matching the
 //! analytic solution; the FMI 2.0 builds load and step in libcosim. The
 //! checks live in `tests/python/test_fmus.py`; this test runs them so that
-//! `cargo test --workspace` covers them. It needs Python 3 with the packages
-//! of `tests/python/requirements.txt` (CI installs them) and fails, saying
+//! `cargo test --workspace` covers them. It needs the project's Python
+//! environment with the packages of `tests/python/requirements.txt`
+//! (`cosim_tests::python`: `cargo xtask test` makes it) and fails, saying
 //! so, when they are missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -12,14 +13,16 @@ use std::process::Command;
 #[test]
 fn project_fmus_pass_fmpy_validation_and_run_in_fmpy_and_libcosim() {
     cosim_tests::fmus();
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = cosim_tests::python();
     let probe = Command::new(&python)
         .args(["-c", "import fmpy, libcosimpy, numpy"])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     assert!(
         probe.status.success(),
-        "FMPy/libcosimpy are not installed for {python}: pip install -r tests/python/requirements.txt\n{}",
+        "FMPy/libcosimpy are not installed for {}: run `cargo xtask test` (it installs \
+         tests/python/requirements.txt into .venv/)\n{}",
+        python.display(),
         String::from_utf8_lossy(&probe.stderr)
     );
     let out = Command::new(&python)
@@ -44,7 +47,7 @@ fn project_fmus_pass_fmpy_validation_and_run_in_fmpy_and_libcosim() {
 #[test]
 fn pythonfmu_fmu_couples_through_real_boolean_and_integer_inputs() {
     cosim_tests::fmus();
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let build = Command::new(&python)
         .args(["-m", "pythonfmu", "build", "-f"])
@@ -52,14 +55,17 @@ fn pythonfmu_fmu_couples_through_real_boolean_and_integer_inputs() {
         .arg("-d")
         .arg(dir.path())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     assert!(
         build.status.success(),
-        "building the PythonFMU FMU failed (pip install -r tests/python/requirements.txt):\n{}",
+        "building the PythonFMU FMU failed (`cargo xtask test` installs PythonFMU into .venv/):\n{}",
         String::from_utf8_lossy(&build.stderr)
     );
     // PythonFMU binaries refer to libpython's data symbols without linking
-    // it: outside a Python process the library must be preloaded.
+    // it: outside a Python process the library must be preloaded. A venv's
+    // interpreter reports its base interpreter's LIBDIR, so this is the
+    // base's libpython; the FMU carries its own copy of the pythonfmu
+    // package and needs nothing of the venv's site-packages.
     let libpython = Command::new(&python)
         .args([
             "-c",
@@ -72,7 +78,8 @@ fn pythonfmu_fmu_couples_through_real_boolean_and_integer_inputs() {
         .to_string();
     assert!(
         std::path::Path::new(&libpython).is_file(),
-        "{python} has no shared libpython ({libpython}): PythonFMU FMUs need one"
+        "{} has no shared libpython ({libpython}): PythonFMU FMUs need one",
+        python.display()
     );
 
     let dist = cosim_tests::fmus().join("fmi2");

@@ -35,30 +35,24 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The `cosim` binary of this build, next to the test executable. Built
-/// (or brought up to date) with the test's profile on every call: cargo does
-/// not rebuild another package's binary for a test, and comparing a stale
-/// binary would check old code. A no-op build takes a fraction of a second.
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
-/// Fails (never skips) unless the interpreter runs and imports libcosimpy.
+/// Fails (never skips) unless the interpreter of the tests
+/// (`cosim_tests::python`) runs and imports libcosimpy.
 fn require_libcosimpy() {
-    let py = python();
-    let out = Command::new(&py)
+    let python = cosim_tests::python();
+    let py = python.display();
+    let out = Command::new(&python)
         .args(["-c", "import libcosimpy.CosimExecution"])
         .output()
         .unwrap_or_else(|e| {
             panic!(
-                "cannot run `{py}` ({e}): the libcosim cross-check needs python3 with \
-                 libcosimpy (`python3 -m pip install libcosimpy`; PYTHON names another interpreter)"
+                "cannot run `{py}` ({e}): the libcosim cross-check needs libcosimpy \
+                 (`cargo xtask test` installs it into .venv/; PYTHON names another interpreter)"
             )
         });
     assert!(
         out.status.success(),
         "`{py}` cannot import libcosimpy: the libcosim cross-check needs it \
-         (`{py} -m pip install libcosimpy`)\n{}",
+         (`cargo xtask test` installs it into .venv/)\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
@@ -133,7 +127,7 @@ fn run_libcosim(step: f64, dir: &Path) -> Csv {
     require_libcosimpy();
     let out = dir.join("libcosim.csv");
     let script = root().join("tests").join("python").join("libcosim_b1.py");
-    let res = Command::new(python())
+    let res = Command::new(cosim_tests::python())
         .arg(&script)
         .arg(&out)
         .args(["--stop", &STOP.to_string(), "--step", &step.to_string()])
