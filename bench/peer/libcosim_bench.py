@@ -156,7 +156,7 @@ def main():
         from libcosimpy.CosimExecution import CosimExecution
         from libcosimpy._internal import libcosimc
     except ImportError as e:
-        fail(f"libcosimpy is not installed ({e}): `python3 -m pip install libcosimpy==0.0.6`")
+        fail(f"libcosimpy is not installed ({e}): bench/run.sh runs this with the project's .venv/ (`cargo xtask venv`)")
     CosimLogging.log_output_level(CosimLogging.CosimLogLevel.ERROR)
     try:
         import ctypes
