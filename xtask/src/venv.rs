@@ -194,7 +194,7 @@ pub fn ensure(root: &Path) -> io::Result<PathBuf> {
     fs::write(&tmp, stamp_text(&requirements))?;
     fs::rename(&tmp, &stamp_path)?;
     eprintln!(
-        "xtask: installed in {:.0} s",
+        "xtask: installed in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     Ok(py)
