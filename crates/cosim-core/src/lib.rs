@@ -13,6 +13,7 @@ pub mod error;
 pub mod execution;
 pub mod extrapolation;
 pub mod indicators;
+pub mod input_file;
 pub mod inputs;
 pub mod master;
 pub mod metrics;
