@@ -13,7 +13,7 @@ tests/python/osp/b1_quarter_car_a/OspSystemStructure.xml:
     wheel.v_c = chassis.v_c
 
 and writes OUT.csv with the columns of cosim's trace.csv for that scenario:
-`time`, then `<instance>.<variable> [unit]` for every Real input, output and
+`time [s]`, then `<instance>.<variable> [unit]` for every Real input, output and
 non-constant local of chassis, then of wheel, in modelDescription order;
 one row at the start time and one after every macro step, every value
 written with repr() (shortest round-trip form of the double).
@@ -198,7 +198,7 @@ def main():
             data.append(list(values))
 
     with open(args.out, "w", encoding="utf-8", newline="") as f:
-        f.write(",".join(["time"] + [c[0] for c in columns]) + "\n")
+        f.write(",".join(["time [s]"] + [c[0] for c in columns]) + "\n")
         for k in range(n):
             row = [repr(times[k] / 1e9)] + [repr(col[k]) for col in data]
             if any(not math.isfinite(col[k]) for col in data):

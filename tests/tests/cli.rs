@@ -243,11 +243,11 @@ fn run_reports_the_bonds_it_uses_and_writes_all_outputs() {
     for f in ["trace.csv", "energy.csv", "steps.csv", "summary.json"] {
         assert!(dir.path().join(f).is_file(), "{f} missing");
     }
-    // Header: time first, then subsystem.variable [unit].
+    // Header: time [s] first, then subsystem.variable [unit].
     let header = std::fs::read_to_string(dir.path().join("trace.csv")).unwrap();
     let first = header.lines().next().unwrap();
     assert!(
-        first.starts_with("time,chassis.F [N],chassis.v_c [m/s]"),
+        first.starts_with("time [s],chassis.F [N],chassis.v_c [m/s]"),
         "{first}"
     );
     // Full round-trip precision: values parse back to the exact f64 the

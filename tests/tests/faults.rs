@@ -686,10 +686,11 @@ fn sigterm_and_ctrl_c_stop_a_long_run_at_the_next_step_with_outputs_and_summary(
         // The energy and step logs are complete too.
         let energy = Table::read(&out_dir.join("energy.csv")).unwrap();
         assert_eq!(*energy.time().last().unwrap(), last);
-        // (A step log row holds the step's start and size.)
+        // (A step log row is at the step's end, with its start and size.)
         let steps = Table::read(&out_dir.join("steps.csv")).unwrap();
+        assert_eq!(*steps.time().last().unwrap(), last);
         let (t, dt) = (
-            *steps.time().last().unwrap(),
+            *steps.column("t_start").unwrap().last().unwrap(),
             *steps.column("step").unwrap().last().unwrap(),
         );
         assert!((t + dt - last).abs() < 1e-9, "{t} + {dt} != {last}");

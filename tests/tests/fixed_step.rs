@@ -13,8 +13,10 @@ fn b1_metrics(
     power: &dyn Fn(&Table, f64) -> f64,
 ) -> BondMetrics {
     let energy = run.energy();
-    let bond = energy.names[2]
-        .strip_suffix(".residual_power")
+    let bond = energy
+        .names
+        .iter()
+        .find_map(|n| n.strip_suffix(".residual_power"))
         .expect("first bond column")
         .to_string();
     bond_metrics(&energy, &bond, t_end, |t| power(reference, t)).unwrap()

@@ -491,6 +491,6 @@ fn check_writes_nothing_and_run_writes_the_nest_energy_log() {
     // The nest couples S2 and S3 through a power bond: its own energy log,
     // one row per inner step (0.025 s over 1 s).
     let log = std::fs::read_to_string(out_dir.join("energy.nest.csv")).unwrap();
-    assert!(log.starts_with("time,step,"), "{log}");
+    assert!(log.starts_with("time [s],t_start [s],step [s],"), "{log}");
     assert_eq!(log.lines().count(), 1 + 40);
 }

@@ -272,8 +272,11 @@ fn rejected_attempts_leave_no_trace_rows() {
     // One trace row per accepted double step (plus t0), strictly increasing
     // times that are exactly the accepted communication points.
     assert_eq!(trace.time().len() as u64, r.summary.stats.macro_steps + 1);
+    // The step log's rows are at the step ends: the same numbers.
+    assert_eq!(&trace.time()[1..], steps.time());
     let ends: Vec<f64> = steps
-        .time()
+        .column("t_start")
+        .unwrap()
         .iter()
         .zip(steps.column("step").unwrap())
         .map(|(t, dt)| t + dt)

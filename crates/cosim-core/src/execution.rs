@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::error::{CoreError, Result};
 use crate::indicators::{EnergyAccount, ErrorIndicator};
 use crate::master::{Master, MasterStats, StepReport};
-use crate::observer::{Observer, StepContext};
+use crate::observer::{Observer, Sampling, StepContext};
 use crate::output::OutputsHandle;
 use crate::subsystem::CallCounters;
 use crate::system::System;
@@ -88,6 +88,9 @@ pub struct RunSummary {
     pub subsystems: Vec<SubsystemSummary>,
     /// Final energies per bond.
     pub bonds: Vec<BondSummary>,
+    /// When the trace wrote its rows (none without a trace):
+    /// `"every_step"`, `{"decimation": n}` or `{"interval": s}`.
+    pub sampling: Option<Sampling>,
 }
 
 /// The FMU that ended a run by asking to terminate.
@@ -138,7 +141,6 @@ impl Execution {
     ) -> (RunSummary, Option<CoreError>) {
         let mut energy = EnergyAccount::new(&self.system);
         let mut max_indicator = f64::NAN;
-        let mut steps_time = 0.0f64;
         let init_start = Instant::now();
         let mut init_time = 0.0;
         let mut initialized = false;
@@ -175,6 +177,10 @@ impl Execution {
                 base.round(self.t_stop),
                 base.seconds(base.round(self.t_stop)),
             );
+            // A master that chooses its step ends one on every output point
+            // an observer asks for (the trace's interval); a fixed-step
+            // master keeps its grid, which a scenario's interval divides.
+            let to_points = self.master.fixed_step().is_none();
             while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
                     && flag.load(Ordering::Relaxed)
@@ -184,8 +190,25 @@ impl Execution {
                     });
                 }
                 let t_step = self.system.time();
+                let now = self.system.ticks();
+                let mut target = stop;
+                if to_points {
+                    for o in &self.observers {
+                        if let Some(p) = o.next_point()
+                            && p > now
+                            && p < target
+                        {
+                            target = p;
+                        }
+                    }
+                }
+                let t_target = if target == stop {
+                    t_stop
+                } else {
+                    base.seconds(target)
+                };
                 let (mut report, ended): (StepReport, _) =
-                    match self.master.advance(&mut self.system, t_stop) {
+                    match self.master.advance(&mut self.system, t_target) {
                         Ok(report) => (report, None),
                         Err(CoreError::TerminatedByFmu {
                             subsystem,
@@ -215,7 +238,6 @@ impl Execution {
                 {
                     max_indicator = report.indicator;
                 }
-                steps_time += report.dt;
                 for (value, d) in diagnostic_values.iter_mut().zip(&mut self.diagnostics) {
                     *value = d.evaluate(&self.system, report.t, report.dt);
                 }
@@ -280,10 +302,7 @@ impl Execution {
         {
             error = Some(e);
         }
-        let progress = Progress {
-            steps_time,
-            max_indicator,
-        };
+        let progress = Progress { max_indicator };
         let mut summary = self.summary(
             &energy,
             &progress,
@@ -339,8 +358,10 @@ impl Execution {
             init_time_s: init_time,
             initialized,
             stats,
+            // From the span rather than a sum of step sizes: no round-off
+            // (0.001, not 0.0009999999999999176).
             mean_step: if stats.macro_steps > 0 {
-                progress.steps_time / stats.macro_steps as f64
+                (self.system.time() - self.t_start) / stats.macro_steps as f64
             } else {
                 f64::NAN
             },
@@ -366,20 +387,19 @@ impl Execution {
                     cumulative_transmitted_energy: e.cumulative_transmitted_energy,
                 })
                 .collect(),
+            sampling: self.observers.iter().find_map(|o| o.sampling()),
         }
     }
 }
 
 /// What the loop accumulated over the steps, for the summary.
 struct Progress {
-    steps_time: f64,
     max_indicator: f64,
 }
 
 impl Default for Progress {
     fn default() -> Self {
         Progress {
-            steps_time: 0.0,
             max_indicator: f64::NAN,
         }
     }

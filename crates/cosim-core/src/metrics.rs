@@ -8,7 +8,9 @@ use std::path::Path;
 use crate::error::{CoreError, Result};
 
 /// A CSV table whose first column is time, read back from a trace, an
-/// energy log or a reference file.
+/// energy log, a step log or a reference file. Headers with units
+/// (`time [s]`, `step [s]`) and without (`time`, `step`, as cosim wrote
+/// them before) read the same; an empty cell is NaN.
 #[derive(Debug, Clone)]
 pub struct Table {
     /// Column names without their ` [unit]` suffix (index 0 is time).
@@ -46,10 +48,12 @@ impl Table {
         for (row, record) in reader.records().enumerate() {
             let record = record.map_err(|e| bad(path, e.to_string()))?;
             for (c, cell) in record.iter().enumerate() {
-                let v = match cell {
+                let v = match cell.trim() {
                     "true" => 1.0,
                     "false" => 0.0,
-                    other => other.trim().parse::<f64>().map_err(|_| {
+                    // No value (cosim writes NaN as an empty cell).
+                    "" => f64::NAN,
+                    other => other.parse::<f64>().map_err(|_| {
                         bad(
                             path,
                             format!(
@@ -323,6 +327,34 @@ mod tests {
         assert_eq!(strip_unit("chassis.v_c [m/s]"), "chassis.v_c");
         assert_eq!(strip_unit("time"), "time");
         assert_eq!(strip_unit("a[1]"), "a[1]");
+    }
+
+    #[test]
+    fn headers_with_and_without_units_and_empty_cells_read_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.csv");
+        let old = dir.path().join("old.csv");
+        std::fs::write(
+            &new,
+            "time [s],t_start [s],step [s],indicator [1],rejections [1]\n0.001,0.0,0.001,,0\n0.002,0.001,0.001,0.5,2\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &old,
+            "time,step,indicator,accepted,rejections\n0.0,0.001,NaN,true,0.0\n0.001,0.001,0.5,true,2.0\n",
+        )
+        .unwrap();
+        let (new, old) = (Table::read(&new).unwrap(), Table::read(&old).unwrap());
+        assert_eq!(new.names[0], "time");
+        assert_eq!(old.names[0], "time");
+        for t in [&new, &old] {
+            assert_eq!(t.column("step").unwrap(), &[0.001, 0.001]);
+            assert_eq!(t.column("rejections").unwrap(), &[0.0, 2.0]);
+            let eps = t.column("indicator").unwrap();
+            assert!(eps[0].is_nan() && eps[1] == 0.5);
+        }
+        assert_eq!(new.time(), &[0.001, 0.002]);
+        assert_eq!(new.column("t_start").unwrap(), &[0.0, 0.001]);
     }
 
     #[test]

@@ -4,16 +4,21 @@
 //!
 //! Observers copy each row's numbers to the run's writer thread
 //! ([`crate::output`]), which formats them (full `f64` round-trip
-//! precision, shortest representation, `.` decimal separator) and writes
+//! precision, shortest representation, `.` decimal separator; counts as
+//! integers; a value that is not a number as an empty cell) and writes
 //! them whole: nothing is formatted or written on the stepping thread, and
 //! every file ends on a complete row whatever stops the run.
+//!
+//! One time convention in every file (`docs/outputs.md`): a row is at the
+//! END of the step it describes (`time [s]`), the step logs add its start
+//! (`t_start [s]`) and size (`step [s]`); every header names its unit.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{CoreError, Result};
 use crate::indicators::EnergyAccount;
-use crate::master::StepReport;
+use crate::master::{StepFields, StepReport};
 use crate::output::{Column, CsvFile, OutputsHandle};
 use crate::system::System;
 
@@ -38,17 +43,34 @@ pub trait Observer: Send {
     /// At the end of the run, successful or not: write the last row if
     /// needed and flush.
     fn finish(&mut self, sys: &System) -> Result<()>;
+
+    /// The next communication point this observer needs the run to reach
+    /// exactly, in ticks of the system's time base (after the current
+    /// time), if any: the trace's next output point. Masters that choose
+    /// their step end a step there ([`crate::master::Master::fixed_step`]).
+    fn next_point(&self) -> Option<i64> {
+        None
+    }
+
+    /// How this observer samples the run, for the summary (the trace).
+    fn sampling(&self) -> Option<Sampling> {
+        None
+    }
 }
 
-/// When the trace writes a row.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// When the trace writes a row (in the summary: `"every_step"`,
+/// `{"decimation": n}`, `{"interval": s}`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Sampling {
     /// Every accepted macro step.
     EveryStep,
     /// Every n-th accepted macro step.
     Decimation(u64),
-    /// The first step at or after each multiple of this interval (no
-    /// interpolation: rows are at communication points).
+    /// At `t0 + k * interval` exactly (a whole number of ticks): masters
+    /// that choose their step end a step on each of these points, and a
+    /// fixed step must divide the interval, so every row is a
+    /// communication point (no interpolation).
     Interval(f64),
 }
 
@@ -122,8 +144,10 @@ impl Sink {
     }
 }
 
-/// The trace: `time` first, then one column per traced variable named
-/// `subsystem.variable [unit]`.
+/// The trace: `time [s]` first, then one column per traced variable named
+/// `subsystem.variable [unit]`; one row at the start time, then one per
+/// sample (see [`Sampling`]) at the end of the step, and the last
+/// communication point reached.
 pub struct TraceWriter {
     sink: Sink,
     columns: Vec<(usize, usize)>,
@@ -131,8 +155,16 @@ pub struct TraceWriter {
     row: Vec<f64>,
     sampling: Sampling,
     steps: u64,
-    next_output: f64,
-    last_written_time: f64,
+    /// For [`Sampling::Interval`]: the start, the interval and the next
+    /// output point, in ticks.
+    t0: i64,
+    interval: i64,
+    next_output: i64,
+    /// A communication point passed over an output point (a fixed step
+    /// that does not divide the interval) was reported.
+    warned: bool,
+    /// Ticks of the last row written (none yet: `None`).
+    last_written: Option<i64>,
 }
 
 impl TraceWriter {
@@ -145,7 +177,7 @@ impl TraceWriter {
         columns: Vec<(usize, usize)>,
         sampling: Sampling,
     ) -> Result<Self> {
-        let mut header = vec!["time".to_string()];
+        let mut header = vec!["time [s]".to_string()];
         for &(s, k) in &columns {
             let info = sys.subsystems()[s].info();
             let port = &info.observed[k];
@@ -169,8 +201,11 @@ impl TraceWriter {
             columns,
             sampling,
             steps: 0,
-            next_output: f64::NEG_INFINITY,
-            last_written_time: f64::NAN,
+            t0: 0,
+            interval: 0,
+            next_output: i64::MAX,
+            warned: false,
+            last_written: None,
         })
     }
 
@@ -182,7 +217,7 @@ impl TraceWriter {
         self.row
             .extend(self.columns.iter().map(|&(s, k)| bufs[s].y[k]));
         self.sink.push(&self.row)?;
-        self.last_written_time = t;
+        self.last_written = Some(sys.ticks());
         Ok(())
     }
 }
@@ -190,7 +225,15 @@ impl TraceWriter {
 impl Observer for TraceWriter {
     fn start(&mut self, sys: &System) -> Result<()> {
         if let Sampling::Interval(dt) = self.sampling {
-            self.next_output = sys.time() + dt;
+            let base = sys.time_base();
+            self.interval = base.exact_ticks(dt).filter(|&n| n > 0).ok_or_else(|| {
+                CoreError::Config(format!(
+                    "the output interval {dt} s is not a whole number of ticks of {} (the time resolution of this run)",
+                    base.describe()
+                ))
+            })?;
+            self.t0 = sys.ticks();
+            self.next_output = self.t0.saturating_add(self.interval);
         }
         self.row(sys)
     }
@@ -201,13 +244,21 @@ impl Observer for TraceWriter {
             Sampling::EveryStep => true,
             Sampling::Decimation(n) => self.steps.is_multiple_of(n.max(1)),
             Sampling::Interval(dt) => {
-                let t = sys.time();
-                // Tolerate round-off on communication points that should
-                // coincide with output points.
-                if t >= self.next_output - 1e-9 * dt {
-                    while self.next_output <= t + 1e-9 * dt {
-                        self.next_output += dt;
+                let now = sys.ticks();
+                if now >= self.next_output {
+                    if now > self.next_output && !self.warned {
+                        // Only where the master does not end steps on the
+                        // output points and its grid misses them (a library
+                        // caller; scenarios refuse such an interval).
+                        self.warned = true;
+                        tracing::warn!(
+                            "trace: the communication point t = {} passed the output point t = {} (interval {dt} s): rows are written at the first communication point at or after each output point",
+                            sys.time(),
+                            sys.time_base().seconds(self.next_output)
+                        );
                     }
+                    let k = (now - self.t0) / self.interval + 1;
+                    self.next_output = self.t0.saturating_add(k.saturating_mul(self.interval));
                     true
                 } else {
                     false
@@ -221,15 +272,25 @@ impl Observer for TraceWriter {
         // Always end the trace at the last accepted communication point;
         // nothing when the run never got past initialization (there are
         // no values to write, only the header).
-        if !self.last_written_time.is_nan() && sys.time() != self.last_written_time {
+        if self.last_written.is_some_and(|t| t != sys.ticks()) {
             self.row(sys)?;
         }
         self.sink.finish()
     }
+
+    fn next_point(&self) -> Option<i64> {
+        matches!(self.sampling, Sampling::Interval(_)).then_some(self.next_output)
+    }
+
+    fn sampling(&self) -> Option<Sampling> {
+        Some(self.sampling)
+    }
 }
 
-/// The energy log: per step, for each bond, residual power and energy,
-/// cumulative residual energy, transmitted power and energy.
+/// The energy log: per accepted step, at its end (`time [s]`, with
+/// `t_start [s]` and `step [s]`), for each bond residual power and energy,
+/// cumulative residual energy, transmitted power and energy, then the
+/// energy indicator. Written only for a system with power bonds.
 pub struct EnergyLog {
     sink: Option<Sink>,
     /// For [`EnergyLog::deferred`]: the file and header to create at the
@@ -269,7 +330,7 @@ impl EnergyLog {
     }
 
     fn header(sys: &System) -> Vec<String> {
-        let mut header = vec!["time".to_string(), "step".to_string()];
+        let mut header: Vec<String> = STEP_TIME_COLUMNS.iter().map(|s| s.to_string()).collect();
         for b in sys.bonds() {
             for col in [
                 "residual_power [W]",
@@ -281,7 +342,7 @@ impl EnergyLog {
                 header.push(format!("{}.{col}", b.name));
             }
         }
-        header.push("indicator".into());
+        header.push("indicator [1]".into());
         header
     }
 
@@ -306,8 +367,8 @@ impl Observer for EnergyLog {
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
         let energy = ctx.energy;
         self.row.clear();
-        self.row.push(sys.time());
-        self.row.push(ctx.report.dt);
+        self.row
+            .extend_from_slice(&[sys.time(), ctx.report.t, ctx.report.dt]);
         for b in energy.bonds() {
             self.row.extend_from_slice(&[
                 b.residual_power,
@@ -332,36 +393,59 @@ impl Observer for EnergyLog {
     }
 }
 
-/// The step log: one row per accepted macro step, with the master's
-/// indicator and every diagnostic indicator.
+/// The step log: one row per accepted macro step, at its end (`time [s]`,
+/// with `t_start [s]` and `step [s]`), with the figures the master
+/// produces ([`StepFields`]) and every diagnostic indicator.
 pub struct StepLog {
     sink: Sink,
+    fields: StepFields,
     row: Vec<f64>,
 }
 
+/// The first columns of the step log and the energy log: the end of the
+/// step, its start and its size.
+const STEP_TIME_COLUMNS: [&str; 3] = ["time [s]", "t_start [s]", "step [s]"];
+
 impl StepLog {
     /// Creates the file (written by the run's writer thread) and queues
-    /// the header; `diagnostics` names the indicators computed alongside
-    /// the master.
-    pub fn create(outputs: &OutputsHandle, path: &Path, diagnostics: &[&str]) -> Result<Self> {
-        let mut header: Vec<String> = [
-            "time",
-            "step",
-            "indicator",
-            "accepted",
-            "rejections",
-            "iterations",
-            "residual",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        header.extend(diagnostics.iter().map(|d| format!("indicator.{d}")));
+    /// the header; `fields` are the figures the master produces on `sys`
+    /// ([`crate::master::Master::step_fields`]), `diagnostics` names the
+    /// indicators computed alongside the master.
+    ///
+    /// `indicator` is the master's own indicator; for a master without one
+    /// (and without a residual), the energy indicator the run loop fills
+    /// in on a system with power bonds, unless `indicator.energy` is
+    /// logged anyway (the same values).
+    pub fn create(
+        outputs: &OutputsHandle,
+        path: &Path,
+        sys: &System,
+        mut fields: StepFields,
+        diagnostics: &[&str],
+    ) -> Result<Self> {
+        let energy_fallback = !fields.indicator && !fields.residual && !sys.bonds().is_empty();
+        fields.indicator |= energy_fallback && !diagnostics.contains(&"energy");
+        let mut header: Vec<String> = STEP_TIME_COLUMNS.iter().map(|s| s.to_string()).collect();
         let mut columns = vec![Column::Float; header.len()];
-        columns[3] = Column::Text("true");
+        for (present, name, kind) in [
+            (fields.indicator, "indicator [1]", Column::Float),
+            (fields.rejections, "rejections [1]", Column::Integer),
+            (fields.iterations, "iterations [1]", Column::Integer),
+            (fields.residual, "residual [1]", Column::Float),
+        ] {
+            if present {
+                header.push(name.to_string());
+                columns.push(kind);
+            }
+        }
+        for d in diagnostics {
+            header.push(format!("indicator.{d} [1]"));
+            columns.push(Column::Float);
+        }
         Ok(StepLog {
             row: Vec::with_capacity(header.len()),
             sink: Sink::writer(outputs, path, &header, columns)?,
+            fields,
         })
     }
 }
@@ -371,18 +455,24 @@ impl Observer for StepLog {
         Ok(())
     }
 
-    fn step(&mut self, _sys: &System, ctx: &StepContext<'_>) -> Result<()> {
+    fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
         let report = ctx.report;
+        let f = self.fields;
         self.row.clear();
-        self.row.extend_from_slice(&[
-            report.t,
-            report.dt,
-            report.indicator,
-            1.0,
-            f64::from(report.rejections),
-            f64::from(report.iterations),
-            report.residual,
-        ]);
+        self.row
+            .extend_from_slice(&[sys.time(), report.t, report.dt]);
+        if f.indicator {
+            self.row.push(report.indicator);
+        }
+        if f.rejections {
+            self.row.push(f64::from(report.rejections));
+        }
+        if f.iterations {
+            self.row.push(f64::from(report.iterations));
+        }
+        if f.residual {
+            self.row.push(report.residual);
+        }
         self.row.extend_from_slice(ctx.diagnostics);
         self.sink.push(&self.row)
     }

@@ -49,8 +49,9 @@ const QUEUE_VALUES: usize = 1 << 15;
 /// How one CSV column is written.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Column {
-    /// A number in full `f64` round-trip precision (`NaN`, `inf`, `-inf`
-    /// for the non-finite).
+    /// A number in full `f64` round-trip precision; NaN (no value) as an
+    /// empty cell, which a spreadsheet reads as blank rather than turning
+    /// the column into text; `inf` and `-inf` for the infinite.
     Float,
     /// A discrete value carried exactly in the `f64`, as an integer (`3`,
     /// not `3.0`; Booleans 0 and 1).
@@ -163,7 +164,7 @@ impl CsvFile {
             }
             let text = match column {
                 Column::Float if v.is_finite() => self.number.format_finite(v),
-                Column::Float if v.is_nan() => "NaN",
+                Column::Float if v.is_nan() => "",
                 Column::Float if v > 0.0 => "inf",
                 Column::Float => "-inf",
                 Column::Integer => self.integer.format(v as i64),
@@ -299,6 +300,9 @@ struct State {
     closed: bool,
     writer_gone: bool,
     failure: Option<Failure>,
+    /// Warn once when the files pass this many bytes, with this advice
+    /// (taken over by the writer).
+    size_warning: Option<(u64, String)>,
 }
 
 /// The summary file: its path, the reserved temporary file, the summary
@@ -385,6 +389,7 @@ impl Outputs {
                 closed: false,
                 writer_gone: false,
                 failure: None,
+                size_warning: None,
             }),
             writer_wake: Condvar::new(),
             producer_wake: Condvar::new(),
@@ -538,6 +543,15 @@ impl OutputsHandle {
         }
     }
 
+    /// Makes the writer thread warn once (a `tracing` warning) when the
+    /// files it has written pass `bytes` in all, naming the size, the time
+    /// of the last row and `advice`: for a run whose size could not be
+    /// told before it started (an adaptive master).
+    pub fn warn_above(&self, bytes: u64, advice: &str) {
+        lock(&self.shared.state).size_warning = Some((bytes, advice.to_string()));
+        self.shared.writer_wake.notify_one();
+    }
+
     /// The stepping thread's progress: after each accepted step, its end
     /// time and the number of steps (two relaxed stores).
     #[inline]
@@ -668,6 +682,18 @@ impl OutputsHandle {
     }
 }
 
+/// `1.0 GB`, `250 MB`: a size for messages (decimal units).
+fn size_text(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{:.0} kB", b / 1e3)
+    }
+}
+
 /// `.summary.json.tmp` beside `summary.json`.
 fn temporary_path(path: &Path) -> PathBuf {
     let name = path
@@ -723,6 +749,7 @@ fn write_loop(shared: &Shared) {
     let mut files: Vec<CsvFile> = Vec::new();
     let mut batch = Batch::default();
     let mut last_write = Instant::now();
+    let mut size_warning: Option<(u64, String)> = None;
     loop {
         let mut st = lock(&shared.state);
         loop {
@@ -745,6 +772,9 @@ fn write_loop(shared: &Shared) {
                 .writer_wake
                 .wait_timeout(st, wait)
                 .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+        }
+        if let Some(w) = st.size_warning.take() {
+            size_warning = Some(w);
         }
         batch.reserve(st.cap);
         std::mem::swap(&mut st.queue, &mut batch);
@@ -776,6 +806,22 @@ fn write_loop(shared: &Shared) {
             }
         }
         last_write = Instant::now();
+        if let Some((limit, advice)) = &size_warning {
+            let total: u64 = files.iter().map(|f| f.len).sum();
+            if total > *limit {
+                let t = files
+                    .iter()
+                    .map(|f| f.last_time)
+                    .filter(|t| t.is_finite())
+                    .fold(f64::NAN, f64::max);
+                tracing::warn!(
+                    "the outputs in {} have passed {} ({total} bytes) at t = {t} s, and grow with every step; {advice}",
+                    shared.dir.display(),
+                    size_text(*limit),
+                );
+                size_warning = None;
+            }
+        }
 
         let mut st = lock(&shared.state);
         if let Some(f) = failure
@@ -836,11 +882,11 @@ mod tests {
         assert_eq!(lines[100_000], "99.999,3,true");
         let b = std::fs::read_to_string(dir.path().join("sub/b.csv")).unwrap();
         assert!(
-            b.starts_with("time,\"x, \"\"y\"\"\"\n0.0,NaN\n"),
+            b.starts_with("time,\"x, \"\"y\"\"\"\n0.0,\n"),
             "{}",
             &b[..40]
         );
-        assert!(b.ends_with("99.999,NaN\n"));
+        assert!(b.ends_with("99.999,\n"));
         // Closed: later rows are refused.
         assert!(outputs.push_row(0, &[1.0, 1.0, 1.0]).is_err());
     }
@@ -918,6 +964,7 @@ mod tests {
             calls: Default::default(),
             subsystems: Vec::new(),
             bonds: Vec::new(),
+            sampling: None,
         };
         outputs.set_summary_template(&template, true);
         let tmp = dir.path().join(".summary.json.tmp");

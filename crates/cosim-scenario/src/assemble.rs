@@ -345,6 +345,10 @@ pub fn time_base(resolved: &ResolvedScenario, nodes: &[Node]) -> Result<TimeBase
         ("the start time".to_string(), resolved.start),
         ("the stop time".to_string(), resolved.stop),
     ];
+    // Output points are whole ticks too (`[outputs] interval`).
+    if let Sampling::Interval(dt) = resolved.outputs.sampling {
+        times.push(("the output interval".to_string(), dt));
+    }
     collect(resolved, nodes, &mut times);
     let named: Vec<(&str, f64)> = times.iter().map(|(n, t)| (n.as_str(), *t)).collect();
     TimeBase::choose(&named).map_err(|e| resolved.master_error(e))
@@ -753,10 +757,13 @@ pub fn assemble_nodes(
         .into_iter()
         .map(|l| (l.inputs, l.observed))
         .collect();
+    // The energy indicator of a system without power bonds is always 0:
+    // not computed, and no column in the step log.
     let diagnostics = resolved
         .master
         .indicators
         .iter()
+        .filter(|&&i| i != Indicator::Energy || !system.bonds().is_empty())
         .map(|&i| indicator(resolved, i))
         .collect();
     Ok(Assembly {
@@ -932,7 +939,10 @@ pub fn observers(
     }
     if let Some(path) = &o.step_log {
         let names: Vec<&str> = assembly.diagnostics.iter().map(|d| d.name()).collect();
-        out.push(Box::new(StepLog::create(outputs, path, &names)?));
+        let fields = assembly.master.step_fields(system);
+        out.push(Box::new(StepLog::create(
+            outputs, path, system, fields, &names,
+        )?));
     }
     Ok(out)
 }

@@ -32,6 +32,7 @@
 pub mod assemble;
 mod error;
 pub mod nest;
+pub mod output_size;
 mod overrides;
 mod read;
 mod resolve;

@@ -19,7 +19,8 @@ use crate::read::Result;
 use crate::scenario::{
     AssignKind, AssignSpec, Origin, RawValue, Scenario, VarPath, is_glob, sub_span,
 };
-use crate::settings::{Isolation, MasterSettings, OutputSettings};
+use crate::settings::{Isolation, MasterKind, MasterSettings, OutputSettings, Sampling};
+use cosim_core::time::TimeBase;
 
 /// A variable of one subsystem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -157,6 +158,9 @@ pub struct ResolvedScenario {
     pub bonds: Vec<ResolvedBond>,
     /// Output files and the traced variables.
     pub outputs: OutputSettings,
+    /// Where `[outputs]` is in the file, if it is.
+    #[serde(skip)]
+    pub outputs_span: Option<Span>,
     /// Warnings from reading and resolving.
     #[serde(skip)]
     pub warnings: Vec<ScenarioError>,
@@ -189,6 +193,13 @@ impl ResolvedScenario {
     pub fn warning_at(&self, span: Span, message: impl Into<String>) -> ScenarioError {
         self.source
             .diagnostic(Severity::Warning, Some(span), message)
+    }
+
+    /// A warning about the outputs: at `[outputs]`, or about the file
+    /// when it has no `[outputs]` table.
+    pub fn outputs_warning(&self, message: impl Into<String>) -> ScenarioError {
+        self.source
+            .diagnostic(Severity::Warning, self.outputs_span, message)
     }
 
     /// The index of the subsystem called `name`.
@@ -567,6 +578,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let bonds = self.bonds(&master, &connections)?;
         let outputs = self.outputs()?;
         self.unconnected_inputs(&connections);
+        self.output_interval(&master, start)?;
         Ok(ResolvedScenario {
             source: self.scenario.source.clone(),
             file: self.scenario.source.path.clone(),
@@ -578,6 +590,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             connections,
             bonds,
             outputs,
+            outputs_span: self.scenario.outputs.span,
             warnings: self.warnings,
         })
     }
@@ -1218,6 +1231,73 @@ impl<'s, 'm> Resolver<'s, 'm> {
             });
         }
         Ok(out)
+    }
+
+    /// `[outputs] interval`: a whole number of ticks (output points are
+    /// communication points, kept as integer ticks), and for a fixed-step
+    /// master a whole multiple of the step, so that every output point is
+    /// one of its communication points (masters that choose their step end
+    /// one on each output point).
+    fn output_interval(&self, master: &MasterSettings, start: f64) -> Result<()> {
+        let spec = &self.scenario.outputs;
+        let Sampling::Interval(x) = spec.sampling else {
+            return Ok(());
+        };
+        let err = |message: String| match &spec.sampling_origin {
+            Some(origin) => self.origin_err(origin, message),
+            None => self.src().error(spec.span, message),
+        };
+        TimeBase::choose(&[("the output interval", x)]).map_err(&err)?;
+        if master.kind != MasterKind::FixedStep {
+            return Ok(());
+        }
+        let h = master.step;
+        // A step no resolution represents is refused with the time base.
+        let Ok(base) = TimeBase::choose(&[("interval", x), ("step", h)]) else {
+            return Ok(());
+        };
+        let (Some(iv), Some(hn)) = (base.exact_ticks(x), base.exact_ticks(h)) else {
+            return Ok(());
+        };
+        if hn <= 0 || iv % hn == 0 {
+            return Ok(());
+        }
+        let from = match self.scenario.master.step.as_ref().map(|s| &s.origin) {
+            Some(Origin::Argument(arg)) => format!(" (from {arg})"),
+            _ => String::new(),
+        };
+        // Where the rows would fall: the first step end at or after each
+        // output point.
+        let t0 = base.round(start);
+        let rows: Vec<String> = (1..=3)
+            .map(|k| {
+                let point = k * iv;
+                let at = point.div_euclid(hn) + i64::from(point.rem_euclid(hn) != 0);
+                short_float(base.seconds(t0 + at * hn))
+            })
+            .collect();
+        let k = iv / hn;
+        let mut multiples = Vec::new();
+        if k >= 1 {
+            multiples.push(short_float(base.seconds(k * hn)));
+        }
+        multiples.push(short_float(base.seconds((k + 1) * hn)));
+        let (mut a, mut b) = (iv, hn);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        Err(err(format!(
+            "'interval' = {} s is not a whole multiple of the fixed step {} s{from}: the trace would have rows at {}, ... instead of every {} s",
+            short_float(x),
+            short_float(h),
+            rows.join(", "),
+            short_float(x),
+        ))
+        .with_help(format!(
+            "use interval = {} (a multiple of the step), or a step that divides the interval (step = {})",
+            multiples.join(" or "),
+            short_float(base.seconds(a))
+        )))
     }
 
     fn outputs(&self) -> Result<OutputSettings> {

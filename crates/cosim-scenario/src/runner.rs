@@ -105,6 +105,11 @@ pub fn prepare_scenario(
         .master
         .check(&assembly.system)
         .map_err(|e| PrepareError::Assemble(AssembleError::Core(e)))?;
+    // Outputs estimated above 1 GB: said before the run starts.
+    let threshold = crate::output_size::warning_threshold();
+    if let Some(w) = crate::output_size::warning(&resolved, &assembly, threshold) {
+        resolved.warnings.push(w);
+    }
     Ok(Prepared { resolved, assembly })
 }
 
@@ -143,6 +148,12 @@ pub fn run_watched(
 ) -> Result<Outcome, cosim_core::CoreError> {
     let Prepared { resolved, assembly } = prepared;
     let outputs = Outputs::new(&resolved.outputs.dir, resolved.outputs.summary.clone())?;
+    // A run not warned about at the start (an adaptive master, whose
+    // steps are not known) is warned about when its outputs pass the size.
+    let threshold = crate::output_size::warning_threshold();
+    if crate::output_size::warning(&resolved, &assembly, threshold).is_none() {
+        outputs.warn_above(threshold as u64, crate::output_size::ADVICE);
+    }
     let mut observers = assemble::observers(&resolved, &assembly, &outputs)?;
     observers.extend(extra);
     let Assembly {

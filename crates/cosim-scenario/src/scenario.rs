@@ -257,6 +257,8 @@ pub(crate) struct OutputsSpec {
     pub summary: Option<String>,
     pub variables: Option<Vec<(String, Span)>>,
     pub sampling: Sampling,
+    /// Where `interval` or `decimation` was given (for later errors).
+    pub sampling_origin: Option<Origin>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -1125,6 +1127,10 @@ impl<'a> Parser<'a> {
                 format!("[outputs] of nested system '{name}' has no effect: the outputs are those of the top level (trace inner variables as \"{name}.<subsystem>.<variable>\")"),
             );
         }
+        // (Nor its output interval: no check of it against the inner step.)
+        let mut nested = nested;
+        nested.outputs.sampling = Sampling::EveryStep;
+        nested.outputs.sampling_origin = None;
         Ok(nested)
     }
 
@@ -1323,6 +1329,7 @@ impl<'a> Parser<'a> {
             summary: Some(defaults::SUMMARY.to_string()),
             variables: None,
             sampling: Sampling::EveryStep,
+            sampling_origin: None,
         };
         let Some(t) = root.table("outputs", "[outputs]", OUTPUT_KEYS)? else {
             return Ok(spec);
@@ -1423,9 +1430,13 @@ impl<'a> Parser<'a> {
                     )
                     .with_help("keep one of them"));
             }
-            (Some((x, _)), None) => spec.sampling = Sampling::Interval(x),
-            (None, Some((n, _))) => {
+            (Some((x, span)), None) => {
+                spec.sampling = Sampling::Interval(x);
+                spec.sampling_origin = Some(Origin::File(span));
+            }
+            (None, Some((n, span))) => {
                 spec.sampling = Sampling::Decimation(u64::try_from(n).unwrap_or(1));
+                spec.sampling_origin = Some(Origin::File(span));
             }
             (None, None) => {}
         }

@@ -8,7 +8,7 @@
 //! minimal-interface variant.
 
 use super::stepper::{StepPlan, Stepper};
-use super::{Master, MasterStats, Scheme, StepReport};
+use super::{Master, MasterStats, Scheme, StepFields, StepReport};
 use crate::controller::{PiController, PiSettings};
 use crate::error::{CoreError, Result};
 use crate::indicators::ErrorIndicator;
@@ -154,7 +154,8 @@ impl Master for Adaptive {
             .as_mut()
             .ok_or_else(|| CoreError::Config(format!("{} master used before start", self.name)))?;
         let t = sys.time();
-        // The step in whole ticks, shortened to hit the stop time.
+        // The step in whole ticks, shortened to hit the stop time (or the
+        // next output point).
         let base = sys.time_base();
         let t_next = base.step_end(t, run.dt, t_stop);
         let dt = t_next - t;
@@ -162,8 +163,9 @@ impl Master for Adaptive {
         run.stepper
             .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
         let eps = self.indicator.evaluate(sys, t, dt);
-        // The controller works from the nominal step: a last step shortened
-        // to hit the stop time says nothing about the right step size.
+        // The controller works from the nominal step: a step shortened to
+        // hit the stop time or an output point says nothing about the
+        // right step size.
         let nominal = if dt < run.dt { run.dt } else { dt };
         run.dt = run.controller.next_step(nominal, eps);
         self.stats.macro_steps += 1;
@@ -176,6 +178,13 @@ impl Master for Adaptive {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    fn step_fields(&self, _sys: &System) -> StepFields {
+        StepFields {
+            indicator: true,
+            ..StepFields::default()
+        }
     }
 
     fn clone_box(&self) -> Box<dyn Master> {

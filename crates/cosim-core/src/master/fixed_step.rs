@@ -180,6 +180,10 @@ impl Master for FixedStep {
         self.stats
     }
 
+    fn fixed_step(&self) -> Option<f64> {
+        Some(self.h)
+    }
+
     fn clone_box(&self) -> Box<dyn Master> {
         Box::new(self.clone())
     }

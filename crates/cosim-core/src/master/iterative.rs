@@ -28,7 +28,7 @@
 //! (`maxOutputDerivativeOrder >= 1`), else from the finite difference of
 //! the outputs over the step (eq. 12); which one is reported per FMU.
 
-use super::{Master, MasterStats, StepReport};
+use super::{Master, MasterStats, StepFields, StepReport};
 use crate::error::{CoreError, Result};
 use crate::extrapolation::hermite_taylor;
 use crate::subsystem::StateId;
@@ -260,7 +260,8 @@ impl Master for Iterative {
         let mut halvings = 0u32;
         let mut iterations_total = 0u32;
         loop {
-            // The step in whole ticks, shortened to hit the stop time.
+            // The step in whole ticks, shortened to hit the stop time (or
+            // the next output point).
             let base = sys.time_base();
             let t_next = base.step_end(t, run.dt, t_stop);
             let dt = t_next - t;
@@ -368,7 +369,15 @@ impl Master for Iterative {
                         }
                     }
                 }
-                run.dt = (1.3 * dt).min(s.dt_base);
+                // From the nominal step when this one was shortened to hit
+                // the stop time or an output point (it says nothing about
+                // the step the coupling allows).
+                let nominal = if base.round(t_next) - base.round(t) < base.round(run.dt).max(1) {
+                    run.dt
+                } else {
+                    dt
+                };
+                run.dt = (1.3 * nominal).min(s.dt_base);
                 self.stats.macro_steps += 1;
                 self.stats.halvings += u64::from(halvings);
                 self.stats.rejected_steps += u64::from(halvings);
@@ -406,6 +415,17 @@ impl Master for Iterative {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    /// The indicator of an iterative step is its residual: the step log
+    /// has it once, as `residual`.
+    fn step_fields(&self, _sys: &System) -> StepFields {
+        StepFields {
+            indicator: false,
+            rejections: true,
+            iterations: true,
+            residual: true,
+        }
     }
 
     fn clone_box(&self) -> Box<dyn Master> {

@@ -56,6 +56,25 @@ impl StepReport {
     }
 }
 
+/// Which figures of a [`StepReport`] a master produces. The step log has
+/// a column for each and none for the others (a column that would always
+/// say the same is left out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepFields {
+    /// `indicator`: the master's own error indicator (the one its step
+    /// control uses). A master without one reports NaN, and the run loop
+    /// fills in the energy indicator when the system has power bonds.
+    pub indicator: bool,
+    /// `rejections`: attempts rejected (or halvings) before acceptance.
+    pub rejections: bool,
+    /// `iterations`: fixed-point iterations of the step.
+    pub iterations: bool,
+    /// `residual`: the final coupling residual of an iterative master,
+    /// which is also its indicator (`indicator` is then false: the step
+    /// log has the value once).
+    pub residual: bool,
+}
+
 /// Totals a master reports at the end of a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct MasterStats {
@@ -84,11 +103,28 @@ pub trait Master: Send {
     /// start time exchanged.
     fn start(&mut self, sys: &mut System) -> Result<()>;
 
-    /// Advances by one accepted macro step, never beyond `t_stop`.
+    /// Advances by one accepted macro step, never beyond `t_stop`, ending
+    /// exactly at `t_stop` when a step would pass it (the stop time, or
+    /// the next output point: see [`Master::fixed_step`]).
     fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport>;
 
     /// Totals so far.
     fn stats(&self) -> MasterStats;
+
+    /// The figures of [`StepReport`] this master produces on `sys` (the
+    /// default: none beyond the step).
+    fn step_fields(&self, _sys: &System) -> StepFields {
+        StepFields::default()
+    }
+
+    /// The macro step, for a master whose communication points are the
+    /// fixed grid `t0 + n h`. Such a master is given the stop time only;
+    /// every other master is asked to end a step exactly on each output
+    /// point (the `t_stop` of [`Master::advance`] is then the next output
+    /// point), which it does by shortening the step that would pass it.
+    fn fixed_step(&self) -> Option<f64> {
+        None
+    }
 
     /// A copy of the master with its whole state (histories, step size,
     /// counters), so that a nested system can save and restore it with the

@@ -23,7 +23,7 @@
 //! A step that yields a non-finite output or an FMU's Discard counts as
 //! rejected too.
 
-use super::{Master, MasterStats, StepReport};
+use super::{Master, MasterStats, StepFields, StepReport};
 use crate::controller::PiSettings;
 use crate::error::{CoreError, Result};
 use crate::indicators::{Aggregator, Tolerances, physical_ports};
@@ -353,7 +353,8 @@ impl Master for Richardson {
         sys.save_states(&mut run.at_start)?;
         sys.save_buffers(&mut run.snap_start);
         loop {
-            // The last double step ends exactly at the stop time.
+            // The last double step ends exactly at the stop time (or the
+            // next output point); the step size is kept over it.
             let (points, shortened) = double_step_points(sys, run.h, t_stop);
             let [_, t_mid, t_end] = points;
             let h = t_mid - t;
@@ -425,6 +426,14 @@ impl Master for Richardson {
 
     fn stats(&self) -> MasterStats {
         self.stats
+    }
+
+    fn step_fields(&self, _sys: &System) -> StepFields {
+        StepFields {
+            indicator: true,
+            rejections: true,
+            ..StepFields::default()
+        }
     }
 
     fn clone_box(&self) -> Box<dyn Master> {
