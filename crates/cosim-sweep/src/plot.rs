@@ -1,13 +1,19 @@
-//! The sweep plot (SVG, `plotters`): the error metric and the run time
-//! against the swept axis, one line per combination of the other axes (one
-//! per master when the master is an axis); logarithmic axes for log ranges
-//! and for values spanning decades. Runs that failed or diverged are red
-//! crosses (at the top of the error panel). SVG needs no font files: the
-//! text is laid out by the viewer.
+//! The sweep plot (SVG, drawn by `cosim-plot` as the trace plots are): the
+//! error metric (top panel) and the run time (bottom panel) against the
+//! swept axis, one line per combination of the other axes (one per master
+//! when the master is an axis), logarithmic axes for log ranges and for
+//! values spanning a factor 20 or more, round ticks (decades on log
+//! axes), the legend beside the panels. Runs that failed or diverged are
+//! red crosses (on the top edge of the error panel); a stability limit is
+//! a dashed vertical line in its group's colour. SVG needs no font files:
+//! the text is laid out by the viewer.
 
 use std::path::Path;
 
-use plotters::prelude::*;
+use cosim_plot::chart::{
+    Axis, Colour, Dash, Entry, Figure, Marks, Panel, Scale as AxisScale, Series, Shape, Stroke,
+    Swatch, VLine, palette,
+};
 
 use crate::axis::{Scale, format_float, round_significant};
 use crate::limits::{Limit, group_label};
@@ -29,25 +35,10 @@ pub fn default_metric(summary: &Summary) -> String {
         .unwrap_or_else(|| "max_indicator".into())
 }
 
-struct Series {
+struct Group {
     label: String,
     ok: Vec<(f64, f64)>,
     failed: Vec<(f64, f64)>,
-}
-
-fn transform(v: f64, log: bool) -> f64 {
-    if log { v.log10() } else { v }
-}
-
-fn tick_label(v: f64, log: bool) -> String {
-    let x = if log { 10f64.powf(v) } else { v };
-    let r = if x == 0.0 {
-        0.0
-    } else {
-        format!("{x:.2e}").parse().unwrap_or(x)
-    };
-    let s = format_float(round_significant(r));
-    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
 }
 
 /// Whether values deserve a logarithmic axis.
@@ -62,19 +53,6 @@ fn wants_log(values: impl Iterator<Item = f64>) -> bool {
         any = true;
     }
     any && hi / lo >= 20.0
-}
-
-fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for v in values.filter(|v| v.is_finite()) {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    if !lo.is_finite() {
-        return (0.0, 1.0);
-    }
-    let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.5 };
-    (lo - pad, hi + pad)
 }
 
 /// Draws the plot of `summary` into `path`. `x`: the axis on the
@@ -102,8 +80,8 @@ pub fn draw(
     };
 
     // Series per group of the other axes, in order of first appearance.
-    let mut metric_series: Vec<Series> = Vec::new();
-    let mut time_series: Vec<Series> = Vec::new();
+    let mut metric_series: Vec<Group> = Vec::new();
+    let mut time_series: Vec<Group> = Vec::new();
     let mut metric_values = Vec::new();
     for (row, xv) in xs.iter().enumerate() {
         let Some(xv) = xv else { continue };
@@ -133,7 +111,7 @@ pub fn draw(
             let i = match series.iter().position(|s| s.label == label) {
                 Some(i) => i,
                 None => {
-                    series.push(Series {
+                    series.push(Group {
                         label: label.clone(),
                         ok: Vec::new(),
                         failed: Vec::new(),
@@ -155,129 +133,113 @@ pub fn draw(
         s.ok.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
 
-    let root = SVGBackend::new(path, (960, 820)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let root = root
-        .titled(title, ("sans-serif", 20))
-        .map_err(|e| e.to_string())?;
-    let (top, bottom) = root.split_vertically(400);
-    let xs_t: Vec<f64> = xs.iter().flatten().map(|&v| transform(v, x_log)).collect();
-    let (x0, x1) = range(xs_t.iter().copied());
-
-    for (area, series, y_name, is_metric) in [
-        (&top, &metric_series, metric.to_string(), true),
-        (&bottom, &time_series, "wall time [s]".to_string(), false),
+    let scale = |log: bool| {
+        if log {
+            AxisScale::Log
+        } else {
+            AxisScale::Linear
+        }
+    };
+    let mut figure = Figure::new(
+        title,
+        Axis {
+            label: format!("{x_name}{}", if x_log { " (log)" } else { "" }),
+            scale: scale(x_log),
+            range: None,
+        },
+    );
+    figure.width = 1100.0;
+    figure.panel_height = 300.0;
+    let any_failed = metric_series.iter().any(|s| !s.failed.is_empty());
+    for (groups, y_name, is_metric) in [
+        (&metric_series, metric.to_string(), true),
+        (&time_series, "wall time [s]".to_string(), false),
     ] {
         let ok_values: Vec<f64> = if is_metric {
             metric_values.clone()
         } else {
-            series
+            groups
                 .iter()
                 .flat_map(|s| s.ok.iter().chain(&s.failed).map(|p| p.1))
                 .collect()
         };
         let y_log = wants_log(ok_values.iter().copied().filter(|v| *v > 0.0))
             && ok_values.iter().all(|v| *v > 0.0);
-        let (y0, y1) = range(ok_values.iter().map(|&v| transform(v, y_log)));
-        let mut chart = ChartBuilder::on(area)
-            .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(80)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|e| e.to_string())?;
-        let x_fmt = |v: &f64| tick_label(*v, x_log);
-        let y_fmt = |v: &f64| tick_label(*v, y_log);
-        chart
-            .configure_mesh()
-            .x_desc(format!("{x_name}{}", if x_log { " (log)" } else { "" }))
-            .y_desc(format!("{y_name}{}", if y_log { " (log)" } else { "" }))
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .x_labels(8)
-            .y_labels(8)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for (i, s) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let pts: Vec<(f64, f64)> =
-                s.ok.iter()
-                    .filter(|p| !y_log || p.1 > 0.0)
-                    .map(|&(a, b)| (transform(a, x_log), transform(b, y_log)))
+        let mut panel = Panel::new(Axis {
+            label: format!("{y_name}{}", if y_log { " (log)" } else { "" }),
+            scale: scale(y_log),
+            range: None,
+        });
+        let mut failed = Vec::new();
+        for (i, g) in groups.iter().enumerate() {
+            let stroke = Stroke::solid(palette(i), 2.0);
+            let points: Vec<(f64, f64)> =
+                g.ok.iter()
+                    .filter(|p| (!y_log || p.1 > 0.0) && (!x_log || p.0 > 0.0))
+                    .copied()
                     .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(s.label.clone())
-                .legend(move |(lx, ly)| {
-                    PathElement::new(vec![(lx, ly), (lx + 20, ly)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-                .map_err(|e| e.to_string())?;
-            let failed: Vec<(f64, f64)> = s
-                .failed
-                .iter()
-                .map(|&(a, b)| {
-                    let y = if is_metric || !b.is_finite() || (y_log && b <= 0.0) {
-                        y1
-                    } else {
-                        transform(b, y_log)
-                    };
-                    (transform(a, x_log), y.min(y1))
-                })
-                .collect();
-            chart
-                .draw_series(
-                    failed
-                        .iter()
-                        .map(|&p| Cross::new(p, 5, RED.stroke_width(2))),
-                )
-                .map_err(|e| e.to_string())?;
+            let mut series = Series::line(points, stroke);
+            series.markers = Some((Shape::Circle, 3.0));
+            series.tooltip = g.label.clone();
+            series.data = vec![("group".into(), g.label.clone())];
+            panel.series.push(series);
+            panel.legend.push(Entry {
+                label: g.label.clone(),
+                swatch: Swatch::LineMarker(stroke, Shape::Circle),
+            });
+            // Failed runs: on the top edge of the error panel, at their
+            // time in the time panel.
+            failed.extend(g.failed.iter().map(|&(x, y)| {
+                let shown = !is_metric && y.is_finite() && (!y_log || y > 0.0);
+                (x, if shown { y } else { f64::INFINITY })
+            }));
         }
         if is_metric {
             for l in limits {
-                if let Some(e) = l.estimate {
-                    let xe = transform(e, x_log);
-                    chart
-                        .draw_series(std::iter::once(PathElement::new(
-                            vec![(xe, y0), (xe, y1)],
-                            BLACK.mix(0.5).stroke_width(1),
-                        )))
-                        .map_err(|e| e.to_string())?
-                        .label(format!(
-                            "stability limit {}{}",
-                            format_float(round_significant(e)),
-                            if l.group.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" ({})", l.group)
-                            }
-                        ))
-                        .legend(|(lx, ly)| {
-                            PathElement::new(vec![(lx, ly), (lx + 20, ly)], BLACK.mix(0.5))
-                        });
-                }
+                let Some(e) = l.estimate else { continue };
+                // The group's colour when one line is that group.
+                let colour = match groups
+                    .iter()
+                    .position(|g| !l.group.is_empty() && g.label.contains(&l.group))
+                {
+                    Some(i) => palette(i),
+                    None => Colour::GREY,
+                };
+                let stroke = Stroke {
+                    colour,
+                    width: 1.5,
+                    dash: Dash::Dashed,
+                };
+                panel.vlines.push(VLine { x: e, stroke });
+                panel.legend.push(Entry {
+                    label: format!(
+                        "stability limit {}{}",
+                        format_float(round_significant(e)),
+                        if l.group.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", l.group)
+                        }
+                    ),
+                    swatch: Swatch::Line(stroke),
+                });
             }
-            if series.iter().any(|s| !s.failed.is_empty()) {
-                chart
-                    .draw_series(std::iter::once(Cross::new(
-                        (x0, y1),
-                        0,
-                        RED.stroke_width(2),
-                    )))
-                    .map_err(|e| e.to_string())?
-                    .label("diverged or failed")
-                    .legend(|(lx, ly)| Cross::new((lx + 10, ly), 5, RED.stroke_width(2)));
+            if any_failed {
+                panel.legend.push(Entry {
+                    label: "diverged or failed".into(),
+                    swatch: Swatch::Marker(Shape::Cross, Colour::RED),
+                });
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        if !failed.is_empty() {
+            panel.marks.push(Marks {
+                points: failed,
+                shape: Shape::Cross,
+                size: 5.0,
+                colour: Colour::RED,
+            });
+        }
+        figure.panels.push(panel);
     }
-    root.present().map_err(|e| e.to_string())?;
-    Ok(())
+    figure.write(path).map_err(|e| e.to_string())
 }
