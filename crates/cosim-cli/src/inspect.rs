@@ -35,6 +35,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             step_timeout: None,
             no_progress: true,
             check: false,
+            plot: false,
         };
         return crate::run::check(&args, false);
     }

@@ -11,6 +11,7 @@ mod ending;
 mod host;
 mod inspect;
 mod interrupt;
+mod plot;
 mod run;
 mod sweep;
 
@@ -49,6 +50,9 @@ enum Command {
     /// power-bond metrics of sadjina2016 (mean step, mean transmitted power,
     /// mean |dP|, integral of residual power).
     Compare(compare::CompareArgs),
+    /// Plot traces to SVG: one panel per unit, time across, a line style
+    /// per file, a colour per column, a reference as a thin black line.
+    Plot(plot::PlotArgs),
     /// Run a batch of variations of a scenario (step sizes, tolerances,
     /// masters, parameters), in parallel or sharded, with a summary table
     /// and plots.
@@ -136,6 +140,7 @@ fn run_command() -> u8 {
         Command::Run(args) => run::run(args, cli.quiet),
         Command::Check(args) => run::check(args, cli.quiet),
         Command::Compare(args) => compare::run(args),
+        Command::Plot(args) => plot::run(args, cli.quiet),
         Command::Sweep(args) => sweep::run(args, cli.quiet),
         Command::Convert(args) => convert::run(args, cli.quiet),
         Command::Host(args) => host::run(args),

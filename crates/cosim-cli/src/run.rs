@@ -68,6 +68,10 @@ pub struct RunArgs {
     /// zero-stability of every level), then run it.
     #[arg(long)]
     pub check: bool,
+    /// `run` only: after the run, plot the trace to plot.svg beside it
+    /// (as `cosim plot` does).
+    #[arg(long)]
+    pub plot: bool,
 }
 
 /// Exit statuses other than success (0).
@@ -264,6 +268,7 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
         check_scenario(args, quiet)?;
     }
     let prepared = prepare(args, quiet)?;
+    let plot = crate::plot::requested(args.plot, &args.scenario, &prepared)?;
     let (t0, t1) = (prepared.resolved.start, prepared.resolved.stop);
     let mut extra: Vec<Box<dyn Observer>> = Vec::new();
     // A progress bar would be torn by call-log lines on the same stream.
@@ -303,7 +308,7 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     .map_err(|e| bad_input(format!("error: {e}")))?;
     drop(watchdog);
     let summary = &outcome.summary;
-    match (summary.status, outcome.error) {
+    let result = match (summary.status, outcome.error) {
         (RunStatus::Interrupted, _) => {
             say!(
                 "interrupted by {} at t = {} after {} macro steps: FMUs terminated; the outputs hold every completed step ({})",
@@ -372,7 +377,9 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
             }
             Err(anyhow::Error::new(Failed(code)))
         }
-    }
+    };
+    let interrupted = summary.status == RunStatus::Interrupted;
+    crate::plot::after_run(plot, interrupted, quiet, result)
 }
 
 /// Progress over simulated time: a bar on a terminal, a line every 10 %
