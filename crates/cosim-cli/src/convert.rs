@@ -12,7 +12,8 @@ use crate::run::{Failed, exit};
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// The system: an .ssp package, an .ssd file, an OspSystemStructure.xml
-    /// or a directory holding one.
+    /// or a directory holding one; or an FMU, for the scenario `cosim run
+    /// Model.fmu` runs (with the options below), to grow from.
     pub input: PathBuf,
     /// The format to write.
     #[arg(long = "to", value_enum, default_value_t = Target::Toml)]
@@ -26,6 +27,48 @@ pub struct Args {
     /// package, next to the output file or in the current directory).
     #[arg(long, value_name = "DIR")]
     pub extract_to: Option<PathBuf>,
+    /// The options of `cosim run Model.fmu`, written into the scenario.
+    #[command(flatten)]
+    pub fmu: FmuOptions,
+}
+
+/// For an FMU: the options of `cosim run Model.fmu` the scenario is to
+/// have (the same meaning as there).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct FmuOptions {
+    /// An FMU: start time (default: its DefaultExperiment).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub start: Option<f64>,
+    /// An FMU: stop time.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub stop: Option<f64>,
+    /// An FMU: the fixed macro step.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub step: Option<f64>,
+    /// An FMU: a trace row every this many seconds.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub output_interval: Option<f64>,
+    /// An FMU: the traced variables (names or globs).
+    #[arg(long, value_name = "GLOB", num_args = 1..)]
+    pub output_variables: Vec<String>,
+    /// An FMU: a parameter or start value, `--set k=2` (repeatable).
+    #[arg(long = "set", value_name = "VAR=VALUE")]
+    pub set: Vec<String>,
+    /// An FMU: an input file (CSV of time and values), repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Vec<PathBuf>,
+}
+
+impl FmuOptions {
+    fn given(&self) -> bool {
+        self.start.is_some()
+            || self.stop.is_some()
+            || self.step.is_some()
+            || self.output_interval.is_some()
+            || !self.output_variables.is_empty()
+            || !self.set.is_empty()
+            || !self.input_file.is_empty()
+    }
 }
 
 /// Output formats of `cosim convert`.
@@ -61,6 +104,14 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
             "error: the output {} is the input file",
             out.display()
         )]));
+    }
+    if !cosim_ssp::is_system_structure(input) && cosim_scenario::single::is_fmu(input) {
+        return convert_fmu(args, quiet);
+    }
+    if args.fmu.given() {
+        return Err(fail([
+            "error: --start, --stop, --step, --output-interval, --output-variables, --set and --input-file are for converting an FMU".to_string(),
+        ]));
     }
     let is_package = input.is_file()
         && input
@@ -141,6 +192,46 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
             );
         }
         None => out!("{}", import.toml())?,
+    }
+    Ok(())
+}
+
+/// `cosim convert Model.fmu`: the scenario `cosim run Model.fmu` runs with
+/// the same options, commented, with paths relative to the output file.
+fn convert_fmu(args: &Args, quiet: bool) -> Result<()> {
+    let o = &args.fmu;
+    let overrides = cosim_scenario::Overrides {
+        set: o.set.clone(),
+        start: o.start,
+        stop: o.stop,
+        step: o.step,
+        output_interval: o.output_interval,
+        output_variables: o.output_variables.clone(),
+        input_files: o.input_file.clone(),
+        ..cosim_scenario::Overrides::default()
+    };
+    if let Some(parent) = args.output.as_deref().and_then(Path::parent)
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| fail([format!("error: cannot create {}: {e}", parent.display())]))?;
+    }
+    let text = cosim_scenario::single::convert(&args.input, &overrides, args.output.as_deref())
+        .map_err(|e| fail([e]))?;
+    match &args.output {
+        Some(out) => {
+            std::fs::write(out, &text)
+                .map_err(|e| fail([format!("error: cannot write {}: {e}", out.display())]))?;
+            if !quiet {
+                say!(
+                    "{}: written for {} (`cosim run {}` gives the same results)",
+                    out.display(),
+                    args.input.display(),
+                    out.display()
+                );
+            }
+        }
+        None => out!("{text}")?,
     }
     Ok(())
 }

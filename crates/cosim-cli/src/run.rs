@@ -21,8 +21,10 @@ use crate::interrupt::Interrupt;
 /// Arguments shared by `run` and `check`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// The scenario file (TOML), or an SSP (.ssp, .ssd) or OSP
-    /// (OspSystemStructure.xml, or its directory) system description.
+    /// The scenario file (TOML), an SSP (.ssp, .ssd) or OSP
+    /// (OspSystemStructure.xml, or its directory) system description, or
+    /// an FMU (.fmu) to run on its own (its DefaultExperiment, every
+    /// output traced).
     pub scenario: PathBuf,
     /// Set a parameter or start value: `--set chassis.m_c=500` (repeatable).
     #[arg(long = "set", value_name = "SUB.VAR=VALUE")]
@@ -34,8 +36,26 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub step: Option<f64>,
     /// Output directory, overriding the scenario.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Start time, overriding the scenario (an FMU: its DefaultExperiment).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub start: Option<f64>,
+    /// Write a trace row every this many seconds, overriding `[outputs]
+    /// interval` (default: every step).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub output_interval: Option<f64>,
+    /// The traced variables, overriding `[outputs] variables`: names or
+    /// globs, `sub.var` in a scenario, the variable alone for an FMU
+    /// (`--output-variables x 'v*'`; default: every output).
+    #[arg(long, value_name = "GLOB", num_args = 1..)]
+    pub output_variables: Vec<String>,
+    /// A CSV of time and values feeding inputs (repeatable): header `time`,
+    /// then the inputs (`sub.var`; for an FMU the variable alone), as
+    /// fmusim and FMPy read it. Floats are interpolated linearly, integers
+    /// and Booleans held.
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Vec<PathBuf>,
     /// Worker threads for Jacobi stepping (0 = all cores), overriding the scenario.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -120,6 +140,10 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         })),
         log_fmi_calls: args.log_fmi_calls.as_deref().map(CallLogTarget::from_arg),
         step_timeout: args.step_timeout,
+        start: args.start,
+        output_interval: args.output_interval,
+        output_variables: args.output_variables.clone(),
+        input_files: args.input_file.clone(),
     };
     let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
         // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.
@@ -138,7 +162,10 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         }
         let r = &prepared.assembly.report;
         if r.bonds.is_empty() {
-            say!("power bonds: none");
+            // (One subsystem has no bonds to report.)
+            if prepared.resolved.subsystems.len() > 1 {
+                say!("power bonds: none");
+            }
         } else {
             say!("power bonds:");
             for b in &r.bonds {

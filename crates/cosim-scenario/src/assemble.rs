@@ -15,6 +15,7 @@ use cosim_core::indicators::{
     Aggregate as CoreAggregate, EnergyIndicator, ErrorIndicator, Nepce, PredictorCorrector,
     PredictorForm, Tolerances,
 };
+use cosim_core::input_file::{FileFeed, FileInputs};
 use cosim_core::master::{
     Adaptive, Estimate, FixedStep, Interpolation, Iterative, IterativeSettings, Master, Richardson,
     RichardsonSettings, Scheme as CoreScheme,
@@ -448,6 +449,11 @@ pub fn assemble_nodes(
     for r in &level.extra_observed {
         want(r, &mut outputs_wanted, &mut others_wanted);
     }
+    // Inputs fed by input files: the last input slots (FileInputs).
+    let file_feeds = file_feeds(resolved, n);
+    for (l, feeds) in layouts.iter_mut().zip(&file_feeds) {
+        l.inputs.extend(feeds.iter().map(|(v, _)| *v));
+    }
     // (Bond outputs are connected outputs, hence observed already.)
     for (s, l) in layouts.iter_mut().enumerate() {
         l.observed = outputs_wanted[s].clone();
@@ -467,7 +473,8 @@ pub fn assemble_nodes(
         let fmu = match &nodes[s] {
             Node::Fmu(fmu) => fmu,
             Node::Nest(nest) => {
-                subsystems.push(nested(resolved, s, nest, l, level, &full_name)?);
+                let inner = nested(resolved, s, nest, l, level, &full_name)?;
+                subsystems.push(fed_from_files(inner, &file_feeds[s], l)?);
                 continue;
             }
         };
@@ -540,7 +547,7 @@ pub fn assemble_nodes(
                 Box::new(fs)
             }
         };
-        subsystems.push(subsystem);
+        subsystems.push(fed_from_files(subsystem, &file_feeds[s], l)?);
     }
 
     // Connections in slot terms.
@@ -774,6 +781,46 @@ pub fn assemble_nodes(
         diagnostics,
         slots,
     })
+}
+
+/// Per subsystem, the inputs fed by input files and their columns.
+fn file_feeds(resolved: &ResolvedScenario, n: usize) -> Vec<Vec<(VariableIndex, FileFeed)>> {
+    let mut out: Vec<Vec<(VariableIndex, FileFeed)>> = (0..n).map(|_| Vec::new()).collect();
+    for file in &resolved.inputs {
+        for f in &file.feeds {
+            if let Some(list) = out.get_mut(f.input.subsystem) {
+                list.push((
+                    f.input.variable,
+                    FileFeed {
+                        table: file.table.clone(),
+                        column: f.column,
+                        discrete: f.discrete,
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `subsystem` with its file-fed inputs (the last slots of `layout`'s
+/// inputs) set from their files at every step ([`FileInputs`]).
+fn fed_from_files(
+    subsystem: Box<dyn Subsystem>,
+    feeds: &[(VariableIndex, FileFeed)],
+    layout: &Layout,
+) -> Result<Box<dyn Subsystem>, AssembleError> {
+    if feeds.is_empty() {
+        return Ok(subsystem);
+    }
+    // A traced file-fed input shows the file's value at the row's time.
+    let observed = feeds
+        .iter()
+        .enumerate()
+        .filter_map(|(k, (v, _))| Some((layout.observed_slot(*v)?, k)))
+        .collect();
+    let feeds = feeds.iter().map(|(_, f)| f.clone()).collect();
+    Ok(Box::new(FileInputs::new(subsystem, feeds, observed)?))
 }
 
 /// The error indicator `which` with the scenario's settings.

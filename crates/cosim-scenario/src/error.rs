@@ -310,6 +310,16 @@ impl ScenarioError {
         self
     }
 
+    /// The same diagnostic without a place in the file (for a scenario
+    /// that has no file of its own).
+    pub(crate) fn unplaced(mut self) -> Self {
+        self.0.line = None;
+        self.0.column = None;
+        self.0.span = None;
+        self.0.snippet = None;
+        self
+    }
+
     /// True for errors, false for warnings.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error

@@ -31,6 +31,7 @@
 
 pub mod assemble;
 mod error;
+mod input_csv;
 pub mod nest;
 pub mod output_size;
 mod overrides;
@@ -39,6 +40,7 @@ mod resolve;
 pub mod runner;
 mod scenario;
 mod settings;
+pub mod single;
 
 pub use error::{
     Diagnostic, Located, Rendering, ScenarioError, Severity, Snippet, Span, did_you_mean, nearest,
@@ -46,8 +48,8 @@ pub use error::{
 };
 pub use overrides::Overrides;
 pub use resolve::{
-    Assignment, BondPort, ResolvedBond, ResolvedConnection, ResolvedScenario, ResolvedSubsystem,
-    ValueOrigin, VariableRef,
+    Assignment, BondPort, ResolvedBond, ResolvedConnection, ResolvedFeed, ResolvedInputFile,
+    ResolvedScenario, ResolvedSubsystem, ValueOrigin, VariableRef,
 };
 pub use scenario::{Scenario, SubsystemSpec};
 pub use settings::{

@@ -116,10 +116,12 @@ fn synthesize(
     let mds: Vec<&ModelDescription> = nodes.iter().map(Node::model_description).collect();
     let sub_index = |name: &str| inner.subsystems.iter().position(|s| s.name == name);
     let fed_inside = |s: usize, v: VariableIndex| {
-        inner
-            .connections
-            .iter()
-            .any(|c| c.to.subsystem == s && c.to.variable == v)
+        let fed = |r: &crate::VariableRef| r.subsystem == s && r.variable == v;
+        inner.connections.iter().any(|c| fed(&c.to))
+            || inner
+                .inputs
+                .iter()
+                .any(|f| f.feeds.iter().any(|x| fed(&x.input)))
     };
     // Exposed variables, checked.
     let mut exposed: Vec<(usize, VariableIndex, Causality)> = Vec::new();
@@ -177,7 +179,7 @@ fn synthesize(
                 return Err(outer.error_at(
                     e.span,
                     format!(
-                        "'{}' is fed by a connection inside nested system '{nest}'; only inputs fed from outside can be exposed",
+                        "'{}' is fed by a connection or an input file inside nested system '{nest}'; only inputs fed from outside can be exposed",
                         e.value
                     ),
                 ));

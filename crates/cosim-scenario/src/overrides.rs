@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use crate::error::ScenarioError;
 use crate::read::Result;
 use crate::scenario::{
-    AssignKind, AssignSpec, Origin, RawValue, Scenario, Setting, SubsystemIndex, absolute,
-    find_subsystem,
+    AssignKind, AssignSpec, InputSpec, Origin, RawValue, Scenario, Setting, SubsystemIndex,
+    absolute, find_subsystem, is_glob,
 };
+use crate::settings::Sampling;
 
 /// Changes the command line makes to a scenario.
 ///
@@ -45,6 +46,19 @@ pub struct Overrides {
     pub log_fmi_calls: Option<cosim_fmi::CallLogTarget>,
     /// `--step-timeout <s>`: replaces `[master] step_timeout`.
     pub step_timeout: Option<f64>,
+    /// `--start <s>`: replaces `[simulation] start`.
+    pub start: Option<f64>,
+    /// `--output-interval <s>`: replaces `[outputs] interval` (and
+    /// `decimation`).
+    pub output_interval: Option<f64>,
+    /// `--output-variables <patterns>`: replace `[outputs] variables`
+    /// (`"<subsystem>.<name or glob>"`; for a scenario made for one FMU,
+    /// the variable's name or glob alone).
+    pub output_variables: Vec<String>,
+    /// `--input-file <file>` (repeatable): input files whose header names
+    /// the inputs (`<subsystem>.<input>`, or the input alone for a
+    /// scenario of one subsystem), relative to the current directory.
+    pub input_files: Vec<PathBuf>,
 }
 
 impl Scenario {
@@ -68,7 +82,12 @@ impl Scenario {
                 ));
             };
             let path = path.trim();
-            let Some((sub, var)) = path.split_once('.') else {
+            let split = match &self.single {
+                // One FMU: the variable's name, with or without the subsystem.
+                Some(single) => Some((single.subsystem.as_str(), single.variable(path))),
+                None => path.split_once('.'),
+            };
+            let Some((sub, var)) = split else {
                 return Err(err(format!(
                     "\"{path}\" is not of the form \"<subsystem>.<variable>\""
                 )));
@@ -101,6 +120,34 @@ impl Scenario {
                     value_origin: origin,
                 });
             }
+        }
+        if let Some(start) = overrides.start {
+            let argument = format!("--start {}", crate::resolve::short_float(start));
+            if !start.is_finite() {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &argument,
+                    "the start time must be a finite number of seconds",
+                ));
+            }
+            if overrides.stop.is_none()
+                && let Some(stop) = &self.simulation.stop
+                && stop.value <= start
+            {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &argument,
+                    format!(
+                        "start time {start} s is not before the stop time {} s",
+                        stop.value
+                    ),
+                )
+                .with_help("give a later stop time with --stop"));
+            }
+            self.simulation.start = Some(Setting {
+                value: start,
+                origin: Origin::Argument(argument),
+            });
         }
         if let Some(stop) = overrides.stop {
             let argument = format!("--stop {}", crate::resolve::short_float(stop));
@@ -158,6 +205,37 @@ impl Scenario {
             }
             self.master.settings.step_timeout = Some(timeout);
         }
+        if let Some(interval) = overrides.output_interval {
+            let argument = format!(
+                "--output-interval {}",
+                crate::resolve::short_float(interval)
+            );
+            if !(interval.is_finite() && interval > 0.0) {
+                return Err(ScenarioError::argument(
+                    &file,
+                    &argument,
+                    format!(
+                        "the output interval must be a positive number of seconds, not {interval}"
+                    ),
+                ));
+            }
+            self.outputs.sampling = Sampling::Interval(interval);
+            self.outputs.sampling_origin = Some(Origin::Argument(argument));
+        }
+        if !overrides.output_variables.is_empty() {
+            self.override_output_variables(&overrides.output_variables)?;
+        }
+        for path in &overrides.input_files {
+            let argument = format!("--input-file {}", path.display());
+            self.inputs.push(InputSpec {
+                file: path.clone(),
+                origin: Origin::Argument(argument),
+                span: None,
+                columns: None,
+                csv: None,
+            });
+            self.read_input_files()?;
+        }
         if let Some(out) = &overrides.out {
             if out.as_os_str().is_empty() {
                 return Err(ScenarioError::argument(
@@ -175,6 +253,45 @@ impl Scenario {
             }
             self.outputs.dir = absolute(out);
         }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// `--output-variables`: checks the form and the subsystems of the
+    /// patterns (their variables are matched by `resolve`).
+    fn override_output_variables(&mut self, patterns: &[String]) -> Result<()> {
+        let file = self.source.path.clone();
+        let argument = format!("--output-variables {}", patterns.join(" "));
+        let index = SubsystemIndex::new(&self.subsystems);
+        let mut out = Vec::new();
+        for text in patterns {
+            let text = text.trim();
+            let err = |msg: String| ScenarioError::argument(&file, &argument, msg);
+            let full = match &self.single {
+                Some(single) => format!("{}.{}", single.subsystem, single.variable(text)),
+                None => text.to_string(),
+            };
+            let Some((sub, pattern)) = full.split_once('.') else {
+                return Err(err(format!(
+                    "\"{text}\" is not of the form \"<subsystem>.<variable or pattern>\""
+                )));
+            };
+            if pattern.is_empty() {
+                return Err(err(format!("\"{text}\" names no variable after the '.'")));
+            }
+            if !is_glob(sub) && index.get(sub).is_none() {
+                let e = find_subsystem(&self.source, &index, sub, Default::default())
+                    .err()
+                    .map(|e| e.help.clone())
+                    .unwrap_or_default();
+                let mut a = err(format!("unknown subsystem '{sub}' in \"{text}\""));
+                a.help = e;
+                return Err(a);
+            }
+            out.push(full);
+        }
+        self.output_variables = Some((out, argument));
         Ok(())
     }
 }

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::error::{ScenarioError, Severity, Source, Span, did_you_mean, nearest};
 use crate::read::Result;
 use crate::scenario::{
-    AssignKind, AssignSpec, Origin, RawValue, Scenario, VarPath, is_glob, sub_span,
+    AssignKind, AssignSpec, InputSpec, Origin, RawValue, Scenario, VarPath, is_glob, sub_span,
 };
 use crate::settings::{Isolation, MasterKind, MasterSettings, OutputSettings, Sampling};
 use cosim_core::time::TimeBase;
@@ -132,6 +132,33 @@ pub struct ResolvedBond {
     pub span: Span,
 }
 
+/// An input of a subsystem fed by a column of an input file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedFeed {
+    /// The input.
+    pub input: VariableRef,
+    /// The column of the file (index among the columns after `time`).
+    pub column: usize,
+    /// The column's name in the file.
+    pub column_name: String,
+    /// A discrete input (integer, enumeration, Boolean): held, not interpolated.
+    pub discrete: bool,
+}
+
+/// An input file (`[[inputs]]` or `--input-file`), read and matched.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedInputFile {
+    /// The file.
+    pub file: PathBuf,
+    /// The inputs it feeds.
+    pub feeds: Vec<ResolvedFeed>,
+    /// Its rows.
+    #[serde(skip)]
+    pub table: Arc<cosim_core::input_file::InputTable>,
+    /// The `[[inputs]]` table (`None` for `--input-file`).
+    pub span: Option<Span>,
+}
+
 /// A scenario matched against its FMUs: everything the system assembly and
 /// the master need, with defaults filled in and names turned into indices.
 #[derive(Debug, Clone, Serialize)]
@@ -158,6 +185,8 @@ pub struct ResolvedScenario {
     pub bonds: Vec<ResolvedBond>,
     /// Output files and the traced variables.
     pub outputs: OutputSettings,
+    /// The input files (`[[inputs]]`, `--input-file`) and the inputs they feed.
+    pub inputs: Vec<ResolvedInputFile>,
     /// Where `[outputs]` is in the file, if it is.
     #[serde(skip)]
     pub outputs_span: Option<Span>,
@@ -544,6 +573,10 @@ impl<'s, 'm> Resolver<'s, 'm> {
         &self.scenario.source
     }
 
+    fn path(&self) -> &Path {
+        &self.scenario.source.path
+    }
+
     fn err(&self, span: Span, message: impl Into<String>) -> ScenarioError {
         self.src().error(Some(span), message)
     }
@@ -577,8 +610,9 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let connections = self.connections()?;
         let bonds = self.bonds(&master, &connections)?;
         let outputs = self.outputs()?;
-        self.unconnected_inputs(&connections);
+        let inputs = self.inputs(start, stop, &connections)?;
         self.output_interval(&master, start)?;
+        self.unconnected_inputs(&connections, &inputs);
         Ok(ResolvedScenario {
             source: self.scenario.source.clone(),
             file: self.scenario.source.path.clone(),
@@ -591,6 +625,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             bonds,
             outputs,
             outputs_span: self.scenario.outputs.span,
+            inputs,
             warnings: self.warnings,
         })
     }
@@ -664,9 +699,17 @@ impl<'s, 'm> Resolver<'s, 'm> {
         if stop <= start {
             let message = format!("stop time {stop} s is not after the start time {start} s");
             let origin = sim.stop.as_ref().map(|s| &s.origin);
-            return Err(match origin {
-                Some(o) => self.scenario.origin_error(o, message),
-                None => self.src().error(
+            let start_origin = sim.start.as_ref().map(|s| &s.origin);
+            return Err(match (origin, start_origin) {
+                (Some(o), _) => self.scenario.origin_error(o, message),
+                // --start past the DefaultExperiment's stop time.
+                (None, Some(o @ Origin::Argument(_))) => self.scenario.origin_error(
+                    o,
+                    format!(
+                        "start time {start} s is not before the stop time {stop} s (the FMUs' DefaultExperiment stopTime)"
+                    ),
+                ),
+                (None, _) => self.src().error(
                     sim.span,
                     format!("{message} (both from the FMUs' DefaultExperiment)"),
                 ),
@@ -1312,7 +1355,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
         };
         match &spec.variables {
-            None => {
+            None if self.scenario.output_variables.is_none() => {
                 for (s, md) in self.mds.iter().enumerate() {
                     for v in md.outputs() {
                         push(VariableRef {
@@ -1322,12 +1365,28 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     }
                 }
             }
-            Some(list) => {
+            Some(list) if self.scenario.output_variables.is_none() => {
                 let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
                 for (text, span) in list {
                     for r in self.select(text, *span, &index)? {
                         push(r);
                     }
+                }
+            }
+            _ => {}
+        }
+        // `--output-variables` replaces the list; its errors name the argument.
+        if let Some((list, argument)) = &self.scenario.output_variables {
+            let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
+            for text in list {
+                let selected = self.select(text, Span::default(), &index).map_err(|e| {
+                    let mut a = ScenarioError::argument(self.path(), argument, e.message.clone());
+                    a.help = e.help.clone();
+                    a.notes = e.notes.clone();
+                    a
+                })?;
+                for r in selected {
+                    push(r);
                 }
             }
         }
@@ -1436,9 +1495,17 @@ impl<'s, 'm> Resolver<'s, 'm> {
 
     /// Warns once per subsystem about inputs that nothing feeds and that
     /// get no start value from the scenario.
-    fn unconnected_inputs(&mut self, connections: &[ResolvedConnection]) {
+    fn unconnected_inputs(
+        &mut self,
+        connections: &[ResolvedConnection],
+        inputs: &[ResolvedInputFile],
+    ) {
         let mut warnings = Vec::new();
-        let fed: HashSet<VariableRef> = connections.iter().map(|c| c.to).collect();
+        let fed: HashSet<VariableRef> = connections
+            .iter()
+            .map(|c| c.to)
+            .chain(inputs.iter().flat_map(|f| f.feeds.iter().map(|x| x.input)))
+            .collect();
         for (s, spec) in self.scenario.subsystems.iter().enumerate() {
             let Some(md) = self.mds.get(s) else { continue };
             let names: Vec<&str> = md
@@ -1460,18 +1527,30 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 } else {
                     ("inputs", "keep their start values")
                 };
-                warnings.push((
-                    spec.span,
+                let message = if self.scenario.single.is_some() {
+                    // One FMU run directly: nothing to connect; a file feeds inputs.
+                    format!(
+                        "{word} {} of the FMU {verb} (no --input-file feeds {})",
+                        names.join(", "),
+                        if names.len() == 1 { "it" } else { "them" }
+                    )
+                } else {
                     format!(
                         "{word} of subsystem '{}' not connected ({verb}): {}",
                         spec.name.value,
                         names.join(", ")
-                    ),
-                ));
+                    )
+                };
+                warnings.push((spec.span, message));
             }
         }
         for (span, m) in warnings {
-            self.warn(span, m);
+            if self.scenario.single.is_some() {
+                let w = self.src().diagnostic(Severity::Warning, None, m);
+                self.warnings.push(w);
+            } else {
+                self.warn(span, m);
+            }
         }
     }
 }
@@ -1505,4 +1584,277 @@ fn effort_flow(
         }
     }
     check_effort_flow_pair(md, input, md, output).map(|c| c.power_factor)
+}
+
+/// Where an input file maps a column to an input: a `columns` key of
+/// `[[inputs]]`, or a cell of the file's header.
+enum FeedPlace {
+    Key(Span),
+    Header(usize),
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// An error about input file `spec` as a whole: at its `file` value,
+    /// or naming its `--input-file` argument.
+    fn input_error(&self, spec: &InputSpec, message: impl Into<String>) -> ScenarioError {
+        self.origin_err(&spec.origin, message)
+    }
+
+    /// "the input file of [[inputs]] at s.toml:12:8", for notes on errors
+    /// in the file itself.
+    fn input_note(&self, spec: &InputSpec) -> String {
+        match &spec.origin {
+            Origin::File(span) => format!(
+                "the input file of [[inputs]] at {}",
+                self.src().location(*span)
+            ),
+            Origin::Argument(arg) => format!("the input file of '{arg}'"),
+        }
+    }
+
+    /// The input a column named `name` feeds, when the name says: a
+    /// `<subsystem>.<input>` path, or (in a scenario of one subsystem) the
+    /// input's name alone; a trailing ` [unit]` is allowed.
+    fn column_target(&self, name: &str) -> Option<VariableRef> {
+        let bare = crate::input_csv::strip_unit(name);
+        let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
+        for candidate in [name, bare] {
+            if let [md] = self.mds.as_slice()
+                && let Some((v, _)) = md.variable_by_name(candidate)
+            {
+                return Some(VariableRef {
+                    subsystem: 0,
+                    variable: v,
+                });
+            }
+            if let Some((sub, var)) = candidate.split_once('.')
+                && let Some(s) = index.get(sub)
+                && let Some((v, _)) = self.mds.get(s).and_then(|md| md.variable_by_name(var))
+            {
+                return Some(VariableRef {
+                    subsystem: s,
+                    variable: v,
+                });
+            }
+        }
+        None
+    }
+
+    /// The names a column could give to feed an input, for "did you mean".
+    fn input_names(&self) -> Vec<String> {
+        let single = self.mds.len() == 1;
+        let mut out = Vec::new();
+        for (s, md) in self.mds.iter().enumerate() {
+            for i in md.inputs() {
+                let v = &md.variables[i].name;
+                out.push(if single {
+                    v.clone()
+                } else {
+                    format!("{}.{v}", self.sub_name(s))
+                });
+            }
+        }
+        out
+    }
+
+    /// Reads and matches every input file: each column to an input (by
+    /// `columns`, or by the header), checks that the inputs are inputs of a
+    /// type a file can feed, that the values fit them, that nothing else
+    /// feeds them; warns when the file does not cover the run.
+    fn inputs(
+        &mut self,
+        start: f64,
+        stop: f64,
+        connections: &[ResolvedConnection],
+    ) -> Result<Vec<ResolvedInputFile>> {
+        let mut out: Vec<ResolvedInputFile> = Vec::new();
+        // Input -> (file, column name) feeding it.
+        let mut fed_by: HashMap<VariableRef, (usize, String)> = HashMap::new();
+        for (k, spec) in self.scenario.inputs.iter().enumerate() {
+            let csv = match &spec.csv {
+                Some(csv) => csv.clone(),
+                None => spec.clone().read()?,
+            };
+            let note = self.input_note(spec);
+            // (input, column, where the mapping is written)
+            let mut pairs: Vec<(VariableRef, usize, FeedPlace)> = Vec::new();
+            match &spec.columns {
+                Some(columns) => {
+                    for (path, column, value_span) in columns {
+                        let (v, _) =
+                            self.variable(path.subsystem, &path.variable, path.var_span, |v| {
+                                v.causality == Causality::Input
+                            })?;
+                        let Some(c) = csv.column(column) else {
+                            let names: Vec<&str> = csv.names.iter().map(|n| n.0.as_str()).collect();
+                            return Err(self
+                                .err(
+                                    *value_span,
+                                    format!(
+                                        "the input file {} has no column '{column}'",
+                                        csv.path.display()
+                                    ),
+                                )
+                                .with_help(
+                                    did_you_mean(column, names.iter().copied()).unwrap_or_else(
+                                        || format!("its columns are: {}", names.join(", ")),
+                                    ),
+                                ));
+                        };
+                        pairs.push((
+                            VariableRef {
+                                subsystem: path.subsystem,
+                                variable: v,
+                            },
+                            c,
+                            FeedPlace::Key(path.var_span),
+                        ));
+                    }
+                }
+                None => {
+                    for (c, (name, _)) in csv.names.iter().enumerate() {
+                        let Some(r) = self.column_target(name) else {
+                            let candidates = self.input_names();
+                            let what = if self.mds.len() == 1 {
+                                "an input of the FMU"
+                            } else {
+                                "'<subsystem>.<input>'"
+                            };
+                            let help = did_you_mean(
+                                crate::input_csv::strip_unit(name),
+                                candidates.iter().map(String::as_str),
+                            )
+                            .unwrap_or_else(|| {
+                                if candidates.is_empty() {
+                                    "no subsystem has inputs".to_string()
+                                } else {
+                                    format!("the inputs are: {}", candidates.join(", "))
+                                }
+                            });
+                            return Err(csv
+                                .header_error(
+                                    c,
+                                    format!(
+                                        "column '{name}' names no input: a column's name is {what}"
+                                    ),
+                                )
+                                .with_help(help)
+                                .with_note(note));
+                        };
+                        pairs.push((r, c, FeedPlace::Header(c)));
+                    }
+                }
+            }
+            let mut feeds = Vec::new();
+            for (r, c, place) in pairs {
+                let md = self.md(r.subsystem)?;
+                let v = &md.variables[r.variable];
+                let text = format!("{}.{}", self.sub_name(r.subsystem), v.name);
+                let at = |message: String| match place {
+                    FeedPlace::Key(span) => self.err(span, message),
+                    FeedPlace::Header(c) => csv.header_error(c, message).with_note(note.clone()),
+                };
+                if v.causality != Causality::Input {
+                    return Err(at(format!(
+                        "'{text}' {}, not an input: an input file feeds inputs",
+                        causality_phrase(v)
+                    ))
+                    .with_help_opt(
+                        matches!(v.causality, Causality::Parameter)
+                            .then(|| "set a parameter with 'parameters' or --set".to_string()),
+                    ));
+                }
+                if !cosim_core::subsystem::is_slot_type(v.var_type) || !v.is_scalar() {
+                    return Err(at(format!(
+                        "'{text}' is {}{}: an input file feeds scalar numeric and Boolean inputs",
+                        if v.is_scalar() { "a " } else { "an array of " },
+                        v.var_type
+                    )));
+                }
+                if let Some(conn) = connections.iter().find(|x| x.to == r) {
+                    return Err(at(format!(
+                        "input '{text}' is fed both by the connection on line {} and by column '{}' of the input file {}",
+                        self.line_of(conn.span),
+                        csv.names[c].0,
+                        csv.path.display()
+                    ))
+                    .with_help("an input takes its value from one source: remove the connection or the column"));
+                }
+                if let Some((other, column)) = fed_by.get(&r) {
+                    let other_file = if *other == k {
+                        "this file".to_string()
+                    } else {
+                        format!(
+                            "the input file {}",
+                            self.scenario.inputs[*other].file.display()
+                        )
+                    };
+                    return Err(at(format!(
+                        "input '{text}' is fed twice: by column '{column}' of {other_file} and by column '{}'",
+                        csv.names[c].0
+                    )));
+                }
+                csv.check_column(c, v)
+                    .map_err(|e| e.with_note(note.clone()))?;
+                fed_by.insert(r, (k, csv.names[c].0.clone()));
+                feeds.push(ResolvedFeed {
+                    input: r,
+                    column: c,
+                    column_name: csv.names[c].0.clone(),
+                    discrete: !v.var_type.is_float(),
+                });
+            }
+            // A start value the file replaces from the start time.
+            for f in &feeds {
+                let name = &self.md(f.input.subsystem)?.variables[f.input.variable].name;
+                let given = self.scenario.subsystems[f.input.subsystem]
+                    .assignments
+                    .iter()
+                    .find(|a| a.name == *name);
+                if let Some(a) = given {
+                    let message = format!(
+                        "the start value of '{}.{name}' has no effect: the input file {} sets it from the start time on",
+                        self.sub_name(f.input.subsystem),
+                        csv.path.display()
+                    );
+                    let w = self.origin_err(&a.value_origin, message);
+                    self.warnings.push(demote(w));
+                }
+            }
+            // Rows that do not cover the run: held values.
+            let (first, last) = csv.table.range();
+            let mut held = Vec::new();
+            if first > start {
+                held.push(format!("before t = {first} s the first row's values"));
+            }
+            if last < stop {
+                held.push(format!("after t = {last} s the last row's values"));
+            }
+            if !held.is_empty() && !feeds.is_empty() {
+                let columns: Vec<&str> = feeds.iter().map(|f| f.column_name.as_str()).collect();
+                let message = format!(
+                    "the input file {} covers t = {first} to {last} s, the run t = {start} to {stop} s: {} are held (column{} {})",
+                    csv.path.display(),
+                    held.join(", and "),
+                    if columns.len() == 1 { "" } else { "s" },
+                    columns.join(", ")
+                );
+                let w = self.input_error(spec, message);
+                self.warnings.push(demote(w));
+            }
+            out.push(ResolvedInputFile {
+                file: spec.file.clone(),
+                feeds,
+                table: csv.table.clone(),
+                span: spec.span,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The same diagnostic as a warning.
+fn demote(mut e: ScenarioError) -> ScenarioError {
+    e.severity = Severity::Warning;
+    e
 }

@@ -44,11 +44,26 @@ pub struct Prepared {
 
 /// Loads a scenario file, applies the overrides, opens its FMUs, resolves
 /// and assembles it. `threads`, when given, replaces the scenario's.
+///
+/// `path` may also be an FMU ([`crate::single::is_fmu`]): the scenario
+/// [`crate::single::scenario`] makes for it is run.
 pub fn prepare(
     path: &Path,
     overrides: &Overrides,
     threads: Option<usize>,
 ) -> Result<Prepared, PrepareError> {
+    if crate::single::is_fmu(path) {
+        let mut scenario = crate::single::scenario(path, overrides.start)?;
+        scenario.apply_overrides(overrides)?;
+        let unplaced = |e| crate::single::unplaced(e, path);
+        let mut prepared = prepare_scenario(&scenario, threads).map_err(|e| match e {
+            PrepareError::Scenario(s) => PrepareError::Scenario(unplaced(s)),
+            other => other,
+        })?;
+        let warnings = std::mem::take(&mut prepared.resolved.warnings);
+        prepared.resolved.warnings = warnings.into_iter().map(unplaced).collect();
+        return Ok(prepared);
+    }
     let mut scenario = Scenario::load(path)?;
     scenario.apply_overrides(overrides)?;
     prepare_scenario(&scenario, threads)

@@ -20,6 +20,7 @@ const ROOT_KEYS: &[&str] = &[
     "subsystems",
     "connections",
     "bonds",
+    "inputs",
     "outputs",
 ];
 const SIMULATION_KEYS: &[&str] = &["start", "stop"];
@@ -74,6 +75,7 @@ const SUBSYSTEM_KEYS: &[&str] = &[
 const CONNECTION_KEYS: &[&str] = &["from", "to", "gain", "offset", "signal", "unit_mismatch"];
 const BOND_KEYS: &[&str] = &["name", "ports", "tolerance", "energy_scale", "intended"];
 const PORT_KEYS: &[&str] = &["input", "output"];
+const INPUT_KEYS: &[&str] = &["file", "columns"];
 const OUTPUT_KEYS: &[&str] = &[
     "dir",
     "trace",
@@ -261,6 +263,67 @@ pub(crate) struct OutputsSpec {
     pub sampling_origin: Option<Origin>,
 }
 
+/// An input file: `[[inputs]]`, or `--input-file` on the command line.
+#[derive(Debug, Clone)]
+pub(crate) struct InputSpec {
+    /// The file (absolute for `[[inputs]]`, as given for `--input-file`).
+    pub file: PathBuf,
+    /// The `file` value, or the `--input-file` argument.
+    pub origin: Origin,
+    /// The `[[inputs]]` table.
+    pub span: Option<Span>,
+    /// `columns`: input -> column name (with the span of the name).
+    /// `None`: the header names the inputs.
+    pub columns: Option<Vec<(VarPath, String, Span)>>,
+    /// The file, once read.
+    pub csv: Option<Arc<crate::input_csv::InputCsv>>,
+}
+
+impl InputSpec {
+    /// Reads the file (once).
+    pub(crate) fn read(&mut self) -> Result<Arc<crate::input_csv::InputCsv>> {
+        if let Some(csv) = &self.csv {
+            return Ok(csv.clone());
+        }
+        let csv = Arc::new(crate::input_csv::InputCsv::read(&self.file).map_err(|e| {
+            let note = match &self.origin {
+                Origin::File(_) => "read for [[inputs]] of the scenario".to_string(),
+                Origin::Argument(arg) => format!("read for the command-line argument '{arg}'"),
+            };
+            e.with_note(note)
+        })?);
+        self.csv = Some(csv.clone());
+        Ok(csv)
+    }
+}
+
+/// A scenario made for one FMU (`cosim run Model.fmu`): names on the
+/// command line may leave out the subsystem.
+#[derive(Debug, Clone)]
+pub(crate) struct SingleFmu {
+    /// The subsystem's name.
+    pub subsystem: String,
+    /// The FMU's variable names.
+    pub names: std::collections::HashSet<String>,
+}
+
+impl SingleFmu {
+    /// `name` (a variable name or pattern, with or without the subsystem
+    /// prefix) as the variable part of a path.
+    pub(crate) fn variable<'n>(&self, name: &'n str) -> &'n str {
+        if self.names.contains(name) {
+            return name;
+        }
+        match name
+            .strip_prefix(self.subsystem.as_str())
+            .and_then(|r| r.strip_prefix('.'))
+        {
+            Some(rest) if !rest.is_empty() => rest,
+            _ => name,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SimulationSpec {
     pub span: Option<Span>,
@@ -298,6 +361,12 @@ pub struct Scenario {
     pub(crate) isolation_override: Option<crate::settings::Isolation>,
     /// `--log-fmi-calls`: where every FMI call of every FMU is logged.
     pub(crate) call_log: Option<cosim_fmi::CallLogTarget>,
+    /// `[[inputs]]` and `--input-file`.
+    pub(crate) inputs: Vec<InputSpec>,
+    /// `--output-variables`: replaces `[outputs] variables`.
+    pub(crate) output_variables: Option<(Vec<String>, String)>,
+    /// Made for one FMU (`cosim run Model.fmu`).
+    pub(crate) single: Option<SingleFmu>,
 }
 
 impl Scenario {
@@ -319,8 +388,9 @@ impl Scenario {
             }
             .error(None, format!("cannot read the scenario file: {e}"))
         })?;
-        let scenario = Scenario::from_str(&text, path)?;
+        let mut scenario = Scenario::from_str(&text, path)?;
         scenario.check_fmu_files()?;
+        scenario.read_input_files()?;
         Ok(scenario)
     }
 
@@ -423,6 +493,36 @@ impl Scenario {
                         "relative paths are resolved against the scenario file's directory",
                     ));
             }
+        }
+        Ok(())
+    }
+
+    /// Reads and checks every input file (`[[inputs]]`) not read yet
+    /// (done by [`Scenario::load`]; [`Scenario::resolve`] reads those left).
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be read, or is not a valid input file: at its
+    /// line and column.
+    pub fn read_input_files(&mut self) -> Result<()> {
+        for spec in &mut self.inputs {
+            if spec.csv.is_none() && !spec.file.is_file() {
+                let what = if spec.file.exists() {
+                    "is not a file"
+                } else {
+                    "does not exist"
+                };
+                let message = format!("the input file {what}: {}", spec.file.display());
+                return Err(match &spec.origin {
+                    Origin::File(span) => self.source.error(Some(*span), message).with_note(
+                        "relative paths are resolved against the scenario file's directory",
+                    ),
+                    Origin::Argument(arg) => {
+                        ScenarioError::argument(&self.source.path, arg, message)
+                    }
+                });
+            }
+            spec.read()?;
         }
         Ok(())
     }
@@ -566,6 +666,7 @@ impl<'a> Parser<'a> {
         let bonds = self.bonds(&root, &index)?;
         let master = self.master(&root, &index, &bonds)?;
         let outputs = self.outputs(&root, &index)?;
+        let inputs = self.inputs(&root, &index)?;
         Ok(Scenario {
             source,
             base_dir: self.base_dir.to_path_buf(),
@@ -578,6 +679,9 @@ impl<'a> Parser<'a> {
             warnings: self.warnings,
             isolation_override: None,
             call_log: None,
+            inputs,
+            output_variables: None,
+            single: None,
         })
     }
 
@@ -1312,6 +1416,102 @@ impl<'a> Parser<'a> {
             });
         }
         Ok(out)
+    }
+
+    /// `[[inputs]]`: `file` (relative to the scenario file) and optional
+    /// `columns = { "<subsystem>.<input>" = "<column>" }`.
+    fn inputs(
+        &mut self,
+        root: &Table<'a, '_>,
+        subsystems: &SubsystemIndex<'_>,
+    ) -> Result<Vec<InputSpec>> {
+        let mut out = Vec::new();
+        for t in root.tables("inputs", "[[inputs]]", INPUT_KEYS)? {
+            let (file, file_span) = t.string("file")?.ok_or_else(|| {
+                t.missing(
+                    "file",
+                    "the CSV file of time and values, e.g. file = \"inputs.csv\"",
+                )
+            })?;
+            if file.trim().is_empty() {
+                return Err(t.err(file_span, "'file' is empty: give the path of a CSV file"));
+            }
+            let columns = match t.get("columns") {
+                None => None,
+                Some(v) => {
+                    let DeValue::Table(table) = v.get_ref() else {
+                        return Err(t.err(
+                            span_of(v),
+                            format!(
+                                "expected a table for 'columns' (e.g. columns = {{ \"chassis.F\" = \"force\" }}), found {}",
+                                describe(v.get_ref())
+                            ),
+                        ));
+                    };
+                    let mut entries = Vec::new();
+                    self.columns(table, "", subsystems, &mut entries)?;
+                    if entries.is_empty() {
+                        return Err(t.err(
+                            span_of(v),
+                            "'columns' is empty: map inputs to columns, or leave it out when the header names the inputs",
+                        ));
+                    }
+                    Some(entries)
+                }
+            };
+            out.push(InputSpec {
+                file: absolute(&self.base_dir.join(&file)),
+                origin: Origin::File(file_span),
+                span: Some(t.span),
+                columns,
+                csv: None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The entries of `columns`, joining dotted keys (`chassis.F = "f"`).
+    fn columns(
+        &self,
+        table: &DeTable<'_>,
+        prefix: &str,
+        subsystems: &SubsystemIndex<'_>,
+        out: &mut Vec<(VarPath, String, Span)>,
+    ) -> Result<()> {
+        let mut entries: Vec<_> = table.iter().collect();
+        entries.sort_by_key(|(k, _)| k.span().start);
+        for (key, value) in entries {
+            let k: &str = key.get_ref();
+            let name = if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match value.get_ref() {
+                DeValue::Table(inner) => self.columns(inner, &name, subsystems, out)?,
+                DeValue::String(column) => {
+                    let path = parse_var_path(self.src, &name, span_of(key), subsystems)?;
+                    if let Some((first, _, _)) = out.iter().find(|(p, _, _)| p.text == path.text) {
+                        let line = self.src.error(Some(first.span), "").line.unwrap_or(0);
+                        return Err(self.src.error(
+                            Some(span_of(key)),
+                            format!("input '{name}' is given a column twice (also on line {line})"),
+                        ));
+                    }
+                    out.push((path, column.to_string(), span_of(value)));
+                }
+                other => {
+                    return Err(self.src.error(
+                        Some(span_of(value)),
+                        format!(
+                            "expected the name of a column of the file for '{name}', found {}",
+                            describe(other)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn outputs(
