@@ -434,7 +434,7 @@ fn nested_system_errors_name_the_place() {
         base.replace("exposes = [\"s2.x1\",", "exposes = [\"s2.l23\", \"s2.x1\","),
     );
     assert!(
-        err.contains("'s2.l23' is fed by a connection inside nested system 'nest'"),
+        err.contains("'s2.l23' is fed by a connection or an input file inside nested system 'nest'"),
         "{err}"
     );
     let err = check("step", base.replace("step = 0.025 ", "step = 0.03 "));
