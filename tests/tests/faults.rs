@@ -171,7 +171,7 @@ fn a_discarded_step_stops_a_master_without_rollback_naming_the_last_successful_t
         let err = assert_clean_stop(&out, &out_dir);
         assert!(
             err.contains(&format!(
-                "error: FMU instance 'faulty': {v}DoStep returned Discard at t = 0.3 (step "
+                "error: FMU instance 'faulty': {v}DoStep returned Discard in the step from t = 0.3 to 0.31: "
             )),
             "{err}"
         );

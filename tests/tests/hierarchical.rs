@@ -380,15 +380,15 @@ fn zero_stability_is_reported_per_level() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     assert!(
-        ring(0.5, 0.5).contains("zero-stability of top: provably zero-stable: ||D||inf = 0.500")
+        ring(0.5, 0.5).contains("zero-stability of top: provably zero-stable: ||D||inf = 0.5 ")
     );
     let err = ring(2.0, 0.25);
     assert!(
-        err.contains("zero-stable: rho(D) = 0.707 <= 1, but ||D||inf = 2.000 > 1"),
+        err.contains("zero-stable: rho(D) = 0.7071 <= 1, but ||D||inf = 2 > 1"),
         "{err}"
     );
     let err = ring(2.0, 2.0);
-    assert!(err.contains("needs attention: rho(D) = 2.000 > 1"), "{err}");
+    assert!(err.contains("needs attention: rho(D) = 2 > 1"), "{err}");
     // B3, hierarchical: no loop on either level (hafner eqs. 16-17).
     let out = cosim(&[
         "inspect",
@@ -406,7 +406,8 @@ fn zero_stability_is_reported_per_level() {
         "{err}"
     );
     assert!(
-        err.contains("||D||inf = 0.500") && err.contains("||D||inf = 2.000"),
+        err.lines().any(|l| l.ends_with("||D||inf = 0.5"))
+            && err.lines().any(|l| l.ends_with("||D||inf = 2")),
         "{err}"
     );
 }
@@ -434,7 +435,9 @@ fn nested_system_errors_name_the_place() {
         base.replace("exposes = [\"s2.x1\",", "exposes = [\"s2.l23\", \"s2.x1\","),
     );
     assert!(
-        err.contains("'s2.l23' is fed by a connection or an input file inside nested system 'nest'"),
+        err.contains(
+            "'s2.l23' is fed by a connection or an input file inside nested system 'nest'"
+        ),
         "{err}"
     );
     let err = check("step", base.replace("step = 0.025 ", "step = 0.03 "));

@@ -167,7 +167,7 @@ fn every_fault_of_an_isolated_fmu_stops_the_run_cleanly_with_its_documented_mess
                         "lastSuccessfulTime"
                     };
                     expect(&format!(
-                        "error: FMU instance 'faulty': {v}DoStep returned Discard at t = 0.3 (step "
+                        "error: FMU instance 'faulty': {v}DoStep returned Discard in the step from t = 0.3 to 0.31: "
                     ));
                     expect(&format!("the FMU stopped at {last} = 0.305"));
                     expect("the FMU logged:\n  [Discard]");

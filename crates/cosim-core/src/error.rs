@@ -197,8 +197,12 @@ fn discard_message(
     } else {
         "returned Discard"
     };
+    // The step's end, not its size: `t + h` is the next communication
+    // point exactly, where `h` itself may carry an ulp of the subtraction
+    // that made it (0.010000000000000009).
     let mut msg = format!(
-        "FMU instance '{subsystem}': {function} {what} at t = {t} (step {h}): the FMU stopped at {last_name} = {last_successful_time}"
+        "FMU instance '{subsystem}': {function} {what} in the step from t = {t} to {}: the FMU stopped at {last_name} = {last_successful_time}",
+        t + h
     );
     msg.push_str("; the master cannot redo the step, so the run stops");
     if !log.is_empty() {

@@ -24,6 +24,7 @@ pub mod parallel;
 pub mod structure;
 pub mod subsystem;
 pub mod system;
+pub mod text;
 pub mod time;
 pub mod watchdog;
 

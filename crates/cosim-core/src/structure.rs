@@ -6,6 +6,11 @@
 use crate::subsystem::SubsystemInfo;
 use crate::system::{Connection, System};
 
+/// A figure of a message, to 4 significant digits in its shortest form.
+fn sig(x: f64) -> String {
+    crate::text::significant(x, 4)
+}
+
 /// An algebraic loop: the variables along the cycle, as
 /// `subsystem.variable`, starting and ending at the same input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -322,7 +327,7 @@ pub fn zero_stability(sys: &mut System, level: &str) -> crate::Result<Vec<LevelS
             format!(
                 "structurally zero: no loop through direct feed-through, rho(D) = 0{}",
                 inf_norm
-                    .map(|x| format!(", ||D||inf = {x:.3}"))
+                    .map(|x| format!(", ||D||inf = {}", sig(x)))
                     .unwrap_or_default()
             ),
         )
@@ -331,7 +336,10 @@ pub fn zero_stability(sys: &mut System, level: &str) -> crate::Result<Vec<LevelS
             Some(norm) if norm <= 1.0 => (
                 Verdict::ProvablyZeroStable,
                 Some(spectral_radius(n, &d)),
-                format!("provably zero-stable: ||D||inf = {norm:.3} <= 1 (also for every nested level)"),
+                format!(
+                    "provably zero-stable: ||D||inf = {} <= 1 (also for every nested level)",
+                    sig(norm)
+                ),
             ),
             Some(norm) => {
                 let rho = spectral_radius(n, &d);
@@ -339,13 +347,20 @@ pub fn zero_stability(sys: &mut System, level: &str) -> crate::Result<Vec<LevelS
                     (
                         Verdict::ZeroStable,
                         Some(rho),
-                        format!("zero-stable: rho(D) = {rho:.3} <= 1, but ||D||inf = {norm:.3} > 1, so nested levels must be checked on their own"),
+                        format!(
+                            "zero-stable: rho(D) = {} <= 1, but ||D||inf = {} > 1, so nested levels must be checked on their own",
+                            sig(rho),
+                            sig(norm)
+                        ),
                     )
                 } else {
                     (
                         Verdict::NeedsAttention,
                         Some(rho),
-                        format!("needs attention: rho(D) = {rho:.3} > 1, the coupling amplifies an algebraic loop"),
+                        format!(
+                            "needs attention: rho(D) = {} > 1, the coupling amplifies an algebraic loop",
+                            sig(rho)
+                        ),
                     )
                 }
             }

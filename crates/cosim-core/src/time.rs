@@ -81,11 +81,7 @@ impl TimeBase {
             })
             .or_else(|| times.first());
         let (name, t) = bad.copied().unwrap_or(("a time", f64::NAN));
-        let t = if (1e-4..1e15).contains(&t.abs()) {
-            t.to_string()
-        } else {
-            format!("{t:e}")
-        };
+        let t = crate::text::number(t);
         Err(format!(
             "{name} = {t} s is not a whole number of ticks at any resolution from 1 ns to 1 fs \
              together with the other times of the run (cosim keeps time as integer ticks, as \

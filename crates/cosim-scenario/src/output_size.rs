@@ -93,10 +93,7 @@ pub fn estimate(resolved: &ResolvedScenario, assembly: &Assembly) -> OutputEstim
             };
             (
                 (n, n),
-                format!(
-                    "at the fixed step {} s",
-                    crate::resolve::short_float(m.step)
-                ),
+                format!("at the fixed step {} s", cosim_core::text::number(m.step)),
             )
         }
         MasterKind::Ifosmondi | MasterKind::IterativeAffine => {
@@ -105,7 +102,7 @@ pub fn estimate(resolved: &ResolvedScenario, assembly: &Assembly) -> OutputEstim
                 (n, n),
                 format!(
                     "at the base step {} s (more if steps are halved)",
-                    crate::resolve::short_float(m.step)
+                    cosim_core::text::number(m.step)
                 ),
             )
         }
@@ -121,8 +118,8 @@ pub fn estimate(resolved: &ResolvedScenario, assembly: &Assembly) -> OutputEstim
                 (ceil(span / (per * c.dt_max)), ceil(span / (per * c.dt_min))),
                 format!(
                     "between dt_max = {} s and dt_min = {} s",
-                    crate::resolve::short_float(c.dt_max),
-                    crate::resolve::short_float(c.dt_min)
+                    cosim_core::text::number(c.dt_max),
+                    cosim_core::text::number(c.dt_min)
                 ),
             )
         }
@@ -276,7 +273,7 @@ pub fn warning(
                 human_bytes(threshold),
                 files.join(", "),
                 e.why,
-                crate::resolve::short_float(e.span),
+                cosim_core::text::number(e.span),
                 BYTES_PER_NUMBER
             ))
             .with_help(ADVICE),

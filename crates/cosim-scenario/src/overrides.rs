@@ -122,7 +122,7 @@ impl Scenario {
             }
         }
         if let Some(start) = overrides.start {
-            let argument = format!("--start {}", crate::resolve::short_float(start));
+            let argument = format!("--start {}", cosim_core::text::number(start));
             if !start.is_finite() {
                 return Err(ScenarioError::argument(
                     &file,
@@ -150,7 +150,7 @@ impl Scenario {
             });
         }
         if let Some(stop) = overrides.stop {
-            let argument = format!("--stop {}", crate::resolve::short_float(stop));
+            let argument = format!("--stop {}", cosim_core::text::number(stop));
             if !stop.is_finite() {
                 return Err(ScenarioError::argument(
                     &file,
@@ -182,7 +182,7 @@ impl Scenario {
             self.call_log = Some(target.clone());
         }
         if let Some(step) = overrides.step {
-            let argument = format!("--step {}", crate::resolve::short_float(step));
+            let argument = format!("--step {}", cosim_core::text::number(step));
             if !(step.is_finite() && step > 0.0) {
                 return Err(ScenarioError::argument(
                     &file,
@@ -199,17 +199,14 @@ impl Scenario {
             if !(timeout > 0.0 && timeout <= 3.2e7) {
                 return Err(ScenarioError::argument(
                     &file,
-                    &format!("--step-timeout {}", crate::resolve::short_float(timeout)),
+                    &format!("--step-timeout {}", cosim_core::text::number(timeout)),
                     "the step timeout must be a positive number of seconds, at most a year",
                 ));
             }
             self.master.settings.step_timeout = Some(timeout);
         }
         if let Some(interval) = overrides.output_interval {
-            let argument = format!(
-                "--output-interval {}",
-                crate::resolve::short_float(interval)
-            );
+            let argument = format!("--output-interval {}", cosim_core::text::number(interval));
             if !(interval.is_finite() && interval > 0.0) {
                 return Err(ScenarioError::argument(
                     &file,

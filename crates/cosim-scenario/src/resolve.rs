@@ -264,16 +264,6 @@ fn type_name(t: VariableType) -> String {
     t.to_string()
 }
 
-/// A float for a message: plain where that is short, else with an
-/// exponent (`1e-300`, not three hundred digits).
-pub(crate) fn short_float(x: f64) -> String {
-    if x == 0.0 || (1e-4..1e15).contains(&x.abs()) {
-        x.to_string()
-    } else {
-        format!("{x:e}")
-    }
-}
-
 fn is_parameter(v: &Variable) -> bool {
     matches!(
         v.causality,
@@ -763,12 +753,12 @@ impl<'s, 'm> Resolver<'s, 'm> {
             let message = if smallest < smallest_tick {
                 format!(
                     "the step {} s is below the finest time resolution cosim keeps (1 fs)",
-                    short_float(smallest)
+                    cosim_core::text::number(smallest)
                 )
             } else {
                 format!(
                     "the step {} s is too small to be represented at t = {t_max} s (the time resolution there is {resolution:e} s)",
-                    short_float(smallest)
+                    cosim_core::text::number(smallest)
                 )
             };
             let help = "use a larger step, or shift the simulated interval towards t = 0";
@@ -1316,30 +1306,30 @@ impl<'s, 'm> Resolver<'s, 'm> {
             .map(|k| {
                 let point = k * iv;
                 let at = point.div_euclid(hn) + i64::from(point.rem_euclid(hn) != 0);
-                short_float(base.seconds(t0 + at * hn))
+                cosim_core::text::number(base.seconds(t0 + at * hn))
             })
             .collect();
         let k = iv / hn;
         let mut multiples = Vec::new();
         if k >= 1 {
-            multiples.push(short_float(base.seconds(k * hn)));
+            multiples.push(cosim_core::text::number(base.seconds(k * hn)));
         }
-        multiples.push(short_float(base.seconds((k + 1) * hn)));
+        multiples.push(cosim_core::text::number(base.seconds((k + 1) * hn)));
         let (mut a, mut b) = (iv, hn);
         while b != 0 {
             (a, b) = (b, a % b);
         }
         Err(err(format!(
             "'interval' = {} s is not a whole multiple of the fixed step {} s{from}: the trace would have rows at {}, ... instead of every {} s",
-            short_float(x),
-            short_float(h),
+            cosim_core::text::number(x),
+            cosim_core::text::number(h),
             rows.join(", "),
-            short_float(x),
+            cosim_core::text::number(x),
         ))
         .with_help(format!(
             "use interval = {} (a multiple of the step), or a step that divides the interval (step = {})",
             multiples.join(" or "),
-            short_float(base.seconds(a))
+            cosim_core::text::number(base.seconds(a))
         )))
     }
 

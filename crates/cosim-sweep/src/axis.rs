@@ -68,8 +68,14 @@ impl AxisValue {
     /// A short form for run directory names: letters, digits, `.`, `-`,
     /// `+` and `_` only.
     pub fn slug(&self) -> String {
-        self.cell()
-            .chars()
+        // Floats in one notation within a sweep's names: plain from 1e-4
+        // to 1e15, with an exponent outside (`1e-8`, `3.16228e-5`, never
+        // `0.0000316228`).
+        let text = match self {
+            AxisValue::Float(x) => cosim_core::text::number(*x),
+            other => other.cell(),
+        };
+        text.chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '_') {
                     c
@@ -271,7 +277,9 @@ mod tests {
         assert_eq!(AxisValue::Float(1e-3).toml_text(), "0.001");
         assert_eq!(AxisValue::Str("ecco".into()).toml_text(), "\"ecco\"");
         assert_eq!(AxisValue::Str("a b/c".into()).slug(), "a_b_c");
-        assert_eq!(AxisValue::Float(1.5e-5).slug(), "0.000015");
+        assert_eq!(AxisValue::Float(1.5e-5).slug(), "1.5e-5");
+        assert_eq!(AxisValue::Float(3.16228e-5).slug(), "3.16228e-5");
+        assert_eq!(AxisValue::Float(0.00125).slug(), "0.00125");
         assert_eq!(AxisValue::Float(1.5e-9).slug(), "1.5e-9");
     }
 }

@@ -351,7 +351,8 @@ fn metrics(
             {
                 let pct = (div.window * 100.0).round();
                 diverged = Some(format!(
-                    "the residual power of bond '{bond}' grows: its RMS over the last {pct} % of the run is {ratio:.3} times that over the {pct} % before (divergence.growth = {limit})"
+                    "the residual power of bond '{bond}' grows: its RMS over the last {pct} % of the run is {} times that over the {pct} % before (divergence.growth = {limit})",
+                    cosim_core::text::significant(*ratio, 4)
                 ));
             }
         }
@@ -389,7 +390,9 @@ fn metrics(
                     let (peak, ref_peak) = (largest_abs(y), largest_abs(yr));
                     if ref_peak > 0.0 && peak > bound * ref_peak {
                         diverged = Some(format!(
-                            "|{tc}| reached {peak:.4e}, more than {bound} times the reference's largest |{rc}| ({ref_peak:.4e}) (divergence.bound)"
+                            "|{tc}| reached {}, more than {bound} times the reference's largest |{rc}| ({}) (divergence.bound)",
+                            cosim_core::text::significant(peak, 5),
+                            cosim_core::text::significant(ref_peak, 5)
                         ));
                         break;
                     }

@@ -399,8 +399,10 @@ impl Master for Iterative {
                     master: name,
                     t,
                     reason: format!(
-                        "no convergence within {} iterations down to the minimum step {} (last coupling residual {residual:.3} of the tolerance, eq. 27); raise max_iterations or the tolerances, or lower dt_min",
-                        s.max_iterations, s.dt_min
+                        "no convergence within {} iterations down to the minimum step {} (last coupling residual {} of the tolerance, eq. 27); raise max_iterations or the tolerances, or lower dt_min",
+                        s.max_iterations,
+                        crate::text::number(s.dt_min),
+                        crate::text::significant(residual, 4)
                     ),
                 });
             }

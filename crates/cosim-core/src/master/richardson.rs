@@ -400,13 +400,16 @@ impl Master for Richardson {
             if h <= c.dt_min * (1.0 + 1e-12) || rejections > s.max_rejections {
                 let why = if h <= c.dt_min * (1.0 + 1e-12) {
                     format!(
-                        "the error estimate is {eps:.3} > 1 at the minimum step dt_min = {}",
-                        c.dt_min
+                        "the error estimate is {} > 1 at the minimum step dt_min = {}",
+                        crate::text::significant(eps, 4),
+                        crate::text::number(c.dt_min)
                     )
                 } else {
                     format!(
-                        "{rejections} rejections of one double step (max_rejections = {}); the last estimate was {eps:.3} at H = {h}",
-                        s.max_rejections
+                        "{rejections} rejections of one double step (max_rejections = {}); the last estimate was {} at H = {}",
+                        s.max_rejections,
+                        crate::text::significant(eps, 4),
+                        crate::text::number(h)
                     )
                 };
                 return Err(CoreError::StepControl {
@@ -522,7 +525,7 @@ fn dominant(run: &Running, sys: &System, divisor: f64, tol: &Tolerances) -> Stri
     let top: Vec<String> = v
         .iter()
         .take(3)
-        .map(|(e, n)| format!("{n} ({e:.3})"))
+        .map(|(e, n)| format!("{n} ({})", crate::text::significant(*e, 4)))
         .collect();
     format!("largest normalised estimates: {}", top.join(", "))
 }
