@@ -501,3 +501,64 @@ fn redirected_messages_have_no_colour_codes() {
         .unwrap();
     assert!(stderr(&forced).contains('\u{1b}'));
 }
+
+/// `cosim compare --rtol --atol` is a regression test: exit 1 naming the
+/// column, the time and the values out of tolerance, 0 when every value
+/// is within; columns not compared (ambiguous, unmatched) are listed.
+#[test]
+fn compare_with_tolerances_fails_naming_the_column_time_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, step: &str| {
+        let out_dir = dir.path().join(name);
+        let out = cosim(&[
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "0.5",
+            "--step",
+            step,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out_dir.join("trace.csv")
+    };
+    let (fine, coarse) = (run("fine", "0.001"), run("coarse", "0.002"));
+    let compare = |a: &Path, b: &Path, extra: &[&str]| {
+        let mut args = vec!["compare", a.to_str().unwrap(), b.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        cosim(&args)
+    };
+    // A run against itself: within any tolerance.
+    let same = compare(&fine, &fine, &["--rtol", "0", "--atol", "0"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(String::from_utf8_lossy(&same.stdout).contains("every compared value within"));
+    // Halving the step moves the chassis force by much more than 1e-6.
+    let diff = compare(&coarse, &fine, &["--rtol", "1e-6"]);
+    let text = String::from_utf8_lossy(&diff.stdout).into_owned();
+    assert_eq!(diff.status.code(), Some(1), "{text}{}", stderr(&diff));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("out of tolerance: chassis.F (chassis.F):"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("first at t = ") && line.contains(" vs "),
+        "{line}"
+    );
+    // The same as JSON, still failing.
+    let json = compare(&coarse, &fine, &["--rtol", "1e-6", "--json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(!v["out_of_tolerance"].as_array().unwrap().is_empty());
+    // Against the reference: ambiguous and unmatched columns are listed.
+    let reference = fmus().join("references/b1_linear.csv");
+    let out = compare(&fine, &reference, &[]);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "reference column 'v_c' not compared: ambiguous between chassis.v_c, wheel.v_c"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("trace columns not compared: "), "{err}");
+}

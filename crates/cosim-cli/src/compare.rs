@@ -5,11 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use cosim_core::metrics::{
-    BondMetrics, ColumnError, ColumnProduct, Table, bond_metrics, compare_columns, match_columns,
+    BondMetrics, ColumnError, ColumnMatching, ColumnProduct, Table, ToleranceFailure, bond_metrics,
+    compare_columns, match_columns_report, tolerance_failures,
 };
 use serde::Serialize;
 
-use crate::console::out;
+use crate::console::{out, say};
+use crate::run::{Failed, exit};
 
 /// Arguments of `cosim compare`.
 #[derive(clap::Args, Debug, Clone)]
@@ -40,6 +42,16 @@ pub struct CompareArgs {
     /// columns, e.g. `F_c*v_c` or `-F_c*v_w`.
     #[arg(long, value_name = "EXPR")]
     pub reference_power: Option<String>,
+    /// Relative tolerance: with `--rtol` or `--atol`, every compared value
+    /// must be within `atol + rtol |reference|` of the reference, or the
+    /// command fails (exit status 1) naming the column, the time and the
+    /// values: a regression test.
+    #[arg(long, value_name = "R")]
+    pub rtol: Option<f64>,
+    /// Absolute tolerance (see `--rtol`; default 0 when only `--rtol` is
+    /// given).
+    #[arg(long, value_name = "A")]
+    pub atol: Option<f64>,
     /// Machine-readable JSON.
     #[arg(long)]
     pub json: bool,
@@ -48,7 +60,19 @@ pub struct CompareArgs {
 #[derive(Serialize)]
 struct Report {
     columns: Vec<ColumnError>,
+    /// What could not be paired.
+    matching: Unpaired,
+    /// With `--rtol` / `--atol`: the columns out of tolerance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_of_tolerance: Option<Vec<ToleranceFailure>>,
     bond: Option<BondReport>,
+}
+
+#[derive(Serialize)]
+struct Unpaired {
+    ambiguous: Vec<(String, Vec<String>)>,
+    unmatched_reference: Vec<String>,
+    unmatched_trace: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -69,7 +93,12 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             .with_context(|| format!("--map {m}: expected TRACE_COLUMN=REFERENCE_COLUMN"))?;
         map.push((t.trim().to_string(), r.trim().to_string()));
     }
-    let pairs = match_columns(&trace, &reference, &map);
+    let ColumnMatching {
+        pairs,
+        ambiguous,
+        unmatched_reference,
+        unmatched_trace,
+    } = match_columns_report(&trace, &reference, &map);
     if pairs.is_empty() && args.energy.is_none() {
         bail!(
             "no trace column matches a reference column; pair them with --map (trace columns: {}; reference columns: {})",
@@ -79,6 +108,25 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     }
     let columns = compare_columns(&trace, &reference, &pairs, args.from, args.until)
         .map_err(anyhow::Error::msg)?;
+    let tolerance = match (args.rtol, args.atol) {
+        (None, None) => None,
+        (rtol, atol) => {
+            let (rtol, atol) = (rtol.unwrap_or(0.0), atol.unwrap_or(0.0));
+            if !(rtol >= 0.0 && atol >= 0.0 && rtol.is_finite() && atol.is_finite()) {
+                bail!("--rtol and --atol must be finite and not negative");
+            }
+            Some(
+                tolerance_failures(
+                    &trace,
+                    &reference,
+                    &pairs,
+                    (args.from, args.until),
+                    (rtol, atol),
+                )
+                .map_err(anyhow::Error::msg)?,
+            )
+        }
+    };
     let bond = match (&args.energy, &args.reference_power) {
         (Some(energy_path), Some(expr)) => {
             let energy = Table::read(energy_path)?;
@@ -98,9 +146,43 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         }
         _ => None,
     };
-    let report = Report { columns, bond };
+    let report = Report {
+        columns,
+        matching: Unpaired {
+            ambiguous,
+            unmatched_reference,
+            unmatched_trace,
+        },
+        out_of_tolerance: tolerance,
+        bond,
+    };
+    let failed = report
+        .out_of_tolerance
+        .as_ref()
+        .is_some_and(|f| !f.is_empty());
     if args.json {
-        return out!("{}\n", serde_json::to_string_pretty(&report)?);
+        out!("{}\n", serde_json::to_string_pretty(&report)?)?;
+        return verdict(failed);
+    }
+    // What was not compared, on standard error: nothing skipped silently.
+    let m = &report.matching;
+    for (r, candidates) in &m.ambiguous {
+        say!(
+            "note: reference column '{r}' not compared: ambiguous between {} (pair one with --map)",
+            candidates.join(", ")
+        );
+    }
+    if !m.unmatched_reference.is_empty() {
+        say!(
+            "note: reference columns without a trace column: {}",
+            m.unmatched_reference.join(", ")
+        );
+    }
+    if !m.unmatched_trace.is_empty() {
+        say!(
+            "note: trace columns not compared: {}",
+            m.unmatched_trace.join(", ")
+        );
     }
     let mut text = String::new();
     if !report.columns.is_empty() {
@@ -115,14 +197,15 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             "{:<w$}  {:>12}  {:>12}  {:>12}  {:>7}",
             "column (reference)", "max |err|", "rms", "mean rel", "points"
         );
+        let sig = |x: f64| cosim_core::text::significant(x, 5);
         for c in &report.columns {
             let _ = writeln!(
                 text,
-                "{:<w$}  {:>12.4e}  {:>12.4e}  {:>12.4e}  {:>7}",
+                "{:<w$}  {:>12}  {:>12}  {:>12}  {:>7}",
                 format!("{} ({})", c.column, c.reference),
-                c.max_abs,
-                c.rms,
-                c.mean_relative,
+                sig(c.max_abs),
+                sig(c.rms),
+                sig(c.mean_relative),
                 c.points
             );
         }
@@ -152,5 +235,39 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             m.integral_residual_power
         );
     }
-    out!("{text}")
+    if let Some(failures) = &report.out_of_tolerance {
+        let (rtol, atol) = (args.rtol.unwrap_or(0.0), args.atol.unwrap_or(0.0));
+        if failures.is_empty() {
+            let _ = writeln!(
+                text,
+                "every compared value within atol {atol} + rtol {rtol} |reference|"
+            );
+        }
+        for f in failures {
+            let _ = writeln!(
+                text,
+                "out of tolerance: {} ({}): {} values beyond atol {atol} + rtol {rtol} |reference|; first at t = {}: {} vs {}; worst at t = {}: {} vs {}",
+                f.column,
+                f.reference,
+                f.count,
+                f.first.t,
+                f.first.value,
+                f.first.reference,
+                f.worst.t,
+                f.worst.value,
+                f.worst.reference
+            );
+        }
+    }
+    out!("{text}")?;
+    verdict(failed)
+}
+
+/// Exit status 1 when a value was out of tolerance.
+fn verdict(failed: bool) -> Result<()> {
+    if failed {
+        Err(anyhow::Error::new(Failed(exit::RUN_FAILED)))
+    } else {
+        Ok(())
+    }
 }

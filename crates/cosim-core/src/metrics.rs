@@ -242,6 +242,156 @@ pub fn compare_columns(
     Ok(out)
 }
 
+/// A compared value out of tolerance: `|value - reference| > atol + rtol
+/// |reference|`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Deviation {
+    /// The time point.
+    pub t: f64,
+    /// The trace's value.
+    pub value: f64,
+    /// The reference's value there (interpolated).
+    pub reference: f64,
+}
+
+/// The values of one column out of tolerance.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToleranceFailure {
+    /// The trace column.
+    pub column: String,
+    /// The reference column.
+    pub reference: String,
+    /// How many of its compared values are out of tolerance.
+    pub count: usize,
+    /// The first one.
+    pub first: Deviation,
+    /// The one furthest out, relative to its allowed deviation.
+    pub worst: Deviation,
+}
+
+/// The values of each paired column that deviate from the reference by
+/// more than `atol + rtol |reference|` within `[from, until]` (a NaN
+/// deviates); an empty list when every value is within tolerance.
+pub fn tolerance_failures(
+    trace: &Table,
+    reference: &Table,
+    pairs: &[(String, String)],
+    (from, until): (f64, f64),
+    (rtol, atol): (f64, f64),
+) -> std::result::Result<Vec<ToleranceFailure>, String> {
+    let mut out = Vec::new();
+    for (tc, rc) in pairs {
+        let y = trace
+            .column(tc)
+            .ok_or_else(|| format!("the trace has no column '{tc}'"))?;
+        let c = reference
+            .names
+            .iter()
+            .position(|n| n == rc)
+            .ok_or_else(|| format!("the reference has no column '{rc}'"))?;
+        let mut failure: Option<(ToleranceFailure, f64)> = None;
+        for (&t, &v) in trace.time().iter().zip(y) {
+            if t < from || t > until {
+                continue;
+            }
+            let r = reference.interpolate(c, t);
+            let allowed = atol + rtol * r.abs();
+            let deviation = (v - r).abs();
+            if deviation <= allowed {
+                continue;
+            }
+            let here = Deviation {
+                t,
+                value: v,
+                reference: r,
+            };
+            // How far out, for the worst: a NaN (or any deviation with
+            // nothing allowed) is the worst of all.
+            let excess = if allowed > 0.0 && !deviation.is_nan() {
+                deviation / allowed
+            } else {
+                f64::INFINITY
+            };
+            match &mut failure {
+                None => {
+                    failure = Some((
+                        ToleranceFailure {
+                            column: tc.clone(),
+                            reference: rc.clone(),
+                            count: 1,
+                            first: here,
+                            worst: here,
+                        },
+                        excess,
+                    ))
+                }
+                Some((f, worst)) => {
+                    f.count += 1;
+                    if excess > *worst {
+                        *worst = excess;
+                        f.worst = here;
+                    }
+                }
+            }
+        }
+        out.extend(failure.map(|(f, _)| f));
+    }
+    Ok(out)
+}
+
+/// How trace and reference columns were paired ([`match_columns`]), and
+/// what was left: for messages, so that nothing is skipped silently.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ColumnMatching {
+    /// (trace column, reference column).
+    pub pairs: Vec<(String, String)>,
+    /// Reference columns that several trace columns could be (`var` and
+    /// both `a.var` and `b.var`), with those candidates: pair them with a
+    /// map.
+    pub ambiguous: Vec<(String, Vec<String>)>,
+    /// Reference columns matched by no trace column.
+    pub unmatched_reference: Vec<String>,
+    /// Trace columns compared with nothing.
+    pub unmatched_trace: Vec<String>,
+}
+
+/// [`match_columns`], with what it could not pair.
+pub fn match_columns_report(
+    trace: &Table,
+    reference: &Table,
+    map: &[(String, String)],
+) -> ColumnMatching {
+    let pairs = match_columns(trace, reference, map);
+    let mut m = ColumnMatching::default();
+    for name in reference.names.iter().skip(1) {
+        if pairs.iter().any(|(_, r)| r == name) {
+            continue;
+        }
+        let suffix = format!(".{name}");
+        let candidates: Vec<String> = trace
+            .names
+            .iter()
+            .skip(1)
+            .filter(|t| t.ends_with(&suffix))
+            .cloned()
+            .collect();
+        if candidates.len() > 1 {
+            m.ambiguous.push((name.clone(), candidates));
+        } else {
+            m.unmatched_reference.push(name.clone());
+        }
+    }
+    m.unmatched_trace = trace
+        .names
+        .iter()
+        .skip(1)
+        .filter(|t| !pairs.iter().any(|(a, _)| a == *t))
+        .cloned()
+        .collect();
+    m.pairs = pairs;
+    m
+}
+
 /// Pairs trace columns with reference columns: explicit `map` entries
 /// first, then equal names, then a trace column `sub.var` with a reference
 /// column `var` when only one trace column ends in `.var`.
