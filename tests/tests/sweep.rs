@@ -467,3 +467,64 @@ fn sweep_file_errors_point_at_the_line_and_exit_2() {
         "{runs}"
     );
 }
+
+/// A misspelt `--fail-if` metric is refused before any run (and by
+/// `--check`); `cosim run` on a sweep file names `cosim sweep`; a re-run
+/// with fewer values removes the run directories of the old ones.
+#[test]
+fn sweep_habits_checked_up_front_and_stale_runs_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |values: &str| {
+        let text = format!(
+            "[sweep]\nscenario = \"{}\"\nout = \"out\"\nset = {{ \"simulation.stop\" = 0.05 }}\n[[sweep.axes]]\nkey = \"master.step\"\nvalues = [{values}]\n",
+            scenario("b1_quarter_car_a.toml").display()
+        );
+        let path = dir.path().join("habits.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let file = write("1e-3, 2e-3, 5e-3");
+    let f = file.to_str().unwrap();
+    for check in [true, false] {
+        let mut args = vec!["sweep", f, "--fail-if", "mean_stepp > 1"];
+        if check {
+            args.push("--check");
+        }
+        let started = Instant::now();
+        let o = cosim(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("no run has a metric 'mean_stepp' (did you mean 'mean_step'?)"),
+            "{err}"
+        );
+        assert!(started.elapsed().as_secs() < 20);
+    }
+    assert!(
+        !dir.path().join("out").join("runs").exists(),
+        "no run was made"
+    );
+    let o = cosim(&["run", f]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("run it with `cosim sweep"), "{err}");
+    // Three runs, then two: the third's directory goes.
+    let runs = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir.join("out").join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let o = cosim(&["sweep", f, "--no-plot"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(runs(dir.path()).len(), 3);
+    let file = write("1e-3, 2e-3");
+    let o = cosim(&["sweep", file.to_str().unwrap(), "--no-plot"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        runs(dir.path()),
+        vec!["000-step=0.001".to_string(), "001-step=0.002".to_string()]
+    );
+}

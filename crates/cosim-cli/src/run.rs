@@ -154,6 +154,7 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         }
         imported.prepared
     } else {
+        refuse_sweep_file(&args.scenario)?;
         runner::prepare(&args.scenario, &overrides, args.threads).map_err(bad_input)?
     };
     if !quiet {
@@ -183,6 +184,26 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         }
     }
     Ok(prepared)
+}
+
+/// A sweep file given to `run` or `check`: say which command runs it,
+/// instead of "unknown table 'sweep'".
+fn refuse_sweep_file(path: &std::path::Path) -> Result<()> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let is_sweep = text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("[sweep]") || l.starts_with("[sweep.") || l.starts_with("[[sweep.")
+    });
+    if is_sweep {
+        return Err(bad_input(format!(
+            "{}: error: this is a sweep file (it has a [sweep] table): run it with `cosim sweep {}`",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Creates (empties) the `--log-fmi-calls` file, once per command: the

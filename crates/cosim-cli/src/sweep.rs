@@ -100,6 +100,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         say!("{w}");
     }
     let total = spec.grid_len();
+    cosim_sweep::check_metrics(&spec, &args.fail_if).map_err(bad_input)?;
     if args.check {
         let shard = args.shard;
         let mine = (0..total)

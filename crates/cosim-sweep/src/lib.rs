@@ -332,19 +332,93 @@ fn check_thresholds(
     Ok(out)
 }
 
+/// Removes the run directories in `runs_dir` (named like runs: three
+/// digits first) that are not in `current`.
+fn remove_stale_runs(runs_dir: &Path, current: &std::collections::HashSet<String>) {
+    let Ok(entries) = std::fs::read_dir(runs_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let looks_like_a_run =
+            name.len() >= 3 && name.as_bytes()[..3].iter().all(u8::is_ascii_digit);
+        if looks_like_a_run && !current.contains(&name) && e.path().is_dir() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Checks every threshold's metric (the file's `fail_if` and `extra`, the
+/// command line's) before any run: a misspelt metric is an error now, not
+/// after the whole sweep. Metrics whose name depends on the run (a bond's
+/// residual energy, a compared column's error) are checked for their kind;
+/// their bond or column is checked against the summary after the runs.
+///
+/// # Errors
+///
+/// The first threshold whose metric no run can have, with the metrics.
+pub fn check_metrics(spec: &SweepSpec, extra: &[Threshold]) -> Result<(), SweepError> {
+    use summary::{BOND_METRICS, LEAD, MAX_ABS, MIDDLE, RESIDUAL_ENERGY, RMS, TAIL};
+    let axes = spec.axis_keys();
+    let fixed: Vec<&str> = LEAD
+        .iter()
+        .chain(MIDDLE)
+        .chain(TAIL)
+        .copied()
+        .chain(axes.iter().map(String::as_str))
+        .chain(
+            BOND_METRICS
+                .iter()
+                .copied()
+                .filter(|_| spec.reference.as_ref().is_some_and(|r| r.power.is_some())),
+        )
+        .collect();
+    for t in spec.fail_if.iter().chain(extra) {
+        let m = t.metric.as_str();
+        if fixed.contains(&m) || m.starts_with(RESIDUAL_ENERGY) {
+            continue;
+        }
+        let compared = m.starts_with(MAX_ABS) || m.starts_with(RMS);
+        if compared && spec.reference.is_some() {
+            continue;
+        }
+        let why = if compared {
+            " (errors against a reference need [sweep.reference])".to_string()
+        } else if BOND_METRICS.contains(&m) {
+            " (power-bond metrics need [sweep.reference] with 'power')".to_string()
+        } else {
+            error::did_you_mean(m, fixed.iter().copied())
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default()
+        };
+        return Err(SweepError::Other(format!(
+            "threshold '{t}': no run has a metric '{m}'{why}; metrics: {}, {RESIDUAL_ENERGY}<bond>{}",
+            fixed.join(", "),
+            if spec.reference.is_some() {
+                format!(", {MAX_ABS}<column>, {RMS}<column>")
+            } else {
+                String::new()
+            }
+        )));
+    }
+    Ok(())
+}
+
 /// Runs a sweep (or the shard of it `options.shard` names): every run,
 /// the bisection of the stability limit, the summary CSV and its sidecar,
 /// the plot, the thresholds.
 ///
 /// # Errors
 ///
-/// The output directory cannot be written, a threshold names a column the
-/// summary does not have. Failed runs are not errors: they are rows.
+/// A threshold names no metric a run has ([`check_metrics`], before any
+/// run), the output directory cannot be written, a threshold names a
+/// column the summary does not have. Failed runs are not errors: they are rows.
 pub fn run(
     spec: &SweepSpec,
     options: &Options,
     progress: &dyn Progress,
 ) -> Result<Outcome, SweepError> {
+    check_metrics(spec, &options.fail_if)?;
     let out = options.out.clone().unwrap_or_else(|| spec.out.clone());
     let runs_dir = out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| SweepError::io(&runs_dir, e))?;
@@ -384,6 +458,16 @@ pub fn run(
         }
     }
 
+    // The run directories of an earlier, different sweep in the same
+    // place would read as this sweep's: remove those it has not made (a
+    // shard leaves the others' alone).
+    if options.shard.is_none() {
+        let current: std::collections::HashSet<String> = records
+            .iter()
+            .map(|r| runs::run_name(spec, &r.planned))
+            .collect();
+        remove_stale_runs(&runs_dir, &current);
+    }
     let summary = Summary::build(records.iter().map(|r| r.cells.clone()).collect(), &keys);
     let (csv_name, json_name) = match options.shard {
         Some(s) => (
