@@ -562,3 +562,54 @@ fn compare_with_tolerances_fails_naming_the_column_time_and_values() {
     );
     assert!(err.contains("trace columns not compared: "), "{err}");
 }
+
+/// `-v` says what the master decided and where the time went; `-vv` adds
+/// the FMI call log.
+#[test]
+fn verbose_runs_report_the_master_decisions_and_the_fmi_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let run = |flag: &str| {
+        cosim(&[
+            flag,
+            "run",
+            "scenarios/b1_quarter_car_a_ecco.toml",
+            "--stop",
+            "0.2",
+            "--no-progress",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+    };
+    let v = run("-v");
+    let err = stderr(&v);
+    assert!(v.status.success(), "{err}");
+    let master = err
+        .lines()
+        .find(|l| l.starts_with("master ecco: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        master.contains(" macro steps of ") && master.contains(" rejected"),
+        "{master}"
+    );
+    for sub in ["chassis", "wheel"] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("  {sub}: ")) && l.contains(" s in its steps (")),
+            "{err}"
+        );
+    }
+    assert!(!err.contains("fmi2DoStep("), "-v has no call log: {err}");
+    let vv = run("-vv");
+    let err = stderr(&vv);
+    assert!(vv.status.success(), "{err}");
+    assert!(
+        err.contains("[OK] chassis: fmi2DoStep(currentCommunicationPoint=0,"),
+        "{err}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert!(s["min_step"].as_f64().unwrap() <= s["max_step"].as_f64().unwrap());
+    assert!(s["subsystems"][0]["step_wall_time_s"].as_f64().unwrap() > 0.0);
+}

@@ -137,7 +137,7 @@ fn run_command() -> u8 {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let result = match &cli.command {
-        Command::Run(args) => run::run(args, cli.quiet),
+        Command::Run(args) => run::run(args, cli.quiet, cli.verbose),
         Command::Check(args) => run::check(args, cli.quiet),
         Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args, cli.quiet),

@@ -186,6 +186,47 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
     Ok(prepared)
 }
 
+/// `-v`: what the master decided and where the time went.
+fn report_decisions(s: &cosim_core::RunSummary) {
+    use cosim_core::text::{number, significant};
+    let st = &s.stats;
+    say!(
+        "master {}: {} macro steps of {} s on average (from {} to {} s), {} rejected, {} iterations, {} halvings",
+        s.master,
+        st.macro_steps,
+        significant(s.mean_step, 6),
+        number(s.min_step),
+        number(s.max_step),
+        st.rejected_steps,
+        st.iterations,
+        st.halvings
+    );
+    say!(
+        "  initialization {} s, stepping {} s",
+        significant(s.init_time_s, 3),
+        significant(s.wall_time_s, 3)
+    );
+    for sub in &s.subsystems {
+        let c = &sub.calls;
+        let time = sub.step_wall_time_s.map_or(String::new(), |t| {
+            format!(
+                ", {} s in its steps ({} %)",
+                significant(t, 3),
+                significant(100.0 * t / s.wall_time_s.max(f64::MIN_POSITIVE), 3)
+            )
+        });
+        say!(
+            "  {}: {} doStep, {} set, {} get, {} state saves, {} restores{time}",
+            sub.name,
+            c.do_step,
+            c.set_inputs,
+            c.get_outputs,
+            c.state_saves,
+            c.state_restores
+        );
+    }
+}
+
 /// A sweep file given to `run` or `check`: say which command runs it,
 /// instead of "unknown table 'sweep'".
 fn refuse_sweep_file(path: &std::path::Path) -> Result<()> {
@@ -294,7 +335,16 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
 }
 
 /// `cosim run`.
-pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
+pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
+    // -vv: the FMI call log on standard error, unless it goes elsewhere.
+    let mut with_log;
+    let args = if verbose >= 2 && args.log_fmi_calls.is_none() {
+        with_log = args.clone();
+        with_log.log_fmi_calls = Some(PathBuf::from("-"));
+        &with_log
+    } else {
+        args
+    };
     // Installed before the FMUs are loaded: a signal during loading stops
     // the run before its first step, with the same clean ending.
     let interrupt = Interrupt::install()
@@ -315,7 +365,11 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
     if args.check {
         check_scenario(args, quiet)?;
     }
-    let prepared = prepare(args, quiet)?;
+    let mut prepared = prepare(args, quiet)?;
+    if verbose >= 1 && !quiet {
+        // -v reports the time spent in each subsystem's steps.
+        prepared.assembly.system.enable_step_timing();
+    }
     let plot = crate::plot::requested(args.plot, &args.scenario, &prepared)?;
     let (t0, t1) = (prepared.resolved.start, prepared.resolved.stop);
     let mut extra: Vec<Box<dyn Observer>> = Vec::new();
@@ -391,6 +445,9 @@ pub fn run(args: &RunArgs, quiet: bool) -> Result<()> {
                         b.name,
                         b.cumulative_residual_energy
                     );
+                }
+                if verbose >= 1 {
+                    report_decisions(summary);
                 }
             }
             Ok(())

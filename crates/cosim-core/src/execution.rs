@@ -50,6 +50,11 @@ pub struct SubsystemSummary {
     pub name: String,
     /// Calls made.
     pub calls: CallCounters,
+    /// Wall-clock time spent stepping it (setting inputs, `doStep`,
+    /// reading outputs), s, when measured ([`System::enable_step_timing`],
+    /// `cosim run -v`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_wall_time_s: Option<f64>,
 }
 
 /// The JSON run summary.
@@ -82,6 +87,11 @@ pub struct RunSummary {
     pub mean_step: f64,
     /// Largest indicator value over accepted steps (NaN if none).
     pub max_indicator: f64,
+    /// Smallest accepted macro step, s (NaN if none; the last step,
+    /// shortened to hit the stop time, counts too).
+    pub min_step: f64,
+    /// Largest accepted macro step, s (NaN if none).
+    pub max_step: f64,
     /// Total FMU calls.
     pub calls: CallCounters,
     /// Calls per subsystem.
@@ -141,6 +151,7 @@ impl Execution {
     ) -> (RunSummary, Option<CoreError>) {
         let mut energy = EnergyAccount::new(&self.system);
         let mut max_indicator = f64::NAN;
+        let (mut min_step, mut max_step) = (f64::NAN, f64::NAN);
         let init_start = Instant::now();
         let mut init_time = 0.0;
         let mut initialized = false;
@@ -228,6 +239,13 @@ impl Execution {
                         Err(e) => return Err(e),
                     };
                 let energy_eps = energy.update(&self.system, report.dt);
+                // (NaN compares false: the first step sets both.)
+                if !(report.dt >= min_step) {
+                    min_step = report.dt;
+                }
+                if !(report.dt <= max_step) {
+                    max_step = report.dt;
+                }
                 if report.indicator.is_nan() && !self.system.bonds().is_empty() {
                     // Masters without an indicator of their own report the
                     // energy indicator, so fixed-step runs can be judged.
@@ -302,7 +320,11 @@ impl Execution {
         {
             error = Some(e);
         }
-        let progress = Progress { max_indicator };
+        let progress = Progress {
+            max_indicator,
+            min_step,
+            max_step,
+        };
         let mut summary = self.summary(
             &energy,
             &progress,
@@ -366,14 +388,18 @@ impl Execution {
                 f64::NAN
             },
             max_indicator: progress.max_indicator,
+            min_step: progress.min_step,
+            max_step: progress.max_step,
             calls: self.system.counters(),
             subsystems: self
                 .system
                 .subsystems()
                 .iter()
-                .map(|s| SubsystemSummary {
+                .zip(self.system.buffers())
+                .map(|(s, b)| SubsystemSummary {
                     name: s.info().name.clone(),
                     calls: s.counters(),
+                    step_wall_time_s: b.step_wall_time,
                 })
                 .collect(),
             bonds: self
@@ -395,12 +421,16 @@ impl Execution {
 /// What the loop accumulated over the steps, for the summary.
 struct Progress {
     max_indicator: f64,
+    min_step: f64,
+    max_step: f64,
 }
 
 impl Default for Progress {
     fn default() -> Self {
         Progress {
             max_indicator: f64::NAN,
+            min_step: f64::NAN,
+            max_step: f64::NAN,
         }
     }
 }

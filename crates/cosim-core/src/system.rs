@@ -131,6 +131,10 @@ pub struct Buffers {
     /// Time derivatives of the coupled inputs, from `dy` through the
     /// connections' gains ([`System::exchange_derivatives_all`]).
     pub du: Vec<f64>,
+    /// Wall-clock time spent in this subsystem's steps, s, when measured
+    /// ([`System::enable_step_timing`]); `None` otherwise (no clock read
+    /// on the hot path).
+    pub step_wall_time: Option<f64>,
 }
 
 impl Buffers {
@@ -146,6 +150,7 @@ impl Buffers {
             y: vec![0.0; n_obs],
             y_new: vec![0.0; n_obs],
             last_step: (0.0, 0.0),
+            step_wall_time: None,
         }
     }
 
@@ -454,6 +459,14 @@ impl System {
         let sweeps = self.settle_initialization()?;
         self.exit_initialization()?;
         Ok(sweeps)
+    }
+
+    /// Measures the wall-clock time of every subsystem's steps from now on
+    /// (two clock reads per subsystem and macro step; [`Buffers::step_wall_time`]).
+    pub fn enable_step_timing(&mut self) {
+        for b in &mut self.buffers {
+            b.step_wall_time.get_or_insert(0.0);
+        }
     }
 
     /// From now on saved states may be restored, back to `to` (see
@@ -897,9 +910,14 @@ fn step_subsystem(
     policy: (NonFinitePolicy, f64),
     warned: &mut [bool],
 ) -> Result<()> {
+    let started = b.step_wall_time.is_some().then(Instant::now);
     set_step_inputs(sub, b, t, h)?;
     let outcome = sub.do_step(t, h);
-    finish_subsystem_step(sub, b, outcome, t, h, policy, warned)
+    let result = finish_subsystem_step(sub, b, outcome, t, h, policy, warned);
+    if let (Some(s), Some(total)) = (started, &mut b.step_wall_time) {
+        *total += s.elapsed().as_secs_f64();
+    }
+    result
 }
 
 /// Sets the inputs of a step from `t` by `h` (values, then the derivative
