@@ -239,11 +239,10 @@ impl Execution {
                         Err(e) => return Err(e),
                     };
                 let energy_eps = energy.update(&self.system, report.dt);
-                // (NaN compares false: the first step sets both.)
-                if !(report.dt >= min_step) {
+                if min_step.is_nan() || report.dt < min_step {
                     min_step = report.dt;
                 }
-                if !(report.dt <= max_step) {
+                if max_step.is_nan() || report.dt > max_step {
                     max_step = report.dt;
                 }
                 if report.indicator.is_nan() && !self.system.bonds().is_empty() {

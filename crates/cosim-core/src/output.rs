@@ -961,6 +961,8 @@ mod tests {
             stats: Default::default(),
             mean_step: f64::NAN,
             max_indicator: f64::NAN,
+            min_step: f64::NAN,
+            max_step: f64::NAN,
             calls: Default::default(),
             subsystems: Vec::new(),
             bonds: Vec::new(),
