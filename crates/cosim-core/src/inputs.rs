@@ -12,8 +12,11 @@ use crate::system::System;
 pub struct InputExtrapolation {
     order: u32,
     histories: Vec<History>,
-    /// Per subsystem: input slot -> source subsystem (for Gauss-Seidel).
+    /// Per subsystem and input slot: the subsystems it depends on
+    /// (several through functions), for Gauss-Seidel:
+    /// `sources[s][source_ranges[s][i]..source_ranges[s][i + 1]]`.
     sources: Vec<Vec<usize>>,
+    source_ranges: Vec<Vec<usize>>,
     /// Per subsystem: it has inputs and can interpolate them (fixed for
     /// the run, looked up once).
     interpolates: Vec<bool>,
@@ -30,13 +33,26 @@ impl InputExtrapolation {
             .iter()
             .map(|s| History::new(s.info().inputs.len()))
             .collect();
-        let mut sources: Vec<Vec<usize>> = sys
+        let mut by_input: Vec<Vec<Vec<usize>>> = sys
             .subsystems()
             .iter()
-            .map(|s| vec![usize::MAX; s.info().inputs.len()])
+            .map(|s| vec![Vec::new(); s.info().inputs.len()])
             .collect();
-        for c in sys.connections() {
-            sources[c.to_subsystem][c.to_slot] = c.from_subsystem;
+        for c in sys.couplings() {
+            let list = &mut by_input[c.to_subsystem][c.to_slot];
+            if !list.contains(&c.from_subsystem) {
+                list.push(c.from_subsystem);
+            }
+        }
+        let mut sources = Vec::with_capacity(by_input.len());
+        let mut source_ranges = Vec::with_capacity(by_input.len());
+        for lists in by_input {
+            let mut ranges = vec![0];
+            sources.push(lists.concat());
+            for l in &lists {
+                ranges.push(ranges[ranges.len() - 1] + l.len());
+            }
+            source_ranges.push(ranges);
         }
         let interpolates = sys
             .subsystems()
@@ -55,6 +71,7 @@ impl InputExtrapolation {
             order: order.min(MAX_POINTS as u32 - 2),
             histories,
             sources,
+            source_ranges,
             interpolates,
             discrete,
             zoh_warned: vec![false; sys.len()],
@@ -186,7 +203,9 @@ impl InputExtrapolation {
     /// Prepares subsystem `s`'s inputs for a Gauss-Seidel step `[t, t + h]`
     /// after an exchange in which the subsystems marked in `fresh` have
     /// already stepped: their outputs are values at `t + h`, which are
-    /// interpolated (held, for ZOH) rather than extrapolated.
+    /// interpolated (held, for ZOH) rather than extrapolated. An input fed
+    /// through functions by several subsystems is fresh when all of them
+    /// are.
     pub fn prepare_gauss_seidel(
         &mut self,
         sys: &mut System,
@@ -198,15 +217,15 @@ impl InputExtrapolation {
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order as usize;
         let hist = &self.histories[s];
-        let sources = &self.sources[s];
+        let (sources, ranges) = (&self.sources[s], &self.source_ranges[s]);
         let b = sys.buffers_mut(s);
         b.deliver_orders = if deliver { order as u32 } else { 0 };
         for (i, tay) in b.taylor.iter_mut().enumerate() {
-            let is_fresh = sources
-                .get(i)
-                .and_then(|&src| fresh.get(src))
-                .copied()
-                .unwrap_or(false);
+            let from = &sources[ranges[i]..ranges[i + 1]];
+            let is_fresh = !from.is_empty()
+                && from
+                    .iter()
+                    .all(|&src| fresh.get(src).copied().unwrap_or(false));
             if !deliver || hist.is_empty() {
                 // ZOH: the newest coupled value, fresh or not.
                 *tay = [b.u[i], 0.0, 0.0, 0.0];

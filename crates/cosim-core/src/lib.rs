@@ -12,6 +12,7 @@ pub mod controller;
 pub mod error;
 pub mod execution;
 pub mod extrapolation;
+pub mod function;
 pub mod indicators;
 pub mod input_file;
 pub mod inputs;
@@ -30,6 +31,7 @@ pub mod watchdog;
 
 pub use error::{CoreError, Result};
 pub use execution::{Execution, RunStatus, RunSummary};
+pub use function::{FunctionKind, FunctionLink, FunctionSpec, LinkEnd, NumericType};
 pub use master::{Master, StepReport};
 pub use subsystem::{FmuSubsystem, Subsystem, SubsystemInfo};
 pub use system::{BondPort, Connection, PowerBond, System, SystemSpec};

@@ -169,7 +169,9 @@ pub struct TraceWriter {
 
 impl TraceWriter {
     /// Creates the file (written by the run's writer thread) and queues
-    /// the header. `columns` are (subsystem, observed slot) pairs.
+    /// the header. `columns` are (subsystem, observed slot) pairs, or
+    /// (`sys.len()`, k) for port value k of the system's functions
+    /// ([`crate::function::Functions::values`]).
     pub fn create(
         outputs: &OutputsHandle,
         path: &Path,
@@ -178,23 +180,32 @@ impl TraceWriter {
         sampling: Sampling,
     ) -> Result<Self> {
         let mut header = vec!["time [s]".to_string()];
+        let mut kinds = vec![Column::Float];
         for &(s, k) in &columns {
-            let info = sys.subsystems()[s].info();
-            let port = &info.observed[k];
+            let (prefix, port) = match sys.subsystems().get(s) {
+                Some(sub) => (Some(&sub.info().name), sub.info().observed.get(k)),
+                None if s == sys.len() => (None, sys.functions().ports().get(k)),
+                None => (None, None),
+            };
+            let Some(port) = port else {
+                return Err(CoreError::Config(format!(
+                    "trace column ({s}, {k}) names no observed value"
+                )));
+            };
+            let name = match prefix {
+                Some(p) => format!("{p}.{}", port.name),
+                None => port.name.clone(),
+            };
             header.push(match &port.unit {
-                Some(u) if !u.is_empty() => format!("{}.{} [{}]", info.name, port.name, u),
-                _ => format!("{}.{}", info.name, port.name),
+                Some(u) if !u.is_empty() => format!("{name} [{u}]"),
+                _ => name,
+            });
+            kinds.push(if port.discrete {
+                Column::Integer
+            } else {
+                Column::Float
             });
         }
-        let kinds = std::iter::once(Column::Float)
-            .chain(columns.iter().map(|&(s, k)| {
-                if sys.subsystems()[s].info().observed[k].discrete {
-                    Column::Integer
-                } else {
-                    Column::Float
-                }
-            }))
-            .collect();
         Ok(TraceWriter {
             sink: Sink::writer(outputs, path, &header, kinds)?,
             row: Vec::with_capacity(columns.len() + 1),
@@ -212,10 +223,14 @@ impl TraceWriter {
     fn row(&mut self, sys: &System) -> Result<()> {
         let t = sys.time();
         let bufs = sys.buffers();
+        let functions = sys.functions().values();
         self.row.clear();
         self.row.push(t);
-        self.row
-            .extend(self.columns.iter().map(|&(s, k)| bufs[s].y[k]));
+        self.row.extend(
+            self.columns
+                .iter()
+                .map(|&(s, k)| bufs.get(s).map_or_else(|| functions[k], |b| b.y[k])),
+        );
         self.sink.push(&self.row)?;
         self.last_written = Some(sys.ticks());
         Ok(())

@@ -270,7 +270,7 @@ pub fn zero_stability(sys: &mut System, level: &str) -> crate::Result<Vec<LevelS
     let mut out = Vec::new();
     // Coupled outputs (rows/columns of D) and, per subsystem, its Jacobian.
     let mut outputs: Vec<(usize, usize)> = sys
-        .connections()
+        .couplings()
         .iter()
         .map(|c| (c.from_subsystem, c.from_slot))
         .collect();
@@ -292,7 +292,7 @@ pub fn zero_stability(sys: &mut System, level: &str) -> crate::Result<Vec<LevelS
     for (a, &(i, o)) in outputs.iter().enumerate() {
         let info = sys.subsystems()[i].info();
         let ni = info.inputs.len();
-        for c in sys.connections().iter().filter(|c| c.to_subsystem == i) {
+        for c in sys.couplings().iter().filter(|c| c.to_subsystem == i) {
             let k = c.to_slot;
             let depends = info
                 .feedthrough

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::error::{CoreError, Result};
 use crate::extrapolation::MAX_POINTS;
+use crate::function::{FunctionLink, FunctionSpec, Functions};
 use crate::parallel::{PoolChooser, Way};
 use crate::subsystem::{CallCounters, StateId, Subsystem};
 use crate::time::TimeBase;
@@ -192,6 +193,10 @@ pub struct System {
     /// `routes[route_ranges[s]..route_ranges[s + 1]]` feed subsystem `s`.
     route_ranges: Vec<usize>,
     connections: Vec<Connection>,
+    /// Function blocks, evaluated in every exchange ([`System::add_functions`]).
+    functions: Functions,
+    /// `connections`, and the dependencies through functions.
+    couplings: Vec<Connection>,
     bonds: Vec<PowerBond>,
     nonfinite: NonFinitePolicy,
     nonfinite_warned: Vec<Vec<bool>>,
@@ -323,6 +328,8 @@ impl System {
             step_multiple,
             routes,
             route_ranges,
+            functions: Functions::none(n),
+            couplings: spec.connections.clone(),
             connections: spec.connections,
             bonds: spec.bonds,
             nonfinite: spec.nonfinite,
@@ -370,9 +377,51 @@ impl System {
         &mut self.buffers[s]
     }
 
-    /// The connections.
+    /// The connections between subsystems (not those to and from
+    /// functions: [`System::functions`]).
     pub fn connections(&self) -> &[Connection] {
         &self.connections
+    }
+
+    /// Every dependency of a coupled input on a subsystem output: the
+    /// connections, then the paths through functions as connections whose
+    /// gain is the product of the gains along the path (see
+    /// [`Functions`]); the same as [`System::connections`] without
+    /// functions. For structural analysis (loops, Gauss-Seidel order,
+    /// zero-stability, error estimates), not for moving values.
+    pub fn couplings(&self) -> &[Connection] {
+        &self.couplings
+    }
+
+    /// Adds function blocks and the links to and from their ports (setup
+    /// work, before initialization): from then on every exchange evaluates
+    /// them, in dependency order, from the published outputs.
+    ///
+    /// # Errors
+    ///
+    /// [`CoreError::Config`] for links that do not fit (see
+    /// [`Functions`]): a function input without a link, an input fed twice,
+    /// a cycle through functions only.
+    pub fn add_functions(
+        &mut self,
+        functions: Vec<FunctionSpec>,
+        links: Vec<FunctionLink>,
+    ) -> Result<()> {
+        let infos: Vec<&crate::SubsystemInfo> = self.subsystems.iter().map(|s| s.info()).collect();
+        let direct: Vec<(usize, usize)> = self
+            .connections
+            .iter()
+            .map(|c| (c.to_subsystem, c.to_slot))
+            .collect();
+        self.functions = Functions::compile(functions, links, &infos, &direct)?;
+        self.couplings = self.connections.clone();
+        self.couplings.extend_from_slice(self.functions.through());
+        Ok(())
+    }
+
+    /// The function blocks: their specifications, ports and current values.
+    pub fn functions(&self) -> &Functions {
+        &self.functions
     }
 
     /// The power bonds.
@@ -567,9 +616,30 @@ impl System {
     // ----- exchange -------------------------------------------------------
 
     /// Recomputes the coupled inputs of subsystem `s` from the published
-    /// outputs. Returns true when a value changed.
+    /// outputs, evaluating the functions upstream of them first. Returns
+    /// true when a value changed.
     #[inline]
     pub fn exchange_into(&mut self, s: usize) -> bool {
+        self.functions.eval_for(s, &self.buffers);
+        self.route_into(s)
+    }
+
+    /// Recomputes every coupled input: evaluates every function (in
+    /// dependency order), then routes. Returns true when a value changed.
+    #[inline]
+    pub fn exchange_all(&mut self) -> bool {
+        self.functions.eval_all(&self.buffers);
+        let mut changed = false;
+        for s in 0..self.subsystems.len() {
+            changed |= self.route_into(s);
+        }
+        changed
+    }
+
+    /// Routes published outputs and function outputs (as last evaluated)
+    /// into subsystem `s`'s coupled inputs.
+    #[inline]
+    fn route_into(&mut self, s: usize) -> bool {
         let mut changed = false;
         for r in &self.routes[self.route_ranges[s]..self.route_ranges[s + 1]] {
             let v = r.gain * self.buffers[r.src_sub].y[r.src_slot] + r.offset;
@@ -578,26 +648,30 @@ impl System {
             changed |= dst.to_bits() != v.to_bits();
             *dst = v;
         }
-        changed
-    }
-
-    /// Recomputes every coupled input. Returns true when a value changed.
-    #[inline]
-    pub fn exchange_all(&mut self) -> bool {
-        let mut changed = false;
-        for s in 0..self.subsystems.len() {
-            changed |= self.exchange_into(s);
+        let f = &self.functions;
+        let values = f.values();
+        for r in &f.routes[f.route_ranges[s]..f.route_ranges[s + 1]] {
+            let v = r.gain * values[r.src] + r.offset;
+            let dst = &mut self.buffers[s].u[r.dst_slot];
+            changed |= dst.to_bits() != v.to_bits();
+            *dst = v;
         }
         changed
     }
 
     /// Recomputes the time derivatives of every coupled input from the
-    /// output derivatives in `Buffers::dy` (`du = gain * dy`).
+    /// output derivatives in `Buffers::dy` (`du = gain * dy`, through
+    /// functions too).
     pub fn exchange_derivatives_all(&mut self) {
+        self.functions.eval_derivatives(&self.buffers);
         for s in 0..self.subsystems.len() {
             for r in &self.routes[self.route_ranges[s]..self.route_ranges[s + 1]] {
                 let v = r.gain * self.buffers[r.src_sub].dy[r.src_slot];
                 self.buffers[s].du[r.dst_slot] = v;
+            }
+            let f = &self.functions;
+            for r in &f.routes[f.route_ranges[s]..f.route_ranges[s + 1]] {
+                self.buffers[s].du[r.dst_slot] = r.gain * f.dvalues()[r.src];
             }
         }
     }
@@ -830,13 +904,15 @@ impl System {
         }
     }
 
-    /// Puts back what [`System::save_buffers`] saved.
+    /// Puts back what [`System::save_buffers`] saved (and the function
+    /// values computed from the published outputs).
     pub fn restore_buffers(&mut self, snap: &BufferSnapshot) {
         self.set_time(snap.time);
         for ((b, u), y) in self.buffers.iter_mut().zip(&snap.u).zip(&snap.y) {
             b.u.copy_from_slice(u);
             b.y.copy_from_slice(y);
         }
+        self.functions.eval_all(&self.buffers);
     }
 
     /// Saves every subsystem's state (reusing `ids` when given).

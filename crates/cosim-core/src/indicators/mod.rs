@@ -127,13 +127,14 @@ impl Tolerances {
 pub(crate) type Slot = (usize, usize);
 
 /// Which (subsystem, slot) pairs carry physical couplings: the outputs that
-/// feed at least one non-signal connection of float values, and the inputs
-/// fed by one. Discrete values (integers, Booleans) jump by design: an
-/// error estimate over them would only measure the jumps.
+/// feed at least one non-signal connection of float values (directly or
+/// through functions), and the inputs fed by one. Discrete values
+/// (integers, Booleans) jump by design: an error estimate over them would
+/// only measure the jumps.
 pub(crate) fn physical_ports(sys: &System) -> (Vec<Slot>, Vec<Slot>) {
     let mut outputs = Vec::new();
     let mut inputs = Vec::new();
-    for c in sys.connections() {
+    for c in sys.couplings() {
         let discrete = sys.subsystems()[c.to_subsystem].info().inputs[c.to_slot].discrete;
         if c.signal || discrete {
             continue;
@@ -146,6 +147,8 @@ pub(crate) fn physical_ports(sys: &System) -> (Vec<Slot>, Vec<Slot>) {
     }
     outputs.sort_unstable();
     inputs.sort_unstable();
+    // An input fed through a function by several outputs is listed once.
+    inputs.dedup();
     (outputs, inputs)
 }
 
