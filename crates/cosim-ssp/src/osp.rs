@@ -78,7 +78,10 @@ struct Group {
 struct Endpoint {
     sim: String,
     var: String,
-    causality: Option<String>,
+    /// The `causality` attribute: not the data direction (that comes from
+    /// the FMUs, as in libcosim) but, in a power-bond connection, the
+    /// variable's role in the bond (see [`Reader::bonds`]).
+    causality: Option<Val<String>>,
     sim_src: Src,
     var_src: Src,
 }
@@ -88,6 +91,14 @@ struct Leaf {
     conn: ConnDraft,
     bond: Option<Val<String>>,
 }
+
+/// The `causality` attributes of the variables at the `from` and `to`
+/// ends of a `<VariableConnection>`'s leaf.
+type Marks = [Option<Val<String>>; 2];
+
+/// The causality attribute values libcosim reads on the variables of a
+/// power-bond connection.
+const MARKS: &[&str] = &["input", "output"];
 
 /// The `SignalConnection`s of a function: (inputs, outputs), each with
 /// its connection element.
@@ -113,6 +124,9 @@ struct Reader<'a> {
     skipped_functions: HashMap<String, String>,
     base_step: Option<Val<f64>>,
     algorithm: Option<Val<String>>,
+    /// The causality attributes of the leaves of `<VariableConnection>`s,
+    /// by index into `leaves`.
+    marks: HashMap<usize, Marks>,
 }
 
 /// Reads the OSP system structure at `path`; `None` when it cannot be
@@ -141,6 +155,7 @@ pub(crate) fn read_doc(ctx: &mut Ctx, path: &Path, file: FileId, root: &Elem) ->
         skipped_functions: HashMap::new(),
         base_step: None,
         algorithm: None,
+        marks: HashMap::new(),
     };
     r.root(root);
     Some(r.draft)
@@ -464,7 +479,9 @@ impl Reader<'_> {
         Some(Endpoint {
             sim,
             var,
-            causality: v.value("causality").map(|c| c.trim().to_string()),
+            causality: v
+                .attr("causality")
+                .map(|a| Val::new(a.value.trim().to_string(), Src::new(f, a.start, a.end))),
             sim_src,
             var_src: v.attr_src(f, "name"),
         })
@@ -479,13 +496,10 @@ impl Reader<'_> {
         }
     }
 
-    /// True when data flows from `a` to `b`.
+    /// True when data flows from `a` to `b`: from the FMUs' causalities,
+    /// as libcosim does (`connect_variables` in osp_config_parser.cpp),
+    /// whatever the `causality` attributes say.
     fn a_to_b(&self, a: &Endpoint, b: &Endpoint) -> bool {
-        match (a.causality.as_deref(), b.causality.as_deref()) {
-            (Some("input"), _) | (_, Some("output")) => return false,
-            (Some("output"), _) | (_, Some("input")) => return true,
-            _ => {}
-        }
         let var = |e: &Endpoint| {
             self.sims
                 .get(&e.sim)
@@ -498,7 +512,16 @@ impl Reader<'_> {
         }
     }
 
-    fn leaf(&mut self, a: &Endpoint, b: &Endpoint, src: Src, bond: Option<Val<String>>) {
+    /// A connection between `a` and `b`; `marked` for a
+    /// `<VariableConnection>`, whose `causality` attributes are kept.
+    fn leaf(
+        &mut self,
+        a: &Endpoint,
+        b: &Endpoint,
+        src: Src,
+        bond: Option<Val<String>>,
+        marked: bool,
+    ) {
         let (from, to) = if self.a_to_b(a, b) { (a, b) } else { (b, a) };
         let conn = ConnDraft {
             from: self.var_ref(from),
@@ -510,7 +533,46 @@ impl Reader<'_> {
             src,
             comment: None,
         };
+        if marked {
+            if bond.is_none() {
+                self.contrary_marks(from, to);
+            }
+            self.marks.insert(
+                self.leaves.len(),
+                [from.causality.clone(), to.causality.clone()],
+            );
+        }
         self.leaves.push(Leaf { conn, bond });
+    }
+
+    /// A note for `causality` attributes of a connection that is not a
+    /// power bond and that contradict the FMUs: libcosim ignores them.
+    fn contrary_marks(&mut self, from: &Endpoint, to: &Endpoint) {
+        for e in [from, to] {
+            let Some(m) = &e.causality else { continue };
+            let Some(actual) = self
+                .sims
+                .get(&e.sim)
+                .and_then(|s| variable(&s.md, &e.var))
+                .map(|v| v.causality)
+            else {
+                continue;
+            };
+            let contrary = match m.value.as_str() {
+                "input" => actual != Causality::Input,
+                "output" => actual == Causality::Input,
+                _ => false,
+            };
+            if contrary {
+                self.ctx.note(
+                    m.src,
+                    format!(
+                        "'{}.{}' is marked causality=\"{}\" but its FMU declares it {actual}: the direction of a connection comes from the FMUs' causalities (libcosim ignores this attribute outside power bonds)",
+                        e.sim, e.var, m.value
+                    ),
+                );
+            }
+        }
     }
 
     fn connections(&mut self, e: &Elem) {
@@ -536,7 +598,7 @@ impl Reader<'_> {
                     let (Some(a), Some(b)) = (self.endpoint(va), self.endpoint(vb)) else {
                         continue;
                     };
-                    self.leaf(&a, &b, c.src(f), bond);
+                    self.leaf(&a, &b, c.src(f), bond, true);
                 }
                 "SignalConnection" => {
                     let (Some(v), Some(s)) = (c.child("Variable"), c.child("Signal")) else {
@@ -838,7 +900,7 @@ impl Reader<'_> {
                             causality: None,
                             ..copy(&b)
                         };
-                        self.leaf(&ea, &eb, c.src(f), bond.clone());
+                        self.leaf(&ea, &eb, c.src(f), bond.clone(), false);
                     }
                 }
             }
@@ -865,7 +927,7 @@ impl Reader<'_> {
                         causality: None,
                         ..copy(&b)
                     };
-                    self.leaf(&ea, &eb, c.src(f), bond.clone());
+                    self.leaf(&ea, &eb, c.src(f), bond.clone(), false);
                 }
             }
         }
@@ -880,8 +942,10 @@ impl Reader<'_> {
             .algorithm
             .clone()
             .unwrap_or_else(|| Val::new("fixedStep".to_string(), self.draft.root_src));
-        match algorithm.value.as_str() {
-            "fixedStep" | "fixed-step" | "" => {
+        // libcosim compares the name in lower case (load_osp_config).
+        let kind = algorithm.value.to_ascii_lowercase();
+        match kind.as_str() {
+            "fixedstep" | "fixed-step" | "" => {
                 self.draft.master.kind = Some(Val::new("fixed-step", algorithm.src));
                 let step = match self.base_step.clone() {
                     Some(s) => s,
@@ -917,7 +981,8 @@ impl Reader<'_> {
                     ),
                 }
             }
-            other => {
+            _ => {
+                let other = algorithm.value.as_str();
                 self.ctx.error_help(
                     algorithm.src,
                     format!("unknown <Algorithm> '{other}'"),
@@ -927,7 +992,7 @@ impl Reader<'_> {
         }
         for (_, s) in self.sims.iter() {
             if let Some(sub) = self.draft.subsystems.get_mut(s.sub)
-                && algorithm.value == "ecco"
+                && kind == "ecco"
                 && let Some(k) = sub.step_multiple.take()
             {
                 self.ctx.warn(
@@ -1025,9 +1090,19 @@ impl Reader<'_> {
                 );
                 continue;
             }
-            // Port A: input fed by c2, output feeding c1; port B the converse.
-            let port_a = (c2.to.clone(), c1.from.clone());
-            let port_b = (c1.to.clone(), c2.from.clone());
+            // c1 goes from simulator X to Y, c2 from Y to X. Each port is
+            // one simulator's input and output.
+            let port_x = (c2.to.clone(), c1.from.clone());
+            let port_y = (c1.to.clone(), c2.from.clone());
+            let (i1, i2) = (members[0], members[1]);
+            let Some(y_first) = self.bond_roles(&name, (c1, i1), (c2, i2)) else {
+                continue;
+            };
+            let [port_a, port_b] = if y_first {
+                [port_y, port_x]
+            } else {
+                [port_x, port_y]
+            };
             let mut intended = false;
             for (input, output) in [&port_a, &port_b] {
                 let Some(md) = self
@@ -1049,7 +1124,7 @@ impl Reader<'_> {
                     self.ctx.note(
                         name.src,
                         format!(
-                            "power bond '{}': the units do not show that '{}' and '{}' form an effort/flow pair ({why}); it is kept as declared (intended = true)",
+                            "power bond '{}': the units do not show that '{}' and '{}' form an effort/flow pair ({why}); the file declares the bond, which needs no units: it is kept as declared (intended = true)",
                             name.value, input.var, output.var
                         ),
                     );
@@ -1073,6 +1148,130 @@ impl Reader<'_> {
         self.draft
             .connections
             .sort_by_key(|c| (c.src.file, c.src.start));
+    }
+}
+
+impl Reader<'_> {
+    /// The ports of a power bond in libcosim's order, from the `causality`
+    /// attributes of its two connections `c1` and `c2` (in file order;
+    /// `i1`, `i2` their leaves). libcosim (`add_power_bonds` in
+    /// osp_config_parser.cpp) reads them as bond roles, not as data
+    /// directions: in the first connection the variable marked "input" is
+    /// `input_a` and the one marked "output" `output_b`; in the second,
+    /// "input" is `input_b` and "output" `output_a`. ECCO then compares the
+    /// powers `input_a * output_a` and `input_b * output_b`. Port a is
+    /// therefore the simulator of the first connection's "input"-marked
+    /// variable, whichever way the data flows.
+    ///
+    /// With `c1` going from simulator X to Y: `Some(true)` when port a is
+    /// Y (the marks agree with the FMUs), `Some(false)` when it is X (both
+    /// connections marked the other way, as in libcosim's quarter-truck
+    /// example) or when nothing is marked; `None` after an error.
+    fn bond_roles(
+        &mut self,
+        name: &Val<String>,
+        (c1, i1): (&ConnDraft, usize),
+        (c2, i2): (&ConnDraft, usize),
+    ) -> Option<bool> {
+        let r1 = self.marked_roles(name, i1)?;
+        let r2 = self.marked_roles(name, i2)?;
+        for (r, c, i) in [(r1, c1, i1), (r2, c2, i2)] {
+            // A <VariableConnection> (a group connection has no marks).
+            if r.is_none() && self.marks.contains_key(&i) {
+                self.ctx.note(
+                    c.src,
+                    format!(
+                        "this connection of power bond '{}' marks neither variable with causality=\"input\" or \"output\", which libcosim requires (it refuses the file); cosim takes the bond's ports from the FMUs' causalities",
+                        name.value
+                    ),
+                );
+            }
+        }
+        // "input" marks the variable fed by the connection (`to`) in a
+        // connection marked as the FMUs say.
+        let (r1, r2) = match (r1, r2) {
+            (Some(a), Some(b)) => (a, b),
+            (Some(a), None) | (None, Some(a)) => (a, a),
+            (None, None) => return Some(false),
+        };
+        if r1 != r2 {
+            let at = self
+                .marks
+                .get(&i2)
+                .and_then(|m| m.iter().flatten().next().map(|v| v.src))
+                .unwrap_or(c2.src);
+            let input_a = if r1 { &c1.to } else { &c1.from };
+            let output_a = if r2 { &c2.from } else { &c2.to };
+            let names = self.sub_names();
+            let path =
+                |v: &VarRef| format!("{}.{}", names.get(v.sub).map_or("?", String::as_str), v.var);
+            self.ctx.warn(
+                at,
+                format!(
+                    "the causality attributes of the two connections of power bond '{}' disagree: libcosim would take '{}' (\"input\" in the first) and '{}' (\"output\" in the second) as one port, which are not an input and an output of one simulator; cosim pairs each simulator's own input and output, port a being the simulator of '{}'",
+                    name.value,
+                    path(input_a),
+                    path(output_a),
+                    path(input_a)
+                ),
+            );
+        }
+        Some(r1)
+    }
+
+    /// The roles the `causality` attributes of leaf `i` of power bond
+    /// `name` give: `Some(true)` when the variable marked "input" is the
+    /// one the connection feeds (`to`), `Some(false)` when it is the one
+    /// that feeds it, `None` when neither is marked; `Err` (reported) for
+    /// a value other than "input"/"output" or the same mark on both.
+    fn marked_roles(&mut self, name: &Val<String>, i: usize) -> Option<Option<bool>> {
+        let Some([from, to]) = self.marks.get(&i).cloned() else {
+            return Some(None);
+        };
+        let mut bad = false;
+        for m in [&from, &to].into_iter().flatten() {
+            if !MARKS.contains(&m.value.as_str()) {
+                bad = true;
+                self.ctx.error_help(
+                    m.src,
+                    format!(
+                        "causality=\"{}\" on a variable of power bond '{}': in a power-bond connection the attribute says whether the variable is the bond's \"input\" or \"output\" (libcosim accepts nothing else)",
+                        m.value, name.value
+                    ),
+                    did_you_mean(&m.value, MARKS.iter().copied()),
+                );
+            }
+        }
+        if bad {
+            return None;
+        }
+        fn value(m: &Option<Val<String>>) -> Option<&str> {
+            m.as_ref().map(|v| v.value.as_str())
+        }
+        match (value(&from), value(&to)) {
+            (Some(a), Some(b)) if a == b => {
+                let src = to.as_ref().map_or(name.src, |v| v.src);
+                self.ctx.error(
+                    src,
+                    format!(
+                        "both variables of this connection of power bond '{}' are marked causality=\"{a}\": one is the bond's \"input\", the other its \"output\" (libcosim needs both)",
+                        name.value
+                    ),
+                );
+                None
+            }
+            (_, Some("input")) | (Some("output"), _) => Some(Some(true)),
+            (Some("input"), _) | (_, Some("output")) => Some(Some(false)),
+            _ => Some(None),
+        }
+    }
+
+    fn sub_names(&self) -> Vec<String> {
+        self.draft
+            .subsystems
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
     }
 }
 
