@@ -29,7 +29,10 @@ use cosim_core::structure::{
 use cosim_core::subsystem::StartValue;
 use cosim_core::system::NonFinitePolicy;
 use cosim_core::time::TimeBase;
-use cosim_core::{BondPort, Connection, FmuSubsystem, PowerBond, Subsystem, System, SystemSpec};
+use cosim_core::{
+    BondPort, Connection, FmuSubsystem, FunctionLink, LinkEnd, PowerBond, Subsystem, System,
+    SystemSpec,
+};
 use cosim_fmi::bonds::{BondRole, find_bond_candidates};
 use cosim_fmi::model_description::{
     Causality, StartValue as ModelStart, VariableIndex, VariableType,
@@ -39,8 +42,8 @@ use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
 
 use crate::nest::{NestNode, Node};
 use crate::{
-    Aggregate, Indicator, Isolation, MasterKind, NonFinite, Normalisation, ResolvedScenario,
-    RichardsonEstimate, Sampling, ScenarioError, Scheme, VariableRef,
+    Aggregate, FunctionEnd, Indicator, Isolation, MasterKind, NonFinite, Normalisation,
+    ResolvedScenario, RichardsonEstimate, Sampling, ScenarioError, Scheme, Traced, VariableRef,
 };
 
 /// How a bond came to be.
@@ -82,7 +85,9 @@ pub struct Assembly {
     pub master: Box<dyn Master>,
     /// What assembly found.
     pub report: AssemblyReport,
-    /// The traced variables as (subsystem, observed slot), in trace order.
+    /// The traced variables as (subsystem, observed slot), in trace order;
+    /// a traced function port is (number of subsystems, index in
+    /// `system.functions().values()`).
     pub trace_columns: Vec<(usize, usize)>,
     /// Indicators computed and logged alongside the master.
     pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
@@ -421,6 +426,18 @@ pub fn assemble_nodes(
         }
         want(&c.from, &mut outputs_wanted, &mut others_wanted);
     }
+    // Connections to and from functions, in the same way.
+    for c in &resolved.function_connections {
+        if let FunctionEnd::Variable(to) = &c.to {
+            let l = &mut layouts[to.subsystem];
+            if !l.inputs.contains(&to.variable) {
+                l.inputs.push(to.variable);
+            }
+        }
+        if let FunctionEnd::Variable(from) = &c.from {
+            want(from, &mut outputs_wanted, &mut others_wanted);
+        }
+    }
     let mut skipped_trace = Vec::new();
     for r in &resolved.outputs.variables {
         let v = &mds[r.subsystem].variables[r.variable];
@@ -726,11 +743,36 @@ pub fn assemble_nodes(
         }
     }
 
-    // Structural checks.
-    let infos: Vec<&cosim_core::SubsystemInfo> = subsystems.iter().map(|s| s.info()).collect();
-    report.feedthrough = feedthrough_report(&infos);
-    let loops: Vec<AlgebraicLoop> = algebraic_loops(&infos, &connections);
-    report.algebraic_loops = loops.iter().map(|l| l.to_string()).collect();
+    // Connections to and from functions in slot terms.
+    let mut links = Vec::with_capacity(resolved.function_connections.len());
+    for c in &resolved.function_connections {
+        let missing = || {
+            AssembleError::Scenario(resolved.error_at(c.span, "internal: function slot missing"))
+        };
+        let end = |e: &FunctionEnd, input: bool| -> Option<LinkEnd> {
+            Some(match e {
+                FunctionEnd::Port(p) => LinkEnd::Port {
+                    function: p.function,
+                    port: p.port,
+                },
+                FunctionEnd::Variable(r) => LinkEnd::Slot {
+                    subsystem: r.subsystem,
+                    slot: if input {
+                        layouts[r.subsystem].input_slot(r.variable)?
+                    } else {
+                        layouts[r.subsystem].observed_slot(r.variable)?
+                    },
+                },
+            })
+        };
+        links.push(FunctionLink {
+            from: end(&c.from, false).ok_or_else(missing)?,
+            to: end(&c.to, true).ok_or_else(missing)?,
+            gain: c.gain,
+            offset: c.offset,
+            signal: c.signal,
+        });
+    }
 
     let step_multiple = resolved
         .subsystems
@@ -749,6 +791,16 @@ pub fn assemble_nodes(
         threads: resolved.master.threads,
     })?;
     let mut system = system;
+    if !resolved.functions.is_empty() {
+        let specs = resolved.functions.iter().map(|f| f.spec.clone()).collect();
+        system.add_functions(specs, links)?;
+    }
+    // Structural checks (through functions too).
+    let infos: Vec<&cosim_core::SubsystemInfo> =
+        system.subsystems().iter().map(|s| s.info()).collect();
+    report.feedthrough = feedthrough_report(&infos);
+    let loops: Vec<AlgebraicLoop> = algebraic_loops(&infos, system.couplings());
+    report.algebraic_loops = loops.iter().map(|l| l.to_string()).collect();
     system.set_time_base(base);
     if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
         system.set_divergence_limit(limit);
@@ -756,9 +808,14 @@ pub fn assemble_nodes(
     let master = build_master(resolved, &system)?;
     let trace_columns = resolved
         .outputs
-        .variables
+        .traced
         .iter()
-        .filter_map(|r| Some((r.subsystem, layouts[r.subsystem].observed_slot(r.variable)?)))
+        .filter_map(|t| match t {
+            Traced::Variable(r) => {
+                Some((r.subsystem, layouts[r.subsystem].observed_slot(r.variable)?))
+            }
+            Traced::Port(p) => Some((n, system.functions().value_index(p.function, p.port)?)),
+        })
         .collect();
     let slots = layouts
         .into_iter()
@@ -867,7 +924,7 @@ fn build_master(
             Some(order) => order.clone(),
             None => {
                 let infos: Vec<_> = system.subsystems().iter().map(|s| s.info()).collect();
-                gauss_seidel_order(&infos, system.connections())
+                gauss_seidel_order(&infos, system.couplings())
             }
         }),
     };

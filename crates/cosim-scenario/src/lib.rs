@@ -48,8 +48,9 @@ pub use error::{
 };
 pub use overrides::Overrides;
 pub use resolve::{
-    Assignment, BondPort, ResolvedBond, ResolvedConnection, ResolvedFeed, ResolvedInputFile,
-    ResolvedScenario, ResolvedSubsystem, ValueOrigin, VariableRef,
+    Assignment, BondPort, FunctionEnd, FunctionPort, ResolvedBond, ResolvedConnection,
+    ResolvedFeed, ResolvedFunction, ResolvedFunctionConnection, ResolvedInputFile,
+    ResolvedScenario, ResolvedSubsystem, Traced, ValueOrigin, VariableRef,
 };
 pub use scenario::{Scenario, SubsystemSpec};
 pub use settings::{

@@ -119,6 +119,10 @@ fn synthesize(
         let fed = |r: &crate::VariableRef| r.subsystem == s && r.variable == v;
         inner.connections.iter().any(|c| fed(&c.to))
             || inner
+                .function_connections
+                .iter()
+                .any(|c| matches!(&c.to, crate::FunctionEnd::Variable(r) if fed(r)))
+            || inner
                 .inputs
                 .iter()
                 .any(|f| f.feeds.iter().any(|x| fed(&x.input)))

@@ -97,7 +97,7 @@ impl Scenario {
             }
             let index = find_subsystem(
                 &self.source,
-                &SubsystemIndex::new(&self.subsystems),
+                &SubsystemIndex::with_functions(&self.subsystems, &self.functions),
                 sub,
                 Default::default(),
             )
@@ -260,7 +260,7 @@ impl Scenario {
     fn override_output_variables(&mut self, patterns: &[String]) -> Result<()> {
         let file = self.source.path.clone();
         let argument = format!("--output-variables {}", patterns.join(" "));
-        let index = SubsystemIndex::new(&self.subsystems);
+        let index = SubsystemIndex::with_functions(&self.subsystems, &self.functions);
         let mut out = Vec::new();
         for text in patterns {
             let text = text.trim();
@@ -277,7 +277,7 @@ impl Scenario {
             if pattern.is_empty() {
                 return Err(err(format!("\"{text}\" names no variable after the '.'")));
             }
-            if !is_glob(sub) && index.get(sub).is_none() {
+            if !is_glob(sub) && index.get(sub).is_none() && index.function(sub).is_none() {
                 let e = find_subsystem(&self.source, &index, sub, Default::default())
                     .err()
                     .map(|e| e.help.clone())

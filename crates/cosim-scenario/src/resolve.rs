@@ -17,7 +17,8 @@ use serde::Serialize;
 use crate::error::{ScenarioError, Severity, Source, Span, did_you_mean, nearest};
 use crate::read::Result;
 use crate::scenario::{
-    AssignKind, AssignSpec, InputSpec, Origin, RawValue, Scenario, VarPath, is_glob, sub_span,
+    AssignKind, AssignSpec, End, FunctionConnectionSpec, InputSpec, Origin, RawValue, Scenario,
+    VarPath, describe_function, is_glob, numeric_name, port_list, sub_span,
 };
 use crate::settings::{Isolation, MasterKind, MasterSettings, OutputSettings, Sampling};
 use cosim_core::time::TimeBase;
@@ -100,6 +101,60 @@ pub struct ResolvedConnection {
     pub span: Span,
 }
 
+/// A port of a function (`[[functions]]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct FunctionPort {
+    /// Index into [`ResolvedScenario::functions`].
+    pub function: usize,
+    /// The port ([`cosim_core::FunctionSpec::port_name`]).
+    pub port: usize,
+}
+
+/// An end of a connection to or from a function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum FunctionEnd {
+    /// A variable of a subsystem: an output as a source, an input as a
+    /// destination.
+    Variable(VariableRef),
+    /// A function port: an output as a source, an input as a destination.
+    Port(FunctionPort),
+}
+
+/// A function block, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedFunction {
+    /// What it computes, with its name.
+    pub spec: cosim_core::FunctionSpec,
+    /// The `[[functions]]` table.
+    pub span: Span,
+}
+
+/// A connection to or from a function port: `to = gain * from + offset`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedFunctionConnection {
+    /// A subsystem output or a function output.
+    pub from: FunctionEnd,
+    /// A function input or a subsystem input.
+    pub to: FunctionEnd,
+    /// Gain (1 unless given).
+    pub gain: f64,
+    /// Offset (0 unless given).
+    pub offset: f64,
+    /// A signal: excluded from error estimation.
+    pub signal: bool,
+    /// The `[[connections]]` table.
+    pub span: Span,
+}
+
+/// A traced value: a variable of a subsystem, or a function port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Traced {
+    /// A subsystem's variable.
+    Variable(VariableRef),
+    /// A function's port.
+    Port(FunctionPort),
+}
+
 /// One side of a power bond: an input and an output of one subsystem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BondPort {
@@ -178,8 +233,12 @@ pub struct ResolvedScenario {
     pub master_span: Option<Span>,
     /// The subsystems, in declaration order.
     pub subsystems: Vec<ResolvedSubsystem>,
-    /// The connections, in declaration order.
+    /// The connections between subsystems, in declaration order.
     pub connections: Vec<ResolvedConnection>,
+    /// The function blocks (`[[functions]]`), in declaration order.
+    pub functions: Vec<ResolvedFunction>,
+    /// The connections to and from function ports, in declaration order.
+    pub function_connections: Vec<ResolvedFunctionConnection>,
     /// The explicitly declared bonds (automatic discovery, if
     /// `master.discover_bonds`, is up to the caller; these override it).
     pub bonds: Vec<ResolvedBond>,
@@ -239,6 +298,21 @@ impl ResolvedScenario {
     /// The connection feeding `input`, if any.
     pub fn connection_to(&self, input: VariableRef) -> Option<&ResolvedConnection> {
         self.connections.iter().find(|c| c.to == input)
+    }
+
+    /// The index of the function called `name`.
+    pub fn function_index(&self, name: &str) -> Option<usize> {
+        self.functions.iter().position(|f| f.spec.name == name)
+    }
+
+    /// True when a connection (to a subsystem, or from a function) feeds
+    /// `input`.
+    pub fn is_fed(&self, input: VariableRef) -> bool {
+        self.connection_to(input).is_some()
+            || self
+                .function_connections
+                .iter()
+                .any(|c| c.to == FunctionEnd::Variable(input))
     }
 }
 
@@ -598,11 +672,22 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let master = self.master(start, stop)?;
         let subsystems = self.subsystems()?;
         let connections = self.connections()?;
+        let (functions, function_connections) = self.functions(&connections)?;
         let bonds = self.bonds(&master, &connections)?;
         let outputs = self.outputs()?;
-        let inputs = self.inputs(start, stop, &connections)?;
+        self.unused_functions(&function_connections, &outputs);
+        // Every subsystem input a connection feeds, and where.
+        let fed: HashMap<VariableRef, Span> = connections
+            .iter()
+            .map(|c| (c.to, c.span))
+            .chain(function_connections.iter().filter_map(|c| match c.to {
+                FunctionEnd::Variable(r) => Some((r, c.span)),
+                FunctionEnd::Port(_) => None,
+            }))
+            .collect();
+        let inputs = self.inputs(start, stop, &fed)?;
         self.output_interval(&master, start)?;
-        self.unconnected_inputs(&connections, &inputs);
+        self.unconnected_inputs(&fed, &inputs);
         Ok(ResolvedScenario {
             source: self.scenario.source.clone(),
             file: self.scenario.source.path.clone(),
@@ -612,6 +697,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
             master_span: self.scenario.master.span,
             subsystems,
             connections,
+            functions,
+            function_connections,
             bonds,
             outputs,
             outputs_span: self.scenario.outputs.span,
@@ -1337,26 +1424,29 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let spec = &self.scenario.outputs;
         let dir = spec.dir.clone();
         let file = |name: &Option<String>| name.as_ref().map(|n| dir.join(n));
-        let mut variables: Vec<VariableRef> = Vec::new();
-        let mut seen: HashSet<VariableRef> = HashSet::new();
-        let mut push = |r: VariableRef| {
+        let mut traced: Vec<Traced> = Vec::new();
+        let mut seen: HashSet<Traced> = HashSet::new();
+        let mut push = |r: Traced| {
             if seen.insert(r) {
-                variables.push(r);
+                traced.push(r);
             }
         };
+        let index = crate::scenario::SubsystemIndex::with_functions(
+            &self.scenario.subsystems,
+            &self.scenario.functions,
+        );
         match &spec.variables {
             None if self.scenario.output_variables.is_none() => {
                 for (s, md) in self.mds.iter().enumerate() {
                     for v in md.outputs() {
-                        push(VariableRef {
+                        push(Traced::Variable(VariableRef {
                             subsystem: s,
                             variable: v,
-                        });
+                        }));
                     }
                 }
             }
             Some(list) if self.scenario.output_variables.is_none() => {
-                let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
                 for (text, span) in list {
                     for r in self.select(text, *span, &index)? {
                         push(r);
@@ -1367,7 +1457,6 @@ impl<'s, 'm> Resolver<'s, 'm> {
         }
         // `--output-variables` replaces the list; its errors name the argument.
         if let Some((list, argument)) = &self.scenario.output_variables {
-            let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
             for text in list {
                 let selected = self.select(text, Span::default(), &index).map_err(|e| {
                     let mut a = ScenarioError::argument(self.path(), argument, e.message.clone());
@@ -1380,6 +1469,13 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 }
             }
         }
+        let variables = traced
+            .iter()
+            .filter_map(|t| match t {
+                Traced::Variable(r) => Some(*r),
+                Traced::Port(_) => None,
+            })
+            .collect();
         Ok(OutputSettings {
             trace: file(&spec.trace),
             energy_log: file(&spec.energy_log),
@@ -1387,17 +1483,19 @@ impl<'s, 'm> Resolver<'s, 'm> {
             summary: file(&spec.summary),
             dir: dir.clone(),
             variables,
+            traced,
             sampling: spec.sampling,
         })
     }
 
-    /// The variables one `variables` entry selects, in FMU order.
+    /// The variables one `variables` entry selects, in FMU order (then the
+    /// ports of functions it names, in port order).
     fn select(
         &self,
         text: &str,
         span: Span,
         index: &crate::scenario::SubsystemIndex<'_>,
-    ) -> Result<Vec<VariableRef>> {
+    ) -> Result<Vec<Traced>> {
         let Some((sub_pat, var_pat)) = text.split_once('.') else {
             return Err(self.err(
                 span,
@@ -1413,7 +1511,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 .map(|g| g.compile_matcher())
                 .map_err(|e| self.err(at, format!("invalid pattern \"{pattern}\": {}", e.kind())))
         };
-        let subs: Vec<usize> = if is_glob(sub_pat) {
+        let functions = &self.scenario.functions;
+        let (subs, funcs): (Vec<usize>, Vec<usize>) = if is_glob(sub_pat) {
             let m = glob(sub_pat, span)?;
             let subs: Vec<usize> = self
                 .scenario
@@ -1423,15 +1522,23 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 .filter(|(_, s)| m.is_match(&s.name.value))
                 .map(|(i, _)| i)
                 .collect();
-            if subs.is_empty() {
+            let funcs: Vec<usize> = functions
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| m.is_match(&f.name.value))
+                .map(|(i, _)| i)
+                .collect();
+            if subs.is_empty() && funcs.is_empty() {
                 return Err(self.err(span, format!("\"{sub_pat}\" matches no subsystem")));
             }
-            subs
+            (subs, funcs)
+        } else if let Some(f) = index.function(sub_pat) {
+            (Vec::new(), vec![f])
         } else {
             let i = index
                 .get(sub_pat)
                 .ok_or_else(|| self.err(span, format!("unknown subsystem '{sub_pat}'")))?;
-            vec![i]
+            (vec![i], Vec::new())
         };
         let mut out = Vec::new();
         let mut candidates: Vec<&str> = Vec::new();
@@ -1444,20 +1551,20 @@ impl<'s, 'm> Resolver<'s, 'm> {
                         format!("'{text}' is of type {}, which cannot be traced", v.var_type),
                     ));
                 }
-                out.push(VariableRef {
+                out.push(Traced::Variable(VariableRef {
                     subsystem: s,
                     variable: i,
-                });
+                }));
                 continue;
             }
             if is_glob(var_pat) {
                 let m = glob(var_pat, var_span)?;
                 for (i, v) in md.variables.iter().enumerate() {
                     if traceable_by_glob(v) && m.is_match(&v.name) {
-                        out.push(VariableRef {
+                        out.push(Traced::Variable(VariableRef {
                             subsystem: s,
                             variable: i,
-                        });
+                        }));
                     }
                 }
             } else if !is_glob(sub_pat) {
@@ -1471,6 +1578,43 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     .map(|v| v.name.as_str()),
             );
         }
+        let mut port_names: Vec<String> = Vec::new();
+        for &f in &funcs {
+            let spec = &functions[f].spec;
+            let names: Vec<String> = (0..spec.n_ports()).map(|p| spec.port_name(p)).collect();
+            if let Some(p) = spec.port_by_name(var_pat) {
+                out.push(Traced::Port(FunctionPort {
+                    function: f,
+                    port: p,
+                }));
+                continue;
+            }
+            if is_glob(var_pat) {
+                let m = glob(var_pat, var_span)?;
+                for (p, name) in names.iter().enumerate() {
+                    if m.is_match(name) {
+                        out.push(Traced::Port(FunctionPort {
+                            function: f,
+                            port: p,
+                        }));
+                    }
+                }
+            } else if !is_glob(sub_pat) {
+                return Err(self
+                    .err(
+                        var_span,
+                        format!(
+                            "function '{}' ({}) has no port '{var_pat}'",
+                            spec.name,
+                            describe_function(spec)
+                        ),
+                    )
+                    .with_help_opt(did_you_mean(var_pat, names.iter().map(String::as_str)))
+                    .with_note(format!("its ports are {}", port_list(spec))));
+            }
+            port_names.extend(names);
+        }
+        candidates.extend(port_names.iter().map(String::as_str));
         if out.is_empty() {
             let literal: String = var_pat.chars().filter(|c| !"*?[]{}".contains(*c)).collect();
             let help = did_you_mean(&literal, candidates.iter().copied())
@@ -1487,13 +1631,13 @@ impl<'s, 'm> Resolver<'s, 'm> {
     /// get no start value from the scenario.
     fn unconnected_inputs(
         &mut self,
-        connections: &[ResolvedConnection],
+        connected: &HashMap<VariableRef, Span>,
         inputs: &[ResolvedInputFile],
     ) {
         let mut warnings = Vec::new();
-        let fed: HashSet<VariableRef> = connections
-            .iter()
-            .map(|c| c.to)
+        let fed: HashSet<VariableRef> = connected
+            .keys()
+            .copied()
             .chain(inputs.iter().flat_map(|f| f.feeds.iter().map(|x| x.input)))
             .collect();
         for (s, spec) in self.scenario.subsystems.iter().enumerate() {
@@ -1655,7 +1799,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         &mut self,
         start: f64,
         stop: f64,
-        connections: &[ResolvedConnection],
+        connected: &HashMap<VariableRef, Span>,
     ) -> Result<Vec<ResolvedInputFile>> {
         let mut out: Vec<ResolvedInputFile> = Vec::new();
         // Input -> (file, column name) feeding it.
@@ -1761,10 +1905,10 @@ impl<'s, 'm> Resolver<'s, 'm> {
                         v.var_type
                     )));
                 }
-                if let Some(conn) = connections.iter().find(|x| x.to == r) {
+                if let Some(&conn) = connected.get(&r) {
                     return Err(at(format!(
                         "input '{text}' is fed both by the connection on line {} and by column '{}' of the input file {}",
-                        self.line_of(conn.span),
+                        self.line_of(conn),
                         csv.names[c].0,
                         csv.path.display()
                     ))
@@ -1847,4 +1991,348 @@ impl<'s, 'm> Resolver<'s, 'm> {
 fn demote(mut e: ScenarioError) -> ScenarioError {
     e.severity = Severity::Warning;
     e
+}
+
+/// One end of a function connection, for the unit check: the variable at
+/// the end, its text, and the connection.
+struct UnitEnd<'m> {
+    sub: usize,
+    var: &'m Variable,
+    text: String,
+    connection: usize,
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// `[[functions]]` and the connections to and from their ports: the
+    /// variables at the subsystem ends (causality, type, shape), every
+    /// function input fed exactly once, no subsystem input fed twice, no
+    /// cycle through functions only, the units of each function's
+    /// variables alike.
+    fn functions(
+        &mut self,
+        connections: &[ResolvedConnection],
+    ) -> Result<(Vec<ResolvedFunction>, Vec<ResolvedFunctionConnection>)> {
+        let decls = &self.scenario.functions;
+        let mut out: Vec<ResolvedFunctionConnection> = Vec::new();
+        let mut feeding: HashMap<FunctionEnd, usize> = HashMap::new();
+        for c in &self.scenario.function_connections {
+            let from = self.function_end(&c.from, c, true)?;
+            let to = self.function_end(&c.to, c, false)?;
+            let first = feeding.get(&to).map(|&k| out[k].span).or(match to {
+                FunctionEnd::Variable(r) => connections.iter().find(|x| x.to == r).map(|x| x.span),
+                FunctionEnd::Port(_) => None,
+            });
+            if let Some(first) = first {
+                let (a, b) = (self.line_of(first), self.line_of(c.span));
+                let (lo, hi) = (a.min(b), a.max(b));
+                return Err(self
+                    .err(
+                        c.to.span(),
+                        format!(
+                            "input '{}' is fed by two connections (lines {lo} and {hi})",
+                            c.to.text()
+                        ),
+                    )
+                    .with_help(
+                        "an input takes its value from exactly one output: remove one of them",
+                    ));
+            }
+            feeding.insert(to, out.len());
+            out.push(ResolvedFunctionConnection {
+                from,
+                to,
+                gain: c.gain,
+                offset: c.offset,
+                signal: c.signal,
+                span: c.span,
+            });
+        }
+        for (f, d) in decls.iter().enumerate() {
+            let spec = &d.spec;
+            for port in 0..spec.inputs * spec.dimension {
+                if !feeding.contains_key(&FunctionEnd::Port(FunctionPort { function: f, port })) {
+                    let name = spec.port_name(port);
+                    return Err(self
+                        .err(
+                            d.name.span,
+                            format!(
+                                "input '{name}' of function '{}' has no connection",
+                                spec.name
+                            ),
+                        )
+                        .with_help(format!(
+                            "feed it: [[connections]] from = \"<subsystem>.<output>\", to = \"{}.{name}\"",
+                            spec.name
+                        ))
+                        .with_note(format!(
+                            "{} is {}, with the ports {}",
+                            spec.name,
+                            describe_function(spec),
+                            port_list(spec)
+                        )));
+                }
+            }
+        }
+        self.function_cycle(&out)?;
+        self.function_units(&out)?;
+        let functions = decls
+            .iter()
+            .map(|d| ResolvedFunction {
+                spec: d.spec.clone(),
+                span: d.span,
+            })
+            .collect();
+        Ok((functions, out))
+    }
+
+    /// An end of connection `c` to or from a function: a function port as
+    /// parsed, or a subsystem variable checked for its causality (an
+    /// output for `from`, an input for `to`), its shape and its type
+    /// against the function's.
+    fn function_end(
+        &self,
+        end: &End,
+        c: &FunctionConnectionSpec,
+        is_from: bool,
+    ) -> Result<FunctionEnd> {
+        let p = match end {
+            End::Port(p) => {
+                return Ok(FunctionEnd::Port(FunctionPort {
+                    function: p.function,
+                    port: p.port,
+                }));
+            }
+            End::Var(p) => p,
+        };
+        let (want, key) = if is_from {
+            (Causality::Output, "from")
+        } else {
+            (Causality::Input, "to")
+        };
+        let (index, v) = self.variable(p.subsystem, &p.variable, p.var_span, |v| {
+            v.causality == want
+        })?;
+        if v.causality != want {
+            return Err(self.err(
+                p.var_span,
+                format!(
+                    "'{}' {}, not an {want}: '{key}' must name an {want}",
+                    p.text,
+                    causality_phrase(v)
+                ),
+            ));
+        }
+        // The function at the other end.
+        let other = if is_from { &c.to } else { &c.from };
+        let End::Port(port) = other else {
+            return Err(self.err(c.span, "internal: a function connection without a function"));
+        };
+        let spec = &self.scenario.functions[port.function].spec;
+        if !v.is_scalar() {
+            return Err(self.err(
+                p.var_span,
+                format!(
+                    "'{}' is an array: functions add scalars (connect each element to a port of a vector-sum)",
+                    p.text
+                ),
+            ));
+        }
+        let fits = match spec.numeric {
+            cosim_core::NumericType::Real => v.var_type.is_float(),
+            cosim_core::NumericType::Integer => matches!(
+                v.var_type,
+                VariableType::Int8
+                    | VariableType::UInt8
+                    | VariableType::Int16
+                    | VariableType::UInt16
+                    | VariableType::Int32
+                    | VariableType::UInt32
+                    | VariableType::Int64
+                    | VariableType::UInt64
+            ),
+        };
+        if !fits {
+            let help = match spec.numeric {
+                cosim_core::NumericType::Real if !v.var_type.is_float() => {
+                    "to add integers, use kind = \"vector-sum\" with numeric_type = \"integer\""
+                }
+                _ => "an integer vector-sum adds integer variables (not Booleans or enumerations)",
+            };
+            return Err(self
+                .err(
+                    p.var_span,
+                    format!(
+                        "type mismatch: '{}' is {} but '{}' is {} ({})",
+                        p.text,
+                        v.var_type,
+                        port.text,
+                        numeric_name(spec.numeric),
+                        describe_function(spec)
+                    ),
+                )
+                .with_help(help));
+        }
+        Ok(FunctionEnd::Variable(VariableRef {
+            subsystem: p.subsystem,
+            variable: index,
+        }))
+    }
+
+    /// A cycle through functions only (a function's output feeding its own
+    /// input through functions alone) is an error at the connection that
+    /// closes it: within one exchange its value would depend on itself.
+    fn function_cycle(&self, connections: &[ResolvedFunctionConnection]) -> Result<()> {
+        let m = self.scenario.functions.len();
+        // Edges f -> g with the connection.
+        let mut succ: Vec<Vec<(usize, usize)>> = vec![Vec::new(); m];
+        for (k, c) in connections.iter().enumerate() {
+            if let (FunctionEnd::Port(a), FunctionEnd::Port(b)) = (c.from, c.to) {
+                succ[a.function].push((b.function, k));
+            }
+        }
+        // Depth-first search; `path` holds the connections from the root.
+        let mut state = vec![0u8; m]; // 0 new, 1 on the path, 2 done
+        for root in 0..m {
+            if state[root] != 0 {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+            let mut path: Vec<usize> = Vec::new();
+            state[root] = 1;
+            while let Some(&mut (f, ref mut next)) = stack.last_mut() {
+                if let Some(&(g, k)) = succ[f].get(*next) {
+                    *next += 1;
+                    match state[g] {
+                        0 => {
+                            state[g] = 1;
+                            path.push(k);
+                            stack.push((g, 0));
+                        }
+                        1 => {
+                            // The cycle: from where g was entered to k.
+                            path.push(k);
+                            let start = path
+                                .iter()
+                                .position(|&x| match connections[x].from {
+                                    FunctionEnd::Port(p) => p.function == g,
+                                    FunctionEnd::Variable(_) => false,
+                                })
+                                .unwrap_or(0);
+                            let links: Vec<String> = path[start..]
+                                .iter()
+                                .map(|&x| {
+                                    let c = &self.scenario.function_connections[x];
+                                    format!(
+                                        "{} -> {} (line {})",
+                                        c.from.text(),
+                                        c.to.text(),
+                                        self.line_of(c.span)
+                                    )
+                                })
+                                .collect();
+                            return Err(self
+                                .err(
+                                    self.scenario.function_connections[k].span,
+                                    format!(
+                                        "a cycle through functions only: {}",
+                                        links.join(", ")
+                                    ),
+                                )
+                                .with_note("functions are evaluated in dependency order within each exchange: a value that goes round a loop of functions alone would depend on itself")
+                                .with_help("close the loop through a subsystem (its output is a value of the last step), or remove a connection"));
+                        }
+                        _ => {}
+                    }
+                } else {
+                    state[f] = 2;
+                    stack.pop();
+                    path.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The variables joined by one function (the inputs it sums and the
+    /// inputs its output feeds, component by component) must have units
+    /// that agree, as the two ends of a connection must, unless the
+    /// connection of a later one says `unit_mismatch = true`.
+    fn function_units(&self, connections: &[ResolvedFunctionConnection]) -> Result<()> {
+        let decls = &self.scenario.functions;
+        let mut ends: HashMap<(usize, usize), Vec<UnitEnd<'m>>> = HashMap::new();
+        for (k, c) in connections.iter().enumerate() {
+            let spec = &self.scenario.function_connections[k];
+            let (var, port, text) = match (c.from, c.to) {
+                (FunctionEnd::Variable(r), FunctionEnd::Port(p)) => (r, p, spec.from.text()),
+                (FunctionEnd::Port(p), FunctionEnd::Variable(r)) => (r, p, spec.to.text()),
+                _ => continue,
+            };
+            let f = &decls[port.function].spec;
+            let component = port.port % f.dimension.max(1);
+            let v = &self.md(var.subsystem)?.variables[var.variable];
+            ends.entry((port.function, component))
+                .or_default()
+                .push(UnitEnd {
+                    sub: var.subsystem,
+                    var: v,
+                    text: text.to_string(),
+                    connection: k,
+                });
+        }
+        let mut keys: Vec<&(usize, usize)> = ends.keys().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let list = &ends[key];
+            let Some(first) = list.iter().find(|e| e.var.unit.is_some()) else {
+                continue;
+            };
+            for e in list {
+                if std::ptr::eq(e, first) || e.var.unit.is_none() {
+                    continue;
+                }
+                let spec = &self.scenario.function_connections[e.connection];
+                let first_spec = &self.scenario.function_connections[first.connection];
+                if spec.unit_mismatch || first_spec.unit_mismatch {
+                    continue;
+                }
+                let (fmd, emd) = (self.md(first.sub)?, self.md(e.sub)?);
+                if let Err(reason) = check_units(fmd, first.var, &first.text, emd, e.var, &e.text) {
+                    let name = &decls[key.0].spec.name;
+                    return Err(self
+                        .err(spec.span, format!("{reason}, both joined by function '{name}'"))
+                        .with_help("if this is intended (e.g. the gain converts), add 'unit_mismatch = true' to this connection"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Warns about functions whose output feeds nothing and is not traced.
+    fn unused_functions(
+        &mut self,
+        connections: &[ResolvedFunctionConnection],
+        outputs: &OutputSettings,
+    ) {
+        let mut warnings = Vec::new();
+        for (f, d) in self.scenario.functions.iter().enumerate() {
+            let of_f = |e: &FunctionEnd| matches!(e, FunctionEnd::Port(p) if p.function == f);
+            let feeds = connections.iter().any(|c| of_f(&c.from));
+            let traced = outputs
+                .traced
+                .iter()
+                .any(|t| matches!(t, Traced::Port(p) if p.function == f));
+            if !feeds && !traced {
+                warnings.push((
+                    d.name.span,
+                    format!(
+                        "the output of function '{}' feeds nothing and is not traced",
+                        d.spec.name
+                    ),
+                ));
+            }
+        }
+        for (span, m) in warnings {
+            self.warn(span, m);
+        }
+    }
 }

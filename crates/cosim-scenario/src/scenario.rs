@@ -18,6 +18,7 @@ const ROOT_KEYS: &[&str] = &[
     "simulation",
     "master",
     "subsystems",
+    "functions",
     "connections",
     "bonds",
     "inputs",
@@ -73,6 +74,11 @@ const SUBSYSTEM_KEYS: &[&str] = &[
     "isolation_timeout",
 ];
 const CONNECTION_KEYS: &[&str] = &["from", "to", "gain", "offset", "signal", "unit_mismatch"];
+const FUNCTION_KEYS: &[&str] = &["name", "kind", "inputs", "dimension", "numeric_type"];
+/// `kind` of `[[functions]]`.
+const FUNCTION_KINDS: &[&str] = &["sum", "vector-sum"];
+/// Largest `inputs` and `dimension` of a function.
+const MAX_FUNCTION_SIZE: i64 = 100_000;
 const BOND_KEYS: &[&str] = &["name", "ports", "tolerance", "energy_scale", "intended"];
 const PORT_KEYS: &[&str] = &["input", "output"];
 const INPUT_KEYS: &[&str] = &["file", "columns"];
@@ -230,6 +236,67 @@ pub(crate) struct ConnectionSpec {
     pub span: Span,
 }
 
+/// A `[[functions]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FunctionDecl {
+    /// `name` (unique among subsystems and functions).
+    pub name: Located<String>,
+    /// What it computes (its `name` is `name.value`).
+    pub spec: cosim_core::FunctionSpec,
+    /// The `[[functions]]` table.
+    pub span: Span,
+}
+
+/// `"<function>.<port>"`, the port looked up.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PortPath {
+    pub function: usize,
+    pub port: usize,
+    /// The whole string as written.
+    pub text: String,
+    /// The span of the whole string value.
+    pub span: Span,
+    /// The span of the port part.
+    pub port_span: Span,
+}
+
+/// An end of a connection to or from a function: a subsystem variable or a
+/// function port.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum End {
+    Var(VarPath),
+    Port(PortPath),
+}
+
+impl End {
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            End::Var(v) => &v.text,
+            End::Port(p) => &p.text,
+        }
+    }
+
+    pub(crate) fn span(&self) -> Span {
+        match self {
+            End::Var(v) => v.span,
+            End::Port(p) => p.span,
+        }
+    }
+}
+
+/// A `[[connections]]` entry with a function port at one end or both.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FunctionConnectionSpec {
+    pub from: End,
+    pub to: End,
+    pub gain: f64,
+    pub offset: f64,
+    pub map_span: Option<Span>,
+    pub signal: bool,
+    pub unit_mismatch: bool,
+    pub span: Span,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PortSpec {
     pub input: VarPath,
@@ -353,7 +420,12 @@ pub struct Scenario {
     pub(crate) simulation: SimulationSpec,
     pub(crate) master: MasterSpec,
     pub(crate) subsystems: Vec<SubsystemSpec>,
+    /// `[[functions]]`.
+    pub(crate) functions: Vec<FunctionDecl>,
+    /// Connections between subsystems.
     pub(crate) connections: Vec<ConnectionSpec>,
+    /// Connections to or from function ports.
+    pub(crate) function_connections: Vec<FunctionConnectionSpec>,
     pub(crate) bonds: Vec<BondSpec>,
     pub(crate) outputs: OutputsSpec,
     pub(crate) warnings: Vec<ScenarioError>,
@@ -624,23 +696,47 @@ pub(crate) fn is_glob(s: &str) -> bool {
 
 /// Subsystem names -> indices, built once so that resolving every
 /// `"<subsystem>.<variable>"` path is O(1) (imports of thousands of
-/// connections stay linear).
+/// connections stay linear); function names too, when given.
 pub(crate) struct SubsystemIndex<'s> {
     pub(crate) specs: &'s [SubsystemSpec],
     by_name: HashMap<&'s str, usize>,
+    pub(crate) functions: &'s [FunctionDecl],
+    function_by_name: HashMap<&'s str, usize>,
 }
 
 impl<'s> SubsystemIndex<'s> {
     pub(crate) fn new(specs: &'s [SubsystemSpec]) -> Self {
+        Self::with_functions(specs, &[])
+    }
+
+    /// The subsystems and the functions (whose names a path may start with).
+    pub(crate) fn with_functions(
+        specs: &'s [SubsystemSpec],
+        functions: &'s [FunctionDecl],
+    ) -> Self {
         let mut by_name = HashMap::with_capacity(specs.len());
         for (i, s) in specs.iter().enumerate() {
             by_name.entry(s.name.value.as_str()).or_insert(i);
         }
-        SubsystemIndex { specs, by_name }
+        let mut function_by_name = HashMap::with_capacity(functions.len());
+        for (i, f) in functions.iter().enumerate() {
+            function_by_name.entry(f.name.value.as_str()).or_insert(i);
+        }
+        SubsystemIndex {
+            specs,
+            by_name,
+            functions,
+            function_by_name,
+        }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
+    }
+
+    /// The function called `name`.
+    pub(crate) fn function(&self, name: &str) -> Option<usize> {
+        self.function_by_name.get(name).copied()
     }
 }
 
@@ -661,8 +757,9 @@ impl<'a> Parser<'a> {
         let root = Table::new(self.src, root_value, "the scenario", ROOT_KEYS)?;
         let simulation = self.simulation(&root)?;
         let subsystems = self.subsystems(&root)?;
-        let index = SubsystemIndex::new(&subsystems);
-        let connections = self.connections(&root, &index)?;
+        let functions = self.functions(&root, &subsystems)?;
+        let index = SubsystemIndex::with_functions(&subsystems, &functions);
+        let (connections, function_connections) = self.connections(&root, &index)?;
         let bonds = self.bonds(&root, &index)?;
         let master = self.master(&root, &index, &bonds)?;
         let outputs = self.outputs(&root, &index)?;
@@ -673,7 +770,9 @@ impl<'a> Parser<'a> {
             simulation,
             master,
             subsystems,
+            functions,
             connections,
+            function_connections,
             bonds,
             outputs,
             warnings: self.warnings,
@@ -1292,26 +1391,252 @@ impl<'a> Parser<'a> {
         parse_var_path(self.src, &text, span, subsystems)
     }
 
+    /// `[[connections]]`: those between subsystems, and those with a
+    /// function port at one end or both.
     fn connections(
         &mut self,
         root: &Table<'a, '_>,
         subsystems: &SubsystemIndex<'_>,
-    ) -> Result<Vec<ConnectionSpec>> {
+    ) -> Result<(Vec<ConnectionSpec>, Vec<FunctionConnectionSpec>)> {
         let mut out = Vec::new();
+        let mut through_functions = Vec::new();
         for t in root.tables("connections", "[[connections]]", CONNECTION_KEYS)? {
-            let from = self.var_path(&t, "from", subsystems, "output feeding the connection")?;
-            let to = self.var_path(&t, "to", subsystems, "input fed by the connection")?;
+            let from = self.end(&t, "from", subsystems, "output feeding the connection")?;
+            let to = self.end(&t, "to", subsystems, "input fed by the connection")?;
             let finite = |x: f64| x.is_finite();
             let gain = t.f64_where("gain", "a finite number", finite)?;
             let offset = t.f64_where("offset", "a finite number", finite)?;
-            out.push(ConnectionSpec {
-                from,
-                to,
-                gain: gain.map_or(1.0, |g| g.0),
-                offset: offset.map_or(0.0, |o| o.0),
-                map_span: gain.or(offset).map(|g| g.1),
-                signal: t.bool("signal")?.is_some_and(|b| b.0),
-                unit_mismatch: t.bool("unit_mismatch")?.is_some_and(|b| b.0),
+            let map_span = gain.or(offset).map(|g| g.1);
+            let (gain, offset) = (gain.map_or(1.0, |g| g.0), offset.map_or(0.0, |o| o.0));
+            let signal = t.bool("signal")?.is_some_and(|b| b.0);
+            let unit_mismatch = t.bool("unit_mismatch")?.is_some_and(|b| b.0);
+            match (from, to) {
+                (End::Var(from), End::Var(to)) => out.push(ConnectionSpec {
+                    from,
+                    to,
+                    gain,
+                    offset,
+                    map_span,
+                    signal,
+                    unit_mismatch,
+                    span: t.span,
+                }),
+                (from, to) => {
+                    self.check_function_connection(&from, &to, map_span, subsystems)?;
+                    through_functions.push(FunctionConnectionSpec {
+                        from,
+                        to,
+                        gain,
+                        offset,
+                        map_span,
+                        signal,
+                        unit_mismatch,
+                        span: t.span,
+                    });
+                }
+            }
+        }
+        Ok((out, through_functions))
+    }
+
+    /// `from` or `to` of a connection: a subsystem variable, or a port of
+    /// a function.
+    fn end(
+        &self,
+        t: &Table<'a, '_>,
+        key: &str,
+        subsystems: &SubsystemIndex<'_>,
+        what: &str,
+    ) -> Result<End> {
+        let (text, span) = t
+            .string(key)?
+            .ok_or_else(|| t.missing(key, &format!("the {what} as \"<subsystem>.<variable>\"")))?;
+        if let Some((name, port)) = text.split_once('.')
+            && let Some(f) = subsystems.function(name)
+        {
+            let decl = &subsystems.functions[f];
+            let port_span = sub_span(self.src, span, &text, name.len() + 1, port.len());
+            let Some(p) = decl.spec.port_by_name(port) else {
+                let names: Vec<String> = (0..decl.spec.n_ports())
+                    .map(|p| decl.spec.port_name(p))
+                    .collect();
+                return Err(self
+                    .src
+                    .error(
+                        Some(port_span),
+                        format!(
+                            "function '{name}' ({}) has no port '{port}'",
+                            describe_function(&decl.spec)
+                        ),
+                    )
+                    .with_help_opt(did_you_mean(port, names.iter().map(String::as_str)))
+                    .with_note(format!("its ports are {}", port_list(&decl.spec))));
+            };
+            return Ok(End::Port(PortPath {
+                function: f,
+                port: p,
+                text,
+                span,
+                port_span,
+            }));
+        }
+        parse_var_path(self.src, &text, span, subsystems).map(End::Var)
+    }
+
+    /// What can be checked of a connection to or from a function without
+    /// the FMUs: direction, and numeric types between two functions.
+    fn check_function_connection(
+        &self,
+        from: &End,
+        to: &End,
+        map_span: Option<Span>,
+        subsystems: &SubsystemIndex<'_>,
+    ) -> Result<()> {
+        let spec = |p: &PortPath| &subsystems.functions[p.function].spec;
+        if let End::Port(p) = from
+            && !spec(p).is_output(p.port)
+        {
+            let f = spec(p);
+            return Err(self
+                .src
+                .error(
+                    Some(p.port_span),
+                    format!(
+                        "'{}' is an input of function '{}': 'from' must name an output",
+                        p.text, f.name
+                    ),
+                )
+                .with_help(format!(
+                    "the output of '{}' is {}; an input of a function is fed by a connection 'to' it",
+                    f.name,
+                    output_names(f)
+                )));
+        }
+        if let End::Port(p) = to
+            && spec(p).is_output(p.port)
+        {
+            let f = spec(p);
+            return Err(self
+                .src
+                .error(
+                    Some(p.port_span),
+                    format!(
+                        "'{}' is the output of function '{}': 'to' must name an input",
+                        p.text, f.name
+                    ),
+                )
+                .with_help(format!(
+                    "the inputs of '{}' are {}; swap 'from' and 'to' to feed an input from it",
+                    f.name,
+                    input_names(f)
+                )));
+        }
+        if let (End::Port(a), End::Port(b)) = (from, to)
+            && spec(a).numeric != spec(b).numeric
+        {
+            return Err(self.src.error(
+                Some(b.span),
+                format!(
+                    "type mismatch: '{}' is {} but '{}' is {}",
+                    a.text,
+                    numeric_name(spec(a).numeric),
+                    b.text,
+                    numeric_name(spec(b).numeric)
+                ),
+            ));
+        }
+        let integer = [from, to].into_iter().find_map(|e| match e {
+            End::Port(p) if spec(p).numeric == cosim_core::NumericType::Integer => Some(p),
+            _ => None,
+        });
+        if let (Some(p), Some(span)) = (integer, map_span) {
+            return Err(self.src.error(
+                Some(span),
+                format!(
+                    "'gain' and 'offset' apply to floating-point connections only; '{}' is an integer port (numeric_type = \"integer\")",
+                    p.text
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[[functions]]`: function blocks evaluated in every exchange.
+    fn functions(
+        &mut self,
+        root: &Table<'a, '_>,
+        subsystems: &[SubsystemSpec],
+    ) -> Result<Vec<FunctionDecl>> {
+        let mut out: Vec<FunctionDecl> = Vec::new();
+        for t in root.tables("functions", "[[functions]]", FUNCTION_KEYS)? {
+            let (name, name_span) = t
+                .string("name")?
+                .ok_or_else(|| t.missing("name", "every function needs a unique name"))?;
+            if !valid_subsystem_name(&name) {
+                return Err(t.err(
+                    name_span,
+                    format!(
+                        "invalid function name \"{name}\": use only letters, digits, '_' and '-'"
+                    ),
+                ));
+            }
+            let taken = subsystems
+                .iter()
+                .map(|s| ("subsystem", &s.name))
+                .chain(out.iter().map(|f| ("function", &f.name)))
+                .find(|(_, n)| n.value == name);
+            if let Some((what, first)) = taken {
+                let line = self.src.error(Some(first.span), "").line.unwrap_or(0);
+                return Err(t
+                    .err(
+                        name_span,
+                        format!("duplicate name '{name}': a {what} is called so too (line {line})"),
+                    )
+                    .with_help(
+                        "subsystems and functions share one namespace: \"<name>.<variable or port>\"",
+                    ));
+            }
+            let (kind, _) = t.choice("kind", FUNCTION_KINDS)?.ok_or_else(|| {
+                t.missing("kind", "the kind of function: \"sum\" or \"vector-sum\"")
+            })?;
+            let (inputs, _) = t.int_in("inputs", 1, MAX_FUNCTION_SIZE)?.ok_or_else(|| {
+                t.missing(
+                    "inputs",
+                    "the number of inputs added (libcosim's inputCount)",
+                )
+            })?;
+            let inputs = usize::try_from(inputs).unwrap_or(1);
+            let dimension = t.int_in("dimension", 1, MAX_FUNCTION_SIZE)?;
+            let numeric = t.choice("numeric_type", &["real", "integer"])?;
+            let spec = if kind == 0 {
+                if let Some((_, span)) = dimension {
+                    return Err(t
+                        .err(
+                            span,
+                            "'dimension' is for kind \"vector-sum\": a \"sum\" is scalar",
+                        )
+                        .with_help("use kind = \"vector-sum\" to add vectors"));
+                }
+                if let Some((_, span)) = numeric {
+                    return Err(t
+                        .err(
+                            span,
+                            "'numeric_type' is for kind \"vector-sum\": a \"sum\" adds reals (as libcosim's Sum)",
+                        )
+                        .with_help("to add integers, use kind = \"vector-sum\" with numeric_type = \"integer\" (and dimension = 1)"));
+                }
+                cosim_core::FunctionSpec::sum(name.clone(), inputs)
+            } else {
+                let dimension = dimension.map_or(1, |(d, _)| usize::try_from(d).unwrap_or(1));
+                let numeric = match numeric {
+                    Some((1, _)) => cosim_core::NumericType::Integer,
+                    _ => cosim_core::NumericType::Real,
+                };
+                cosim_core::FunctionSpec::vector_sum(name.clone(), inputs, dimension, numeric)
+            };
+            out.push(FunctionDecl {
+                name: Located::new(name, name_span),
+                spec,
                 span: t.span,
             });
         }
@@ -1604,7 +1929,7 @@ impl<'a> Parser<'a> {
                 if pattern.is_empty() {
                     return Err(t.err(*span, format!("\"{text}\" names no variable after the '.'")));
                 }
-                if !is_glob(sub) {
+                if !is_glob(sub) && subsystems.function(sub).is_none() {
                     let sub_span = sub_span(self.src, *span, text, 0, sub.len());
                     find_subsystem(self.src, subsystems, sub, sub_span)?;
                 }
@@ -1710,6 +2035,16 @@ pub(crate) fn find_subsystem(
     span: Span,
 ) -> Result<usize> {
     subsystems.by_name.get(name).copied().ok_or_else(|| {
+        if subsystems.function(name).is_some() {
+            return src
+                .error(
+                    Some(span),
+                    format!("'{name}' is a function, not a subsystem"),
+                )
+                .with_help(
+                    "function ports are reached by [[connections]] and traced by [outputs] variables; bonds, input files, 'order' and parameters name subsystems",
+                );
+        }
         let names: Vec<&str> = subsystems
             .specs
             .iter()
@@ -1784,4 +2119,64 @@ fn suggest_dotted(text: &str, subsystems: &[SubsystemSpec]) -> Option<String> {
         let rest = rest.trim_start_matches(['_', ':', '/', '-']);
         (!rest.is_empty()).then(|| format!("did you mean '{}.{rest}'?", s.name.value))
     })
+}
+
+/// "a sum of 2 inputs", "a vector-sum of 2 integer vectors of 3" ...
+pub(crate) fn describe_function(f: &cosim_core::FunctionSpec) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    match f.kind {
+        cosim_core::FunctionKind::Sum => {
+            format!("a sum of {} input{}", f.inputs, plural(f.inputs))
+        }
+        cosim_core::FunctionKind::VectorSum => format!(
+            "a vector-sum of {} {} vector{} of {} component{}",
+            f.inputs,
+            numeric_name(f.numeric),
+            plural(f.inputs),
+            f.dimension,
+            plural(f.dimension)
+        ),
+    }
+}
+
+/// "real" or "integer".
+pub(crate) fn numeric_name(n: cosim_core::NumericType) -> &'static str {
+    match n {
+        cosim_core::NumericType::Real => "real",
+        cosim_core::NumericType::Integer => "integer",
+    }
+}
+
+/// The inputs of a function for messages: "'in[0]', 'in[1]'" or
+/// "'in[0][0]' to 'in[1][2]'".
+pub(crate) fn input_names(f: &cosim_core::FunctionSpec) -> String {
+    let last = f.inputs * f.dimension - 1;
+    match last {
+        0 => format!("'{}'", f.port_name(0)),
+        1 => format!("'{}' and '{}'", f.port_name(0), f.port_name(1)),
+        _ => format!("'{}' to '{}'", f.port_name(0), f.port_name(last)),
+    }
+}
+
+/// The outputs of a function for messages.
+pub(crate) fn output_names(f: &cosim_core::FunctionSpec) -> String {
+    let first = f.output_port(0);
+    match f.dimension {
+        1 => format!("'{}'", f.port_name(first)),
+        2 => format!("'{}' and '{}'", f.port_name(first), f.port_name(first + 1)),
+        d => format!(
+            "'{}' to '{}'",
+            f.port_name(first),
+            f.port_name(first + d - 1)
+        ),
+    }
+}
+
+/// Every port of a function, for notes.
+pub(crate) fn port_list(f: &cosim_core::FunctionSpec) -> String {
+    format!(
+        "{} (inputs) and {} (output)",
+        input_names(f),
+        output_names(f)
+    )
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::resolve::VariableRef;
+use crate::resolve::{Traced, VariableRef};
 
 /// Which co-simulation master runs the scenario (`[master] kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -350,8 +350,11 @@ pub struct OutputSettings {
     pub step_log: Option<PathBuf>,
     /// The JSON summary, or `None`.
     pub summary: Option<PathBuf>,
-    /// The traced variables, ordered and without duplicates.
+    /// The traced variables of subsystems, ordered and without duplicates.
     pub variables: Vec<VariableRef>,
+    /// Every traced value in trace order: the `variables`, and the
+    /// function ports named in `[outputs] variables`.
+    pub traced: Vec<Traced>,
     /// When rows are written.
     pub sampling: Sampling,
 }
