@@ -39,10 +39,11 @@ pub struct FmuOptions {
     /// An FMU: start time (default: its DefaultExperiment).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub start: Option<f64>,
-    /// An FMU: stop time.
+    /// Stop time, written into the scenario (an FMU, or a system whose
+    /// file gives none or another).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub stop: Option<f64>,
-    /// An FMU: the fixed macro step.
+    /// The macro step (ECCO: the initial step), written into the scenario.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub step: Option<f64>,
     /// An FMU: a trace row every this many seconds.
@@ -60,10 +61,9 @@ pub struct FmuOptions {
 }
 
 impl FmuOptions {
+    /// Options for an FMU only (not `--stop`, `--step`).
     fn given(&self) -> bool {
         self.start.is_some()
-            || self.stop.is_some()
-            || self.step.is_some()
             || self.output_interval.is_some()
             || !self.output_variables.is_empty()
             || !self.set.is_empty()
@@ -110,7 +110,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     }
     if args.fmu.given() {
         return Err(fail([
-            "error: --start, --stop, --step, --output-interval, --output-variables, --set and --input-file are for converting an FMU".to_string(),
+            "error: --start, --output-interval, --output-variables, --set and --input-file are for converting an FMU (a system takes --stop and --step)".to_string(),
         ]));
     }
     let is_package = input.is_file()
@@ -142,17 +142,19 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     let options = ImportOptions {
         toml_path: args.output.clone(),
         extract_to: extract_to.clone(),
+        stop: args.fmu.stop,
+        step: args.fmu.step,
     };
     let import = cosim_ssp::import(input, &options).map_err(|e| fail(e.diagnostics))?;
     // The TOML must be a valid scenario: parse it and resolve it against
-    // the model descriptions, as `cosim check` would.
-    let scenario = import.scenario().map_err(|e| fail(e.diagnostics))?;
-    let resolved = import.resolve(&scenario).map_err(|e| fail(e.diagnostics))?;
+    // the model descriptions, as `cosim check` would; what only a run
+    // needs (a stop time, a step, matching units) is a warning here.
+    let conversion = import.convert().map_err(|e| fail(e.diagnostics))?;
     for d in import.diagnostics() {
         say!("{d}");
     }
-    for w in &resolved.warnings {
-        say!("{}", import.remap(w));
+    for d in conversion.before_run.iter().chain(&conversion.warnings) {
+        say!("{d}");
     }
     let unsupported: Vec<Diagnostic> = import
         .unsupported()
@@ -172,6 +174,12 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
             unsupported.len()
         );
     }
+    if !conversion.before_run.is_empty() {
+        say!(
+            "warning: cosim run and cosim check refuse the scenario as it stands: {} problem(s) to fix first (listed above and at the top of the scenario)",
+            conversion.before_run.len()
+        );
+    }
     if let Some(dir) = &extract_to {
         say!(
             "note: the package's files are extracted into {}",
@@ -180,8 +188,9 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     }
     match &args.output {
         Some(out) => {
-            std::fs::write(out, import.toml())
+            std::fs::write(out, &conversion.toml)
                 .map_err(|e| fail([format!("error: cannot write {}: {e}", out.display())]))?;
+            let resolved = &conversion.resolved;
             say!(
                 "{}: written from {} ({} subsystems, {} connections, {} bonds)",
                 out.display(),
@@ -191,7 +200,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
                 resolved.bonds.len()
             );
         }
-        None => out!("{}", import.toml())?,
+        None => out!("{}", conversion.toml)?,
     }
     Ok(())
 }

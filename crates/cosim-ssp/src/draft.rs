@@ -127,6 +127,16 @@ pub(crate) struct Draft {
     /// Where `start` and `stop` come from when not from the place of their
     /// source (a comment for the TOML).
     pub times_origin: Option<String>,
+    /// Where `stop` comes from when given on the command line (a comment
+    /// for the TOML; takes precedence over `times_origin`).
+    pub stop_origin: Option<String>,
+    /// No stop time anywhere (file, FMUs, command line): a comment on
+    /// `[simulation]` saying how to give one, where a run's error points.
+    pub stop_missing: Option<String>,
+    /// Header comments: what a run refuses as the scenario stands
+    /// (`cosim convert` writes it anyway), then the warnings.
+    pub before_run: Vec<String>,
+    pub warnings: Vec<String>,
     pub master: MasterDraft,
     pub subsystems: Vec<SubDraft>,
     pub connections: Vec<ConnDraft>,
@@ -144,6 +154,10 @@ impl Draft {
             start: None,
             stop: None,
             times_origin: None,
+            stop_origin: None,
+            stop_missing: None,
+            before_run: Vec::new(),
+            warnings: Vec::new(),
             master: MasterDraft::default(),
             subsystems: Vec::new(),
             connections: Vec::new(),

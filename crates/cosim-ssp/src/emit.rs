@@ -220,18 +220,45 @@ pub(crate) fn emit(
             let _ = writeln!(o.s, "#   {place}: {}", s.text.replace('\n', " "));
         }
     }
+    for (title, lines) in [
+        (
+            "TO FIX BEFORE A RUN (cosim run and cosim check refuse the scenario as it stands):",
+            &draft.before_run,
+        ),
+        ("WARNINGS:", &draft.warnings),
+    ] {
+        if !lines.is_empty() {
+            let _ = writeln!(o.s, "#\n# {title}");
+            for line in lines {
+                let _ = writeln!(o.s, "#   {}", line.replace('\n', " "));
+            }
+        }
+    }
 
     // [simulation]
-    if draft.start.is_some() || draft.stop.is_some() {
-        o.text("\n[simulation]\n");
+    if draft.start.is_some() || draft.stop.is_some() || draft.stop_missing.is_some() {
+        let header_start = o.s.len() + 1;
+        o.text("\n[simulation]");
+        o.map.push(header_start, o.s.len(), draft.root_src);
+        match (&draft.stop, &draft.stop_missing) {
+            (None, Some(why)) => {
+                let _ = writeln!(o.s, "  # {}", why.replace('\n', " "));
+            }
+            _ => o.text("\n"),
+        }
         for (key, v) in [("start", &draft.start), ("stop", &draft.stop)] {
             let Some(v) = v else { continue };
-            if v.src == draft.root_src
-                && let Some(origin) = &draft.times_origin
-            {
-                o.line_f64_origin(key, v.value, v.src, origin);
-            } else {
-                o.line_f64(key, v.value, v.src);
+            let origin = match key {
+                "stop" => draft.stop_origin.as_ref(),
+                _ => None,
+            }
+            .or(draft
+                .times_origin
+                .as_ref()
+                .filter(|_| v.src == draft.root_src));
+            match origin {
+                Some(origin) => o.line_f64_origin(key, v.value, v.src, origin),
+                None => o.line_f64(key, v.value, v.src),
             }
         }
     }

@@ -63,6 +63,7 @@ use cosim_scenario::{Overrides, ResolvedScenario, Scenario, ScenarioError, nest}
 pub use source::{Diagnostic, ImportError, Severity};
 
 use crate::common::Ctx;
+use crate::draft::{Draft, Val};
 use crate::emit::SpanMap;
 use crate::source::{Sources, Src};
 
@@ -105,6 +106,13 @@ pub struct ImportOptions {
     /// are overwritten). `None`: a private temporary directory, removed
     /// when the [`Import`] is dropped.
     pub extract_to: Option<PathBuf>,
+    /// A stop time to write into the scenario (`cosim convert --stop`),
+    /// replacing the file's.
+    pub stop: Option<f64>,
+    /// A step to write into the scenario (`cosim convert --step`),
+    /// replacing the file's; nested SSP systems that take the step of the
+    /// level above take it too.
+    pub step: Option<f64>,
 }
 
 /// An imported system: the equivalent scenario TOML, where every part of
@@ -123,7 +131,41 @@ pub struct Import {
     models: Vec<(String, Arc<ModelDescription>)>,
     /// `[simulation] start`, `stop` as imported.
     times: (Option<f64>, Option<f64>),
+    /// What the TOML was written from, to write it again (`convert`).
+    draft: Draft,
+    /// The source as named in the TOML's header.
+    source_name: String,
+    /// The directory FMU paths are written relative to.
+    base: Option<PathBuf>,
     _extracted: Option<tempfile::TempDir>,
+}
+
+/// What `cosim convert` writes ([`Import::convert`]): the scenario, also
+/// when a run would refuse it as it stands.
+#[derive(Debug)]
+pub struct Conversion {
+    /// The scenario TOML, with [`Conversion::before_run`] and
+    /// [`Conversion::warnings`] as comments in its header.
+    pub toml: String,
+    /// What `cosim run` and `cosim check` refuse in the scenario as it
+    /// stands, with the messages they give, as warnings located in the
+    /// SSP/OSP source: no stop time, no step, a unit mismatch.
+    pub before_run: Vec<Diagnostic>,
+    /// The scenario layer's warnings (inputs not connected ...), located
+    /// in the source (the header lists them after the import's warnings,
+    /// [`Import::diagnostics`]).
+    pub warnings: Vec<Diagnostic>,
+    /// The scenario resolved with the problems of
+    /// [`Conversion::before_run`] set aside (a stand-in stop time or step,
+    /// the unit mismatch accepted): for the counts of a report.
+    pub resolved: ResolvedScenario,
+}
+
+/// A scenario text and where each of its parts comes from.
+#[derive(Clone, Copy)]
+struct Text<'a> {
+    toml: &'a str,
+    map: &'a SpanMap,
 }
 
 /// A scenario prepared from an SSP/OSP file, and what the import and the
@@ -148,7 +190,7 @@ pub struct PreparedImport {
 /// Elements that cannot be mapped are not errors here: see
 /// [`Import::unsupported`].
 pub fn import(path: &Path, options: &ImportOptions) -> Result<Import, ImportError> {
-    import_with_step(path, options, None)
+    import_with_step(path, options, options.step)
 }
 
 /// [`import`], with `--step` given: nested SSP systems that take the step
@@ -250,6 +292,15 @@ fn import_with_step(
         return Err(ImportError { diagnostics });
     }
 
+    // The command line's stop time and step (cosim convert).
+    if let Some(t) = options.stop {
+        draft.stop = Some(Val::new(t, draft.root_src));
+        draft.stop_origin = Some("--stop".to_string());
+    }
+    if let Some(h) = options.step {
+        draft.master.step = Some(Val::new(h, draft.root_src));
+        draft.master.step_origin = Some("--step".to_string());
+    }
     draft.skipped.sort_by_key(|s| (s.src.file, s.src.start));
     ctx.unsupported
         .sort_by_key(|d| (d.file.clone(), d.line, d.column));
@@ -309,6 +360,9 @@ fn import_with_step(
             draft.start.as_ref().map(|v| v.value),
             draft.stop.as_ref().map(|v| v.value),
         ),
+        draft,
+        source_name,
+        base,
         _extracted: extracted,
     })
 }
@@ -350,12 +404,8 @@ impl Import {
     ///
     /// The scenario layer's errors, located in the SSP/OSP source.
     pub fn scenario(&self) -> Result<Scenario, ImportError> {
-        let scenario = Scenario::from_str(&self.toml, &self.scenario_path)
-            .map_err(|e| self.remap_error(&e))?;
-        scenario
-            .check_fmu_files()
-            .map_err(|e| self.remap_error(&e))?;
-        Ok(scenario)
+        self.scenario_in(self.text())
+            .map_err(|e| self.remap_error(&e))
     }
 
     /// Resolves `scenario` against the model descriptions read during the
@@ -367,71 +417,211 @@ impl Import {
     ///
     /// The scenario layer's errors, located in the SSP/OSP source.
     pub fn resolve(&self, scenario: &Scenario) -> Result<ResolvedScenario, ImportError> {
+        self.resolve_raw(scenario, self.times)
+            .map_err(|e| self.remap_error(&e))
+    }
+
+    /// What `cosim convert` writes: the scenario TOML, validated as `cosim
+    /// check` would, except that what only a run needs does not stop the
+    /// conversion: no stop time, no step, a unit mismatch. Those are
+    /// reported as warnings, with the messages `cosim run` and `cosim
+    /// check` refuse the scenario with, and listed in the TOML's header
+    /// with the scenario layer's warnings (inputs not connected ...); the
+    /// TOML is written as the file describes it (no stand-in stop time,
+    /// no `unit_mismatch = true`), so a run refuses it until they are
+    /// fixed.
+    ///
+    /// # Errors
+    ///
+    /// Any other error of the scenario layer, located in the SSP/OSP
+    /// source.
+    pub fn convert(&self) -> Result<Conversion, ImportError> {
+        let mut patched = self.draft.clone();
+        let mut before_run: Vec<Diagnostic> = Vec::new();
+        let mut no_stop = false;
+        let mut seen: Vec<String> = Vec::new();
+        loop {
+            let (toml, map) = emit::emit(
+                &patched,
+                &self.sources,
+                &self.source_name,
+                self.base.as_deref(),
+            );
+            let t = Text {
+                toml: &toml,
+                map: &map,
+            };
+            let scenario = self
+                .scenario_in(t)
+                .map_err(|e| ImportError::one(self.remap_in(t, &e, true)))?;
+            let times = (
+                patched.start.as_ref().map(|v| v.value),
+                patched.stop.as_ref().map(|v| v.value),
+            );
+            let e = match self.resolve_raw(&scenario, times) {
+                Ok(resolved) => {
+                    let warnings: Vec<Diagnostic> = resolved
+                        .warnings
+                        .iter()
+                        .map(|w| self.remap_in(t, w, true))
+                        .collect();
+                    let mut out = self.draft.clone();
+                    out.before_run = before_run.iter().map(header_line).collect();
+                    out.warnings = self
+                        .diagnostics
+                        .iter()
+                        .filter(|d| d.severity == Severity::Warning)
+                        .chain(&warnings)
+                        .map(header_line)
+                        .collect();
+                    out.stop_missing = no_stop.then(|| {
+                        "no stop time (none in the file, none common to the FMUs): run with --stop <seconds>, or add 'stop = <seconds>' here".to_string()
+                    });
+                    let (toml, _) =
+                        emit::emit(&out, &self.sources, &self.source_name, self.base.as_deref());
+                    return Ok(Conversion {
+                        toml,
+                        before_run,
+                        warnings,
+                        resolved,
+                    });
+                }
+                Err(e) => e,
+            };
+            let mut d = self.remap_in(t, &e, true);
+            // Set the problem aside if only a run needs it solved, and look
+            // further.
+            let set_aside = !seen.contains(&e.message)
+                && if e.message.starts_with("no stop time") {
+                    no_stop = true;
+                    let step = patched.master.step.as_ref().map_or(1e-3, |h| h.value);
+                    let start = self
+                        .models
+                        .iter()
+                        .filter_map(|(_, md)| md.default_experiment.as_ref()?.start_time)
+                        .chain(patched.start.as_ref().map(|v| v.value))
+                        .fold(0.0_f64, f64::max);
+                    patched.stop = Some(Val::new(start + (10.0 * step).max(1.0), patched.root_src));
+                    true
+                } else if e.message.contains("needs a step") {
+                    let step = largest_step(&patched).unwrap_or(1e-3);
+                    fill_steps(&mut patched, step);
+                    true
+                } else if e.message.starts_with("unit mismatch") {
+                    let src = e.span.and_then(|s| t.map.lookup(s.start));
+                    src.is_some_and(|src| accept_unit_mismatch(&mut patched, src))
+                } else {
+                    false
+                };
+            if !set_aside {
+                return Err(ImportError::one(d));
+            }
+            seen.push(e.message.clone());
+            d.severity = Severity::Warning;
+            before_run.push(d);
+        }
+    }
+
+    /// A scenario error or warning, moved to the element or attribute of
+    /// the SSP/OSP source that the offending TOML comes from.
+    pub fn remap(&self, e: &ScenarioError) -> Diagnostic {
+        self.remap_in(self.text(), e, false)
+    }
+
+    fn text(&self) -> Text<'_> {
+        Text {
+            toml: &self.toml,
+            map: &self.map,
+        }
+    }
+
+    fn scenario_in(&self, t: Text<'_>) -> Result<Scenario, ScenarioError> {
+        let scenario = Scenario::from_str(t.toml, &self.scenario_path)?;
+        scenario.check_fmu_files()?;
+        Ok(scenario)
+    }
+
+    /// [`Import::resolve`] with the given start and stop times (for the
+    /// nested systems), errors as the scenario layer gives them.
+    fn resolve_raw(
+        &self,
+        scenario: &Scenario,
+        times: (Option<f64>, Option<f64>),
+    ) -> Result<ResolvedScenario, ScenarioError> {
         if scenario.subsystems().iter().any(|s| s.system.is_some()) {
             // As `runner::prepare_scenario`: nested systems run on the
             // times of the top level.
-            let (start, stop) = match (self.times.0, self.times.1) {
+            let (start, stop) = match times {
                 (Some(a), Some(b)) => (a, b),
                 (a, _) => (a.unwrap_or(0.0), a.unwrap_or(0.0) + 1.0),
             };
-            let nodes = nest::prepare_nodes(scenario, Some(start), Some(stop))
-                .map_err(|e| self.remap_error(&e))?;
+            let nodes = nest::prepare_nodes(scenario, Some(start), Some(stop))?;
             let models: Vec<(&str, &ModelDescription)> = scenario
                 .subsystems()
                 .iter()
                 .zip(&nodes)
                 .map(|(s, n)| (s.name.value.as_str(), n.model_description()))
                 .collect();
-            return scenario.resolve(&models).map_err(|e| self.remap_error(&e));
+            return scenario.resolve(&models);
         }
         let models: Vec<(&str, &ModelDescription)> = self
             .models
             .iter()
             .map(|(n, md)| (n.as_str(), md.as_ref()))
             .collect();
-        scenario.resolve(&models).map_err(|e| self.remap_error(&e))
+        scenario.resolve(&models)
     }
 
-    /// A scenario error or warning, moved to the element or attribute of
-    /// the SSP/OSP source that the offending TOML comes from.
-    pub fn remap(&self, e: &ScenarioError) -> Diagnostic {
+    /// [`Import::remap`] for the scenario text `t`; `converting` for
+    /// `cosim convert`, whose own output the notes then refer to.
+    fn remap_in(&self, t: Text<'_>, e: &ScenarioError, converting: bool) -> Diagnostic {
         let severity = if e.is_error() {
             Severity::Error
         } else {
             Severity::Warning
         };
-        let message = self.fix_line_numbers(&e.message);
-        let mut d = match e.span.and_then(|s| self.map.lookup(s.start)) {
+        let message = self.fix_line_numbers(t, &e.message);
+        let mut d = match e.span.and_then(|s| t.map.lookup(s.start)) {
             Some(src) => self.sources.diag(severity, src, message),
             None => Diagnostic::new(severity, &self.source, message),
         };
-        d.help = e.help.as_ref().map(|h| self.fix_line_numbers(h));
-        d.notes = e.notes.iter().map(|n| self.fix_line_numbers(n)).collect();
+        d.help = e.help.as_ref().map(|h| self.fix_line_numbers(t, h));
+        d.notes = e
+            .notes
+            .iter()
+            .map(|n| self.fix_line_numbers(t, n))
+            .collect();
         d.argument = e.argument.clone();
         // Nothing in the file gave a stop time or a step: the command line can.
-        if e.span.is_none() && e.argument.is_none() {
+        if e.argument.is_none() {
+            let (file_stop, file_step) = match self.format {
+                Format::Ssp => (
+                    "<ssd:DefaultExperiment stopTime=...>",
+                    "SSP has no step size: give it",
+                ),
+                Format::Osp => ("<EndTime>", "give it in <BaseStepSize> or"),
+            };
             if e.message.starts_with("no stop time") {
-                d.help = Some(match self.format {
-                    Format::Ssp => {
-                        "give it in <ssd:DefaultExperiment stopTime=...> or with --stop <seconds>"
-                            .to_string()
-                    }
-                    Format::Osp => "give it in <EndTime> or with --stop <seconds>".to_string(),
+                d.help = Some(if converting {
+                    format!(
+                        "give it in {file_stop}, or with --stop <seconds> to cosim convert (which writes it into the scenario) or to cosim run"
+                    )
+                } else {
+                    format!("give it in {file_stop} or with --stop <seconds>")
                 });
             } else if e.message.contains("needs a step") {
-                d.help = Some(match self.format {
-                    Format::Ssp => {
-                        "SSP has no step size: give it with --step <seconds>".to_string()
-                    }
-                    Format::Osp => "give it in <BaseStepSize> or with --step <seconds>".to_string(),
+                d.help = Some(if converting {
+                    format!(
+                        "{file_step} with --step <seconds> to cosim convert (which writes it into the scenario) or to cosim run"
+                    )
+                } else {
+                    format!("{file_step} with --step <seconds>")
                 });
             }
         }
         // A message about a scenario key: show the key the import wrote.
         if e.message.contains(" in [")
-            && let Some(line) = e
-                .line
-                .and_then(|l| self.toml.lines().nth(l.saturating_sub(1)))
+            && let Some(line) = e.line.and_then(|l| t.toml.lines().nth(l.saturating_sub(1)))
         {
             let line = line.split("  #").next().unwrap_or(line).trim();
             d.notes.push(format!("the import wrote it as `{line}`"));
@@ -440,10 +630,14 @@ impl Import {
             .as_ref()
             .is_some_and(|h| h.contains(" = ") || h.contains("[["))
         {
-            d.notes.push(format!(
-                "the help refers to the equivalent TOML scenario: `cosim convert {} --to toml -o scenario.toml` writes it",
-                self.source.display()
-            ));
+            d.notes.push(if converting {
+                "the help refers to the TOML scenario this conversion writes".to_string()
+            } else {
+                format!(
+                    "the help refers to the equivalent TOML scenario: `cosim convert {} --to toml -o scenario.toml` writes it",
+                    self.source.display()
+                )
+            });
         }
         d
     }
@@ -454,7 +648,7 @@ impl Import {
 
     /// Replaces TOML line numbers ("line 12", "lines 12 and 30") in a
     /// message of the scenario layer by the source lines they come from.
-    fn fix_line_numbers(&self, text: &str) -> String {
+    fn fix_line_numbers(&self, t: Text<'_>, text: &str) -> String {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(i) = rest.find("line") {
@@ -476,52 +670,108 @@ impl Import {
                 continue;
             }
             out.push_str(tail.get(..word_len).unwrap_or_default());
-            let mut t = tail.get(word_len..).unwrap_or_default();
+            let mut rest_t = tail.get(word_len..).unwrap_or_default();
             loop {
-                let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
+                let digits: String = rest_t.chars().take_while(char::is_ascii_digit).collect();
                 if digits.is_empty() {
                     break;
                 }
                 let mapped = digits
                     .parse::<usize>()
                     .ok()
-                    .and_then(|n| self.toml_line_source(n))
+                    .and_then(|n| toml_line_source(t, n))
                     .map(|src| self.sources.line(src).to_string());
                 out.push_str(mapped.as_deref().unwrap_or(&digits));
-                t = t.get(digits.len()..).unwrap_or_default();
+                rest_t = rest_t.get(digits.len()..).unwrap_or_default();
                 let sep = [" and ", ", "].into_iter().find(|s| {
-                    t.starts_with(s)
-                        && t.get(s.len()..)
+                    rest_t.starts_with(s)
+                        && rest_t
+                            .get(s.len()..)
                             .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
                 });
                 match sep {
                     Some(s) => {
                         out.push_str(s);
-                        t = t.get(s.len()..).unwrap_or_default();
+                        rest_t = rest_t.get(s.len()..).unwrap_or_default();
                     }
                     None => break,
                 }
             }
-            rest = t;
+            rest = rest_t;
         }
         out.push_str(rest);
         out
     }
+}
 
-    /// The source of the first mapped byte of TOML line `line` (1-based).
-    fn toml_line_source(&self, line: usize) -> Option<Src> {
-        let start = if line <= 1 {
-            0
-        } else {
-            self.toml
-                .match_indices('\n')
-                .nth(line - 2)
-                .map(|(i, _)| i + 1)?
-        };
-        let text = self.toml.get(start..)?;
-        let indent = text.len() - text.trim_start_matches([' ', '\t']).len();
-        self.map.lookup(start + indent)
+/// The source of the first mapped byte of line `line` (1-based) of `t`.
+fn toml_line_source(t: Text<'_>, line: usize) -> Option<Src> {
+    let start = if line <= 1 {
+        0
+    } else {
+        t.toml
+            .match_indices('\n')
+            .nth(line - 2)
+            .map(|(i, _)| i + 1)?
+    };
+    let text = t.toml.get(start..)?;
+    let indent = text.len() - text.trim_start_matches([' ', '\t']).len();
+    t.map.lookup(start + indent)
+}
+
+/// A diagnostic as one line of a comment: `file:line: message (help)`.
+fn header_line(d: &Diagnostic) -> String {
+    let file = d
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let place = match d.line {
+        Some(l) => format!("{file}:{l}"),
+        None => file,
+    };
+    match &d.help {
+        Some(h) => format!("{place}: {} ({h})", d.message),
+        None => format!("{place}: {}", d.message),
     }
+}
+
+/// The largest master step of `draft` and its nested systems.
+fn largest_step(draft: &Draft) -> Option<f64> {
+    draft
+        .subsystems
+        .iter()
+        .filter_map(|s| s.system.as_deref().and_then(largest_step))
+        .chain(draft.master.step.as_ref().map(|h| h.value))
+        .reduce(f64::max)
+}
+
+/// Gives every level of `draft` without a step the step `h`.
+fn fill_steps(draft: &mut Draft, h: f64) {
+    if draft.master.step.is_none() {
+        draft.master.step = Some(Val::new(h, draft.root_src));
+    }
+    for s in &mut draft.subsystems {
+        if let Some(inner) = s.system.as_deref_mut() {
+            fill_steps(inner, h);
+        }
+    }
+}
+
+/// Marks the connection of `draft` (at any level) written at `src` with
+/// `unit_mismatch`; false when there is none.
+fn accept_unit_mismatch(draft: &mut Draft, src: Src) -> bool {
+    for c in &mut draft.connections {
+        if !c.unit_mismatch && [c.to.var_src, c.to.sub_src, c.src].contains(&src) {
+            c.unit_mismatch = true;
+            return true;
+        }
+    }
+    draft
+        .subsystems
+        .iter_mut()
+        .filter_map(|s| s.system.as_deref_mut())
+        .any(|inner| accept_unit_mismatch(inner, src))
 }
 
 /// Imports the SSP/OSP system at `path`, applies the command-line

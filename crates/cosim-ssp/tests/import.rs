@@ -240,6 +240,7 @@ fn ssp_package_runs_like_the_ssd() {
     let opts = ImportOptions {
         toml_path: Some(out.join("qc.toml")),
         extract_to: Some(out.join("qc")),
+        ..ImportOptions::default()
     };
     let imp = cosim_ssp::import(&ssp, &opts).unwrap_or_else(|e| panic!("{e}"));
     assert!(

@@ -227,6 +227,7 @@ fn b3_hierarchical_converted_toml_runs_like_the_ssd() {
     let opts = ImportOptions {
         toml_path: Some(toml_path.clone()),
         extract_to: None,
+        ..ImportOptions::default()
     };
     let imp =
         cosim_ssp::import(&data("b3_hierarchical.ssd"), &opts).unwrap_or_else(|e| panic!("{e}"));
