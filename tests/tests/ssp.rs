@@ -390,3 +390,187 @@ fn errors_inside_a_nested_ssd_system_name_its_line() {
         assert!(stderr.contains("= help: did you mean 'l23'?"), "{stderr}");
     }
 }
+
+/// B1 reticulation B as libcosim's quarter-truck ECCO example writes it:
+/// the `causality` attributes of the two power-bond connections opposite
+/// to the FMUs', no `<EndTime>` (issue 17, item 1).
+fn quarter_truck_form(dir: &Path) -> PathBuf {
+    let text = format!(
+        r#"<OspSystemStructure version="0.1">
+    <Algorithm>ecco</Algorithm>
+    <Simulators>
+        <Simulator name="chassis" source="{}"/>
+        <Simulator name="wheel" source="{}"/>
+    </Simulators>
+    <Connections>
+        <VariableConnection powerBond="wheelchassis">
+            <Variable simulator="chassis" name="F_c" causality="input"/>
+            <Variable simulator="wheel" name="F" causality="output"/>
+        </VariableConnection>
+        <VariableConnection powerBond="wheelchassis">
+            <Variable simulator="wheel" name="v_w" causality="input"/>
+            <Variable simulator="chassis" name="v_w" causality="output"/>
+        </VariableConnection>
+    </Connections>
+    <EccoConfiguration>
+        <SafetyFactor>0.8</SafetyFactor>
+        <StepSize>1e-4</StepSize>
+        <MinimumStepSize>1e-4</MinimumStepSize>
+        <MaximumStepSize>1e-2</MaximumStepSize>
+        <MinimumChangeRate>0.2</MinimumChangeRate>
+        <MaximumChangeRate>1.5</MaximumChangeRate>
+        <ProportionalGain>0.2</ProportionalGain>
+        <IntegralGain>0.15</IntegralGain>
+        <RelativeTolerance>1e-6</RelativeTolerance>
+        <AbsoluteTolerance>1e-3</AbsoluteTolerance>
+    </EccoConfiguration>
+</OspSystemStructure>
+"#,
+        fmi2("QuarterCarChassisSuspension").display(),
+        fmi2("QuarterCarWheel").display()
+    );
+    let p = dir.join("OspSystemStructure.xml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn libcosim_power_bond_roles_run_and_convert() {
+    let tmp = tempfile::tempdir().unwrap();
+    let osp = quarter_truck_form(tmp.path());
+    // No <EndTime>: the FMUs' DefaultExperiment stop (10 s).
+    let out = cosim(&["check", &path(&osp)]);
+    ok(&out);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("t = 0 .. 10"), "{stderr}");
+    assert!(stderr.contains("wheelchassis (declared)"), "{stderr}");
+    let toml = tmp.path().join("qt.toml");
+    let out = cosim(&["convert", &path(&osp), "-o", &path(&toml)]);
+    ok(&out);
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(!written.contains("stop"), "{written}");
+    assert!(
+        written.contains("  { input = \"chassis.v_w\", output = \"chassis.F_c\" },\n  { input = \"wheel.F\", output = \"wheel.v_w\" },"),
+        "{written}"
+    );
+    run(&path(&osp), &tmp.path().join("a"), &["--stop", "0.5"]);
+    run(&path(&toml), &tmp.path().join("b"), &["--stop", "0.5"]);
+    same_files(&tmp.path().join("a"), &tmp.path().join("b"));
+}
+
+/// A Mass and a TwoMassS1 (DefaultExperiment stopTimes 10 s and 1 s), the
+/// mass's velocity [m/s] into the other's force input [N], no `<EndTime>`.
+fn run_only_problems(dir: &Path) -> PathBuf {
+    let text = format!(
+        r#"<OspSystemStructure version="0.1">
+    <BaseStepSize>1e-3</BaseStepSize>
+    <Simulators>
+        <Simulator name="a" source="{}"/>
+        <Simulator name="t" source="{}"/>
+    </Simulators>
+    <Connections>
+        <VariableConnection>
+            <Variable simulator="a" name="v"/>
+            <Variable simulator="t" name="f2"/>
+        </VariableConnection>
+    </Connections>
+</OspSystemStructure>
+"#,
+        fmi2("Mass").display(),
+        fmi2("TwoMassS1").display()
+    );
+    let p = dir.join("OspSystemStructure.xml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn convert_always_converts_while_run_and_check_refuse_with_the_same_messages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let osp = run_only_problems(tmp.path());
+    let no_stop = "no stop time: [simulation] has no 'stop', and the FMUs' DefaultExperiment stopTimes differ (a: 10 s, t: 1 s)";
+    let units = "unit mismatch: 'a.v' is in m/s (m.s-1) but 't.f2' is in N (kg.m.s-2)";
+    // run and check refuse it, one problem at a time.
+    for command in ["run", "check"] {
+        let out = cosim(&[command, &path(&osp)]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&format!("error: {no_stop}")), "{stderr}");
+        assert!(stderr.contains("--stop <seconds>"), "{stderr}");
+        let out = cosim(&[command, &path(&osp), "--stop", "0.1"]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("OspSystemStructure.xml:10:43: error: {units}")),
+            "{stderr}"
+        );
+    }
+    // convert writes it, warns, and lists both in the scenario's header.
+    let toml = tmp.path().join("s.toml");
+    let out = cosim(&["convert", &path(&osp), "-o", &path(&toml)]);
+    ok(&out);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&format!("warning: {no_stop}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("OspSystemStructure.xml:10:43: warning: {units}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning: input of subsystem 'a' not connected"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("refuse the scenario as it stands: 2 problem(s)"),
+        "{stderr}"
+    );
+    // Its notes refer to what it writes, not to another conversion.
+    assert!(!stderr.contains("`cosim convert"), "{stderr}");
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        written.contains(&format!("#   OspSystemStructure.xml: {no_stop}")),
+        "{written}"
+    );
+    assert!(
+        written.contains(&format!("#   OspSystemStructure.xml:10: {units}")),
+        "{written}"
+    );
+    // The written scenario: run and check refuse it with the same messages.
+    for command in ["run", "check"] {
+        let out = cosim(&[command, &path(&toml)]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&format!("error: {no_stop}")), "{stderr}");
+        assert!(stderr.contains("run with --stop <seconds>"), "{stderr}");
+        let out = cosim(&[command, &path(&toml), "--stop", "0.1"]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        assert!(
+            text(&out.stderr).contains(&format!("error: {units}")),
+            "{command}"
+        );
+    }
+    // --stop and --step go into the scenario.
+    let out = cosim(&[
+        "convert",
+        &path(&osp),
+        "--stop",
+        "0.5",
+        "--step",
+        "1e-4",
+        "-o",
+        &path(&toml),
+    ]);
+    ok(&out);
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(written.contains("stop = 0.5  # --stop\n"), "{written}");
+    assert!(written.contains("step = 0.0001  # --step\n"), "{written}");
+    assert!(!written.contains(no_stop), "{written}");
+    assert!(text(&out.stderr).contains("1 problem(s)"));
+    // The options of an FMU only are refused for a system, by name.
+    let out = cosim(&["convert", &path(&osp), "--set", "a.m=2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("are for converting an FMU (a system takes --stop and --step)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
