@@ -101,6 +101,8 @@ pub(crate) struct MasterDraft {
     /// Where the step comes from, when not from the place of its source
     /// (a comment for the TOML).
     pub step_origin: Option<String>,
+    /// Worker threads for Jacobi stepping.
+    pub threads: Option<Val<u32>>,
     pub discover_bonds: Option<Val<bool>>,
     pub tolerance: Option<Val<f64>>,
     pub energy_scale: Option<Val<f64>>,

@@ -291,6 +291,7 @@ impl Out<'_> {
         let m = &draft.master;
         let any_master = m.kind.is_some()
             || m.step.is_some()
+            || m.threads.is_some()
             || m.discover_bonds.is_some()
             || m.tolerance.is_some()
             || m.energy_scale.is_some()
@@ -312,6 +313,13 @@ impl Out<'_> {
                     None => o.line_f64("step", v.value, v.src),
                     Some(origin) => o.line_f64_origin("step", v.value, v.src, origin),
                 }
+            }
+            if let Some(v) = &m.threads {
+                let start = o.s.len();
+                let _ = write!(o.s, "threads = {}", v.value);
+                o.map.push(start, o.s.len(), v.src);
+                o.comment_place(v.src);
+                o.text("\n");
             }
             if let Some(v) = &m.discover_bonds {
                 let start = o.s.len();
