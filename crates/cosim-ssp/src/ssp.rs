@@ -9,6 +9,7 @@ use cosim_fmi::ModelDescription;
 use cosim_fmi::model_description::BaseUnit;
 use cosim_fmi::model_description::Causality;
 use cosim_fmi::model_description::units::{parse_unit, unit_base_unit};
+use cosim_scenario::defaults;
 
 use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
 use crate::draft::{
@@ -20,6 +21,9 @@ use crate::xml::{self, Elem};
 
 const FMU_TYPE: &str = "application/x-fmu-sharedlibrary";
 const PARAMETER_SET_TYPE: &str = "application/x-ssp-parameter-set";
+/// The `type` of libcosim's annotations (namespace
+/// `http://opensimulationplatform.com/SSP/OSPAnnotations`, prefix `osp`).
+const OSP_ANNOTATION: &str = "com.opensimulationplatform";
 
 /// Where the SSD is, and the `.ssp` it was extracted from.
 #[derive(Debug, Clone)]
@@ -206,6 +210,22 @@ struct Port {
     inner: Link,
 }
 
+/// libcosim's `<osp:FixedStepAlgorithm baseStepSize numWorkerThreads>`.
+struct OspAlgorithm {
+    step: Val<f64>,
+    threads: Option<Val<u32>>,
+}
+
+/// A component's `<osp:StepSizeHint value>`.
+struct Hint {
+    /// The component's subsystem in the level's draft.
+    sub: usize,
+    /// The component's name in the SSD.
+    component: String,
+    /// The hint (s), where `value` is written.
+    value: Val<f64>,
+}
+
 /// A nested system of a level.
 struct Nest {
     /// Its subsystem in the level's draft.
@@ -235,6 +255,8 @@ struct Level {
     exposes: Vec<Val<String>>,
     /// The step of an OMSimulator `FixedStepMaster` annotation.
     step: Option<Val<f64>>,
+    /// libcosim's `osp:StepSizeHint` of its components.
+    hints: Vec<Hint>,
     /// The connections are read (bindings of the level above then go
     /// through the routes).
     connections_done: bool,
@@ -249,6 +271,11 @@ struct Reader<'a> {
     lv: Box<Level>,
     /// `--step`: the step of the root system, inherited by nested systems.
     step_override: Option<f64>,
+    /// libcosim's `osp:FixedStepAlgorithm` in `<ssd:DefaultExperiment>`.
+    osp_algorithm: Option<OspAlgorithm>,
+    /// An `osp:FixedStepAlgorithm` whose step is in error: the step size
+    /// hints have no base to be judged against.
+    osp_algorithm_failed: bool,
 }
 
 /// Reads a parsed SSD.
@@ -287,6 +314,8 @@ pub(crate) fn read_doc(
             ..Level::default()
         }),
         step_override,
+        osp_algorithm: None,
+        osp_algorithm_failed: false,
     };
     r.root(root);
     Some(r.finish())
@@ -339,7 +368,7 @@ impl Reader<'_> {
                 }
                 "Units" | "Enumerations" => {}
                 "DefaultExperiment" => self.default_experiment(c),
-                "Annotations" => self.annotations(c),
+                "Annotations" => self.annotations(c, &root.name),
                 "MetaData" | "Signature" => {
                     self.ctx
                         .ignored(f, c, "meta data has no effect on a simulation");
@@ -356,9 +385,49 @@ impl Reader<'_> {
         }
     }
 
-    fn annotations(&mut self, e: &Elem) {
+    /// The annotations of `<parent>`: ignored (notes), and libcosim's
+    /// where it does not read them (warnings).
+    fn annotations(&mut self, e: &Elem, parent: &str) {
         let f = self.file;
         for a in &e.children {
+            let kind = a.value("type").unwrap_or("?");
+            if kind.trim() == OSP_ANNOTATION {
+                self.misplaced_osp_annotation(a, &format!("<{parent}>"));
+            } else {
+                self.ctx.annotation(kind, a.src(f));
+            }
+        }
+    }
+
+    /// A `com.opensimulationplatform` annotation where libcosim does not
+    /// read it: a warning when it holds what libcosim reads elsewhere
+    /// (`osp:Algorithm`, `osp:StepSizeHint`), else a note like any
+    /// annotation.
+    fn misplaced_osp_annotation(&mut self, a: &Elem, place: &str) {
+        let f = self.file;
+        let mut any = false;
+        for c in &a.children {
+            let (what, help) = match c.local() {
+                "Algorithm" => (
+                    "<osp:Algorithm> only in <ssd:DefaultExperiment>",
+                    "move it to <ssd:DefaultExperiment><ssd:Annotations>",
+                ),
+                "StepSizeHint" => (
+                    "<osp:StepSizeHint> only on an <ssd:Component>",
+                    "move it to the <ssd:Annotations> of the component(s)",
+                ),
+                _ => continue,
+            };
+            any = true;
+            let mut d = self.ctx.sources.diag(
+                Severity::Warning,
+                c.src(f),
+                format!("<{}> in {place} ignored: libcosim reads {what}", c.name),
+            );
+            d.help = Some(help.to_string());
+            self.ctx.diags.push(d);
+        }
+        if !any {
             let kind = a.value("type").unwrap_or("?");
             self.ctx.annotation(kind, a.src(f));
         }
@@ -374,10 +443,132 @@ impl Reader<'_> {
         }
         for c in &e.children {
             match c.local() {
-                "Annotations" => self.annotations(c),
+                "Annotations" => self.experiment_annotations(c),
                 _ => self.ctx.unknown(f, c, &e.name, &["Annotations"]),
             }
         }
+    }
+
+    /// The annotations of `<ssd:DefaultExperiment>`: where libcosim reads
+    /// its `<osp:Algorithm><osp:FixedStepAlgorithm baseStepSize
+    /// numWorkerThreads/></osp:Algorithm>` (in an annotation of type
+    /// `com.opensimulationplatform`); others are ignored (notes).
+    fn experiment_annotations(&mut self, e: &Elem) {
+        let f = self.file;
+        for a in &e.children {
+            let kind = a.value("type").unwrap_or("?");
+            if kind.trim() != OSP_ANNOTATION {
+                self.ctx.annotation(kind, a.src(f));
+                continue;
+            }
+            let mut algorithm = false;
+            for c in &a.children {
+                if c.local() != "Algorithm" {
+                    self.ctx.unknown(f, c, &a.name, &["Algorithm"]);
+                    continue;
+                }
+                algorithm = true;
+                if c.children.is_empty() {
+                    self.ctx.warn(
+                        c.src(f),
+                        format!("<{}> names no algorithm: ignored", c.name),
+                    );
+                }
+                for alg in &c.children {
+                    if alg.local() == "FixedStepAlgorithm" {
+                        self.fixed_step_algorithm(alg);
+                    } else {
+                        self.unsupported(
+                            alg,
+                            "libcosim's SSP annotations define only <osp:FixedStepAlgorithm> (libcosim refuses any other algorithm too)",
+                        );
+                    }
+                }
+            }
+            if !algorithm {
+                self.ctx.warn(
+                    a.src(f),
+                    format!(
+                        "annotation of type '{OSP_ANNOTATION}' in <{}> without <osp:Algorithm>: ignored (libcosim refuses to load it)",
+                        e.name
+                    ),
+                );
+            }
+        }
+    }
+
+    /// `<osp:FixedStepAlgorithm baseStepSize numWorkerThreads>`: the step
+    /// of the root system's master and its worker threads.
+    fn fixed_step_algorithm(&mut self, e: &Elem) {
+        let f = self.file;
+        self.osp_algorithm_failed = true;
+        self.ctx.required(f, e, "baseStepSize");
+        let Some(h) = self.ctx.f64_attr(f, e, "baseStepSize") else {
+            return;
+        };
+        let src = e.attr_src(f, "baseStepSize");
+        if libcosim_ns(h) <= 0 {
+            let why = if h <= 0.0 {
+                "must be positive".to_string()
+            } else {
+                "is below libcosim's time resolution of 1 ns (libcosim truncates it to 0)"
+                    .to_string()
+            };
+            self.ctx.error(
+                src,
+                format!(
+                    "baseStepSize=\"{}\" of <{}> {why}",
+                    e.value("baseStepSize").unwrap_or_default(),
+                    e.name
+                ),
+            );
+            return;
+        }
+        let max_threads = u32::try_from(defaults::MAX_THREADS).unwrap_or(u32::MAX);
+        let threads = e.attr("numWorkerThreads").and_then(|a| {
+            let a_src = Src::new(f, a.start, a.end);
+            match a.value.trim().parse::<u32>() {
+                Ok(0) => {
+                    self.ctx.note(
+                        a_src,
+                        "numWorkerThreads=\"0\": libcosim then steps every subsystem on the calling thread; threads = 1 (inline)",
+                    );
+                    Some(Val::new(1, a_src))
+                }
+                Ok(n) => Some(Val::new(n.min(max_threads), a_src)),
+                Err(_) => {
+                    self.ctx.warn(
+                        a_src,
+                        format!(
+                            "numWorkerThreads=\"{}\" of <{}> is not a non-negative integer: ignored, as libcosim ignores it (every core is used)",
+                            a.value, e.name
+                        ),
+                    );
+                    None
+                }
+            }
+        });
+        if let Some(old) = &self.osp_algorithm {
+            let line = self.ctx.sources.line(old.step.src);
+            self.ctx.warn(
+                src,
+                format!(
+                    "a second <{}> (the first on line {line}): the last one is used, as libcosim does",
+                    e.name
+                ),
+            );
+        }
+        self.ctx.note(
+            src,
+            format!(
+                "the step of the system is {h} s, from libcosim's osp:FixedStepAlgorithm annotation"
+            ),
+        );
+        self.osp_algorithm = Some(OspAlgorithm {
+            step: Val::new(h, src),
+            threads,
+        });
+        self.osp_algorithm_failed = false;
     }
 
     fn system(&mut self, sys: &Elem) {
@@ -400,7 +591,7 @@ impl Reader<'_> {
                         self.unsupported(d, "signal dictionaries are not supported");
                     }
                 }
-                "Annotations" => self.system_annotations(c),
+                "Annotations" => self.system_annotations(c, &sys.name),
                 _ => self.ctx.unknown(f, c, &sys.name, SYSTEM_CHILDREN),
             }
         }
@@ -415,10 +606,14 @@ impl Reader<'_> {
     /// The annotations of a system: OMSimulator's `FixedStepMaster
     /// stepSize` (in `<ssc:Annotation type="org.openmodelica">`) is the
     /// step of the system's master; the rest is ignored (notes).
-    fn system_annotations(&mut self, e: &Elem) {
+    fn system_annotations(&mut self, e: &Elem, sys: &str) {
         let f = self.file;
         for a in &e.children {
             let kind = a.value("type").unwrap_or("?");
+            if kind.trim() == OSP_ANNOTATION {
+                self.misplaced_osp_annotation(a, &format!("<{sys}>"));
+                continue;
+            }
             if kind.trim() != "org.openmodelica" {
                 self.ctx.annotation(kind, a.src(f));
                 continue;
@@ -533,6 +728,23 @@ impl Reader<'_> {
     fn finish(mut self) -> Draft {
         let root_src = self.lv.draft.root_src;
         let has_nests = !self.lv.nests.is_empty();
+        if let Some(alg) = self.osp_algorithm.take() {
+            // libcosim's algorithm: the step of the root system.
+            if let Some(om) = &self.lv.step
+                && om.value != alg.step.value
+            {
+                let line = self.ctx.sources.line(alg.step.src);
+                self.ctx.warn(
+                    om.src,
+                    format!(
+                        "OMSimulator's FixedStepMaster stepSize {} s is not used: libcosim's osp:FixedStepAlgorithm baseStepSize {} s (line {line}) is the step of the system",
+                        om.value, alg.step.value
+                    ),
+                );
+            }
+            self.lv.step = Some(alg.step);
+            self.lv.draft.master.threads = alg.threads;
+        }
         if let Some(h) = self.lv.step.take() {
             self.lv.draft.master.step = Some(h);
         } else if has_nests && let Some(h) = common_step(&self.lv) {
@@ -563,6 +775,14 @@ impl Reader<'_> {
         let step = self
             .step_override
             .or(self.lv.draft.master.step.as_ref().map(|h| h.value));
+        // Without a step in the file, the scenario takes the FMUs' common
+        // default step: the base of the root system's step size hints.
+        let base = step.or_else(|| common_step(&self.lv));
+        if self.osp_algorithm_failed {
+            // Reported: no base to judge the hints against.
+            self.lv.hints.clear();
+        }
+        apply_hints(self.ctx, &mut self.lv, base);
         if has_nests {
             // The default trace holds the outputs of the top level's
             // subsystems only: name every FMU's, at every level.
@@ -571,7 +791,7 @@ impl Reader<'_> {
             self.lv.draft.outputs = outputs;
         }
         let mut skipped = Vec::new();
-        let mut draft = finalize(*self.lv, step, &mut skipped);
+        let mut draft = finalize(self.ctx, *self.lv, step, &mut skipped);
         draft.skipped = skipped;
         draft
     }
@@ -751,7 +971,7 @@ impl Reader<'_> {
                 "Connectors" => connectors = self.connectors(c),
                 "ParameterBindings" => bindings.extend(self.bindings(c)),
                 "ElementGeometry" => {}
-                "Annotations" => self.annotations(c),
+                "Annotations" => self.component_annotations(c, sub, &name),
                 _ => self.ctx.unknown(f, c, &e.name, COMPONENT_CHILDREN),
             }
         }
@@ -765,6 +985,61 @@ impl Reader<'_> {
             self.assign(comp, b);
         }
         ElemRef::Comp(comp)
+    }
+
+    /// The annotations of a component: libcosim's `<osp:StepSizeHint
+    /// value>` (in an annotation of type `com.opensimulationplatform`) is
+    /// the step the component would like; others are ignored (notes).
+    fn component_annotations(&mut self, e: &Elem, sub: usize, name: &str) {
+        let f = self.file;
+        for a in &e.children {
+            let kind = a.value("type").unwrap_or("?");
+            if kind.trim() != OSP_ANNOTATION {
+                self.ctx.annotation(kind, a.src(f));
+                continue;
+            }
+            // libcosim reads the first <osp:StepSizeHint> of each such
+            // annotation; a later annotation's replaces it.
+            let mut seen: Option<Src> = None;
+            for c in &a.children {
+                if c.local() != "StepSizeHint" {
+                    self.ctx.unknown(f, c, &a.name, &["StepSizeHint"]);
+                    continue;
+                }
+                if let Some(first) = seen {
+                    let line = self.ctx.sources.line(first);
+                    self.ctx.warn(
+                        c.src(f),
+                        format!(
+                            "a second <{}> of component '{name}' (the first on line {line}): ignored, as libcosim reads the first",
+                            c.name
+                        ),
+                    );
+                    continue;
+                }
+                seen = Some(c.src(f));
+                self.ctx.required(f, c, "value");
+                let Some(v) = self.ctx.f64_attr(f, c, "value") else {
+                    continue;
+                };
+                let src = c.attr_src(f, "value");
+                if libcosim_ns(v) < 0 {
+                    self.ctx.error(
+                        src,
+                        format!(
+                            "component '{name}': the step size hint {v} s is negative (libcosim refuses it too)"
+                        ),
+                    );
+                    continue;
+                }
+                self.lv.hints.retain(|h| h.sub != sub);
+                self.lv.hints.push(Hint {
+                    sub,
+                    component: name.to_string(),
+                    value: Val::new(v, src),
+                });
+            }
+        }
     }
 
     fn connectors(&mut self, e: &Elem) -> HashMap<String, Connector> {
@@ -963,7 +1238,7 @@ impl Reader<'_> {
             match c.local() {
                 "Parameters" => {}
                 "Units" | "Enumerations" | "MetaData" | "Signature" => {}
-                "Annotations" => self.annotations_in(file, c),
+                "Annotations" => self.annotations_in(file, c, &set.name),
                 _ => self.ctx.unknown(
                     file,
                     c,
@@ -1074,10 +1349,10 @@ impl Reader<'_> {
         out
     }
 
-    fn annotations_in(&mut self, file: FileId, e: &Elem) {
+    fn annotations_in(&mut self, file: FileId, e: &Elem, parent: &str) {
         let f = self.file;
         self.file = file;
-        self.annotations(e);
+        self.annotations(e, parent);
         self.file = f;
     }
 
@@ -1307,7 +1582,7 @@ impl Reader<'_> {
                     bad = true;
                 }
                 "ConnectionGeometry" => {}
-                "Annotations" => self.annotations(t),
+                "Annotations" => self.annotations(t, &c.name),
                 _ => self.ctx.unknown(
                     f,
                     t,
@@ -1866,7 +2141,7 @@ fn unit_of(
 
 /// Moves every nested system's draft into its subsystem (recursively),
 /// with its `exposes` and master step; collects what was not converted.
-fn finalize(mut lv: Level, step: Option<f64>, skipped: &mut Vec<Skipped>) -> Draft {
+fn finalize(ctx: &mut Ctx, mut lv: Level, step: Option<f64>, skipped: &mut Vec<Skipped>) -> Draft {
     skipped.append(&mut lv.draft.skipped);
     for nest in std::mem::take(&mut lv.nests) {
         let mut child = *nest.level;
@@ -1881,14 +2156,87 @@ fn finalize(mut lv: Level, step: Option<f64>, skipped: &mut Vec<Skipped>) -> Dra
             }
         }
         let inner_step = child.draft.master.step.as_ref().map(|h| h.value);
+        apply_hints(ctx, &mut child, inner_step);
         let exposes = std::mem::take(&mut child.exposes);
-        let draft = finalize(child, inner_step, skipped);
+        let draft = finalize(ctx, child, inner_step, skipped);
         if let Some(s) = lv.draft.subsystems.get_mut(nest.sub) {
             s.system = Some(Box::new(draft));
             s.exposes = exposes;
         }
     }
     lv.draft
+}
+
+/// A duration in libcosim's time unit, whole nanoseconds: `x * 1e9`
+/// rounded toward zero (`std::chrono::duration_cast` of a `double`
+/// number of seconds, as `cosim::to_duration` does).
+fn libcosim_ns(seconds: f64) -> i64 {
+    // `as` rounds toward zero and saturates, like the C++ conversion for
+    // every value libcosim accepts.
+    (seconds * 1e9) as i64
+}
+
+/// The step multiple libcosim gives a component with step size hint
+/// `hint` under base step `base` (`calculate_decimation_factor` of its
+/// fixed-step algorithm): both in whole nanoseconds, the hint divided by
+/// the base step rounded down, at least 1; a hint of 0 is 1. Also says
+/// whether libcosim warns ("Effective step size ... instead of configured
+/// value"): the hint is not a multiple of the base step, or smaller.
+fn libcosim_decimation(base: f64, hint: f64) -> (u64, bool) {
+    let (base, hint) = (libcosim_ns(base), libcosim_ns(hint));
+    if hint == 0 || base <= 0 {
+        return (1, false);
+    }
+    let (quot, rem) = (hint / base, hint % base);
+    let factor = u64::try_from(quot.max(1)).unwrap_or(1);
+    (factor, rem > 0 || quot < 1)
+}
+
+/// The step multiples of the components of `lv` from their step size
+/// hints, with `base` the step of the level's master.
+fn apply_hints(ctx: &mut Ctx, lv: &mut Level, base: Option<f64>) {
+    for h in std::mem::take(&mut lv.hints) {
+        let hint = h.value.value;
+        let name = &h.component;
+        let Some(base) = base else {
+            ctx.warn(
+                h.value.src,
+                format!(
+                    "component '{name}': the step size hint {hint} s is ignored: the system has no step here to be a multiple of (give <osp:FixedStepAlgorithm baseStepSize> in <ssd:DefaultExperiment>, or --step)"
+                ),
+            );
+            continue;
+        };
+        let (k, inexact) = libcosim_decimation(base, hint);
+        // As libcosim prints it: the nanoseconds of the effective step.
+        let stepped = (libcosim_ns(base) as f64 * k as f64) / 1e9;
+        if inexact {
+            let every = if k == 1 {
+                "at every step".to_string()
+            } else {
+                format!("every {k} steps")
+            };
+            ctx.warn(
+                h.value.src,
+                format!(
+                    "component '{name}': the step size hint {hint} s is not a multiple of the step {base} s; it steps {every} ({stepped} s), as libcosim does (the hint divided by the step, rounded down, at least 1)"
+                ),
+            );
+        } else if k > 1 {
+            ctx.note(
+                h.value.src,
+                format!(
+                    "component '{name}' steps every {k} steps of {base} s, from its osp:StepSizeHint"
+                ),
+            );
+        }
+        if k > 1
+            && let Some(s) = lv.draft.subsystems.get_mut(h.sub)
+        {
+            let k = u32::try_from(k).unwrap_or(u32::MAX);
+            s.step_multiple = Some(Val::new(k, h.value.src));
+        }
+    }
 }
 
 /// The DefaultExperiment stepSize of every FMU of the system (nested
@@ -2016,4 +2364,23 @@ fn read_units(ctx: &mut Ctx, file: FileId, e: &Elem) -> HashMap<String, BaseUnit
         out.insert(name, base);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{libcosim_decimation, libcosim_ns};
+
+    #[test]
+    fn decimation_as_libcosim_computes_it() {
+        assert_eq!(libcosim_ns(1e-4), 100_000);
+        // 1.3e-4 * 1e9 = 129999.99999999999: truncated, as duration_cast does.
+        assert_eq!(libcosim_ns(1.3e-4), 129_999);
+        assert_eq!(libcosim_decimation(1e-4, 0.0), (1, false));
+        assert_eq!(libcosim_decimation(1e-4, 1e-4), (1, false));
+        assert_eq!(libcosim_decimation(1e-4, 3e-4), (3, false));
+        assert_eq!(libcosim_decimation(1e-4, 2.5e-4), (2, true));
+        assert_eq!(libcosim_decimation(1e-4, 5e-5), (1, true));
+        assert_eq!(libcosim_decimation(1e-5, 1.3e-4), (12, true));
+        assert_eq!(libcosim_decimation(1e-9, 10.0), (10_000_000_000, false));
+    }
 }
