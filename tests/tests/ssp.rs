@@ -237,7 +237,9 @@ fn run_refuses_unsupported_elements_and_convert_lists_them() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("OspSystemStructure.xml:18:10: error: <Sum name=\"total\">"),
+        stderr.contains(
+            "OspSystemStructure.xml:28:6: error: <PlugSocketConnections> cannot be mapped: this is the superseded MSMI format"
+        ),
         "{stderr}"
     );
 }

@@ -117,6 +117,53 @@ pub(crate) struct Skipped {
     pub text: String,
 }
 
+/// A function block: `[[functions]]`.
+#[derive(Debug, Clone)]
+pub(crate) struct FuncDraft {
+    /// The scenario name (valid, unique among subsystems and functions).
+    pub name: String,
+    pub name_src: Src,
+    /// `"sum"` or `"vector-sum"`.
+    pub kind: &'static str,
+    pub inputs: Val<u32>,
+    /// `dimension` (vector-sum).
+    pub dimension: Option<Val<u32>>,
+    /// `numeric_type` when not real (vector-sum).
+    pub integer: Option<Src>,
+    /// The element.
+    pub src: Src,
+}
+
+/// A port of a function, `"<function>.<port>"`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PortRef {
+    /// Index into [`Draft::functions`].
+    pub func: usize,
+    /// `in[0]`, `out`, `in[1][2]` ...
+    pub port: String,
+    pub func_src: Src,
+    pub port_src: Src,
+}
+
+/// An end of a connection to or from a function.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EndDraft {
+    Var(VarRef),
+    Port(PortRef),
+}
+
+/// A connection to or from a function port (no gain: OSP signal
+/// connections carry none).
+#[derive(Debug, Clone)]
+pub(crate) struct FuncConnDraft {
+    pub from: EndDraft,
+    pub to: EndDraft,
+    /// The connection element.
+    pub src: Src,
+    /// A comment for the TOML.
+    pub comment: Option<String>,
+}
+
 /// A whole system (or a nested one: then without times or outputs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Draft {
@@ -142,6 +189,10 @@ pub(crate) struct Draft {
     pub master: MasterDraft,
     pub subsystems: Vec<SubDraft>,
     pub connections: Vec<ConnDraft>,
+    /// `[[functions]]` (OSP `Sum`, `VectorSum`).
+    pub functions: Vec<FuncDraft>,
+    /// `[[connections]]` to and from function ports.
+    pub function_connections: Vec<FuncConnDraft>,
     pub bonds: Vec<BondDraft>,
     /// `[outputs] variables`, when the default would not do.
     pub outputs: Vec<Val<String>>,
@@ -163,6 +214,8 @@ impl Draft {
             master: MasterDraft::default(),
             subsystems: Vec::new(),
             connections: Vec::new(),
+            functions: Vec::new(),
+            function_connections: Vec::new(),
             bonds: Vec::new(),
             outputs: Vec::new(),
             skipped: Vec::new(),

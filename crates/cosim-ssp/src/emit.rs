@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use crate::draft::{Assign, Draft, RawValue, VarRef};
+use crate::draft::{Assign, Draft, EndDraft, FuncDraft, PortRef, RawValue, VarRef};
 use crate::source::{Sources, Src};
 
 /// Byte ranges of the TOML text and the source place each comes from.
@@ -137,6 +137,26 @@ impl Out<'_> {
         let escaped_sub = toml_string(sub).len() - 2;
         self.map.push(start + 1, start + 1 + escaped_sub, v.sub_src);
         self.map.push(start + 2 + escaped_sub, end - 1, v.var_src);
+    }
+
+    /// `"<function>.<port>"`, its parts mapped to the function and the
+    /// signal of the source.
+    fn port_path(&mut self, functions: &[FuncDraft], p: &PortRef) {
+        let name = functions.get(p.func).map_or("", |f| f.name.as_str());
+        let start = self.s.len();
+        self.s.push_str(&toml_string(&format!("{name}.{}", p.port)));
+        let end = self.s.len();
+        self.map.push(start, end, p.port_src);
+        let escaped = toml_string(name).len() - 2;
+        self.map.push(start + 1, start + 1 + escaped, p.func_src);
+        self.map.push(start + 2 + escaped, end - 1, p.port_src);
+    }
+
+    fn end_path(&mut self, names: &[String], functions: &[FuncDraft], e: &EndDraft) {
+        match e {
+            EndDraft::Var(v) => self.var_path(names, v),
+            EndDraft::Port(p) => self.port_path(functions, p),
+        }
     }
 
     fn assignments(&mut self, table: &str, list: &[Assign]) {
@@ -385,6 +405,30 @@ impl Out<'_> {
             o.map.push(block, o.s.len(), s.src);
         }
 
+        // [[functions]]
+        for f in &draft.functions {
+            let block = o.s.len() + 1;
+            let _ = write!(o.s, "\n[[{prefix}functions]]");
+            o.comment_place(f.src);
+            o.text("\nname = ");
+            o.mapped(&toml_string(&f.name), f.name_src);
+            let _ = write!(o.s, "\nkind = \"{}\"\n", f.kind);
+            let start = o.s.len();
+            let _ = writeln!(o.s, "inputs = {}", f.inputs.value);
+            o.map.push(start, o.s.len(), f.inputs.src);
+            if let Some(d) = &f.dimension {
+                let start = o.s.len();
+                let _ = writeln!(o.s, "dimension = {}", d.value);
+                o.map.push(start, o.s.len(), d.src);
+            }
+            if let Some(src) = f.integer {
+                let start = o.s.len();
+                o.text("numeric_type = \"integer\"\n");
+                o.map.push(start, o.s.len(), src);
+            }
+            o.map.push(block, o.s.len(), f.src);
+        }
+
         // [[connections]]
         for c in &draft.connections {
             let block = o.s.len() + 1;
@@ -419,6 +463,22 @@ impl Out<'_> {
                 o.map.push(start, o.s.len(), map_src);
                 o.text("\n");
             }
+            o.map.push(block, o.s.len(), c.src);
+        }
+
+        // [[connections]] to and from functions
+        for c in &draft.function_connections {
+            let block = o.s.len() + 1;
+            let _ = write!(o.s, "\n[[{prefix}connections]]");
+            o.comment_place(c.src);
+            if let Some(comment) = &c.comment {
+                let _ = write!(o.s, "; {comment}");
+            }
+            o.text("\nfrom = ");
+            o.end_path(&names, &draft.functions, &c.from);
+            o.text("\nto = ");
+            o.end_path(&names, &draft.functions, &c.to);
+            o.text("\n");
             o.map.push(block, o.s.len(), c.src);
         }
 

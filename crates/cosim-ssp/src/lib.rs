@@ -24,9 +24,13 @@
 //! connectors become the `exposes` of the nested system, and connections
 //! to them connections to `<nested>.<subsystem>.<variable>`.
 //!
-//! What has no equivalent in `cosim` (a system in another SSD, an OSP
-//! `Sum` function, a mapping transformation ...) is reported by element
-//! name and line ([`Import::unsupported`]); `cosim run` refuses such a
+//! OSP `Sum` and `VectorSum` functions become `[[functions]]` tables and
+//! connections to their ports (`SignalConnection`, and
+//! `SignalGroupConnection` through the variable groups).
+//!
+//! What has no equivalent in `cosim` (a system in another SSD, the
+//! superseded MSMI connections, a mapping transformation ...) is reported
+//! by element name and line ([`Import::unsupported`]); `cosim run` refuses such a
 //! system, and `cosim convert` writes the rest with a comment listing what
 //! was left out. `docs/ssp.md` has the whole mapping.
 //!

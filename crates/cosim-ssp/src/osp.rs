@@ -11,10 +11,11 @@ use cosim_fmi::model_description::Causality;
 
 use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
 use crate::draft::{
-    Assign, BondDraft, ConnDraft, Draft, RawValue, SubDraft, Val, VarRef, scenario_name,
+    Assign, BondDraft, ConnDraft, Draft, EndDraft, FuncConnDraft, FuncDraft, PortRef, RawValue,
+    SubDraft, Val, VarRef, scenario_name,
 };
 use crate::models::{is_parameter, is_source, variable};
-use crate::source::{FileId, Src, did_you_mean};
+use crate::source::{FileId, Severity, Src, did_you_mean};
 use crate::xml::{self, Elem};
 
 /// libcosim's base step when `<BaseStepSize>` is absent.
@@ -110,6 +111,74 @@ struct Function {
     src: Src,
 }
 
+/// A `Sum` or `VectorSum` function: its index in `Draft::functions` and
+/// its shape.
+struct SumFunction {
+    index: usize,
+    vector: bool,
+    inputs: u32,
+    dimension: u32,
+    src: Src,
+}
+
+impl SumFunction {
+    /// The port a signal name refers to: `in[i]` and `out` of a Sum,
+    /// `in[i][j]` and `out[j]` of a VectorSum (the signals of its groups
+    /// `in[i]` and `out`); with whether it is the output.
+    fn port(&self, signal: &str) -> Option<bool> {
+        fn index(s: &str) -> Option<(u32, &str)> {
+            let rest = s.strip_prefix('[')?;
+            let end = rest.find(']')?;
+            let digits = &rest[..end];
+            if digits.is_empty()
+                || !digits.bytes().all(|b| b.is_ascii_digit())
+                || (digits.len() > 1 && digits.starts_with('0'))
+            {
+                return None;
+            }
+            Some((digits.parse().ok()?, &rest[end + 1..]))
+        }
+        if let Some(rest) = signal.strip_prefix("out") {
+            if !self.vector {
+                return rest.is_empty().then_some(true);
+            }
+            let (j, tail) = index(rest)?;
+            return (tail.is_empty() && j < self.dimension).then_some(true);
+        }
+        let (i, tail) = index(signal.strip_prefix("in")?)?;
+        if i >= self.inputs {
+            return None;
+        }
+        if !self.vector {
+            return tail.is_empty().then_some(false);
+        }
+        let (j, tail) = index(tail)?;
+        (tail.is_empty() && j < self.dimension).then_some(false)
+    }
+
+    /// The signal names of the inputs, then of the output.
+    fn signals(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..self.inputs {
+            if self.vector {
+                out.extend((0..self.dimension).map(|j| format!("in[{i}][{j}]")));
+            } else {
+                out.push(format!("in[{i}]"));
+            }
+        }
+        if self.vector {
+            out.extend((0..self.dimension).map(|j| format!("out[{j}]")));
+        } else {
+            out.push("out".to_string());
+        }
+        out
+    }
+
+    fn what(&self) -> &'static str {
+        if self.vector { "VectorSum" } else { "Sum" }
+    }
+}
+
 struct Reader<'a> {
     ctx: &'a mut Ctx,
     path: &'a Path,
@@ -120,8 +189,16 @@ struct Reader<'a> {
     taken: HashSet<String>,
     leaves: Vec<Leaf>,
     linear: HashMap<String, Function>,
-    /// Functions that are reported as not mapped.
-    skipped_functions: HashMap<String, String>,
+    /// `Sum` and `VectorSum` functions by their name in the file.
+    sums: HashMap<String, SumFunction>,
+    /// The connection feeding each function input (function name in the
+    /// file, signal), for doubles and missing ones.
+    fed_signals: HashMap<(String, String), Src>,
+    /// Connections from each function output (function name, signal).
+    out_signals: HashMap<(String, String), Src>,
+    /// Functions a connection to which was reported as an error (their
+    /// inputs are then not reported as missing too).
+    failed_functions: HashSet<String>,
     base_step: Option<Val<f64>>,
     algorithm: Option<Val<String>>,
     /// The causality attributes of the leaves of `<VariableConnection>`s,
@@ -152,7 +229,10 @@ pub(crate) fn read_doc(ctx: &mut Ctx, path: &Path, file: FileId, root: &Elem) ->
         taken: HashSet::new(),
         leaves: Vec::new(),
         linear: HashMap::new(),
-        skipped_functions: HashMap::new(),
+        sums: HashMap::new(),
+        fed_signals: HashMap::new(),
+        out_signals: HashMap::new(),
+        failed_functions: HashSet::new(),
         base_step: None,
         algorithm: None,
         marks: HashMap::new(),
@@ -429,6 +509,9 @@ impl Reader<'_> {
                     if self.ctx.required(f, func, "name").is_none() {
                         continue;
                     }
+                    if self.function_taken(func, &name) {
+                        continue;
+                    }
                     let factor = self.ctx.f64_attr(f, func, "factor").unwrap_or(1.0);
                     let offset = self.ctx.f64_attr(f, func, "offset").unwrap_or(0.0);
                     self.linear.insert(
@@ -440,19 +523,7 @@ impl Reader<'_> {
                         },
                     );
                 }
-                "Sum" | "VectorSum" => {
-                    let what = format!("a {}", func.local());
-                    self.ctx.unsupported(
-                        &mut self.draft,
-                        f,
-                        func,
-                        &format!(
-                            "{} functions are not supported (a connection feeds one input from one output); its signal connections are not mapped either",
-                            func.local()
-                        ),
-                    );
-                    self.skipped_functions.insert(name, what);
-                }
+                "Sum" | "VectorSum" => self.sum_function(func),
                 _ => self.ctx.unknown(
                     f,
                     func,
@@ -460,6 +531,358 @@ impl Reader<'_> {
                     &["LinearTransformation", "Sum", "VectorSum"],
                 ),
             }
+        }
+    }
+
+    /// True (after an error) when a function of that name exists already.
+    fn function_taken(&mut self, e: &Elem, name: &str) -> bool {
+        if self.linear.contains_key(name) || self.sums.contains_key(name) {
+            self.ctx.error(
+                e.attr_src(self.file, "name"),
+                format!("two functions are called '{name}'"),
+            );
+            return true;
+        }
+        false
+    }
+
+    /// A positive integer attribute (`inputCount`, `dimension`).
+    fn count_attr(&mut self, e: &Elem, attr: &str) -> Option<u32> {
+        let f = self.file;
+        let raw = self.ctx.required(f, e, attr)?.trim().to_string();
+        match raw.parse::<u32>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => {
+                self.ctx.error(
+                    e.attr_src(f, attr),
+                    format!("{attr} must be a positive integer, not '{raw}'"),
+                );
+                None
+            }
+        }
+    }
+
+    /// `<Sum name= inputCount=/>`, `<VectorSum name= inputCount=
+    /// dimension= [numericType=]/>`: a `[[functions]]` table (libcosim's
+    /// vector_sum_function; a Sum is one of dimension 1).
+    fn sum_function(&mut self, e: &Elem) {
+        let f = self.file;
+        let Some(name) = self.ctx.required(f, e, "name").map(str::to_string) else {
+            return;
+        };
+        if self.function_taken(e, &name) {
+            return;
+        }
+        let vector = e.local() == "VectorSum";
+        let Some(inputs) = self.count_attr(e, "inputCount") else {
+            return;
+        };
+        let dimension = if vector {
+            let Some(d) = self.count_attr(e, "dimension") else {
+                return;
+            };
+            Some(Val::new(d, e.attr_src(f, "dimension")))
+        } else {
+            None
+        };
+        let mut integer = None;
+        if let Some(a) = e.attr("numericType") {
+            let src = Src::new(f, a.start, a.end);
+            match a.value.trim().to_ascii_lowercase().as_str() {
+                "real" => {}
+                "integer" if vector => integer = Some(src),
+                other => {
+                    let message = if vector {
+                        format!("numericType must be 'real' or 'integer', not '{other}'")
+                    } else {
+                        "a Sum adds reals: numericType is for a VectorSum".to_string()
+                    };
+                    self.ctx.error(src, message);
+                    return;
+                }
+            }
+            if vector {
+                self.ctx.note(
+                    src,
+                    "libcosim's OSP reader ignores numericType (its VectorSum adds reals); cosim honours it".to_string(),
+                );
+            }
+        }
+        let scenario = scenario_name(&name, &self.taken);
+        self.taken.insert(scenario.clone());
+        if scenario != name {
+            self.ctx.note(
+                e.attr_src(f, "name"),
+                format!("function '{name}' is called '{scenario}' in the scenario (names are letters, digits, '_' and '-', unique among simulators and functions)"),
+            );
+        }
+        let index = self.draft.functions.len();
+        self.draft.functions.push(FuncDraft {
+            name: scenario,
+            name_src: e.attr_src(f, "name"),
+            kind: if vector { "vector-sum" } else { "sum" },
+            inputs: Val::new(inputs, e.attr_src(f, "inputCount")),
+            dimension,
+            integer,
+            src: e.src(f),
+        });
+        self.sums.insert(
+            name,
+            SumFunction {
+                index,
+                vector,
+                inputs,
+                dimension: dimension_value(&self.draft.functions[index]),
+                src: e.src(f),
+            },
+        );
+    }
+
+    /// A `<SignalConnection>` (or one variable of a `<SignalGroupConnection>`)
+    /// between `ep` and signal `signal` of Sum/VectorSum `func`: into an
+    /// input, or from the output.
+    fn sum_signal(&mut self, func: &str, signal: &str, ep: &Endpoint, srcs: [Src; 3]) {
+        let [conn_src, func_src, signal_src] = srcs;
+        let Some(sf) = self.sums.get(func) else {
+            return;
+        };
+        let Some(is_output) = sf.port(signal) else {
+            let names = sf.signals();
+            let what = sf.what();
+            self.failed_functions.insert(func.to_string());
+            self.ctx.error_help(
+                signal_src,
+                format!(
+                    "{what} '{func}' has no signal '{signal}' (its signals are {} to {})",
+                    names.first().map_or("", String::as_str),
+                    names.last().map_or("", String::as_str)
+                ),
+                did_you_mean(signal, names.iter().map(String::as_str)),
+            );
+            return;
+        };
+        let port = EndDraft::Port(PortRef {
+            func: sf.index,
+            port: signal.to_string(),
+            func_src,
+            port_src: signal_src,
+        });
+        let var = EndDraft::Var(self.var_ref(ep));
+        let key = (func.to_string(), signal.to_string());
+        let (from, to) = if is_output {
+            if let Some(first) = self.out_signals.get(&key).copied() {
+                let _ = first;
+                self.ctx.note(
+                    conn_src,
+                    format!("'{func}' signal '{signal}' feeds several variables: cosim connects each, libcosim only the first"),
+                );
+            }
+            self.out_signals.insert(key, conn_src);
+            (port, var)
+        } else {
+            if self.fed_signals.contains_key(&key) {
+                self.failed_functions.insert(func.to_string());
+                self.ctx.error(
+                    conn_src,
+                    format!(
+                        "function '{func}' has more than one connection to its signal '{signal}'"
+                    ),
+                );
+                return;
+            }
+            self.fed_signals.insert(key, conn_src);
+            (var, port)
+        };
+        self.draft.function_connections.push(FuncConnDraft {
+            from,
+            to,
+            src: conn_src,
+            comment: None,
+        });
+    }
+
+    /// `<SignalGroupConnection>`: a signal group of a VectorSum (`in[i]`,
+    /// `out`) and a variable group of a simulator, joined variable by
+    /// variable: the group's first `dimension` variables, as libcosim.
+    fn signal_group_connection(&mut self, c: &Elem) {
+        let errors = |ctx: &Ctx| {
+            ctx.diags
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .count()
+        };
+        let before = errors(self.ctx);
+        let func = c
+            .child("SignalGroup")
+            .and_then(|g| g.value("function"))
+            .map(str::to_string);
+        self.signal_group(c);
+        // A reported error spares the function a report of missing inputs.
+        if errors(self.ctx) > before
+            && let Some(func) = func
+        {
+            self.failed_functions.insert(func);
+        }
+    }
+
+    fn signal_group(&mut self, c: &Elem) {
+        let f = self.file;
+        let (Some(g), Some(v)) = (c.child("SignalGroup"), c.child("VariableGroup")) else {
+            self.ctx.error(
+                c.src(f),
+                "<SignalGroupConnection> needs a <SignalGroup> and a <VariableGroup>".to_string(),
+            );
+            return;
+        };
+        let (Some(func), Some(group)) = (
+            self.ctx.required(f, g, "function").map(str::to_string),
+            self.ctx.required(f, g, "name").map(str::to_string),
+        ) else {
+            return;
+        };
+        let (func_src, group_src) = (g.attr_src(f, "function"), g.attr_src(f, "name"));
+        let (inputs, dimension) = match self.sums.get(&func) {
+            Some(sf) if sf.vector => (sf.inputs, sf.dimension),
+            Some(_) => {
+                self.ctx.error(
+                    func_src,
+                    format!("'{func}' is a Sum, whose signals are single: connect them with <SignalConnection>"),
+                );
+                return;
+            }
+            None if self.linear.contains_key(&func) => {
+                self.ctx.error(
+                    func_src,
+                    format!("'{func}' is a LinearTransformation, whose signals are single: connect them with <SignalConnection>"),
+                );
+                return;
+            }
+            None => {
+                let names: Vec<&str> = self.sums.keys().map(String::as_str).collect();
+                self.ctx.error_help(
+                    func_src,
+                    format!("no VectorSum is called '{func}'"),
+                    did_you_mean(&func, names),
+                );
+                return;
+            }
+        };
+        let groups: Vec<String> = (0..inputs)
+            .map(|i| format!("in[{i}]"))
+            .chain(std::iter::once("out".to_string()))
+            .collect();
+        if !groups.contains(&group) {
+            self.ctx.error_help(
+                group_src,
+                format!(
+                    "VectorSum '{func}' has the signal groups in[0] to in[{}] and out, not '{group}'",
+                    inputs - 1
+                ),
+                did_you_mean(&group, groups.iter().map(String::as_str)),
+            );
+            return;
+        }
+        let Some(ep) = self.endpoint(v) else { return };
+        let Some(all) = self.groups(&ep.sim, ep.sim_src) else {
+            return;
+        };
+        fn walk<'g>(gs: &'g [Group], name: &str) -> Option<&'g Group> {
+            gs.iter()
+                .find(|g| g.name == name)
+                .or_else(|| gs.iter().find_map(|g| walk(&g.children, name)))
+        }
+        let Some(vg) = walk(&all, &ep.var).cloned() else {
+            let mut names = Vec::new();
+            fn names_of(gs: &[Group], out: &mut Vec<String>) {
+                for g in gs {
+                    out.push(g.name.clone());
+                    names_of(&g.children, out);
+                }
+            }
+            names_of(&all, &mut names);
+            self.ctx.error_help(
+                ep.var_src,
+                format!(
+                    "the OSP model description of simulator '{}' has no variable group '{}'",
+                    ep.sim, ep.var
+                ),
+                did_you_mean(&ep.var, names.iter().map(String::as_str)),
+            );
+            return;
+        };
+        let d = dimension as usize;
+        if vg.vars.len() < d {
+            self.ctx.error(
+                ep.var_src,
+                format!(
+                    "variable group '{}' of simulator '{}' has {} variable(s), but VectorSum '{func}' has dimension {d}",
+                    vg.name,
+                    ep.sim,
+                    vg.vars.len()
+                ),
+            );
+            return;
+        }
+        if vg.vars.len() > d {
+            self.ctx.warn(
+                ep.var_src,
+                format!(
+                    "variable group '{}' of simulator '{}' has {} variables: its first {d} join VectorSum '{func}' of dimension {d}, as in libcosim",
+                    vg.name,
+                    ep.sim,
+                    vg.vars.len()
+                ),
+            );
+        }
+        for (j, var) in vg.vars.iter().take(d).enumerate() {
+            let one = Endpoint {
+                var: var.clone(),
+                causality: None,
+                ..copy(&ep)
+            };
+            let signal = if group == "out" {
+                format!("out[{j}]")
+            } else {
+                format!("{group}[{j}]")
+            };
+            self.sum_signal(&func, &signal, &one, [c.src(f), func_src, group_src]);
+        }
+    }
+
+    /// After every connection: each input signal of a Sum or VectorSum
+    /// must be fed (libcosim: "Missing expected connection").
+    fn sums_fed(&mut self) {
+        let mut list: Vec<(&String, &SumFunction)> = self.sums.iter().collect();
+        list.sort_by_key(|(_, sf)| sf.index);
+        let mut missing = Vec::new();
+        for (name, sf) in list {
+            if self.failed_functions.contains(name) {
+                continue;
+            }
+            let n_inputs = (sf.inputs * if sf.vector { sf.dimension } else { 1 }) as usize;
+            for signal in sf.signals().into_iter().take(n_inputs) {
+                if !self
+                    .fed_signals
+                    .contains_key(&(name.clone(), signal.clone()))
+                {
+                    let how = if sf.vector {
+                        "<SignalGroupConnection> (or <SignalConnection>)"
+                    } else {
+                        "<SignalConnection>"
+                    };
+                    missing.push((
+                        sf.src,
+                        format!(
+                            "{} '{name}' has no {how} to its signal '{signal}'",
+                            sf.what()
+                        ),
+                    ));
+                    break;
+                }
+            }
+        }
+        for (src, m) in missing {
+            self.ctx.error(src, m);
         }
     }
 
@@ -614,16 +1037,19 @@ impl Reader<'_> {
                     ) else {
                         continue;
                     };
-                    if let Some(what) = self.skipped_functions.get(&func).cloned() {
-                        let message = format!(
-                            "<SignalConnection> to function '{func}' ({what}) cannot be mapped"
-                        );
-                        self.ctx
-                            .unsupported_at(&mut self.draft, c.src(f), &c.name, message);
+                    if self.sums.contains_key(&func) {
+                        let Some(ep) = self.endpoint(v) else { continue };
+                        let srcs = [c.src(f), s.attr_src(f, "function"), s.attr_src(f, "name")];
+                        self.sum_signal(&func, &sig, &ep, srcs);
                         continue;
                     }
                     if !self.linear.contains_key(&func) {
-                        let names: Vec<String> = self.linear.keys().cloned().collect();
+                        let names: Vec<String> = self
+                            .linear
+                            .keys()
+                            .chain(self.sums.keys())
+                            .cloned()
+                            .collect();
                         self.ctx.error_help(
                             s.attr_src(f, "function"),
                             format!("no function is called '{func}'"),
@@ -644,14 +1070,7 @@ impl Reader<'_> {
                     }
                 }
                 "VariableGroupConnection" => self.group_connection(c, bond),
-                "SignalGroupConnection" => {
-                    self.ctx.unsupported(
-                        &mut self.draft,
-                        f,
-                        c,
-                        "signal group connections (VectorSum functions) are not supported",
-                    );
-                }
+                "SignalGroupConnection" => self.signal_group_connection(c),
                 _ => self.ctx.unknown(
                     f,
                     c,
@@ -665,6 +1084,7 @@ impl Reader<'_> {
                 ),
             }
         }
+        self.sums_fed();
         // Linear transformations: out = factor * in + offset.
         let mut names: Vec<&String> = self.linear.keys().collect();
         names.sort_by_key(|n| self.linear.get(*n).map(|fnc| fnc.src.start));
@@ -1347,4 +1767,9 @@ fn read_group(e: &Elem) -> Group {
         }
     }
     g
+}
+
+/// The dimension of a function draft (1 for a Sum).
+fn dimension_value(f: &FuncDraft) -> u32 {
+    f.dimension.as_ref().map_or(1, |d| d.value)
 }

@@ -580,21 +580,18 @@ fn unsupported_osp_elements_are_reported_by_name_and_line() {
         .iter()
         .map(|d| (d.element.as_deref(), d.line.unwrap()))
         .collect();
+    // (Sum and VectorSum functions are mapped: tests/osp_functions.rs.)
     assert_eq!(
         got,
         vec![
-            (Some("Sum"), 18),
-            (Some("VectorSum"), 19),
-            (Some("SignalConnection"), 30),
-            (Some("SignalConnection"), 34),
-            (Some("SignalConnection"), 38),
-            (Some("SignalGroupConnection"), 42),
+            (Some("PlugSocketConnections"), 28),
+            (Some("BondConnections"), 31),
         ]
     );
     assert!(
         imp.unsupported()[0]
             .message
-            .contains("<Sum name=\"total\">")
+            .contains("superseded MSMI format")
     );
     let toml = imp.toml();
     assert!(toml.contains("step_multiple = 2"));
@@ -610,7 +607,7 @@ fn unsupported_osp_elements_are_reported_by_name_and_line() {
     )
     .err()
     .expect("unsupported");
-    assert_eq!(e.errors().count(), 6);
+    assert_eq!(e.errors().count(), 2);
 }
 
 #[test]
