@@ -41,6 +41,7 @@ import argparse
 import ctypes
 import math
 import os
+import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -89,7 +90,8 @@ def prepare_osp(template, step, workdir):
     base.text = repr(step)
     instances = []
     for sim in root.find(q("Simulators")).findall(q("Simulator")):
-        src = os.path.normpath(os.path.join(os.path.dirname(template), sim.get("source")))
+        src = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(template)),
+                                            sim.get("source")))
         if not os.path.isfile(src):
             fail(f"FMU {src} not found: build the FMUs first (`cargo xtask fmus`)")
         sim.set("source", src)
@@ -99,6 +101,12 @@ def prepare_osp(template, step, workdir):
         instances.append((sim.get("name"), src))
     out = os.path.join(workdir, "OspSystemStructure.xml")
     tree.write(out, encoding="utf-8", xml_declaration=True)
+    # The OSP model descriptions (variable groups) libcosim looks for beside
+    # the FMU, then beside the system structure: copied beside the copy.
+    here = os.path.dirname(os.path.abspath(template))
+    for name in os.listdir(here):
+        if name.endswith("_OspModelDescription.xml"):
+            shutil.copy(os.path.join(here, name), os.path.join(workdir, name))
     return out, instances
 
 
