@@ -312,9 +312,10 @@ fn convert_without_options_and_to_standard_output() {
     // Converting an FMU checks the options as `run` does ...
     let out = cosim(&["convert", s(&fmu), "--stop", "-1"]);
     status(&out, 2, &["--stop -1", "not after the start time"]);
-    // ... which are for FMUs only.
+    // ... most of which are for FMUs only (a system takes --stop and
+    // --step).
     let ssd = cosim_tests::root().join("crates/cosim-ssp/tests/data/quarter_car.ssd");
-    let out = cosim(&["convert", s(&ssd), "--stop", "1"]);
+    let out = cosim(&["convert", s(&ssd), "--output-interval", "0.1"]);
     status(&out, 2, &["are for converting an FMU"]);
 }
 
