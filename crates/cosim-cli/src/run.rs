@@ -320,11 +320,17 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
         for level in &stability {
             say!("zero-stability of {level}");
         }
+        let functions = system.functions().specs().len();
         say!(
-            "{}: ok ({} subsystems, {} connections, {} power bonds, master {}, t = {} .. {})",
+            "{}: ok ({} subsystems, {}{} connections, {} power bonds, master {}, t = {} .. {})",
             args.scenario.display(),
             system.len(),
-            system.connections().len(),
+            if functions > 0 {
+                format!("{functions} functions, ")
+            } else {
+                String::new()
+            },
+            system.connections().len() + system.functions().links().len(),
             system.bonds().len(),
             resolved.master.kind,
             resolved.start,
