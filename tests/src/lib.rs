@@ -3,6 +3,8 @@
 //! outputs back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod libcosim;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -238,4 +240,40 @@ pub fn loglog_slope(steps: &[f64], errors: &[f64]) -> f64 {
     let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
     let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
     sxy / sxx
+}
+
+/// Checks that the block `<!-- generated:NAME -->` ... `<!-- end:NAME -->`
+/// of `docs/DOC` holds `text` (the figures a test just computed), so that a
+/// figure in the docs is what the build gives. With `COSIM_BLESS_DOCS=1`
+/// the block is rewritten instead.
+pub fn check_doc_block(doc: &str, name: &str, text: &str) {
+    let path = root().join("docs").join(doc);
+    let doc_text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let begin = format!("<!-- generated:{name} -->\n");
+    let end = format!("<!-- end:{name} -->");
+    let b = doc_text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("{} has no line {begin:?}", path.display()))
+        + begin.len();
+    let e = b + doc_text[b..]
+        .find(&end)
+        .unwrap_or_else(|| panic!("{} has no {end:?} after {begin:?}", path.display()));
+    let text = if text.ends_with('\n') {
+        text.to_string()
+    } else {
+        format!("{text}\n")
+    };
+    if std::env::var_os("COSIM_BLESS_DOCS").is_some_and(|v| v == "1") {
+        let new = format!("{}{}{}", &doc_text[..b], text, &doc_text[e..]);
+        std::fs::write(&path, new).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        return;
+    }
+    assert!(
+        doc_text[b..e] == text,
+        "docs/{doc} block '{name}' differs from what this build gives; rerun this test with \
+         COSIM_BLESS_DOCS=1 to rewrite it, and review the change.\n--- in the docs:\n{}--- from the build:\n{}",
+        &doc_text[b..e],
+        text
+    );
 }
