@@ -11,6 +11,26 @@
 
 use serde::Serialize;
 
+/// How the controller starts, treats an indicator of zero and rounds the
+/// step: the two published implementations of the same PI law.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PiVariant {
+    /// sadjina2016: the step adapts from the first step on (the missing
+    /// previous indicator taken equal to the current one), an indicator
+    /// near zero grows the step at `theta_max`, steps are not rounded.
+    #[default]
+    Sadjina2016,
+    /// libcosim's `ecco_algorithm::adjust_step_size`: the second macro step
+    /// keeps the initial step (the first step's indicator is not
+    /// evaluated), the step after it is chosen with a previous indicator of
+    /// 1, an indicator of exactly zero (or a previous one of zero) keeps
+    /// the step and is remembered, and the new step is
+    /// truncated to whole nanoseconds (`to_duration`) before it is clamped
+    /// to `[dt_min, dt_max]`.
+    Libcosim,
+}
+
 /// Settings of the PI controller (defaults: sadjina2016 Table I).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PiSettings {
@@ -28,6 +48,8 @@ pub struct PiSettings {
     pub theta_min: f64,
     /// Largest ratio of consecutive steps.
     pub theta_max: f64,
+    /// Start, zero-indicator and rounding rules.
+    pub variant: PiVariant,
 }
 
 impl PiSettings {
@@ -42,6 +64,7 @@ impl PiSettings {
             dt_max: 1e-2,
             theta_min: 0.2,
             theta_max: 1.5,
+            variant: PiVariant::Sadjina2016,
         }
     }
 }
@@ -52,6 +75,8 @@ pub struct PiController {
     s: PiSettings,
     previous: Option<f64>,
     floor: f64,
+    /// Steps seen (libcosim's variant counts them).
+    steps: u64,
 }
 
 impl PiController {
@@ -71,6 +96,7 @@ impl PiController {
             s,
             previous: None,
             floor,
+            steps: 0,
         }
     }
 
@@ -82,6 +108,7 @@ impl PiController {
     /// Forgets the indicator history (after a restart).
     pub fn reset(&mut self) {
         self.previous = None;
+        self.steps = 0;
     }
 
     /// The next step after a step of size `dt` whose indicator was `eps`.
@@ -89,6 +116,9 @@ impl PiController {
     /// `[theta_min, theta_max]` and the step within `[dt_min, dt_max]`
     /// (bounds take precedence over the ratio when they conflict).
     pub fn next_step(&mut self, dt: f64, eps: f64) -> f64 {
+        if self.s.variant == PiVariant::Libcosim && eps.is_finite() {
+            return self.next_step_libcosim(dt, eps);
+        }
         let s = &self.s;
         let eps = if eps.is_finite() {
             eps.max(self.floor)
@@ -113,6 +143,31 @@ impl PiController {
             s.theta_max
         };
         (ratio * dt).clamp(s.dt_min, s.dt_max)
+    }
+
+    /// libcosim's rules (see [`PiVariant::Libcosim`]), operation by
+    /// operation as `ecco_algorithm::adjust_step_size` does them, so the
+    /// steps are libcosim's to the bit. A non-finite indicator, which
+    /// libcosim does not survive, is handled as in the other variant.
+    fn next_step_libcosim(&mut self, dt: f64, eps: f64) -> f64 {
+        let s = &self.s;
+        self.steps += 1;
+        if self.steps < 2 {
+            return dt;
+        }
+        // libcosim starts from a previous indicator of 1
+        // (`prev_error_estimate_{1.0}`).
+        let prev = self.previous.unwrap_or(1.0);
+        self.previous = Some(eps);
+        if prev == 0.0 || eps == 0.0 {
+            return dt;
+        }
+        let factor = s.alpha * eps.powf(-s.k_i - s.k_p) * prev.powf(s.k_p);
+        let ratio = factor.clamp(s.theta_min, s.theta_max);
+        // libcosim's time unit is the nanosecond (every time base of
+        // cosim is as fine or finer, so the step stays on its grid).
+        let next = (ratio * dt * 1e9).trunc() / 1e9;
+        next.clamp(s.dt_min, s.dt_max)
     }
 }
 
@@ -149,6 +204,39 @@ mod tests {
             );
             dt = next;
         }
+    }
+
+    #[test]
+    fn libcosim_variant_starts_late_truncates_and_holds_on_zero() {
+        let s = PiSettings {
+            alpha: 0.9,
+            k_i: 0.15,
+            k_p: 0.2,
+            dt_min: 1e-5,
+            dt_max: 1e-2,
+            variant: PiVariant::Libcosim,
+            ..PiSettings::for_order(2)
+        };
+        let mut c = PiController::new(s);
+        let ns = |x: f64| (x * 1e9).trunc() / 1e9;
+        // Step 1: not evaluated, whatever the indicator.
+        assert_eq!(c.next_step(1e-4, 7.0), 1e-4);
+        // Step 2: the previous indicator is taken as 1.
+        let h2 = ns(0.9 * 0.5f64.powf(-0.35) * 1e-4);
+        assert_eq!(c.next_step(1e-4, 0.5), h2);
+        assert_ne!(
+            h2,
+            0.9 * 0.5f64.powf(-0.35) * 1e-4,
+            "the truncation must show"
+        );
+        // Step 3: the PI law with the previous indicator 0.5.
+        let h3 = ns(0.9 * 0.25f64.powf(-0.35) * 0.5f64.powf(0.2) * h2);
+        assert_eq!(c.next_step(h2, 0.25), h3);
+        // A zero indicator keeps the step, and so does the step after it.
+        assert_eq!(c.next_step(h3, 0.0), h3);
+        assert_eq!(c.next_step(h3, 0.3), h3);
+        // Then the law again, clamped to theta_min.
+        assert_eq!(c.next_step(1e-3, 1e9), 2e-4);
     }
 
     #[test]

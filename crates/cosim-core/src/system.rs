@@ -201,6 +201,7 @@ pub struct System {
     nonfinite: NonFinitePolicy,
     nonfinite_warned: Vec<Vec<bool>>,
     divergence_limit: f64,
+    energy_reference: crate::indicators::energy::EnergyReference,
     threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
     /// Whether the pool pays off for this system's FMUs (measured).
@@ -335,6 +336,7 @@ impl System {
             nonfinite: spec.nonfinite,
             nonfinite_warned,
             divergence_limit: f64::INFINITY,
+            energy_reference: Default::default(),
             threads,
             pool,
             pool_chooser: PoolChooser::default(),
@@ -439,6 +441,17 @@ impl System {
     /// overflows to infinity). Default: no limit.
     pub fn set_divergence_limit(&mut self, limit: f64) {
         self.divergence_limit = limit;
+    }
+
+    /// The energy level that scales each bond's residual energy in the
+    /// ECCO indicator (default: the energy the bond transmits).
+    pub fn set_energy_reference(&mut self, r: crate::indicators::energy::EnergyReference) {
+        self.energy_reference = r;
+    }
+
+    /// See [`System::set_energy_reference`].
+    pub fn energy_reference(&self) -> crate::indicators::energy::EnergyReference {
+        self.energy_reference
     }
 
     /// Worker threads used for Jacobi stepping.

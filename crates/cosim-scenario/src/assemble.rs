@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use cosim_core::controller::PiSettings;
+use cosim_core::controller::{PiSettings, PiVariant};
 use cosim_core::indicators::{
     Aggregate as CoreAggregate, EnergyIndicator, ErrorIndicator, Nepce, PredictorCorrector,
     PredictorForm, Tolerances,
@@ -791,6 +791,7 @@ pub fn assemble_nodes(
         threads: resolved.master.threads,
     })?;
     let mut system = system;
+    system.set_energy_reference(resolved.master.energy_reference);
     if !resolved.functions.is_empty() {
         let specs = resolved.functions.iter().map(|f| f.spec.clone()).collect();
         system.add_functions(specs, links)?;
@@ -943,6 +944,7 @@ fn build_master(
                 dt_max: c.dt_max,
                 theta_min: c.theta_min,
                 theta_max: c.theta_max,
+                variant: c.variant,
             },
             m.step,
             scheme.clone(),
@@ -983,6 +985,7 @@ fn build_master(
                     dt_max: c.dt_max,
                     theta_min: c.theta_min,
                     theta_max: c.theta_max,
+                    variant: PiVariant::Sadjina2016,
                 },
                 initial_step: m.step,
                 max_rejections: m.max_rejections,

@@ -54,6 +54,7 @@ pub use resolve::{
 };
 pub use scenario::{Scenario, SubsystemSpec};
 pub use settings::{
-    Aggregate, Controller, Indicator, Isolation, MasterKind, MasterSettings, NonFinite,
-    Normalisation, OutputSettings, RichardsonEstimate, Sampling, Scheme, defaults,
+    Aggregate, Controller, EnergyReference, Indicator, Isolation, MasterKind, MasterSettings,
+    NonFinite, Normalisation, OutputSettings, PiVariant, RichardsonEstimate, Sampling, Scheme,
+    defaults,
 };

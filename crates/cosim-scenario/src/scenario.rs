@@ -10,8 +10,8 @@ use toml::de::{DeTable, DeValue};
 use crate::error::{Located, ScenarioError, Severity, Source, Span, did_you_mean};
 use crate::read::{Result, SValue, Table, describe, integer_value, number_value, span_of};
 use crate::settings::{
-    Aggregate, Controller, Indicator, Isolation, MasterKind, MasterSettings, NonFinite,
-    Normalisation, RichardsonEstimate, Sampling, Scheme, defaults,
+    Aggregate, Controller, EnergyReference, Indicator, Isolation, MasterKind, MasterSettings,
+    NonFinite, Normalisation, PiVariant, RichardsonEstimate, Sampling, Scheme, defaults,
 };
 
 const ROOT_KEYS: &[&str] = &[
@@ -38,6 +38,7 @@ const MASTER_KEYS: &[&str] = &[
     "divergence_limit",
     "tolerance",
     "energy_scale",
+    "energy_reference",
     "rho",
     "normalisation",
     "atol",
@@ -61,6 +62,7 @@ const CONTROLLER_KEYS: &[&str] = &[
     "theta_max",
     "k_i",
     "k_p",
+    "variant",
 ];
 const SUBSYSTEM_KEYS: &[&str] = &[
     "name",
@@ -840,6 +842,7 @@ impl<'a> Parser<'a> {
             divergence_limit: None,
             tolerance: defaults::TOLERANCE,
             energy_scale: defaults::ENERGY_SCALE,
+            energy_reference: EnergyReference::Transmitted,
             rho: defaults::RHO,
             normalisation: Normalisation::Paper,
             atol: defaults::ATOL,
@@ -948,6 +951,13 @@ impl<'a> Parser<'a> {
         {
             s.energy_scale = x;
         }
+        if let Some((i, _)) = t.choice("energy_reference", &["transmitted", "largest-residual"])? {
+            s.energy_reference = if i == 0 {
+                EnergyReference::Transmitted
+            } else {
+                EnergyReference::LargestResidual
+            };
+        }
         if let Some((x, _)) = t.f64_where("rho", "a number >= 0", non_negative)? {
             s.rho = x;
         }
@@ -1029,6 +1039,19 @@ impl<'a> Parser<'a> {
         }
         if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
             s.controller = controller(&c)?;
+            if let Some(span) = c.get("variant").map(span_of) {
+                // Richardson chooses its step from its own estimate.
+                self.warn_unless(
+                    s.kind,
+                    span,
+                    "[master.controller] variant",
+                    &[
+                        MasterKind::Ecco,
+                        MasterKind::PredictorCorrector,
+                        MasterKind::Nepce,
+                    ],
+                );
+            }
             if !s.kind.uses_controller() {
                 self.warn(
                     c.span,
@@ -2019,6 +2042,13 @@ fn controller(c: &Table<'_, '_>) -> Result<Controller> {
     }
     if let Some((x, _)) = c.f64_where("k_p", "a number >= 0", |x| x >= 0.0)? {
         k.k_p = Some(x);
+    }
+    if let Some((i, _)) = c.choice("variant", &["sadjina2016", "libcosim"])? {
+        k.variant = if i == 0 {
+            PiVariant::Sadjina2016
+        } else {
+            PiVariant::Libcosim
+        };
     }
     Ok(k)
 }

@@ -151,6 +151,8 @@ impl Isolation {
     pub const ALL: [Isolation; 2] = [Isolation::None, Isolation::Process];
 }
 
+pub use cosim_core::indicators::energy::EnergyReference;
+
 /// Normalisation of the predictor/corrector error (`[master] normalisation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum Normalisation {
@@ -198,7 +200,11 @@ pub struct Controller {
     pub k_i: Option<f64>,
     /// Proportional gain; `None`: 0.4/p.
     pub k_p: Option<f64>,
+    /// Start, zero-indicator and rounding rules (`variant`).
+    pub variant: PiVariant,
 }
+
+pub use cosim_core::controller::PiVariant;
 
 impl Default for Controller {
     fn default() -> Self {
@@ -210,6 +216,7 @@ impl Default for Controller {
             theta_max: 1.5,
             k_i: None,
             k_p: None,
+            variant: PiVariant::Sadjina2016,
         }
     }
 }
@@ -257,6 +264,10 @@ pub struct MasterSettings {
     pub tolerance: f64,
     /// ECCO default energy scale E0 in J.
     pub energy_scale: f64,
+    /// The energy level each bond's residual is measured against in the
+    /// energy indicator: the bond's transmitted energy (sadjina2016) or the
+    /// largest residual of the step (libcosim).
+    pub energy_reference: EnergyReference,
     /// Predictor/corrector rho.
     pub rho: f64,
     /// Predictor/corrector normalisation.

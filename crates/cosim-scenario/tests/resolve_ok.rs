@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use common::*;
 use cosim_fmi::model_description::StartValue;
 use cosim_scenario::{
-    Aggregate, BondPort, Controller, Indicator, MasterKind, NonFinite, Normalisation,
-    RichardsonEstimate, Sampling, Scheme, ValueOrigin, VariableRef,
+    Aggregate, BondPort, Controller, EnergyReference, Indicator, MasterKind, NonFinite,
+    Normalisation, PiVariant, RichardsonEstimate, Sampling, Scheme, ValueOrigin, VariableRef,
 };
 
 const B1: &str = r#"# B1 quarter car, reticulation B, ECCO (sadjina2016 sec. IV)
@@ -29,6 +29,7 @@ discover_bonds = false
 nonfinite = "warn"
 tolerance = 2.8e-6
 energy_scale = 750.0
+energy_reference = "largest-residual"
 normalisation = "atol-rtol"
 atol = 1e-5
 rtol = 1e-3
@@ -39,6 +40,7 @@ alpha = 0.9
 dt_min = 1e-5
 dt_max = 5e-2
 k_i = 0.1
+variant = "libcosim"
 
 [[subsystems]]
 name = "chassis"
@@ -104,6 +106,7 @@ fn full_b1_scenario() {
     assert_eq!(m.nonfinite, NonFinite::Warn);
     assert_eq!(m.tolerance, 2.8e-6);
     assert_eq!(m.energy_scale, 750.0);
+    assert_eq!(m.energy_reference, EnergyReference::LargestResidual);
     assert_eq!(m.normalisation, Normalisation::AtolRtol);
     assert_eq!((m.atol, m.rtol), (1e-5, 1e-3));
     assert_eq!(m.aggregate, Aggregate::Max);
@@ -117,6 +120,7 @@ fn full_b1_scenario() {
             theta_max: 1.5,
             k_i: Some(0.1),
             k_p: None,
+            variant: PiVariant::Libcosim,
         }
     );
     assert_eq!(m.controller.gains(3), (0.1, 0.4 / 3.0));

@@ -74,9 +74,26 @@ impl EnergyAccount {
     }
 }
 
+/// The energy level `E` that sets the scale of a bond's residual energy in
+/// the ECCO indicator `dE_k / (r_k (E0_k + E))`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnergyReference {
+    /// The energy the bond transmitted during the step, `|P01| dt`
+    /// (sadjina2016 eq. 14): each bond is judged against its own flow.
+    #[default]
+    Transmitted,
+    /// The largest residual energy of the step over all bonds, shared by
+    /// every bond: libcosim's ECCO algorithm (`energy_level` in
+    /// `ecco_algorithm::adjust_step_size`), where `abs_tolerance = r E0`
+    /// and `rel_tolerance = r`.
+    LargestResidual,
+}
+
 /// Residual/transmitted power and energy of each bond for the step of size
 /// `dt` that just ended (not accumulated), and the indicator of eq. 14:
-/// `sqrt(1/N sum_k (dE_k / (r_k (E0_k + |E_k|)))^2)`.
+/// `sqrt(1/N sum_k (dE_k / (r_k (E0_k + E_k)))^2)` with the energy level
+/// `E_k` of the system's [`EnergyReference`].
 pub fn evaluate(sys: &System, dt: f64) -> (impl Iterator<Item = BondEnergy> + '_, f64) {
     let bufs = sys.buffers();
     let step = move |bond: &crate::system::PowerBond| {
@@ -96,10 +113,27 @@ pub fn evaluate(sys: &System, dt: f64) -> (impl Iterator<Item = BondEnergy> + '_
         }
     };
     let n = sys.bonds().len();
+    let largest_residual = match sys.energy_reference() {
+        EnergyReference::Transmitted => 0.0,
+        EnergyReference::LargestResidual => sys
+            .bonds()
+            .iter()
+            .map(|b| step(b).residual_energy.abs())
+            .fold(0.0, f64::max),
+    };
     let mut sum = 0.0;
     for bond in sys.bonds() {
         let e = step(bond);
-        let scale = bond.tolerance * (bond.energy_scale + e.transmitted_energy.abs());
+        let scale = match sys.energy_reference() {
+            EnergyReference::Transmitted => {
+                bond.tolerance * (bond.energy_scale + e.transmitted_energy.abs())
+            }
+            // libcosim's `abs_tolerance + rel_tolerance * energy_level`,
+            // operation by operation (abs_tolerance = r E0).
+            EnergyReference::LargestResidual => {
+                bond.tolerance * bond.energy_scale + bond.tolerance * largest_residual
+            }
+        };
         let q = e.residual_energy / scale;
         sum += q * q;
     }

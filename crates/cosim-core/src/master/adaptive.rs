@@ -158,6 +158,8 @@ impl Master for Adaptive {
         // next output point).
         let base = sys.time_base();
         let t_next = base.step_end(t, run.dt, t_stop);
+        // (As libcosim's `to_double_duration(d, t)`: the difference of the
+        // two time points in seconds.)
         let dt = t_next - t;
         run.plan.all(dt);
         run.stepper
@@ -166,7 +168,8 @@ impl Master for Adaptive {
         // The controller works from the nominal step: a step shortened to
         // hit the stop time or an output point says nothing about the
         // right step size.
-        let nominal = if dt < run.dt { run.dt } else { dt };
+        let shortened = base.round(t_next) - base.round(t) < base.round(run.dt);
+        let nominal = if shortened { run.dt } else { dt };
         run.dt = run.controller.next_step(nominal, eps);
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;
