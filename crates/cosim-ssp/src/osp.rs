@@ -366,7 +366,7 @@ impl Reader<'_> {
             );
         }
         let step_multiple = self.step_multiple(s, &name);
-        let mut parameters = Vec::new();
+        let mut parameters: Vec<Assign> = Vec::new();
         let mut start = Vec::new();
         for c in &s.children {
             match c.local() {
@@ -377,9 +377,36 @@ impl Reader<'_> {
                             continue;
                         }
                         if let Some(a) = self.initial_value(iv) {
-                            match variable(&md, &a.name) {
-                                Some(v) if is_parameter(v) => parameters.push(a),
-                                _ => start.push(a),
+                            let v = variable(&md, &a.name);
+                            if let (Some(v), RawValue::Int(i)) = (v, &a.value)
+                                && v.var_type.is_float()
+                            {
+                                self.ctx.warn(
+                                    a.value_src,
+                                    format!(
+                                        "<Integer> initial value for '{}', a Real variable: cosim converts it, libcosim refuses the file (a value's type must be the variable's: <Real value=\"{i}\"/>)",
+                                        a.name
+                                    ),
+                                );
+                            }
+                            let list = match v {
+                                Some(v) if is_parameter(v) => &mut parameters,
+                                _ => &mut start,
+                            };
+                            // libcosim keeps the last value of a variable
+                            // (`add_variable_value`: `insert_or_assign`).
+                            if let Some(old) = list.iter_mut().find(|x| x.name == a.name) {
+                                let first = self.ctx.sources.place(old.value_src);
+                                self.ctx.warn(
+                                    a.name_src,
+                                    format!(
+                                        "a second initial value of '{}' on simulator '{name}': it replaces the one at {first}, as libcosim uses the last",
+                                        a.name
+                                    ),
+                                );
+                                *old = a;
+                            } else {
+                                list.push(a);
                             }
                         }
                     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use cosim_fmi::ModelDescription;
 use cosim_fmi::model_description::BaseUnit;
-use cosim_fmi::model_description::Causality;
 use cosim_fmi::model_description::units::{parse_unit, unit_base_unit};
+use cosim_fmi::model_description::{Causality, VariableType};
 use cosim_scenario::defaults;
 
 use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
@@ -1461,6 +1461,40 @@ impl Reader<'_> {
             self.ctx.diags.push(d);
             return;
         };
+        // What libcosim's `add_parameter_set` (src/cosim/ssp/ssp_loader.cpp)
+        // cannot apply it skips with a warning, as SSP allows: a variable
+        // that is neither a parameter nor an input, a value of another type.
+        let ignored = if !matches!(
+            v.causality,
+            Causality::Parameter | Causality::StructuralParameter | Causality::Input
+        ) {
+            Some(format!(
+                "parameter '{}': '{sub_name}.{}' is a variable of causality {}, neither a parameter nor an input: ignored, as libcosim ignores it",
+                b.name, v.name, v.causality
+            ))
+        } else if !value_fits(&b.value, v.var_type) {
+            Some(format!(
+                "parameter '{}' is {} but '{sub_name}.{}' is of type {}: ignored, as libcosim ignores it (the value's type must be the variable's)",
+                b.name,
+                value_kind(&b.value),
+                v.name,
+                v.var_type
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = ignored {
+            let mut d = self
+                .ctx
+                .sources
+                .diag(Severity::Warning, b.value_src, message);
+            d.notes.push(format!(
+                "applied through the parameter binding at {}",
+                self.ctx.sources.place(b.binding_src)
+            ));
+            self.ctx.diags.push(d);
+            return;
+        }
         let mut value = b.value.clone();
         // A Real in another unit than the variable's: convert.
         if let (RawValue::Float(x), Some((u, base)), Some(vu)) = (&value, &b.unit, &v.unit)
@@ -2120,6 +2154,40 @@ enum End {
 
 /// The unit at a component's connector: the connector's declared unit,
 /// else the variable's.
+/// True when a bound value has the variable's type, as libcosim requires
+/// (`is_valid_variable_value`); an integer also fits an enumeration (SSP's
+/// `ssv:Enumeration` is read as its item's value).
+fn value_fits(value: &RawValue, t: VariableType) -> bool {
+    use VariableType as T;
+    match value {
+        RawValue::Float(_) => t.is_float(),
+        RawValue::Int(_) => matches!(
+            t,
+            T::Int8
+                | T::UInt8
+                | T::Int16
+                | T::UInt16
+                | T::Int32
+                | T::UInt32
+                | T::Int64
+                | T::UInt64
+                | T::Enumeration
+        ),
+        RawValue::Bool(_) => t == T::Boolean,
+        RawValue::Str(_) => t == T::String,
+    }
+}
+
+/// What a bound value is, for messages.
+fn value_kind(value: &RawValue) -> &'static str {
+    match value {
+        RawValue::Float(_) => "a real number",
+        RawValue::Int(_) => "an integer",
+        RawValue::Bool(_) => "a boolean",
+        RawValue::Str(_) => "a string",
+    }
+}
+
 fn unit_of(
     comp: &Comp,
     name: &str,
