@@ -25,6 +25,12 @@ pub enum Scheme {
 /// stop time. The step must be a whole number of ticks. A subsystem with step multiple `k` steps every k-th macro step over
 /// `k h` and publishes its outputs when the master reaches the end of that
 /// step (it never exposes values from the future).
+///
+/// With Jacobi, a coupling between two subsystems whose step multiples do
+/// not divide one another (2 and 3, 4 and 6) carries the source's outputs
+/// of the last macro step that is a multiple of the least common multiple
+/// of the two, as libcosim's `fixed_step_algorithm` transfers them; every
+/// other coupling carries the outputs published last.
 #[derive(Debug, Clone)]
 pub struct FixedStep {
     h: f64,
@@ -47,6 +53,129 @@ struct Running {
     publish_at: Vec<Option<u64>>,
     /// Every step multiple is 1: the plan is "all, over the macro step".
     single_rate: bool,
+    /// Couplings held between multiples of an lcm (Jacobi only).
+    holds: Option<Holds>,
+}
+
+/// libcosim's transfer rule for the couplings between subsystems whose
+/// step multiples do not divide one another.
+///
+/// libcosim's `fixed_step_algorithm` (`calculate_and_transfer`,
+/// `transfer_variables` in `src/cosim/algorithm/fixed_step_algorithm.cpp`)
+/// counts macro steps and, after macro step `n` (`n` steps done), copies
+/// an output of a simulator with decimation factor `ks` to an input of a
+/// simulator with factor `kd` only when `n` is a multiple of `lcm(ks, kd)`;
+/// a function (its factor the lcm of those of the simulators it feeds, one
+/// simulator in an OSP file) is fed and calculated the same way. When one
+/// factor divides the other, the input a simulator starts a step with is
+/// then the source's output published last, as everywhere in `cosim`; when
+/// neither does (2 and 3), it is the source's output of the last multiple
+/// of the lcm, possibly older. This holds exactly those pairs: the source's
+/// published outputs at the last multiple of their lcm are kept, and the
+/// destination's inputs are exchanged from them (through functions too).
+#[derive(Debug, Clone)]
+struct Holds {
+    /// `(destination, source, lcm)` of every such coupled pair, grouped by
+    /// destination.
+    pairs: Vec<(usize, usize, u64)>,
+    /// Per pair: the source's published outputs at the last multiple of
+    /// the lcm.
+    held: Vec<Vec<f64>>,
+    /// Per destination: its pairs (a range of `pairs`), its coupled inputs
+    /// as exchanged from the held outputs, and whether they differ from the
+    /// published ones in this exchange.
+    dests: Vec<Dest>,
+}
+
+#[derive(Debug, Clone)]
+struct Dest {
+    sub: usize,
+    pairs: std::ops::Range<usize>,
+    u: Vec<f64>,
+    holding: bool,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+impl Holds {
+    /// The holds of `sys` (after initialization: its published outputs are
+    /// what libcosim transfers at step 0), or `None` when of every two
+    /// coupled subsystems one step multiple divides the other.
+    fn new(sys: &System) -> Option<Holds> {
+        let k = sys.step_multiples();
+        let k = |s: usize| u64::from(k[s].max(1));
+        let mut pairs: Vec<(usize, usize, u64)> = sys
+            .couplings()
+            .iter()
+            .filter_map(|c| {
+                let (ks, kd) = (k(c.from_subsystem), k(c.to_subsystem));
+                (ks % kd != 0 && kd % ks != 0)
+                    .then(|| (c.to_subsystem, c.from_subsystem, ks / gcd(ks, kd) * kd))
+            })
+            .collect();
+        if pairs.is_empty() {
+            return None;
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let held = pairs
+            .iter()
+            .map(|&(_, s, _)| sys.buffers()[s].y.clone())
+            .collect();
+        let mut dests: Vec<Dest> = Vec::new();
+        for (p, &(d, _, _)) in pairs.iter().enumerate() {
+            match dests.last_mut() {
+                Some(last) if last.sub == d => last.pairs.end = p + 1,
+                _ => dests.push(Dest {
+                    sub: d,
+                    pairs: p..p + 1,
+                    u: sys.buffers()[d].u.clone(),
+                    holding: false,
+                }),
+            }
+        }
+        Some(Holds { pairs, held, dests })
+    }
+
+    /// The exchange after the publications that end the macro step whose
+    /// end is `done` macro steps from the start: every input from the
+    /// published outputs, but those of each held pair's destination from
+    /// the held outputs, renewed where `done` is a multiple of the lcm.
+    fn exchange(&mut self, sys: &mut System, done: u64) {
+        for (p, &(_, s, lcm)) in self.pairs.iter().enumerate() {
+            if done.is_multiple_of(lcm) {
+                self.held[p].copy_from_slice(&sys.buffers()[s].y);
+            }
+        }
+        // The held destinations' inputs first (evaluating the functions
+        // upstream of them from the held outputs), then every input from
+        // the published outputs (which leaves the functions' values those
+        // of the published outputs), then the held ones back.
+        for dest in &mut self.dests {
+            dest.holding = self.pairs[dest.pairs.clone()]
+                .iter()
+                .any(|&(_, _, lcm)| !done.is_multiple_of(lcm));
+            if !dest.holding {
+                continue;
+            }
+            for p in dest.pairs.clone() {
+                std::mem::swap(&mut sys.buffers_mut(self.pairs[p].1).y, &mut self.held[p]);
+            }
+            sys.exchange_into(dest.sub);
+            for p in dest.pairs.clone() {
+                std::mem::swap(&mut sys.buffers_mut(self.pairs[p].1).y, &mut self.held[p]);
+            }
+            dest.u.copy_from_slice(&sys.buffers()[dest.sub].u);
+        }
+        sys.exchange_all();
+        for dest in &self.dests {
+            if dest.holding {
+                sys.buffers_mut(dest.sub).u.copy_from_slice(&dest.u);
+            }
+        }
+    }
 }
 
 impl FixedStep {
@@ -120,6 +249,10 @@ impl Master for FixedStep {
             n: 0,
             publish_at: vec![None; sys.len()],
             single_rate: sys.step_multiples().iter().all(|&k| k <= 1),
+            holds: match self.scheme {
+                Scheme::Jacobi => Holds::new(sys),
+                Scheme::GaussSeidel(_) => None,
+            },
         });
         Ok(())
     }
@@ -168,8 +301,17 @@ impl Master for FixedStep {
                 }
             }
         }
-        run.stepper
-            .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
+        match &mut run.holds {
+            None => run
+                .stepper
+                .step(sys, &mut run.inputs, &run.plan, t, t_next)?,
+            Some(holds) => {
+                run.stepper
+                    .step_exchanging(sys, &mut run.inputs, &run.plan, t, t_next, |sys| {
+                        holds.exchange(sys, n + 1)
+                    })?
+            }
+        }
         run.n += 1;
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;

@@ -71,6 +71,23 @@ impl Stepper {
         t: f64,
         t_next: f64,
     ) -> Result<()> {
+        self.step_exchanging(sys, inputs, plan, t, t_next, |sys| {
+            sys.exchange_all();
+        })
+    }
+
+    /// [`Stepper::step`] with the exchange at `t_next` done by `exchange`
+    /// (after the publications, before the inputs are recorded) instead of
+    /// [`System::exchange_all`].
+    pub fn step_exchanging(
+        &mut self,
+        sys: &mut System,
+        inputs: &mut InputExtrapolation,
+        plan: &StepPlan,
+        t: f64,
+        t_next: f64,
+        exchange: impl FnOnce(&mut System),
+    ) -> Result<()> {
         match &self.scheme {
             Scheme::Jacobi => {
                 for s in 0..sys.len() {
@@ -107,7 +124,7 @@ impl Stepper {
                 }
             }
         }
-        sys.exchange_all();
+        exchange(sys);
         sys.set_time(t_next);
         inputs.record(sys, t_next);
         Ok(())
