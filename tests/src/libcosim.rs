@@ -77,16 +77,25 @@ pub fn strip_unit(h: &str) -> &str {
 /// in libcosim until `stop` and returns its trace (see the script's doc for
 /// what the rows hold) and the macro steps it took, in nanoseconds.
 pub fn run(system: &Path, stop: f64, ssp: bool, dir: &Path) -> (Trace, Vec<i64>) {
+    run_with(system, stop, if ssp { &["--ssp"] } else { &[] }, dir)
+}
+
+/// As [`run`] for an OSP file with ECCO, the execution built through
+/// libcosim's C API as its OSP loader would build it (`--api`: libcosim
+/// 0.11.2 refuses files with two or more power bonds).
+pub fn run_api(system: &Path, stop: f64, dir: &Path) -> (Trace, Vec<i64>) {
+    run_with(system, stop, &["--api"], dir)
+}
+
+fn run_with(system: &Path, stop: f64, extra: &[&str], dir: &Path) -> (Trace, Vec<i64>) {
     crate::fmus();
     let out = dir.join("libcosim.csv");
     let mut cmd = Command::new(crate::python());
     cmd.arg(crate::root().join("tests/python/libcosim_run.py"))
         .arg(system)
         .arg(&out)
-        .args(["--stop", &stop.to_string()]);
-    if ssp {
-        cmd.arg("--ssp");
-    }
+        .args(["--stop", &stop.to_string()])
+        .args(extra);
     let o = cmd.output().expect("running tests/python/libcosim_run.py");
     assert!(
         o.status.success(),

@@ -106,6 +106,10 @@ pub(crate) struct MasterDraft {
     pub discover_bonds: Option<Val<bool>>,
     pub tolerance: Option<Val<f64>>,
     pub energy_scale: Option<Val<f64>>,
+    /// ECCO as libcosim computes it (`energy_reference =
+    /// "largest-residual"`, `[master.controller] variant = "libcosim"`),
+    /// from the `<Algorithm>` at this place.
+    pub libcosim_ecco: Option<Src>,
     /// `(key, value)` of `[master.controller]`.
     pub controller: Vec<(&'static str, Val<f64>)>,
 }

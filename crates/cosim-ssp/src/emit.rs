@@ -115,6 +115,17 @@ impl Out<'_> {
         self.text("\n");
     }
 
+    /// `key = "value"  # file:line`, mapped to `src`.
+    fn line_str(&mut self, key: &str, v: &str, src: Src) {
+        let start = self.s.len();
+        self.text(key);
+        self.text(" = ");
+        self.mapped(&toml_string(v), src);
+        self.map.push(start, self.s.len(), src);
+        self.comment_place(src);
+        self.text("\n");
+    }
+
     /// `key = value  # origin`, mapped to `src`.
     fn line_f64_origin(&mut self, key: &str, v: f64, src: Src, origin: &str) {
         let start = self.s.len();
@@ -315,6 +326,7 @@ impl Out<'_> {
             || m.discover_bonds.is_some()
             || m.tolerance.is_some()
             || m.energy_scale.is_some()
+            || m.libcosim_ecco.is_some()
             || !m.controller.is_empty();
         if any_master {
             let header_start = o.s.len() + 1;
@@ -354,10 +366,16 @@ impl Out<'_> {
             if let Some(v) = &m.energy_scale {
                 o.line_f64("energy_scale", v.value, v.src);
             }
-            if !m.controller.is_empty() {
+            if let Some(src) = m.libcosim_ecco {
+                o.line_str("energy_reference", "largest-residual", src);
+            }
+            if !m.controller.is_empty() || m.libcosim_ecco.is_some() {
                 let _ = writeln!(o.s, "\n[{prefix}master.controller]");
                 for (k, v) in &m.controller {
                     o.line_f64(k, v.value, v.src);
+                }
+                if let Some(src) = m.libcosim_ecco {
+                    o.line_str("variant", "libcosim", src);
                 }
             }
         }

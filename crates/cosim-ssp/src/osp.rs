@@ -1414,6 +1414,9 @@ impl Reader<'_> {
             }
             "ecco" => {
                 self.draft.master.kind = Some(Val::new("ecco", algorithm.src));
+                // libcosim's indicator and step rules, so that the run is
+                // libcosim's (docs/ssp.md).
+                self.draft.master.libcosim_ecco = Some(algorithm.src);
                 if let Some(b) = &self.base_step {
                     self.ctx.note(
                         b.src,
@@ -1463,6 +1466,23 @@ impl Reader<'_> {
             let Some(x) = self.ctx.f64_text(f, c) else {
                 continue;
             };
+            // libcosim reads the step sizes with `to_duration`: truncated
+            // to whole nanoseconds.
+            let x = match *key {
+                "step" | "dt_min" | "dt_max" => {
+                    let ns = (x * 1e9).trunc() / 1e9;
+                    if ns != x && ns > 0.0 {
+                        self.ctx.note(
+                            c.text_src(f),
+                            format!("{x} s is not a whole number of nanoseconds: {ns} s, as libcosim truncates it"),
+                        );
+                        ns
+                    } else {
+                        x
+                    }
+                }
+                _ => x,
+            };
             let v = Val::new(x, c.text_src(f));
             match *key {
                 "step" => self.draft.master.step = Some(v),
@@ -1494,7 +1514,7 @@ impl Reader<'_> {
                 );
                 return;
             }
-            self.draft.master.energy_scale = Some(Val::new(a.value / rel, a.src));
+            self.draft.master.energy_scale = Some(Val::new(energy_scale_for(a.value, rel), a.src));
         }
     }
 
@@ -1799,4 +1819,21 @@ fn read_group(e: &Elem) -> Group {
 /// The dimension of a function draft (1 for a Sum).
 fn dimension_value(f: &FuncDraft) -> u32 {
     f.dimension.as_ref().map_or(1, |d| d.value)
+}
+
+/// The energy scale `E0` for libcosim's tolerances: `abs / rel`, moved by
+/// an ulp or two when needed so that `rel * E0` is `abs` exactly (cosim's
+/// indicator computes libcosim's `abs + rel E` as `r E0 + r E`).
+fn energy_scale_for(abs: f64, rel: f64) -> f64 {
+    let e0 = abs / rel;
+    if !(e0.is_finite() && e0 > 0.0) {
+        return e0;
+    }
+    for k in [0i64, 1, -1, 2, -2, 3, -3] {
+        let x = f64::from_bits(e0.to_bits().wrapping_add_signed(k));
+        if rel * x == abs {
+            return x;
+        }
+    }
+    e0
 }

@@ -517,6 +517,8 @@ fn osp_ecco_configuration_and_power_bonds_map_onto_the_ecco_master() {
         "discover_bonds = false",
         "tolerance = 9.5367431640625e-7",
         "energy_scale = 750.0",
+        "energy_reference = \"largest-residual\"",
+        "variant = \"libcosim\"",
         "alpha = 0.8",
         "dt_min = 0.0001",
         "dt_max = 0.01",
