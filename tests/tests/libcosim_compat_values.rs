@@ -5,9 +5,11 @@
 //! libcosimpy), compared value by value, bit for bit, at every macro step:
 //!
 //! - `tests/python/osp/initial_values`: OSP `<InitialValue>`s of type Real,
-//!   Integer and Boolean (no project FMI 2.0 FMU has a String variable) on
-//!   parameters and on inputs that are not connected, and two values for
-//!   one variable (libcosim keeps the last);
+//!   Integer, Boolean and String on parameters and on inputs that are not
+//!   connected, and two values for one variable (libcosim keeps the last).
+//!   The Strings (on the `Greeting` FMU: `prefix`, `name`) are traced by
+//!   neither tool; they show in the FMU's numeric outputs `length` and
+//!   `checksum` of `message = prefix + ", " + name`;
 //! - `tests/python/ssp/parameters/SystemStructure.ssd`, as a directory and
 //!   packaged as a `.ssp`: inline and `.ssv` parameter sets of Real,
 //!   Integer and Boolean values, Real/Integer/Boolean connections, two
@@ -28,6 +30,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use cosim_models::greeting;
 use cosim_tests::libcosim::{self, Comparison, Trace, compare_exact};
 use cosim_tests::{cosim, fmi2, root};
 
@@ -186,6 +189,24 @@ fn check_osp(o: &Outcome) {
     ] {
         constant(o, name, v);
     }
+    // The Strings reached the FMU in both tools: length and checksum of
+    // prefix + ", " + name, which differ from those of the FMU's start
+    // values ("Hello, world").
+    let default = greeting::message("Hello", "world");
+    for (sim, prefix, name) in [
+        ("greeting", "Grüß Gott", "world"),
+        ("greeting2", "<Hi & 'all' \"welcome\">", "Zoë"),
+    ] {
+        let message = greeting::message(prefix, name);
+        let length = message.chars().count() as f64;
+        let checksum = greeting::checksum(&message);
+        assert_ne!(length, default.chars().count() as f64, "{sim}");
+        assert_ne!(checksum, greeting::checksum(&default), "{sim}");
+        constant(o, &format!("{sim}.length"), length);
+        constant(o, &format!("{sim}.checksum"), checksum);
+    }
+    assert_eq!(o.cosim.values("greeting.length")[0], 16.0);
+    assert_eq!(o.cosim.values("greeting2.length")[0], 27.0);
     assert!(
         o.stderr
             .contains("warning: a second initial value of 'tau' on simulator 'room2'"),

@@ -25,6 +25,7 @@
 //! `noSetFMUStatePriorToCurrentPoint = true`.
 
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::caps::{Capabilities, FmiVersion, Quirk, token};
@@ -259,6 +260,8 @@ pub struct Snapshot {
     time: f64,
     start_time: f64,
     values: Vec<f64>,
+    /// The strings of a model with `String` variables (else empty).
+    strings: Vec<String>,
     inputs: Vec<[f64; MAX_INPUT_ORDER + 1]>,
     last_step_status: Status,
     last_successful_time: f64,
@@ -308,6 +311,10 @@ pub struct Instance {
     /// FMI 3: the last step returned early (`earlyReturn`).
     early_return: bool,
     states: HashMap<usize, Snapshot>,
+    /// The C strings the last `fmi2GetString` / `fmi3GetString` handed
+    /// out: valid until the next such call (the standards ask for "until
+    /// the next call on the instance").
+    c_strings: Vec<CString>,
 }
 
 impl std::fmt::Debug for Instance {
@@ -418,6 +425,7 @@ impl Instance {
             early_return_allowed: false,
             early_return: false,
             states: HashMap::new(),
+            c_strings: Vec::new(),
         };
         inst.reset_values();
         inst
@@ -619,6 +627,9 @@ impl Instance {
             // fmi2SetupExperiment are silently lost.
             for v in self.spec.with_causality(Causality::Parameter) {
                 self.values[v.vr] = v.start.unwrap_or(0.0);
+                if let Some(s) = v.start_string {
+                    self.values.set_str(v.vr, s);
+                }
             }
             self.dirty = true;
         }
@@ -832,17 +843,14 @@ impl Instance {
     ///
     /// In Configuration Mode only structural parameters can be read (an
     /// illegal call sequence for any other variable).
+    /// `String` values are read with [`Instance::get_strings`].
     pub fn get(&mut self, vrs: &[Vr], ty: VarType, out: &mut dyn FnMut(usize, f64)) -> R<()> {
-        for &vr in vrs {
-            let v = self.lookup(vr, ty)?;
-            if self.mode == Mode::Configuration && v.causality != Causality::StructuralParameter {
-                return Err(Fail::sequence(format!(
-                    "{} {} (vr {vr}) cannot be read in state Configuration Mode: only structural parameters can",
-                    v.causality.as_str(),
-                    v.name
-                )));
-            }
+        if ty == VarType::String {
+            return Err(Fail::usage(
+                "String values are not numbers (Instance::get_strings reads them)",
+            ));
         }
+        self.check_readable(vrs, ty)?;
         self.refresh()?;
         let value = |vr: Vr| {
             if vr == TIME {
@@ -877,6 +885,52 @@ impl Instance {
         Ok(())
     }
 
+    /// Checks that every `vr` is a variable of type `ty` that can be read
+    /// in the current state: in Configuration Mode structural parameters
+    /// only (an illegal call sequence for any other variable).
+    fn check_readable(&self, vrs: &[Vr], ty: VarType) -> R<()> {
+        for &vr in vrs {
+            let v = self.lookup(vr, ty)?;
+            if self.mode == Mode::Configuration && v.causality != Causality::StructuralParameter {
+                return Err(Fail::sequence(format!(
+                    "{} {} (vr {vr}) cannot be read in state Configuration Mode: only structural parameters can",
+                    v.causality.as_str(),
+                    v.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `String` values (`fmi2GetString` / `fmi3GetString`), with the
+    /// checks of [`Instance::get`]: `out(i, value)` for each `vrs[i]`.
+    pub fn get_strings(&mut self, vrs: &[Vr], out: &mut dyn FnMut(usize, &str)) -> R<()> {
+        self.check_readable(vrs, VarType::String)?;
+        self.refresh()?;
+        for (i, &vr) in vrs.iter().enumerate() {
+            out(i, self.values.str(vr));
+        }
+        Ok(())
+    }
+
+    /// Reads `String` values as C strings for the C getters: the pointers
+    /// stay valid until the next call of this function on the instance
+    /// (longer than FMI 2.0 and FMI 3.0 promise: until the next call of
+    /// any function of the instance). A NUL inside a value (only a model
+    /// can make one) becomes a space.
+    pub fn get_c_strings(&mut self, vrs: &[Vr], out: &mut [*const std::ffi::c_char]) -> R<()> {
+        let mut held = std::mem::take(&mut self.c_strings);
+        held.clear();
+        self.get_strings(vrs, &mut |_, s| {
+            held.push(CString::new(s.replace('\0', " ")).unwrap_or_default());
+        })?;
+        for (slot, c) in out.iter_mut().zip(&held) {
+            *slot = c.as_ptr();
+        }
+        self.c_strings = held;
+        Ok(())
+    }
+
     /// Checks that every `vr` is a variable of type `ty` that can be set
     /// in the current state ([`settable_in`]), else
     /// `Illegal call sequence: ...` naming the variable and the rule.
@@ -904,7 +958,13 @@ impl Instance {
     /// to `f32` (a finite value beyond the `f32` range is refused); integer
     /// values must be whole and within the type's range
     /// ([`VarType::holds`]), else the call is refused naming the variable.
+    /// `String` values are written with [`Instance::set_strings`].
     pub fn set(&mut self, vrs: &[Vr], ty: VarType, vals: &[f64]) -> R<()> {
+        if ty == VarType::String {
+            return Err(Fail::usage(
+                "String values are not numbers (Instance::set_strings writes them)",
+            ));
+        }
         self.check_settable(vrs, ty)?;
         let mut stored = Vec::with_capacity(vals.len());
         for (&vr, &x) in vrs.iter().zip(vals) {
@@ -1001,6 +1061,38 @@ impl Instance {
             xs.push(x);
         }
         self.set(vrs, ty, &xs)
+    }
+
+    /// Writes `String` values (`fmi2SetString` / `fmi3SetString`;
+    /// all-or-nothing), with the checks of [`Instance::set`]: which
+    /// variables may be set in which state ([`settable_in`]); a tunable
+    /// String parameter set in stepComplete / Step Mode rebuilds the model
+    /// (refused if the factory refuses the new values). A String input
+    /// holds its value until set again (no derivatives).
+    pub fn set_strings(&mut self, vrs: &[Vr], vals: &[&str]) -> R<()> {
+        self.check_settable(vrs, VarType::String)?;
+        let retuned = if self.mode == Mode::StepComplete
+            && vrs.iter().any(|&vr| {
+                self.spec
+                    .variable(vr)
+                    .is_some_and(|v| v.variability == Variability::Tunable)
+            }) {
+            let mut trial = self.values.clone();
+            for (&vr, s) in vrs.iter().zip(vals) {
+                trial.set_str(vr, s);
+            }
+            Some((self.spec.factory)(&trial).map_err(Fail::usage)?)
+        } else {
+            None
+        };
+        if retuned.is_some() {
+            self.model = retuned;
+        }
+        for (&vr, s) in vrs.iter().zip(vals) {
+            self.values.set_str(vr, s);
+        }
+        self.dirty = true;
+        Ok(())
     }
 
     /// `fmi2SetRealInputDerivatives`.
@@ -1384,6 +1476,7 @@ impl Instance {
             time: self.time,
             start_time: self.start_time,
             values: self.values.0.clone(),
+            strings: self.values.strings().to_vec(),
             inputs: self.inputs.raw().to_vec(),
             last_step_status: self.last_step_status,
             last_successful_time: self.last_successful_time,
@@ -1452,7 +1545,8 @@ impl Instance {
         self.mode = snap.mode;
         self.time = snap.time;
         self.start_time = snap.start_time;
-        self.values = Values(snap.values);
+        self.values = Values::from_numbers(snap.values);
+        self.values.set_strings(snap.strings);
         self.inputs = Inputs::from_raw(snap.time, snap.inputs);
         self.last_step_status = snap.last_step_status;
         self.last_successful_time = snap.last_successful_time;
@@ -1559,6 +1653,12 @@ impl Instance {
                 b.extend_from_slice(&x.to_le_bytes());
             }
         }
+        // Strings (a model with String variables only): per vr, the
+        // length in bytes and the UTF-8 bytes.
+        for x in &s.strings {
+            b.extend_from_slice(&(x.len() as u32).to_le_bytes());
+            b.extend_from_slice(x.as_bytes());
+        }
         b
     }
 
@@ -1604,6 +1704,16 @@ impl Instance {
             }
             inputs.push(c);
         }
+        let mut strings = Vec::new();
+        if self.spec.has_strings() {
+            strings.reserve(n);
+            for _ in 0..n {
+                let len = r.u32()? as usize;
+                let text = std::str::from_utf8(r.take(len)?)
+                    .map_err(|_| "corrupt serialized FMU state (a string is not UTF-8)")?;
+                strings.push(text.to_string());
+            }
+        }
         if r.pos != bytes.len() {
             return Err("serialized FMU state has trailing bytes".into());
         }
@@ -1612,6 +1722,7 @@ impl Instance {
             time,
             start_time,
             values,
+            strings,
             inputs,
             last_step_status,
             last_successful_time,

@@ -3,8 +3,9 @@
 //!
 //! What it is for:
 //! - the model API ([`Model`], [`ModelSpec`], [`Variable`], [`Inputs`]):
-//!   Real variables with units, discrete Integer and Boolean inputs,
-//!   outputs and parameters, the FMI 3 only types Float32, Int8, UInt8,
+//!   Real variables with units, discrete Integer, Boolean and String
+//!   inputs, outputs and parameters (Strings held beside the `f64` values,
+//!   [`Values::str`]), the FMI 3 only types Float32, Int8, UInt8,
 //!   Int16, UInt16, UInt32, Int64, UInt64 ([`VarType`]; a model using one
 //!   has an FMI 3 build only, [`ModelSpec::supports`]), FMI 3 structural
 //!   parameters ([`Causality::StructuralParameter`], set in Configuration

@@ -114,7 +114,7 @@ impl Initial {
     }
 }
 
-/// Value type of a variable. All values are stored as `f64`.
+/// Value type of a variable. All values but strings are stored as `f64`.
 ///
 /// - `Real` / `Float32`: the float types; the only ones that can be
 ///   `continuous` (FMI 2.0 sec. 2.2.7, FMI 3.0 sec. 2.4.7.4) and carry a
@@ -128,6 +128,13 @@ impl Initial {
 ///   [`VarType::bounds`]); the C setters refuse the others with `Error`
 ///   instead of rounding them.
 /// - `Boolean`: stored as 0.0 (false) / 1.0 (true).
+/// - `String` (FMI 2 and FMI 3): stored beside the numbers as a Rust
+///   `String` ([`Values::str`], [`Values::set_str`]), start value
+///   [`Variable::start_string`]; read and written with `fmi2GetString` /
+///   `fmi2SetString`, `fmi3GetString` / `fmi3SetString`
+///   ([`crate::Instance::get_strings`], [`crate::Instance::set_strings`]);
+///   never continuous, no unit, no min / max, no derivatives. Its `f64`
+///   slot is unused (0).
 ///
 /// `Float32`, `Int8`, `UInt8`, `Int16`, `UInt16`, `UInt32`, `Int64` and
 /// `UInt64` exist in FMI 3 only: a model with a variable of one of them has
@@ -156,14 +163,17 @@ pub enum VarType {
     Int64,
     /// `UInt64` (FMI 3 only); see the type's doc for the values held exactly.
     UInt64,
+    /// `String` (FMI 2 and FMI 3): text, held beside the numbers.
+    String,
 }
 
 impl VarType {
     /// Every type, FMI 2 ones first.
-    pub const ALL: [VarType; 11] = [
+    pub const ALL: [VarType; 12] = [
         VarType::Real,
         VarType::Integer,
         VarType::Boolean,
+        VarType::String,
         VarType::Float32,
         VarType::Int8,
         VarType::UInt8,
@@ -175,22 +185,24 @@ impl VarType {
     ];
 
     /// The element name in FMI 2 `modelDescription.xml` (`Real`, `Integer`,
-    /// `Boolean`). The FMI 3 only types have none: for them (in messages)
-    /// their FMI 3 name.
+    /// `Boolean`, `String`). The FMI 3 only types have none: for them (in
+    /// messages) their FMI 3 name.
     pub fn fmi2_name(self) -> &'static str {
         match self {
             VarType::Real => "Real",
             VarType::Integer => "Integer",
             VarType::Boolean => "Boolean",
+            VarType::String => "String",
             other => other.fmi3_name(),
         }
     }
 
     /// The element name in FMI 3 `modelDescription.xml` (`Float64`, `Int32`,
-    /// `Boolean`, `Float32`, `Int8`, `UInt8`, `Int16`, `UInt16`, `UInt32`,
-    /// `Int64`, `UInt64`).
+    /// `Boolean`, `String`, `Float32`, `Int8`, `UInt8`, `Int16`, `UInt16`,
+    /// `UInt32`, `Int64`, `UInt64`).
     pub fn fmi3_name(self) -> &'static str {
         match self {
+            VarType::String => "String",
             VarType::Real => "Float64",
             VarType::Integer => "Int32",
             VarType::Boolean => "Boolean",
@@ -205,9 +217,12 @@ impl VarType {
         }
     }
 
-    /// True for the types FMI 2 has (`Real`, `Integer`, `Boolean`).
+    /// True for the types FMI 2 has (`Real`, `Integer`, `Boolean`, `String`).
     pub fn in_fmi2(self) -> bool {
-        matches!(self, VarType::Real | VarType::Integer | VarType::Boolean)
+        matches!(
+            self,
+            VarType::Real | VarType::Integer | VarType::Boolean | VarType::String
+        )
     }
 
     /// True for the float types (`Real` / `Float64`, `Float32`).
@@ -220,9 +235,9 @@ impl VarType {
         self.bounds().is_some()
     }
 
-    /// True for the types that are not float types (integers, `Boolean`):
-    /// the types exchanged at communication points only (variability
-    /// `discrete`, `fixed` or `constant`), without unit.
+    /// True for the types that are not float types (integers, `Boolean`,
+    /// `String`): the types exchanged at communication points only
+    /// (variability `discrete`, `fixed` or `constant`), without unit.
     pub fn is_discrete(self) -> bool {
         !self.is_float()
     }
@@ -243,7 +258,9 @@ impl VarType {
             VarType::UInt32 => (0.0, f64::from(u32::MAX)),
             VarType::Int64 => (-TWO_63, TWO_63.next_down()),
             VarType::UInt64 => (0.0, TWO_64.next_down()),
-            VarType::Real | VarType::Boolean | VarType::Float32 => return None,
+            VarType::Real | VarType::Boolean | VarType::Float32 | VarType::String => {
+                return None;
+            }
         };
         Some((lo, hi))
     }
@@ -251,10 +268,11 @@ impl VarType {
     /// Whether a variable of this type can have the stored value `x`:
     /// integers whole and within [`VarType::bounds`], `Float32` values that
     /// are `f32` values (NaN and infinities included), Booleans 0 or 1,
-    /// `Real` anything.
+    /// `Real` anything; `String` only 0 (its `f64` slot is unused).
     pub fn holds(self, x: f64) -> bool {
         match self {
             VarType::Real => true,
+            VarType::String => x == 0.0,
             VarType::Float32 => x.is_nan() || f64::from(x as f32) == x,
             VarType::Boolean => x == 0.0 || x == 1.0,
             _ => self
@@ -277,6 +295,7 @@ impl VarType {
             VarType::UInt32 => "u32",
             VarType::Int64 => "i64",
             VarType::UInt64 => "u64",
+            VarType::String => "s",
         }
     }
 }
@@ -317,8 +336,12 @@ pub struct Variable {
     pub initial: Option<Initial>,
     /// Value type.
     pub ty: VarType,
-    /// Start value (inputs, parameters).
+    /// Start value (inputs, parameters); `None` for a `String` variable,
+    /// whose start value is [`Variable::start_string`].
     pub start: Option<f64>,
+    /// The start value of a `String` variable (inputs, parameters);
+    /// `None` for every other type.
+    pub start_string: Option<&'static str>,
     /// Unit.
     pub unit: Option<Unit>,
     /// `quantity`; defaults to the unit's quantity.
@@ -348,6 +371,7 @@ impl Variable {
             initial: None,
             ty: VarType::Real,
             start: None,
+            start_string: None,
             unit: None,
             quantity: None,
             description,
@@ -478,6 +502,59 @@ impl Variable {
             variability: Variability::Discrete,
             ..Self::output(vr, name, description)
         }
+    }
+
+    /// A fixed String parameter with a start value
+    /// (`<String start="..."/>` in FMI 2, `<String ...><Start value="..."/></String>`
+    /// in FMI 3). The model reads it with [`Values::str`].
+    pub fn string_parameter(
+        vr: Vr,
+        name: &'static str,
+        start: &'static str,
+        description: &'static str,
+    ) -> Self {
+        Variable {
+            ty: VarType::String,
+            start: None,
+            start_string: Some(start),
+            ..Self::parameter(vr, name, 0.0, description)
+        }
+    }
+
+    /// A discrete String input with a start value (set with
+    /// `fmi2SetString` / `fmi3SetString`, held until set again; no
+    /// derivatives, no intermediate update).
+    pub fn string_input(
+        vr: Vr,
+        name: &'static str,
+        start: &'static str,
+        description: &'static str,
+    ) -> Self {
+        Variable {
+            ty: VarType::String,
+            variability: Variability::Discrete,
+            start: None,
+            start_string: Some(start),
+            ..Self::base(vr, name, Causality::Input, description)
+        }
+    }
+
+    /// A discrete String output, calculated by the model (no start value;
+    /// the model writes it with [`Values::set_str`]).
+    pub fn string_output(vr: Vr, name: &'static str, description: &'static str) -> Self {
+        Variable {
+            ty: VarType::String,
+            variability: Variability::Discrete,
+            ..Self::output(vr, name, description)
+        }
+    }
+
+    /// Sets the start value of a `String` variable (an output or local with
+    /// `initial` exact or approx, a constant).
+    pub fn start_str(mut self, start: &'static str) -> Self {
+        self.start = None;
+        self.start_string = Some(start);
+        self
     }
 
     /// Sets the value type, for the types without a constructor of their
@@ -784,14 +861,29 @@ impl ModelSpec {
         self.variables.iter().filter(move |v| v.causality == c)
     }
 
-    /// The start values of all variables (0 where there is none).
+    /// Whether the model has `String` variables (whose values
+    /// [`Values`] holds beside the numbers).
+    pub fn has_strings(&self) -> bool {
+        self.variables.iter().any(|v| v.ty == VarType::String)
+    }
+
+    /// The start values of all variables (0 / "" where there is none).
+    /// Strings are held only for a model with `String` variables.
     pub fn start_values(&self) -> Values {
-        Values(
+        let mut values = Values::from_numbers(
             self.variables
                 .iter()
                 .map(|v| v.start.unwrap_or(0.0))
                 .collect(),
-        )
+        );
+        if self.has_strings() {
+            values.1 = self
+                .variables
+                .iter()
+                .map(|v| v.start_string.unwrap_or("").to_string())
+                .collect();
+        }
+        values
     }
 
     /// Checks the spec is consistent: dense value references starting at
@@ -819,7 +911,26 @@ impl ModelSpec {
                     v.effective_initial(),
                     Some(Initial::Exact | Initial::Approx)
                 );
-            if needs_start != v.start.is_some() {
+            if v.ty == VarType::String && v.start.is_some() {
+                return Err(format!(
+                    "{}: String {} has a numeric start value (use Variable::start_str)",
+                    self.name, v.name
+                ));
+            }
+            if v.ty != VarType::String && v.start_string.is_some() {
+                return Err(format!(
+                    "{}: {} {} has a string start value but is no String",
+                    self.name,
+                    v.ty.fmi3_name(),
+                    v.name
+                ));
+            }
+            let has_start = if v.ty == VarType::String {
+                v.start_string.is_some()
+            } else {
+                v.start.is_some()
+            };
+            if needs_start != has_start {
                 return Err(format!(
                     "{}: variable {} start value presence is wrong",
                     self.name, v.name
@@ -860,7 +971,7 @@ impl ModelSpec {
             }
             for (what, bound) in [("min", v.min), ("max", v.max)] {
                 if let Some(b) = bound
-                    && v.ty != VarType::Boolean
+                    && !matches!(v.ty, VarType::Boolean | VarType::String)
                     && !v.ty.holds(b)
                 {
                     return Err(format!(
@@ -932,10 +1043,14 @@ impl ModelSpec {
                     v.name
                 ));
             }
-            if v.ty == VarType::Boolean && (v.min.is_some() || v.max.is_some()) {
+            if matches!(v.ty, VarType::Boolean | VarType::String)
+                && (v.min.is_some() || v.max.is_some())
+            {
                 return Err(format!(
-                    "{}: Boolean {} cannot have min / max",
-                    self.name, v.name
+                    "{}: {} {} cannot have min / max",
+                    self.name,
+                    v.ty.fmi2_name(),
+                    v.name
                 ));
             }
             if !v.dependencies.is_empty() && v.causality != Causality::Output {
@@ -1006,6 +1121,11 @@ impl ModelSpec {
             h.str(v.variability.as_str());
             h.str(v.ty.hash_tag());
             h.bytes(&v.start.unwrap_or(f64::NAN).to_bits().to_le_bytes());
+            // Only String variables have one: the hashes of models without
+            // are what they were before String variables existed.
+            if let Some(s) = v.start_string {
+                h.str(s);
+            }
             h.str(v.unit.map(|u| u.name).unwrap_or(""));
             for (d, k) in &v.dependencies {
                 h.bytes(&d.to_le_bytes());
@@ -1043,11 +1163,51 @@ impl Fnv {
     }
 }
 
-/// All variable values, indexed by value reference.
+/// All variable values, indexed by value reference: the numbers (`.0`,
+/// every type but `String`, see [`VarType`]) and, for a model with
+/// `String` variables, the strings ([`Values::str`], [`Values::set_str`];
+/// empty, without allocation, for a model without).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Values(pub Vec<f64>);
+pub struct Values(pub Vec<f64>, Vec<String>);
 
 impl Values {
+    /// Values of a model without `String` variables.
+    pub fn from_numbers(numbers: Vec<f64>) -> Self {
+        Values(numbers, Vec::new())
+    }
+
+    /// The value of a `String` variable ("" for any other vr).
+    pub fn str(&self, vr: Vr) -> &str {
+        self.1.get(vr as usize).map_or("", String::as_str)
+    }
+
+    /// Sets the value of a `String` variable (reusing its buffer).
+    pub fn set_str(&mut self, vr: Vr, s: &str) {
+        let slot = self.str_mut(vr);
+        slot.clear();
+        slot.push_str(s);
+    }
+
+    /// The value of a `String` variable, to write in place.
+    pub fn str_mut(&mut self, vr: Vr) -> &mut String {
+        let i = vr as usize;
+        if i >= self.1.len() {
+            self.1.resize(i + 1, String::new());
+        }
+        &mut self.1[i]
+    }
+
+    /// Every string, indexed by value reference (empty for a model without
+    /// `String` variables).
+    pub fn strings(&self) -> &[String] {
+        &self.1
+    }
+
+    /// Replaces every string (FMU-state restore).
+    pub(crate) fn set_strings(&mut self, strings: Vec<String>) {
+        self.1 = strings;
+    }
+
     /// Number of values.
     pub fn len(&self) -> usize {
         self.0.len()

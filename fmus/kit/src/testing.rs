@@ -94,8 +94,9 @@ pub fn set(inst: &mut Instance, vrs: &[Vr], vals: &[f64]) -> R<()> {
     inst.set(vrs, VarType::Real, vals)
 }
 
-/// Reads values of any types: each with the type its variable is declared
-/// with (Booleans as 0.0 / 1.0).
+/// Reads values of any numeric types: each with the type its variable is
+/// declared with (Booleans as 0.0 / 1.0; a `String` variable is refused,
+/// see [`get_str`]).
 pub fn get_any(inst: &mut Instance, vrs: &[Vr]) -> R<Vec<f64>> {
     let spec = inst.spec;
     let mut out = Vec::with_capacity(vrs.len());
@@ -130,6 +131,18 @@ pub fn set_int(inst: &mut Instance, vr: Vr, x: i32) -> R<()> {
 /// Sets one Boolean value.
 pub fn set_bool(inst: &mut Instance, vr: Vr, b: bool) -> R<()> {
     inst.set(&[vr], VarType::Boolean, &[crate::model::bool_value(b)])
+}
+
+/// Reads one String value.
+pub fn get_str(inst: &mut Instance, vr: Vr) -> R<String> {
+    let mut x = String::new();
+    inst.get_strings(&[vr], &mut |_, v| x = v.to_string())?;
+    Ok(x)
+}
+
+/// Sets one String value.
+pub fn set_str(inst: &mut Instance, vr: Vr, s: &str) -> R<()> {
+    inst.set_strings(&[vr], &[s])
 }
 
 /// An [`InputSource`] for tests, standing in for an FMI 3 importer's

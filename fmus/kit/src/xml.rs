@@ -19,6 +19,7 @@ pub fn escape(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
             '\t' => out.push_str("&#9;"),
             c => out.push(c),
         }
@@ -127,9 +128,10 @@ fn type_attrs(v: &Variable) -> String {
         // holds every Int64 and UInt64 value.
         _ => format!("{}", x as i128),
     };
-    // The Boolean element has no min / max (FMI 2 fmi2ScalarVariable.xsd,
-    // FMI 3 fmi3Variable.xsd); `ModelSpec::check` refuses them.
-    if v.ty != VarType::Boolean {
+    // The Boolean and String elements have no min / max (FMI 2
+    // fmi2ScalarVariable.xsd, FMI 3 fmi3Variable.xsd); `ModelSpec::check`
+    // refuses them.
+    if !matches!(v.ty, VarType::Boolean | VarType::String) {
         if let Some(m) = v.min {
             let _ = write!(a, " min=\"{}\"", fmt(m));
         }
@@ -141,6 +143,12 @@ fn type_attrs(v: &Variable) -> String {
         let _ = write!(a, " start=\"{}\"", fmt(s));
     }
     a
+}
+
+/// FMI 2: the attributes of the `<String>` element (its start value).
+fn fmi2_string_attrs(v: &Variable) -> String {
+    v.start_string
+        .map_or(String::new(), |s| format!(" start=\"{}\"", escape(s)))
 }
 
 fn dependency_attrs(v: &Variable, index_of: &dyn Fn(u32) -> u32) -> String {
@@ -232,7 +240,12 @@ fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
     for (i, v) in spec.variables.iter().enumerate() {
         let _ = writeln!(out, "    <!-- index {} -->", i + 1);
         let _ = writeln!(out, "    <ScalarVariable {}>", common_attrs(v));
-        let _ = writeln!(out, "      <{}{}/>", v.ty.fmi2_name(), type_attrs(v));
+        let attrs = if v.ty == VarType::String {
+            fmi2_string_attrs(v)
+        } else {
+            type_attrs(v)
+        };
+        let _ = writeln!(out, "      <{}{attrs}/>", v.ty.fmi2_name());
         out.push_str("    </ScalarVariable>\n");
     }
     out.push_str("  </ModelVariables>\n");
@@ -313,6 +326,21 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         } else {
             ""
         };
+        if v.ty == VarType::String {
+            // FMI 3.0 fmi3Variable.xsd: a String's start value is a
+            // <Start value="..."/> child (one per element of an array).
+            match v.start_string {
+                Some(s) => {
+                    let _ = writeln!(out, "    <String {}>", common_attrs(v));
+                    let _ = writeln!(out, "      <Start value=\"{}\"/>", escape(s));
+                    out.push_str("    </String>\n");
+                }
+                None => {
+                    let _ = writeln!(out, "    <String {}/>", common_attrs(v));
+                }
+            }
+            continue;
+        }
         let _ = writeln!(
             out,
             "    <{} {}{intermediate}{}/>",

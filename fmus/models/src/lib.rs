@@ -8,16 +8,18 @@
 //! - [`registry()`]: every model's [`ModelSpec`];
 //! - [`generic`], [`quarter_car`] (B1), [`b2`], [`three_mass`] (B3),
 //!   [`two_mass`] (B4), [`oscillator`] (B5), [`thermostat`] (discrete
-//!   Integer / Boolean coupling), [`type_mirror`] (FMI 3 only: the FMI 3
-//!   types FMI 2 lacks), [`structural_gain`] (FMI 3 only: a structural
-//!   parameter, set in Configuration Mode): the models, each in a module
-//!   with its value references as constants;
+//!   Integer / Boolean coupling), [`greeting`] (String parameter, input
+//!   and output, with numeric outputs that show them), [`type_mirror`]
+//!   (FMI 3 only: the FMI 3 types FMI 2 lacks), [`structural_gain`] (FMI 3
+//!   only: a structural parameter, set in Configuration Mode): the models,
+//!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
 pub mod b2;
 mod ffi;
 pub mod generic;
+pub mod greeting;
 pub mod oscillator;
 pub mod quarter_car;
 pub mod reference;
@@ -66,6 +68,7 @@ pub fn registry() -> &'static [ModelSpec] {
             oscillator::spring_damper::spec(),
             thermostat::room::spec(),
             thermostat::controller::spec(),
+            greeting::spec(),
             type_mirror::spec(),
             structural_gain::spec(),
         ]

@@ -3,7 +3,8 @@
 
 use fmu_kit::instance::{Cap, Mode};
 use fmu_kit::testing::{
-    get, get_any, get_bool, get_int, get1, initialized, instance, set, set_bool, set_int,
+    get, get_any, get_bool, get_int, get_str, get1, initialized, instance, set, set_bool, set_int,
+    set_str,
 };
 use fmu_kit::{
     Capabilities, Causality, FmiVersion, Instance, ModelSpec, Status, VarType, Variant, Vr,
@@ -19,10 +20,6 @@ fn model(name: &str) -> &'static ModelSpec {
         Some(s) => s,
         None => panic!("no model {name}"),
     }
-}
-
-fn vrs(spec: &ModelSpec, c: Causality) -> Vec<Vr> {
-    spec.with_causality(c).map(|v| v.vr).collect()
 }
 
 /// The Real variables of a causality (derivatives exist for these only).
@@ -67,7 +64,7 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 26);
+    assert_eq!(registry().len(), 27);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror (FMI 3 only types) and StructuralGain (a
@@ -433,7 +430,7 @@ fn bad_parameters_are_refused_with_their_name() {
 
 /// Sets every input from `k`: Real / Float32 inputs to k (0.3 + 0.1 i)
 /// (Float32 rounded), integer inputs to round(100 k) mod 3, Boolean inputs
-/// to round(100 k) odd.
+/// to round(100 k) odd, String inputs to "in<i>:<round(100 k)>".
 fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
     let n = (100.0 * k).round() as i32;
     for (i, v) in s.with_causality(Causality::Input).enumerate() {
@@ -442,15 +439,19 @@ fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
             VarType::Integer => ok(set_int(inst, v.vr, n.rem_euclid(3))),
             VarType::Boolean => ok(set_bool(inst, v.vr, n % 2 == 1)),
             VarType::Float32 => set_typed(inst, s, v.vr, k * (0.3 + 0.1 * i as f64)),
+            VarType::String => ok(set_str(inst, v.vr, &format!("in{i}:{n}"))),
             _ => set_typed(inst, s, v.vr, f64::from(n.rem_euclid(3))),
         }
     }
 }
 
+/// The numeric outputs and locals (`String` ones show through the
+/// numbers a model derives from them, e.g. `Greeting.length`).
 fn observed(s: &ModelSpec) -> Vec<Vr> {
     s.variables
         .iter()
         .filter(|v| matches!(v.causality, Causality::Output | Causality::Local))
+        .filter(|v| v.ty != VarType::String)
         .map(|v| v.vr)
         .collect()
 }
@@ -876,9 +877,31 @@ fn outputs_without_declared_feed_through_ignore_inputs_until_the_step() {
         let mut inst = ok(initialized(s, version_of(s), &[])).0;
         set_all_inputs(&mut inst, s, 1.0);
         step(&mut inst, s.experiment.step_size);
-        let outs = vrs(s, Causality::Output);
+        let outs: Vec<Vr> = s
+            .with_causality(Causality::Output)
+            .filter(|v| v.ty != VarType::String)
+            .map(|v| v.vr)
+            .collect();
         for v in s.with_causality(Causality::Input) {
             let before = ok(get_any(&mut inst, &outs));
+            if v.ty == VarType::String {
+                let x = ok(get_str(&mut inst, v.vr));
+                ok(set_str(&mut inst, v.vr, &format!("{x}!")));
+                let after = ok(get_any(&mut inst, &outs));
+                for (k, &o) in outs.iter().enumerate() {
+                    let declared = s
+                        .variable(o)
+                        .is_some_and(|out| out.dependencies.iter().any(|d| d.0 == v.vr));
+                    assert_eq!(
+                        before[k].to_bits() == after[k].to_bits(),
+                        !declared,
+                        "{}: output vr {o} with input {}",
+                        s.name,
+                        v.name
+                    );
+                }
+                continue;
+            }
             let x = ok(get_any(&mut inst, &[v.vr]))[0];
             // A change of every type: Real / Float32 + 0.5, integers + 1,
             // Boolean flipped.
@@ -1863,5 +1886,199 @@ mod structural_gain_tests {
         assert_eq!(get_n(&mut other), 4.0);
         step(&mut other, 0.01);
         assert_eq!(ok(get1(&mut other, Y)), 4.0);
+    }
+}
+
+// -------------------------------------------------------------- Greeting
+
+mod greeting_tests {
+    use super::*;
+    use crate::greeting::{CHECKSUM, LENGTH, MESSAGE, NAME, PREFIX, checksum, message};
+    use fmu_kit::xml::model_description;
+    use fmu_kit::{DependencyKind, Variability};
+
+    fn greeting() -> &'static ModelSpec {
+        model("Greeting")
+    }
+
+    /// An instance of `version` set up to the start of Initialization Mode.
+    fn entered(version: FmiVersion) -> Instance {
+        let s = greeting();
+        let (mut inst, _) = instance(s, version, Capabilities::full(s, version));
+        ok(inst.setup_experiment(0.0, None));
+        ok(inst.enter_initialization());
+        inst
+    }
+
+    /// message, length, checksum.
+    fn outputs(inst: &mut Instance) -> (String, i64, f64) {
+        (
+            ok(get_str(inst, MESSAGE)),
+            ok(get_int(inst, LENGTH)),
+            ok(get1(inst, CHECKSUM)),
+        )
+    }
+
+    fn expected(prefix: &str, name: &str) -> (String, i64, f64) {
+        let m = message(prefix, name);
+        let n = m.chars().count() as i64;
+        let c = checksum(&m);
+        (m, n, c)
+    }
+
+    #[test]
+    fn greeting_declares_a_string_parameter_input_and_output_in_both_versions() {
+        let s = greeting();
+        assert!(s.supports(FmiVersion::Fmi2) && s.supports(FmiVersion::Fmi3));
+        let types: Vec<(&str, VarType, Causality, Variability)> = s
+            .variables
+            .iter()
+            .skip(1)
+            .map(|v| (v.name, v.ty, v.causality, v.variability))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                (
+                    "name",
+                    VarType::String,
+                    Causality::Input,
+                    Variability::Discrete
+                ),
+                (
+                    "message",
+                    VarType::String,
+                    Causality::Output,
+                    Variability::Discrete
+                ),
+                (
+                    "length",
+                    VarType::Integer,
+                    Causality::Output,
+                    Variability::Discrete
+                ),
+                (
+                    "checksum",
+                    VarType::Real,
+                    Causality::Output,
+                    Variability::Discrete
+                ),
+                (
+                    "prefix",
+                    VarType::String,
+                    Causality::Parameter,
+                    Variability::Fixed
+                ),
+            ]
+        );
+        for out in [MESSAGE, LENGTH, CHECKSUM] {
+            let v = s.variable(out).map(|v| v.dependencies.clone());
+            assert_eq!(v, Some(vec![(NAME, DependencyKind::Dependent)]));
+        }
+        let x2 = model_description(
+            s,
+            FmiVersion::Fmi2,
+            &Capabilities::full(s, FmiVersion::Fmi2),
+            "Greeting",
+        );
+        assert!(x2.contains("<String start=\"world\"/>"), "{x2}");
+        assert!(x2.contains("<String start=\"Hello\"/>"), "{x2}");
+        let x3 = model_description(
+            s,
+            FmiVersion::Fmi3,
+            &Capabilities::full(s, FmiVersion::Fmi3),
+            "Greeting",
+        );
+        assert!(x3.contains("<Start value=\"world\"/>"), "{x3}");
+        assert!(x3.contains("<Start value=\"Hello\"/>"), "{x3}");
+        assert!(x3.contains("<Int32 name=\"length\""), "{x3}");
+    }
+
+    #[test]
+    fn greeting_outputs_follow_prefix_and_name_in_both_versions() {
+        // 7552 = sum of (i + 1) * code point over "Hello, world".
+        assert_eq!(checksum("Hello, world"), 7552.0);
+        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+            let mut inst = entered(version);
+            assert_eq!(outputs(&mut inst), expected("Hello", "world"));
+            assert_eq!(outputs(&mut inst).1, 12);
+            ok(set_str(&mut inst, PREFIX, "Grüß Gott"));
+            ok(set_str(&mut inst, NAME, "Zoë"));
+            assert_eq!(outputs(&mut inst), expected("Grüß Gott", "Zoë"));
+            assert_eq!(outputs(&mut inst).1, 14, "characters, not bytes");
+            ok(inst.exit_initialization());
+            let h = greeting().experiment.step_size;
+            step(&mut inst, h);
+            assert_eq!(outputs(&mut inst).0, "Grüß Gott, Zoë");
+            // The input acts at once (feed-through) and is held over steps.
+            ok(set_str(&mut inst, NAME, ""));
+            assert_eq!(outputs(&mut inst), expected("Grüß Gott", ""));
+            step(&mut inst, h);
+            step(&mut inst, h);
+            assert_eq!(ok(get_str(&mut inst, NAME)), "");
+            assert_eq!(outputs(&mut inst), expected("Grüß Gott", ""));
+            // The parameter is fixed: refused once initialization ended.
+            let e = inst
+                .set_strings(&[PREFIX], &["Hi"])
+                .err()
+                .map(|e| e.message);
+            assert!(
+                e.as_deref().is_some_and(|m| m.contains(
+                    "Illegal call sequence: parameter prefix (vr 5, variability fixed, initial exact) cannot be set"
+                )),
+                "{e:?}"
+            );
+            // Outputs and wrong types are refused.
+            assert!(inst.set_strings(&[MESSAGE], &["x"]).is_err());
+            assert!(inst.set(&[NAME], VarType::String, &[0.0]).is_err());
+            assert!(inst.set(&[LENGTH], VarType::Integer, &[1.0]).is_err());
+            assert!(get1(&mut inst, MESSAGE).is_err());
+            assert_eq!(ok(get_str(&mut inst, PREFIX)), "Grüß Gott");
+        }
+    }
+
+    #[test]
+    fn greeting_sets_the_prefix_in_instantiated_as_fmpy_and_cosim_do() {
+        let s = greeting();
+        for version in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
+            let (mut inst, _) = instance(s, version, Capabilities::full(s, version));
+            ok(inst.setup_experiment(0.0, None));
+            ok(set_str(&mut inst, PREFIX, "Hi"));
+            ok(set_str(&mut inst, NAME, "there"));
+            ok(inst.enter_initialization());
+            ok(inst.exit_initialization());
+            assert_eq!(outputs(&mut inst), expected("Hi", "there"));
+            // Reset brings the start values back.
+            ok(inst.reset());
+            ok(inst.setup_experiment(0.0, None));
+            ok(inst.enter_initialization());
+            assert_eq!(outputs(&mut inst), expected("Hello", "world"));
+        }
+    }
+
+    #[test]
+    fn greeting_fmu_state_and_serialization_hold_the_strings() {
+        let mut inst = entered(FmiVersion::Fmi2);
+        ok(set_str(&mut inst, PREFIX, "Moin"));
+        ok(inst.exit_initialization());
+        ok(set_str(&mut inst, NAME, "A"));
+        step(&mut inst, 0.01);
+        let id = ok(inst.get_state(None));
+        let mut bytes = vec![0u8; ok(inst.serialized_size(id))];
+        ok(inst.serialize(id, &mut bytes));
+        ok(set_str(&mut inst, NAME, "B"));
+        step(&mut inst, 0.01);
+        assert_eq!(outputs(&mut inst), expected("Moin", "B"));
+        ok(inst.set_state(id));
+        assert_eq!(outputs(&mut inst), expected("Moin", "A"));
+        // Into a fresh instance with the start values.
+        let mut other = ok(initialized(greeting(), FmiVersion::Fmi2, &[])).0;
+        assert_eq!(outputs(&mut other), expected("Hello", "world"));
+        let id2 = ok(other.deserialize(&bytes, None));
+        ok(other.set_state(id2));
+        assert_eq!(outputs(&mut other), expected("Moin", "A"));
+        assert_eq!(ok(get_str(&mut other, PREFIX)), "Moin");
+        // Truncated inside the strings: refused.
+        assert!(other.deserialize(&bytes[..bytes.len() - 2], None).is_err());
     }
 }

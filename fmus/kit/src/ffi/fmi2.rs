@@ -300,16 +300,6 @@ pub unsafe fn get_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_
     })
 }
 
-fn no_variables_of_type(inst: &Instance, vrs: &[u32], type_name: &str) -> R<()> {
-    match vrs.first() {
-        None => Ok(()),
-        Some(vr) => Err(Fail::usage(match inst.spec.variable(*vr) {
-            Some(v) => format!("variable {} (vr {vr}) is not of type {type_name}", v.name),
-            None => format!("unknown value reference {vr}"),
-        })),
-    }
-}
-
 /// `fmi2GetBoolean`: `fmi2True` (1) / `fmi2False` (0).
 ///
 /// # Safety
@@ -324,7 +314,9 @@ pub unsafe fn get_boolean(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_
     })
 }
 
-/// `fmi2GetString` (the models have no String variables).
+/// `fmi2GetString`: the returned strings are owned by the instance and
+/// valid until its next `fmi2GetString` (the standard promises them until
+/// the next call of any function of the instance).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -332,12 +324,12 @@ pub unsafe fn get_string(
     c: *mut c_void,
     vr: *const u32,
     nvr: usize,
-    _v: *mut *const c_char,
+    v: *mut *const c_char,
 ) -> c_int {
     simple(c, "fmi2GetString", M_GET, |inst| {
-        // SAFETY: FMI calling convention.
-        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
-        no_variables_of_type(inst, vrs, "String")
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
+        inst.get_c_strings(vrs, out)
     })
 }
 
@@ -382,7 +374,8 @@ pub unsafe fn set_boolean(c: *mut c_void, vr: *const u32, nvr: usize, v: *const 
     })
 }
 
-/// `fmi2SetString`.
+/// `fmi2SetString`: the strings are copied (NULL or invalid UTF-8 is
+/// refused, changing nothing).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -390,12 +383,15 @@ pub unsafe fn set_string(
     c: *mut c_void,
     vr: *const u32,
     nvr: usize,
-    _v: *const *const c_char,
+    v: *const *const c_char,
 ) -> c_int {
     simple(c, "fmi2SetString", M_SET, |inst| {
-        // SAFETY: FMI calling convention.
-        let vrs = unsafe { slice(vr, nvr, "vr[]")? };
-        no_variables_of_type(inst, vrs, "String")
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, ptrs) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
+        // SAFETY: FMI calling convention: each value is a NUL-terminated
+        // string valid for the call (NULL is refused by `cstr`).
+        let vals = unsafe { super::cstrs(ptrs, "value")? };
+        inst.set_strings(vrs, &vals)
     })
 }
 

@@ -1,7 +1,7 @@
 //! FMI 3.0 functions (called by the exports of
 //! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented, with
 //! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
-//! UInt32, Int64, UInt64 and Boolean (String, Binary and Clock variables do
+//! UInt32, Int64, UInt64, Boolean and String (Binary and Clock variables do
 //! not exist: their functions answer `fmi3Error`), and Configuration Mode
 //! for models with structural parameters; model exchange, scheduled
 //! execution, clocks, event mode and Reconfiguration Mode are exported and
@@ -500,40 +500,53 @@ pub unsafe fn set_boolean(
     })
 }
 
-macro_rules! no_such_type {
-    ($($fname:literal $get:ident $set:ident $t:ty, $tname:literal;)*) => {
-        $(
-            #[doc = concat!("`fmi3Get", $tname, "`: the models have no variables of this type.")]
-            ///
-            /// # Safety
-            /// FMI calling convention.
-            pub unsafe fn $get(i: *mut c_void, vr: *const u32, nvr: usize, _v: *mut $t, n: usize) -> c_int {
-                simple(i, concat!("fmi3Get", $tname), M_GET, |inst| {
-                    check_n(nvr, n)?;
-                    // SAFETY: FMI calling convention.
-                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    no_variables_of_type(inst, vrs, $tname)
-                })
-            }
-
-            #[doc = concat!("`fmi3Set", $tname, "`: the models have no variables of this type.")]
-            ///
-            /// # Safety
-            /// FMI calling convention.
-            pub unsafe fn $set(i: *mut c_void, vr: *const u32, nvr: usize, _v: *const $t, n: usize) -> c_int {
-                simple(i, concat!("fmi3Set", $tname), M_SET, |inst| {
-                    check_n(nvr, n)?;
-                    // SAFETY: FMI calling convention.
-                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    no_variables_of_type(inst, vrs, $tname)
-                })
-            }
-        )*
-    };
+/// `fmi3GetString`: the returned strings are owned by the instance and
+/// valid until its next `fmi3GetString` (the standard promises them until
+/// the next call of any function of the instance).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_string(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *mut *const c_char,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3GetString", M_GET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice_mut(v, n, "values")?,
+            )
+        };
+        inst.get_c_strings(vrs, out)
+    })
 }
 
-no_such_type! {
-    "String" get_string set_string *const c_char, "String";
+/// `fmi3SetString`: the strings are copied (NULL or invalid UTF-8 is
+/// refused, changing nothing).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn set_string(
+    i: *mut c_void,
+    vr: *const u32,
+    nvr: usize,
+    v: *const *const c_char,
+    n: usize,
+) -> c_int {
+    simple(i, "fmi3SetString", M_SET, |inst| {
+        check_n(nvr, n)?;
+        // SAFETY: FMI calling convention: arrays of length nvr (= n).
+        let (vrs, ptrs) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+        // SAFETY: FMI calling convention: each value is a NUL-terminated
+        // string valid for the call (NULL is refused by `cstr`).
+        let vals = unsafe { super::cstrs(ptrs, "values")? };
+        inst.set_strings(vrs, &vals)
+    })
 }
 
 /// `fmi3GetFloat32`: the stored values are `f32` values (rounded when set).

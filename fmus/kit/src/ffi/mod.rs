@@ -28,6 +28,8 @@ mod quirk_tests;
 #[cfg(test)]
 mod strict_tests;
 #[cfg(test)]
+mod strings_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod types_tests;
@@ -288,6 +290,21 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     let c = unsafe { CStr::from_ptr(p) };
     c.to_str()
         .map_err(|_| Fail::usage(format!("{what} is not valid UTF-8")))
+}
+
+/// Reads an importer array of strings (`fmi2String` / `fmi3String`
+/// values): NULL or invalid UTF-8 in any of them is refused, naming it
+/// (`value[1] is NULL`).
+///
+/// # Safety
+/// Each non-NULL pointer must point to a NUL-terminated string valid for
+/// the call.
+pub(crate) unsafe fn cstrs<'a>(ptrs: &[*const c_char], what: &str) -> R<Vec<&'a str>> {
+    ptrs.iter()
+        .enumerate()
+        // SAFETY: the caller's contract, element by element.
+        .map(|(i, &p)| unsafe { cstr(p, &format!("{what}[{i}]")) })
+        .collect()
 }
 
 /// Checks the `instanceName` argument of instantiation: not NULL, valid

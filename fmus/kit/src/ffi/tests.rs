@@ -277,6 +277,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::strict_tests::spec(),
             super::strict_tests::term::spec(),
             super::config_tests::spec(),
+            super::strings_tests::spec(),
         ]
     })
 }

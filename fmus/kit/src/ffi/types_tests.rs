@@ -445,7 +445,7 @@ fn spec_check_enforces_the_new_types_ranges_and_variabilities() {
     // The type is part of the variable hash (and so of the token).
     let hashes: Vec<u64> = VarType::ALL
         .iter()
-        .filter(|t| **t != VarType::Boolean)
+        .filter(|t| !matches!(**t, VarType::Boolean | VarType::String))
         .map(|&t| {
             base()
                 .var(Variable::input(1, "v", 0.0, "").typed(t))
@@ -476,11 +476,15 @@ fn bounds_and_holds_of_every_type() {
     assert!(UInt64.holds(U64_TOP as f64) && !UInt64.holds(TWO_64));
     assert!(Int64.holds(-TWO_63) && !Int64.holds(TWO_63));
     for t in VarType::ALL {
-        assert_eq!(t.in_fmi2(), matches!(t, Real | Integer | Boolean), "{t:?}");
+        assert_eq!(
+            t.in_fmi2(),
+            matches!(t, Real | Integer | Boolean | String),
+            "{t:?}"
+        );
         assert_eq!(t.is_float(), matches!(t, Real | Float32), "{t:?}");
         assert_eq!(
             t.fmi3_name() == t.fmi2_name(),
-            !t.in_fmi2() || t == Boolean,
+            !t.in_fmi2() || t == Boolean || t == String,
             "{t:?}"
         );
     }
