@@ -528,3 +528,98 @@ fn sweep_habits_checked_up_front_and_stale_runs_removed() {
         vec!["000-step=0.001".to_string(), "001-step=0.002".to_string()]
     );
 }
+
+/// `cosim sweep` with the environment of a Slurm job array task, a
+/// Kubernetes indexed Job's pod, or of neither (issue #23).
+fn sweep_in(file: &str, out: &Path, shard: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = std::process::Command::new(cosim_tests::cosim_bin());
+    c.args(["sweep", file, "--shard", shard, "--out"])
+        .arg(out)
+        .args(["--jobs", "1", "--no-progress"]);
+    for name in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_MAX",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_STEP",
+        "JOB_COMPLETION_INDEX",
+    ] {
+        c.env_remove(name);
+    }
+    c.envs(env.iter().copied()).output().unwrap()
+}
+
+#[test]
+fn shard_auto_reads_slurm_and_kubernetes_variables_and_names_them_when_unset() {
+    fmus();
+    let dir = tempfile::tempdir().unwrap();
+    let file = small_sweep(dir.path());
+    let file = file.to_str().unwrap();
+    let out = dir.path().join("out");
+    // Task 2 of a 0-based array of 3 (--array=0-2): shard 3/3, runs 2, 5.
+    let o = sweep_in(
+        file,
+        &out,
+        "auto",
+        &[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_MIN", "0"),
+            ("SLURM_ARRAY_TASK_MAX", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("shard 3/3 (from SLURM_ARRAY_TASK_ID=2, SLURM_ARRAY_TASK_MIN=0"),
+        "{}",
+        stderr(&o)
+    );
+    let shard3 = std::fs::read_to_string(out.join("summary.shard-3-of-3.csv")).unwrap();
+    let indices: Vec<&str> = shard3
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(indices, ["2", "5"]);
+    // A Kubernetes indexed Job's pod 0 of 3: shard 1/3.
+    let o = sweep_in(file, &out, "auto/3", &[("JOB_COMPLETION_INDEX", "0")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("summary.shard-1-of-3.csv").exists());
+    // The count is needed there; and a task id outside 1..N is refused.
+    let o = sweep_in(file, &out, "auto", &[("JOB_COMPLETION_INDEX", "0")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--shard auto/N"), "{}", stderr(&o));
+    let o = sweep_in(file, &out, "auto/3", &[("SLURM_ARRAY_TASK_ID", "0")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--array=1-3"), "{}", stderr(&o));
+    // No engine: an error naming the variables, before anything runs.
+    let o = sweep_in(file, &dir.path().join("none"), "auto", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    for name in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "JOB_COMPLETION_INDEX",
+        "--shard K/N",
+    ] {
+        assert!(err.contains(name), "{name} in {err}");
+    }
+    assert!(!dir.path().join("none").exists());
+    // The merge of the shards from the environment and explicit ones.
+    let o = sweep_in(file, &out, "2/3", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shards: Vec<String> = (1..=3)
+        .map(|k| {
+            out.join(format!("summary.shard-{k}-of-3.csv"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let merged = dir.path().join("merged.csv");
+    let mut args = vec!["sweep", "merge"];
+    args.extend(shards.iter().map(String::as_str));
+    args.extend(["-o", merged.to_str().unwrap(), "--no-plot"]);
+    let o = cosim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&merged).unwrap().lines().count(), 9);
+}

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
-use cosim_sweep::{Options, Outcome, Record, Shard, Status, SweepSpec, Threshold};
+use cosim_sweep::slurm::{self, Phase, Submission};
+use cosim_sweep::{Options, Outcome, Record, ShardArg, Status, SweepSpec, Threshold};
 
 use crate::console::{out, say};
 use crate::run::{Failed, exit};
@@ -25,9 +26,12 @@ pub struct Args {
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
     /// Run only the K-th of N slices (runs whose index is K-1 modulo N);
-    /// writes summary.shard-K-of-N.csv for `cosim sweep merge`.
-    #[arg(long, value_name = "K/N")]
-    shard: Option<Shard>,
+    /// writes summary.shard-K-of-N.csv for `cosim sweep merge`. `auto`:
+    /// from a Slurm job array (SLURM_ARRAY_TASK_ID, _MIN, _MAX or _COUNT);
+    /// `auto/N`: N shards, K from SLURM_ARRAY_TASK_ID (1..N) or a Kubernetes
+    /// indexed Job's JOB_COMPLETION_INDEX (0..N-1).
+    #[arg(long, value_name = "K/N|auto|auto/N")]
+    shard: Option<ShardArg>,
     /// Output directory, replacing the sweep file's `out`.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -60,6 +64,74 @@ enum Command {
     /// Join shard summaries (summary.shard-K-of-N.csv, with their .json
     /// sidecars) into one summary identical to an unsharded sweep's.
     Merge(MergeArgs),
+    /// Run the sweep on a cluster: a Slurm job array of shards (each
+    /// `cosim sweep --shard auto/N`) and a merge job after it; waits for
+    /// the merged summary.
+    Submit(SubmitArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct SubmitArgs {
+    /// The sweep file.
+    #[arg(value_name = "SWEEP")]
+    sweep: PathBuf,
+    /// Submit to Slurm with sbatch (the only engine here; Kubernetes and CI
+    /// matrices: docs/sweep.md).
+    #[arg(long, required = true)]
+    slurm: bool,
+    /// How many shards: tasks of the job array.
+    #[arg(long, value_name = "N")]
+    shards: usize,
+    /// Output directory, which must be on a filesystem that this machine
+    /// and every compute node share: the shards write their runs and
+    /// summaries there, the merge the summary; scripts and logs go to
+    /// DIR/slurm/.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Slurm partition (sbatch --partition).
+    #[arg(long, value_name = "NAME")]
+    partition: Option<String>,
+    /// Time limit of each task and of the merge (sbatch --time: MINUTES,
+    /// H:MM:SS, D-HH:MM:SS).
+    #[arg(long, value_name = "TIME")]
+    time: Option<String>,
+    /// CPUs of each task (sbatch --cpus-per-task); a shard runs that many
+    /// runs at a time.
+    #[arg(long, value_name = "N")]
+    cpus_per_task: Option<usize>,
+    /// At most M tasks running at once (the array's %M).
+    #[arg(long, value_name = "M")]
+    throttle: Option<usize>,
+    /// Another sbatch option for both jobs, as one word
+    /// (--sbatch-arg=--account=proj; repeatable).
+    #[arg(long = "sbatch-arg", value_name = "OPTION", allow_hyphen_values = true)]
+    sbatch_args: Vec<String>,
+    /// Job name (default: cosim-<sweep file stem>; the merge job's gets -merge).
+    #[arg(long, value_name = "NAME")]
+    job_name: Option<String>,
+    /// The cosim executable the jobs run, as the compute nodes see it
+    /// (default: this one).
+    #[arg(long, value_name = "PATH")]
+    cosim: Option<PathBuf>,
+    /// Shards delete each run's trace, energy log and step log once its
+    /// metrics are in the summary.
+    #[arg(long)]
+    prune: bool,
+    /// A threshold checked by the merge (as for `cosim sweep`; repeatable).
+    #[arg(long = "fail-if", value_name = "METRIC OP VALUE")]
+    fail_if: Vec<Threshold>,
+    /// The merge draws no plot.
+    #[arg(long)]
+    no_plot: bool,
+    /// Print the batch scripts; submit nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Submit and return: print the job ids and the merge command.
+    #[arg(long)]
+    no_wait: bool,
+    /// Seconds between two squeue polls while waiting.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    poll: f64,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -88,11 +160,25 @@ fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
 
 /// Runs `cosim sweep`.
 pub fn run(args: &Args, quiet: bool) -> Result<()> {
-    if let Some(Command::Merge(m)) = &args.command {
-        return merge(m);
+    match &args.command {
+        Some(Command::Merge(m)) => return merge(m),
+        Some(Command::Submit(s)) => return submit(s, quiet),
+        None => {}
     }
     let Some(path) = &args.sweep else {
         return Err(bad_input("error: give a sweep file"));
+    };
+    let shard = match &args.shard {
+        None => None,
+        Some(arg) => {
+            let r = arg
+                .resolve(|name| std::env::var(name).ok())
+                .map_err(|e| bad_input(format!("error: {e}")))?;
+            if !r.source.is_empty() && !quiet {
+                say!("shard {}/{} (from {})", r.shard.k, r.shard.n, r.source);
+            }
+            Some(r.shard)
+        }
     };
     let spec = SweepSpec::load(path).map_err(bad_input)?;
     let warnings = cosim_sweep::check(&spec).map_err(bad_input)?;
@@ -102,7 +188,6 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     let total = spec.grid_len();
     cosim_sweep::check_metrics(&spec, &args.fail_if).map_err(bad_input)?;
     if args.check {
-        let shard = args.shard;
         let mine = (0..total)
             .filter(|&i| shard.is_none_or(|s| s.owns(i)))
             .count();
@@ -128,7 +213,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     }
     let options = Options {
         jobs: args.jobs,
-        shard: args.shard,
+        shard,
         out: args.out.clone(),
         fail_if: args.fail_if.clone(),
         plot: !args.no_plot,
@@ -136,7 +221,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         prune: args.prune,
         interrupt: None,
     };
-    if args.shard.is_some() && spec.refine.is_some() && !args.no_refine {
+    if shard.is_some() && spec.refine.is_some() && !args.no_refine {
         say!("note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)");
     }
     let started = Instant::now();
@@ -159,6 +244,259 @@ fn merge(m: &MergeArgs) -> Result<()> {
         cosim_sweep::merge(&m.inputs, &m.output, plot.as_deref(), &m.fail_if).map_err(bad_input)?;
     report(&outcome, None);
     violations(&outcome)
+}
+
+/// `cosim sweep submit --slurm`.
+fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
+    let spec = SweepSpec::load(&a.sweep).map_err(bad_input)?;
+    let warnings = cosim_sweep::check(&spec).map_err(bad_input)?;
+    for w in warnings.iter().filter(|_| !quiet) {
+        say!("{w}");
+    }
+    cosim_sweep::check_metrics(&spec, &a.fail_if).map_err(bad_input)?;
+    let runs = spec.grid_len();
+    if a.shards == 0 || a.shards > runs {
+        return Err(bad_input(format!(
+            "error: --shards {}: the sweep has {runs} runs, so 1 to {runs} shards",
+            a.shards
+        )));
+    }
+    if !(a.poll.is_finite() && a.poll > 0.0) {
+        return Err(bad_input(format!(
+            "error: --poll {}: a positive number of seconds",
+            a.poll
+        )));
+    }
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p).map_err(|e| bad_input(format!("error: {}: {e}", p.display())))
+    };
+    let cosim = match &a.cosim {
+        Some(p) => absolute(p)?,
+        None => std::env::current_exe()
+            .map_err(|e| bad_input(format!("error: the path of this cosim executable: {e}")))?,
+    };
+    let stem = a
+        .sweep
+        .file_stem()
+        .map_or_else(|| "sweep".into(), |s| s.to_string_lossy().into_owned());
+    let mut merge_args = Vec::new();
+    for t in &a.fail_if {
+        merge_args.extend(["--fail-if".to_string(), t.to_string()]);
+    }
+    if a.no_plot {
+        merge_args.push("--no-plot".into());
+    }
+    let sub = Submission {
+        sweep: absolute(&a.sweep)?,
+        out: absolute(&a.out)?,
+        shards: a.shards,
+        job_name: a.job_name.clone().unwrap_or(format!("cosim-{stem}")),
+        partition: a.partition.clone(),
+        time: a.time.clone(),
+        cpus_per_task: a.cpus_per_task,
+        throttle: a.throttle,
+        sbatch_args: a.sbatch_args.clone(),
+        cosim,
+        prune: a.prune,
+        merge_args,
+    };
+    sub.validate()
+        .map_err(|e| bad_input(format!("error: {e}")))?;
+    let array_script = sub.array_script_path();
+    if a.dry_run {
+        out!(
+            "# {}: sbatch --parsable {}\n{}\n# {}: sbatch --parsable --dependency=afterok:<the array's job id> {}\n{}",
+            array_script.display(),
+            array_script.display(),
+            sub.array_script(),
+            sub.merge_script_path().display(),
+            sub.merge_script_path().display(),
+            sub.merge_script()
+        )?;
+        return Ok(());
+    }
+    let ids = slurm::submit(&sub).map_err(|e| bad_input(format!("error: {e}")))?;
+    say!(
+        "submitted: job array {} ({} shards of {runs} runs; logs {}), merge job {} after it",
+        ids.array,
+        sub.shards,
+        sub.dir()
+            .join(format!("shard-{}_K.log", ids.array))
+            .display(),
+        ids.merge
+    );
+    if a.no_wait {
+        say!("  follow: squeue -j {},{}", ids.array, ids.merge);
+        say!("  cancel: scancel {} {}", ids.array, ids.merge);
+        say!(
+            "  the merge job runs once every shard has succeeded ({}): {}",
+            sub.merge_log(&ids.merge).display(),
+            sub.merge_command()
+        );
+        out!("{} {}\n", ids.array, ids.merge)?;
+        return Ok(());
+    }
+    if !quiet {
+        say!(
+            "  waiting (Ctrl-C stops the waiting, not the jobs: scancel {} {})",
+            ids.array,
+            ids.merge
+        );
+    }
+    let mut line = StatusLine::new(!quiet);
+    let finished = slurm::wait(
+        &sub,
+        &ids,
+        std::time::Duration::from_secs_f64(a.poll),
+        &mut |event| match event {
+            slurm::Event::Poll {
+                tasks,
+                merge,
+                elapsed,
+            } => {
+                let count = |p: Phase| tasks.iter().filter(|t| t.phase == p).count();
+                let secs = elapsed.as_secs();
+                line.show(
+                    &format!(
+                        "slurm: {}/{} shards done, {} running, {} waiting, {} failed; merge job {} {}",
+                        count(Phase::Done),
+                        tasks.len(),
+                        count(Phase::Running),
+                        count(Phase::Waiting),
+                        count(Phase::Failed),
+                        ids.merge,
+                        merge
+                    ),
+                    &format!(" [{}:{:02}]", secs / 60, secs % 60),
+                );
+            }
+            slurm::Event::TaskFailed { task, log } => {
+                line.break_line();
+                say!(
+                    "error: shard {}/{} (task {}_{}) {}{}; log: {}",
+                    task.k,
+                    sub.shards,
+                    ids.array,
+                    task.k,
+                    task.state,
+                    task.wait_status
+                        .filter(|&w| w != 0)
+                        .map_or(String::new(), |w| format!(
+                            ", {}",
+                            slurm::describe_wait_status(w)
+                        )),
+                    log.display()
+                );
+                let tail = slurm::tail(&log, 10);
+                for l in tail.lines() {
+                    say!("  | {l}");
+                }
+            }
+            slurm::Event::SqueueFailed(e) => {
+                line.break_line();
+                say!("warning: {e} (trying again)");
+            }
+        },
+    )
+    .map_err(|e| {
+        line.break_line();
+        say!("error: {e}");
+        anyhow::Error::new(Failed(exit::RUN_FAILED))
+    })?;
+    line.break_line();
+    if !finished.failed.is_empty() {
+        let list: Vec<String> = finished.failed.iter().map(ToString::to_string).collect();
+        say!(
+            "error: {} of {} shards failed ({}); the merge job {} is cancelled",
+            list.len(),
+            sub.shards,
+            list.join(", "),
+            ids.merge
+        );
+        say!(
+            "  rerun them: sbatch --array={} {}",
+            list.join(","),
+            array_script.display()
+        );
+        say!("  then merge: {}", sub.merge_command());
+        return Err(anyhow::Error::new(Failed(exit::RUN_FAILED)));
+    }
+    let log = std::fs::read_to_string(&finished.merge_log).unwrap_or_default();
+    if finished.merged() {
+        if !quiet {
+            for l in log.lines() {
+                say!("{l}");
+            }
+        }
+        return Ok(());
+    }
+    for l in log.lines() {
+        say!("{l}");
+    }
+    say!(
+        "error: the merge job {} ended {}{}; log: {}",
+        ids.merge,
+        finished.merge_state,
+        finished
+            .merge_wait_status
+            .filter(|&w| w != 0)
+            .map_or(String::new(), |w| format!(
+                " ({})",
+                slurm::describe_wait_status(w)
+            )),
+        finished.merge_log.display()
+    );
+    // The merge's own verdict: 1 a threshold failed, 2 bad input.
+    let code = match finished.merge_wait_status {
+        Some(w) if w & 0x7f == 0 && matches!((w >> 8) & 0xff, 1 | 2) => ((w >> 8) & 0xff) as u8,
+        _ => exit::RUN_FAILED,
+    };
+    Err(anyhow::Error::new(Failed(code)))
+}
+
+/// The waiting's progress line: rewritten in place on a terminal, a new
+/// line when it changes otherwise.
+struct StatusLine {
+    enabled: bool,
+    terminal: bool,
+    last: String,
+    open: bool,
+}
+
+impl StatusLine {
+    fn new(enabled: bool) -> Self {
+        StatusLine {
+            enabled,
+            terminal: std::io::stderr().is_terminal(),
+            last: String::new(),
+            open: false,
+        }
+    }
+
+    /// Shows `text` (and `clock`, which alone does not make a new line).
+    fn show(&mut self, text: &str, clock: &str) {
+        if !self.enabled {
+            return;
+        }
+        if self.terminal {
+            use std::io::Write;
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[K{text}{clock}");
+            let _ = e.flush();
+            self.open = true;
+        } else if text != self.last {
+            say!("{text}{clock}");
+        }
+        text.clone_into(&mut self.last);
+    }
+
+    /// Ends the line in place, before another message.
+    fn break_line(&mut self) {
+        if self.open {
+            say!("");
+            self.open = false;
+        }
+    }
 }
 
 fn report(outcome: &Outcome, wall: Option<f64>) {
