@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::caps::{Capabilities, FmiVersion, Quirk, token};
 use crate::input::{InputSource, Inputs, MAX_INPUT_ORDER};
 use crate::model::{
-    Causality, Initial, LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Variability,
-    Variable, Vr,
+    Causality, Dimension, Initial, LogLevel, MAX_ARRAY_ELEMENTS, Model, ModelSpec, StepError, TIME,
+    Values, VarType, Variability, Variable, Vr, element_count, resized,
 };
 
 /// FMI status (same numbering in FMI 2 and FMI 3).
@@ -262,6 +262,8 @@ pub struct Snapshot {
     values: Vec<f64>,
     /// The strings of a model with `String` variables (else empty).
     strings: Vec<String>,
+    /// The arrays of a model with arrays (else empty).
+    arrays: Vec<Vec<f64>>,
     inputs: Vec<[f64; MAX_INPUT_ORDER + 1]>,
     last_step_status: Status,
     last_successful_time: f64,
@@ -286,6 +288,9 @@ pub struct Instance {
     /// Instance name given by the importer.
     pub name: String,
     token_hash: u64,
+    /// The model has FMI 3 arrays (`ModelSpec::has_arrays`): values are
+    /// counted and set by element.
+    has_arrays: bool,
     sink: LogSink,
     mode: Mode,
     time: f64,
@@ -407,6 +412,7 @@ impl Instance {
             version,
             name: name.to_string(),
             token_hash: h.finish(),
+            has_arrays: spec.has_arrays(),
             sink,
             mode: Mode::Instantiated,
             time: spec.experiment.start_time,
@@ -630,6 +636,11 @@ impl Instance {
                 if let Some(s) = v.start_string {
                     self.values.set_str(v.vr, s);
                 }
+                if v.is_array() {
+                    let shape = self.spec.shape(v, &self.values);
+                    let start = self.spec.array_start_at(v, &shape);
+                    self.values.set_array(v.vr, start);
+                }
             }
             self.dirty = true;
         }
@@ -819,6 +830,12 @@ impl Instance {
         let v = spec
             .variable(vr)
             .ok_or_else(|| Fail::usage(format!("unknown value reference {vr}")))?;
+        if v.is_array() {
+            return Err(Fail::usage(format!(
+                "{what} are not provided for arrays; {} (vr {vr}) is an array",
+                v.name
+            )));
+        }
         let ok = v.ty == VarType::Real || (float32 && v.ty == VarType::Float32);
         if !ok {
             let types = if float32 && self.version == FmiVersion::Fmi3 {
@@ -852,6 +869,9 @@ impl Instance {
         }
         self.check_readable(vrs, ty)?;
         self.refresh()?;
+        if self.has_arrays {
+            return self.get_elements(vrs, ty, out);
+        }
         let value = |vr: Vr| {
             if vr == TIME {
                 self.time
@@ -883,6 +903,115 @@ impl Instance {
             );
         }
         Ok(())
+    }
+
+    /// [`Instance::get`] for a model with arrays: every element of an
+    /// array, row-major, each variable's after the previous one's.
+    fn get_elements(&self, vrs: &[Vr], ty: VarType, out: &mut dyn FnMut(usize, f64)) -> R<()> {
+        let mut flat = Vec::with_capacity(vrs.len());
+        for &vr in vrs {
+            let v = self.lookup(vr, ty)?;
+            let start = flat.len();
+            if v.is_array() {
+                flat.extend_from_slice(self.values.array(vr));
+            } else if vr == TIME {
+                flat.push(self.time);
+            } else {
+                flat.push(self.values[vr]);
+            }
+            if ty.is_integer()
+                && let Some(bad) = flat[start..].iter().position(|&x| !ty.holds(x))
+            {
+                let element = if v.is_array() {
+                    format!(" element {}", bad + 1)
+                } else {
+                    String::new()
+                };
+                return Err(Fail::usage(format!(
+                    "variable {}{element} (vr {vr}) has the value {}, which {} cannot represent (a model error)",
+                    v.name,
+                    flat[start + bad],
+                    self.type_name(ty)
+                )));
+            }
+        }
+        for (i, x) in flat.into_iter().enumerate() {
+            out(
+                i,
+                if ty == VarType::Float32 {
+                    f64::from(x as f32)
+                } else {
+                    x
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The number of values `fmi3Get<Type>` / `fmi3Set<Type>` exchange for
+    /// `vrs`: one per scalar, the current size of each array (its
+    /// structural parameters' current values). Unknown value references
+    /// count 1 (they are refused by the call itself).
+    pub fn value_count(&self, vrs: &[Vr]) -> usize {
+        if !self.has_arrays {
+            return vrs.len();
+        }
+        vrs.iter()
+            .map(|&vr| match self.spec.variable(vr) {
+                Some(v) if v.is_array() => self.values.array(vr).len(),
+                _ => 1,
+            })
+            .sum()
+    }
+
+    /// Checks the `nValues` of an FMI 3 getter or setter: it must be
+    /// [`Instance::value_count`] (FMI 3.0: the values of all variables,
+    /// arrays serialized row-major, so the sum of their sizes), else the
+    /// call is refused with a message giving the expected and the given
+    /// count (as the Reference FMUs: `Expected nValues = 3 but was 4`).
+    pub fn check_value_count(&self, vrs: &[Vr], n: usize) -> R<()> {
+        if !self.has_arrays {
+            return if n == vrs.len() {
+                Ok(())
+            } else {
+                Err(Fail::usage(format!(
+                    "nValues ({n}) differs from nValueReferences ({}); all variables are scalars",
+                    vrs.len()
+                )))
+            };
+        }
+        let expected = self.value_count(vrs);
+        if n == expected {
+            return Ok(());
+        }
+        let mut parts = Vec::new();
+        let mut scalars = 0usize;
+        for &vr in vrs {
+            match self.spec.variable(vr) {
+                Some(v) if v.is_array() => {
+                    let shape = self.spec.shape(v, &self.values);
+                    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+                    parts.push(format!(
+                        "{}[{}]: {}",
+                        v.name,
+                        dims.join(","),
+                        self.values.array(vr).len()
+                    ));
+                }
+                _ => scalars += 1,
+            }
+        }
+        if scalars > 0 {
+            parts.push(format!(
+                "{scalars} scalar{}: {scalars}",
+                if scalars == 1 { "" } else { "s" }
+            ));
+        }
+        Err(Fail::usage(format!(
+            "Expected nValues = {expected} but was {n}: nValues must be the sum of the current sizes \
+             of the variables ({})",
+            parts.join(", ")
+        )))
     }
 
     /// Checks that every `vr` is a variable of type `ty` that can be read
@@ -966,34 +1095,12 @@ impl Instance {
             ));
         }
         self.check_settable(vrs, ty)?;
+        if self.has_arrays {
+            return self.set_elements(vrs, ty, vals);
+        }
         let mut stored = Vec::with_capacity(vals.len());
         for (&vr, &x) in vrs.iter().zip(vals) {
-            let name = || self.spec.variable(vr).map_or("?", |v| v.name);
-            let x = match ty {
-                VarType::Boolean => crate::model::bool_value(x != 0.0),
-                VarType::Float32 => {
-                    let r = f64::from(x as f32);
-                    if x.is_finite() && !r.is_finite() {
-                        return Err(Fail::usage(format!(
-                            "value {x:?} of {} (vr {vr}) is outside the range of Float32",
-                            name()
-                        )));
-                    }
-                    r
-                }
-                ty if ty.is_integer() && !ty.holds(x) => {
-                    let (lo, hi) = ty.bounds().unwrap_or((0.0, 0.0));
-                    return Err(Fail::usage(format!(
-                        "value {x} of {} (vr {vr}) is not a whole number in the range of {} ({} to {})",
-                        name(),
-                        self.type_name(ty),
-                        lo as i128,
-                        hi as i128
-                    )));
-                }
-                _ => x,
-            };
-            stored.push(x);
+            stored.push(self.stored_value(ty, vr, x)?);
         }
         // A tunable parameter set at a communication point: the model is
         // rebuilt from the new values (refused, changing nothing, if they
@@ -1032,6 +1139,179 @@ impl Instance {
         }
         self.dirty = true;
         Ok(())
+    }
+
+    /// The value stored for `x` set on `vr` of type `ty`: Booleans 0.0 /
+    /// 1.0, `Float32` rounded (a finite value beyond its range refused),
+    /// integers whole and in range (else refused).
+    fn stored_value(&self, ty: VarType, vr: Vr, x: f64) -> R<f64> {
+        let name = || self.spec.variable(vr).map_or("?", |v| v.name);
+        Ok(match ty {
+            VarType::Boolean => crate::model::bool_value(x != 0.0),
+            VarType::Float32 => {
+                let r = f64::from(x as f32);
+                if x.is_finite() && !r.is_finite() {
+                    return Err(Fail::usage(format!(
+                        "value {x:?} of {} (vr {vr}) is outside the range of Float32",
+                        name()
+                    )));
+                }
+                r
+            }
+            ty if ty.is_integer() && !ty.holds(x) => {
+                let (lo, hi) = ty.bounds().unwrap_or((0.0, 0.0));
+                return Err(Fail::usage(format!(
+                    "value {x} of {} (vr {vr}) is not a whole number in the range of {} ({} to {})",
+                    name(),
+                    self.type_name(ty),
+                    lo as i128,
+                    hi as i128
+                )));
+            }
+            _ => x,
+        })
+    }
+
+    /// [`Instance::set`] for a model with arrays (all-or-nothing): `vals`
+    /// holds every element of each array, row-major, each variable's after
+    /// the previous one's ([`Instance::check_value_count`]). Setting a
+    /// structural parameter that sizes arrays (in Configuration Mode)
+    /// resizes them at once: an element whose multi-index exists in the old
+    /// and the new shape keeps its value, the others take their start
+    /// values ([`resized`], as the Reference FMUs); a value outside the
+    /// parameter's declared `min` / `max`, or one that would make an array
+    /// larger than [`MAX_ARRAY_ELEMENTS`], is refused.
+    fn set_elements(&mut self, vrs: &[Vr], ty: VarType, vals: &[f64]) -> R<()> {
+        self.check_value_count(vrs, vals.len())?;
+        let mut trial = self.values.clone();
+        let mut structural = Vec::new();
+        let mut inputs = Vec::new();
+        let mut k = 0;
+        for &vr in vrs {
+            let v = self.lookup(vr, ty)?;
+            if v.is_array() {
+                let len = trial.array(vr).len();
+                let mut elements = Vec::with_capacity(len);
+                for &x in &vals[k..k + len] {
+                    elements.push(self.stored_value(ty, vr, x)?);
+                }
+                trial.array_mut(vr).copy_from_slice(&elements);
+                k += len;
+            } else {
+                let x = self.stored_value(ty, vr, vals[k])?;
+                k += 1;
+                trial[vr] = x;
+                if v.causality == Causality::StructuralParameter {
+                    structural.push(v);
+                }
+                if v.causality == Causality::Input {
+                    inputs.push((v, x));
+                }
+            }
+        }
+        if !structural.is_empty() {
+            self.resize_arrays(&structural, &mut trial)?;
+        }
+        // A tunable parameter set at a communication point: the model is
+        // rebuilt from the new values (refused, changing nothing, if they
+        // are invalid).
+        if self.mode == Mode::StepComplete
+            && vrs.iter().any(|&vr| {
+                self.spec.variable(vr).is_some_and(|v| {
+                    v.causality == Causality::Parameter && v.variability == Variability::Tunable
+                })
+            })
+        {
+            self.model = Some((self.spec.factory)(&trial).map_err(Fail::usage)?);
+        }
+        for (v, x) in inputs {
+            if self.inputs.set_value(v.vr, x) {
+                self.log(
+                    Status::Ok,
+                    &format!(
+                        "input {}: value set, its derivatives are reset to 0",
+                        v.name
+                    ),
+                );
+            }
+        }
+        self.values = trial;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Resizes, in `trial`, the arrays sized by the structural parameters
+    /// `changed` from their shapes in the current values to those in
+    /// `trial`, each array once (see [`Instance::set_elements`]).
+    fn resize_arrays(&self, changed: &[&Variable], trial: &mut Values) -> R<()> {
+        for p in changed {
+            let mut sized = self.spec.sized_by(p.vr).peekable();
+            if sized.peek().is_none() {
+                continue;
+            }
+            let x = trial[p.vr];
+            let bound = match (p.min, p.max) {
+                (Some(lo), _) if x < lo => Some(("below its min", lo)),
+                (_, Some(hi)) if x > hi => Some(("above its max", hi)),
+                _ => None,
+            };
+            if let Some((what, b)) = bound {
+                let names: Vec<&str> = sized.map(|a| a.name).collect();
+                return Err(Fail::usage(format!(
+                    "value {x} of {} (vr {}) is {what} {b} ({} sizes the arrays {})",
+                    p.name,
+                    p.vr,
+                    p.name,
+                    names.join(", ")
+                )));
+            }
+        }
+        for a in self.spec.variables.iter().filter(|a| {
+            changed
+                .iter()
+                .any(|p| a.dimensions.contains(&Dimension::Structural(p.vr)))
+        }) {
+            let old_shape = self.spec.shape(a, &self.values);
+            let new_shape = self.spec.shape(a, trial);
+            if old_shape == new_shape {
+                continue;
+            }
+            if new_shape
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d))
+                .is_none_or(|n| n > MAX_ARRAY_ELEMENTS)
+            {
+                let dims: Vec<String> = new_shape.iter().map(usize::to_string).collect();
+                return Err(Fail::usage(format!(
+                    "the structural parameters would make array {}[{}] larger than {MAX_ARRAY_ELEMENTS} elements",
+                    a.name,
+                    dims.join(",")
+                )));
+            }
+            let start = a.array_start;
+            let elements = resized(self.values.array(a.vr), &old_shape, &new_shape, &|i| {
+                start.map_or(0.0, |s| s.at(i))
+            });
+            trial.set_array(a.vr, elements);
+        }
+        Ok(())
+    }
+
+    /// Whether the arrays of `values` have the sizes their shapes in
+    /// `values` give (a restored or deserialized FMU state).
+    fn arrays_fit(&self, values: &Values) -> bool {
+        if !self.has_arrays {
+            return values.arrays().is_empty();
+        }
+        values.arrays().len() == self.spec.variables.len()
+            && self.spec.variables.iter().all(|v| {
+                let len = values.array(v.vr).len();
+                if v.is_array() {
+                    len == element_count(&self.spec.shape(v, values))
+                } else {
+                    len == 0
+                }
+            })
     }
 
     /// Writes integer values given exactly (the FMI 3 integer setters):
@@ -1477,6 +1757,7 @@ impl Instance {
             start_time: self.start_time,
             values: self.values.0.clone(),
             strings: self.values.strings().to_vec(),
+            arrays: self.values.arrays().to_vec(),
             inputs: self.inputs.raw().to_vec(),
             last_step_status: self.last_step_status,
             last_successful_time: self.last_successful_time,
@@ -1542,11 +1823,18 @@ impl Instance {
         if snap.values.len() != self.values.len() || snap.inputs.len() != self.values.len() {
             return Err(Fail::usage("FMU state does not fit this model"));
         }
+        let mut values = Values::from_numbers(snap.values);
+        values.set_strings(snap.strings);
+        values.set_arrays(snap.arrays);
+        if !self.arrays_fit(&values) {
+            return Err(Fail::usage(
+                "FMU state does not fit this model (array sizes)",
+            ));
+        }
         self.mode = snap.mode;
         self.time = snap.time;
         self.start_time = snap.start_time;
-        self.values = Values::from_numbers(snap.values);
-        self.values.set_strings(snap.strings);
+        self.values = values;
         self.inputs = Inputs::from_raw(snap.time, snap.inputs);
         self.last_step_status = snap.last_step_status;
         self.last_successful_time = snap.last_successful_time;
@@ -1659,6 +1947,14 @@ impl Instance {
             b.extend_from_slice(&(x.len() as u32).to_le_bytes());
             b.extend_from_slice(x.as_bytes());
         }
+        // Arrays (a model with arrays only): per vr, the number of
+        // elements and the elements.
+        for a in &s.arrays {
+            b.extend_from_slice(&(a.len() as u32).to_le_bytes());
+            for x in a {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+        }
         b
     }
 
@@ -1714,8 +2010,30 @@ impl Instance {
                 strings.push(text.to_string());
             }
         }
+        let mut arrays = Vec::new();
+        if self.has_arrays {
+            arrays.reserve(n);
+            for _ in 0..n {
+                let len = r.u32()? as usize;
+                if len > MAX_ARRAY_ELEMENTS {
+                    return Err("corrupt serialized FMU state (array size)".into());
+                }
+                let a = (0..len).map(|_| r.f64()).collect::<Result<Vec<_>, _>>()?;
+                arrays.push(a);
+            }
+        }
         if r.pos != bytes.len() {
             return Err("serialized FMU state has trailing bytes".into());
+        }
+        if self.has_arrays {
+            let mut check = Values::from_numbers(values.clone());
+            check.set_arrays(arrays.clone());
+            if !self.arrays_fit(&check) {
+                return Err(
+                    "serialized FMU state has arrays of other sizes than its structural parameters give"
+                        .into(),
+                );
+            }
         }
         Ok(Snapshot {
             mode,
@@ -1723,6 +2041,7 @@ impl Instance {
             start_time,
             values,
             strings,
+            arrays,
             inputs,
             last_step_status,
             last_successful_time,

@@ -9,7 +9,9 @@
 //!   Int16, UInt16, UInt32, Int64, UInt64 ([`VarType`]; a model using one
 //!   has an FMI 3 build only, [`ModelSpec::supports`]), FMI 3 structural
 //!   parameters ([`Causality::StructuralParameter`], set in Configuration
-//!   Mode only; FMI 3 only too), parameters validated with messages naming
+//!   Mode only; FMI 3 only too), FMI 3 arrays of fixed or structural
+//!   dimensions ([`Variable::dims`], [`Values::array`]; resized when a
+//!   structural parameter is set), parameters validated with messages naming
 //!   the parameter, inputs as polynomials (FMI 2 input derivatives; FMI 3
 //!   intermediate update, see [`input`]), analytic output derivatives and
 //!   d(output)/d(input);
@@ -40,7 +42,8 @@ pub use caps::{Capabilities, FmiVersion, Quirk, Variant, parse_token, resolve, t
 pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Status};
 pub use model::{
-    Causality, DefaultExperiment, DependencyKind, Factory, Initial, LogLevel, Model, ModelSpec,
-    StepError, TIME, Values, VarType, Variability, Variable, Vr, bool_value,
+    ArrayStart, Causality, DefaultExperiment, DependencyKind, Dimension, Factory, Initial,
+    LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Variability, Variable, Vr,
+    bool_value,
 };
 pub use package::{PackageRequest, model_identifier, package};

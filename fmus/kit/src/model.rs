@@ -321,6 +321,102 @@ impl DependencyKind {
     }
 }
 
+/// One dimension of an FMI 3 array variable ([`Variable::dims`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    /// A fixed extent: `<Dimension start="3"/>`.
+    Fixed(u64),
+    /// The current value of a `UInt64` structural parameter:
+    /// `<Dimension valueReference="vr"/>`. The array is resized when the
+    /// importer sets the parameter in Configuration Mode.
+    Structural(Vr),
+}
+
+/// The start values of an FMI 3 array variable, for any shape it can have
+/// (its structural parameters may change it): the value of the element at
+/// a 0-based multi-index (row-major, one index per dimension).
+#[derive(Debug, Clone, Copy)]
+pub enum ArrayStart {
+    /// Every element has this start value.
+    Uniform(f64),
+    /// The start value of the element at a 0-based multi-index, e.g. an
+    /// identity matrix: `|i| if i[0] == i[1] { 1.0 } else { 0.0 }`.
+    Elements(fn(&[usize]) -> f64),
+}
+
+impl ArrayStart {
+    /// The start value of the element at the 0-based multi-index `index`.
+    pub fn at(&self, index: &[usize]) -> f64 {
+        match self {
+            ArrayStart::Uniform(x) => *x,
+            ArrayStart::Elements(f) => f(index),
+        }
+    }
+}
+
+impl PartialEq for ArrayStart {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ArrayStart::Uniform(a), ArrayStart::Uniform(b)) => a.to_bits() == b.to_bits(),
+            (ArrayStart::Elements(a), ArrayStart::Elements(b)) => std::ptr::fn_addr_eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
+/// The largest number of elements an array may have: setting a structural
+/// parameter to a value that would make an array larger is refused.
+pub const MAX_ARRAY_ELEMENTS: usize = 1 << 20;
+
+/// The number of elements of an array of `shape` (saturating).
+pub fn element_count(shape: &[usize]) -> usize {
+    shape.iter().fold(1usize, |n, &d| n.saturating_mul(d))
+}
+
+/// The 0-based multi-index of the element at row-major position `flat` of
+/// an array of `shape`, written into `index` (of the shape's length).
+pub fn multi_index(mut flat: usize, shape: &[usize], index: &mut [usize]) {
+    for (slot, &d) in index.iter_mut().zip(shape).rev() {
+        if d == 0 {
+            *slot = 0;
+        } else {
+            *slot = flat % d;
+            flat /= d;
+        }
+    }
+}
+
+/// The elements of an array resized from `old_shape` to `new_shape`: an
+/// element whose multi-index exists in both keeps its value, every other
+/// one takes `start` of its multi-index (as the Reference FMUs, whose
+/// arrays live in storage of the largest size, filled with start values at
+/// instantiation, of which a structural parameter selects the leading part).
+pub fn resized(
+    old: &[f64],
+    old_shape: &[usize],
+    new_shape: &[usize],
+    start: &dyn Fn(&[usize]) -> f64,
+) -> Vec<f64> {
+    let n = element_count(new_shape);
+    let mut out = Vec::with_capacity(n);
+    let mut index = vec![0usize; new_shape.len()];
+    for k in 0..n {
+        multi_index(k, new_shape, &mut index);
+        let kept =
+            old_shape.len() == new_shape.len() && index.iter().zip(old_shape).all(|(i, d)| i < d);
+        if kept {
+            let flat = index
+                .iter()
+                .zip(old_shape)
+                .fold(0usize, |acc, (i, d)| acc * d + i);
+            out.push(old.get(flat).copied().unwrap_or_else(|| start(&index)));
+        } else {
+            out.push(start(&index));
+        }
+    }
+    out
+}
+
 /// One model variable and everything `modelDescription.xml` says about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Variable {
@@ -337,7 +433,8 @@ pub struct Variable {
     /// Value type.
     pub ty: VarType,
     /// Start value (inputs, parameters); `None` for a `String` variable,
-    /// whose start value is [`Variable::start_string`].
+    /// whose start value is [`Variable::start_string`], and for an array,
+    /// whose start values are [`Variable::array_start`].
     pub start: Option<f64>,
     /// The start value of a `String` variable (inputs, parameters);
     /// `None` for every other type.
@@ -359,6 +456,13 @@ pub struct Variable {
     /// Initial unknowns: the knowns (parameters, inputs) the value depends on
     /// during initialization. `None` writes no attribute (depends on all).
     pub initial_dependencies: Option<Vec<Vr>>,
+    /// FMI 3 arrays: the dimensions (outermost first; row-major storage);
+    /// empty for a scalar ([`Variable::dims`]).
+    pub dimensions: Vec<Dimension>,
+    /// The start values of an array (inputs, parameters; [`Variable::dims`],
+    /// [`Variable::start_elements`]); `None` for scalars, whose start value
+    /// is [`Variable::start`].
+    pub array_start: Option<ArrayStart>,
 }
 
 impl Variable {
@@ -379,6 +483,8 @@ impl Variable {
             max: None,
             dependencies: Vec::new(),
             initial_dependencies: None,
+            dimensions: Vec::new(),
+            array_start: None,
         }
     }
 
@@ -608,6 +714,42 @@ impl Variable {
         self
     }
 
+    /// Makes the variable an FMI 3 array with these dimensions (outermost
+    /// first, stored row-major): `Variable::parameter(A, "A", 0.0,
+    /// "").dims(&[Dimension::Structural(N), Dimension::Structural(N)])`.
+    /// A scalar start value given before becomes the start of every
+    /// element ([`ArrayStart::Uniform`]; [`Variable::start_elements`] sets
+    /// one per element). FMI 3 only ([`Variable::fmi3_only_reason`]).
+    ///
+    /// `fmi3Get<Type>` / `fmi3Set<Type>` take all the elements of an array
+    /// in row-major order (`nValues` is the sum of the variables' current
+    /// sizes); an array is resized when a structural parameter of its
+    /// dimensions is set in Configuration Mode (see [`resized`]). Arrays
+    /// are values only: no derivatives, no intermediate update, no
+    /// polynomial inputs (an array input is held until set again; the
+    /// model reads it with [`Values::array`]).
+    pub fn dims(mut self, dimensions: &[Dimension]) -> Self {
+        self.dimensions = dimensions.to_vec();
+        if let Some(s) = self.start.take() {
+            self.array_start = Some(ArrayStart::Uniform(s));
+        }
+        self
+    }
+
+    /// Sets the start values of an array ([`Variable::dims`]) by element:
+    /// `f` gives the start value of the element at a 0-based multi-index,
+    /// for every shape the array can take.
+    pub fn start_elements(mut self, f: fn(&[usize]) -> f64) -> Self {
+        self.start = None;
+        self.array_start = Some(ArrayStart::Elements(f));
+        self
+    }
+
+    /// True for an FMI 3 array variable ([`Variable::dims`]).
+    pub fn is_array(&self) -> bool {
+        !self.dimensions.is_empty()
+    }
+
     /// The `initial` attribute as declared, or as implied by causality and
     /// variability where it is not (FMI 2.0 sec. 2.2.7, FMI 3.0 sec.
     /// 2.4.7.5): parameters and structural parameters `exact`, constants
@@ -678,13 +820,14 @@ impl Variable {
         self.quantity.or(self.unit.map(|u| u.quantity))
     }
 
-    /// True for continuous Real inputs: the inputs an FMI 3 build that
+    /// True for continuous scalar Real inputs: the inputs an FMI 3 build that
     /// provides intermediate update declares `intermediateUpdate="true"`
     /// and lets the importer set in Intermediate Update Mode.
     pub fn is_continuous_real_input(&self) -> bool {
         self.causality == Causality::Input
             && self.ty == VarType::Real
             && self.variability == Variability::Continuous
+            && !self.is_array()
     }
 
     /// Why the variable exists in FMI 3 only, if it does: `"is of the FMI 3
@@ -694,6 +837,8 @@ impl Variable {
             Some(format!("is of the FMI 3 only type {}", self.ty.fmi3_name()))
         } else if !self.causality.in_fmi2() {
             Some("is a structural parameter (FMI 3 only)".to_string())
+        } else if self.is_array() {
+            Some("is an array (FMI 3 only)".to_string())
         } else {
             None
         }
@@ -826,6 +971,7 @@ impl ModelSpec {
     /// Whether the model has a build for `version`: always for FMI 3; for
     /// FMI 2 unless a variable has an FMI 3 only type ([`VarType::in_fmi2`])
     /// or causality (`structuralParameter`, [`Causality::in_fmi2`]).
+    /// FMI 3 arrays ([`Variable::dims`]) are FMI 3 only too.
     pub fn supports(&self, version: crate::caps::FmiVersion) -> bool {
         version == crate::caps::FmiVersion::Fmi3 || self.first_fmi3_only().is_none()
     }
@@ -867,21 +1013,96 @@ impl ModelSpec {
         self.variables.iter().any(|v| v.ty == VarType::String)
     }
 
-    /// The start values of all variables (0 / "" where there is none).
-    /// Strings are held only for a model with `String` variables.
-    pub fn start_values(&self) -> Values {
-        let mut values = Values::from_numbers(
+    /// Whether the model has FMI 3 array variables (whose elements
+    /// [`Values`] holds beside the scalars, [`Values::array`]).
+    pub fn has_arrays(&self) -> bool {
+        self.variables.iter().any(Variable::is_array)
+    }
+
+    /// The current shape of variable `v` (empty for a scalar): each
+    /// dimension fixed or the value of its structural parameter in `values`.
+    pub fn shape(&self, v: &Variable, values: &Values) -> Vec<usize> {
+        v.dimensions
+            .iter()
+            .map(|d| match d {
+                Dimension::Fixed(n) => usize::try_from(*n).unwrap_or(usize::MAX),
+                Dimension::Structural(vr) => {
+                    let x = values[*vr];
+                    if x.is_finite() && x >= 0.0 {
+                        // Whole (the UInt64 parameter holds whole numbers);
+                        // saturates beyond usize.
+                        x as usize
+                    } else {
+                        0
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// The arrays with a dimension given by structural parameter `vr`.
+    pub fn sized_by(&self, vr: Vr) -> impl Iterator<Item = &Variable> {
+        self.variables
+            .iter()
+            .filter(move |v| v.dimensions.contains(&Dimension::Structural(vr)))
+    }
+
+    /// The start values of array `v` at `shape`, row-major (empty without
+    /// [`Variable::array_start`]).
+    pub fn array_start_at(&self, v: &Variable, shape: &[usize]) -> Vec<f64> {
+        let Some(start) = v.array_start else {
+            return Vec::new();
+        };
+        resized(&[], &[], shape, &|i| start.at(i))
+    }
+
+    /// The start values of array `v` at its start shape (the structural
+    /// parameters at their start values): those `modelDescription.xml`
+    /// declares.
+    pub fn array_start_values(&self, v: &Variable) -> Vec<f64> {
+        let starts = self.start_values_scalar();
+        self.array_start_at(v, &self.shape(v, &starts))
+    }
+
+    fn start_values_scalar(&self) -> Values {
+        Values::from_numbers(
             self.variables
                 .iter()
                 .map(|v| v.start.unwrap_or(0.0))
                 .collect(),
-        );
+        )
+    }
+
+    /// The start values of all variables (0 / "" where there is none).
+    /// Strings are held only for a model with `String` variables.
+    /// Arrays ([`Values::array`]) are held, at their start shapes, only for
+    /// a model with arrays.
+    pub fn start_values(&self) -> Values {
+        let mut values = self.start_values_scalar();
         if self.has_strings() {
             values.1 = self
                 .variables
                 .iter()
                 .map(|v| v.start_string.unwrap_or("").to_string())
                 .collect();
+        }
+        if self.has_arrays() {
+            let arrays = self
+                .variables
+                .iter()
+                .map(|v| {
+                    if v.is_array() {
+                        let shape = self.shape(v, &values);
+                        match v.array_start {
+                            Some(_) => self.array_start_at(v, &shape),
+                            None => vec![0.0; element_count(&shape)],
+                        }
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect();
+            values.2 = arrays;
         }
         values
     }
@@ -925,8 +1146,22 @@ impl ModelSpec {
                     v.name
                 ));
             }
+            if v.is_array() && v.start.is_some() {
+                return Err(format!(
+                    "{}: array {} has a scalar start value (Variable::dims turns it into the start of every element)",
+                    self.name, v.name
+                ));
+            }
+            if !v.is_array() && v.array_start.is_some() {
+                return Err(format!(
+                    "{}: {} has array start values but no dimensions (Variable::dims)",
+                    self.name, v.name
+                ));
+            }
             let has_start = if v.ty == VarType::String {
                 v.start_string.is_some()
+            } else if v.is_array() {
+                v.array_start.is_some()
             } else {
                 v.start.is_some()
             };
@@ -1005,6 +1240,9 @@ impl ModelSpec {
                         v.name
                     ));
                 }
+            }
+            if v.is_array() {
+                self.check_array(v)?;
             }
             // FMI 3.0 sec. 2.4.7.4 allows tunable structural parameters, set
             // in Reconfiguration Mode; the kit has no Reconfiguration Mode.
@@ -1109,6 +1347,66 @@ impl ModelSpec {
         }
     }
 
+    /// The rules of an array variable: a numeric or Boolean type, no
+    /// independent variable or structural parameter, fixed dimensions of at
+    /// least 1, structural dimensions naming scalar `UInt64` structural
+    /// parameters, start values the type holds.
+    fn check_array(&self, v: &Variable) -> Result<(), String> {
+        if v.ty == VarType::String {
+            return Err(format!(
+                "{}: String {} cannot be an array here",
+                self.name, v.name
+            ));
+        }
+        if matches!(
+            v.causality,
+            Causality::Independent | Causality::StructuralParameter
+        ) {
+            return Err(format!(
+                "{}: {} {} cannot be an array",
+                self.name,
+                v.causality.as_str(),
+                v.name
+            ));
+        }
+        for d in &v.dimensions {
+            match d {
+                Dimension::Fixed(0) => {
+                    return Err(format!(
+                        "{}: array {} has a fixed dimension of 0",
+                        self.name, v.name
+                    ));
+                }
+                Dimension::Fixed(_) => {}
+                Dimension::Structural(vr) => match self.variable(*vr) {
+                    Some(p)
+                        if p.causality == Causality::StructuralParameter
+                            && p.ty == VarType::UInt64
+                            && !p.is_array() => {}
+                    _ => {
+                        return Err(format!(
+                            "{}: a dimension of array {} is vr {vr}, which is no UInt64 structural parameter",
+                            self.name, v.name
+                        ));
+                    }
+                },
+            }
+        }
+        if let Some(x) = self
+            .array_start_values(v)
+            .into_iter()
+            .find(|&x| !v.ty.holds(x))
+        {
+            return Err(format!(
+                "{}: {} array {} has the start value {x}, which the type cannot hold",
+                self.name,
+                v.ty.fmi3_name(),
+                v.name
+            ));
+        }
+        Ok(())
+    }
+
     /// A fingerprint of the variable list (names, vrs, causalities,
     /// variabilities, types, start values, dependencies): FNV-1a 64.
     pub fn variables_hash(&self) -> u64 {
@@ -1130,6 +1428,25 @@ impl ModelSpec {
             for (d, k) in &v.dependencies {
                 h.bytes(&d.to_le_bytes());
                 h.str(k.as_str());
+            }
+            // Only arrays have these: the hashes of models without arrays
+            // are what they were before arrays existed.
+            for d in &v.dimensions {
+                match d {
+                    Dimension::Fixed(n) => {
+                        h.str("dim");
+                        h.bytes(&n.to_le_bytes());
+                    }
+                    Dimension::Structural(vr) => {
+                        h.str("dimvr");
+                        h.bytes(&vr.to_le_bytes());
+                    }
+                }
+            }
+            if v.is_array() {
+                for x in self.array_start_values(v) {
+                    h.bytes(&x.to_bits().to_le_bytes());
+                }
             }
         }
         h.finish()
@@ -1166,14 +1483,52 @@ impl Fnv {
 /// All variable values, indexed by value reference: the numbers (`.0`,
 /// every type but `String`, see [`VarType`]) and, for a model with
 /// `String` variables, the strings ([`Values::str`], [`Values::set_str`];
-/// empty, without allocation, for a model without).
+/// empty, without allocation, for a model without), and for a model with
+/// FMI 3 arrays the elements of each array, row-major ([`Values::array`];
+/// the `f64` slot of an array is unused).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Values(pub Vec<f64>, Vec<String>);
+pub struct Values(pub Vec<f64>, Vec<String>, Vec<Vec<f64>>);
 
 impl Values {
-    /// Values of a model without `String` variables.
+    /// Values of a model without `String` variables or arrays.
     pub fn from_numbers(numbers: Vec<f64>) -> Self {
-        Values(numbers, Vec::new())
+        Values(numbers, Vec::new(), Vec::new())
+    }
+
+    /// The elements of array `vr`, row-major, at its current shape (empty
+    /// for any other vr). The kit keeps the length equal to the product of
+    /// the current dimensions ([`ModelSpec::shape`]).
+    pub fn array(&self, vr: Vr) -> &[f64] {
+        self.2.get(vr as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The elements of array `vr`, to write in place (a model writes its
+    /// array outputs and locals here; the length is the kit's).
+    pub fn array_mut(&mut self, vr: Vr) -> &mut [f64] {
+        match self.2.get_mut(vr as usize) {
+            Some(a) => a.as_mut_slice(),
+            None => &mut [],
+        }
+    }
+
+    /// Every array, indexed by value reference (empty for a model without
+    /// arrays; empty for a scalar).
+    pub fn arrays(&self) -> &[Vec<f64>] {
+        &self.2
+    }
+
+    /// Replaces the elements of array `vr` (resizing it).
+    pub(crate) fn set_array(&mut self, vr: Vr, elements: Vec<f64>) {
+        let i = vr as usize;
+        if i >= self.2.len() {
+            self.2.resize(i + 1, Vec::new());
+        }
+        self.2[i] = elements;
+    }
+
+    /// Replaces every array (FMU-state restore).
+    pub(crate) fn set_arrays(&mut self, arrays: Vec<Vec<f64>>) {
+        self.2 = arrays;
     }
 
     /// The value of a `String` variable ("" for any other vr).

@@ -96,17 +96,30 @@ pub fn set(inst: &mut Instance, vrs: &[Vr], vals: &[f64]) -> R<()> {
 
 /// Reads values of any numeric types: each with the type its variable is
 /// declared with (Booleans as 0.0 / 1.0; a `String` variable is refused,
-/// see [`get_str`]).
+/// see [`get_str`]); every element of an FMI 3 array, row-major, in its
+/// place ([`get_array`] reads one variable).
 pub fn get_any(inst: &mut Instance, vrs: &[Vr]) -> R<Vec<f64>> {
-    let spec = inst.spec;
     let mut out = Vec::with_capacity(vrs.len());
     for &vr in vrs {
-        let ty = spec.variable(vr).map_or(VarType::Real, |v| v.ty);
-        let mut x = f64::NAN;
-        inst.get(&[vr], ty, &mut |_, v| x = v)?;
-        out.push(x);
+        out.extend(get_array(inst, vr)?);
     }
     Ok(out)
+}
+
+/// Reads every value of one variable of any numeric type (one for a
+/// scalar, the elements of an FMI 3 array at its current size, row-major).
+pub fn get_array(inst: &mut Instance, vr: Vr) -> R<Vec<f64>> {
+    let ty = inst.spec.variable(vr).map_or(VarType::Real, |v| v.ty);
+    let mut out = vec![f64::NAN; inst.value_count(&[vr])];
+    inst.get(&[vr], ty, &mut |i, x| out[i] = x)?;
+    Ok(out)
+}
+
+/// Sets every value of one variable of any numeric type with its declared
+/// type (the elements of an FMI 3 array, row-major).
+pub fn set_array(inst: &mut Instance, vr: Vr, vals: &[f64]) -> R<()> {
+    let ty = inst.spec.variable(vr).map_or(VarType::Real, |v| v.ty);
+    inst.set(&[vr], ty, vals)
 }
 
 /// Reads one Integer value.

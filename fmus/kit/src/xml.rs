@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::caps::{Capabilities, FmiVersion, token};
 use crate::instance::LOG_CATEGORIES;
-use crate::model::{Causality, ModelSpec, VarType, Variable};
+use crate::model::{Causality, Dimension, ModelSpec, VarType, Variable};
 use crate::units::Unit;
 
 /// Escapes text for an XML attribute value.
@@ -118,16 +118,7 @@ fn type_attrs(v: &Variable) -> String {
             let _ = write!(a, " unit=\"{}\"", escape(u.name));
         }
     }
-    let fmt = |x: f64| match v.ty {
-        VarType::Real => num(x),
-        // The shortest f32 representation (`ModelSpec::check` makes sure the
-        // value is an f32 value): start="0.1", not "0.10000000149011612".
-        VarType::Float32 => format!("{:?}", x as f32),
-        VarType::Boolean => (if x != 0.0 { "true" } else { "false" }).to_string(),
-        // Whole numbers within the type's range (`ModelSpec::check`); i128
-        // holds every Int64 and UInt64 value.
-        _ => format!("{}", x as i128),
-    };
+    let fmt = |x: f64| value_text(v.ty, x);
     // The Boolean and String elements have no min / max (FMI 2
     // fmi2ScalarVariable.xsd, FMI 3 fmi3Variable.xsd); `ModelSpec::check`
     // refuses them.
@@ -143,6 +134,50 @@ fn type_attrs(v: &Variable) -> String {
         let _ = write!(a, " start=\"{}\"", fmt(s));
     }
     a
+}
+
+/// A value of type `ty` as written in an attribute.
+fn value_text(ty: VarType, x: f64) -> String {
+    match ty {
+        VarType::Real => num(x),
+        // The shortest f32 representation (`ModelSpec::check` makes sure the
+        // value is an f32 value): start="0.1", not "0.10000000149011612".
+        VarType::Float32 => format!("{:?}", x as f32),
+        VarType::Boolean => (if x != 0.0 { "true" } else { "false" }).to_string(),
+        // Whole numbers within the type's range (`ModelSpec::check`); i128
+        // holds every Int64 and UInt64 value.
+        _ => format!("{}", x as i128),
+    }
+}
+
+/// FMI 3 arrays: the `start` attribute, the start values at the start
+/// shape, row-major, space-separated (`start="1.0 0.0 0.0 1.0"`: FMI 3
+/// declares `start` a list of values), if the array has one.
+fn array_start_attr(spec: &ModelSpec, v: &Variable) -> String {
+    if v.array_start.is_none() {
+        return String::new();
+    }
+    let values: Vec<String> = spec
+        .array_start_values(v)
+        .into_iter()
+        .map(|x| value_text(v.ty, x))
+        .collect();
+    format!(" start=\"{}\"", values.join(" "))
+}
+
+/// FMI 3 arrays: the `<Dimension>` children, fixed (`start`) or the value
+/// reference of a structural parameter.
+fn fmi3_dimensions(v: &Variable) -> String {
+    let mut out = String::new();
+    for d in &v.dimensions {
+        let _ = match d {
+            Dimension::Fixed(n) => writeln!(out, "      <Dimension start=\"{n}\"/>"),
+            Dimension::Structural(vr) => {
+                writeln!(out, "      <Dimension valueReference=\"{vr}\"/>")
+            }
+        };
+    }
+    out
 }
 
 /// FMI 2: the attributes of the `<String>` element (its start value).
@@ -326,6 +361,22 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         } else {
             ""
         };
+        if v.is_array() {
+            // FMI 3.0 fmi3ArrayableVariable: the <Dimension> children;
+            // start values space-separated (no intermediate update for
+            // arrays, `Variable::is_continuous_real_input`).
+            let _ = writeln!(
+                out,
+                "    <{} {}{}{}>",
+                v.ty.fmi3_name(),
+                common_attrs(v),
+                type_attrs(v),
+                array_start_attr(spec, v)
+            );
+            out.push_str(&fmi3_dimensions(v));
+            let _ = writeln!(out, "    </{}>", v.ty.fmi3_name());
+            continue;
+        }
         if v.ty == VarType::String {
             // FMI 3.0 fmi3Variable.xsd: a String's start value is a
             // <Start value="..."/> child (one per element of an array).

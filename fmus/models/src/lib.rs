@@ -11,7 +11,9 @@
 //!   Integer / Boolean coupling), [`greeting`] (String parameter, input
 //!   and output, with numeric outputs that show them), [`type_mirror`]
 //!   (FMI 3 only: the FMI 3 types FMI 2 lacks), [`structural_gain`] (FMI 3
-//!   only: a structural parameter, set in Configuration Mode): the models,
+//!   only: a structural parameter, set in Configuration Mode),
+//!   [`state_space`] (FMI 3 only: arrays sized by structural parameters,
+//!   as the Modelica Reference FMU `StateSpace`): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
@@ -24,6 +26,7 @@ pub mod oscillator;
 pub mod quarter_car;
 pub mod reference;
 pub mod solvers;
+pub mod state_space;
 pub mod structural_gain;
 #[cfg(test)]
 mod tests;
@@ -39,8 +42,9 @@ use fmu_kit::{ModelSpec, Variant};
 static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 
 /// Every model served by this library, in catalog order. A model with FMI 3
-/// only variable types (`TypeMirror`) or structural parameters
-/// (`StructuralGain`) has no FMI 2 build (see `ModelSpec::supports`).
+/// only variable types (`TypeMirror`), structural parameters
+/// (`StructuralGain`) or arrays (`StateSpace`) has no FMI 2 build (see
+/// `ModelSpec::supports`).
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
         vec![
@@ -71,6 +75,7 @@ pub fn registry() -> &'static [ModelSpec] {
             greeting::spec(),
             type_mirror::spec(),
             structural_gain::spec(),
+            state_space::spec(),
         ]
     })
 }

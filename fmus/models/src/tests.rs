@@ -3,8 +3,8 @@
 
 use fmu_kit::instance::{Cap, Mode};
 use fmu_kit::testing::{
-    get, get_any, get_bool, get_int, get_str, get1, initialized, instance, set, set_bool, set_int,
-    set_str,
+    get, get_any, get_array, get_bool, get_int, get_str, get1, initialized, instance, set,
+    set_array, set_bool, set_int, set_str,
 };
 use fmu_kit::{
     Capabilities, Causality, FmiVersion, Instance, ModelSpec, Status, VarType, Variant, Vr,
@@ -22,10 +22,11 @@ fn model(name: &str) -> &'static ModelSpec {
     }
 }
 
-/// The Real variables of a causality (derivatives exist for these only).
+/// The scalar Real variables of a causality (derivatives exist for these
+/// only).
 fn real_vrs(spec: &ModelSpec, c: Causality) -> Vec<Vr> {
     spec.with_causality(c)
-        .filter(|v| v.ty == VarType::Real)
+        .filter(|v| v.ty == VarType::Real && !v.is_array())
         .map(|v| v.vr)
         .collect()
 }
@@ -64,14 +65,15 @@ fn step(inst: &mut Instance, h: f64) {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 27);
+    assert_eq!(registry().len(), 28);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
-        // FMI 3 only: TypeMirror (FMI 3 only types) and StructuralGain (a
-        // structural parameter), whose FMI 2 builds are refused.
+        // FMI 3 only: TypeMirror (FMI 3 only types), StructuralGain (a
+        // structural parameter) and StateSpace (arrays), whose FMI 2
+        // builds are refused.
         assert_eq!(
             s.supports(FmiVersion::Fmi2),
-            !matches!(s.name, "TypeMirror" | "StructuralGain"),
+            !matches!(s.name, "TypeMirror" | "StructuralGain" | "StateSpace"),
             "{}",
             s.name
         );
@@ -96,8 +98,8 @@ fn every_spec_is_consistent_and_every_variant_possible() {
                 assert!(caps.check(s, version).is_ok(), "{} {v:?}", s.name);
             }
         }
-        // Output derivatives exist for Real outputs; every model with one
-        // provides at least the first derivative.
+        // Output derivatives exist for scalar Real outputs; every model
+        // with one provides at least the first derivative.
         let real_outputs = !real_vrs(s, Causality::Output).is_empty();
         assert_eq!(
             s.max_output_derivative_order >= 1,
@@ -431,9 +433,19 @@ fn bad_parameters_are_refused_with_their_name() {
 /// Sets every input from `k`: Real / Float32 inputs to k (0.3 + 0.1 i)
 /// (Float32 rounded), integer inputs to round(100 k) mod 3, Boolean inputs
 /// to round(100 k) odd, String inputs to "in<i>:<round(100 k)>".
+/// Array inputs: element j (row-major) of a Real / Float32 array k (0.3 +
+/// 0.1 i) + 0.01 j.
 fn set_all_inputs(inst: &mut Instance, s: &ModelSpec, k: f64) {
     let n = (100.0 * k).round() as i32;
     for (i, v) in s.with_causality(Causality::Input).enumerate() {
+        if v.is_array() {
+            assert!(v.ty.is_float(), "{}: only float array inputs here", v.name);
+            let vals: Vec<f64> = (0..inst.value_count(&[v.vr]))
+                .map(|j| k * (0.3 + 0.1 * i as f64) + 0.01 * j as f64)
+                .collect();
+            ok(set_array(inst, v.vr, &vals));
+            continue;
+        }
         match v.ty {
             VarType::Real => ok(set(inst, &[v.vr], &[k * (0.3 + 0.1 * i as f64)])),
             VarType::Integer => ok(set_int(inst, v.vr, n.rem_euclid(3))),
@@ -882,18 +894,29 @@ fn outputs_without_declared_feed_through_ignore_inputs_until_the_step() {
             .filter(|v| v.ty != VarType::String)
             .map(|v| v.vr)
             .collect();
+        // Each output's values (the elements of an array).
+        let values = |inst: &mut Instance| -> Vec<Vec<u64>> {
+            outs.iter()
+                .map(|&o| {
+                    ok(get_array(inst, o))
+                        .into_iter()
+                        .map(f64::to_bits)
+                        .collect()
+                })
+                .collect()
+        };
         for v in s.with_causality(Causality::Input) {
-            let before = ok(get_any(&mut inst, &outs));
+            let before = values(&mut inst);
             if v.ty == VarType::String {
                 let x = ok(get_str(&mut inst, v.vr));
                 ok(set_str(&mut inst, v.vr, &format!("{x}!")));
-                let after = ok(get_any(&mut inst, &outs));
+                let after = values(&mut inst);
                 for (k, &o) in outs.iter().enumerate() {
                     let declared = s
                         .variable(o)
                         .is_some_and(|out| out.dependencies.iter().any(|d| d.0 == v.vr));
                     assert_eq!(
-                        before[k].to_bits() == after[k].to_bits(),
+                        before[k] == after[k],
                         !declared,
                         "{}: output vr {o} with input {}",
                         s.name,
@@ -903,27 +926,32 @@ fn outputs_without_declared_feed_through_ignore_inputs_until_the_step() {
                 continue;
             }
             let x = ok(get_any(&mut inst, &[v.vr]))[0];
-            // A change of every type: Real / Float32 + 0.5, integers + 1,
-            // Boolean flipped.
+            // A change of every type: Real / Float32 + 0.5 (every element
+            // of an array), integers + 1, Boolean flipped.
             match v.ty {
+                _ if v.is_array() => {
+                    let xs: Vec<f64> = ok(get_array(&mut inst, v.vr))
+                        .into_iter()
+                        .map(|x| x + 0.5)
+                        .collect();
+                    ok(set_array(&mut inst, v.vr, &xs));
+                }
                 VarType::Real => ok(set(&mut inst, &[v.vr], &[x + 0.5])),
                 VarType::Integer => ok(set_int(&mut inst, v.vr, x as i32 + 1)),
                 VarType::Boolean => ok(set_bool(&mut inst, v.vr, x == 0.0)),
                 VarType::Float32 => set_typed(&mut inst, s, v.vr, x + 0.5),
                 _ => set_typed(&mut inst, s, v.vr, x + 1.0),
             }
-            let after = ok(get_any(&mut inst, &outs));
+            let after = values(&mut inst);
             for (k, &o) in outs.iter().enumerate() {
                 let declared = s
                     .variable(o)
                     .is_some_and(|out| out.dependencies.iter().any(|d| d.0 == v.vr));
                 if !declared {
                     assert_eq!(
-                        before[k].to_bits(),
-                        after[k].to_bits(),
+                        before[k], after[k],
                         "{}: output vr {o} changed with input {} (no declared feed-through)",
-                        s.name,
-                        v.name
+                        s.name, v.name
                     );
                 }
             }
@@ -1780,13 +1808,13 @@ mod structural_gain_tests {
             Capabilities::full(s, FmiVersion::Fmi2).check(s, FmiVersion::Fmi2),
             Err("StructuralGain has no fmi2 build: n is of the FMI 3 only type UInt64".to_string())
         );
-        // The only model with structural parameters.
+        // The models with structural parameters.
         let with: Vec<&str> = registry()
             .iter()
             .filter(|s| s.has_structural_parameters())
             .map(|s| s.name)
             .collect();
-        assert_eq!(with, ["StructuralGain"]);
+        assert_eq!(with, ["StructuralGain", "StateSpace"]);
     }
 
     #[test]
@@ -2080,5 +2108,449 @@ mod greeting_tests {
         assert_eq!(ok(get_str(&mut other, PREFIX)), "Moin");
         // Truncated inside the strings: refused.
         assert!(other.deserialize(&bytes[..bytes.len() - 2], None).is_err());
+    }
+}
+
+// ------------------------------------------------------------- StateSpace
+
+mod state_space_tests {
+    use super::*;
+    use crate::state_space::{A, B, C, D, DER_X, M, N, R, U, X, X0, Y, expm};
+    use fmu_kit::testing::initialized_configured;
+    use fmu_kit::{Dimension, Initial, Variability};
+
+    fn ss() -> &'static ModelSpec {
+        model("StateSpace")
+    }
+
+    /// An FMI 3 instance with the sizes (m, n, r) set in Configuration
+    /// Mode, the arrays in `params` set whole in Initialization Mode.
+    fn configured(sizes: (u64, u64, u64), params: &[(Vr, &[f64])]) -> Instance {
+        let (m, n, r) = sizes;
+        let s = ss();
+        let (mut inst, _) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+        ok(inst.enter_configuration());
+        for (vr, x) in [(M, m), (N, n), (R, r)] {
+            ok(inst.set(&[vr], VarType::UInt64, &[x as f64]));
+        }
+        ok(inst.exit_configuration());
+        ok(inst.setup_experiment(0.0, None));
+        ok(inst.enter_initialization());
+        for (vr, vals) in params {
+            ok(set_array(&mut inst, *vr, vals));
+        }
+        ok(inst.exit_initialization());
+        inst
+    }
+
+    fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}: {got:?} vs {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= tol * w.abs().max(1.0),
+                "{what}: {got:?} vs {want:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn state_space_declares_the_reference_fmus_variables_with_arrays() {
+        let s = ss();
+        use Dimension::Structural as S;
+        // (vr, name, type, causality, variability, initial, dimensions)
+        let list: Vec<_> = s
+            .variables
+            .iter()
+            .map(|v| {
+                (
+                    v.vr,
+                    v.name,
+                    v.ty.fmi3_name(),
+                    v.causality_name(),
+                    v.variability,
+                    v.effective_initial(),
+                    v.dimensions.clone(),
+                )
+            })
+            .collect();
+        use Variability::{Continuous, Fixed, Tunable};
+        let (exact, calc) = (Some(Initial::Exact), Some(Initial::Calculated));
+        let sp = "structuralParameter";
+        assert_eq!(
+            list,
+            vec![
+                (
+                    0,
+                    "time",
+                    "Float64",
+                    "independent",
+                    Continuous,
+                    None,
+                    vec![]
+                ),
+                (M, "m", "UInt64", sp, Fixed, exact, vec![]),
+                (N, "n", "UInt64", sp, Fixed, exact, vec![]),
+                (R, "r", "UInt64", sp, Fixed, exact, vec![]),
+                (
+                    A,
+                    "A",
+                    "Float64",
+                    "parameter",
+                    Tunable,
+                    exact,
+                    vec![S(N), S(N)]
+                ),
+                (
+                    B,
+                    "B",
+                    "Float64",
+                    "parameter",
+                    Tunable,
+                    exact,
+                    vec![S(N), S(M)]
+                ),
+                (
+                    C,
+                    "C",
+                    "Float64",
+                    "parameter",
+                    Tunable,
+                    exact,
+                    vec![S(R), S(N)]
+                ),
+                (
+                    D,
+                    "D",
+                    "Float64",
+                    "parameter",
+                    Tunable,
+                    exact,
+                    vec![S(R), S(M)]
+                ),
+                (X0, "x0", "Float64", "parameter", Fixed, exact, vec![S(N)]),
+                (U, "u", "Float64", "input", Continuous, None, vec![S(M)]),
+                (Y, "y", "Float64", "output", Continuous, calc, vec![S(R)]),
+                (X, "x", "Float64", "local", Continuous, calc, vec![S(N)]),
+                (
+                    DER_X,
+                    "der(x)",
+                    "Float64",
+                    "local",
+                    Continuous,
+                    calc,
+                    vec![S(N)]
+                ),
+            ]
+        );
+        for vr in [M, N, R] {
+            let v = s.variable(vr).unwrap_or(&s.variables[0]);
+            assert_eq!((v.start, v.min, v.max), (Some(3.0), Some(1.0), Some(5.0)));
+        }
+        assert!(s.supports(FmiVersion::Fmi3) && !s.supports(FmiVersion::Fmi2));
+        let x = fmu_kit::xml::model_description(
+            s,
+            FmiVersion::Fmi3,
+            &Capabilities::full(s, FmiVersion::Fmi3),
+            "StateSpace",
+        );
+        for needle in [
+            "<Float64 name=\"A\" valueReference=\"4\" description=\"Matrix coefficient A\" causality=\"parameter\" \
+             variability=\"tunable\" initial=\"exact\" start=\"1.0 0.0 0.0 0.0 1.0 0.0 0.0 0.0 1.0\">\n      \
+             <Dimension valueReference=\"2\"/>\n      <Dimension valueReference=\"2\"/>\n    </Float64>",
+            "<Float64 name=\"B\" valueReference=\"5\"",
+            "start=\"1.0 2.0 3.0\">\n      <Dimension valueReference=\"1\"/>\n    </Float64>",
+            "<Float64 name=\"x0\" valueReference=\"8\" description=\"Initial state vector\" causality=\"parameter\" \
+             variability=\"fixed\" initial=\"exact\" start=\"0.0 0.0 0.0\">",
+            "<Output valueReference=\"10\" dependencies=\"9\" dependenciesKind=\"dependent\"/>",
+            "<InitialUnknown valueReference=\"10\" dependencies=\"1 2 3 6 7 8 9\"/>",
+            "providesIntermediateUpdate=\"false\"",
+        ] {
+            assert!(x.contains(needle), "missing {needle} in\n{x}");
+        }
+    }
+
+    #[test]
+    fn defaults_give_y_equal_u_exp_t() {
+        // A = B = C = D = I (3x3), x0 = 0, u = 1 2 3: x = u (e^t - 1),
+        // y = x + u = u e^t, der(x) = x + u.
+        let s = ss();
+        let (mut inst, _) = ok(initialized_configured(s, &[], &[]));
+        assert_eq!(ok(get_array(&mut inst, Y)), [1.0, 2.0, 3.0]);
+        assert_eq!(ok(get_array(&mut inst, X)), [0.0; 3]);
+        let h = 0.01;
+        for _ in 0..100 {
+            step(&mut inst, h);
+        }
+        let e = 1f64.exp();
+        close(
+            &ok(get_array(&mut inst, Y)),
+            &[e, 2.0 * e, 3.0 * e],
+            1e-13,
+            "y(1)",
+        );
+        close(
+            &ok(get_array(&mut inst, X)),
+            &[e - 1.0, 2.0 * (e - 1.0), 3.0 * (e - 1.0)],
+            1e-13,
+            "x(1)",
+        );
+        close(
+            &ok(get_array(&mut inst, DER_X)),
+            &[e, 2.0 * e, 3.0 * e],
+            1e-13,
+            "der(x)(1)",
+        );
+    }
+
+    #[test]
+    fn rotation_matches_the_analytic_solution_over_variable_steps() {
+        // n = 2, m = r = 1: x1' = x2, x2' = -x1 + u, y = x1; x(0) = (1, 0),
+        // u = c: x1 = c + (1 - c) cos t, x2 = -(1 - c) sin t.
+        let c = 0.5;
+        let mut inst = configured(
+            (1, 2, 1),
+            &[
+                (A, &[0.0, 1.0, -1.0, 0.0]),
+                (B, &[0.0, 1.0]),
+                (C, &[1.0, 0.0]),
+                (D, &[0.0]),
+                (X0, &[1.0, 0.0]),
+                (U, &[c]),
+            ],
+        );
+        assert_eq!(ok(get_array(&mut inst, Y)), [1.0], "x(0) = x0");
+        let mut t = 0.0;
+        for (k, h) in [0.01, 0.25, 0.001, 1.0, 0.1]
+            .iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            step(&mut inst, *h);
+            t += h;
+            let x = ok(get_array(&mut inst, X));
+            let want = [c + (1.0 - c) * t.cos(), -(1.0 - c) * t.sin()];
+            close(&x, &want, 1e-12, &format!("x after step {k}, t = {t}"));
+            close(&ok(get_array(&mut inst, Y)), &want[..1], 1e-12, "y");
+        }
+        assert!(t > 10.0);
+    }
+
+    #[test]
+    fn diagonal_system_with_direct_feed_through() {
+        // n = m = r = 3, A = diag(-1, -2, -0.5), B = C = I, D = 2 I:
+        // x_i = e^(a t) x0_i + (e^(a t) - 1) / a u_i, y = x + 2 u.
+        let a = [-1.0, -2.0, -0.5];
+        let x0 = [1.0, 2.0, 3.0];
+        let u = [1.0, 0.0, -1.0];
+        let diag = |d: [f64; 3]| {
+            let mut m = [0.0; 9];
+            for i in 0..3 {
+                m[4 * i] = d[i];
+            }
+            m
+        };
+        let mut inst = configured(
+            (3, 3, 3),
+            &[(A, &diag(a)), (D, &diag([2.0; 3])), (X0, &x0), (U, &u)],
+        );
+        let exact = |t: f64| -> Vec<f64> {
+            (0..3)
+                .map(|i| {
+                    let e = (a[i] * t).exp();
+                    e * x0[i] + (e - 1.0) / a[i] * u[i] + 2.0 * u[i]
+                })
+                .collect()
+        };
+        close(&ok(get_array(&mut inst, Y)), &exact(0.0), 0.0, "y(0)");
+        for k in 1..=50 {
+            step(&mut inst, 0.1);
+            close(
+                &ok(get_array(&mut inst, Y)),
+                &exact(0.1 * f64::from(k)),
+                1e-13,
+                "y",
+            );
+        }
+        // Feed-through: y follows a new input at once, x only after a step.
+        let x = ok(get_array(&mut inst, X));
+        ok(set_array(&mut inst, U, &[0.0, 1.0, 0.0]));
+        let y = ok(get_array(&mut inst, Y));
+        close(&y, &[x[0], x[1] + 2.0, x[2]], 1e-15, "y after setting u");
+        assert_eq!(ok(get_array(&mut inst, X)), x);
+    }
+
+    #[test]
+    fn tunable_matrices_act_from_the_next_step() {
+        let mut inst = configured((1, 1, 1), &[(A, &[0.0]), (U, &[1.0])]);
+        step(&mut inst, 0.5);
+        close(&ok(get_array(&mut inst, X)), &[0.5], 1e-15, "x' = u");
+        ok(set_array(&mut inst, A, &[-1.0]));
+        ok(set_array(&mut inst, C, &[2.0]));
+        // y = C x + D u with the new C at once.
+        close(&ok(get_array(&mut inst, Y)), &[2.0], 1e-15, "y = 2 x + u");
+        step(&mut inst, 1.0);
+        // x' = -x + 1 from 0.5: x = 1 - 0.5 e^-1.
+        let want = 1.0 - 0.5 * (-1f64).exp();
+        close(
+            &ok(get_array(&mut inst, X)),
+            &[want],
+            1e-14,
+            "x after retuning A",
+        );
+        // x0 is fixed: not settable in Step Mode.
+        let e = set_array(&mut inst, X0, &[1.0])
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(e.contains("parameter x0 (vr 8, variability fixed, initial exact) cannot be set in state Step Mode"), "{e}");
+    }
+
+    #[test]
+    fn structural_parameters_resize_every_array() {
+        let s = ss();
+        let (mut inst, _) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+        // Set before Configuration Mode: kept where the indices remain.
+        ok(set_array(
+            &mut inst,
+            A,
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+        ));
+        ok(set_array(&mut inst, U, &[10.0, 20.0, 30.0]));
+        ok(inst.enter_configuration());
+        ok(inst.set(&[M, N, R], VarType::UInt64, &[5.0, 2.0, 1.0]));
+        ok(inst.exit_configuration());
+        ok(inst.setup_experiment(0.0, None));
+        ok(inst.enter_initialization());
+        // Sizes: A 2x2 (the leading part), B 2x5, C 1x2, D 1x5, x0 2,
+        // u 5 (kept 10 20 30, new elements at their start 4 5), y 1.
+        let sizes: Vec<usize> = [A, B, C, D, X0, U, Y, X, DER_X]
+            .iter()
+            .map(|&vr| inst.value_count(&[vr]))
+            .collect();
+        assert_eq!(sizes, [4, 10, 2, 5, 2, 5, 1, 2, 2]);
+        assert_eq!(ok(get_array(&mut inst, A)), [1.0, 2.0, 4.0, 5.0]);
+        assert_eq!(
+            ok(get_array(&mut inst, B)),
+            [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+        );
+        assert_eq!(ok(get_array(&mut inst, U)), [10.0, 20.0, 30.0, 4.0, 5.0]);
+        assert_eq!(inst.value_count(&[A, U, Y, M]), 4 + 5 + 1 + 1);
+        ok(inst.exit_initialization());
+        // y = C x0 + D u = u_1 = 10.
+        assert_eq!(ok(get_array(&mut inst, Y)), [10.0]);
+        step(&mut inst, 0.1);
+        // x' = A x + B u with A = [[1, 2], [4, 5]], B u = (10, 20), x(0) = 0:
+        // x(h) is the last column of exp([[A h, B u h], [0, 0]]).
+        let h = 0.1;
+        let aug = [
+            1.0 * h,
+            2.0 * h,
+            10.0 * h,
+            4.0 * h,
+            5.0 * h,
+            20.0 * h,
+            0.0,
+            0.0,
+            0.0,
+        ];
+        let e = expm(&aug, 3);
+        close(&ok(get_array(&mut inst, X)), &[e[2], e[5]], 1e-14, "x");
+        // Out of range in Configuration Mode: refused at once.
+        ok(inst.reset());
+        ok(inst.enter_configuration());
+        let e = inst
+            .set(&[N], VarType::UInt64, &[6.0])
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "value 6 of n (vr 2) is above its max 5 (n sizes the arrays A, B, C, x0, x, der(x))"
+        );
+        let e = inst
+            .set(&[M], VarType::UInt64, &[0.0])
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "value 0 of m (vr 1) is below its min 1 (m sizes the arrays B, D, u)"
+        );
+        ok(inst.exit_configuration());
+        // After reset: the start sizes and values.
+        ok(inst.setup_experiment(0.0, None));
+        ok(inst.enter_initialization());
+        assert_eq!(inst.value_count(&[A, U]), 12);
+        assert_eq!(ok(get_array(&mut inst, U)), [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn n_values_other_than_the_current_sizes_are_refused() {
+        let mut inst = configured((2, 3, 1), &[]);
+        assert_eq!(inst.value_count(&[U, Y, A]), 2 + 1 + 9);
+        let e = inst
+            .check_value_count(&[U, Y, A], 3)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "Expected nValues = 12 but was 3: nValues must be the sum of the current sizes of the variables \
+             (u[2]: 2, y[1]: 1, A[3,3]: 9)"
+        );
+        let e = inst
+            .check_value_count(&[Y, M, N], 4)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "Expected nValues = 3 but was 4: nValues must be the sum of the current sizes of the variables \
+             (y[1]: 1, 2 scalars: 2)"
+        );
+        assert!(inst.check_value_count(&[Y, M, N], 3).is_ok());
+        // The Rust setter checks the count too, changing nothing.
+        let before = ok(get_array(&mut inst, U));
+        let e = inst
+            .set(&[U], VarType::Real, &[1.0, 2.0, 3.0])
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(e.starts_with("Expected nValues = 2 but was 3"), "{e}");
+        assert_eq!(ok(get_array(&mut inst, U)), before);
+    }
+
+    #[test]
+    fn invalid_matrices_are_named_at_initialization() {
+        let s = ss();
+        let (mut inst, _) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+        ok(inst.setup_experiment(0.0, None));
+        ok(inst.enter_initialization());
+        let mut a = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+        a[3] = f64::NAN;
+        ok(set_array(&mut inst, A, &a));
+        let e = inst
+            .exit_initialization()
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert_eq!(e, "A[2,1] must be finite, got NaN");
+    }
+
+    #[test]
+    fn expm_of_a_rotation_and_a_nilpotent_matrix() {
+        // exp([[0, t], [-t, 0]]) = [[cos t, sin t], [-sin t, cos t]].
+        for t in [0.1, 1.0, 3.0, 30.0] {
+            let e = expm(&[0.0, t, -t, 0.0], 2);
+            close(
+                &e,
+                &[t.cos(), t.sin(), -t.sin(), t.cos()],
+                1e-13,
+                "rotation",
+            );
+        }
+        // exp([[0, 1], [0, 0]]) = [[1, 1], [0, 1]] exactly.
+        assert_eq!(expm(&[0.0, 1.0, 0.0, 0.0], 2), [1.0, 1.0, 0.0, 1.0]);
     }
 }

@@ -583,6 +583,35 @@ impl<'a> Fmi3<'a> {
             unsafe { self.fmu.sym::<Get3<T>>(name)(self.i, vrs.as_ptr(), N, out.as_mut_ptr(), N) };
         (status, out)
     }
+    /// fmi3GetFloat64 of `vrs` with `n` values (the elements of arrays):
+    /// the status and the values.
+    fn get_f64_elements(&self, vrs: &[u32], n: usize) -> (c_int, Vec<f64>) {
+        let mut out = vec![f64::NAN; n];
+        // SAFETY: arrays of the lengths passed.
+        let status = unsafe {
+            self.fmu.sym::<Get3<f64>>("fmi3GetFloat64")(
+                self.i,
+                vrs.as_ptr(),
+                vrs.len(),
+                out.as_mut_ptr(),
+                n,
+            )
+        };
+        (status, out)
+    }
+    /// fmi3SetFloat64 of `vrs` with the values `vals` (the elements of arrays).
+    fn set_f64_elements(&self, vrs: &[u32], vals: &[f64]) -> c_int {
+        // SAFETY: arrays of the lengths passed.
+        unsafe {
+            self.fmu.sym::<Set3<f64>>("fmi3SetFloat64")(
+                self.i,
+                vrs.as_ptr(),
+                vrs.len(),
+                vals.as_ptr(),
+                vals.len(),
+            )
+        }
+    }
     fn get_f64s<const N: usize>(&self, vrs: [u32; N]) -> (c_int, [f64; N]) {
         self.get_values("fmi3GetFloat64", vrs, f64::NAN)
     }
@@ -983,12 +1012,13 @@ fn every_packaged_fmu_declares_its_variant() {
     for spec in cosim_models::registry() {
         for v in [FmiVersion::Fmi2, FmiVersion::Fmi3] {
             let p = dir.join(v.tag()).join(format!("{}.fmu", spec.name));
-            // A model with FMI 3 only types (TypeMirror) or structural
-            // parameters (StructuralGain) has no FMI 2 build.
+            // A model with FMI 3 only types (TypeMirror), structural
+            // parameters (StructuralGain) or arrays (StateSpace) has no
+            // FMI 2 build.
             assert_eq!(p.exists(), spec.supports(v), "{}", p.display());
         }
     }
-    for name in ["TypeMirror", "StructuralGain"] {
+    for name in ["TypeMirror", "StructuralGain", "StateSpace"] {
         assert!(!dir.join("fmi2").join(format!("{name}.fmu")).exists());
         assert!(dir.join("fmi3").join(format!("{name}.fmu")).exists());
     }
@@ -1826,5 +1856,72 @@ fn packaged_fmus_without_structural_parameters_refuse_configuration_mode() {
     assert_eq!(s.enter(), 0);
     assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
     assert_eq!(s.step(0.0, 0.01), 0);
+    assert_eq!(s.call("fmi3Terminate"), 0);
+}
+
+// ------------------------------------------ FMI 3 arrays (StateSpace)
+
+#[test]
+fn packaged_state_space_resizes_in_configuration_mode_and_integrates_exactly() {
+    use cosim_models::state_space::{A, B, C, D, M, N, R, U, X, X0, Y};
+    let fmu = Fmu::open(&dist_dir().join("fmi3").join("StateSpace.fmu"));
+    for needle in [
+        "<Float64 name=\"A\" valueReference=\"4\" description=\"Matrix coefficient A\" causality=\"parameter\" \
+         variability=\"tunable\" initial=\"exact\" start=\"1.0 0.0 0.0 0.0 1.0 0.0 0.0 0.0 1.0\">\n      \
+         <Dimension valueReference=\"2\"/>\n      <Dimension valueReference=\"2\"/>\n    </Float64>",
+        "<Float64 name=\"u\" valueReference=\"9\" description=\"Input vector\" causality=\"input\" \
+         variability=\"continuous\" start=\"1.0 2.0 3.0\">\n      <Dimension valueReference=\"1\"/>\n    </Float64>",
+        "<Output valueReference=\"10\" dependencies=\"9\" dependenciesKind=\"dependent\"/>",
+    ] {
+        assert!(fmu.xml.contains(needle), "{needle}\n{}", fmu.xml);
+    }
+    let s = Fmi3::instantiate(&fmu, c"ss3");
+    // n = 2, m = r = 1: the rotation x1' = x2, x2' = -x1 + u, y = x1.
+    assert_eq!(s.call("fmi3EnterConfigurationMode"), 0);
+    assert_eq!(s.set_values("fmi3SetUInt64", [M, N, R], [1u64, 2, 1]), 0);
+    assert_eq!(s.call("fmi3ExitConfigurationMode"), 0);
+    assert_eq!(
+        s.set_f64_elements(
+            &[A, B, C, D],
+            &[0.0, 1.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+        ),
+        0
+    );
+    assert_eq!(s.set_f64_elements(&[X0], &[1.0, 0.0]), 0);
+    // The sizes of this configuration, not the defaults: 3 values refused.
+    assert_eq!(s.set_f64_elements(&[U], &[0.5, 0.5, 0.5]), 3);
+    assert!(logged(
+        "fmi3SetFloat64: Expected nValues = 1 but was 3: nValues must be the sum of the current sizes of the variables (u[1]: 1)"
+    ));
+    assert_eq!(s.set_f64_elements(&[U], &[0.5]), 0);
+    assert_eq!(s.enter(), 0);
+    assert_eq!(s.call("fmi3ExitInitializationMode"), 0);
+    assert_eq!(s.get_f64_elements(&[Y, X], 3), (0, vec![1.0, 1.0, 0.0]));
+    assert_eq!(s.get_f64_elements(&[Y, X], 4).0, 3);
+    assert!(logged(
+        "fmi3GetFloat64: Expected nValues = 3 but was 4: nValues must be the sum of the current sizes of the variables (y[1]: 1, x[2]: 2)"
+    ));
+    let mut t = 0.0;
+    for _ in 0..100 {
+        assert_eq!(s.step(t, 0.05), 0);
+        t += 0.05;
+    }
+    // x1 = c + (1 - c) cos t, x2 = -(1 - c) sin t with c = 0.5, t = 5.
+    let (st, x) = s.get_f64_elements(&[X], 2);
+    assert_eq!(st, 0);
+    let want = [0.5 + 0.5 * t.cos(), -0.5 * t.sin()];
+    for (g, w) in x.iter().zip(want) {
+        assert!((g - w).abs() < 1e-13, "{x:?} vs {want:?}");
+    }
+    // The FMU state carries the arrays.
+    let mut st1: *mut c_void = std::ptr::null_mut();
+    assert_eq!(s.get_state(&mut st1), 0);
+    let bytes = s.serialize_state(st1);
+    assert_eq!(s.step(t, 0.05), 0);
+    let mut st2 = s.deserialize_state(&bytes);
+    assert_eq!(s.set_state(st2), 0);
+    assert_eq!(s.get_f64_elements(&[X], 2), (0, x));
+    assert_eq!(s.free_state(&mut st1), 0);
+    assert_eq!(s.free_state(&mut st2), 0);
     assert_eq!(s.call("fmi3Terminate"), 0);
 }

@@ -2,7 +2,9 @@
 //! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented, with
 //! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
 //! UInt32, Int64, UInt64, Boolean and String (Binary and Clock variables do
-//! not exist: their functions answer `fmi3Error`), and Configuration Mode
+//! not exist: their functions answer `fmi3Error`), arrays of the numeric
+//! types and Boolean (`nValues` the sum of the variables' current sizes,
+//! `Instance::check_value_count`), and Configuration Mode
 //! for models with structural parameters; model exchange, scheduled
 //! execution, clocks, event mode and Reconfiguration Mode are exported and
 //! answer `fmi3Error` (or NULL for instantiation).
@@ -357,14 +359,12 @@ pub unsafe fn get_float64(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3GetFloat64", M_GET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, out) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice_mut(v, n, "values")?,
-            )
-        };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values.
+        let out = unsafe { slice_mut(v, n, "values")? };
         inst.get(vrs, VarType::Real, &mut |k, x| out[k] = x)
     })
 }
@@ -381,14 +381,12 @@ pub unsafe fn get_int32(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3GetInt32", M_GET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, out) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice_mut(v, n, "values")?,
-            )
-        };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values.
+        let out = unsafe { slice_mut(v, n, "values")? };
         inst.get(vrs, VarType::Integer, &mut |k, x| out[k] = x as i32)
     })
 }
@@ -416,10 +414,12 @@ pub unsafe fn set_float64(
             return status as c_int;
         }
         with_handle(&entry, "fmi3SetFloat64", M_SET, |inst, _| {
-            check_n(nvr, n)?;
-            // SAFETY: FMI calling convention: arrays of length nvr (= n).
-            let (vrs, vals) =
-                unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+            // SAFETY: FMI calling convention: nvr value references.
+            let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+            // nValues: the sum of the variables' current sizes.
+            inst.check_value_count(vrs, n)?;
+            // SAFETY: FMI calling convention: n values.
+            let vals = unsafe { slice(v, n, "values")? };
             inst.set(vrs, VarType::Real, vals)?;
             Ok(Status::Ok)
         }) as c_int
@@ -438,9 +438,12 @@ pub unsafe fn set_int32(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3SetInt32", M_SET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values.
+        let vals = unsafe { slice(v, n, "values")? };
         let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
         inst.set(vrs, VarType::Integer, &vals)
     })
@@ -458,14 +461,12 @@ pub unsafe fn get_boolean(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3GetBoolean", M_GET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, out) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice_mut(v, n, "values")?,
-            )
-        };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values.
+        let out = unsafe { slice_mut(v, n, "values")? };
         inst.get(vrs, VarType::Boolean, &mut |k, x| out[k] = x != 0.0)
     })
 }
@@ -483,15 +484,13 @@ pub unsafe fn set_boolean(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3SetBoolean", M_SET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n); a
-        // `bool` has the size and alignment of a `u8`.
-        let (vrs, bytes) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice(v.cast::<u8>(), n, "values")?,
-            )
-        };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values; a `bool` has the size
+        // and alignment of a `u8`.
+        let bytes = unsafe { slice(v.cast::<u8>(), n, "values")? };
         let vals: Vec<f64> = bytes
             .iter()
             .map(|&b| crate::model::bool_value(b != 0))
@@ -561,14 +560,12 @@ pub unsafe fn get_float32(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3GetFloat32", M_GET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, out) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice_mut(v, n, "values")?,
-            )
-        };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values.
+        let out = unsafe { slice_mut(v, n, "values")? };
         inst.get(vrs, VarType::Float32, &mut |k, x| out[k] = x as f32)
     })
 }
@@ -585,9 +582,12 @@ pub unsafe fn set_float32(
     n: usize,
 ) -> c_int {
     simple(i, "fmi3SetFloat32", M_SET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+        // SAFETY: FMI calling convention: nvr value references.
+        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+        // nValues: the sum of the variables' current sizes.
+        inst.check_value_count(vrs, n)?;
+        // SAFETY: FMI calling convention: n values.
+        let vals = unsafe { slice(v, n, "values")? };
         let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
         inst.set(vrs, VarType::Float32, &vals)
     })
@@ -603,14 +603,12 @@ macro_rules! integer_access {
             /// FMI calling convention.
             pub unsafe fn $get(i: *mut c_void, vr: *const u32, nvr: usize, v: *mut $t, n: usize) -> c_int {
                 simple(i, concat!("fmi3Get", $tname), M_GET, |inst| {
-                    check_n(nvr, n)?;
-                    // SAFETY: FMI calling convention: arrays of length nvr (= n).
-                    let (vrs, out) = unsafe {
-                        (
-                            slice(vr, nvr, "valueReferences")?,
-                            slice_mut(v, n, "values")?,
-                        )
-                    };
+                    // SAFETY: FMI calling convention: nvr value references.
+                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+                    // nValues: the sum of the variables' current sizes.
+                    inst.check_value_count(vrs, n)?;
+                    // SAFETY: FMI calling convention: n values.
+                    let out = unsafe { slice_mut(v, n, "values")? };
                     // `Instance::get` hands out whole values within the
                     // type's range only, so the conversion is exact.
                     inst.get(vrs, $ty, &mut |k, x| out[k] = x as $t)
@@ -623,10 +621,11 @@ macro_rules! integer_access {
             /// FMI calling convention.
             pub unsafe fn $set(i: *mut c_void, vr: *const u32, nvr: usize, v: *const $t, n: usize) -> c_int {
                 simple(i, concat!("fmi3Set", $tname), M_SET, |inst| {
-                    check_n(nvr, n)?;
                     // SAFETY: FMI calling convention: an array of length nvr.
                     let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    // SAFETY: FMI calling convention: an array of length n (= nvr).
+                    // nValues: the sum of the variables' current sizes.
+                    inst.check_value_count(vrs, n)?;
+                    // SAFETY: FMI calling convention: an array of length n.
                     let vals = unsafe { slice(v, n, "values")? };
                     let vals: Vec<i128> = vals.iter().map(|&x| i128::from(x)).collect();
                     inst.set_integers(vrs, $ty, &vals)

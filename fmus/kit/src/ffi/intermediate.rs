@@ -196,11 +196,11 @@ impl Cell {
         let window = guard.as_mut()?;
         let (time, log_errors) = (window.time, window.log_errors);
         let result = (|| -> R<()> {
-            check_n(nvr, n)?;
             // SAFETY: the caller's contract (FMI calling convention); the
-            // helpers check NULL and alignment first.
-            let (vrs, vals) =
-                unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
+            // helper checks NULL and alignment first.
+            let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+            // Every variable first: an array (never updatable) is refused
+            // as such, not for its number of values.
             for &r in vrs {
                 let var = window
                     .spec
@@ -213,6 +213,9 @@ impl Cell {
                     )));
                 }
             }
+            check_n(nvr, n)?;
+            // SAFETY: as above.
+            let vals = unsafe { slice(v, n, "values")? };
             window
                 .set
                 .extend(vrs.iter().copied().zip(vals.iter().copied()));

@@ -17,6 +17,8 @@
 #![allow(unsafe_code)]
 
 #[cfg(test)]
+mod arrays_tests;
+#[cfg(test)]
 mod config_tests;
 pub mod fmi2;
 pub mod fmi3;

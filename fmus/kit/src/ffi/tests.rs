@@ -278,6 +278,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::strict_tests::term::spec(),
             super::config_tests::spec(),
             super::strings_tests::spec(),
+            super::arrays_tests::spec(),
         ]
     })
 }
