@@ -179,9 +179,23 @@ impl TraceWriter {
         columns: Vec<(usize, usize)>,
         sampling: Sampling,
     ) -> Result<Self> {
+        Self::create_named(outputs, path, sys, columns, &[], sampling)
+    }
+
+    /// As [`TraceWriter::create`], column `i` named `names[i]` (after the
+    /// subsystem's name) where that is given, instead of its observed
+    /// value's own name: a variable traced under an alias.
+    pub fn create_named(
+        outputs: &OutputsHandle,
+        path: &Path,
+        sys: &System,
+        columns: Vec<(usize, usize)>,
+        names: &[Option<String>],
+        sampling: Sampling,
+    ) -> Result<Self> {
         let mut header = vec!["time [s]".to_string()];
         let mut kinds = vec![Column::Float];
-        for &(s, k) in &columns {
+        for (i, &(s, k)) in columns.iter().enumerate() {
             let (prefix, port) = match sys.subsystems().get(s) {
                 Some(sub) => (Some(&sub.info().name), sub.info().observed.get(k)),
                 None if s == sys.len() => (None, sys.functions().ports().get(k)),
@@ -192,8 +206,9 @@ impl TraceWriter {
                     "trace column ({s}, {k}) names no observed value"
                 )));
             };
+            let own = names.get(i).and_then(Option::as_deref);
             let name = match prefix {
-                Some(p) => format!("{p}.{}", port.name),
+                Some(p) => format!("{p}.{}", own.unwrap_or(&port.name)),
                 None => port.name.clone(),
             };
             header.push(match &port.unit {

@@ -101,7 +101,7 @@ impl Fmu {
 
     fn with_root(root: archive::FmuRoot, path: &Path) -> Result<Fmu> {
         let md_path = root.path().join("modelDescription.xml");
-        let md = parse_model_description_file(&md_path).map_err(|e| match e {
+        let mut md = parse_model_description_file(&md_path).map_err(|e| match e {
             // Name the archive, not the temporary directory, in messages.
             FmiError::ModelDescription {
                 line,
@@ -116,6 +116,9 @@ impl Fmu {
             },
             other => other,
         })?;
+        if let Some(cs) = &mut md.co_simulation {
+            cs.has_source_files = source_files(root.path(), md.fmi_version, cs.has_source_files);
+        }
         let fmu = Fmu {
             inner: Arc::new(FmuInner {
                 source: path.to_path_buf(),
@@ -155,7 +158,11 @@ impl Fmu {
             .as_ref()
             .ok_or_else(|| FmiError::Unsupported {
                 fmu: self.inner.source.display().to_string(),
-                reason: "the FMU has no <CoSimulation> interface (Model Exchange only); cosim drives co-simulation FMUs".into(),
+                reason: self
+                    .inner
+                    .md
+                    .co_simulation_refusal_text(&self.inner.source.display().to_string())
+                    .unwrap_or_default(),
             })
     }
 
@@ -396,4 +403,30 @@ impl Fmu {
         }
         Ok(instance)
     }
+}
+
+/// Whether the FMU brings source code that could be compiled: FMI 3, any
+/// file under `sources/` (FMI 3.0 sec. 2.5.1: the directory holds the
+/// sources and their `buildDescription.xml`); FMI 2, files listed in
+/// `<CoSimulation><SourceFiles>` (`listed`: FMI 2.0 sec. 2.3 asks for the
+/// files to compile to be listed there) that the archive has under
+/// `sources/`.
+fn source_files(root: &Path, version: FmiVersion, listed: bool) -> bool {
+    let present = has_files(&root.join("sources"), 8);
+    match version {
+        FmiVersion::V3 => present,
+        FmiVersion::V2 => listed && present,
+    }
+}
+
+/// True when `dir` holds a regular file, looking `depth` levels down.
+fn has_files(dir: &Path, depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| match e.file_type() {
+        Ok(t) if t.is_file() => true,
+        Ok(t) if t.is_dir() && depth > 0 => has_files(&e.path(), depth - 1),
+        _ => false,
+    })
 }

@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use crate::bonds::{BondCandidate, find_bond_candidates};
 use crate::model_description::{
-    Causality, CoSimulation, DefaultExperiment, Dependencies, Dimension, Initial, ModelDescription,
-    StartValue, Variable, VariableType,
+    Causality, CoSimulation, DeclaredInterface, DefaultExperiment, Dependencies, Dimension,
+    Initial, ModelDescription, StartValue, Variable, VariableType,
 };
 
 /// The summary of one FMU.
@@ -21,10 +21,16 @@ pub struct InspectReport {
     pub source: String,
     /// Identity of the model.
     pub identity: Identity,
-    /// `<CoSimulation>` flags; `None` for a Model-Exchange-only FMU.
+    /// `<CoSimulation>` flags; `None` for an FMU without it.
     pub co_simulation: Option<CoSimulation>,
     /// Whether the FMU also offers Model Exchange.
     pub model_exchange: bool,
+    /// Every interface the FMU declares (Model Exchange, Co-Simulation,
+    /// Scheduled Execution) with its `modelIdentifier`.
+    pub interfaces: Vec<DeclaredInterface>,
+    /// Why `cosim` cannot run the FMU (it has no `<CoSimulation>`), and
+    /// what would; `None` when it can.
+    pub not_runnable: Option<String>,
     /// `<DefaultExperiment>`.
     pub default_experiment: Option<DefaultExperiment>,
     /// Platform directories found under `binaries/`, when known.
@@ -87,6 +93,24 @@ pub struct VariableRow {
     pub initial: Option<String>,
     /// `description`.
     pub description: Option<String>,
+    /// Other names of the variable: FMI 3 `<Alias>` elements, FMI 2
+    /// variables with the same value reference and type (listed here
+    /// rather than in their own causality group).
+    pub aliases: Vec<AliasRow>,
+}
+
+/// An alias of a variable.
+#[derive(Debug, Clone, Serialize)]
+pub struct AliasRow {
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// `displayUnit`.
+    pub display_unit: Option<String>,
+    /// FMI 2: the alias's own causality (an alias is a variable there);
+    /// `None` in FMI 3.
+    pub causality: Option<String>,
 }
 
 /// The feed-through of one output.
@@ -134,8 +158,8 @@ impl InspectReport {
                 let rows: Vec<VariableRow> = md
                     .variables
                     .iter()
-                    .filter(|v| v.causality == c)
-                    .map(variable_row)
+                    .filter(|v| v.causality == c && v.alias_of.is_none())
+                    .map(|v| variable_row(md, v))
                     .collect();
                 (!rows.is_empty()).then(|| VariableGroup {
                     causality: c.to_string(),
@@ -178,7 +202,9 @@ impl InspectReport {
                 generation_date_and_time: md.generation_date_and_time.clone(),
             },
             co_simulation: md.co_simulation.clone(),
-            model_exchange: md.has_model_exchange,
+            model_exchange: md.model_exchange.is_some(),
+            interfaces: md.interfaces(),
+            not_runnable: md.co_simulation_refusal_text(&source.display().to_string()),
             default_experiment: md.default_experiment.clone(),
             platforms: platforms.map(<[String]>::to_vec),
             variables,
@@ -209,13 +235,22 @@ impl InspectReport {
                 fields.push((k, v.clone()));
             }
         }
-        let interfaces = match (&self.co_simulation, self.model_exchange) {
-            (Some(_), true) => "Co-Simulation, Model Exchange",
-            (Some(_), false) => "Co-Simulation",
-            (None, true) => "Model Exchange only (not usable by cosim)",
-            (None, false) => "none declared",
-        };
-        fields.push(("Interfaces", interfaces.to_string()));
+        let interfaces: Vec<String> = self
+            .interfaces
+            .iter()
+            .map(|i| format!("{} ({})", i.interface, i.model_identifier))
+            .collect();
+        fields.push((
+            "Interfaces",
+            if interfaces.is_empty() {
+                "none declared".to_string()
+            } else {
+                interfaces.join(", ")
+            },
+        ));
+        if let Some(reason) = &self.not_runnable {
+            fields.push(("Runs in cosim", format!("no: {reason}")));
+        }
         if let Some(platforms) = &self.platforms {
             fields.push((
                 "Platforms",
@@ -313,18 +348,7 @@ impl InspectReport {
             let rows: Vec<[String; 8]> = group
                 .variables
                 .iter()
-                .map(|v| {
-                    [
-                        v.name.clone(),
-                        v.var_type.clone(),
-                        v.value_reference.to_string(),
-                        v.unit.clone().unwrap_or_else(|| "-".to_string()),
-                        v.start.clone().unwrap_or_else(|| "-".to_string()),
-                        v.variability.clone(),
-                        v.initial.clone().unwrap_or_else(|| "-".to_string()),
-                        v.description.clone().unwrap_or_default(),
-                    ]
-                })
+                .flat_map(|v| std::iter::once(variable_cells(v)).chain(alias_cells(v)))
                 .collect();
             push_table(&mut out, &header, &rows);
         }
@@ -376,7 +400,48 @@ impl InspectReport {
     }
 }
 
-fn variable_row(v: &Variable) -> VariableRow {
+/// The cells of a variable's row in the text table.
+fn variable_cells(v: &VariableRow) -> [String; 8] {
+    [
+        v.name.clone(),
+        v.var_type.clone(),
+        v.value_reference.to_string(),
+        v.unit.clone().unwrap_or_else(|| "-".to_string()),
+        v.start.clone().unwrap_or_else(|| "-".to_string()),
+        v.variability.clone(),
+        v.initial.clone().unwrap_or_else(|| "-".to_string()),
+        v.description.clone().unwrap_or_default(),
+    ]
+}
+
+/// The rows of a variable's aliases, under its own: the name indented,
+/// `alias of <variable>` (with the alias's causality in FMI 2) for the
+/// type, the variable's value reference and unit (with the alias's
+/// display unit).
+fn alias_cells(v: &VariableRow) -> impl Iterator<Item = [String; 8]> + '_ {
+    v.aliases.iter().map(move |a| {
+        let unit = match (&v.unit, &a.display_unit) {
+            (Some(u), Some(d)) if d != u => format!("{u} (display {d})"),
+            (Some(u), _) => u.clone(),
+            (None, _) => "-".to_string(),
+        };
+        [
+            format!("  {}", a.name),
+            match &a.causality {
+                Some(c) => format!("alias of {} ({c})", v.name),
+                None => format!("alias of {}", v.name),
+            },
+            v.value_reference.to_string(),
+            unit,
+            "-".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+            a.description.clone().unwrap_or_default(),
+        ]
+    })
+}
+
+fn variable_row(md: &ModelDescription, v: &Variable) -> VariableRow {
     let dims = if v.dimensions.is_empty() {
         String::new()
     } else {
@@ -406,6 +471,19 @@ fn variable_row(v: &Variable) -> VariableRow {
             .to_string()
         }),
         description: v.description.clone(),
+        aliases: v
+            .aliases
+            .iter()
+            .map(|a| AliasRow {
+                name: a.name.clone(),
+                description: a.description.clone(),
+                display_unit: a.display_unit.clone(),
+                causality: a
+                    .variable
+                    .and_then(|i| md.variables.get(i))
+                    .map(|w| w.causality.to_string()),
+            })
+            .collect(),
     }
 }
 

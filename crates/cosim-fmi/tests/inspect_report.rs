@@ -37,9 +37,16 @@ fn fmi2_report_renders_and_serializes() {
             ("output", 3),
             ("parameter", 4),
             ("independent", 1),
-            ("local", 2)
+            ("local", 1)
         ]
     );
+    // The FMI 2 alias of v (same value reference and type) is listed
+    // under v, with its own causality, not among the locals.
+    let v = &report.variables[1].variables[0];
+    assert_eq!(v.name, "v");
+    assert_eq!(v.aliases.len(), 1);
+    assert_eq!(v.aliases[0].name, "v_alias");
+    assert_eq!(v.aliases[0].causality.as_deref(), Some("local"));
     let f = &report.variables[0].variables[0];
     assert_eq!(f.name, "F");
     assert_eq!(f.var_type, "Float64");
@@ -122,7 +129,7 @@ fn fmi3_report() {
     for needle in [
         "FMI version:",
         "3.0",
-        "Co-Simulation, Model Exchange",
+        "ModelExchange (drive), CoSimulation (drive)",
         "Float64[3]",
         "Float64[2,vr3]",
         "[1.5, -2, 300, inf]",

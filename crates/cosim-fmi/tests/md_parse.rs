@@ -55,7 +55,7 @@ fn fmi2_identity_and_capabilities() {
         Some("2024-05-01T12:00:00Z")
     );
     assert_eq!(md.variable_naming_convention.as_deref(), Some("structured"));
-    assert!(!md.has_model_exchange);
+    assert!(md.model_exchange.is_none());
 
     let cs = md.co_simulation.as_ref().expect("CoSimulation");
     assert_eq!(cs.model_identifier, "chassis");
@@ -271,7 +271,7 @@ fn fmi3_identity_and_capabilities() {
         md.instantiation_token,
         "{a1b2c3d4-0000-4000-8000-000000000003}"
     );
-    assert!(md.has_model_exchange);
+    assert_eq!(md.model_exchange.as_deref(), Some("drive"));
     let cs = md.co_simulation.as_ref().expect("CoSimulation");
     assert_eq!(cs.model_identifier, "drive");
     assert!(cs.needs_execution_tool);

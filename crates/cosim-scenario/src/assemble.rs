@@ -89,6 +89,9 @@ pub struct Assembly {
     /// a traced function port is (number of subsystems, index in
     /// `system.functions().values()`).
     pub trace_columns: Vec<(usize, usize)>,
+    /// For each trace column: the name it is written under when the
+    /// scenario named its variable by an alias, else `None`.
+    pub trace_names: Vec<Option<String>>,
     /// Indicators computed and logged alongside the master.
     pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
     /// Per subsystem: the variables of its input slots and observed slots.
@@ -831,14 +834,17 @@ pub fn assemble_nodes(
         .filter(|&&i| i != Indicator::Energy || !system.bonds().is_empty())
         .map(|&i| indicator(resolved, i))
         .collect();
-    Ok(Assembly {
+    let mut assembly = Assembly {
         system,
         master,
         report,
         trace_columns,
+        trace_names: Vec::new(),
         diagnostics,
         slots,
-    })
+    };
+    assembly.trace_names = trace_names(resolved, &mds, &assembly.system, &assembly.trace_columns);
+    Ok(assembly)
 }
 
 /// Per subsystem, the inputs fed by input files and their columns.
@@ -1031,11 +1037,12 @@ pub fn observers(
             Sampling::Decimation(n) => CoreSampling::Decimation(n),
             Sampling::Interval(dt) => CoreSampling::Interval(dt),
         };
-        out.push(Box::new(TraceWriter::create(
+        out.push(Box::new(TraceWriter::create_named(
             outputs,
             path,
             system,
             assembly.trace_columns.clone(),
+            &assembly.trace_names,
             sampling,
         )?));
     }
@@ -1131,4 +1138,37 @@ fn typed_value(version: FmiVersion, ty: VariableType, value: &ModelStart) -> Res
         }
         (ty, _) => return Err(format!("setting {ty} variables is not supported yet")),
     })
+}
+
+/// The name of each trace column when the scenario traces its variable
+/// under an alias ([`crate::OutputSettings::trace_names`]): the alias, with
+/// the element's index of an array (`y_alias[2]`); `None` for the
+/// variable's own name. `columns` has a column per traced value (resolving
+/// leaves out what cannot be traced).
+fn trace_names(
+    resolved: &ResolvedScenario,
+    mds: &[&cosim_fmi::ModelDescription],
+    system: &System,
+    columns: &[(usize, usize)],
+) -> Vec<Option<String>> {
+    let o = &resolved.outputs;
+    if o.traced.len() != columns.len() || o.trace_names.len() != columns.len() {
+        return vec![None; columns.len()];
+    }
+    o.traced
+        .iter()
+        .zip(&o.trace_names)
+        .zip(columns)
+        .map(|((t, name), &(s, slot))| {
+            let (Traced::Variable(r), Some(alias)) = (t, name) else {
+                return None;
+            };
+            let own = &mds.get(r.subsystem)?.variables.get(r.variable)?.name;
+            let port = &system.subsystems().get(s)?.info().observed.get(slot)?.name;
+            Some(format!(
+                "{alias}{}",
+                port.strip_prefix(own.as_str()).unwrap_or_default()
+            ))
+        })
+        .collect()
 }

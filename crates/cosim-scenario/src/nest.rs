@@ -11,7 +11,7 @@
 //! `inner.s1.x` inside, `nest.inner.s1.x` above.
 
 use cosim_fmi::model_description::{
-    Causality, CoSimulation, Dependencies, Dependency, FmiVersion, ModelDescription,
+    Alias, Causality, CoSimulation, Dependencies, Dependency, FmiVersion, ModelDescription,
     ModelStructure, Unknown, Variability, Variable, VariableIndex,
 };
 use cosim_fmi::{Fmu, model_description::VariableType};
@@ -71,6 +71,19 @@ pub fn prepare_nodes(
                                 format!("cannot open the FMU of subsystem '{}': {e}", s.name.value),
                             )
                         })?;
+                        // Refused before anything else looks at it: only a
+                        // <CoSimulation> interface can run here.
+                        if let Some((why, what)) = f.model_description().co_simulation_refusal() {
+                            return Err(scenario
+                                .error_at(
+                                    s.fmu.span,
+                                    format!(
+                                        "cannot run the FMU of subsystem '{}': {why}",
+                                        s.name.value
+                                    ),
+                                )
+                                .with_help(what.replace("<fmu>", &path.display().to_string())));
+                        }
                         opened.push((path.clone(), f.clone()));
                         f
                     }
@@ -246,6 +259,8 @@ fn synthesize(
             derivative_of: None,
             dimensions: Vec::new(),
             intermediate_update: false,
+            aliases: nested_aliases(&inner.subsystems[s].name, iv),
+            alias_of: None,
             line: iv.line,
         });
         map.push((s, v));
@@ -314,7 +329,8 @@ fn synthesize(
             provides_directional_derivatives: all_cs(&|c| c.provides_directional_derivatives),
             ..CoSimulation::default()
         }),
-        has_model_exchange: false,
+        model_exchange: None,
+        scheduled_execution: None,
         default_experiment: None,
         units: mds
             .iter()
@@ -335,6 +351,20 @@ fn synthesize(
             outputs,
             ..ModelStructure::default()
         },
+        names: Default::default(),
     };
     Ok((md, map))
+}
+
+/// The FMI 3 aliases of inner variable `iv` of subsystem `sub`, as the
+/// level above names them (`sub.alias`).
+fn nested_aliases(sub: &str, iv: &Variable) -> Vec<Alias> {
+    iv.aliases
+        .iter()
+        .filter(|a| a.variable.is_none())
+        .map(|a| Alias {
+            name: format!("{sub}.{}", a.name),
+            ..a.clone()
+        })
+        .collect()
 }

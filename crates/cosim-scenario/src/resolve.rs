@@ -583,7 +583,21 @@ fn traceable_by_glob(v: &Variable) -> bool {
         v.causality,
         Causality::Output | Causality::Input | Causality::Local
     ) && v.variability != Variability::Constant
-        && !matches!(v.var_type, VariableType::Binary | VariableType::Clock)
+}
+
+/// Why variable `v` cannot be written to the trace, or `None` when it can
+/// (in step with what `assemble` traces).
+fn untraceable(v: &Variable) -> Option<String> {
+    Some(match v.var_type {
+        VariableType::Binary => {
+            "a Binary value is a byte string, which a column of the trace cannot hold".into()
+        }
+        VariableType::Clock => "a Clock has no value of its own to trace, only ticks".into(),
+        t if !cosim_core::subsystem::is_slot_type(t) => {
+            format!("{t} variables are not traced yet: the trace holds numbers")
+        }
+        _ => return None,
+    })
 }
 
 struct Resolver<'s, 'm> {
@@ -670,7 +684,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
     fn run(mut self) -> Result<ResolvedScenario> {
         let (start, stop) = self.times()?;
         let master = self.master(start, stop)?;
-        let subsystems = self.subsystems()?;
+        let mut subsystems = self.subsystems()?;
+        self.one_value_per_variable(&mut subsystems)?;
         let connections = self.connections()?;
         let (functions, function_connections) = self.functions(&connections)?;
         let bonds = self.bonds(&master, &connections)?;
@@ -897,7 +912,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         preferred: impl Fn(&Variable) -> bool,
     ) -> Result<(VariableIndex, &'m Variable)> {
         let md = self.md(sub)?;
-        if let Some(found) = md.variable_by_name(name) {
+        if let Some(found) = md.variable_by_name_for(name, &preferred) {
             return Ok(found);
         }
         let preferred_names = md
@@ -906,7 +921,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             .filter(|v| preferred(v))
             .map(|v| v.name.as_str());
         let help = nearest(name, preferred_names)
-            .or_else(|| nearest(name, md.variables.iter().map(|v| v.name.as_str())))
+            .or_else(|| nearest(name, md.all_names()))
             .map(|n| format!("did you mean '{n}'?"));
         Err(self
             .err(
@@ -966,14 +981,14 @@ impl<'s, 'm> Resolver<'s, 'm> {
             (false, AssignKind::Parameter) => is_parameter(v),
             (false, AssignKind::Start) => !is_parameter(v) && start_refusal(v).is_none(),
         };
-        let Some((index, v)) = md.variable_by_name(&a.name) else {
+        let Some((index, v)) = md.variable_by_name_for(&a.name, kind_ok) else {
             let names = md
                 .variables
                 .iter()
                 .filter(|v| kind_ok(v))
                 .map(|v| v.name.as_str());
             let help = nearest(&a.name, names)
-                .or_else(|| nearest(&a.name, md.variables.iter().map(|v| v.name.as_str())))
+                .or_else(|| nearest(&a.name, md.all_names()))
                 .map(|n| format!("did you mean '{n}'?"));
             return Err(self
                 .origin_err(
@@ -1420,17 +1435,21 @@ impl<'s, 'm> Resolver<'s, 'm> {
         )))
     }
 
-    fn outputs(&self) -> Result<OutputSettings> {
+    fn outputs(&mut self) -> Result<OutputSettings> {
         let spec = &self.scenario.outputs;
         let dir = spec.dir.clone();
         let file = |name: &Option<String>| name.as_ref().map(|n| dir.join(n));
         let mut traced: Vec<Traced> = Vec::new();
-        let mut seen: HashSet<Traced> = HashSet::new();
-        let mut push = |r: Traced| {
-            if seen.insert(r) {
+        // The name each is traced under when it is not its own (an alias).
+        let mut trace_names: Vec<Option<String>> = Vec::new();
+        let mut seen: HashSet<(Traced, Option<String>)> = HashSet::new();
+        let mut push = |r: Traced, name: Option<String>| {
+            if seen.insert((r, name.clone())) {
                 traced.push(r);
+                trace_names.push(name);
             }
         };
+        let mut warnings = Vec::new();
         let index = crate::scenario::SubsystemIndex::with_functions(
             &self.scenario.subsystems,
             &self.scenario.functions,
@@ -1438,18 +1457,25 @@ impl<'s, 'm> Resolver<'s, 'm> {
         match &spec.variables {
             None if self.scenario.output_variables.is_none() => {
                 for (s, md) in self.mds.iter().enumerate() {
-                    for v in md.outputs() {
-                        push(Traced::Variable(VariableRef {
-                            subsystem: s,
-                            variable: v,
-                        }));
+                    for v in self.default_traced(s, md, &mut warnings) {
+                        push(
+                            Traced::Variable(VariableRef {
+                                subsystem: s,
+                                variable: v,
+                            }),
+                            None,
+                        );
                     }
                 }
             }
             Some(list) if self.scenario.output_variables.is_none() => {
                 for (text, span) in list {
-                    for r in self.select(text, *span, &index)? {
-                        push(r);
+                    let (selected, skipped) = self.select_traced(text, *span, &index)?;
+                    for (r, name) in selected {
+                        push(r, name);
+                    }
+                    if let Some(w) = skipped {
+                        warnings.push(self.src().diagnostic(Severity::Warning, Some(*span), w));
                     }
                 }
             }
@@ -1458,14 +1484,22 @@ impl<'s, 'm> Resolver<'s, 'm> {
         // `--output-variables` replaces the list; its errors name the argument.
         if let Some((list, argument)) = &self.scenario.output_variables {
             for text in list {
-                let selected = self.select(text, Span::default(), &index).map_err(|e| {
-                    let mut a = ScenarioError::argument(self.path(), argument, e.message.clone());
-                    a.help = e.help.clone();
-                    a.notes = e.notes.clone();
-                    a
-                })?;
-                for r in selected {
-                    push(r);
+                let (selected, skipped) = self
+                    .select_traced(text, Span::default(), &index)
+                    .map_err(|e| {
+                        let mut a =
+                            ScenarioError::argument(self.path(), argument, e.message.clone());
+                        a.help = e.help.clone();
+                        a.notes = e.notes.clone();
+                        a
+                    })?;
+                for (r, name) in selected {
+                    push(r, name);
+                }
+                if let Some(w) = skipped {
+                    let mut w = ScenarioError::argument(self.path(), argument, w);
+                    w.severity = Severity::Warning;
+                    warnings.push(w);
                 }
             }
         }
@@ -1476,6 +1510,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 Traced::Port(_) => None,
             })
             .collect();
+        self.warnings.extend(warnings);
         Ok(OutputSettings {
             trace: file(&spec.trace),
             energy_log: file(&spec.energy_log),
@@ -1484,6 +1519,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             dir: dir.clone(),
             variables,
             traced,
+            trace_names,
             sampling: spec.sampling,
         })
     }
@@ -1545,11 +1581,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
         for &s in &subs {
             let md = self.md(s)?;
             if let Some((i, v)) = md.variable_by_name(var_pat) {
-                if matches!(v.var_type, VariableType::Binary | VariableType::Clock) {
-                    return Err(self.err(
-                        var_span,
-                        format!("'{text}' is of type {}, which cannot be traced", v.var_type),
-                    ));
+                if let Some(why) = untraceable(v) {
+                    return Err(self.err(var_span, format!("'{text}' cannot be traced: {why}")));
                 }
                 out.push(Traced::Variable(VariableRef {
                     subsystem: s,
@@ -1652,7 +1685,12 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     !fed.contains(&r)
                 })
                 .filter_map(|i| md.variables.get(i))
-                .filter(|v| !spec.assignments.iter().any(|a| a.name == v.name))
+                .filter(|v| {
+                    !spec.assignments.iter().any(|a| {
+                        md.variable_by_name_for(&a.name, is_input)
+                            .is_some_and(|(_, w)| w.name == v.name)
+                    })
+                })
                 .map(|v| v.name.as_str())
                 .collect();
             if !names.is_empty() {
@@ -1754,7 +1792,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let index = crate::scenario::SubsystemIndex::new(&self.scenario.subsystems);
         for candidate in [name, bare] {
             if let [md] = self.mds.as_slice()
-                && let Some((v, _)) = md.variable_by_name(candidate)
+                && let Some((v, _)) = md.variable_by_name_for(candidate, is_input)
             {
                 return Some(VariableRef {
                     subsystem: 0,
@@ -1763,7 +1801,10 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
             if let Some((sub, var)) = candidate.split_once('.')
                 && let Some(s) = index.get(sub)
-                && let Some((v, _)) = self.mds.get(s).and_then(|md| md.variable_by_name(var))
+                && let Some((v, _)) = self
+                    .mds
+                    .get(s)
+                    .and_then(|md| md.variable_by_name_for(var, is_input))
             {
                 return Some(VariableRef {
                     subsystem: s,
@@ -2334,5 +2375,172 @@ impl<'s, 'm> Resolver<'s, 'm> {
         for (span, m) in warnings {
             self.warn(span, m);
         }
+    }
+}
+
+/// What one `[outputs] variables` entry traces, each with the name it is
+/// traced under when not its own; and a warning about what it leaves out.
+type Selected = (Vec<(Traced, Option<String>)>, Option<String>);
+
+/// True for inputs (what an input file's column feeds).
+fn is_input(v: &Variable) -> bool {
+    v.causality == Causality::Input
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// The outputs of subsystem `s` (FMU `md`) traced when `[outputs]
+    /// variables` is not given: every one that can be traced; a warning
+    /// names the others.
+    fn default_traced(
+        &self,
+        s: usize,
+        md: &ModelDescription,
+        warnings: &mut Vec<ScenarioError>,
+    ) -> Vec<VariableIndex> {
+        let mut left_out = Vec::new();
+        let traced = md
+            .outputs()
+            .filter(|&v| match md.variables.get(v).and_then(untraceable) {
+                Some(why) => {
+                    left_out.push(format!("'{}' ({why})", md.variables[v].name));
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        if !left_out.is_empty() {
+            let span = self.scenario.subsystems.get(s).map(|x| x.span);
+            warnings.push(self.src().diagnostic(
+                Severity::Warning,
+                span,
+                format!(
+                    "outputs of subsystem '{}' left out of the trace: {}",
+                    self.sub_name(s),
+                    left_out.join(", ")
+                ),
+            ));
+        }
+        traced
+    }
+
+    /// What one `[outputs] variables` entry traces ([`Resolver::select`]),
+    /// each with the name it is traced under when that is not the
+    /// variable's own: the alias the entry names (FMI 3 `<Alias>`; an FMI 2
+    /// alias is a variable of its own). A variable the entry names that
+    /// cannot be traced is an error saying why; a pattern leaves such
+    /// variables out, named in the warning returned (an error when it
+    /// matches nothing else).
+    fn select_traced(
+        &self,
+        text: &str,
+        span: Span,
+        index: &crate::scenario::SubsystemIndex<'_>,
+    ) -> Result<Selected> {
+        let selected = self.select(text, span, index)?;
+        let var_pat = text.split_once('.').map_or("", |(_, v)| v);
+        let var_span = sub_span(
+            self.src(),
+            span,
+            text,
+            text.len() - var_pat.len(),
+            var_pat.len(),
+        );
+        // The variable an entry names, with the alias it names it by: by
+        // its name, or an array's element (`y_alias[2]`) by the array's.
+        let named = |md: &ModelDescription| -> Option<(VariableIndex, Option<String>)> {
+            let by = |name: &str| {
+                let (i, _) = md.variable_by_name(name)?;
+                Some((i, md.alias_by_name(name).map(|(_, a)| a.name.clone())))
+            };
+            by(var_pat).or_else(|| {
+                let (base, _) = var_pat.strip_suffix(']')?.split_once('[')?;
+                by(base)
+            })
+        };
+        let mut out = Vec::new();
+        let mut left_out: Vec<String> = Vec::new();
+        for t in selected {
+            let Traced::Variable(r) = t else {
+                out.push((t, None));
+                continue;
+            };
+            let Some(md) = self.mds.get(r.subsystem).copied() else {
+                continue;
+            };
+            let Some(v) = md.variables.get(r.variable) else {
+                continue;
+            };
+            let named = named(md).filter(|(i, _)| *i == r.variable);
+            if let Some(why) = untraceable(v) {
+                if named.is_some() {
+                    return Err(self.err(var_span, format!("'{text}' cannot be traced: {why}")));
+                }
+                let entry = format!("'{}.{}' ({why})", self.sub_name(r.subsystem), v.name);
+                if !left_out.contains(&entry) {
+                    left_out.push(entry);
+                }
+                continue;
+            }
+            out.push((t, named.and_then(|(_, alias)| alias)));
+        }
+        if left_out.is_empty() {
+            return Ok((out, None));
+        }
+        if out.is_empty() {
+            return Err(self.err(
+                var_span,
+                format!(
+                    "\"{text}\" matches only variables that cannot be traced: {}",
+                    left_out.join(", ")
+                ),
+            ));
+        }
+        Ok((
+            out,
+            Some(format!(
+                "\"{text}\" matches variables that cannot be traced, left out of the trace: {}",
+                left_out.join(", ")
+            )),
+        ))
+    }
+
+    /// A variable takes one value: two `parameters`/`start` entries naming
+    /// it (by its name and an alias) are an error; a `--set` replaces the
+    /// scenario's value of the variable whatever name either gives.
+    fn one_value_per_variable(&self, subsystems: &mut [ResolvedSubsystem]) -> Result<()> {
+        for (s, sub) in subsystems.iter_mut().enumerate() {
+            let md = self.md(s)?;
+            for list in [&mut sub.parameters, &mut sub.start_values] {
+                let from_cli = |a: &Assignment| matches!(a.origin, ValueOrigin::Argument(_));
+                let overridden: Vec<VariableIndex> = list
+                    .iter()
+                    .filter(|a| from_cli(a))
+                    .map(|a| a.variable)
+                    .collect();
+                list.retain(|a| from_cli(a) || !overridden.contains(&a.variable));
+                for (k, a) in list.iter().enumerate() {
+                    let Some(first) = list[..k].iter().find(|b| b.variable == a.variable) else {
+                        continue;
+                    };
+                    let variable = md.variables.get(a.variable).map_or("", |v| v.name.as_str());
+                    let by = if first.name == variable || a.name == variable {
+                        "by its name and an alias"
+                    } else {
+                        "by two aliases"
+                    };
+                    let message = format!(
+                        "'{}' and '{}' are one variable, '{variable}' ({by}): give it one value",
+                        first.name, a.name
+                    );
+                    return Err(match &a.origin {
+                        ValueOrigin::File(span) => self.err(*span, message),
+                        ValueOrigin::Argument(arg) => {
+                            ScenarioError::argument(self.path(), &format!("--set {arg}"), message)
+                        }
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -372,7 +372,7 @@ impl InputSpec {
 pub(crate) struct SingleFmu {
     /// The subsystem's name.
     pub subsystem: String,
-    /// The FMU's variable names.
+    /// The FMU's variable names, and its aliases.
     pub names: std::collections::HashSet<String>,
 }
 

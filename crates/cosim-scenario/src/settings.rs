@@ -366,6 +366,10 @@ pub struct OutputSettings {
     /// Every traced value in trace order: the `variables`, and the
     /// function ports named in `[outputs] variables`.
     pub traced: Vec<Traced>,
+    /// For each of `traced`: the name it is traced under when the scenario
+    /// names it by an alias (FMI 3 `<Alias>`), else `None` (its own name).
+    /// The same variable may be traced under several names.
+    pub trace_names: Vec<Option<String>>,
     /// When rows are written.
     pub sampling: Sampling,
 }

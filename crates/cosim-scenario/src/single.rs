@@ -140,6 +140,10 @@ fn model_description(fmu: &Path) -> Result<ModelDescription, ScenarioError> {
     }
     let opened =
         cosim_fmi::Fmu::open(fmu).map_err(|e| file_error(format!("cannot open the FMU: {e}")))?;
+    if let Some((why, what)) = opened.model_description().co_simulation_refusal() {
+        return Err(file_error(format!("cannot run the FMU: {why}"))
+            .with_help(what.replace("<fmu>", &fmu.display().to_string())));
+    }
     Ok(opened.model_description().clone())
 }
 
@@ -163,7 +167,7 @@ pub fn scenario(fmu: &Path, start: Option<f64>) -> Result<Scenario, ScenarioErro
     let mut scenario = Scenario::from_str(&text, fmu)?;
     scenario.single = Some(SingleFmu {
         subsystem: name,
-        names: md.variables.iter().map(|v| v.name.clone()).collect(),
+        names: md.all_names().map(str::to_string).collect(),
     });
     Ok(scenario)
 }

@@ -933,13 +933,10 @@ impl Reader<'_> {
                 return skipped;
             }
         };
-        if md.co_simulation.is_none() {
+        if let Some((why, _)) = md.co_simulation_refusal() {
             self.ctx.error(
                 source_src,
-                format!(
-                    "the FMU of component '{name}' ({}) has no co-simulation interface",
-                    md.model_name
-                ),
+                format!("the FMU of component '{name}' ({}): {why}", md.model_name),
             );
             return skipped;
         }

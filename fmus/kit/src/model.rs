@@ -895,6 +895,10 @@ pub struct ModelSpec {
     pub might_return_early: bool,
     /// Builds the model from parameter values.
     pub factory: Factory,
+    /// FMI 3 `<Alias>` elements: (value reference, alias name,
+    /// description), other names of a variable's value
+    /// ([`ModelSpec::alias`]).
+    pub aliases: Vec<(Vr, &'static str, &'static str)>,
 }
 
 impl std::fmt::Debug for ModelSpec {
@@ -903,6 +907,27 @@ impl std::fmt::Debug for ModelSpec {
             .field("name", &self.name)
             .field("variables", &self.variables.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl ModelSpec {
+    /// Declares `name` as another name of variable `vr` (FMI 3.0 sec.
+    /// 2.4.7.3: an `<Alias name= description=>` element of the variable;
+    /// the name must be unique among variables and aliases). Written to the
+    /// FMI 3 model description only (FMI 2 has no alias element: its
+    /// aliases are variables of their own sharing a value reference), for
+    /// scalar variables other than Strings.
+    pub fn alias(mut self, vr: Vr, name: &'static str, description: &'static str) -> Self {
+        self.aliases.push((vr, name, description));
+        self
+    }
+
+    /// The aliases of variable `vr`: (name, description).
+    pub fn aliases_of(&self, vr: Vr) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        self.aliases
+            .iter()
+            .filter(move |a| a.0 == vr)
+            .map(|&(_, name, description)| (name, description))
     }
 }
 
@@ -923,6 +948,7 @@ impl ModelSpec {
             provides_directional_derivatives: true,
             might_return_early: false,
             factory,
+            aliases: Vec::new(),
         }
     }
 

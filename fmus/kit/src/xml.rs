@@ -186,6 +186,25 @@ fn fmi2_string_attrs(v: &Variable) -> String {
         .map_or(String::new(), |s| format!(" start=\"{}\"", escape(s)))
 }
 
+/// The end of an FMI 3 variable element: `/>`, or its `<Alias>` children
+/// ([`ModelSpec::alias`]) and the closing tag.
+fn fmi3_aliases(spec: &ModelSpec, v: &Variable) -> String {
+    let mut aliases = spec.aliases_of(v.vr).peekable();
+    if aliases.peek().is_none() {
+        return "/>".to_string();
+    }
+    let mut out = ">\n".to_string();
+    for (name, description) in aliases {
+        let _ = write!(out, "      <Alias name=\"{}\"", escape(name));
+        if !description.is_empty() {
+            let _ = write!(out, " description=\"{}\"", escape(description));
+        }
+        out.push_str("/>\n");
+    }
+    let _ = write!(out, "    </{}>", v.ty.fmi3_name());
+    out
+}
+
 fn dependency_attrs(v: &Variable, index_of: &dyn Fn(u32) -> u32) -> String {
     let mut deps: Vec<(u32, &str)> = v
         .dependencies
@@ -394,10 +413,11 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         }
         let _ = writeln!(
             out,
-            "    <{} {}{intermediate}{}/>",
+            "    <{} {}{intermediate}{}{}",
             v.ty.fmi3_name(),
             common_attrs(v),
-            type_attrs(v)
+            type_attrs(v),
+            fmi3_aliases(spec, v)
         );
     }
     out.push_str("  </ModelVariables>\n");

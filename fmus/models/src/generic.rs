@@ -42,6 +42,11 @@ pub mod gain {
             )
             .experiment(0.0, 10.0, 0.01)
             .output_derivatives(3)
+            // FMI 3 <Alias> names, for the tests of aliases (none for the
+            // output y: FMPy's validation would take an alias of a
+            // calculated output for an initial unknown of its own).
+            .alias(U, "u_in", "Input u, by another name")
+            .alias(K, "gain", "Gain k, by another name")
     }
 
     struct Gain {

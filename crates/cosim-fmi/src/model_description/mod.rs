@@ -7,9 +7,13 @@
 //! here: the co-simulation capability flags, the variables with their units,
 //! and the `<ModelStructure>` dependencies (feed-through).
 
+mod interfaces;
+mod names;
 mod parse;
 pub mod units;
 
+pub use interfaces::DeclaredInterface;
+pub use names::{Alias, NameIndex};
 pub use parse::{parse_model_description, parse_model_description_file};
 
 use serde::Serialize;
@@ -65,10 +69,15 @@ pub struct ModelDescription {
     pub generation_date_and_time: Option<String>,
     /// `variableNamingConvention` ("flat" or "structured").
     pub variable_naming_convention: Option<String>,
-    /// The `<CoSimulation>` element; `None` for a Model-Exchange-only FMU.
+    /// The `<CoSimulation>` element; `None` for an FMU `cosim` cannot run
+    /// (see [`ModelDescription::co_simulation_refusal`]).
     pub co_simulation: Option<CoSimulation>,
-    /// Whether the FMU also offers Model Exchange (reported, never used).
-    pub has_model_exchange: bool,
+    /// The `modelIdentifier` of `<ModelExchange>`, when the FMU declares it
+    /// (reported, never used).
+    pub model_exchange: Option<String>,
+    /// The `modelIdentifier` of FMI 3 `<ScheduledExecution>`, when the FMU
+    /// declares it (reported, never used).
+    pub scheduled_execution: Option<String>,
     /// `<DefaultExperiment>`.
     pub default_experiment: Option<DefaultExperiment>,
     /// `<UnitDefinitions>`.
@@ -82,6 +91,10 @@ pub struct ModelDescription {
     pub variables: Vec<Variable>,
     /// `<ModelStructure>`, with references resolved to [`VariableIndex`].
     pub model_structure: ModelStructure,
+    /// Every name (variables and aliases) to its variable, built on the
+    /// first lookup ([`ModelDescription::variable_by_name`]).
+    #[serde(skip)]
+    pub names: NameIndex,
 }
 
 /// Index of a variable in [`ModelDescription::variables`] (0-based).
@@ -421,6 +434,15 @@ pub struct Variable {
     /// FMI 3 `intermediateUpdate`: the importer may set (an input) or get
     /// the variable in Intermediate Update Mode, inside `fmi3DoStep`.
     pub intermediate_update: bool,
+    /// Other names of this variable: FMI 3 `<Alias>` children; FMI 2, the
+    /// other variables of its alias set when this one stands for the set
+    /// (see [`Variable::alias_of`]).
+    pub aliases: Vec<Alias>,
+    /// FMI 2: the variable that stands for this one's alias set (same
+    /// `valueReference` and base type), when it is another one. The
+    /// variable keeps its own name, causality and attributes; it is listed
+    /// under that one. Always `None` in FMI 3.
+    pub alias_of: Option<VariableIndex>,
     /// 1-based line of the element in the file, for error messages.
     pub line: usize,
 }
@@ -562,12 +584,10 @@ pub struct ModelStructure {
 }
 
 impl ModelDescription {
-    /// The variable with this exact name.
+    /// The variable with this exact name, or the variable an FMI 3 alias
+    /// of this name stands for.
     pub fn variable_by_name(&self, name: &str) -> Option<(VariableIndex, &Variable)> {
-        self.variables
-            .iter()
-            .enumerate()
-            .find(|(_, v)| v.name == name)
+        self.lookup(name)
     }
 
     /// The unit definition with this name.

@@ -16,9 +16,10 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 
 use super::{
-    BaseUnit, Causality, CoSimulation, DefaultExperiment, Dependencies, Dependency, DependencyKind,
-    Dimension, FmiVersion, Initial, LogCategory, ModelDescription, ModelStructure, StartValue,
-    TypeDefinition, Unit, Unknown, Variability, Variable, VariableIndex, VariableType,
+    Alias, BaseUnit, Causality, CoSimulation, DefaultExperiment, Dependencies, Dependency,
+    DependencyKind, Dimension, FmiVersion, Initial, LogCategory, ModelDescription, ModelStructure,
+    NameIndex, StartValue, TypeDefinition, Unit, Unknown, Variability, Variable, VariableIndex,
+    VariableType,
 };
 use crate::error::{FmiError, Result};
 
@@ -564,13 +565,15 @@ fn interpret(ctx: &Ctx<'_>, root: &Elem) -> Result<ModelDescription> {
         generation_date_and_time: root.attr_string("generationDateAndTime"),
         variable_naming_convention: root.attr_string("variableNamingConvention"),
         co_simulation: None,
-        has_model_exchange: false,
+        model_exchange: None,
+        scheduled_execution: None,
         default_experiment: None,
         units: Vec::new(),
         type_definitions: Vec::new(),
         log_categories: Vec::new(),
         variables: Vec::new(),
         model_structure: ModelStructure::default(),
+        names: NameIndex::default(),
     };
 
     let section = |name: &'static str| -> Result<Option<&Elem>> {
@@ -585,7 +588,16 @@ fn interpret(ctx: &Ctx<'_>, root: &Elem) -> Result<ModelDescription> {
     if let Some(cs) = section("CoSimulation")? {
         md.co_simulation = Some(parse_co_simulation(ctx, cs, v3)?);
     }
-    md.has_model_exchange = section("ModelExchange")?.is_some();
+    let identifier = |e: &Elem| {
+        e.attr("modelIdentifier")
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    md.model_exchange = section("ModelExchange")?.map(identifier);
+    if v3 {
+        md.scheduled_execution = section("ScheduledExecution")?.map(identifier);
+    }
     if let Some(units) = section("UnitDefinitions")? {
         md.units = parse_units(ctx, units)?;
     }
@@ -1163,6 +1175,12 @@ fn parse_variable(
         derivative_of: None,
         dimensions,
         intermediate_update: v3 && e.bool_attr(ctx, "intermediateUpdate")?,
+        aliases: if v3 {
+            parse_aliases(ctx, e)?
+        } else {
+            Vec::new()
+        },
+        alias_of: None,
         line: e.pos.line,
     };
     Ok(Some((variable, derivative)))
@@ -1219,7 +1237,133 @@ fn parse_variables(
         names.insert(var.name.clone(), out.len());
         out.push(var);
     }
+    if v3 {
+        check_alias_names(ctx, vars, &out)?;
+    } else {
+        group_fmi2_aliases(&mut out);
+    }
     Ok(out)
+}
+
+/// The FMI 3 `<Alias>` children of a variable element.
+fn parse_aliases(ctx: &Ctx<'_>, e: &Elem) -> Result<Vec<Alias>> {
+    let mut out = Vec::new();
+    for a in e.children_named("Alias") {
+        out.push(Alias {
+            name: a.req(ctx, "name")?.to_string(),
+            description: a.attr_string("description"),
+            display_unit: a.attr_string("displayUnit"),
+            variable: None,
+        });
+    }
+    Ok(out)
+}
+
+/// FMI 3.0 sec. 2.4.7.3: an alias name is unique among all variables and
+/// aliases.
+fn check_alias_names(ctx: &Ctx<'_>, vars: &Elem, variables: &[Variable]) -> Result<()> {
+    if variables.iter().all(|v| v.aliases.is_empty()) {
+        return Ok(());
+    }
+    let mut names: HashMap<&str, &str> = variables
+        .iter()
+        .map(|v| (v.name.as_str(), v.name.as_str()))
+        .collect();
+    for v in variables {
+        for a in &v.aliases {
+            if let Some(other) = names.insert(a.name.as_str(), v.name.as_str()) {
+                let what = if other == a.name {
+                    format!(
+                        "the name of a variable (line {})",
+                        line_of(variables, other)
+                    )
+                } else {
+                    format!("an alias of variable '{other}'")
+                };
+                // The <Alias> element, for its position.
+                let pos = vars
+                    .children
+                    .iter()
+                    .find(|e| e.attr("name") == Some(v.name.as_str()))
+                    .and_then(|e| {
+                        e.children_named("Alias")
+                            .find(|x| x.attr("name") == Some(a.name.as_str()))
+                    })
+                    .map_or(vars.pos, |x| x.pos);
+                return Err(ctx.err(
+                    pos,
+                    format!(
+                        "alias name '{}' of variable '{}' is already {what}: names must be unique among variables and aliases",
+                        a.name, v.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn line_of(variables: &[Variable], name: &str) -> usize {
+    variables
+        .iter()
+        .find(|v| v.name == name)
+        .map_or(0, |v| v.line)
+}
+
+/// FMI 2.0 sec. 2.2.7: variables of the same base type with the same
+/// `valueReference` are aliases. Each alias set is listed under one of
+/// its variables ([`Variable::aliases`]), the others point to it
+/// ([`Variable::alias_of`]): the one the importer sets (an input, a
+/// parameter, else the one with a start value, the standard allowing at
+/// most one), else an output, else the first.
+fn group_fmi2_aliases(variables: &mut [Variable]) {
+    // Enumerations are fmi2Integer values.
+    let base_type = |t: VariableType| match t {
+        VariableType::Enumeration => VariableType::Int32,
+        t => t,
+    };
+    let mut sets: HashMap<(u32, VariableType), Vec<VariableIndex>> = HashMap::new();
+    for (i, v) in variables.iter().enumerate() {
+        sets.entry((v.value_reference, base_type(v.var_type)))
+            .or_default()
+            .push(i);
+    }
+    let rank = |v: &Variable| -> usize {
+        match v.causality {
+            Causality::Input => 0,
+            Causality::Parameter | Causality::StructuralParameter => 1,
+            _ if v.start.is_some() && v.variability != Variability::Constant => 2,
+            Causality::Output => 3,
+            Causality::CalculatedParameter => 4,
+            Causality::Local => 5,
+            Causality::Independent => 6,
+        }
+    };
+    let mut sets: Vec<Vec<VariableIndex>> = sets.into_values().filter(|s| s.len() > 1).collect();
+    sets.sort_unstable();
+    for set in sets {
+        let Some(&base) = set
+            .iter()
+            .min_by_key(|&&i| (variables.get(i).map_or(usize::MAX, rank), i))
+        else {
+            continue;
+        };
+        let mut aliases = Vec::new();
+        for &i in set.iter().filter(|&&i| i != base) {
+            if let Some(v) = variables.get_mut(i) {
+                v.alias_of = Some(base);
+                aliases.push(Alias {
+                    name: v.name.clone(),
+                    description: v.description.clone(),
+                    display_unit: v.display_unit.clone(),
+                    variable: Some(i),
+                });
+            }
+        }
+        if let Some(b) = variables.get_mut(base) {
+            b.aliases = aliases;
+        }
+    }
 }
 
 /// Resolves model-structure references: FMI 2 by 1-based index, FMI 3 by
