@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use cosim_core::execution::{Execution, RunStatus};
 use cosim_core::master::{FixedStep, Scheme};
 use cosim_core::subsystem::{CallCounters, StateId};
-use cosim_core::{Connection, FmuSubsystem, Subsystem, SubsystemInfo, System, SystemSpec};
+use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, SubsystemInfo, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
 use cosim_tests::{Table, cosim_bin, fmus, root, run_logged};
 
@@ -405,8 +405,8 @@ fn subsystem(
     let mut sub = FmuSubsystem::instantiate(
         fmu,
         name,
-        &[input],
-        &[output],
+        &[SlotVar::scalar(input)],
+        &[SlotVar::scalar(output)],
         1,
         &InstantiateOptions::default(),
     )

@@ -383,8 +383,8 @@ fn integrator() -> IsolatedSubsystem {
     let mut s = IsolatedSubsystem::spawn(
         &fmu,
         "integrator",
-        &[find("u")],
-        &[find("x")],
+        &[cosim_core::SlotVar::scalar(find("u"))],
+        &[cosim_core::SlotVar::scalar(find("x"))],
         1,
         &InstantiateOptions::default(),
         &IsolationSettings::default(),

@@ -84,8 +84,21 @@ struct BondReport {
 
 /// Runs `cosim compare`.
 pub fn run(args: &CompareArgs) -> Result<()> {
-    let trace = Table::read(&args.trace)?;
-    let reference = Table::read(&args.reference)?;
+    let (trace, trace_text) = Table::read_skipping_text(&args.trace)?;
+    let (reference, reference_text) = Table::read_skipping_text(&args.reference)?;
+    // Text columns (String variables) are not compared, and said so.
+    for (path, text) in [
+        (&args.trace, &trace_text),
+        (&args.reference, &reference_text),
+    ] {
+        if !text.is_empty() {
+            say!(
+                "note: {}: text columns not compared: {}",
+                path.display(),
+                text.join(", ")
+            );
+        }
+    }
     let mut map = Vec::new();
     for m in &args.map {
         let (t, r) = m

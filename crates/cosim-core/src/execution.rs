@@ -173,6 +173,9 @@ impl Execution {
             for d in &mut self.diagnostics {
                 d.start(&self.system);
             }
+            if self.system.has_strings() {
+                self.system.read_strings()?;
+            }
             for o in &mut self.observers {
                 o.start(&self.system)?;
             }
@@ -263,6 +266,16 @@ impl Execution {
                     energy: &energy,
                     diagnostics: &diagnostic_values,
                 };
+                // (String values are read only for the rows that show
+                // them.)
+                if self.system.has_strings()
+                    && self
+                        .observers
+                        .iter()
+                        .any(|o| o.wants_strings(&self.system, false))
+                {
+                    self.system.read_strings()?;
+                }
                 for o in &mut self.observers {
                     o.step(&self.system, &ctx)?;
                 }
@@ -284,6 +297,18 @@ impl Execution {
 
         // Always flush what we have, then terminate the subsystems.
         let mut error = result.err();
+        // A last row written by `finish` shows the String values of now
+        // (after a failure, those of the last row read).
+        if error.is_none()
+            && self.system.has_strings()
+            && self
+                .observers
+                .iter()
+                .any(|o| o.wants_strings(&self.system, true))
+            && let Err(e) = self.system.read_strings()
+        {
+            error = Some(e);
+        }
         for o in &mut self.observers {
             if let Err(e) = o.finish(&self.system) {
                 // (A failed write is refused again to every observer.)

@@ -420,6 +420,14 @@ impl Subsystem for FileInputs {
         outcome
     }
 
+    fn traced_strings(&self) -> &[String] {
+        self.inner.traced_strings()
+    }
+
+    fn get_strings(&mut self, values: &mut [String]) -> Result<()> {
+        self.inner.get_strings(values)
+    }
+
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
         self.inner.get_observed(values)?;
         for &(slot, k) in &self.observed {

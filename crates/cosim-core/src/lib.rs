@@ -33,5 +33,5 @@ pub use error::{CoreError, Result};
 pub use execution::{Execution, RunStatus, RunSummary};
 pub use function::{FunctionKind, FunctionLink, FunctionSpec, LinkEnd, NumericType};
 pub use master::{Master, StepReport};
-pub use subsystem::{FmuSubsystem, Subsystem, SubsystemInfo};
+pub use subsystem::{FmuSubsystem, SlotVar, Subsystem, SubsystemInfo};
 pub use system::{BondPort, Connection, PowerBond, System, SystemSpec};

@@ -37,6 +37,18 @@ pub fn strip_unit(header: &str) -> &str {
 impl Table {
     /// Reads a CSV file with a header row and numeric cells.
     pub fn read(path: &Path) -> Result<Table> {
+        Self::read_with_text(path, false).map(|(t, _)| t)
+    }
+
+    /// As [`Table::read`], leaving out the columns that hold text (their
+    /// first value is not a number: a String variable's values, which
+    /// cosim writes quoted); returns their names too. A number column with
+    /// a cell that is not a number is an error still.
+    pub fn read_skipping_text(path: &Path) -> Result<(Table, Vec<String>)> {
+        Self::read_with_text(path, true)
+    }
+
+    fn read_with_text(path: &Path, skip_text: bool) -> Result<(Table, Vec<String>)> {
         let mut reader = csv::Reader::from_path(path).map_err(|e| bad(path, e.to_string()))?;
         let names: Vec<String> = reader
             .headers()
@@ -45,9 +57,23 @@ impl Table {
             .map(|h| strip_unit(h).to_string())
             .collect();
         let mut columns = vec![Vec::new(); names.len()];
+        let mut text = vec![false; names.len()];
         for (row, record) in reader.records().enumerate() {
             let record = record.map_err(|e| bad(path, e.to_string()))?;
             for (c, cell) in record.iter().enumerate() {
+                if skip_text && c > 0 && c < text.len() {
+                    let trimmed = cell.trim();
+                    if columns[c].iter().all(|v: &f64| v.is_nan())
+                        && !matches!(trimmed, "" | "true" | "false")
+                        && trimmed.parse::<f64>().is_err()
+                    {
+                        text[c] = true;
+                    }
+                    if text[c] {
+                        columns[c].push(f64::NAN);
+                        continue;
+                    }
+                }
                 let v = match cell.trim() {
                     "true" => 1.0,
                     "false" => 0.0,
@@ -72,7 +98,20 @@ impl Table {
         if names.is_empty() {
             return Err(bad(path, "no header row".into()));
         }
-        Ok(Table { names, columns })
+        let text_names = names
+            .iter()
+            .zip(&text)
+            .filter(|(_, t)| **t)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let (names, columns) = names
+            .into_iter()
+            .zip(columns)
+            .zip(&text)
+            .filter(|(_, t)| !**t)
+            .map(|(nc, _)| nc)
+            .unzip();
+        Ok((Table { names, columns }, text_names))
     }
 
     /// The time column.

@@ -56,6 +56,14 @@ pub trait Observer: Send {
     fn sampling(&self) -> Option<Sampling> {
         None
     }
+
+    /// Whether the coming [`Observer::step`] (after the step that just
+    /// ended, the run at `sys.ticks()`), or with `at_end` the coming
+    /// [`Observer::finish`], writes String values: the run then reads them
+    /// first ([`System::read_strings`]), and only then.
+    fn wants_strings(&self, _sys: &System, _at_end: bool) -> bool {
+        false
+    }
 }
 
 /// When the trace writes a row (in the summary: `"every_step"`,
@@ -116,10 +124,16 @@ impl Sink {
 
     #[inline]
     fn push(&mut self, values: &[f64]) -> Result<()> {
+        self.push_text(values, &[])
+    }
+
+    /// A row whose [`Column::Str`] cells are `texts`, in column order.
+    fn push_text(&mut self, values: &[f64], texts: &[String]) -> Result<()> {
         match self {
-            Sink::Writer { outputs, file } => outputs.push_row(*file, values),
+            Sink::Writer { outputs, file } => outputs.push_row_text(*file, values, texts),
             Sink::Direct(d) => {
-                d.file.format_row(values);
+                d.file
+                    .format_row_text(values, &mut texts.iter().map(String::as_str));
                 // Checking the clock on every row would cost more than the row.
                 d.rows_since_check += 1;
                 if d.rows_since_check >= 64 {
@@ -151,8 +165,13 @@ impl Sink {
 pub struct TraceWriter {
     sink: Sink,
     columns: Vec<(usize, usize)>,
+    /// String columns: (position among the traced columns, subsystem,
+    /// index into its [`System::strings`]), by position.
+    text_columns: Vec<(usize, usize, usize)>,
     /// The row being gathered (reused).
     row: Vec<f64>,
+    /// Its String cells (reused).
+    texts: Vec<String>,
     sampling: Sampling,
     steps: u64,
     /// For [`Sampling::Interval`]: the start, the interval and the next
@@ -193,6 +212,23 @@ impl TraceWriter {
         names: &[Option<String>],
         sampling: Sampling,
     ) -> Result<Self> {
+        Self::create_with_text(outputs, path, sys, columns, names, Vec::new(), sampling)
+    }
+
+    /// As [`TraceWriter::create_named`], with String columns besides:
+    /// `text_columns` are (position among all traced columns, subsystem,
+    /// index into the subsystem's traced strings, [`System::strings`]),
+    /// in increasing position; they are written quoted, and read from the
+    /// FMUs only for the rows written ([`Observer::wants_strings`]).
+    pub fn create_with_text(
+        outputs: &OutputsHandle,
+        path: &Path,
+        sys: &System,
+        columns: Vec<(usize, usize)>,
+        names: &[Option<String>],
+        text_columns: Vec<(usize, usize, usize)>,
+        sampling: Sampling,
+    ) -> Result<Self> {
         let mut header = vec!["time [s]".to_string()];
         let mut kinds = vec![Column::Float];
         for (i, &(s, k)) in columns.iter().enumerate() {
@@ -221,9 +257,27 @@ impl TraceWriter {
                 Column::Float
             });
         }
+        for &(position, s, k) in &text_columns {
+            let (Some(sub), Some(name)) = (
+                sys.subsystems().get(s),
+                sys.subsystems()
+                    .get(s)
+                    .and_then(|sub| sub.traced_strings().get(k)),
+            ) else {
+                return Err(CoreError::Config(format!(
+                    "trace text column ({s}, {k}) names no traced String"
+                )));
+            };
+            // (+1: the time column.)
+            let at = (position + 1).min(header.len());
+            header.insert(at, format!("{}.{name}", sub.info().name));
+            kinds.insert(at, Column::Str);
+        }
         Ok(TraceWriter {
             sink: Sink::writer(outputs, path, &header, kinds)?,
-            row: Vec::with_capacity(columns.len() + 1),
+            row: Vec::with_capacity(columns.len() + text_columns.len() + 1),
+            texts: vec![String::new(); text_columns.len()],
+            text_columns,
             columns,
             sampling,
             steps: 0,
@@ -246,7 +300,17 @@ impl TraceWriter {
                 .iter()
                 .map(|&(s, k)| bufs.get(s).map_or_else(|| functions[k], |b| b.y[k])),
         );
-        self.sink.push(&self.row)?;
+        if self.text_columns.is_empty() {
+            self.sink.push(&self.row)?;
+        } else {
+            for (text, &(position, s, k)) in self.texts.iter_mut().zip(&self.text_columns) {
+                // (A placeholder number: the writer writes the text.)
+                self.row
+                    .insert((position + 1).min(self.row.len()), f64::NAN);
+                text.clone_from(sys.strings(s).get(k).unwrap_or(&String::new()));
+            }
+            self.sink.push_text(&self.row, &self.texts)?;
+        }
         self.last_written = Some(sys.ticks());
         Ok(())
     }
@@ -314,6 +378,21 @@ impl Observer for TraceWriter {
 
     fn sampling(&self) -> Option<Sampling> {
         Some(self.sampling)
+    }
+
+    fn wants_strings(&self, sys: &System, at_end: bool) -> bool {
+        if self.text_columns.is_empty() {
+            return false;
+        }
+        if at_end {
+            return self.last_written.is_some_and(|t| t != sys.ticks());
+        }
+        // The condition `step` writes a row on.
+        match self.sampling {
+            Sampling::EveryStep => true,
+            Sampling::Decimation(n) => (self.steps + 1).is_multiple_of(n.max(1)),
+            Sampling::Interval(_) => sys.ticks() >= self.next_output,
+        }
     }
 }
 

@@ -58,6 +58,9 @@ pub enum Column {
     Integer,
     /// Always this text (the value is ignored).
     Text(&'static str),
+    /// A string value given with the row (the number is ignored), quoted
+    /// as CSV quotes text: `"a, ""b"""`.
+    Str,
 }
 
 /// A write that failed, kept to report it to every caller.
@@ -154,13 +157,36 @@ impl CsvFile {
 
     /// Appends one row (one value per column) to the buffer. Rows of a
     /// closed file are dropped.
+    #[cfg(test)]
     pub(crate) fn format_row(&mut self, values: &[f64]) {
+        self.format_row_text(values, &mut std::iter::empty());
+    }
+
+    /// As [`CsvFile::format_row`], the cells of [`Column::Str`] columns
+    /// taken from `texts` in order.
+    pub(crate) fn format_row_text(
+        &mut self,
+        values: &[f64],
+        texts: &mut dyn Iterator<Item = &str>,
+    ) {
         if self.file.is_none() {
             return;
         }
         for (i, (column, &v)) in self.columns.iter().zip(values).enumerate() {
             if i > 0 {
                 self.buf.push(b',');
+            }
+            if let Column::Str = column {
+                let text = texts.next().unwrap_or("");
+                self.buf.push(b'"');
+                for &b in text.as_bytes() {
+                    if b == b'"' {
+                        self.buf.push(b'"');
+                    }
+                    self.buf.push(b);
+                }
+                self.buf.push(b'"');
+                continue;
             }
             let text = match column {
                 Column::Float if v.is_finite() => self.number.format_finite(v),
@@ -169,6 +195,7 @@ impl CsvFile {
                 Column::Float => "-inf",
                 Column::Integer => self.integer.format(v as i64),
                 Column::Text(s) => s,
+                Column::Str => "",
             };
             self.buf.extend_from_slice(text.as_bytes());
         }
@@ -270,7 +297,12 @@ fn quote_field(s: &str, out: &mut Vec<u8>) {
 #[derive(Default)]
 struct Batch {
     values: Vec<f64>,
-    rows: Vec<(u32, u32)>,
+    /// Per row: its file, its number of values and of texts.
+    rows: Vec<(u32, u32, u32)>,
+    /// The texts of the rows' [`Column::Str`] cells, one after another.
+    text: String,
+    /// The end of each text in `text`.
+    text_ends: Vec<usize>,
 }
 
 impl Batch {
@@ -473,6 +505,14 @@ impl OutputsHandle {
     /// after [`OutputsHandle::close_files`].
     #[inline]
     pub fn push_row(&self, file: u32, values: &[f64]) -> Result<()> {
+        self.push_row_text(file, values, &[])
+    }
+
+    /// As [`OutputsHandle::push_row`], with the texts of the row's
+    /// [`Column::Str`] cells in column order (copied into the queue's text
+    /// buffer, which grows to the longest rows once).
+    #[inline]
+    pub fn push_row_text(&self, file: u32, values: &[f64], texts: &[String]) -> Result<()> {
         let n = values.len();
         let mut st = lock(&self.shared.state);
         loop {
@@ -495,7 +535,12 @@ impl OutputsHandle {
             st.producers_waiting -= 1;
         }
         st.queue.values.extend_from_slice(values);
-        st.queue.rows.push((file, n as u32));
+        for t in texts {
+            st.queue.text.push_str(t);
+            let end = st.queue.text.len();
+            st.queue.text_ends.push(end);
+        }
+        st.queue.rows.push((file, n as u32, texts.len() as u32));
         if !st.wake_sent && st.queue.values.len() * 2 >= st.cap {
             st.wake_sent = true;
             drop(st);
@@ -789,15 +834,24 @@ fn write_loop(shared: &Shared) {
         }
 
         let mut offset = 0;
-        for &(file, n) in &batch.rows {
+        let mut text_index = 0;
+        for &(file, n, n_text) in &batch.rows {
             let n = n as usize;
+            let texts = text_index..text_index + n_text as usize;
+            text_index = texts.end;
             if let Some(f) = files.get_mut(file as usize) {
-                f.format_row(&batch.values[offset..offset + n]);
+                let mut parts = texts.map(|k| {
+                    let start = if k == 0 { 0 } else { batch.text_ends[k - 1] };
+                    &batch.text[start..batch.text_ends[k]]
+                });
+                f.format_row_text(&batch.values[offset..offset + n], &mut parts);
             }
             offset += n;
         }
         batch.values.clear();
         batch.rows.clear();
+        batch.text.clear();
+        batch.text_ends.clear();
         let mut failure = None;
         for f in &mut files {
             let result = if close { f.close() } else { f.write_out() };

@@ -30,6 +30,70 @@ pub struct Port {
     pub discrete: bool,
 }
 
+/// A variable whose values fill slots of a subsystem: a scalar fills one,
+/// an FMI 3 array one per element, in row-major order (the order of FMI 3
+/// get and set calls), so that one value reference covers consecutive
+/// slots and a batched call reads or writes whole arrays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SlotVar {
+    /// The variable (index into the model description).
+    pub variable: VariableIndex,
+    /// Its extents (empty: a scalar), with every structural parameter's
+    /// value as the run sets it.
+    pub shape: Vec<usize>,
+}
+
+impl SlotVar {
+    /// A scalar variable.
+    pub fn scalar(variable: VariableIndex) -> SlotVar {
+        SlotVar {
+            variable,
+            shape: Vec::new(),
+        }
+    }
+
+    /// Scalar slot variables for `vars`.
+    pub fn scalars(vars: &[VariableIndex]) -> Vec<SlotVar> {
+        vars.iter().copied().map(SlotVar::scalar).collect()
+    }
+
+    /// How many slots it fills (elements; 1 for a scalar).
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// True for an array with no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name of element `k` (0-based, row-major) of variable `name`:
+    /// `name` for a scalar, `name[i]` or `name[i,j]` (1-based, as SSP and
+    /// Modelica write them) for an array.
+    pub fn element_name(&self, name: &str, k: usize) -> String {
+        if self.shape.is_empty() {
+            return name.to_string();
+        }
+        let mut index = vec![0usize; self.shape.len()];
+        let mut rest = k;
+        for (d, &n) in self.shape.iter().enumerate().rev() {
+            let n = n.max(1);
+            index[d] = rest % n + 1;
+            rest /= n;
+        }
+        let index: Vec<String> = index.iter().map(usize::to_string).collect();
+        format!("{name}[{}]", index.join(","))
+    }
+}
+
+/// The number of slots of the first `n_vars` of `vars`.
+pub fn slot_count(vars: &[SlotVar], n_vars: usize) -> usize {
+    vars[..n_vars.min(vars.len())]
+        .iter()
+        .map(SlotVar::len)
+        .sum()
+}
+
 /// What a master needs to know about a subsystem.
 #[derive(Debug, Clone, Serialize)]
 pub struct SubsystemInfo {
@@ -65,36 +129,50 @@ pub struct SubsystemInfo {
 impl SubsystemInfo {
     /// The information of a subsystem described by `md` (an FMU's model
     /// description, or a nested system's synthetic one), with the given
-    /// variables as input slots and observed slots (`observed[..n_outputs]`
-    /// outputs). Capabilities come from `<CoSimulation>` (none when it is
-    /// absent), feed-through from `<ModelStructure>`.
+    /// variables filling the input slots and the observed slots (the first
+    /// `n_output_vars` observed variables are outputs). Capabilities come
+    /// from `<CoSimulation>` (none when it is absent), feed-through from
+    /// `<ModelStructure>` (every element of an output depends on every
+    /// element of the inputs it lists).
     pub fn from_model_description(
         md: &ModelDescription,
         name: &str,
-        inputs: &[VariableIndex],
-        observed: &[VariableIndex],
-        n_outputs: usize,
+        inputs: &[SlotVar],
+        observed: &[SlotVar],
+        n_output_vars: usize,
         origin: String,
     ) -> SubsystemInfo {
         let cs = md.co_simulation.clone().unwrap_or_default();
-        let port = |&i: &VariableIndex| {
-            let v = &md.variables[i];
-            Port {
-                name: v.name.clone(),
-                unit: v.unit.clone(),
-                discrete: !v.var_type.is_float(),
-            }
+        let ports = |vars: &[SlotVar]| -> Vec<Port> {
+            vars.iter()
+                .flat_map(|sv| {
+                    let v = &md.variables[sv.variable];
+                    (0..sv.len()).map(move |k| Port {
+                        name: sv.element_name(&v.name, k),
+                        unit: v.unit.clone(),
+                        discrete: !v.var_type.is_float(),
+                    })
+                })
+                .collect()
         };
-        let feedthrough = observed[..n_outputs]
+        // First slot of each input variable.
+        let mut input_slots = Vec::with_capacity(inputs.len());
+        let mut next = 0;
+        for sv in inputs {
+            input_slots.push(next..next + sv.len());
+            next += sv.len();
+        }
+        let feedthrough = observed[..n_output_vars.min(observed.len())]
             .iter()
-            .map(|&o| {
-                let deps = md.output_input_dependencies(o);
-                inputs
+            .flat_map(|o| {
+                let deps = md.output_input_dependencies(o.variable);
+                let slots: Vec<usize> = inputs
                     .iter()
-                    .enumerate()
-                    .filter(|(_, i)| deps.contains(i))
-                    .map(|(slot, _)| slot)
-                    .collect()
+                    .zip(&input_slots)
+                    .filter(|(i, _)| deps.contains(&i.variable))
+                    .flat_map(|(_, r)| r.clone())
+                    .collect();
+                std::iter::repeat_n(slots, o.len())
             })
             .collect();
         // Stateless only when provably algebraic: no state derivatives, no
@@ -111,19 +189,26 @@ impl SubsystemInfo {
             })
             || md.model_structure.outputs.is_empty()
             || !md.model_structure.outputs.iter().all(algebraic_output);
+        let arrays = inputs.iter().chain(observed).any(|sv| !sv.shape.is_empty());
         SubsystemInfo {
             name: name.to_string(),
-            inputs: inputs.iter().map(port).collect(),
-            observed: observed.iter().map(port).collect(),
-            n_outputs,
+            inputs: ports(inputs),
+            observed: ports(observed),
+            n_outputs: slot_count(observed, n_output_vars),
             feedthrough,
             can_interpolate_inputs: cs.can_interpolate_inputs
                 || takes_intermediate_inputs(md, inputs),
-            max_output_derivative_order: cs.max_output_derivative_order,
+            // (Output derivatives and directional derivatives of array
+            // variables are not used: a subsystem with arrays has none.)
+            max_output_derivative_order: if arrays {
+                0
+            } else {
+                cs.max_output_derivative_order
+            },
             can_get_set_state: cs.can_get_and_set_fmu_state,
             can_serialize_state: cs.can_serialize_fmu_state,
             can_handle_variable_step: cs.can_handle_variable_communication_step_size,
-            provides_directional_derivatives: cs.provides_directional_derivatives,
+            provides_directional_derivatives: cs.provides_directional_derivatives && !arrays,
             has_state,
             origin,
         }
@@ -140,14 +225,18 @@ impl SubsystemInfo {
 /// polynomials reach it inside each step, as FMI 2 input derivatives do.
 /// An input without the attribute would be held while the others vary;
 /// then the subsystem is treated as not interpolating at all.
-pub fn takes_intermediate_inputs(md: &ModelDescription, inputs: &[VariableIndex]) -> bool {
+pub fn takes_intermediate_inputs(md: &ModelDescription, inputs: &[SlotVar]) -> bool {
     let provides = md
         .co_simulation
         .as_ref()
         .is_some_and(|cs| cs.provides_intermediate_update);
+    // (Array inputs are set whole, never as polynomials.)
+    if inputs.iter().any(|sv| !sv.shape.is_empty()) {
+        return false;
+    }
     let mut floats = inputs
         .iter()
-        .map(|&i| &md.variables[i])
+        .map(|sv| &md.variables[sv.variable])
         .filter(|v| v.var_type.is_float())
         .peekable();
     md.fmi_version == cosim_fmi::FmiVersion::V3
@@ -354,6 +443,19 @@ pub trait Subsystem: Send {
     /// Reads every observed slot.
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()>;
 
+    /// Names of the String variables traced for this subsystem (read by
+    /// [`Subsystem::get_strings`]; none by default).
+    fn traced_strings(&self) -> &[String] {
+        &[]
+    }
+
+    /// Reads the traced String variables, one per name of
+    /// [`Subsystem::traced_strings`]: only when a trace row is written,
+    /// never on the stepping path otherwise.
+    fn get_strings(&mut self, _values: &mut [String]) -> Result<()> {
+        Ok(())
+    }
+
     /// Reads the `order`-th time derivative of the output slots
     /// (`values.len() == n_outputs`).
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()>;
@@ -412,8 +514,13 @@ pub fn is_slot_type(t: cosim_fmi::model_description::VariableType) -> bool {
 pub struct FmuSubsystem {
     info: SubsystemInfo,
     instance: Instance,
+    /// Value references of the input variables (an array's covers its
+    /// elements' consecutive slots).
     input_vrs: Vec<u32>,
+    /// Value references of the observed variables, outputs first.
     observed_vrs: Vec<u32>,
+    /// How many of `observed_vrs` are outputs.
+    n_output_vars: usize,
     /// Inputs by FMI type, when not all are Float64 (else one batched
     /// Float64 call covers them).
     typed_inputs: Option<Box<TypedSlots>>,
@@ -425,6 +532,9 @@ pub struct FmuSubsystem {
     start_values: StartValues,
     /// `noSetFMUStatePriorToCurrentPoint` for every `doStep`.
     no_set_prior: bool,
+    /// Traced String variables: value references and names.
+    string_vrs: Vec<u32>,
+    string_names: Vec<String>,
     /// Which call is running, for the watchdog of hung calls. Declared
     /// after `instance`, so `fmi*FreeInstance` (the instance's drop) is
     /// still tracked.
@@ -441,10 +551,12 @@ struct TypedGroup<T> {
 }
 
 impl<T: Copy + Default> TypedGroup<T> {
-    fn push(&mut self, vr: u32, slot: usize) {
+    /// A variable of `n` values (1, or an array's elements) filling slots
+    /// `first..first + n`.
+    fn push(&mut self, vr: u32, first: usize, n: usize) {
         self.vrs.push(vr);
-        self.slots.push(slot);
-        self.buf.push(T::default());
+        self.slots.extend(first..first + n);
+        self.buf.extend(std::iter::repeat_n(T::default(), n));
     }
 
     fn gather(&mut self, values: &[f64], convert: impl Fn(f64) -> T) {
@@ -519,35 +631,40 @@ impl TypedSlots {
     /// error naming the variable.
     fn new(
         md: &ModelDescription,
-        vars: &[VariableIndex],
+        vars: &[SlotVar],
         n_outputs: usize,
         name: &str,
     ) -> Result<Option<Box<TypedSlots>>> {
         use cosim_fmi::model_description::VariableType as T;
-        if vars.iter().all(|&i| md.variables[i].var_type == T::Float64) {
+        if vars
+            .iter()
+            .all(|sv| md.variables[sv.variable].var_type == T::Float64)
+        {
             return Ok(None);
         }
         let v2 = md.fmi_version == cosim_fmi::FmiVersion::V2;
         let mut t = TypedSlots::default();
-        for (slot, &i) in vars.iter().enumerate() {
-            let v = &md.variables[i];
+        let mut slot = 0;
+        for sv in vars {
+            let v = &md.variables[sv.variable];
             let vr = v.value_reference;
+            let n = sv.len();
             if v.var_type.is_float() && slot < n_outputs {
-                t.float_outputs.push(vr, slot);
+                t.float_outputs.push(vr, slot, n);
             }
             match v.var_type {
-                T::Float64 => t.float.push(vr, slot),
-                T::Float32 => t.float32.push(vr, slot),
-                T::Int8 => t.int8.push(vr, slot),
-                T::UInt8 => t.uint8.push(vr, slot),
-                T::Int16 => t.int16.push(vr, slot),
-                T::UInt16 => t.uint16.push(vr, slot),
-                T::Int32 => t.int32.push(vr, slot),
-                T::UInt32 => t.uint32.push(vr, slot),
-                T::Enumeration if v2 => t.int32.push(vr, slot),
-                T::Int64 | T::Enumeration => t.int64.push(vr, slot),
-                T::UInt64 => t.uint64.push(vr, slot),
-                T::Boolean => t.boolean.push(vr, slot),
+                T::Float64 => t.float.push(vr, slot, n),
+                T::Float32 => t.float32.push(vr, slot, n),
+                T::Int8 => t.int8.push(vr, slot, n),
+                T::UInt8 => t.uint8.push(vr, slot, n),
+                T::Int16 => t.int16.push(vr, slot, n),
+                T::UInt16 => t.uint16.push(vr, slot, n),
+                T::Int32 => t.int32.push(vr, slot, n),
+                T::UInt32 => t.uint32.push(vr, slot, n),
+                T::Enumeration if v2 => t.int32.push(vr, slot, n),
+                T::Int64 | T::Enumeration => t.int64.push(vr, slot, n),
+                T::UInt64 => t.uint64.push(vr, slot, n),
+                T::Boolean => t.boolean.push(vr, slot, n),
                 // (is_slot_type lists the types above.)
                 other => {
                     return Err(crate::CoreError::Config(format!(
@@ -556,6 +673,7 @@ impl TypedSlots {
                     )));
                 }
             }
+            slot += n;
         }
         Ok(Some(Box::new(t)))
     }
@@ -699,7 +817,8 @@ impl std::fmt::Debug for FmuSubsystem {
 impl FmuSubsystem {
     /// Wraps an instantiated FMU. `input_vrs` and `observed_vrs` give the
     /// value reference of each input and observed slot (same order as in
-    /// `info`); observed `0..info.n_outputs` must be outputs.
+    /// `info`, scalar variables only); observed `0..info.n_outputs` must be
+    /// outputs.
     pub fn new(
         info: SubsystemInfo,
         instance: Instance,
@@ -711,6 +830,7 @@ impl FmuSubsystem {
             instance.fmi_version() == cosim_fmi::FmiVersion::V3,
         );
         FmuSubsystem {
+            n_output_vars: info.n_outputs,
             info,
             instance,
             input_vrs,
@@ -721,6 +841,8 @@ impl FmuSubsystem {
             counters: CallCounters::default(),
             start_values: StartValues::default(),
             no_set_prior: true,
+            string_vrs: Vec::new(),
+            string_names: Vec::new(),
             tracker,
         }
     }
@@ -732,6 +854,17 @@ impl FmuSubsystem {
         let md = self.instance.model_description();
         self.start_values = StartValues::new(md, &self.info.name, values)?;
         Ok(())
+    }
+
+    /// Traces String variables `vars` (read only when a trace row is
+    /// written: [`Subsystem::get_strings`]).
+    pub fn trace_strings(&mut self, vars: &[VariableIndex]) {
+        let md = self.instance.model_description();
+        self.string_vrs = vars
+            .iter()
+            .map(|&v| md.variables[v].value_reference)
+            .collect();
+        self.string_names = vars.iter().map(|&v| md.variables[v].name.clone()).collect();
     }
 
     /// The FMU instance, for setup work outside the hot path.
@@ -749,9 +882,9 @@ impl FmuSubsystem {
     pub fn instantiate(
         fmu: &Fmu,
         name: &str,
-        inputs: &[VariableIndex],
-        observed: &[VariableIndex],
-        n_outputs: usize,
+        inputs: &[SlotVar],
+        observed: &[SlotVar],
+        n_output_vars: usize,
         options: &InstantiateOptions,
     ) -> Result<Self> {
         let md = fmu.model_description();
@@ -761,14 +894,14 @@ impl FmuSubsystem {
             name,
             inputs,
             observed,
-            n_outputs,
+            n_output_vars,
             fmu.source().display().to_string(),
         );
-        let vr = |&i: &VariableIndex| md.variables[i].value_reference;
+        let vr = |sv: &SlotVar| md.variables[sv.variable].value_reference;
         let input_vrs = inputs.iter().map(vr).collect();
         let observed_vrs = observed.iter().map(vr).collect();
         let typed_inputs = TypedSlots::new(md, inputs, 0, name)?;
-        let typed_observed = TypedSlots::new(md, observed, n_outputs, name)?;
+        let typed_observed = TypedSlots::new(md, observed, info.n_outputs, name)?;
         let mut instance = fmu.instantiate(name, options)?;
         if md.fmi_version == cosim_fmi::FmiVersion::V3 && takes_intermediate_inputs(md, inputs) {
             // The float inputs, as set_inputs / set_input_derivatives pass them.
@@ -779,6 +912,7 @@ impl FmuSubsystem {
             instance.use_intermediate_inputs(&vrs)?;
         }
         let mut sub = FmuSubsystem::new(info, instance, input_vrs, observed_vrs);
+        sub.n_output_vars = n_output_vars;
         sub.typed_inputs = typed_inputs;
         sub.typed_observed = typed_observed;
         Ok(sub)
@@ -904,6 +1038,23 @@ impl Subsystem for FmuSubsystem {
         result
     }
 
+    fn traced_strings(&self) -> &[String] {
+        &self.string_names
+    }
+
+    fn get_strings(&mut self, values: &mut [String]) -> Result<()> {
+        if self.string_vrs.is_empty() {
+            return Ok(());
+        }
+        self.tracker.begin(Call::GetOutputs);
+        let result = self.instance.get_string(&self.string_vrs);
+        self.tracker.end();
+        for (v, s) in values.iter_mut().zip(result?) {
+            *v = s;
+        }
+        Ok(())
+    }
+
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
         self.tracker.begin(Call::GetOutputs);
         let result = (|| -> Result<()> {
@@ -914,7 +1065,7 @@ impl Subsystem for FmuSubsystem {
             let Some(typed) = &mut self.typed_observed else {
                 self.counters.get_outputs += 1;
                 return Ok(self.instance.get_output_derivatives(
-                    &self.observed_vrs[..n],
+                    &self.observed_vrs[..self.n_output_vars],
                     order as i32,
                     values,
                 )?);
@@ -1027,5 +1178,38 @@ impl Subsystem for FmuSubsystem {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_elements_are_named_1_based_row_major() {
+        let scalar = SlotVar::scalar(4);
+        assert_eq!(scalar.len(), 1);
+        assert_eq!(scalar.element_name("k", 0), "k");
+        let y = SlotVar {
+            variable: 1,
+            shape: vec![3],
+        };
+        let names: Vec<String> = (0..y.len()).map(|k| y.element_name("y", k)).collect();
+        assert_eq!(names, ["y[1]", "y[2]", "y[3]"]);
+        let a = SlotVar {
+            variable: 2,
+            shape: vec![2, 3],
+        };
+        let names: Vec<String> = (0..a.len()).map(|k| a.element_name("A", k)).collect();
+        assert_eq!(
+            names,
+            ["A[1,1]", "A[1,2]", "A[1,3]", "A[2,1]", "A[2,2]", "A[2,3]"]
+        );
+        let empty = SlotVar {
+            variable: 3,
+            shape: vec![0],
+        };
+        assert!(empty.is_empty());
+        assert_eq!(slot_count(&[scalar, y, a, empty], 3), 1 + 3 + 6);
     }
 }

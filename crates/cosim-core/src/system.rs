@@ -188,6 +188,9 @@ const WORKER_STACK: usize = 8 << 20;
 pub struct System {
     subsystems: Vec<Box<dyn Subsystem>>,
     buffers: Vec<Buffers>,
+    /// Per subsystem: its traced String values, as last read
+    /// ([`System::read_strings`]).
+    strings: Vec<Vec<String>>,
     step_multiple: Vec<u32>,
     routes: Vec<Route>,
     /// `routes[route_ranges[s]..route_ranges[s + 1]]` feed subsystem `s`.
@@ -323,9 +326,15 @@ impl System {
             .map(|s| vec![false; s.info().observed.len()])
             .collect();
         let background = spec.subsystems.iter().map(|s| s.can_start_step()).collect();
+        let strings = spec
+            .subsystems
+            .iter()
+            .map(|s| vec![String::new(); s.traced_strings().len()])
+            .collect();
         Ok(System {
             subsystems: spec.subsystems,
             buffers,
+            strings,
             step_multiple,
             routes,
             route_ranges,
@@ -424,6 +433,28 @@ impl System {
     /// The function blocks: their specifications, ports and current values.
     pub fn functions(&self) -> &Functions {
         &self.functions
+    }
+
+    /// The traced String values of subsystem `s`, as last read by
+    /// [`System::read_strings`] (named by its `traced_strings`).
+    pub fn strings(&self, s: usize) -> &[String] {
+        self.strings.get(s).map_or(&[], Vec::as_slice)
+    }
+
+    /// True when some subsystem traces String variables.
+    pub fn has_strings(&self) -> bool {
+        self.strings.iter().any(|s| !s.is_empty())
+    }
+
+    /// Reads every subsystem's traced String values (for a trace row:
+    /// not on the stepping path).
+    pub fn read_strings(&mut self) -> Result<()> {
+        for (sub, values) in self.subsystems.iter_mut().zip(&mut self.strings) {
+            if !values.is_empty() {
+                sub.get_strings(values)?;
+            }
+        }
+        Ok(())
     }
 
     /// The power bonds.

@@ -79,7 +79,8 @@ pub struct VariableGroup {
 pub struct VariableRow {
     /// `name`.
     pub name: String,
-    /// Data type (`Float64`, ...), with array dimensions (`Float64[3]`).
+    /// Data type (`Float64`, ...), with array dimensions (`Float64[3]`, or
+    /// the structural parameter and its start, `Float64[n=3,m=3]`).
     pub var_type: String,
     /// `valueReference`.
     pub value_reference: u32,
@@ -450,7 +451,19 @@ fn variable_row(md: &ModelDescription, v: &Variable) -> VariableRow {
             .iter()
             .map(|d| match d {
                 Dimension::Fixed(n) => n.to_string(),
-                Dimension::Variable(vr) => format!("vr{vr}"),
+                // The structural parameter by name, with its start value:
+                // `n=3`.
+                Dimension::Variable(vr) => {
+                    match md.variables.iter().find(|p| p.value_reference == *vr) {
+                        Some(p) => match &p.start {
+                            Some(StartValue::Int(x)) if x.len() == 1 => {
+                                format!("{}={}", p.name, x[0])
+                            }
+                            _ => p.name.clone(),
+                        },
+                        None => format!("vr{vr}"),
+                    }
+                }
             })
             .collect();
         format!("[{}]", parts.join(","))

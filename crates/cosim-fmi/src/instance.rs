@@ -41,7 +41,8 @@ pub(crate) struct Experiment {
     stop_time: Option<f64>,
 }
 
-/// One value of any scalar FMI type, for parameters and start values.
+/// One value of any FMI type, for parameters and start values: a scalar,
+/// or the elements of an FMI 3 array (row-major, all of one type).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Value {
     /// Float64 (FMI 2 Real).
@@ -68,6 +69,9 @@ pub enum Value {
     Bool(bool),
     /// String.
     Str(String),
+    /// An FMI 3 array: its elements in row-major order, all of the same
+    /// scalar variant.
+    Array(Vec<Value>),
 }
 
 impl std::fmt::Display for Value {
@@ -85,6 +89,16 @@ impl std::fmt::Display for Value {
             Value::I64(x) => write!(f, "{x}"),
             Value::Bool(x) => write!(f, "{x}"),
             Value::Str(x) => write!(f, "{x:?}"),
+            Value::Array(items) => {
+                f.write_str("[")?;
+                for (k, x) in items.iter().enumerate() {
+                    if k > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
         }
     }
 }
@@ -264,6 +278,65 @@ impl Instance {
             Value::I64(x) => self.set_i64(&[vr], &[*x]),
             Value::Bool(x) => self.set_bool(&[vr], &[*x]),
             Value::Str(x) => self.set_string(&[vr], &[x.as_str()]),
+            Value::Array(items) => self.set_array(vr, items),
+        }
+    }
+
+    /// Sets every element of array variable `vr` in one call of its type.
+    fn set_array(&mut self, vr: u32, items: &[Value]) -> Result<()> {
+        macro_rules! typed {
+            ($variant:ident, $set:ident) => {{
+                let values: Option<Vec<_>> = items
+                    .iter()
+                    .map(|x| match x {
+                        Value::$variant(v) => Some(v.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                match values {
+                    Some(v) => self.$set(&[vr], &v),
+                    None => Err(self.mixed_array(vr)),
+                }
+            }};
+        }
+        match items.first() {
+            None => Ok(()),
+            Some(Value::F64(_)) => typed!(F64, set_f64),
+            Some(Value::F32(_)) => typed!(F32, set_f32),
+            Some(Value::I8(_)) => typed!(I8, set_i8),
+            Some(Value::U8(_)) => typed!(U8, set_u8),
+            Some(Value::I16(_)) => typed!(I16, set_i16),
+            Some(Value::U16(_)) => typed!(U16, set_u16),
+            Some(Value::U32(_)) => typed!(U32, set_u32),
+            Some(Value::U64(_)) => typed!(U64, set_u64),
+            Some(Value::I32(_)) => typed!(I32, set_i32),
+            Some(Value::I64(_)) => typed!(I64, set_i64),
+            Some(Value::Bool(_)) => typed!(Bool, set_bool),
+            Some(Value::Str(_)) => {
+                let values: Option<Vec<&str>> = items
+                    .iter()
+                    .map(|x| match x {
+                        Value::Str(v) => Some(v.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                match values {
+                    Some(v) => self.set_string(&[vr], &v),
+                    None => Err(self.mixed_array(vr)),
+                }
+            }
+            Some(Value::Array(_)) => Err(self.mixed_array(vr)),
+        }
+    }
+
+    #[cold]
+    fn mixed_array(&self, vr: u32) -> crate::FmiError {
+        crate::FmiError::InvalidArgument {
+            instance: self.name().to_string(),
+            function: "set_value",
+            reason: format!(
+                "the elements given for value reference {vr} are not all of one scalar type"
+            ),
         }
     }
 

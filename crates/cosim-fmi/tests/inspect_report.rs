@@ -131,7 +131,7 @@ fn fmi3_report() {
         "3.0",
         "ModelExchange (drive), CoSimulation (drive)",
         "Float64[3]",
-        "Float64[2,vr3]",
+        "Float64[2,n=2]",
         "[1.5, -2, 300, inf]",
         "[true, false, true]",
         "0x0aff10",

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use cosim_core::execution::{Execution, RunStatus};
 use cosim_core::master::{FixedStep, Scheme};
 use cosim_core::subsystem::StartValue;
-use cosim_core::{Connection, FmuSubsystem, Subsystem, System, SystemSpec};
+use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions, Value};
 use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
 
@@ -46,7 +46,12 @@ fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
         .map(|i| {
             let name = format!("gain{i}");
             // gain0's input is not coupled (a start value); the others are.
-            let inputs: &[usize] = if i == 0 { &[] } else { &[u] };
+            let inputs = if i == 0 {
+                Vec::new()
+            } else {
+                vec![SlotVar::scalar(u)]
+            };
+            let outputs = [SlotVar::scalar(y)];
             let value = |variable| StartValue {
                 variable,
                 value: Value::F64(1.0),
@@ -61,8 +66,8 @@ fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
                 let mut s = IsolatedSubsystem::spawn(
                     fmu,
                     &name,
-                    inputs,
-                    &[y],
+                    &inputs,
+                    &outputs,
                     1,
                     &options,
                     &IsolationSettings::default(),
@@ -72,7 +77,7 @@ fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
                 Box::new(s) as Box<dyn Subsystem>
             } else {
                 let mut s =
-                    FmuSubsystem::instantiate(fmu, &name, inputs, &[y], 1, &options).unwrap();
+                    FmuSubsystem::instantiate(fmu, &name, &inputs, &outputs, 1, &options).unwrap();
                 s.set_start_values(values).unwrap();
                 Box::new(s)
             }

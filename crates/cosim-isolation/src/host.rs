@@ -27,7 +27,6 @@ use std::time::Duration;
 
 use cosim_core::FmuSubsystem;
 use cosim_core::subsystem::{RollbackTo, Subsystem};
-use cosim_fmi::model_description::VariableIndex;
 use cosim_fmi::{Fmu, InstantiateOptions, StateHandle, StepOutcome};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
@@ -535,10 +534,6 @@ impl Host<'_> {
                 debug_categories,
                 call_log,
             } => {
-                let index =
-                    |v: &u64| -> VariableIndex { usize::try_from(*v).unwrap_or(usize::MAX) };
-                let inputs: Vec<VariableIndex> = inputs.iter().map(index).collect();
-                let observed: Vec<VariableIndex> = observed.iter().map(index).collect();
                 let n_outputs = usize::try_from(n_outputs).unwrap_or(usize::MAX);
                 self.calling(Call::Load, t);
                 let fmu = match &self.extracted {
@@ -551,7 +546,7 @@ impl Host<'_> {
                 if inputs
                     .iter()
                     .chain(&observed)
-                    .any(|&v| v >= md.variables.len())
+                    .any(|sv| sv.variable >= md.variables.len() || sv.shape.len() > 64)
                     || n_outputs > observed.len()
                 {
                     return Err(WireError::Other(
@@ -574,7 +569,7 @@ impl Host<'_> {
                     &fmu, &self.name, &inputs, &observed, n_outputs, &options,
                 )
                 .map_err(WireError::from_core)?;
-                self.out = vec![0.0; observed.len()];
+                self.out = vec![0.0; sub.info().observed.len()];
                 self.sub = Some(sub);
                 Ok(None)
             }
@@ -619,6 +614,28 @@ impl Host<'_> {
                     .feedthrough_jacobian(&mut jacobian)
                     .map_err(WireError::from_core)?;
                 Ok(Some(Reply::Jacobian(known.then_some(jacobian))))
+            }
+            Control::TraceStrings(vars) => {
+                let sub = self.sub()?;
+                let n = sub.instance_mut().model_description().variables.len();
+                let vars: Vec<usize> = vars
+                    .iter()
+                    .map(|&v| usize::try_from(v).unwrap_or(usize::MAX))
+                    .collect();
+                if vars.iter().any(|&v| v >= n) {
+                    return Err(WireError::Other(
+                        "the traced strings do not match the model description".into(),
+                    ));
+                }
+                sub.trace_strings(&vars);
+                Ok(None)
+            }
+            Control::GetStrings => {
+                self.calling(Call::GetString, t);
+                let sub = self.sub()?;
+                let mut values = vec![String::new(); sub.traced_strings().len()];
+                sub.get_strings(&mut values).map_err(WireError::from_core)?;
+                Ok(Some(Reply::Strings(values)))
             }
         }
     }

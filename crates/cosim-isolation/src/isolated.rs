@@ -17,7 +17,6 @@ use cosim_core::subsystem::{
     CallCounters, RollbackTo, StartValue, StateId, Subsystem, SubsystemInfo,
 };
 use cosim_core::{CoreError, Result};
-use cosim_fmi::model_description::VariableIndex;
 use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, StepOutcome};
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
@@ -253,6 +252,8 @@ struct Answer {
 /// as a [`CoreError::HostProcess`].
 pub struct IsolatedSubsystem {
     info: SubsystemInfo,
+    /// Names of the traced String variables.
+    string_names: Vec<String>,
     version: FmiVersion,
     link: Option<Link>,
     /// The master's opened FMU: its extraction directory, which the host
@@ -312,8 +313,8 @@ impl IsolatedSubsystem {
     pub fn spawn(
         fmu: &Fmu,
         name: &str,
-        inputs: &[VariableIndex],
-        observed: &[VariableIndex],
+        inputs: &[cosim_core::SlotVar],
+        observed: &[cosim_core::SlotVar],
         n_outputs: usize,
         options: &InstantiateOptions,
         settings: &IsolationSettings,
@@ -328,7 +329,7 @@ impl IsolatedSubsystem {
             n_outputs,
             fmu.source().display().to_string(),
         );
-        let layout = Layout::new(inputs.len(), observed.len());
+        let layout = Layout::new(info.inputs.len(), info.observed.len());
         if interrupt_requested() {
             // Interrupted while loading: start no more hosts. The run ends
             // as interrupted when it initializes this subsystem.
@@ -383,6 +384,7 @@ impl IsolatedSubsystem {
         drop(region_fd);
         let mut sub = IsolatedSubsystem {
             info,
+            string_names: Vec::new(),
             version: md.fmi_version,
             link: Some(Link {
                 _count: channel::HostCount::register(),
@@ -413,11 +415,10 @@ impl IsolatedSubsystem {
         if let Err(e) = hello {
             return Err(sub.host_failed(HostEnd::Io(e), Call::Load));
         }
-        let as_u64 = |v: &VariableIndex| *v as u64;
         let instantiated = sub.control(
             Control::Instantiate {
-                inputs: inputs.iter().map(as_u64).collect(),
-                observed: observed.iter().map(as_u64).collect(),
+                inputs: inputs.to_vec(),
+                observed: observed.to_vec(),
                 n_outputs: n_outputs as u64,
                 logging_on: options.logging_on,
                 debug_categories: options.debug_categories.clone(),
@@ -446,6 +447,7 @@ impl IsolatedSubsystem {
     ) -> IsolatedSubsystem {
         IsolatedSubsystem {
             info,
+            string_names: Vec::new(),
             version,
             link: None,
             fmu: None,
@@ -514,6 +516,22 @@ impl IsolatedSubsystem {
                 "unexpected answer to FeedthroughJacobian",
             )),
         }
+    }
+
+    /// Traces String variables `vars` (read only for trace rows, through
+    /// the host: [`Subsystem::get_strings`]).
+    pub fn trace_strings(
+        &mut self,
+        md: &cosim_fmi::ModelDescription,
+        vars: &[usize],
+    ) -> Result<()> {
+        self.string_names = vars.iter().map(|&v| md.variables[v].name.clone()).collect();
+        if self.loading_interrupted {
+            return Ok(());
+        }
+        let vars = vars.iter().map(|&v| v as u64).collect();
+        self.control(Control::TraceStrings(vars), Call::Idle)
+            .map(|_| ())
     }
 
     /// Recreates a state from serialized bytes; returns its id.
@@ -964,6 +982,25 @@ fn send_hello(
 impl Subsystem for IsolatedSubsystem {
     fn info(&self) -> &SubsystemInfo {
         &self.info
+    }
+
+    fn traced_strings(&self) -> &[String] {
+        &self.string_names
+    }
+
+    fn get_strings(&mut self, values: &mut [String]) -> Result<()> {
+        if self.string_names.is_empty() {
+            return Ok(());
+        }
+        match self.control(Control::GetStrings, Call::GetString)? {
+            Some(Reply::Strings(got)) if got.len() == values.len() => {
+                for (v, s) in values.iter_mut().zip(got) {
+                    *v = s;
+                }
+                Ok(())
+            }
+            _ => Err(config(&self.info.name, "unexpected answer to GetStrings")),
+        }
     }
 
     fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {

@@ -185,11 +185,11 @@ pub enum Control {
     /// Open the FMU given on the command line and instantiate it with
     /// these slots (variable indices of the model description).
     Instantiate {
-        /// Input slots.
-        inputs: Vec<u64>,
-        /// Observed slots (outputs first).
-        observed: Vec<u64>,
-        /// Outputs among the observed slots.
+        /// The variables of the input slots.
+        inputs: Vec<cosim_core::SlotVar>,
+        /// The variables of the observed slots (outputs first).
+        observed: Vec<cosim_core::SlotVar>,
+        /// Outputs among the observed variables.
         n_outputs: u64,
         /// `loggingOn`.
         logging_on: bool,
@@ -214,6 +214,10 @@ pub enum Control {
     /// The direct feed-through Jacobian at the current point
     /// (`Subsystem::feedthrough_jacobian`).
     FeedthroughJacobian,
+    /// Trace these String variables (indices into the model description).
+    TraceStrings(Vec<u64>),
+    /// The traced String values (`Subsystem::get_strings`).
+    GetStrings,
 }
 
 /// What the host sends on the socket after a `STATUS_FRAME` response.
@@ -237,6 +241,8 @@ pub enum Reply {
     /// The direct feed-through Jacobian (row-major), or `None` when the
     /// FMU cannot compute it.
     Jacobian(Option<Vec<f64>>),
+    /// The traced String values.
+    Strings(Vec<String>),
 }
 
 /// A [`cosim_core::CoreError`] (an FMI error, mostly) sent across: every
@@ -645,12 +651,13 @@ pub enum Call {
     FreeInstance = 20,
     SetFloat32 = 21,
     SetNarrowInteger = 22,
+    GetString = 23,
 }
 
 impl Call {
     /// The call of a [`CALL`] word.
     pub fn decode(code: u64) -> Call {
-        const ALL: [Call; 23] = [
+        const ALL: [Call; 24] = [
             Call::Idle,
             Call::Load,
             Call::Instantiate,
@@ -674,6 +681,7 @@ impl Call {
             Call::FreeInstance,
             Call::SetFloat32,
             Call::SetNarrowInteger,
+            Call::GetString,
         ];
         usize::try_from(code)
             .ok()
@@ -717,6 +725,7 @@ impl Call {
             Call::FreeInstance => pick("fmi2FreeInstance", "fmi3FreeInstance"),
             Call::SetFloat32 => "fmi3SetFloat32",
             Call::SetNarrowInteger => "fmi3SetInt8/UInt8/Int16/UInt16/UInt32/UInt64",
+            Call::GetString => pick("fmi2GetString", "fmi3GetString"),
         }
     }
 }

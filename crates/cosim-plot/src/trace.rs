@@ -109,6 +109,8 @@ pub struct Trace {
     pub time: Vec<f64>,
     /// The other columns.
     pub columns: Vec<Column>,
+    /// Columns that hold text (a String variable's values), left out.
+    pub text_columns: Vec<String>,
 }
 
 /// A header cell split into name and unit: `v [m/s]` -> (`v`, `m/s`).
@@ -230,6 +232,10 @@ impl Trace {
                 }
             })
             .collect();
+        // A column whose first value is not a number holds text (cosim
+        // writes String variables quoted): it is left out of the figure. A
+        // number column with a cell that is not a number is an error.
+        let mut text = vec![false; columns.len()];
         let mut time = Vec::new();
         let mut last_line = header_line;
         for record in reader.records() {
@@ -264,7 +270,17 @@ impl Trace {
                 ));
             }
             time.push(t);
-            for (cell, column) in cells.zip(columns.iter_mut()) {
+            for ((cell, column), text) in cells.zip(columns.iter_mut()).zip(&mut text) {
+                if column.values.iter().all(|v| v.is_nan())
+                    && !matches!(cell, "" | "true" | "false")
+                    && cell.parse::<f64>().is_err()
+                {
+                    *text = true;
+                }
+                if *text {
+                    column.values.push(f64::NAN);
+                    continue;
+                }
                 let v = match cell {
                     "true" => 1.0,
                     "false" => 0.0,
@@ -292,7 +308,20 @@ impl Trace {
                 "no rows after the header: nothing to plot".into(),
             ));
         }
+        let text_columns = columns
+            .iter()
+            .zip(&text)
+            .filter(|(_, t)| **t)
+            .map(|(c, _)| c.name.clone())
+            .collect();
+        let columns = columns
+            .into_iter()
+            .zip(&text)
+            .filter(|(_, t)| !**t)
+            .map(|(c, _)| c)
+            .collect();
         Ok(Trace {
+            text_columns,
             path: path.to_path_buf(),
             time_name: time_name.to_string(),
             time_unit: time_unit.map(str::to_string),
@@ -507,6 +536,15 @@ pub fn plot_traces(traces: &[Trace], options: &Options) -> Result<Plot, PlotErro
             .collect()
     };
     let mut notes = Vec::new();
+    for (t, label) in traces.iter().zip(&labels) {
+        if !t.text_columns.is_empty() {
+            notes.push(format!(
+                "{label}: {} hold{} text, not plotted",
+                t.text_columns.join(", "),
+                if t.text_columns.len() == 1 { "s" } else { "" }
+            ));
+        }
+    }
     if options.max_columns > 0 && selected.len() > options.max_columns {
         notes.push(format!(
             "{} columns selected; the first {} are plotted (choose with --columns, or raise --max-columns)",

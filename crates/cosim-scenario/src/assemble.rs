@@ -7,7 +7,7 @@
 //! on cross-connected FMUs), runs the structural checks and builds the
 //! master selected in the scenario.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use cosim_core::controller::{PiSettings, PiVariant};
@@ -26,7 +26,7 @@ use cosim_core::output::OutputsHandle;
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
 };
-use cosim_core::subsystem::StartValue;
+use cosim_core::subsystem::{SlotVar, StartValue};
 use cosim_core::system::NonFinitePolicy;
 use cosim_core::time::TimeBase;
 use cosim_core::{
@@ -35,7 +35,7 @@ use cosim_core::{
 };
 use cosim_fmi::bonds::{BondRole, find_bond_candidates};
 use cosim_fmi::model_description::{
-    Causality, StartValue as ModelStart, VariableIndex, VariableType,
+    Causality, ModelDescription, StartValue as ModelStart, VariableIndex, VariableType,
 };
 use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, Value};
 use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
@@ -89,32 +89,33 @@ pub struct Assembly {
     /// a traced function port is (number of subsystems, index in
     /// `system.functions().values()`).
     pub trace_columns: Vec<(usize, usize)>,
+    /// String columns of the trace: (position among all traced columns,
+    /// subsystem, index into its traced strings).
+    pub trace_text_columns: Vec<(usize, usize, usize)>,
     /// For each trace column: the name it is written under when the
     /// scenario named its variable by an alias, else `None`.
     pub trace_names: Vec<Option<String>>,
     /// Indicators computed and logged alongside the master.
     pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
     /// Per subsystem: the variables of its input slots and observed slots.
-    slots: Vec<(Vec<VariableIndex>, Vec<VariableIndex>)>,
+    slots: Vec<Layout>,
 }
 
 impl Assembly {
-    /// The input slot of a variable, if it is a coupled input.
+    /// The input slot of a variable (an array's element), if it is a
+    /// coupled input.
     pub fn input_slot(&self, r: VariableRef) -> Option<usize> {
         self.slots
             .get(r.subsystem)?
-            .0
-            .iter()
-            .position(|&v| v == r.variable)
+            .input_slot(r.variable, r.element)
     }
 
-    /// The observed slot of a variable, if it is read after each step.
+    /// The observed slot of a variable (an array's element), if it is read
+    /// after each step.
     pub fn observed_slot(&self, r: VariableRef) -> Option<usize> {
         self.slots
             .get(r.subsystem)?
-            .1
-            .iter()
-            .position(|&v| v == r.variable)
+            .observed_slot(r.variable, r.element)
     }
 }
 
@@ -166,6 +167,7 @@ fn nested(
         VariableRef {
             subsystem: is,
             variable: iv,
+            element: 0,
         }
     };
     let inner_level = Level {
@@ -203,8 +205,8 @@ fn nested(
     let info = cosim_core::SubsystemInfo::from_model_description(
         &nest.md,
         full_name,
-        &layout.inputs,
-        &layout.observed,
+        &layout.slot_vars(&layout.inputs),
+        &layout.slot_vars(&layout.observed),
         layout.n_outputs,
         format!("nested system defined in {}", sub.fmu.display()),
     );
@@ -269,20 +271,120 @@ pub fn open_fmus(scenario: &crate::Scenario) -> Result<Vec<Fmu>, AssembleError> 
     Ok(fmus)
 }
 
-/// Per-subsystem slot layout.
+/// Per-subsystem slot layout: the variables of the input and observed
+/// slots (each once; an FMI 3 array fills one slot per element).
+#[derive(Debug, Default)]
 struct Layout {
     inputs: Vec<VariableIndex>,
     observed: Vec<VariableIndex>,
+    /// How many of `observed` are outputs.
     n_outputs: usize,
+    /// The shapes of the array variables among them.
+    shapes: HashMap<VariableIndex, Vec<usize>>,
 }
 
 impl Layout {
-    fn input_slot(&self, v: VariableIndex) -> Option<usize> {
-        self.inputs.iter().position(|&i| i == v)
+    /// Slots of variable `v`.
+    fn len_of(&self, v: VariableIndex) -> usize {
+        self.shapes.get(&v).map_or(1, |s| s.iter().product())
     }
-    fn observed_slot(&self, v: VariableIndex) -> Option<usize> {
-        self.observed.iter().position(|&i| i == v)
+    fn slot_in(&self, list: &[VariableIndex], v: VariableIndex, element: usize) -> Option<usize> {
+        let mut first = 0;
+        for &x in list {
+            if x == v {
+                return (element < self.len_of(v)).then_some(first + element);
+            }
+            first += self.len_of(x);
+        }
+        None
     }
+    fn input_slot(&self, v: VariableIndex, element: usize) -> Option<usize> {
+        self.slot_in(&self.inputs, v, element)
+    }
+    fn observed_slot(&self, v: VariableIndex, element: usize) -> Option<usize> {
+        self.slot_in(&self.observed, v, element)
+    }
+    fn slot_vars(&self, list: &[VariableIndex]) -> Vec<SlotVar> {
+        list.iter()
+            .map(|&v| SlotVar {
+                variable: v,
+                shape: self.shapes.get(&v).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+/// Records the shape of every FMI 3 array among the slots of `layouts`,
+/// and refuses an array input of which only some elements are connected:
+/// an array is set whole, and the others would have no value.
+fn array_shapes(
+    resolved: &ResolvedScenario,
+    mds: &[&ModelDescription],
+    layouts: &mut [Layout],
+) -> Result<(), AssembleError> {
+    for (s, l) in layouts.iter_mut().enumerate() {
+        let sub = &resolved.subsystems[s];
+        let md = mds[s];
+        for &v in l.inputs.iter().chain(&l.observed) {
+            if md.variables[v].is_scalar() || l.shapes.contains_key(&v) {
+                continue;
+            }
+            let shape = sub
+                .shape(md, v)
+                .map_err(|m| AssembleError::Scenario(resolved.error_at(sub.span, m)))?;
+            l.shapes.insert(v, shape);
+        }
+        for &v in &l.inputs {
+            let Some(shape) = l.shapes.get(&v) else {
+                continue;
+            };
+            let n: usize = shape.iter().product();
+            let fed: HashSet<usize> = resolved
+                .connections
+                .iter()
+                .map(|c| c.to)
+                .chain(
+                    resolved
+                        .function_connections
+                        .iter()
+                        .filter_map(|c| match c.to {
+                            FunctionEnd::Variable(r) => Some(r),
+                            FunctionEnd::Port(_) => None,
+                        }),
+                )
+                .filter(|r| r.subsystem == s && r.variable == v)
+                .map(|r| r.element)
+                .collect();
+            if fed.len() < n {
+                let sv = SlotVar {
+                    variable: v,
+                    shape: shape.clone(),
+                };
+                let name = &md.variables[v].name;
+                let missing: Vec<String> = (0..n)
+                    .filter(|k| !fed.contains(k))
+                    .take(5)
+                    .map(|k| sv.element_name(name, k))
+                    .collect();
+                let span = resolved
+                    .connections
+                    .iter()
+                    .find(|c| c.to.subsystem == s && c.to.variable == v)
+                    .map_or(sub.span, |c| c.span);
+                return Err(AssembleError::Scenario(resolved.error_at(
+                    span,
+                    format!(
+                        "array input '{}.{name}' is connected in part: {} of its {n} elements are fed, not {}{} (FMI 3 sets an array whole: connect every element, or the whole array)",
+                        sub.name,
+                        fed.len(),
+                        missing.join(", "),
+                        if n - fed.len() > missing.len() { ", ..." } else { "" }
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Builds the system, master and report of a resolved scenario whose
@@ -384,13 +486,12 @@ pub fn assemble_nodes(
     // Refuse what the engine does not couple yet, at the scenario position.
     for c in &resolved.connections {
         let v = &mds[c.from.subsystem].variables[c.from.variable];
-        if !cosim_core::subsystem::is_slot_type(v.var_type) || !v.is_scalar() {
+        if !cosim_core::subsystem::is_slot_type(v.var_type) {
             return Err(resolved
                 .error_at(
                     c.span,
                     format!(
-                        "connections of {}{} variables are not supported yet: scalar numeric and Boolean values are coupled (not strings, binaries, clocks or arrays)",
-                        if v.is_scalar() { "" } else { "array " },
+                        "connections of {} variables are not supported yet: numeric and Boolean values (scalars and arrays) are coupled, not strings, binaries or clocks",
                         v.var_type
                     ),
                 )
@@ -400,13 +501,7 @@ pub fn assemble_nodes(
 
     // Slot layout: inputs fed by connections; observed = outputs first
     // (coupled, in bonds or traced), then other traced variables.
-    let mut layouts: Vec<Layout> = (0..n)
-        .map(|_| Layout {
-            inputs: Vec::new(),
-            observed: Vec::new(),
-            n_outputs: 0,
-        })
-        .collect();
+    let mut layouts: Vec<Layout> = (0..n).map(|_| Layout::default()).collect();
     let mut outputs_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
     let mut others_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
     let want = |r: &VariableRef,
@@ -442,10 +537,27 @@ pub fn assemble_nodes(
         }
     }
     let mut skipped_trace = Vec::new();
+    // Traced String variables, per subsystem (read only for trace rows).
+    let mut strings_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
     for r in &resolved.outputs.variables {
         let v = &mds[r.subsystem].variables[r.variable];
-        if cosim_core::subsystem::is_slot_type(v.var_type) && v.is_scalar() {
+        if cosim_core::subsystem::is_slot_type(v.var_type) {
             want(r, &mut outputs_wanted, &mut others_wanted);
+        } else if v.var_type == VariableType::String {
+            if matches!(nodes[r.subsystem], Node::Nest(_)) {
+                return Err(resolved
+                    .error_at(
+                        resolved.subsystems[r.subsystem].span,
+                        format!(
+                            "'{}.{}' is a String: String variables of a nested system cannot be traced from the level above yet",
+                            resolved.subsystems[r.subsystem].name, v.name
+                        ),
+                    )
+                    .into());
+            }
+            if !strings_wanted[r.subsystem].contains(&r.variable) {
+                strings_wanted[r.subsystem].push(r.variable);
+            }
         } else {
             skipped_trace.push(format!(
                 "{}.{} ({})",
@@ -480,6 +592,7 @@ pub fn assemble_nodes(
         l.n_outputs = l.observed.len();
         l.observed.extend(others_wanted[s].iter().copied());
     }
+    array_shapes(resolved, &mds, &mut layouts)?;
 
     // Instantiate, then apply parameters and start values.
     let options = InstantiateOptions {
@@ -516,19 +629,20 @@ pub fn assemble_nodes(
                 crate::ValueOrigin::File(span) => (*span, resolved.location(*span)),
                 crate::ValueOrigin::Argument(arg) => (sub.span, format!("--set {arg}")),
             };
-            let value = typed_value(mds[s].fmi_version, v.var_type, &a.value).map_err(|e| {
-                let msg = format!(
-                    "subsystem '{}': setting {} = {}: {e}",
-                    sub.name,
-                    a.name,
-                    describe(&a.value)
-                );
-                let msg = match &a.origin {
-                    crate::ValueOrigin::File(_) => msg,
-                    crate::ValueOrigin::Argument(arg) => format!("{msg} (from --set {arg})"),
-                };
-                AssembleError::Scenario(resolved.error_at(span, msg))
-            })?;
+            let value = typed_value(mds[s].fmi_version, v.var_type, &a.value, v.is_scalar())
+                .map_err(|e| {
+                    let msg = format!(
+                        "subsystem '{}': setting {} = {}: {e}",
+                        sub.name,
+                        a.name,
+                        describe(&a.value)
+                    );
+                    let msg = match &a.origin {
+                        crate::ValueOrigin::File(_) => msg,
+                        crate::ValueOrigin::Argument(arg) => format!("{msg} (from --set {arg})"),
+                    };
+                    AssembleError::Scenario(resolved.error_at(span, msg))
+                })?;
             values.push(StartValue {
                 variable: a.variable,
                 value,
@@ -541,21 +655,22 @@ pub fn assemble_nodes(
                 let mut fs = FmuSubsystem::instantiate(
                     fmu,
                     &full_name,
-                    &l.inputs,
-                    &l.observed,
+                    &l.slot_vars(&l.inputs),
+                    &l.slot_vars(&l.observed),
                     l.n_outputs,
                     &options,
                 )
                 .map_err(fmu_error)?;
                 fs.set_start_values(values).map_err(fmu_error)?;
+                fs.trace_strings(&strings_wanted[s]);
                 Box::new(fs)
             }
             Isolation::Process => {
                 let mut fs = IsolatedSubsystem::spawn(
                     fmu,
                     &full_name,
-                    &l.inputs,
-                    &l.observed,
+                    &l.slot_vars(&l.inputs),
+                    &l.slot_vars(&l.observed),
                     l.n_outputs,
                     &options,
                     &IsolationSettings {
@@ -564,6 +679,10 @@ pub fn assemble_nodes(
                 )
                 .map_err(fmu_error)?;
                 fs.set_start_values(values).map_err(fmu_error)?;
+                if !strings_wanted[s].is_empty() {
+                    fs.trace_strings(mds[s], &strings_wanted[s])
+                        .map_err(fmu_error)?;
+                }
                 Box::new(fs)
             }
         };
@@ -576,12 +695,12 @@ pub fn assemble_nodes(
         HashMap::new();
     for c in &resolved.connections {
         let from_slot = layouts[c.from.subsystem]
-            .observed_slot(c.from.variable)
+            .observed_slot(c.from.variable, c.from.element)
             .ok_or_else(|| {
                 AssembleError::Scenario(resolved.error_at(c.span, "internal: output slot missing"))
             })?;
         let to_slot = layouts[c.to.subsystem]
-            .input_slot(c.to.variable)
+            .input_slot(c.to.variable, c.to.element)
             .ok_or_else(|| {
                 AssembleError::Scenario(resolved.error_at(c.span, "internal: input slot missing"))
             })?;
@@ -630,8 +749,8 @@ pub fn assemble_nodes(
         let port = |p: (usize, VariableIndex, VariableIndex)| -> Option<BondPort> {
             Some(BondPort {
                 subsystem: p.0,
-                input: layouts[p.0].input_slot(p.1)?,
-                output: layouts[p.0].observed_slot(p.2)?,
+                input: layouts[p.0].input_slot(p.1, 0)?,
+                output: layouts[p.0].observed_slot(p.2, 0)?,
             })
         };
         let explanation = format!(
@@ -761,9 +880,9 @@ pub fn assemble_nodes(
                 FunctionEnd::Variable(r) => LinkEnd::Slot {
                     subsystem: r.subsystem,
                     slot: if input {
-                        layouts[r.subsystem].input_slot(r.variable)?
+                        layouts[r.subsystem].input_slot(r.variable, r.element)?
                     } else {
-                        layouts[r.subsystem].observed_slot(r.variable)?
+                        layouts[r.subsystem].observed_slot(r.variable, r.element)?
                     },
                 },
             })
@@ -810,21 +929,39 @@ pub fn assemble_nodes(
         system.set_divergence_limit(limit);
     }
     let master = build_master(resolved, &system)?;
-    let trace_columns = resolved
-        .outputs
-        .traced
-        .iter()
-        .filter_map(|t| match t {
-            Traced::Variable(r) => {
-                Some((r.subsystem, layouts[r.subsystem].observed_slot(r.variable)?))
+    // Numbers and Strings, in the order the user gave (a String column
+    // at its position among them).
+    let mut trace_columns = Vec::new();
+    let mut trace_text_columns = Vec::new();
+    for t in &resolved.outputs.traced {
+        match t {
+            Traced::Variable(r)
+                if mds[r.subsystem].variables[r.variable].var_type == VariableType::String =>
+            {
+                if let Some(k) = strings_wanted[r.subsystem]
+                    .iter()
+                    .position(|&v| v == r.variable)
+                {
+                    trace_text_columns.push((
+                        trace_columns.len() + trace_text_columns.len(),
+                        r.subsystem,
+                        k,
+                    ));
+                }
             }
-            Traced::Port(p) => Some((n, system.functions().value_index(p.function, p.port)?)),
-        })
-        .collect();
-    let slots = layouts
-        .into_iter()
-        .map(|l| (l.inputs, l.observed))
-        .collect();
+            Traced::Variable(r) => {
+                if let Some(slot) = layouts[r.subsystem].observed_slot(r.variable, r.element) {
+                    trace_columns.push((r.subsystem, slot));
+                }
+            }
+            Traced::Port(p) => {
+                if let Some(k) = system.functions().value_index(p.function, p.port) {
+                    trace_columns.push((n, k));
+                }
+            }
+        }
+    }
+    let slots = layouts;
     // The energy indicator of a system without power bonds is always 0:
     // not computed, and no column in the step log.
     let diagnostics = resolved
@@ -839,6 +976,7 @@ pub fn assemble_nodes(
         master,
         report,
         trace_columns,
+        trace_text_columns,
         trace_names: Vec::new(),
         diagnostics,
         slots,
@@ -881,7 +1019,7 @@ fn fed_from_files(
     let observed = feeds
         .iter()
         .enumerate()
-        .filter_map(|(k, (v, _))| Some((layout.observed_slot(*v)?, k)))
+        .filter_map(|(k, (v, _))| Some((layout.observed_slot(*v, 0)?, k)))
         .collect();
     let feeds = feeds.iter().map(|(_, f)| f.clone()).collect();
     Ok(Box::new(FileInputs::new(subsystem, feeds, observed)?))
@@ -1037,12 +1175,13 @@ pub fn observers(
             Sampling::Decimation(n) => CoreSampling::Decimation(n),
             Sampling::Interval(dt) => CoreSampling::Interval(dt),
         };
-        out.push(Box::new(TraceWriter::create_named(
+        out.push(Box::new(TraceWriter::create_with_text(
             outputs,
             path,
             system,
             assembly.trace_columns.clone(),
             &assembly.trace_names,
+            assembly.trace_text_columns.clone(),
             sampling,
         )?));
     }
@@ -1073,70 +1212,70 @@ fn describe(v: &ModelStart) -> String {
 
 /// A parameter or start value as the value of the variable's FMI type; a
 /// value that does not fit the type is an error saying so.
-fn typed_value(version: FmiVersion, ty: VariableType, value: &ModelStart) -> Result<Value, String> {
-    let scalar_err = || "arrays cannot be set from a scenario yet".to_string();
+fn typed_value(
+    version: FmiVersion,
+    ty: VariableType,
+    value: &ModelStart,
+    scalar: bool,
+) -> Result<Value, String> {
+    let elements: Vec<Value> = match value {
+        ModelStart::Float(v) => v
+            .iter()
+            .map(|&x| match ty {
+                VariableType::Float64 => Ok(Value::F64(x)),
+                VariableType::Float32 => Ok(Value::F32(x as f32)),
+                _ => Err(format!(
+                    "setting {ty} variables from numbers is not supported"
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        ModelStart::Bool(v) if ty == VariableType::Boolean => {
+            v.iter().map(|&x| Value::Bool(x)).collect()
+        }
+        ModelStart::String(v) if ty == VariableType::String => {
+            v.iter().map(|x| Value::Str(x.clone())).collect()
+        }
+        ModelStart::Int(v) => v
+            .iter()
+            .map(|&x| typed_integer(version, ty, x))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(format!("setting {ty} variables is not supported yet")),
+    };
+    match (scalar, elements.as_slice()) {
+        (true, [x]) => Ok(x.clone()),
+        (true, _) => Err(format!("{} values given for a scalar", elements.len())),
+        (false, _) => Ok(Value::Array(elements)),
+    }
+}
+
+/// An integer as the value of integer type `ty`.
+fn typed_integer(version: FmiVersion, ty: VariableType, x: i64) -> Result<Value, String> {
     let range = |x: i64| format!("{x} does not fit {ty}");
-    Ok(match (ty, value) {
-        (VariableType::Float64, ModelStart::Float(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            Value::F64(*x)
+    Ok(match ty {
+        VariableType::Int8 => Value::I8(i8::try_from(x).map_err(|_| range(x))?),
+        VariableType::UInt8 => Value::U8(u8::try_from(x).map_err(|_| range(x))?),
+        VariableType::Int16 => Value::I16(i16::try_from(x).map_err(|_| range(x))?),
+        VariableType::UInt16 => Value::U16(u16::try_from(x).map_err(|_| range(x))?),
+        VariableType::UInt32 => Value::U32(u32::try_from(x).map_err(|_| range(x))?),
+        VariableType::UInt64 => Value::U64(u64::try_from(x).map_err(|_| range(x))?),
+        VariableType::Int64 => Value::I64(x),
+        // FMI 2 Integer and Enumeration, FMI 3 Int32: 32 bits.
+        VariableType::Int32 => {
+            Value::I32(i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?)
         }
-        (VariableType::Float32, ModelStart::Float(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            Value::F32(*x as f32)
+        VariableType::Enumeration if version == FmiVersion::V2 => {
+            Value::I32(i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?)
         }
-        (VariableType::Boolean, ModelStart::Bool(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            Value::Bool(*x)
+        // FMI 3 enumerations are Int64.
+        VariableType::Enumeration => Value::I64(x),
+        // (A float variable given an integer: the resolution made it a float.)
+        VariableType::Float64 => Value::F64(x as f64),
+        VariableType::Float32 => Value::F32(x as f32),
+        other => {
+            return Err(format!(
+                "setting {other} variables from integers is not supported"
+            ));
         }
-        (VariableType::String, ModelStart::String(v)) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            Value::Str(x.clone())
-        }
-        (
-            VariableType::Int8
-            | VariableType::UInt8
-            | VariableType::Int16
-            | VariableType::UInt16
-            | VariableType::Int32
-            | VariableType::UInt32
-            | VariableType::Int64
-            | VariableType::UInt64
-            | VariableType::Enumeration,
-            ModelStart::Int(v),
-        ) => {
-            let [x] = v.as_slice() else {
-                return Err(scalar_err());
-            };
-            let x = *x;
-            match ty {
-                VariableType::Int8 => Value::I8(i8::try_from(x).map_err(|_| range(x))?),
-                VariableType::UInt8 => Value::U8(u8::try_from(x).map_err(|_| range(x))?),
-                VariableType::Int16 => Value::I16(i16::try_from(x).map_err(|_| range(x))?),
-                VariableType::UInt16 => Value::U16(u16::try_from(x).map_err(|_| range(x))?),
-                VariableType::UInt32 => Value::U32(u32::try_from(x).map_err(|_| range(x))?),
-                VariableType::UInt64 => Value::U64(u64::try_from(x).map_err(|_| range(x))?),
-                VariableType::Int64 => Value::I64(x),
-                // FMI 2 Integer and Enumeration, FMI 3 Int32: 32 bits.
-                VariableType::Int32 => Value::I32(
-                    i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?,
-                ),
-                VariableType::Enumeration if version == FmiVersion::V2 => Value::I32(
-                    i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?,
-                ),
-                // FMI 3 enumerations are Int64.
-                _ => Value::I64(x),
-            }
-        }
-        (ty, _) => return Err(format!("setting {ty} variables is not supported yet")),
     })
 }
 
@@ -1152,12 +1291,25 @@ fn trace_names(
     columns: &[(usize, usize)],
 ) -> Vec<Option<String>> {
     let o = &resolved.outputs;
-    if o.traced.len() != columns.len() || o.trace_names.len() != columns.len() {
-        return vec![None; columns.len()];
-    }
-    o.traced
+    // (String columns are named apart.)
+    let is_text = |t: &Traced| match t {
+        Traced::Variable(r) => mds
+            .get(r.subsystem)
+            .and_then(|md| md.variables.get(r.variable))
+            .is_some_and(|v| v.var_type == VariableType::String),
+        Traced::Port(_) => false,
+    };
+    let numeric: Vec<(&Traced, &Option<String>)> = o
+        .traced
         .iter()
         .zip(&o.trace_names)
+        .filter(|(t, _)| !is_text(t))
+        .collect();
+    if numeric.len() != columns.len() || o.trace_names.len() != o.traced.len() {
+        return vec![None; columns.len()];
+    }
+    numeric
+        .into_iter()
         .zip(columns)
         .map(|((t, name), &(s, slot))| {
             let (Traced::Variable(r), Some(alias)) = (t, name) else {

@@ -157,7 +157,7 @@ pub fn estimate(resolved: &ResolvedScenario, assembly: &Assembly) -> OutputEstim
         };
         files.push(FileEstimate {
             name: name(path),
-            columns: 1 + assembly.trace_columns.len(),
+            columns: 1 + assembly.trace_columns.len() + assembly.trace_text_columns.len(),
             rows,
         });
     }

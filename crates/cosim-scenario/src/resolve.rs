@@ -10,7 +10,7 @@ use cosim_fmi::ModelDescription;
 use cosim_fmi::bonds::check_effort_flow_pair;
 use cosim_fmi::model_description::units::{POWER, variable_base_unit};
 use cosim_fmi::model_description::{
-    Causality, Dimension, Initial, StartValue, Variability, Variable, VariableIndex, VariableType,
+    Causality, Initial, StartValue, Variability, Variable, VariableIndex, VariableType,
 };
 use serde::Serialize;
 
@@ -30,6 +30,8 @@ pub struct VariableRef {
     pub subsystem: usize,
     /// Index into that subsystem's `ModelDescription::variables`.
     pub variable: VariableIndex,
+    /// The element of an FMI 3 array, row-major from 0; 0 for a scalar.
+    pub element: usize,
 }
 
 /// Where a parameter or start value was given.
@@ -80,6 +82,27 @@ pub struct ResolvedSubsystem {
     pub span: Span,
     /// The `fmu` value.
     pub fmu_span: Span,
+}
+
+impl ResolvedSubsystem {
+    /// The shape of variable `v` of this subsystem's FMU (`md`) in this
+    /// run (empty for a scalar): structural parameters at the values the
+    /// scenario gives them, else their starts.
+    pub fn shape(
+        &self,
+        md: &ModelDescription,
+        v: VariableIndex,
+    ) -> std::result::Result<Vec<usize>, String> {
+        md.shape(v, &|k| {
+            self.parameters
+                .iter()
+                .find(|a| a.variable == k)
+                .and_then(|a| match &a.value {
+                    StartValue::Int(x) if x.len() == 1 => u64::try_from(x[0]).ok(),
+                    _ => None,
+                })
+        })
+    }
 }
 
 /// A connection, resolved: `to = gain * from + offset`.
@@ -376,12 +399,52 @@ fn start_refusal(v: &Variable) -> Option<String> {
     }
 }
 
-/// The number of elements of a variable, when all dimensions are fixed.
-fn element_count(v: &Variable) -> Option<u64> {
-    v.dimensions.iter().try_fold(1u64, |n, d| match d {
-        Dimension::Fixed(k) => n.checked_mul(*k),
-        Dimension::Variable(_) => None,
-    })
+/// A shape for messages: `a scalar`, `an array of 3 elements`, `a 3x2
+/// array`.
+pub(crate) fn shape_text(shape: &[usize]) -> String {
+    match shape {
+        [] => "a scalar".to_string(),
+        [n] => format!("an array of {n} element{}", if *n == 1 { "" } else { "s" }),
+        _ => {
+            let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+            format!("a {} array", dims.join("x"))
+        }
+    }
+}
+
+/// The elements of `raw` in row-major order when its nesting is `shape`
+/// (an array of `shape[0]` arrays of `shape[1]` ...); `Err` gives the
+/// shape it has.
+fn flatten<'r>(
+    raw: &'r RawValue,
+    shape: &[usize],
+    out: &mut Vec<&'r RawValue>,
+) -> std::result::Result<(), ()> {
+    match (shape.split_first(), raw) {
+        (None, RawValue::Array(_)) => Err(()),
+        (None, scalar) => {
+            out.push(scalar);
+            Ok(())
+        }
+        (Some((&n, rest)), RawValue::Array(items)) if items.len() == n => {
+            items.iter().try_for_each(|x| flatten(x, rest, out))
+        }
+        _ => Err(()),
+    }
+}
+
+/// The shape of a value as written: `[[1, 2], [3, 4]]` is `[2, 2]`.
+fn value_shape(raw: &RawValue) -> Vec<usize> {
+    match raw {
+        RawValue::Array(items) => {
+            let mut s = vec![items.len()];
+            if let Some(first) = items.first() {
+                s.extend(value_shape(first));
+            }
+            s
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn int_range(t: VariableType) -> (i128, i128) {
@@ -396,32 +459,37 @@ fn int_range(t: VariableType) -> (i128, i128) {
     }
 }
 
-/// Types `raw` for variable `v`; `Err` says why it does not fit.
-fn typed_value(v: &Variable, raw: &RawValue) -> std::result::Result<StartValue, String> {
+/// Types `raw` for variable `v` of shape `shape` (empty for a scalar; an
+/// array's value is nested as its shape: `[[1, 2], [3, 4]]` for 2x2); `Err`
+/// says why it does not fit.
+fn typed_value(
+    v: &Variable,
+    raw: &RawValue,
+    shape: &[usize],
+) -> std::result::Result<StartValue, String> {
     let elements: Vec<&RawValue> = match raw {
-        RawValue::Array(items) => {
-            if v.is_scalar() {
-                return Err(format!(
-                    "'{}' is a scalar {}, but the value is an array",
-                    v.name, v.var_type
-                ));
-            }
-            if let Some(n) = element_count(v)
-                && n != items.len() as u64
-            {
-                return Err(format!(
-                    "'{}' is an array of {n} elements, but {} are given",
-                    v.name,
-                    items.len()
-                ));
-            }
-            items.iter().collect()
+        RawValue::Array(_) if v.is_scalar() => {
+            return Err(format!(
+                "'{}' is a scalar {}, but the value is an array",
+                v.name, v.var_type
+            ));
         }
         _ if !v.is_scalar() => {
-            return Err(format!(
-                "'{}' is an array: give its value as an array, e.g. [1.0, 2.0]",
-                v.name
-            ));
+            let mut out = Vec::new();
+            if flatten(raw, shape, &mut out).is_err() {
+                let example = if shape.len() > 1 {
+                    "[[1.0, 2.0], [3.0, 4.0]]"
+                } else {
+                    "[1.0, 2.0]"
+                };
+                return Err(format!(
+                    "shape mismatch: '{}' is {}, the value given is {} (write it nested as the array, e.g. {example})",
+                    v.name,
+                    shape_text(shape),
+                    shape_text(&value_shape(raw))
+                ));
+            }
+            out
         }
         scalar => vec![scalar],
     };
@@ -593,9 +661,8 @@ fn untraceable(v: &Variable) -> Option<String> {
             "a Binary value is a byte string, which a column of the trace cannot hold".into()
         }
         VariableType::Clock => "a Clock has no value of its own to trace, only ticks".into(),
-        t if !cosim_core::subsystem::is_slot_type(t) => {
-            format!("{t} variables are not traced yet: the trace holds numbers")
-        }
+        // (Numbers and Booleans in slots; Strings quoted, read for the rows
+        // written.)
         _ => return None,
     })
 }
@@ -604,6 +671,8 @@ struct Resolver<'s, 'm> {
     scenario: &'s Scenario,
     mds: Vec<&'m ModelDescription>,
     warnings: Vec<ScenarioError>,
+    /// Per subsystem: the structural parameters the scenario sets.
+    structural: Vec<HashMap<VariableIndex, u64>>,
 }
 
 impl Scenario {
@@ -641,6 +710,7 @@ impl Scenario {
             scenario: self,
             mds,
             warnings: self.warnings.clone(),
+            structural: Vec::new(),
         }
         .run()
     }
@@ -902,6 +972,81 @@ impl<'s, 'm> Resolver<'s, 'm> {
         Ok(settings)
     }
 
+    /// The shape of variable `v` of subsystem `sub` in this run (empty for
+    /// a scalar): structural parameters at the scenario's values, else
+    /// their starts.
+    fn shape(&self, sub: usize, v: VariableIndex) -> std::result::Result<Vec<usize>, String> {
+        let md = self.mds[sub];
+        let set = self.structural.get(sub);
+        md.shape(v, &|k| set.and_then(|m| m.get(&k).copied()))
+    }
+
+    /// Every element of variable `i` of subsystem `sub` (the variable alone
+    /// for a scalar), row-major.
+    fn elements_of(&self, sub: usize, i: VariableIndex, span: Span) -> Result<Vec<VariableRef>> {
+        let shape = self.shape(sub, i).map_err(|m| self.err(span, m))?;
+        Ok((0..shape.iter().product::<usize>())
+            .map(|element| VariableRef {
+                subsystem: sub,
+                variable: i,
+                element,
+            })
+            .collect())
+    }
+
+    /// Looks up `name` in subsystem `sub` as [`Resolver::variable`] does,
+    /// and also an element of an FMI 3 array, `y[2]` or `A[2,3]` (1-based,
+    /// row-major): the variable and the element's flat index.
+    fn element_var(
+        &self,
+        sub: usize,
+        name: &str,
+        span: Span,
+        preferred: impl Fn(&Variable) -> bool,
+    ) -> Result<(VariableIndex, &'m Variable, Option<usize>)> {
+        let md = self.md(sub)?;
+        if md.variable_by_name(name).is_none()
+            && let Some((base, index)) = name.strip_suffix(']').and_then(|n| n.split_once('['))
+            && let Some((i, v)) = md.variable_by_name(base)
+            && !v.is_scalar()
+        {
+            let shape = self.shape(sub, i).map_err(|m| self.err(span, m))?;
+            let parsed: Option<Vec<usize>> = index
+                .split(',')
+                .map(|x| x.trim().parse::<usize>().ok())
+                .collect();
+            let bad = |why: String| {
+                self.err(span, format!("'{name}': {why}"))
+                    .with_help(format!(
+                        "'{base}' is {}; elements are numbered from 1, as in SSP and Modelica",
+                        shape_text(&shape)
+                    ))
+            };
+            let Some(parsed) = parsed else {
+                return Err(bad("the index is not a list of whole numbers".into()));
+            };
+            if parsed.len() != shape.len() {
+                return Err(bad(format!(
+                    "{} ind{} for an array of {} dimension{}",
+                    parsed.len(),
+                    if parsed.len() == 1 { "ex" } else { "ices" },
+                    shape.len(),
+                    if shape.len() == 1 { "" } else { "s" }
+                )));
+            }
+            let mut flat = 0;
+            for (&k, &n) in parsed.iter().zip(&shape) {
+                if k < 1 || k > n {
+                    return Err(bad(format!("index {k} is outside 1..{n}")));
+                }
+                flat = flat * n + (k - 1);
+            }
+            return Ok((i, v, Some(flat)));
+        }
+        let (i, v) = self.variable(sub, name, span, preferred)?;
+        Ok((i, v, None))
+    }
+
     /// Looks up `name` in subsystem `sub`, suggesting among the variables
     /// for which `preferred` holds first.
     fn variable(
@@ -940,8 +1085,25 @@ impl<'s, 'm> Resolver<'s, 'm> {
         for (i, s) in self.scenario.subsystems.iter().enumerate() {
             let mut parameters = Vec::new();
             let mut start_values = Vec::new();
+            // The structural parameters the scenario sets: the sizes of the
+            // arrays whose dimensions name them.
+            let md = self.md(i)?;
+            let structural: HashMap<VariableIndex, u64> = s
+                .assignments
+                .iter()
+                .filter_map(|a| {
+                    let (k, v) = md.variable_by_name(&a.name)?;
+                    match (&v.causality, &a.value) {
+                        (Causality::StructuralParameter, RawValue::Int(n)) => {
+                            Some((k, u64::try_from(*n).ok()?))
+                        }
+                        _ => None,
+                    }
+                })
+                .collect();
+            self.structural.push(structural.clone());
             for a in &s.assignments {
-                let (assignment, is_param) = self.assignment(i, a)?;
+                let (assignment, is_param) = self.assignment(i, a, &structural)?;
                 if is_param {
                     parameters.push(assignment);
                 } else {
@@ -973,7 +1135,12 @@ impl<'s, 'm> Resolver<'s, 'm> {
 
     /// Resolves one `parameters`/`start`/`--set` entry; the flag is true
     /// for a parameter.
-    fn assignment(&self, sub: usize, a: &AssignSpec) -> Result<(Assignment, bool)> {
+    fn assignment(
+        &self,
+        sub: usize,
+        a: &AssignSpec,
+        structural: &HashMap<VariableIndex, u64>,
+    ) -> Result<(Assignment, bool)> {
         let md = self.md(sub)?;
         let from_cli = matches!(a.name_origin, Origin::Argument(_));
         let kind_ok = |v: &Variable| match (from_cli, a.kind) {
@@ -1046,7 +1213,11 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 format!("'{}' is a constant and cannot be set", a.name),
             ));
         }
-        let value = typed_value(v, &a.value).map_err(|m| self.origin_err(&a.value_origin, m))?;
+        let shape = md
+            .shape(index, &|k| structural.get(&k).copied())
+            .map_err(|m| self.origin_err(&a.name_origin, m))?;
+        let value =
+            typed_value(v, &a.value, &shape).map_err(|m| self.origin_err(&a.value_origin, m))?;
         let origin = match &a.value_origin {
             Origin::File(span) => ValueOrigin::File(*span),
             Origin::Argument(arg) => ValueOrigin::Argument(arg.clone()),
@@ -1067,13 +1238,14 @@ impl<'s, 'm> Resolver<'s, 'm> {
         // Input -> index in `out` of the connection feeding it.
         let mut feeding: HashMap<VariableRef, usize> = HashMap::new();
         for c in &self.scenario.connections {
-            let (fi, fv) =
-                self.variable(c.from.subsystem, &c.from.variable, c.from.var_span, |v| {
+            let (fi, fv, fe) =
+                self.element_var(c.from.subsystem, &c.from.variable, c.from.var_span, |v| {
                     v.causality == Causality::Output
                 })?;
-            let (ti, tv) = self.variable(c.to.subsystem, &c.to.variable, c.to.var_span, |v| {
-                v.causality == Causality::Input
-            })?;
+            let (ti, tv, te) =
+                self.element_var(c.to.subsystem, &c.to.variable, c.to.var_span, |v| {
+                    v.causality == Causality::Input
+                })?;
             let (f_in, f_out) = (
                 fv.causality == Causality::Input,
                 fv.causality == Causality::Output,
@@ -1135,26 +1307,50 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     ),
                 ));
             }
-            let from = VariableRef {
-                subsystem: c.from.subsystem,
-                variable: fi,
+            // Whole arrays connect element by element; an element or a
+            // scalar is one value.
+            let shape_of = |sub: usize, i: VariableIndex, e: Option<usize>, span: Span| match e {
+                Some(_) => Ok(Vec::new()),
+                None => self.shape(sub, i).map_err(|m| self.err(span, m)),
             };
-            let to = VariableRef {
-                subsystem: c.to.subsystem,
-                variable: ti,
-            };
-            if let Some(first) = feeding.get(&to).map(|&k| &out[k]) {
-                let first_line = self.line_of(first.span);
-                let this_line = self.line_of(c.span);
+            let fshape = shape_of(c.from.subsystem, fi, fe, c.from.var_span)?;
+            let tshape = shape_of(c.to.subsystem, ti, te, c.to.var_span)?;
+            if fshape != tshape {
                 return Err(self
                     .err(
                         c.to.span,
                         format!(
-                            "input '{}' is fed by two connections (lines {first_line} and {this_line})",
-                            c.to.text
+                            "shape mismatch: '{}' is {} but '{}' is {}",
+                            c.from.text,
+                            shape_text(&fshape),
+                            c.to.text,
+                            shape_text(&tshape)
                         ),
                     )
-                    .with_help("an input takes its value from exactly one output: remove one of them"));
+                    .with_help(
+                        "connect arrays of the same shape, or single elements (\"a.y[2]\")",
+                    ));
+            }
+            let n_elements: usize = fshape.iter().product();
+            for k in 0..n_elements {
+                let to = VariableRef {
+                    subsystem: c.to.subsystem,
+                    variable: ti,
+                    element: te.unwrap_or(k),
+                };
+                if let Some(first) = feeding.get(&to).map(|&k| &out[k]) {
+                    let first_line = self.line_of(first.span);
+                    let this_line = self.line_of(c.span);
+                    return Err(self
+                        .err(
+                            c.to.span,
+                            format!(
+                                "input '{}' is fed by two connections (lines {first_line} and {this_line})",
+                                c.to.text
+                            ),
+                        )
+                        .with_help("an input takes its value from exactly one output: remove one of them"));
+                }
             }
             let types_ok =
                 fv.var_type == tv.var_type || (fv.var_type.is_float() && tv.var_type.is_float());
@@ -1164,15 +1360,6 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     format!(
                         "type mismatch: '{}' is {} but '{}' is {}",
                         c.from.text, fv.var_type, c.to.text, tv.var_type
-                    ),
-                ));
-            }
-            if fv.dimensions != tv.dimensions {
-                return Err(self.err(
-                    c.to.span,
-                    format!(
-                        "shape mismatch: '{}' and '{}' have different array dimensions",
-                        c.from.text, c.to.text
                     ),
                 ));
             }
@@ -1209,16 +1396,28 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 }
                 _ => {}
             }
-            feeding.insert(to, out.len());
-            out.push(ResolvedConnection {
-                from,
-                to,
-                gain: c.gain,
-                offset: c.offset,
-                signal: c.signal,
-                unit_mismatch: c.unit_mismatch,
-                span: c.span,
-            });
+            for k in 0..n_elements {
+                let from = VariableRef {
+                    subsystem: c.from.subsystem,
+                    variable: fi,
+                    element: fe.unwrap_or(k),
+                };
+                let to = VariableRef {
+                    subsystem: c.to.subsystem,
+                    variable: ti,
+                    element: te.unwrap_or(k),
+                };
+                feeding.insert(to, out.len());
+                out.push(ResolvedConnection {
+                    from,
+                    to,
+                    gain: c.gain,
+                    offset: c.offset,
+                    signal: c.signal,
+                    unit_mismatch: c.unit_mismatch,
+                    span: c.span,
+                });
+            }
         }
         Ok(out)
     }
@@ -1279,10 +1478,12 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 let from = VariableRef {
                     subsystem: x.subsystem,
                     variable: x.output,
+                    element: 0,
                 };
                 let to = VariableRef {
                     subsystem: y.subsystem,
                     variable: y.input,
+                    element: 0,
                 };
                 match feeding.get(&to).map(|&k| &connections[k]) {
                     Some(c) if c.from == from => {}
@@ -1458,13 +1659,9 @@ impl<'s, 'm> Resolver<'s, 'm> {
             None if self.scenario.output_variables.is_none() => {
                 for (s, md) in self.mds.iter().enumerate() {
                     for v in self.default_traced(s, md, &mut warnings) {
-                        push(
-                            Traced::Variable(VariableRef {
-                                subsystem: s,
-                                variable: v,
-                            }),
-                            None,
-                        );
+                        for r in self.elements_of(s, v, Span::default())? {
+                            push(Traced::Variable(r), None);
+                        }
                     }
                 }
             }
@@ -1584,9 +1781,24 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 if let Some(why) = untraceable(v) {
                     return Err(self.err(var_span, format!("'{text}' cannot be traced: {why}")));
                 }
+                out.extend(
+                    self.elements_of(s, i, var_span)?
+                        .into_iter()
+                        .map(Traced::Variable),
+                );
+                continue;
+            }
+            // An element of an array: `y[2]`, `A[2,3]`.
+            if let Some((base, _)) = var_pat.strip_suffix(']').and_then(|n| n.split_once('['))
+                && md
+                    .variable_by_name(base)
+                    .is_some_and(|(_, v)| !v.is_scalar())
+            {
+                let (i, _, e) = self.element_var(s, var_pat, var_span, |_| true)?;
                 out.push(Traced::Variable(VariableRef {
                     subsystem: s,
                     variable: i,
+                    element: e.unwrap_or(0),
                 }));
                 continue;
             }
@@ -1594,10 +1806,11 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 let m = glob(var_pat, var_span)?;
                 for (i, v) in md.variables.iter().enumerate() {
                     if traceable_by_glob(v) && m.is_match(&v.name) {
-                        out.push(Traced::Variable(VariableRef {
-                            subsystem: s,
-                            variable: i,
-                        }));
+                        out.extend(
+                            self.elements_of(s, i, var_span)?
+                                .into_iter()
+                                .map(Traced::Variable),
+                        );
                     }
                 }
             } else if !is_glob(sub_pat) {
@@ -1681,6 +1894,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     let r = VariableRef {
                         subsystem: s,
                         variable: i,
+                        element: 0,
                     };
                     !fed.contains(&r)
                 })
@@ -1797,6 +2011,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 return Some(VariableRef {
                     subsystem: 0,
                     variable: v,
+                    element: 0,
                 });
             }
             if let Some((sub, var)) = candidate.split_once('.')
@@ -1809,6 +2024,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 return Some(VariableRef {
                     subsystem: s,
                     variable: v,
+                    element: 0,
                 });
             }
         }
@@ -1880,6 +2096,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                             VariableRef {
                                 subsystem: path.subsystem,
                                 variable: v,
+                                element: 0,
                             },
                             c,
                             FeedPlace::Key(path.var_span),
@@ -2150,7 +2367,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         } else {
             (Causality::Input, "to")
         };
-        let (index, v) = self.variable(p.subsystem, &p.variable, p.var_span, |v| {
+        let (index, v, element) = self.element_var(p.subsystem, &p.variable, p.var_span, |v| {
             v.causality == want
         })?;
         if v.causality != want {
@@ -2169,12 +2386,12 @@ impl<'s, 'm> Resolver<'s, 'm> {
             return Err(self.err(c.span, "internal: a function connection without a function"));
         };
         let spec = &self.scenario.functions[port.function].spec;
-        if !v.is_scalar() {
+        if !v.is_scalar() && element.is_none() {
             return Err(self.err(
                 p.var_span,
                 format!(
-                    "'{}' is an array: functions add scalars (connect each element to a port of a vector-sum)",
-                    p.text
+                    "'{}' is an array: functions add scalars (connect its elements one by one, \"{}[1]\", ...)",
+                    p.text, p.text
                 ),
             ));
         }
@@ -2216,6 +2433,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         Ok(FunctionEnd::Variable(VariableRef {
             subsystem: p.subsystem,
             variable: index,
+            element: element.unwrap_or(0),
         }))
     }
 

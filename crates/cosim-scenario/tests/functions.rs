@@ -69,6 +69,7 @@ fn var(r: &cosim_scenario::ResolvedScenario, sub: &str, name: &str) -> VariableR
     VariableRef {
         subsystem: s,
         variable: md.variable_by_name(name).unwrap().0,
+        element: 0,
     }
 }
 

@@ -591,7 +591,7 @@ fn fmi3_array_parameter_of_wrong_length() {
     let e = error(text);
     assert_eq!(
         e.message,
-        "'gains' is an array of 3 elements, but 2 are given"
+        "shape mismatch: 'gains' is an array of 3 elements, the value given is an array of 2 elements (write it nested as the array, e.g. [1.0, 2.0])"
     );
     assert_eq!((e.line, e.column), (Some(8), Some(24)));
 }

@@ -179,6 +179,7 @@ fn full_b1_scenario() {
     let v = |s: usize, i: usize| VariableRef {
         subsystem: s,
         variable: i,
+        element: 0,
     };
     assert_eq!(
         conns,
@@ -334,7 +335,8 @@ fmu = "c.fmu"
             .into_iter()
             .map(|v| VariableRef {
                 subsystem: 0,
-                variable: v
+                variable: v,
+                element: 0,
             })
             .collect::<Vec<_>>()
     );

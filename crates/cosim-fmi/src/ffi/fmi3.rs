@@ -10,7 +10,9 @@ use libloading::Library;
 
 use super::call_log::{CallLog, LogNum, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
-use super::{Phase, StateHandle, Status, StepOutcome, check_len, next_instance_id};
+use super::{
+    Phase, StateHandle, Status, StepOutcome, check_len, check_values_len, next_instance_id,
+};
 use crate::error::{FmiError, Result};
 
 type Instance = *mut c_void;
@@ -926,10 +928,11 @@ impl Fmi3Instance {
         vrs: &[u32],
         values: &mut [T],
     ) -> Result<()> {
-        check_len(&self.name, function, vrs.len(), values.len())?;
+        check_values_len(&self.name, function, vrs.len(), values.len())?;
         self.alive(function)?;
-        // SAFETY: f is the library's function of this signature; both
-        // slices have vrs.len() elements (checked above).
+        // SAFETY: f is the library's function of this signature; `vrs`
+        // has nvr elements and `values` nValues >= nvr (checked above),
+        // each passed with its own length.
         let code = unsafe {
             f(
                 self.instance,
@@ -954,10 +957,11 @@ impl Fmi3Instance {
         vrs: &[u32],
         values: &[T],
     ) -> Result<()> {
-        check_len(&self.name, function, vrs.len(), values.len())?;
+        check_values_len(&self.name, function, vrs.len(), values.len())?;
         self.alive(function)?;
-        // SAFETY: f is the library's function of this signature; both
-        // slices have vrs.len() elements (checked above).
+        // SAFETY: f is the library's function of this signature; `vrs`
+        // has nvr elements and `values` nValues >= nvr (checked above),
+        // each passed with its own length.
         let code = unsafe {
             f(
                 self.instance,
@@ -1064,14 +1068,15 @@ impl Fmi3Instance {
 
     /// `fmi3GetBoolean`.
     pub fn get_boolean(&mut self, vrs: &[u32], values: &mut [bool]) -> Result<()> {
-        check_len(&self.name, "fmi3GetBoolean", vrs.len(), values.len())?;
+        check_values_len(&self.name, "fmi3GetBoolean", vrs.len(), values.len())?;
         self.alive("fmi3GetBoolean")?;
         // fmi3Boolean is C99 `bool`; read into bytes first so that a library
         // writing a value other than 0/1 cannot produce an invalid Rust bool.
         let mut bytes = std::mem::take(&mut self.byte_scratch);
         bytes.clear();
-        bytes.resize(vrs.len(), 0);
-        // SAFETY: both buffers have vrs.len() elements; u8 has bool's layout.
+        bytes.resize(values.len(), 0);
+        // SAFETY: `vrs` has nvr elements, `bytes` nValues = values.len() >=
+        // nvr, each passed with its length; u8 has bool's layout.
         let code = unsafe {
             (self.lib.functions.get_boolean)(
                 self.instance,
@@ -1093,9 +1098,10 @@ impl Fmi3Instance {
 
     /// `fmi3SetBoolean`.
     pub fn set_boolean(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
-        check_len(&self.name, "fmi3SetBoolean", vrs.len(), values.len())?;
+        check_values_len(&self.name, "fmi3SetBoolean", vrs.len(), values.len())?;
         self.alive("fmi3SetBoolean")?;
-        // SAFETY: both slices have vrs.len() elements.
+        // SAFETY: `vrs` has nvr elements and `values` nValues >= nvr, each
+        // passed with its length.
         let code = unsafe {
             (self.lib.functions.set_boolean)(
                 self.instance,
@@ -1136,7 +1142,7 @@ impl Fmi3Instance {
 
     /// `fmi3SetString`.
     pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
-        check_len(&self.name, "fmi3SetString", vrs.len(), values.len())?;
+        check_values_len(&self.name, "fmi3SetString", vrs.len(), values.len())?;
         self.alive("fmi3SetString")?;
         let owned: Vec<CString> = values
             .iter()

@@ -240,6 +240,23 @@ pub(crate) fn check_len(
     }
 }
 
+/// FMI 3 getters and setters: an array variable has several values, so
+/// `values` holds at least one per value reference (`nValues >= nvr`; the
+/// FMU checks that it is the sum of the variables' sizes).
+#[inline]
+pub(crate) fn check_values_len(
+    instance: &str,
+    function: &'static str,
+    n_vrs: usize,
+    n_values: usize,
+) -> crate::Result<()> {
+    if n_values >= n_vrs {
+        Ok(())
+    } else {
+        Err(length_mismatch(instance, function, n_vrs, n_values))
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn length_mismatch(

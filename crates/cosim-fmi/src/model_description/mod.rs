@@ -590,6 +590,56 @@ impl ModelDescription {
         self.lookup(name)
     }
 
+    /// The shape of variable `i`: empty for a scalar; for an FMI 3 array
+    /// the extent of each `<Dimension>`, fixed (`start`) or the value of
+    /// the structural parameter it names (`valueReference`):
+    /// `value_of(index of that parameter)` when the caller sets it (a
+    /// scenario's value), else the parameter's start. An extent that cannot
+    /// be found is an error saying why.
+    pub fn shape(
+        &self,
+        i: VariableIndex,
+        value_of: &dyn Fn(VariableIndex) -> Option<u64>,
+    ) -> Result<Vec<usize>, String> {
+        let v = &self.variables[i];
+        v.dimensions
+            .iter()
+            .map(|d| {
+                let n = match d {
+                    Dimension::Fixed(n) => *n,
+                    Dimension::Variable(vr) => {
+                        let Some((k, p)) = self
+                            .variables
+                            .iter()
+                            .enumerate()
+                            .find(|(_, p)| p.value_reference == *vr)
+                        else {
+                            return Err(format!(
+                                "'{}': a <Dimension> names value reference {vr}, which no variable has",
+                                v.name
+                            ));
+                        };
+                        match value_of(k).or_else(|| match &p.start {
+                            Some(StartValue::Int(x)) if x.len() == 1 && x[0] >= 0 => {
+                                Some(x[0] as u64)
+                            }
+                            _ => None,
+                        }) {
+                            Some(n) => n,
+                            None => {
+                                return Err(format!(
+                                    "'{}': the size of a dimension is '{}', which has no start value",
+                                    v.name, p.name
+                                ));
+                            }
+                        }
+                    }
+                };
+                usize::try_from(n).map_err(|_| format!("'{}': a dimension of {n}", v.name))
+            })
+            .collect()
+    }
+
     /// The unit definition with this name.
     pub fn unit(&self, name: &str) -> Option<&Unit> {
         self.units.iter().find(|u| u.name == name)
