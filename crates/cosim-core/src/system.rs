@@ -191,6 +191,8 @@ pub struct System {
     /// Per subsystem: its traced String values, as last read
     /// ([`System::read_strings`]).
     strings: Vec<Vec<String>>,
+    /// Some subsystem traces String variables (checked after every step).
+    any_strings: bool,
     step_multiple: Vec<u32>,
     routes: Vec<Route>,
     /// `routes[route_ranges[s]..route_ranges[s + 1]]` feed subsystem `s`.
@@ -326,15 +328,17 @@ impl System {
             .map(|s| vec![false; s.info().observed.len()])
             .collect();
         let background = spec.subsystems.iter().map(|s| s.can_start_step()).collect();
-        let strings = spec
+        let strings: Vec<Vec<String>> = spec
             .subsystems
             .iter()
             .map(|s| vec![String::new(); s.traced_strings().len()])
             .collect();
+        let any_strings = strings.iter().any(|s| !s.is_empty());
         Ok(System {
             subsystems: spec.subsystems,
             buffers,
             strings,
+            any_strings,
             step_multiple,
             routes,
             route_ranges,
@@ -442,8 +446,9 @@ impl System {
     }
 
     /// True when some subsystem traces String variables.
+    #[inline]
     pub fn has_strings(&self) -> bool {
-        self.strings.iter().any(|s| !s.is_empty())
+        self.any_strings
     }
 
     /// Reads every subsystem's traced String values (for a trace row:
