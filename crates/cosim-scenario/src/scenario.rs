@@ -1039,20 +1039,10 @@ impl<'a> Parser<'a> {
         }
         if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
             s.controller = controller(&c)?;
-            if let Some(span) = c.get("variant").map(span_of) {
-                // Richardson chooses its step from its own estimate.
-                self.warn_unless(
-                    s.kind,
-                    span,
-                    "[master.controller] variant",
-                    &[
-                        MasterKind::Ecco,
-                        MasterKind::PredictorCorrector,
-                        MasterKind::Nepce,
-                    ],
-                );
-            }
-            if !s.kind.uses_controller() {
+            // Each key the master does not use, by name (a key that has
+            // an effect is never reported as having none).
+            let used = s.kind.controller_keys();
+            if used.is_empty() {
                 self.warn(
                     c.span,
                     format!(
@@ -1060,6 +1050,21 @@ impl<'a> Parser<'a> {
                         s.kind
                     ),
                 );
+            } else {
+                for key in CONTROLLER_KEYS {
+                    if let Some(span) = c.get(key).map(span_of)
+                        && !used.contains(key)
+                    {
+                        self.warn(
+                            span,
+                            format!(
+                                "[master.controller] '{key}' has no effect with master kind \"{}\" (it uses {})",
+                                s.kind,
+                                used.join(", ")
+                            ),
+                        );
+                    }
+                }
             }
         }
         self.check_ecco_bonds(&s, t.get("discover_bonds").map(span_of), bonds)?;

@@ -79,6 +79,29 @@ impl MasterKind {
         )
     }
 
+    /// The keys of `[master.controller]` this master uses: all of them
+    /// for the PI-controlled masters, the step bounds and ratios for
+    /// Richardson (its step comes from its own estimate, without PI gains),
+    /// `dt_min` for the iterative masters (the floor of their halving),
+    /// none for fixed step.
+    pub fn controller_keys(self) -> &'static [&'static str] {
+        match self {
+            MasterKind::Ecco | MasterKind::PredictorCorrector | MasterKind::Nepce => &[
+                "alpha",
+                "dt_min",
+                "dt_max",
+                "theta_min",
+                "theta_max",
+                "k_i",
+                "k_p",
+                "variant",
+            ],
+            MasterKind::Richardson => &["alpha", "dt_min", "dt_max", "theta_min", "theta_max"],
+            MasterKind::Ifosmondi | MasterKind::IterativeAffine => &["dt_min"],
+            MasterKind::FixedStep => &[],
+        }
+    }
+
     /// True for the iterative masters (IFOSMONDI and iterative-affine).
     pub fn is_iterative(self) -> bool {
         matches!(self, MasterKind::Ifosmondi | MasterKind::IterativeAffine)

@@ -652,3 +652,45 @@ fn columns_count_characters() {
         "{e}"
     );
 }
+
+/// Each master's use of `[master.controller]`: a key it uses is never
+/// reported as having no effect, one it does not use is, by name.
+#[test]
+fn controller_keys_are_reported_only_where_the_master_ignores_them() {
+    let with = |kind: &str, keys: &str| -> Vec<String> {
+        let text = BASE.replace("step = 1e-3", &format!("step = 1e-3\nkind = \"{kind}\""))
+            + &format!("\n[master.controller]\n{keys}\n");
+        let s = parse(&text).unwrap();
+        s.warnings().iter().map(|w| w.message.clone()).collect()
+    };
+    let all = "alpha = 0.9\ndt_min = 1e-5\ndt_max = 1e-2\ntheta_min = 0.3\ntheta_max = 1.4\nk_i = 0.1\nk_p = 0.1\nvariant = \"libcosim\"";
+    for kind in ["ecco", "predictor-corrector", "nepce"] {
+        let w = with(kind, all);
+        assert!(!w.iter().any(|m| m.contains("no effect")), "{kind}: {w:?}");
+    }
+    // IFOSMONDI halves its step down to dt_min, and uses nothing else.
+    assert!(
+        !with("ifosmondi", "dt_min = 1e-5")
+            .iter()
+            .any(|m| m.contains("no effect"))
+    );
+    assert_eq!(
+        with("iterative-affine", "dt_min = 1e-5\nalpha = 0.9"),
+        [
+            "[master.controller] 'alpha' has no effect with master kind \"iterative-affine\" (it uses dt_min)"
+        ]
+    );
+    let w = with("richardson", all);
+    assert_eq!(
+        w,
+        [
+            "[master.controller] 'k_i' has no effect with master kind \"richardson\" (it uses alpha, dt_min, dt_max, theta_min, theta_max)",
+            "[master.controller] 'k_p' has no effect with master kind \"richardson\" (it uses alpha, dt_min, dt_max, theta_min, theta_max)",
+            "[master.controller] 'variant' has no effect with master kind \"richardson\" (it uses alpha, dt_min, dt_max, theta_min, theta_max)",
+        ]
+    );
+    assert_eq!(
+        with("fixed-step", "dt_min = 1e-5"),
+        ["[master.controller] has no effect with master kind \"fixed-step\""]
+    );
+}
