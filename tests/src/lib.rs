@@ -247,7 +247,15 @@ pub fn loglog_slope(steps: &[f64], errors: &[f64]) -> f64 {
 /// figure in the docs is what the build gives. With `COSIM_BLESS_DOCS=1`
 /// the block is rewritten instead.
 pub fn check_doc_block(doc: &str, name: &str, text: &str) {
-    let path = root().join("docs").join(doc);
+    check_block_in(&root().join("docs").join(doc), name, text);
+}
+
+/// [`check_doc_block`] on any file (`doc` in messages is its name).
+pub fn check_block_in(path: &Path, name: &str, text: &str) {
+    let doc = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let path = path.to_path_buf();
     let doc_text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let begin = format!("<!-- generated:{name} -->\n");
@@ -271,7 +279,7 @@ pub fn check_doc_block(doc: &str, name: &str, text: &str) {
     }
     assert!(
         doc_text[b..e] == text,
-        "docs/{doc} block '{name}' differs from what this build gives; rerun this test with \
+        "{doc} block '{name}' differs from what this build gives; rerun this test with \
          COSIM_BLESS_DOCS=1 to rewrite it, and review the change.\n--- in the docs:\n{}--- from the build:\n{}",
         &doc_text[b..e],
         text

@@ -28,6 +28,9 @@ fn b4(dir: &Path, name: &str, master: &str) -> PathBuf {
 
 struct Point {
     label: String,
+    /// Master and setting, for the docs table.
+    master: String,
+    setting: String,
     error: f64,
     do_steps: u64,
     wall: f64,
@@ -36,7 +39,10 @@ struct Point {
 fn measure(dir: &Path, label: &str, master: &str) -> Point {
     let r = run(&b4(dir, "b4", master), &[], None, None);
     assert!(r.error.is_none(), "{label}: {:?}", r.error);
+    let (kind, setting) = label.split_once(' ').unwrap_or((label, ""));
     Point {
+        master: kind.to_string(),
+        setting: setting.to_string(),
         label: label.to_string(),
         error: b4_mean_relative_error(&r),
         do_steps: r.summary.calls.do_step,
@@ -116,6 +122,39 @@ fn at_0_2_percent_ifosmondi_needs_fewer_do_steps_than_fixed_step_and_affine() {
         "IFOSMONDI {ifosmondi} vs affine {affine}"
     );
     assert!(ifosmondi < fixed_calls);
+
+    // The docs' B4 table is this run's (docs/algorithms.md).
+    let thousands = |n: u64| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (k, c) in s.chars().enumerate() {
+            if k > 0 && (s.len() - k).is_multiple_of(3) {
+                out.push(' ');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let mut doc =
+        String::from("| master | setting | mean rel. error | doStep calls |\n|---|---|---|---|\n");
+    for p in &table {
+        doc.push_str(&format!(
+            "| {} | {} | {} % | {} |\n",
+            p.master,
+            p.setting,
+            cosim_core::text::significant(p.error * 100.0, 3),
+            thousands(p.do_steps)
+        ));
+    }
+    let fixed_last = table.last().map_or(f64::NAN, |p| p.error * 100.0);
+    doc.push_str(&format!(
+        "\nAt 0.2 %: IFOSMONDI {} doStep calls (its cheapest setting at or below 0.2 %), the affine variant {}, the explicit fixed-step master more than {} (first order: still {} % at 10 us).\n",
+        thousands(ifosmondi),
+        thousands(affine),
+        thousands(fixed_calls),
+        cosim_core::text::significant(fixed_last, 3)
+    ));
+    cosim_tests::check_doc_block("algorithms.md", "b4-iterative", &doc);
 }
 
 #[test]

@@ -304,3 +304,37 @@ fn osp_fixed_step_systems_are_bit_identical_to_libcosim() {
     }
     cosim_tests::check_doc_block("ssp.md", "libcosim-compat-fixed-step", &table);
 }
+
+/// The check that keeps figures in the docs current fails on a figure
+/// changed by hand, and rewrites nothing unless asked.
+#[test]
+fn a_generated_figure_changed_by_hand_fails_the_check() {
+    if std::env::var_os("COSIM_BLESS_DOCS").is_some_and(|v| v == "1") {
+        return; // (blessing rewrites instead of checking: nothing to test)
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("figures.md");
+    let table = "| a | b |\n|---|---|\n| 1 | 2 |\n";
+    std::fs::write(
+        &doc,
+        format!("text\n<!-- generated:t -->\n{table}<!-- end:t -->\nmore\n"),
+    )
+    .unwrap();
+    cosim_tests::check_block_in(&doc, "t", table);
+    // One figure typed over.
+    let edited = std::fs::read_to_string(&doc)
+        .unwrap()
+        .replace("| 2 |", "| 3 |");
+    std::fs::write(&doc, &edited).unwrap();
+    let failed = std::panic::catch_unwind(|| cosim_tests::check_block_in(&doc, "t", table));
+    let message = failed.expect_err("a changed figure must fail the check");
+    let message = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        message.contains("figures.md block 't' differs from what this build gives"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read_to_string(&doc).unwrap(), edited);
+}
