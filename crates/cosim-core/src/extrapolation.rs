@@ -47,6 +47,48 @@ pub fn taylor_at(ts: &[f64], vs: &[f64], x: f64) -> [f64; MAX_POINTS] {
     out
 }
 
+/// Taylor coefficients at `x` of the polynomial through the points
+/// `(ts[j], vs[j])` (newest first, distinct times) whose derivative at the
+/// oldest time `ts[n - 1]` is also `slope` (Hermite: that node counted
+/// twice), so one degree higher than [`taylor_at`]'s; at most
+/// `MAX_POINTS - 1` points. The start-up of [`crate::inputs`] uses it with
+/// the coupled inputs' time derivative at the start of the run.
+pub fn taylor_at_with_slope(ts: &[f64], vs: &[f64], slope: f64, x: f64) -> [f64; MAX_POINTS] {
+    let n = ts.len().min(vs.len()).min(MAX_POINTS - 1);
+    if n == 0 {
+        return [0.0; MAX_POINTS];
+    }
+    // Nodes z = ts, then the oldest once more; divided differences with
+    // f[z_{n-1}, z_n] = slope.
+    let mut z = [0.0; MAX_POINTS];
+    let mut c = [0.0; MAX_POINTS];
+    z[..n].copy_from_slice(&ts[..n]);
+    c[..n].copy_from_slice(&vs[..n]);
+    z[n] = ts[n - 1];
+    c[n] = vs[n - 1];
+    let m = n + 1;
+    for level in 1..m {
+        for k in (level..m).rev() {
+            c[k] = if level == 1 && k == n {
+                slope
+            } else {
+                (c[k] - c[k - 1]) / (z[k] - z[k - level])
+            };
+        }
+    }
+    // Nested multiplication in s = t - x, as in `taylor_at`.
+    let mut coef = [0.0; MAX_POINTS];
+    coef[0] = c[m - 1];
+    for k in (0..m - 1).rev() {
+        let d = x - z[k];
+        for j in (1..MAX_POINTS).rev() {
+            coef[j] = coef[j - 1] + coef[j] * d;
+        }
+        coef[0] = coef[0] * d + c[k];
+    }
+    [coef[0], coef[1], 2.0 * coef[2], 6.0 * coef[3]]
+}
+
 /// Evaluates a Taylor expansion `[p, p', p'', p''']` at offset `s`.
 pub fn eval_taylor(taylor: &[f64; MAX_POINTS], s: f64) -> f64 {
     taylor[0] + s * (taylor[1] + s * (taylor[2] / 2.0 + s * taylor[3] / 6.0))
@@ -186,6 +228,25 @@ mod tests {
         assert!(close(tay[2], 1.0 + 1.5 * x));
         assert!(close(tay[3], 1.5));
         assert!(close(eval_taylor(&tay, 0.7), p(x + 0.7)));
+    }
+
+    #[test]
+    fn slope_at_the_oldest_point_raises_the_degree_by_one() {
+        // A quadratic from two points and the slope at the older one.
+        let p = |t: f64| 2.0 - t + 3.0 * t * t;
+        let dp = |t: f64| -1.0 + 6.0 * t;
+        let (t0, t1) = (0.0, 0.01);
+        let tay = taylor_at_with_slope(&[t1, t0], &[p(t1), p(t0)], dp(t0), t1);
+        assert!(close(tay[0], p(t1)) && close(tay[1], dp(t1)) && close(tay[2], 6.0));
+        // One point and its slope: the tangent.
+        let tay = taylor_at_with_slope(&[t0], &[p(t0)], dp(t0), t0);
+        assert_eq!(tay, [p(t0), dp(t0), 0.0, 0.0]);
+        // A cubic from three points and the slope at the oldest.
+        let q = |t: f64| 1.0 + 0.5 * t - t * t + 4.0 * t * t * t;
+        let ts = [0.3, 0.2, 0.05];
+        let vs = ts.map(q);
+        let tay = taylor_at_with_slope(&ts, &vs, 0.5 - 0.1 + 12.0 * 0.0025, 0.3);
+        assert!(close(eval_taylor(&tay, 0.1), q(0.4)));
     }
 
     #[test]

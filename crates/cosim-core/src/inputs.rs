@@ -3,7 +3,7 @@
 //! delivered through input derivatives where the subsystem can interpolate
 //! (ALGORITHMS.md sec. 1). Shared by every master.
 
-use crate::extrapolation::{History, MAX_POINTS, taylor_at};
+use crate::extrapolation::{History, MAX_POINTS, taylor_at, taylor_at_with_slope};
 use crate::system::System;
 
 /// The coupled-input history of every subsystem and the rule turning it
@@ -23,6 +23,13 @@ pub struct InputExtrapolation {
     /// Per subsystem: its discrete input slots, always held (ZOH).
     discrete: Vec<Vec<usize>>,
     zoh_warned: Vec<bool>,
+    /// The start-up (see [`InputExtrapolation::start`]): per subsystem and
+    /// input slot, the coupled input's time derivative at `start_time`
+    /// (NaN: none, that is order < 2 or no [`InputExtrapolation::start`])
+    /// and whether it is known (every source provides output derivatives).
+    start_time: f64,
+    start_slopes: Vec<Vec<f64>>,
+    slope_known: Vec<Vec<bool>>,
 }
 
 impl InputExtrapolation {
@@ -75,6 +82,13 @@ impl InputExtrapolation {
             interpolates,
             discrete,
             zoh_warned: vec![false; sys.len()],
+            start_time: f64::NAN,
+            start_slopes: sys.buffers().iter().map(|b| vec![0.0; b.u.len()]).collect(),
+            slope_known: sys
+                .buffers()
+                .iter()
+                .map(|b| vec![false; b.u.len()])
+                .collect(),
         }
     }
 
@@ -94,6 +108,66 @@ impl InputExtrapolation {
         for (h, b) in self.histories.iter_mut().zip(sys.buffers()) {
             h.push(t, &b.u);
         }
+    }
+
+    /// Records the coupled inputs at the start `t` of the run, and for
+    /// order m = 2 also their time derivatives there, from the sources'
+    /// output derivatives (`fmi2GetRealOutputDerivatives` /
+    /// `fmi3GetOutputDerivatives`, where `maxOutputDerivativeOrder >= 1`;
+    /// through the couplings' gains and functions). While the history has
+    /// fewer than m points, that is on the first macro step, the input
+    /// polynomial is the one through the recorded points with that slope at
+    /// the start (the tangent on the first step): its error is O(h^m)
+    /// instead of O(h), so the first step's local error O(h^(m+1)) no
+    /// longer lowers the global order below m + 1. Inputs whose sources
+    /// provide no derivatives start as before (held on the first step).
+    pub fn start(&mut self, sys: &mut System, t: f64) {
+        self.record(sys, t);
+        self.start_time = f64::NAN;
+        if self.order < 2 {
+            return;
+        }
+        let mut has = vec![false; sys.len()];
+        for (s, has) in has.iter_mut().enumerate() {
+            let info = sys.subsystems()[s].info();
+            if info.max_output_derivative_order < 1 || sys.buffers()[s].dy.is_empty() {
+                continue;
+            }
+            match sys.read_output_derivatives(s) {
+                Ok(()) => *has = true,
+                Err(e) => tracing::warn!(
+                    "output derivatives of '{}' at the start could not be read ({e}): its outputs start extrapolated at reduced order",
+                    sys.subsystems()[s].info().name
+                ),
+            }
+        }
+        sys.exchange_derivatives_all();
+        for s in 0..sys.len() {
+            let (sources, ranges) = (&self.sources[s], &self.source_ranges[s]);
+            let du = &sys.buffers()[s].du;
+            for (i, (known, slope)) in self.slope_known[s]
+                .iter_mut()
+                .zip(self.start_slopes[s].iter_mut())
+                .enumerate()
+            {
+                let from = &sources[ranges[i]..ranges[i + 1]];
+                *known = !from.is_empty() && from.iter().all(|&src| has[src]) && du[i].is_finite();
+                *slope = if *known { du[i] } else { 0.0 };
+            }
+            for &i in &self.discrete[s] {
+                self.slope_known[s][i] = false;
+            }
+        }
+        self.start_time = t;
+    }
+
+    /// Whether the start-up slope applies to the points of subsystem `s`'s
+    /// history from `skip` on: fewer than m of them, the oldest at the start.
+    #[inline]
+    fn starting(&self, s: usize, skip: usize) -> bool {
+        let h = &self.histories[s];
+        let n = h.len().saturating_sub(skip);
+        n > 0 && n < self.order as usize && h.time(h.len() - 1) == self.start_time
     }
 
     /// Forgets the newest recorded point of every subsystem (rollback).
@@ -142,6 +216,7 @@ impl InputExtrapolation {
     pub fn prepare(&mut self, sys: &mut System, s: usize, t: f64) {
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order;
+        let starting = self.starting(s, 0);
         let hist = &self.histories[s];
         let b = sys.buffers_mut(s);
         if !deliver || hist.is_empty() {
@@ -149,7 +224,11 @@ impl InputExtrapolation {
             return;
         }
         for (i, tay) in b.taylor.iter_mut().enumerate() {
-            *tay = hist.taylor(i, order as usize + 1, t);
+            *tay = if starting && self.slope_known[s][i] {
+                start_taylor(hist, i, 0, self.start_slopes[s][i], t)
+            } else {
+                hist.taylor(i, order as usize + 1, t)
+            };
             // The newest point is the current coupled value: keep it exact.
             tay[0] = b.u[i];
         }
@@ -168,6 +247,7 @@ impl InputExtrapolation {
     pub fn prepare_continuing(&mut self, sys: &mut System, s: usize, x: f64, skip: usize) {
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order as usize;
+        let starting = deliver && self.starting(s, skip);
         let hist = &self.histories[s];
         let b = sys.buffers_mut(s);
         let available = hist.len().saturating_sub(skip);
@@ -189,7 +269,11 @@ impl InputExtrapolation {
             for (p, v) in vs.iter_mut().enumerate().take(k) {
                 *v = hist.point(p + skip)[i];
             }
-            *tay = taylor_at(&ts[..k], &vs[..k], x);
+            *tay = if starting && self.slope_known[s][i] {
+                start_taylor(hist, i, skip, self.start_slopes[s][i], x)
+            } else {
+                taylor_at(&ts[..k], &vs[..k], x)
+            };
             if !deliver {
                 tay[1..].iter_mut().for_each(|d| *d = 0.0);
             }
@@ -216,6 +300,7 @@ impl InputExtrapolation {
     ) {
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order as usize;
+        let starting = self.starting(s, 0);
         let hist = &self.histories[s];
         let (sources, ranges) = (&self.sources[s], &self.source_ranges[s]);
         let b = sys.buffers_mut(s);
@@ -243,7 +328,11 @@ impl InputExtrapolation {
                 }
                 *tay = taylor_at(&ts[..k + 1], &vs[..k + 1], t);
             } else {
-                *tay = hist.taylor(i, order + 1, t);
+                *tay = if starting && self.slope_known[s][i] {
+                    start_taylor(hist, i, 0, self.start_slopes[s][i], t)
+                } else {
+                    hist.taylor(i, order + 1, t)
+                };
                 tay[0] = b.u[i];
             }
         }
@@ -251,4 +340,17 @@ impl InputExtrapolation {
             b.taylor[i] = [b.u[i], 0.0, 0.0, 0.0];
         }
     }
+}
+
+/// The start-up polynomial of signal `i`: through every point of `hist`
+/// from `skip` on (at most `MAX_POINTS - 1`), with `slope` at the oldest
+/// (the start), as a Taylor expansion at `x`.
+fn start_taylor(hist: &History, i: usize, skip: usize, slope: f64, x: f64) -> [f64; MAX_POINTS] {
+    let k = hist.len().saturating_sub(skip).min(MAX_POINTS - 1);
+    let (mut ts, mut vs) = ([0.0; MAX_POINTS], [0.0; MAX_POINTS]);
+    for p in 0..k {
+        ts[p] = hist.time(p + skip);
+        vs[p] = hist.point(p + skip)[i];
+    }
+    taylor_at_with_slope(&ts[..k], &vs[..k], slope, x)
 }

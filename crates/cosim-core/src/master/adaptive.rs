@@ -136,7 +136,8 @@ impl Master for Adaptive {
 
     fn start(&mut self, sys: &mut System) -> Result<()> {
         let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
-        inputs.record(sys, sys.time());
+        let t0 = sys.time();
+        inputs.start(sys, t0);
         self.indicator.start(sys);
         self.run = Some(Running {
             controller: PiController::new(self.settings),
