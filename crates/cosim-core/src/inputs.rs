@@ -121,11 +121,13 @@ impl InputExtrapolation {
     /// instead of O(h), so the first step's local error O(h^(m+1)) no
     /// longer lowers the global order below m + 1. Inputs whose sources
     /// provide no derivatives start as before (held on the first step).
-    pub fn start(&mut self, sys: &mut System, t: f64) {
+    /// An FMU that fails to give its derivatives stops the run (after an
+    /// error status the standard allows it few calls).
+    pub fn start(&mut self, sys: &mut System, t: f64) -> crate::error::Result<()> {
         self.record(sys, t);
         self.start_time = f64::NAN;
         if self.order < 2 {
-            return;
+            return Ok(());
         }
         let mut has = vec![false; sys.len()];
         for (s, has) in has.iter_mut().enumerate() {
@@ -133,13 +135,8 @@ impl InputExtrapolation {
             if info.max_output_derivative_order < 1 || sys.buffers()[s].dy.is_empty() {
                 continue;
             }
-            match sys.read_output_derivatives(s) {
-                Ok(()) => *has = true,
-                Err(e) => tracing::warn!(
-                    "output derivatives of '{}' at the start could not be read ({e}): its outputs start extrapolated at reduced order",
-                    sys.subsystems()[s].info().name
-                ),
-            }
+            sys.read_output_derivatives(s)?;
+            *has = true;
         }
         sys.exchange_derivatives_all();
         for s in 0..sys.len() {
@@ -159,6 +156,7 @@ impl InputExtrapolation {
             }
         }
         self.start_time = t;
+        Ok(())
     }
 
     /// Whether the start-up slope applies to the points of subsystem `s`'s

@@ -137,7 +137,7 @@ impl Master for Adaptive {
     fn start(&mut self, sys: &mut System) -> Result<()> {
         let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
         let t0 = sys.time();
-        inputs.start(sys, t0);
+        inputs.start(sys, t0)?;
         self.indicator.start(sys);
         self.run = Some(Running {
             controller: PiController::new(self.settings),

@@ -239,7 +239,7 @@ impl Master for FixedStep {
             ))
         })?;
         let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
-        inputs.start(sys, t0);
+        inputs.start(sys, t0)?;
         self.run = Some(Running {
             inputs,
             stepper: Stepper::new(sys, self.scheme.clone()),

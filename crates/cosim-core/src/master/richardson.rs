@@ -309,8 +309,8 @@ impl Master for Richardson {
         let t0 = sys.time();
         let mut fine = InputExtrapolation::new(sys, k);
         let mut coarse = InputExtrapolation::new(sys, k);
-        fine.start(sys, t0);
-        coarse.start(sys, t0);
+        fine.start(sys, t0)?;
+        coarse.start(sys, t0)?;
         let outputs = physical_ports(sys).0;
         let feedthrough = outputs.iter().any(|&(s, o)| {
             sys.subsystems()[s]
