@@ -39,6 +39,7 @@ mod read;
 mod resolve;
 pub mod runner;
 mod scenario;
+pub mod session;
 mod settings;
 pub mod single;
 

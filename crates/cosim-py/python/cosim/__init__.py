@@ -1,0 +1,539 @@
+"""cosim: co-simulation of FMI 2.0 / 3.0 FMUs from Python.
+
+The engine of the ``cosim`` command runs in this process (a native
+extension, not a subprocess): the same scenario files, SSP/OSP files and
+single FMUs, the same masters, the same output files, the same error
+messages.
+
+>>> import cosim
+>>> r = cosim.run("scenarios/b1_quarter_car_a.toml")       # doctest: +SKIP
+>>> r.summary["status"], r.trace["chassis.v_c"][-1]         # doctest: +SKIP
+
+- :func:`run`: a whole run; a :class:`Result` with the trace, energy log
+  and step log as NumPy structured arrays and the summary as a dict.
+- :class:`Simulation`: step-wise control (``step``, ``run_until``, ``get``,
+  ``set``, ``time``).
+- :func:`sweep`: a sweep file; a :class:`Sweep` with the summary table.
+- :func:`inspect`: what ``cosim inspect --json`` prints, as a dict.
+
+Errors are exceptions carrying the messages the command prints:
+:class:`ScenarioError` for bad input (the command's exit status 2),
+:class:`RunError` for a run that failed (exit status 1, with the partial
+result), :class:`Interrupted` (a ``KeyboardInterrupt``) for Ctrl-C, which
+stops a run at the next macro step as on the command line. The GIL is
+released while the engine steps.
+
+See ``docs/python.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _cosim
+from ._cosim import CosimError, RunError, ScenarioError
+
+__version__: str = _cosim.__version__
+
+__all__ = [
+    "CosimError",
+    "CosimWarning",
+    "Interrupted",
+    "Result",
+    "RunError",
+    "ScenarioError",
+    "Simulation",
+    "Sweep",
+    "inspect",
+    "run",
+    "sweep",
+]
+
+#: A path: ``str`` or ``os.PathLike``.
+PathLike = Union[str, "os.PathLike[str]"]
+#: A value for ``set``: a number, a Boolean or a string.
+Value = Union[float, int, bool, str]
+#: The ``set`` argument: ``{"chassis.m_c": 500}`` or ``["chassis.m_c=500"]``.
+Assignments = Union[Mapping[str, Value], Sequence[str], None]
+
+
+class CosimWarning(UserWarning):
+    """A warning of the scenario (what ``cosim run`` prints as ``warning:``)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a run at a macro step: the FMUs were
+    terminated and the outputs hold every completed step, as with ``cosim
+    run``. ``result`` holds them (``result.summary["status"]`` is
+    ``"interrupted"``)."""
+
+    def __init__(self, message: str, result: Optional["Result"] = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _target(path_or_toml: Union[PathLike, str]) -> Tuple[str, bool]:
+    """(target, is_text): a ``str`` is scenario text when it has a newline,
+    or an ``=`` or ``[`` and names no existing file; otherwise a path."""
+    if isinstance(path_or_toml, os.PathLike):
+        return os.fspath(path_or_toml), False
+    if not isinstance(path_or_toml, str):
+        raise TypeError(
+            f"expected a path or scenario text (str), not {type(path_or_toml).__name__}"
+        )
+    s = path_or_toml
+    if "\n" in s or (("=" in s or "[" in s) and not os.path.exists(s)):
+        return s, True
+    return s, False
+
+
+def _format_value(v: Value) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _assignments(set: Assignments) -> List[str]:
+    if set is None:
+        return []
+    if isinstance(set, str):
+        return [set]
+    if isinstance(set, Mapping):
+        return [f"{k}={_format_value(v)}" for k, v in set.items()]
+    return [str(a) for a in set]
+
+
+def _split_header(h: str) -> Tuple[str, str]:
+    """``"chassis.F [N]"`` -> (``"chassis.F"``, ``"N"``)."""
+    if h.endswith("]") and " [" in h:
+        name, unit = h[:-1].rsplit(" [", 1)
+        return name, unit
+    return h, ""
+
+
+def _read_table(path: PathLike) -> Tuple[np.ndarray, Dict[str, str]]:
+    """A CSV cosim wrote as a structured array (float64 fields for numeric
+    columns, str for the others) and the units by field."""
+    columns = _cosim.read_csv(os.fspath(path))
+    names: List[str] = []
+    units: Dict[str, str] = {}
+    data: List[np.ndarray] = []
+    for header, values in columns:
+        name, unit = _split_header(header)
+        names.append(name)
+        units[name] = unit
+        if isinstance(values, bytes):
+            data.append(np.frombuffer(values, dtype=np.float64))
+        else:
+            data.append(np.array(values, dtype=str))
+    n = len(data[0]) if data else 0
+    dtype = np.dtype([(name, col.dtype) for name, col in zip(names, data)])
+    table = np.empty(n, dtype=dtype)
+    for name, col in zip(names, data):
+        table[name] = col
+    return table, units
+
+
+def _frame(table: Optional[np.ndarray]) -> Any:
+    try:
+        import pandas as pd
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("to_pandas() needs pandas: pip install pandas") from e
+    if table is None:
+        return None
+    return pd.DataFrame({name: table[name] for name in table.dtype.names or ()})
+
+
+class Result:
+    """What a run produced.
+
+    Attributes:
+        trace: the trace (``trace.csv``) as a NumPy structured array, one
+            field per column (``"time"``, ``"chassis.v_c"``, ...); float64
+            for numbers (integers and Booleans too, as in the CSV), str for
+            String variables. ``None`` when the scenario writes no trace.
+        energy: the per-bond energy log (``energy.csv``), or ``None``.
+        steps: the per-step log (``steps.csv``: step sizes, indicators), or
+            ``None``.
+        summary: the run summary (``summary.json``) as a dict: ``status``
+            (``"completed"``, ``"terminated"``, ``"error"``,
+            ``"interrupted"``), ``t_reached``, ``stats``, ``bonds``, ...
+        units: the unit of each field of ``trace``, ``energy`` and
+            ``steps`` (``""`` when none).
+        out: the output directory, when the files were kept (``out=``).
+        warnings: the scenario's warnings.
+    """
+
+    def __init__(
+        self,
+        summary: Dict[str, Any],
+        trace: Optional[np.ndarray] = None,
+        energy: Optional[np.ndarray] = None,
+        steps: Optional[np.ndarray] = None,
+        units: Optional[Dict[str, str]] = None,
+        out: Optional[Path] = None,
+        warnings: Optional[List[str]] = None,
+    ) -> None:
+        self.summary = summary
+        self.trace = trace
+        self.energy = energy
+        self.steps = steps
+        self.units = units or {}
+        self.out = out
+        self.warnings = warnings or []
+
+    @property
+    def status(self) -> str:
+        """``summary["status"]``."""
+        return str(self.summary.get("status"))
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """A column of the trace: ``result["chassis.v_c"]``."""
+        if self.trace is None:
+            raise KeyError(f"{name}: this run wrote no trace")
+        return self.trace[name]
+
+    def to_pandas(self, table: str = "trace") -> Any:
+        """The trace (or ``"energy"``, ``"steps"``) as a pandas DataFrame
+        (pandas is optional: ImportError without it)."""
+        if table not in ("trace", "energy", "steps"):
+            raise ValueError(f"table must be 'trace', 'energy' or 'steps', not {table!r}")
+        return _frame(getattr(self, table))
+
+    def __repr__(self) -> str:
+        rows = 0 if self.trace is None else len(self.trace)
+        return (
+            f"<cosim.Result status={self.status!r} t_reached={self.summary.get('t_reached')} "
+            f"trace rows={rows}>"
+        )
+
+
+def _result_of(d: Dict[str, Any], keep: bool) -> Result:
+    units: Dict[str, str] = {}
+    tables: Dict[str, Optional[np.ndarray]] = {}
+    for key in ("trace", "energy", "steps"):
+        path = d.get(key)
+        if path is not None and os.path.exists(path):
+            table, u = _read_table(path)
+            tables[key] = table
+            units.update(u)
+        else:
+            tables[key] = None
+    return Result(
+        summary=json.loads(d["summary"]),
+        trace=tables["trace"],
+        energy=tables["energy"],
+        steps=tables["steps"],
+        units=units,
+        out=Path(d["out_dir"]) if keep else None,
+        warnings=list(d["warnings"]),
+    )
+
+
+def _warn(messages: Sequence[str], stacklevel: int = 3) -> None:
+    for w in messages:
+        warnings.warn(w, CosimWarning, stacklevel=stacklevel)
+
+
+def run(
+    path_or_toml: Union[PathLike, str],
+    *,
+    stop: Optional[float] = None,
+    step: Optional[float] = None,
+    set: Assignments = None,
+    out: Optional[PathLike] = None,
+) -> Result:
+    """Runs a scenario as ``cosim run`` does, in this process.
+
+    Args:
+        path_or_toml: a scenario file (``.toml``), an SSP (``.ssp``,
+            ``.ssd``) or OSP (``OspSystemStructure.xml`` or its directory)
+            file, an FMU (``.fmu``: its DefaultExperiment, every output
+            traced), or scenario text (TOML; relative paths in it are
+            relative to the working directory).
+        stop: the stop time, overriding the scenario (``--stop``).
+        step: the macro step (initial step of adaptive masters; ``--step``).
+        set: parameters and start values, ``{"chassis.m_c": 500}`` or
+            ``["chassis.m_c=500"]`` (``--set``).
+        out: keep the output files (trace, energy and step logs, summary)
+            in this directory (``--out``); by default they go to a temporary
+            directory that is removed once read.
+
+    Returns:
+        The :class:`Result`.
+
+    Raises:
+        ScenarioError: bad input (nothing ran); the message is the
+            command's (file:line:col, FMU, variable).
+        RunError: the run failed (an FMU error, a divergence); ``.result``
+            holds every completed step.
+        Interrupted: Ctrl-C; ``.result`` holds every completed step.
+    """
+    target, is_text = _target(path_or_toml)
+    tmp = None
+    if out is None:
+        tmp = tempfile.mkdtemp(prefix="cosim-run-")
+        out_dir = tmp
+    else:
+        out_dir = os.fspath(out)
+    try:
+        d = _cosim.run(target, is_text, stop, step, _assignments(set), out_dir)
+        _warn(d["warnings"])
+        result = _result_of(d, keep=tmp is None)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if d["status"] == "interrupted":
+        raise Interrupted(d["message"], result)
+    if d["status"] == "error":
+        err = RunError(d["message"])
+        err.result = result  # type: ignore[attr-defined]
+        raise err
+    return result
+
+
+class Simulation:
+    """Step-wise control of a scenario, an SSP/OSP file or an FMU.
+
+    The FMUs are loaded and instantiated when the object is made; the first
+    :meth:`step`, :meth:`run_until` or :meth:`get` initialises them (at the
+    start time, with the stop time of the scenario or ``stop=``). Each step
+    is one macro step of the scenario's master, as in :func:`run` (the same
+    values, bit for bit, without output files).
+
+    ``get`` reads the outputs, the traced variables (``[outputs]
+    variables``) and the coupled inputs; ``set`` sets parameters and start
+    values before the first step (as ``--set``). Use it as a context
+    manager, or call :meth:`close`, to terminate the FMUs.
+
+    >>> with cosim.Simulation("scenarios/b1_quarter_car_a.toml") as sim:  # doctest: +SKIP
+    ...     while sim.time < 1.0:
+    ...         sim.step()
+    ...     print(sim.get("chassis.v_c"))
+    """
+
+    def __init__(
+        self,
+        path_or_toml: Union[PathLike, str],
+        *,
+        stop: Optional[float] = None,
+        step: Optional[float] = None,
+        set: Assignments = None,
+    ) -> None:
+        target, is_text = _target(path_or_toml)
+        self._sim = _cosim.Simulation(target, is_text, stop, step, _assignments(set))
+        _warn(self._sim.warnings, stacklevel=2)
+
+    @property
+    def time(self) -> float:
+        """The current communication point, s."""
+        return self._sim.time
+
+    @property
+    def start_time(self) -> float:
+        """The start time, s."""
+        return self._sim.start_time
+
+    @property
+    def stop_time(self) -> float:
+        """The stop time, s (no step goes beyond it)."""
+        return self._sim.stop_time
+
+    @property
+    def macro_steps(self) -> int:
+        """Accepted macro steps so far."""
+        return self._sim.macro_steps
+
+    @property
+    def master(self) -> str:
+        """The master's name (``"fixed-step"``, ``"adaptive"``, ...)."""
+        return self._sim.master
+
+    @property
+    def done(self) -> bool:
+        """True at the stop time, or when the simulation has ended (an
+        error, an FMU that asked to terminate, :meth:`close`)."""
+        return self._sim.ended is not None or self.time >= self.stop_time
+
+    def step(self, until: Optional[float] = None) -> float:
+        """One macro step of the master (towards ``until``, default the
+        stop time: a step never passes it). Returns the new time.
+
+        Raises:
+            RunError: an FMU or the master failed (the simulation ends).
+            CosimError: the stop time is reached, or the simulation ended.
+        """
+        return self._sim.step(until)
+
+    def run_until(self, t: float) -> int:
+        """Steps until the time is ``t`` (the last step shortened to end on
+        it); returns the number of macro steps. Ctrl-C stops at a macro
+        step (KeyboardInterrupt); the simulation can go on from there.
+
+        Raises:
+            CosimError: ``t`` is beyond the stop time or before now.
+            RunError: an FMU or the master failed.
+        """
+        return self._sim.run_until(float(t))
+
+    def get(self, name: str) -> float:
+        """The value of ``name`` (``"subsystem.variable"``; an FMU run on
+        its own: ``"<model>.variable"``, see :meth:`names`) at the current
+        time, as a float (integers and Booleans too).
+
+        Raises:
+            KeyError: no output, traced variable or coupled input of that
+                name (the message suggests the nearest).
+        """
+        return self._sim.get(name)
+
+    def __getitem__(self, name: str) -> float:
+        return self.get(name)
+
+    def set(self, name: str, value: Value) -> None:
+        """Sets a parameter or start value before the first step, as
+        ``--set name=value`` (the FMUs are instantiated anew with it).
+
+        Raises:
+            ScenarioError: no such variable, or a value it refuses (the
+                command's message).
+            CosimError: the simulation has started (during a run, inputs
+                are fed by connections and input files).
+        """
+        self._sim.set_start(f"{name}={_format_value(value)}")
+
+    def names(self) -> List[str]:
+        """Every name :meth:`get` reads, sorted."""
+        return self._sim.names()
+
+    @property
+    def energy(self) -> Dict[str, float]:
+        """The cumulative residual energy of each power bond so far, J."""
+        return {name: residual for name, residual, _ in self._sim.energy()}
+
+    def close(self) -> None:
+        """Terminates the FMUs (no more steps)."""
+        self._sim.close()
+
+    def __enter__(self) -> "Simulation":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<cosim.Simulation t={self.time} stop={self.stop_time} master={self.master!r}>"
+
+
+def _sweep_table(columns: List[str], rows: List[List[str]]) -> np.ndarray:
+    fields = []
+    data = []
+    for j, name in enumerate(columns):
+        cells = [r[j] if j < len(r) else "" for r in rows]
+        try:
+            col = np.array([float(c) if c != "" else np.nan for c in cells], dtype=np.float64)
+            if rows and all(c == "" for c in cells):
+                raise ValueError
+        except ValueError:
+            col = np.array(cells, dtype=str) if cells else np.array([], dtype="U1")
+        fields.append((name, col.dtype))
+        data.append(col)
+    table = np.empty(len(rows), dtype=np.dtype(fields))
+    for (name, _), col in zip(fields, data):
+        table[name] = col
+    return table
+
+
+class Sweep:
+    """What a sweep produced.
+
+    Attributes:
+        columns: the summary's columns, in order.
+        rows: the summary's rows, every cell as text (as in the CSV).
+        table: the summary as a NumPy structured array (float64 for
+            numeric columns, str for the others).
+        summary_path: the summary CSV.
+        plot_path: the SVG plot, when drawn.
+        counts: runs by status (``ok``, ``diverged``, ``error``).
+        limits: the stability limits along the plot's axis.
+        violations: rows that failed a threshold (``fail_if``), as the
+            command lists them (the command then exits with status 1).
+        warnings: the scenario's warnings.
+    """
+
+    def __init__(self, d: Dict[str, Any]) -> None:
+        self.columns: List[str] = list(d["columns"])
+        self.rows: List[List[str]] = [list(r) for r in d["rows"]]
+        self.table: np.ndarray = _sweep_table(self.columns, self.rows)
+        self.summary_path = Path(d["summary_path"])
+        self.plot_path = Path(d["plot_path"]) if d["plot_path"] is not None else None
+        ok, diverged, error = d["counts"]
+        self.counts: Dict[str, int] = {"ok": ok, "diverged": diverged, "error": error}
+        self.limits: List[Dict[str, Any]] = json.loads(d["limits"])
+        self.violations: List[str] = list(d["violations"])
+        self.warnings: List[str] = list(d["warnings"])
+
+    def to_pandas(self) -> Any:
+        """The summary as a pandas DataFrame (pandas is optional)."""
+        return _frame(self.table)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        return f"<cosim.Sweep runs={len(self.rows)} {self.counts} summary={str(self.summary_path)!r}>"
+
+
+def sweep(
+    path: PathLike,
+    *,
+    shard: Optional[str] = None,
+    out: Optional[PathLike] = None,
+    jobs: Optional[int] = None,
+    plot: bool = True,
+) -> Sweep:
+    """Runs a sweep file as ``cosim sweep`` does (runs in parallel, output
+    files in the sweep's ``out`` or ``out=``).
+
+    Args:
+        path: the sweep file (a ``[sweep]`` table naming the scenario).
+        shard: ``"K/N"``, ``"auto"`` or ``"auto/N"`` (``--shard``): only
+            that slice of the runs, summary ``summary.shard-K-of-N.csv``.
+        out: the output directory, replacing the sweep file's (``--out``).
+        jobs: runs at the same time (default: one per core).
+        plot: draw the SVG plot (``--no-plot`` is ``plot=False``).
+
+    Raises:
+        ScenarioError: a bad sweep file or scenario, a bad shard.
+        KeyboardInterrupt: Ctrl-C (runs stop at their next macro step).
+    """
+    d = _cosim.sweep(
+        os.fspath(path),
+        shard,
+        os.fspath(out) if out is not None else None,
+        jobs,
+        plot,
+    )
+    _warn(d["warnings"])
+    return Sweep(d)
+
+
+def inspect(fmu: PathLike) -> Any:
+    """What ``cosim inspect --json`` prints for an FMU (a ``.fmu`` file or
+    an unpacked FMU directory), as a dict: model name, FMI version,
+    capabilities, variables, ...; a list of them for a directory of FMUs.
+
+    Raises:
+        ScenarioError: the FMU cannot be read (the command's message).
+    """
+    return json.loads(_cosim.inspect(os.fspath(fmu)))
