@@ -259,6 +259,7 @@ impl Execution {
                     max_indicator = report.indicator;
                 }
                 for (value, d) in diagnostic_values.iter_mut().zip(&mut self.diagnostics) {
+                    d.sample(&mut self.system)?;
                     *value = d.evaluate(&self.system, report.t, report.dt);
                 }
                 let ctx = StepContext {

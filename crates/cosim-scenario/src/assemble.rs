@@ -1044,16 +1044,19 @@ fn indicator(resolved: &ResolvedScenario, which: Indicator) -> Box<dyn ErrorIndi
     let tolerances = tolerances(m);
     match which {
         Indicator::Energy => Box::new(EnergyIndicator::new(m_order)),
-        Indicator::PredictorCorrector => Box::new(PredictorCorrector::new(
-            m_order,
-            match m.normalisation {
-                Normalisation::Paper => PredictorForm::Paper {
-                    tol: m.tolerance,
-                    rho: m.rho,
+        Indicator::PredictorCorrector => Box::new(
+            PredictorCorrector::new(
+                m_order,
+                match m.normalisation {
+                    Normalisation::Paper => PredictorForm::Paper {
+                        tol: m.tolerance,
+                        rho: m.rho,
+                    },
+                    Normalisation::AtolRtol => PredictorForm::Normalised(tolerances),
                 },
-                Normalisation::AtolRtol => PredictorForm::Normalised(tolerances),
-            },
-        )),
+            )
+            .with_lag_correction(m.lag_correction),
+        ),
         Indicator::Nepce => Box::new(Nepce::new(m_order, tolerances)),
     }
 }
@@ -1076,7 +1079,7 @@ fn build_master(
     let adaptive = |name: &'static str, which: Indicator| -> Box<dyn Master> {
         let ind = indicator(resolved, which);
         let c = &m.controller;
-        let (k_i, k_p) = c.gains(ind.order());
+        let (k_i, k_p) = c.gains(ind.order(system));
         Box::new(Adaptive::new(
             name,
             ind,

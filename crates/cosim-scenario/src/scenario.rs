@@ -41,6 +41,7 @@ const MASTER_KEYS: &[&str] = &[
     "energy_reference",
     "rho",
     "normalisation",
+    "lag_correction",
     "atol",
     "rtol",
     "aggregate",
@@ -845,6 +846,7 @@ impl<'a> Parser<'a> {
             energy_reference: EnergyReference::Transmitted,
             rho: defaults::RHO,
             normalisation: Normalisation::Paper,
+            lag_correction: true,
             atol: defaults::ATOL,
             rtol: defaults::RTOL,
             aggregate: Aggregate::Rms,
@@ -967,6 +969,9 @@ impl<'a> Parser<'a> {
             } else {
                 Normalisation::AtolRtol
             };
+        }
+        if let Some((b, _)) = t.bool("lag_correction")? {
+            s.lag_correction = b;
         }
         if let Some((x, _)) = t.f64_where("atol", "a number >= 0", non_negative)? {
             s.atol = x;

@@ -295,6 +295,9 @@ pub struct MasterSettings {
     pub rho: f64,
     /// Predictor/corrector normalisation.
     pub normalisation: Normalisation,
+    /// Predictor/corrector: remove the lag of feed-through outputs with the
+    /// FMUs' directional derivatives (`false`: the estimate as published).
+    pub lag_correction: bool,
     /// Absolute tolerance of the atol/rtol normalisation.
     pub atol: f64,
     /// Relative tolerance of the atol/rtol normalisation.

@@ -162,7 +162,7 @@ impl super::ErrorIndicator for EnergyIndicator {
         "energy"
     }
 
-    fn order(&self) -> u32 {
+    fn order(&self, _sys: &System) -> u32 {
         self.extrapolation_order + 2
     }
 

@@ -28,12 +28,21 @@ pub trait ErrorIndicator: Send {
     /// Name for logs and headers.
     fn name(&self) -> &'static str;
 
-    /// The indicator's order `p` in the step size (the PI controller's gains
-    /// are `0.3/p`, `0.4/p`).
-    fn order(&self) -> u32;
+    /// The indicator's order `p` in the step size on `sys` (the PI
+    /// controller's gains are `0.3/p`, `0.4/p`): the predictor/corrector's
+    /// depends on whether the coupled outputs have direct feed-through.
+    fn order(&self, sys: &System) -> u32;
 
     /// Called once after initialization, with the values at the start time.
     fn start(&mut self, sys: &System);
+
+    /// Reads from the subsystems what [`ErrorIndicator::evaluate`] needs
+    /// beyond the published values, after the step and the exchange at its
+    /// end (the predictor/corrector's feed-through correction asks the FMUs
+    /// for directional derivatives). Most indicators need nothing.
+    fn sample(&mut self, _sys: &mut System) -> crate::error::Result<()> {
+        Ok(())
+    }
 
     /// Evaluates the step `[t, t + dt]` that has just been taken: outputs at
     /// `t + dt` published, inputs exchanged at `t + dt`, `Buffers::u_end`

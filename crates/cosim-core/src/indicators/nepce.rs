@@ -35,7 +35,7 @@ impl ErrorIndicator for Nepce {
         "nepce"
     }
 
-    fn order(&self) -> u32 {
+    fn order(&self, _sys: &System) -> u32 {
         self.extrapolation_order + 1
     }
 

@@ -165,6 +165,7 @@ impl Master for Adaptive {
         run.plan.all(dt);
         run.stepper
             .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
+        self.indicator.sample(sys)?;
         let eps = self.indicator.evaluate(sys, t, dt);
         // The controller works from the nominal step: a step shortened to
         // hit the stop time or an output point says nothing about the
