@@ -670,3 +670,100 @@ fn indicators_are_logged_alongside_a_fixed_step_run() {
         energy.column("indicator").unwrap()
     );
 }
+
+/// Where the feed-through FMU provides no directional derivatives, the
+/// predictor/corrector warns once, naming the output, and predicts it as
+/// published: the run equals `lag_correction = false` with the FMU that
+/// has them. Where it provides them, the correction is the same in a host
+/// process (`isolation = "process"`) and in FMI 3.
+#[test]
+fn the_lag_correction_needs_directional_derivatives_and_is_the_same_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = |lag: bool| {
+        format!("kind = \"predictor-corrector\"\ntolerance = 1.0\nlag_correction = {lag}")
+    };
+    let corrected = with_master("b1_quarter_car_a.toml", &master(true), dir.path());
+    let text = std::fs::read_to_string(&corrected).unwrap();
+    let noderiv = dir.path().join("noderiv.toml");
+    std::fs::write(
+        &noderiv,
+        text.replace(
+            "fmi2/QuarterCarWheelSuspension.fmu",
+            "variants/QuarterCarWheelSuspension-noderiv.fmu",
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("o");
+    let out = cosim_tests::cosim(&[
+        "run",
+        noderiv.to_str().unwrap(),
+        "--stop",
+        "0.5",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("provides no directional derivatives"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("wheel.F_c"), "{err}");
+    let published_dir = tempfile::tempdir().unwrap();
+    let published = run(
+        &with_master(
+            "b1_quarter_car_a.toml",
+            &master(false),
+            published_dir.path(),
+        ),
+        &[],
+        Some(0.5),
+        None,
+    );
+    let without = std::fs::read(out_dir.join("steps.csv")).unwrap();
+    let as_published = std::fs::read(published.dir.path().join("steps.csv")).unwrap();
+    assert!(
+        without == as_published,
+        "the steps without directional derivatives differ from the published estimate's"
+    );
+
+    // Corrected: other steps than as published, the same in a host process.
+    let in_process = run(&corrected, &[], Some(0.5), None);
+    let steps = std::fs::read(in_process.dir.path().join("steps.csv")).unwrap();
+    assert!(steps != as_published, "the lag correction changed nothing");
+    let isolated = dir.path().join("isolated");
+    let out = cosim_tests::cosim(&[
+        "run",
+        corrected.to_str().unwrap(),
+        "--stop",
+        "0.5",
+        "--isolation",
+        "process",
+        "--out",
+        isolated.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in ["steps.csv", "trace.csv"] {
+        assert!(
+            std::fs::read(isolated.join(file)).unwrap()
+                == std::fs::read(in_process.dir.path().join(file)).unwrap(),
+            "{file} differs in a host process"
+        );
+    }
+
+    // FMI 3 (fmi3GetDirectionalDerivative in Step Mode): the same steps.
+    let fmi3 = with_master("b1_quarter_car_a_fmi3.toml", &master(true), dir.path());
+    let r3 = run(&fmi3, &[], Some(0.5), None);
+    assert!(r3.error.is_none(), "{:?}", r3.error);
+    let dt2 = in_process.steps().column("step").unwrap().to_vec();
+    let dt3 = r3.steps().column("step").unwrap().to_vec();
+    assert_eq!(dt2.len(), dt3.len());
+    for (a, b) in dt2.iter().zip(&dt3) {
+        assert!((a - b).abs() <= 1e-9, "{a} vs {b}");
+    }
+}
