@@ -222,6 +222,8 @@ pub struct FileInputs {
     /// The current communication point (for the observed file inputs).
     now: f64,
     started: Option<(f64, f64)>,
+    /// The inner Jacobian, every inner input (reused across calls).
+    inner_jacobian: Vec<f64>,
 }
 
 impl std::fmt::Debug for FileInputs {
@@ -289,6 +291,7 @@ impl FileInputs {
             initializing: false,
             now: 0.0,
             started: None,
+            inner_jacobian: Vec::new(),
             inner,
         })
     }
@@ -474,14 +477,15 @@ impl Subsystem for FileInputs {
 
     fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {
         // The inner Jacobian has a column per inner input; keep the
-        // coupled ones (setup work: allocating is fine).
+        // coupled ones.
         let n_in = self.full.len();
         let n_out = self.info.n_outputs;
         if jacobian.len() != n_out * self.n_outer {
             return Ok(false);
         }
-        let mut all = vec![0.0; n_out * n_in];
-        if !self.inner.feedthrough_jacobian(&mut all)? {
+        self.inner_jacobian.resize(n_out * n_in, 0.0);
+        let all = &mut self.inner_jacobian;
+        if !self.inner.feedthrough_jacobian(all)? {
             return Ok(false);
         }
         for o in 0..n_out {

@@ -40,6 +40,9 @@ pub struct NestedSystem {
     initializing: bool,
     saved: Vec<Option<Saved>>,
     t_stop: Option<f64>,
+    /// An inner subsystem's Jacobian (reused: the predictor/corrector's lag
+    /// correction reads it every macro step).
+    inner_jacobian: Vec<f64>,
 }
 
 impl std::fmt::Debug for NestedSystem {
@@ -94,6 +97,7 @@ impl NestedSystem {
             initializing: false,
             saved: Vec::new(),
             t_stop: None,
+            inner_jacobian: Vec::new(),
         })
     }
 
@@ -323,14 +327,17 @@ impl Subsystem for NestedSystem {
             if !involved || no == 0 || ni == 0 {
                 continue;
             }
-            let mut inner = vec![0.0; no * ni];
-            if !self
+            let mut inner = std::mem::take(&mut self.inner_jacobian);
+            inner.resize(no * ni, 0.0);
+            let known = self
                 .system
                 .subsystem_mut(s)
-                .feedthrough_jacobian(&mut inner)?
-            {
+                .feedthrough_jacobian(&mut inner);
+            self.inner_jacobian = inner;
+            if !known? {
                 return Ok(false);
             }
+            let inner = &self.inner_jacobian;
             for (o, &(so, oo)) in self.observed[..n_out].iter().enumerate() {
                 for (k, &(si, ii)) in self.inputs.iter().enumerate() {
                     if so == s && si == s {

@@ -535,6 +535,10 @@ pub struct FmuSubsystem {
     /// Traced String variables: value references and names.
     string_vrs: Vec<u32>,
     string_names: Vec<String>,
+    /// Seed and result of one directional derivative (sized at the first
+    /// use, so a Jacobian read every macro step allocates nothing).
+    seed: Vec<f64>,
+    column: Vec<f64>,
     /// Which call is running, for the watchdog of hung calls. Declared
     /// after `instance`, so `fmi*FreeInstance` (the instance's drop) is
     /// still tracked.
@@ -843,6 +847,8 @@ impl FmuSubsystem {
             no_set_prior: true,
             string_vrs: Vec::new(),
             string_names: Vec::new(),
+            seed: Vec::new(),
+            column: Vec::new(),
             tracker,
         }
     }
@@ -1162,18 +1168,18 @@ impl Subsystem for FmuSubsystem {
         {
             return Ok(false);
         }
-        let mut seed = vec![0.0; n_in];
-        let mut column = vec![0.0; n_out];
+        self.seed.resize(n_in, 0.0);
+        self.column.resize(n_out, 0.0);
         for k in 0..n_in {
-            seed.iter_mut().for_each(|x| *x = 0.0);
-            seed[k] = 1.0;
+            self.seed.iter_mut().for_each(|x| *x = 0.0);
+            self.seed[k] = 1.0;
             self.instance.get_directional_derivative(
                 &self.observed_vrs[..n_out],
                 &self.input_vrs,
-                &seed,
-                &mut column,
+                &self.seed,
+                &mut self.column,
             )?;
-            for (o, v) in column.iter().enumerate() {
+            for (o, v) in self.column.iter().enumerate() {
                 jacobian[o * n_in + k] = *v;
             }
         }
