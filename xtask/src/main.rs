@@ -21,7 +21,11 @@
 //!   `tests/python/requirements.txt` installed into it when they changed),
 //!   then runs `cargo test --workspace ARGS` (without `--workspace` when
 //!   ARGS choose the packages) with `PYTHON` set to the venv's interpreter;
-//!   exits with cargo's status.
+//!   without ARGS, then the Python package's tests (`test-python`); exits
+//!   with a failure status when any failed.
+//! - `test-python`: the Python package `cosim` (`pypkg`): builds its wheel
+//!   with maturin, installs it into `.venv/`, runs pytest on
+//!   `tests/python/cosim_py/`.
 //! - `venv`: only the environment; prints its interpreter's path on stdout
 //!   (for scripts: `PYTHON="$(cargo xtask venv)"`).
 
@@ -33,6 +37,7 @@ use std::process::{Command, Stdio};
 use cosim_models::reference::{self, QuarterCar, ThreeMass, TwoMass};
 use fmu_kit::{FmiVersion, PackageRequest, Variant, dist, package};
 
+mod pypkg;
 mod venv;
 
 fn main() {
@@ -46,12 +51,13 @@ fn main() {
         }
         Some("demo") => demo(),
         Some("test") => test(&args[1..]),
+        Some("test-python") => test_python(),
         Some("venv") => {
             venv::ensure(&dist::workspace_root()).map(|py| println!("{}", py.display()))
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask fmus | references | catalog | demo | test [cargo test arguments] | venv"
+                "usage: cargo xtask fmus | references | catalog | demo | test [cargo test arguments] | test-python | venv"
             );
             std::process::exit(2);
         }
@@ -94,7 +100,9 @@ fn demo() -> io::Result<()> {
 }
 
 /// `cargo test --workspace ARGS` with `PYTHON` set to the project's venv
-/// (made or brought up to date first); exits with cargo's status.
+/// (made or brought up to date first); without ARGS, then the Python
+/// package's tests ([`test_python`]); exits with a failure status when
+/// any failed.
 fn test(args: &[String]) -> io::Result<()> {
     let root = dist::workspace_root();
     let python = venv::ensure(&root)?;
@@ -105,8 +113,28 @@ fn test(args: &[String]) -> io::Result<()> {
         .env("PYTHON", &python)
         .current_dir(&root)
         .status()?;
+    // The Python package's tests run after the Rust tests, also when those
+    // failed (they are independent); ARGS choosing tests skip them.
+    let python_ok = !args.is_empty() || pypkg::test(&root, &python)?;
     if !status.success() {
         std::process::exit(status.code().unwrap_or(1));
+    }
+    if !python_ok {
+        eprintln!(
+            "xtask: the Python package's tests failed ({})",
+            pypkg::TESTS
+        );
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// The Python package: wheel, install into the venv, pytest.
+fn test_python() -> io::Result<()> {
+    let root = dist::workspace_root();
+    let python = venv::ensure(&root)?;
+    if !pypkg::test(&root, &python)? {
+        std::process::exit(1);
     }
     Ok(())
 }

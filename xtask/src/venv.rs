@@ -1,6 +1,7 @@
 //! The project's Python environment for the tests: `.venv/` at the
 //! workspace root, with the packages of `tests/python/requirements.txt`
-//! (FMPy, libcosimpy, PythonFMU, NumPy). Never the user's own Python: the
+//! (FMPy, libcosimpy, PythonFMU, NumPy; maturin, pytest and pandas for the
+//! Python package, `pypkg`). Never the user's own Python: the
 //! packages go into the venv only.
 //!
 //! [`ensure`] creates the venv when it is missing or its interpreter no

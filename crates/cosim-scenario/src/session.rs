@@ -273,7 +273,7 @@ impl Session {
                 self.t_stop
             )));
         }
-        if t < self.system.time() && !self.reached(t) {
+        if base.round(t) < self.system.ticks() {
             return Err(SessionError::Request(format!(
                 "t = {t} is before the current time {}",
                 self.system.time()
