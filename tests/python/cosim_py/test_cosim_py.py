@@ -429,3 +429,19 @@ def test_the_notebook_example_runs(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stdout + p.stderr
     assert "status: completed" in p.stdout
     assert "residual energy at 1 ms: 6.349 J" in p.stdout
+
+
+def test_the_overhead_script_runs(cosim_bin: Path) -> None:
+    """docs/performance.md's figures come from this script: it runs."""
+    p = subprocess.run(
+        [sys.executable, "examples/python/step_overhead.py", "--stop", "1", "--repeats", "1", "--cosim", str(cosim_bin)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2000 FMU steps per run" in p.stdout
+    rows = [l for l in p.stdout.splitlines() if l.endswith("us per FMU step")]
+    assert len(rows) == 9
+    per_step = float(rows[3].split(":")[1].split()[0])  # the step() loop
+    assert 0 < per_step < 100
