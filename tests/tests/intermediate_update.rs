@@ -129,8 +129,9 @@ fn ifosmondi_gives_fmi3_fmus_its_hermite_inputs_through_intermediate_update() {
     // so the output derivative of the feed-through output f2 the FMU
     // reports cannot contain the slope of its inputs (FMI 2 builds take
     // it from the input polynomial), and the Hermite slopes differ. The
-    // figures (docs/algorithms.md): mean relative error 0.18 % (FMI 2),
-    // 8.5 % (FMI 3 with intermediate update), 1800 % (values only).
+    // mean relative errors of the FMI 2 builds, the FMI 3 builds and the
+    // values-only variants of both are written into docs/algorithms.md
+    // (block `b4-fmi-variants`).
     let dir = tempfile::tempdir().unwrap();
     let f = "b4_two_mass_ifosmondi.toml";
     let smooth = run(&with_fmus(dir.path(), "fmi3", f, "", fmi3), &[], None, None);
@@ -163,4 +164,41 @@ fn ifosmondi_gives_fmi3_fmus_its_hermite_inputs_through_intermediate_update() {
     );
     // Every accepted step converged (eq. 27) without halving.
     assert_eq!(smooth.summary.stats.halvings, 0);
+
+    // The FMI 2 builds (input derivatives) and their values-only variant.
+    let two = run(&with_fmus(dir.path(), "fmi2", f, "", fmi2), &[], None, None);
+    let two_held = run(
+        &with_fmus(dir.path(), "fmi2_nointerp", f, "", |m| {
+            fmu_kit::dist::variant_path(m, Variant::NoInterp)
+        }),
+        &[],
+        None,
+        None,
+    );
+    for r in [&two, &two_held] {
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    let (e_two, e_two_held) = (
+        cosim_tests::b4_mean_relative_error(&two),
+        cosim_tests::b4_mean_relative_error(&two_held),
+    );
+    // FMI 2 is best (its Hermite slopes are exact), values only is worst
+    // whichever FMI version.
+    assert!(e_two < e_smooth && e_smooth < e_two_held.min(e_held));
+    let pct = |e: f64| {
+        let p = e * 100.0;
+        let digits = (1 - p.abs().log10().floor() as i32).max(0) as usize;
+        format!("{p:.digits$} %")
+    };
+    cosim_tests::check_doc_block(
+        "algorithms.md",
+        "b4-fmi-variants",
+        &format!(
+            "On B4 at the 2 ms base step the mean relative error is {} on the\nFMI 2 builds, {} on the FMI 3 builds with intermediate update, and\n{} (FMI 2 `-nointerp`) and {} (FMI 3\n`-fmi3-no-intermediate-update`) with values only:",
+            pct(e_two),
+            pct(e_smooth),
+            pct(e_two_held),
+            pct(e_held)
+        ),
+    );
 }
