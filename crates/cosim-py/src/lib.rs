@@ -523,10 +523,18 @@ fn session_err(e: SessionError) -> PyErr {
 }
 
 impl Simulation {
+    /// The state, or an error when another thread is using it: waiting
+    /// for it here would hold the GIL that the other thread needs to
+    /// return (the engine steps with the GIL released).
     fn lock(&self) -> PyResult<std::sync::MutexGuard<'_, SimState>> {
-        self.state
-            .lock()
-            .map_err(|_| PyRuntimeError::new_err("a previous call panicked in this simulation"))
+        self.state.try_lock().map_err(|e| match e {
+            std::sync::TryLockError::WouldBlock => PyRuntimeError::new_err(
+                "this Simulation is in use by another thread (one call at a time)",
+            ),
+            std::sync::TryLockError::Poisoned(_) => {
+                PyRuntimeError::new_err("a previous call panicked in this simulation")
+            }
+        })
     }
 }
 

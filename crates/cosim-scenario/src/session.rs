@@ -368,3 +368,11 @@ impl Session {
         self.system.terminate_all().map_err(SessionError::Core)
     }
 }
+
+impl Drop for Session {
+    /// Terminates the FMUs if [`Session::terminate`] was not called (the
+    /// system then frees them).
+    fn drop(&mut self) {
+        let _ = self.terminate();
+    }
+}

@@ -445,3 +445,14 @@ def test_the_overhead_script_runs(cosim_bin: Path) -> None:
     assert len(rows) == 9
     per_step = float(rows[3].split(":")[1].split()[0])  # the step() loop
     assert 0 < per_step < 100
+
+
+def test_a_simulation_used_from_two_threads_refuses_instead_of_deadlocking(tmp_path: Path) -> None:
+    sim = cosim.Simulation(long_b1(tmp_path, stop=600.0))
+    t = threading.Thread(target=lambda: sim.run_until(600.0))
+    t.start()
+    time.sleep(0.05)
+    with pytest.raises(RuntimeError, match="in use by another thread"):
+        sim.step()
+    t.join()
+    assert sim.time == 600.0
