@@ -39,7 +39,8 @@ fn print_table(outcome: &cosim_sweep::Outcome) {
 /// The stability limit found along `master.step`, checked against the
 /// published value, with every run below it ok and the largest steps
 /// flagged as diverged.
-fn check_limit(file: &str, published: f64) -> (f64, f64, f64) {
+/// Returns the bracket, the estimate and each run's (step, growth).
+fn check_limit(file: &str, published: f64) -> (f64, f64, f64, Vec<(f64, f64)>) {
     let started = Instant::now();
     let (outcome, _dir) = sweep(&scenario(file));
     print_table(&outcome);
@@ -101,7 +102,12 @@ fn check_limit(file: &str, published: f64) -> (f64, f64, f64) {
         rel.abs() <= 0.15,
         "limit {estimate} vs published {published}"
     );
-    (stable, unstable, estimate)
+    let growth: Vec<(f64, f64)> = steps
+        .iter()
+        .enumerate()
+        .filter_map(|(row, &h)| Some((h, s.cell(row, "growth")?.parse().ok()?)))
+        .collect();
+    (stable, unstable, estimate, growth)
 }
 
 /// A small sweep of B1 A: 8 runs (an uneven split in 3 shards), a product
@@ -722,6 +728,7 @@ fn b1_stability_limits_in_the_docs_are_what_the_build_gives() {
         "| | flagged limit (bracket) | spectral radius = 1 | paper (sec. IV C) |\n|---|---|---|---|\n",
     );
     let mut fresh = Vec::new();
+    let mut notes = Vec::new();
     for (b, (name, file)) in [
         ("reticulation A", "sweeps/b1_a_stability.toml"),
         ("reticulation B", "sweeps/b1_b_stability.toml"),
@@ -731,7 +738,26 @@ fn b1_stability_limits_in_the_docs_are_what_the_build_gives() {
     {
         let b = b == 1;
         let paper = published[usize::from(b)];
-        let (stable, unstable, estimate) = check_limit(file, paper);
+        let (stable, unstable, estimate, growth) = check_limit(file, paper);
+        if !b {
+            // The growth ratio of a stable run: at the smallest step, and at
+            // the largest sweep step below the bracket.
+            let below = growth
+                .iter()
+                .filter(|(h, _)| *h < stable * 0.9)
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+                .copied()
+                .unwrap();
+            let at_1ms = growth.iter().find(|(h, _)| *h == 1e-3).unwrap().1;
+            assert!(at_1ms < below.1 && below.1 < 1.2);
+            notes.push(format!(
+                "In B1 A the growth ratio of the residual power is {} at 1 ms and {} at {:.1} ms; just above the limit, at 55 ms, the spectral radius is {:.4}.",
+                cosim_core::text::significant(at_1ms, 2),
+                cosim_core::text::significant(below.1, 2),
+                below.0 * 1e3,
+                spectral_radius(one_step_map(false, 55e-3, false))
+            ));
+        }
         let crossing = critical_step(b, false);
         assert!(
             crossing < estimate && estimate / crossing < 1.05,
@@ -760,6 +786,9 @@ fn b1_stability_limits_in_the_docs_are_what_the_build_gives() {
         fresh[0] * 1e3,
         fresh[1] * 1e3
     ));
+    for n in notes {
+        table.push_str(&format!("{n}\n"));
+    }
     println!("{table}");
     cosim_tests::check_doc_block("sweep.md", "b1-stability", &table);
 }
