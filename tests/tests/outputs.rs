@@ -225,6 +225,17 @@ fn outputs_above_the_size_threshold_are_announced_at_the_start() {
             && err.contains("energy_log = false"),
         "{err}"
     );
+    // docs/outputs.md shows the warning as printed (block `size-warning`).
+    let root = format!("{}/", cosim_tests::root().display());
+    let start = err.find("b1_quarter_car_a.toml:40:1: warning").unwrap();
+    let start = err[..start].rfind('\n').map_or(0, |i| i + 1);
+    let end = start + err[start..].find("= help:").unwrap();
+    let end = end + err[end..].find('\n').unwrap_or(err.len() - end);
+    cosim_tests::check_doc_block(
+        "outputs.md",
+        "size-warning",
+        &format!("```text\n{}\n```", err[start..end].replace(&root, "")),
+    );
     // The default run (4 s): nothing.
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("a");
