@@ -563,3 +563,141 @@ fn an_unwritable_log_file_is_bad_input_before_the_run() {
     assert!(err.contains("--log-fmi-calls"), "{err}");
     assert!(!out_dir.exists(), "the run started: {err}");
 }
+
+/// Replaces what differs between runs in a log (extraction directories,
+/// callback pointers) by placeholders.
+fn normalised(log: &str) -> String {
+    // (Written as /tmp whatever TMPDIR says.)
+    let tmp = std::env::temp_dir();
+    let log = log.replace(tmp.to_str().unwrap().trim_end_matches('/'), "/tmp");
+    let mut out = String::with_capacity(log.len());
+    let mut rest = log.as_str();
+    while let Some(i) = rest.find("cosim-fmu-") {
+        out.push_str(&rest[..i + "cosim-fmu-".len()]);
+        rest = &rest[i + "cosim-fmu-".len()..];
+        let n = rest.find('/').unwrap_or(rest.len());
+        out.push_str("XXXXXX");
+        rest = &rest[n..];
+    }
+    out.push_str(rest);
+    out.lines()
+        .map(|l| match l.find("intermediateUpdate=0x") {
+            Some(i) => {
+                let tail = &l[i + "intermediateUpdate=0x".len()..];
+                let n = tail
+                    .find(|c: char| !c.is_ascii_hexdigit())
+                    .unwrap_or(tail.len());
+                format!("{}intermediateUpdate=0x...{}", &l[..i], &tail[n..])
+            }
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The examples of docs/fmi-call-log.md are the logs of the commands they
+/// name (blocks `log-b5`, `log-fmi3`, `log-richardson`, `log-discard`).
+#[test]
+fn the_documented_examples_are_what_the_commands_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let text_block = |lines: &str| format!("```text\n{lines}\n```");
+    // B5, the whole file.
+    let log = dir.path().join("b5.log");
+    let out = cosim(&[
+        "run",
+        scenario("b5_mass_spring.toml").to_str().unwrap(),
+        "--set",
+        "spring.k=2",
+        "--stop",
+        "0.2",
+        "--out",
+        dir.path().join("b5").to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let b5 = normalised(std::fs::read_to_string(&log).unwrap().trim_end());
+    cosim_tests::check_doc_block("fmi-call-log.md", "log-b5", &text_block(&b5));
+
+    // FMI 3 in a host process, to standard error: the chassis's lines.
+    let out = cosim(&[
+        "run",
+        scenario("b1_quarter_car_a_fmi3.toml").to_str().unwrap(),
+        "--set",
+        "chassis.m_c=500",
+        "--stop",
+        "0.002",
+        "--isolation",
+        "process",
+        "--log-fmi-calls",
+        "--out",
+        dir.path().join("fmi3").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let chassis: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("[OK] chassis: fmi3"))
+        .collect();
+    assert!(chassis.len() > 10, "{err}");
+    cosim_tests::check_doc_block(
+        "fmi-call-log.md",
+        "log-fmi3",
+        &text_block(&normalised(&chassis.join("\n"))),
+    );
+
+    // Richardson: the chassis's lines after initialization, up to its
+    // third doStep (save, a step of 2h, restore, the first step of h).
+    let log = dir.path().join("rich.log");
+    let out = cosim(&[
+        "run",
+        scenario("b2_richardson.toml").to_str().unwrap(),
+        "--stop",
+        "0.0003",
+        "--out",
+        dir.path().join("rich").to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("] chassis: "))
+        .skip_while(|l| !l.contains("fmi2ExitInitializationMode"))
+        .skip(1)
+        .skip_while(|l| !l.contains("fmi2GetFMUstate"))
+        .collect();
+    let third_step = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("fmi2DoStep"))
+        .nth(2)
+        .map(|(i, _)| i)
+        .unwrap();
+    cosim_tests::check_doc_block(
+        "fmi-call-log.md",
+        "log-richardson",
+        &text_block(&lines[..=third_step].join("\n")),
+    );
+
+    // A discarded step and the status queries after it.
+    let log = dir.path().join("discard.log");
+    let faulty = faulty_scenario(dir.path(), 2);
+    let _ = cosim(&[
+        "run",
+        faulty.to_str().unwrap(),
+        "--out",
+        dir.path().join("discard").to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
+    ]);
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("[Discard] faulty: fmi2DoStep"))
+        .unwrap_or_else(|| panic!("no discarded step: {log}"));
+    cosim_tests::check_doc_block(
+        "fmi-call-log.md",
+        "log-discard",
+        &text_block(&lines[at..at + 3].join("\n")),
+    );
+}
