@@ -8,7 +8,7 @@
 //! trace writer when one is configured).
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use cosim_scenario::Overrides;
@@ -44,4 +44,25 @@ pub fn run(path: &Path, overrides: &Overrides, threads: usize) -> Result<CosimRu
         steps: s.stats.macro_steps,
         threads: used,
     })
+}
+
+/// Starts the scenario at `path` (with `overrides`) on one thread: returns
+/// the time to load the scenario file, extract and load the FMUs and
+/// instantiate them (`runner::prepare_scenario`), and the time to
+/// initialise them (the run summary's `init_time_s`); the run itself is
+/// as short as `overrides` make it.
+pub fn startup(path: &Path, overrides: &Overrides) -> Result<(Duration, Duration)> {
+    let started = Instant::now();
+    let scenario = load_scenario(path, overrides)?;
+    let prepared =
+        runner::prepare_scenario(&scenario, Some(1)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let prepare = started.elapsed();
+    let outcome = runner::run(prepared, Vec::new(), None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(e) = outcome.error {
+        bail!("{}: the run failed: {e}", path.display());
+    }
+    Ok((
+        prepare,
+        Duration::from_secs_f64(outcome.summary.init_time_s),
+    ))
 }

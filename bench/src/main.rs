@@ -31,7 +31,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use crate::report::{Contender, Measurement, Report, SpeedRow, TraceRow};
+use crate::report::{Contender, Measurement, Report, SpeedRow, StartupRow, TraceRow};
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -82,6 +82,12 @@ enum Kind {
         /// The id of the same system with tracing off.
         base: &'static str,
     },
+    /// `cosim` only: the time to load the scenario, extract and load the
+    /// FMUs and instantiate them, then to initialise them.
+    Startup {
+        /// The scenario (an id of bench/scenarios/).
+        scenario: &'static str,
+    },
 }
 
 /// One benchmark.
@@ -101,23 +107,51 @@ struct Bench {
 const BENCHES: &[Bench] = &[
     Bench {
         id: "chain_3",
-        what: "chain of 3 Gain FMUs (y = u), 1 ms",
+        what: "chain of 3 CGain FMUs (C, y = u), 1 ms, no `variables` list",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_3_vars",
+        what: "chain_3 with `variables` = two outputs",
         steps: 100_000,
         quick_steps: 20_000,
         kind: Kind::Speed,
     },
     Bench {
         id: "chain_10",
-        what: "chain of 10 Gain FMUs, 1 ms",
+        what: "chain of 10 CGain FMUs, 1 ms, no `variables` list",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_10_vars",
+        what: "chain_10 with `variables` = two outputs",
         steps: 100_000,
         quick_steps: 20_000,
         kind: Kind::Speed,
     },
     Bench {
         id: "chain_100",
-        what: "chain of 100 Gain FMUs, 1 ms",
+        what: "chain of 100 CGain FMUs, 1 ms, no `variables` list",
         steps: 100_000,
         quick_steps: 5_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_100_vars",
+        what: "chain_100 with `variables` = two outputs",
+        steps: 100_000,
+        quick_steps: 5_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "kit_chain_10",
+        what: "chain_10 on the kit's Gain (Rust, fmus/kit) instead of CGain",
+        steps: 100_000,
+        quick_steps: 20_000,
         kind: Kind::Speed,
     },
     Bench {
@@ -162,6 +196,15 @@ const BENCHES: &[Bench] = &[
         quick_steps: 1_000,
         kind: Kind::Trace { base: "wide_200" },
     },
+    Bench {
+        id: "startup_100",
+        what: "load the scenario, extract, load and instantiate 100 CGain FMUs (chain_100), then initialise them",
+        steps: 1,
+        quick_steps: 1,
+        kind: Kind::Startup {
+            scenario: "chain_100",
+        },
+    },
 ];
 
 /// Most FMU steps (macro steps x FMUs) one libcosim run takes: libcosim
@@ -192,6 +235,7 @@ fn run() -> Result<()> {
     let args = Args::parse();
     let started = Instant::now();
     fmu_kit::dist::ensure_built().context("building the FMUs (cargo xtask fmus)")?;
+    cosim_cgain::install().context("installing the CGain FMUs into fmus/dist/c")?;
     let selected: Vec<&Bench> = BENCHES
         .iter()
         .filter(|b| {
@@ -359,6 +403,25 @@ fn run() -> Result<()> {
                 };
                 eprintln!("{}", row.summary_line());
                 report.trace.push(row);
+            }
+            Kind::Startup { scenario } => {
+                eprintln!("{}: {scenario}", b.id);
+                let p = plan::plan(&scenario_path(scenario), 1)?;
+                let overrides = plan::overrides_for(p.start, p.step, 1);
+                let mut row = StartupRow {
+                    id: b.id,
+                    what: b.what,
+                    fmus: p.fmus.len(),
+                    prepare: Vec::new(),
+                    initialize: Vec::new(),
+                };
+                for _ in 0..repeats {
+                    let (prepare, init) = cosim::startup(&scenario_path(scenario), &overrides)?;
+                    row.prepare.push(prepare.as_secs_f64());
+                    row.initialize.push(init.as_secs_f64());
+                }
+                eprintln!("{}", row.summary_line());
+                report.startup.push(row);
             }
         }
     }

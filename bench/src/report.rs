@@ -182,6 +182,36 @@ impl TraceRow {
     }
 }
 
+/// Startup: preparing a scenario (load, extract, instantiate) and
+/// initialising it.
+#[derive(Debug)]
+pub struct StartupRow {
+    /// Benchmark id.
+    pub id: &'static str,
+    /// What it is.
+    pub what: &'static str,
+    /// FMU instances.
+    pub fmus: usize,
+    /// Seconds to load the scenario, extract, load and instantiate, per run.
+    pub prepare: Vec<f64>,
+    /// Seconds to initialise, per run.
+    pub initialize: Vec<f64>,
+}
+
+impl StartupRow {
+    /// One line for the progress output.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "{}: load, extract, instantiate {:.1} ms, initialise {:.2} ms ({} FMUs, median of {})",
+            self.id,
+            median(&self.prepare) * 1e3,
+            median(&self.initialize) * 1e3,
+            self.fmus,
+            self.prepare.len()
+        )
+    }
+}
+
 /// Everything measured in one invocation.
 #[derive(Debug)]
 pub struct Report {
@@ -194,6 +224,8 @@ pub struct Report {
     pub speed: Vec<SpeedRow>,
     /// Trace-cost measurements.
     pub trace: Vec<TraceRow>,
+    /// Startup measurements.
+    pub startup: Vec<StartupRow>,
     /// Wall time of the whole invocation.
     pub elapsed: Duration,
     /// `/proc/loadavg` (1, 5, 15 min) at the start and at the end.
@@ -294,6 +326,7 @@ impl Report {
             notes: Vec::new(),
             speed: Vec::new(),
             trace: Vec::new(),
+            startup: Vec::new(),
             elapsed: Duration::ZERO,
             load: [loadavg(), None],
         }
@@ -483,6 +516,39 @@ impl Report {
                 s,
                 "\nns per row: the difference of the two medians. MB/s: bytes of CSV written per second of that difference. The trace goes to a temporary directory on the local disk.\n"
             );
+        }
+        if !self.startup.is_empty() {
+            let _ = writeln!(s, "## Startup (cosim, 1 thread)\n");
+            let _ = writeln!(
+                s,
+                "| benchmark | FMUs | load, extract, instantiate (ms) | per FMU (us) | initialise (ms) | runs | range, load to instantiate (ms) |"
+            );
+            let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|");
+            for r in &self.startup {
+                let p = median(&r.prepare);
+                let lo = r.prepare.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = r.prepare.iter().copied().fold(0.0, f64::max);
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {:.1} | {:.0} | {:.2} | {} | {:.1}-{:.1} |",
+                    r.id,
+                    r.fmus,
+                    p * 1e3,
+                    p * 1e6 / r.fmus.max(1) as f64,
+                    median(&r.initialize) * 1e3,
+                    r.prepare.len(),
+                    lo * 1e3,
+                    hi * 1e3,
+                );
+            }
+            let _ = writeln!(
+                s,
+                "\nload, extract, instantiate: `runner::prepare_scenario` (read and resolve the scenario, extract each distinct .fmu once, load its library, instantiate every FMU and set its parameters), timed from reading the scenario file; initialise: the run summary's `init_time_s`. Medians.\n"
+            );
+            for r in &self.startup {
+                let _ = writeln!(s, "- `{}`: {}", r.id, r.what);
+            }
+            let _ = writeln!(s);
         }
         if !self.speed.is_empty() {
             let _ = writeln!(
