@@ -623,7 +623,7 @@ impl Simulation {
                 })
                 .map_err(session_err)?;
             total += n;
-            if session.reached(t) {
+            if session.reached(t) || session.ended().is_some() {
                 return Ok(total);
             }
             py.check_signals()?;

@@ -49,7 +49,6 @@ pub struct Session {
     ended: Option<String>,
     failed: bool,
     closed: bool,
-    macro_steps: u64,
 }
 
 /// The error of a session: an engine error, or a request it cannot do.
@@ -97,7 +96,6 @@ impl Session {
             ended: None,
             failed: false,
             closed: false,
-            macro_steps: 0,
         }
     }
 
@@ -167,9 +165,11 @@ impl Session {
         self.t_stop
     }
 
-    /// Accepted macro steps so far.
+    /// Accepted macro steps so far, as the master counts them (the run
+    /// summary's `stats.macro_steps`: a step an FMU ended early by asking to
+    /// terminate is not counted).
     pub fn macro_steps(&self) -> u64 {
-        self.macro_steps
+        self.master.stats().macro_steps
     }
 
     /// The master's name.
@@ -189,13 +189,14 @@ impl Session {
     }
 
     /// One macro step of the master towards `t_target` (at most the stop
-    /// time; the first call initialises). Returns the step's report.
+    /// time; the first call initialises). Returns the step's report. An
+    /// FMU that asks to terminate ends the session normally: the step ends
+    /// at the FMU's last time and [`Session::ended`] says so.
     ///
     /// # Errors
     ///
-    /// The stop time is already reached, an FMU or the master fails (the
-    /// session then ends), an FMU asked to terminate (a normal end: the
-    /// session then ends at the FMU's last time, and the error says so).
+    /// The stop time is already reached, the session has ended, an FMU or
+    /// the master fails (the session then ends).
     pub fn step_towards(&mut self, t_target: f64) -> Result<StepReport, SessionError> {
         self.start()?;
         self.check_not_ended()?;
@@ -220,7 +221,6 @@ impl Session {
         match self.master.advance(&mut self.system, t_target) {
             Ok(report) => {
                 self.energy.update(&self.system, report.dt);
-                self.macro_steps += 1;
                 Ok(report)
             }
             Err(CoreError::TerminatedByFmu {
@@ -232,13 +232,12 @@ impl Session {
                     return Err(self.fail(e));
                 }
                 self.energy.update(&self.system, t - t_step);
-                self.macro_steps += 1;
-                self.ended = Some(format!("subsystem '{subsystem}' ended it at t = {t}"));
-                Err(SessionError::Core(CoreError::TerminatedByFmu {
-                    subsystem,
-                    function,
-                    t,
-                }))
+                // A normal end, as in a run: the step counts, and no
+                // more steps follow.
+                self.ended = Some(format!(
+                    "subsystem '{subsystem}' ended the simulation at t = {t} ({function} asked to terminate)"
+                ));
+                Ok(StepReport::simple(t_step, t - t_step))
             }
             Err(e) => Err(self.fail(e)),
         }
@@ -254,8 +253,8 @@ impl Session {
     }
 
     /// Steps until the time reaches `t` (the last step shortened to end on
-    /// it) or `keep_going` returns false (checked before each step).
-    /// Returns the number of steps made.
+    /// it), an FMU ends the simulation, or `keep_going` returns false
+    /// (checked before each step). Returns the number of steps made.
     ///
     /// # Errors
     ///
@@ -281,7 +280,7 @@ impl Session {
         }
         self.start()?;
         let mut n = 0;
-        while !self.reached(t) {
+        while !self.reached(t) && self.ended.is_none() {
             if !keep_going() {
                 break;
             }

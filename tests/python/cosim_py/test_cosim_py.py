@@ -245,6 +245,15 @@ def test_simulation_error_and_fmu_termination() -> None:
     with pytest.raises(cosim.RunError, match="fmi2DoStep returned Error at t = 0.49"):
         sim.run_until(1.0)
     assert sim.time == 0.49 and sim.done
+    # An FMU that asks to terminate ends the simulation normally, as a run.
+    r = cosim.run("fmus/dist/fmi2/Terminating.fmu", set={"t_end": 0.305})
+    assert r.status == "terminated" and r.summary["t_reached"] == 0.305
+    sim = cosim.Simulation("fmus/dist/fmi2/Terminating.fmu", set={"t_end": 0.305})
+    sim.run_until(1.0)
+    assert sim.time == 0.305 and sim.done and sim.macro_steps == r.summary["stats"]["macro_steps"]
+    assert sim.get("Terminating.y") == r.trace["Terminating.y"][-1]
+    with pytest.raises(cosim.CosimError, match="ended the simulation at t = 0.305"):
+        sim.step()
 
 
 # ---------------------------------------------------------------- Ctrl-C, GIL
