@@ -254,9 +254,50 @@ def test_simulation_error_and_fmu_termination() -> None:
     assert sim.get("Terminating.y") == r.trace["Terminating.y"][-1]
     with pytest.raises(cosim.CosimError, match="ended the simulation at t = 0.305"):
         sim.step()
+    assert sim.ended == "subsystem 'Terminating' ended the simulation at t = 0.305 (fmi2DoStep asked to terminate)"
 
 
 # ---------------------------------------------------------------- Ctrl-C, GIL
+
+SWEEP_INTERRUPT_SCRIPT = """
+import sys, cosim
+print("ready", flush=True)
+try:
+    cosim.sweep(sys.argv[1], jobs=1, plot=False)
+    print("completed")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_stops_a_sweep(tmp_path: Path) -> None:
+    scenario = long_b1(tmp_path)
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        f"""[sweep]
+scenario = "{scenario}"
+out = "{tmp_path / 'out'}"
+[[sweep.axes]]
+key = "master.step"
+values = [1e-3, 2e-3, 4e-3]
+"""
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", SWEEP_INTERRUPT_SCRIPT, str(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert time.monotonic() - sent < 5, "Ctrl-C did not stop the sweep promptly"
+    assert out.strip() == "interrupted", out + err
+
 
 INTERRUPT_SCRIPT = """
 import sys, cosim

@@ -360,6 +360,12 @@ class Simulation:
         return self._sim.master
 
     @property
+    def ended(self) -> Optional[str]:
+        """Why no more steps can be made (an error, an FMU that asked to
+        terminate, :meth:`close`), or ``None``."""
+        return self._sim.ended
+
+    @property
     def done(self) -> bool:
         """True at the stop time, or when the simulation has ended (an
         error, an FMU that asked to terminate, :meth:`close`)."""
