@@ -166,10 +166,16 @@ impl Execution {
             o.set_summary_template(&s, false);
         }
         let mut macro_steps = 0u64;
+        let mut advance_failed = false;
         let mut body = || -> Result<()> {
             self.master.check(&self.system)?;
             self.system.initialize(self.t_start, Some(self.t_stop))?;
             self.master.start(&mut self.system)?;
+            // Steps read only the values the coupling uses when nothing
+            // else reads the others after every step (System::read_needed_only).
+            if self.master.reads_coupled_only() && self.diagnostics.is_empty() {
+                self.system.read_needed_only();
+            }
             for d in &mut self.diagnostics {
                 d.start(&self.system);
             }
@@ -239,7 +245,10 @@ impl Execution {
                             };
                             (StepReport::simple(t_step, t - t_step), Some(ended))
                         }
-                        Err(e) => return Err(e),
+                        Err(e) => {
+                            advance_failed = true;
+                            return Err(e);
+                        }
                     };
                 let energy_eps = energy.update(&self.system, report.dt);
                 if min_step.is_nan() || report.dt < min_step {
@@ -267,8 +276,17 @@ impl Execution {
                     energy: &energy,
                     diagnostics: &diagnostic_values,
                 };
-                // (String values are read only for the rows that show
-                // them.)
+                // Values the steps left unread (System::read_needed_only)
+                // and String values are read only for the rows that show
+                // them.
+                if self.system.reads_needed_only()
+                    && self
+                        .observers
+                        .iter()
+                        .any(|o| o.wants_values(&self.system, false))
+                {
+                    self.system.read_rest()?;
+                }
                 if self.system.has_strings()
                     && self
                         .observers
@@ -298,6 +316,21 @@ impl Execution {
 
         // Always flush what we have, then terminate the subsystems.
         let mut error = result.err();
+        // A last row written by `finish` shows the values of now: those a
+        // step left unread are read, unless a failed step moved the
+        // subsystems on (then they are NaN: never read at that point).
+        if self.system.reads_needed_only()
+            && self
+                .observers
+                .iter()
+                .any(|o| o.wants_values(&self.system, true))
+        {
+            if advance_failed {
+                self.system.forget_rest();
+            } else if let Err(e) = self.system.read_rest() {
+                error.get_or_insert(e);
+            }
+        }
         // A last row written by `finish` shows the String values of now
         // (after a failure, those of the last row read).
         if error.is_none()

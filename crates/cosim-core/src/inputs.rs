@@ -30,6 +30,9 @@ pub struct InputExtrapolation {
     start_time: f64,
     start_slopes: Vec<Vec<f64>>,
     slope_known: Vec<Vec<bool>>,
+    /// Whether [`InputExtrapolation::record`] keeps the history (see
+    /// [`InputExtrapolation::without_history`]).
+    keep_history: bool,
 }
 
 impl InputExtrapolation {
@@ -89,7 +92,20 @@ impl InputExtrapolation {
                 .iter()
                 .map(|b| vec![false; b.u.len()])
                 .collect(),
+            keep_history: true,
         }
+    }
+
+    /// Keeps no history when nothing reads it: with order 0 (ZOH) the
+    /// inputs of a step are the current coupled values, and
+    /// [`InputExtrapolation::prepare`] and
+    /// [`InputExtrapolation::prepare_gauss_seidel`] read no history (the
+    /// fixed-step master's case; [`InputExtrapolation::prepare_continuing`]
+    /// and [`InputExtrapolation::history`] do read it, so masters that use
+    /// them keep it). With a higher order the history is kept regardless.
+    pub fn without_history(mut self) -> Self {
+        self.keep_history = self.order > 0;
+        self
     }
 
     /// The extrapolation order m.
@@ -105,6 +121,9 @@ impl InputExtrapolation {
     /// Records every subsystem's current coupled inputs at `t` (call after
     /// each exchange at a communication point).
     pub fn record(&mut self, sys: &System, t: f64) {
+        if !self.keep_history {
+            return;
+        }
         for (h, b) in self.histories.iter_mut().zip(sys.buffers()) {
             h.push(t, &b.u);
         }
@@ -209,9 +228,29 @@ impl InputExtrapolation {
         }
     }
 
+    /// [`InputExtrapolation::prepare`] for every subsystem marked in `due`
+    /// (ZOH in one pass).
+    pub fn prepare_due(&mut self, sys: &mut System, due: &[bool], t: f64) {
+        let due = due.iter().take(sys.len()).enumerate().filter(|&(_, &d)| d);
+        if self.order == 0 {
+            for (s, _) in due {
+                sys.buffers_mut(s).hold_inputs();
+            }
+            return;
+        }
+        for (s, _) in due {
+            self.prepare(sys, s, t);
+        }
+    }
+
     /// Prepares subsystem `s`'s inputs for a step starting at `t` from its
     /// history (Jacobi: every input extrapolated from the past).
     pub fn prepare(&mut self, sys: &mut System, s: usize, t: f64) {
+        if self.order == 0 {
+            // ZOH: the current coupled values, held (no history needed).
+            sys.buffers_mut(s).hold_inputs();
+            return;
+        }
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order;
         let starting = self.starting(s, 0);

@@ -64,6 +64,17 @@ pub trait Observer: Send {
     fn wants_strings(&self, _sys: &System, _at_end: bool) -> bool {
         false
     }
+
+    /// Whether the coming [`Observer::step`] (or with `at_end` the coming
+    /// [`Observer::finish`]) may read observed values other than those the
+    /// coupling uses: the run then reads them first
+    /// ([`System::read_rest`], when the system reads only what is needed,
+    /// [`System::read_needed_only`]). Default true (an observer may read
+    /// anything); the trace says so only for the rows it writes, and
+    /// observers that read no observed value say false.
+    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+        true
+    }
 }
 
 /// When the trace writes a row (in the summary: `"every_step"`,
@@ -384,6 +395,10 @@ impl Observer for TraceWriter {
         if self.text_columns.is_empty() {
             return false;
         }
+        self.wants_values(sys, at_end)
+    }
+
+    fn wants_values(&self, sys: &System, at_end: bool) -> bool {
         if at_end {
             return self.last_written.is_some_and(|t| t != sys.ticks());
         }
@@ -471,6 +486,11 @@ impl EnergyLog {
 impl Observer for EnergyLog {
     fn start(&mut self, _sys: &System) -> Result<()> {
         Ok(())
+    }
+
+    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+        // The energy account's figures only (bonds are coupled outputs).
+        false
     }
 
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
@@ -562,6 +582,11 @@ impl StepLog {
 impl Observer for StepLog {
     fn start(&mut self, _sys: &System) -> Result<()> {
         Ok(())
+    }
+
+    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+        // The step report and the diagnostics only.
+        false
     }
 
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {

@@ -443,6 +443,24 @@ pub trait Subsystem: Send {
     /// Reads every observed slot.
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()>;
 
+    /// Reads at least the first `n` observed slots into `values[..n]`
+    /// (`values` has every slot; the others may be read too, or left as
+    /// they are): what a step reads when the system needs only those
+    /// ([`crate::System::read_needed_only`]). Default: every slot.
+    fn get_observed_first(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
+        let _ = n;
+        self.get_observed(values)
+    }
+
+    /// Reads at least the observed slots from `first` on into
+    /// `values[first..]` (`values` has every slot; the others may be read
+    /// too): the slots a step left unread ([`crate::System::read_rest`]).
+    /// Default: every slot.
+    fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
+        let _ = first;
+        self.get_observed(values)
+    }
+
     /// Names of the String variables traced for this subsystem (read by
     /// [`Subsystem::get_strings`]; none by default).
     fn traced_strings(&self) -> &[String] {
@@ -924,6 +942,33 @@ impl FmuSubsystem {
         Ok(sub)
     }
 
+    /// Reads observed slots `first..end` into `values[first..end]` (`values`
+    /// has every slot); nothing for an empty range. Only scalar float slots
+    /// are read in part (a slot is then a value reference); with arrays
+    /// (one value reference for several slots) or typed slots (converted in
+    /// groups), every slot is read.
+    #[inline(always)]
+    fn read_observed(&mut self, first: usize, end: usize, values: &mut [f64]) -> Result<()> {
+        if first >= end {
+            return Ok(());
+        }
+        self.tracker.begin(Call::GetOutputs);
+        self.counters.get_outputs += 1;
+        let result = match &mut self.typed_observed {
+            None if self.observed_vrs.len() == values.len() => self
+                .instance
+                .get_f64(&self.observed_vrs[first..end], &mut values[first..end])
+                .map_err(crate::CoreError::from),
+            None => self
+                .instance
+                .get_f64(&self.observed_vrs, values)
+                .map_err(crate::CoreError::from),
+            Some(typed) => typed.get(&mut self.instance, values, &self.info),
+        };
+        self.tracker.end();
+        result
+    }
+
     fn state_handle(&self, id: StateId) -> Result<StateHandle> {
         self.states.get(id.0).copied().flatten().ok_or_else(|| {
             crate::CoreError::Config(format!(
@@ -981,17 +1026,18 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
+        if self.input_vrs.is_empty() {
+            return Ok(());
+        }
         self.tracker.begin(Call::SetInputs);
-        let result = (|| -> Result<()> {
-            if self.input_vrs.is_empty() {
-                return Ok(());
-            }
-            self.counters.set_inputs += 1;
-            match &mut self.typed_inputs {
-                None => Ok(self.instance.set_f64(&self.input_vrs, values)?),
-                Some(typed) => typed.set(&mut self.instance, values),
-            }
-        })();
+        self.counters.set_inputs += 1;
+        let result = match &mut self.typed_inputs {
+            None => self
+                .instance
+                .set_f64(&self.input_vrs, values)
+                .map_err(crate::CoreError::from),
+            Some(typed) => typed.set(&mut self.instance, values),
+        };
         self.tracker.end();
         result
     }
@@ -1025,23 +1071,19 @@ impl Subsystem for FmuSubsystem {
         self.tracker.begin_step(t);
         let outcome = self.instance.do_step(t, h, self.no_set_prior);
         self.tracker.end();
-        Ok(outcome?)
+        outcome.map_err(crate::CoreError::from)
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
-        self.tracker.begin(Call::GetOutputs);
-        let result = (|| -> Result<()> {
-            if self.observed_vrs.is_empty() {
-                return Ok(());
-            }
-            self.counters.get_outputs += 1;
-            match &mut self.typed_observed {
-                None => Ok(self.instance.get_f64(&self.observed_vrs, values)?),
-                Some(typed) => typed.get(&mut self.instance, values, &self.info),
-            }
-        })();
-        self.tracker.end();
-        result
+        self.read_observed(0, values.len(), values)
+    }
+
+    fn get_observed_first(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
+        self.read_observed(0, n.min(values.len()), values)
+    }
+
+    fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
+        self.read_observed(first.min(values.len()), values.len(), values)
     }
 
     fn traced_strings(&self) -> &[String] {

@@ -97,6 +97,7 @@ pub enum NonFinitePolicy {
 struct Route {
     src_sub: usize,
     src_slot: usize,
+    dst_sub: usize,
     dst_slot: usize,
     gain: f64,
     offset: f64,
@@ -136,6 +137,10 @@ pub struct Buffers {
     /// ([`System::enable_step_timing`]); `None` otherwise (no clock read
     /// on the hot path).
     pub step_wall_time: Option<f64>,
+    /// How many observed slots, from the first, a step reads: all of them,
+    /// unless [`System::read_needed_only`] left the others (read only by
+    /// [`System::read_rest`]).
+    hot: usize,
 }
 
 impl Buffers {
@@ -152,6 +157,7 @@ impl Buffers {
             y_new: vec![0.0; n_obs],
             last_step: (0.0, 0.0),
             step_wall_time: None,
+            hot: n_obs,
         }
     }
 
@@ -223,6 +229,12 @@ pub struct System {
     /// The current communication point in ticks, and in seconds.
     ticks: i64,
     time: f64,
+    /// Some subsystem reads only part of its observed slots after a step
+    /// ([`System::read_needed_only`]).
+    lazy: bool,
+    /// The slots a step does not read are not those of the current
+    /// communication point ([`System::read_rest`] reads them).
+    rest_stale: bool,
 }
 
 impl std::fmt::Debug for System {
@@ -291,6 +303,7 @@ impl System {
             routes.push(Route {
                 src_sub: c.from_subsystem,
                 src_slot: c.from_slot,
+                dst_sub: c.to_subsystem,
                 dst_slot: c.to_slot,
                 gain: c.gain,
                 offset: c.offset,
@@ -359,6 +372,8 @@ impl System {
             time_base: TimeBase::default(),
             ticks: 0,
             time: 0.0,
+            lazy: false,
+            rest_stale: false,
         })
     }
 
@@ -544,6 +559,106 @@ impl System {
         total
     }
 
+    // ----- reading only what is used -------------------------------------
+
+    /// From now on a step reads only the observed values that the next
+    /// steps need: those feeding connections, functions and power bonds
+    /// (for each subsystem the observed slots up to the last of those; the
+    /// slots after it are values traced only). The others are read, and
+    /// checked for NaN, infinity and the divergence limit, by
+    /// [`System::read_rest`], which the run loop calls before an observer
+    /// writes a row that shows them ([`crate::Observer::wants_values`]):
+    /// with the trace off or decimated, the steps that write no row read
+    /// only what the coupling uses. Subsystems with a step multiple keep
+    /// reading everything (their FMU is ahead of what they published).
+    /// Called by the run loop for masters whose steps use nothing else
+    /// ([`crate::master::Master::reads_coupled_only`]) when no diagnostic
+    /// indicator reads the outputs.
+    pub fn read_needed_only(&mut self) {
+        let mut need: Vec<usize> = vec![0; self.subsystems.len()];
+        let mut needs = |s: usize, slot: usize| {
+            if let Some(n) = need.get_mut(s) {
+                *n = (*n).max(slot + 1);
+            }
+        };
+        for c in &self.connections {
+            needs(c.from_subsystem, c.from_slot);
+        }
+        for b in &self.bonds {
+            for p in &b.ports {
+                needs(p.subsystem, p.output);
+            }
+        }
+        for l in self.functions.links() {
+            if let crate::function::LinkEnd::Slot { subsystem, slot } = l.from {
+                needs(subsystem, slot);
+            }
+        }
+        self.lazy = false;
+        for (s, b) in self.buffers.iter_mut().enumerate() {
+            b.hot = if self.step_multiple[s] > 1 {
+                b.y.len()
+            } else {
+                need[s].min(b.y.len())
+            };
+            self.lazy |= b.hot < b.y.len();
+        }
+        self.rest_stale = false;
+    }
+
+    /// True when some observed values are read only on demand
+    /// ([`System::read_needed_only`]).
+    #[inline]
+    pub fn reads_needed_only(&self) -> bool {
+        self.lazy
+    }
+
+    /// Reads the observed values the last step left unread (see
+    /// [`System::read_needed_only`]) into the published values, and checks
+    /// them as a step checks its own (NaN and infinity by the system's
+    /// policy, the divergence limit); nothing when they are current.
+    pub fn read_rest(&mut self) -> Result<()> {
+        if !self.rest_stale {
+            return Ok(());
+        }
+        let t = self.time;
+        let (policy, limit) = (self.nonfinite, self.divergence_limit);
+        for ((sub, b), warned) in self
+            .subsystems
+            .iter_mut()
+            .zip(self.buffers.iter_mut())
+            .zip(self.nonfinite_warned.iter_mut())
+        {
+            let hot = b.hot;
+            if hot == b.y.len() {
+                continue;
+            }
+            sub.get_observed_from(hot, &mut b.y_new)?;
+            let limit_abs = limit.min(f64::MAX);
+            if !b.y_new[hot..].iter().all(|v| v.abs() <= limit_abs) {
+                check_observed(sub.as_mut(), &b.y_new, hot, t, policy, limit, warned)?;
+            }
+            b.y[hot..].copy_from_slice(&b.y_new[hot..]);
+        }
+        self.rest_stale = false;
+        Ok(())
+    }
+
+    /// After a failed step, whose subsystems may have moved on: the values
+    /// the last accepted step left unread can no longer be read, and are
+    /// set to NaN (so that a last row says so rather than show older
+    /// values).
+    pub fn forget_rest(&mut self) {
+        if !self.rest_stale {
+            return;
+        }
+        for b in &mut self.buffers {
+            let hot = b.hot;
+            b.y[hot..].iter_mut().for_each(|v| *v = f64::NAN);
+        }
+        self.rest_stale = false;
+    }
+
     // ----- initialization -------------------------------------------------
 
     /// Initialises every subsystem at `t0`, exchanging coupled values in
@@ -652,6 +767,7 @@ impl System {
             let b = &mut self.buffers[s];
             self.subsystems[s].get_observed(&mut b.y_new)?;
         }
+        self.rest_stale = false;
         Ok(())
     }
 
@@ -683,6 +799,21 @@ impl System {
             changed |= self.route_into(s);
         }
         changed
+    }
+
+    /// Recomputes every coupled input, as [`System::exchange_all`], without
+    /// telling whether one changed (what a step needs: the change matters
+    /// only while settling initialization).
+    #[inline]
+    pub fn exchange(&mut self) {
+        if !self.functions.is_empty() {
+            self.exchange_all();
+            return;
+        }
+        for r in &self.routes {
+            let v = r.gain * self.buffers[r.src_sub].y[r.src_slot] + r.offset;
+            self.buffers[r.dst_sub].u[r.dst_slot] = v;
+        }
     }
 
     /// Routes published outputs and function outputs (as last evaluated)
@@ -733,9 +864,15 @@ impl System {
     }
 
     /// Publishes subsystem `s`'s last read values (copies `y_new` to `y`).
+    #[inline]
     pub fn publish(&mut self, s: usize) {
         let b = &mut self.buffers[s];
-        b.y.copy_from_slice(&b.y_new);
+        // (One value, the common case, without a call to memcpy.)
+        if let ([y], [y_new]) = (&mut b.y[..], &b.y_new[..]) {
+            *y = *y_new;
+        } else {
+            b.y.copy_from_slice(&b.y_new);
+        }
     }
 
     /// Publishes every subsystem's last read values.
@@ -751,6 +888,7 @@ impl System {
     /// buffers (`taylor`, `deliver_orders`), then reads its observed values
     /// into `y_new` (not yet published).
     pub fn step_one(&mut self, s: usize, t: f64, h: f64) -> Result<()> {
+        self.rest_stale |= self.lazy;
         step_subsystem(
             self.subsystems[s].as_mut(),
             &mut self.buffers[s],
@@ -766,6 +904,7 @@ impl System {
     /// the pool is measured to pay off ([`PoolChooser`]), else inline. The
     /// results are the same either way.
     pub fn step_jacobi(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
+        self.rest_stale |= self.lazy;
         let policy = (self.nonfinite, self.divergence_limit);
         type Item<'a> = (
             (
@@ -1035,27 +1174,51 @@ fn step_subsystem(
     policy: (NonFinitePolicy, f64),
     warned: &mut [bool],
 ) -> Result<()> {
-    let started = b.step_wall_time.is_some().then(Instant::now);
+    if b.step_wall_time.is_some() {
+        return step_subsystem_timed(sub, b, t, h, policy, warned);
+    }
     set_step_inputs(sub, b, t, h)?;
-    let outcome = sub.do_step(t, h);
-    let result = finish_subsystem_step(sub, b, outcome, t, h, policy, warned);
-    if let (Some(s), Some(total)) = (started, &mut b.step_wall_time) {
-        *total += s.elapsed().as_secs_f64();
+    match sub.do_step(t, h) {
+        Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
+        other => step_not_completed(sub, other, t, h),
+    }
+}
+
+/// [`step_subsystem`] measuring its wall-clock time
+/// ([`System::enable_step_timing`]).
+#[cold]
+#[inline(never)]
+fn step_subsystem_timed(
+    sub: &mut dyn Subsystem,
+    b: &mut Buffers,
+    t: f64,
+    h: f64,
+    policy: (NonFinitePolicy, f64),
+    warned: &mut [bool],
+) -> Result<()> {
+    let started = Instant::now();
+    let result = set_step_inputs(sub, b, t, h).and_then(|()| match sub.do_step(t, h) {
+        Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
+        other => step_not_completed(sub, other, t, h),
+    });
+    if let Some(total) = &mut b.step_wall_time {
+        *total += started.elapsed().as_secs_f64();
     }
     result
 }
 
 /// Sets the inputs of a step from `t` by `h` (values, then the derivative
 /// orders the master delivers) and records the input values at its end.
+#[inline]
 fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, t: f64, h: f64) -> Result<()> {
     if !b.u.is_empty() {
         if b.deliver_orders == 0 {
-            // Held constant over the step: it ends where it starts.
-            for ((dst, end), tay) in b.scratch.iter_mut().zip(&mut b.u_end).zip(&b.taylor) {
-                *dst = tay[0];
+            // Held constant over the step: it ends where it starts, so the
+            // values set are those at its end.
+            for (end, tay) in b.u_end.iter_mut().zip(&b.taylor) {
                 *end = tay[0];
             }
-            sub.set_inputs(&b.scratch)?;
+            sub.set_inputs(&b.u_end)?;
         } else {
             for ((dst, end), tay) in b.scratch.iter_mut().zip(&mut b.u_end).zip(&b.taylor) {
                 *dst = tay[0];
@@ -1076,63 +1239,92 @@ fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, t: f64, h: f64) -> 
 
 /// After `doStep` returned `outcome`: a discarded or early-ended step is an
 /// error; else reads the observed values into `y_new` and checks them.
+#[inline]
 fn finish_subsystem_step(
     sub: &mut dyn Subsystem,
     b: &mut Buffers,
     outcome: Result<StepOutcome>,
     t: f64,
     h: f64,
+    policy: (NonFinitePolicy, f64),
+    warned: &mut [bool],
+) -> Result<()> {
+    match outcome {
+        Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
+        other => step_not_completed(sub, other, t, h),
+    }
+}
+
+/// After a completed step: reads the observed values into `y_new` and
+/// checks them.
+#[inline]
+fn read_step_outputs(
+    sub: &mut dyn Subsystem,
+    b: &mut Buffers,
+    t: f64,
+    h: f64,
     (policy, limit): (NonFinitePolicy, f64),
     warned: &mut [bool],
 ) -> Result<()> {
+    // The values the coupling needs (all of them, unless the system reads
+    // only those: System::read_needed_only).
+    let hot = b.hot;
+    sub.get_observed_first(hot, &mut b.y_new)?;
+    // One comparison per value on the hot path: NaN, infinite and too
+    // large all fail it.
+    let limit_abs = limit.min(f64::MAX);
+    if b.y_new[..hot].iter().all(|v| v.abs() <= limit_abs) {
+        return Ok(());
+    }
+    check_observed(sub, &b.y_new[..hot], 0, t + h, policy, limit, warned)
+}
+
+/// A step that did not complete: its error, or the error a discarded,
+/// early-ended or terminating step makes.
+#[cold]
+#[inline(never)]
+fn step_not_completed(
+    sub: &mut dyn Subsystem,
+    outcome: Result<StepOutcome>,
+    t: f64,
+    h: f64,
+) -> Result<()> {
     match outcome? {
-        StepOutcome::Completed => {}
+        StepOutcome::Completed => Ok(()),
         StepOutcome::Discarded {
             last_successful_time,
-        } => {
-            return Err(CoreError::Discarded {
-                subsystem: sub.info().name.clone(),
-                function: sub.step_function(),
-                t,
-                h,
-                last_successful_time,
-                early_return: false,
-                log: sub.take_recent_log(),
-            });
-        }
+        } => Err(CoreError::Discarded {
+            subsystem: sub.info().name.clone(),
+            function: sub.step_function(),
+            t,
+            h,
+            last_successful_time,
+            early_return: false,
+            log: sub.take_recent_log(),
+        }),
         StepOutcome::Terminated {
             last_successful_time,
         } => {
             // The run loop reads the values for the last row
             // (System::end_at_fmu_termination).
-            return Err(CoreError::TerminatedByFmu {
+            Err(CoreError::TerminatedByFmu {
                 subsystem: sub.info().name.clone(),
                 function: sub.step_function(),
                 t: last_successful_time,
-            });
+            })
         }
         StepOutcome::EarlyReturn {
             last_successful_time,
-        } => {
-            return Err(CoreError::Discarded {
-                subsystem: sub.info().name.clone(),
-                function: sub.step_function(),
-                t,
-                h,
-                last_successful_time,
-                early_return: true,
-                log: sub.take_recent_log(),
-            });
-        }
+        } => Err(CoreError::Discarded {
+            subsystem: sub.info().name.clone(),
+            function: sub.step_function(),
+            t,
+            h,
+            last_successful_time,
+            early_return: true,
+            log: sub.take_recent_log(),
+        }),
     }
-    sub.get_observed(&mut b.y_new)?;
-    // One comparison per value on the hot path: NaN, infinite and too
-    // large all fail it.
-    let limit_abs = limit.min(f64::MAX);
-    if b.y_new.iter().all(|v| v.abs() <= limit_abs) {
-        return Ok(());
-    }
-    check_observed(sub, &b.y_new, t + h, policy, limit, warned)
 }
 
 /// The slow path of [`step_subsystem`]'s check: which value failed, and
@@ -1142,12 +1334,13 @@ fn finish_subsystem_step(
 fn check_observed(
     sub: &mut dyn Subsystem,
     y: &[f64],
+    first: usize,
     t_end: f64,
     policy: NonFinitePolicy,
     limit: f64,
     warned: &mut [bool],
 ) -> Result<()> {
-    for (k, &v) in y.iter().enumerate() {
+    for (k, &v) in y.iter().enumerate().skip(first) {
         if v.abs() > limit && v.is_finite() {
             let info = sub.info();
             return Err(CoreError::Diverged {

@@ -60,6 +60,12 @@ impl EnergyAccount {
     /// the subsystems held them (`u_end`) and their published outputs, and
     /// accumulates. Returns the ECCO indicator (eq. 14); 0 without bonds.
     pub fn update(&mut self, sys: &System, dt: f64) -> f64 {
+        if self.bonds.is_empty() {
+            // Nothing to account for (the common case of a run without
+            // bonds: no work per step).
+            self.indicator = 0.0;
+            return 0.0;
+        }
         let (residuals, indicator) = evaluate(sys, dt);
         for (acc, r) in self.bonds.iter_mut().zip(residuals) {
             acc.residual_power = r.residual_power;

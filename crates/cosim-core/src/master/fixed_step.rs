@@ -238,7 +238,8 @@ impl Master for FixedStep {
                 base.describe()
             ))
         })?;
-        let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order);
+        // (No input history at ZOH: nothing reads it.)
+        let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order).without_history();
         inputs.start(sys, t0)?;
         self.run = Some(Running {
             inputs,
@@ -324,6 +325,10 @@ impl Master for FixedStep {
 
     fn fixed_step(&self) -> Option<f64> {
         Some(self.h)
+    }
+
+    fn reads_coupled_only(&self) -> bool {
+        true
     }
 
     fn clone_box(&self) -> Box<dyn Master> {

@@ -126,6 +126,16 @@ pub trait Master: Send {
         None
     }
 
+    /// True when the master's steps read no observed value but those that
+    /// feed connections, functions and bonds (the fixed-step master): the
+    /// run loop then has the steps read only those, and the other values
+    /// only for the rows that show them ([`System::read_needed_only`]).
+    /// Default false: masters that compare or differentiate every output
+    /// (error estimates, iterations) see every value after every step.
+    fn reads_coupled_only(&self) -> bool {
+        false
+    }
+
     /// A copy of the master with its whole state (histories, step size,
     /// counters), so that a nested system can save and restore it with the
     /// states of its subsystems.

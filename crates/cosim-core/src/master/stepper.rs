@@ -71,14 +71,12 @@ impl Stepper {
         t: f64,
         t_next: f64,
     ) -> Result<()> {
-        self.step_exchanging(sys, inputs, plan, t, t_next, |sys| {
-            sys.exchange_all();
-        })
+        self.step_exchanging(sys, inputs, plan, t, t_next, System::exchange)
     }
 
     /// [`Stepper::step`] with the exchange at `t_next` done by `exchange`
     /// (after the publications, before the inputs are recorded) instead of
-    /// [`System::exchange_all`].
+    /// [`System::exchange`].
     pub fn step_exchanging(
         &mut self,
         sys: &mut System,
@@ -90,11 +88,7 @@ impl Stepper {
     ) -> Result<()> {
         match &self.scheme {
             Scheme::Jacobi => {
-                for s in 0..sys.len() {
-                    if plan.due[s] {
-                        inputs.prepare(sys, s, t);
-                    }
-                }
+                inputs.prepare_due(sys, &plan.due, t);
                 sys.step_jacobi(t, &plan.h, &plan.due)?;
                 for s in 0..sys.len() {
                     if plan.publish[s] {
