@@ -163,7 +163,10 @@ impl Run {
 
     /// The step log.
     pub fn steps(&self) -> Table {
-        Table::read(&self.dir.path().join("steps.csv")).expect("steps.csv")
+        // (Without the text column of the timed events.)
+        Table::read_skipping_text(&self.dir.path().join("steps.csv"))
+            .expect("steps.csv")
+            .0
     }
 }
 

@@ -469,6 +469,8 @@ fn ring_run(version: &str, mode: i32) -> (RunStatus, String, Vec<String>) {
         t_stop: 1.0,
         interrupt: None,
         diagnostics: Vec::new(),
+        events: Default::default(),
+        real_time: None,
     };
     let (summary, error) = execution.run();
     let message = error.map(|e| e.to_string()).unwrap_or_default();

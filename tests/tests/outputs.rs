@@ -213,9 +213,18 @@ fn outputs_above_the_size_threshold_are_announced_at_the_start() {
     let out = cosim(&["check", b1, "--stop", "3000"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    // The warning points at [outputs].
+    let line = std::fs::read_to_string(b1)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("[outputs]"))
+        .unwrap()
+        + 1;
+    let at = format!("b1_quarter_car_a.toml:{line}:1: warning");
+    assert!(err.contains(&at), "{err}");
     assert!(
         err.contains(
-            "b1_quarter_car_a.toml:40:1: warning: the outputs of this run will take about 1.3 GB, more than 1.0 GB: trace.csv 570 MB (3000001 rows x 10 columns), energy.csv 513 MB (3000000 rows x 9 columns), steps.csv 228 MB (3000000 rows x 4 columns) (3000000 macro steps at the fixed step 0.001 s over 3000 s"
+            ": warning: the outputs of this run will take about 1.3 GB, more than 1.0 GB: trace.csv 570 MB (3000001 rows x 10 columns), energy.csv 513 MB (3000000 rows x 9 columns), steps.csv 228 MB (3000000 rows x 4 columns) (3000000 macro steps at the fixed step 0.001 s over 3000 s"
         ),
         "{err}"
     );
@@ -227,7 +236,7 @@ fn outputs_above_the_size_threshold_are_announced_at_the_start() {
     );
     // docs/outputs.md shows the warning as printed (block `size-warning`).
     let root = format!("{}/", cosim_tests::root().display());
-    let start = err.find("b1_quarter_car_a.toml:40:1: warning").unwrap();
+    let start = err.find(&at).unwrap();
     let start = err[..start].rfind('\n').map_or(0, |i| i + 1);
     let end = start + err[start..].find("= help:").unwrap();
     let end = end + err[end..].find('\n').unwrap_or(err.len() - end);

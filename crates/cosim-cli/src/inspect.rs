@@ -33,6 +33,8 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             output_interval: None,
             output_variables: Vec::new(),
             input_file: Vec::new(),
+            scenario_file: Vec::new(),
+            real_time: None,
             threads: None,
             isolation: None,
             log_fmi_calls: None,

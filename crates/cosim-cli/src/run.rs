@@ -56,6 +56,20 @@ pub struct RunArgs {
     /// and Booleans held.
     #[arg(long, value_name = "FILE")]
     pub input_file: Vec<PathBuf>,
+    /// A libcosim scenario file (JSON or YAML, repeatable): timed events
+    /// that override, bias or reset inputs and outputs (`description`,
+    /// `defaults`, `events`, `end`; docs/scenario.md, Events), added to the
+    /// scenario's `[[events]]`, for TOML, SSP and OSP systems alike.
+    #[arg(long = "scenario", value_name = "FILE")]
+    pub scenario_file: Vec<PathBuf>,
+    /// Pace the run to the wall clock: simulated time advances at FACTOR
+    /// times real time (1 when given alone; 2: twice as fast), overriding
+    /// `[simulation] real_time`. The progress line and the summary give the
+    /// factor achieved; a run that falls behind says by how much and which
+    /// subsystem took the time. Rows reach the output files as they are
+    /// produced (`tail -f trace.csv` follows the run).
+    #[arg(long, value_name = "FACTOR", num_args = 0..=1, default_missing_value = "1")]
+    pub real_time: Option<f64>,
     /// Worker threads for Jacobi stepping (0 = all cores), overriding the scenario.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -144,6 +158,8 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         output_interval: args.output_interval,
         output_variables: args.output_variables.clone(),
         input_files: args.input_file.clone(),
+        scenario_files: args.scenario_file.clone(),
+        real_time: args.real_time,
     };
     let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
         // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.
@@ -187,6 +203,36 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
 }
 
 /// `-v`: what the master decided and where the time went.
+/// The factor a paced run achieved, and how far it fell behind and why.
+fn report_real_time(s: &cosim_core::RunSummary, rt: &cosim_core::execution::RealTimeSummary) {
+    use cosim_core::text::significant;
+    say!(
+        "  real time: {}x achieved ({}x asked)",
+        significant(rt.achieved_factor, 3),
+        significant(rt.target_factor, 3)
+    );
+    // Behind by more than a frame of a live display: say so, and who.
+    if rt.max_lag_s > 0.05 {
+        let slowest = s
+            .subsystems
+            .iter()
+            .filter_map(|sub| Some((sub.name.as_str(), sub.step_wall_time_s?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let who = slowest.map_or(String::new(), |(name, t)| {
+            format!(
+                "; subsystem '{name}' took the most time ({} s of {} s stepping)",
+                significant(t, 3),
+                significant(s.wall_time_s, 3)
+            )
+        });
+        say!(
+            "warning: the run fell behind real time by up to {} s (at t = {} s){who}",
+            significant(rt.max_lag_s, 3),
+            rt.max_lag_at
+        );
+    }
+}
+
 fn report_decisions(s: &cosim_core::RunSummary) {
     use cosim_core::text::{number, significant};
     let st = &s.stats;
@@ -385,7 +431,11 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
         .as_deref()
         .is_some_and(|a| CallLogTarget::from_arg(a) == CallLogTarget::Stderr);
     if !quiet && !args.no_progress && !log_on_stderr {
-        extra.push(Box::new(Progress::new(t0, t1)));
+        extra.push(Box::new(Progress::new(
+            t0,
+            t1,
+            prepared.resolved.real_time.is_some(),
+        )));
     }
     // Hung FMU calls in this process: after step_timeout, or at once on
     // Ctrl-C, the run ends without waiting for them (ending.rs).
@@ -452,6 +502,9 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
                         b.cumulative_residual_energy
                     );
                 }
+                if let Some(rt) = &summary.real_time {
+                    report_real_time(summary, rt);
+                }
                 if verbose >= 1 {
                     report_decisions(summary);
                 }
@@ -502,10 +555,12 @@ struct Progress {
     next_percent: u64,
     last_update: Instant,
     steps: u32,
+    /// A paced run: the factor achieved is shown, from this start.
+    real_time: Option<Instant>,
 }
 
 impl Progress {
-    fn new(t0: f64, t1: f64) -> Self {
+    fn new(t0: f64, t1: f64, real_time: bool) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(1000);
             bar.set_style(
@@ -523,6 +578,7 @@ impl Progress {
             next_percent: 10,
             last_update: Instant::now(),
             steps: 0,
+            real_time: real_time.then(Instant::now),
         }
     }
 
@@ -530,22 +586,31 @@ impl Progress {
         // Look at the clock and the bar only every few hundred steps: the
         // macro-step loop is the hot path.
         self.steps = self.steps.wrapping_add(1);
-        if !force && !self.steps.is_multiple_of(256) {
+        // (A paced run is slow by design: every step may look.)
+        if !force && self.real_time.is_none() && !self.steps.is_multiple_of(256) {
             return;
         }
+        let pace = self.real_time.map_or(String::new(), |start| {
+            let wall = start.elapsed().as_secs_f64();
+            if wall > 0.0 {
+                format!(" ({:.2}x real time)", (t - self.t0) / wall)
+            } else {
+                String::new()
+            }
+        });
         let frac = ((t - self.t0) / (self.t1 - self.t0)).clamp(0.0, 1.0);
         match &self.bar {
             Some(bar) => {
                 if force || self.last_update.elapsed() >= Duration::from_millis(100) {
                     self.last_update = Instant::now();
                     bar.set_position((frac * 1000.0) as u64);
-                    bar.set_message(format!("{t:.6}"));
+                    bar.set_message(format!("{t:.6}{pace}"));
                 }
             }
             None => {
                 let percent = (frac * 100.0) as u64;
                 if percent >= self.next_percent {
-                    say!("progress: t = {t} ({percent} %)");
+                    say!("progress: t = {t} ({percent} %){pace}");
                     self.next_percent = (percent / 10 + 1) * 10;
                 }
             }

@@ -101,6 +101,22 @@ pub struct RunSummary {
     /// When the trace wrote its rows (none without a trace):
     /// `"every_step"`, `{"decimation": n}` or `{"interval": s}`.
     pub sampling: Option<Sampling>,
+    /// Real-time pacing, when the run was paced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_time: Option<RealTimeSummary>,
+}
+
+/// How a paced run kept up with the wall clock.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealTimeSummary {
+    /// The factor asked for (simulated s per wall-clock s).
+    pub target_factor: f64,
+    /// The factor achieved over the stepping loop.
+    pub achieved_factor: f64,
+    /// How far the run fell behind the wall clock at worst, s (0: never).
+    pub max_lag_s: f64,
+    /// The simulated time at which it was furthest behind.
+    pub max_lag_at: f64,
 }
 
 /// The FMU that ended a run by asking to terminate.
@@ -128,6 +144,13 @@ pub struct Execution {
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Indicators computed and logged alongside the master, for diagnosis.
     pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
+    /// The timed events of the run (carried out by the subsystems they
+    /// change): a master that chooses its step ends one at each event
+    /// time, and each is logged when it takes effect.
+    pub events: crate::events::EventSchedule,
+    /// Real-time pacing: simulated time advances at this factor times the
+    /// wall clock (`None`: as fast as it can).
+    pub real_time: Option<f64>,
 }
 
 impl Execution {
@@ -152,6 +175,11 @@ impl Execution {
         let mut energy = EnergyAccount::new(&self.system);
         let mut max_indicator = f64::NAN;
         let (mut min_step, mut max_step) = (f64::NAN, f64::NAN);
+        let mut max_lag = (0.0f64, f64::NAN);
+        if self.real_time.is_some() {
+            // Which subsystem takes the time, when the run falls behind.
+            self.system.enable_step_timing();
+        }
         let init_start = Instant::now();
         let mut init_time = 0.0;
         let mut initialized = false;
@@ -201,6 +229,9 @@ impl Execution {
             // an observer asks for (the trace's interval); a fixed-step
             // master keeps its grid, which a scenario's interval divides.
             let to_points = self.master.fixed_step().is_none();
+            // The events of each step, for the step log (no allocation
+            // once the first event's text fits).
+            let mut event_text = String::new();
             while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
                     && flag.load(Ordering::Relaxed)
@@ -221,6 +252,13 @@ impl Execution {
                             target = p;
                         }
                     }
+                }
+                if to_points
+                    && let Some(te) = self.events.next_after(t_step)
+                    && base.round(te) > now
+                    && base.round(te) < target
+                {
+                    target = base.round(te);
                 }
                 let t_target = if target == stop {
                     t_stop
@@ -250,6 +288,20 @@ impl Execution {
                             return Err(e);
                         }
                     };
+                event_text.clear();
+                // (The first step also names those in effect from the start.)
+                let from = if macro_steps == 0 {
+                    f64::NEG_INFINITY
+                } else {
+                    t_step
+                };
+                for (t, what) in self.events.between(from, self.system.time()) {
+                    tracing::info!("event at t = {t} s: {what}");
+                    if !event_text.is_empty() {
+                        event_text.push_str("; ");
+                    }
+                    event_text.push_str(what);
+                }
                 let energy_eps = energy.update(&self.system, report.dt);
                 if min_step.is_nan() || report.dt < min_step {
                     min_step = report.dt;
@@ -275,6 +327,7 @@ impl Execution {
                     report: &report,
                     energy: &energy,
                     diagnostics: &diagnostic_values,
+                    events: &event_text,
                 };
                 // Values the steps left unread (System::read_needed_only)
                 // and String values are read only for the rows that show
@@ -294,6 +347,18 @@ impl Execution {
                         .any(|o| o.wants_strings(&self.system, false))
                 {
                     self.system.read_strings()?;
+                }
+                // A paced run writes each row when the wall clock reaches
+                // its time.
+                if let Some(factor) = self.real_time {
+                    let lag = pace(
+                        loop_start,
+                        (self.system.time() - self.t_start) / factor,
+                        self.interrupt.as_deref(),
+                    );
+                    if lag > max_lag.0 {
+                        max_lag = (lag, self.system.time());
+                    }
                 }
                 for o in &mut self.observers {
                     o.step(&self.system, &ctx)?;
@@ -382,6 +447,7 @@ impl Execution {
             max_indicator,
             min_step,
             max_step,
+            max_lag,
         };
         let mut summary = self.summary(
             &energy,
@@ -472,7 +538,34 @@ impl Execution {
                 })
                 .collect(),
             sampling: self.observers.iter().find_map(|o| o.sampling()),
+            real_time: self.real_time.map(|factor| RealTimeSummary {
+                target_factor: factor,
+                achieved_factor: if wall > 0.0 {
+                    (self.system.time() - self.t_start) / wall
+                } else {
+                    f64::NAN
+                },
+                max_lag_s: progress.max_lag.0,
+                max_lag_at: progress.max_lag.1,
+            }),
         }
+    }
+}
+
+/// Real-time pacing: waits until `due` seconds of wall-clock time have
+/// passed since `start` (in slices, so that an interrupt is seen within
+/// 50 ms). Returns how far behind the wall clock the run is, s (0 when it
+/// had to wait).
+fn pace(start: Instant, due: f64, interrupt: Option<&AtomicBool>) -> f64 {
+    loop {
+        let now = start.elapsed().as_secs_f64();
+        if now >= due {
+            return now - due;
+        }
+        if interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return 0.0;
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64((due - now).min(0.05)));
     }
 }
 
@@ -481,6 +574,8 @@ struct Progress {
     max_indicator: f64,
     min_step: f64,
     max_step: f64,
+    /// Real-time pacing: the worst lag behind the wall clock and when.
+    max_lag: (f64, f64),
 }
 
 impl Default for Progress {
@@ -489,6 +584,7 @@ impl Default for Progress {
             max_indicator: f64::NAN,
             min_step: f64::NAN,
             max_step: f64::NAN,
+            max_lag: (0.0, f64::NAN),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod controller;
 pub mod error;
+pub mod events;
 pub mod execution;
 pub mod extrapolation;
 pub mod function;

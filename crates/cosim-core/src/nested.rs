@@ -216,6 +216,7 @@ impl Subsystem for NestedSystem {
                 report: &report,
                 energy: &self.energy,
                 diagnostics: &[],
+                events: "",
             };
             for o in &mut self.observers {
                 o.step(&self.system, &ctx)?;

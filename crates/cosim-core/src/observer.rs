@@ -32,6 +32,9 @@ pub struct StepContext<'a> {
     /// Values of the diagnostic indicators computed alongside the master,
     /// in the order they were configured.
     pub diagnostics: &'a [f64],
+    /// The timed events that took effect in this step, `; `-separated
+    /// (empty when none).
+    pub events: &'a str,
 }
 
 /// Receives the system state after initialization and each accepted step.
@@ -529,6 +532,8 @@ pub struct StepLog {
     sink: Sink,
     fields: StepFields,
     row: Vec<f64>,
+    /// The text of the `events` column, when the run has events.
+    events: Option<Vec<String>>,
 }
 
 /// The first columns of the step log and the energy log: the end of the
@@ -544,13 +549,15 @@ impl StepLog {
     /// `indicator` is the master's own indicator; for a master without one
     /// (and without a residual), the energy indicator the run loop fills
     /// in on a system with power bonds, unless `indicator.energy` is
-    /// logged anyway (the same values).
+    /// logged anyway (the same values). With `events`, a last column
+    /// `events` names the timed events that took effect in each step.
     pub fn create(
         outputs: &OutputsHandle,
         path: &Path,
         sys: &System,
         mut fields: StepFields,
         diagnostics: &[&str],
+        events: bool,
     ) -> Result<Self> {
         let energy_fallback = !fields.indicator && !fields.residual && !sys.bonds().is_empty();
         fields.indicator |= energy_fallback && !diagnostics.contains(&"energy");
@@ -571,10 +578,15 @@ impl StepLog {
             header.push(format!("indicator.{d} [1]"));
             columns.push(Column::Float);
         }
+        if events {
+            header.push("events".to_string());
+            columns.push(Column::Str);
+        }
         Ok(StepLog {
             row: Vec::with_capacity(header.len()),
             sink: Sink::writer(outputs, path, &header, columns)?,
             fields,
+            events: events.then(|| vec![String::new()]),
         })
     }
 }
@@ -608,7 +620,16 @@ impl Observer for StepLog {
             self.row.push(report.residual);
         }
         self.row.extend_from_slice(ctx.diagnostics);
-        self.sink.push(&self.row)
+        match &mut self.events {
+            Some(texts) => {
+                texts[0].clear();
+                texts[0].push_str(ctx.events);
+                // (A text column takes a place among the values too.)
+                self.row.push(0.0);
+                self.sink.push_text(&self.row, texts)
+            }
+            None => self.sink.push(&self.row),
+        }
     }
 
     fn finish(&mut self, _sys: &System) -> Result<()> {

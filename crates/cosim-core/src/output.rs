@@ -1021,6 +1021,7 @@ mod tests {
             subsystems: Vec::new(),
             bonds: Vec::new(),
             sampling: None,
+            real_time: None,
         };
         outputs.set_summary_template(&template, true);
         let tmp = dir.path().join(".summary.json.tmp");

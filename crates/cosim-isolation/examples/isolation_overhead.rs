@@ -115,6 +115,8 @@ fn run(system: System, steps: usize) -> Duration {
         t_stop: steps as f64 * H,
         interrupt: None,
         diagnostics: Vec::new(),
+        events: Default::default(),
+        real_time: None,
     };
     let start = Instant::now();
     let (summary, error) = execution.run();

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use cosim_core::controller::{PiSettings, PiVariant};
+use cosim_core::events::{EventSchedule, EventSlot, EventSubsystem, SlotEvent};
 use cosim_core::indicators::{
     Aggregate as CoreAggregate, EnergyIndicator, ErrorIndicator, Nepce, PredictorCorrector,
     PredictorForm, Tolerances,
@@ -97,6 +98,9 @@ pub struct Assembly {
     pub trace_names: Vec<Option<String>>,
     /// Indicators computed and logged alongside the master.
     pub diagnostics: Vec<Box<dyn ErrorIndicator>>,
+    /// The timed events of every level, for the run loop (steps end at
+    /// them; the step log names them).
+    pub events: EventSchedule,
     /// Per subsystem: the variables of its input slots and observed slots.
     slots: Vec<Layout>,
 }
@@ -581,6 +585,23 @@ pub fn assemble_nodes(
     for r in &level.extra_observed {
         want(r, &mut outputs_wanted, &mut others_wanted);
     }
+    // Variables events change: inputs get a slot (before the file-fed
+    // ones), outputs are read.
+    for e in &resolved.events {
+        let r = VariableRef {
+            subsystem: e.subsystem,
+            variable: e.variable,
+            element: 0,
+        };
+        if e.input {
+            let l = &mut layouts[e.subsystem];
+            if !l.inputs.contains(&e.variable) {
+                l.inputs.push(e.variable);
+            }
+        } else {
+            want(&r, &mut outputs_wanted, &mut others_wanted);
+        }
+    }
     // Inputs fed by input files: the last input slots (FileInputs).
     let file_feeds = file_feeds(resolved, n);
     for (l, feeds) in layouts.iter_mut().zip(&file_feeds) {
@@ -607,7 +628,8 @@ pub fn assemble_nodes(
             Node::Fmu(fmu) => fmu,
             Node::Nest(nest) => {
                 let inner = nested(resolved, s, nest, l, level, &full_name)?;
-                subsystems.push(fed_from_files(inner, &file_feeds[s], l)?);
+                let inner = fed_from_files(inner, &file_feeds[s], l)?;
+                subsystems.push(with_events(inner, resolved, s, l, mds[s]));
                 continue;
             }
         };
@@ -686,7 +708,8 @@ pub fn assemble_nodes(
                 Box::new(fs)
             }
         };
-        subsystems.push(fed_from_files(subsystem, &file_feeds[s], l)?);
+        let subsystem = fed_from_files(subsystem, &file_feeds[s], l)?;
+        subsystems.push(with_events(subsystem, resolved, s, l, mds[s]));
     }
 
     // Connections in slot terms.
@@ -979,10 +1002,26 @@ pub fn assemble_nodes(
         trace_text_columns,
         trace_names: Vec::new(),
         diagnostics,
+        events: EventSchedule::new(level_events(resolved, nodes)),
         slots,
     };
     assembly.trace_names = trace_names(resolved, &mds, &assembly.system, &assembly.trace_columns);
     Ok(assembly)
+}
+
+/// The events of this level and of every nested one: (time, description).
+fn level_events(resolved: &ResolvedScenario, nodes: &[Node]) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = resolved
+        .events
+        .iter()
+        .map(|e| (e.time, e.description.clone()))
+        .collect();
+    for node in nodes {
+        if let Node::Nest(nest) = node {
+            out.extend(level_events(&nest.resolved, &nest.nodes));
+        }
+    }
+    out
 }
 
 /// Per subsystem, the inputs fed by input files and their columns.
@@ -1023,6 +1062,79 @@ fn fed_from_files(
         .collect();
     let feeds = feeds.iter().map(|(_, f)| f.clone()).collect();
     Ok(Box::new(FileInputs::new(subsystem, feeds, observed)?))
+}
+
+/// `subsystem` with the events of `resolved` on subsystem `s` carried out
+/// ([`EventSubsystem`]); itself when it has none. An input no connection
+/// feeds keeps its start value but while an event changes it.
+fn with_events(
+    subsystem: Box<dyn Subsystem>,
+    resolved: &ResolvedScenario,
+    s: usize,
+    layout: &Layout,
+    md: &ModelDescription,
+) -> Box<dyn Subsystem> {
+    let mine: Vec<_> = resolved
+        .events
+        .iter()
+        .filter(|e| e.subsystem == s)
+        .collect();
+    if mine.is_empty() {
+        return subsystem;
+    }
+    let mut events = Vec::with_capacity(mine.len());
+    let mut unfed = Vec::new();
+    for e in mine {
+        let r = VariableRef {
+            subsystem: s,
+            variable: e.variable,
+            element: 0,
+        };
+        let slot = if e.input {
+            let Some(i) = layout.input_slot(e.variable, 0) else {
+                continue;
+            };
+            if !resolved.is_fed(r) && !unfed.iter().any(|&(k, _)| k == i) {
+                unfed.push((i, start_value(resolved, s, e.variable, md)));
+            }
+            EventSlot::Input(i)
+        } else {
+            let Some(k) = layout.observed_slot(e.variable, 0) else {
+                continue;
+            };
+            EventSlot::Observed(k)
+        };
+        events.push(SlotEvent {
+            time: e.time,
+            slot,
+            action: e.action,
+        });
+    }
+    Box::new(EventSubsystem::new(subsystem, events, unfed))
+}
+
+/// The value a scalar variable starts with: the scenario's, else the model
+/// description's, else 0.
+fn start_value(
+    resolved: &ResolvedScenario,
+    s: usize,
+    v: VariableIndex,
+    md: &ModelDescription,
+) -> f64 {
+    use cosim_fmi::model_description::StartValue as SV;
+    let sub = &resolved.subsystems[s];
+    let given = sub
+        .parameters
+        .iter()
+        .chain(&sub.start_values)
+        .find(|a| a.variable == v)
+        .and_then(|a| match &a.value {
+            SV::Float(x) => x.first().copied(),
+            SV::Int(x) => x.first().map(|&i| i as f64),
+            SV::Bool(x) => x.first().map(|&b| f64::from(u8::from(b))),
+            _ => None,
+        });
+    given.or_else(|| md.variables[v].start_f64()).unwrap_or(0.0)
 }
 
 /// The error indicator `which` with the scenario's settings.
@@ -1197,7 +1309,12 @@ pub fn observers(
         let names: Vec<&str> = assembly.diagnostics.iter().map(|d| d.name()).collect();
         let fields = assembly.master.step_fields(system);
         out.push(Box::new(StepLog::create(
-            outputs, path, system, fields, &names,
+            outputs,
+            path,
+            system,
+            fields,
+            &names,
+            !assembly.events.is_empty(),
         )?));
     }
     Ok(out)

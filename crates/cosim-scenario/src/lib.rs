@@ -31,6 +31,7 @@
 
 pub mod assemble;
 mod error;
+pub mod events;
 mod input_csv;
 pub mod nest;
 pub mod output_size;

@@ -59,6 +59,11 @@ pub struct Overrides {
     /// the inputs (`<subsystem>.<input>`, or the input alone for a
     /// scenario of one subsystem), relative to the current directory.
     pub input_files: Vec<PathBuf>,
+    /// `--scenario <file>` (repeatable): libcosim scenario files (JSON or
+    /// YAML) whose events are added to the scenario's `[[events]]`.
+    pub scenario_files: Vec<PathBuf>,
+    /// `--real-time [factor]`: replaces `[simulation] real_time`.
+    pub real_time: Option<f64>,
 }
 
 impl Scenario {
@@ -222,6 +227,21 @@ impl Scenario {
         if !overrides.output_variables.is_empty() {
             self.override_output_variables(&overrides.output_variables)?;
         }
+        if let Some(f) = overrides.real_time {
+            if !(f > 0.0 && f.is_finite()) {
+                return Err(ScenarioError::argument(
+                    &file,
+                    "--real-time",
+                    format!("the real-time factor must be a positive number, not {f}"),
+                ));
+            }
+            self.simulation.real_time = Some(f);
+        }
+        for path in &overrides.scenario_files {
+            let file = crate::events::read_scenario_file(path)?;
+            self.events.extend(file.into_events());
+        }
+        self.route_events();
         for path in &overrides.input_files {
             let argument = format!("--input-file {}", path.display());
             self.inputs.push(InputSpec {

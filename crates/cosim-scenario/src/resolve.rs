@@ -237,6 +237,26 @@ pub struct ResolvedInputFile {
     pub span: Option<Span>,
 }
 
+/// A timed event, resolved: the variable, whether it is an input (the value
+/// given to the subsystem) or an output (the value read from it), and what
+/// happens to it when.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolvedEvent {
+    /// When, s.
+    pub time: f64,
+    /// The subsystem.
+    pub subsystem: usize,
+    /// The variable.
+    pub variable: VariableIndex,
+    /// An input (else an output).
+    pub input: bool,
+    /// What happens (Booleans as 0/1).
+    #[serde(skip)]
+    pub action: cosim_core::events::EventAction,
+    /// For the log: `override chassis.F = 100 at t = 50 s`.
+    pub description: String,
+}
+
 /// A scenario matched against its FMUs: everything the system assembly and
 /// the master need, with defaults filled in and names turned into indices.
 #[derive(Debug, Clone, Serialize)]
@@ -249,6 +269,9 @@ pub struct ResolvedScenario {
     pub start: f64,
     /// Stop time in s (> start).
     pub stop: f64,
+    /// Real-time pacing: simulated time advances at this factor times the
+    /// wall clock (`None`: as fast as it can).
+    pub real_time: Option<f64>,
     /// The master and its settings.
     pub master: MasterSettings,
     /// Where `[master]` is in the file (for later errors about it).
@@ -269,6 +292,8 @@ pub struct ResolvedScenario {
     pub outputs: OutputSettings,
     /// The input files (`[[inputs]]`, `--input-file`) and the inputs they feed.
     pub inputs: Vec<ResolvedInputFile>,
+    /// The timed events of this level (`[[events]]`, `--scenario`).
+    pub events: Vec<ResolvedEvent>,
     /// Where `[outputs]` is in the file, if it is.
     #[serde(skip)]
     pub outputs_span: Option<Span>,
@@ -771,6 +796,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }))
             .collect();
         let inputs = self.inputs(start, stop, &fed)?;
+        let events = self.events(start, stop, &master, &inputs)?;
         self.output_interval(&master, start)?;
         self.unconnected_inputs(&fed, &inputs);
         Ok(ResolvedScenario {
@@ -778,6 +804,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             file: self.scenario.source.path.clone(),
             start,
             stop,
+            real_time: self.scenario.simulation.real_time,
             master,
             master_span: self.scenario.master.span,
             subsystems,
@@ -788,6 +815,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             outputs,
             outputs_span: self.scenario.outputs.span,
             inputs,
+            events,
             warnings: self.warnings,
         })
     }
@@ -1078,6 +1106,185 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 ),
             )
             .with_help_opt(help))
+    }
+
+    /// Resolves the events of this level (`[[events]]`, `--scenario`):
+    /// each names an input or an output of a subsystem (inside a nested
+    /// system they were handed down to its level), with a value of the
+    /// variable's type.
+    fn events(
+        &mut self,
+        start: f64,
+        stop: f64,
+        master: &MasterSettings,
+        files: &[ResolvedInputFile],
+    ) -> Result<Vec<ResolvedEvent>> {
+        use crate::events::{EventKind, EventValue};
+        use cosim_core::events::EventAction;
+        let mut out = Vec::new();
+        for e in &self.scenario.events {
+            let names: Vec<&str> = self
+                .scenario
+                .subsystems
+                .iter()
+                .map(|s| s.name.value.as_str())
+                .collect();
+            let Some(sub) = names.iter().position(|n| *n == e.model) else {
+                let help = nearest(&e.model, names.iter().copied())
+                    .map(|n| format!("did you mean '{n}'?"))
+                    .unwrap_or_else(|| format!("the subsystems are: {}", names.join(", ")));
+                return Err(e
+                    .err(e.model_span, format!("no subsystem '{}'", e.model))
+                    .with_help(help));
+            };
+            let md = self.md(sub)?;
+            let Some((k, v)) = md.variable_by_name_for(&e.variable, |v: &Variable| {
+                matches!(v.causality, Causality::Input | Causality::Output)
+            }) else {
+                let preferred = md
+                    .variables
+                    .iter()
+                    .filter(|v| matches!(v.causality, Causality::Input | Causality::Output))
+                    .map(|v| v.name.as_str());
+                let help = nearest(&e.variable, preferred)
+                    .or_else(|| nearest(&e.variable, md.all_names()))
+                    .map(|n| format!("did you mean '{n}'?"));
+                return Err(e
+                    .err(
+                        e.variable_span,
+                        format!(
+                            "subsystem '{}' ({}) has no variable '{}'",
+                            e.model, md.model_name, e.variable
+                        ),
+                    )
+                    .with_help_opt(help));
+            };
+            let text = &e.text;
+            let input = match v.causality {
+                Causality::Input => true,
+                Causality::Output => false,
+                _ => {
+                    return Err(e
+                        .err(
+                            e.variable_span,
+                            format!(
+                                "'{text}' {}: an event changes an input (the value the subsystem is given) or an output (the value read from it)",
+                                causality_phrase(v)
+                            ),
+                        )
+                        .with_help_opt(matches!(v.causality, Causality::Parameter).then(|| {
+                            "set a parameter for the whole run with 'parameters' or --set".to_string()
+                        })));
+                }
+            };
+            if !cosim_core::subsystem::is_slot_type(v.var_type) || !v.is_scalar() {
+                return Err(e.err(
+                    e.variable_span,
+                    format!(
+                        "'{text}' is {}{}: events change scalar numeric and Boolean variables",
+                        if v.is_scalar() { "a " } else { "an array of " },
+                        v.var_type
+                    ),
+                ));
+            }
+            let r = VariableRef {
+                subsystem: sub,
+                variable: k,
+                element: 0,
+            };
+            if input && files.iter().any(|f| f.feeds.iter().any(|x| x.input == r)) {
+                return Err(e.err(
+                    e.variable_span,
+                    format!("input '{text}' is fed by an input file: an event cannot change it"),
+                ));
+            }
+            let boolean = v.var_type == cosim_fmi::model_description::VariableType::Boolean;
+            let float = v.var_type.is_float();
+            let value = match &e.value {
+                None => None,
+                Some(EventValue::Float(x)) if float => Some(*x),
+                Some(EventValue::Int(i)) if !boolean => Some(*i as f64),
+                Some(EventValue::Bool(b)) if boolean => Some(f64::from(u8::from(*b))),
+                Some(EventValue::Int(i)) if boolean && (*i == 0 || *i == 1) => Some(*i as f64),
+                Some(other) => {
+                    let found = match other {
+                        EventValue::Float(x) => format!("the number {x}"),
+                        EventValue::Int(i) => format!("the integer {i}"),
+                        EventValue::Bool(b) => format!("{b}"),
+                        EventValue::Text(t) => format!("the text \"{t}\""),
+                    };
+                    return Err(e.err(
+                        e.value_span,
+                        format!(
+                            "'{text}' is a {} variable; the event's value is {found}",
+                            v.var_type
+                        ),
+                    ));
+                }
+            };
+            let action = match (e.kind, value) {
+                (EventKind::Reset, _) => EventAction::Reset,
+                (EventKind::Bias, _) if boolean => {
+                    return Err(e
+                        .err(
+                            e.kind_span,
+                            format!("'{text}' is a Boolean: a bias has no meaning for it"),
+                        )
+                        .with_help("use action \"override\" with true or false"));
+                }
+                (EventKind::Override, Some(x)) => EventAction::Override(x),
+                (EventKind::Bias, Some(x)) => EventAction::Bias(x),
+                (_, None) => EventAction::Reset,
+            };
+            if e.time > stop {
+                let w = e.err(
+                    e.time_span,
+                    format!(
+                        "the event at t = {} s on '{text}' is after the stop time {stop} s: it never takes effect",
+                        e.time
+                    ),
+                );
+                self.warnings.push(demote(w));
+            }
+            // A fixed-step master applies an event between its points at
+            // the next one (libcosim does the same).
+            if master.kind == crate::MasterKind::FixedStep && e.time > start {
+                let n = (e.time - start) / master.step;
+                if (n - n.round()).abs() > 1e-9 * n.max(1.0) {
+                    let next = start + n.ceil() * master.step;
+                    let w = e.err(
+                        e.time_span,
+                        format!(
+                            "the event at t = {} s on '{text}' is between two communication points of the fixed step {} s: it takes effect at t = {} s",
+                            e.time,
+                            master.step,
+                            cosim_core::text::significant(next, 12)
+                        ),
+                    );
+                    self.warnings.push(demote(w));
+                }
+            }
+            let description = match e.kind {
+                EventKind::Reset => format!("reset {text}"),
+                EventKind::Override => format!(
+                    "override {text} = {}",
+                    value_text(value.unwrap_or(f64::NAN), boolean)
+                ),
+                EventKind::Bias => format!(
+                    "bias {text} + {}",
+                    value_text(value.unwrap_or(f64::NAN), boolean)
+                ),
+            };
+            out.push(ResolvedEvent {
+                time: e.time,
+                subsystem: sub,
+                variable: k,
+                input,
+                action,
+                description,
+            });
+        }
+        Ok(out)
     }
 
     fn subsystems(&mut self) -> Result<Vec<ResolvedSubsystem>> {
@@ -2760,5 +2967,14 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
         }
         Ok(())
+    }
+}
+
+/// A value for the event log.
+fn value_text(x: f64, boolean: bool) -> String {
+    if boolean {
+        (x != 0.0).to_string()
+    } else {
+        format!("{x}")
     }
 }

@@ -175,6 +175,7 @@ pub fn run_watched(
         system,
         master,
         diagnostics,
+        events,
         ..
     } = assembly;
     let execution = Execution {
@@ -185,6 +186,8 @@ pub fn run_watched(
         t_stop: resolved.stop,
         interrupt,
         diagnostics,
+        events,
+        real_time: resolved.real_time,
     };
     watch(outputs.handle());
     let (summary, error) = execution.run_with_outputs(Some(&outputs));

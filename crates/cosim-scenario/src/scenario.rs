@@ -23,8 +23,9 @@ const ROOT_KEYS: &[&str] = &[
     "bonds",
     "inputs",
     "outputs",
+    "events",
 ];
-const SIMULATION_KEYS: &[&str] = &["start", "stop"];
+const SIMULATION_KEYS: &[&str] = &["start", "stop", "real_time"];
 const MASTER_KEYS: &[&str] = &[
     "kind",
     "step",
@@ -399,6 +400,9 @@ pub(crate) struct SimulationSpec {
     pub span: Option<Span>,
     pub start: Option<Setting<f64>>,
     pub stop: Option<Setting<f64>>,
+    /// `real_time`: simulated time advances at this factor times the wall
+    /// clock (`--real-time`).
+    pub real_time: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -442,6 +446,10 @@ pub struct Scenario {
     pub(crate) output_variables: Option<(Vec<String>, String)>,
     /// Made for one FMU (`cosim run Model.fmu`).
     pub(crate) single: Option<SingleFmu>,
+    /// `[[events]]` and the events of `--scenario` files, at this level
+    /// (those inside nested systems are handed down by
+    /// [`Scenario::route_events`]).
+    pub(crate) events: Vec<crate::events::EventSpec>,
 }
 
 impl Scenario {
@@ -767,6 +775,10 @@ impl<'a> Parser<'a> {
         let master = self.master(&root, &index, &bonds)?;
         let outputs = self.outputs(&root, &index)?;
         let inputs = self.inputs(&root, &index)?;
+        let events = crate::events::read_toml_events(
+            &source,
+            root.tables("events", "[[events]]", crate::events::EVENT_KEYS)?,
+        )?;
         Ok(Scenario {
             source,
             base_dir: self.base_dir.to_path_buf(),
@@ -784,6 +796,11 @@ impl<'a> Parser<'a> {
             inputs,
             output_variables: None,
             single: None,
+            events,
+        })
+        .map(|mut s| {
+            s.route_events();
+            s
         })
     }
 
@@ -798,6 +815,7 @@ impl<'a> Parser<'a> {
                 span: None,
                 start: None,
                 stop: None,
+                real_time: None,
             });
         };
         let finite = |x: f64| x.is_finite();
@@ -817,10 +835,18 @@ impl<'a> Parser<'a> {
                 origin: Origin::File(span),
             })
         };
+        let real_time = t
+            .f64_where(
+                "real_time",
+                "a positive factor (1: as fast as the wall clock)",
+                |x| x > 0.0 && x.is_finite(),
+            )?
+            .map(|(x, _)| x);
         Ok(SimulationSpec {
             span: Some(t.span),
             start: setting(start),
             stop: setting(stop),
+            real_time,
         })
     }
 
