@@ -371,6 +371,18 @@ impl Subsystem for EventSubsystem {
         Ok(())
     }
 
+    fn get_observed_first(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
+        self.inner.get_observed_first(n, values)?;
+        self.modify_observed(values, 0, values.len());
+        Ok(())
+    }
+
+    fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
+        self.inner.get_observed_from(first, values)?;
+        self.modify_observed(values, first, values.len());
+        Ok(())
+    }
+
     fn traced_strings(&self) -> &[String] {
         self.inner.traced_strings()
     }
