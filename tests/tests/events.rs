@@ -485,3 +485,40 @@ to = "slow.u"
         "{err}"
     );
 }
+
+/// A bias on an output that only the trace reads (read at the rows that
+/// show it, not at every step) is added once to each value, not once per
+/// step.
+#[test]
+fn a_bias_on_a_traced_only_output_is_added_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"[simulation]
+stop = 2.0
+[master]
+step = 0.1
+[[subsystems]]
+name = "g"
+fmu = "{gain}"
+parameters = {{ k = 2.0 }}
+start = {{ u = 1.0 }}
+[[events]]
+time = 0.5
+variable = "g.y"
+action = "bias"
+value = 5.0
+[outputs]
+variables = ["g.y"]
+interval = 0.5
+"#,
+        gain = cosim_tests::fmi2("Gain").display()
+    );
+    let path = dir.path().join("g.toml");
+    std::fs::write(&path, text).unwrap();
+    let r = run(&path, &[], None, None);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let t = r.trace();
+    let y = col(&t, "g.y");
+    assert_eq!(t.time(), [0.0, 0.5, 1.0, 1.5, 2.0]);
+    assert_eq!(y, [2.0, 7.0, 7.0, 7.0, 7.0]);
+}

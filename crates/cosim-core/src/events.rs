@@ -373,7 +373,10 @@ impl Subsystem for EventSubsystem {
 
     fn get_observed_first(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
         self.inner.get_observed_first(n, values)?;
-        self.modify_observed(values, 0, values.len());
+        // Only the slots surely read now: a bias on one left as it was
+        // would be added twice (the rest are changed when they are read,
+        // by `get_observed_from`).
+        self.modify_observed(values, 0, n.min(values.len()));
         Ok(())
     }
 
