@@ -66,6 +66,10 @@ struct Args {
     /// 0.2 s with --quick, at most 50). Default 5, 3 with --quick.
     #[arg(long)]
     repeats: Option<usize>,
+    /// Only build the project's FMUs and install the CGain FMUs into
+    /// fmus/dist/c (for `cosim run bench/scenarios/...`), then exit.
+    #[arg(long)]
+    install: bool,
     /// Write each benchmark's plan (the JSON the libcosim peer reads) into
     /// this directory and exit.
     #[arg(long)]
@@ -236,6 +240,9 @@ fn run() -> Result<()> {
     let started = Instant::now();
     fmu_kit::dist::ensure_built().context("building the FMUs (cargo xtask fmus)")?;
     cosim_cgain::install().context("installing the CGain FMUs into fmus/dist/c")?;
+    if args.install {
+        return Ok(());
+    }
     let selected: Vec<&Bench> = BENCHES
         .iter()
         .filter(|b| {

@@ -174,3 +174,61 @@ CGAIN_EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKin
     (void)c; (void)s; (void)v;
     return fmi2Discard;
 }
+
+/* The optional functions CGain's modelDescription.xml does not claim (no
+ * FMU state, no derivatives): present, since some importers (FMI Library,
+ * libcosim) resolve every function of the interface, and refusing. */
+CGAIN_EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s) {
+    (void)c; (void)s;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s) {
+    (void)c; (void)s;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s) {
+    (void)c; (void)s;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t *n) {
+    (void)c; (void)s; (void)n;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte b[],
+                                              size_t n) {
+    (void)c; (void)s; (void)b; (void)n;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte b[], size_t n,
+                                                fmi2FMUstate *s) {
+    (void)c; (void)b; (void)n; (void)s;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c,
+                                                     const fmi2ValueReference u[], size_t nu,
+                                                     const fmi2ValueReference z[], size_t nz,
+                                                     const fmi2Real dv[], fmi2Real dz[]) {
+    (void)c; (void)u; (void)nu; (void)z; (void)nz; (void)dv; (void)dz;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c,
+                                                    const fmi2ValueReference vr[], size_t n,
+                                                    const fmi2Integer order[],
+                                                    const fmi2Real value[]) {
+    (void)c; (void)vr; (void)n; (void)order; (void)value;
+    return fmi2Error;
+}
+
+CGAIN_EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c,
+                                                     const fmi2ValueReference vr[], size_t n,
+                                                     const fmi2Integer order[], fmi2Real value[]) {
+    (void)c; (void)vr; (void)n; (void)order; (void)value;
+    return fmi2Error;
+}
