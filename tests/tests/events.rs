@@ -522,3 +522,34 @@ interval = 0.5
     assert_eq!(t.time(), [0.0, 0.5, 1.0, 1.5, 2.0]);
     assert_eq!(y, [2.0, 7.0, 7.0, 7.0, 7.0]);
 }
+
+/// A libcosim scenario file applies to an SSP system as to a scenario.
+#[test]
+fn a_scenario_file_applies_to_an_ssp_system() {
+    let dir = tempfile::tempdir().unwrap();
+    cosim_tests::fmus();
+    let yml = dir.path().join("ev.yml");
+    std::fs::write(
+        &yml,
+        "events:\n  - time: 0.5\n    model: wheel\n    variable: F_c\n    action: override\n    value: 100\n",
+    )
+    .unwrap();
+    let ssd = cosim_tests::root().join("crates/cosim-ssp/tests/data/quarter_car.ssd");
+    let out = dir.path().join("o");
+    let o = cosim(&[
+        "run",
+        ssd.to_str().unwrap(),
+        "--scenario",
+        yml.to_str().unwrap(),
+        "--stop",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = Table::read(&out.join("trace.csv")).unwrap();
+    let f = col(&t, "wheel.F_c");
+    assert_ne!(f[row(&t, 0.499)], 100.0);
+    assert_eq!(f[row(&t, 0.5)], 100.0);
+    assert_eq!(f[row(&t, 1.0)], 100.0);
+}

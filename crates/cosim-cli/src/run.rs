@@ -636,6 +636,7 @@ impl Observer for Progress {
         }
         Ok(())
     }
+
     fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
         // The time only.
         false

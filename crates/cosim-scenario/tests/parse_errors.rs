@@ -58,7 +58,10 @@ fn unknown_key_without_near_match_lists_valid_keys() {
     let text = BASE.replace("stop = 1.0", "duration = 1.0");
     let e = parse(&text).unwrap_err();
     assert_eq!(e.message, "unknown key 'duration' in [simulation]");
-    assert_eq!(e.help.as_deref(), Some("valid keys are: start, stop"));
+    assert_eq!(
+        e.help.as_deref(),
+        Some("valid keys are: start, stop, real_time")
+    );
 }
 
 #[test]
