@@ -275,25 +275,6 @@ impl EventSubsystem {
             }
         }
     }
-
-    /// The communication point after a step from `t` by `h`.
-    fn after(&mut self, outcome: &Result<StepOutcome>, t: f64, h: f64) {
-        self.now = match outcome {
-            Ok(StepOutcome::Completed) => t + h,
-            Ok(
-                StepOutcome::Terminated {
-                    last_successful_time,
-                }
-                | StepOutcome::EarlyReturn {
-                    last_successful_time,
-                }
-                | StepOutcome::Discarded {
-                    last_successful_time,
-                },
-            ) => *last_successful_time,
-            Err(_) => self.now,
-        };
-    }
 }
 
 impl Subsystem for EventSubsystem {
@@ -342,7 +323,7 @@ impl Subsystem for EventSubsystem {
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         self.apply_inputs(t)?;
         let outcome = self.inner.do_step(t, h);
-        self.after(&outcome, t, h);
+        self.now = crate::subsystem::time_after_step(&outcome, t, h, self.now);
         outcome
     }
 
@@ -360,7 +341,7 @@ impl Subsystem for EventSubsystem {
     fn finish_step(&mut self) -> Result<StepOutcome> {
         let outcome = self.inner.finish_step();
         if let Some((t, h)) = self.started.take() {
-            self.after(&outcome, t, h);
+            self.now = crate::subsystem::time_after_step(&outcome, t, h, self.now);
         }
         outcome
     }

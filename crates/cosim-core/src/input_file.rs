@@ -334,25 +334,6 @@ impl FileInputs {
         }
         Ok(())
     }
-
-    /// The communication point after a step from `t` by `h`.
-    fn after(&mut self, outcome: &Result<StepOutcome>, t: f64, h: f64) {
-        self.now = match outcome {
-            Ok(StepOutcome::Completed) => t + h,
-            Ok(
-                StepOutcome::Terminated {
-                    last_successful_time,
-                }
-                | StepOutcome::EarlyReturn {
-                    last_successful_time,
-                }
-                | StepOutcome::Discarded {
-                    last_successful_time,
-                },
-            ) => *last_successful_time,
-            Err(_) => self.now,
-        };
-    }
 }
 
 impl Subsystem for FileInputs {
@@ -400,7 +381,7 @@ impl Subsystem for FileInputs {
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         self.apply(t, true)?;
         let outcome = self.inner.do_step(t, h);
-        self.after(&outcome, t, h);
+        self.now = crate::subsystem::time_after_step(&outcome, t, h, self.now);
         outcome
     }
 
@@ -418,7 +399,7 @@ impl Subsystem for FileInputs {
     fn finish_step(&mut self) -> Result<StepOutcome> {
         let outcome = self.inner.finish_step();
         if let Some((t, h)) = self.started.take() {
-            self.after(&outcome, t, h);
+            self.now = crate::subsystem::time_after_step(&outcome, t, h, self.now);
         }
         outcome
     }

@@ -519,6 +519,28 @@ pub trait Subsystem: Send {
     }
 }
 
+/// The communication point a subsystem is at after a step from `t` by `h`
+/// that ended with `outcome` (`now` if the step failed): for wrappers that
+/// keep the time of the subsystem they wrap.
+pub fn time_after_step(outcome: &Result<cosim_fmi::StepOutcome>, t: f64, h: f64, now: f64) -> f64 {
+    use cosim_fmi::StepOutcome;
+    match outcome {
+        Ok(StepOutcome::Completed) => t + h,
+        Ok(
+            StepOutcome::Terminated {
+                last_successful_time,
+            }
+            | StepOutcome::EarlyReturn {
+                last_successful_time,
+            }
+            | StepOutcome::Discarded {
+                last_successful_time,
+            },
+        ) => *last_successful_time,
+        Err(_) => now,
+    }
+}
+
 /// Whether variables of type `t` can be slots (coupled or traced): every
 /// numeric type (FMI 2 Real, Integer, Enumeration; FMI 3 Float32/64, the
 /// signed and unsigned integers of 8 to 64 bits, Enumeration) and Boolean;
