@@ -553,3 +553,76 @@ fn a_scenario_file_applies_to_an_ssp_system() {
     assert_eq!(f[row(&t, 0.5)], 100.0);
     assert_eq!(f[row(&t, 1.0)], 100.0);
 }
+
+/// A fixed-step master applies an event between two of its points at the
+/// next one and says so; an event after the stop time is a warning; a
+/// parameter and a bias on a Boolean are refused at the event.
+#[test]
+fn off_grid_late_and_refused_events_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = with(
+        dir.path(),
+        "b5.toml",
+        "b5_mass_spring.toml",
+        &[],
+        "\n[[events]]\ntime = 1.05\nvariable = \"spring.F\"\naction = \"override\"\nvalue = 0.0\n\n[[events]]\ntime = 99.0\nvariable = \"spring.F\"\naction = \"reset\"\n",
+    );
+    let out = dir.path().join("o");
+    let o = cosim(&[
+        "run",
+        path.to_str().unwrap(),
+        "--stop",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("the event at t = 1.05 s on 'spring.F' is between two communication points of the fixed step 0.1 s: it takes effect at t = 1.1 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "the event at t = 99 s on 'spring.F' is after the stop time 2 s: it never takes effect"
+        ),
+        "{err}"
+    );
+    let t = Table::read(&out.join("trace.csv")).unwrap();
+    let f = col(&t, "spring.F");
+    assert_ne!(f[row(&t, 1.0)], 0.0);
+    assert_eq!(f[row(&t, 1.1)], 0.0);
+
+    for (name, event, expect) in [
+        (
+            "param.toml",
+            "variable = \"spring.k\"\naction = \"override\"\nvalue = 2.0",
+            "'spring.k' is a parameter",
+        ),
+        (
+            "bool.toml",
+            "variable = \"controller.heater_on\"\naction = \"bias\"\nvalue = true",
+            "'controller.heater_on' is a Boolean: a bias has no meaning for it",
+        ),
+    ] {
+        let file = if name == "bool.toml" {
+            "thermostat.toml"
+        } else {
+            "b5_mass_spring.toml"
+        };
+        let path = with(
+            dir.path(),
+            name,
+            file,
+            &[],
+            &format!("\n[[events]]\ntime = 1.0\n{event}\n"),
+        );
+        let o = cosim(&["check", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}:")) && err.contains(expect),
+            "{name}: {err}"
+        );
+    }
+}

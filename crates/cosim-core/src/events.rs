@@ -104,10 +104,15 @@ impl EventSchedule {
     /// The events that take effect in `(t0, t1]` (the communication point
     /// `t1` ends the step from `t0`); at the start time, `t0 == t1` gives
     /// those at `t0`.
+    /// Two binary searches: the run loop asks after every macro step.
     pub fn between(&self, t0: f64, t1: f64) -> impl Iterator<Item = &(f64, String)> {
-        self.events
-            .iter()
-            .filter(move |(time, _)| reached(t1, *time) && (t0 == t1 || after(*time, t0)))
+        let first = if t0 == t1 {
+            0
+        } else {
+            self.events.partition_point(|(time, _)| !after(*time, t0))
+        };
+        let end = self.events.partition_point(|(time, _)| reached(t1, *time));
+        self.events[first..end.max(first)].iter()
     }
 }
 
