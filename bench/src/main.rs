@@ -17,9 +17,15 @@
 //! Output: a Markdown report (default `bench/results/latest.md`), also
 //! printed. Timings are figures, never pass/fail.
 //!
+//! `--scenario FILE` (repeatable) adds the user's own scenario file as a
+//! speed benchmark (id: its file stem) run by the same contenders, to
+//! measure the floor on any FMI 2.0 FMUs ([`custom`]).
+//!
 //!     cargo run --release -p cosim-bench -- [--quick] [--out FILE] [--only chain]
+//!         [--scenario my.toml ... [--steps N]]
 
 mod cosim;
+mod custom;
 mod peer;
 mod plan;
 mod raw;
@@ -48,9 +54,22 @@ struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Only these benchmarks: an exact id selects that one, any other
-    /// string every id containing it (`--only chain,heavy`).
+    /// string every id containing it (`--only chain,heavy`). Selects among
+    /// the built-in benchmarks; `--scenario` files always run.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Also benchmark this scenario file (repeatable): a speed benchmark
+    /// with the file's stem as its id, run by the same contenders, e.g. to
+    /// measure the floor on one's own FMUs. It must be something the raw
+    /// loop can run (FMI 2.0 FMUs, fixed-step Jacobi, extrapolation 0, Real
+    /// connections; anything else is refused by name). With --scenario and
+    /// no --only, no built-in benchmark runs.
+    #[arg(long = "scenario", value_name = "FILE")]
+    scenarios: Vec<PathBuf>,
+    /// Macro steps of each --scenario benchmark. Default: the scenario's
+    /// own start to stop time (at most 20000 with --quick).
+    #[arg(long, value_name = "N")]
+    steps: Option<u64>,
     /// Leave out the libcosim contenders.
     #[arg(long)]
     no_libcosim: bool,
@@ -211,6 +230,66 @@ const BENCHES: &[Bench] = &[
     },
 ];
 
+/// A benchmark to run: a built-in one or a `--scenario` file.
+#[derive(Debug, Clone)]
+struct Job {
+    /// Id (built-in: the file stem in bench/scenarios/; `--scenario`: the
+    /// file's stem).
+    id: String,
+    /// What it is, for the report.
+    what: String,
+    /// The scenario file.
+    path: PathBuf,
+    /// Macro steps of a run.
+    steps: u64,
+    kind: Kind,
+}
+
+/// The benchmarks `args` select: the built-in ones `--only` picks (all of
+/// them when there is neither `--only` nor `--scenario`), then the
+/// `--scenario` files.
+fn select(args: &Args) -> Result<Vec<Job>> {
+    let builtin = BENCHES.iter().filter(|b| {
+        if args.only.is_empty() {
+            return args.scenarios.is_empty();
+        }
+        args.only
+            .iter()
+            .any(|o| b.id == o || (!BENCHES.iter().any(|x| x.id == o) && b.id.contains(o.as_str())))
+    });
+    let mut jobs: Vec<Job> = builtin
+        .map(|b| Job {
+            id: b.id.to_string(),
+            what: b.what.to_string(),
+            path: scenario_path(b.id),
+            steps: steps_of(b, args.quick),
+            kind: b.kind,
+        })
+        .collect();
+    if !args.only.is_empty() && jobs.is_empty() {
+        bail!("--only {:?} selects no benchmark", args.only);
+    }
+    for file in &args.scenarios {
+        let c = custom::custom(file, args.steps, args.quick)?;
+        if let Some(j) = jobs.iter().find(|j| j.id == c.id) {
+            bail!(
+                "--scenario {}: its id `{}` is already the id of {} (rename the file)",
+                file.display(),
+                c.id,
+                j.path.display()
+            );
+        }
+        jobs.push(Job {
+            what: format!("`{}` (--scenario)", c.path.display()),
+            id: c.id,
+            path: c.path,
+            steps: c.steps,
+            kind: Kind::Speed,
+        });
+    }
+    Ok(jobs)
+}
+
 /// Most FMU steps (macro steps x FMUs) one libcosim run takes: libcosim
 /// costs microseconds per FMU step, so its runs of the long scenarios are
 /// shortened (the figure is per step; the report gives the steps run).
@@ -243,23 +322,12 @@ fn run() -> Result<()> {
     if args.install {
         return Ok(());
     }
-    let selected: Vec<&Bench> = BENCHES
-        .iter()
-        .filter(|b| {
-            args.only.is_empty()
-                || args.only.iter().any(|o| {
-                    b.id == o || (!BENCHES.iter().any(|x| x.id == o) && b.id.contains(o.as_str()))
-                })
-        })
-        .collect();
-    if selected.is_empty() {
-        bail!("--only {:?} selects no benchmark", args.only);
-    }
+    let selected = select(&args)?;
 
     if let Some(dir) = &args.write_plans {
         std::fs::create_dir_all(dir)?;
         for b in selected.iter().filter(|b| b.kind == Kind::Speed) {
-            let p = plan::plan(&scenario_path(b.id), steps_of(b, args.quick))?;
+            let p = plan::plan(&b.path, b.steps)?;
             let file = dir.join(format!("{}.json", b.id));
             std::fs::write(&file, serde_json::to_string_pretty(&p)?)?;
             println!("{}", file.display());
@@ -283,12 +351,13 @@ fn run() -> Result<()> {
     }
 
     for b in &selected {
-        let steps = steps_of(b, args.quick);
-        let path = scenario_path(b.id);
+        let steps = b.steps;
+        let path = &b.path;
         match b.kind {
             Kind::Speed => {
                 eprintln!("{}: {} steps", b.id, steps);
-                let plan = plan::plan(&path, steps)?;
+                let plan = plan::plan(path, steps)
+                    .with_context(|| format!("{}: {}", b.id, path.display()))?;
                 let overrides = plan::overrides_for(plan.start, plan.step, steps);
                 let mut m: Vec<Measurement> =
                     [Contender::Raw, Contender::CosimOne, Contender::CosimAll]
@@ -321,7 +390,7 @@ fn run() -> Result<()> {
                             Contender::CosimOne => 1,
                             _ => 0,
                         };
-                        let r = cosim::run(&path, &overrides, threads)?;
+                        let r = cosim::run(path, &overrides, threads)?;
                         if r.steps != steps {
                             bail!("{}: cosim took {} steps, not {steps}", b.id, r.steps);
                         }
@@ -368,8 +437,8 @@ fn run() -> Result<()> {
                     }
                 }
                 let row = SpeedRow {
-                    id: b.id,
-                    what: b.what,
+                    id: b.id.clone(),
+                    what: b.what.clone(),
                     fmus: plan.fmus.len(),
                     connections: plan.connections.len(),
                     measurements: m,
@@ -392,7 +461,7 @@ fn run() -> Result<()> {
                     overrides.out = None;
                     off.push(cosim::run(&base_path, &overrides, 1)?.elapsed.as_secs_f64());
                     overrides.out = Some(out.path().to_path_buf());
-                    on.push(cosim::run(&path, &overrides, 1)?.elapsed.as_secs_f64());
+                    on.push(cosim::run(path, &overrides, 1)?.elapsed.as_secs_f64());
                     let trace = out.path().join("trace.csv");
                     bytes = std::fs::metadata(&trace)
                         .with_context(|| format!("{} was not written", trace.display()))?
@@ -400,8 +469,8 @@ fn run() -> Result<()> {
                 }
                 let columns = trace_columns(&out.path().join("trace.csv"))?;
                 let row = TraceRow {
-                    id: b.id,
-                    what: b.what,
+                    id: b.id.clone(),
+                    what: b.what.clone(),
                     fmus: p.fmus.len(),
                     columns,
                     bytes,
@@ -416,8 +485,8 @@ fn run() -> Result<()> {
                 let p = plan::plan(&scenario_path(scenario), 1)?;
                 let overrides = plan::overrides_for(p.start, p.step, 1);
                 let mut row = StartupRow {
-                    id: b.id,
-                    what: b.what,
+                    id: b.id.clone(),
+                    what: b.what.clone(),
                     fmus: p.fmus.len(),
                     prepare: Vec::new(),
                     initialize: Vec::new(),
@@ -463,4 +532,48 @@ fn trace_columns(path: &Path) -> Result<usize> {
     let mut header = String::new();
     std::io::BufReader::new(f).read_line(&mut header)?;
     Ok(header.trim_end().split(',').count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--scenario` is repeatable; without `--only` it runs alone, with
+    /// `--only` beside the built-in benchmarks selected; a file that is not
+    /// there, or whose id is already taken, is refused by name.
+    #[test]
+    fn scenario_option_selects_extra_benchmarks() {
+        cosim_cgain::install().unwrap();
+        let chain_3 = scenario_path("chain_3");
+        let chain_10 = scenario_path("chain_10");
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["cosim-bench"];
+            argv.extend_from_slice(extra);
+            Args::try_parse_from(argv).unwrap()
+        };
+        let a = chain_3.to_str().unwrap();
+        let b = chain_10.to_str().unwrap();
+        let args = parse(&["--scenario", a, "--scenario", b, "--steps", "10"]);
+        let jobs = select(&args).unwrap();
+        let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(ids, ["chain_3", "chain_10"]);
+        assert!(jobs.iter().all(|j| j.steps == 10 && j.kind == Kind::Speed));
+
+        let args = parse(&["--only", "chain_100", "--scenario", a]);
+        let jobs = select(&args).unwrap();
+        let ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(ids, ["chain_100", "chain_3"]);
+        assert_eq!(jobs[1].steps, 100_000, "the file's own 0..100 s at 1 ms");
+
+        let e = format!(
+            "{:#}",
+            select(&parse(&["--scenario", "nowhere.toml"])).unwrap_err()
+        );
+        assert!(e.contains("nowhere.toml"), "{e}");
+        let e = format!(
+            "{:#}",
+            select(&parse(&["--only", "chain_3", "--scenario", a])).unwrap_err()
+        );
+        assert!(e.contains("already the id"), "{e}");
+    }
 }

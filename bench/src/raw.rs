@@ -15,9 +15,16 @@
 //! start values, initialised (enter/exit initialization mode) and its outputs
 //! exchanged once. Only the stepping loop is timed.
 //!
-//! The callback struct passes a NULL logger (the project's FMUs accept it;
-//! a C-variadic logger cannot be written in stable Rust without a C shim,
-//! and logging is off anyway).
+//! The callback struct passes a logger that does nothing ([`no_log`]): the
+//! project's FMUs accept a NULL logger, but others refuse to instantiate
+//! without one (the Modelica Reference FMUs' `fmi2Instantiate` returns
+//! NULL), and logging is off anyway, so it is called at most on an error.
+//!
+//! Any FMI 2.0 FMU that runs under the fixed-step Jacobi master can be
+//! benchmarked (`--scenario`, [`crate::custom`]): only the connected
+//! `Real` inputs are set and the connected `Real` outputs read, whatever
+//! else the FMU has; its scalar `Real` and `Integer` parameters and start
+//! values are set before initialization as `cosim` sets them.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
@@ -37,11 +44,29 @@ const WARNING: Status = 1;
 /// `fmi2CallbackFunctions`: every function pointer as a nullable pointer.
 #[repr(C)]
 struct CallbackFunctions {
-    logger: *const c_void,
+    logger: Option<Logger>,
     allocate_memory: Option<unsafe extern "C" fn(usize, usize) -> *mut c_void>,
     free_memory: Option<unsafe extern "C" fn(*mut c_void)>,
     step_finished: *const c_void,
     component_environment: *mut c_void,
+}
+
+/// `fmi2CallbackLogger` without its variadic tail: the logger ignores every
+/// argument, so it needs none of the variadic ones (a C-variadic function
+/// cannot be defined in stable Rust; on the Linux ABIs the benchmark runs on,
+/// a variadic call passes the fixed arguments as a plain call does, and the
+/// callee reads no more of them).
+type Logger =
+    unsafe extern "C" fn(*mut c_void, *const c_char, Status, *const c_char, *const c_char);
+
+/// The logger the raw loop hands over: ignores every message.
+unsafe extern "C" fn no_log(
+    _env: *mut c_void,
+    _instance: *const c_char,
+    _status: Status,
+    _category: *const c_char,
+    _message: *const c_char,
+) {
 }
 
 unsafe extern "C" {
@@ -184,7 +209,7 @@ pub fn run(plan: &Plan) -> Result<RawRun> {
                     .join("linux64")
                     .join(format!("{}.so", f.model_identifier));
                 // SAFETY: loading runs the library's initialisers; the FMUs
-                // benchmarked are the project's own.
+                // benchmarked are the project's own or the user's (`--scenario`).
                 let lib = unsafe { Library::new(&so) }
                     .with_context(|| format!("load {}", so.display()))?;
                 let root = dir.path().to_path_buf();
@@ -198,7 +223,7 @@ pub fn run(plan: &Plan) -> Result<RawRun> {
     }
 
     let callbacks = CallbackFunctions {
-        logger: std::ptr::null(),
+        logger: Some(no_log),
         allocate_memory: Some(calloc),
         free_memory: Some(free),
         step_finished: std::ptr::null(),

@@ -86,10 +86,10 @@ pub fn median(xs: &[f64]) -> f64 {
 /// One speed scenario.
 #[derive(Debug, Clone)]
 pub struct SpeedRow {
-    /// Benchmark id.
-    pub id: &'static str,
+    /// Benchmark id (a `--scenario` file's stem for the user's own).
+    pub id: String,
     /// What it is.
-    pub what: &'static str,
+    pub what: String,
     /// FMU instances.
     pub fmus: usize,
     /// Connections.
@@ -148,9 +148,9 @@ impl SpeedRow {
 #[derive(Debug, Clone)]
 pub struct TraceRow {
     /// Benchmark id.
-    pub id: &'static str,
+    pub id: String,
     /// What it is.
-    pub what: &'static str,
+    pub what: String,
     /// FMU instances.
     pub fmus: usize,
     /// Columns of the trace (time included).
@@ -187,9 +187,9 @@ impl TraceRow {
 #[derive(Debug)]
 pub struct StartupRow {
     /// Benchmark id.
-    pub id: &'static str,
+    pub id: String,
     /// What it is.
-    pub what: &'static str,
+    pub what: String,
     /// FMU instances.
     pub fmus: usize,
     /// Seconds to load the scenario, extract, load and instantiate, per run.
@@ -619,8 +619,8 @@ mod tests {
             seconds: vec![s],
         };
         let row = SpeedRow {
-            id: "x",
-            what: "x",
+            id: "x".into(),
+            what: "x".into(),
             fmus: 2,
             connections: 1,
             measurements: vec![
