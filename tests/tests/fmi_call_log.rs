@@ -722,3 +722,71 @@ fn the_documented_examples_are_what_the_commands_log() {
         ),
     );
 }
+
+/// Read only what is used (issue 21), with typed outputs: the thermostat
+/// controller's coupled `heater_on` (Boolean) and `level` (Integer) are
+/// read after every step, its traced-only `switches` (Integer) only for
+/// the rows that show it (one every 10 steps here), and the rows are
+/// those of a run that writes a row every step.
+#[test]
+fn typed_outputs_only_traced_are_read_for_the_rows_that_show_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, interval: &str| -> (Vec<Call>, String) {
+        let log = dir.path().join(format!("{name}.log"));
+        let out = dir.path().join(name);
+        run_ok(
+            &scenario("thermostat.toml"),
+            &[
+                "--stop",
+                "60",
+                "--output-interval",
+                interval,
+                "--out",
+                out.to_str().unwrap(),
+                &format!("--log-fmi-calls={}", log.display()),
+            ],
+        );
+        let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+        (calls(&std::fs::read_to_string(&log).unwrap()), trace)
+    };
+    let (sparse, sparse_trace) = run("sparse", "5");
+    let controller = of(&sparse, "controller");
+    let steps = controller
+        .iter()
+        .filter(|c| c.function == "fmi2DoStep")
+        .count();
+    assert_eq!(steps, 120);
+    let reads = |var: &str| {
+        controller
+            .iter()
+            .filter(|c| c.function.starts_with("fmi2Get") && c.rest.contains(var))
+            .count()
+    };
+    // Every step, and during initialization.
+    assert!(reads("heater_on") > steps, "{}", reads("heater_on"));
+    assert!(reads("level") > steps, "{}", reads("level"));
+    // The 13 rows (t = 0, 5, .., 60), and during initialization.
+    let switches = reads("switches");
+    assert!(
+        (13..=16).contains(&switches),
+        "switches read {switches} times"
+    );
+    // Once stepping, `switches` is never read with the coupled values.
+    let first_step = position(&controller, "fmi2DoStep");
+    assert!(
+        controller[first_step..]
+            .iter()
+            .filter(|c| c.rest.contains("switches"))
+            .all(|c| !c.rest.contains("level")),
+        "{controller:#?}"
+    );
+
+    let (_, dense_trace) = run("dense", "0.5");
+    let dense: Vec<&str> = dense_trace.lines().collect();
+    let sparse: Vec<&str> = sparse_trace.lines().collect();
+    assert_eq!(sparse.len(), 14, "{sparse_trace}");
+    assert_eq!(sparse[0], dense[0]);
+    for (k, row) in sparse[1..].iter().enumerate() {
+        assert_eq!(*row, dense[1 + 10 * k], "row at t = {}", 5 * k);
+    }
+}

@@ -231,13 +231,11 @@ impl InputExtrapolation {
     /// [`InputExtrapolation::prepare`] for every subsystem marked in `due`
     /// (ZOH in one pass).
     pub fn prepare_due(&mut self, sys: &mut System, due: &[bool], t: f64) {
-        let due = due.iter().take(sys.len()).enumerate().filter(|&(_, &d)| d);
         if self.order == 0 {
-            for (s, _) in due {
-                sys.buffers_mut(s).hold_inputs();
-            }
+            sys.hold_inputs(due);
             return;
         }
+        let due = due.iter().take(sys.len()).enumerate().filter(|&(_, &d)| d);
         for (s, _) in due {
             self.prepare(sys, s, t);
         }
@@ -273,6 +271,7 @@ impl InputExtrapolation {
             b.taylor[i] = [b.u[i], 0.0, 0.0, 0.0];
         }
         b.deliver_orders = order;
+        b.held = false;
     }
 
     /// Prepares subsystem `s`'s inputs for a step starting at `x` by
@@ -319,6 +318,7 @@ impl InputExtrapolation {
             b.taylor[i] = [hist.point(skip)[i], 0.0, 0.0, 0.0];
         }
         b.deliver_orders = if deliver { order as u32 } else { 0 };
+        b.held = false;
     }
 
     /// Prepares subsystem `s`'s inputs for a Gauss-Seidel step `[t, t + h]`
@@ -342,6 +342,7 @@ impl InputExtrapolation {
         let (sources, ranges) = (&self.sources[s], &self.source_ranges[s]);
         let b = sys.buffers_mut(s);
         b.deliver_orders = if deliver { order as u32 } else { 0 };
+        b.held = false;
         for (i, tay) in b.taylor.iter_mut().enumerate() {
             let from = &sources[ranges[i]..ranges[i + 1]];
             let is_fresh = !from.is_empty()

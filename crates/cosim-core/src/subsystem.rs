@@ -10,7 +10,7 @@
 use cosim_fmi::model_description::{
     Causality, Dependencies, ModelDescription, Variability, VariableIndex,
 };
-use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepOutcome, Value};
+use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepCall, StepOutcome, Value};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -417,6 +417,24 @@ pub trait Subsystem: Send {
     /// Advances from `t` by `h`.
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome>;
 
+    /// One step with inputs held over it (zero-order hold, the common
+    /// case): [`Subsystem::set_inputs`] with `u`, [`Subsystem::do_step`]
+    /// from `t` by `h`, and, when the step completed,
+    /// [`Subsystem::get_observed_first`] of `n` slots into `y`. The same
+    /// calls in the same order; one dispatch instead of three on the
+    /// hot path (an FMU overrides it).
+    #[inline]
+    fn step_held(
+        &mut self,
+        u: &[f64],
+        t: f64,
+        h: f64,
+        n: usize,
+        y: &mut [f64],
+    ) -> Result<StepOutcome> {
+        step_held_in_calls(self, u, t, h, n, y)
+    }
+
     /// Whether [`Subsystem::start_step`] runs the step in the background
     /// (an FMU in another process), so that a Jacobi macro step can start
     /// every such subsystem before waiting for any.
@@ -566,6 +584,10 @@ pub struct FmuSubsystem {
     typed_inputs: Option<Box<TypedSlots>>,
     /// Observed slots by FMI type, likewise.
     typed_observed: Option<Box<TypedSlots>>,
+    /// How many observed slots, from the first, are scalar Float64
+    /// variables: slot `i` below it is `observed_vrs[i]`, read with one
+    /// Float64 call whatever the types after it.
+    float_prefix: usize,
     states: Vec<Option<StateHandle>>,
     counters: CallCounters,
     /// Parameters and start values, set during `enter_initialization`.
@@ -656,17 +678,41 @@ fn set_group<T: Copy + Default>(
     Ok(set(&g.vrs, &g.buf)?)
 }
 
-/// Reads one group into its scratch buffer (nothing when it is empty);
-/// returns whether it read.
+/// Reads the values of one group in slots `first..end` into its scratch
+/// buffer (nothing when none is in the range) and returns the part of the
+/// buffer read. A group with arrays (several slots per value reference)
+/// is read whole when any of its slots is in the range.
 fn get_group<T: Copy + Default>(
     g: &mut TypedGroup<T>,
+    (first, end): (usize, usize),
     get: impl FnOnce(&[u32], &mut [T]) -> cosim_fmi::Result<()>,
-) -> Result<bool> {
-    if g.vrs.is_empty() {
-        return Ok(false);
+) -> Result<std::ops::Range<usize>> {
+    // (Slots are in increasing order within a group.)
+    let lo = g.slots.partition_point(|&s| s < first);
+    let hi = g.slots.partition_point(|&s| s < end);
+    if lo == hi {
+        return Ok(0..0);
     }
-    get(&g.vrs, &mut g.buf)?;
-    Ok(true)
+    if g.vrs.len() != g.slots.len() {
+        get(&g.vrs, &mut g.buf)?;
+        return Ok(0..g.buf.len());
+    }
+    get(&g.vrs[lo..hi], &mut g.buf[lo..hi])?;
+    Ok(lo..hi)
+}
+
+impl<T: Copy + Default> TypedGroup<T> {
+    /// Writes the part `read` of the scratch buffer into its slots.
+    fn scatter_part(
+        &self,
+        read: std::ops::Range<usize>,
+        values: &mut [f64],
+        convert: impl Fn(T) -> f64,
+    ) {
+        for (&b, &s) in self.buf[read.clone()].iter().zip(&self.slots[read]) {
+            values[s] = convert(b);
+        }
+    }
 }
 
 impl TypedSlots {
@@ -788,52 +834,54 @@ impl TypedSlots {
         )
     }
 
-    fn get(&mut self, inst: &mut Instance, values: &mut [f64], info: &SubsystemInfo) -> Result<()> {
-        if get_group(&mut self.float, |v, b| inst.get_f64(v, b))? {
-            self.float.scatter(values, |x| x);
+    /// Reads observed slots `first..end` into `values` (a group with
+    /// arrays may read more of its slots: see [`get_group`]).
+    fn get(
+        &mut self,
+        inst: &mut Instance,
+        values: &mut [f64],
+        range: (usize, usize),
+        info: &SubsystemInfo,
+    ) -> Result<()> {
+        let r = get_group(&mut self.float, range, |v, b| inst.get_f64(v, b))?;
+        self.float.scatter_part(r, values, |x| x);
+        let r = get_group(&mut self.float32, range, |v, b| inst.get_f32(v, b))?;
+        self.float32.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.int8, range, |v, b| inst.get_i8(v, b))?;
+        self.int8.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.uint8, range, |v, b| inst.get_u8(v, b))?;
+        self.uint8.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.int16, range, |v, b| inst.get_i16(v, b))?;
+        self.int16.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.uint16, range, |v, b| inst.get_u16(v, b))?;
+        self.uint16.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.int32, range, |v, b| inst.get_i32(v, b))?;
+        self.int32.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.uint32, range, |v, b| inst.get_u32(v, b))?;
+        self.uint32.scatter_part(r, values, f64::from);
+        let r = get_group(&mut self.int64, range, |v, b| inst.get_i64(v, b))?;
+        let g = &self.int64;
+        if let Some(k) = g.buf[r.clone()]
+            .iter()
+            .position(|x| x.unsigned_abs() > EXACT_INTEGER_LIMIT)
+        {
+            let k = r.start + k;
+            return Err(integer_out_of_range(info, g.slots[k], &g.buf[k]));
         }
-        if get_group(&mut self.float32, |v, b| inst.get_f32(v, b))? {
-            self.float32.scatter(values, f64::from);
+        g.scatter_part(r, values, |x| x as f64);
+        let r = get_group(&mut self.uint64, range, |v, b| inst.get_u64(v, b))?;
+        let g = &self.uint64;
+        if let Some(k) = g.buf[r.clone()]
+            .iter()
+            .position(|&x| x > EXACT_INTEGER_LIMIT)
+        {
+            let k = r.start + k;
+            return Err(integer_out_of_range(info, g.slots[k], &g.buf[k]));
         }
-        if get_group(&mut self.int8, |v, b| inst.get_i8(v, b))? {
-            self.int8.scatter(values, f64::from);
-        }
-        if get_group(&mut self.uint8, |v, b| inst.get_u8(v, b))? {
-            self.uint8.scatter(values, f64::from);
-        }
-        if get_group(&mut self.int16, |v, b| inst.get_i16(v, b))? {
-            self.int16.scatter(values, f64::from);
-        }
-        if get_group(&mut self.uint16, |v, b| inst.get_u16(v, b))? {
-            self.uint16.scatter(values, f64::from);
-        }
-        if get_group(&mut self.int32, |v, b| inst.get_i32(v, b))? {
-            self.int32.scatter(values, f64::from);
-        }
-        if get_group(&mut self.uint32, |v, b| inst.get_u32(v, b))? {
-            self.uint32.scatter(values, f64::from);
-        }
-        if get_group(&mut self.int64, |v, b| inst.get_i64(v, b))? {
-            let g = &self.int64;
-            if let Some(k) = g
-                .buf
-                .iter()
-                .position(|x| x.unsigned_abs() > EXACT_INTEGER_LIMIT)
-            {
-                return Err(integer_out_of_range(info, g.slots[k], &g.buf[k]));
-            }
-            g.scatter(values, |x| x as f64);
-        }
-        if get_group(&mut self.uint64, |v, b| inst.get_u64(v, b))? {
-            let g = &self.uint64;
-            if let Some(k) = g.buf.iter().position(|&x| x > EXACT_INTEGER_LIMIT) {
-                return Err(integer_out_of_range(info, g.slots[k], &g.buf[k]));
-            }
-            g.scatter(values, |x| x as f64);
-        }
-        if get_group(&mut self.boolean, |v, b| inst.get_bool(v, b))? {
-            self.boolean.scatter(values, |b| if b { 1.0 } else { 0.0 });
-        }
+        g.scatter_part(r, values, |x| x as f64);
+        let r = get_group(&mut self.boolean, range, |v, b| inst.get_bool(v, b))?;
+        self.boolean
+            .scatter_part(r, values, |b| if b { 1.0 } else { 0.0 });
         Ok(())
     }
 }
@@ -873,6 +921,7 @@ impl FmuSubsystem {
             &info.name,
             instance.fmi_version() == cosim_fmi::FmiVersion::V3,
         );
+        let float_prefix = observed_vrs.len();
         FmuSubsystem {
             n_output_vars: info.n_outputs,
             info,
@@ -881,6 +930,7 @@ impl FmuSubsystem {
             observed_vrs,
             typed_inputs: None,
             typed_observed: None,
+            float_prefix,
             states: Vec::new(),
             counters: CallCounters::default(),
             start_values: StartValues::default(),
@@ -961,14 +1011,22 @@ impl FmuSubsystem {
         sub.n_output_vars = n_output_vars;
         sub.typed_inputs = typed_inputs;
         sub.typed_observed = typed_observed;
+        sub.float_prefix = observed
+            .iter()
+            .take_while(|sv| {
+                sv.shape.is_empty()
+                    && md.variables[sv.variable].var_type
+                        == cosim_fmi::model_description::VariableType::Float64
+            })
+            .count();
         Ok(sub)
     }
 
     /// Reads observed slots `first..end` into `values[first..end]` (`values`
-    /// has every slot); nothing for an empty range. Only scalar float slots
-    /// are read in part (a slot is then a value reference); with arrays
-    /// (one value reference for several slots) or typed slots (converted in
-    /// groups), every slot is read.
+    /// has every slot); nothing for an empty range. Typed slots are read
+    /// per FMI type, each type's slots in the range in one call. Where
+    /// arrays make a value reference fill several slots, more is read: all
+    /// float slots (no typed slots), or the whole type's group (typed).
     #[inline(always)]
     fn read_observed(&mut self, first: usize, end: usize, values: &mut [f64]) -> Result<()> {
         if first >= end {
@@ -977,6 +1035,10 @@ impl FmuSubsystem {
         self.tracker.begin(Call::GetOutputs);
         self.counters.get_outputs += 1;
         let result = match &mut self.typed_observed {
+            _ if end <= self.float_prefix => self
+                .instance
+                .get_f64(&self.observed_vrs[first..end], &mut values[first..end])
+                .map_err(crate::CoreError::from),
             None if self.observed_vrs.len() == values.len() => self
                 .instance
                 .get_f64(&self.observed_vrs[first..end], &mut values[first..end])
@@ -985,7 +1047,7 @@ impl FmuSubsystem {
                 .instance
                 .get_f64(&self.observed_vrs, values)
                 .map_err(crate::CoreError::from),
-            Some(typed) => typed.get(&mut self.instance, values, &self.info),
+            Some(typed) => typed.get(&mut self.instance, values, (first, end), &self.info),
         };
         self.tracker.end();
         result
@@ -999,6 +1061,27 @@ impl FmuSubsystem {
             ))
         })
     }
+}
+
+/// [`Subsystem::step_held`] as its three calls.
+#[inline]
+fn step_held_in_calls<S: Subsystem + ?Sized>(
+    sub: &mut S,
+    u: &[f64],
+    t: f64,
+    h: f64,
+    n: usize,
+    y: &mut [f64],
+) -> Result<StepOutcome> {
+    // (No call for no inputs, as when the inputs are set on their own.)
+    if !u.is_empty() {
+        sub.set_inputs(u)?;
+    }
+    let outcome = sub.do_step(t, h)?;
+    if outcome == StepOutcome::Completed {
+        sub.get_observed_first(n, y)?;
+    }
+    Ok(outcome)
 }
 
 impl Drop for FmuSubsystem {
@@ -1087,6 +1170,7 @@ impl Subsystem for FmuSubsystem {
         result
     }
 
+    #[inline]
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
@@ -1094,6 +1178,51 @@ impl Subsystem for FmuSubsystem {
         let outcome = self.instance.do_step(t, h, self.no_set_prior);
         self.tracker.end();
         outcome.map_err(crate::CoreError::from)
+    }
+
+    /// The three calls in one: with Float64 inputs and the slots read all
+    /// scalar Float64 (no conversion, one value reference per slot), the
+    /// FFI calls follow one another with the watchdog's marks between
+    /// them and no dispatch.
+    fn step_held(
+        &mut self,
+        u: &[f64],
+        t: f64,
+        h: f64,
+        n: usize,
+        y: &mut [f64],
+    ) -> Result<StepOutcome> {
+        let n = n.min(y.len());
+        if self.typed_inputs.is_some() || n > self.float_prefix {
+            return step_held_in_calls(self, u, t, h, n, y);
+        }
+        let (tracker, counters) = (&mut self.tracker, &mut self.counters);
+        let result = self.instance.set_step_get_f64(
+            &self.input_vrs,
+            u,
+            t,
+            h,
+            self.no_set_prior,
+            &self.observed_vrs[..n],
+            &mut y[..n],
+            |call| match call {
+                StepCall::SetInputs => {
+                    tracker.begin(Call::SetInputs);
+                    counters.set_inputs += 1;
+                }
+                StepCall::DoStep => {
+                    tracker.begin_step(t);
+                    counters.do_step += 1;
+                    counters.stepped_time += h;
+                }
+                StepCall::GetOutputs => {
+                    tracker.begin(Call::GetOutputs);
+                    counters.get_outputs += 1;
+                }
+            },
+        );
+        self.tracker.end();
+        result.map_err(crate::CoreError::from)
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {

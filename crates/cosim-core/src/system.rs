@@ -112,7 +112,11 @@ pub struct Buffers {
     pub u: Vec<f64>,
     /// Taylor expansion of each input at the start of its next step:
     /// `taylor[i] = [u, u', u'', u''']`. `taylor[i][0]` is the value set.
+    /// Not used while `held` (whoever writes it clears `held`).
     pub taylor: Vec<[f64; MAX_POINTS]>,
+    /// The inputs of the next step are held constant at `u_end`
+    /// ([`Buffers::hold_inputs`], zero-order hold): `taylor` is not read.
+    pub held: bool,
     /// How many derivative orders of `taylor` to deliver (0 = values only).
     pub deliver_orders: u32,
     /// Scratch for one derivative order, in slot order.
@@ -151,6 +155,7 @@ impl Buffers {
             u: vec![0.0; n_in],
             taylor: vec![[0.0; MAX_POINTS]; n_in],
             deliver_orders: 0,
+            held: false,
             scratch: vec![0.0; n_in],
             u_end: vec![0.0; n_in],
             y: vec![0.0; n_obs],
@@ -161,12 +166,18 @@ impl Buffers {
         }
     }
 
-    /// Sets every input's Taylor expansion to its coupled value held
-    /// constant (ZOH).
+    /// Holds every input constant at its coupled value over the next
+    /// step (ZOH): the values to set are `u_end` (the values at the step's
+    /// end too), taken from `u` now; `taylor` is left as it is.
+    #[inline]
     pub fn hold_inputs(&mut self) {
-        for (tay, &u) in self.taylor.iter_mut().zip(&self.u) {
-            *tay = [u, 0.0, 0.0, 0.0];
+        // (One value, the common case, without a call to memcpy.)
+        if let ([end], [u]) = (&mut self.u_end[..], &self.u[..]) {
+            *end = *u;
+        } else {
+            self.u_end.copy_from_slice(&self.u);
         }
+        self.held = true;
         self.deliver_orders = 0;
     }
 }
@@ -875,6 +886,28 @@ impl System {
         }
     }
 
+    /// Publishes the last read values of the subsystems selected by
+    /// `publish`.
+    #[inline]
+    pub fn publish_selected(&mut self, publish: &[bool]) {
+        for (b, _) in self.buffers.iter_mut().zip(publish).filter(|(_, p)| **p) {
+            if let ([y], [y_new]) = (&mut b.y[..], &b.y_new[..]) {
+                *y = *y_new;
+            } else {
+                b.y.copy_from_slice(&b.y_new);
+            }
+        }
+    }
+
+    /// Holds the inputs of the subsystems selected by `due` constant over
+    /// their next step ([`Buffers::hold_inputs`]).
+    #[inline]
+    pub fn hold_inputs(&mut self, due: &[bool]) {
+        for (b, _) in self.buffers.iter_mut().zip(due).filter(|(_, d)| **d) {
+            b.hold_inputs();
+        }
+    }
+
     /// Publishes every subsystem's last read values.
     pub fn publish_all(&mut self) {
         for b in &mut self.buffers {
@@ -1177,6 +1210,15 @@ fn step_subsystem(
     if b.step_wall_time.is_some() {
         return step_subsystem_timed(sub, b, t, h, policy, warned);
     }
+    if b.held {
+        // Zero-order hold: set, step and read in one call.
+        b.last_step = (t, h);
+        let hot = b.hot;
+        return match sub.step_held(&b.u_end, t, h, hot, &mut b.y_new) {
+            Ok(StepOutcome::Completed) => check_step_outputs(sub, b, t, h, policy, warned),
+            other => step_not_completed(sub, other, t, h),
+        };
+    }
     set_step_inputs(sub, b, t, h)?;
     match sub.do_step(t, h) {
         Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
@@ -1212,7 +1254,9 @@ fn step_subsystem_timed(
 #[inline]
 fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, t: f64, h: f64) -> Result<()> {
     if !b.u.is_empty() {
-        if b.deliver_orders == 0 {
+        if b.held {
+            sub.set_inputs(&b.u_end)?;
+        } else if b.deliver_orders == 0 {
             // Held constant over the step: it ends where it starts, so the
             // values set are those at its end.
             for (end, tay) in b.u_end.iter_mut().zip(&b.taylor) {
@@ -1268,8 +1312,21 @@ fn read_step_outputs(
 ) -> Result<()> {
     // The values the coupling needs (all of them, unless the system reads
     // only those: System::read_needed_only).
+    sub.get_observed_first(b.hot, &mut b.y_new)?;
+    check_step_outputs(sub, b, t, h, (policy, limit), warned)
+}
+
+/// Checks the observed values a completed step read into `y_new`.
+#[inline]
+fn check_step_outputs(
+    sub: &mut dyn Subsystem,
+    b: &mut Buffers,
+    t: f64,
+    h: f64,
+    (policy, limit): (NonFinitePolicy, f64),
+    warned: &mut [bool],
+) -> Result<()> {
     let hot = b.hot;
-    sub.get_observed_first(hot, &mut b.y_new)?;
     // One comparison per value on the hot path: NaN, infinite and too
     // large all fail it.
     let limit_abs = limit.min(f64::MAX);

@@ -3,7 +3,7 @@
 use crate::error::{FmiError, Result};
 use crate::ffi::fmi2::Fmi2Instance;
 use crate::ffi::fmi3::Fmi3Instance;
-use crate::ffi::{Phase, StateHandle, StepOutcome};
+use crate::ffi::{Phase, StateHandle, StepCall, StepOutcome};
 use crate::model_description::FmiVersion;
 
 /// Options for [`Fmu::instantiate`](crate::Fmu::instantiate).
@@ -346,6 +346,44 @@ impl Instance {
         match &mut self.inner {
             Inner::V2(i) => i.get_real(vrs, values),
             Inner::V3(i) => i.get_float64(vrs, values),
+        }
+    }
+
+    /// One step with float inputs held over it: sets `u` on `in_vrs`
+    /// (no call without inputs), steps from `t` by `h`, and when the step
+    /// completed reads `out_vrs` into `y` (no call without outputs). The
+    /// same calls, checks and errors as [`Instance::set_f64`],
+    /// [`Instance::do_step`] and [`Instance::get_f64`] in turn (FMI 2: in
+    /// one function, with the OK path inline). `mark` is told of each call
+    /// before it is made.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn set_step_get_f64(
+        &mut self,
+        in_vrs: &[u32],
+        u: &[f64],
+        t: f64,
+        h: f64,
+        no_set_prior: bool,
+        out_vrs: &[u32],
+        y: &mut [f64],
+        mut mark: impl FnMut(StepCall),
+    ) -> Result<StepOutcome> {
+        match &mut self.inner {
+            Inner::V2(i) => i.set_step_get_real(in_vrs, u, t, h, no_set_prior, out_vrs, y, mark),
+            Inner::V3(i) => {
+                if !in_vrs.is_empty() {
+                    mark(StepCall::SetInputs);
+                    i.set_float64(in_vrs, u)?;
+                }
+                mark(StepCall::DoStep);
+                let outcome = i.do_step(t, h, no_set_prior)?;
+                if outcome == StepOutcome::Completed && !out_vrs.is_empty() {
+                    mark(StepCall::GetOutputs);
+                    i.get_float64(out_vrs, y)?;
+                }
+                Ok(outcome)
+            }
         }
     }
 

@@ -31,7 +31,7 @@ pub mod model_description;
 pub use error::{FmiError, Result};
 pub use ffi::Status;
 pub use ffi::call_log::{CallLogSink, CallLogTarget};
-pub use ffi::{Phase, StateHandle, StepOutcome};
+pub use ffi::{Phase, StateHandle, StepCall, StepOutcome};
 pub use fmu::Fmu;
 pub use instance::{Instance, InstantiateOptions, Value};
 pub use model_description::{FmiVersion, ModelDescription};

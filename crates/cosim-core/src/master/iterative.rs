@@ -297,6 +297,7 @@ impl Master for Iterative {
                         (true, Interpolation::Hermite) => 3,
                         (true, Interpolation::Affine) => 1,
                     };
+                    b.held = false;
                 }
                 for x in run.hs.iter_mut() {
                     *x = dt;

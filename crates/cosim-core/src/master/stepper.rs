@@ -90,11 +90,7 @@ impl Stepper {
             Scheme::Jacobi => {
                 inputs.prepare_due(sys, &plan.due, t);
                 sys.step_jacobi(t, &plan.h, &plan.due)?;
-                for s in 0..sys.len() {
-                    if plan.publish[s] {
-                        sys.publish(s);
-                    }
-                }
+                sys.publish_selected(&plan.publish);
             }
             Scheme::GaussSeidel(order) => {
                 self.fresh.iter_mut().for_each(|f| *f = false);

@@ -9,7 +9,7 @@ use libloading::Library;
 
 use super::call_log::{CallLog, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
-use super::{Phase, StateHandle, Status, StepOutcome, check_len, next_instance_id};
+use super::{Phase, StateHandle, Status, StepCall, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
 
 type Component = *mut c_void;
@@ -749,6 +749,98 @@ impl Fmi2Instance {
         self.check("fmi2GetReal", code).map(|_| ())
     }
 
+    /// `fmi2SetReal` of `u` on `in_vrs` (none without inputs),
+    /// `fmi2DoStep` from `t` by `h` and, when the step completed,
+    /// `fmi2GetReal` of `out_vrs` into `y` (none without outputs): the
+    /// calls of [`Fmi2Instance::set_real`], [`Fmi2Instance::do_step`] and
+    /// [`Fmi2Instance::get_real`], with the same checks, logs and errors,
+    /// checked once where they can be and with every status but OK and
+    /// every logged call out of line. `mark` is told of each call before
+    /// it is made.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn set_step_get_real(
+        &mut self,
+        in_vrs: &[u32],
+        u: &[f64],
+        t: f64,
+        h: f64,
+        no_set_prior: bool,
+        out_vrs: &[u32],
+        y: &mut [f64],
+        mut mark: impl FnMut(StepCall),
+    ) -> Result<StepOutcome> {
+        check_len(&self.name, "fmi2SetReal", in_vrs.len(), u.len())?;
+        check_len(&self.name, "fmi2GetReal", out_vrs.len(), y.len())?;
+        let logged = self.call_log.is_some();
+        if !in_vrs.is_empty() {
+            mark(StepCall::SetInputs);
+            self.alive("fmi2SetReal")?;
+            // SAFETY: both slices have in_vrs.len() elements (checked above).
+            let code = unsafe {
+                (self.lib.functions.set_real)(
+                    self.component,
+                    in_vrs.as_ptr(),
+                    in_vrs.len(),
+                    u.as_ptr(),
+                )
+            };
+            if code != 0 || logged {
+                self.set_real_returned(code, in_vrs, u)?;
+            }
+        }
+        mark(StepCall::DoStep);
+        self.alive("fmi2DoStep")?;
+        self.time = t;
+        // SAFETY: component is live.
+        let code = unsafe {
+            (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
+        };
+        if code != 0 || logged {
+            let outcome = self.do_step_returned(code, t, h, no_set_prior)?;
+            if outcome != StepOutcome::Completed {
+                return Ok(outcome);
+            }
+        } else {
+            self.time = t + h;
+        }
+        if !out_vrs.is_empty() {
+            mark(StepCall::GetOutputs);
+            self.alive("fmi2GetReal")?;
+            // SAFETY: both slices have out_vrs.len() elements (checked above).
+            let code = unsafe {
+                (self.lib.functions.get_real)(
+                    self.component,
+                    out_vrs.as_ptr(),
+                    out_vrs.len(),
+                    y.as_mut_ptr(),
+                )
+            };
+            if code != 0 || logged {
+                self.get_real_returned(code, out_vrs, y)?;
+            }
+        }
+        Ok(StepOutcome::Completed)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_real_returned(&mut self, code: Fmi2Status, vrs: &[u32], values: &[f64]) -> Result<()> {
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2SetReal", VrKind::Real, vrs, values);
+        }
+        self.check("fmi2SetReal", code).map(|_| ())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_real_returned(&mut self, code: Fmi2Status, vrs: &[u32], values: &[f64]) -> Result<()> {
+        if let Some(log) = &self.call_log {
+            log_values(log, code, "fmi2GetReal", VrKind::Real, vrs, values);
+        }
+        self.check("fmi2GetReal", code).map(|_| ())
+    }
+
     /// `fmi2SetReal`.
     #[inline]
     pub fn set_real(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
@@ -907,6 +999,26 @@ impl Fmi2Instance {
         let code = unsafe {
             (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
         };
+        if code == 0 && self.call_log.is_none() {
+            // The hot path: a completed step, nothing to log.
+            self.time = t + h;
+            return Ok(StepOutcome::Completed);
+        }
+        self.do_step_returned(code, t, h, no_set_prior)
+    }
+
+    /// What [`Fmi2Instance::do_step`] does after `fmi2DoStep` returned
+    /// `code`, unless the step completed with nothing to log: log it, ask
+    /// a discarding FMU why, check the status.
+    #[cold]
+    #[inline(never)]
+    fn do_step_returned(
+        &mut self,
+        code: Fmi2Status,
+        t: f64,
+        h: f64,
+        no_set_prior: bool,
+    ) -> Result<StepOutcome> {
         if let Some(log) = &self.call_log {
             log_do_step(log, code, t, h, no_set_prior);
         }

@@ -75,6 +75,18 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// The calls of one held-input step ([`crate::Instance::set_step_get_f64`]),
+/// announced to the caller before each is made (for a watchdog).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepCall {
+    /// Setting the inputs.
+    SetInputs,
+    /// `doStep`.
+    DoStep,
+    /// Reading the outputs.
+    GetOutputs,
+}
+
 /// How a `doStep` call ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StepOutcome {
