@@ -171,12 +171,7 @@ impl Buffers {
     /// end too), taken from `u` now; `taylor` is left as it is.
     #[inline]
     pub fn hold_inputs(&mut self) {
-        // (One value, the common case, without a call to memcpy.)
-        if let ([end], [u]) = (&mut self.u_end[..], &self.u[..]) {
-            *end = *u;
-        } else {
-            self.u_end.copy_from_slice(&self.u);
-        }
+        copy_values(&mut self.u_end, &self.u);
         self.held = true;
         self.deliver_orders = 0;
     }
@@ -878,12 +873,7 @@ impl System {
     #[inline]
     pub fn publish(&mut self, s: usize) {
         let b = &mut self.buffers[s];
-        // (One value, the common case, without a call to memcpy.)
-        if let ([y], [y_new]) = (&mut b.y[..], &b.y_new[..]) {
-            *y = *y_new;
-        } else {
-            b.y.copy_from_slice(&b.y_new);
-        }
+        copy_values(&mut b.y, &b.y_new);
     }
 
     /// Publishes the last read values of the subsystems selected by
@@ -891,11 +881,7 @@ impl System {
     #[inline]
     pub fn publish_selected(&mut self, publish: &[bool]) {
         for (b, _) in self.buffers.iter_mut().zip(publish).filter(|(_, p)| **p) {
-            if let ([y], [y_new]) = (&mut b.y[..], &b.y_new[..]) {
-                *y = *y_new;
-            } else {
-                b.y.copy_from_slice(&b.y_new);
-            }
+            copy_values(&mut b.y, &b.y_new);
         }
     }
 
@@ -957,13 +943,14 @@ impl System {
             if self.background.iter().any(|&b| b) {
                 return self.step_jacobi_overlapped(t, h, due);
             }
-            return self
-                .subsystems
-                .iter_mut()
-                .zip(self.buffers.iter_mut())
-                .zip(self.nonfinite_warned.iter_mut())
-                .zip(h.iter().zip(due.iter()))
-                .try_for_each(work);
+            return jacobi_inline(
+                &mut self.subsystems,
+                &mut self.buffers,
+                &mut self.nonfinite_warned,
+                (t, h, due),
+                policy,
+                false,
+            );
         };
         // A step of fewer than two subsystems has nothing to parallelise
         // and says nothing about the pool: run it inline, untimed.
@@ -999,12 +986,7 @@ impl System {
             Way::Inline if self.background.iter().any(|&b| b) => {
                 self.step_jacobi_overlapped(t, h, due)
             }
-            Way::Inline => subs
-                .iter_mut()
-                .zip(bufs.iter_mut())
-                .zip(warned.iter_mut())
-                .zip(h.iter().zip(due.iter()))
-                .try_for_each(work),
+            Way::Inline => jacobi_inline(subs, bufs, warned, (t, h, due), policy, false),
         };
         if several && let Some(d) = self.pool_chooser.record(way, started.map(|s| s.elapsed())) {
             tracing::debug!(
@@ -1019,6 +1001,26 @@ impl System {
             );
         }
         result
+    }
+
+    /// Holds the inputs of the subsystems selected by `due` constant over
+    /// their step ([`Buffers::hold_inputs`], zero-order hold) and steps
+    /// them, Jacobi: [`System::hold_inputs`] then [`System::step_jacobi`],
+    /// in one pass over the subsystems where they step inline.
+    pub fn step_jacobi_held(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
+        if self.pool.is_some() || self.background.iter().any(|&b| b) {
+            self.hold_inputs(due);
+            return self.step_jacobi(t, h, due);
+        }
+        self.rest_stale |= self.lazy;
+        jacobi_inline(
+            &mut self.subsystems,
+            &mut self.buffers,
+            &mut self.nonfinite_warned,
+            (t, h, due),
+            (self.nonfinite, self.divergence_limit),
+            true,
+        )
     }
 
     /// Inline Jacobi with subsystems that step in the background (FMUs in
@@ -1198,7 +1200,47 @@ impl System {
     }
 }
 
+/// `dst.copy_from_slice(src)`, without a call to memcpy for the common
+/// few values (the hot path copies a subsystem's inputs and outputs every
+/// macro step, often none or one).
+#[inline(always)]
+fn copy_values(dst: &mut [f64], src: &[f64]) {
+    match (dst, src) {
+        ([], []) => {}
+        ([d], [s]) => *d = *s,
+        ([d0, d1], [s0, s1]) => (*d0, *d1) = (*s0, *s1),
+        (dst, src) => dst.copy_from_slice(src),
+    }
+}
+
+/// Jacobi inline: each subsystem selected by `due` steps in turn by its
+/// `h` from `t`, its inputs first held ([`Buffers::hold_inputs`]) when
+/// `hold`. Stops at the first error.
+#[inline]
+fn jacobi_inline(
+    subs: &mut [Box<dyn Subsystem>],
+    bufs: &mut [Buffers],
+    warned: &mut [Vec<bool>],
+    (t, h, due): (f64, &[f64], &[bool]),
+    policy: (NonFinitePolicy, f64),
+    hold: bool,
+) -> Result<()> {
+    let n = subs.len().min(bufs.len()).min(warned.len());
+    let n = n.min(h.len()).min(due.len());
+    for s in 0..n {
+        if due[s] {
+            let b = &mut bufs[s];
+            if hold {
+                b.hold_inputs();
+            }
+            step_subsystem(subs[s].as_mut(), b, t, h[s], policy, &mut warned[s])?;
+        }
+    }
+    Ok(())
+}
+
 /// The step primitive: deliver prepared inputs, step, read, check.
+#[inline(always)]
 fn step_subsystem(
     sub: &mut dyn Subsystem,
     b: &mut Buffers,

@@ -88,8 +88,13 @@ impl Stepper {
     ) -> Result<()> {
         match &self.scheme {
             Scheme::Jacobi => {
-                inputs.prepare_due(sys, &plan.due, t);
-                sys.step_jacobi(t, &plan.h, &plan.due)?;
+                if inputs.order() == 0 {
+                    // Zero-order hold, in the same pass as the steps.
+                    sys.step_jacobi_held(t, &plan.h, &plan.due)?;
+                } else {
+                    inputs.prepare_due(sys, &plan.due, t);
+                    sys.step_jacobi(t, &plan.h, &plan.due)?;
+                }
                 sys.publish_selected(&plan.publish);
             }
             Scheme::GaussSeidel(order) => {
