@@ -55,6 +55,9 @@ struct Running {
     single_rate: bool,
     /// Couplings held between multiples of an lcm (Jacobi only).
     holds: Option<Holds>,
+    /// The last stop time asked for and its ticks (the run loop asks for
+    /// the same one every macro step: rounded once).
+    stop: (f64, i64),
 }
 
 /// libcosim's transfer rule for the couplings between subsystems whose
@@ -250,6 +253,7 @@ impl Master for FixedStep {
             n: 0,
             publish_at: vec![None; sys.len()],
             single_rate: sys.step_multiples().iter().all(|&k| k <= 1),
+            stop: (f64::NAN, 0),
             holds: match self.scheme {
                 Scheme::Jacobi => Holds::new(sys),
                 Scheme::GaussSeidel(_) => None,
@@ -265,19 +269,25 @@ impl Master for FixedStep {
             .ok_or_else(|| CoreError::Config("fixed-step master used before start".into()))?;
         let n = run.n;
         let t = sys.time();
+        let sys_ticks = sys.ticks();
         let base = sys.time_base();
-        let (t0, h, stop) = (run.t0, run.h, base.round(t_stop));
+        if run.stop.0.to_bits() != t_stop.to_bits() {
+            run.stop = (t_stop, base.round(t_stop));
+        }
+        let (t0, h, stop) = (run.t0, run.h, run.stop.1);
         // The end of macro step m, in seconds: the stop time where less
         // than a millionth of a step would be left.
-        let point = |m: u64| {
+        let point_ticks = |m: u64| {
             let end = t0.saturating_add((m as i64).saturating_mul(h));
             if (stop - end) as f64 <= 1e-6 * h as f64 {
-                base.seconds(stop)
+                stop
             } else {
-                base.seconds(end)
+                end
             }
         };
-        let t_next = point(n + 1);
+        let point = |m: u64| base.seconds(point_ticks(m));
+        let next = point_ticks(n + 1);
+        let t_next = base.seconds(next);
 
         // Which subsystems start a step now, over how long, and who
         // publishes at the end of this macro step. Single rate: everyone,
@@ -316,7 +326,15 @@ impl Master for FixedStep {
         run.n += 1;
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;
-        Ok(StepReport::simple(t, base.span(t, t_next)))
+        // `base.span(t, t_next)`, from the ticks at hand where they convert
+        // to seconds and back exactly.
+        const EXACT: u64 = 1 << 53;
+        let dt = if next.unsigned_abs() < EXACT && sys_ticks.unsigned_abs() < EXACT {
+            base.seconds(next - sys_ticks)
+        } else {
+            base.span(t, t_next)
+        };
+        Ok(StepReport::simple(t, dt))
     }
 
     fn stats(&self) -> MasterStats {
