@@ -59,26 +59,15 @@ pub fn custom(file: &Path, steps: Option<u64>, quick: bool) -> Result<Custom> {
 pub fn check(path: &Path) -> Result<u64> {
     let scenario = plan::load_scenario(path, &Overrides::default())?;
     let nodes = nest::prepare_nodes(&scenario, None, None).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let names: Vec<String> = scenario
-        .subsystems()
-        .iter()
-        .map(|s| s.name.value.clone())
-        .collect();
+    let names = plan::subsystem_names(&scenario);
     for (name, node) in names.iter().zip(&nodes) {
         if matches!(node, Node::Nest(_)) {
             bail!("subsystem {name} is a nested system (the raw loop runs FMUs only)");
         }
     }
+    let r = plan::resolve(&scenario, &nodes)?;
     let mds: Vec<&cosim_fmi::ModelDescription> =
         nodes.iter().map(|n| n.model_description()).collect();
-    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
-        .iter()
-        .zip(&mds)
-        .map(|(n, md)| (n.as_str(), *md))
-        .collect();
-    let r = scenario
-        .resolve(&models)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let m = &r.master;
     if m.kind != MasterKind::FixedStep {
         bail!("[master] kind is not \"fixed-step\" (the raw loop is a fixed-step Jacobi loop)");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use cosim_fmi::model_description::{Causality, FmiVersion, StartValue, VariableType};
-use cosim_scenario::{Assignment, MasterKind, Overrides, Scenario, Scheme, nest};
+use cosim_scenario::{Assignment, MasterKind, Overrides, ResolvedScenario, Scenario, Scheme, nest};
 use serde::Serialize;
 
 /// A value given to a variable before initialization.
@@ -94,6 +94,29 @@ pub fn load_scenario(path: &Path, overrides: &Overrides) -> Result<Scenario> {
     Ok(scenario)
 }
 
+/// The names of `scenario`'s subsystems, in order.
+pub fn subsystem_names(scenario: &Scenario) -> Vec<String> {
+    scenario
+        .subsystems()
+        .iter()
+        .map(|s| s.name.value.clone())
+        .collect()
+}
+
+/// Resolves `scenario` against the model descriptions of its prepared
+/// `nodes` (its connections, bonds and master, checked).
+pub fn resolve(scenario: &Scenario, nodes: &[nest::Node]) -> Result<ResolvedScenario> {
+    let names = subsystem_names(scenario);
+    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
+        .iter()
+        .zip(nodes)
+        .map(|(n, node)| (n.as_str(), node.model_description()))
+        .collect();
+    scenario
+        .resolve(&models)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// Reduces a benchmark scenario to a [`Plan`] of `steps` macro steps.
 /// Refuses what the raw loop and the peer cannot reproduce: another master
 /// than fixed-step Jacobi, step multiples, nested systems, FMI 3 FMUs,
@@ -101,21 +124,9 @@ pub fn load_scenario(path: &Path, overrides: &Overrides) -> Result<Scenario> {
 pub fn plan(path: &Path, steps: u64) -> Result<Plan> {
     let scenario = load_scenario(path, &Overrides::default())?;
     let nodes = nest::prepare_nodes(&scenario, None, None).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let names: Vec<String> = scenario
-        .subsystems()
-        .iter()
-        .map(|s| s.name.value.clone())
-        .collect();
+    let resolved = resolve(&scenario, &nodes)?;
     let mds: Vec<&cosim_fmi::ModelDescription> =
         nodes.iter().map(|n| n.model_description()).collect();
-    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
-        .iter()
-        .zip(&mds)
-        .map(|(n, md)| (n.as_str(), *md))
-        .collect();
-    let resolved = scenario
-        .resolve(&models)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let m = &resolved.master;
     if m.kind != MasterKind::FixedStep || m.scheme != Scheme::Jacobi || m.extrapolation != 0 {
         bail!(
