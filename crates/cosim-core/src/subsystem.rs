@@ -435,6 +435,14 @@ pub trait Subsystem: Send {
         step_held_in_calls(self, u, t, h, n, y)
     }
 
+    /// This subsystem as an FMU in this process, for the step primitive to
+    /// call [`FmuSubsystem::step_held_direct`] without a dynamic dispatch
+    /// (the common case of the hot path). `None` by default: wrappers and
+    /// other subsystems step through the trait.
+    fn as_fmu(&mut self) -> Option<&mut FmuSubsystem> {
+        None
+    }
+
     /// Whether [`Subsystem::start_step`] runs the step in the background
     /// (an FMU in another process), so that a Jacobi macro step can start
     /// every such subsystem before waiting for any.
@@ -1053,6 +1061,73 @@ impl FmuSubsystem {
         result
     }
 
+    /// [`Subsystem::step_held`]: the three calls in one: with Float64 inputs and the slots read all
+    /// scalar Float64 (no conversion, one value reference per slot), the
+    /// FFI calls follow one another with the watchdog's marks between
+    /// them and no dispatch.
+    #[inline(always)]
+    pub fn step_held_direct(
+        &mut self,
+        u: &[f64],
+        t: f64,
+        h: f64,
+        n: usize,
+        y: &mut [f64],
+    ) -> Result<StepOutcome> {
+        let n = n.min(y.len());
+        if self.typed_inputs.is_some() || n > self.float_prefix {
+            return self.step_held_typed(u, t, h, n, y);
+        }
+        let (tracker, counters) = (&mut self.tracker, &mut self.counters);
+        // One sequence number for the step's calls (the watchdog tells
+        // them apart by the call).
+        let grouped = !self.input_vrs.is_empty();
+        let result = self.instance.set_step_get_f64(
+            &self.input_vrs,
+            u,
+            t,
+            h,
+            self.no_set_prior,
+            &self.observed_vrs[..n],
+            &mut y[..n],
+            |call| match call {
+                StepCall::SetInputs => {
+                    tracker.begin(Call::SetInputs);
+                    counters.set_inputs += 1;
+                }
+                StepCall::DoStep => {
+                    if grouped {
+                        tracker.then_step(t);
+                    } else {
+                        tracker.begin_step(t);
+                    }
+                    counters.do_step += 1;
+                    counters.stepped_time += h;
+                }
+                StepCall::GetOutputs => {
+                    tracker.then(Call::GetOutputs);
+                    counters.get_outputs += 1;
+                }
+            },
+        );
+        self.tracker.end();
+        result.map_err(crate::CoreError::from)
+    }
+
+    /// [`FmuSubsystem::step_held_direct`] with typed slots: the three calls
+    /// one after the other (out of line: not the hot path's case).
+    #[inline(never)]
+    fn step_held_typed(
+        &mut self,
+        u: &[f64],
+        t: f64,
+        h: f64,
+        n: usize,
+        y: &mut [f64],
+    ) -> Result<StepOutcome> {
+        step_held_in_calls(self, u, t, h, n, y)
+    }
+
     fn state_handle(&self, id: StateId) -> Result<StateHandle> {
         self.states.get(id.0).copied().flatten().ok_or_else(|| {
             crate::CoreError::Config(format!(
@@ -1180,10 +1255,6 @@ impl Subsystem for FmuSubsystem {
         outcome.map_err(crate::CoreError::from)
     }
 
-    /// The three calls in one: with Float64 inputs and the slots read all
-    /// scalar Float64 (no conversion, one value reference per slot), the
-    /// FFI calls follow one another with the watchdog's marks between
-    /// them and no dispatch.
     fn step_held(
         &mut self,
         u: &[f64],
@@ -1192,37 +1263,11 @@ impl Subsystem for FmuSubsystem {
         n: usize,
         y: &mut [f64],
     ) -> Result<StepOutcome> {
-        let n = n.min(y.len());
-        if self.typed_inputs.is_some() || n > self.float_prefix {
-            return step_held_in_calls(self, u, t, h, n, y);
-        }
-        let (tracker, counters) = (&mut self.tracker, &mut self.counters);
-        let result = self.instance.set_step_get_f64(
-            &self.input_vrs,
-            u,
-            t,
-            h,
-            self.no_set_prior,
-            &self.observed_vrs[..n],
-            &mut y[..n],
-            |call| match call {
-                StepCall::SetInputs => {
-                    tracker.begin(Call::SetInputs);
-                    counters.set_inputs += 1;
-                }
-                StepCall::DoStep => {
-                    tracker.begin_step(t);
-                    counters.do_step += 1;
-                    counters.stepped_time += h;
-                }
-                StepCall::GetOutputs => {
-                    tracker.begin(Call::GetOutputs);
-                    counters.get_outputs += 1;
-                }
-            },
-        );
-        self.tracker.end();
-        result.map_err(crate::CoreError::from)
+        self.step_held_direct(u, t, h, n, y)
+    }
+
+    fn as_fmu(&mut self) -> Option<&mut FmuSubsystem> {
+        Some(self)
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {

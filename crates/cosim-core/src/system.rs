@@ -1256,7 +1256,12 @@ fn step_subsystem(
         // Zero-order hold: set, step and read in one call.
         b.last_step = (t, h);
         let hot = b.hot;
-        return match sub.step_held(&b.u_end, t, h, hot, &mut b.y_new) {
+        let outcome = match sub.as_fmu() {
+            // (The FMU's step inlined here: no dispatch on the hot path.)
+            Some(fmu) => fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new),
+            None => sub.step_held(&b.u_end, t, h, hot, &mut b.y_new),
+        };
+        return match outcome {
             Ok(StepOutcome::Completed) => check_step_outputs(sub, b, t, h, policy, warned),
             other => step_not_completed(sub, other, t, h),
         };

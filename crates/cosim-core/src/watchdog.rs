@@ -138,6 +138,23 @@ impl CallTracker {
         self.begin(Call::DoStep);
     }
 
+    /// The next call of a group that [`CallTracker::begin`] began (one
+    /// step's set, `doStep` and get): its own word, without a new sequence
+    /// number (the call differs from the one before it in the group).
+    #[inline]
+    pub fn then(&mut self, call: Call) {
+        self.shared
+            .word
+            .store(self.sequence << 8 | call as u64, Ordering::Relaxed);
+    }
+
+    /// [`CallTracker::then`] for a `doStep` from `t`.
+    #[inline]
+    pub fn then_step(&mut self, t: f64) {
+        self.shared.t.store(t.to_bits(), Ordering::Relaxed);
+        self.then(Call::DoStep);
+    }
+
     /// The call returned.
     #[inline]
     pub fn end(&mut self) {

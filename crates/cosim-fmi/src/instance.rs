@@ -356,7 +356,7 @@ impl Instance {
     /// [`Instance::do_step`] and [`Instance::get_f64`] in turn (FMI 2: in
     /// one function, with the OK path inline). `mark` is told of each call
     /// before it is made.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn set_step_get_f64(
         &mut self,

@@ -757,7 +757,7 @@ impl Fmi2Instance {
     /// checked once where they can be and with every status but OK and
     /// every logged call out of line. `mark` is told of each call before
     /// it is made.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn set_step_get_real(
         &mut self,
@@ -773,9 +773,15 @@ impl Fmi2Instance {
         check_len(&self.name, "fmi2SetReal", in_vrs.len(), u.len())?;
         check_len(&self.name, "fmi2GetReal", out_vrs.len(), y.len())?;
         let logged = self.call_log.is_some();
+        // Only a status checked out of line can end the instance, and then
+        // the call returns its error: alive once is alive for all three.
+        self.alive(if in_vrs.is_empty() {
+            "fmi2DoStep"
+        } else {
+            "fmi2SetReal"
+        })?;
         if !in_vrs.is_empty() {
             mark(StepCall::SetInputs);
-            self.alive("fmi2SetReal")?;
             // SAFETY: both slices have in_vrs.len() elements (checked above).
             let code = unsafe {
                 (self.lib.functions.set_real)(
@@ -790,7 +796,6 @@ impl Fmi2Instance {
             }
         }
         mark(StepCall::DoStep);
-        self.alive("fmi2DoStep")?;
         self.time = t;
         // SAFETY: component is live.
         let code = unsafe {
@@ -806,7 +811,6 @@ impl Fmi2Instance {
         }
         if !out_vrs.is_empty() {
             mark(StepCall::GetOutputs);
-            self.alive("fmi2GetReal")?;
             // SAFETY: both slices have out_vrs.len() elements (checked above).
             let code = unsafe {
                 (self.lib.functions.get_real)(
