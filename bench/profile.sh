@@ -6,6 +6,7 @@
 #   bench/profile.sh                      # chain_3 chain_10 chain_10_vars chain_100, 20000 steps
 #   bench/profile.sh chain_10 b1_quarter_car --steps 5000
 #   bench/profile.sh --annotate chain_10  # also the functions, self cost
+#   bench/profile.sh target/reference-fmus/scenarios/ref_chain_10.toml   # any scenario file
 #
 # The figure: instructions of Execution::run_with_outputs (the whole run
 # loop with initialization, which is negligible at these step counts)
@@ -30,7 +31,11 @@ target="${CARGO_TARGET_DIR:-target}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 for id in "${ids[@]}"; do
-    scenario="bench/scenarios/$id.toml"
+    # A benchmark id, or a scenario file (bench/reference.sh writes some).
+    case "$id" in
+        *.toml) scenario="$id"; id="$(basename "$id" .toml)" ;;
+        *) scenario="bench/scenarios/$id.toml" ;;
+    esac
     n=$(grep -c '^\[\[subsystems\]\]' "$scenario")
     step=$(sed -n 's/^step *= *\([0-9.e+-]*\).*/\1/p' "$scenario" | head -1)
     stop=$(python3 -c "print($steps * $step)")
