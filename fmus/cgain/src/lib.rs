@@ -37,8 +37,12 @@ pub fn install() -> std::io::Result<(PathBuf, PathBuf)> {
         let bytes = std::fs::read(from)?;
         if std::fs::read(&to).ok().as_deref() != Some(bytes.as_slice()) {
             // Written beside, then renamed: a concurrent reader never sees
-            // half a file.
-            let tmp = dir.join(format!(".CGain.fmu.{}", std::process::id()));
+            // half a file. The name is unique to this call, so concurrent
+            // installs (tests on several threads, several processes) do
+            // not rename each other's file away.
+            static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = dir.join(format!(".CGain.fmu.{}.{call}", std::process::id()));
             std::fs::write(&tmp, &bytes)?;
             std::fs::rename(&tmp, &to)?;
         }
