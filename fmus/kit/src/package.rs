@@ -76,7 +76,11 @@ pub fn package(req: &PackageRequest<'_>, library: &Path, out: &Path) -> io::Resu
     if let Some(dir) = out.parent() {
         fs::create_dir_all(dir)?;
     }
-    let tmp = out.with_extension(format!("fmu.tmp{}", std::process::id()));
+    // A temporary name unique to this call: concurrent packagings of one
+    // output (threads of one process too) never rename each other's file.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = out.with_extension(format!("fmu.tmp{}.{call}", std::process::id()));
     let result = (|| -> io::Result<()> {
         let file = fs::File::create(&tmp)?;
         let mut zip = ZipWriter::new(file);
