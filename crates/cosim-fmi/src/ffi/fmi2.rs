@@ -792,7 +792,7 @@ impl Fmi2Instance {
                 )
             };
             if code != 0 || logged {
-                self.set_real_returned(code, in_vrs, u)?;
+                self.reals_returned("fmi2SetReal", code, in_vrs, u)?;
             }
         }
         mark(StepCall::DoStep);
@@ -821,28 +821,29 @@ impl Fmi2Instance {
                 )
             };
             if code != 0 || logged {
-                self.get_real_returned(code, out_vrs, y)?;
+                self.reals_returned("fmi2GetReal", code, out_vrs, y)?;
             }
         }
         Ok(StepOutcome::Completed)
     }
 
+    /// What follows `function` (`fmi2SetReal` or `fmi2GetReal` of `vrs`,
+    /// `values`) returning `code` in [`Fmi2Instance::set_step_get_real`],
+    /// unless it returned OK with nothing to log: its log line, its status
+    /// checked.
     #[cold]
     #[inline(never)]
-    fn set_real_returned(&mut self, code: Fmi2Status, vrs: &[u32], values: &[f64]) -> Result<()> {
+    fn reals_returned(
+        &mut self,
+        function: &'static str,
+        code: Fmi2Status,
+        vrs: &[u32],
+        values: &[f64],
+    ) -> Result<()> {
         if let Some(log) = &self.call_log {
-            log_values(log, code, "fmi2SetReal", VrKind::Real, vrs, values);
+            log_values(log, code, function, VrKind::Real, vrs, values);
         }
-        self.check("fmi2SetReal", code).map(|_| ())
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn get_real_returned(&mut self, code: Fmi2Status, vrs: &[u32], values: &[f64]) -> Result<()> {
-        if let Some(log) = &self.call_log {
-            log_values(log, code, "fmi2GetReal", VrKind::Real, vrs, values);
-        }
-        self.check("fmi2GetReal", code).map(|_| ())
+        self.check(function, code).map(|_| ())
     }
 
     /// `fmi2SetReal`.
