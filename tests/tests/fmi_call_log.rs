@@ -790,3 +790,120 @@ fn typed_outputs_only_traced_are_read_for_the_rows_that_show_them() {
         assert_eq!(*row, dense[1 + 10 * k], "row at t = {}", 5 * k);
     }
 }
+
+/// The outputs a step needs are one scalar Float64 ahead of typed ones
+/// that are only traced (`FmuSubsystem::float_prefix`, the shape of the
+/// Reference FMUs' Feedthrough): each step reads that value alone, in the
+/// one Float64 call of the fused set/step/get, and the typed values only for
+/// the rows that show them, current there (rows equal to a dense trace's).
+#[test]
+fn a_float64_head_of_typed_outputs_is_read_alone_at_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // (model FMU, coupled Float64 output, traced typed outputs, get of
+    // the Float64, file name)
+    let cases = [
+        (
+            cosim_tests::fmi3("TypeMirror"),
+            "sum",
+            ["x_f32", "y_i8"],
+            "fmi3GetFloat64",
+            "fmi3",
+        ),
+        (
+            fmi2("Greeting"),
+            "checksum",
+            ["length", "length"],
+            "fmi2GetReal",
+            "fmi2",
+        ),
+    ];
+    for (fmu, head, typed, get_f64, tag) in cases {
+        let gain = if tag == "fmi3" {
+            cosim_tests::fmi3("Gain")
+        } else {
+            fmi2("Gain")
+        };
+        let toml = dir.path().join(format!("{tag}.toml"));
+        std::fs::write(
+            &toml,
+            format!(
+                r#"[simulation]
+start = 0.0
+stop = 3.0
+
+[master]
+kind = "fixed-step"
+step = 0.1
+scheme = "jacobi"
+
+[[subsystems]]
+name = "m"
+fmu = "{}"
+
+[[subsystems]]
+name = "g"
+fmu = "{}"
+
+[[connections]]
+from = "m.{head}"
+to = "g.u"
+
+[outputs]
+variables = ["m.{}", "m.{}", "g.y"]
+"#,
+                fmu.display(),
+                gain.display(),
+                typed[0],
+                typed[1],
+            ),
+        )
+        .unwrap();
+        let run = |name: &str, interval: &str| -> (Vec<Call>, String) {
+            let log = dir.path().join(format!("{tag}-{name}.log"));
+            let out = dir.path().join(format!("{tag}-{name}"));
+            run_ok(
+                &toml,
+                &[
+                    "--output-interval",
+                    interval,
+                    "--out",
+                    out.to_str().unwrap(),
+                    &format!("--log-fmi-calls={}", log.display()),
+                ],
+            );
+            let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+            (calls(&std::fs::read_to_string(&log).unwrap()), trace)
+        };
+        let (sparse, sparse_trace) = run("sparse", "1");
+        let m = of(&sparse, "m");
+        let first_step = position(&m, &format!("{tag}DoStep"));
+        let stepping = &m[first_step..];
+        let steps = stepping
+            .iter()
+            .filter(|c| c.function.ends_with("DoStep"))
+            .count();
+        assert_eq!(steps, 30, "{tag}");
+        // After every step: the Float64 head alone, in one call.
+        for (k, pair) in stepping.windows(2).enumerate() {
+            if pair[0].function.ends_with("DoStep") {
+                assert_eq!(pair[1].function, get_f64, "{tag}, call {k}: {pair:#?}");
+                assert!(pair[1].rest.contains(head), "{tag}: {:?}", pair[1]);
+                assert!(!pair[1].rest.contains(typed[0]), "{tag}: {:?}", pair[1]);
+            }
+        }
+        // The typed values: for the rows at t = 1, 2, 3 only.
+        for var in typed {
+            let reads = stepping.iter().filter(|c| c.rest.contains(var)).count();
+            assert_eq!(reads, 3, "{tag}, {var}: {stepping:#?}");
+        }
+
+        let (_, dense_trace) = run("dense", "0.1");
+        let dense: Vec<&str> = dense_trace.lines().collect();
+        let sparse: Vec<&str> = sparse_trace.lines().collect();
+        assert_eq!(sparse.len(), 5, "{tag}: {sparse_trace}");
+        assert_eq!(sparse[0], dense[0]);
+        for (k, row) in sparse[1..].iter().enumerate() {
+            assert_eq!(*row, dense[1 + 10 * k], "{tag}: row at t = {k}");
+        }
+    }
+}
