@@ -105,6 +105,9 @@ pub struct Inputs {
     t0: f64,
     /// `d[vr] = [u, u', u'', u''']` at `t0` (all zero for non-inputs).
     d: Vec<[f64; MAX_INPUT_ORDER + 1]>,
+    /// Some derivative in `d` may be non-zero (false: every one is zero,
+    /// and re-expanding changes nothing: the common case of held inputs).
+    sloped: bool,
     live: Option<Live>,
 }
 
@@ -114,6 +117,7 @@ impl Clone for Inputs {
         Inputs {
             t0: self.t0,
             d: self.d.clone(),
+            sloped: self.sloped,
             live: None,
         }
     }
@@ -193,6 +197,7 @@ impl Inputs {
         Inputs {
             t0,
             d: vec![[0.0; MAX_INPUT_ORDER + 1]; n],
+            sloped: false,
             live: None,
         }
     }
@@ -205,6 +210,7 @@ impl Inputs {
         Inputs {
             t0: self.t0,
             d: self.d.clone(),
+            sloped: self.sloped,
             live: Some(Live {
                 source,
                 h,
@@ -371,13 +377,15 @@ impl Inputs {
             && (1..=MAX_INPUT_ORDER).contains(&order)
         {
             c[order] = x;
+            self.sloped |= x != 0.0;
         }
     }
 
     /// Re-expands every polynomial at `t` (rule 3). Returns the new values.
     pub(crate) fn shift_to(&mut self, t: f64) {
         let tau = t - self.t0;
-        if tau != 0.0 {
+        if tau != 0.0 && self.sloped {
+            self.sloped = self.d.iter().any(|c| c[1..].iter().any(|&d| d != 0.0));
             for c in &mut self.d {
                 if c[1..].iter().any(|&d| d != 0.0) {
                     let old = *c;
@@ -401,7 +409,13 @@ impl Inputs {
     }
 
     pub(crate) fn from_raw(t0: f64, d: Vec<[f64; MAX_INPUT_ORDER + 1]>) -> Self {
-        Inputs { t0, d, live: None }
+        let sloped = d.iter().any(|c| c[1..].iter().any(|&d| d != 0.0));
+        Inputs {
+            t0,
+            d,
+            sloped,
+            live: None,
+        }
     }
 }
 

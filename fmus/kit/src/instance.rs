@@ -357,6 +357,18 @@ fn tolerance(t: f64) -> f64 {
 /// independent variable are never settable, and structural parameters only
 /// in Configuration Mode (FMI 3.0 sec. 2.3.6; the Reference FMUs:
 /// "Structural variables can only be set in Configuration Mode").
+/// The error of [`Instance::check_readable`] in Configuration Mode.
+#[cold]
+#[inline(never)]
+fn unreadable_in_configuration(v: &Variable) -> Fail {
+    Fail::sequence(format!(
+        "{} {} (vr {}) cannot be read in state Configuration Mode: only structural parameters can",
+        v.causality.as_str(),
+        v.name,
+        v.vr
+    ))
+}
+
 pub fn settable_in(v: &Variable, mode: Mode) -> Result<(), &'static str> {
     let structural = v.causality == Causality::StructuralParameter;
     if mode == Mode::Configuration {
@@ -504,12 +516,28 @@ impl Instance {
         Ok(())
     }
 
+    /// Drops what a freed instance holds (the model, saved FMU states,
+    /// strings handed out), before the instance itself is dropped.
+    pub(crate) fn release(&mut self) {
+        self.model = None;
+        self.states = HashMap::new();
+        self.c_strings = Vec::new();
+    }
+
     /// Refuses the call unless the instance is in one of the states of
     /// `mask`: `<fname>: Illegal call sequence: called in state <state>`.
+    #[inline]
     pub fn require_mode(&self, fname: &str, mask: u32) -> R<()> {
         if self.mode.bit() & mask != 0 {
             return Ok(());
         }
+        self.illegal_in_mode(fname)
+    }
+
+    /// The error of [`Instance::require_mode`] (out of the calls' way).
+    #[cold]
+    #[inline(never)]
+    fn illegal_in_mode(&self, fname: &str) -> R<()> {
         let mut why = format!("called in state {}", self.mode.name(self.version));
         if self.terminate_requested && matches!(self.mode, Mode::StepComplete | Mode::StepFailed) {
             why.push_str(&format!(
@@ -793,20 +821,28 @@ impl Instance {
         Ok(())
     }
 
+    #[inline]
     fn lookup(&self, vr: Vr, ty: VarType) -> R<&'static crate::model::Variable> {
         let spec: &'static ModelSpec = self.spec;
-        let v = spec
-            .variable(vr)
-            .ok_or_else(|| Fail::usage(format!("unknown value reference {vr}")))?;
-        if v.ty != ty {
-            return Err(Fail::usage(format!(
+        match spec.variable(vr) {
+            Some(v) if v.ty == ty => Ok(v),
+            found => Err(self.lookup_failure(vr, ty, found)),
+        }
+    }
+
+    /// The error of [`Instance::lookup`] (out of the calls' way).
+    #[cold]
+    #[inline(never)]
+    fn lookup_failure(&self, vr: Vr, ty: VarType, found: Option<&crate::model::Variable>) -> Fail {
+        match found {
+            None => Fail::usage(format!("unknown value reference {vr}")),
+            Some(v) => Fail::usage(format!(
                 "variable {} (vr {vr}) is of type {}, not {}",
                 v.name,
                 self.type_name(v.ty),
                 self.type_name(ty)
-            )));
+            )),
         }
-        Ok(v)
     }
 
     fn type_name(&self, ty: VarType) -> &'static str {
@@ -1017,15 +1053,12 @@ impl Instance {
     /// Checks that every `vr` is a variable of type `ty` that can be read
     /// in the current state: in Configuration Mode structural parameters
     /// only (an illegal call sequence for any other variable).
+    #[inline]
     fn check_readable(&self, vrs: &[Vr], ty: VarType) -> R<()> {
         for &vr in vrs {
             let v = self.lookup(vr, ty)?;
             if self.mode == Mode::Configuration && v.causality != Causality::StructuralParameter {
-                return Err(Fail::sequence(format!(
-                    "{} {} (vr {vr}) cannot be read in state Configuration Mode: only structural parameters can",
-                    v.causality.as_str(),
-                    v.name
-                )));
+                return Err(unreadable_in_configuration(v));
             }
         }
         Ok(())
@@ -1063,23 +1096,32 @@ impl Instance {
     /// Checks that every `vr` is a variable of type `ty` that can be set
     /// in the current state ([`settable_in`]), else
     /// `Illegal call sequence: ...` naming the variable and the rule.
+    #[inline]
     pub fn check_settable(&self, vrs: &[Vr], ty: VarType) -> R<()> {
         for &vr in vrs {
             let v = self.lookup(vr, ty)?;
             if let Err(rule) = settable_in(v, self.mode) {
-                let initial = v
-                    .effective_initial()
-                    .map_or(String::new(), |i| format!(", initial {}", i.as_str()));
-                return Err(Fail::sequence(format!(
-                    "{} {} (vr {vr}, variability {}{initial}) cannot be set in state {}: {rule}",
-                    v.causality.as_str(),
-                    v.name,
-                    v.variability.as_str(),
-                    self.mode.name(self.version)
-                )));
+                return Err(self.unsettable(v, rule));
             }
         }
         Ok(())
+    }
+
+    /// The error of [`Instance::check_settable`] (out of the calls' way).
+    #[cold]
+    #[inline(never)]
+    fn unsettable(&self, v: &crate::model::Variable, rule: &str) -> Fail {
+        let initial = v
+            .effective_initial()
+            .map_or(String::new(), |i| format!(", initial {}", i.as_str()));
+        Fail::sequence(format!(
+            "{} {} (vr {}, variability {}{initial}) cannot be set in state {}: {rule}",
+            v.causality.as_str(),
+            v.name,
+            v.vr,
+            v.variability.as_str(),
+            self.mode.name(self.version)
+        ))
     }
 
     /// Writes values of one type (all-or-nothing). Booleans are stored as
@@ -1098,31 +1140,30 @@ impl Instance {
         if self.has_arrays {
             return self.set_elements(vrs, ty, vals);
         }
-        let mut stored = Vec::with_capacity(vals.len());
+        // All-or-nothing: every value is checked before any is written
+        // (`stored_value` is a pure function of its arguments, so the
+        // write below recomputes what was checked; no allocation per call).
         for (&vr, &x) in vrs.iter().zip(vals) {
-            stored.push(self.stored_value(ty, vr, x)?);
+            self.stored_value(ty, vr, x)?;
         }
         // A tunable parameter set at a communication point: the model is
         // rebuilt from the new values (refused, changing nothing, if they
         // are invalid).
-        let retuned = if self.mode == Mode::StepComplete
+        if self.mode == Mode::StepComplete
             && vrs.iter().any(|&vr| {
                 self.spec.variable(vr).is_some_and(|v| {
                     v.causality == Causality::Parameter && v.variability == Variability::Tunable
                 })
-            }) {
+            })
+        {
             let mut trial = self.values.clone();
-            for (&vr, &x) in vrs.iter().zip(&stored) {
-                trial[vr] = x;
+            for (&vr, &x) in vrs.iter().zip(vals) {
+                trial[vr] = self.stored_value(ty, vr, x)?;
             }
-            Some((self.spec.factory)(&trial).map_err(Fail::usage)?)
-        } else {
-            None
-        };
-        if retuned.is_some() {
-            self.model = retuned;
+            self.model = Some((self.spec.factory)(&trial).map_err(Fail::usage)?);
         }
-        for (&vr, &x) in vrs.iter().zip(&stored) {
+        for (&vr, &x) in vrs.iter().zip(vals) {
+            let x = self.stored_value(ty, vr, x)?;
             if let Some(v) = self.spec.variable(vr)
                 && v.causality == Causality::Input
                 && self.inputs.set_value(vr, x)
@@ -1144,7 +1185,16 @@ impl Instance {
     /// The value stored for `x` set on `vr` of type `ty`: Booleans 0.0 /
     /// 1.0, `Float32` rounded (a finite value beyond its range refused),
     /// integers whole and in range (else refused).
+    #[inline]
     fn stored_value(&self, ty: VarType, vr: Vr, x: f64) -> R<f64> {
+        if ty == VarType::Real {
+            return Ok(x);
+        }
+        self.stored_typed_value(ty, vr, x)
+    }
+
+    /// [`Instance::stored_value`] of a type other than `Real`.
+    fn stored_typed_value(&self, ty: VarType, vr: Vr, x: f64) -> R<f64> {
         let name = || self.spec.variable(vr).map_or("?", |v| v.name);
         Ok(match ty {
             VarType::Boolean => crate::model::bool_value(x != 0.0),

@@ -161,10 +161,18 @@ impl Cell {
 
     /// If the instance is in Intermediate Update Mode, logs that `fname` is
     /// illegal there and returns true (the caller returns `Error`).
+    #[inline]
     pub(crate) fn refuse(&self, fname: &str) -> bool {
         if !self.open.load(Ordering::Acquire) {
             return false;
         }
+        self.refuse_in_window(fname)
+    }
+
+    /// [`Cell::refuse`] while the window may be open.
+    #[cold]
+    #[inline(never)]
+    fn refuse_in_window(&self, fname: &str) -> bool {
         let Some((time, log_errors)) = self.lock().as_ref().map(|w| (w.time, w.log_errors)) else {
             return false;
         };

@@ -35,6 +35,10 @@ struct Env {
     /// Try illegal calls in the next callback.
     probe: AtomicBool,
     probe_results: Mutex<Vec<(&'static str, c_int)>>,
+    /// Make, use and free another instance in the next callback.
+    nested: AtomicBool,
+    /// The nested instance and the statuses of its calls.
+    nested_results: Mutex<(usize, Vec<c_int>)>,
 }
 
 impl Env {
@@ -97,6 +101,9 @@ unsafe extern "C" fn on_update(
     if env.probe.swap(false, Ordering::SeqCst) {
         probe(env, inst);
     }
+    if env.nested.swap(false, Ordering::SeqCst) {
+        nested(env);
+    }
     let poly = env.poly.lock().ok().and_then(|p| *p);
     if let Some((vr, t0, c)) = poly {
         let u = importer_eval(&c, time - t0);
@@ -135,6 +142,28 @@ fn probe(env: &Env, i: *mut c_void) {
     }
     if let Ok(mut p) = env.probe_results.lock() {
         *p = r;
+    }
+}
+
+/// From inside the callback (a call under way on this thread, so its copy
+/// of the instance table cannot be renewed): another instance is made,
+/// used, freed and called again; each status is recorded.
+fn nested(env: &Env) {
+    let mut r = Vec::new();
+    let c = instantiate2_full(c"nested", spec("KitRk4"));
+    let mut x = 0.0;
+    // SAFETY: a live instance (then a freed one, which must be refused)
+    // and one-element arrays.
+    unsafe {
+        r.push(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0));
+        r.push(fmi2EnterInitializationMode(c));
+        r.push(fmi2ExitInitializationMode(c));
+        r.push(fmi2GetReal(c, &rk::X, 1, &mut x));
+        fmi2FreeInstance(c);
+        r.push(fmi2GetReal(c, &rk::X, 1, &mut x));
+    }
+    if let Ok(mut n) = env.nested_results.lock() {
+        *n = (c as usize, r);
     }
 }
 
@@ -464,6 +493,34 @@ fn inside_the_callback_only_setting_intermediate_inputs_is_allowed() {
         fmi3FreeInstance(i);
     }
     assert!(LOG3.lock().is_ok());
+}
+
+/// An instance made and freed by the importer while a call of another one
+/// is under way on the same thread (from its callback) is found while it
+/// lives and refused once freed, then and after the call.
+#[test]
+fn instances_made_and_freed_inside_a_callback_are_found_and_then_refused() {
+    use rk::{A, STEPS, X};
+    let env = Env::new();
+    let i = fmi3_full("KitRk4", &env, &[(A, 1.0), (STEPS, 2.0)]);
+    env.nested.store(true, Ordering::SeqCst);
+    assert_eq!(step3(i, 0.0, 0.1), 0);
+    let (c, statuses) = env
+        .nested_results
+        .lock()
+        .map(|r| r.clone())
+        .unwrap_or_default();
+    assert_eq!(statuses, [0, 0, 0, 0, 3]);
+    // After the step: the outer instance as before, the nested one gone.
+    assert!(get3(i, X).is_finite());
+    let mut x = 0.0;
+    // SAFETY: a freed handle, which the kit must refuse; one-element arrays.
+    assert_eq!(unsafe { fmi2GetReal(c as *mut c_void, &X, 1, &mut x) }, 3);
+    // SAFETY: live instance, freed once.
+    unsafe {
+        assert_eq!(fmi3Terminate(i), 0);
+        fmi3FreeInstance(i);
+    }
 }
 
 #[test]

@@ -462,6 +462,75 @@ fn fmi2_cycle_and_bad_pointers() {
     }
 }
 
+/// A pointer as a number, to hand an instance to another thread (the
+/// importer's side of the contract: one call at a time per instance).
+#[derive(Clone, Copy)]
+struct Key(usize);
+
+impl Key {
+    fn c(self) -> *mut c_void {
+        self.0 as *mut c_void
+    }
+}
+
+/// Each thread finds instances in its own copy of the instance table
+/// (`ffi::with_entry`): an instance made on one thread is found on another
+/// that already had a copy; freed on one thread, it is refused on the other
+/// one, whose copy still held it; one made or freed while a call is under
+/// way on a thread is found, or refused, by that thread's nested calls.
+#[test]
+fn threads_see_instances_made_and_freed_on_other_threads() {
+    let ready = |c: *mut c_void| {
+        // SAFETY: a live instance.
+        unsafe {
+            assert_eq!(fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 10.0), 0);
+            assert_eq!(fmi2EnterInitializationMode(c), 0);
+            assert_eq!(fmi2ExitInitializationMode(c), 0);
+        }
+    };
+    let a = Key(instantiate(full()) as usize);
+    ready(a.c());
+    let (to_worker, from_main) = std::sync::mpsc::channel::<(Key, &'static str)>();
+    let (to_main, from_worker) = std::sync::mpsc::channel::<c_int>();
+    let worker = std::thread::spawn(move || {
+        for (k, what) in from_main {
+            let mut y = [0.0];
+            // SAFETY: valid arrays; the instance may be freed (refused).
+            let status = unsafe {
+                match what {
+                    "step" => fmi2DoStep(k.c(), 0.0, 0.5, 1),
+                    _ => fmi2GetReal(k.c(), [Y].as_ptr(), 1, y.as_mut_ptr()),
+                }
+            };
+            to_main.send(status).unwrap();
+        }
+    });
+    let ask = |k: Key, what: &'static str| {
+        to_worker.send((k, what)).unwrap();
+        from_worker.recv().unwrap()
+    };
+    // The worker's copy now holds `a`.
+    assert_eq!(ask(a, "get"), 0);
+    // Made on this thread after the worker's copy: found there.
+    let b = Key(instantiate(full()) as usize);
+    ready(b.c());
+    assert_eq!(ask(b, "step"), 0);
+    // SAFETY: a live instance, freed once.
+    unsafe { fmi2FreeInstance(a.c()) };
+    // Freed here: refused here and on the worker, whose copy had it.
+    // SAFETY: a freed handle, which the kit must refuse.
+    assert_eq!(unsafe { fmi2DoStep(a.c(), 0.0, 0.5, 1) }, 3);
+    assert_eq!(ask(a, "step"), 3);
+    assert_eq!(ask(a, "get"), 3);
+    // The other instance is untouched.
+    assert_eq!(ask(b, "get"), 0);
+    // SAFETY: a live instance, freed once.
+    unsafe { fmi2FreeInstance(b.c()) };
+    assert_eq!(ask(b, "get"), 3);
+    drop(to_worker);
+    worker.join().unwrap();
+}
+
 #[test]
 fn fmi2_instantiate_refuses_bad_tokens() {
     let cb = callbacks();
