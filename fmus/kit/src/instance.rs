@@ -1633,34 +1633,17 @@ impl Instance {
         no_set_prior: bool,
         source: Option<Box<dyn InputSource>>,
     ) -> R<Status> {
-        if self.terminate_requested {
-            return Err(Fail::sequence(format!(
-                "the FMU requested termination at t = {} (terminateSimulation / fmi2Terminated): no further steps (only reset or an FMU state from before)",
-                self.last_successful_time
-            )));
-        }
-        if !t.is_finite() || !h.is_finite() || h <= 0.0 {
-            return Err(Fail::usage(format!(
-                "communication point {t} and step size {h} must be finite, step size > 0"
-            )));
-        }
-        if (t - self.time).abs() > tolerance(self.time) {
-            return Err(Fail::sequence(format!(
-                "currentCommunicationPoint {t} differs from the FMU time {} (the end of the last step, or the start time)",
-                self.time
-            )));
-        }
-        if let Some(stop) = self.stop_time
-            && t + h > stop + tolerance(stop)
+        let beyond_stop = self
+            .stop_time
+            .is_some_and(|stop| t + h > stop + tolerance(stop));
+        if self.terminate_requested
+            || !t.is_finite()
+            || !h.is_finite()
+            || h <= 0.0
+            || (t - self.time).abs() > tolerance(self.time)
+            || beyond_stop
         {
-            return Err(Fail::sequence(format!(
-                "the step from {t} to {} ends after the stop time {stop} (stopTimeDefined = true in {})",
-                t + h,
-                match self.version {
-                    FmiVersion::Fmi2 => "fmi2SetupExperiment",
-                    FmiVersion::Fmi3 => "fmi3EnterInitializationMode",
-                }
-            )));
+            return Err(self.step_refused(t, h));
         }
         if !self.caps.variable_step {
             match self.fixed_step {
@@ -1788,6 +1771,44 @@ impl Instance {
             self.mode = Mode::StepFailed;
         }
         Ok(status)
+    }
+
+    /// Why [`Instance::step`] refuses a step from `t` by `h` (out of the
+    /// calls' way: the step checks only that it must).
+    #[cold]
+    #[inline(never)]
+    fn step_refused(&self, t: f64, h: f64) -> Fail {
+        if self.terminate_requested {
+            return Fail::sequence(format!(
+                "the FMU requested termination at t = {} (terminateSimulation / fmi2Terminated): no further steps (only reset or an FMU state from before)",
+                self.last_successful_time
+            ));
+        }
+        if !t.is_finite() || !h.is_finite() || h <= 0.0 {
+            return Fail::usage(format!(
+                "communication point {t} and step size {h} must be finite, step size > 0"
+            ));
+        }
+        if (t - self.time).abs() > tolerance(self.time) {
+            return Fail::sequence(format!(
+                "currentCommunicationPoint {t} differs from the FMU time {} (the end of the last step, or the start time)",
+                self.time
+            ));
+        }
+        if let Some(stop) = self.stop_time
+            && t + h > stop + tolerance(stop)
+        {
+            return Fail::sequence(format!(
+                "the step from {t} to {} ends after the stop time {stop} (stopTimeDefined = true in {})",
+                t + h,
+                match self.version {
+                    FmiVersion::Fmi2 => "fmi2SetupExperiment",
+                    FmiVersion::Fmi3 => "fmi3EnterInitializationMode",
+                }
+            ));
+        }
+        // (Not reached: these are the checks `step` made.)
+        Fail::usage(format!("the step from {t} by {h} is refused"))
     }
 
     /// Status of the last `doStep` (FMI 2 `fmi2DoStepStatus`).
