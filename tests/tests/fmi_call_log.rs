@@ -723,6 +723,44 @@ fn the_documented_examples_are_what_the_commands_log() {
     );
 }
 
+/// `cosim run scenario args --output-interval interval`, writing its
+/// outputs into `dir/name` and its FMI call log beside them: the calls and
+/// the trace.
+fn run_logged(
+    scenario: &Path,
+    args: &[&str],
+    dir: &Path,
+    name: &str,
+    interval: &str,
+) -> (Vec<Call>, String) {
+    let log = dir.join(format!("{name}.log"));
+    let out = dir.join(name);
+    let log_arg = format!("--log-fmi-calls={}", log.display());
+    let mut all = args.to_vec();
+    all.extend_from_slice(&[
+        "--output-interval",
+        interval,
+        "--out",
+        out.to_str().unwrap(),
+        &log_arg,
+    ]);
+    run_ok(scenario, &all);
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    (calls(&std::fs::read_to_string(&log).unwrap()), trace)
+}
+
+/// A trace of `rows` rows after its header, each that of every `every`-th
+/// row of `dense` (the same run writing a row at every step).
+fn assert_rows_of(sparse: &str, dense: &str, every: usize, rows: usize, what: &str) {
+    let dense: Vec<&str> = dense.lines().collect();
+    let sparse_rows: Vec<&str> = sparse.lines().collect();
+    assert_eq!(sparse_rows.len(), rows + 1, "{what}: {sparse}");
+    assert_eq!(sparse_rows[0], dense[0], "{what}: header");
+    for (k, row) in sparse_rows[1..].iter().enumerate() {
+        assert_eq!(*row, dense[1 + every * k], "{what}: row {k}");
+    }
+}
+
 /// Read only what is used (issue 21), with typed outputs: the thermostat
 /// controller's coupled `heater_on` (Boolean) and `level` (Integer) are
 /// read after every step, its traced-only `switches` (Integer) only for
@@ -731,23 +769,9 @@ fn the_documented_examples_are_what_the_commands_log() {
 #[test]
 fn typed_outputs_only_traced_are_read_for_the_rows_that_show_them() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |name: &str, interval: &str| -> (Vec<Call>, String) {
-        let log = dir.path().join(format!("{name}.log"));
-        let out = dir.path().join(name);
-        run_ok(
-            &scenario("thermostat.toml"),
-            &[
-                "--stop",
-                "60",
-                "--output-interval",
-                interval,
-                "--out",
-                out.to_str().unwrap(),
-                &format!("--log-fmi-calls={}", log.display()),
-            ],
-        );
-        let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-        (calls(&std::fs::read_to_string(&log).unwrap()), trace)
+    let thermostat = scenario("thermostat.toml");
+    let run = |name: &str, interval: &str| {
+        run_logged(&thermostat, &["--stop", "60"], dir.path(), name, interval)
     };
     let (sparse, sparse_trace) = run("sparse", "5");
     let controller = of(&sparse, "controller");
@@ -782,13 +806,7 @@ fn typed_outputs_only_traced_are_read_for_the_rows_that_show_them() {
     );
 
     let (_, dense_trace) = run("dense", "0.5");
-    let dense: Vec<&str> = dense_trace.lines().collect();
-    let sparse: Vec<&str> = sparse_trace.lines().collect();
-    assert_eq!(sparse.len(), 14, "{sparse_trace}");
-    assert_eq!(sparse[0], dense[0]);
-    for (k, row) in sparse[1..].iter().enumerate() {
-        assert_eq!(*row, dense[1 + 10 * k], "row at t = {}", 5 * k);
-    }
+    assert_rows_of(&sparse_trace, &dense_trace, 10, 13, "thermostat");
 }
 
 /// The outputs a step needs are one scalar Float64 ahead of typed ones
@@ -858,21 +876,8 @@ variables = ["m.{}", "m.{}", "g.y"]
             ),
         )
         .unwrap();
-        let run = |name: &str, interval: &str| -> (Vec<Call>, String) {
-            let log = dir.path().join(format!("{tag}-{name}.log"));
-            let out = dir.path().join(format!("{tag}-{name}"));
-            run_ok(
-                &toml,
-                &[
-                    "--output-interval",
-                    interval,
-                    "--out",
-                    out.to_str().unwrap(),
-                    &format!("--log-fmi-calls={}", log.display()),
-                ],
-            );
-            let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-            (calls(&std::fs::read_to_string(&log).unwrap()), trace)
+        let run = |name: &str, interval: &str| {
+            run_logged(&toml, &[], dir.path(), &format!("{tag}-{name}"), interval)
         };
         let (sparse, sparse_trace) = run("sparse", "1");
         let m = of(&sparse, "m");
@@ -898,12 +903,6 @@ variables = ["m.{}", "m.{}", "g.y"]
         }
 
         let (_, dense_trace) = run("dense", "0.1");
-        let dense: Vec<&str> = dense_trace.lines().collect();
-        let sparse: Vec<&str> = sparse_trace.lines().collect();
-        assert_eq!(sparse.len(), 5, "{tag}: {sparse_trace}");
-        assert_eq!(sparse[0], dense[0]);
-        for (k, row) in sparse[1..].iter().enumerate() {
-            assert_eq!(*row, dense[1 + 10 * k], "{tag}: row at t = {k}");
-        }
+        assert_rows_of(&sparse_trace, &dense_trace, 10, 4, tag);
     }
 }
