@@ -129,8 +129,6 @@ pub struct Buffers {
     /// Observed values read after the subsystem's last step, before
     /// publication.
     pub y_new: Vec<f64>,
-    /// Step start and size of the last step (for `u_end`).
-    last_step: (f64, f64),
     /// Time derivatives of the output slots (filled by masters that use
     /// them, e.g. IFOSMONDI).
     pub dy: Vec<f64>,
@@ -160,7 +158,6 @@ impl Buffers {
             u_end: vec![0.0; n_in],
             y: vec![0.0; n_obs],
             y_new: vec![0.0; n_obs],
-            last_step: (0.0, 0.0),
             step_wall_time: None,
             hot: n_obs,
         }
@@ -172,8 +169,12 @@ impl Buffers {
     #[inline]
     pub fn hold_inputs(&mut self) {
         copy_values(&mut self.u_end, &self.u);
-        self.held = true;
-        self.deliver_orders = 0;
+        // (Every writer of the Taylor arrays clears `held`: while it is
+        // set, `deliver_orders` is still 0.)
+        if !self.held {
+            self.held = true;
+            self.deliver_orders = 0;
+        }
     }
 }
 
@@ -740,11 +741,9 @@ impl System {
         self.read_all_observed()?;
         self.publish_all();
         self.exchange_all();
-        let t0 = self.time;
         for b in &mut self.buffers {
             b.hold_inputs();
             b.u_end.copy_from_slice(&b.u);
-            b.last_step = (t0, 0.0);
         }
         Ok(())
     }
@@ -1042,7 +1041,7 @@ impl System {
             let sub = self.subsystems[s].as_mut();
             let b = &mut self.buffers[s];
             self.pool_results[s] =
-                match set_step_inputs(sub, b, t, h[s]).and_then(|()| sub.start_step(t, h[s])) {
+                match set_step_inputs(sub, b, h[s]).and_then(|()| sub.start_step(t, h[s])) {
                     Ok(true) => {
                         self.started[s] = true;
                         Ok(())
@@ -1254,7 +1253,6 @@ fn step_subsystem(
     }
     if b.held {
         // Zero-order hold: set, step and read in one call.
-        b.last_step = (t, h);
         let hot = b.hot;
         let outcome = match sub.as_fmu() {
             // (The FMU's step inlined here: no dispatch on the hot path.)
@@ -1266,7 +1264,7 @@ fn step_subsystem(
             other => step_not_completed(sub, other, t, h),
         };
     }
-    set_step_inputs(sub, b, t, h)?;
+    set_step_inputs(sub, b, h)?;
     match sub.do_step(t, h) {
         Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
         other => step_not_completed(sub, other, t, h),
@@ -1286,7 +1284,7 @@ fn step_subsystem_timed(
     warned: &mut [bool],
 ) -> Result<()> {
     let started = Instant::now();
-    let result = set_step_inputs(sub, b, t, h).and_then(|()| match sub.do_step(t, h) {
+    let result = set_step_inputs(sub, b, h).and_then(|()| match sub.do_step(t, h) {
         Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
         other => step_not_completed(sub, other, t, h),
     });
@@ -1296,10 +1294,10 @@ fn step_subsystem_timed(
     result
 }
 
-/// Sets the inputs of a step from `t` by `h` (values, then the derivative
+/// Sets the inputs of a step by `h` (values, then the derivative
 /// orders the master delivers) and records the input values at its end.
 #[inline]
-fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, t: f64, h: f64) -> Result<()> {
+fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, h: f64) -> Result<()> {
     if !b.u.is_empty() {
         if b.held {
             sub.set_inputs(&b.u_end)?;
@@ -1324,7 +1322,6 @@ fn set_step_inputs(sub: &mut dyn Subsystem, b: &mut Buffers, t: f64, h: f64) -> 
             }
         }
     }
-    b.last_step = (t, h);
     Ok(())
 }
 
