@@ -379,3 +379,56 @@ fn a_missing_binary_lists_the_platforms_found() {
         "{err}"
     );
 }
+
+/// The lines of this process's memory map that name `dir`.
+fn mapped_from(dir: &Path) -> Vec<String> {
+    let dir = dir.to_string_lossy().into_owned();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&dir))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Once its instances and the FMU are dropped, an FMU's library is
+/// unloaded, in both FMI versions: nothing of the kit keeps it mapped (a
+/// thread-local with a destructor would: the C library keeps a shared
+/// object loaded while a thread may still run a destructor of it). A long
+/// sweep loads a new copy of each FMU for every run.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_dropped_fmu_leaves_its_library_unmapped() {
+    for version in ["fmi2", "fmi3"] {
+        let fmu = Fmu::open(fmu(version, "Gain")).unwrap();
+        let root = fmu.root().to_path_buf();
+        let (u, y) = (vr(&fmu, "u"), vr(&fmu, "y"));
+        {
+            let mut inst = fmu
+                .instantiate("g", &InstantiateOptions::default())
+                .unwrap();
+            inst.setup_experiment(None, 0.0, None).unwrap();
+            inst.enter_initialization_mode().unwrap();
+            inst.exit_initialization_mode().unwrap();
+            // Calls from this thread and from another one.
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    inst.set_f64(&[u], &[2.0]).unwrap();
+                    assert_eq!(
+                        inst.do_step(0.0, 0.1, false).unwrap(),
+                        StepOutcome::Completed
+                    );
+                });
+            });
+            let mut out = [0.0];
+            inst.get_f64(&[y], &mut out).unwrap();
+            assert_eq!(out[0], 2.0, "{version}");
+            assert!(
+                !mapped_from(&root).is_empty(),
+                "{version}: loaded while in use"
+            );
+        }
+        drop(fmu);
+        assert_eq!(mapped_from(&root), Vec::<String>::new(), "{version}");
+    }
+}

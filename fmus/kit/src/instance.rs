@@ -516,14 +516,6 @@ impl Instance {
         Ok(())
     }
 
-    /// Drops what a freed instance holds (the model, saved FMU states,
-    /// strings handed out), before the instance itself is dropped.
-    pub(crate) fn release(&mut self) {
-        self.model = None;
-        self.states = HashMap::new();
-        self.c_strings = Vec::new();
-    }
-
     /// Refuses the call unless the instance is in one of the states of
     /// `mask`: `<fname>: Illegal call sequence: called in state <state>`.
     #[inline]

@@ -14,11 +14,6 @@
 //! beside it, the [`intermediate::Cell`] that FMI 3.0 Intermediate Update
 //! Mode writes into while `fmi3DoStep` holds the instance (see
 //! [`intermediate`] for why that is sound).
-//!
-//! A call finds its instance in a per-thread copy of the table (see
-//! [`with_entry`]): no lock and no reference count on the path of a call,
-//! which the shared table would cost every call (about a third of the
-//! kit's cost per call, measured on `Gain`).
 #![allow(unsafe_code)]
 
 #[cfg(test)]
@@ -41,11 +36,9 @@ mod tests;
 #[cfg(test)]
 mod types_tests;
 
-use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 
 use crate::caps::Quirk;
@@ -79,146 +72,13 @@ pub(crate) fn register(inst: Instance, importer: Option<intermediate::Importer>)
         quirk,
     });
     let key = Arc::as_ptr(&handle) as usize;
-    let mut table = table();
-    table.insert(key, handle);
-    GENERATION.fetch_add(1, Ordering::Release);
-    drop(table);
+    table().insert(key, handle);
     key as *mut c_void
 }
 
-/// Removes an instance from the table (it is dropped when no call uses it
-/// and every thread that called it has made its next call, or ended: see
-/// [`with_entry`]).
+/// Removes an instance from the table (it is dropped when no call uses it).
 pub(crate) fn unregister(ptr: *mut c_void) -> Option<Handle> {
-    let mut table = table();
-    let handle = table.remove(&(ptr as usize));
-    if handle.is_some() {
-        GENERATION.fetch_add(1, Ordering::Release);
-    }
-    drop(table);
-    // This thread's copy lets go of it now (unless a call is under way
-    // here: then at the first call after it).
-    if handle.is_some() {
-        let _ = LOCAL.try_with(Local::refresh);
-    }
-    handle
-}
-
-/// The table's version: changed (under the table's lock) by every
-/// registration and removal, so a thread's copy is current while it has
-/// the version of the table.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static LOCAL: Local = const {
-        Local {
-            generation: Cell::new(u64::MAX),
-            depth: Cell::new(0),
-            entries: RefCell::new(Vec::new()),
-        }
-    };
-}
-
-/// A thread's copy of the table: the live instances, sorted by key, with
-/// the table's version they are from.
-struct Local {
-    /// [`GENERATION`] when `entries` was copied (`u64::MAX`: never).
-    generation: Cell<u64>,
-    /// Calls under way on this thread that use an entry of `entries` (a
-    /// callback into the importer can call the kit again): `entries` is
-    /// replaced only when there are none.
-    depth: Cell<u32>,
-    entries: RefCell<Vec<(usize, Handle)>>,
-}
-
-impl Local {
-    /// Copies the table again if it changed, unless a call is under way.
-    #[inline]
-    fn refresh(&self) {
-        let now = GENERATION.load(Ordering::Acquire);
-        if self.generation.get() == now || self.depth.get() > 0 {
-            return;
-        }
-        self.copy_table();
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn copy_table(&self) {
-        let table = table();
-        // (Read under the lock: the copy is of exactly that version.)
-        let now = GENERATION.load(Ordering::Acquire);
-        let copy: Vec<(usize, Handle)> = table.iter().map(|(&k, h)| (k, Arc::clone(h))).collect();
-        drop(table);
-        // The old copy is dropped here, outside the table's lock (dropping
-        // the last reference to a freed instance runs its destructors).
-        let old = std::mem::replace(&mut *self.entries.borrow_mut(), copy);
-        self.generation.set(now);
-        drop(old);
-    }
-}
-
-/// Takes a call off this thread's count of calls under way, also when the
-/// call unwinds.
-struct Depth<'a>(&'a Cell<u32>);
-
-impl Drop for Depth<'_> {
-    fn drop(&mut self) {
-        self.0.set(self.0.get() - 1);
-    }
-}
-
-/// Runs `f` with the live instance whose key is `ptr`, or returns `None`
-/// (NULL, freed or foreign pointer). The instance is found in this
-/// thread's copy of the table when that is current (the common case: no
-/// lock, no reference count), else in the table itself.
-pub(crate) fn with_entry<T>(ptr: *mut c_void, f: impl FnOnce(&Entry) -> T) -> Option<T> {
-    if ptr.is_null() {
-        return None;
-    }
-    let key = ptr as usize;
-    let mut f = Some(f);
-    let local = LOCAL.try_with(|local| {
-        local.refresh();
-        if local.generation.get() != GENERATION.load(Ordering::Acquire) {
-            return Found::Stale;
-        }
-        let entries = local.entries.borrow();
-        let Ok(i) = entries.binary_search_by_key(&key, |(k, _)| *k) else {
-            return Found::Missing;
-        };
-        let entry: *const Entry = Arc::as_ptr(&entries[i].1);
-        drop(entries);
-        local.depth.set(local.depth.get() + 1);
-        let _depth = Depth(&local.depth);
-        match f.take() {
-            // SAFETY: `entry` points into an `Arc` that this thread's copy
-            // of the table holds, and the copy is replaced (or dropped, at
-            // thread exit) only while no call on this thread is under way
-            // (`depth`, which `_depth` keeps raised until `f` returns or
-            // unwinds); the entry is only ever used through a shared
-            // reference.
-            Some(f) => Found::Done(f(unsafe { &*entry })),
-            None => Found::Stale,
-        }
-    });
-    match local {
-        Ok(Found::Done(value)) => Some(value),
-        Ok(Found::Missing) => None,
-        // The copy is stale (a call is under way on this thread) or gone
-        // (the thread is ending): the table itself.
-        Ok(Found::Stale) | Err(_) => {
-            let f = f.take()?;
-            lookup(ptr).map(|handle| f(&handle))
-        }
-    }
-}
-
-/// What [`with_entry`] found in this thread's copy of the table.
-enum Found<T> {
-    Done(T),
-    Missing,
-    Stale,
+    table().remove(&(ptr as usize))
 }
 
 /// `fmi2FreeInstance` / `fmi3FreeInstance`: unregisters the instance,
@@ -231,17 +91,10 @@ pub(crate) fn free(ptr: *mut c_void, fname: &str) {
     {
         return;
     }
-    let Some(handle) = unregister(ptr) else {
-        return;
-    };
-    if handle.quirk == Some(Quirk::CrashesAtExit) {
+    if let Some(handle) = unregister(ptr)
+        && handle.quirk == Some(Quirk::CrashesAtExit)
+    {
         arm_crash_at_exit();
-    }
-    // Other threads' copies of the table may hold the entry until their
-    // next call: what the instance holds goes now, as the standard means.
-    // (A call under way on another thread, an importer's error, keeps it.)
-    if let Ok(mut inst) = handle.instance.try_lock() {
-        inst.release();
     }
 }
 
@@ -341,8 +194,11 @@ pub(crate) fn with_instance_cell(
     mask: u32,
     f: impl FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
 ) -> Status {
-    // No instance, so no logger to tell: the status must do.
-    with_entry(ptr, |entry| with_handle(entry, fname, mask, f)).unwrap_or(Status::Error)
+    match lookup(ptr) {
+        Some(handle) => with_handle(&handle, fname, mask, f),
+        // No instance, so no logger to tell: the status must do.
+        None => Status::Error,
+    }
 }
 
 /// [`with_instance_cell`] for an entry already looked up.
