@@ -145,9 +145,9 @@ fn probe(env: &Env, i: *mut c_void) {
     }
 }
 
-/// From inside the callback (a call under way on this thread, so its copy
-/// of the instance table cannot be renewed): another instance is made,
-/// used, freed and called again; each status is recorded.
+/// From inside the callback (a call of another instance under way on this
+/// thread): another instance is made, used, freed and called again; each
+/// status is recorded.
 fn nested(env: &Env) {
     let mut r = Vec::new();
     let c = instantiate2_full(c"nested", spec("KitRk4"));

@@ -473,11 +473,12 @@ impl Key {
     }
 }
 
-/// Each thread finds instances in its own copy of the instance table
-/// (`ffi::with_entry`): an instance made on one thread is found on another
-/// that already had a copy; freed on one thread, it is refused on the other
-/// one, whose copy still held it; one made or freed while a call is under
-/// way on a thread is found, or refused, by that thread's nested calls.
+/// A handle is good on every thread while its instance lives, and refused
+/// on every thread once it is freed: an instance made on one thread after
+/// another thread has called the kit is found there; one freed on one
+/// thread, after another thread used it, is refused on both, and the other
+/// instance is untouched. (Whatever the kit keeps per thread, if it ever
+/// does, must stay current.)
 #[test]
 fn threads_see_instances_made_and_freed_on_other_threads() {
     let ready = |c: *mut c_void| {
