@@ -28,6 +28,9 @@
 //!   `tests/python/cosim_py/`.
 //! - `venv`: only the environment; prints its interpreter's path on stdout
 //!   (for scripts: `PYTHON="$(cargo xtask venv)"`).
+//! - `memcheck`: the kit's own tests (its C layer: pointer checks, the
+//!   instance table, calls that hold an instance without a reference
+//!   count) under valgrind's memcheck; fails on any invalid memory access.
 
 use std::fs;
 use std::io;
@@ -52,12 +55,13 @@ fn main() {
         Some("demo") => demo(),
         Some("test") => test(&args[1..]),
         Some("test-python") => test_python(),
+        Some("memcheck") => memcheck(),
         Some("venv") => {
             venv::ensure(&dist::workspace_root()).map(|py| println!("{}", py.display()))
         }
         _ => {
             eprintln!(
-                "usage: cargo xtask fmus | references | catalog | demo | test [cargo test arguments] | test-python | venv"
+                "usage: cargo xtask fmus | references | catalog | demo | test [cargo test arguments] | test-python | venv | memcheck"
             );
             std::process::exit(2);
         }
@@ -125,6 +129,53 @@ fn test(args: &[String]) -> io::Result<()> {
             pypkg::TESTS
         );
         std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// `memcheck`: builds the kit's unit tests and runs them under valgrind.
+fn memcheck() -> io::Result<()> {
+    let root = dist::workspace_root();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(&cargo)
+        .args([
+            "test",
+            "-p",
+            "fmu-kit",
+            "--lib",
+            "--no-run",
+            "--message-format=json",
+        ])
+        .current_dir(&root)
+        .stderr(Stdio::inherit())
+        .output()?;
+    if !built.status.success() {
+        std::process::exit(built.status.code().unwrap_or(1));
+    }
+    let exe = String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| {
+            m["reason"] == "compiler-artifact"
+                && m["target"]["name"] == "fmu_kit"
+                && m["profile"]["test"] == true
+        })
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .ok_or_else(|| io::Error::other("cargo built no test executable of fmu-kit"))?;
+    let status = Command::new("valgrind")
+        .args(["--quiet", "--error-exitcode=9"])
+        .arg(&exe)
+        .arg("--test-threads=2")
+        .current_dir(&root)
+        .status()
+        .map_err(|e| {
+            io::Error::other(format!(
+                "valgrind: {e} (install it: apt-get install valgrind)"
+            ))
+        })?;
+    if !status.success() {
+        eprintln!("xtask: memcheck of {} failed", exe.display());
+        std::process::exit(status.code().unwrap_or(1));
     }
     Ok(())
 }

@@ -73,12 +73,56 @@ pub(crate) fn register(inst: Instance, importer: Option<intermediate::Importer>)
     });
     let key = Arc::as_ptr(&handle) as usize;
     table().insert(key, handle);
+    drop_retired();
     key as *mut c_void
 }
 
-/// Removes an instance from the table (it is dropped when no call uses it).
+/// Removes an instance from the table. Drop what it returns through
+/// [`retire`] (a call may hold the instance without holding an `Arc`).
 pub(crate) fn unregister(ptr: *mut c_void) -> Option<Handle> {
     table().remove(&(ptr as usize))
+}
+
+/// Entries unregistered while a call still held their instance (freed
+/// during a call of theirs, from its callback or from another thread: an
+/// importer's error), dropped once it is over.
+static RETIRED: Mutex<Vec<Handle>> = Mutex::new(Vec::new());
+
+/// Drops an unregistered entry, or keeps it in [`RETIRED`] while a call
+/// holds its instance (see [`with_instance_cell`]: such a call holds no
+/// `Arc`).
+pub(crate) fn retire(handle: Handle) {
+    RETIRED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(handle);
+    drop_retired();
+}
+
+/// Whether the entry of `ptr` waits in [`RETIRED`].
+#[cfg(test)]
+pub(crate) fn is_retired(ptr: *mut c_void) -> bool {
+    RETIRED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|h| std::ptr::eq(Arc::as_ptr(h).cast::<c_void>(), ptr))
+}
+
+/// Drops the entries of [`RETIRED`] whose instance no call holds any more.
+fn drop_retired() {
+    // Not held now, and no call can take it any more (it is not in the
+    // table, and calls take the instance while they hold the table).
+    let idle = |h: &Handle| !matches!(h.instance.try_lock(), Err(TryLockError::WouldBlock));
+    let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+    if retired.is_empty() {
+        return;
+    }
+    let done: Vec<Handle>;
+    (done, *retired) = std::mem::take(&mut *retired).into_iter().partition(idle);
+    drop(retired);
+    // (Dropped outside the lock: an instance's destructor runs the model's.)
+    drop(done);
 }
 
 /// `fmi2FreeInstance` / `fmi3FreeInstance`: unregisters the instance,
@@ -91,10 +135,11 @@ pub(crate) fn free(ptr: *mut c_void, fname: &str) {
     {
         return;
     }
-    if let Some(handle) = unregister(ptr)
-        && handle.quirk == Some(Quirk::CrashesAtExit)
-    {
-        arm_crash_at_exit();
+    if let Some(handle) = unregister(ptr) {
+        if handle.quirk == Some(Quirk::CrashesAtExit) {
+            arm_crash_at_exit();
+        }
+        retire(handle);
     }
 }
 
@@ -194,11 +239,34 @@ pub(crate) fn with_instance_cell(
     mask: u32,
     f: impl FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
 ) -> Status {
-    match lookup(ptr) {
-        Some(handle) => with_handle(&handle, fname, mask, f),
+    let table = table();
+    let Some(handle) = table.get(&(ptr as usize)) else {
         // No instance, so no logger to tell: the status must do.
-        None => Status::Error,
-    }
+        return Status::Error;
+    };
+    // SAFETY: the entry outlives the table's lock while this call holds
+    // its instance, taken below under the table's lock: an entry leaves the
+    // table only under that lock and is dropped only through `retire`,
+    // which keeps it while its instance is held. So no reference count is
+    // taken (two atomic operations per call), and nothing of the entry is
+    // used after the instance's guard is dropped.
+    let entry: &Entry = unsafe { &*Arc::as_ptr(handle) };
+    let lock = match entry.instance.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => {
+            // Held: by this thread (a call from inside the importer's
+            // callback, which `with_handle` refuses, saying why) or by
+            // another one. The slow way, with a reference.
+            let handle = Arc::clone(handle);
+            drop(table);
+            return with_handle(&handle, fname, mask, f);
+        }
+    };
+    drop(table);
+    // (Holding the instance, the instance is not in Intermediate Update
+    // Mode: only `fmi3DoStep`, which holds it, opens that window.)
+    with_locked(entry, lock, fname, mask, f)
 }
 
 /// [`with_instance_cell`] for an entry already looked up.
@@ -211,11 +279,22 @@ pub(crate) fn with_handle(
     if handle.cell.refuse(fname) {
         return Status::Error;
     }
-    let mut lock = match handle.instance.try_lock() {
+    let lock = match handle.instance.try_lock() {
         Ok(g) => g,
         Err(TryLockError::Poisoned(p)) => p.into_inner(),
         Err(TryLockError::WouldBlock) => return Status::Error,
     };
+    with_locked(handle, lock, fname, mask, f)
+}
+
+/// [`with_handle`] once the instance is taken.
+fn with_locked(
+    handle: &Entry,
+    mut lock: std::sync::MutexGuard<'_, Instance>,
+    fname: &str,
+    mask: u32,
+    f: impl FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
+) -> Status {
     let inst: &mut Instance = &mut lock;
     if let Err(e) = inst.require_mode(fname, mask) {
         return inst.fail(fname, e);

@@ -532,6 +532,84 @@ fn threads_see_instances_made_and_freed_on_other_threads() {
     worker.join().unwrap();
 }
 
+/// The instance `freeing_logger` frees when it is first called.
+static FREE_FROM_LOGGER: std::sync::atomic::AtomicPtr<c_void> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// An importer's logger that frees [`FREE_FROM_LOGGER`] (an importer's
+/// error the kit must survive). Non-variadic, as `logger2`.
+extern "C" fn freeing_logger(
+    _env: *mut c_void,
+    _name: *const c_char,
+    _status: c_int,
+    _category: *const c_char,
+    _fmt: *const c_char,
+    _msg: *const c_char,
+) {
+    let c = FREE_FROM_LOGGER.swap(std::ptr::null_mut(), std::sync::atomic::Ordering::SeqCst);
+    if !c.is_null() {
+        // SAFETY: a handle the kit returned (the kit checks it).
+        unsafe { fmi2FreeInstance(c) };
+    }
+}
+
+/// An instance freed while one of its own calls runs (by the importer's
+/// logger, during that call) stays valid memory until the call ends, is
+/// refused from then on, and is dropped once no call holds it.
+#[test]
+fn an_instance_freed_during_its_own_call_is_dropped_after_it() {
+    type Plain = extern "C" fn(
+        *mut c_void,
+        *const c_char,
+        c_int,
+        *const c_char,
+        *const c_char,
+        *const c_char,
+    );
+    // SAFETY: see `logger2`; same argument passing on x86-64 System V.
+    let logger: fmi2::Logger =
+        unsafe { std::mem::transmute::<Plain, fmi2::Logger>(freeing_logger) };
+    let cb = fmi2::CallbackFunctions {
+        logger: Some(logger),
+        allocate_memory: None,
+        free_memory: None,
+        step_finished: None,
+        component_environment: std::ptr::null_mut(),
+    };
+    let g = guid(full());
+    // SAFETY: valid strings and callback struct; then a handle the kit
+    // returned, live and then freed (which the kit must refuse).
+    unsafe {
+        let c = fmi2Instantiate(
+            c"freed".as_ptr(),
+            1,
+            g.as_ptr(),
+            std::ptr::null(),
+            &cb,
+            0,
+            1,
+        );
+        assert!(!c.is_null());
+        FREE_FROM_LOGGER.store(c, std::sync::atomic::Ordering::SeqCst);
+        // Illegal before initialization: its error is logged while the call
+        // holds the instance, and the logger frees it.
+        assert_eq!(fmi2DoStep(c, 0.0, 0.1, 1), 3);
+        assert!(
+            FREE_FROM_LOGGER
+                .load(std::sync::atomic::Ordering::SeqCst)
+                .is_null()
+        );
+        assert_eq!(fmi2DoStep(c, 0.0, 0.1, 1), 3);
+        assert_eq!(fmi2Terminate(c), 3);
+        // The next instantiation drops it (the call that held it is over).
+        let d = instantiate(full());
+        assert!(!super::is_retired(c));
+        assert_eq!(fmi2SetupExperiment(d, 0, 0.0, 0.0, 0, 1.0), 0);
+        fmi2FreeInstance(d);
+        assert!(!super::is_retired(d));
+    }
+}
+
 #[test]
 fn fmi2_instantiate_refuses_bad_tokens() {
     let cb = callbacks();
