@@ -13,8 +13,8 @@ use std::ffi::{CString, c_char, c_int, c_void};
 
 use super::intermediate::{Importer, IntermediateUpdate};
 use super::{
-    cstr, free, guard, lookup, register, slice, slice_mut, with_handle, with_instance,
-    with_instance_cell, write_out,
+    cstr, free, guard, lookup, register, slice, slice_mut, with_free_instance, with_handle,
+    with_instance, with_instance_cell, write_out,
 };
 use crate::caps::{FmiVersion, resolve};
 use crate::instance::{Cap, Fail, Instance, LogSink, Mode, R, Status};
@@ -403,6 +403,21 @@ pub unsafe fn set_float64(
     n: usize,
 ) -> c_int {
     guard(ERROR, || {
+        let set = |inst: &mut Instance, _: &std::sync::Arc<super::intermediate::Cell>| {
+            // SAFETY: FMI calling convention: nvr value references.
+            let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
+            // nValues: the sum of the variables' current sizes.
+            inst.check_value_count(vrs, n)?;
+            // SAFETY: FMI calling convention: n values.
+            let vals = unsafe { slice(v, n, "values")? };
+            inst.set(vrs, VarType::Real, vals)?;
+            Ok(Status::Ok)
+        };
+        // The instance free: not in Intermediate Update Mode.
+        let set = match with_free_instance(i, "fmi3SetFloat64", M_SET, set) {
+            Ok(status) => return status as c_int,
+            Err(set) => set,
+        };
         let Some(entry) = lookup(i) else {
             return ERROR;
         };
@@ -413,16 +428,7 @@ pub unsafe fn set_float64(
         if let Some(status) = unsafe { entry.cell.set_float64(vr, nvr, v, n) } {
             return status as c_int;
         }
-        with_handle(&entry, "fmi3SetFloat64", M_SET, |inst, _| {
-            // SAFETY: FMI calling convention: nvr value references.
-            let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-            // nValues: the sum of the variables' current sizes.
-            inst.check_value_count(vrs, n)?;
-            // SAFETY: FMI calling convention: n values.
-            let vals = unsafe { slice(v, n, "values")? };
-            inst.set(vrs, VarType::Real, vals)?;
-            Ok(Status::Ok)
-        }) as c_int
+        with_handle(&entry, "fmi3SetFloat64", M_SET, set) as c_int
     })
 }
 

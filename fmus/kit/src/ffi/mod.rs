@@ -239,10 +239,33 @@ pub(crate) fn with_instance_cell(
     mask: u32,
     f: impl FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
 ) -> Status {
+    match with_free_instance(ptr, fname, mask, f) {
+        Ok(status) => status,
+        // Held: by this thread (a call from inside the importer's
+        // callback, which `with_handle` refuses, saying why) or by another
+        // one. The slow way, with a reference.
+        Err(f) => match lookup(ptr) {
+            Some(handle) => with_handle(&handle, fname, mask, f),
+            None => Status::Error,
+        },
+    }
+}
+
+/// [`with_instance_cell`] when no call holds the instance: `Err(f)` when
+/// one does (then nothing was done).
+pub(crate) fn with_free_instance<F>(
+    ptr: *mut c_void,
+    fname: &str,
+    mask: u32,
+    f: F,
+) -> Result<Status, F>
+where
+    F: FnOnce(&mut Instance, &Arc<intermediate::Cell>) -> R<Status>,
+{
     let table = table();
     let Some(handle) = table.get(&(ptr as usize)) else {
         // No instance, so no logger to tell: the status must do.
-        return Status::Error;
+        return Ok(Status::Error);
     };
     // SAFETY: the entry outlives the table's lock while this call holds
     // its instance, taken below under the table's lock: an entry leaves the
@@ -254,19 +277,12 @@ pub(crate) fn with_instance_cell(
     let lock = match entry.instance.try_lock() {
         Ok(g) => g,
         Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => {
-            // Held: by this thread (a call from inside the importer's
-            // callback, which `with_handle` refuses, saying why) or by
-            // another one. The slow way, with a reference.
-            let handle = Arc::clone(handle);
-            drop(table);
-            return with_handle(&handle, fname, mask, f);
-        }
+        Err(TryLockError::WouldBlock) => return Err(f),
     };
     drop(table);
     // (Holding the instance, the instance is not in Intermediate Update
     // Mode: only `fmi3DoStep`, which holds it, opens that window.)
-    with_locked(entry, lock, fname, mask, f)
+    Ok(with_locked(entry, lock, fname, mask, f))
 }
 
 /// [`with_instance_cell`] for an entry already looked up.
