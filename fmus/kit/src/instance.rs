@@ -337,6 +337,18 @@ fn tolerance(t: f64) -> f64 {
     1e-9 * t.abs().max(1.0)
 }
 
+/// The error of [`Instance::check_readable`] in Configuration Mode.
+#[cold]
+#[inline(never)]
+fn unreadable_in_configuration(v: &Variable) -> Fail {
+    Fail::sequence(format!(
+        "{} {} (vr {}) cannot be read in state Configuration Mode: only structural parameters can",
+        v.causality.as_str(),
+        v.name,
+        v.vr
+    ))
+}
+
 /// Whether `v` may be set in state `mode` (co-simulation), else the rule
 /// that forbids it. The rules of FMI 2.0 (sec. 4.2.4, footnotes 1, 3, 6 of
 /// the table of allowed calls; sec. 2.2.7) and FMI 3.0 (sec. 2.3.2 -
@@ -357,18 +369,6 @@ fn tolerance(t: f64) -> f64 {
 /// independent variable are never settable, and structural parameters only
 /// in Configuration Mode (FMI 3.0 sec. 2.3.6; the Reference FMUs:
 /// "Structural variables can only be set in Configuration Mode").
-/// The error of [`Instance::check_readable`] in Configuration Mode.
-#[cold]
-#[inline(never)]
-fn unreadable_in_configuration(v: &Variable) -> Fail {
-    Fail::sequence(format!(
-        "{} {} (vr {}) cannot be read in state Configuration Mode: only structural parameters can",
-        v.causality.as_str(),
-        v.name,
-        v.vr
-    ))
-}
-
 pub fn settable_in(v: &Variable, mode: Mode) -> Result<(), &'static str> {
     let structural = v.causality == Causality::StructuralParameter;
     if mode == Mode::Configuration {

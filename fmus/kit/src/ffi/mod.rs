@@ -14,6 +14,11 @@
 //! beside it, the [`intermediate::Cell`] that FMI 3.0 Intermediate Update
 //! Mode writes into while `fmi3DoStep` holds the instance (see
 //! [`intermediate`] for why that is sound).
+//!
+//! A call takes its instance's lock while it holds the table's lock and
+//! keeps no reference count ([`with_free_instance`]); so an entry leaves
+//! the table only under that lock and is dropped only through [`retire`],
+//! which keeps it while a call holds its instance.
 #![allow(unsafe_code)]
 
 #[cfg(test)]
