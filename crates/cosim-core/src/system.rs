@@ -743,7 +743,6 @@ impl System {
         self.exchange_all();
         for b in &mut self.buffers {
             b.hold_inputs();
-            b.u_end.copy_from_slice(&b.u);
         }
         Ok(())
     }
