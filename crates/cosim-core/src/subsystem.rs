@@ -1082,6 +1082,7 @@ impl FmuSubsystem {
         // One sequence number for the step's calls (the watchdog tells
         // them apart by the call).
         let grouped = !self.input_vrs.is_empty();
+        let mut completed = false;
         let result = self.instance.set_step_get_f64(
             &self.input_vrs,
             u,
@@ -1108,8 +1109,18 @@ impl FmuSubsystem {
                     tracker.then(Call::GetOutputs);
                     counters.get_outputs += 1;
                 }
+                StepCall::Completed => {
+                    tracker.end();
+                    completed = true;
+                }
             },
         );
+        // (A flag set on the OK path alone, not a test of the merged
+        // result: the compiler takes the OK path straight to the caller's
+        // checks.)
+        if completed {
+            return Ok(StepOutcome::Completed);
+        }
         self.tracker.end();
         result.map_err(crate::CoreError::from)
     }

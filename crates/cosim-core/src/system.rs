@@ -1254,8 +1254,15 @@ fn step_subsystem(
         // Zero-order hold: set, step and read in one call.
         let hot = b.hot;
         let outcome = match sub.as_fmu() {
-            // (The FMU's step inlined here: no dispatch on the hot path.)
-            Some(fmu) => fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new),
+            // (The FMU's step inlined here: no dispatch on the hot path,
+            // and its OK path goes on to the checks without a test of a
+            // merged result.)
+            Some(fmu) => match fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new) {
+                Ok(StepOutcome::Completed) => {
+                    return check_step_outputs(sub, b, t, h, policy, warned);
+                }
+                other => other,
+            },
             None => sub.step_held(&b.u_end, t, h, hot, &mut b.y_new),
         };
         return match outcome {

@@ -355,7 +355,10 @@ impl Instance {
     /// same calls, checks and errors as [`Instance::set_f64`],
     /// [`Instance::do_step`] and [`Instance::get_f64`] in turn (FMI 2: in
     /// one function, with the OK path inline). `mark` is told of each call
-    /// before it is made.
+    /// before it is made, and of the step's completion
+    /// ([`StepCall::Completed`]) before `Ok(StepOutcome::Completed)` is
+    /// returned: a caller that ends its bookkeeping there keeps the OK path
+    /// free of a test of the result.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn set_step_get_f64(
@@ -378,9 +381,12 @@ impl Instance {
                 }
                 mark(StepCall::DoStep);
                 let outcome = i.do_step(t, h, no_set_prior)?;
-                if outcome == StepOutcome::Completed && !out_vrs.is_empty() {
-                    mark(StepCall::GetOutputs);
-                    i.get_float64(out_vrs, y)?;
+                if outcome == StepOutcome::Completed {
+                    if !out_vrs.is_empty() {
+                        mark(StepCall::GetOutputs);
+                        i.get_float64(out_vrs, y)?;
+                    }
+                    mark(StepCall::Completed);
                 }
                 Ok(outcome)
             }

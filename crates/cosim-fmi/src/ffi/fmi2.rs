@@ -756,7 +756,8 @@ impl Fmi2Instance {
     /// [`Fmi2Instance::get_real`], with the same checks, logs and errors,
     /// checked once where they can be and with every status but OK and
     /// every logged call out of line. `mark` is told of each call before
-    /// it is made.
+    /// it is made, and of the step's completion ([`StepCall::Completed`])
+    /// before `Ok(StepOutcome::Completed)` is returned.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn set_step_get_real(
@@ -824,6 +825,7 @@ impl Fmi2Instance {
                 self.reals_returned("fmi2GetReal", code, out_vrs, y)?;
             }
         }
+        mark(StepCall::Completed);
         Ok(StepOutcome::Completed)
     }
 

@@ -76,7 +76,8 @@ impl std::fmt::Display for Status {
 }
 
 /// The calls of one held-input step ([`crate::Instance::set_step_get_f64`]),
-/// announced to the caller before each is made (for a watchdog).
+/// announced to the caller before each is made (for a watchdog), and the
+/// step's completion after the last of them returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepCall {
     /// Setting the inputs.
@@ -85,6 +86,9 @@ pub enum StepCall {
     DoStep,
     /// Reading the outputs.
     GetOutputs,
+    /// The step completed and its last call returned OK (not announced
+    /// when it ends otherwise: the caller sees the result).
+    Completed,
 }
 
 /// How a `doStep` call ended when it did not fail.
