@@ -51,16 +51,14 @@ chain() {
 
 args=()
 for n in 3 10 100; do
-    chain "$work/scenarios/ref_chain_$n.toml" "$work/build-release/fmus" "$n" 0
-    chain "$work/scenarios/ref_chain_${n}_vars.toml" "$work/build-release/fmus" "$n" 1
-    args+=(--scenario "$work/scenarios/ref_chain_$n.toml" --scenario "$work/scenarios/ref_chain_${n}_vars.toml")
+    for build in release default; do
+        prefix=ref
+        [ "$build" = default ] && prefix=refO0
+        chain "$work/scenarios/${prefix}_chain_$n.toml" "$work/build-$build/fmus" "$n" 0
+        chain "$work/scenarios/${prefix}_chain_${n}_vars.toml" "$work/build-$build/fmus" "$n" 1
+        args+=(--scenario "$work/scenarios/${prefix}_chain_$n.toml" --scenario "$work/scenarios/${prefix}_chain_${n}_vars.toml")
+    done
 done
-for n in 10 100; do
-    chain "$work/scenarios/refO0_chain_${n}_vars.toml" "$work/build-default/fmus" "$n" 1
-    args+=(--scenario "$work/scenarios/refO0_chain_${n}_vars.toml")
-done
-chain "$work/scenarios/refO0_chain_10.toml" "$work/build-default/fmus" 10 0
-args+=(--scenario "$work/scenarios/refO0_chain_10.toml")
 
 cargo run --release --quiet -p cosim-bench -- --no-libcosim --contenders raw,cosim-1 \
     --only chain_3,chain_3_vars,chain_10,chain_10_vars,chain_100,chain_100_vars,kit_chain_10,b1 \
