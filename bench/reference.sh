@@ -60,6 +60,12 @@ for n in 3 10 100; do
     done
 done
 
+# The report goes to target/reference-fmus/report.md unless the options
+# name another file.
+out=(--out "$work/report.md")
+for a in "$@"; do
+    case "$a" in --out | --out=*) out=() ;; esac
+done
 cargo run --release --quiet -p cosim-bench -- --no-libcosim --contenders raw,cosim-1 \
     --only chain_3,chain_3_vars,chain_10,chain_10_vars,chain_100,chain_100_vars,kit_chain_10,b1 \
-    "${args[@]}" --out "$work/report.md" "$@"
+    "${args[@]}" "${out[@]}" "$@"
