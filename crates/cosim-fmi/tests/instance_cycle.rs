@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cosim_fmi::{FmiError, Fmu, InstantiateOptions, Status, StepOutcome};
+use cosim_fmi::{FmiError, Fmu, InstantiateOptions, Status, StepCall, StepOutcome};
 
 fn fmu(version: &str, model: &str) -> PathBuf {
     let dist = fmu_kit::dist::ensure_built().expect("building the project FMUs");
@@ -197,7 +197,11 @@ fn two_instances_of_one_fmu_are_independent() {
 }
 
 fn faulty(mode: i32, fail_at: f64) -> (Fmu, cosim_fmi::Instance) {
-    let fmu = Fmu::open(fmu("fmi2", "Faulty")).unwrap();
+    faulty_in("fmi2", mode, fail_at)
+}
+
+fn faulty_in(version: &str, mode: i32, fail_at: f64) -> (Fmu, cosim_fmi::Instance) {
+    let fmu = Fmu::open(fmu(version, "Faulty")).unwrap();
     let mut inst = fmu
         .instantiate("faulty", &InstantiateOptions::default())
         .unwrap();
@@ -252,6 +256,51 @@ fn discard_reports_the_last_successful_time() {
             ..
         } => assert!((last_successful_time - 0.25).abs() < 1e-12),
         other => panic!("expected Discarded, got {other:?}"),
+    }
+}
+
+/// Three held steps of 0.1 s of `Faulty` (fail_mode `mode`, fail_at
+/// 0.25) through `Instance::set_step_get_f64`: per step, the calls it
+/// announced and its result.
+fn held_steps(version: &str, mode: i32) -> Vec<(Vec<StepCall>, String)> {
+    let (fmu, mut inst) = faulty_in(version, mode, 0.25);
+    let (u, x) = (vr(&fmu, "u"), vr(&fmu, "x"));
+    (0..3)
+        .map(|k| {
+            let mut calls = Vec::new();
+            let mut y = [0.0];
+            let t = 0.1 * f64::from(k);
+            let result =
+                inst.set_step_get_f64(&[u], &[1.0], t, 0.1, true, &[x], &mut y, |c| calls.push(c));
+            (calls, format!("{result:?}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_held_step_announces_its_completion_only_when_it_completed() {
+    use StepCall::{Completed, DoStep, GetOutputs, SetInputs};
+    // (The watchdog's call ends at `Completed`: it must never be told of
+    // a step that failed or was discarded, in either FMI version.)
+    for version in ["fmi2", "fmi3"] {
+        for (mode, last) in [(1, "Err("), (2, "Ok(Discarded")] {
+            let steps = held_steps(version, mode);
+            for (calls, result) in &steps[..2] {
+                assert_eq!(
+                    calls,
+                    &[SetInputs, DoStep, GetOutputs, Completed],
+                    "{version}"
+                );
+                assert_eq!(result, "Ok(Completed)", "{version}");
+            }
+            let (calls, result) = &steps[2];
+            assert_eq!(
+                calls,
+                &[SetInputs, DoStep],
+                "{version} mode {mode}: {result}"
+            );
+            assert!(result.starts_with(last), "{version} mode {mode}: {result}");
+        }
     }
 }
 
