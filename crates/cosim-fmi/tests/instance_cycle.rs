@@ -280,8 +280,9 @@ fn held_steps(version: &str, mode: i32) -> Vec<(Vec<StepCall>, String)> {
 #[test]
 fn a_held_step_announces_its_completion_only_when_it_completed() {
     use StepCall::{Completed, DoStep, GetOutputs, SetInputs};
-    // (The watchdog's call ends at `Completed`: it must never be told of
-    // a step that failed or was discarded, in either FMI version.)
+    // (`FmuSubsystem::step_held_direct` returns `Ok(Completed)` when it is
+    // told `Completed`, without looking at the result: an announcement
+    // after a failed or discarded step would hide the failure.)
     for version in ["fmi2", "fmi3"] {
         for (mode, last) in [(1, "Err("), (2, "Ok(Discarded")] {
             let steps = held_steps(version, mode);
