@@ -231,6 +231,9 @@ pub struct System {
     background: Vec<bool>,
     /// Per subsystem: started in the background this macro step (reused).
     started: Vec<bool>,
+    /// Every step runs inline on the calling thread: no worker pool, no
+    /// subsystem stepping in the background.
+    steps_inline: bool,
     /// The resolution of simulation time.
     time_base: TimeBase,
     /// The current communication point in ticks, and in seconds.
@@ -347,7 +350,8 @@ impl System {
             .iter()
             .map(|s| vec![false; s.info().observed.len()])
             .collect();
-        let background = spec.subsystems.iter().map(|s| s.can_start_step()).collect();
+        let background: Vec<bool> = spec.subsystems.iter().map(|s| s.can_start_step()).collect();
+        let steps_inline = pool.is_none() && !background.iter().any(|&b| b);
         let strings: Vec<Vec<String>> = spec
             .subsystems
             .iter()
@@ -376,6 +380,7 @@ impl System {
             pool_results: (0..n).map(|_| Ok(())).collect(),
             background,
             started: vec![false; n],
+            steps_inline,
             time_base: TimeBase::default(),
             ticks: 0,
             time: 0.0,
@@ -549,6 +554,21 @@ impl System {
     pub fn set_time(&mut self, t: f64) {
         self.ticks = self.time_base.round(t);
         self.time = self.time_base.seconds(self.ticks);
+    }
+
+    /// Sets the current communication point to `ticks`, which is `t`
+    /// seconds ([`TimeBase::seconds`]): what [`System::set_time`] of `t`
+    /// sets, without converting back (exact below 2^53 ticks; above, it
+    /// converts as `set_time`).
+    #[inline]
+    pub fn set_time_at(&mut self, ticks: i64, t: f64) {
+        const EXACT: u64 = 1 << 53;
+        if ticks.unsigned_abs() < EXACT {
+            debug_assert_eq!(t.to_bits(), self.time_base.seconds(ticks).to_bits());
+            (self.ticks, self.time) = (ticks, t);
+        } else {
+            self.set_time(t);
+        }
     }
 
     /// Sum of every subsystem's call counters.
@@ -893,9 +913,10 @@ impl System {
     }
 
     /// Publishes every subsystem's last read values.
+    #[inline]
     pub fn publish_all(&mut self) {
         for b in &mut self.buffers {
-            b.y.copy_from_slice(&b.y_new);
+            copy_values(&mut b.y, &b.y_new);
         }
     }
 
@@ -1019,6 +1040,32 @@ impl System {
             (self.nonfinite, self.divergence_limit),
             true,
         )
+    }
+
+    /// Every step runs inline on the calling thread (no worker pool, no
+    /// subsystem stepping in another process): what
+    /// [`System::step_held_all_inline`] needs.
+    #[inline]
+    pub fn steps_inline(&self) -> bool {
+        self.steps_inline
+    }
+
+    /// [`System::step_jacobi_held`] with every subsystem due, all by the
+    /// same `h`, inline on the calling thread: the fixed-step master's
+    /// common case (single rate, zero-order hold), with no plan to read.
+    /// Meant for when [`System::steps_inline`] (else it gives the same
+    /// results, without the worker pool or the overlap of steps in other
+    /// processes).
+    #[inline]
+    pub fn step_held_all_inline(&mut self, t: f64, h: f64) -> Result<()> {
+        self.rest_stale |= self.lazy;
+        let policy = (self.nonfinite, self.divergence_limit);
+        let subs = self.subsystems.iter_mut().zip(&mut self.buffers);
+        for ((sub, b), warned) in subs.zip(&mut self.nonfinite_warned) {
+            b.hold_inputs();
+            step_subsystem(sub.as_mut(), b, t, h, policy, warned)?;
+        }
+        Ok(())
     }
 
     /// Inline Jacobi with subsystems that step in the background (FMUs in
@@ -1253,19 +1300,19 @@ fn step_subsystem(
     if b.held {
         // Zero-order hold: set, step and read in one call.
         let hot = b.hot;
-        let outcome = match sub.as_fmu() {
+        if let Some(fmu) = sub.as_fmu() {
             // (The FMU's step inlined here: no dispatch on the hot path,
             // and its OK path goes on to the checks without a test of a
-            // merged result.)
-            Some(fmu) => match fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new) {
-                Ok(StepOutcome::Completed) => {
-                    return check_step_outputs(sub, b, t, h, policy, warned);
-                }
-                other => other,
-            },
-            None => sub.step_held(&b.u_end, t, h, hot, &mut b.y_new),
-        };
-        return match outcome {
+            // merged result. There the result is `Ok(Completed)`, which
+            // owns nothing: forgotten, not dropped through a call.)
+            let outcome = fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new);
+            if matches!(outcome, Ok(StepOutcome::Completed)) {
+                std::mem::forget(outcome);
+                return check_step_outputs(fmu, b, t, h, policy, warned);
+            }
+            return step_not_completed(fmu, outcome, t, h);
+        }
+        return match sub.step_held(&b.u_end, t, h, hot, &mut b.y_new) {
             Ok(StepOutcome::Completed) => check_step_outputs(sub, b, t, h, policy, warned),
             other => step_not_completed(sub, other, t, h),
         };

@@ -53,6 +53,9 @@ struct Running {
     publish_at: Vec<Option<u64>>,
     /// Every step multiple is 1: the plan is "all, over the macro step".
     single_rate: bool,
+    /// Single rate, Jacobi, zero-order hold and no held couplings: a
+    /// macro step needs no plan (`System::step_held_all_inline`).
+    held_inline: bool,
     /// Couplings held between multiples of an lcm (Jacobi only).
     holds: Option<Holds>,
     /// The last stop time asked for and its ticks (the run loop asks for
@@ -216,6 +219,58 @@ pub(crate) fn check_scheme(scheme: &Scheme, sys: &System) -> Result<()> {
     Ok(())
 }
 
+impl Running {
+    /// A macro step by the plan: who steps now, over how long, and who
+    /// publishes at its end (`n` macro steps done; `t_next` seconds,
+    /// `point` the end of a macro step by its index, as in `advance`).
+    fn step_planned(
+        &mut self,
+        sys: &mut System,
+        n: u64,
+        (t, t_stop): (f64, f64),
+        t_next: f64,
+        point: impl Fn(u64) -> f64,
+    ) -> Result<()> {
+        // Which subsystems start a step now, over how long, and who
+        // publishes at the end of this macro step. Single rate: everyone,
+        // over the macro step (the plan's flags stay all true).
+        if self.single_rate {
+            self.plan.h.fill(t_next - t);
+        } else {
+            for s in 0..sys.len() {
+                let k = u64::from(sys.step_multiples()[s].max(1));
+                self.plan.due[s] = n.is_multiple_of(k);
+                if self.plan.due[s] {
+                    let end = point(n + k);
+                    self.plan.h[s] = end - t;
+                    self.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
+                }
+                self.plan.publish[s] = match self.publish_at[s] {
+                    Some(at) => at == n || (at == u64::MAX && t_next >= t_stop),
+                    None => false,
+                };
+                if self.plan.publish[s] {
+                    self.publish_at[s] = None;
+                }
+            }
+        }
+        match &mut self.holds {
+            None => self
+                .stepper
+                .step(sys, &mut self.inputs, &self.plan, t, t_next)?,
+            Some(holds) => self.stepper.step_exchanging(
+                sys,
+                &mut self.inputs,
+                &self.plan,
+                t,
+                t_next,
+                |sys| holds.exchange(sys, n + 1),
+            )?,
+        }
+        Ok(())
+    }
+}
+
 impl Master for FixedStep {
     fn name(&self) -> &'static str {
         "fixed-step"
@@ -244,6 +299,15 @@ impl Master for FixedStep {
         // (No input history at ZOH: nothing reads it.)
         let mut inputs = InputExtrapolation::new(sys, self.extrapolation_order).without_history();
         inputs.start(sys, t0)?;
+        let single_rate = sys.step_multiples().iter().all(|&k| k <= 1);
+        let holds = match self.scheme {
+            Scheme::Jacobi => Holds::new(sys),
+            Scheme::GaussSeidel(_) => None,
+        };
+        let held_inline = single_rate
+            && holds.is_none()
+            && self.scheme == Scheme::Jacobi
+            && self.extrapolation_order == 0;
         self.run = Some(Running {
             inputs,
             stepper: Stepper::new(sys, self.scheme.clone()),
@@ -252,12 +316,10 @@ impl Master for FixedStep {
             h,
             n: 0,
             publish_at: vec![None; sys.len()],
-            single_rate: sys.step_multiples().iter().all(|&k| k <= 1),
+            single_rate,
+            held_inline,
             stop: (f64::NAN, 0),
-            holds: match self.scheme {
-                Scheme::Jacobi => Holds::new(sys),
-                Scheme::GaussSeidel(_) => None,
-            },
+            holds,
         });
         Ok(())
     }
@@ -289,39 +351,16 @@ impl Master for FixedStep {
         let next = point_ticks(n + 1);
         let t_next = base.seconds(next);
 
-        // Which subsystems start a step now, over how long, and who
-        // publishes at the end of this macro step. Single rate: everyone,
-        // over the macro step (the plan's flags stay all true).
-        if run.single_rate {
-            run.plan.h.fill(t_next - t);
+        if run.held_inline && sys.steps_inline() {
+            // The common case, as the stepper makes it (Jacobi, zero-order
+            // hold, single rate, no held couplings, every step inline):
+            // all step by the macro step, publish, and exchange.
+            sys.step_held_all_inline(t, t_next - t)?;
+            sys.publish_all();
+            sys.exchange();
+            sys.set_time_at(next, t_next);
         } else {
-            for s in 0..sys.len() {
-                let k = u64::from(sys.step_multiples()[s].max(1));
-                run.plan.due[s] = n.is_multiple_of(k);
-                if run.plan.due[s] {
-                    let end = point(n + k);
-                    run.plan.h[s] = end - t;
-                    run.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
-                }
-                run.plan.publish[s] = match run.publish_at[s] {
-                    Some(at) => at == n || (at == u64::MAX && t_next >= t_stop),
-                    None => false,
-                };
-                if run.plan.publish[s] {
-                    run.publish_at[s] = None;
-                }
-            }
-        }
-        match &mut run.holds {
-            None => run
-                .stepper
-                .step(sys, &mut run.inputs, &run.plan, t, t_next)?,
-            Some(holds) => {
-                run.stepper
-                    .step_exchanging(sys, &mut run.inputs, &run.plan, t, t_next, |sys| {
-                        holds.exchange(sys, n + 1)
-                    })?
-            }
+            run.step_planned(sys, n, (t, t_stop), t_next, point)?;
         }
         run.n += 1;
         self.stats.macro_steps += 1;
