@@ -912,6 +912,17 @@ impl System {
         }
     }
 
+    /// Publishes the values every subsystem's last step read: its first
+    /// [`System::read_needed_only`] slots, or all of them. (The others are
+    /// published by [`System::read_rest`] as it reads them.)
+    #[inline]
+    pub fn publish_read(&mut self) {
+        for b in &mut self.buffers {
+            let hot = b.hot;
+            copy_values(&mut b.y[..hot], &b.y_new[..hot]);
+        }
+    }
+
     /// Publishes every subsystem's last read values.
     #[inline]
     pub fn publish_all(&mut self) {

@@ -356,7 +356,7 @@ impl Master for FixedStep {
             // hold, single rate, no held couplings, every step inline):
             // all step by the macro step, publish, and exchange.
             sys.step_held_all_inline(t, t_next - t)?;
-            sys.publish_all();
+            sys.publish_read();
             sys.exchange();
             sys.set_time_at(next, t_next);
         } else {
