@@ -232,6 +232,8 @@ impl Execution {
             // The events of each step, for the step log (no allocation
             // once the first event's text fits).
             let mut event_text = String::new();
+            // The report of each macro step (written in place by the master).
+            let mut report = StepReport::simple(f64::NAN, f64::NAN);
             while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
                     && flag.load(Ordering::Relaxed)
@@ -265,29 +267,32 @@ impl Execution {
                 } else {
                     base.seconds(target)
                 };
-                let (mut report, ended): (StepReport, _) =
-                    match self.master.advance(&mut self.system, t_target) {
-                        Ok(report) => (report, None),
-                        Err(CoreError::TerminatedByFmu {
+                let mut ended = None;
+                match self
+                    .master
+                    .advance_into(&mut self.system, t_target, &mut report)
+                {
+                    Ok(()) => {}
+                    Err(CoreError::TerminatedByFmu {
+                        subsystem,
+                        function,
+                        t,
+                    }) => {
+                        // A normal end: the last row at the FMU's last
+                        // successful time, then the run stops.
+                        self.system.end_at_fmu_termination(t)?;
+                        ended = Some(CoreError::TerminatedByFmu {
                             subsystem,
                             function,
                             t,
-                        }) => {
-                            // A normal end: the last row at the FMU's last
-                            // successful time, then the run stops.
-                            self.system.end_at_fmu_termination(t)?;
-                            let ended = CoreError::TerminatedByFmu {
-                                subsystem,
-                                function,
-                                t,
-                            };
-                            (StepReport::simple(t_step, t - t_step), Some(ended))
-                        }
-                        Err(e) => {
-                            advance_failed = true;
-                            return Err(e);
-                        }
-                    };
+                        });
+                        report = StepReport::simple(t_step, t - t_step);
+                    }
+                    Err(e) => {
+                        advance_failed = true;
+                        return Err(e);
+                    }
+                }
                 event_text.clear();
                 // (The first step also names those in effect from the start.)
                 let from = if macro_steps == 0 {

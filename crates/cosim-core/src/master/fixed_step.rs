@@ -45,9 +45,11 @@ struct Running {
     inputs: InputExtrapolation,
     stepper: Stepper,
     plan: StepPlan,
-    /// Start and step in ticks.
+    /// Start and step in ticks, and the step in seconds (what a whole
+    /// macro step reports, without a division every step).
     t0: i64,
     h: i64,
+    h_seconds: f64,
     n: u64,
     /// Per subsystem: macro step index at whose end its outputs publish.
     publish_at: Vec<Option<u64>>,
@@ -314,6 +316,7 @@ impl Master for FixedStep {
             plan: StepPlan::new(sys.len()),
             t0: sys.ticks(),
             h,
+            h_seconds: base.seconds(h),
             n: 0,
             publish_at: vec![None; sys.len()],
             single_rate,
@@ -325,6 +328,17 @@ impl Master for FixedStep {
     }
 
     fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport> {
+        let mut report = StepReport::simple(f64::NAN, f64::NAN);
+        self.advance_into(sys, t_stop, &mut report)?;
+        Ok(report)
+    }
+
+    fn advance_into(
+        &mut self,
+        sys: &mut System,
+        t_stop: f64,
+        report: &mut StepReport,
+    ) -> Result<()> {
         let run = self
             .run
             .as_mut()
@@ -369,11 +383,16 @@ impl Master for FixedStep {
         // to seconds and back exactly.
         const EXACT: u64 = 1 << 53;
         let dt = if next.unsigned_abs() < EXACT && sys_ticks.unsigned_abs() < EXACT {
-            base.seconds(next - sys_ticks)
+            if next - sys_ticks == h {
+                run.h_seconds
+            } else {
+                base.seconds(next - sys_ticks)
+            }
         } else {
             base.span(t, t_next)
         };
-        Ok(StepReport::simple(t, dt))
+        *report = StepReport::simple(t, dt);
+        Ok(())
     }
 
     fn stats(&self) -> MasterStats {

@@ -108,6 +108,19 @@ pub trait Master: Send {
     /// the next output point: see [`Master::fixed_step`]).
     fn advance(&mut self, sys: &mut System, t_stop: f64) -> Result<StepReport>;
 
+    /// [`Master::advance`], writing the step's report into `report` (the
+    /// run loop's: no report copied out of a returned `Result` every macro
+    /// step). Unchanged on an error.
+    fn advance_into(
+        &mut self,
+        sys: &mut System,
+        t_stop: f64,
+        report: &mut StepReport,
+    ) -> Result<()> {
+        *report = self.advance(sys, t_stop)?;
+        Ok(())
+    }
+
     /// Totals so far.
     fn stats(&self) -> MasterStats;
 
