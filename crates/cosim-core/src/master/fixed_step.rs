@@ -51,6 +51,11 @@ struct Running {
     h: i64,
     h_seconds: f64,
     n: u64,
+    /// The end of the next macro step, computed at the end of the one
+    /// before (its division then overlaps what the run loop does between
+    /// the two): its index, the stop it was computed for (in ticks), its
+    /// ticks and seconds.
+    next_point: (u64, i64, i64, f64),
     /// Per subsystem: macro step index at whose end its outputs publish.
     publish_at: Vec<Option<u64>>,
     /// Every step multiple is 1: the plan is "all, over the macro step".
@@ -318,6 +323,7 @@ impl Master for FixedStep {
             h,
             h_seconds: base.seconds(h),
             n: 0,
+            next_point: (0, 0, 0, f64::NAN),
             publish_at: vec![None; sys.len()],
             single_rate,
             held_inline,
@@ -362,8 +368,10 @@ impl Master for FixedStep {
             }
         };
         let point = |m: u64| base.seconds(point_ticks(m));
-        let next = point_ticks(n + 1);
-        let t_next = base.seconds(next);
+        let (next, t_next) = match run.next_point {
+            (m, s, ticks, seconds) if m == n + 1 && s == stop => (ticks, seconds),
+            _ => (point_ticks(n + 1), point(n + 1)),
+        };
 
         if run.held_inline && sys.steps_inline() {
             // The common case, as the stepper makes it (Jacobi, zero-order
@@ -377,6 +385,8 @@ impl Master for FixedStep {
             run.step_planned(sys, n, (t, t_stop), t_next, point)?;
         }
         run.n += 1;
+        let after = point_ticks(n + 2);
+        run.next_point = (n + 2, stop, after, base.seconds(after));
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;
         // `base.span(t, t_next)`, from the ticks at hand where they convert
