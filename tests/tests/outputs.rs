@@ -565,3 +565,97 @@ fn docs_outputs_md_names_every_column_and_summary_field() {
         assert!(documented(name), "{name}");
     }
 }
+
+/// A run with nothing to write between two macro steps (no observer,
+/// event, diagnostic, bond or pacing) takes the run loop's quiet path; its
+/// summary must say what the same run with a trace says: the steps, their
+/// shortest and longest, the largest indicator, the time reached and every
+/// subsystem's steps. On the thermostat (no power bond), for a fixed-step
+/// master whose last step is shortened and for masters with indicators of
+/// their own.
+#[test]
+fn a_run_without_outputs_summarises_its_steps_as_a_traced_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let masters = [
+        ("fixed-step", "kind = \"fixed-step\"\nstep = 0.5", 60.2),
+        (
+            "predictor-corrector",
+            "kind = \"predictor-corrector\"",
+            30.0,
+        ),
+        (
+            "richardson",
+            "kind = \"richardson\"\nstep = 0.1\natol = 1e-3\nrtol = 1e-3",
+            30.0,
+        ),
+        ("ifosmondi", "kind = \"ifosmondi\"\nstep = 0.5", 60.0),
+    ];
+    for (kind, master, stop) in masters {
+        let sub = dir.path().join(kind);
+        let traced_dir = sub.join("traced");
+        let quiet_dir = sub.join("quiet");
+        std::fs::create_dir_all(&traced_dir).unwrap();
+        std::fs::create_dir_all(&quiet_dir).unwrap();
+        let traced = run(
+            &variant("thermostat.toml", master, "", &traced_dir),
+            &[],
+            Some(stop),
+            None,
+        );
+        let quiet = run(
+            &variant(
+                "thermostat.toml",
+                master,
+                "trace = false\nstep_log = false\nenergy_log = false",
+                &quiet_dir,
+            ),
+            &[],
+            Some(stop),
+            None,
+        );
+        assert!(traced.error.is_none(), "{kind}: {:?}", traced.error);
+        assert!(quiet.error.is_none(), "{kind}: {:?}", quiet.error);
+        assert!(traced.dir.path().join("trace.csv").exists(), "{kind}");
+        for file in ["trace.csv", "steps.csv", "energy.csv"] {
+            assert!(!quiet.dir.path().join(file).exists(), "{kind}: {file}");
+        }
+        let (a, b) = (summary(&traced), summary(&quiet));
+        for key in [
+            "status",
+            "t_reached",
+            "stats",
+            "mean_step",
+            "min_step",
+            "max_step",
+            "max_indicator",
+        ] {
+            assert_eq!(a[key], b[key], "{kind}: summary field {key}");
+        }
+        for (sa, sb) in a["subsystems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(b["subsystems"].as_array().unwrap())
+        {
+            for key in ["do_step", "stepped_time", "state_saves", "state_restores"] {
+                assert_eq!(sa["calls"][key], sb["calls"][key], "{kind}: {key}");
+            }
+        }
+        if kind == "fixed-step" {
+            // 120 whole steps and a last one of 0.2 s.
+            assert_eq!(b["stats"]["macro_steps"], 121, "{kind}");
+            let (lo, hi) = (
+                b["min_step"].as_f64().unwrap(),
+                b["max_step"].as_f64().unwrap(),
+            );
+            assert!((lo - 0.2).abs() < 1e-12 && hi == 0.5, "{kind}: {lo} {hi}");
+            assert_eq!(b["max_indicator"], serde_json::Value::Null, "{kind}");
+        } else {
+            assert!(b["max_indicator"].as_f64().unwrap() > 0.0, "{kind}");
+            assert!(
+                b["min_step"].as_f64().unwrap() <= b["max_step"].as_f64().unwrap(),
+                "{kind}"
+            );
+        }
+    }
+}

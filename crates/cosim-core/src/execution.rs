@@ -173,9 +173,7 @@ impl Execution {
         outputs: Option<&OutputsHandle>,
     ) -> (RunSummary, Option<CoreError>) {
         let mut energy = EnergyAccount::new(&self.system);
-        let mut max_indicator = f64::NAN;
-        let (mut min_step, mut max_step) = (f64::NAN, f64::NAN);
-        let mut max_lag = (0.0f64, f64::NAN);
+        let mut progress = Progress::default();
         if self.real_time.is_some() {
             // Which subsystem takes the time, when the run falls behind.
             self.system.enable_step_timing();
@@ -234,6 +232,15 @@ impl Execution {
             let mut event_text = String::new();
             // The report of each macro step (written in place by the master).
             let mut report = StepReport::simple(f64::NAN, f64::NAN);
+            // Nothing to do between two macro steps but the run's own
+            // bookkeeping (no observer, event, diagnostic, power bond or
+            // pacing: a run with its outputs off, say): the loop goes from
+            // one step's report straight to the next step.
+            let quiet = self.observers.is_empty()
+                && self.events.is_empty()
+                && self.diagnostics.is_empty()
+                && self.real_time.is_none()
+                && self.system.bonds().is_empty();
             while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
                     && flag.load(Ordering::Relaxed)
@@ -293,6 +300,17 @@ impl Execution {
                         return Err(e);
                     }
                 }
+                if quiet {
+                    progress.note(&report);
+                    macro_steps += 1;
+                    if let Some(o) = outputs {
+                        o.record_step(self.system.time(), macro_steps);
+                    }
+                    if let Some(ended) = ended {
+                        return Err(ended);
+                    }
+                    continue;
+                }
                 event_text.clear();
                 // (The first step also names those in effect from the start.)
                 let from = if macro_steps == 0 {
@@ -308,22 +326,12 @@ impl Execution {
                     event_text.push_str(what);
                 }
                 let energy_eps = energy.update(&self.system, report.dt);
-                if min_step.is_nan() || report.dt < min_step {
-                    min_step = report.dt;
-                }
-                if max_step.is_nan() || report.dt > max_step {
-                    max_step = report.dt;
-                }
                 if report.indicator.is_nan() && !self.system.bonds().is_empty() {
                     // Masters without an indicator of their own report the
                     // energy indicator, so fixed-step runs can be judged.
                     report.indicator = energy_eps;
                 }
-                if report.indicator.is_finite()
-                    && (max_indicator.is_nan() || report.indicator > max_indicator)
-                {
-                    max_indicator = report.indicator;
-                }
+                progress.note(&report);
                 for (value, d) in diagnostic_values.iter_mut().zip(&mut self.diagnostics) {
                     d.sample(&mut self.system)?;
                     *value = d.evaluate(&self.system, report.t, report.dt);
@@ -361,8 +369,8 @@ impl Execution {
                         (self.system.time() - self.t_start) / factor,
                         self.interrupt.as_deref(),
                     );
-                    if lag > max_lag.0 {
-                        max_lag = (lag, self.system.time());
+                    if lag > progress.max_lag.0 {
+                        progress.max_lag = (lag, self.system.time());
                     }
                 }
                 for o in &mut self.observers {
@@ -448,12 +456,6 @@ impl Execution {
         {
             error = Some(e);
         }
-        let progress = Progress {
-            max_indicator,
-            min_step,
-            max_step,
-            max_lag,
-        };
         let mut summary = self.summary(
             &energy,
             &progress,
@@ -581,6 +583,24 @@ struct Progress {
     max_step: f64,
     /// Real-time pacing: the worst lag behind the wall clock and when.
     max_lag: (f64, f64),
+}
+
+impl Progress {
+    /// Takes in the report of a completed macro step.
+    #[inline]
+    fn note(&mut self, report: &StepReport) {
+        if self.min_step.is_nan() || report.dt < self.min_step {
+            self.min_step = report.dt;
+        }
+        if self.max_step.is_nan() || report.dt > self.max_step {
+            self.max_step = report.dt;
+        }
+        if report.indicator.is_finite()
+            && (self.max_indicator.is_nan() || report.indicator > self.max_indicator)
+        {
+            self.max_indicator = report.indicator;
+        }
+    }
 }
 
 impl Default for Progress {
