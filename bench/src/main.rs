@@ -85,6 +85,16 @@ struct Args {
     /// 0.2 s with --quick, at most 50). Default 5, 3 with --quick.
     #[arg(long)]
     repeats: Option<usize>,
+    /// Run the whole benchmark in this many processes, one after the
+    /// other, and pool their runs: each figure is the median over the runs
+    /// of every process. What an FMU's calls cost can differ from one
+    /// process to the next (where its instance lies in memory, say), so a
+    /// ratio decided by a few percent wants more than one.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    rounds: usize,
+    /// (For --rounds: write what was measured as JSON to this file.)
+    #[arg(long, hide = true, value_name = "FILE")]
+    emit_json: Option<PathBuf>,
     /// Only build the project's FMUs and install the CGain FMUs into
     /// fmus/dist/c (for `cosim run bench/scenarios/...`), then exit.
     #[arg(long)]
@@ -335,6 +345,10 @@ fn run() -> Result<()> {
         return Ok(());
     }
 
+    if args.rounds > 1 {
+        return run_rounds(&args, started);
+    }
+
     let repeats = args
         .repeats
         .unwrap_or(if args.quick { 3 } else { 5 })
@@ -502,6 +516,73 @@ fn run() -> Result<()> {
         }
     }
     report.finish(started.elapsed());
+    if let Some(file) = &args.emit_json {
+        std::fs::write(file, serde_json::to_string(&report)?)
+            .with_context(|| format!("writing {}", file.display()))?;
+    }
+    write_report(&args, &report)
+}
+
+/// `--rounds N`: runs this benchmark with the same options in N child
+/// processes, one after the other, and writes the report of their runs
+/// pooled ([`Report::merge`]).
+fn run_rounds(args: &Args, started: Instant) -> Result<()> {
+    let exe = std::env::current_exe().context("locating the cosim-bench executable")?;
+    let dir = tempfile::Builder::new()
+        .prefix("cosim-bench-rounds-")
+        .tempdir()?;
+    let passed = child_args(std::env::args_os().skip(1));
+    let mut pooled: Option<Report> = None;
+    for i in 1..=args.rounds {
+        eprintln!("round {i} of {}", args.rounds);
+        let json = dir.path().join(format!("round-{i}.json"));
+        let status = std::process::Command::new(&exe)
+            .args(&passed)
+            .args(["--out", "-", "--emit-json"])
+            .arg(&json)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .with_context(|| format!("starting {}", exe.display()))?;
+        if !status.success() {
+            bail!("round {i} of {}: cosim-bench {status}", args.rounds);
+        }
+        let text = std::fs::read_to_string(&json)
+            .with_context(|| format!("round {i}: reading {}", json.display()))?;
+        let report: Report = serde_json::from_str(&text)
+            .with_context(|| format!("round {i}: {}", json.display()))?;
+        match &mut pooled {
+            None => pooled = Some(report),
+            Some(p) => p.merge(report),
+        }
+    }
+    let mut report = pooled.context("--rounds 0: nothing ran")?;
+    report.finish(started.elapsed());
+    write_report(args, &report)
+}
+
+/// The command-line arguments for a child of `--rounds`: all but
+/// `--rounds`, `--out` and `--emit-json` (and their values).
+fn child_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        let text = a.to_string_lossy();
+        let own = ["--rounds", "--out", "--emit-json"];
+        if own.contains(&text.as_ref()) {
+            skip_value = true;
+        } else if !own.iter().any(|o| text.starts_with(&format!("{o}="))) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Prints the report and writes it to `--out` (default
+/// bench/results/latest.md, or quick.md with --quick; `-`: nowhere).
+fn write_report(args: &Args, report: &Report) -> Result<()> {
     let text = report.markdown();
     println!("{text}");
     let out = args.out.clone().unwrap_or_else(|| {
@@ -541,6 +622,30 @@ mod tests {
     /// `--scenario` is repeatable; without `--only` it runs alone, with
     /// `--only` beside the built-in benchmarks selected; a file that is not
     /// there, or whose id is already taken, is refused by name.
+    #[test]
+    fn rounds_children_get_every_option_but_their_own() {
+        let args = [
+            "--rounds",
+            "3",
+            "--only",
+            "chain_3",
+            "--out=x.md",
+            "--scenario",
+            "a.toml",
+            "--emit-json",
+            "r.json",
+            "--rounds=2",
+            "--no-libcosim",
+        ]
+        .map(std::ffi::OsString::from);
+        let got = child_args(args.into_iter());
+        assert_eq!(
+            got,
+            ["--only", "chain_3", "--scenario", "a.toml", "--no-libcosim"]
+                .map(std::ffi::OsString::from)
+        );
+    }
+
     #[test]
     fn scenario_option_selects_extra_benchmarks() {
         cosim_cgain::install().unwrap();

@@ -3,8 +3,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 /// Who ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 pub enum Contender {
     /// The raw FFI loop (one thread).
     Raw,
@@ -23,7 +25,7 @@ pub enum Contender {
 }
 
 /// Repeated runs of one contender on one scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
     /// Who.
     pub contender: Contender,
@@ -84,7 +86,7 @@ pub fn median(xs: &[f64]) -> f64 {
 }
 
 /// One speed scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SpeedRow {
     /// Benchmark id (a `--scenario` file's stem for the user's own).
     pub id: String,
@@ -145,7 +147,7 @@ impl SpeedRow {
 }
 
 /// One trace-cost measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TraceRow {
     /// Benchmark id.
     pub id: String,
@@ -184,7 +186,7 @@ impl TraceRow {
 
 /// Startup: preparing a scenario (load, extract, instantiate) and
 /// initialising it.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct StartupRow {
     /// Benchmark id.
     pub id: String,
@@ -212,11 +214,14 @@ impl StartupRow {
     }
 }
 
-/// Everything measured in one invocation.
-#[derive(Debug)]
+/// Everything measured in one invocation (or pooled from several:
+/// [`Report::merge`]).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     quick: bool,
     repeats: usize,
+    /// Processes whose runs are pooled (`--rounds`).
+    rounds: usize,
     libcosim_repeats: usize,
     libcosim: Option<String>,
     notes: Vec<String>,
@@ -321,6 +326,7 @@ impl Report {
         Report {
             quick,
             repeats,
+            rounds: 1,
             libcosim_repeats,
             libcosim: None,
             notes: Vec::new(),
@@ -336,6 +342,63 @@ impl Report {
     pub fn finish(&mut self, elapsed: Duration) {
         self.elapsed = elapsed;
         self.load[1] = loadavg();
+    }
+
+    /// Pools `other`'s runs (another process's, on the same benchmarks)
+    /// into this report's: every contender's runs of a benchmark are put
+    /// together, so that a figure is the median over the runs of every
+    /// process. The load averages span both (this one's start, `other`'s
+    /// end).
+    pub fn merge(&mut self, other: Report) {
+        self.rounds += other.rounds;
+        for row in other.speed {
+            match self.speed.iter_mut().find(|r| r.id == row.id) {
+                None => self.speed.push(row),
+                Some(r) => {
+                    for m in row.measurements {
+                        match r
+                            .measurements
+                            .iter_mut()
+                            .find(|x| x.contender == m.contender)
+                        {
+                            None => r.measurements.push(m),
+                            Some(x) => {
+                                x.threads = x.threads.max(m.threads);
+                                x.seconds.extend(m.seconds);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for row in other.trace {
+            match self.trace.iter_mut().find(|r| r.id == row.id) {
+                None => self.trace.push(row),
+                Some(r) => {
+                    r.off.seconds.extend(row.off.seconds);
+                    r.on.seconds.extend(row.on.seconds);
+                }
+            }
+        }
+        for row in other.startup {
+            match self.startup.iter_mut().find(|r| r.id == row.id) {
+                None => self.startup.push(row),
+                Some(r) => {
+                    r.prepare.extend(row.prepare);
+                    r.initialize.extend(row.initialize);
+                }
+            }
+        }
+        if self.libcosim.is_none() {
+            self.libcosim = other.libcosim;
+        }
+        for n in other.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        let [_, end] = other.load;
+        self.load[1] = end;
     }
 
     /// Adds a note at the end.
@@ -373,9 +436,17 @@ impl Report {
             self.load[0].as_deref().unwrap_or("?"),
             self.load[1].as_deref().unwrap_or("?")
         );
+        let pooled = if self.rounds > 1 {
+            format!(
+                ", in each of {} processes (`--rounds {}`), every figure the median of all their runs pooled",
+                self.rounds, self.rounds
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "libcosim: {}. Figures: the median of at least {} runs adding up to at least {} s (raw loop, cosim; at most 50 runs), of {} runs (libcosim). Whole invocation: {:.0} s.\n",
+            "libcosim: {}. Figures: the median of at least {} runs adding up to at least {} s (raw loop, cosim; at most 50 runs), of {} runs (libcosim){pooled}. Whole invocation: {:.0} s.\n",
             self.libcosim
                 .as_deref()
                 .map_or("not run".to_string(), |v| format!("{v} (libcosimpy)")),
@@ -608,6 +679,57 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn merged_reports_pool_every_contenders_runs() {
+        let row = |raw: Vec<f64>, cosim: Vec<f64>| SpeedRow {
+            id: "chain".into(),
+            what: "x".into(),
+            fmus: 1,
+            connections: 0,
+            measurements: vec![
+                Measurement {
+                    contender: Contender::Raw,
+                    steps: 1,
+                    threads: 1,
+                    seconds: raw,
+                },
+                Measurement {
+                    contender: Contender::CosimOne,
+                    steps: 1,
+                    threads: 1,
+                    seconds: cosim,
+                },
+            ],
+        };
+        let mut a = Report::new(false, 5, 3);
+        a.speed.push(row(vec![1.0, 1.0, 1.0], vec![2.0, 2.0, 2.0]));
+        a.note("same".into());
+        let mut b = Report::new(false, 5, 3);
+        b.speed
+            .push(row(vec![3.0, 3.0, 3.0, 3.0], vec![3.0, 3.0, 3.0, 3.0]));
+        b.speed.push(SpeedRow {
+            id: "other".into(),
+            ..row(vec![5.0], vec![6.0])
+        });
+        b.note("same".into());
+        // Through JSON, as from a child process.
+        let b: Report = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+        a.merge(b);
+        assert_eq!(a.rounds, 2);
+        assert_eq!(a.speed.len(), 2);
+        let chain = &a.speed[0];
+        // Seven runs each: the medians are those of the pooled runs.
+        assert_eq!(chain.get(Contender::Raw).unwrap().seconds.len(), 7);
+        assert_eq!(chain.per_fmu(Contender::Raw), Some(3e9));
+        assert_eq!(chain.per_fmu(Contender::CosimOne), Some(3e9));
+        assert_eq!(a.speed[1].per_fmu(Contender::CosimOne), Some(6e9));
+        assert_eq!(a.notes, ["same"]);
+        assert!(
+            a.markdown()
+                .contains("in each of 2 processes (`--rounds 2`)")
+        );
     }
 
     #[test]
