@@ -555,7 +555,7 @@ fn run_rounds(args: &Args, started: Instant) -> Result<()> {
             Some(p) => p.merge(report),
         }
     }
-    let mut report = pooled.context("--rounds 0: nothing ran")?;
+    let mut report = pooled.context("no round ran")?;
     report.finish(started.elapsed());
     write_report(args, &report)
 }
@@ -619,9 +619,8 @@ fn trace_columns(path: &Path) -> Result<usize> {
 mod tests {
     use super::*;
 
-    /// `--scenario` is repeatable; without `--only` it runs alone, with
-    /// `--only` beside the built-in benchmarks selected; a file that is not
-    /// there, or whose id is already taken, is refused by name.
+    /// A child of `--rounds` gets every option but `--rounds`, `--out` and
+    /// `--emit-json` (which the parent sets), in both spellings.
     #[test]
     fn rounds_children_get_every_option_but_their_own() {
         let args = [
@@ -646,6 +645,9 @@ mod tests {
         );
     }
 
+    /// `--scenario` is repeatable; without `--only` it runs alone, with
+    /// `--only` beside the built-in benchmarks selected; a file that is not
+    /// there, or whose id is already taken, is refused by name.
     #[test]
     fn scenario_option_selects_extra_benchmarks() {
         cosim_cgain::install().unwrap();
