@@ -613,3 +613,41 @@ fn verbose_runs_report_the_master_decisions_and_the_fmi_calls() {
     assert!(s["min_step"].as_f64().unwrap() <= s["max_step"].as_f64().unwrap());
     assert!(s["subsystems"][0]["step_wall_time_s"].as_f64().unwrap() > 0.0);
 }
+
+/// Without a terminal, `cosim run` says its progress in a line every 10 %
+/// of the run, at the first communication point at or past each (the
+/// progress display asks to be called only there, `Observer::due`, so the
+/// steps between go the run loop's quiet path): the same lines whether
+/// every step writes outputs or none does. The thermostat: 1200 steps of
+/// 0.5 s. (Lines at every 256th step past each tenth before.)
+#[test]
+fn progress_is_said_at_every_tenth_of_the_run_with_or_without_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = "kind = \"fixed-step\"\nstep = 0.5";
+    let scenario = cosim_tests::with_master("thermostat.toml", master, dir.path());
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let quiet = dir.path().join("quiet.toml");
+    let off = "[outputs]\ntrace = false\nstep_log = false\nenergy_log = false\n";
+    std::fs::write(&quiet, text.replace("[outputs]\n", off)).unwrap();
+    let expected: Vec<String> = (1..=10)
+        .map(|k| format!("progress: t = {} ({} %)", 60 * k, 10 * k))
+        .collect();
+    for (k, file) in [&scenario, &quiet].into_iter().enumerate() {
+        let out_dir = dir.path().join(format!("out{k}"));
+        let out = cosim(&[
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        let (err, text) = (stderr(&out), String::from_utf8_lossy(&out.stdout));
+        assert!(out.status.success(), "{}: {err}", file.display());
+        let said: Vec<&str> = err
+            .lines()
+            .chain(text.lines())
+            .filter(|l| l.starts_with("progress:"))
+            .collect();
+        assert_eq!(said, expected, "{}: {err}", file.display());
+        assert_eq!(out_dir.join("trace.csv").exists(), file == &scenario);
+    }
+}

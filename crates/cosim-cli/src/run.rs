@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
-use cosim_core::observer::{Observer, StepContext};
+use cosim_core::observer::{Due, Observer, StepContext};
 use cosim_core::watchdog::{Hang, Watchdog};
 use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
@@ -547,17 +547,27 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
 }
 
 /// Progress over simulated time: a bar on a terminal, a line every 10 %
-/// otherwise.
+/// otherwise. It asks to be called only when it has something to show
+/// ([`Observer::due`]), so a run between two updates takes the run loop's
+/// quiet path.
 struct Progress {
     t0: f64,
     t1: f64,
     bar: Option<indicatif::ProgressBar>,
     next_percent: u64,
-    last_update: Instant,
-    steps: u32,
+    /// The start and stop times in ticks of the run's time base (from
+    /// `start`).
+    span: (i64, i64),
+    /// The wall clock and the time (ticks) of the bar's last update.
+    last_update: (Instant, i64),
+    /// The communication point (ticks) from which the next update is due.
+    due: i64,
     /// A paced run: the factor achieved is shown, from this start.
     real_time: Option<Instant>,
 }
+
+/// How often the bar is redrawn, at most.
+const BAR_PERIOD: Duration = Duration::from_millis(100);
 
 impl Progress {
     fn new(t0: f64, t1: f64, real_time: bool) -> Self {
@@ -576,20 +586,14 @@ impl Progress {
             t1,
             bar,
             next_percent: 10,
-            last_update: Instant::now(),
-            steps: 0,
+            span: (0, 0),
+            last_update: (Instant::now(), 0),
+            due: i64::MIN,
             real_time: real_time.then(Instant::now),
         }
     }
 
-    fn update(&mut self, t: f64, force: bool) {
-        // Look at the clock and the bar only every few hundred steps: the
-        // macro-step loop is the hot path.
-        self.steps = self.steps.wrapping_add(1);
-        // (A paced run is slow by design: every step may look.)
-        if !force && self.real_time.is_none() && !self.steps.is_multiple_of(256) {
-            return;
-        }
+    fn update(&mut self, t: f64, ticks: i64, force: bool) {
         let pace = self.real_time.map_or(String::new(), |start| {
             let wall = start.elapsed().as_secs_f64();
             if wall > 0.0 {
@@ -599,13 +603,25 @@ impl Progress {
             }
         });
         let frac = ((t - self.t0) / (self.t1 - self.t0)).clamp(0.0, 1.0);
+        let (ticks0, ticks1) = self.span;
         match &self.bar {
             Some(bar) => {
-                if force || self.last_update.elapsed() >= Duration::from_millis(100) {
-                    self.last_update = Instant::now();
+                let now = Instant::now();
+                let (last, last_ticks) = self.last_update;
+                let wall = now.duration_since(last);
+                if force || wall >= BAR_PERIOD {
+                    self.last_update = (now, ticks);
                     bar.set_position((frac * 1000.0) as u64);
                     bar.set_message(format!("{t:.6}{pace}"));
                 }
+                // Due again after the time the run covers in one period at
+                // its pace since the last update (at least a step, at most
+                // a thousandth of the run, so a run that slows down is
+                // still shown moving).
+                let rate = (ticks - last_ticks) as f64 / wall.as_secs_f64().max(1e-9);
+                let ahead = (rate * BAR_PERIOD.as_secs_f64()) as i64;
+                let most = ((ticks1 - ticks0) / 1000).max(1);
+                self.due = ticks.saturating_add(ahead.clamp(1, most));
             }
             None => {
                 let percent = (frac * 100.0) as u64;
@@ -613,6 +629,11 @@ impl Progress {
                     say!("progress: t = {t} ({percent} %){pace}");
                     self.next_percent = (percent / 10 + 1) * 10;
                 }
+                // The next line's point, a tick early (the percentage is
+                // computed in seconds): a step there that is still short
+                // of it shows nothing and asks again.
+                let share = (ticks1 - ticks0) as f64 * self.next_percent as f64 / 100.0;
+                self.due = ticks0.saturating_add(share as i64).saturating_sub(1);
             }
         }
     }
@@ -620,21 +641,32 @@ impl Progress {
 
 impl Observer for Progress {
     fn start(&mut self, sys: &System) -> cosim_core::Result<()> {
-        self.update(sys.time(), true);
+        let base = sys.time_base();
+        self.span = (base.round(self.t0), base.round(self.t1));
+        self.last_update = (Instant::now(), sys.ticks());
+        self.update(sys.time(), sys.ticks(), true);
         Ok(())
     }
 
     fn step(&mut self, sys: &System, _ctx: &StepContext<'_>) -> cosim_core::Result<()> {
-        self.update(sys.time(), false);
+        // (Called after every step when the run has something else to do
+        // after each: a step before the due point is nothing to show.)
+        if sys.ticks() >= self.due {
+            self.update(sys.time(), sys.ticks(), false);
+        }
         Ok(())
     }
 
     fn finish(&mut self, sys: &System) -> cosim_core::Result<()> {
-        self.update(sys.time(), true);
+        self.update(sys.time(), sys.ticks(), true);
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
         Ok(())
+    }
+
+    fn due(&self, _sys: &System) -> Due {
+        Due::From(self.due)
     }
 
     fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {

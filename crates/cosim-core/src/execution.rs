@@ -153,6 +153,17 @@ pub struct Execution {
     pub real_time: Option<f64>,
 }
 
+/// The first communication point, in ticks, at which one of `observers`
+/// is due ([`Observer::due`]; `i64::MAX` for none, `i64::MIN` for every
+/// step).
+fn next_due(observers: &[Box<dyn Observer>], sys: &System) -> i64 {
+    observers
+        .iter()
+        .map(|o| o.due(sys).ticks())
+        .min()
+        .unwrap_or(i64::MAX)
+}
+
 impl Execution {
     /// Runs to the stop time. Returns the summary and the error, if any; on
     /// error every completed step is already in the outputs.
@@ -232,15 +243,22 @@ impl Execution {
             let mut event_text = String::new();
             // The report of each macro step (written in place by the master).
             let mut report = StepReport::simple(f64::NAN, f64::NAN);
-            // Nothing to do between two macro steps but the run's own
-            // bookkeeping (no observer, event, diagnostic, power bond or
-            // pacing: a run with its outputs off, say): the loop goes from
-            // one step's report straight to the next step.
-            let quiet = self.observers.is_empty()
-                && self.events.is_empty()
+            // Steps with nothing to do but the run's own bookkeeping: no
+            // event, diagnostic, power bond or pacing (those act after
+            // every step), and no observer due ([`Observer::due`]: a run
+            // with its outputs off, or a step between two rows of a trace
+            // at an interval). The loop goes from such a step's report
+            // straight to the next step; `quiet_until` is the first
+            // communication point (ticks) at which an observer is due.
+            let can_be_quiet = self.events.is_empty()
                 && self.diagnostics.is_empty()
                 && self.real_time.is_none()
                 && self.system.bonds().is_empty();
+            let mut quiet_until = if can_be_quiet {
+                next_due(&self.observers, &self.system)
+            } else {
+                i64::MIN
+            };
             while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
                     && flag.load(Ordering::Relaxed)
@@ -300,7 +318,7 @@ impl Execution {
                         return Err(e);
                     }
                 }
-                if quiet {
+                if self.system.ticks() < quiet_until {
                     progress.note(&report);
                     macro_steps += 1;
                     if let Some(o) = outputs {
@@ -375,6 +393,9 @@ impl Execution {
                 }
                 for o in &mut self.observers {
                     o.step(&self.system, &ctx)?;
+                }
+                if can_be_quiet {
+                    quiet_until = next_due(&self.observers, &self.system);
                 }
                 macro_steps += 1;
                 if let Some(o) = outputs {

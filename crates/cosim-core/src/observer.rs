@@ -37,11 +37,40 @@ pub struct StepContext<'a> {
     pub events: &'a str,
 }
 
+/// When an observer next has something to do after a macro step
+/// ([`Observer::due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// After every accepted macro step.
+    EveryStep,
+    /// After the first accepted macro step that ends at or after this
+    /// time, in ticks of the system's time base (`i64::MAX`: only at the
+    /// end of the run, [`Observer::finish`]).
+    From(i64),
+}
+
+impl Due {
+    /// Only at the end of the run.
+    pub const AT_END: Due = Due::From(i64::MAX);
+
+    /// The first time, in ticks, at which this is reached (`i64::MIN`:
+    /// every step).
+    pub fn ticks(self) -> i64 {
+        match self {
+            Due::EveryStep => i64::MIN,
+            Due::From(t) => t,
+        }
+    }
+}
+
 /// Receives the system state after initialization and each accepted step.
 pub trait Observer: Send {
     /// After initialization, at the start time.
     fn start(&mut self, sys: &System) -> Result<()>;
-    /// After each accepted macro step.
+    /// After an accepted macro step: at least after each step at which
+    /// [`Observer::due`] says it has something to do, and possibly after
+    /// others (it then does nothing, or what it would have done had it
+    /// been called after every step).
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()>;
     /// At the end of the run, successful or not: write the last row if
     /// needed and flush.
@@ -53,6 +82,16 @@ pub trait Observer: Send {
     /// their step end a step there ([`crate::master::Master::fixed_step`]).
     fn next_point(&self) -> Option<i64> {
         None
+    }
+
+    /// After which coming macro steps this observer has something to do,
+    /// asked after [`Observer::start`] and after each of its
+    /// [`Observer::step`] calls: when no observer (nor anything else of
+    /// the run) has, the run loop goes on to the next step without
+    /// calling them. Default: every step. An observer that counts the
+    /// calls of `step` says every step.
+    fn due(&self, _sys: &System) -> Due {
+        Due::EveryStep
     }
 
     /// How this observer samples the run, for the summary (the trace).
@@ -388,6 +427,14 @@ impl Observer for TraceWriter {
 
     fn next_point(&self) -> Option<i64> {
         matches!(self.sampling, Sampling::Interval(_)).then_some(self.next_output)
+    }
+
+    fn due(&self, _sys: &System) -> Due {
+        match self.sampling {
+            // (Decimation counts the calls of `step`.)
+            Sampling::EveryStep | Sampling::Decimation(_) => Due::EveryStep,
+            Sampling::Interval(_) => Due::From(self.next_output),
+        }
     }
 
     fn sampling(&self) -> Option<Sampling> {
