@@ -36,6 +36,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use cosim_scenario::Overrides;
 
 use crate::report::{Contender, Measurement, Report, SpeedRow, StartupRow, TraceRow};
 
@@ -148,6 +149,13 @@ const BENCHES: &[Bench] = &[
     Bench {
         id: "chain_3_vars",
         what: "chain_3 with `variables` = two outputs",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Speed,
+    },
+    Bench {
+        id: "chain_3_sampled",
+        what: "chain_3 with a trace of every output at an interval of 0.1 s (a row every 100 steps)",
         steps: 100_000,
         quick_steps: 20_000,
         kind: Kind::Speed,
@@ -372,7 +380,15 @@ fn run() -> Result<()> {
                 eprintln!("{}: {} steps", b.id, steps);
                 let plan = plan::plan(path, steps)
                     .with_context(|| format!("{}: {}", b.id, path.display()))?;
-                let overrides = plan::overrides_for(plan.start, plan.step, steps);
+                // (Into a temporary directory: a scenario with outputs on
+                // writes there.)
+                let out = tempfile::Builder::new()
+                    .prefix("cosim-bench-out-")
+                    .tempdir()?;
+                let overrides = Overrides {
+                    out: Some(out.path().to_path_buf()),
+                    ..plan::overrides_for(plan.start, plan.step, steps)
+                };
                 let mut m: Vec<Measurement> =
                     [Contender::Raw, Contender::CosimOne, Contender::CosimAll]
                         .into_iter()
