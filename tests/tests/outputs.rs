@@ -660,15 +660,15 @@ fn a_run_without_outputs_summarises_its_steps_as_a_traced_run_does() {
     }
 }
 
-/// A trace at an interval, with nothing else written after every step,
-/// leaves the steps between two of its rows to the run loop's quiet path
-/// (`Observer::due`): its rows, and the summary, are those of the same
-/// run whose step log makes every step go the full way. On the
+/// A trace at an interval or decimated, with nothing else written after
+/// every step, leaves the steps between two of its rows to the run loop's
+/// quiet path (`Observer::due`): its rows, and the summary, are those of
+/// the same run whose step log makes every step go the full way. On the
 /// thermostat, for a fixed-step master (the interval a multiple of its
 /// step, the last step shortened) and for masters that end a step on
 /// every output point.
 #[test]
-fn a_trace_at_an_interval_writes_the_rows_a_run_with_a_step_log_writes() {
+fn a_sampled_trace_writes_the_rows_a_run_with_a_step_log_writes() {
     let dir = tempfile::tempdir().unwrap();
     let masters = [
         ("fixed-step", "kind = \"fixed-step\"\nstep = 0.5", 60.2),
@@ -685,54 +685,69 @@ fn a_trace_at_an_interval_writes_the_rows_a_run_with_a_step_log_writes() {
         ("ifosmondi", "kind = \"ifosmondi\"\nstep = 0.5", 60.0),
     ];
     for (kind, master, stop) in masters {
-        let sub = dir.path().join(kind);
-        let full_dir = sub.join("full");
-        let quiet_dir = sub.join("quiet");
-        std::fs::create_dir_all(&full_dir).unwrap();
-        std::fs::create_dir_all(&quiet_dir).unwrap();
-        let outputs =
-            |step_log: bool| format!("interval = 2.5\nstep_log = {step_log}\nenergy_log = false");
-        let full = run(
-            &variant("thermostat.toml", master, &outputs(true), &full_dir),
-            &[],
-            Some(stop),
-            None,
-        );
-        let quiet = run(
-            &variant("thermostat.toml", master, &outputs(false), &quiet_dir),
-            &[],
-            Some(stop),
-            None,
-        );
-        assert!(full.error.is_none(), "{kind}: {:?}", full.error);
-        assert!(quiet.error.is_none(), "{kind}: {:?}", quiet.error);
-        assert!(!quiet.dir.path().join("steps.csv").exists(), "{kind}");
-        let (header, rows) = csv(&quiet.dir.path().join("trace.csv"));
-        assert_eq!(
-            (header.clone(), rows.clone()),
-            csv(&full.dir.path().join("trace.csv")),
-            "{kind}: the traces differ"
-        );
-        // A row at every point of the interval and one at the stop time.
-        let times = column(&header, &rows, "time [s]");
-        let n = (stop / 2.5).floor() as usize;
-        let mut expected: Vec<f64> = (0..=n).map(|k| k as f64 * 2.5).collect();
-        if expected.last() != Some(&stop) {
-            expected.push(stop);
-        }
-        let times: Vec<f64> = times.iter().map(|t| t.parse().unwrap()).collect();
-        assert_eq!(times, expected, "{kind}");
-        let (a, b) = (summary(&full), summary(&quiet));
-        for key in [
-            "status",
-            "t_reached",
-            "stats",
-            "mean_step",
-            "min_step",
-            "max_step",
-            "max_indicator",
-        ] {
-            assert_eq!(a[key], b[key], "{kind}: summary field {key}");
+        for sampling in ["interval = 2.5", "decimation = 7"] {
+            let what = format!("{kind}, {sampling}");
+            let sub = dir.path().join(kind).join(&sampling[..8]);
+            let full_dir = sub.join("full");
+            let quiet_dir = sub.join("quiet");
+            std::fs::create_dir_all(&full_dir).unwrap();
+            std::fs::create_dir_all(&quiet_dir).unwrap();
+            let outputs =
+                |step_log: bool| format!("{sampling}\nstep_log = {step_log}\nenergy_log = false");
+            let full = run(
+                &variant("thermostat.toml", master, &outputs(true), &full_dir),
+                &[],
+                Some(stop),
+                None,
+            );
+            let quiet = run(
+                &variant("thermostat.toml", master, &outputs(false), &quiet_dir),
+                &[],
+                Some(stop),
+                None,
+            );
+            assert!(full.error.is_none(), "{what}: {:?}", full.error);
+            assert!(quiet.error.is_none(), "{what}: {:?}", quiet.error);
+            assert!(!quiet.dir.path().join("steps.csv").exists(), "{what}");
+            let (header, rows) = csv(&quiet.dir.path().join("trace.csv"));
+            assert_eq!(
+                (header.clone(), rows.clone()),
+                csv(&full.dir.path().join("trace.csv")),
+                "{what}: the traces differ"
+            );
+            let times: Vec<f64> = column(&header, &rows, "time [s]")
+                .iter()
+                .map(|t| t.parse().unwrap())
+                .collect();
+            let (a, b) = (summary(&full), summary(&quiet));
+            let steps = b["stats"]["macro_steps"].as_u64().unwrap() as usize;
+            // The start, then a row at every point of the interval or
+            // every 7th step, and one at the stop time unless it is one.
+            let (regular, at_stop) = if sampling.starts_with("interval") {
+                let n = (stop / 2.5).floor() as usize;
+                (n + 1, n as f64 * 2.5 != stop)
+            } else {
+                (steps / 7 + 1, !steps.is_multiple_of(7))
+            };
+            assert_eq!(times.len(), regular + usize::from(at_stop), "{what}");
+            assert_eq!(times[0], 0.0, "{what}");
+            assert_eq!(*times.last().unwrap(), stop, "{what}");
+            if sampling.starts_with("interval") {
+                for (k, t) in times.iter().enumerate().take(regular) {
+                    assert_eq!(*t, k as f64 * 2.5, "{what}");
+                }
+            }
+            for key in [
+                "status",
+                "t_reached",
+                "stats",
+                "mean_step",
+                "min_step",
+                "max_step",
+                "max_indicator",
+            ] {
+                assert_eq!(a[key], b[key], "{what}: summary field {key}");
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
-use cosim_core::observer::{Due, Observer, StepContext};
+use cosim_core::observer::{Due, Next, Observer, StepContext};
 use cosim_core::watchdog::{Hang, Watchdog};
 use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
@@ -669,7 +669,7 @@ impl Observer for Progress {
         Due::From(self.due)
     }
 
-    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+    fn wants_values(&self, _sys: &System, _next: Next) -> bool {
         // The time only.
         false
     }

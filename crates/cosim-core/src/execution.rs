@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::error::{CoreError, Result};
 use crate::indicators::{EnergyAccount, ErrorIndicator};
 use crate::master::{Master, MasterStats, StepReport};
-use crate::observer::{Observer, Sampling, StepContext};
+use crate::observer::{Next, Observer, Sampling, StepContext};
 use crate::output::OutputsHandle;
 use crate::subsystem::CallCounters;
 use crate::system::System;
@@ -153,15 +153,16 @@ pub struct Execution {
     pub real_time: Option<f64>,
 }
 
-/// The first communication point, in ticks, at which one of `observers`
-/// is due ([`Observer::due`]; `i64::MAX` for none, `i64::MIN` for every
-/// step).
-fn next_due(observers: &[Box<dyn Observer>], sys: &System) -> i64 {
+/// From when one of `observers` is due ([`Observer::due`]): the first
+/// communication point in ticks and the first macro step number (the
+/// step that reaches either; `(i64::MAX, u64::MAX)` for none).
+fn next_due(observers: &[Box<dyn Observer>], sys: &System) -> (i64, u64) {
     observers
         .iter()
-        .map(|o| o.due(sys).ticks())
-        .min()
-        .unwrap_or(i64::MAX)
+        .map(|o| o.due(sys).bounds())
+        .fold((i64::MAX, u64::MAX), |(t, n), (ot, on)| {
+            (t.min(ot), n.min(on))
+        })
 }
 
 impl Execution {
@@ -249,7 +250,8 @@ impl Execution {
             // with its outputs off, or a step between two rows of a trace
             // at an interval). The loop goes from such a step's report
             // straight to the next step; `quiet_until` is the first
-            // communication point (ticks) at which an observer is due.
+            // communication point (ticks) and macro step number at which
+            // an observer is due.
             let can_be_quiet = self.events.is_empty()
                 && self.diagnostics.is_empty()
                 && self.real_time.is_none()
@@ -257,7 +259,7 @@ impl Execution {
             let mut quiet_until = if can_be_quiet {
                 next_due(&self.observers, &self.system)
             } else {
-                i64::MIN
+                (i64::MIN, 0)
             };
             while self.system.ticks() < stop {
                 if let Some(flag) = &self.interrupt
@@ -318,7 +320,7 @@ impl Execution {
                         return Err(e);
                     }
                 }
-                if self.system.ticks() < quiet_until {
+                if self.system.ticks() < quiet_until.0 && macro_steps + 1 < quiet_until.1 {
                     progress.note(&report);
                     macro_steps += 1;
                     if let Some(o) = outputs {
@@ -359,6 +361,7 @@ impl Execution {
                     energy: &energy,
                     diagnostics: &diagnostic_values,
                     events: &event_text,
+                    macro_step: macro_steps + 1,
                 };
                 // Values the steps left unread (System::read_needed_only)
                 // and String values are read only for the rows that show
@@ -367,7 +370,7 @@ impl Execution {
                     && self
                         .observers
                         .iter()
-                        .any(|o| o.wants_values(&self.system, false))
+                        .any(|o| o.wants_values(&self.system, Next::Step(macro_steps + 1)))
                 {
                     self.system.read_rest()?;
                 }
@@ -375,7 +378,7 @@ impl Execution {
                     && self
                         .observers
                         .iter()
-                        .any(|o| o.wants_strings(&self.system, false))
+                        .any(|o| o.wants_strings(&self.system, Next::Step(macro_steps + 1)))
                 {
                     self.system.read_strings()?;
                 }
@@ -422,7 +425,7 @@ impl Execution {
             && self
                 .observers
                 .iter()
-                .any(|o| o.wants_values(&self.system, true))
+                .any(|o| o.wants_values(&self.system, Next::Finish))
         {
             if advance_failed {
                 self.system.forget_rest();
@@ -437,7 +440,7 @@ impl Execution {
             && self
                 .observers
                 .iter()
-                .any(|o| o.wants_strings(&self.system, true))
+                .any(|o| o.wants_strings(&self.system, Next::Finish))
             && let Err(e) = self.system.read_strings()
         {
             error = Some(e);

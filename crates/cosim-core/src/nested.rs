@@ -43,6 +43,9 @@ pub struct NestedSystem {
     /// An inner subsystem's Jacobian (reused: the predictor/corrector's lag
     /// correction reads it every macro step).
     inner_jacobian: Vec<f64>,
+    /// Inner macro steps taken (for the observers' `StepContext`; steps
+    /// taken again after an outer rollback count again).
+    macro_steps: u64,
 }
 
 impl std::fmt::Debug for NestedSystem {
@@ -98,6 +101,7 @@ impl NestedSystem {
             saved: Vec::new(),
             t_stop: None,
             inner_jacobian: Vec::new(),
+            macro_steps: 0,
         })
     }
 
@@ -212,11 +216,13 @@ impl Subsystem for NestedSystem {
                 Err(e) => return Err(e),
             };
             self.energy.update(&self.system, report.dt);
+            self.macro_steps += 1;
             let ctx = StepContext {
                 report: &report,
                 energy: &self.energy,
                 diagnostics: &[],
                 events: "",
+                macro_step: self.macro_steps,
             };
             for o in &mut self.observers {
                 o.step(&self.system, &ctx)?;

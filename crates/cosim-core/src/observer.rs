@@ -35,6 +35,19 @@ pub struct StepContext<'a> {
     /// The timed events that took effect in this step, `; `-separated
     /// (empty when none).
     pub events: &'a str,
+    /// The accepted macro steps of the run, this one included (1 after
+    /// the first).
+    pub macro_step: u64,
+}
+
+/// Which call of an observer a question is about ([`Observer::wants_values`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// The coming [`Observer::step`], after accepted macro step number n
+    /// (`StepContext::macro_step`).
+    Step(u64),
+    /// The coming [`Observer::finish`].
+    Finish,
 }
 
 /// When an observer next has something to do after a macro step
@@ -47,18 +60,18 @@ pub enum Due {
     /// time, in ticks of the system's time base (`i64::MAX`: only at the
     /// end of the run, [`Observer::finish`]).
     From(i64),
+    /// After accepted macro step number n (`StepContext::macro_step`).
+    AtStep(u64),
 }
 
 impl Due {
-    /// Only at the end of the run.
-    pub const AT_END: Due = Due::From(i64::MAX);
-
-    /// The first time, in ticks, at which this is reached (`i64::MIN`:
-    /// every step).
-    pub fn ticks(self) -> i64 {
+    /// The earliest point this is reached: (time in ticks, macro step
+    /// number); due after the first step that reaches either.
+    pub fn bounds(self) -> (i64, u64) {
         match self {
-            Due::EveryStep => i64::MIN,
-            Due::From(t) => t,
+            Due::EveryStep => (i64::MIN, 0),
+            Due::From(t) => (t, u64::MAX),
+            Due::AtStep(n) => (i64::MAX, n),
         }
     }
 }
@@ -99,22 +112,22 @@ pub trait Observer: Send {
         None
     }
 
-    /// Whether the coming [`Observer::step`] (after the step that just
-    /// ended, the run at `sys.ticks()`), or with `at_end` the coming
-    /// [`Observer::finish`], writes String values: the run then reads them
+    /// Whether the coming call `next` (a [`Observer::step`] after the
+    /// step that just ended, the run at `sys.ticks()`, or
+    /// [`Observer::finish`]) writes String values: the run then reads them
     /// first ([`System::read_strings`]), and only then.
-    fn wants_strings(&self, _sys: &System, _at_end: bool) -> bool {
+    fn wants_strings(&self, _sys: &System, _next: Next) -> bool {
         false
     }
 
-    /// Whether the coming [`Observer::step`] (or with `at_end` the coming
+    /// Whether the coming call `next` (a [`Observer::step`] or
     /// [`Observer::finish`]) may read observed values other than those the
     /// coupling uses: the run then reads them first
     /// ([`System::read_rest`], when the system reads only what is needed,
     /// [`System::read_needed_only`]). Default true (an observer may read
     /// anything); the trace says so only for the rows it writes, and
     /// observers that read no observed value say false.
-    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+    fn wants_values(&self, _sys: &System, _next: Next) -> bool {
         true
     }
 }
@@ -385,8 +398,10 @@ impl Observer for TraceWriter {
         self.row(sys)
     }
 
-    fn step(&mut self, sys: &System, _ctx: &StepContext<'_>) -> Result<()> {
-        self.steps += 1;
+    fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
+        // (The run's count, not this observer's calls: the run leaves out
+        // the calls before it is due.)
+        self.steps = ctx.macro_step;
         let write = match self.sampling {
             Sampling::EveryStep => true,
             Sampling::Decimation(n) => self.steps.is_multiple_of(n.max(1)),
@@ -431,8 +446,11 @@ impl Observer for TraceWriter {
 
     fn due(&self, _sys: &System) -> Due {
         match self.sampling {
-            // (Decimation counts the calls of `step`.)
-            Sampling::EveryStep | Sampling::Decimation(_) => Due::EveryStep,
+            Sampling::EveryStep => Due::EveryStep,
+            Sampling::Decimation(n) => {
+                let n = n.max(1);
+                Due::AtStep((self.steps / n).saturating_add(1).saturating_mul(n))
+            }
             Sampling::Interval(_) => Due::From(self.next_output),
         }
     }
@@ -441,21 +459,21 @@ impl Observer for TraceWriter {
         Some(self.sampling)
     }
 
-    fn wants_strings(&self, sys: &System, at_end: bool) -> bool {
+    fn wants_strings(&self, sys: &System, next: Next) -> bool {
         if self.text_columns.is_empty() {
             return false;
         }
-        self.wants_values(sys, at_end)
+        self.wants_values(sys, next)
     }
 
-    fn wants_values(&self, sys: &System, at_end: bool) -> bool {
-        if at_end {
+    fn wants_values(&self, sys: &System, next: Next) -> bool {
+        let Next::Step(step) = next else {
             return self.last_written.is_some_and(|t| t != sys.ticks());
-        }
+        };
         // The condition `step` writes a row on.
         match self.sampling {
             Sampling::EveryStep => true,
-            Sampling::Decimation(n) => (self.steps + 1).is_multiple_of(n.max(1)),
+            Sampling::Decimation(n) => step.is_multiple_of(n.max(1)),
             Sampling::Interval(_) => sys.ticks() >= self.next_output,
         }
     }
@@ -538,7 +556,7 @@ impl Observer for EnergyLog {
         Ok(())
     }
 
-    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+    fn wants_values(&self, _sys: &System, _next: Next) -> bool {
         // The energy account's figures only (bonds are coupled outputs).
         false
     }
@@ -643,7 +661,7 @@ impl Observer for StepLog {
         Ok(())
     }
 
-    fn wants_values(&self, _sys: &System, _at_end: bool) -> bool {
+    fn wants_values(&self, _sys: &System, _next: Next) -> bool {
         // The step report and the diagnostics only.
         false
     }
