@@ -470,7 +470,10 @@ pub fn time_base(resolved: &ResolvedScenario, nodes: &[Node]) -> Result<TimeBase
 }
 
 /// Builds the system, master and report of a resolved scenario whose
-/// subsystems are FMUs or nested systems (`nodes[i]` is subsystem `i`).
+/// subsystems are FMUs or nested systems (`nodes[i]` is subsystem `i`):
+/// the slots of every subsystem, the subsystems, the connections and power
+/// bonds in slot terms, the system with its structural checks, the master
+/// and the trace's columns.
 pub fn assemble_nodes(
     resolved: &ResolvedScenario,
     nodes: &[Node],
@@ -486,8 +489,89 @@ pub fn assemble_nodes(
         time_base: Some(base),
         ..level.clone()
     };
+    refuse_uncoupled_types(resolved, &mds)?;
+    let plan = SlotPlan::new(resolved, nodes, &mds, level)?;
+    let options = InstantiateOptions {
+        call_log: level.call_log.clone(),
+        ..InstantiateOptions::default()
+    };
+    let subsystems = (0..n)
+        .map(|s| instantiate(resolved, nodes, &plan, level, &options, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (connections, gains) = slot_connections(resolved, &plan.layouts)?;
+    let mut report = AssemblyReport::default();
+    let bonds = Bonds {
+        resolved,
+        mds: &mds,
+        layouts: &plan.layouts,
+        gains: &gains,
+    }
+    .confirm(&mut report.bonds)?;
+    let links = function_links(resolved, &plan.layouts)?;
 
-    // Refuse what the engine does not couple yet, at the scenario position.
+    let step_multiple = resolved
+        .subsystems
+        .iter()
+        .map(|s| s.step_multiple)
+        .collect();
+    let mut system = System::new(SystemSpec {
+        subsystems,
+        step_multiple,
+        connections,
+        bonds,
+        nonfinite: match resolved.master.nonfinite {
+            NonFinite::Error => NonFinitePolicy::Error,
+            NonFinite::Warn => NonFinitePolicy::Warn,
+        },
+        threads: resolved.master.threads,
+    })?;
+    system.set_energy_reference(resolved.master.energy_reference);
+    if !resolved.functions.is_empty() {
+        let specs = resolved.functions.iter().map(|f| f.spec.clone()).collect();
+        system.add_functions(specs, links)?;
+    }
+    // Structural checks (through functions too).
+    let infos: Vec<&cosim_core::SubsystemInfo> =
+        system.subsystems().iter().map(|s| s.info()).collect();
+    report.feedthrough = feedthrough_report(&infos);
+    let loops: Vec<AlgebraicLoop> = algebraic_loops(&infos, system.couplings());
+    report.algebraic_loops = loops.iter().map(|l| l.to_string()).collect();
+    system.set_time_base(base);
+    if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
+        system.set_divergence_limit(limit);
+    }
+    let master = build_master(resolved, &system)?;
+    let (trace_columns, trace_text_columns) = trace_columns(resolved, &mds, &plan, &system);
+    // The energy indicator of a system without power bonds is always 0:
+    // not computed, and no column in the step log.
+    let diagnostics = resolved
+        .master
+        .indicators
+        .iter()
+        .filter(|&&i| i != Indicator::Energy || !system.bonds().is_empty())
+        .map(|&i| indicator(resolved, i))
+        .collect();
+    let mut assembly = Assembly {
+        system,
+        master,
+        report,
+        trace_columns,
+        trace_text_columns,
+        trace_names: Vec::new(),
+        diagnostics,
+        events: EventSchedule::new(level_events(resolved, nodes)),
+        slots: plan.layouts,
+    };
+    assembly.trace_names = trace_names(resolved, &mds, &assembly.system, &assembly.trace_columns);
+    Ok(assembly)
+}
+
+/// Refuses connections of what the engine does not couple yet, at the
+/// scenario position.
+fn refuse_uncoupled_types(
+    resolved: &ResolvedScenario,
+    mds: &[&ModelDescription],
+) -> Result<(), AssembleError> {
     for c in &resolved.connections {
         let v = &mds[c.from.subsystem].variables[c.from.variable];
         if !cosim_core::subsystem::is_slot_type(v.var_type) {
@@ -502,51 +586,132 @@ pub fn assemble_nodes(
                 .into());
         }
     }
+    Ok(())
+}
 
-    // Slot layout: inputs fed by connections; observed = outputs first
-    // (coupled, in bonds or traced), then other traced variables.
-    let mut layouts: Vec<Layout> = (0..n).map(|_| Layout::default()).collect();
-    let mut outputs_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
-    let mut others_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
-    let want = |r: &VariableRef,
-                outputs: &mut Vec<Vec<VariableIndex>>,
-                others: &mut Vec<Vec<VariableIndex>>| {
-        let v = &mds[r.subsystem].variables[r.variable];
-        let list = if v.causality == Causality::Output {
-            &mut outputs[r.subsystem]
-        } else {
-            &mut others[r.subsystem]
-        };
-        if !list.contains(&r.variable) {
-            list.push(r.variable);
-        }
-    };
-    for c in &resolved.connections {
-        let l = &mut layouts[c.to.subsystem];
-        if !l.inputs.contains(&c.to.variable) {
-            l.inputs.push(c.to.variable);
-        }
-        want(&c.from, &mut outputs_wanted, &mut others_wanted);
+/// `v` at the end of `list`, unless it is there already.
+fn push_once(list: &mut Vec<VariableIndex>, v: VariableIndex) {
+    if !list.contains(&v) {
+        list.push(v);
     }
-    // Connections to and from functions, in the same way.
-    for c in &resolved.function_connections {
-        if let FunctionEnd::Variable(to) = &c.to {
-            let l = &mut layouts[to.subsystem];
-            if !l.inputs.contains(&to.variable) {
-                l.inputs.push(to.variable);
+}
+
+/// The observed variables each subsystem must have, as they are found:
+/// outputs (the first observed slots) and others.
+struct Wanted<'a> {
+    mds: &'a [&'a ModelDescription],
+    outputs: Vec<Vec<VariableIndex>>,
+    others: Vec<Vec<VariableIndex>>,
+}
+
+impl Wanted<'_> {
+    fn add(&mut self, r: &VariableRef) {
+        let v = &self.mds[r.subsystem].variables[r.variable];
+        let list = if v.causality == Causality::Output {
+            &mut self.outputs[r.subsystem]
+        } else {
+            &mut self.others[r.subsystem]
+        };
+        push_once(list, r.variable);
+    }
+}
+
+/// Where every value the run uses goes.
+struct SlotPlan {
+    /// Per subsystem: the variables of its input slots (those fed by
+    /// connections, by the level above, by events, then by input files)
+    /// and of its observed slots (outputs first: coupled, in bonds or
+    /// traced; then other traced variables).
+    layouts: Vec<Layout>,
+    /// Per subsystem: the traced String variables (read only for trace
+    /// rows).
+    strings: Vec<Vec<VariableIndex>>,
+    /// Per subsystem: the inputs fed by input files (its last input
+    /// slots, [`FileInputs`]).
+    file_feeds: Vec<Vec<(VariableIndex, FileFeed)>>,
+}
+
+impl SlotPlan {
+    fn new(
+        resolved: &ResolvedScenario,
+        nodes: &[Node],
+        mds: &[&ModelDescription],
+        level: &Level,
+    ) -> Result<Self, AssembleError> {
+        let n = resolved.subsystems.len();
+        let mut layouts: Vec<Layout> = (0..n).map(|_| Layout::default()).collect();
+        let mut wanted = Wanted {
+            mds,
+            outputs: vec![Vec::new(); n],
+            others: vec![Vec::new(); n],
+        };
+        for c in &resolved.connections {
+            push_once(&mut layouts[c.to.subsystem].inputs, c.to.variable);
+            wanted.add(&c.from);
+        }
+        // Connections to and from functions, in the same way.
+        for c in &resolved.function_connections {
+            if let FunctionEnd::Variable(to) = &c.to {
+                push_once(&mut layouts[to.subsystem].inputs, to.variable);
+            }
+            if let FunctionEnd::Variable(from) = &c.from {
+                wanted.add(from);
             }
         }
-        if let FunctionEnd::Variable(from) = &c.from {
-            want(from, &mut outputs_wanted, &mut others_wanted);
+        let strings = traced_variables(resolved, nodes, &mut wanted)?;
+        // What the level above needs from a nested level.
+        for r in &level.extra_inputs {
+            push_once(&mut layouts[r.subsystem].inputs, r.variable);
         }
+        for r in &level.extra_observed {
+            wanted.add(r);
+        }
+        // Variables events change: inputs get a slot (before the file-fed
+        // ones), outputs are read.
+        for e in &resolved.events {
+            if e.input {
+                push_once(&mut layouts[e.subsystem].inputs, e.variable);
+            } else {
+                wanted.add(&VariableRef {
+                    subsystem: e.subsystem,
+                    variable: e.variable,
+                    element: 0,
+                });
+            }
+        }
+        let file_feeds = file_feeds(resolved, n);
+        for (l, feeds) in layouts.iter_mut().zip(&file_feeds) {
+            l.inputs.extend(feeds.iter().map(|(v, _)| *v));
+        }
+        // (Bond outputs are connected outputs, hence observed already.)
+        for (s, l) in layouts.iter_mut().enumerate() {
+            l.observed = wanted.outputs[s].clone();
+            l.n_outputs = l.observed.len();
+            l.observed.extend(wanted.others[s].iter().copied());
+        }
+        array_shapes(resolved, mds, &mut layouts)?;
+        Ok(SlotPlan {
+            layouts,
+            strings,
+            file_feeds,
+        })
     }
-    let mut skipped_trace = Vec::new();
-    // Traced String variables, per subsystem (read only for trace rows).
-    let mut strings_wanted: Vec<Vec<VariableIndex>> = vec![Vec::new(); n];
+}
+
+/// Adds the traced variables that ride in slots to `wanted`, and returns
+/// the traced String variables per subsystem; warns of those left out
+/// (neither: a Binary or Clock matched by a pattern).
+fn traced_variables(
+    resolved: &ResolvedScenario,
+    nodes: &[Node],
+    wanted: &mut Wanted<'_>,
+) -> Result<Vec<Vec<VariableIndex>>, AssembleError> {
+    let mut strings: Vec<Vec<VariableIndex>> = vec![Vec::new(); resolved.subsystems.len()];
+    let mut skipped = Vec::new();
     for r in &resolved.outputs.variables {
-        let v = &mds[r.subsystem].variables[r.variable];
+        let v = &wanted.mds[r.subsystem].variables[r.variable];
         if cosim_core::subsystem::is_slot_type(v.var_type) {
-            want(r, &mut outputs_wanted, &mut others_wanted);
+            wanted.add(r);
         } else if v.var_type == VariableType::String {
             if matches!(nodes[r.subsystem], Node::Nest(_)) {
                 return Err(resolved
@@ -559,163 +724,146 @@ pub fn assemble_nodes(
                     )
                     .into());
             }
-            if !strings_wanted[r.subsystem].contains(&r.variable) {
-                strings_wanted[r.subsystem].push(r.variable);
-            }
+            push_once(&mut strings[r.subsystem], r.variable);
         } else {
-            skipped_trace.push(format!(
+            skipped.push(format!(
                 "{}.{} ({})",
                 resolved.subsystems[r.subsystem].name, v.name, v.var_type
             ));
         }
     }
-    if !skipped_trace.is_empty() {
+    if !skipped.is_empty() {
         tracing::warn!(
             "only scalar numeric and Boolean variables are traced; left out: {}",
-            skipped_trace.join(", ")
+            skipped.join(", ")
         );
     }
-    // What the level above needs from a nested level.
-    for r in &level.extra_inputs {
-        let l = &mut layouts[r.subsystem];
-        if !l.inputs.contains(&r.variable) {
-            l.inputs.push(r.variable);
-        }
-    }
-    for r in &level.extra_observed {
-        want(r, &mut outputs_wanted, &mut others_wanted);
-    }
-    // Variables events change: inputs get a slot (before the file-fed
-    // ones), outputs are read.
-    for e in &resolved.events {
-        let r = VariableRef {
-            subsystem: e.subsystem,
-            variable: e.variable,
-            element: 0,
-        };
-        if e.input {
-            let l = &mut layouts[e.subsystem];
-            if !l.inputs.contains(&e.variable) {
-                l.inputs.push(e.variable);
-            }
-        } else {
-            want(&r, &mut outputs_wanted, &mut others_wanted);
-        }
-    }
-    // Inputs fed by input files: the last input slots (FileInputs).
-    let file_feeds = file_feeds(resolved, n);
-    for (l, feeds) in layouts.iter_mut().zip(&file_feeds) {
-        l.inputs.extend(feeds.iter().map(|(v, _)| *v));
-    }
-    // (Bond outputs are connected outputs, hence observed already.)
-    for (s, l) in layouts.iter_mut().enumerate() {
-        l.observed = outputs_wanted[s].clone();
-        l.n_outputs = l.observed.len();
-        l.observed.extend(others_wanted[s].iter().copied());
-    }
-    array_shapes(resolved, &mds, &mut layouts)?;
+    Ok(strings)
+}
 
-    // Instantiate, then apply parameters and start values.
-    let options = InstantiateOptions {
-        call_log: level.call_log.clone(),
-        ..InstantiateOptions::default()
+/// Subsystem `s`: its FMU instantiated (in this process or a host
+/// process) with its slots, parameters and start values, or its nested
+/// system built; then its input files and events wrapped around it.
+fn instantiate(
+    resolved: &ResolvedScenario,
+    nodes: &[Node],
+    plan: &SlotPlan,
+    level: &Level,
+    options: &InstantiateOptions,
+    s: usize,
+) -> Result<Box<dyn Subsystem>, AssembleError> {
+    let sub = &resolved.subsystems[s];
+    let l = &plan.layouts[s];
+    let md = nodes[s].model_description();
+    let full_name = format!("{}{}", level.prefix, sub.name);
+    let fmu = match &nodes[s] {
+        Node::Fmu(fmu) => fmu,
+        Node::Nest(nest) => {
+            let inner = nested(resolved, s, nest, l, level, &full_name)?;
+            let inner = fed_from_files(inner, &plan.file_feeds[s], l)?;
+            return Ok(with_events(inner, resolved, s, l, md));
+        }
     };
-    let mut subsystems: Vec<Box<dyn Subsystem>> = Vec::with_capacity(n);
-    for (s, sub) in resolved.subsystems.iter().enumerate() {
-        let l = &layouts[s];
-        let full_name = format!("{}{}", level.prefix, sub.name);
-        let fmu = match &nodes[s] {
-            Node::Fmu(fmu) => fmu,
-            Node::Nest(nest) => {
-                let inner = nested(resolved, s, nest, l, level, &full_name)?;
-                let inner = fed_from_files(inner, &file_feeds[s], l)?;
-                subsystems.push(with_events(inner, resolved, s, l, mds[s]));
-                continue;
-            }
-        };
-        let fmu_error = |e| match e {
-            cosim_core::CoreError::Fmi(error) => AssembleError::Fmu {
-                subsystem: sub.name.clone(),
-                error,
-            },
-            other => AssembleError::Core(other),
-        };
-        // Parameters and start values, converted to the variables' types
-        // now (a value that does not fit is an error at its line); the FMU
-        // gets them during initialization, each in the state the standard
-        // names for it.
-        let mut values = Vec::with_capacity(sub.parameters.len() + sub.start_values.len());
-        for a in sub.parameters.iter().chain(&sub.start_values) {
-            let v = &mds[s].variables[a.variable];
-            let (span, origin) = match &a.origin {
-                crate::ValueOrigin::File(span) => (*span, resolved.location(*span)),
-                crate::ValueOrigin::Argument(arg) => (sub.span, format!("--set {arg}")),
-            };
-            let value = typed_value(mds[s].fmi_version, v.var_type, &a.value, v.is_scalar())
-                .map_err(|e| {
-                    let msg = format!(
-                        "subsystem '{}': setting {} = {}: {e}",
-                        sub.name,
-                        a.name,
-                        describe(&a.value)
-                    );
-                    let msg = match &a.origin {
-                        crate::ValueOrigin::File(_) => msg,
-                        crate::ValueOrigin::Argument(arg) => format!("{msg} (from --set {arg})"),
-                    };
-                    AssembleError::Scenario(resolved.error_at(span, msg))
-                })?;
-            values.push(StartValue {
-                variable: a.variable,
-                value,
-                origin,
-            });
+    let fmu_error = |e| match e {
+        cosim_core::CoreError::Fmi(error) => AssembleError::Fmu {
+            subsystem: sub.name.clone(),
+            error,
+        },
+        other => AssembleError::Core(other),
+    };
+    let values = typed_start_values(resolved, s, md)?;
+    let strings = &plan.strings[s];
+    // In this process, or in a host process (`isolation = "process"`).
+    let subsystem: Box<dyn Subsystem> = match level.isolation.unwrap_or(sub.isolation) {
+        Isolation::None => {
+            let mut fs = FmuSubsystem::instantiate(
+                fmu,
+                &full_name,
+                &l.slot_vars(&l.inputs),
+                &l.slot_vars(&l.observed),
+                l.n_outputs,
+                options,
+            )
+            .map_err(fmu_error)?;
+            fs.set_start_values(values).map_err(fmu_error)?;
+            fs.trace_strings(strings);
+            Box::new(fs)
         }
-        // In this process, or in a host process (`isolation = "process"`).
-        let subsystem: Box<dyn Subsystem> = match level.isolation.unwrap_or(sub.isolation) {
-            Isolation::None => {
-                let mut fs = FmuSubsystem::instantiate(
-                    fmu,
-                    &full_name,
-                    &l.slot_vars(&l.inputs),
-                    &l.slot_vars(&l.observed),
-                    l.n_outputs,
-                    &options,
-                )
-                .map_err(fmu_error)?;
-                fs.set_start_values(values).map_err(fmu_error)?;
-                fs.trace_strings(&strings_wanted[s]);
-                Box::new(fs)
+        Isolation::Process => {
+            let mut fs = IsolatedSubsystem::spawn(
+                fmu,
+                &full_name,
+                &l.slot_vars(&l.inputs),
+                &l.slot_vars(&l.observed),
+                l.n_outputs,
+                options,
+                &IsolationSettings {
+                    timeout: std::time::Duration::from_secs_f64(sub.isolation_timeout),
+                },
+            )
+            .map_err(fmu_error)?;
+            fs.set_start_values(values).map_err(fmu_error)?;
+            if !strings.is_empty() {
+                fs.trace_strings(md, strings).map_err(fmu_error)?;
             }
-            Isolation::Process => {
-                let mut fs = IsolatedSubsystem::spawn(
-                    fmu,
-                    &full_name,
-                    &l.slot_vars(&l.inputs),
-                    &l.slot_vars(&l.observed),
-                    l.n_outputs,
-                    &options,
-                    &IsolationSettings {
-                        timeout: std::time::Duration::from_secs_f64(sub.isolation_timeout),
-                    },
-                )
-                .map_err(fmu_error)?;
-                fs.set_start_values(values).map_err(fmu_error)?;
-                if !strings_wanted[s].is_empty() {
-                    fs.trace_strings(mds[s], &strings_wanted[s])
-                        .map_err(fmu_error)?;
-                }
-                Box::new(fs)
-            }
-        };
-        let subsystem = fed_from_files(subsystem, &file_feeds[s], l)?;
-        subsystems.push(with_events(subsystem, resolved, s, l, mds[s]));
-    }
+            Box::new(fs)
+        }
+    };
+    let subsystem = fed_from_files(subsystem, &plan.file_feeds[s], l)?;
+    Ok(with_events(subsystem, resolved, s, l, md))
+}
 
-    // Connections in slot terms.
+/// Subsystem `s`'s parameters and start values, converted to its
+/// variables' types now (a value that does not fit is an error at its
+/// line); the FMU gets them during initialization, each in the state the
+/// standard names for it.
+fn typed_start_values(
+    resolved: &ResolvedScenario,
+    s: usize,
+    md: &ModelDescription,
+) -> Result<Vec<StartValue>, AssembleError> {
+    let sub = &resolved.subsystems[s];
+    let mut values = Vec::with_capacity(sub.parameters.len() + sub.start_values.len());
+    for a in sub.parameters.iter().chain(&sub.start_values) {
+        let v = &md.variables[a.variable];
+        let (span, origin) = match &a.origin {
+            crate::ValueOrigin::File(span) => (*span, resolved.location(*span)),
+            crate::ValueOrigin::Argument(arg) => (sub.span, format!("--set {arg}")),
+        };
+        let value =
+            typed_value(md.fmi_version, v.var_type, &a.value, v.is_scalar()).map_err(|e| {
+                let msg = format!(
+                    "subsystem '{}': setting {} = {}: {e}",
+                    sub.name,
+                    a.name,
+                    describe(&a.value)
+                );
+                let msg = match &a.origin {
+                    crate::ValueOrigin::File(_) => msg,
+                    crate::ValueOrigin::Argument(arg) => format!("{msg} (from --set {arg})"),
+                };
+                AssembleError::Scenario(resolved.error_at(span, msg))
+            })?;
+        values.push(StartValue {
+            variable: a.variable,
+            value,
+            origin,
+        });
+    }
+    Ok(values)
+}
+
+/// The gain of each connection and whether it is a signal, by (source
+/// subsystem, output, destination subsystem, input).
+type Gains = HashMap<(usize, VariableIndex, usize, VariableIndex), (f64, bool)>;
+
+/// The connections in slot terms, and their gains.
+fn slot_connections(
+    resolved: &ResolvedScenario,
+    layouts: &[Layout],
+) -> Result<(Vec<Connection>, Gains), AssembleError> {
     let mut connections = Vec::with_capacity(resolved.connections.len());
-    let mut gain_of: HashMap<(usize, VariableIndex, usize, VariableIndex), (f64, bool)> =
-        HashMap::new();
+    let mut gains = Gains::new();
     for c in &resolved.connections {
         let from_slot = layouts[c.from.subsystem]
             .observed_slot(c.from.variable, c.from.element)
@@ -736,7 +884,7 @@ pub fn assemble_nodes(
             offset: c.offset,
             signal: c.signal,
         });
-        gain_of.insert(
+        gains.insert(
             (
                 c.from.subsystem,
                 c.from.variable,
@@ -746,97 +894,80 @@ pub fn assemble_nodes(
             (c.gain, c.signal),
         );
     }
+    Ok((connections, gains))
+}
 
-    // Power bonds: declared ones, then discovered ones on other ports.
-    let mut bonds = Vec::new();
-    let mut report = AssemblyReport::default();
-    let describe_var = |s: usize, v: VariableIndex| {
-        let var = &mds[s].variables[v];
-        match &var.unit {
-            Some(u) => format!("{}.{} [{}]", resolved.subsystems[s].name, var.name, u),
-            None => format!("{}.{}", resolved.subsystems[s].name, var.name),
-        }
-    };
-    let make_bond = |name: String,
-                     p0: (usize, VariableIndex, VariableIndex),
-                     p1: (usize, VariableIndex, VariableIndex),
-                     tolerance: f64,
-                     energy_scale: f64|
-     -> Option<(PowerBond, String)> {
-        // L10: port 0's output feeds port 1's input; L01 the other way.
-        let (l10, sig10) = *gain_of.get(&(p0.0, p0.2, p1.0, p1.1))?;
-        let (l01, sig01) = *gain_of.get(&(p1.0, p1.2, p0.0, p0.1))?;
-        if sig10 || sig01 || l10 == 0.0 {
-            return None;
-        }
-        let port = |p: (usize, VariableIndex, VariableIndex)| -> Option<BondPort> {
-            Some(BondPort {
-                subsystem: p.0,
-                input: layouts[p.0].input_slot(p.1, 0)?,
-                output: layouts[p.0].observed_slot(p.2, 0)?,
-            })
-        };
-        let explanation = format!(
-            "{} / {} <-> {} / {} (gains {l01} into {}, {l10} into {})",
-            describe_var(p0.0, p0.1),
-            describe_var(p0.0, p0.2),
-            describe_var(p1.0, p1.1),
-            describe_var(p1.0, p1.2),
-            resolved.subsystems[p0.0].name,
-            resolved.subsystems[p1.0].name,
-        );
-        Some((
-            PowerBond {
-                name,
-                ports: [port(p0)?, port(p1)?],
-                orientation: -l01 / l10,
-                sigma: -l01,
-                tolerance,
-                energy_scale,
-            },
-            explanation,
-        ))
-    };
-    let mut claimed: Vec<(usize, VariableIndex)> = Vec::new();
-    for b in &resolved.bonds {
-        let [mut a, mut c] = b.ports;
-        // Port 0 is the one whose input is the effort (see PowerBond).
-        let role = |p: &crate::BondPort| {
-            cosim_fmi::bonds::classify_variable(mds[p.subsystem], p.input).map(|k| k.role)
-        };
-        if role(&a) == Some(BondRole::Flow)
-            || (role(&a).is_none() && role(&c) == Some(BondRole::Effort))
-        {
-            std::mem::swap(&mut a, &mut c);
-        }
-        match make_bond(
-            b.name.clone(),
-            (a.subsystem, a.input, a.output),
-            (c.subsystem, c.input, c.output),
-            b.tolerance,
-            b.energy_scale,
-        ) {
-            Some((bond, explanation)) => {
-                claimed.push((a.subsystem, a.input));
-                claimed.push((c.subsystem, c.input));
-                bonds.push(bond);
-                report.bonds.push(BondReport {
-                    name: b.name.clone(),
-                    source: BondSource::Declared,
-                    explanation,
-                });
+/// A bond port: (subsystem, input, output).
+type PortVars = (usize, VariableIndex, VariableIndex);
+
+/// What confirming power bonds reads.
+struct Bonds<'a> {
+    resolved: &'a ResolvedScenario,
+    mds: &'a [&'a ModelDescription],
+    layouts: &'a [Layout],
+    gains: &'a Gains,
+}
+
+impl Bonds<'_> {
+    /// The power bonds: the declared ones, then (when the scenario asks)
+    /// those discovered on other ports; their reports go to `reports`. A
+    /// declared bond whose ports are not cross-connected is an error at
+    /// its line.
+    fn confirm(&self, reports: &mut Vec<BondReport>) -> Result<Vec<PowerBond>, AssembleError> {
+        let mut bonds = Vec::new();
+        // The inputs in a bond (each in one at most).
+        let mut claimed: Vec<(usize, VariableIndex)> = Vec::new();
+        let mds = self.mds;
+        for b in &self.resolved.bonds {
+            let [mut a, mut c] = b.ports;
+            // Port 0 is the one whose input is the effort (see PowerBond).
+            let role = |p: &crate::BondPort| {
+                cosim_fmi::bonds::classify_variable(mds[p.subsystem], p.input).map(|k| k.role)
+            };
+            if role(&a) == Some(BondRole::Flow)
+                || (role(&a).is_none() && role(&c) == Some(BondRole::Effort))
+            {
+                std::mem::swap(&mut a, &mut c);
             }
-            None => {
-                return Err(resolved
+            let Some((bond, explanation)) = self.bond(
+                b.name.clone(),
+                (a.subsystem, a.input, a.output),
+                (c.subsystem, c.input, c.output),
+                (b.tolerance, b.energy_scale),
+            ) else {
+                return Err(self
+                    .resolved
                     .error_at(
                         b.span,
                         "the bond's ports are not cross-connected by physical (non-signal) connections with non-zero gains",
                     )
                     .into());
-            }
+            };
+            claimed.push((a.subsystem, a.input));
+            claimed.push((c.subsystem, c.input));
+            bonds.push(bond);
+            reports.push(BondReport {
+                name: b.name.clone(),
+                source: BondSource::Declared,
+                explanation,
+            });
         }
+        if self.resolved.master.discover_bonds {
+            self.discover(&mut claimed, &mut bonds, reports);
+        }
+        Ok(bonds)
     }
-    if resolved.master.discover_bonds {
+
+    /// Bonds between the power-bond candidates of two FMUs (from units
+    /// and quantities) whose inputs no bond has claimed.
+    fn discover(
+        &self,
+        claimed: &mut Vec<(usize, VariableIndex)>,
+        bonds: &mut Vec<PowerBond>,
+        reports: &mut Vec<BondReport>,
+    ) {
+        let (resolved, mds) = (self.resolved, self.mds);
+        let n = mds.len();
         let candidates: Vec<_> = mds.iter().map(|md| find_bond_candidates(md)).collect();
         for a in 0..n {
             for b in (a + 1)..n {
@@ -862,17 +993,13 @@ pub fn assemble_nodes(
                         } else {
                             ((b, cb.input, cb.output), (a, ca.input, ca.output))
                         };
-                        if let Some((bond, explanation)) = make_bond(
-                            name.clone(),
-                            p0,
-                            p1,
-                            resolved.master.tolerance,
-                            resolved.master.energy_scale,
-                        ) {
+                        let settings = (resolved.master.tolerance, resolved.master.energy_scale);
+                        if let Some((bond, explanation)) = self.bond(name.clone(), p0, p1, settings)
+                        {
                             claimed.push((a, ca.input));
                             claimed.push((b, cb.input));
                             bonds.push(bond);
-                            report.bonds.push(BondReport {
+                            reports.push(BondReport {
                                 name,
                                 source: BondSource::Discovered,
                                 explanation: format!(
@@ -888,7 +1015,69 @@ pub fn assemble_nodes(
         }
     }
 
-    // Connections to and from functions in slot terms.
+    /// The bond between ports `p0` (whose input is the effort) and `p1`,
+    /// with its (tolerance, energy scale), and its explanation; `None`
+    /// unless each port's output feeds the other's input through a
+    /// physical (non-signal) connection, with a non-zero gain into port 1.
+    fn bond(
+        &self,
+        name: String,
+        p0: PortVars,
+        p1: PortVars,
+        (tolerance, energy_scale): (f64, f64),
+    ) -> Option<(PowerBond, String)> {
+        // L10: port 0's output feeds port 1's input; L01 the other way.
+        let (l10, sig10) = *self.gains.get(&(p0.0, p0.2, p1.0, p1.1))?;
+        let (l01, sig01) = *self.gains.get(&(p1.0, p1.2, p0.0, p0.1))?;
+        if sig10 || sig01 || l10 == 0.0 {
+            return None;
+        }
+        let port = |p: PortVars| -> Option<BondPort> {
+            Some(BondPort {
+                subsystem: p.0,
+                input: self.layouts[p.0].input_slot(p.1, 0)?,
+                output: self.layouts[p.0].observed_slot(p.2, 0)?,
+            })
+        };
+        let subsystems = &self.resolved.subsystems;
+        let explanation = format!(
+            "{} / {} <-> {} / {} (gains {l01} into {}, {l10} into {})",
+            self.describe(p0.0, p0.1),
+            self.describe(p0.0, p0.2),
+            self.describe(p1.0, p1.1),
+            self.describe(p1.0, p1.2),
+            subsystems[p0.0].name,
+            subsystems[p1.0].name,
+        );
+        Some((
+            PowerBond {
+                name,
+                ports: [port(p0)?, port(p1)?],
+                orientation: -l01 / l10,
+                sigma: -l01,
+                tolerance,
+                energy_scale,
+            },
+            explanation,
+        ))
+    }
+
+    /// `sub.var [unit]`.
+    fn describe(&self, s: usize, v: VariableIndex) -> String {
+        let var = &self.mds[s].variables[v];
+        let sub = &self.resolved.subsystems[s].name;
+        match &var.unit {
+            Some(u) => format!("{sub}.{} [{u}]", var.name),
+            None => format!("{sub}.{}", var.name),
+        }
+    }
+}
+
+/// The connections to and from functions in slot terms.
+fn function_links(
+    resolved: &ResolvedScenario,
+    layouts: &[Layout],
+) -> Result<Vec<FunctionLink>, AssembleError> {
     let mut links = Vec::with_capacity(resolved.function_connections.len());
     for c in &resolved.function_connections {
         let missing = || {
@@ -918,95 +1107,51 @@ pub fn assemble_nodes(
             signal: c.signal,
         });
     }
+    Ok(links)
+}
 
-    let step_multiple = resolved
-        .subsystems
-        .iter()
-        .map(|s| s.step_multiple)
-        .collect();
-    let system = System::new(SystemSpec {
-        subsystems,
-        step_multiple,
-        connections,
-        bonds,
-        nonfinite: match resolved.master.nonfinite {
-            NonFinite::Error => NonFinitePolicy::Error,
-            NonFinite::Warn => NonFinitePolicy::Warn,
-        },
-        threads: resolved.master.threads,
-    })?;
-    let mut system = system;
-    system.set_energy_reference(resolved.master.energy_reference);
-    if !resolved.functions.is_empty() {
-        let specs = resolved.functions.iter().map(|f| f.spec.clone()).collect();
-        system.add_functions(specs, links)?;
-    }
-    // Structural checks (through functions too).
-    let infos: Vec<&cosim_core::SubsystemInfo> =
-        system.subsystems().iter().map(|s| s.info()).collect();
-    report.feedthrough = feedthrough_report(&infos);
-    let loops: Vec<AlgebraicLoop> = algebraic_loops(&infos, system.couplings());
-    report.algebraic_loops = loops.iter().map(|l| l.to_string()).collect();
-    system.set_time_base(base);
-    if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
-        system.set_divergence_limit(limit);
-    }
-    let master = build_master(resolved, &system)?;
-    // Numbers and Strings, in the order the user gave (a String column
-    // at its position among them).
-    let mut trace_columns = Vec::new();
-    let mut trace_text_columns = Vec::new();
+/// A number column of the trace: (subsystem, observed slot), or (the
+/// number of subsystems, a function value's index).
+type NumberColumn = (usize, usize);
+/// A String column of the trace: (position among all columns, subsystem,
+/// traced String).
+type TextColumn = (usize, usize, usize);
+
+/// The trace's columns, in the order the user gave (a String column at
+/// its position among the numbers).
+fn trace_columns(
+    resolved: &ResolvedScenario,
+    mds: &[&ModelDescription],
+    plan: &SlotPlan,
+    system: &System,
+) -> (Vec<NumberColumn>, Vec<TextColumn>) {
+    let mut columns = Vec::new();
+    let mut text_columns = Vec::new();
     for t in &resolved.outputs.traced {
         match t {
             Traced::Variable(r)
                 if mds[r.subsystem].variables[r.variable].var_type == VariableType::String =>
             {
-                if let Some(k) = strings_wanted[r.subsystem]
+                if let Some(k) = plan.strings[r.subsystem]
                     .iter()
                     .position(|&v| v == r.variable)
                 {
-                    trace_text_columns.push((
-                        trace_columns.len() + trace_text_columns.len(),
-                        r.subsystem,
-                        k,
-                    ));
+                    text_columns.push((columns.len() + text_columns.len(), r.subsystem, k));
                 }
             }
             Traced::Variable(r) => {
-                if let Some(slot) = layouts[r.subsystem].observed_slot(r.variable, r.element) {
-                    trace_columns.push((r.subsystem, slot));
+                if let Some(slot) = plan.layouts[r.subsystem].observed_slot(r.variable, r.element) {
+                    columns.push((r.subsystem, slot));
                 }
             }
             Traced::Port(p) => {
                 if let Some(k) = system.functions().value_index(p.function, p.port) {
-                    trace_columns.push((n, k));
+                    columns.push((resolved.subsystems.len(), k));
                 }
             }
         }
     }
-    let slots = layouts;
-    // The energy indicator of a system without power bonds is always 0:
-    // not computed, and no column in the step log.
-    let diagnostics = resolved
-        .master
-        .indicators
-        .iter()
-        .filter(|&&i| i != Indicator::Energy || !system.bonds().is_empty())
-        .map(|&i| indicator(resolved, i))
-        .collect();
-    let mut assembly = Assembly {
-        system,
-        master,
-        report,
-        trace_columns,
-        trace_text_columns,
-        trace_names: Vec::new(),
-        diagnostics,
-        events: EventSchedule::new(level_events(resolved, nodes)),
-        slots,
-    };
-    assembly.trace_names = trace_names(resolved, &mds, &assembly.system, &assembly.trace_columns);
-    Ok(assembly)
+    (columns, text_columns)
 }
 
 /// The events of this level and of every nested one: (time, description).
