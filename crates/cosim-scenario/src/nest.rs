@@ -118,7 +118,14 @@ pub fn prepare_nodes(
     Ok(nodes)
 }
 
-/// Builds the synthetic model description of nested system `spec`.
+/// An inner variable the nested system exposes: (subsystem, variable,
+/// causality: input or output).
+type Exposed = (usize, VariableIndex, Causality);
+
+/// Builds the synthetic model description of nested system `spec`: its
+/// exposed variables first (with their causality), then every other inner
+/// scalar numeric or Boolean output or local, as a local (traceable from
+/// above); and the map from its variables to the inner ones.
 fn synthesize(
     outer: &Scenario,
     spec: &crate::SubsystemSpec,
@@ -127,179 +134,31 @@ fn synthesize(
 ) -> Result<(ModelDescription, Vec<(usize, VariableIndex)>), ScenarioError> {
     let nest = &spec.name.value;
     let mds: Vec<&ModelDescription> = nodes.iter().map(Node::model_description).collect();
-    let sub_index = |name: &str| inner.subsystems.iter().position(|s| s.name == name);
-    let fed_inside = |s: usize, v: VariableIndex| {
-        let fed = |r: &crate::VariableRef| r.subsystem == s && r.variable == v;
-        inner.connections.iter().any(|c| fed(&c.to))
-            || inner
-                .function_connections
-                .iter()
-                .any(|c| matches!(&c.to, crate::FunctionEnd::Variable(r) if fed(r)))
-            || inner
-                .inputs
-                .iter()
-                .any(|f| f.feeds.iter().any(|x| fed(&x.input)))
-    };
-    // Exposed variables, checked.
-    let mut exposed: Vec<(usize, VariableIndex, Causality)> = Vec::new();
+    let mut exposed: Vec<Exposed> = Vec::new();
     for e in &spec.exposes {
-        let Some((sub, var)) = e.value.split_once('.') else {
-            return Err(outer.error_at(
-                e.span,
-                format!(
-                    "'{}' is not '<subsystem>.<variable>' of nested system '{nest}'",
-                    e.value
-                ),
-            ));
-        };
-        let Some(s) = sub_index(sub) else {
-            let names: Vec<&str> = inner.subsystems.iter().map(|x| x.name.as_str()).collect();
-            let err = outer.error_at(
-                e.span,
-                format!("nested system '{nest}' has no subsystem '{sub}'"),
-            );
-            return Err(match crate::error::nearest(sub, names.iter().copied()) {
-                Some(n) => err.with_help(format!("did you mean '{n}'?")),
-                None => err.with_help(format!("its subsystems are: {}", names.join(", "))),
-            });
-        };
-        let md = mds[s];
-        let Some((v, variable)) = md.variable_by_name(var) else {
-            let names: Vec<&str> = md
-                .variables
-                .iter()
-                .filter(|v| matches!(v.causality, Causality::Input | Causality::Output))
-                .map(|v| v.name.as_str())
-                .collect();
-            let err = outer.error_at(
-                e.span,
-                format!("subsystem '{sub}' of nested system '{nest}' has no variable '{var}'"),
-            );
-            return Err(match crate::error::nearest(var, names.iter().copied()) {
-                Some(n) => err.with_help(format!("did you mean '{n}'?")),
-                None => err,
-            });
-        };
-        if !cosim_core::subsystem::is_slot_type(variable.var_type) || !variable.is_scalar() {
-            return Err(outer.error_at(
-                e.span,
-                format!(
-                    "'{}' is a {}{} variable; only scalar numeric and Boolean variables can be exposed",
-                    e.value,
-                    if variable.is_scalar() { "" } else { "array " },
-                    variable.var_type
-                ),
-            ));
-        }
-        match variable.causality {
-            Causality::Input if fed_inside(s, v) => {
-                return Err(outer.error_at(
-                    e.span,
-                    format!(
-                        "'{}' is fed by a connection or an input file inside nested system '{nest}'; only inputs fed from outside can be exposed",
-                        e.value
-                    ),
-                ));
-            }
-            Causality::Input | Causality::Output => {}
-            other => {
-                return Err(outer.error_at(
-                    e.span,
-                    format!(
-                        "'{}' is a {other} variable; a nested system exposes inputs (fed from outside) and outputs",
-                        e.value
-                    ),
-                ));
-            }
-        }
-        if exposed.iter().any(|&(x, y, _)| x == s && y == v) {
+        let x = exposed_variable(outer, nest, inner, &mds, e)?;
+        if exposed.iter().any(|&(s, v, _)| (s, v) == (x.0, x.1)) {
             return Err(outer.error_at(e.span, format!("'{}' is exposed twice", e.value)));
         }
-        exposed.push((s, v, variable.causality));
+        exposed.push(x);
     }
-    // Variables: exposed ones first, then every other inner float output or
-    // local (traceable from above).
-    let mut variables = Vec::new();
-    let mut map = Vec::new();
-    let mut push = |s: usize,
-                    v: VariableIndex,
-                    causality: Causality,
-                    map: &mut Vec<(usize, VariableIndex)>| {
-        let iv = &mds[s].variables[v];
-        variables.push(Variable {
-            name: format!("{}.{}", inner.subsystems[s].name, iv.name),
-            value_reference: variables.len() as u32,
-            // Discrete values pass through the nest unchanged (as f64
-            // slots); the type keeps connections above type-checked.
-            var_type: if cosim_core::subsystem::is_slot_type(iv.var_type) {
-                iv.var_type
-            } else {
-                VariableType::Float64
-            },
-            description: iv.description.clone(),
-            causality,
-            variability: if iv.var_type.is_float() {
-                Variability::Continuous
-            } else {
-                Variability::Discrete
-            },
-            initial: None,
-            declared_type: None,
-            start: if causality == Causality::Input {
-                iv.start.clone()
-            } else {
-                None
-            },
-            unit: iv.unit.clone(),
-            display_unit: iv.display_unit.clone(),
-            quantity: iv.quantity.clone(),
-            min: iv.min,
-            max: iv.max,
-            nominal: iv.nominal,
-            derivative_of: None,
-            dimensions: Vec::new(),
-            intermediate_update: false,
-            aliases: nested_aliases(&inner.subsystems[s].name, iv),
-            alias_of: None,
-            line: iv.line,
-        });
-        map.push((s, v));
-    };
-    for &(s, v, c) in &exposed {
-        push(s, v, c, &mut map);
-    }
+    let mut map: Vec<(usize, VariableIndex)> = exposed.iter().map(|&(s, v, _)| (s, v)).collect();
     for (s, md) in mds.iter().enumerate() {
         for (v, iv) in md.variables.iter().enumerate() {
             let traceable = matches!(iv.causality, Causality::Output | Causality::Local)
                 && cosim_core::subsystem::is_slot_type(iv.var_type)
                 && iv.is_scalar();
-            if traceable && !exposed.iter().any(|&(x, y, _)| x == s && y == v) {
-                push(s, v, Causality::Local, &mut map);
+            if traceable && !map[..exposed.len()].contains(&(s, v)) {
+                map.push((s, v));
             }
         }
     }
-    // Direct feed-through: an exposed output depends on the exposed inputs
-    // of its own inner subsystem it depends on.
-    let outputs = exposed
+    let variables = map
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.2 == Causality::Output)
-        .map(|(i, &(s, v, _))| {
-            let deps = mds[s].output_input_dependencies(v);
-            Unknown {
-                variable: i,
-                dependencies: Dependencies::Listed(
-                    exposed
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, e)| e.0 == s && e.2 == Causality::Input && deps.contains(&e.1))
-                        .map(|(j, _)| Dependency {
-                            variable: j,
-                            kind: None,
-                        })
-                        .collect(),
-                ),
-            }
+        .map(|(k, &(s, v))| {
+            let causality = exposed.get(k).map_or(Causality::Local, |e| e.2);
+            nest_variable(inner, mds[s], s, v, causality, k as u32)
         })
         .collect();
     let all_cs = |f: &dyn Fn(&CoSimulation) -> bool| {
@@ -348,12 +207,183 @@ fn synthesize(
         log_categories: Vec::new(),
         variables,
         model_structure: ModelStructure {
-            outputs,
+            outputs: exposed_feedthrough(&exposed, &mds),
             ..ModelStructure::default()
         },
         names: Default::default(),
     };
     Ok((md, map))
+}
+
+/// The inner variable an `exposes` entry `e` of nested system `nest`
+/// names, checked: `<subsystem>.<variable>` of the inner level, a scalar
+/// numeric or Boolean output, or an input nothing feeds inside.
+fn exposed_variable(
+    outer: &Scenario,
+    nest: &str,
+    inner: &ResolvedScenario,
+    mds: &[&ModelDescription],
+    e: &crate::Located<String>,
+) -> Result<Exposed, ScenarioError> {
+    let Some((sub, var)) = e.value.split_once('.') else {
+        return Err(outer.error_at(
+            e.span,
+            format!(
+                "'{}' is not '<subsystem>.<variable>' of nested system '{nest}'",
+                e.value
+            ),
+        ));
+    };
+    let Some(s) = inner.subsystems.iter().position(|x| x.name == sub) else {
+        let names: Vec<&str> = inner.subsystems.iter().map(|x| x.name.as_str()).collect();
+        let err = outer.error_at(
+            e.span,
+            format!("nested system '{nest}' has no subsystem '{sub}'"),
+        );
+        return Err(match crate::error::nearest(sub, names.iter().copied()) {
+            Some(n) => err.with_help(format!("did you mean '{n}'?")),
+            None => err.with_help(format!("its subsystems are: {}", names.join(", "))),
+        });
+    };
+    let md = mds[s];
+    let Some((v, variable)) = md.variable_by_name(var) else {
+        let names: Vec<&str> = md
+            .variables
+            .iter()
+            .filter(|v| matches!(v.causality, Causality::Input | Causality::Output))
+            .map(|v| v.name.as_str())
+            .collect();
+        let err = outer.error_at(
+            e.span,
+            format!("subsystem '{sub}' of nested system '{nest}' has no variable '{var}'"),
+        );
+        return Err(match crate::error::nearest(var, names.iter().copied()) {
+            Some(n) => err.with_help(format!("did you mean '{n}'?")),
+            None => err,
+        });
+    };
+    if !cosim_core::subsystem::is_slot_type(variable.var_type) || !variable.is_scalar() {
+        return Err(outer.error_at(
+            e.span,
+            format!(
+                "'{}' is a {}{} variable; only scalar numeric and Boolean variables can be exposed",
+                e.value,
+                if variable.is_scalar() { "" } else { "array " },
+                variable.var_type
+            ),
+        ));
+    }
+    match variable.causality {
+        Causality::Input if fed_inside(inner, s, v) => Err(outer.error_at(
+            e.span,
+            format!(
+                "'{}' is fed by a connection or an input file inside nested system '{nest}'; only inputs fed from outside can be exposed",
+                e.value
+            ),
+        )),
+        Causality::Input | Causality::Output => Ok((s, v, variable.causality)),
+        other => Err(outer.error_at(
+            e.span,
+            format!(
+                "'{}' is a {other} variable; a nested system exposes inputs (fed from outside) and outputs",
+                e.value
+            ),
+        )),
+    }
+}
+
+/// Whether input `v` of inner subsystem `s` is fed inside the nested
+/// system: by a connection, a function or an input file.
+fn fed_inside(inner: &ResolvedScenario, s: usize, v: VariableIndex) -> bool {
+    let fed = |r: &crate::VariableRef| r.subsystem == s && r.variable == v;
+    inner.connections.iter().any(|c| fed(&c.to))
+        || inner
+            .function_connections
+            .iter()
+            .any(|c| matches!(&c.to, crate::FunctionEnd::Variable(r) if fed(r)))
+        || inner
+            .inputs
+            .iter()
+            .any(|f| f.feeds.iter().any(|x| fed(&x.input)))
+}
+
+/// The nested system's variable for inner variable `v` of subsystem `s`
+/// (model description `md`), with value reference `vr`: named
+/// `<subsystem>.<variable>`, its unit, range and description kept.
+fn nest_variable(
+    inner: &ResolvedScenario,
+    md: &ModelDescription,
+    s: usize,
+    v: VariableIndex,
+    causality: Causality,
+    vr: u32,
+) -> Variable {
+    let iv = &md.variables[v];
+    Variable {
+        name: format!("{}.{}", inner.subsystems[s].name, iv.name),
+        value_reference: vr,
+        // Discrete values pass through the nest unchanged (as f64
+        // slots); the type keeps connections above type-checked.
+        var_type: if cosim_core::subsystem::is_slot_type(iv.var_type) {
+            iv.var_type
+        } else {
+            VariableType::Float64
+        },
+        description: iv.description.clone(),
+        causality,
+        variability: if iv.var_type.is_float() {
+            Variability::Continuous
+        } else {
+            Variability::Discrete
+        },
+        initial: None,
+        declared_type: None,
+        start: if causality == Causality::Input {
+            iv.start.clone()
+        } else {
+            None
+        },
+        unit: iv.unit.clone(),
+        display_unit: iv.display_unit.clone(),
+        quantity: iv.quantity.clone(),
+        min: iv.min,
+        max: iv.max,
+        nominal: iv.nominal,
+        derivative_of: None,
+        dimensions: Vec::new(),
+        intermediate_update: false,
+        aliases: nested_aliases(&inner.subsystems[s].name, iv),
+        alias_of: None,
+        line: iv.line,
+    }
+}
+
+/// Direct feed-through of the exposed outputs (indices into `exposed`,
+/// which are the nested system's first variables): an exposed output
+/// depends on the exposed inputs of its own inner subsystem it depends on.
+fn exposed_feedthrough(exposed: &[Exposed], mds: &[&ModelDescription]) -> Vec<Unknown> {
+    exposed
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.2 == Causality::Output)
+        .map(|(i, &(s, v, _))| {
+            let deps = mds[s].output_input_dependencies(v);
+            Unknown {
+                variable: i,
+                dependencies: Dependencies::Listed(
+                    exposed
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| e.0 == s && e.2 == Causality::Input && deps.contains(&e.1))
+                        .map(|(j, _)| Dependency {
+                            variable: j,
+                            kind: None,
+                        })
+                        .collect(),
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The FMI 3 aliases of inner variable `iv` of subsystem `sub`, as the
