@@ -619,35 +619,49 @@ fn verbose_runs_report_the_master_decisions_and_the_fmi_calls() {
 /// progress display asks to be called only there, `Observer::due`, so the
 /// steps between go the run loop's quiet path): the same lines whether
 /// every step writes outputs or none does. The thermostat: 1200 steps of
-/// 0.5 s. (Lines at every 256th step past each tenth before.)
+/// 0.5 s (lines at every 256th step past each tenth before), and 10 steps
+/// of 0.11 s to 1.1 s, where a share of the run computed in seconds falls
+/// short of some tenths (0.99 / 1.1 is 0.8999...).
 #[test]
 fn progress_is_said_at_every_tenth_of_the_run_with_or_without_outputs() {
     let dir = tempfile::tempdir().unwrap();
-    let master = "kind = \"fixed-step\"\nstep = 0.5";
-    let scenario = cosim_tests::with_master("thermostat.toml", master, dir.path());
-    let text = std::fs::read_to_string(&scenario).unwrap();
-    let quiet = dir.path().join("quiet.toml");
-    let off = "[outputs]\ntrace = false\nstep_log = false\nenergy_log = false\n";
-    std::fs::write(&quiet, text.replace("[outputs]\n", off)).unwrap();
-    let expected: Vec<String> = (1..=10)
-        .map(|k| format!("progress: t = {} ({} %)", 60 * k, 10 * k))
-        .collect();
-    for (k, file) in [&scenario, &quiet].into_iter().enumerate() {
-        let out_dir = dir.path().join(format!("out{k}"));
-        let out = cosim(&[
-            "run",
-            file.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-        ]);
-        let (err, text) = (stderr(&out), String::from_utf8_lossy(&out.stdout));
-        assert!(out.status.success(), "{}: {err}", file.display());
-        let said: Vec<&str> = err
-            .lines()
-            .chain(text.lines())
-            .filter(|l| l.starts_with("progress:"))
+    for (step, stop) in [(0.5, 600.0_f64), (0.11, 1.1)] {
+        let sub = dir.path().join(format!("{step}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let master = format!("kind = \"fixed-step\"\nstep = {step}");
+        let scenario = cosim_tests::with_master("thermostat.toml", &master, &sub);
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        let quiet = sub.join("quiet.toml");
+        let off = "[outputs]\ntrace = false\nstep_log = false\nenergy_log = false\n";
+        std::fs::write(&quiet, text.replace("[outputs]\n", off)).unwrap();
+        let expected: Vec<String> = (1..=10)
+            .map(|k| {
+                // The tenth's communication point, as the run's time base
+                // (nanoseconds) gives it.
+                let t = ((stop * 1e9).round() as i64 * k / 10) as f64 / 1e9;
+                format!("progress: t = {t} ({} %)", 10 * k)
+            })
             .collect();
-        assert_eq!(said, expected, "{}: {err}", file.display());
-        assert_eq!(out_dir.join("trace.csv").exists(), file == &scenario);
+        for (k, file) in [&scenario, &quiet].into_iter().enumerate() {
+            let out_dir = sub.join(format!("out{k}"));
+            let stop = stop.to_string();
+            let out = cosim(&[
+                "run",
+                file.to_str().unwrap(),
+                "--stop",
+                &stop,
+                "--out",
+                out_dir.to_str().unwrap(),
+            ]);
+            let (err, text) = (stderr(&out), String::from_utf8_lossy(&out.stdout));
+            assert!(out.status.success(), "{}: {err}", file.display());
+            let said: Vec<&str> = err
+                .lines()
+                .chain(text.lines())
+                .filter(|l| l.starts_with("progress:"))
+                .collect();
+            assert_eq!(said, expected, "{}: {err}", file.display());
+            assert_eq!(out_dir.join("trace.csv").exists(), file == &scenario);
+        }
     }
 }

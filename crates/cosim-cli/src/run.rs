@@ -558,16 +558,21 @@ struct Progress {
     /// The start and stop times in ticks of the run's time base (from
     /// `start`).
     span: (i64, i64),
-    /// The wall clock and the time (ticks) of the bar's last update.
-    last_update: (Instant, i64),
-    /// The communication point (ticks) from which the next update is due.
-    due: i64,
+    /// The last macro step seen.
+    step: u64,
+    /// The wall clock and the macro step of the bar's last redraw.
+    last_redraw: (Instant, u64),
+    /// When the next update is due.
+    due: Due,
     /// A paced run: the factor achieved is shown, from this start.
     real_time: Option<Instant>,
 }
 
 /// How often the bar is redrawn, at most.
 const BAR_PERIOD: Duration = Duration::from_millis(100);
+/// The most macro steps between two looks at the clock for the bar (a run
+/// that slows down is still shown moving after at most this many).
+const BAR_STEPS: u64 = 256;
 
 impl Progress {
     fn new(t0: f64, t1: f64, real_time: bool) -> Self {
@@ -587,10 +592,30 @@ impl Progress {
             bar,
             next_percent: 10,
             span: (0, 0),
-            last_update: (Instant::now(), 0),
-            due: i64::MIN,
+            step: 0,
+            last_redraw: (Instant::now(), 0),
+            due: Due::EveryStep,
             real_time: real_time.then(Instant::now),
         }
+    }
+
+    /// The whole percent of the run done at `ticks` (in ticks, so a tenth
+    /// is reached exactly at its communication point).
+    fn percent(&self, ticks: i64) -> u64 {
+        let (a, b) = self.span;
+        if b <= a {
+            return 100;
+        }
+        let done = i128::from(ticks.saturating_sub(a)) * 100 / i128::from(b - a);
+        done.clamp(0, 100) as u64
+    }
+
+    /// The first communication point at which `percent` is `p` or more.
+    fn point_of(&self, p: u64) -> i64 {
+        let (a, b) = self.span;
+        // (Not negative: b > a once started.)
+        let share = (i128::from(b - a) * i128::from(p) + 99) / 100;
+        i64::try_from(i128::from(a) + share).unwrap_or(i64::MAX)
     }
 
     fn update(&mut self, t: f64, ticks: i64, force: bool) {
@@ -602,38 +627,30 @@ impl Progress {
                 String::new()
             }
         });
-        let frac = ((t - self.t0) / (self.t1 - self.t0)).clamp(0.0, 1.0);
-        let (ticks0, ticks1) = self.span;
         match &self.bar {
             Some(bar) => {
                 let now = Instant::now();
-                let (last, last_ticks) = self.last_update;
+                let (last, last_step) = self.last_redraw;
                 let wall = now.duration_since(last);
                 if force || wall >= BAR_PERIOD {
-                    self.last_update = (now, ticks);
+                    self.last_redraw = (now, self.step);
+                    let frac = ((t - self.t0) / (self.t1 - self.t0)).clamp(0.0, 1.0);
                     bar.set_position((frac * 1000.0) as u64);
                     bar.set_message(format!("{t:.6}{pace}"));
                 }
-                // Due again after the time the run covers in one period at
-                // its pace since the last update (at least a step, at most
-                // a thousandth of the run, so a run that slows down is
-                // still shown moving).
-                let rate = (ticks - last_ticks) as f64 / wall.as_secs_f64().max(1e-9);
-                let ahead = (rate * BAR_PERIOD.as_secs_f64()) as i64;
-                let most = ((ticks1 - ticks0) / 1000).max(1);
-                self.due = ticks.saturating_add(ahead.clamp(1, most));
+                // Due again after the steps the run takes in one period at
+                // its pace since the last redraw.
+                let rate = (self.step - last_step) as f64 / wall.as_secs_f64().max(1e-9);
+                let ahead = ((rate * BAR_PERIOD.as_secs_f64()) as u64).clamp(1, BAR_STEPS);
+                self.due = Due::AtStep(self.step.saturating_add(ahead));
             }
             None => {
-                let percent = (frac * 100.0) as u64;
+                let percent = self.percent(ticks);
                 if percent >= self.next_percent {
                     say!("progress: t = {t} ({percent} %){pace}");
                     self.next_percent = (percent / 10 + 1) * 10;
                 }
-                // The next line's point, a tick early (the percentage is
-                // computed in seconds): a step there that is still short
-                // of it shows nothing and asks again.
-                let share = (ticks1 - ticks0) as f64 * self.next_percent as f64 / 100.0;
-                self.due = ticks0.saturating_add(share as i64).saturating_sub(1);
+                self.due = Due::From(self.point_of(self.next_percent));
             }
         }
     }
@@ -643,15 +660,17 @@ impl Observer for Progress {
     fn start(&mut self, sys: &System) -> cosim_core::Result<()> {
         let base = sys.time_base();
         self.span = (base.round(self.t0), base.round(self.t1));
-        self.last_update = (Instant::now(), sys.ticks());
+        self.last_redraw = (Instant::now(), 0);
         self.update(sys.time(), sys.ticks(), true);
         Ok(())
     }
 
-    fn step(&mut self, sys: &System, _ctx: &StepContext<'_>) -> cosim_core::Result<()> {
+    fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> cosim_core::Result<()> {
+        self.step = ctx.macro_step;
         // (Called after every step when the run has something else to do
         // after each: a step before the due point is nothing to show.)
-        if sys.ticks() >= self.due {
+        let (ticks, step) = self.due.bounds();
+        if sys.ticks() >= ticks || self.step >= step {
             self.update(sys.time(), sys.ticks(), false);
         }
         Ok(())
@@ -666,7 +685,7 @@ impl Observer for Progress {
     }
 
     fn due(&self, _sys: &System) -> Due {
-        Due::From(self.due)
+        self.due
     }
 
     fn wants_values(&self, _sys: &System, _next: Next) -> bool {

@@ -1,6 +1,7 @@
 //! Observers record a run: the trace CSV, the per-bond energy log, the step
-//! log. They see the system after initialization and after every accepted
-//! macro step, never a rejected attempt.
+//! log. They see the system after initialization and after the accepted
+//! macro steps at which they are due ([`Observer::due`]: every one, unless
+//! an observer says otherwise), never a rejected attempt.
 //!
 //! Observers copy each row's numbers to the run's writer thread
 //! ([`crate::output`]), which formats them (full `f64` round-trip
@@ -22,7 +23,7 @@ use crate::master::{StepFields, StepReport};
 use crate::output::{Column, CsvFile, OutputsHandle};
 use crate::system::System;
 
-/// What observers get after each accepted macro step.
+/// What observers get after an accepted macro step.
 #[derive(Debug, Clone, Copy)]
 pub struct StepContext<'a> {
     /// The step the master took.
@@ -36,7 +37,8 @@ pub struct StepContext<'a> {
     /// (empty when none).
     pub events: &'a str,
     /// The accepted macro steps of the run, this one included (1 after
-    /// the first).
+    /// the first). (Inside a nested system: the inner steps taken,
+    /// counting again those taken again after an outer rollback.)
     pub macro_step: u64,
 }
 
@@ -76,7 +78,8 @@ impl Due {
     }
 }
 
-/// Receives the system state after initialization and each accepted step.
+/// Receives the system state after initialization and after accepted
+/// macro steps (those at which it is due, [`Observer::due`]).
 pub trait Observer: Send {
     /// After initialization, at the start time.
     fn start(&mut self, sys: &System) -> Result<()>;
@@ -97,12 +100,13 @@ pub trait Observer: Send {
         None
     }
 
-    /// After which coming macro steps this observer has something to do,
-    /// asked after [`Observer::start`] and after each of its
-    /// [`Observer::step`] calls: when no observer (nor anything else of
-    /// the run) has, the run loop goes on to the next step without
-    /// calling them. Default: every step. An observer that counts the
-    /// calls of `step` says every step.
+    /// After which coming macro steps this observer has something to do.
+    /// Where the run could go on without calling any observer (no event,
+    /// diagnostic, power bond or pacing), the run loop asks after
+    /// [`Observer::start`] and after each round of [`Observer::step`]
+    /// calls, and calls none of them until one is due. Default: every
+    /// step (an observer that counts the calls of `step` must say so).
+    /// Nested systems call their observers after every inner step.
     fn due(&self, _sys: &System) -> Due {
         Due::EveryStep
     }
