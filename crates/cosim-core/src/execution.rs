@@ -256,6 +256,8 @@ impl Execution {
                 && self.diagnostics.is_empty()
                 && self.real_time.is_none()
                 && self.system.bonds().is_empty();
+            // (With no observer every step is quiet: one test of a flag.)
+            let always_quiet = can_be_quiet && self.observers.is_empty();
             let mut quiet_until = if can_be_quiet {
                 next_due(&self.observers, &self.system)
             } else {
@@ -320,7 +322,9 @@ impl Execution {
                         return Err(e);
                     }
                 }
-                if self.system.ticks() < quiet_until.0 && macro_steps + 1 < quiet_until.1 {
+                if always_quiet
+                    || (self.system.ticks() < quiet_until.0 && macro_steps + 1 < quiet_until.1)
+                {
                     progress.note(&report);
                     macro_steps += 1;
                     if let Some(o) = outputs {
