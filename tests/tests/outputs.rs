@@ -566,6 +566,41 @@ fn docs_outputs_md_names_every_column_and_summary_field() {
     }
 }
 
+/// Masters on the thermostat for the quiet-path tests: (name, `[master]`
+/// table, stop time): a fixed-step master whose last step is shortened,
+/// and masters with indicators of their own.
+const THERMOSTAT_MASTERS: [(&str, &str, f64); 4] = [
+    ("fixed-step", "kind = \"fixed-step\"\nstep = 0.5", 60.2),
+    (
+        "predictor-corrector",
+        "kind = \"predictor-corrector\"",
+        30.0,
+    ),
+    (
+        "richardson",
+        "kind = \"richardson\"\nstep = 0.1\natol = 1e-3\nrtol = 1e-3",
+        30.0,
+    ),
+    ("ifosmondi", "kind = \"ifosmondi\"\nstep = 0.5", 60.0),
+];
+
+/// The step figures of two run summaries are the same: status, time
+/// reached, master statistics, mean, shortest and longest step, largest
+/// indicator.
+fn assert_same_steps(a: &serde_json::Value, b: &serde_json::Value, what: &str) {
+    for key in [
+        "status",
+        "t_reached",
+        "stats",
+        "mean_step",
+        "min_step",
+        "max_step",
+        "max_indicator",
+    ] {
+        assert_eq!(a[key], b[key], "{what}: summary field {key}");
+    }
+}
+
 /// A run with nothing to write between two macro steps (no observer,
 /// event, diagnostic, bond or pacing) takes the run loop's quiet path; its
 /// summary must say what the same run with a trace says: the steps, their
@@ -576,21 +611,7 @@ fn docs_outputs_md_names_every_column_and_summary_field() {
 #[test]
 fn a_run_without_outputs_summarises_its_steps_as_a_traced_run_does() {
     let dir = tempfile::tempdir().unwrap();
-    let masters = [
-        ("fixed-step", "kind = \"fixed-step\"\nstep = 0.5", 60.2),
-        (
-            "predictor-corrector",
-            "kind = \"predictor-corrector\"",
-            30.0,
-        ),
-        (
-            "richardson",
-            "kind = \"richardson\"\nstep = 0.1\natol = 1e-3\nrtol = 1e-3",
-            30.0,
-        ),
-        ("ifosmondi", "kind = \"ifosmondi\"\nstep = 0.5", 60.0),
-    ];
-    for (kind, master, stop) in masters {
+    for (kind, master, stop) in THERMOSTAT_MASTERS {
         let sub = dir.path().join(kind);
         let traced_dir = sub.join("traced");
         let quiet_dir = sub.join("quiet");
@@ -620,17 +641,7 @@ fn a_run_without_outputs_summarises_its_steps_as_a_traced_run_does() {
             assert!(!quiet.dir.path().join(file).exists(), "{kind}: {file}");
         }
         let (a, b) = (summary(&traced), summary(&quiet));
-        for key in [
-            "status",
-            "t_reached",
-            "stats",
-            "mean_step",
-            "min_step",
-            "max_step",
-            "max_indicator",
-        ] {
-            assert_eq!(a[key], b[key], "{kind}: summary field {key}");
-        }
+        assert_same_steps(&a, &b, kind);
         for (sa, sb) in a["subsystems"]
             .as_array()
             .unwrap()
@@ -670,21 +681,7 @@ fn a_run_without_outputs_summarises_its_steps_as_a_traced_run_does() {
 #[test]
 fn a_sampled_trace_writes_the_rows_a_run_with_a_step_log_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let masters = [
-        ("fixed-step", "kind = \"fixed-step\"\nstep = 0.5", 60.2),
-        (
-            "predictor-corrector",
-            "kind = \"predictor-corrector\"",
-            30.0,
-        ),
-        (
-            "richardson",
-            "kind = \"richardson\"\nstep = 0.1\natol = 1e-3\nrtol = 1e-3",
-            30.0,
-        ),
-        ("ifosmondi", "kind = \"ifosmondi\"\nstep = 0.5", 60.0),
-    ];
-    for (kind, master, stop) in masters {
+    for (kind, master, stop) in THERMOSTAT_MASTERS {
         for sampling in ["interval = 2.5", "decimation = 7"] {
             let what = format!("{kind}, {sampling}");
             let sub = dir.path().join(kind).join(&sampling[..8]);
@@ -737,17 +734,7 @@ fn a_sampled_trace_writes_the_rows_a_run_with_a_step_log_writes() {
                     assert_eq!(*t, k as f64 * 2.5, "{what}");
                 }
             }
-            for key in [
-                "status",
-                "t_reached",
-                "stats",
-                "mean_step",
-                "min_step",
-                "max_step",
-                "max_indicator",
-            ] {
-                assert_eq!(a[key], b[key], "{what}: summary field {key}");
-            }
+            assert_same_steps(&a, &b, &what);
         }
     }
 }
