@@ -184,244 +184,284 @@ impl Execution {
         mut self,
         outputs: Option<&OutputsHandle>,
     ) -> (RunSummary, Option<CoreError>) {
-        let mut energy = EnergyAccount::new(&self.system);
-        let mut progress = Progress::default();
+        let mut run = RunState {
+            energy: EnergyAccount::new(&self.system),
+            progress: Progress::default(),
+            diagnostic_values: vec![f64::NAN; self.diagnostics.len()],
+            macro_steps: 0,
+            advance_failed: false,
+            init_time: 0.0,
+            initialized: false,
+            loop_start: Instant::now(),
+        };
         if self.real_time.is_some() {
             // Which subsystem takes the time, when the run falls behind.
             self.system.enable_step_timing();
         }
-        let init_start = Instant::now();
-        let mut init_time = 0.0;
-        let mut initialized = false;
-        let mut loop_start = Instant::now();
-        let mut diagnostic_values = vec![f64::NAN; self.diagnostics.len()];
+        if let Some(o) = outputs {
+            let s = self.summary(&run, None, 0.0);
+            o.set_summary_template(&s, false);
+        }
         // With a worker pool, the whole loop runs on one of its workers:
         // a pooled Jacobi step then starts and ends on a worker (which
         // steps a share itself) instead of waking a sleeping caller.
         let pool = self.system.worker_pool();
-        if let Some(o) = outputs {
-            let s = self.summary(&energy, &Progress::default(), None, 0.0, 0.0, false);
-            o.set_summary_template(&s, false);
-        }
-        let mut macro_steps = 0u64;
-        let mut advance_failed = false;
         let mut body = || -> Result<()> {
-            self.master.check(&self.system)?;
-            self.system.initialize(self.t_start, Some(self.t_stop))?;
-            self.master.start(&mut self.system)?;
-            // Steps read only the values the coupling uses when nothing
-            // else reads the others after every step (System::read_needed_only).
-            if self.master.reads_coupled_only() && self.diagnostics.is_empty() {
-                self.system.read_needed_only();
-            }
-            for d in &mut self.diagnostics {
-                d.start(&self.system);
-            }
-            if self.system.has_strings() {
-                self.system.read_strings()?;
-            }
-            for o in &mut self.observers {
-                o.start(&self.system)?;
-            }
-            init_time = init_start.elapsed().as_secs_f64();
-            initialized = true;
-            if let Some(o) = outputs {
-                let s = self.summary(&energy, &Progress::default(), None, 0.0, init_time, true);
-                o.set_summary_template(&s, true);
-            }
-            loop_start = Instant::now();
-            let base = self.system.time_base();
-            let (stop, t_stop) = (
-                base.round(self.t_stop),
-                base.seconds(base.round(self.t_stop)),
-            );
-            // A master that chooses its step ends one on every output point
-            // an observer asks for (the trace's interval); a fixed-step
-            // master keeps its grid, which a scenario's interval divides.
-            let to_points = self.master.fixed_step().is_none();
-            // The events of each step, for the step log (no allocation
-            // once the first event's text fits).
-            let mut event_text = String::new();
-            // The report of each macro step (written in place by the master).
-            let mut report = StepReport::simple(f64::NAN, f64::NAN);
-            // Steps with nothing to do but the run's own bookkeeping: no
-            // event, diagnostic, power bond or pacing (those act after
-            // every step), and no observer due ([`Observer::due`]: a run
-            // with its outputs off, or a step between two rows of a trace
-            // at an interval). The loop goes from such a step's report
-            // straight to the next step; `quiet_until` is the first
-            // communication point (ticks) and macro step number at which
-            // an observer is due.
-            let can_be_quiet = self.events.is_empty()
-                && self.diagnostics.is_empty()
-                && self.real_time.is_none()
-                && self.system.bonds().is_empty();
-            // (With no observer every step is quiet: one test of a flag.)
-            let always_quiet = can_be_quiet && self.observers.is_empty();
-            let mut quiet_until = if can_be_quiet {
-                next_due(&self.observers, &self.system)
-            } else {
-                (i64::MIN, 0)
-            };
-            while self.system.ticks() < stop {
-                if let Some(flag) = &self.interrupt
-                    && flag.load(Ordering::Relaxed)
-                {
-                    return Err(CoreError::Interrupted {
-                        t: self.system.time(),
-                    });
-                }
-                let t_step = self.system.time();
-                let now = self.system.ticks();
-                let mut target = stop;
-                if to_points {
-                    for o in &self.observers {
-                        if let Some(p) = o.next_point()
-                            && p > now
-                            && p < target
-                        {
-                            target = p;
-                        }
-                    }
-                }
-                if to_points
-                    && let Some(te) = self.events.next_after(t_step)
-                    && base.round(te) > now
-                    && base.round(te) < target
-                {
-                    target = base.round(te);
-                }
-                let t_target = if target == stop {
-                    t_stop
-                } else {
-                    base.seconds(target)
-                };
-                let mut ended = None;
-                match self
-                    .master
-                    .advance_into(&mut self.system, t_target, &mut report)
-                {
-                    Ok(()) => {}
-                    Err(CoreError::TerminatedByFmu {
-                        subsystem,
-                        function,
-                        t,
-                    }) => {
-                        // A normal end: the last row at the FMU's last
-                        // successful time, then the run stops.
-                        self.system.end_at_fmu_termination(t)?;
-                        ended = Some(CoreError::TerminatedByFmu {
-                            subsystem,
-                            function,
-                            t,
-                        });
-                        report = StepReport::simple(t_step, t - t_step);
-                    }
-                    Err(e) => {
-                        advance_failed = true;
-                        return Err(e);
-                    }
-                }
-                if always_quiet
-                    || (self.system.ticks() < quiet_until.0 && macro_steps + 1 < quiet_until.1)
-                {
-                    progress.note(&report);
-                    macro_steps += 1;
-                    if let Some(o) = outputs {
-                        o.record_step(self.system.time(), macro_steps);
-                    }
-                    if let Some(ended) = ended {
-                        return Err(ended);
-                    }
-                    continue;
-                }
-                event_text.clear();
-                // (The first step also names those in effect from the start.)
-                let from = if macro_steps == 0 {
-                    f64::NEG_INFINITY
-                } else {
-                    t_step
-                };
-                for (t, what) in self.events.between(from, self.system.time()) {
-                    tracing::info!("event at t = {t} s: {what}");
-                    if !event_text.is_empty() {
-                        event_text.push_str("; ");
-                    }
-                    event_text.push_str(what);
-                }
-                let energy_eps = energy.update(&self.system, report.dt);
-                if report.indicator.is_nan() && !self.system.bonds().is_empty() {
-                    // Masters without an indicator of their own report the
-                    // energy indicator, so fixed-step runs can be judged.
-                    report.indicator = energy_eps;
-                }
-                progress.note(&report);
-                for (value, d) in diagnostic_values.iter_mut().zip(&mut self.diagnostics) {
-                    d.sample(&mut self.system)?;
-                    *value = d.evaluate(&self.system, report.t, report.dt);
-                }
-                let ctx = StepContext {
-                    report: &report,
-                    energy: &energy,
-                    diagnostics: &diagnostic_values,
-                    events: &event_text,
-                    macro_step: macro_steps + 1,
-                };
-                // Values the steps left unread (System::read_needed_only)
-                // and String values are read only for the rows that show
-                // them.
-                if self.system.reads_needed_only()
-                    && self
-                        .observers
-                        .iter()
-                        .any(|o| o.wants_values(&self.system, Next::Step(macro_steps + 1)))
-                {
-                    self.system.read_rest()?;
-                }
-                if self.system.has_strings()
-                    && self
-                        .observers
-                        .iter()
-                        .any(|o| o.wants_strings(&self.system, Next::Step(macro_steps + 1)))
-                {
-                    self.system.read_strings()?;
-                }
-                // A paced run writes each row when the wall clock reaches
-                // its time.
-                if let Some(factor) = self.real_time {
-                    let lag = pace(
-                        loop_start,
-                        (self.system.time() - self.t_start) / factor,
-                        self.interrupt.as_deref(),
-                    );
-                    if lag > progress.max_lag.0 {
-                        progress.max_lag = (lag, self.system.time());
-                    }
-                }
-                for o in &mut self.observers {
-                    o.step(&self.system, &ctx)?;
-                }
-                if can_be_quiet {
-                    quiet_until = next_due(&self.observers, &self.system);
-                }
-                macro_steps += 1;
-                if let Some(o) = outputs {
-                    o.record_step(self.system.time(), macro_steps);
-                }
-                if let Some(ended) = ended {
-                    return Err(ended);
-                }
-            }
-            Ok(())
+            self.initialize(&mut run, outputs)?;
+            self.step_to_stop(&mut run, outputs)
         };
         let result = match pool {
             Some(pool) => pool.install(body),
             None => body(),
         };
-        let wall = loop_start.elapsed().as_secs_f64();
+        let wall = run.loop_start.elapsed().as_secs_f64();
+        self.finish(&run, result.err(), wall, outputs)
+    }
 
-        // Always flush what we have, then terminate the subsystems.
-        let mut error = result.err();
+    /// Initializes the master, the system, the diagnostics and the
+    /// observers, and records the initialization time (in the summary
+    /// template of `outputs` too).
+    fn initialize(&mut self, run: &mut RunState, outputs: Option<&OutputsHandle>) -> Result<()> {
+        let init_start = Instant::now();
+        self.master.check(&self.system)?;
+        self.system.initialize(self.t_start, Some(self.t_stop))?;
+        self.master.start(&mut self.system)?;
+        // Steps read only the values the coupling uses when nothing
+        // else reads the others after every step (System::read_needed_only).
+        if self.master.reads_coupled_only() && self.diagnostics.is_empty() {
+            self.system.read_needed_only();
+        }
+        for d in &mut self.diagnostics {
+            d.start(&self.system);
+        }
+        if self.system.has_strings() {
+            self.system.read_strings()?;
+        }
+        for o in &mut self.observers {
+            o.start(&self.system)?;
+        }
+        run.init_time = init_start.elapsed().as_secs_f64();
+        run.initialized = true;
+        if let Some(o) = outputs {
+            let s = self.summary(run, None, 0.0);
+            o.set_summary_template(&s, true);
+        }
+        Ok(())
+    }
+
+    /// The run loop: macro steps until the stop time, each followed by
+    /// what the run does after it ([`Execution::after_step`]) or, when
+    /// there is nothing of the kind, only the bookkeeping (the quiet
+    /// path).
+    fn step_to_stop(&mut self, run: &mut RunState, outputs: Option<&OutputsHandle>) -> Result<()> {
+        run.loop_start = Instant::now();
+        let base = self.system.time_base();
+        let (stop, t_stop) = (
+            base.round(self.t_stop),
+            base.seconds(base.round(self.t_stop)),
+        );
+        // A master that chooses its step ends one on every output point
+        // an observer asks for (the trace's interval); a fixed-step
+        // master keeps its grid, which a scenario's interval divides.
+        let to_points = self.master.fixed_step().is_none();
+        // The events of each step, for the step log (no allocation
+        // once the first event's text fits).
+        let mut event_text = String::new();
+        // The report of each macro step (written in place by the master).
+        let mut report = StepReport::simple(f64::NAN, f64::NAN);
+        // Steps with nothing to do but the run's own bookkeeping: no
+        // event, diagnostic, power bond or pacing (those act after
+        // every step), and no observer due ([`Observer::due`]: a run
+        // with its outputs off, a sampled trace between two rows, the
+        // progress display between two updates). The loop goes from such
+        // a step's report straight to the next step; `quiet_until` is
+        // the first communication point (ticks) and macro step number at
+        // which an observer is due.
+        let can_be_quiet = self.events.is_empty()
+            && self.diagnostics.is_empty()
+            && self.real_time.is_none()
+            && self.system.bonds().is_empty();
+        // (With no observer every step is quiet: one test of a flag.)
+        let always_quiet = can_be_quiet && self.observers.is_empty();
+        let mut quiet_until = if can_be_quiet {
+            next_due(&self.observers, &self.system)
+        } else {
+            (i64::MIN, 0)
+        };
+        while self.system.ticks() < stop {
+            if let Some(flag) = &self.interrupt
+                && flag.load(Ordering::Relaxed)
+            {
+                return Err(CoreError::Interrupted {
+                    t: self.system.time(),
+                });
+            }
+            let t_step = self.system.time();
+            let now = self.system.ticks();
+            let mut target = stop;
+            if to_points {
+                for o in &self.observers {
+                    if let Some(p) = o.next_point()
+                        && p > now
+                        && p < target
+                    {
+                        target = p;
+                    }
+                }
+            }
+            if to_points
+                && let Some(te) = self.events.next_after(t_step)
+                && base.round(te) > now
+                && base.round(te) < target
+            {
+                target = base.round(te);
+            }
+            let t_target = if target == stop {
+                t_stop
+            } else {
+                base.seconds(target)
+            };
+            let mut ended = None;
+            match self
+                .master
+                .advance_into(&mut self.system, t_target, &mut report)
+            {
+                Ok(()) => {}
+                Err(CoreError::TerminatedByFmu {
+                    subsystem,
+                    function,
+                    t,
+                }) => {
+                    // A normal end: the last row at the FMU's last
+                    // successful time, then the run stops.
+                    self.system.end_at_fmu_termination(t)?;
+                    ended = Some(CoreError::TerminatedByFmu {
+                        subsystem,
+                        function,
+                        t,
+                    });
+                    report = StepReport::simple(t_step, t - t_step);
+                }
+                Err(e) => {
+                    run.advance_failed = true;
+                    return Err(e);
+                }
+            }
+            if always_quiet
+                || (self.system.ticks() < quiet_until.0 && run.macro_steps + 1 < quiet_until.1)
+            {
+                run.progress.note(&report);
+            } else {
+                self.after_step(run, &mut report, t_step, &mut event_text)?;
+                if can_be_quiet {
+                    quiet_until = next_due(&self.observers, &self.system);
+                }
+            }
+            run.macro_steps += 1;
+            if let Some(o) = outputs {
+                o.record_step(self.system.time(), run.macro_steps);
+            }
+            if let Some(ended) = ended {
+                return Err(ended);
+            }
+        }
+        Ok(())
+    }
+
+    /// What the run does after an accepted macro step from `t_step`
+    /// (`report`) but the bookkeeping: logs the events that took effect,
+    /// updates the energy account, notes the step, evaluates the
+    /// diagnostics, reads what the observers' rows show and the steps
+    /// left unread, paces a real-time run and hands the step to the
+    /// observers.
+    fn after_step(
+        &mut self,
+        run: &mut RunState,
+        report: &mut StepReport,
+        t_step: f64,
+        event_text: &mut String,
+    ) -> Result<()> {
+        event_text.clear();
+        // (The first step also names those in effect from the start.)
+        let from = if run.macro_steps == 0 {
+            f64::NEG_INFINITY
+        } else {
+            t_step
+        };
+        for (t, what) in self.events.between(from, self.system.time()) {
+            tracing::info!("event at t = {t} s: {what}");
+            if !event_text.is_empty() {
+                event_text.push_str("; ");
+            }
+            event_text.push_str(what);
+        }
+        let energy_eps = run.energy.update(&self.system, report.dt);
+        if report.indicator.is_nan() && !self.system.bonds().is_empty() {
+            // Masters without an indicator of their own report the
+            // energy indicator, so fixed-step runs can be judged.
+            report.indicator = energy_eps;
+        }
+        run.progress.note(report);
+        for (value, d) in run.diagnostic_values.iter_mut().zip(&mut self.diagnostics) {
+            d.sample(&mut self.system)?;
+            *value = d.evaluate(&self.system, report.t, report.dt);
+        }
+        let step = run.macro_steps + 1;
+        // Values the steps left unread (System::read_needed_only)
+        // and String values are read only for the rows that show
+        // them.
+        if self.system.reads_needed_only()
+            && self
+                .observers
+                .iter()
+                .any(|o| o.wants_values(&self.system, Next::Step(step)))
+        {
+            self.system.read_rest()?;
+        }
+        if self.system.has_strings()
+            && self
+                .observers
+                .iter()
+                .any(|o| o.wants_strings(&self.system, Next::Step(step)))
+        {
+            self.system.read_strings()?;
+        }
+        // A paced run writes each row when the wall clock reaches
+        // its time.
+        if let Some(factor) = self.real_time {
+            let lag = pace(
+                run.loop_start,
+                (self.system.time() - self.t_start) / factor,
+                self.interrupt.as_deref(),
+            );
+            if lag > run.progress.max_lag.0 {
+                run.progress.max_lag = (lag, self.system.time());
+            }
+        }
+        let ctx = StepContext {
+            report,
+            energy: &run.energy,
+            diagnostics: &run.diagnostic_values,
+            events: event_text,
+            macro_step: step,
+        };
+        for o in &mut self.observers {
+            o.step(&self.system, &ctx)?;
+        }
+        Ok(())
+    }
+
+    /// After the loop (`error`: what stopped it, if anything): reads what
+    /// a last row shows, lets the observers write it and flush, closes
+    /// the files, terminates the subsystems (but one whose FMU failed)
+    /// and writes the summary.
+    fn finish(
+        &mut self,
+        run: &RunState,
+        mut error: Option<CoreError>,
+        wall: f64,
+        outputs: Option<&OutputsHandle>,
+    ) -> (RunSummary, Option<CoreError>) {
         // A last row written by `finish` shows the values of now: those a
         // step left unread are read, unless a failed step moved the
         // subsystems on (then they are NaN: never read at that point).
@@ -431,7 +471,7 @@ impl Execution {
                 .iter()
                 .any(|o| o.wants_values(&self.system, Next::Finish))
         {
-            if advance_failed {
+            if run.advance_failed {
                 self.system.forget_rest();
             } else if let Err(e) = self.system.read_rest() {
                 error.get_or_insert(e);
@@ -484,14 +524,7 @@ impl Execution {
         {
             error = Some(e);
         }
-        let mut summary = self.summary(
-            &energy,
-            &progress,
-            error.as_ref(),
-            wall,
-            init_time,
-            initialized,
-        );
+        let mut summary = self.summary(run, error.as_ref(), wall);
         if let Some(o) = outputs
             && let Err(e) = o.write_summary(&summary)
         {
@@ -504,15 +537,8 @@ impl Execution {
     }
 
     /// The summary of the run as it stands, ended by `error` (if any).
-    fn summary(
-        &self,
-        energy: &EnergyAccount,
-        progress: &Progress,
-        error: Option<&CoreError>,
-        wall: f64,
-        init_time: f64,
-        initialized: bool,
-    ) -> RunSummary {
+    fn summary(&self, run: &RunState, error: Option<&CoreError>, wall: f64) -> RunSummary {
+        let (energy, progress) = (&run.energy, &run.progress);
         let stats = self.master.stats();
         let status = match error {
             None => RunStatus::Completed,
@@ -536,8 +562,8 @@ impl Execution {
             t_stop: self.t_stop,
             t_reached: self.system.time(),
             wall_time_s: wall,
-            init_time_s: init_time,
-            initialized,
+            init_time_s: run.init_time,
+            initialized: run.initialized,
             stats,
             // From the span rather than a sum of step sizes: no round-off
             // (0.001, not 0.0009999999999999176).
@@ -602,6 +628,25 @@ fn pace(start: Instant, due: f64, interrupt: Option<&AtomicBool>) -> f64 {
         }
         std::thread::sleep(std::time::Duration::from_secs_f64((due - now).min(0.05)));
     }
+}
+
+/// What the run keeps from its start to its summary.
+struct RunState {
+    /// Residual and transmitted energy per bond.
+    energy: EnergyAccount,
+    progress: Progress,
+    /// The diagnostic indicators' values after the last step.
+    diagnostic_values: Vec<f64>,
+    /// Accepted macro steps.
+    macro_steps: u64,
+    /// A step failed (the subsystems may have moved on from the last
+    /// communication point).
+    advance_failed: bool,
+    /// How long initialization took, s.
+    init_time: f64,
+    initialized: bool,
+    /// When stepping began (the start of the run until then).
+    loop_start: Instant,
 }
 
 /// What the loop accumulated over the steps, for the summary.
