@@ -321,6 +321,15 @@ fn bench_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The overrides of a speed benchmark's cosim runs: `steps` macro steps,
+/// every output file into `out`.
+fn speed_overrides(plan: &plan::Plan, steps: u64, out: &Path) -> Overrides {
+    Overrides {
+        out: Some(out.to_path_buf()),
+        ..plan::overrides_for(plan.start, plan.step, steps)
+    }
+}
+
 fn scenario_path(id: &str) -> PathBuf {
     bench_dir().join("scenarios").join(format!("{id}.toml"))
 }
@@ -385,10 +394,7 @@ fn run() -> Result<()> {
                 let out = tempfile::Builder::new()
                     .prefix("cosim-bench-out-")
                     .tempdir()?;
-                let overrides = Overrides {
-                    out: Some(out.path().to_path_buf()),
-                    ..plan::overrides_for(plan.start, plan.step, steps)
-                };
+                let overrides = speed_overrides(&plan, steps, out.path());
                 let mut m: Vec<Measurement> =
                     [Contender::Raw, Contender::CosimOne, Contender::CosimAll]
                         .into_iter()
@@ -659,6 +665,30 @@ mod tests {
             ["--only", "chain_3", "--scenario", "a.toml", "--no-libcosim"]
                 .map(std::ffi::OsString::from)
         );
+    }
+
+    /// A speed benchmark with its trace on (chain_3_sampled): the raw loop
+    /// runs its plan (the trace is cosim's alone), and cosim writes the
+    /// trace, a row every 0.1 s and one at the end, where the benchmark
+    /// says.
+    #[test]
+    fn a_speed_benchmark_with_its_trace_on_writes_it_where_the_benchmark_says() {
+        cosim_cgain::install().unwrap();
+        let path = scenario_path("chain_3_sampled");
+        let steps = 250;
+        let plan = plan::plan(&path, steps).unwrap();
+        assert_eq!((plan.fmus.len(), plan.connections.len()), (3, 2));
+        raw::run(&plan).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let r = cosim::run(&path, &speed_overrides(&plan, steps, out.path()), 1).unwrap();
+        assert_eq!(r.steps, steps);
+        let trace = std::fs::read_to_string(out.path().join("trace.csv")).unwrap();
+        let times: Vec<&str> = trace
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap())
+            .collect();
+        assert_eq!(times, ["0.0", "0.1", "0.2", "0.25"]);
     }
 
     /// `--scenario` is repeatable; without `--only` it runs alone, with
