@@ -184,6 +184,10 @@ impl Execution {
         mut self,
         outputs: Option<&OutputsHandle>,
     ) -> (RunSummary, Option<CoreError>) {
+        if self.real_time.is_some() {
+            // Which subsystem takes the time, when the run falls behind.
+            self.system.enable_step_timing();
+        }
         let mut run = RunState {
             energy: EnergyAccount::new(&self.system),
             progress: Progress::default(),
@@ -192,12 +196,9 @@ impl Execution {
             advance_failed: false,
             init_time: 0.0,
             initialized: false,
+            init_start: Instant::now(),
             loop_start: Instant::now(),
         };
-        if self.real_time.is_some() {
-            // Which subsystem takes the time, when the run falls behind.
-            self.system.enable_step_timing();
-        }
         if let Some(o) = outputs {
             let s = self.summary(&run, None, 0.0);
             o.set_summary_template(&s, false);
@@ -222,7 +223,6 @@ impl Execution {
     /// observers, and records the initialization time (in the summary
     /// template of `outputs` too).
     fn initialize(&mut self, run: &mut RunState, outputs: Option<&OutputsHandle>) -> Result<()> {
-        let init_start = Instant::now();
         self.master.check(&self.system)?;
         self.system.initialize(self.t_start, Some(self.t_stop))?;
         self.master.start(&mut self.system)?;
@@ -240,7 +240,7 @@ impl Execution {
         for o in &mut self.observers {
             o.start(&self.system)?;
         }
-        run.init_time = init_start.elapsed().as_secs_f64();
+        run.init_time = run.init_start.elapsed().as_secs_f64();
         run.initialized = true;
         if let Some(o) = outputs {
             let s = self.summary(run, None, 0.0);
@@ -642,9 +642,12 @@ struct RunState {
     /// A step failed (the subsystems may have moved on from the last
     /// communication point).
     advance_failed: bool,
-    /// How long initialization took, s.
+    /// How long initialization took, s (from the start of the run: the
+    /// summary's reserve and the hand-off to the worker pool included).
     init_time: f64,
     initialized: bool,
+    /// When the run started.
+    init_start: Instant,
     /// When stepping began (the start of the run until then).
     loop_start: Instant,
 }

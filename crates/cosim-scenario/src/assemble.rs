@@ -967,7 +967,7 @@ impl Bonds<'_> {
         reports: &mut Vec<BondReport>,
     ) {
         let (resolved, mds) = (self.resolved, self.mds);
-        let n = mds.len();
+        let n = resolved.subsystems.len();
         let candidates: Vec<_> = mds.iter().map(|md| find_bond_candidates(md)).collect();
         for a in 0..n {
             for b in (a + 1)..n {
