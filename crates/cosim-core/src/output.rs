@@ -110,7 +110,7 @@ pub(crate) struct CsvFile {
     len: u64,
     /// The first field of the last complete row in the file.
     last_time: f64,
-    number: ryu::Buffer,
+    number: zmij::Buffer,
     integer: itoa::Buffer,
 }
 
@@ -145,7 +145,7 @@ impl CsvFile {
             buf,
             len: 0,
             last_time: f64::NAN,
-            number: ryu::Buffer::new(),
+            number: zmij::Buffer::new(),
             integer: itoa::Buffer::new(),
         })
     }
@@ -943,6 +943,69 @@ mod tests {
         assert!(b.ends_with("99.999,\n"));
         // Closed: later rows are refused.
         assert!(outputs.push_row(0, &[1.0, 1.0, 1.0]).is_err());
+    }
+
+    /// Every finite number is written in its shortest exact form: it reads
+    /// back as the same `f64`, with as many significant digits as Rust's
+    /// own shortest form (`{:e}`), plain from 1e-5 to below 1e16 and with
+    /// an exponent outside.
+    #[test]
+    fn numbers_are_written_in_their_shortest_exact_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.csv");
+        let mut file = CsvFile::create(&path, &header(1), vec![Column::Float]).unwrap();
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            0.001,
+            1e-5,
+            9.999e-6,
+            1e15,
+            1e16,
+            -2.5e300,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            0.1 + 0.2,
+        ];
+        // Bit patterns from a xorshift generator: every exponent range.
+        let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
+        while values.len() < 20_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let x = f64::from_bits(s);
+            if x.is_finite() {
+                values.push(x);
+            }
+        }
+        for &v in &values {
+            file.format_row(&[v]);
+        }
+        file.flush_direct().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines.len(), values.len());
+        let digits = |s: &str| -> String {
+            let mantissa = s.split(['e', 'E']).next().unwrap();
+            let d: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+            let d = d.trim_start_matches('0').trim_end_matches('0');
+            if d.is_empty() { "0".into() } else { d.into() }
+        };
+        for (&v, line) in values.iter().zip(&lines) {
+            let back: f64 = line.parse().unwrap();
+            assert_eq!(back.to_bits(), v.to_bits(), "{v:e} written as {line}");
+            // As many significant digits as Rust's shortest form (the last
+            // may differ where two are equally near).
+            let (ours, rust) = (digits(line), digits(&format!("{v:e}")));
+            assert_eq!(ours.len(), rust.len(), "{v:e} written as {line}");
+            let a = v.abs();
+            let plain = a == 0.0 || (1e-5..1e16).contains(&a);
+            assert_eq!(!line.contains('e'), plain, "{v:e} written as {line}");
+        }
+        assert_eq!(&lines[..4], ["0.0", "-0.0", "1.0", "0.001"]);
+        assert_eq!(lines[7], "1e+16");
     }
 
     #[test]
