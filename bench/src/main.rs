@@ -238,6 +238,15 @@ const BENCHES: &[Bench] = &[
         kind: Kind::Trace { base: "wide_200" },
     },
     Bench {
+        id: "b1_default",
+        what: "b1_quarter_car with the outputs a scenario has by default: every output traced, the step log and the energy log, a row every step",
+        steps: 100_000,
+        quick_steps: 20_000,
+        kind: Kind::Trace {
+            base: "b1_quarter_car",
+        },
+    },
+    Bench {
         id: "startup_100",
         what: "load the scenario, extract, load and instantiate 100 CGain FMUs (chain_100), then initialise them",
         steps: 1,
@@ -492,18 +501,19 @@ fn run() -> Result<()> {
                 let mut overrides = plan::overrides_for(p.start, p.step, steps);
                 let mut off = Measurement::new(Contender::CosimOne, steps);
                 let mut on = Measurement::new(Contender::CosimOne, steps);
-                let mut bytes = 0;
                 for _ in 0..repeats {
                     overrides.out = None;
                     off.push(cosim::run(&base_path, &overrides, 1)?.elapsed.as_secs_f64());
                     overrides.out = Some(out.path().to_path_buf());
                     on.push(cosim::run(path, &overrides, 1)?.elapsed.as_secs_f64());
-                    let trace = out.path().join("trace.csv");
-                    bytes = std::fs::metadata(&trace)
-                        .with_context(|| format!("{} was not written", trace.display()))?
-                        .len();
                 }
-                let columns = trace_columns(&out.path().join("trace.csv"))?;
+                // Every CSV file the run wrote (the trace, and the logs
+                // where they are on).
+                let (mut columns, mut bytes) = (0, 0);
+                for csv in csv_files(out.path())? {
+                    columns += trace_columns(&csv)?;
+                    bytes += std::fs::metadata(&csv)?.len();
+                }
                 let row = TraceRow {
                     id: b.id.clone(),
                     what: b.what.clone(),
@@ -629,6 +639,22 @@ fn steps_of(b: &Bench, quick: bool) -> u64 {
 }
 
 /// Number of columns of a CSV file's header.
+/// The CSV files in `dir` (none is an error: the run wrote nothing).
+fn csv_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "csv") {
+            files.push(path);
+        }
+    }
+    if files.is_empty() {
+        bail!("{}: the run wrote no CSV file", dir.display());
+    }
+    files.sort();
+    Ok(files)
+}
+
 fn trace_columns(path: &Path) -> Result<usize> {
     use std::io::BufRead;
     let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;

@@ -558,7 +558,7 @@ impl Report {
         if !self.trace.is_empty() {
             let _ = writeln!(
                 s,
-                "## Trace cost (cosim, 1 thread, every variable traced, a row every step)\n"
+                "## Trace cost (cosim, 1 thread, outputs on, a row every step)\n"
             );
             let _ = writeln!(
                 s,
@@ -585,7 +585,7 @@ impl Report {
             }
             let _ = writeln!(
                 s,
-                "\nns per row: the difference of the two medians. MB/s: bytes of CSV written per second of that difference. The trace goes to a temporary directory on the local disk.\n"
+                "\ncolumns: of every CSV file written (the trace, and the step and energy logs where on). ns per row: the difference of the two medians (a row of each file). MB/s: bytes of CSV written per second of that difference. The files go to a temporary directory on the local disk.\n"
             );
         }
         if !self.startup.is_empty() {
