@@ -843,6 +843,91 @@ fn a_step_timeout_ends_a_run_whose_fmu_hangs_in_process() {
     assert_eq!(extraction_dirs(&dir.path().join("tmp")), 0);
 }
 
+/// A run killed outright (`kill -9`, the OOM killer, a batch system's
+/// time limit) removes nothing: its extraction directories stay. The next
+/// `cosim` of the same user in the same temporary directory removes them
+/// (no process holds their locks any more) and leaves those of a run still
+/// going; that one removes its own when it ends.
+#[test]
+fn the_next_run_removes_the_extraction_directories_a_killed_run_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let start = |name: &str| {
+        let out = dir.path().join(name);
+        let mut run = Running::spawn_in(
+            &[
+                "run",
+                "scenarios/b1_quarter_car_a.toml",
+                "--stop",
+                "1e6",
+                "--no-progress",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &tmp,
+        );
+        let trace = out.join("trace.csv");
+        run.wait_for(Duration::from_secs(60), "trace rows", |_| {
+            trace_rows(&trace) > 10
+        });
+        run
+    };
+    let mut killed = start("killed");
+    // Two FMUs: two directories, each with its lock file.
+    let of_killed = extraction_entries(&tmp);
+    assert_eq!(of_killed.len(), 4, "{of_killed:?}");
+    assert_eq!(of_killed.iter().filter(|n| n.ends_with(".lock")).count(), 2);
+    let mut live = start("live");
+    let of_live: Vec<String> = extraction_entries(&tmp)
+        .into_iter()
+        .filter(|n| !of_killed.contains(n))
+        .collect();
+    assert_eq!(of_live.len(), 4, "{of_live:?}");
+
+    killed.signal("KILL");
+    assert_eq!(killed.wait_exit(Duration::from_secs(10)), None);
+    assert_eq!(extraction_entries(&tmp).len(), 8);
+
+    let out = Command::new(cosim_bin())
+        .args([
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "0.01",
+            "-q",
+        ])
+        .arg("--out")
+        .arg(dir.path().join("next"))
+        .env("TMPDIR", &tmp)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(extraction_entries(&tmp), of_live);
+
+    live.signal("TERM");
+    assert_eq!(live.wait_exit(Duration::from_secs(10)), Some(143));
+    assert_eq!(extraction_entries(&tmp), Vec::<String>::new());
+}
+
+/// The names of the extraction directories and lock files in `tmp`,
+/// sorted.
+fn extraction_entries(tmp: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cosim-fmu-"))
+        .collect();
+    names.sort();
+    names
+}
+
 /// `cosim-fmu-*` directories in `tmp`.
 fn extraction_dirs(tmp: &Path) -> usize {
     std::fs::read_dir(tmp)

@@ -70,13 +70,15 @@ fn marked_processes(marker: &str) -> Vec<Proc> {
     found
 }
 
-/// The extraction directories in `tmp`.
-fn extraction_dirs(tmp: &Path) -> Vec<PathBuf> {
+/// The extraction directories in `tmp` (with `dirs_only` false, their
+/// lock files too: everything named `cosim-fmu-*`).
+fn extraction_dirs(tmp: &Path, dirs_only: bool) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(tmp)
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("cosim-fmu-"))
         .map(|e| e.path())
+        .filter(|p| !dirs_only || p.is_dir())
         .collect();
     dirs.sort();
     dirs
@@ -165,8 +167,14 @@ impl Running {
             .collect()
     }
 
+    /// The extraction directories.
     fn dirs(&self) -> Vec<PathBuf> {
-        extraction_dirs(self.tmp.path())
+        extraction_dirs(self.tmp.path(), true)
+    }
+
+    /// The extraction directories and their lock files.
+    fn leftovers(&self) -> Vec<PathBuf> {
+        extraction_dirs(self.tmp.path(), false)
     }
 
     fn signal(&self, pid: u32, name: &str) {
@@ -214,11 +222,12 @@ impl Running {
     }
 
     /// Once cosim has exited: no process of it is left and no extraction
-    /// directory. (A process killed at the end may take a moment to go.)
+    /// directory or lock file. (A process killed at the end may take a
+    /// moment to go.)
     fn assert_nothing_left(&self, case: &str) {
         let start = Instant::now();
         loop {
-            let (procs, dirs) = (self.others(), self.dirs());
+            let (procs, dirs) = (self.others(), self.leftovers());
             if procs.is_empty() && dirs.is_empty() {
                 return;
             }

@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
+use crate::extraction::ExtractionLock;
+
 use crate::error::{FmiError, Result};
 use crate::model_description::{FmiVersion, ModelDescription, parse_model_description_file};
 
@@ -80,7 +82,8 @@ pub fn remove_extractions() {
         Err(_) => return,
     };
     for dir in dirs {
-        let _ = fs::remove_dir_all(dir);
+        let _ = fs::remove_dir_all(&dir);
+        let _ = fs::remove_file(crate::extraction::lock_path(&dir));
     }
 }
 
@@ -95,13 +98,16 @@ impl Drop for FmuRoot {
 }
 
 /// An FMU ready to be read from disk: either an archive extracted into a
-/// private temporary directory (removed on drop) or a directory given by
-/// the user.
+/// private temporary directory (removed on drop; locked while in use, so
+/// that a later process removes it if this one is killed:
+/// [`crate::extraction`]) or a directory given by the user.
 #[derive(Debug)]
 pub struct FmuRoot {
     source: PathBuf,
     root: PathBuf,
     dir: Option<TempDir>,
+    /// Dropped after `dir`: the directory goes first, then its lock.
+    _lock: Option<ExtractionLock>,
 }
 
 impl FmuRoot {
@@ -139,14 +145,15 @@ impl FmuRoot {
                 source: path.to_path_buf(),
                 root: path.to_path_buf(),
                 dir: None,
+                _lock: None,
             });
         }
-        let dir = tempfile::Builder::new()
-            .prefix("cosim-fmu-")
-            .tempdir()
-            .map_err(|error| FmiError::Io {
-                path: std::env::temp_dir(),
-                error,
+        let (dir, lock) =
+            crate::extraction::create_dir(crate::extraction::PREFIX).map_err(|error| {
+                FmiError::Io {
+                    path: std::env::temp_dir(),
+                    error,
+                }
             })?;
         extract_archive(path, dir.path(), limits)?;
         if let Ok(mut live) = EXTRACTED.lock() {
@@ -156,6 +163,7 @@ impl FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),
             dir: Some(dir),
+            _lock: Some(lock),
         })
     }
 
@@ -181,6 +189,7 @@ impl FmuRoot {
             source: source.to_path_buf(),
             root: root.to_path_buf(),
             dir: None,
+            _lock: None,
         })
     }
 

@@ -22,6 +22,7 @@ pub mod archive;
 pub mod binary;
 pub mod bonds;
 pub mod error;
+pub mod extraction;
 pub mod ffi;
 mod fmu;
 pub mod inspect;

@@ -141,7 +141,7 @@ pub struct Import {
     source_name: String,
     /// The directory FMU paths are written relative to.
     base: Option<PathBuf>,
-    _extracted: Option<tempfile::TempDir>,
+    _extracted: Option<(tempfile::TempDir, cosim_fmi::extraction::ExtractionLock)>,
 }
 
 /// What `cosim convert` writes ([`Import::convert`]): the scenario, also
@@ -236,11 +236,9 @@ fn import_with_step(
         let dir = match &options.extract_to {
             Some(d) => std::path::absolute(d).unwrap_or_else(|_| d.clone()),
             None => {
-                let t = tempfile::Builder::new()
-                    .prefix("cosim-ssp-")
-                    .tempdir()
+                let t = cosim_fmi::extraction::create_dir("cosim-ssp-")
                     .map_err(|e| whole(format!("cannot create a temporary directory: {e}")))?;
-                let p = t.path().to_path_buf();
+                let p = t.0.path().to_path_buf();
                 extracted = Some(t);
                 p
             }
