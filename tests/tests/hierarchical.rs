@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cosim_core::metrics::{compare_columns, match_columns};
+use cosim_core::metrics::{Table, compare_columns, match_columns};
 use cosim_tests::{Run, cosim, fmi2, fmus, reference, run, scenario};
 
 /// Parameters (c1, c12, c23, c3) of B3 scenarios 1-3.
@@ -335,6 +335,7 @@ fn masters_with_rollback_and_iteration_drive_a_nest() {
         // Rollback went through the nest: every inner FMU saved and
         // restored its state.
         assert!(calls.state_saves > 0 && calls.state_restores > 0, "{name}");
+        assert_nest_log_has_the_accepted_steps_once(&r, 5.0, name);
         if name == "richardson" {
             // Error control at atol 1e-5 / rtol 1e-4 beats the fixed step.
             assert!(
@@ -351,6 +352,36 @@ fn masters_with_rollback_and_iteration_drive_a_nest() {
             assert!(e < 2.0 * e_plain, "{name}: {e}");
         }
     }
+}
+
+/// The nest's energy log has a row for each inner step of the accepted
+/// outer steps, once: rows follow one another without gap or overlap from
+/// the start to `stop`, and their residual energies add up to the
+/// cumulative residual energy of the last. (An outer master that rejects a
+/// step or iterates restores the nest's state and steps it again: the
+/// inner steps taken back are not in the log.)
+fn assert_nest_log_has_the_accepted_steps_once(r: &Run, stop: f64, name: &str) {
+    let log = Table::read(&r.dir.path().join("energy.nest.csv")).unwrap();
+    let (t, t_start) = (log.time(), log.column("t_start").unwrap());
+    assert_eq!(t_start[0], 0.0, "{name}");
+    for i in 1..t.len() {
+        assert_eq!(t_start[i], t[i - 1], "{name}: row {i} of {t:?}");
+    }
+    assert!((t[t.len() - 1] - stop).abs() < 1e-12, "{name}: {t:?}");
+    let column = |suffix: &str| {
+        let c = log.names.iter().position(|n| n.ends_with(suffix));
+        log.columns[c.unwrap_or_else(|| panic!("{name}: no {suffix}: {:?}", log.names))].clone()
+    };
+    let (each, cumulative) = (
+        column(".residual_energy"),
+        column(".cumulative_residual_energy"),
+    );
+    let sum: f64 = each.iter().sum();
+    let last = cumulative[cumulative.len() - 1];
+    assert!(
+        (sum - last).abs() <= 1e-9 * last.abs().max(1e-12),
+        "{name}: the rows' residual energies add up to {sum}, the cumulative one is {last}"
+    );
 }
 
 #[test]

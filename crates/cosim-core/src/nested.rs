@@ -24,6 +24,9 @@ struct Saved {
     buffers: BufferSnapshot,
     master: Box<dyn Master>,
     energy: EnergyAccount,
+    /// Inner macro steps taken, and each observer's rows, at the save.
+    macro_steps: u64,
+    rows: Vec<u64>,
 }
 
 /// A co-simulation that is a subsystem of the level above.
@@ -43,8 +46,8 @@ pub struct NestedSystem {
     /// An inner subsystem's Jacobian (reused: the predictor/corrector's lag
     /// correction reads it every macro step).
     inner_jacobian: Vec<f64>,
-    /// Inner macro steps taken (for the observers' `StepContext`; steps
-    /// taken again after an outer rollback count again).
+    /// Inner macro steps taken (for the observers' `StepContext`; restored
+    /// with a state, so steps taken back are not counted).
     macro_steps: u64,
 }
 
@@ -89,6 +92,12 @@ impl NestedSystem {
         }
         master.check(&system)?;
         let energy = EnergyAccount::new(&system);
+        // The outer master may take inner steps back (restore a state):
+        // the observers hold their rows until no step before them can be.
+        let mut observers = observers;
+        for o in &mut observers {
+            o.hold_rows();
+        }
         Ok(NestedSystem {
             info,
             system,
@@ -103,6 +112,23 @@ impl NestedSystem {
             inner_jacobian: Vec::new(),
             macro_steps: 0,
         })
+    }
+
+    /// Has the observers write the rows no restore can take back any
+    /// more: those before the earliest state saved and not freed (all,
+    /// when none is).
+    fn keep_rows(&mut self) -> Result<()> {
+        for (i, o) in self.observers.iter_mut().enumerate() {
+            let upto = self
+                .saved
+                .iter()
+                .flatten()
+                .filter_map(|s| s.rows.get(i).copied())
+                .min()
+                .unwrap_or_else(|| o.position());
+            o.keep(upto)?;
+        }
+        Ok(())
     }
 
     fn saved(&self, id: StateId) -> Result<&Saved> {
@@ -227,6 +253,7 @@ impl Subsystem for NestedSystem {
             for o in &mut self.observers {
                 o.step(&self.system, &ctx)?;
             }
+            self.keep_rows()?;
             if let Some(ended) = ended {
                 return Err(ended);
             }
@@ -277,7 +304,11 @@ impl Subsystem for NestedSystem {
             buffers,
             master: self.master.clone_box(),
             energy: self.energy.clone(),
+            macro_steps: self.macro_steps,
+            rows: self.observers.iter().map(|o| o.position()).collect(),
         });
+        // (A slot saved again may have held the earliest rows.)
+        self.keep_rows()?;
         Ok(StateId(slot))
     }
 
@@ -285,6 +316,12 @@ impl Subsystem for NestedSystem {
         let saved = self.saved(id)?;
         let (states, buffers) = (saved.states.clone(), saved.buffers.clone());
         let (master, energy) = (saved.master.clone_box(), saved.energy.clone());
+        self.macro_steps = saved.macro_steps;
+        for i in 0..self.observers.len() {
+            if let Some(&position) = self.saved(id)?.rows.get(i) {
+                self.observers[i].take_back(position);
+            }
+        }
         self.master = master;
         self.energy = energy;
         self.system.restore_states(&states)?;
@@ -296,7 +333,7 @@ impl Subsystem for NestedSystem {
         let states = self.saved(id)?.states.clone();
         self.system.free_states(&states)?;
         self.saved[id.0] = None;
-        Ok(())
+        self.keep_rows()
     }
 
     fn terminate(&mut self) -> Result<()> {

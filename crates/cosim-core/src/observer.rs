@@ -111,6 +111,29 @@ pub trait Observer: Send {
         Due::EveryStep
     }
 
+    /// Called by a nested system on its observers when it is built: the
+    /// inner steps it reports may be taken back (its outer master restores
+    /// an earlier state to reject a step, or to iterate), so rows are to be
+    /// held until [`Observer::keep`] says they stay. Default: nothing (an
+    /// observer that ignores this writes the rows of steps taken back too).
+    fn hold_rows(&mut self) {}
+
+    /// Rows produced so far, held or written: a position for
+    /// [`Observer::take_back`] and [`Observer::keep`].
+    fn position(&self) -> u64 {
+        0
+    }
+
+    /// Forgets the held rows from `position` on: the steps that produced
+    /// them were taken back.
+    fn take_back(&mut self, _position: u64) {}
+
+    /// Writes the held rows before `position`: no step before it can be
+    /// taken back any more.
+    fn keep(&mut self, _position: u64) -> Result<()> {
+        Ok(())
+    }
+
     /// How this observer samples the run, for the summary (the trace).
     fn sampling(&self) -> Option<Sampling> {
         None
@@ -493,6 +516,13 @@ pub struct EnergyLog {
     /// first step.
     pending: Option<(PathBuf, Vec<String>)>,
     row: Vec<f64>,
+    /// In a nested system ([`Observer::hold_rows`]): the rows not yet
+    /// kept, one after the other, and the position of the first.
+    held: Option<(Vec<f64>, u64)>,
+    /// Rows produced so far.
+    rows: u64,
+    /// Values per row.
+    width: usize,
 }
 
 impl EnergyLog {
@@ -509,6 +539,9 @@ impl EnergyLog {
                 vec![Column::Float; header.len()],
             )?),
             pending: None,
+            held: None,
+            rows: 0,
+            width: header.len(),
         })
     }
 
@@ -521,6 +554,9 @@ impl EnergyLog {
         EnergyLog {
             sink: None,
             row: Vec::with_capacity(header.len()),
+            held: None,
+            rows: 0,
+            width: header.len(),
             pending: Some((path.to_path_buf(), header)),
         }
     }
@@ -580,6 +616,11 @@ impl Observer for EnergyLog {
             ]);
         }
         self.row.push(energy.indicator());
+        self.rows += 1;
+        if let Some((held, _)) = &mut self.held {
+            held.extend_from_slice(&self.row);
+            return Ok(());
+        }
         let row = std::mem::take(&mut self.row);
         let result = self.sink().and_then(|sink| sink.push(&row));
         self.row = row;
@@ -587,10 +628,48 @@ impl Observer for EnergyLog {
     }
 
     fn finish(&mut self, _sys: &System) -> Result<()> {
+        // What is still held is the run's last word.
+        self.keep(self.rows)?;
         match &mut self.sink {
             Some(sink) => sink.finish(),
             None => Ok(()),
         }
+    }
+
+    fn hold_rows(&mut self) {
+        self.held.get_or_insert((Vec::new(), self.rows));
+    }
+
+    fn position(&self) -> u64 {
+        self.rows
+    }
+
+    fn take_back(&mut self, position: u64) {
+        if let Some((held, first)) = &mut self.held
+            && position >= *first
+            && position < self.rows
+        {
+            held.truncate((position - *first) as usize * self.width);
+            self.rows = position;
+        }
+    }
+
+    fn keep(&mut self, position: u64) -> Result<()> {
+        let Some((mut held, first)) = self.held.take() else {
+            return Ok(());
+        };
+        let width = self.width.max(1);
+        let upto = position.clamp(first, self.rows);
+        let n = (upto - first) as usize * width;
+        let mut result = Ok(());
+        if n > 0 {
+            result = self
+                .sink()
+                .and_then(|sink| held[..n].chunks(width).try_for_each(|row| sink.push(row)));
+            held.drain(..n);
+        }
+        self.held = Some((held, upto));
+        result
     }
 }
 
