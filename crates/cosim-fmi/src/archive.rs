@@ -163,7 +163,7 @@ impl FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),
             dir: Some(dir),
-            _lock: Some(lock),
+            _lock: lock,
         })
     }
 

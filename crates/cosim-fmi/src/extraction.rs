@@ -63,12 +63,15 @@ pub fn lock_path(dir: &Path) -> PathBuf {
 /// Creates an extraction directory named `prefix` and a random suffix in
 /// the temporary directory, and its lock, locked; the first time in a
 /// process, removes the directories left by processes that ended without
-/// removing them. `prefix`: [`PREFIX`] or `"cosim-ssp-"`.
+/// removing them. `prefix`: [`PREFIX`] or `"cosim-ssp-"`. On a file
+/// system without locks (Lustre mounted without `flock`, some FUSE file
+/// systems) the directory has no lock: it is used as before, and a later
+/// sweep leaves it alone.
 ///
 /// # Errors
 ///
 /// Creating the directory or its lock file.
-pub fn create_dir(prefix: &str) -> io::Result<(TempDir, ExtractionLock)> {
+pub fn create_dir(prefix: &str) -> io::Result<(TempDir, Option<ExtractionLock>)> {
     debug_assert!(PREFIXES.contains(&prefix), "{prefix}");
     let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
     let lock = lock(dir.path())?;
@@ -89,8 +92,9 @@ pub fn create_dir(prefix: &str) -> io::Result<(TempDir, ExtractionLock)> {
 }
 
 /// Locks `dir`: its lock file is created under a name sweeps ignore,
-/// locked, then renamed to its own.
-fn lock(dir: &Path) -> io::Result<ExtractionLock> {
+/// locked, then renamed to its own. `None` where the file system has no
+/// locks.
+fn lock(dir: &Path) -> io::Result<Option<ExtractionLock>> {
     let path = lock_path(dir);
     let mut locking = dir.as_os_str().to_owned();
     locking.push(".locking");
@@ -99,12 +103,34 @@ fn lock(dir: &Path) -> io::Result<ExtractionLock> {
         .write(true)
         .create_new(true)
         .open(&locking)?;
-    let locked = file.lock().and_then(|()| fs::rename(&locking, &path));
-    if let Err(e) = locked {
+    if let Err(e) = file.lock() {
+        let _ = fs::remove_file(&locking);
+        if locks_unsupported(&e) {
+            tracing::debug!(
+                "{}: the file system has no locks ({e}): the directory is not swept if this process is killed",
+                dir.display()
+            );
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    if let Err(e) = fs::rename(&locking, &path) {
         let _ = fs::remove_file(&locking);
         return Err(e);
     }
-    Ok(ExtractionLock { path, _file: file })
+    Ok(Some(ExtractionLock { path, _file: file }))
+}
+
+/// Whether a failed lock says the file system has no locks at all.
+fn locks_unsupported(e: &io::Error) -> bool {
+    if e.kind() == io::ErrorKind::Unsupported {
+        return true;
+    }
+    #[cfg(unix)]
+    if let Some(code) = e.raw_os_error() {
+        return [libc::ENOSYS, libc::ENOLCK, libc::EOPNOTSUPP, libc::ENOTSUP].contains(&code);
+    }
+    false
 }
 
 /// Removes from `temp` every extraction directory (and lock file) of the
@@ -146,7 +172,9 @@ pub(crate) fn sweep_stale(temp: &Path, own: &Path) -> usize {
         {
             continue;
         }
-        let Ok(file) = File::open(&lock_file) else {
+        // (Opened for writing too: where locks are emulated with POSIX
+        // record locks, NFS, an exclusive lock needs it.)
+        let Ok(file) = OpenOptions::new().read(true).write(true).open(&lock_file) else {
             continue;
         };
         // Held: its directory is in use. (Locked here, it stays locked
@@ -208,7 +236,7 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let t = temp.path();
         let own = fake_extraction(t, "cosim-fmu-own");
-        let _own_lock = lock(&own).unwrap();
+        let _own_lock = lock(&own).unwrap().unwrap();
         let dead = fake_extraction(t, "cosim-fmu-dead");
         fs::write(lock_path(&dead), "").unwrap();
         let ssp = fake_extraction(t, "cosim-ssp-dead");
@@ -216,7 +244,7 @@ mod tests {
         let dead_lock_only = t.join("cosim-fmu-gone.lock");
         fs::write(&dead_lock_only, "").unwrap();
         let live = fake_extraction(t, "cosim-fmu-live");
-        let live_lock = lock(&live).unwrap();
+        let live_lock = lock(&live).unwrap().unwrap();
         fake_extraction(t, "cosim-fmu-old");
         fake_extraction(t, "cosim-fmu-new");
         fs::write(t.join("cosim-fmu-new.locking"), "").unwrap();
@@ -252,13 +280,33 @@ mod tests {
         assert!(!t.join("cosim-fmu-live.lock").exists());
     }
 
+    /// The errors of a file system without locks are told from others.
+    #[test]
+    fn a_file_system_without_locks_is_told_from_other_failures() {
+        for code in [libc::ENOSYS, libc::ENOLCK, libc::EOPNOTSUPP] {
+            assert!(
+                locks_unsupported(&io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
+        }
+        assert!(locks_unsupported(&io::Error::from(
+            io::ErrorKind::Unsupported
+        )));
+        for code in [libc::EACCES, libc::EBADF, libc::EIO, libc::EWOULDBLOCK] {
+            assert!(
+                !locks_unsupported(&io::Error::from_raw_os_error(code)),
+                "{code}"
+            );
+        }
+    }
+
     /// A lock is held by the open file, not by the process: a second open
     /// of the same lock file (a sweep in this process) cannot lock it.
     #[test]
     fn a_held_lock_cannot_be_taken_by_a_second_open() {
         let temp = tempfile::tempdir().unwrap();
         let dir = fake_extraction(temp.path(), "cosim-fmu-x");
-        let held = lock(&dir).unwrap();
+        let held = lock(&dir).unwrap().unwrap();
         let again = File::open(lock_path(&dir)).unwrap();
         assert!(again.try_lock().is_err());
         drop(held);

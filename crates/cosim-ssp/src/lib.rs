@@ -141,7 +141,10 @@ pub struct Import {
     source_name: String,
     /// The directory FMU paths are written relative to.
     base: Option<PathBuf>,
-    _extracted: Option<(tempfile::TempDir, cosim_fmi::extraction::ExtractionLock)>,
+    _extracted: Option<(
+        tempfile::TempDir,
+        Option<cosim_fmi::extraction::ExtractionLock>,
+    )>,
 }
 
 /// What `cosim convert` writes ([`Import::convert`]): the scenario, also
