@@ -219,10 +219,16 @@ impl Subsystem for NestedSystem {
                 self.system.time()
             )));
         }
+        // (Written in place by the master: no report copied out of a
+        // returned `Result` every inner step.)
+        let mut report = StepReport::simple(f64::NAN, f64::NAN);
         while self.system.ticks() < end {
             let t_inner = self.system.time();
-            let (report, ended) = match self.master.advance(&mut self.system, t_end) {
-                Ok(report) => (report, None),
+            let ended = match self
+                .master
+                .advance_into(&mut self.system, t_end, &mut report)
+            {
+                Ok(()) => None,
                 Err(CoreError::TerminatedByFmu {
                     subsystem,
                     function,
@@ -237,7 +243,8 @@ impl Subsystem for NestedSystem {
                         function,
                         t: t_fmu,
                     };
-                    (StepReport::simple(t_inner, t_fmu - t_inner), Some(ended))
+                    report = StepReport::simple(t_inner, t_fmu - t_inner);
+                    Some(ended)
                 }
                 Err(e) => return Err(e),
             };
