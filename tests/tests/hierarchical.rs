@@ -336,6 +336,24 @@ fn masters_with_rollback_and_iteration_drive_a_nest() {
         // restored its state.
         assert!(calls.state_saves > 0 && calls.state_restores > 0, "{name}");
         assert_nest_log_has_the_accepted_steps_once(&r, 5.0, name);
+        // The inner fixed-step master keeps to its grid (H2 = 0.025 s):
+        // where an outer communication point falls between two of its
+        // points, it ends a step there and the next on its grid point, so
+        // no inner step is longer than H2 (they grew to 0.065 s when the
+        // inner master counted steps instead).
+        let log = Table::read(&r.dir.path().join("energy.nest.csv")).unwrap();
+        let steps = log.column("step").unwrap();
+        let longest = steps.iter().copied().fold(0.0, f64::max);
+        assert!(
+            longest <= 0.025 * (1.0 + 1e-9),
+            "{name}: an inner step of {longest} s"
+        );
+        let on_grid = log
+            .time()
+            .iter()
+            .filter(|&&t| ((t / 0.025).round() * 0.025 - t).abs() < 1e-9)
+            .count();
+        assert_eq!(on_grid, 200, "{name}: every point of the inner grid to 5 s");
         if name == "richardson" {
             // Error control at atol 1e-5 / rtol 1e-4 beats the fixed step.
             assert!(

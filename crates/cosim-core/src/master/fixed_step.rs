@@ -22,7 +22,10 @@ pub enum Scheme {
 /// Communication points are `t0 + n h` computed in integer ticks of the
 /// system's time base (see [`crate::time`]), so they neither drift nor
 /// differ from libcosim's; the last step is shortened to end exactly at the
-/// stop time. The step must be a whole number of ticks. A subsystem with step multiple `k` steps every k-th macro step over
+/// stop time. The step must be a whole number of ticks. In a nested system
+/// the stop times are the outer communication points: single rate, a step
+/// shortened to one off the grid is followed by one to the next grid
+/// point, so no step is longer than `h` and the grid stays `t0 + n h`. A subsystem with step multiple `k` steps every k-th macro step over
 /// `k h` and publishes its outputs when the master reaches the end of that
 /// step (it never exposes values from the future).
 ///
@@ -50,11 +53,18 @@ struct Running {
     t0: i64,
     h: i64,
     h_seconds: f64,
+    /// Macro steps taken.
     n: u64,
+    /// Single rate: the index of the last grid point `t0 + k h` at or
+    /// before the current time. It is `n` unless a step ended before its
+    /// grid point, at a stop time off the grid (a nested system's outer
+    /// communication points under an adaptive outer master): the next step
+    /// then ends on the next grid point, so no step is longer than `h`.
+    grid: u64,
     /// The end of the next macro step, computed at the end of the one
     /// before (its division then overlaps what the run loop does between
-    /// the two): its index, the stop it was computed for (in ticks), its
-    /// ticks and seconds.
+    /// the two): its grid index, the stop it was computed for (in ticks),
+    /// its ticks and seconds.
     next_point: (u64, i64, i64, f64),
     /// Per subsystem: macro step index at whose end its outputs publish.
     publish_at: Vec<Option<u64>>,
@@ -323,6 +333,7 @@ impl Master for FixedStep {
             h,
             h_seconds: base.seconds(h),
             n: 0,
+            grid: 0,
             next_point: (0, 0, 0, f64::NAN),
             publish_at: vec![None; sys.len()],
             single_rate,
@@ -368,9 +379,12 @@ impl Master for FixedStep {
             }
         };
         let point = |m: u64| base.seconds(point_ticks(m));
+        // The step ends on the next grid point after `g` (single rate: the
+        // grid point at or before now; multi-rate plans count steps).
+        let g = if run.single_rate { run.grid } else { n };
         let (next, t_next) = match run.next_point {
-            (m, s, ticks, seconds) if m == n + 1 && s == stop => (ticks, seconds),
-            _ => (point_ticks(n + 1), point(n + 1)),
+            (m, s, ticks, seconds) if m == g + 1 && s == stop => (ticks, seconds),
+            _ => (point_ticks(g + 1), point(g + 1)),
         };
 
         if run.held_inline && sys.steps_inline() {
@@ -385,8 +399,21 @@ impl Master for FixedStep {
             run.step_planned(sys, n, (t, t_stop), t_next, point)?;
         }
         run.n += 1;
-        let after = point_ticks(n + 2);
-        run.next_point = (n + 2, stop, after, base.seconds(after));
+        // On to the next grid point, unless the step ended at a stop time
+        // before it (then the next step ends on it).
+        let g = if run.single_rate {
+            let end = t0.saturating_add(((g + 1) as i64).saturating_mul(h));
+            if (end - next) as f64 > 1e-6 * h as f64 {
+                g
+            } else {
+                g + 1
+            }
+        } else {
+            n + 1
+        };
+        run.grid = g;
+        let after = point_ticks(g + 1);
+        run.next_point = (g + 1, stop, after, base.seconds(after));
         self.stats.macro_steps += 1;
         self.stats.iterations += 1;
         // `base.span(t, t_next)`, from the ticks at hand where they convert
