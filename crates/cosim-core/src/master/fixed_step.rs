@@ -55,8 +55,8 @@ struct Running {
     h_seconds: f64,
     /// Macro steps taken.
     n: u64,
-    /// Single rate: the index of the last grid point `t0 + k h` at or
-    /// before the current time. It is `n` unless a step ended before its
+    /// The index of the last grid point `t0 + k h` at or before the
+    /// current time. It is `n` unless (single rate) a step ended before its
     /// grid point, at a stop time off the grid (a nested system's outer
     /// communication points under an adaptive outer master): the next step
     /// then ends on the next grid point, so no step is longer than `h`.
@@ -381,7 +381,7 @@ impl Master for FixedStep {
         let point = |m: u64| base.seconds(point_ticks(m));
         // The step ends on the next grid point after `g` (single rate: the
         // grid point at or before now; multi-rate plans count steps).
-        let g = if run.single_rate { run.grid } else { n };
+        let g = run.grid;
         let (next, t_next) = match run.next_point {
             (m, s, ticks, seconds) if m == g + 1 && s == stop => (ticks, seconds),
             _ => (point_ticks(g + 1), point(g + 1)),
@@ -400,16 +400,15 @@ impl Master for FixedStep {
         }
         run.n += 1;
         // On to the next grid point, unless the step ended at a stop time
-        // before it (then the next step ends on it).
-        let g = if run.single_rate {
+        // before it (then the next step ends on it). (Tested only where
+        // the step ended at the stop: one comparison on the grid.)
+        let g = if next == stop && run.single_rate && {
             let end = t0.saturating_add(((g + 1) as i64).saturating_mul(h));
-            if (end - next) as f64 > 1e-6 * h as f64 {
-                g
-            } else {
-                g + 1
-            }
+            (end - next) as f64 > 1e-6 * h as f64
+        } {
+            g
         } else {
-            n + 1
+            g + 1
         };
         run.grid = g;
         let after = point_ticks(g + 1);
