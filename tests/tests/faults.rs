@@ -253,6 +253,63 @@ fn a_discarded_step_stops_a_master_without_rollback_naming_the_last_successful_t
     }
 }
 
+/// A Fatal status inside a nested system stops the run as at the top
+/// level, and nothing is called on the failed instance afterwards either:
+/// the nest terminates its other subsystems only, with no warning about
+/// the failed one.
+#[test]
+fn a_fatal_status_inside_a_nested_system_leaves_the_failed_fmu_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let text = format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "nest"
+exposes = ["faulty.x"]
+
+[subsystems.system.master]
+step = 0.01
+
+[[subsystems.system.subsystems]]
+name = "faulty"
+fmu = "{faulty}"
+parameters = {{ fail_mode = 7, fail_at = 0.305, x0 = 1.0 }}
+
+[[subsystems.system.subsystems]]
+name = "gain"
+fmu = "{gain}"
+parameters = {{ k = -0.5 }}
+
+[[subsystems.system.connections]]
+from = "faulty.x"
+to = "gain.u"
+
+[[subsystems.system.connections]]
+from = "gain.y"
+to = "faulty.u"
+"#,
+            faulty = fmu(v, "Faulty").display(),
+            gain = fmu(v, "Gain").display(),
+        );
+        let path = dir.path().join(format!("nested_fatal_{v}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let out = run_logged(&path, &dir.path().join(format!("out_{v}")), &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("{v}DoStep returned Fatal at t = 0.3")),
+            "{err}"
+        );
+        assert!(!err.contains("WARN"), "{err}");
+        assert!(!err.contains("no further calls are allowed"), "{err}");
+    }
+}
+
 #[test]
 fn a_fatal_status_stops_the_run_and_the_failed_fmu_is_never_called_again() {
     let dir = tempfile::tempdir().unwrap();

@@ -835,7 +835,8 @@ impl Fmi3Instance {
     /// it is left alone (the call returns Ok). Idempotent.
     pub fn terminate(&mut self) -> Result<()> {
         const F: &str = "fmi3Terminate";
-        self.alive(F)?;
+        // (Fatal too: nothing may be called then, and the failure was
+        // reported when it happened.)
         if self.phase != Phase::Stepping {
             tracing::debug!(
                 target: "fmu",
