@@ -5,7 +5,8 @@
 # give, twice (CMake's Release build, -O3, and its default build, no
 # optimisation, as their README builds them), writes chain scenarios on
 # them (VanDerPol feeding N Feedthrough FMUs, N = 3, 10, 100, with and
-# without a `variables` list) and runs cosim-bench on them with
+# without a `variables` list; and VanDerPol alone, `ref_vdp`: what cosim
+# adds to a macro step of one FMU) and runs cosim-bench on them with
 # `--scenario`, beside the CGain chains, in one invocation.
 #
 #   bench/reference.sh /path/to/Reference-FMUs [cosim-bench options]
@@ -39,7 +40,7 @@ chain() {
         for i in $(seq 1 "$n"); do
             printf '[[subsystems]]\nname = "f%d"\nfmu = "%s/Feedthrough.fmu"\n\n' "$i" "$dir"
         done
-        printf '[[connections]]\nfrom = "vdp.x0"\nto = "f1.Float64_continuous_input"\n\n'
+        [ "$n" -gt 0 ] && printf '[[connections]]\nfrom = "vdp.x0"\nto = "f1.Float64_continuous_input"\n\n'
         for i in $(seq 2 "$n"); do
             printf '[[connections]]\nfrom = "f%d.Float64_continuous_output"\nto = "f%d.Float64_continuous_input"\n\n' $((i - 1)) "$i"
         done
@@ -50,6 +51,13 @@ chain() {
 }
 
 args=()
+# VanDerPol alone (N = 0): what cosim adds to a macro step of one FMU.
+for build in release default; do
+    prefix=ref
+    [ "$build" = default ] && prefix=refO0
+    chain "$work/scenarios/${prefix}_vdp.toml" "$work/build-$build/fmus" 0 0
+    args+=(--scenario "$work/scenarios/${prefix}_vdp.toml")
+done
 for n in 3 10 100; do
     for build in release default; do
         prefix=ref
