@@ -23,11 +23,14 @@ pub enum Scheme {
 /// system's time base (see [`crate::time`]), so they neither drift nor
 /// differ from libcosim's; the last step is shortened to end exactly at the
 /// stop time. The step must be a whole number of ticks. In a nested system
-/// the stop times are the outer communication points: single rate, a step
-/// shortened to one off the grid is followed by one to the next grid
-/// point, so no step is longer than `h` and the grid stays `t0 + n h`. A subsystem with step multiple `k` steps every k-th macro step over
-/// `k h` and publishes its outputs when the master reaches the end of that
-/// step (it never exposes values from the future).
+/// the stop times are the outer communication points: a step shortened to
+/// one off the grid is followed by one to the next grid point, so no step
+/// is longer than `h` and the grid stays `t0 + n h`. A subsystem with step
+/// multiple `k` steps from each multiple of `k h` to the next and
+/// publishes its outputs when the master reaches the end of that step (it
+/// never exposes values from the future); a stop time between two of its
+/// points ends its step there too, and its next step ends on its next
+/// point, so none is longer than `k h`.
 ///
 /// With Jacobi, a coupling between two subsystems whose step multiples do
 /// not divide one another (2 and 3, 4 and 6) carries the source's outputs
@@ -53,21 +56,22 @@ struct Running {
     t0: i64,
     h: i64,
     h_seconds: f64,
-    /// Macro steps taken.
-    n: u64,
     /// The index of the last grid point `t0 + k h` at or before the
-    /// current time. It is `n` unless (single rate) a step ended before its
-    /// grid point, at a stop time off the grid (a nested system's outer
-    /// communication points under an adaptive outer master): the next step
-    /// then ends on the next grid point, so no step is longer than `h`.
+    /// current time. It is the number of macro steps taken unless a step
+    /// ended before its grid point, at a stop time off the grid (a nested
+    /// system's outer communication points under an adaptive outer
+    /// master): the next step then ends on the next grid point, so no step
+    /// is longer than `h`.
     grid: u64,
     /// The end of the next macro step, computed at the end of the one
     /// before (its division then overlaps what the run loop does between
     /// the two): its grid index, the stop it was computed for (in ticks),
     /// its ticks and seconds.
     next_point: (u64, i64, i64, f64),
-    /// Per subsystem: macro step index at whose end its outputs publish.
-    publish_at: Vec<Option<u64>>,
+    /// Per subsystem (multi-rate): the end of its current step, in ticks.
+    /// It is due for a new step when that is not after the current time,
+    /// and publishes when a macro step ends there.
+    step_end: Vec<i64>,
     /// Every step multiple is 1: the plan is "all, over the macro step".
     single_rate: bool,
     /// Single rate, Jacobi, zero-order hold and no held couplings: a
@@ -163,12 +167,14 @@ impl Holds {
     }
 
     /// The exchange after the publications that end the macro step whose
-    /// end is `done` macro steps from the start: every input from the
-    /// published outputs, but those of each held pair's destination from
-    /// the held outputs, renewed where `done` is a multiple of the lcm.
-    fn exchange(&mut self, sys: &mut System, done: u64) {
+    /// end is grid point `done` (`None`: a stop time off the grid): every
+    /// input from the published outputs, but those of each held pair's
+    /// destination from the held outputs, renewed where `done` is a
+    /// multiple of the lcm.
+    fn exchange(&mut self, sys: &mut System, done: Option<u64>) {
+        let renews = |lcm: u64| done.is_some_and(|d| d.is_multiple_of(lcm));
         for (p, &(_, s, lcm)) in self.pairs.iter().enumerate() {
-            if done.is_multiple_of(lcm) {
+            if renews(lcm) {
                 self.held[p].copy_from_slice(&sys.buffers()[s].y);
             }
         }
@@ -179,7 +185,7 @@ impl Holds {
         for dest in &mut self.dests {
             dest.holding = self.pairs[dest.pairs.clone()]
                 .iter()
-                .any(|&(_, _, lcm)| !done.is_multiple_of(lcm));
+                .any(|&(_, _, lcm)| !renews(lcm));
             if !dest.holding {
                 continue;
             }
@@ -238,15 +244,17 @@ pub(crate) fn check_scheme(scheme: &Scheme, sys: &System) -> Result<()> {
 
 impl Running {
     /// A macro step by the plan: who steps now, over how long, and who
-    /// publishes at its end (`n` macro steps done; `t_next` seconds,
-    /// `point` the end of a macro step by its index, as in `advance`).
+    /// publishes at its end. The step starts after grid point `g` (at it,
+    /// or at a stop time after it) and ends at `next` ticks, `t_next`
+    /// seconds; `done` is the index of that end when it is a grid point.
+    /// `point_ticks` is the end of a macro step by its index, as in
+    /// `advance_into`.
     fn step_planned(
         &mut self,
         sys: &mut System,
-        n: u64,
-        (t, t_stop): (f64, f64),
-        t_next: f64,
-        point: impl Fn(u64) -> f64,
+        (g, done): (u64, Option<u64>),
+        (t, next, t_next): (f64, i64, f64),
+        point_ticks: impl Fn(u64) -> i64,
     ) -> Result<()> {
         // Which subsystems start a step now, over how long, and who
         // publishes at the end of this macro step. Single rate: everyone,
@@ -254,21 +262,17 @@ impl Running {
         if self.single_rate {
             self.plan.h.fill(t_next - t);
         } else {
+            let (now, base) = (sys.ticks(), sys.time_base());
             for s in 0..sys.len() {
                 let k = u64::from(sys.step_multiples()[s].max(1));
-                self.plan.due[s] = n.is_multiple_of(k);
+                self.plan.due[s] = self.step_end[s] <= now;
                 if self.plan.due[s] {
-                    let end = point(n + k);
-                    self.plan.h[s] = end - t;
-                    self.publish_at[s] = Some(if end >= t_stop { u64::MAX } else { n + k - 1 });
+                    // To its next point: the first multiple of k after g.
+                    let end = point_ticks((g / k + 1) * k);
+                    self.plan.h[s] = base.seconds(end) - t;
+                    self.step_end[s] = end;
                 }
-                self.plan.publish[s] = match self.publish_at[s] {
-                    Some(at) => at == n || (at == u64::MAX && t_next >= t_stop),
-                    None => false,
-                };
-                if self.plan.publish[s] {
-                    self.publish_at[s] = None;
-                }
+                self.plan.publish[s] = self.step_end[s] == next;
             }
         }
         match &mut self.holds {
@@ -281,7 +285,7 @@ impl Running {
                 &self.plan,
                 t,
                 t_next,
-                |sys| holds.exchange(sys, n + 1),
+                |sys| holds.exchange(sys, done),
             )?,
         }
         Ok(())
@@ -332,10 +336,9 @@ impl Master for FixedStep {
             t0: sys.ticks(),
             h,
             h_seconds: base.seconds(h),
-            n: 0,
             grid: 0,
             next_point: (0, 0, 0, f64::NAN),
-            publish_at: vec![None; sys.len()],
+            step_end: vec![sys.ticks(); sys.len()],
             single_rate,
             held_inline,
             stop: (f64::NAN, 0),
@@ -360,7 +363,6 @@ impl Master for FixedStep {
             .run
             .as_mut()
             .ok_or_else(|| CoreError::Config("fixed-step master used before start".into()))?;
-        let n = run.n;
         let t = sys.time();
         let sys_ticks = sys.ticks();
         let base = sys.time_base();
@@ -378,13 +380,22 @@ impl Master for FixedStep {
                 end
             }
         };
-        let point = |m: u64| base.seconds(point_ticks(m));
-        // The step ends on the next grid point after `g` (single rate: the
-        // grid point at or before now; multi-rate plans count steps).
+        // The step ends on the next grid point after `g` (the grid point
+        // at or before now), or at the stop before it.
         let g = run.grid;
         let (next, t_next) = match run.next_point {
             (m, s, ticks, seconds) if m == g + 1 && s == stop => (ticks, seconds),
-            _ => (point_ticks(g + 1), point(g + 1)),
+            _ => {
+                let ticks = point_ticks(g + 1);
+                (ticks, base.seconds(ticks))
+            }
+        };
+        // On to the next grid point, unless the step ends at a stop time
+        // before it (then the next step ends on it). (Tested only where
+        // the step ends at the stop: one comparison on the grid.)
+        let off_grid = next == stop && {
+            let end = t0.saturating_add(((g + 1) as i64).saturating_mul(h));
+            (end - next) as f64 > 1e-6 * h as f64
         };
 
         if run.held_inline && sys.steps_inline() {
@@ -396,20 +407,10 @@ impl Master for FixedStep {
             sys.exchange();
             sys.set_time_at(next, t_next);
         } else {
-            run.step_planned(sys, n, (t, t_stop), t_next, point)?;
+            let done = (!off_grid).then_some(g + 1);
+            run.step_planned(sys, (g, done), (t, next, t_next), point_ticks)?;
         }
-        run.n += 1;
-        // On to the next grid point, unless the step ended at a stop time
-        // before it (then the next step ends on it). (Tested only where
-        // the step ended at the stop: one comparison on the grid.)
-        let g = if next == stop && run.single_rate && {
-            let end = t0.saturating_add(((g + 1) as i64).saturating_mul(h));
-            (end - next) as f64 > 1e-6 * h as f64
-        } {
-            g
-        } else {
-            g + 1
-        };
+        let g = if off_grid { g } else { g + 1 };
         run.grid = g;
         let after = point_ticks(g + 1);
         run.next_point = (g + 1, stop, after, base.seconds(after));
@@ -445,5 +446,175 @@ impl Master for FixedStep {
 
     fn clone_box(&self) -> Box<dyn Master> {
         Box::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::float_cmp)]
+
+    use std::sync::{Arc, Mutex};
+
+    use cosim_fmi::StepOutcome;
+
+    use super::*;
+    use crate::subsystem::{CallCounters, Port, RollbackTo, StateId, Subsystem, SubsystemInfo};
+    use crate::system::{NonFinitePolicy, SystemSpec};
+
+    /// The `(t, h)` of each step a [`Recorder`] took.
+    type Steps = Arc<Mutex<Vec<(f64, f64)>>>;
+
+    /// Records the `(t, h)` of each step; its one output is the end of its
+    /// last step, `t + h`.
+    struct Recorder {
+        info: SubsystemInfo,
+        steps: Steps,
+        end: f64,
+    }
+
+    fn recorder(name: &str) -> (Box<dyn Subsystem>, Steps) {
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let port = Port {
+            name: "end".into(),
+            unit: None,
+            discrete: false,
+        };
+        let info = SubsystemInfo {
+            name: name.into(),
+            inputs: Vec::new(),
+            observed: vec![port],
+            n_outputs: 1,
+            feedthrough: vec![Vec::new()],
+            can_interpolate_inputs: false,
+            max_output_derivative_order: 0,
+            can_get_set_state: false,
+            can_serialize_state: false,
+            can_handle_variable_step: true,
+            provides_directional_derivatives: false,
+            has_state: false,
+            origin: "test".into(),
+        };
+        let sub = Recorder {
+            info,
+            steps: Arc::clone(&steps),
+            end: 0.0,
+        };
+        (Box::new(sub), steps)
+    }
+
+    impl Subsystem for Recorder {
+        fn info(&self) -> &SubsystemInfo {
+            &self.info
+        }
+        fn enter_initialization(&mut self, _t0: f64, _t_stop: Option<f64>) -> Result<()> {
+            Ok(())
+        }
+        fn allow_rollback(&mut self, _to: RollbackTo) -> Result<()> {
+            Ok(())
+        }
+        fn exit_initialization(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn set_inputs(&mut self, _values: &[f64]) -> Result<()> {
+            Ok(())
+        }
+        fn set_input_derivatives(&mut self, _order: u32, _values: &[f64]) -> Result<()> {
+            Ok(())
+        }
+        fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+            self.steps.lock().unwrap().push((t, h));
+            self.end = t + h;
+            Ok(StepOutcome::Completed)
+        }
+        fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
+            values[0] = self.end;
+            Ok(())
+        }
+        fn get_output_derivatives(&mut self, _order: u32, _values: &mut [f64]) -> Result<()> {
+            Ok(())
+        }
+        fn save_state(&mut self, _reuse: Option<StateId>) -> Result<StateId> {
+            Ok(StateId(0))
+        }
+        fn restore_state(&mut self, _id: StateId) -> Result<()> {
+            Ok(())
+        }
+        fn free_state(&mut self, _id: StateId) -> Result<()> {
+            Ok(())
+        }
+        fn terminate(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn counters(&self) -> CallCounters {
+            CallCounters::default()
+        }
+    }
+
+    /// Whether `t` is a multiple of `step` (to a nanosecond).
+    fn on(t: f64, step: f64) -> bool {
+        ((t / step).round() * step - t).abs() < 1e-9
+    }
+
+    /// A multi-rate fixed-step master driven to stop times off its grid,
+    /// as a nested system's master is by an adaptive outer master: each
+    /// subsystem's steps end on its own points (the multiples of `k h`) or
+    /// at a stop, so none is longer than `k h`, every one of its points is
+    /// the end of a step, and what it publishes is never from the future.
+    #[test]
+    fn a_multi_rate_master_keeps_to_its_grid_between_stop_times_off_it() {
+        let h = 0.1;
+        let stops = [0.07, 0.19, 0.33, 0.5, 0.62, 0.64, 0.8, 0.95, 1.2];
+        for scheme in [Scheme::Jacobi, Scheme::GaussSeidel(vec![1, 0])] {
+            let ((fast, fast_steps), (slow, slow_steps)) = (recorder("fast"), recorder("slow"));
+            let mut sys = System::new(SystemSpec {
+                subsystems: vec![fast, slow],
+                step_multiple: vec![1, 3],
+                connections: Vec::new(),
+                bonds: Vec::new(),
+                nonfinite: NonFinitePolicy::Error,
+                threads: 1,
+            })
+            .unwrap();
+            sys.initialize(0.0, None).unwrap();
+            let mut master = FixedStep::new(h, scheme.clone(), 0);
+            master.check(&sys).unwrap();
+            master.start(&mut sys).unwrap();
+            for &stop in &stops {
+                let end = sys.time_base().round(stop);
+                while sys.ticks() < end {
+                    master.advance(&mut sys, stop).unwrap();
+                    // The slow subsystem's published output is the end of
+                    // a step it has reached, the last one it has.
+                    let now = sys.time();
+                    let published = sys.buffers()[1].y[0];
+                    let reached = slow_steps
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .map(|&(t, h)| t + h)
+                        .filter(|&e| e <= now + 1e-12)
+                        .fold(0.0, f64::max);
+                    assert_eq!(published, reached, "{scheme:?} at {now}");
+                }
+                assert_eq!(sys.time(), stop);
+            }
+            for (steps, k) in [(&fast_steps, 1), (&slow_steps, 3)] {
+                let steps = steps.lock().unwrap();
+                let span = k as f64 * h;
+                let mut t = 0.0;
+                for &(t0, dt) in steps.iter() {
+                    assert!(t0 == t, "{scheme:?}, k = {k}: a step from {t0} after {t}");
+                    assert!(dt <= span + 1e-12, "{scheme:?}, k = {k}: a step of {dt}");
+                    t = t0 + dt;
+                    assert!(
+                        on(t, span) || stops.iter().any(|&s| (s - t).abs() < 1e-12),
+                        "{scheme:?}, k = {k}: a step ends at {t}, off its grid"
+                    );
+                }
+                assert!((t - 1.2).abs() < 1e-12);
+                let points = steps.iter().filter(|&&(t0, dt)| on(t0 + dt, span)).count();
+                assert_eq!(points, (1.2 / span).round() as usize, "{scheme:?}, k = {k}");
+            }
+        }
     }
 }
