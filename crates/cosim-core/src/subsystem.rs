@@ -1065,6 +1065,11 @@ impl FmuSubsystem {
     /// scalar Float64 (no conversion, one value reference per slot), the
     /// FFI calls follow one another with the watchdog's marks between
     /// them and no dispatch.
+    ///
+    /// `completed` is set when the step completed and its values were
+    /// read: the caller tests that flag, not the result, which it can then
+    /// leave unread (the compiler drops the result on that path instead of
+    /// building it and testing it again).
     #[inline(always)]
     pub fn step_held_direct(
         &mut self,
@@ -1073,16 +1078,17 @@ impl FmuSubsystem {
         h: f64,
         n: usize,
         y: &mut [f64],
+        completed: &mut bool,
     ) -> Result<StepOutcome> {
         let n = n.min(y.len());
         if self.typed_inputs.is_some() || n > self.float_prefix {
-            return self.step_held_typed(u, t, h, n, y);
+            let outcome = self.step_held_typed(u, t, h, n, y);
+            *completed = matches!(outcome, Ok(StepOutcome::Completed));
+            return outcome;
         }
-        let (tracker, counters) = (&mut self.tracker, &mut self.counters);
         // One sequence number for the step's calls (the watchdog tells
         // them apart by the call).
-        let grouped = !self.input_vrs.is_empty();
-        let mut completed = false;
+        let (marks, counters) = (self.tracker.group(), &mut self.counters);
         let result = self.instance.set_step_get_f64(
             &self.input_vrs,
             u,
@@ -1093,32 +1099,28 @@ impl FmuSubsystem {
             &mut y[..n],
             |call| match call {
                 StepCall::SetInputs => {
-                    tracker.begin(Call::SetInputs);
+                    marks.call(Call::SetInputs);
                     counters.set_inputs += 1;
                 }
                 StepCall::DoStep => {
-                    if grouped {
-                        tracker.then_step(t);
-                    } else {
-                        tracker.begin_step(t);
-                    }
+                    marks.step(t);
                     counters.do_step += 1;
                     counters.stepped_time += h;
                 }
                 StepCall::GetOutputs => {
-                    tracker.then(Call::GetOutputs);
+                    marks.call(Call::GetOutputs);
                     counters.get_outputs += 1;
                 }
                 StepCall::Completed => {
-                    tracker.end();
-                    completed = true;
+                    marks.end();
+                    *completed = true;
                 }
             },
         );
         // (A flag set on the OK path alone, not a test of the merged
         // result: the compiler takes the OK path straight to the caller's
         // checks.)
-        if completed {
+        if *completed {
             return Ok(StepOutcome::Completed);
         }
         self.tracker.end();
@@ -1274,7 +1276,7 @@ impl Subsystem for FmuSubsystem {
         n: usize,
         y: &mut [f64],
     ) -> Result<StepOutcome> {
-        self.step_held_direct(u, t, h, n, y)
+        self.step_held_direct(u, t, h, n, y, &mut false)
     }
 
     fn as_fmu(&mut self) -> Option<&mut FmuSubsystem> {

@@ -1316,8 +1316,9 @@ fn step_subsystem(
             // and its OK path goes on to the checks without a test of a
             // merged result. There the result is `Ok(Completed)`, which
             // owns nothing: forgotten, not dropped through a call.)
-            let outcome = fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new);
-            if matches!(outcome, Ok(StepOutcome::Completed)) {
+            let mut completed = false;
+            let outcome = fmu.step_held_direct(&b.u_end, t, h, hot, &mut b.y_new, &mut completed);
+            if completed {
                 std::mem::forget(outcome);
                 return check_step_outputs(fmu, b, t, h, policy, warned);
             }

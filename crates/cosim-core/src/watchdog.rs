@@ -5,10 +5,10 @@
 //!
 //! Every tracker of the process is watched (one run per process, as
 //! `cosim run`; sweeps, which run many in one process, do not use it).
-//! The stepping side costs two relaxed atomic stores per FMI call group
-//! ([`CallTracker::begin`] / [`CallTracker::end`]) and no clock read: the
-//! watchdog samples every tracker a few times per second and measures how
-//! long one has shown the same call. FMUs in host processes have their own
+//! The stepping side costs a relaxed atomic store per FMI call and one when
+//! the call, or a group of them ([`CallTracker::group`]), returns, and no
+//! clock read: the watchdog samples every tracker a few times per second
+//! and measures how long one has shown the same call. FMUs in host processes have their own
 //! timeout (`isolation_timeout`, `cosim-isolation`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -138,29 +138,57 @@ impl CallTracker {
         self.begin(Call::DoStep);
     }
 
-    /// The next call of a group that [`CallTracker::begin`] began (one
-    /// step's set, `doStep` and get): its own word, without a new sequence
-    /// number (the call differs from the one before it in the group).
-    #[inline]
-    pub fn then(&mut self, call: Call) {
-        self.shared
-            .word
-            .store(self.sequence << 8 | call as u64, Ordering::Relaxed);
-    }
-
-    /// [`CallTracker::then`] for a `doStep` from `t`.
-    #[inline]
-    pub fn then_step(&mut self, t: f64) {
-        self.shared.t.store(t.to_bits(), Ordering::Relaxed);
-        self.then(Call::DoStep);
-    }
-
     /// The call returned.
     #[inline]
     pub fn end(&mut self) {
         self.shared
             .word
             .store(self.sequence << 8, Ordering::Relaxed);
+    }
+
+    /// The marks of one group of calls (one step's set, `doStep` and
+    /// get) under one new sequence number: each call has its own word (the
+    /// call differs from the one before it in the group). The group holds the shared words
+    /// and the sequence where the compiler can keep them across the FMI
+    /// calls, instead of reading them back through the tracker after each
+    /// call (which an FMU's code could have changed, for all it knows).
+    #[inline]
+    pub fn group(&mut self) -> CallGroup<'_> {
+        self.sequence += 1;
+        CallGroup {
+            shared: &self.shared,
+            word: self.sequence << 8,
+        }
+    }
+}
+
+/// The marks of one group of calls ([`CallTracker::group`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CallGroup<'a> {
+    shared: &'a Shared,
+    word: u64,
+}
+
+impl CallGroup<'_> {
+    /// A call of the group begins.
+    #[inline]
+    pub fn call(self, call: Call) {
+        self.shared
+            .word
+            .store(self.word | call as u64, Ordering::Relaxed);
+    }
+
+    /// A `doStep` from `t` begins.
+    #[inline]
+    pub fn step(self, t: f64) {
+        self.shared.t.store(t.to_bits(), Ordering::Relaxed);
+        self.call(Call::DoStep);
+    }
+
+    /// The group's calls returned.
+    #[inline]
+    pub fn end(self) {
+        self.shared.word.store(self.word, Ordering::Relaxed);
     }
 }
 
@@ -332,6 +360,39 @@ mod tests {
         assert_eq!(hang.function, "fmi2DoStep");
         assert_eq!(hang.t, 0.5);
         assert!(hang.seconds >= 0.2 && !hang.interrupted, "{hang:?}");
+        tracker.end();
+    }
+
+    #[test]
+    fn a_hung_call_of_a_group_is_reported_as_that_call() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tracker = CallTracker::new("grouped", false);
+        let (tx, rx) = mpsc::channel();
+        let _dog = Watchdog::start(
+            Some(Duration::from_millis(200)),
+            None,
+            Box::new(move |h| tx.send(h).unwrap_or(())),
+        )
+        .unwrap();
+        // Groups whose calls return are not reported, however long the
+        // run: each call shows a new word.
+        for k in 0..20 {
+            let group = tracker.group();
+            group.call(Call::SetInputs);
+            group.step(f64::from(k));
+            std::thread::sleep(Duration::from_millis(10));
+            group.call(Call::GetOutputs);
+            group.end();
+        }
+        assert!(rx.try_recv().is_err());
+        let group = tracker.group();
+        group.call(Call::SetInputs);
+        group.step(0.75);
+        group.call(Call::GetOutputs);
+        let hang = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(hang.subsystem, "grouped");
+        assert_eq!(hang.function, "fmi2GetReal (outputs)");
+        assert_eq!(hang.t, 0.75);
         tracker.end();
     }
 

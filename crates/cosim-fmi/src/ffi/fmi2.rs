@@ -798,12 +798,13 @@ impl Fmi2Instance {
             }
         }
         mark(StepCall::DoStep);
-        self.time = t;
         // SAFETY: component is live.
         let code = unsafe {
             (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
         };
         if code != 0 || logged {
+            // (The time of an error in the step is its start.)
+            self.time = t;
             let outcome = self.do_step_returned(code, t, h, no_set_prior)?;
             if outcome != StepOutcome::Completed {
                 return Ok(outcome);
@@ -1002,7 +1003,6 @@ impl Fmi2Instance {
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi2DoStep")?;
-        self.time = t;
         // SAFETY: component is live.
         let code = unsafe {
             (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
@@ -1012,6 +1012,8 @@ impl Fmi2Instance {
             self.time = t + h;
             return Ok(StepOutcome::Completed);
         }
+        // (The time of an error in the step is its start.)
+        self.time = t;
         self.do_step_returned(code, t, h, no_set_prior)
     }
 
