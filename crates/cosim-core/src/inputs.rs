@@ -11,7 +11,17 @@ use crate::system::System;
 #[derive(Debug, Clone)]
 pub struct InputExtrapolation {
     order: u32,
-    histories: Vec<History>,
+    /// Per subsystem and input slot: its coupled values at the
+    /// communication points where they were new, newest first. Each slot
+    /// has its own times: with step multiples, an input fed by a
+    /// subsystem that steps every k-th macro step takes a new value only
+    /// when that subsystem publishes ([`InputExtrapolation::record_fresh`]),
+    /// and its polynomial goes through those values at those times.
+    histories: Vec<Vec<History>>,
+    /// The time of the newest point recorded (the last communication
+    /// point): a slot whose newest point is there holds its current
+    /// coupled value, which the polynomial then takes exactly.
+    newest: f64,
     /// Per subsystem and input slot: the subsystems it depends on
     /// (several through functions), for Gauss-Seidel:
     /// `sources[s][source_ranges[s][i]..source_ranges[s][i + 1]]`.
@@ -41,7 +51,7 @@ impl InputExtrapolation {
         let histories = sys
             .subsystems()
             .iter()
-            .map(|s| History::new(s.info().inputs.len()))
+            .map(|s| vec![History::new(1); s.info().inputs.len()])
             .collect();
         let mut by_input: Vec<Vec<Vec<usize>>> = sys
             .subsystems()
@@ -80,6 +90,7 @@ impl InputExtrapolation {
         InputExtrapolation {
             order: order.min(MAX_POINTS as u32 - 2),
             histories,
+            newest: f64::NAN,
             sources,
             source_ranges,
             interpolates,
@@ -113,19 +124,37 @@ impl InputExtrapolation {
         self.order
     }
 
-    /// The coupled-input history of subsystem `s`.
-    pub fn history(&self, s: usize) -> &History {
-        &self.histories[s]
+    /// The coupled-input history of input slot `i` of subsystem `s`.
+    pub fn history(&self, s: usize, i: usize) -> &History {
+        &self.histories[s][i]
     }
 
     /// Records every subsystem's current coupled inputs at `t` (call after
     /// each exchange at a communication point).
     pub fn record(&mut self, sys: &System, t: f64) {
+        self.record_fresh(sys, t, |_, _| true);
+    }
+
+    /// Records the current coupled inputs at `t` that are new there: those
+    /// of the input slots of subsystem `d` with a source `src` for which
+    /// `fresh(d, src)` (it published at `t`, and `d` takes its outputs
+    /// now), and those without a source. The others hold a value recorded
+    /// earlier, at the time it was published; recording it again at `t`
+    /// would make its polynomial flat and then too steep. (An input fed
+    /// through a function by several sources is new when any of them is.)
+    pub fn record_fresh(&mut self, sys: &System, t: f64, fresh: impl Fn(usize, usize) -> bool) {
         if !self.keep_history {
             return;
         }
-        for (h, b) in self.histories.iter_mut().zip(sys.buffers()) {
-            h.push(t, &b.u);
+        self.newest = t;
+        for (d, (slots, b)) in self.histories.iter_mut().zip(sys.buffers()).enumerate() {
+            let (sources, ranges) = (&self.sources[d], &self.source_ranges[d]);
+            for (i, (h, u)) in slots.iter_mut().zip(&b.u).enumerate() {
+                let from = &sources[ranges[i]..ranges[i + 1]];
+                if from.is_empty() || from.iter().any(|&src| fresh(d, src)) {
+                    h.push(t, std::slice::from_ref(u));
+                }
+            }
         }
     }
 
@@ -178,29 +207,45 @@ impl InputExtrapolation {
         Ok(())
     }
 
-    /// Whether the start-up slope applies to the points of subsystem `s`'s
-    /// history from `skip` on: fewer than m of them, the oldest at the start.
+    /// Whether the start-up slope applies to the points of a slot's
+    /// history `h` from `skip` on: fewer than m of them, the oldest at the
+    /// start.
     #[inline]
-    fn starting(&self, s: usize, skip: usize) -> bool {
-        let h = &self.histories[s];
+    fn starting(&self, h: &History, skip: usize) -> bool {
         let n = h.len().saturating_sub(skip);
         n > 0 && n < self.order as usize && h.time(h.len() - 1) == self.start_time
     }
 
-    /// Forgets the newest recorded point of every subsystem (rollback).
+    /// Forgets the newest recorded point (rollback): in every slot whose
+    /// newest point is at the newest time recorded.
     pub fn forget_newest(&mut self) {
-        for h in &mut self.histories {
-            h.pop();
+        let newest = self.newest;
+        for h in self.histories.iter_mut().flatten() {
+            if !h.is_empty() && h.time(0) == newest {
+                h.pop();
+            }
         }
+        self.newest = self.newest_recorded();
     }
 
     /// Forgets every point recorded after `t` (rollback to `t`).
     pub fn forget_after(&mut self, t: f64) {
-        for h in &mut self.histories {
+        for h in self.histories.iter_mut().flatten() {
             while !h.is_empty() && h.time(0) > t {
                 h.pop();
             }
         }
+        self.newest = self.newest_recorded();
+    }
+
+    /// The time of the newest point of any slot (NaN: none).
+    fn newest_recorded(&self) -> f64 {
+        self.histories
+            .iter()
+            .flatten()
+            .filter(|h| !h.is_empty())
+            .map(|h| h.time(0))
+            .fold(f64::NAN, f64::max)
     }
 
     /// Whether subsystem `s` receives derivatives (order > 0 and the FMU
@@ -251,21 +296,23 @@ impl InputExtrapolation {
         }
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order;
-        let starting = self.starting(s, 0);
-        let hist = &self.histories[s];
+        let slots = &self.histories[s];
         let b = sys.buffers_mut(s);
-        if !deliver || hist.is_empty() {
+        if !deliver || slots.iter().any(History::is_empty) {
             b.hold_inputs();
             return;
         }
-        for (i, tay) in b.taylor.iter_mut().enumerate() {
-            *tay = if starting && self.slope_known[s][i] {
-                start_taylor(hist, i, 0, self.start_slopes[s][i], t)
+        for (i, (tay, hist)) in b.taylor.iter_mut().zip(slots).enumerate() {
+            *tay = if self.slope_known[s][i] && self.starting(hist, 0) {
+                start_taylor(hist, 0, self.start_slopes[s][i], t)
             } else {
-                hist.taylor(i, order as usize + 1, t)
+                hist.taylor(0, order as usize + 1, t)
             };
-            // The newest point is the current coupled value: keep it exact.
-            tay[0] = b.u[i];
+            if hist.time(0) == self.newest {
+                // The newest point is the current coupled value: keep it
+                // exact.
+                tay[0] = b.u[i];
+            }
         }
         for &i in &self.discrete[s] {
             b.taylor[i] = [b.u[i], 0.0, 0.0, 0.0];
@@ -283,30 +330,27 @@ impl InputExtrapolation {
     pub fn prepare_continuing(&mut self, sys: &mut System, s: usize, x: f64, skip: usize) {
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order as usize;
-        let starting = deliver && self.starting(s, skip);
-        let hist = &self.histories[s];
+        let slots = &self.histories[s];
         let b = sys.buffers_mut(s);
-        let available = hist.len().saturating_sub(skip);
-        if available == 0 {
+        if slots.iter().any(|h| h.len() <= skip) {
             b.hold_inputs();
             return;
         }
-        let k = if deliver {
-            (order + 1).min(available)
-        } else {
-            1
-        };
-        let mut ts = [0.0; MAX_POINTS];
-        for (p, t) in ts.iter_mut().enumerate().take(k) {
-            *t = hist.time(p + skip);
-        }
-        for (i, tay) in b.taylor.iter_mut().enumerate() {
+        for (i, (tay, hist)) in b.taylor.iter_mut().zip(slots).enumerate() {
+            let available = hist.len() - skip;
+            let k = if deliver {
+                (order + 1).min(available)
+            } else {
+                1
+            };
+            let mut ts = [0.0; MAX_POINTS];
             let mut vs = [0.0; MAX_POINTS];
-            for (p, v) in vs.iter_mut().enumerate().take(k) {
-                *v = hist.point(p + skip)[i];
+            for p in 0..k {
+                ts[p] = hist.time(p + skip);
+                vs[p] = hist.point(p + skip)[0];
             }
-            *tay = if starting && self.slope_known[s][i] {
-                start_taylor(hist, i, skip, self.start_slopes[s][i], x)
+            *tay = if deliver && self.slope_known[s][i] && self.starting(hist, skip) {
+                start_taylor(hist, skip, self.start_slopes[s][i], x)
             } else {
                 taylor_at(&ts[..k], &vs[..k], x)
             };
@@ -315,35 +359,35 @@ impl InputExtrapolation {
             }
         }
         for &i in &self.discrete[s] {
-            b.taylor[i] = [hist.point(skip)[i], 0.0, 0.0, 0.0];
+            b.taylor[i] = [slots[i].point(skip)[0], 0.0, 0.0, 0.0];
         }
         b.deliver_orders = if deliver { order as u32 } else { 0 };
         b.held = false;
     }
 
-    /// Prepares subsystem `s`'s inputs for a Gauss-Seidel step `[t, t + h]`
+    /// Prepares subsystem `s`'s inputs for a Gauss-Seidel step from `t`
     /// after an exchange in which the subsystems marked in `fresh` have
-    /// already stepped: their outputs are values at `t + h`, which are
-    /// interpolated (held, for ZOH) rather than extrapolated. An input fed
-    /// through functions by several subsystems is fresh when all of them
-    /// are.
+    /// already stepped and published: their outputs are values at the end
+    /// of the macro step, `t_next`, which are interpolated (held, for ZOH)
+    /// rather than extrapolated. An input fed through functions by several
+    /// subsystems is fresh when all of them are. (With step multiples the
+    /// step of `s` may end after `t_next`.)
     pub fn prepare_gauss_seidel(
         &mut self,
         sys: &mut System,
         s: usize,
         t: f64,
-        h: f64,
+        t_next: f64,
         fresh: &[bool],
     ) {
         let deliver = self.delivers_derivatives(sys, s);
         let order = self.order as usize;
-        let starting = self.starting(s, 0);
-        let hist = &self.histories[s];
+        let slots = &self.histories[s];
         let (sources, ranges) = (&self.sources[s], &self.source_ranges[s]);
         let b = sys.buffers_mut(s);
         b.deliver_orders = if deliver { order as u32 } else { 0 };
         b.held = false;
-        for (i, tay) in b.taylor.iter_mut().enumerate() {
+        for (i, (tay, hist)) in b.taylor.iter_mut().zip(slots).enumerate() {
             let from = &sources[ranges[i]..ranges[i + 1]];
             let is_fresh = !from.is_empty()
                 && from
@@ -353,25 +397,28 @@ impl InputExtrapolation {
                 // ZOH: the newest coupled value, fresh or not.
                 *tay = [b.u[i], 0.0, 0.0, 0.0];
             } else if is_fresh {
-                // Interpolate through (t + h, fresh value) and the last
+                // Interpolate through (t_next, fresh value) and the last
                 // `order` coupled points.
                 let mut ts = [0.0; MAX_POINTS];
                 let mut vs = [0.0; MAX_POINTS];
-                ts[0] = t + h;
+                ts[0] = t_next;
                 vs[0] = b.u[i];
                 let k = order.min(hist.len());
                 for p in 0..k {
                     ts[p + 1] = hist.time(p);
-                    vs[p + 1] = hist.point(p)[i];
+                    vs[p + 1] = hist.point(p)[0];
                 }
                 *tay = taylor_at(&ts[..k + 1], &vs[..k + 1], t);
             } else {
-                *tay = if starting && self.slope_known[s][i] {
-                    start_taylor(hist, i, 0, self.start_slopes[s][i], t)
+                *tay = if self.slope_known[s][i] && self.starting(hist, 0) {
+                    start_taylor(hist, 0, self.start_slopes[s][i], t)
                 } else {
-                    hist.taylor(i, order + 1, t)
+                    hist.taylor(0, order + 1, t)
                 };
-                tay[0] = b.u[i];
+                if hist.time(0) == self.newest {
+                    // The newest point is the current coupled value.
+                    tay[0] = b.u[i];
+                }
             }
         }
         for &i in &self.discrete[s] {
@@ -380,15 +427,15 @@ impl InputExtrapolation {
     }
 }
 
-/// The start-up polynomial of signal `i`: through every point of `hist`
-/// from `skip` on (at most `MAX_POINTS - 1`), with `slope` at the oldest
-/// (the start), as a Taylor expansion at `x`.
-fn start_taylor(hist: &History, i: usize, skip: usize, slope: f64, x: f64) -> [f64; MAX_POINTS] {
+/// The start-up polynomial of one slot: through every point of its
+/// history `hist` from `skip` on (at most `MAX_POINTS - 1`), with `slope`
+/// at the oldest (the start), as a Taylor expansion at `x`.
+fn start_taylor(hist: &History, skip: usize, slope: f64, x: f64) -> [f64; MAX_POINTS] {
     let k = hist.len().saturating_sub(skip).min(MAX_POINTS - 1);
     let (mut ts, mut vs) = ([0.0; MAX_POINTS], [0.0; MAX_POINTS]);
     for p in 0..k {
         ts[p] = hist.time(p + skip);
-        vs[p] = hist.point(p + skip)[i];
+        vs[p] = hist.point(p + skip)[0];
     }
     taylor_at_with_slope(&ts[..k], &vs[..k], slope, x)
 }

@@ -108,6 +108,9 @@ struct Holds {
     /// Per pair: the source's published outputs at the last multiple of
     /// the lcm.
     held: Vec<Vec<f64>>,
+    /// Per pair: its destination took the held outputs in the last
+    /// exchange, not the source's newest ones.
+    stale: Vec<bool>,
     /// Per destination: its pairs (a range of `pairs`), its coupled inputs
     /// as exchanged from the held outputs, and whether they differ from the
     /// published ones in this exchange.
@@ -163,7 +166,13 @@ impl Holds {
                 }),
             }
         }
-        Some(Holds { pairs, held, dests })
+        let stale = vec![false; pairs.len()];
+        Some(Holds {
+            pairs,
+            held,
+            stale,
+            dests,
+        })
     }
 
     /// The exchange after the publications that end the macro step whose
@@ -174,6 +183,7 @@ impl Holds {
     fn exchange(&mut self, sys: &mut System, done: Option<u64>) {
         let renews = |lcm: u64| done.is_some_and(|d| d.is_multiple_of(lcm));
         for (p, &(_, s, lcm)) in self.pairs.iter().enumerate() {
+            self.stale[p] = !renews(lcm);
             if renews(lcm) {
                 self.held[p].copy_from_slice(&sys.buffers()[s].y);
             }
@@ -204,6 +214,16 @@ impl Holds {
                 sys.buffers_mut(dest.sub).u.copy_from_slice(&dest.u);
             }
         }
+    }
+
+    /// Whether destination `d` took the newest outputs of source `src` in
+    /// the last exchange (not those held at the last multiple of an lcm).
+    fn takes_newest(&self, d: usize, src: usize) -> bool {
+        !self
+            .pairs
+            .iter()
+            .zip(&self.stale)
+            .any(|(&(pd, ps, _), &stale)| pd == d && ps == src && stale)
     }
 }
 
@@ -276,9 +296,14 @@ impl Running {
             }
         }
         match &mut self.holds {
-            None => self
-                .stepper
-                .step(sys, &mut self.inputs, &self.plan, t, t_next)?,
+            None => self.stepper.step_exchanging(
+                sys,
+                &mut self.inputs,
+                &self.plan,
+                t,
+                t_next,
+                System::exchange,
+            )?,
             Some(holds) => self.stepper.step_exchanging(
                 sys,
                 &mut self.inputs,
@@ -288,6 +313,13 @@ impl Running {
                 |sys| holds.exchange(sys, done),
             )?,
         }
+        // An input takes a new value where its source published (and,
+        // held couplings, where the destination takes it): the history
+        // has each value at the time it was published.
+        let (publish, holds) = (&self.plan.publish, &self.holds);
+        self.inputs.record_fresh(sys, t_next, |d, src| {
+            publish[src] && holds.as_ref().is_none_or(|h| h.takes_newest(d, src))
+        });
         Ok(())
     }
 }

@@ -62,7 +62,8 @@ impl Stepper {
     /// prepared by `inputs`, subsystems stepped (Jacobi: all from the same
     /// inputs, on worker threads when configured; Gauss-Seidel: in order,
     /// each after an exchange with the newest published outputs), outputs
-    /// published as planned, every input exchanged at `t_next` and recorded.
+    /// published as planned, every input exchanged at `t_next` and recorded
+    /// there (those fed by a subsystem that published).
     pub fn step(
         &mut self,
         sys: &mut System,
@@ -71,12 +72,15 @@ impl Stepper {
         t: f64,
         t_next: f64,
     ) -> Result<()> {
-        self.step_exchanging(sys, inputs, plan, t, t_next, System::exchange)
+        self.step_exchanging(sys, inputs, plan, t, t_next, System::exchange)?;
+        inputs.record_fresh(sys, t_next, |_, src| plan.publish[src]);
+        Ok(())
     }
 
     /// [`Stepper::step`] with the exchange at `t_next` done by `exchange`
-    /// (after the publications, before the inputs are recorded) instead of
-    /// [`System::exchange`].
+    /// (after the publications) instead of [`System::exchange`], and the
+    /// inputs not recorded: the caller records them
+    /// ([`InputExtrapolation::record_fresh`]).
     pub fn step_exchanging(
         &mut self,
         sys: &mut System,
@@ -104,7 +108,7 @@ impl Stepper {
                         continue;
                     }
                     sys.exchange_into(s);
-                    inputs.prepare_gauss_seidel(sys, s, t, plan.h[s], &self.fresh);
+                    inputs.prepare_gauss_seidel(sys, s, t, t_next, &self.fresh);
                     sys.step_one(s, t, plan.h[s])?;
                     if plan.publish[s] {
                         sys.publish(s);
@@ -121,7 +125,6 @@ impl Stepper {
         }
         exchange(sys);
         sys.set_time(t_next);
-        inputs.record(sys, t_next);
         Ok(())
     }
 }
