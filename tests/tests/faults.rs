@@ -1130,3 +1130,46 @@ fn an_unknown_status_code_is_treated_as_fatal() {
     assert_eq!(consistent_trace(&out_dir.join("trace.csv")).len(), 50);
     assert_eq!(summary(&out_dir)["status"], "error");
 }
+
+/// An output that only the trace shows is read for the trace's rows
+/// (`System::read_rest`), so a NaN in it is found at the next row: the
+/// message says when it was last read, and the last row shows the NaN
+/// that stopped the run under its time, not the value of the row before.
+#[test]
+fn a_nan_in_an_output_only_the_trace_shows_is_found_at_the_next_row() {
+    let dir = tempfile::tempdir().unwrap();
+    for (outputs, found, last_read) in [("", 0.31, 0.3), ("decimation = 7\n", 0.35, 0.28)] {
+        let path = dir.path().join("traced_only.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[simulation]\nstop = 1.0\n[master]\nstep = 0.01\n[outputs]\n{outputs}\
+                 [[subsystems]]\nname = \"src\"\nfmu = \"{}\"\nstart = {{ u = 1.0 }}\n\
+                 [[subsystems]]\nname = \"faulty\"\nfmu = \"{}\"\n\
+                 parameters = {{ fail_at = 0.305, fail_mode = 3 }}\n\
+                 [[connections]]\nfrom = \"src.x\"\nto = \"faulty.u\"\n",
+                fmu("fmi2", "Integrator").display(),
+                fmu("fmi2", "Faulty").display()
+            ),
+        )
+        .unwrap();
+        let out_dir = dir.path().join("out");
+        let out = run_logged(&path, &out_dir, &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!(
+                "subsystem 'faulty': variable 'x' is NaN at t = {found} (an output read only for the trace's rows; it was last read at t = {last_read})"
+            )),
+            "{outputs:?}: {err}"
+        );
+        let trace = Table::read(&out_dir.join("trace.csv")).unwrap();
+        assert_eq!(*trace.time().last().unwrap(), found, "{outputs:?}");
+        let x = trace.column("faulty.x").unwrap();
+        assert!(x.last().unwrap().is_nan(), "{outputs:?}: {x:?}");
+        assert!(x[..x.len() - 1].iter().all(|v| v.is_finite()), "{x:?}");
+        // The coupled values of that point are those of the step to it.
+        let src = trace.column("src.x").unwrap();
+        assert!((src.last().unwrap() - found).abs() < 1e-12, "{src:?}");
+    }
+}

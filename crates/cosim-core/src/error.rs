@@ -67,7 +67,8 @@ pub enum CoreError {
 
     /// An output became NaN or infinite.
     #[error(
-        "subsystem '{subsystem}': variable '{variable}' is {value} at t = {t}: the co-simulation diverged or the FMU failed; stopping"
+        "subsystem '{subsystem}': variable '{variable}' is {value} at t = {t}{}: the co-simulation diverged or the FMU failed; stopping",
+        read_since_note(*.read_since)
     )]
     NonFinite {
         /// The subsystem.
@@ -78,11 +79,15 @@ pub enum CoreError {
         value: f64,
         /// Simulation time.
         t: f64,
+        /// For an output read only for the trace's rows: when it was read
+        /// before (it may have gone wrong at any step since).
+        read_since: Option<f64>,
     },
 
     /// An output exceeded the divergence limit.
     #[error(
-        "subsystem '{subsystem}': variable '{variable}' = {value:e} exceeds the divergence limit {limit:e} at t = {t}: the co-simulation diverged; stopping"
+        "subsystem '{subsystem}': variable '{variable}' = {value:e} exceeds the divergence limit {limit:e} at t = {t}{}: the co-simulation diverged; stopping",
+        read_since_note(*.read_since)
     )]
     Diverged {
         /// The subsystem.
@@ -95,6 +100,8 @@ pub enum CoreError {
         limit: f64,
         /// Simulation time.
         t: f64,
+        /// As for [`CoreError::NonFinite`].
+        read_since: Option<f64>,
     },
 
     /// A master cannot drive this system (e.g. a capability is missing).
@@ -221,4 +228,15 @@ fn output_write_message(path: &std::path::Path, error: &std::io::Error, t: f64) 
         format!("it ends on its last complete row, at t = {t}")
     };
     format!("cannot write {}: {error}; {ends}", path.display())
+}
+
+/// The note of an error about an output read only for the trace's rows:
+/// when it was read before.
+fn read_since_note(read_since: Option<f64>) -> String {
+    match read_since {
+        Some(t) => {
+            format!(" (an output read only for the trace's rows; it was last read at t = {t})")
+        }
+        None => String::new(),
+    }
 }

@@ -245,6 +245,8 @@ pub struct System {
     /// The slots a step does not read are not those of the current
     /// communication point ([`System::read_rest`] reads them).
     rest_stale: bool,
+    /// When they were last read (for the errors about them).
+    rest_read_at: f64,
 }
 
 impl std::fmt::Debug for System {
@@ -386,6 +388,7 @@ impl System {
             time: 0.0,
             lazy: false,
             rest_stale: false,
+            rest_read_at: f64::NAN,
         })
     }
 
@@ -631,6 +634,7 @@ impl System {
             self.lazy |= b.hot < b.y.len();
         }
         self.rest_stale = false;
+        self.rest_read_at = self.time;
     }
 
     /// True when some observed values are read only on demand
@@ -644,30 +648,53 @@ impl System {
     /// [`System::read_needed_only`]) into the published values, and checks
     /// them as a step checks its own (NaN and infinity by the system's
     /// policy, the divergence limit); nothing when they are current.
+    ///
+    /// When a value fails the check, the values read are published all
+    /// the same (a last row shows the value that stopped the run, not an
+    /// older one under the new time), and those of the subsystems not yet
+    /// read are set to NaN (see [`System::forget_rest`]).
     pub fn read_rest(&mut self) -> Result<()> {
         if !self.rest_stale {
             return Ok(());
         }
         let t = self.time;
+        let read_since = Some(self.rest_read_at).filter(|&at| at < t);
         let (policy, limit) = (self.nonfinite, self.divergence_limit);
-        for ((sub, b), warned) in self
-            .subsystems
-            .iter_mut()
-            .zip(self.buffers.iter_mut())
-            .zip(self.nonfinite_warned.iter_mut())
-        {
+        for s in 0..self.subsystems.len() {
+            let (sub, b) = (&mut self.subsystems[s], &mut self.buffers[s]);
             let hot = b.hot;
             if hot == b.y.len() {
                 continue;
             }
-            sub.get_observed_from(hot, &mut b.y_new)?;
+            let mut result = sub.get_observed_from(hot, &mut b.y_new);
             let limit_abs = limit.min(f64::MAX);
-            if !b.y_new[hot..].iter().all(|v| v.abs() <= limit_abs) {
-                check_observed(sub.as_mut(), &b.y_new, hot, t, policy, limit, warned)?;
+            if result.is_ok() && !b.y_new[hot..].iter().all(|v| v.abs() <= limit_abs) {
+                let warned = &mut self.nonfinite_warned[s];
+                let first = (hot, read_since);
+                result = check_observed(sub.as_mut(), &b.y_new, first, t, policy, limit, warned);
+                if result.is_err() {
+                    b.y[hot..].copy_from_slice(&b.y_new[hot..]);
+                }
+            }
+            if let Err(e) = result {
+                // (The failing subsystem's values are published above when
+                // they were read; the others after it were not read.)
+                for b in &mut self.buffers[s + 1..] {
+                    let hot = b.hot;
+                    b.y[hot..].iter_mut().for_each(|v| *v = f64::NAN);
+                }
+                if !matches!(e, CoreError::NonFinite { .. } | CoreError::Diverged { .. }) {
+                    let b = &mut self.buffers[s];
+                    let hot = b.hot;
+                    b.y[hot..].iter_mut().for_each(|v| *v = f64::NAN);
+                }
+                self.rest_stale = false;
+                return Err(e);
             }
             b.y[hot..].copy_from_slice(&b.y_new[hot..]);
         }
         self.rest_stale = false;
+        self.rest_read_at = t;
         Ok(())
     }
 
@@ -1442,7 +1469,15 @@ fn check_step_outputs(
     if b.y_new[..hot].iter().all(|v| v.abs() <= limit_abs) {
         return Ok(());
     }
-    check_observed(sub, &b.y_new[..hot], 0, t + h, policy, limit, warned)
+    check_observed(
+        sub,
+        &b.y_new[..hot],
+        (0, None),
+        t + h,
+        policy,
+        limit,
+        warned,
+    )
 }
 
 /// A step that did not complete: its error, or the error a discarded,
@@ -1500,7 +1535,7 @@ fn step_not_completed(
 fn check_observed(
     sub: &mut dyn Subsystem,
     y: &[f64],
-    first: usize,
+    (first, read_since): (usize, Option<f64>),
     t_end: f64,
     policy: NonFinitePolicy,
     limit: f64,
@@ -1515,6 +1550,7 @@ fn check_observed(
                 value: v,
                 limit,
                 t: t_end,
+                read_since,
             });
         }
         if !v.is_finite() {
@@ -1526,6 +1562,7 @@ fn check_observed(
                         variable: info.observed[k].name.clone(),
                         value: v,
                         t: t_end,
+                        read_since,
                     });
                 }
                 NonFinitePolicy::Warn => {
