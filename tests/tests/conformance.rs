@@ -357,6 +357,71 @@ fn an_fmu_that_ends_the_simulation_ends_the_run_normally_at_its_last_successful_
     }
 }
 
+/// With several FMUs, the others complete the macro step in which one
+/// ended the simulation, whatever their order, with one thread as on the
+/// worker pool and under Gauss-Seidel; the last step (0.48 to 0.5, cut at
+/// the FMU's last successful time) is exact and counted, and the summary
+/// agrees with the step log.
+#[test]
+fn the_other_fmus_complete_the_macro_step_in_which_one_ended_the_simulation() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["fmi2", "fmi3"] {
+        let term = format!(
+            "[[subsystems]]\nname = \"term\"\nfmu = \"{}\"\n\n",
+            fmus().join(version).join("Terminating.fmu").display()
+        );
+        let int = format!(
+            "[[subsystems]]\nname = \"int\"\nfmu = \"{}\"\nstart = {{ u = 1.0 }}\n\n",
+            fmus().join(version).join("Integrator.fmu").display()
+        );
+        let coupling = "[[connections]]\nfrom = \"term.y\"\nto = \"gain.u\"\n\n";
+        let gain = format!(
+            "[[subsystems]]\nname = \"gain\"\nfmu = \"{}\"\n\n",
+            fmus().join(version).join("Gain.fmu").display()
+        );
+        for (order, scheme, threads) in [
+            ("term first", "", 1),
+            ("term last", "", 1),
+            ("term first", "", 2),
+            ("term first", "scheme = \"gauss-seidel\"\n", 1),
+        ] {
+            let body = if order == "term first" {
+                format!("{term}{int}{gain}{coupling}")
+            } else {
+                format!("{int}{gain}{term}{coupling}")
+            };
+            let what = format!("{version}, {order}, {scheme:?} threads = {threads}");
+            let path = write_scenario(
+                dir.path(),
+                "several",
+                1.0,
+                &format!("kind = \"fixed-step\"\nstep = 0.03\nthreads = {threads}\n{scheme}"),
+                &body,
+            );
+            let (out, out_dir) = run_in(&path, &[]);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+            let t = trace(out_dir.path());
+            let time = t.time();
+            assert_eq!(*time.last().unwrap(), 0.5, "{what}");
+            // The integrator completed the macro step from 0.48 to 0.51.
+            let x = t.column("int.x").unwrap();
+            assert!((x.last().unwrap() - 0.51).abs() < 1e-12, "{what}: {x:?}");
+            let steps =
+                cosim_core::metrics::Table::read(&out_dir.path().join("steps.csv")).unwrap();
+            let step = steps.column("step").unwrap();
+            assert_eq!(*step.last().unwrap(), 0.02, "{what}: the last step");
+            let s = summary(out_dir.path());
+            assert_eq!(s["stats"]["macro_steps"], step.len(), "{what}");
+            assert!(
+                s["mean_step"].as_f64().unwrap() <= s["max_step"].as_f64().unwrap(),
+                "{what}: {s}"
+            );
+            assert_eq!(s["min_step"], 0.02, "{what}");
+        }
+    }
+}
+
 /// Inside a nested system the request ends the whole run, named by the
 /// FMU's path; the other FMUs' rows hold their last completed step.
 #[test]

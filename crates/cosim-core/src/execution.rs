@@ -340,7 +340,7 @@ impl Execution {
                         function,
                         t,
                     });
-                    report = StepReport::simple(t_step, t - t_step);
+                    report = StepReport::simple(t_step, base.span(t_step, t));
                 }
                 Err(e) => {
                     run.advance_failed = true;
@@ -539,7 +539,13 @@ impl Execution {
     /// The summary of the run as it stands, ended by `error` (if any).
     fn summary(&self, run: &RunState, error: Option<&CoreError>, wall: f64) -> RunSummary {
         let (energy, progress) = (&run.energy, &run.progress);
-        let stats = self.master.stats();
+        let mut stats = self.master.stats();
+        if let Some(CoreError::TerminatedByFmu { .. }) = error {
+            // The macro step in which an FMU ended the simulation is a
+            // step of the run (it has its row), though the master's
+            // advance returned the end instead of completing it.
+            stats.macro_steps = stats.macro_steps.max(run.macro_steps);
+        }
         let status = match error {
             None => RunStatus::Completed,
             Some(CoreError::Interrupted { .. }) => RunStatus::Interrupted,

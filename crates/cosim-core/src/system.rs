@@ -1025,8 +1025,9 @@ impl System {
         let result = match way {
             Way::Pool => {
                 // Every due subsystem completes its step; the error of the
-                // first failing one (in subsystem order) is reported, as
-                // inline, whatever the scheduling.
+                // first failing one (in subsystem order; an error before
+                // an FMU's end of the simulation) is reported, as inline,
+                // whatever the scheduling.
                 pool.install(|| {
                     subs.par_iter_mut()
                         .zip(bufs.par_iter_mut())
@@ -1035,10 +1036,13 @@ impl System {
                         .zip(results.par_iter_mut())
                         .for_each(|(item, slot)| *slot = work(item));
                 });
-                results
-                    .iter_mut()
-                    .find(|r| r.is_err())
-                    .map_or(Ok(()), |r| std::mem::replace(r, Ok(())))
+                // (An error other than an FMU's end first.)
+                let failed = |r: &Result<()>| matches!(r, Err(e) if !matches!(e, CoreError::TerminatedByFmu { .. }));
+                let k = results
+                    .iter()
+                    .position(failed)
+                    .or_else(|| results.iter().position(Result::is_err));
+                k.map_or(Ok(()), |k| std::mem::replace(&mut results[k], Ok(())))
             }
             Way::Inline if self.background.iter().any(|&b| b) => {
                 self.step_jacobi_overlapped(t, h, due)
@@ -1098,12 +1102,39 @@ impl System {
     pub fn step_held_all_inline(&mut self, t: f64, h: f64) -> Result<()> {
         self.rest_stale |= self.lazy;
         let policy = (self.nonfinite, self.divergence_limit);
+        let n = self.subsystems.len();
         let subs = self.subsystems.iter_mut().zip(&mut self.buffers);
-        for ((sub, b), warned) in subs.zip(&mut self.nonfinite_warned) {
+        let mut subs = subs.zip(&mut self.nonfinite_warned);
+        while let Some(((sub, b), warned)) = subs.next() {
             b.hold_inputs();
-            step_subsystem(sub.as_mut(), b, t, h, policy, warned)?;
+            if let Err(e) = step_subsystem(sub.as_mut(), b, t, h, policy, warned) {
+                // (Out of the loop, and no count of the subsystems in it:
+                // the common path keeps its shape.)
+                let from = n - subs.len();
+                return self.step_held_after_error(e, from, t, h);
+            }
         }
         Ok(())
+    }
+
+    /// [`System::step_held_all_inline`] after subsystem `from - 1`'s step
+    /// returned `e`: an FMU that ended the simulation lets the others
+    /// complete the step ([`keep_error`]); any other error ends it.
+    #[cold]
+    #[inline(never)]
+    fn step_held_after_error(&mut self, e: CoreError, from: usize, t: f64, h: f64) -> Result<()> {
+        let mut error = None;
+        keep_error(&mut error, e)?;
+        let policy = (self.nonfinite, self.divergence_limit);
+        for s in from..self.subsystems.len() {
+            let b = &mut self.buffers[s];
+            b.hold_inputs();
+            let warned = &mut self.nonfinite_warned[s];
+            if let Err(e) = step_subsystem(self.subsystems[s].as_mut(), b, t, h, policy, warned) {
+                keep_error(&mut error, e)?;
+            }
+        }
+        error.map_or(Ok(()), Err)
     }
 
     /// Inline Jacobi with subsystems that step in the background (FMUs in
@@ -1111,7 +1142,8 @@ impl System {
     /// meanwhile, then collect the started ones, so the hosts work at the
     /// same time instead of one after the other. Every due subsystem
     /// completes its step (a started one is always awaited); the error of
-    /// the first failing one in subsystem order is reported, as inline.
+    /// the first failing one in subsystem order is reported (an error
+    /// before an FMU's end of the simulation), as inline.
     fn step_jacobi_overlapped(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
         let policy = (self.nonfinite, self.divergence_limit);
         let n = self.subsystems.len();
@@ -1151,8 +1183,9 @@ impl System {
                 h[s],
                 policy,
                 &mut self.nonfinite_warned[s],
-            ) {
-                first_error.get_or_insert((s, e));
+            ) && first_error.as_ref().is_none_or(|(_, k)| ends_only(k, &e))
+            {
+                first_error = Some((s, e));
             }
         }
         // Pass 3: collect the started ones.
@@ -1169,7 +1202,9 @@ impl System {
                 std::mem::replace(&mut self.pool_results[s], Ok(()))
             };
             if let Err(e) = result
-                && first_error.as_ref().is_none_or(|(k, _)| s < *k)
+                && first_error
+                    .as_ref()
+                    .is_none_or(|(k, kept)| ends_only(kept, &e) || (s < *k && !ends_only(&e, kept)))
             {
                 first_error = Some((s, e));
             }
@@ -1310,16 +1345,42 @@ fn jacobi_inline(
 ) -> Result<()> {
     let n = subs.len().min(bufs.len()).min(warned.len());
     let n = n.min(h.len()).min(due.len());
+    let mut error = None;
     for s in 0..n {
         if due[s] {
             let b = &mut bufs[s];
             if hold {
                 b.hold_inputs();
             }
-            step_subsystem(subs[s].as_mut(), b, t, h[s], policy, &mut warned[s])?;
+            if let Err(e) = step_subsystem(subs[s].as_mut(), b, t, h[s], policy, &mut warned[s]) {
+                keep_error(&mut error, e)?;
+            }
         }
     }
-    Ok(())
+    error.map_or(Ok(()), Err)
+}
+
+/// Whether `kept` only says an FMU ended the simulation where `new` is
+/// another error, which then is what the step reports.
+fn ends_only(kept: &CoreError, new: &CoreError) -> bool {
+    matches!(kept, CoreError::TerminatedByFmu { .. })
+        && !matches!(new, CoreError::TerminatedByFmu { .. })
+}
+
+/// The error of one subsystem's step in a step of several: an FMU that
+/// ended the simulation lets the others complete the step (so the last row
+/// shows each at the end of the step in which it ended, as when they step
+/// on the worker pool), the first such kept in `kept`; any other error
+/// ends the step at once.
+#[cold]
+#[inline(never)]
+pub(crate) fn keep_error(kept: &mut Option<CoreError>, e: CoreError) -> Result<()> {
+    if matches!(e, CoreError::TerminatedByFmu { .. }) {
+        kept.get_or_insert(e);
+        Ok(())
+    } else {
+        Err(e)
+    }
 }
 
 /// The step primitive: deliver prepared inputs, step, read, check.

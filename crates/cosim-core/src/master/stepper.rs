@@ -103,17 +103,26 @@ impl Stepper {
             }
             Scheme::GaussSeidel(order) => {
                 self.fresh.iter_mut().for_each(|f| *f = false);
+                let mut ended = None;
                 for &s in order {
                     if !plan.due[s] {
                         continue;
                     }
                     sys.exchange_into(s);
                     inputs.prepare_gauss_seidel(sys, s, t, t_next, &self.fresh);
-                    sys.step_one(s, t, plan.h[s])?;
+                    if let Err(e) = sys.step_one(s, t, plan.h[s]) {
+                        // (An FMU that ended the simulation lets the others
+                        // complete the macro step, as in Jacobi.)
+                        crate::system::keep_error(&mut ended, e)?;
+                        continue;
+                    }
                     if plan.publish[s] {
                         sys.publish(s);
                         self.fresh[s] = true;
                     }
+                }
+                if let Some(e) = ended {
+                    return Err(e);
                 }
                 // Results held back by a longer step publish when it ends.
                 for s in 0..sys.len() {
