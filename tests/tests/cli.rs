@@ -563,6 +563,58 @@ fn compare_with_tolerances_fails_naming_the_column_time_and_values() {
     assert!(err.contains("trace columns not compared: "), "{err}");
 }
 
+/// `cosim compare` compares only where the reference has values (beyond
+/// its ends it would be held), and says how many trace points it left
+/// out; a file whose time decreases is refused, naming the file and row.
+#[test]
+fn compare_stays_within_the_reference_and_refuses_time_going_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.csv");
+    std::fs::write(&trace, "time,x\n0,0\n1,1\n2,2\n3,3\n4,4\n").unwrap();
+    let short = dir.path().join("short.csv");
+    std::fs::write(&short, "time,x\n0,0\n2,2\n").unwrap();
+    let out = cosim(&[
+        "compare",
+        trace.to_str().unwrap(),
+        short.to_str().unwrap(),
+        "--json",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "note: 2 time points of the trace are outside the reference's time range [0, 2]"
+        ),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["columns"][0]["points"], 3, "{v}");
+    assert_eq!(v["columns"][0]["max_abs"], 0.0, "{v}");
+    assert_eq!(
+        (v["from"].as_f64(), v["until"].as_f64()),
+        (Some(0.0), Some(2.0))
+    );
+    // (Held at 2 beyond the reference, 3 and 4 would deviate by 1 and 2.)
+    let strict = cosim(&[
+        "compare",
+        trace.to_str().unwrap(),
+        short.to_str().unwrap(),
+        "--atol",
+        "0",
+    ]);
+    assert_eq!(strict.status.code(), Some(0), "{}", stderr(&strict));
+    let back = dir.path().join("back.csv");
+    std::fs::write(&back, "time,x\n0,1\n0.5,1\n0.2,3\n").unwrap();
+    let out = cosim(&["compare", trace.to_str().unwrap(), back.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("back.csv")
+            && err.contains("row 4: time 0.2 is before the time of the row above (0.5)"),
+        "{err}"
+    );
+}
+
 /// `-v` says what the master decided and where the time went; `-vv` adds
 /// the FMI call log.
 #[test]

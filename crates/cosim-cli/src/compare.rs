@@ -59,6 +59,10 @@ pub struct CompareArgs {
 
 #[derive(Serialize)]
 struct Report {
+    /// The time span compared: `--from` and `--until` within the
+    /// reference's time range.
+    from: f64,
+    until: f64,
     columns: Vec<ColumnError>,
     /// What could not be paired.
     matching: Unpaired,
@@ -119,8 +123,11 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             reference.names[1..].join(", ")
         );
     }
-    let columns = compare_columns(&trace, &reference, &pairs, args.from, args.until)
-        .map_err(anyhow::Error::msg)?;
+    // Only where the reference has values: beyond its ends it would be
+    // held at its first or last value.
+    let (from, until) = within_reference(args, &trace, &reference)?;
+    let columns =
+        compare_columns(&trace, &reference, &pairs, from, until).map_err(anyhow::Error::msg)?;
     let tolerance = match (args.rtol, args.atol) {
         (None, None) => None,
         (rtol, atol) => {
@@ -129,14 +136,8 @@ pub fn run(args: &CompareArgs) -> Result<()> {
                 bail!("--rtol and --atol must be finite and not negative");
             }
             Some(
-                tolerance_failures(
-                    &trace,
-                    &reference,
-                    &pairs,
-                    (args.from, args.until),
-                    (rtol, atol),
-                )
-                .map_err(anyhow::Error::msg)?,
+                tolerance_failures(&trace, &reference, &pairs, (from, until), (rtol, atol))
+                    .map_err(anyhow::Error::msg)?,
             )
         }
     };
@@ -153,13 +154,15 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             };
             let power = ColumnProduct::parse(expr, &reference)
                 .map_err(|e| anyhow::anyhow!("--reference-power {expr}: {e}"))?;
-            let metrics = bond_metrics(&energy, &name, args.until, |t| power.at(&reference, t))
+            let metrics = bond_metrics(&energy, &name, until, |t| power.at(&reference, t))
                 .map_err(|e| anyhow::anyhow!("{}: {e}", energy_path.display()))?;
             Some(BondReport { name, metrics })
         }
         _ => None,
     };
     let report = Report {
+        from,
+        until,
         columns,
         matching: Unpaired {
             ambiguous,
@@ -283,4 +286,27 @@ fn verdict(failed: bool) -> Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// `--from` and `--until` within the reference's time range; a note on
+/// standard error when the trace has time points outside it (they are not
+/// compared).
+fn within_reference(args: &CompareArgs, trace: &Table, reference: &Table) -> Result<(f64, f64)> {
+    let (Some(&r0), Some(&r1)) = (reference.time().first(), reference.time().last()) else {
+        bail!("{}: no rows", args.reference.display());
+    };
+    let (from, until) = (args.from.max(r0), args.until.min(r1));
+    let outside = trace
+        .time()
+        .iter()
+        .filter(|&&t| t >= args.from && t <= args.until && !(from..=until).contains(&t))
+        .count();
+    if outside > 0 {
+        say!(
+            "note: {} time points of the trace are outside the reference's time range [{r0}, {r1}] ({}) and not compared",
+            outside,
+            args.reference.display()
+        );
+    }
+    Ok((from, until))
 }

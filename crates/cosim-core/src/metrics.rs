@@ -60,6 +60,21 @@ impl Table {
         let mut text = vec![false; names.len()];
         for (row, record) in reader.records().enumerate() {
             let record = record.map_err(|e| bad(path, e.to_string()))?;
+            // Time is a number that never decreases (what interpolating
+            // and comparing rely on).
+            if let (Some(cell), Some(&[.., prev])) =
+                (record.get(0), columns.first().map(Vec::as_slice))
+                && let Ok(t) = cell.trim().parse::<f64>()
+                && t < prev
+            {
+                return Err(bad(
+                    path,
+                    format!(
+                        "row {}: time {t} is before the time of the row above ({prev}): time never decreases",
+                        row + 2
+                    ),
+                ));
+            }
             for (c, cell) in record.iter().enumerate() {
                 if skip_text && c > 0 && c < text.len() {
                     let trimmed = cell.trim();
@@ -90,6 +105,16 @@ impl Table {
                         )
                     })?,
                 };
+                if c == 0 && !v.is_finite() {
+                    return Err(bad(
+                        path,
+                        format!(
+                            "row {}: the time '{}' is not a finite number",
+                            row + 2,
+                            cell.trim()
+                        ),
+                    ));
+                }
                 if let Some(col) = columns.get_mut(c) {
                     col.push(v);
                 }
