@@ -1173,3 +1173,45 @@ fn a_nan_in_an_output_only_the_trace_shows_is_found_at_the_next_row() {
         assert!((src.last().unwrap() - found).abs() < 1e-12, "{src:?}");
     }
 }
+
+/// A master that retries smaller steps after an FMU discards one, and
+/// gives up at its minimum step, names the FMU and what it did, not the
+/// error estimate of the outputs of a failed attempt.
+#[test]
+fn a_master_that_gives_up_after_discarded_steps_names_the_fmu() {
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, said) in [
+        ("richardson", "the last attempt failed: "),
+        ("ifosmondi", "the step failed down to the minimum step"),
+    ] {
+        let path = dir.path().join(format!("{kind}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[simulation]\nstop = 1.0\n[master]\nkind = \"{kind}\"\nstep = 0.01\n\
+                 [[subsystems]]\nname = \"src\"\nfmu = \"{}\"\nstart = {{ u = 1.0 }}\n\
+                 [[subsystems]]\nname = \"faulty\"\nfmu = \"{}\"\n\
+                 parameters = {{ fail_at = 0.305, fail_mode = 2 }}\n\
+                 [[connections]]\nfrom = \"src.x\"\nto = \"faulty.u\"\n",
+                fmu("fmi2", "Integrator").display(),
+                fmu("fmi2", "Faulty").display()
+            ),
+        )
+        .unwrap();
+        let out_dir = dir.path().join(format!("out_{kind}"));
+        let out = run_logged(&path, &out_dir, &[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("{kind}: {err}"));
+        assert!(line.contains(said), "{kind}: {line}");
+        assert!(
+            line.contains("FMU instance 'faulty': fmi2DoStep returned Discard"),
+            "{kind}: {line}"
+        );
+        assert!(!line.contains("largest normalised"), "{kind}: {line}");
+        assert!(!line.contains("cannot redo"), "{kind}: {line}");
+    }
+}

@@ -14,7 +14,7 @@ pub enum CoreError {
     Fmi(#[from] FmiError),
 
     /// An FMU discarded a step (or, FMI 3, returned early from it).
-    #[error("{}", discard_message(.subsystem, .function, .t, .h, .last_successful_time, .early_return, .log))]
+    #[error("{}", discard_message(.subsystem, .function, (.t, .h, .last_successful_time), .early_return, .log, true))]
     Discarded {
         /// The subsystem.
         subsystem: String,
@@ -188,11 +188,10 @@ pub enum CoreError {
 fn discard_message(
     subsystem: &str,
     function: &str,
-    t: &f64,
-    h: &f64,
-    last_successful_time: &f64,
+    (t, h, last_successful_time): (&f64, &f64, &f64),
     early_return: &bool,
     log: &[String],
+    stops: bool,
 ) -> String {
     let last_name = if function.starts_with("fmi2") {
         "fmi2LastSuccessfulTime"
@@ -211,12 +210,41 @@ fn discard_message(
         "FMU instance '{subsystem}': {function} {what} in the step from t = {t} to {}: the FMU stopped at {last_name} = {last_successful_time}",
         t + h
     );
-    msg.push_str("; the master cannot redo the step, so the run stops");
+    if stops {
+        msg.push_str("; the master cannot redo the step, so the run stops");
+    }
     if !log.is_empty() {
         msg.push_str("; the FMU logged:\n  ");
         msg.push_str(&log.join("\n  "));
     }
     msg
+}
+
+impl CoreError {
+    /// What went wrong in an attempt a master retries with a smaller step
+    /// (the message without what a master that cannot retry does next),
+    /// for the error of a master that gives up.
+    pub fn attempt_failure(&self) -> String {
+        match self {
+            CoreError::Discarded {
+                subsystem,
+                function,
+                t,
+                h,
+                last_successful_time,
+                early_return,
+                log,
+            } => discard_message(
+                subsystem,
+                function,
+                (t, h, last_successful_time),
+                early_return,
+                log,
+                false,
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// The message of [`CoreError::OutputWrite`]: the file, the OS error and

@@ -259,6 +259,9 @@ impl Master for Iterative {
         }
         let mut halvings = 0u32;
         let mut iterations_total = 0u32;
+        // The error of the last iteration when a step failed (a smaller
+        // step may cure it): what a give-up then names.
+        let mut failure: Option<CoreError> = None;
         loop {
             // The step in whole ticks, shortened to hit the stop time (or
             // the next output point).
@@ -306,13 +309,15 @@ impl Master for Iterative {
                 iterations_total += 1;
                 self.stats.iterations += 1;
                 match stepped {
-                    Ok(()) => {}
+                    Ok(()) => failure = None,
                     // A step an FMU refuses or that blows up: halve.
                     Err(
-                        CoreError::NonFinite { .. }
+                        e @ (CoreError::NonFinite { .. }
                         | CoreError::Diverged { .. }
-                        | CoreError::Discarded { .. },
+                        | CoreError::Discarded { .. }),
                     ) => {
+                        tracing::debug!("{name}: the step at t = {t}, dt = {dt} failed: {e}");
+                        failure = Some(e);
                         residual = f64::INFINITY;
                         break;
                     }
@@ -396,15 +401,23 @@ impl Master for Iterative {
             sys.restore_buffers(&run.snapshot);
             halvings += 1;
             if dt / 2.0 < s.dt_min {
-                return Err(CoreError::StepControl {
-                    master: name,
-                    t,
-                    reason: format!(
+                let reason = match &failure {
+                    Some(e) => format!(
+                        "the step failed down to the minimum step {}: {}",
+                        crate::text::number(s.dt_min),
+                        e.attempt_failure()
+                    ),
+                    None => format!(
                         "no convergence within {} iterations down to the minimum step {} (last coupling residual {} of the tolerance, eq. 27); raise max_iterations or the tolerances, or lower dt_min",
                         s.max_iterations,
                         crate::text::number(s.dt_min),
                         crate::text::significant(residual, 4)
                     ),
+                };
+                return Err(CoreError::StepControl {
+                    master: name,
+                    t,
+                    reason,
                 });
             }
             run.dt = dt / 2.0;

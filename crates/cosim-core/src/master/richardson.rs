@@ -359,18 +359,20 @@ impl Master for Richardson {
             let [_, t_mid, t_end] = points;
             let h = t_mid - t;
             let attempt = attempt(run, sys, s.estimate, points);
-            let eps = match attempt {
+            // (`failure`: the error of an attempt that failed in a way a
+            // smaller step may cure; what a give-up then names.)
+            let (eps, failure) = match attempt {
                 Ok(()) => {
                     let mut agg = Aggregator::new(s.tolerances.aggregate);
                     for (yb, yo) in run.y_bar.iter().zip(&run.y_other) {
                         let est = (yo - yb) / divisor;
                         agg.add(s.tolerances.normalise(est, *yb));
                     }
-                    agg.value()
+                    (agg.value(), None)
                 }
                 Err(e) if recoverable(&e) => {
                     tracing::debug!("richardson: attempt at t = {t}, H = {h} failed: {e}");
-                    f64::INFINITY
+                    (f64::INFINITY, Some(e))
                 }
                 Err(e) => return Err(e),
             };
@@ -412,10 +414,14 @@ impl Master for Richardson {
                         crate::text::number(h)
                     )
                 };
+                let detail = match &failure {
+                    Some(e) => format!("the last attempt failed: {}", e.attempt_failure()),
+                    None => dominant(run, sys, divisor, &s.tolerances),
+                };
                 return Err(CoreError::StepControl {
                     master: "richardson",
                     t,
-                    reason: format!("{why}; {}", dominant(run, sys, divisor, &s.tolerances)),
+                    reason: format!("{why}; {detail}"),
                 });
             }
             let factor = if eps.is_finite() {
