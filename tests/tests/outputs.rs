@@ -179,6 +179,16 @@ fn a_fixed_step_interval_that_is_not_a_multiple_of_the_step_is_refused_at_its_li
         err.contains("not a whole multiple of the fixed step 0.002 s (from --step 0.002)"),
         "{err}"
     );
+    // Shorter than the step: a row at every step end, each said once.
+    let out = cosim(&["check", path.to_str().unwrap(), "--step", "0.01"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "the trace would have rows at 0.01, 0.02, 0.03, ... instead of every 0.0025 s"
+        ),
+        "{err}"
+    );
     // A multiple of the step is fine.
     let out = cosim(&["check", path.to_str().unwrap(), "--step", "0.0005"]);
     assert!(

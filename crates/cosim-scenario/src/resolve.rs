@@ -1810,12 +1810,18 @@ impl<'s, 'm> Resolver<'s, 'm> {
             _ => String::new(),
         };
         // Where the rows would fall: the first step end at or after each
-        // output point.
+        // output point (with an interval shorter than the step, every
+        // step end from the first).
         let t0 = base.round(start);
+        let first = iv.div_euclid(hn) + i64::from(iv.rem_euclid(hn) != 0);
         let rows: Vec<String> = (1..=3)
             .map(|k| {
-                let point = k * iv;
-                let at = point.div_euclid(hn) + i64::from(point.rem_euclid(hn) != 0);
+                let at = if iv < hn {
+                    first + k - 1
+                } else {
+                    let point = k * iv;
+                    point.div_euclid(hn) + i64::from(point.rem_euclid(hn) != 0)
+                };
                 cosim_core::text::number(base.seconds(t0 + at * hn))
             })
             .collect();
