@@ -175,6 +175,20 @@ fn a_start_value_out_of_its_type_is_an_error_naming_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("u_i8") && err.contains("300"), "{err}");
+    // A Float32 beyond the range of an IEEE single would reach the FMU as
+    // an infinity: refused, from the scenario and from --set alike.
+    let s = chain(dir.path(), "f32", "", "start = { u_f32 = 1e39 }\n");
+    for extra in [&[][..], &["--set", "a.u_f32=-1e39"][..]] {
+        let mut args = vec!["check", s.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = cosim(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("is out of the range of Float32 (-3.4028235e38 to 3.4028235e38) of 'u_f32'"),
+            "{extra:?}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -548,6 +548,18 @@ fn typed_value(
                     RawValue::Int(i) => *i as f64,
                     other => return Err(mismatch("a number", other)),
                 };
+                // (A Float32 is an IEEE single: beyond its range the value
+                // would reach the FMU as an infinity.)
+                if v.var_type == VariableType::Float32
+                    && x.is_finite()
+                    && x.abs() > f64::from(f32::MAX)
+                {
+                    return Err(format!(
+                        "{x} is out of the range of Float32 (-{m:e} to {m:e}) of '{}'",
+                        v.name,
+                        m = f32::MAX
+                    ));
+                }
                 range_check(x)?;
                 out.push(x);
             }
