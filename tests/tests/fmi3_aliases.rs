@@ -525,3 +525,36 @@ variables = ["n.g.u_in", "n.g.u", "n.g.y", "src.u_in"]
         assert_eq!(r[1..], [1.5, 1.5, 3.0, 1.5], "{r:?}");
     }
 }
+
+/// An FMU that declares clocks runs, with a warning naming them: cosim
+/// does not use Event Mode, in which alone clocks tick in Co-Simulation.
+/// An input clock is not said to keep a start value (it has none).
+#[test]
+fn an_fmu_with_clocks_runs_with_a_warning_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("Clocked.fmu");
+    copy_with(&fmi3("Gain"), &path, &[], |md| {
+        md.replacen(
+            "  </ModelVariables>",
+            "    <Clock name=\"tick\" valueReference=\"101\" causality=\"input\" intervalVariability=\"triggered\"/>\n  </ModelVariables>",
+            1,
+        )
+    });
+    let scenario = dir.path().join("clocked.toml");
+    std::fs::write(
+        &scenario,
+        "[simulation]\nstop = 0.1\n\n[master]\nstep = 0.1\n\n[[subsystems]]\nname = \"g\"\nfmu = \"Clocked.fmu\"\nstart = { u = 1.0 }\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = cosim(&["run", "--no-progress", s(&scenario), "-o", s(&out_dir)]);
+    status(
+        &out,
+        0,
+        &[
+            "warning: subsystem 'g' declares clocks (tick): cosim runs FMI 3 Co-Simulation without Event Mode (eventModeUsed = false), in which clocks do not tick, so the variables they clock are not updated",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not connected"), "{err}");
+}

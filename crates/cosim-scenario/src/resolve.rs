@@ -811,6 +811,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let events = self.events(start, stop, &master, &inputs)?;
         self.output_interval(&master, start)?;
         self.unconnected_inputs(&fed, &inputs);
+        self.clocks();
         Ok(ResolvedScenario {
             source: self.scenario.source.clone(),
             file: self.scenario.source.path.clone(),
@@ -2098,6 +2099,40 @@ impl<'s, 'm> Resolver<'s, 'm> {
         Ok(out)
     }
 
+    /// Warns once per subsystem whose FMU declares clocks: cosim runs
+    /// FMI 3 Co-Simulation without Event Mode (`eventModeUsed = false`),
+    /// where no clock ticks, so what they clock is never updated.
+    fn clocks(&mut self) {
+        let mut warnings = Vec::new();
+        for (s, spec) in self.scenario.subsystems.iter().enumerate() {
+            let Some(md) = self.mds.get(s) else { continue };
+            let names: Vec<&str> = md
+                .variables
+                .iter()
+                .filter(|v| v.var_type == VariableType::Clock)
+                .map(|v| v.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                warnings.push((
+                    spec.span,
+                    format!(
+                        "subsystem '{}' declares clocks ({}): cosim runs FMI 3 Co-Simulation without Event Mode (eventModeUsed = false), in which clocks do not tick, so the variables they clock are not updated",
+                        spec.name.value,
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        for (span, m) in warnings {
+            if self.scenario.single.is_some() {
+                let w = self.src().diagnostic(Severity::Warning, None, m);
+                self.warnings.push(w);
+            } else {
+                self.warn(span, m);
+            }
+        }
+    }
+
     /// Warns once per subsystem about inputs that nothing feeds and that
     /// get no start value from the scenario.
     fn unconnected_inputs(
@@ -2124,6 +2159,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     !fed.contains(&r)
                 })
                 .filter_map(|i| md.variables.get(i))
+                // (A clock has no value to start with: see `clocks`.)
+                .filter(|v| v.var_type != VariableType::Clock)
                 .filter(|v| {
                     !spec.assignments.iter().any(|a| {
                         md.variable_by_name_for(&a.name, is_input)
