@@ -1215,3 +1215,60 @@ fn a_master_that_gives_up_after_discarded_steps_names_the_fmu() {
         assert!(!line.contains("cannot redo"), "{kind}: {line}");
     }
 }
+
+/// SIGINT or SIGTERM stops a sweep as it stops a run: the running run at
+/// its next macro step, the others not started, and the summary lists
+/// them all; the exit status is 130 or 143. A step_timeout, which a sweep
+/// cannot apply to FMUs in its process, is said so up front.
+#[test]
+fn a_signal_stops_a_sweep_with_its_summary_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = root().join("scenarios/b1_quarter_car_a.toml");
+    let sweep = dir.path().join("long.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "[sweep]\nscenario = \"{}\"\nset = {{ \"simulation.stop\" = 600.0, \"master.step_timeout\" = 5.0 }}\n[[sweep.axes]]\nkey = \"master.step\"\nvalues = [1e-4, 2e-4, 3e-4]\n",
+            scenario.display()
+        ),
+    )
+    .unwrap();
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let out = dir.path().join(format!("out_{signal}"));
+        let mut running = Running::spawn(&[
+            "sweep",
+            sweep.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--no-progress",
+            "--no-plot",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let runs = out.join("runs");
+        running.wait_for(Duration::from_secs(60), "the first run", |_| {
+            std::fs::read_dir(&runs).is_ok_and(|mut d| d.next().is_some())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        running.signal(signal);
+        assert_eq!(
+            running.wait_exit(Duration::from_secs(30)),
+            Some(code),
+            "{}",
+            running.stderr()
+        );
+        let err = running.stderr();
+        assert!(
+            err.contains("step_timeout = 5 is not applied in a sweep"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("interrupted by SIG{signal}")),
+            "{err}"
+        );
+        let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+        let rows: Vec<&str> = summary.lines().skip(1).collect();
+        assert_eq!(rows.len(), 3, "{summary}");
+        assert!(rows.iter().all(|r| r.contains("interrupted")), "{summary}");
+    }
+}

@@ -185,7 +185,9 @@ fn a_start_value_out_of_its_type_is_an_error_naming_it() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
-            err.contains("is out of the range of Float32 (-3.4028235e38 to 3.4028235e38) of 'u_f32'"),
+            err.contains(
+                "is out of the range of Float32 (-3.4028235e38 to 3.4028235e38) of 'u_f32'"
+            ),
             "{extra:?}: {err}"
         );
     }

@@ -10,6 +10,7 @@ use cosim_sweep::slurm::{self, Phase, Submission};
 use cosim_sweep::{Options, Outcome, Record, ShardArg, Status, SweepSpec, Threshold};
 
 use crate::console::{out, say};
+use crate::interrupt::Interrupt;
 use crate::run::{Failed, exit};
 
 /// Arguments of `cosim sweep`.
@@ -211,6 +212,12 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         }
         return Ok(());
     }
+    // SIGINT / SIGTERM: runs not started are skipped, running ones stop
+    // at their next macro step, and the summary lists them all (a second
+    // signal ends at once).
+    let interrupt = Interrupt::install()
+        .map_err(|e| anyhow::anyhow!("installing the handlers of SIGINT and SIGTERM: {e}"))?;
+    cosim_isolation::watch_interrupt(interrupt.flag());
     let options = Options {
         jobs: args.jobs,
         shard,
@@ -219,7 +226,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         plot: !args.no_plot,
         refine: !args.no_refine,
         prune: args.prune,
-        interrupt: None,
+        interrupt: Some(interrupt.flag()),
     };
     if shard.is_some() && spec.refine.is_some() && !args.no_refine {
         say!("note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)");
@@ -230,6 +237,13 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     progress.finish();
     if !quiet {
         report(&outcome, Some(started.elapsed().as_secs_f64()));
+    }
+    if let Some(signal) = interrupt.signal_name() {
+        say!(
+            "interrupted by {signal}: the summary lists the runs interrupted and those not started ({})",
+            outcome.summary_path.display()
+        );
+        return Err(anyhow::Error::new(Failed(interrupt.exit_status())));
     }
     violations(&outcome)
 }

@@ -259,12 +259,23 @@ pub fn check(spec: &SweepSpec) -> Result<Vec<String>, SweepError> {
     let (scenario, _) = edit::build(spec, &values, &spec.out.join("check"))
         .map_err(|m| SweepError::Other(format!("{}: run 0: {m}", spec.file.display())))?;
     match cosim_scenario::runner::prepare_scenario(&scenario, Some(1)) {
-        Ok(prepared) => Ok(prepared
-            .resolved
-            .warnings
-            .iter()
-            .map(ToString::to_string)
-            .collect()),
+        Ok(prepared) => {
+            // Sweeps run many runs in one process, without the watchdog
+            // that ends a hung FMU call of `cosim run` (by ending the
+            // process).
+            let step_timeout = prepared.resolved.master.step_timeout.map(|t| {
+                format!(
+                    "warning: [master] step_timeout = {t} is not applied in a sweep: a hung call of an FMU in the sweep's process cannot be ended without ending every run; give such FMUs isolation = \"process\" (their isolation_timeout ends a hung call as an error of that run)"
+                )
+            });
+            Ok(prepared
+                .resolved
+                .warnings
+                .iter()
+                .map(ToString::to_string)
+                .chain(step_timeout)
+                .collect())
+        }
         Err(cosim_scenario::runner::PrepareError::Scenario(e)) => {
             // A variable axis the FMU does not have: point at the axis.
             let axis = e.argument.as_deref().and_then(|arg| {

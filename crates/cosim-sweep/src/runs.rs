@@ -137,7 +137,13 @@ fn record(
     started: Instant,
 ) -> Record {
     // Paths of this machine would differ between shards: keep them out.
-    let message = one_line(message).replace(&out.display().to_string(), "<out>");
+    // (A run that was not executed has no directory: nothing to replace.)
+    let dir = out.display().to_string();
+    let message = if dir.is_empty() {
+        one_line(message)
+    } else {
+        one_line(message).replace(&dir, "<out>")
+    };
     let wall = started.elapsed().as_secs_f64();
     cells.push(("status".into(), status.as_str().into()));
     cells.push(("message".into(), message.clone()));
