@@ -49,6 +49,9 @@ pub struct Session {
     ended: Option<String>,
     failed: bool,
     closed: bool,
+    /// An FMU ended the simulation in the last step (which the master,
+    /// whose step it ended early, does not count).
+    terminated: bool,
 }
 
 /// The error of a session: an engine error, or a request it cannot do.
@@ -95,6 +98,7 @@ impl Session {
             started: false,
             ended: None,
             failed: false,
+            terminated: false,
             closed: false,
         }
     }
@@ -165,11 +169,11 @@ impl Session {
         self.t_stop
     }
 
-    /// Accepted macro steps so far, as the master counts them (the run
-    /// summary's `stats.macro_steps`: a step an FMU ended early by asking to
-    /// terminate is not counted).
+    /// Accepted macro steps so far, as the run summary's
+    /// `stats.macro_steps` counts them (a step an FMU ended early by asking
+    /// to terminate included).
     pub fn macro_steps(&self) -> u64 {
-        self.master.stats().macro_steps
+        self.master.stats().macro_steps + u64::from(self.terminated)
     }
 
     /// The master's name.
@@ -195,7 +199,8 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// The stop time is already reached, the session has ended, an FMU or
+    /// The stop time is already reached, the session has ended, `t_target`
+    /// is not a time after the current one (on the time grid), an FMU or
     /// the master fails (the session then ends).
     pub fn step_towards(&mut self, t_target: f64) -> Result<StepReport, SessionError> {
         self.start()?;
@@ -207,6 +212,19 @@ impl Session {
             )));
         }
         let base = self.system.time_base();
+        // (A target the time grid cannot tell from now would make a step
+        // of no length, which the FMUs refuse, ending the session.)
+        if !t_target.is_finite() || base.round(t_target) <= self.system.ticks() {
+            return Err(SessionError::Request(format!(
+                "t = {t_target} is not after the current time {}{}",
+                self.system.time(),
+                if t_target.is_finite() {
+                    format!(" (on the time grid of {})", base.describe())
+                } else {
+                    String::new()
+                }
+            )));
+        }
         let (stop_ticks, t_stop) = (
             base.round(self.t_stop),
             base.seconds(base.round(self.t_stop)),
@@ -231,13 +249,15 @@ impl Session {
                 if let Err(e) = self.system.end_at_fmu_termination(t) {
                     return Err(self.fail(e));
                 }
-                self.energy.update(&self.system, t - t_step);
+                let dt = base.span(t_step, t);
+                self.energy.update(&self.system, dt);
                 // A normal end, as in a run: the step counts, and no
                 // more steps follow.
+                self.terminated = true;
                 self.ended = Some(format!(
                     "subsystem '{subsystem}' ended the simulation at t = {t} ({function} asked to terminate)"
                 ));
-                Ok(StepReport::simple(t_step, t - t_step))
+                Ok(StepReport::simple(t_step, dt))
             }
             Err(e) => Err(self.fail(e)),
         }
@@ -258,14 +278,18 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// `t` is beyond the stop time or before the current time; as
-    /// [`Session::step_towards`].
+    /// The session has ended, `t` is not a finite number, beyond the stop
+    /// time or before the current time; as [`Session::step_towards`].
     pub fn run_until(
         &mut self,
         t: f64,
         mut keep_going: impl FnMut() -> bool,
     ) -> Result<u64, SessionError> {
+        self.check_not_ended()?;
         let base = self.system.time_base();
+        if !t.is_finite() {
+            return Err(SessionError::Request(format!("t = {t} is not a time")));
+        }
         if base.round(t) > base.round(self.t_stop) {
             return Err(SessionError::Request(format!(
                 "t = {t} is beyond the stop time {} (give a later stop time when opening the simulation)",

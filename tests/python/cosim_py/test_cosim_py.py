@@ -233,6 +233,13 @@ def test_simulation_run_until_set_get() -> None:
         sim.run_until(3.0)
     with pytest.raises(cosim.CosimError, match="before the current time"):
         sim.run_until(0.5)
+    # A step to a time not after now is refused, and the simulation goes on.
+    for t in (0.5, 1.0, float("nan"), 1.0 + 1e-12):
+        with pytest.raises(cosim.CosimError, match="not after the current time"):
+            sim.step(t)
+    with pytest.raises(cosim.CosimError, match="is not a time"):
+        sim.run_until(float("nan"))
+    assert sim.time == 1.0 and sim.step() > 1.0
     sim.close()
     with pytest.raises(cosim.CosimError, match="ended"):
         sim.step()
@@ -245,6 +252,8 @@ def test_simulation_error_and_fmu_termination() -> None:
     with pytest.raises(cosim.RunError, match="fmi2DoStep returned Error at t = 0.49"):
         sim.run_until(1.0)
     assert sim.time == 0.49 and sim.done
+    with pytest.raises(cosim.CosimError, match="has ended"):
+        sim.run_until(1.0)
     # An FMU that asks to terminate ends the simulation normally, as a run.
     r = cosim.run("fmus/dist/fmi2/Terminating.fmu", set={"t_end": 0.305})
     assert r.status == "terminated" and r.summary["t_reached"] == 0.305
