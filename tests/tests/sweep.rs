@@ -792,3 +792,84 @@ fn b1_stability_limits_in_the_docs_are_what_the_build_gives() {
     println!("{table}");
     cosim_tests::check_doc_block("sweep.md", "b1-stability", &table);
 }
+
+/// Merge takes shards of one sweep only: a shard of a sweep with other
+/// values set in every run, or one without its sidecar, is refused; more
+/// shards than runs leave an empty shard that is a summary still, and the
+/// merge of all of them is the whole sweep.
+#[test]
+fn merge_takes_the_shards_of_one_sweep_and_empty_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, stop: f64| {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "[sweep]\nscenario = \"{}\"\nset = {{ \"simulation.stop\" = {stop} }}\n[[sweep.axes]]\nkey = \"master.step\"\nvalues = [2e-3, 4e-3]\n",
+                scenario("b1_quarter_car_a.toml").display()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let (a, b) = (write("a.toml", 0.2), write("b.toml", 0.1));
+    let out = dir.path().join("out");
+    let shard = |file: &Path, k: usize, n: usize| {
+        let o = cosim(&[
+            "sweep",
+            file.to_str().unwrap(),
+            "--shard",
+            &format!("{k}/{n}"),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            "1",
+            "--no-progress",
+            "--no-plot",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        out.join(format!("summary.shard-{k}-of-{n}.csv"))
+    };
+    let merge = |shards: &[&Path]| {
+        let mut args = vec!["sweep".to_string(), "merge".into()];
+        args.extend(shards.iter().map(|p| p.display().to_string()));
+        args.extend([
+            "-o".into(),
+            dir.path().join("merged.csv").display().to_string(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        cosim(&args)
+    };
+    // Three shards of two runs: the third is empty, a summary still.
+    let shards: Vec<PathBuf> = (1..=3).map(|k| shard(&a, k, 3)).collect();
+    let empty = std::fs::read_to_string(&shards[2]).unwrap();
+    assert_eq!(empty.trim_end(), "index,master.step", "{empty:?}");
+    let o = merge(&shards.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let merged = std::fs::read_to_string(dir.path().join("merged.csv")).unwrap();
+    assert_eq!(merged.lines().count(), 3, "{merged}");
+    // Shard 2 of a sweep that sets another stop time: refused.
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let foreign = other.join("summary.shard-2-of-2.csv");
+    std::fs::copy(shard(&b, 2, 2), &foreign).unwrap();
+    std::fs::copy(
+        out.join("summary.shard-2-of-2.json"),
+        other.join("summary.shard-2-of-2.json"),
+    )
+    .unwrap();
+    let own = shard(&a, 1, 2);
+    let o = merge(&[&own, &foreign]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a shard of the same sweep as")
+            && stderr(&o).contains("different values set in every run"),
+        "{}",
+        stderr(&o)
+    );
+    // A shard without its sidecar: refused, naming it.
+    std::fs::remove_file(other.join("summary.shard-2-of-2.json")).unwrap();
+    let o = merge(&[&own, &foreign]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no sidecar"), "{}", stderr(&o));
+}

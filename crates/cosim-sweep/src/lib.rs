@@ -167,6 +167,10 @@ pub struct Meta {
     pub shard: Option<Shard>,
     /// The axes in order.
     pub axes: Vec<AxisMeta>,
+    /// The values set in every run (`[sweep] set`), in order (absent from
+    /// the sidecars of earlier versions).
+    #[serde(default)]
+    pub set: Vec<AxisMeta>,
     /// The plot's horizontal axis.
     pub plot_x: Option<String>,
     /// The plot's metric.
@@ -503,20 +507,18 @@ pub fn run(
         (Some(x), None) => limits::from_summary(&summary, &axes, x),
         _ => Vec::new(),
     };
+    let axis_meta = |a: &Axis| AxisMeta {
+        key: a.key.clone(),
+        scale: a.scale,
+        values: a.values.iter().map(AxisValue::cell).collect(),
+    };
     let meta = Meta {
         sweep: spec.file.clone(),
         scenario: spec.scenario.clone(),
         grid_runs: spec.grid_len(),
         shard: options.shard,
-        axes: spec
-            .axes
-            .iter()
-            .map(|a| AxisMeta {
-                key: a.key.clone(),
-                scale: a.scale,
-                values: a.values.iter().map(AxisValue::cell).collect(),
-            })
-            .collect(),
+        axes: spec.axes.iter().map(axis_meta).collect(),
+        set: spec.set.iter().map(axis_meta).collect(),
         plot_x: spec.plot.x.and_then(|x| keys.get(x).cloned()),
         plot_metric: Some(metric),
         plot_file: spec.plot.file.clone(),
@@ -603,23 +605,36 @@ pub fn merge(
     let mut seen = std::collections::BTreeMap::<u64, PathBuf>::new();
     for path in inputs {
         let s = Summary::read(path)?;
+        // Every shard's sidecar says which sweep it is of: one without it
+        // cannot be checked, so it is not merged.
         let mp = meta_path(path);
-        if mp.exists() {
-            let text = std::fs::read_to_string(&mp).map_err(|e| SweepError::io(&mp, e))?;
-            let m: Meta = serde_json::from_str(&text).map_err(|e| {
-                SweepError::io(&mp, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-            })?;
-            if let Some(first) = &meta
-                && (first.axes != m.axes || first.grid_runs != m.grid_runs)
-            {
+        let text = std::fs::read_to_string(&mp).map_err(|e| {
+            SweepError::Other(format!(
+                "{}: no sidecar {} ({e}): merge needs the .json each shard writes next to its CSV",
+                path.display(),
+                mp.display()
+            ))
+        })?;
+        let m: Meta = serde_json::from_str(&text).map_err(|e| {
+            SweepError::io(&mp, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        })?;
+        if let Some(first) = &meta {
+            let what = if first.axes != m.axes || first.grid_runs != m.grid_runs {
+                Some("different axes or run count")
+            } else if first.set != m.set {
+                Some("different values set in every run ([sweep] set)")
+            } else {
+                None
+            };
+            if let Some(what) = what {
                 return Err(SweepError::Other(format!(
-                    "{} is not a shard of the same sweep as {} (different axes or run count)",
+                    "{} is not a shard of the same sweep as {} ({what})",
                     path.display(),
                     inputs[0].display()
                 )));
             }
-            meta.get_or_insert(m);
         }
+        meta.get_or_insert(m);
         for index in s.column("index").unwrap_or_default() {
             let i: u64 = index.parse().map_err(|_| {
                 SweepError::Other(format!("{}: bad run index '{index}'", path.display()))

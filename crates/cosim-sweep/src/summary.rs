@@ -87,6 +87,12 @@ impl Summary {
     /// a cell a row does not have is empty.
     pub fn build(rows: Vec<Cells>, axes: &[String]) -> Summary {
         let mut names: BTreeSet<(u8, usize, String, String)> = BTreeSet::new();
+        // The index and the axes even without a row (an empty shard: more
+        // shards than runs), so that the file is a summary still.
+        for name in std::iter::once("index").chain(axes.iter().map(String::as_str)) {
+            let (a, b, c) = rank(name, axes);
+            names.insert((a, b, c, name.to_string()));
+        }
         for row in &rows {
             for (name, _) in row {
                 let (a, b, c) = rank(name, axes);
