@@ -558,3 +558,110 @@ fn an_fmu_with_clocks_runs_with_a_warning_naming_them() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("not connected"), "{err}");
 }
+
+// ----- enumerations by item name ------------------------------------------------
+
+/// The FMI 3 TypeMirror with its Int64 input `u_i64` declared as an
+/// enumeration of type `Option` ("Option 1" = 1, "Option 2" = 2); its
+/// output `y_i64` is the input + 1 after a step.
+fn mirror_with_an_enumeration(dir: &Path) -> PathBuf {
+    let path = dir.join("EnumMirror.fmu");
+    copy_with(&fmi3("TypeMirror"), &path, &[], |md| {
+        let types = "  <TypeDefinitions>\n    <EnumerationType name=\"Option\">\n      <Item name=\"Option 1\" value=\"1\"/>\n      <Item name=\"Option 2\" value=\"2\"/>\n    </EnumerationType>\n  </TypeDefinitions>\n  <LogCategories>";
+        let old = "<Int64 name=\"u_i64\" valueReference=\"7\" description=\"Int64 input (held over the step)\" causality=\"input\" variability=\"discrete\" start=\"-5000000000\"/>";
+        assert!(md.contains(old));
+        md.replacen("  <LogCategories>", types, 1).replacen(
+            old,
+            "<Enumeration name=\"u_i64\" valueReference=\"7\" declaredType=\"Option\" causality=\"input\" variability=\"discrete\" start=\"1\"/>",
+            1,
+        )
+    });
+    path
+}
+
+/// An enumeration is set by the name of an item of its type, with the
+/// value the FMU's type gives it: in TOML, and from an SSP parameter set
+/// (`ssv:Enumeration`), also where the set's own `ssc:Enumerations`
+/// number the items otherwise. An unknown name is an error listing the
+/// items.
+#[test]
+fn an_enumeration_is_set_by_the_name_of_an_item_of_its_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = mirror_with_an_enumeration(dir.path());
+    let out_dir = dir.path().join("out");
+    let y_at_the_end = |out_dir: &Path| {
+        let t = cosim_core::metrics::Table::read(&out_dir.join("trace.csv")).unwrap();
+        *t.column("m.y_i64").unwrap().last().unwrap()
+    };
+    let toml = dir.path().join("enum.toml");
+    let write = |item: &str| {
+        std::fs::write(
+            &toml,
+            format!(
+                "[simulation]\nstop = 1.0\n\n[master]\nstep = 1.0\n\n[[subsystems]]\nname = \"m\"\nfmu = \"{}\"\nstart = {{ u_i64 = \"{item}\" }}\n\n[outputs]\nvariables = [\"m.y_i64\"]\n",
+                fmu.display()
+            ),
+        )
+        .unwrap();
+    };
+    write("Option 2");
+    let out = cosim(&["run", "--no-progress", s(&toml), "-o", s(&out_dir)]);
+    status(&out, 0, &[]);
+    assert_eq!(y_at_the_end(&out_dir), 3.0);
+    write("Option 3");
+    let out = cosim(&["run", "--no-progress", s(&toml), "-o", s(&out_dir)]);
+    status(
+        &out,
+        2,
+        &[
+            "'Option 3' is not an item of the type 'Option' of 'u_i64': its items are 'Option 1' (1), 'Option 2' (2)",
+        ],
+    );
+    // SSP: the set's own numbering (Option 2 = 1) does not count.
+    let ssd = dir.path().join("enum.ssd");
+    std::fs::write(
+        &ssd,
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<ssd:SystemStructureDescription xmlns:ssd="http://ssp-standard.org/SSP1/SystemStructureDescription" xmlns:ssc="http://ssp-standard.org/SSP1/SystemStructureCommon" xmlns:ssv="http://ssp-standard.org/SSP1/SystemStructureParameterValues" version="1.0" name="Enum">
+  <ssd:System name="Enum">
+    <ssd:Elements>
+      <ssd:Component name="m" source="{}">
+        <ssd:ParameterBindings>
+          <ssd:ParameterBinding>
+            <ssd:ParameterValues>
+              <ssv:ParameterSet version="1.0" name="m">
+                <ssv:Parameters>
+                  <ssv:Parameter name="u_i64"><ssv:Enumeration value="Option 2" name="Option"/></ssv:Parameter>
+                </ssv:Parameters>
+                <ssv:Enumerations>
+                  <ssc:Enumeration name="Option"><ssc:Item name="Option 1" value="0"/><ssc:Item name="Option 2" value="1"/></ssc:Enumeration>
+                </ssv:Enumerations>
+              </ssv:ParameterSet>
+            </ssd:ParameterValues>
+          </ssd:ParameterBinding>
+        </ssd:ParameterBindings>
+      </ssd:Component>
+    </ssd:Elements>
+  </ssd:System>
+  <ssd:DefaultExperiment startTime="0" stopTime="1"/>
+</ssd:SystemStructureDescription>
+"#,
+            fmu.display()
+        ),
+    )
+    .unwrap();
+    let out = cosim(&[
+        "run",
+        "--no-progress",
+        s(&ssd),
+        "--step",
+        "1",
+        "--output-variables",
+        "m.y_i64",
+        "-o",
+        s(&out_dir),
+    ]);
+    status(&out, 0, &[]);
+    assert_eq!(y_at_the_end(&out_dir), 3.0);
+}

@@ -491,6 +491,7 @@ fn typed_value(
     v: &Variable,
     raw: &RawValue,
     shape: &[usize],
+    items: &[(String, i64)],
 ) -> std::result::Result<StartValue, String> {
     let elements: Vec<&RawValue> = match raw {
         RawValue::Array(_) if v.is_scalar() => {
@@ -577,8 +578,18 @@ fn typed_value(
             let (lo, hi) = int_range(v.var_type);
             let mut out = Vec::new();
             for e in elements {
-                let RawValue::Int(i) = e else {
-                    return Err(mismatch("an integer", e));
+                // An enumeration by the name of one of its type's items.
+                let item;
+                let i = match e {
+                    RawValue::Int(i) => i,
+                    RawValue::Str(name) if v.var_type == VariableType::Enumeration => {
+                        item = enumeration_item(v, name, items)?;
+                        &item
+                    }
+                    _ if v.var_type == VariableType::Enumeration => {
+                        return Err(mismatch("an integer or the name of an item", e));
+                    }
+                    _ => return Err(mismatch("an integer", e)),
                 };
                 if i128::from(*i) < lo || i128::from(*i) > hi {
                     return Err(format!(
@@ -1436,8 +1447,13 @@ impl<'s, 'm> Resolver<'s, 'm> {
         let shape = md
             .shape(index, &|k| structural.get(&k).copied())
             .map_err(|m| self.origin_err(&a.name_origin, m))?;
-        let value =
-            typed_value(v, &a.value, &shape).map_err(|m| self.origin_err(&a.value_origin, m))?;
+        let items = v
+            .declared_type
+            .as_deref()
+            .and_then(|t| md.type_definitions.iter().find(|d| d.name == t))
+            .map_or(&[][..], |d| d.items.as_slice());
+        let value = typed_value(v, &a.value, &shape, items)
+            .map_err(|m| self.origin_err(&a.value_origin, m))?;
         let origin = match &a.value_origin {
             Origin::File(span) => ValueOrigin::File(*span),
             Origin::Argument(arg) => ValueOrigin::Argument(arg.clone()),
@@ -2201,6 +2217,29 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
         }
     }
+}
+
+/// The value of the item `name` of enumeration `v`'s type (`items`).
+fn enumeration_item(
+    v: &Variable,
+    name: &str,
+    items: &[(String, i64)],
+) -> std::result::Result<i64, String> {
+    if let Some((_, value)) = items.iter().find(|(n, _)| n == name) {
+        return Ok(*value);
+    }
+    let known: Vec<String> = items.iter().map(|(n, x)| format!("'{n}' ({x})")).collect();
+    Err(match &v.declared_type {
+        Some(t) if !known.is_empty() => format!(
+            "'{name}' is not an item of the type '{t}' of '{}': its items are {}",
+            v.name,
+            known.join(", ")
+        ),
+        _ => format!(
+            "'{name}' is not an item of the type of '{}', which names none: give the item's value",
+            v.name
+        ),
+    })
 }
 
 /// Checks that `input` and `output` of `md` are an effort/flow pair; the

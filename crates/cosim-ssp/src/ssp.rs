@@ -1308,25 +1308,28 @@ impl Reader<'_> {
                         }
                     },
                     "String" => RawValue::Str(raw.clone()),
-                    "Enumeration" => {
-                        let item = t
-                            .value("name")
-                            .and_then(|en| enums.get(en))
-                            .and_then(|items| items.get(raw.trim()).copied())
-                            .or_else(|| raw.trim().parse::<i64>().ok());
-                        match item {
-                            Some(i) => RawValue::Int(i),
-                            None => {
-                                self.ctx.error(
+                    // The item's name: its value is the one the FMU's
+                    // enumeration type gives it (the SSP schema: the
+                    // parameter set's own <ssc:Enumerations> serve user
+                    // interfaces and checks), looked up when the scenario
+                    // is resolved. A number is taken as the value.
+                    "Enumeration" => match raw.trim().parse::<i64>() {
+                        Ok(i) => RawValue::Int(i),
+                        Err(_) => {
+                            if let Some(items) = t.value("name").and_then(|en| enums.get(en))
+                                && !items.contains_key(raw.trim())
+                            {
+                                self.ctx.warn(
                                     value_src,
                                     format!(
-                                        "parameter '{name}': the enumeration item '{raw}' is not defined in the parameter set's <ssc:Enumerations>"
+                                        "parameter '{name}': the enumeration item '{raw}' is not one of the parameter set's <ssc:Enumeration name=\"{}\">; its value comes from the FMU's type",
+                                        t.value("name").unwrap_or_default()
                                     ),
                                 );
-                                continue;
                             }
+                            RawValue::Str(raw.trim().to_string())
                         }
-                    }
+                    },
                     other => {
                         let why = format!("parameters of type {other} are not supported");
                         self.ctx.unsupported(&mut self.lv.draft, file, t, &why);
@@ -2152,8 +2155,8 @@ enum End {
 /// The unit at a component's connector: the connector's declared unit,
 /// else the variable's.
 /// True when a bound value has the variable's type, as libcosim requires
-/// (`is_valid_variable_value`); an integer also fits an enumeration (SSP's
-/// `ssv:Enumeration` is read as its item's value).
+/// (`is_valid_variable_value`); an integer (its value) or a string (its
+/// item's name, as `ssv:Enumeration` gives it) also fits an enumeration.
 fn value_fits(value: &RawValue, t: VariableType) -> bool {
     use VariableType as T;
     match value {
@@ -2171,7 +2174,8 @@ fn value_fits(value: &RawValue, t: VariableType) -> bool {
                 | T::Enumeration
         ),
         RawValue::Bool(_) => t == T::Boolean,
-        RawValue::Str(_) => t == T::String,
+        // (An enumeration by an item's name, as `ssv:Enumeration` gives it.)
+        RawValue::Str(_) => matches!(t, T::String | T::Enumeration),
     }
 }
 

@@ -238,6 +238,9 @@ pub struct TypeDefinition {
     pub max: Option<f64>,
     /// `nominal`.
     pub nominal: Option<f64>,
+    /// An enumeration's `<Item>`s: name and value, in order (empty for
+    /// other types).
+    pub items: Vec<(String, i64)>,
 }
 
 /// A `<Category>` of `<LogCategories>`.

@@ -806,7 +806,22 @@ fn parse_type_definitions(ctx: &Ctx<'_>, types: &Elem, v3: bool) -> Result<Vec<T
             ));
         }
         seen.insert(name.clone(), name_elem.pos.line);
+        let mut items = Vec::new();
+        if base_type == VariableType::Enumeration {
+            for item in attr_elem.children.iter().filter(|c| c.name == "Item") {
+                let item_name = item.req(ctx, "name")?.to_string();
+                let raw = item.req(ctx, "value")?;
+                let value = raw.trim().parse::<i64>().map_err(|_| {
+                    ctx.err(
+                        item.pos,
+                        format!("the value of item '{item_name}' of type '{name}' is not an integer: '{}'", shorten(raw)),
+                    )
+                })?;
+                items.push((item_name, value));
+            }
+        }
         out.push(TypeDefinition {
+            items,
             name,
             base_type,
             quantity: attr_elem.attr_string("quantity"),
