@@ -233,6 +233,21 @@ pub(crate) fn parse_f64(s: &str) -> Option<f64> {
     t.parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
+/// Why `raw` is not an integer a scenario can hold: not an integer at all,
+/// or one beyond the range of TOML integers (64-bit signed), as a UInt64
+/// above 2^63 - 1 is.
+pub(crate) fn not_an_integer(raw: &str) -> String {
+    if raw.trim().parse::<i128>().is_ok() {
+        format!(
+            "'{raw}' is beyond the integers a scenario holds ({} to {}, those of TOML)",
+            i64::MIN,
+            i64::MAX
+        )
+    } else {
+        format!("'{raw}' is not an integer")
+    }
+}
+
 /// An `xs:boolean`.
 pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     match s.trim() {
@@ -343,6 +358,17 @@ pub(crate) fn normalise(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A UInt64 above 2^63 - 1 is an integer, beyond what a scenario
+    /// (TOML) holds: said so, not called "not an integer".
+    #[test]
+    fn an_integer_too_large_for_a_scenario_is_told_from_no_integer() {
+        assert_eq!(
+            not_an_integer("18446744073709551615"),
+            "'18446744073709551615' is beyond the integers a scenario holds (-9223372036854775808 to 9223372036854775807, those of TOML)"
+        );
+        assert_eq!(not_an_integer("1.5"), "'1.5' is not an integer");
+    }
 
     #[test]
     fn uris() {

@@ -9,7 +9,7 @@ use cosim_fmi::ModelDescription;
 use cosim_fmi::bonds::check_effort_flow_pair;
 use cosim_fmi::model_description::Causality;
 
-use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
+use crate::common::{Ctx, normalise, not_an_integer, parse_bool, parse_f64, resolve_uri, shown};
 use crate::draft::{
     Assign, BondDraft, ConnDraft, Draft, EndDraft, FuncConnDraft, FuncDraft, PortRef, RawValue,
     SubDraft, Val, VarRef, scenario_name,
@@ -497,8 +497,7 @@ impl Reader<'_> {
             })?),
             "Integer" | "Enumeration" => {
                 RawValue::Int(raw.trim().parse::<i64>().ok().or_else(|| {
-                    self.ctx
-                        .error(value_src, format!("'{raw}' is not an integer"));
+                    self.ctx.error(value_src, not_an_integer(&raw));
                     None
                 })?)
             }

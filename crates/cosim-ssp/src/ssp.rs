@@ -11,7 +11,7 @@ use cosim_fmi::model_description::units::{parse_unit, unit_base_unit};
 use cosim_fmi::model_description::{Causality, VariableType};
 use cosim_scenario::defaults;
 
-use crate::common::{Ctx, normalise, parse_bool, parse_f64, resolve_uri, shown};
+use crate::common::{Ctx, normalise, not_an_integer, parse_bool, parse_f64, resolve_uri, shown};
 use crate::draft::{
     Assign, ConnDraft, Draft, RawValue, Skipped, SubDraft, Val, VarRef, scenario_name,
 };
@@ -1292,7 +1292,7 @@ impl Reader<'_> {
                         Err(_) => {
                             self.ctx.error(
                                 value_src,
-                                format!("parameter '{name}': '{raw}' is not an integer"),
+                                format!("parameter '{name}': {}", not_an_integer(&raw)),
                             );
                             continue;
                         }
