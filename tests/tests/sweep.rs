@@ -873,3 +873,43 @@ fn merge_takes_the_shards_of_one_sweep_and_empty_ones() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no sidecar"), "{}", stderr(&o));
 }
+
+/// Every axis value is checked before anything runs, not only those of
+/// the first run: a value the FMU's model description refuses is bad input
+/// (exit 2) at that value, with `--check` and without.
+#[test]
+fn every_axis_value_is_checked_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("masses.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[sweep]\nscenario = \"{}\"\nset = {{ \"simulation.stop\" = 0.1 }}\n[[sweep.axes]]\nkey = \"chassis.m_c\"\nvalues = [400.0, -2.0]\n",
+            scenario("b1_quarter_car_a.toml").display()
+        ),
+    )
+    .unwrap();
+    for check in [true, false] {
+        let out = dir.path().join(format!("out_{check}"));
+        let mut args = vec![
+            "sweep",
+            path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-progress",
+        ];
+        if check {
+            args.push("--check");
+        }
+        let o = cosim(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--check {check}: {err}");
+        assert!(
+            err.contains(
+                "masses.toml:6:18: error: chassis.m_c = -2.0: -2 is below the minimum 0 of 'm_c'"
+            ),
+            "--check {check}: {err}"
+        );
+        assert!(!out.join("runs").exists(), "nothing ran");
+    }
+}

@@ -74,26 +74,7 @@ pub fn prepare_scenario(
     scenario: &Scenario,
     threads: Option<usize>,
 ) -> Result<Prepared, PrepareError> {
-    // Nested systems run on the times of the top level; their own
-    // `[simulation]` does not apply (any values do for resolving them).
-    let start = scenario.simulation.start.as_ref().map(|s| s.value);
-    let stop = scenario.simulation.stop.as_ref().map(|s| s.value);
-    let (nest_start, nest_stop) = match (start, stop) {
-        (Some(a), Some(b)) => (a, b),
-        (a, _) => (a.unwrap_or(0.0), a.unwrap_or(0.0) + 1.0),
-    };
-    let nodes = nest::prepare_nodes(scenario, Some(nest_start), Some(nest_stop))?;
-    let names: Vec<String> = scenario
-        .subsystems()
-        .iter()
-        .map(|s| s.name.value.clone())
-        .collect();
-    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
-        .iter()
-        .zip(&nodes)
-        .map(|(n, node)| (n.as_str(), node.model_description()))
-        .collect();
-    let mut resolved = scenario.resolve(&models)?;
+    let (nodes, mut resolved) = load_and_resolve(scenario)?;
     if let Some(t) = threads {
         resolved.master.threads = t;
     }
@@ -126,6 +107,44 @@ pub fn prepare_scenario(
         resolved.warnings.push(w);
     }
     Ok(Prepared { resolved, assembly })
+}
+
+/// Loads `scenario`'s FMUs (their model descriptions; nested systems
+/// prepared in turn) and resolves the scenario against them, instantiating
+/// nothing: every check of a scenario's values but those the FMUs make
+/// themselves (a sweep checks each axis value so).
+///
+/// # Errors
+///
+/// As [`prepare_scenario`], before instantiation.
+pub fn resolve_scenario(scenario: &Scenario) -> Result<ResolvedScenario, PrepareError> {
+    load_and_resolve(scenario).map(|(_, resolved)| resolved)
+}
+
+fn load_and_resolve(
+    scenario: &Scenario,
+) -> Result<(Vec<nest::Node>, ResolvedScenario), PrepareError> {
+    // Nested systems run on the times of the top level; their own
+    // `[simulation]` does not apply (any values do for resolving them).
+    let start = scenario.simulation.start.as_ref().map(|s| s.value);
+    let stop = scenario.simulation.stop.as_ref().map(|s| s.value);
+    let (nest_start, nest_stop) = match (start, stop) {
+        (Some(a), Some(b)) => (a, b),
+        (a, _) => (a.unwrap_or(0.0), a.unwrap_or(0.0) + 1.0),
+    };
+    let nodes = nest::prepare_nodes(scenario, Some(nest_start), Some(nest_stop))?;
+    let names: Vec<String> = scenario
+        .subsystems()
+        .iter()
+        .map(|s| s.name.value.clone())
+        .collect();
+    let models: Vec<(&str, &cosim_fmi::ModelDescription)> = names
+        .iter()
+        .zip(&nodes)
+        .map(|(n, node)| (n.as_str(), node.model_description()))
+        .collect();
+    let resolved = scenario.resolve(&models)?;
+    Ok((nodes, resolved))
 }
 
 /// What a run produced.

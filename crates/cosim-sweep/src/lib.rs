@@ -262,7 +262,71 @@ pub fn check(spec: &SweepSpec) -> Result<Vec<String>, SweepError> {
     let values = spec.grid_values(0);
     let (scenario, _) = edit::build(spec, &values, &spec.out.join("check"))
         .map_err(|m| SweepError::Other(format!("{}: run 0: {m}", spec.file.display())))?;
-    match cosim_scenario::runner::prepare_scenario(&scenario, Some(1)) {
+    let warnings = check_first_run(spec, &scenario)?;
+    check_every_value(spec, &values)?;
+    Ok(warnings)
+}
+
+/// Every axis value that run 0 does not have, each once, resolved against
+/// the FMUs (nothing instantiated): a value the scenario or the FMUs'
+/// model descriptions refuse is an error at that value, before any run.
+/// (With `combine = "zip"` each run is checked: its values go together.)
+fn check_every_value(spec: &SweepSpec, first: &[AxisValue]) -> Result<(), SweepError> {
+    let dir = spec.out.join("check");
+    let mut trials: Vec<(usize, usize, Vec<AxisValue>)> = Vec::new();
+    match spec.combine {
+        spec::Combine::Product => {
+            for (a, axis) in spec.axes.iter().enumerate() {
+                for (j, v) in axis.values.iter().enumerate() {
+                    if first.get(a) != Some(v) {
+                        let mut values = first.to_vec();
+                        values[a] = v.clone();
+                        trials.push((a, j, values));
+                    }
+                }
+            }
+        }
+        spec::Combine::Zip => {
+            for j in 1..spec.grid_len() {
+                trials.push((0, j, spec.grid_values(j)));
+            }
+        }
+    }
+    for (a, j, values) in trials {
+        let axis = &spec.axes[a];
+        let at = |message: String| -> SweepError {
+            let span = axis
+                .value_spans
+                .get(j)
+                .cloned()
+                .flatten()
+                .or_else(|| axis.key_span.clone());
+            spec.error_at(
+                span,
+                format!("{} = {}: {message}", axis.key, values[a].cell()),
+            )
+            .with_note(format!("in the scenario {}", spec.scenario.display()))
+            .into()
+        };
+        let (scenario, _) = edit::build(spec, &values, &dir).map_err(&at)?;
+        match cosim_scenario::runner::resolve_scenario(&scenario) {
+            Ok(_) => {}
+            Err(cosim_scenario::runner::PrepareError::Scenario(e)) => {
+                return Err(at(e.message.clone()));
+            }
+            Err(e) => return Err(at(e.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// Run 0 prepared as it will run: its warnings, or its error (at the axis
+/// a variable refers to).
+fn check_first_run(
+    spec: &SweepSpec,
+    scenario: &cosim_scenario::Scenario,
+) -> Result<Vec<String>, SweepError> {
+    match cosim_scenario::runner::prepare_scenario(scenario, Some(1)) {
         Ok(prepared) => {
             // Sweeps run many runs in one process, without the watchdog
             // that ends a hung FMU call of `cosim run` (by ending the
