@@ -2115,6 +2115,17 @@ impl<'s, 'm> Resolver<'s, 'm> {
         Ok(out)
     }
 
+    /// A warning about a subsystem, at its table; when one FMU is run
+    /// directly (no scenario file), about the FMU.
+    fn warn_of_subsystem(&mut self, span: Span, message: String) {
+        if self.scenario.single.is_some() {
+            let w = self.src().diagnostic(Severity::Warning, None, message);
+            self.warnings.push(w);
+        } else {
+            self.warn(span, message);
+        }
+    }
+
     /// Warns once per subsystem whose FMU declares clocks: cosim runs
     /// FMI 3 Co-Simulation without Event Mode (`eventModeUsed = false`),
     /// where no clock ticks, so what they clock is never updated.
@@ -2140,12 +2151,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
         }
         for (span, m) in warnings {
-            if self.scenario.single.is_some() {
-                let w = self.src().diagnostic(Severity::Warning, None, m);
-                self.warnings.push(w);
-            } else {
-                self.warn(span, m);
-            }
+            self.warn_of_subsystem(span, m);
         }
     }
 
@@ -2209,12 +2215,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
         }
         for (span, m) in warnings {
-            if self.scenario.single.is_some() {
-                let w = self.src().diagnostic(Severity::Warning, None, m);
-                self.warnings.push(w);
-            } else {
-                self.warn(span, m);
-            }
+            self.warn_of_subsystem(span, m);
         }
     }
 }
