@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::{CoreError, Result};
 use crate::indicators::{EnergyAccount, ErrorIndicator};
-use crate::master::{Master, MasterStats, StepReport};
+use crate::master::{Master, MasterStats, QuietSteps, StepReport};
 use crate::observer::{Next, Observer, Sampling, StepContext};
 use crate::output::OutputsHandle;
 use crate::subsystem::CallCounters;
@@ -296,6 +296,39 @@ impl Execution {
                     t: self.system.time(),
                 });
             }
+            // A stretch of quiet steps in one go, where the master can.
+            // (A master that ends its steps on output points takes them
+            // one by one.)
+            let mut failed = None;
+            if can_be_quiet && !to_points {
+                let mut quiet = QuietSteps {
+                    limit: if always_quiet {
+                        u64::MAX
+                    } else {
+                        quiet_until.1.saturating_sub(run.macro_steps + 1)
+                    },
+                    until: if always_quiet {
+                        i64::MAX
+                    } else {
+                        quiet_until.0
+                    },
+                    macro_steps: run.macro_steps,
+                    interrupt: self.interrupt.as_deref(),
+                    outputs,
+                };
+                let outcome =
+                    self.master
+                        .advance_quiet(&mut self.system, t_stop, &mut quiet, &mut report);
+                if quiet.macro_steps > run.macro_steps {
+                    run.progress.note(&report);
+                    run.macro_steps = quiet.macro_steps;
+                }
+                match outcome {
+                    Some(Ok(())) => continue,
+                    Some(Err(e)) => failed = Some(e),
+                    None => {}
+                }
+            }
             let t_step = self.system.time();
             let now = self.system.ticks();
             let mut target = stop;
@@ -322,10 +355,13 @@ impl Execution {
                 base.seconds(target)
             };
             let mut ended = None;
-            match self
-                .master
-                .advance_into(&mut self.system, t_target, &mut report)
-            {
+            let outcome = match failed {
+                Some(e) => Err(e),
+                None => self
+                    .master
+                    .advance_into(&mut self.system, t_target, &mut report),
+            };
+            match outcome {
                 Ok(()) => {}
                 Err(CoreError::TerminatedByFmu {
                     subsystem,

@@ -125,6 +125,27 @@ impl PoolChooser {
         None
     }
 
+    /// How many of the next steps run inline with nothing timed: up to
+    /// the next calibration once inline was chosen, else none.
+    pub fn inline_steps_left(&self) -> u64 {
+        if self.step >= CALIBRATION_STEPS && self.chosen == Way::Inline {
+            CALIBRATION_STEPS + RECALIBRATE_EVERY - self.step
+        } else {
+            0
+        }
+    }
+
+    /// Records `n` steps run inline untimed (at most
+    /// [`PoolChooser::inline_steps_left`]).
+    pub fn record_inline(&mut self, n: u64) {
+        self.step += n.min(self.inline_steps_left());
+        if self.step >= CALIBRATION_STEPS + RECALIBRATE_EVERY {
+            self.step = 0;
+            self.n_inline = 0;
+            self.n_pool = 0;
+        }
+    }
+
     /// The current choice (inline until the first calibration ends).
     pub fn chosen(&self) -> Way {
         self.chosen

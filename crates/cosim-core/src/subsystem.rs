@@ -1127,6 +1127,36 @@ impl FmuSubsystem {
         result.map_err(crate::CoreError::from)
     }
 
+    /// This FMU's part in a run of held macro steps
+    /// ([`crate::System::step_held_run`]): its held step bound to `u` (the
+    /// inputs it sets) and `y` (the first `y.len()` observed slots it
+    /// reads), with its watchdog marks and call counters. `None` where
+    /// [`FmuSubsystem::step_held_direct`] would not take its direct path,
+    /// or the instance gives no bound step
+    /// ([`cosim_fmi::Instance::held_step`]).
+    pub(crate) fn held_run<'a>(
+        &'a mut self,
+        u: &'a mut [f64],
+        y: &'a mut [f64],
+    ) -> Option<HeldFmu<'a>> {
+        if self.typed_inputs.is_some() || y.len() > self.float_prefix {
+            return None;
+        }
+        let n = y.len();
+        let step = self.instance.held_step(
+            &self.input_vrs,
+            u,
+            &self.observed_vrs[..n],
+            y,
+            self.no_set_prior,
+        )?;
+        Some(HeldFmu {
+            step,
+            tracker: &mut self.tracker,
+            counters: &mut self.counters,
+        })
+    }
+
     /// [`FmuSubsystem::step_held_direct`] with typed slots: the three calls
     /// one after the other (out of line: not the hot path's case).
     #[inline(never)]
@@ -1170,6 +1200,79 @@ fn step_held_in_calls<S: Subsystem + ?Sized>(
         sub.get_observed_first(n, y)?;
     }
     Ok(outcome)
+}
+
+/// One FMU in a run of held macro steps ([`FmuSubsystem::held_run`]): the
+/// step of [`FmuSubsystem::step_held_direct`], its calls bound once.
+pub(crate) struct HeldFmu<'a> {
+    step: cosim_fmi::ffi::fmi2::Fmi2HeldStep<'a>,
+    tracker: &'a mut CallTracker,
+    counters: &'a mut CallCounters,
+}
+
+impl HeldFmu<'_> {
+    /// The inputs the next step sets.
+    #[inline(always)]
+    pub(crate) fn inputs_mut(&mut self) -> &mut [f64] {
+        self.step.inputs_mut()
+    }
+
+    /// The values the last step read.
+    #[inline(always)]
+    pub(crate) fn outputs(&self) -> &[f64] {
+        self.step.outputs()
+    }
+
+    /// One step from `t` by `h`, marked as
+    /// [`FmuSubsystem::step_held_direct`] marks it: `true` when it
+    /// completed; else [`HeldFmu::failure`] says how it ended. Its calls
+    /// are counted by [`HeldFmu::count`] (but the stepped time, here).
+    #[inline(always)]
+    pub(crate) fn step(&mut self, t: f64, h: f64) -> bool {
+        let (marks, stepped) = (self.tracker.group(), &mut self.counters.stepped_time);
+        self.step.step(t, h, |call| match call {
+            StepCall::SetInputs => marks.call(Call::SetInputs),
+            StepCall::DoStep => {
+                marks.step(t);
+                *stepped += h;
+            }
+            StepCall::GetOutputs => marks.call(Call::GetOutputs),
+            StepCall::Completed => marks.end(),
+        })
+    }
+
+    /// Counts the calls of `steps` completed steps.
+    pub(crate) fn count(&mut self, steps: u64) {
+        let (set, get) = self.step.calls_set_get();
+        let c = &mut *self.counters;
+        c.do_step += steps;
+        c.set_inputs += if set { steps } else { 0 };
+        c.get_outputs += if get { steps } else { 0 };
+    }
+
+    /// After completed steps, the last one ending at `t`.
+    pub(crate) fn reached(&mut self, t: f64) {
+        self.step.reached(t);
+    }
+
+    /// How the step that did not complete ended; counts the calls it made.
+    #[cold]
+    pub(crate) fn failure(&mut self) -> Result<StepOutcome> {
+        self.tracker.end();
+        let (call, outcome) = self.step.take_failure();
+        let (set, _) = self.step.calls_set_get();
+        let c = &mut *self.counters;
+        match call {
+            StepCall::SetInputs => c.set_inputs += 1,
+            StepCall::DoStep | StepCall::GetOutputs => {
+                c.set_inputs += u64::from(set);
+                c.do_step += 1;
+                c.get_outputs += u64::from(call == StepCall::GetOutputs);
+            }
+            StepCall::Completed => {}
+        }
+        outcome.map_err(crate::CoreError::from)
+    }
 }
 
 impl Drop for FmuSubsystem {

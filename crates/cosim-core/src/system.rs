@@ -1137,6 +1137,210 @@ impl System {
         error.map_or(Ok(()), Err)
     }
 
+    /// Up to `steps` macro steps of `h_ticks` each from now, each what the
+    /// fixed-step master's common case makes of one
+    /// ([`System::step_held_all_inline`], [`System::publish_read`],
+    /// [`System::exchange`], [`System::set_time_at`]) with the same
+    /// results bit for bit, for a stretch of steps that nothing watches
+    /// in between. The FMUs' calls are bound once for the whole run
+    /// ([`FmuSubsystem::held_run`]): a step reads no function pointer,
+    /// value reference array or length anew, and tests no log or state it
+    /// cannot have changed. `after_step(t)` is called after each step, at
+    /// its end `t`; it returns whether to go on.
+    ///
+    /// `None`, with nothing done, where the common case does not hold for
+    /// every subsystem (an FMU whose step is not the direct one, or no
+    /// FMU, functions in the coupling, steps timed or in other processes,
+    /// or the time beyond where ticks and seconds convert exactly). With a
+    /// worker pool the steps are taken inline while the pool is measured
+    /// not to pay off ([`PoolChooser`]), up to its next measurement; none
+    /// (`Some((0, Ok(())))`) while it does or is being measured. Else the
+    /// steps completed, and the error of the step after them if one
+    /// failed: as from [`System::step_held_all_inline`], the subsystems
+    /// after the failing one completed that step unless the error ends
+    /// the run, and the step is not published.
+    pub fn step_held_run(
+        &mut self,
+        steps: u64,
+        h_ticks: i64,
+        mut after_step: impl FnMut(f64) -> bool,
+    ) -> Option<(u64, Result<()>)> {
+        const EXACT: i64 = 1 << 53;
+        let last = i64::try_from(steps)
+            .ok()
+            .and_then(|k| k.checked_mul(h_ticks))
+            .and_then(|d| d.checked_add(self.ticks))?;
+        if h_ticks <= 0
+            || self.background.iter().any(|&b| b)
+            || !self.functions.is_empty()
+            || self.ticks.unsigned_abs() >= EXACT as u64
+            || last >= EXACT
+        {
+            return None;
+        }
+        // With a worker pool: while it is measured not to pay off, up to
+        // its next measurement (the results are the same either way).
+        let pooled = self.pool.is_some() && self.subsystems.len() > 1;
+        let steps = if pooled {
+            steps.min(self.pool_chooser.inline_steps_left())
+        } else {
+            steps
+        };
+        if steps == 0 {
+            return Some((0, Ok(())));
+        }
+        let policy = (self.nonfinite, self.divergence_limit);
+        let limit_abs = self.divergence_limit.min(f64::MAX);
+        let mut held = Vec::with_capacity(self.subsystems.len());
+        for (sub, b) in self.subsystems.iter_mut().zip(&mut self.buffers) {
+            if b.step_wall_time.is_some() {
+                return None;
+            }
+            let fmu = sub.as_fmu()?;
+            // Held inputs, set from `u` itself: `u_end` (the values set)
+            // is copied from it before the exchange that changes it.
+            b.held = true;
+            b.deliver_orders = 0;
+            let hot = b.hot;
+            held.push((
+                fmu.held_run(&mut b.u, &mut b.y_new[..hot])?,
+                &mut b.u_end,
+                &mut b.y[..hot],
+            ));
+        }
+        self.rest_stale |= self.lazy;
+        let base = self.time_base;
+        let (mut ticks, mut t) = (self.ticks, self.time);
+        let mut taken = 0;
+        // The end of the last completed step as the FMUs' instances have
+        // it: `t + h`, which is not always the next `t` to the last bit.
+        let mut reached = None;
+        // Where a step stopped: the subsystem, and whether it was its
+        // check of the values read (else its step).
+        let mut stopped = None;
+        'steps: while taken < steps {
+            let next = ticks + h_ticks;
+            let t_next = base.seconds(next);
+            let h = t_next - t;
+            for (s, (fmu, _, _)) in held.iter_mut().enumerate() {
+                if !fmu.step(t, h) {
+                    stopped = Some((s, false));
+                    break 'steps;
+                }
+                if !fmu.outputs().iter().all(|v| v.abs() <= limit_abs) {
+                    stopped = Some((s, true));
+                    break 'steps;
+                }
+            }
+            for (fmu, _, y) in held.iter_mut() {
+                copy_values(y, fmu.outputs());
+            }
+            taken += 1;
+            reached = Some(t + h);
+            (ticks, t) = (next, t_next);
+            (self.ticks, self.time) = (ticks, t);
+            let go_on = after_step(t) && taken < steps;
+            if !go_on {
+                for (fmu, u_end, _) in held.iter_mut() {
+                    copy_values(u_end, fmu.inputs_mut());
+                }
+            }
+            for r in &self.routes {
+                let v = r.gain * held[r.src_sub].2[r.src_slot] + r.offset;
+                held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
+            }
+            if !go_on {
+                break;
+            }
+        }
+        if pooled {
+            self.pool_chooser.record_inline(taken);
+        }
+        let Some((s, check)) = stopped else {
+            for (fmu, _, _) in held.iter_mut() {
+                fmu.count(taken);
+                if let Some(r) = reached {
+                    fmu.reached(r);
+                }
+            }
+            return Some((taken, Ok(())));
+        };
+        // The step after `taken` stopped at subsystem `s`: its inputs
+        // were those set, its outcome or check goes the common way, and
+        // the subsystems after it step as in step_held_all_inline.
+        let next = ticks + h_ticks;
+        let t_next = base.seconds(next);
+        let h = t_next - t;
+        for (j, (fmu, _, _)) in held.iter_mut().enumerate() {
+            if j < s || (j == s && check) {
+                fmu.count(taken + 1);
+                fmu.reached(t + h);
+            } else {
+                fmu.count(taken);
+                if let Some(r) = reached
+                    && j > s
+                {
+                    fmu.reached(r);
+                }
+            }
+        }
+        let outcome = if check {
+            Ok(StepOutcome::Completed)
+        } else {
+            held[s].0.failure()
+        };
+        // (The subsystems after `s` that the error keeps from stepping
+        // keep an older `u_end`: nothing reads it once an error ended the
+        // run, and no indicator that reads it lets a step be quiet.)
+        for (fmu, u_end, _) in &mut held[..=s] {
+            copy_values(u_end, fmu.inputs_mut());
+        }
+        drop(held);
+        let first = match outcome {
+            Ok(StepOutcome::Completed) => check_step_outputs(
+                self.subsystems[s].as_mut(),
+                &mut self.buffers[s],
+                t,
+                h,
+                policy,
+                &mut self.nonfinite_warned[s],
+            ),
+            other => step_not_completed(self.subsystems[s].as_mut(), other, t, h),
+        };
+        let rest = match first {
+            Ok(()) => self.step_held_from(s + 1, t, h),
+            Err(e) => self.step_held_after_error(e, s + 1, t, h),
+        };
+        if let Err(e) = rest {
+            return Some((taken, Err(e)));
+        }
+        // (A value only warned about: the step completes.)
+        if pooled {
+            self.pool_chooser.record_inline(1);
+        }
+        self.publish_read();
+        self.exchange();
+        self.set_time_at(next, t_next);
+        after_step(t_next);
+        Some((taken + 1, Ok(())))
+    }
+
+    /// [`System::step_held_all_inline`] from subsystem `from` on.
+    #[cold]
+    #[inline(never)]
+    fn step_held_from(&mut self, from: usize, t: f64, h: f64) -> Result<()> {
+        let policy = (self.nonfinite, self.divergence_limit);
+        for s in from..self.subsystems.len() {
+            let b = &mut self.buffers[s];
+            b.hold_inputs();
+            let warned = &mut self.nonfinite_warned[s];
+            if let Err(e) = step_subsystem(self.subsystems[s].as_mut(), b, t, h, policy, warned) {
+                return self.step_held_after_error(e, s + 1, t, h);
+            }
+        }
+        Ok(())
+    }
+
     /// Inline Jacobi with subsystems that step in the background (FMUs in
     /// host processes): start each of those, step the in-process ones
     /// meanwhile, then collect the started ones, so the hosts work at the

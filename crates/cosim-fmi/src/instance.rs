@@ -393,6 +393,25 @@ impl Instance {
         }
     }
 
+    /// The calls of [`Instance::set_step_get_f64`] bound once, for a run of
+    /// macro steps that make nothing else
+    /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`]). FMI 2 only for now:
+    /// `None` for an FMI 3 instance (its steps take
+    /// [`Instance::set_step_get_f64`]), or where the FMI 2 one gives none.
+    pub fn held_step<'a>(
+        &'a mut self,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: &'a mut [f64],
+        no_set_prior: bool,
+    ) -> Option<crate::ffi::fmi2::Fmi2HeldStep<'a>> {
+        match &mut self.inner {
+            Inner::V2(i) => i.held_step(in_vrs, u, out_vrs, y, no_set_prior),
+            Inner::V3(_) => None,
+        }
+    }
+
     /// Writes float variables (FMI 2 Real, FMI 3 Float64).
     #[inline]
     pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {

@@ -1,8 +1,11 @@
 /* A minimal FMI 2.0 co-simulation FMU written by hand, for tests of status
- * codes the project's kit FMUs never return: y = time, and doStep returns
- * the integer parameter `status` (vr 1) once, in the step that reaches
- * `at` (vr 2), after logging a line. Built and packaged by
- * tests/tests/faults.rs with the system C compiler. */
+ * codes the project's kit FMUs never return: y = time, and doStep
+ * returns the integer parameter `status` (vr 1) once, in the step that
+ * reaches `at` (vr 2), after logging a line. With `call` (vr 4) 1 it is
+ * fmi2SetReal of the input u (vr 3) at the start of the first step from
+ * `at` on that returns it, with 2 fmi2GetReal of y after the step that
+ * reaches `at`. Built and packaged by tests/tests/faults.rs with the
+ * system C compiler. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,12 +29,24 @@ typedef struct {
     char name[64];
     double time;
     double at;
+    double u;
     int status;
+    int call;
     int fired;
+    int stepped;
 } Hostile;
 
 #define EXPORT __attribute__((visibility("default")))
 enum { OK = 0, ERROR = 3 };
+enum { IN_DO_STEP = 0, IN_SET_REAL = 1, IN_GET_REAL = 2 };
+
+/* Returns `status` once, from the call that `call` names, logging why. */
+static fmi2Status fire(Hostile *h, const char *function) {
+    h->fired = 1;
+    h->cb.logger(h->cb.componentEnvironment, h->name, h->status, "logStatusWarning",
+                 "Hostile: returning status %d from %s at %g", h->status, function, h->time);
+    return h->status;
+}
 
 EXPORT const char *fmi2GetTypesPlatform(void) { return "default"; }
 EXPORT const char *fmi2GetVersion(void) { return "2.0"; }
@@ -75,8 +90,11 @@ EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference *vr, siz
     for (size_t i = 0; i < n; i++) {
         if (vr[i] == 0) v[i] = h->time;
         else if (vr[i] == 2) v[i] = h->at;
+        else if (vr[i] == 3) v[i] = h->u;
         else return ERROR;
     }
+    if (h->call == IN_GET_REAL && h->stepped && !h->fired && h->time >= h->at - 1e-12)
+        return fire(h, "fmi2GetReal");
     return OK;
 }
 
@@ -84,8 +102,11 @@ EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference *vr, siz
     Hostile *h = c;
     for (size_t i = 0; i < n; i++) {
         if (vr[i] == 2) h->at = v[i];
+        else if (vr[i] == 3) h->u = v[i];
         else return ERROR;
     }
+    if (h->call == IN_SET_REAL && h->stepped && !h->fired && h->time >= h->at - 1e-12)
+        return fire(h, "fmi2SetReal");
     return OK;
 }
 
@@ -93,6 +114,7 @@ EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference *vr, 
     Hostile *h = c;
     for (size_t i = 0; i < n; i++) {
         if (vr[i] == 1) v[i] = h->status;
+        else if (vr[i] == 4) v[i] = h->call;
         else return ERROR;
     }
     return OK;
@@ -102,6 +124,7 @@ EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference *vr, 
     Hostile *h = c;
     for (size_t i = 0; i < n; i++) {
         if (vr[i] == 1) h->status = v[i];
+        else if (vr[i] == 4) h->call = v[i];
         else return ERROR;
     }
     return OK;
@@ -131,7 +154,8 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, double t, double dt, fmi2Boolean n
     (void)no_set_prior;
     Hostile *h = c;
     h->time = t + dt;
-    if (!h->fired && t + dt >= h->at - 1e-12) {
+    h->stepped = 1;
+    if (h->call == IN_DO_STEP && !h->fired && t + dt >= h->at - 1e-12) {
         h->fired = 1;
         h->cb.logger(h->cb.componentEnvironment, h->name, h->status, "logStatusWarning",
                      "Hostile: returning status %d in the step from %g to %g", h->status, t, t + dt);

@@ -2,7 +2,7 @@
 //! Algorithm 1; ALGORITHMS.md sec. 2).
 
 use super::stepper::{StepPlan, Stepper};
-use super::{Master, MasterStats, StepReport};
+use super::{Master, MasterStats, QuietSteps, StepReport};
 use crate::error::{CoreError, Result};
 use crate::inputs::InputExtrapolation;
 use crate::system::System;
@@ -82,6 +82,9 @@ struct Running {
     /// The last stop time asked for and its ticks (the run loop asks for
     /// the same one every macro step: rounded once).
     stop: (f64, i64),
+    /// The system can take a run of quiet steps in one go
+    /// ([`System::step_held_run`]): false once it said it cannot.
+    quiet_runs: bool,
 }
 
 /// libcosim's transfer rule for the couplings between subsystems whose
@@ -375,6 +378,7 @@ impl Master for FixedStep {
             held_inline,
             stop: (f64::NAN, 0),
             holds,
+            quiet_runs: held_inline,
         });
         Ok(())
     }
@@ -462,6 +466,75 @@ impl Master for FixedStep {
         };
         *report = StepReport::simple(t, dt);
         Ok(())
+    }
+
+    /// The common case's steps ([`System::step_held_run`]) on the grid:
+    /// the whole steps before the last one before the stop.
+    fn advance_quiet(
+        &mut self,
+        sys: &mut System,
+        t_stop: f64,
+        quiet: &mut QuietSteps<'_>,
+        report: &mut StepReport,
+    ) -> Option<Result<()>> {
+        // Not worth binding the FMUs' calls for fewer steps.
+        const LEAST: u64 = 8;
+        let run = self.run.as_mut()?;
+        if !(run.quiet_runs && run.held_inline) {
+            return None;
+        }
+        let base = sys.time_base();
+        if run.stop.0.to_bits() != t_stop.to_bits() {
+            run.stop = (t_stop, base.round(t_stop));
+        }
+        let (t0, h, stop, g) = (run.t0, run.h, run.stop.1, run.grid);
+        let grid_ticks = |m: u64| {
+            i64::try_from(m)
+                .ok()
+                .and_then(|m| m.checked_mul(h))
+                .and_then(|d| d.checked_add(t0))
+        };
+        // On the grid now (not after a stop off it).
+        if grid_ticks(g)? != sys.ticks() {
+            return None;
+        }
+        // The last grid point a whole step ends on: more than a millionth
+        // of a step before the stop (advance_into's rule; the step after
+        // it ends at the stop).
+        let whole = |m: u64| grid_ticks(m).is_some_and(|end| (stop - end) as f64 > 1e-6 * h as f64);
+        let mut last = u64::try_from((stop - t0) / h).ok()?;
+        while last > g && !whole(last) {
+            last -= 1;
+        }
+        // And before the point where an observer is due.
+        let until = u64::try_from(quiet.until.saturating_sub(1).saturating_sub(sys.ticks()) / h)
+            .unwrap_or(0);
+        let steps = (last - g.min(last)).min(until).min(quiet.limit);
+        if steps < LEAST {
+            return None;
+        }
+        let t = sys.time();
+        let Some((taken, result)) = sys.step_held_run(steps, h, |t| quiet.after_step(t)) else {
+            run.quiet_runs = false;
+            return None;
+        };
+        if taken == 0 && result.is_ok() {
+            // (Not now: the worker pool's turn.)
+            return None;
+        }
+        tracing::debug!("fixed-step master: {taken} macro steps from t = {t} in one quiet run");
+        run.grid = g + taken;
+        self.stats.macro_steps += taken;
+        self.stats.iterations += taken;
+        if taken > 0 {
+            let t_last = if taken == 1 {
+                t
+            } else {
+                base.seconds(sys.ticks() - h)
+            };
+            *report = StepReport::simple(t_last, run.h_seconds);
+        }
+        Some(result)
     }
 
     fn stats(&self) -> MasterStats {

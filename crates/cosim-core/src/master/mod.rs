@@ -20,9 +20,12 @@ pub use fixed_step::{FixedStep, Scheme};
 pub use iterative::{Interpolation, Iterative, IterativeSettings};
 pub use richardson::{Estimate, Richardson, RichardsonSettings};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::output::OutputsHandle;
 use crate::system::System;
 
 /// What one accepted macro step did.
@@ -88,6 +91,34 @@ pub struct MasterStats {
     pub halvings: u64,
 }
 
+/// A stretch of quiet macro steps ([`Master::advance_quiet`]): the run
+/// loop's bookkeeping of each step, and how far the stretch goes.
+#[derive(Debug)]
+pub struct QuietSteps<'a> {
+    /// At most this many steps.
+    pub limit: u64,
+    /// Only steps that end before this communication point (ticks).
+    pub until: i64,
+    /// The run's accepted macro steps, counted up by each step.
+    pub macro_steps: u64,
+    /// The user's interrupt: no step after it is set.
+    pub interrupt: Option<&'a AtomicBool>,
+    /// Told the time reached and the steps after each step.
+    pub outputs: Option<&'a OutputsHandle>,
+}
+
+impl QuietSteps<'_> {
+    /// A step ended at `t`: counts it, and says whether to go on.
+    #[inline]
+    pub fn after_step(&mut self, t: f64) -> bool {
+        self.macro_steps += 1;
+        if let Some(o) = self.outputs {
+            o.record_step(t, self.macro_steps);
+        }
+        !self.interrupt.is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
 /// The interface every master implements.
 pub trait Master: Send {
     /// Name for messages and the summary.
@@ -119,6 +150,26 @@ pub trait Master: Send {
     ) -> Result<()> {
         *report = self.advance(sys, t_stop)?;
         Ok(())
+    }
+
+    /// Advances by as many accepted macro steps of a quiet stretch as it
+    /// can in one go ([`QuietSteps`]: nothing watches the system between
+    /// them), each as [`Master::advance_into`] would make it, bit for bit,
+    /// and never beyond `t_stop` nor the last step before it (that one is
+    /// left to [`Master::advance_into`]). `report` is the last step's.
+    /// `None`, with nothing done, where the master has no such way (the
+    /// default) or it does not serve now; else the outcome: on an error,
+    /// the steps before the failing one were taken (counted in `quiet`)
+    /// and the error is that of the step after them, as from
+    /// [`Master::advance_into`].
+    fn advance_quiet(
+        &mut self,
+        _sys: &mut System,
+        _t_stop: f64,
+        _quiet: &mut QuietSteps<'_>,
+        _report: &mut StepReport,
+    ) -> Option<Result<()>> {
+        None
     }
 
     /// Totals so far.

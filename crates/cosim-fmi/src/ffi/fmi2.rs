@@ -1369,6 +1369,200 @@ impl Fmi2Instance {
     }
 }
 
+type SetRealFn = unsafe extern "C" fn(Component, *const Vr, usize, *const f64) -> Fmi2Status;
+type GetRealFn = unsafe extern "C" fn(Component, *const Vr, usize, *mut f64) -> Fmi2Status;
+type DoStepFn = unsafe extern "C" fn(Component, f64, f64, Fmi2Boolean) -> Fmi2Status;
+
+/// The held step of one instance ([`Fmi2Instance::set_step_get_real`])
+/// with everything it needs bound once, for a run of macro steps that make
+/// nothing but these calls: the function pointers, the component, the
+/// value references and the value arrays, their lengths checked when it
+/// is made ([`Fmi2Instance::held_step`]). Made only for an instance that
+/// is alive and logs no calls, so a step tests nothing but the statuses:
+/// every status but OK goes out of line to the instance's own checks,
+/// which give the same logs and errors as its other calls.
+pub struct Fmi2HeldStep<'a> {
+    component: Component,
+    set_real: SetRealFn,
+    do_step: DoStepFn,
+    get_real: GetRealFn,
+    in_vrs: &'a [u32],
+    u: &'a mut [f64],
+    out_vrs: &'a [u32],
+    y: &'a mut [f64],
+    no_set_prior: Fmi2Boolean,
+    instance: &'a mut Fmi2Instance,
+    /// The call at which the last step that did not complete stopped, and
+    /// what it returned.
+    failure: Option<(StepCall, Result<StepOutcome>)>,
+}
+
+impl Fmi2Instance {
+    /// This instance's held step: `fmi2SetReal` of `u` on `in_vrs` (none
+    /// without inputs), `fmi2DoStep` and `fmi2GetReal` of `out_vrs` into
+    /// `y` (none without outputs), bound for many steps
+    /// ([`Fmi2HeldStep::step`]). `None` when the lengths differ, the
+    /// instance logs its calls (the log goes through its other calls) or
+    /// can take no call after a Fatal status.
+    pub fn held_step<'a>(
+        &'a mut self,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: &'a mut [f64],
+        no_set_prior: bool,
+    ) -> Option<Fmi2HeldStep<'a>> {
+        if in_vrs.len() != u.len()
+            || out_vrs.len() != y.len()
+            || self.call_log.is_some()
+            || self.phase == Phase::Fatal
+        {
+            return None;
+        }
+        let f = &self.lib.functions;
+        Some(Fmi2HeldStep {
+            component: self.component,
+            set_real: f.set_real,
+            do_step: f.do_step,
+            get_real: f.get_real,
+            in_vrs,
+            u,
+            out_vrs,
+            y,
+            no_set_prior: c_int::from(no_set_prior),
+            instance: self,
+            failure: None,
+        })
+    }
+}
+
+impl Fmi2HeldStep<'_> {
+    /// The values set as inputs by [`Fmi2HeldStep::step`].
+    #[inline(always)]
+    pub fn inputs_mut(&mut self) -> &mut [f64] {
+        self.u
+    }
+
+    /// The outputs the last step read.
+    #[inline(always)]
+    pub fn outputs(&self) -> &[f64] {
+        self.y
+    }
+
+    /// A step sets inputs (`fmi2SetReal`), and reads outputs
+    /// (`fmi2GetReal`).
+    pub fn calls_set_get(&self) -> (bool, bool) {
+        (!self.in_vrs.is_empty(), !self.out_vrs.is_empty())
+    }
+
+    /// One step from `t` by `h`: the calls, checks and errors of
+    /// [`Fmi2Instance::set_step_get_real`] (`mark` is told of each call
+    /// before it is made, and of [`StepCall::Completed`]). `true` when the
+    /// step completed; else [`Fmi2HeldStep::take_failure`] says how it
+    /// ended. The instance's time (that of its errors) is set where a
+    /// step does not complete, and by [`Fmi2HeldStep::reached`] after
+    /// steps that do.
+    #[inline(always)]
+    pub fn step(&mut self, t: f64, h: f64, mut mark: impl FnMut(StepCall)) -> bool {
+        if !self.in_vrs.is_empty() {
+            mark(StepCall::SetInputs);
+            // SAFETY: the component is live (the instance is borrowed for as
+            // long as self lives, and was alive when self was made: only a
+            // status taken out of line ends it, and that ends the step);
+            // in_vrs and u have the same length (checked in held_step).
+            let code = unsafe {
+                (self.set_real)(
+                    self.component,
+                    self.in_vrs.as_ptr(),
+                    self.in_vrs.len(),
+                    self.u.as_ptr(),
+                )
+            };
+            if code != 0 && !self.reals_returned(StepCall::SetInputs, code, t) {
+                return false;
+            }
+        }
+        mark(StepCall::DoStep);
+        // SAFETY: the component is live (as above).
+        let code = unsafe { (self.do_step)(self.component, t, h, self.no_set_prior) };
+        if code != 0 && !self.do_step_returned(code, t, h) {
+            return false;
+        }
+        if !self.out_vrs.is_empty() {
+            mark(StepCall::GetOutputs);
+            // SAFETY: the component is live (as above); out_vrs and y have
+            // the same length (checked in held_step).
+            let code = unsafe {
+                (self.get_real)(
+                    self.component,
+                    self.out_vrs.as_ptr(),
+                    self.out_vrs.len(),
+                    self.y.as_mut_ptr(),
+                )
+            };
+            if code != 0 && !self.reals_returned(StepCall::GetOutputs, code, t + h) {
+                return false;
+            }
+        }
+        mark(StepCall::Completed);
+        true
+    }
+
+    /// After steps that completed, the last one at `t`: the instance's
+    /// time.
+    pub fn reached(&mut self, t: f64) {
+        self.instance.time = t;
+    }
+
+    /// How the last step that did not complete ended: the call it stopped
+    /// at ([`StepCall::SetInputs`], [`StepCall::DoStep`] or
+    /// [`StepCall::GetOutputs`]) and its error, or the outcome of a
+    /// `doStep` that did not reach its end.
+    pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
+        self.failure
+            .take()
+            .unwrap_or((StepCall::Completed, Ok(StepOutcome::Completed)))
+    }
+
+    /// `fmi2SetReal` (`call` [`StepCall::SetInputs`]) or `fmi2GetReal`
+    /// returned `code`, not OK, at time `t`: `true` when the step goes on
+    /// (a Warning).
+    #[cold]
+    #[inline(never)]
+    fn reals_returned(&mut self, call: StepCall, code: Fmi2Status, t: f64) -> bool {
+        let (function, vrs, values) = if call == StepCall::SetInputs {
+            ("fmi2SetReal", self.in_vrs, &*self.u)
+        } else {
+            ("fmi2GetReal", self.out_vrs, &*self.y)
+        };
+        self.instance.time = t;
+        match self.instance.reals_returned(function, code, vrs, values) {
+            Ok(()) => true,
+            Err(e) => {
+                self.failure = Some((call, Err(e)));
+                false
+            }
+        }
+    }
+
+    /// `fmi2DoStep` returned `code`, not OK: `true` when the step
+    /// completed all the same (a Warning).
+    #[cold]
+    #[inline(never)]
+    fn do_step_returned(&mut self, code: Fmi2Status, t: f64, h: f64) -> bool {
+        // (The time of an error in the step is its start.)
+        self.instance.time = t;
+        let outcome = self
+            .instance
+            .do_step_returned(code, t, h, self.no_set_prior != 0);
+        if matches!(outcome, Ok(StepOutcome::Completed)) {
+            return true;
+        }
+        self.failure = Some((StepCall::DoStep, outcome));
+        false
+    }
+}
+
 impl Drop for Fmi2Instance {
     fn drop(&mut self) {
         if self.phase == Phase::Fatal {

@@ -1,0 +1,378 @@
+//! Quiet runs of macro steps (`Master::advance_quiet`,
+//! `System::step_held_run`): the fixed-step master takes a stretch of
+//! steps that nothing watches with the FMUs' calls bound once. Each must
+//! be what the steps one by one (`Master::advance_into`) are, bit for bit:
+//! the values, the time, the calls counted, and on a failure in the middle
+//! of the stretch the same error, rows and summary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cosim_core::master::{FixedStep, Master, QuietSteps, Scheme, StepReport};
+use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
+use cosim_fmi::{Fmu, InstantiateOptions};
+use cosim_tests::{cosim_bin, fmus, root};
+
+fn fmu(version: &str, model: &str) -> PathBuf {
+    fmus().join(version).join(format!("{model}.fmu"))
+}
+
+/// `model`'s `u` as its input slot and `output` as its observed slot,
+/// with real parameters set.
+fn subsystem(fmu: &Fmu, name: &str, output: &str, reals: &[(&str, f64)]) -> Box<dyn Subsystem> {
+    let md = fmu.model_description();
+    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
+    let mut sub = FmuSubsystem::instantiate(
+        fmu,
+        name,
+        &[SlotVar::scalar(find("u"))],
+        &[SlotVar::scalar(find(output))],
+        1,
+        &InstantiateOptions::default(),
+    )
+    .unwrap();
+    for (n, v) in reals {
+        let vr = md.variables[find(n)].value_reference;
+        sub.instance_mut().set_f64(&[vr], &[*v]).unwrap();
+    }
+    Box::new(sub)
+}
+
+/// A feedback ring gain1 -> integrator -> gain2 -> gain1 (the Faulty
+/// integrator, never failing), initialised at 0 with its master started.
+fn ring(version: &str, h: f64) -> (System, FixedStep) {
+    let gain = Fmu::open(fmu(version, "Gain")).unwrap();
+    let faulty = Fmu::open(fmu(version, "Faulty")).unwrap();
+    let subsystems = vec![
+        subsystem(&gain, "gain1", "y", &[("k", -0.5)]),
+        subsystem(&faulty, "integrator", "x", &[("x0", 1.0)]),
+        subsystem(&gain, "gain2", "y", &[("k", 0.75)]),
+    ];
+    let link = |from, to, gain| Connection {
+        from_subsystem: from,
+        from_slot: 0,
+        to_subsystem: to,
+        to_slot: 0,
+        gain,
+        offset: 0.25,
+        signal: false,
+    };
+    let mut system = System::new(SystemSpec {
+        subsystems,
+        step_multiple: vec![1, 1, 1],
+        connections: vec![link(1, 2, 1.0), link(2, 0, 2.0), link(0, 1, 1.0)],
+        bonds: Vec::new(),
+        nonfinite: Default::default(),
+        threads: 1,
+    })
+    .unwrap();
+    let mut master = FixedStep::new(h, Scheme::Jacobi, 0);
+    master.check(&system).unwrap();
+    system.initialize(0.0, Some(2.0)).unwrap();
+    master.start(&mut system).unwrap();
+    (system, master)
+}
+
+/// Every value the system holds after its steps, as bits, with its time
+/// and call counts.
+fn state(sys: &System) -> (Vec<Vec<u64>>, u64, i64, String) {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut values = Vec::new();
+    for b in sys.buffers() {
+        for v in [&b.u, &b.u_end, &b.y, &b.y_new] {
+            values.push(bits(v));
+        }
+    }
+    let counters = sys
+        .subsystems()
+        .iter()
+        .map(|s| format!("{:?}", s.counters()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    (values, sys.time().to_bits(), sys.ticks(), counters)
+}
+
+/// The fixed-step master's quiet run of 77 steps (an uneven 0.013 s step,
+/// whose points in seconds are not all the step's multiples to the last
+/// bit) leaves the system as 77 steps one by one do, for FMI 2.0 (whose
+/// FMUs take the run) and FMI 3.0 (whose steps go one by one inside it).
+#[test]
+fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
+    for version in ["fmi2", "fmi3"] {
+        let (mut one_by_one, mut master_a) = ring(version, 0.013);
+        let (mut quiet, mut master_b) = ring(version, 0.013);
+        let mut report = StepReport::simple(f64::NAN, f64::NAN);
+        for _ in 0..77 {
+            master_a
+                .advance_into(&mut one_by_one, 2.0, &mut report)
+                .unwrap();
+        }
+        let mut steps = QuietSteps {
+            limit: 77,
+            until: i64::MAX,
+            macro_steps: 0,
+            interrupt: None,
+            outputs: None,
+        };
+        let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
+        if version == "fmi2" {
+            assert!(matches!(outcome, Some(Ok(()))), "{version}");
+            assert_eq!(steps.macro_steps, 77);
+            assert_eq!(report.dt, master_b.fixed_step().unwrap());
+        } else {
+            // (FMI 3 FMUs have no bound step yet.)
+            assert!(outcome.is_none(), "{version}");
+            for _ in 0..77 {
+                master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
+            }
+        }
+        assert_eq!(state(&one_by_one), state(&quiet), "{version}");
+        assert_eq!(master_a.stats(), master_b.stats(), "{version}");
+        // And the steps after it go on from where it ended.
+        for _ in 0..5 {
+            master_a
+                .advance_into(&mut one_by_one, 2.0, &mut report)
+                .unwrap();
+            master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
+        }
+        assert_eq!(state(&one_by_one), state(&quiet), "{version}");
+    }
+}
+
+/// A quiet run stops where the run loop's bookkeeping says (an interrupt
+/// after its third step), before the last whole step before the stop
+/// time (left to `advance_into`, which ends on the stop), and is not
+/// taken for fewer steps than pay for binding the calls.
+#[test]
+fn a_quiet_run_stops_where_told_and_before_the_stop() {
+    let (mut sys, mut master) = ring("fmi2", 0.01);
+    let mut report = StepReport::simple(f64::NAN, f64::NAN);
+    let interrupt = std::sync::atomic::AtomicBool::new(false);
+    let mut steps = QuietSteps {
+        limit: u64::MAX,
+        until: i64::MAX,
+        macro_steps: 0,
+        interrupt: Some(&interrupt),
+        outputs: None,
+    };
+    // Stop at 0.1: the whole steps end at 0.01 .. 0.09.
+    assert!(matches!(
+        master.advance_quiet(&mut sys, 0.1, &mut steps, &mut report),
+        Some(Ok(()))
+    ));
+    assert_eq!(steps.macro_steps, 9);
+    assert!((sys.time() - 0.09).abs() < 1e-15, "{}", sys.time());
+    // 0.095: the step to 0.1 is not whole; two left, too few.
+    assert!(
+        master
+            .advance_quiet(&mut sys, 0.115, &mut steps, &mut report)
+            .is_none()
+    );
+    // An observer due at 0.3 (in ticks: nanoseconds): steps ending before.
+    steps.until = sys.time_base().round(0.3);
+    assert!(matches!(
+        master.advance_quiet(&mut sys, 1.0, &mut steps, &mut report),
+        Some(Ok(()))
+    ));
+    assert_eq!(steps.macro_steps, 9 + 20);
+    assert!((sys.time() - 0.29).abs() < 1e-15, "{}", sys.time());
+    steps.until = i64::MAX;
+    interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(matches!(
+        master.advance_quiet(&mut sys, 1.0, &mut steps, &mut report),
+        Some(Ok(()))
+    ));
+    assert_eq!(
+        steps.macro_steps,
+        9 + 20 + 1,
+        "one step, then the interrupt"
+    );
+    steps.limit = 5;
+    interrupt.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        master
+            .advance_quiet(&mut sys, 1.0, &mut steps, &mut report)
+            .is_none()
+    );
+}
+
+// ----- failures in the middle of a quiet run, end to end -----------------
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Builds `tests/data/hostile_fmu` into `<dir>/Hostile.fmu`.
+fn hostile_fmu(dir: &Path) -> PathBuf {
+    let src = root().join("tests/data/hostile_fmu");
+    let lib = dir.join("Hostile.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
+        .arg(&lib)
+        .arg(src.join("hostile.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fmu = dir.join("Hostile.fmu");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, file) in [
+        ("modelDescription.xml", src.join("modelDescription.xml")),
+        ("binaries/linux64/Hostile.so", lib),
+    ] {
+        z.start_file(name, opts).unwrap();
+        std::io::Write::write_all(&mut z, &std::fs::read(file).unwrap()).unwrap();
+    }
+    z.finish().unwrap();
+    fmu
+}
+
+/// What a run left: its exit status, its error lines, its trace and its
+/// summary without the timings.
+fn outcome(out: &Output, out_dir: &Path) -> (Option<i32>, Vec<String>, String, serde_json::Value) {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{err}");
+    let errors = err
+        .lines()
+        .filter(|l| l.contains("error") || l.contains("Warning") || l.contains("NaN"))
+        .map(|l| l.replace(&*out_dir.to_string_lossy(), "<out>"))
+        .collect();
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    for timing in ["wall_time_s", "init_time_s"] {
+        s.as_object_mut().unwrap().remove(timing);
+    }
+    (
+        out.status.code(),
+        errors,
+        std::fs::read_to_string(out_dir.join("trace.csv")).unwrap(),
+        s,
+    )
+}
+
+/// Runs `scenario` (an `[outputs]` section last in it) with a trace row
+/// every 0.1 s, twice: without a step log (the steps between two rows are
+/// a quiet run, which the master's debug log says) and with one (every step one by one).
+/// Both must leave the same error, rows and summary.
+fn assert_quiet_run_fails_as_steps_one_by_one(dir: &Path, scenario: &str, what: &str) {
+    let mut results = Vec::new();
+    for step_log in [false, true] {
+        let path = dir.join(format!("{what}_{step_log}.toml"));
+        std::fs::write(
+            &path,
+            format!("{scenario}interval = 0.1\nstep_log = {step_log}\nenergy_log = false\n"),
+        )
+        .unwrap();
+        let out_dir = dir.join(format!("out_{what}_{step_log}"));
+        let out = Command::new(cosim_bin())
+            .args(["run", "--no-progress"])
+            .arg(&path)
+            .arg("--out")
+            .arg(&out_dir)
+            .env("COSIM_LOG", "warn,cosim_core::master=debug")
+            .current_dir(root())
+            .output()
+            .expect("running cosim");
+        let quiet_runs = stderr(&out).contains("in one quiet run");
+        assert_eq!(quiet_runs, !step_log, "{what}: {}", stderr(&out));
+        results.push(outcome(&out, &out_dir));
+    }
+    assert_eq!(results[0], results[1], "{what}");
+}
+
+/// An FMU that fails in the middle of a quiet run (Error, Discard, a NaN
+/// output, Fatal; at 0.555 s, the sixth step of the run from 0.5 to 0.6,
+/// after the Gain before it stepped), or whose NaN is only warned about.
+#[test]
+fn a_failure_in_a_quiet_run_ends_the_run_as_one_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, nonfinite) in [
+        (1, "error"),
+        (2, "error"),
+        (3, "error"),
+        (3, "warn"),
+        (7, "error"),
+    ] {
+        let scenario = format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+nonfinite = "{nonfinite}"
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+parameters = {{ k = -0.5 }}
+
+[[subsystems]]
+name = "faulty"
+fmu = "{faulty}"
+parameters = {{ fail_mode = {mode}, fail_at = 0.555, x0 = 1.0 }}
+
+[[connections]]
+from = "faulty.x"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+
+[outputs]
+"#,
+            gain = fmu("fmi2", "Gain").display(),
+            faulty = fmu("fmi2", "Faulty").display(),
+        );
+        let what = format!("faulty_{mode}_{nonfinite}");
+        assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+    }
+}
+
+/// A status other than OK from each call of a step in a quiet run
+/// (`fmi2SetReal` of the inputs, `fmi2DoStep`, `fmi2GetReal` of the
+/// outputs): Warning (the run goes on), Discard, Error, Fatal and a code
+/// outside the standard.
+#[test]
+fn a_status_from_any_call_in_a_quiet_run_is_what_it_is_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = hostile_fmu(dir.path());
+    for call in [0, 1, 2] {
+        for status in [1, 2, 3, 4, 42] {
+            let scenario = format!(
+                r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+
+[[subsystems]]
+name = "hostile"
+fmu = "{hostile}"
+parameters = {{ status = {status}, call = {call}, at = 0.555 }}
+
+[[connections]]
+from = "hostile.y"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "hostile.u"
+
+[outputs]
+"#,
+                gain = fmu("fmi2", "Gain").display(),
+                hostile = hostile.display(),
+            );
+            let what = format!("hostile_{call}_{status}");
+            assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+        }
+    }
+}
