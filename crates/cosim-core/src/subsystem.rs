@@ -14,7 +14,7 @@ use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepCall, StepOu
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::watchdog::{Call, CallTracker};
+use crate::watchdog::{Call, CallTracker, RunMarks};
 
 /// A port (input or observed slot) of a subsystem, for messages, output
 /// headers and the masters' per-slot rules.
@@ -1152,7 +1152,7 @@ impl FmuSubsystem {
         )?;
         Some(HeldFmu {
             step,
-            tracker: &mut self.tracker,
+            marks: self.tracker.run_marks(),
             counters: &mut self.counters,
         })
     }
@@ -1206,7 +1206,7 @@ fn step_held_in_calls<S: Subsystem + ?Sized>(
 /// step of [`FmuSubsystem::step_held_direct`], its calls bound once.
 pub(crate) struct HeldFmu<'a> {
     step: cosim_fmi::ffi::fmi2::Fmi2HeldStep<'a>,
-    tracker: &'a mut CallTracker,
+    marks: RunMarks<'a>,
     counters: &'a mut CallCounters,
 }
 
@@ -1223,31 +1223,53 @@ impl HeldFmu<'_> {
         self.step.outputs()
     }
 
+    /// The watchdog's last sequence number for this FMU.
+    pub(crate) fn sequence(&self) -> u64 {
+        self.marks.sequence()
+    }
+
     /// One step from `t` by `h`, marked as
-    /// [`FmuSubsystem::step_held_direct`] marks it: `true` when it
-    /// completed; else [`HeldFmu::failure`] says how it ended. Its calls
-    /// are counted by [`HeldFmu::count`] (but the stepped time, here).
+    /// [`FmuSubsystem::step_held_direct`] marks it, under the watchdog
+    /// word `word` (the macro step's sequence number shifted left by 8):
+    /// `true` when it completed; else [`HeldFmu::failure`] says how it
+    /// ended. Its calls and stepped time are counted once the run ends
+    /// ([`HeldFmu::count`], [`HeldFmu::add_stepped_time`]).
     #[inline(always)]
-    pub(crate) fn step(&mut self, t: f64, h: f64) -> bool {
-        let (marks, stepped) = (self.tracker.group(), &mut self.counters.stepped_time);
+    pub(crate) fn step(&mut self, t: f64, h: f64, word: u64) -> bool {
+        let marks = self.marks.group(word);
         self.step.step(t, h, |call| match call {
             StepCall::SetInputs => marks.call(Call::SetInputs),
-            StepCall::DoStep => {
-                marks.step(t);
-                *stepped += h;
-            }
+            StepCall::DoStep => marks.step(t),
             StepCall::GetOutputs => marks.call(Call::GetOutputs),
             StepCall::Completed => marks.end(),
         })
     }
 
-    /// Counts the calls of `steps` completed steps.
-    pub(crate) fn count(&mut self, steps: u64) {
+    /// Counts the calls of `steps` completed steps; the last group's
+    /// sequence number was `sequence`.
+    pub(crate) fn count(&mut self, steps: u64, sequence: u64) {
         let (set, get) = self.step.calls_set_get();
         let c = &mut *self.counters;
         c.do_step += steps;
         c.set_inputs += if set { steps } else { 0 };
         c.get_outputs += if get { steps } else { 0 };
+        self.marks.finish(sequence);
+    }
+
+    /// The time stepped so far (`CallCounters::stepped_time`).
+    pub(crate) fn stepped_time(&self) -> f64 {
+        self.counters.stepped_time
+    }
+
+    /// Sets the time stepped so far.
+    pub(crate) fn set_stepped_time(&mut self, t: f64) {
+        self.counters.stepped_time = t;
+    }
+
+    /// Adds a step's `h` to the time stepped, as each `doStep` does.
+    #[inline(always)]
+    pub(crate) fn add_stepped_time(&mut self, h: f64) {
+        self.counters.stepped_time += h;
     }
 
     /// After completed steps, the last one ending at `t`.
@@ -1255,13 +1277,17 @@ impl HeldFmu<'_> {
         self.step.reached(t);
     }
 
-    /// How the step that did not complete ended; counts the calls it made.
+    /// How the step that did not complete, under sequence number
+    /// `sequence`, ended; counts the calls it made, and says whether its
+    /// `doStep` was called (its `h` is then stepped time).
     #[cold]
-    pub(crate) fn failure(&mut self) -> Result<StepOutcome> {
-        self.tracker.end();
+    pub(crate) fn failure(&mut self, sequence: u64) -> (Result<StepOutcome>, bool) {
+        self.marks.group(sequence << 8).end();
+        self.marks.finish(sequence);
         let (call, outcome) = self.step.take_failure();
         let (set, _) = self.step.calls_set_get();
         let c = &mut *self.counters;
+        let stepped = matches!(call, StepCall::DoStep | StepCall::GetOutputs);
         match call {
             StepCall::SetInputs => c.set_inputs += 1,
             StepCall::DoStep | StepCall::GetOutputs => {
@@ -1271,7 +1297,7 @@ impl HeldFmu<'_> {
             }
             StepCall::Completed => {}
         }
-        outcome.map_err(crate::CoreError::from)
+        (outcome.map_err(crate::CoreError::from), stepped)
     }
 }
 

@@ -1211,6 +1211,16 @@ impl System {
         self.rest_stale |= self.lazy;
         let base = self.time_base;
         let (mut ticks, mut t) = (self.ticks, self.time);
+        // The watchdog's sequence number of each macro step, the same for
+        // every FMU: above each one's last.
+        let first_sequence = held.iter().map(|(f, _, _)| f.sequence()).max().unwrap_or(0) + 1;
+        // The time stepped, kept once where every FMU has stepped the same
+        // so far (the same additions then give the same sums).
+        let stepped = held.first().map_or(0.0, |(f, _, _)| f.stepped_time());
+        let mut stepped = held
+            .iter()
+            .all(|(f, _, _)| f.stepped_time().to_bits() == stepped.to_bits())
+            .then_some(stepped);
         let mut taken = 0;
         // The end of the last completed step as the FMUs' instances have
         // it: `t + h`, which is not always the next `t` to the last bit.
@@ -1222,14 +1232,23 @@ impl System {
             let next = ticks + h_ticks;
             let t_next = base.seconds(next);
             let h = t_next - t;
+            let word = (first_sequence + taken) << 8;
             for (s, (fmu, _, _)) in held.iter_mut().enumerate() {
-                if !fmu.step(t, h) {
+                if !fmu.step(t, h, word) {
                     stopped = Some((s, false));
                     break 'steps;
                 }
-                if !fmu.outputs().iter().all(|v| v.abs() <= limit_abs) {
+                if !within(fmu.outputs(), limit_abs) {
                     stopped = Some((s, true));
                     break 'steps;
+                }
+            }
+            match &mut stepped {
+                Some(total) => *total += h,
+                None => {
+                    for (fmu, _, _) in held.iter_mut() {
+                        fmu.add_stepped_time(h);
+                    }
                 }
             }
             for (fmu, _, y) in held.iter_mut() {
@@ -1256,9 +1275,14 @@ impl System {
         if pooled {
             self.pool_chooser.record_inline(taken);
         }
+        // The last completed step's sequence number.
+        let last_sequence = first_sequence + taken - 1;
         let Some((s, check)) = stopped else {
             for (fmu, _, _) in held.iter_mut() {
-                fmu.count(taken);
+                fmu.count(taken, last_sequence);
+                if let Some(total) = stepped {
+                    fmu.set_stepped_time(total);
+                }
                 if let Some(r) = reached {
                     fmu.reached(r);
                 }
@@ -1271,24 +1295,28 @@ impl System {
         let next = ticks + h_ticks;
         let t_next = base.seconds(next);
         let h = t_next - t;
+        let mut outcome = Ok(StepOutcome::Completed);
         for (j, (fmu, _, _)) in held.iter_mut().enumerate() {
+            if let Some(total) = stepped {
+                fmu.set_stepped_time(total);
+            }
             if j < s || (j == s && check) {
-                fmu.count(taken + 1);
+                fmu.count(taken + 1, last_sequence + 1);
+                fmu.add_stepped_time(h);
                 fmu.reached(t + h);
             } else {
-                fmu.count(taken);
-                if let Some(r) = reached
-                    && j > s
-                {
+                fmu.count(taken, last_sequence);
+                if j == s {
+                    let (o, called_do_step) = fmu.failure(last_sequence + 1);
+                    outcome = o;
+                    if called_do_step {
+                        fmu.add_stepped_time(h);
+                    }
+                } else if let Some(r) = reached {
                     fmu.reached(r);
                 }
             }
         }
-        let outcome = if check {
-            Ok(StepOutcome::Completed)
-        } else {
-            held[s].0.failure()
-        };
         // (The subsystems after `s` that the error keeps from stepping
         // keep an older `u_end`: nothing reads it once an error ended the
         // run, and no indicator that reads it lets a step be quiet.)
@@ -1532,6 +1560,17 @@ fn copy_values(dst: &mut [f64], src: &[f64]) {
         ([d], [s]) => *d = *s,
         ([d0, d1], [s0, s1]) => (*d0, *d1) = (*s0, *s1),
         (dst, src) => dst.copy_from_slice(src),
+    }
+}
+
+/// Every value within `limit` in magnitude (not NaN, not infinite where
+/// the limit is finite): [`check_step_outputs`]'s one comparison per value.
+#[inline(always)]
+fn within(values: &[f64], limit: f64) -> bool {
+    match values {
+        [] => true,
+        [v] => v.abs() <= limit,
+        _ => values.iter().all(|v| v.abs() <= limit),
     }
 }
 

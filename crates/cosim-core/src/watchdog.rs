@@ -162,6 +162,50 @@ impl CallTracker {
     }
 }
 
+impl CallTracker {
+    /// The marks of a run of groups, one per macro step of a quiet run,
+    /// under sequence numbers the caller gives (the same for every FMU
+    /// in a macro step: counted once, not per FMU): [`RunMarks`].
+    pub fn run_marks(&mut self) -> RunMarks<'_> {
+        RunMarks {
+            shared: &self.shared,
+            sequence: &mut self.sequence,
+        }
+    }
+}
+
+/// The marks of a run of groups ([`CallTracker::run_marks`]). Each group's
+/// sequence number must be above [`RunMarks::sequence`] and those before
+/// it, so that every call begun shows a new word; [`RunMarks::finish`]
+/// then has the tracker go on after the last.
+#[derive(Debug)]
+pub struct RunMarks<'a> {
+    shared: &'a Shared,
+    sequence: &'a mut u64,
+}
+
+impl RunMarks<'_> {
+    /// The tracker's last sequence number.
+    pub fn sequence(&self) -> u64 {
+        *self.sequence
+    }
+
+    /// The marks of the group whose word is `word` (its sequence number
+    /// shifted left by 8).
+    #[inline(always)]
+    pub fn group(&self, word: u64) -> CallGroup<'_> {
+        CallGroup {
+            shared: self.shared,
+            word,
+        }
+    }
+
+    /// The run's last group had sequence number `sequence`.
+    pub fn finish(&mut self, sequence: u64) {
+        *self.sequence = (*self.sequence).max(sequence);
+    }
+}
+
 /// The marks of one group of calls ([`CallTracker::group`]).
 #[derive(Debug, Clone, Copy)]
 pub struct CallGroup<'a> {
