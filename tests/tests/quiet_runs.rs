@@ -95,8 +95,9 @@ fn state(sys: &System) -> (Vec<Vec<u64>>, u64, i64, String) {
 
 /// The fixed-step master's quiet run of 77 steps (an uneven 0.013 s step,
 /// whose points in seconds are not all the step's multiples to the last
-/// bit) leaves the system as 77 steps one by one do, for FMI 2.0 (whose
-/// FMUs take the run) and FMI 3.0 (whose steps go one by one inside it).
+/// bit) leaves the system as 77 steps one by one do, for FMI 2.0 and 3.0
+/// (whose kit FMUs take their inputs through intermediate update: held,
+/// as here, they are bound too).
 #[test]
 fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
     for version in ["fmi2", "fmi3"] {
@@ -116,17 +117,9 @@ fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
             outputs: None,
         };
         let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
-        if version == "fmi2" {
-            assert!(matches!(outcome, Some(Ok(()))), "{version}");
-            assert_eq!(steps.macro_steps, 77);
-            assert_eq!(report.dt, master_b.fixed_step().unwrap());
-        } else {
-            // (FMI 3 FMUs have no bound step yet.)
-            assert!(outcome.is_none(), "{version}");
-            for _ in 0..77 {
-                master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
-            }
-        }
+        assert!(matches!(outcome, Some(Ok(()))), "{version}");
+        assert_eq!(steps.macro_steps, 77, "{version}");
+        assert_eq!(report.dt, master_b.fixed_step().unwrap(), "{version}");
         assert_eq!(state(&one_by_one), state(&quiet), "{version}");
         assert_eq!(master_a.stats(), master_b.stats(), "{version}");
         // And the steps after it go on from where it ended.
@@ -254,16 +247,27 @@ fn outcome(out: &Output, out_dir: &Path) -> (Option<i32>, Vec<String>, String, s
 }
 
 /// Runs `scenario` (an `[outputs]` section last in it) with a trace row
-/// every 0.1 s, twice: without a step log (the steps between two rows are
-/// a quiet run, which the master's debug log says) and with one (every step one by one).
+/// every 0.1 s (unless it gives an `interval`), twice: without a step log
+/// (the steps between two rows are a quiet run, which the master's debug
+/// log says) and with one (every step one by one).
 /// Both must leave the same error, rows and summary.
-fn assert_quiet_run_fails_as_steps_one_by_one(dir: &Path, scenario: &str, what: &str) {
+fn assert_quiet_run_fails_as_steps_one_by_one(
+    dir: &Path,
+    scenario: &str,
+    what: &str,
+) -> serde_json::Value {
     let mut results = Vec::new();
+    // (Every 0.1 s unless the scenario says.)
+    let interval = if scenario.contains("\ninterval = ") {
+        ""
+    } else {
+        "interval = 0.1\n"
+    };
     for step_log in [false, true] {
         let path = dir.join(format!("{what}_{step_log}.toml"));
         std::fs::write(
             &path,
-            format!("{scenario}interval = 0.1\nstep_log = {step_log}\nenergy_log = false\n"),
+            format!("{scenario}{interval}step_log = {step_log}\nenergy_log = false\n"),
         )
         .unwrap();
         let out_dir = dir.join(format!("out_{what}_{step_log}"));
@@ -281,23 +285,25 @@ fn assert_quiet_run_fails_as_steps_one_by_one(dir: &Path, scenario: &str, what: 
         results.push(outcome(&out, &out_dir));
     }
     assert_eq!(results[0], results[1], "{what}");
+    results.remove(0).3
 }
 
-/// An FMU that fails in the middle of a quiet run (Error, Discard, a NaN
-/// output, Fatal; at 0.555 s, the sixth step of the run from 0.5 to 0.6,
+/// An FMU (FMI 2.0 and 3.0) that fails in the middle of a quiet run
+/// (Error, Discard, a NaN output, Fatal; at 0.555 s, the sixth step of the run from 0.5 to 0.6,
 /// after the Gain before it stepped), or whose NaN is only warned about.
 #[test]
 fn a_failure_in_a_quiet_run_ends_the_run_as_one_step_by_step() {
     let dir = tempfile::tempdir().unwrap();
-    for (mode, nonfinite) in [
-        (1, "error"),
-        (2, "error"),
-        (3, "error"),
-        (3, "warn"),
-        (7, "error"),
-    ] {
-        let scenario = format!(
-            r#"[simulation]
+    for version in ["fmi2", "fmi3"] {
+        for (mode, nonfinite) in [
+            (1, "error"),
+            (2, "error"),
+            (3, "error"),
+            (3, "warn"),
+            (7, "error"),
+        ] {
+            let scenario = format!(
+                r#"[simulation]
 stop = 1.0
 
 [master]
@@ -324,11 +330,20 @@ to = "faulty.u"
 
 [outputs]
 "#,
-            gain = fmu("fmi2", "Gain").display(),
-            faulty = fmu("fmi2", "Faulty").display(),
-        );
-        let what = format!("faulty_{mode}_{nonfinite}");
-        assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+                gain = fmu(version, "Gain").display(),
+                faulty = fmu(version, "Faulty").display(),
+            );
+            let what = format!("faulty_{version}_{mode}_{nonfinite}");
+            let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+            // It failed at 0.55 (a NaN only warned about: it did not).
+            let (status, t) = if nonfinite == "warn" {
+                ("completed", 1.0)
+            } else {
+                ("error", 0.55)
+            };
+            assert_eq!(summary["status"], status, "{what}: {summary}");
+            assert_eq!(summary["t_reached"], t, "{what}: {summary}");
+        }
     }
 }
 
@@ -375,4 +390,100 @@ to = "hostile.u"
             assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
         }
     }
+}
+
+/// An FMU that ends the simulation in the middle of a quiet run (the
+/// Terminating FMU at 0.555 s, after the Integrator before it stepped and
+/// before the Gain after it): the others complete that step, which is
+/// counted and cut at the FMU's last successful time, as step by step.
+#[test]
+fn an_fmu_ending_the_simulation_in_a_quiet_run_ends_it_as_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["fmi2", "fmi3"] {
+        let scenario = format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "int"
+fmu = "{int}"
+start = {{ u = 1.0 }}
+
+[[subsystems]]
+name = "term"
+fmu = "{term}"
+parameters = {{ t_end = 0.555 }}
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+
+[[connections]]
+from = "term.y"
+to = "gain.u"
+
+[outputs]
+"#,
+            int = fmu(version, "Integrator").display(),
+            term = fmu(version, "Terminating").display(),
+            gain = fmu(version, "Gain").display(),
+        );
+        let what = format!("terminating_{version}");
+        let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+        assert_eq!(summary["status"], "terminated", "{what}: {summary}");
+        assert_eq!(summary["t_reached"], 0.555, "{what}: {summary}");
+        assert_eq!(summary["stats"]["macro_steps"], 56, "{what}: {summary}");
+    }
+}
+
+/// The time of an error from setting the inputs is the end of the step
+/// before as the FMU's instance has it (`t + h`), which is not always the
+/// next step's start to the last bit: from -0.35 by 0.03 the step ending
+/// at 0.01 ends at 0.009999999999999998 so reckoned. (Found by review: a
+/// quiet run said 0.01.)
+#[test]
+fn a_failed_set_in_a_quiet_run_has_the_time_of_the_step_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = hostile_fmu(dir.path());
+    let scenario = format!(
+        r#"[simulation]
+start = -0.35
+stop = 1.0
+
+[master]
+step = 0.03
+threads = 1
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+
+[[subsystems]]
+name = "hostile"
+fmu = "{hostile}"
+parameters = {{ status = 3, call = 1, at = 0.01 }}
+
+[[connections]]
+from = "hostile.y"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "hostile.u"
+
+[outputs]
+interval = 0.3
+"#,
+        gain = fmu("fmi2", "Gain").display(),
+        hostile = hostile.display(),
+    );
+    let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, "set_time");
+    let message = summary["message"].as_str().unwrap();
+    assert!(
+        message.contains("fmi2SetReal returned Error at t = 0.009999999999999998"),
+        "{message}"
+    );
 }

@@ -1205,7 +1205,7 @@ fn step_held_in_calls<S: Subsystem + ?Sized>(
 /// One FMU in a run of held macro steps ([`FmuSubsystem::held_run`]): the
 /// step of [`FmuSubsystem::step_held_direct`], its calls bound once.
 pub(crate) struct HeldFmu<'a> {
-    step: cosim_fmi::ffi::fmi2::Fmi2HeldStep<'a>,
+    step: cosim_fmi::HeldStep<'a>,
     marks: RunMarks<'a>,
     counters: &'a mut CallCounters,
 }
@@ -1230,14 +1230,15 @@ impl HeldFmu<'_> {
 
     /// One step from `t` by `h`, marked as
     /// [`FmuSubsystem::step_held_direct`] marks it, under the watchdog
-    /// word `word` (the macro step's sequence number shifted left by 8):
+    /// word `word` (the macro step's sequence number shifted left by 8;
+    /// `since` as [`cosim_fmi::HeldStep::step`] takes it):
     /// `true` when it completed; else [`HeldFmu::failure`] says how it
     /// ended. Its calls and stepped time are counted once the run ends
     /// ([`HeldFmu::count`], [`HeldFmu::add_stepped_time`]).
     #[inline(always)]
-    pub(crate) fn step(&mut self, t: f64, h: f64, word: u64) -> bool {
+    pub(crate) fn step(&mut self, t: f64, h: f64, since: f64, word: u64) -> bool {
         let marks = self.marks.group(word);
-        self.step.step(t, h, |call| match call {
+        self.step.step(t, h, since, |call| match call {
             StepCall::SetInputs => marks.call(Call::SetInputs),
             StepCall::DoStep => marks.step(t),
             StepCall::GetOutputs => marks.call(Call::GetOutputs),

@@ -1233,8 +1233,9 @@ impl System {
             let t_next = base.seconds(next);
             let h = t_next - t;
             let word = (first_sequence + taken) << 8;
+            let since = reached.unwrap_or(f64::NAN);
             for (s, (fmu, _, _)) in held.iter_mut().enumerate() {
-                if !fmu.step(t, h, word) {
+                if !fmu.step(t, h, since, word) {
                     stopped = Some((s, false));
                     break 'steps;
                 }

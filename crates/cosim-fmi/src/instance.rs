@@ -103,6 +103,74 @@ impl std::fmt::Display for Value {
     }
 }
 
+/// An instance's held step bound once ([`Instance::held_step`]): set the
+/// inputs, step, read the outputs, with the same calls, checks and errors
+/// as [`Instance::set_step_get_f64`].
+pub enum HeldStep<'a> {
+    /// FMI 2.0.
+    V2(crate::ffi::fmi2::Fmi2HeldStep<'a>),
+    /// FMI 3.0.
+    V3(crate::ffi::fmi3::Fmi3HeldStep<'a>),
+}
+
+impl HeldStep<'_> {
+    /// The values the next step sets as inputs.
+    #[inline(always)]
+    pub fn inputs_mut(&mut self) -> &mut [f64] {
+        match self {
+            HeldStep::V2(s) => s.inputs_mut(),
+            HeldStep::V3(s) => s.inputs_mut(),
+        }
+    }
+
+    /// The outputs the last step read.
+    #[inline(always)]
+    pub fn outputs(&self) -> &[f64] {
+        match self {
+            HeldStep::V2(s) => s.outputs(),
+            HeldStep::V3(s) => s.outputs(),
+        }
+    }
+
+    /// A step sets inputs, and reads outputs.
+    pub fn calls_set_get(&self) -> (bool, bool) {
+        match self {
+            HeldStep::V2(s) => s.calls_set_get(),
+            HeldStep::V3(s) => s.calls_set_get(),
+        }
+    }
+
+    /// One step from `t` by `h` (`mark` is told of each call before it is
+    /// made, and of [`StepCall::Completed`]; `since` is the end of the
+    /// instance's last step as it has it, NaN where it has it already):
+    /// `true` when it completed; else [`HeldStep::take_failure`] says how
+    /// it ended.
+    #[inline(always)]
+    pub fn step(&mut self, t: f64, h: f64, since: f64, mark: impl FnMut(StepCall)) -> bool {
+        match self {
+            HeldStep::V2(s) => s.step(t, h, since, mark),
+            HeldStep::V3(s) => s.step(t, h, since, mark),
+        }
+    }
+
+    /// After steps that completed, the last one ending at `t`.
+    pub fn reached(&mut self, t: f64) {
+        match self {
+            HeldStep::V2(s) => s.reached(t),
+            HeldStep::V3(s) => s.reached(t),
+        }
+    }
+
+    /// How the last step that did not complete ended: the call it stopped
+    /// at and its error or outcome.
+    pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
+        match self {
+            HeldStep::V2(s) => s.take_failure(),
+            HeldStep::V3(s) => s.take_failure(),
+        }
+    }
+}
+
 pub(crate) enum Inner {
     V2(Fmi2Instance),
     V3(Fmi3Instance),
@@ -394,10 +462,10 @@ impl Instance {
     }
 
     /// The calls of [`Instance::set_step_get_f64`] bound once, for a run of
-    /// macro steps that make nothing else
-    /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`]). FMI 2 only for now:
-    /// `None` for an FMI 3 instance (its steps take
-    /// [`Instance::set_step_get_f64`]), or where the FMI 2 one gives none.
+    /// macro steps that make nothing else ([`HeldStep`]). `None` where the
+    /// version's binding gives none
+    /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`],
+    /// [`crate::ffi::fmi3::Fmi3Instance::held_step`]).
     pub fn held_step<'a>(
         &'a mut self,
         in_vrs: &'a [u32],
@@ -405,11 +473,11 @@ impl Instance {
         out_vrs: &'a [u32],
         y: &'a mut [f64],
         no_set_prior: bool,
-    ) -> Option<crate::ffi::fmi2::Fmi2HeldStep<'a>> {
-        match &mut self.inner {
-            Inner::V2(i) => i.held_step(in_vrs, u, out_vrs, y, no_set_prior),
-            Inner::V3(_) => None,
-        }
+    ) -> Option<HeldStep<'a>> {
+        Some(match &mut self.inner {
+            Inner::V2(i) => HeldStep::V2(i.held_step(in_vrs, u, out_vrs, y, no_set_prior)?),
+            Inner::V3(i) => HeldStep::V3(i.held_step(in_vrs, u, out_vrs, y, no_set_prior)?),
+        })
     }
 
     /// Writes float variables (FMI 2 Real, FMI 3 Float64).

@@ -1461,9 +1461,12 @@ impl Fmi2HeldStep<'_> {
     /// step completed; else [`Fmi2HeldStep::take_failure`] says how it
     /// ended. The instance's time (that of its errors) is set where a
     /// step does not complete, and by [`Fmi2HeldStep::reached`] after
-    /// steps that do.
+    /// steps that do: `since` is the end of the instance's last step as it
+    /// has it (`t + h` of that step, which is not always this step's `t`
+    /// to the last bit), the time of an error of `fmi2SetReal`; NaN: the
+    /// time the instance has.
     #[inline(always)]
-    pub fn step(&mut self, t: f64, h: f64, mut mark: impl FnMut(StepCall)) -> bool {
+    pub fn step(&mut self, t: f64, h: f64, since: f64, mut mark: impl FnMut(StepCall)) -> bool {
         if !self.in_vrs.is_empty() {
             mark(StepCall::SetInputs);
             // SAFETY: the component is live (the instance is borrowed for as
@@ -1478,7 +1481,7 @@ impl Fmi2HeldStep<'_> {
                     self.u.as_ptr(),
                 )
             };
-            if code != 0 && !self.reals_returned(StepCall::SetInputs, code, t) {
+            if code != 0 && !self.reals_returned(StepCall::SetInputs, code, since) {
                 return false;
             }
         }
@@ -1525,8 +1528,8 @@ impl Fmi2HeldStep<'_> {
     }
 
     /// `fmi2SetReal` (`call` [`StepCall::SetInputs`]) or `fmi2GetReal`
-    /// returned `code`, not OK, at time `t`: `true` when the step goes on
-    /// (a Warning).
+    /// returned `code`, not OK, at time `t` (NaN: the instance's): `true`
+    /// when the step goes on (a Warning).
     #[cold]
     #[inline(never)]
     fn reals_returned(&mut self, call: StepCall, code: Fmi2Status, t: f64) -> bool {
@@ -1535,7 +1538,9 @@ impl Fmi2HeldStep<'_> {
         } else {
             ("fmi2GetReal", self.out_vrs, &*self.y)
         };
-        self.instance.time = t;
+        if !t.is_nan() {
+            self.instance.time = t;
+        }
         match self.instance.reals_returned(function, code, vrs, values) {
             Ok(()) => true,
             Err(e) => {

@@ -11,7 +11,8 @@ use libloading::Library;
 use super::call_log::{CallLog, LogNum, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
 use super::{
-    Phase, StateHandle, Status, StepOutcome, check_len, check_values_len, next_instance_id,
+    Phase, StateHandle, Status, StepCall, StepOutcome, check_len, check_values_len,
+    next_instance_id,
 };
 use crate::error::{FmiError, Result};
 
@@ -1485,6 +1486,269 @@ impl Fmi3Instance {
                 .end();
         }
         self.check(F, code).map(|_| ())
+    }
+}
+
+type GetFloat64 = unsafe extern "C" fn(Instance, *const Vr, usize, *mut f64, usize) -> Fmi3Status;
+type DoStep = unsafe extern "C" fn(
+    Instance,
+    f64,
+    f64,
+    bool,
+    *mut bool,
+    *mut bool,
+    *mut bool,
+    *mut f64,
+) -> Fmi3Status;
+
+/// The FMI 3 counterpart of [`crate::ffi::fmi2::Fmi2HeldStep`]: one
+/// instance's held step (`fmi3SetFloat64` of the inputs, `fmi3DoStep`,
+/// `fmi3GetFloat64` of the outputs) bound once ([`Fmi3Instance::held_step`]).
+/// Made only for an instance that is alive, logs no calls and takes its
+/// inputs held (none through an intermediate update's polynomial), so a
+/// step tests nothing but the statuses and the flags `fmi3DoStep`
+/// returns: every status but OK, an
+/// early return and the end of the simulation go out of line to the
+/// instance's own checks, which give the same errors and outcomes as
+/// [`Fmi3Instance::do_step`].
+pub struct Fmi3HeldStep<'a> {
+    instance: Instance,
+    set_float64: SetFloat64,
+    do_step: DoStep,
+    get_float64: GetFloat64,
+    in_vrs: &'a [u32],
+    u: &'a mut [f64],
+    out_vrs: &'a [u32],
+    y: &'a mut [f64],
+    no_set_prior: bool,
+    owner: &'a mut Fmi3Instance,
+    /// The call at which the last step that did not complete stopped, and
+    /// what it returned.
+    failure: Option<(StepCall, Result<StepOutcome>)>,
+}
+
+impl Fmi3Instance {
+    /// This instance's held step ([`Fmi3HeldStep`]): `None` when the
+    /// lengths differ, the instance logs its calls, takes inputs as a
+    /// polynomial through intermediate update, or can take no call after a
+    /// Fatal status.
+    pub fn held_step<'a>(
+        &'a mut self,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: &'a mut [f64],
+        no_set_prior: bool,
+    ) -> Option<Fmi3HeldStep<'a>> {
+        // Inputs registered for intermediate update may be bound while
+        // they are held (no polynomial: the callback sets nothing, and
+        // fmi3SetFloat64 of them would only keep it so).
+        let held = {
+            let ii = self.env.intermediate.borrow();
+            ii.vrs.is_empty() || (!ii.varying && ii.vrs == in_vrs)
+        };
+        if in_vrs.len() != u.len()
+            || out_vrs.len() != y.len()
+            || self.call_log.is_some()
+            || self.phase == Phase::Fatal
+            || !held
+        {
+            return None;
+        }
+        let f = &self.lib.functions;
+        Some(Fmi3HeldStep {
+            instance: self.instance,
+            set_float64: f.set_float64,
+            do_step: f.do_step,
+            get_float64: f.get_float64,
+            in_vrs,
+            u,
+            out_vrs,
+            y,
+            no_set_prior,
+            owner: self,
+            failure: None,
+        })
+    }
+}
+
+impl Fmi3HeldStep<'_> {
+    /// The values set as inputs by [`Fmi3HeldStep::step`].
+    #[inline(always)]
+    pub fn inputs_mut(&mut self) -> &mut [f64] {
+        self.u
+    }
+
+    /// The outputs the last step read.
+    #[inline(always)]
+    pub fn outputs(&self) -> &[f64] {
+        self.y
+    }
+
+    /// A step sets inputs, and reads outputs.
+    pub fn calls_set_get(&self) -> (bool, bool) {
+        (!self.in_vrs.is_empty(), !self.out_vrs.is_empty())
+    }
+
+    /// One step from `t` by `h`, as [`crate::ffi::fmi2::Fmi2HeldStep::step`]
+    /// makes it (`mark` told of each call and of the completion; `since`
+    /// the time of an error of `fmi3SetFloat64`, NaN: the instance's):
+    /// `true` when it completed; else [`Fmi3HeldStep::take_failure`] says
+    /// how it ended.
+    #[inline(always)]
+    pub fn step(&mut self, t: f64, h: f64, since: f64, mut mark: impl FnMut(StepCall)) -> bool {
+        if !self.in_vrs.is_empty() {
+            mark(StepCall::SetInputs);
+            // SAFETY: the instance is live (borrowed for as long as self
+            // lives, and alive when self was made: only a status taken out
+            // of line ends it, and that ends the step); in_vrs and u have
+            // the same length (checked in held_step), passed as nValues.
+            let code = unsafe {
+                (self.set_float64)(
+                    self.instance,
+                    self.in_vrs.as_ptr(),
+                    self.in_vrs.len(),
+                    self.u.as_ptr(),
+                    self.u.len(),
+                )
+            };
+            if code != 0 && !self.values_returned(StepCall::SetInputs, code, since) {
+                return false;
+            }
+        }
+        mark(StepCall::DoStep);
+        let (mut event_handling_needed, mut terminate, mut early_return) = (false, false, false);
+        let mut last_successful_time = t;
+        // SAFETY: the instance is live (as above); the out-pointers point
+        // to locals.
+        let code = unsafe {
+            (self.do_step)(
+                self.instance,
+                t,
+                h,
+                self.no_set_prior,
+                &mut event_handling_needed,
+                &mut terminate,
+                &mut early_return,
+                &mut last_successful_time,
+            )
+        };
+        if (code != 0 || terminate || early_return)
+            && !self.do_step_returned(code, t, h, (terminate, early_return), last_successful_time)
+        {
+            return false;
+        }
+        if !self.out_vrs.is_empty() {
+            mark(StepCall::GetOutputs);
+            // SAFETY: the instance is live (as above); out_vrs and y have
+            // the same length (checked in held_step), passed as nValues.
+            let code = unsafe {
+                (self.get_float64)(
+                    self.instance,
+                    self.out_vrs.as_ptr(),
+                    self.out_vrs.len(),
+                    self.y.as_mut_ptr(),
+                    self.y.len(),
+                )
+            };
+            if code != 0 && !self.values_returned(StepCall::GetOutputs, code, t + h) {
+                return false;
+            }
+        }
+        mark(StepCall::Completed);
+        true
+    }
+
+    /// After steps that completed, the last one ending at `t`: the
+    /// instance's time.
+    pub fn reached(&mut self, t: f64) {
+        self.owner.time = t;
+    }
+
+    /// How the last step that did not complete ended (as
+    /// [`crate::ffi::fmi2::Fmi2HeldStep::take_failure`]).
+    pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
+        self.failure
+            .take()
+            .unwrap_or((StepCall::Completed, Ok(StepOutcome::Completed)))
+    }
+
+    /// `fmi3SetFloat64` (`call` [`StepCall::SetInputs`]) or
+    /// `fmi3GetFloat64` returned `code`, not OK, at time `t` (NaN: the
+    /// instance's): `true` when the step goes on (a Warning).
+    #[cold]
+    #[inline(never)]
+    fn values_returned(&mut self, call: StepCall, code: Fmi3Status, t: f64) -> bool {
+        let function = if call == StepCall::SetInputs {
+            "fmi3SetFloat64"
+        } else {
+            "fmi3GetFloat64"
+        };
+        if !t.is_nan() {
+            self.owner.time = t;
+        }
+        match self.owner.check(function, code) {
+            Ok(_) => true,
+            Err(e) => {
+                self.failure = Some((call, Err(e)));
+                false
+            }
+        }
+    }
+
+    /// `fmi3DoStep` returned `code` with `(terminateSimulation,
+    /// earlyReturn)`, not a plain OK: what [`Fmi3Instance::do_step`] makes
+    /// of it. `true` when the step completed all the same (a Warning).
+    #[cold]
+    #[inline(never)]
+    fn do_step_returned(
+        &mut self,
+        code: Fmi3Status,
+        t: f64,
+        h: f64,
+        (terminate, early_return): (bool, bool),
+        last_successful_time: f64,
+    ) -> bool {
+        let owner = &mut *self.owner;
+        owner.time = t;
+        let outcome = (|| {
+            if Status::from_fmi3(code) == Status::Discard {
+                return Ok(if terminate {
+                    StepOutcome::Terminated {
+                        last_successful_time,
+                    }
+                } else {
+                    StepOutcome::Discarded {
+                        last_successful_time,
+                    }
+                });
+            }
+            owner.check("fmi3DoStep", code)?;
+            if terminate {
+                let end = if early_return {
+                    last_successful_time
+                } else {
+                    t + h
+                };
+                owner.time = end;
+                return Ok(StepOutcome::Terminated {
+                    last_successful_time: end,
+                });
+            }
+            if early_return {
+                owner.time = last_successful_time;
+                return Ok(StepOutcome::EarlyReturn {
+                    last_successful_time,
+                });
+            }
+            owner.time = t + h;
+            Ok(StepOutcome::Completed)
+        })();
+        if matches!(outcome, Ok(StepOutcome::Completed)) {
+            return true;
+        }
+        self.failure = Some((StepCall::DoStep, outcome));
+        false
     }
 }
 
