@@ -1393,8 +1393,9 @@ pub struct Fmi2HeldStep<'a> {
     no_set_prior: Fmi2Boolean,
     instance: &'a mut Fmi2Instance,
     /// The call at which the last step that did not complete stopped, and
-    /// what it returned.
-    failure: Option<(StepCall, Result<StepOutcome>)>,
+    /// what it returned (boxed: the bound steps of a run lie side by side,
+    /// and a step reads all but this).
+    failure: Option<Box<(StepCall, Result<StepOutcome>)>>,
 }
 
 impl Fmi2Instance {
@@ -1524,7 +1525,7 @@ impl Fmi2HeldStep<'_> {
     pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         self.failure
             .take()
-            .unwrap_or((StepCall::Completed, Ok(StepOutcome::Completed)))
+            .map_or((StepCall::Completed, Ok(StepOutcome::Completed)), |f| *f)
     }
 
     /// `fmi2SetReal` (`call` [`StepCall::SetInputs`]) or `fmi2GetReal`
@@ -1544,7 +1545,7 @@ impl Fmi2HeldStep<'_> {
         match self.instance.reals_returned(function, code, vrs, values) {
             Ok(()) => true,
             Err(e) => {
-                self.failure = Some((call, Err(e)));
+                self.failure = Some(Box::new((call, Err(e))));
                 false
             }
         }
@@ -1563,7 +1564,7 @@ impl Fmi2HeldStep<'_> {
         if matches!(outcome, Ok(StepOutcome::Completed)) {
             return true;
         }
-        self.failure = Some((StepCall::DoStep, outcome));
+        self.failure = Some(Box::new((StepCall::DoStep, outcome)));
         false
     }
 }

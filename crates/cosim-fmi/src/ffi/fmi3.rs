@@ -1523,8 +1523,9 @@ pub struct Fmi3HeldStep<'a> {
     no_set_prior: bool,
     owner: &'a mut Fmi3Instance,
     /// The call at which the last step that did not complete stopped, and
-    /// what it returned.
-    failure: Option<(StepCall, Result<StepOutcome>)>,
+    /// what it returned (boxed: the bound steps of a run lie side by side,
+    /// and a step reads all but this).
+    failure: Option<Box<(StepCall, Result<StepOutcome>)>>,
 }
 
 impl Fmi3Instance {
@@ -1670,7 +1671,7 @@ impl Fmi3HeldStep<'_> {
     pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         self.failure
             .take()
-            .unwrap_or((StepCall::Completed, Ok(StepOutcome::Completed)))
+            .map_or((StepCall::Completed, Ok(StepOutcome::Completed)), |f| *f)
     }
 
     /// `fmi3SetFloat64` (`call` [`StepCall::SetInputs`]) or
@@ -1690,7 +1691,7 @@ impl Fmi3HeldStep<'_> {
         match self.owner.check(function, code) {
             Ok(_) => true,
             Err(e) => {
-                self.failure = Some((call, Err(e)));
+                self.failure = Some(Box::new((call, Err(e))));
                 false
             }
         }
@@ -1747,7 +1748,7 @@ impl Fmi3HeldStep<'_> {
         if matches!(outcome, Ok(StepOutcome::Completed)) {
             return true;
         }
-        self.failure = Some((StepCall::DoStep, outcome));
+        self.failure = Some(Box::new((StepCall::DoStep, outcome)));
         false
     }
 }
