@@ -487,3 +487,30 @@ interval = 0.3
         "{message}"
     );
 }
+
+/// An FMI 3 FMU with an array input (StateSpace, u of 3 elements, one
+/// value reference for the three values) takes quiet runs, fed element by
+/// element, as step by step.
+#[test]
+fn an_array_input_takes_quiet_runs_as_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let gain = |name: &str, k: f64| {
+        format!(
+            "[[subsystems]]\nname = \"{name}\"\nfmu = \"{}\"\nparameters = {{ k = {k:?} }}\nstart = {{ u = 1.0 }}\n\n",
+            fmu("fmi3", "Gain").display()
+        )
+    };
+    let link = |k: usize| format!("[[connections]]\nfrom = \"g{k}.y\"\nto = \"ss.u[{k}]\"\n\n");
+    let scenario = format!(
+        "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.01\n\n{}{}{}[[subsystems]]\nname = \"ss\"\nfmu = \"{}\"\n\n{}{}{}[outputs]\n",
+        gain("g1", 0.5),
+        gain("g2", -1.0),
+        gain("g3", 2.0),
+        fmu("fmi3", "StateSpace").display(),
+        link(1),
+        link(2),
+        link(3),
+    );
+    let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, "array");
+    assert_eq!(summary["status"], "completed", "{summary}");
+}

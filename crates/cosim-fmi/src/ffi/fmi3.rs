@@ -1530,7 +1530,9 @@ pub struct Fmi3HeldStep<'a> {
 
 impl Fmi3Instance {
     /// This instance's held step ([`Fmi3HeldStep`]): `None` when the
-    /// lengths differ, the instance logs its calls, takes inputs as a
+    /// lengths do not fit (fewer input values than value references, or
+    /// other than one output value per value reference), the instance
+    /// logs its calls, takes inputs as a
     /// polynomial through intermediate update, or can take no call after a
     /// Fatal status.
     pub fn held_step<'a>(
@@ -1548,7 +1550,9 @@ impl Fmi3Instance {
             let ii = self.env.intermediate.borrow();
             ii.vrs.is_empty() || (!ii.varying && ii.vrs == in_vrs)
         };
-        if in_vrs.len() != u.len()
+        // (An array input covers several values: nValues >= nvr, as
+        // fmi3SetFloat64 takes them.)
+        if u.len() < in_vrs.len()
             || out_vrs.len() != y.len()
             || self.call_log.is_some()
             || self.phase == Phase::Fatal
@@ -1602,8 +1606,8 @@ impl Fmi3HeldStep<'_> {
             mark(StepCall::SetInputs);
             // SAFETY: the instance is live (borrowed for as long as self
             // lives, and alive when self was made: only a status taken out
-            // of line ends it, and that ends the step); in_vrs and u have
-            // the same length (checked in held_step), passed as nValues.
+            // of line ends it, and that ends the step); u has at least
+            // in_vrs.len() values (checked in held_step), passed as nValues.
             let code = unsafe {
                 (self.set_float64)(
                     self.instance,
