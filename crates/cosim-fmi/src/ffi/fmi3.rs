@@ -1194,6 +1194,23 @@ impl Fmi3Instance {
             let flags = [event_handling_needed, terminate, early_return];
             log_do_step(log, code, t, h, no_set_prior, flags, last_successful_time);
         }
+        self.do_step_outcome(code, t, h, (terminate, early_return), last_successful_time)
+    }
+
+    /// What `fmi3DoStep` from `t` by `h` returning `code` with
+    /// `(terminateSimulation, earlyReturn)` and `lastSuccessfulTime` makes
+    /// of the step (and of the instance's time): its error, an early
+    /// return, a discarded step or the end of the simulation, or a
+    /// completed step; an input that intermediate update failed to set
+    /// during the step is its error.
+    fn do_step_outcome(
+        &mut self,
+        code: Fmi3Status,
+        t: f64,
+        h: f64,
+        (terminate, early_return): (bool, bool),
+        last_successful_time: f64,
+    ) -> Result<StepOutcome> {
         let status = Status::from_fmi3(code);
         if status == Status::Discard {
             return Ok(if terminate {
@@ -1704,6 +1721,9 @@ impl Fmi3HeldStep<'_> {
     /// `fmi3DoStep` returned `code` with `(terminateSimulation,
     /// earlyReturn)`, not a plain OK: what [`Fmi3Instance::do_step`] makes
     /// of it. `true` when the step completed all the same (a Warning).
+    /// (A plain OK needs none of it: the instance's time is set by
+    /// [`Fmi3HeldStep::reached`], and no input is set by intermediate
+    /// update while the inputs are held.)
     #[cold]
     #[inline(never)]
     fn do_step_returned(
@@ -1714,41 +1734,11 @@ impl Fmi3HeldStep<'_> {
         (terminate, early_return): (bool, bool),
         last_successful_time: f64,
     ) -> bool {
-        let owner = &mut *self.owner;
-        owner.time = t;
-        let outcome = (|| {
-            if Status::from_fmi3(code) == Status::Discard {
-                return Ok(if terminate {
-                    StepOutcome::Terminated {
-                        last_successful_time,
-                    }
-                } else {
-                    StepOutcome::Discarded {
-                        last_successful_time,
-                    }
-                });
-            }
-            owner.check("fmi3DoStep", code)?;
-            if terminate {
-                let end = if early_return {
-                    last_successful_time
-                } else {
-                    t + h
-                };
-                owner.time = end;
-                return Ok(StepOutcome::Terminated {
-                    last_successful_time: end,
-                });
-            }
-            if early_return {
-                owner.time = last_successful_time;
-                return Ok(StepOutcome::EarlyReturn {
-                    last_successful_time,
-                });
-            }
-            owner.time = t + h;
-            Ok(StepOutcome::Completed)
-        })();
+        // (As Fmi3Instance::do_step sets it before the call.)
+        self.owner.time = t;
+        let outcome =
+            self.owner
+                .do_step_outcome(code, t, h, (terminate, early_return), last_successful_time);
         if matches!(outcome, Ok(StepOutcome::Completed)) {
             return true;
         }
