@@ -288,3 +288,35 @@ pub fn check_block_in(path: &Path, name: &str, text: &str) {
         text
     );
 }
+
+/// Builds `tests/data/hostile_fmu` (a hand-written FMI 2.0 FMU in C whose
+/// calls return status codes the kit's FMUs never return) into
+/// `<dir>/Hostile.fmu` with the system C compiler (`CC`, else `cc`).
+pub fn hostile_fmu(dir: &Path) -> PathBuf {
+    let src = root().join("tests/data/hostile_fmu");
+    let lib = dir.join("Hostile.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
+        .arg(&lib)
+        .arg(src.join("hostile.c"))
+        .output()
+        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fmu = dir.join("Hostile.fmu");
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, file) in [
+        ("modelDescription.xml", src.join("modelDescription.xml")),
+        ("binaries/linux64/Hostile.so", lib),
+    ] {
+        z.start_file(name, opts).unwrap();
+        std::io::Write::write_all(&mut z, &std::fs::read(file).unwrap()).unwrap();
+    }
+    z.finish().unwrap();
+    fmu
+}

@@ -18,7 +18,7 @@ use cosim_core::master::{FixedStep, Scheme};
 use cosim_core::subsystem::{CallCounters, StateId};
 use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, SubsystemInfo, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
-use cosim_tests::{Table, cosim_bin, fmus, root, run_logged};
+use cosim_tests::{Table, cosim_bin, fmus, hostile_fmu, root, run_logged};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -1023,34 +1023,6 @@ fn a_hanging_isolated_fmu_does_not_hold_up_ctrl_c() {
 }
 
 // ----- status codes the kit never returns: a hand-written C FMU -------------
-
-/// Builds `tests/data/hostile_fmu` (C source and model description) into
-/// `<dir>/Hostile.fmu` with the system C compiler.
-fn hostile_fmu(dir: &Path) -> PathBuf {
-    let src = root().join("tests/data/hostile_fmu");
-    let lib = dir.join("Hostile.so");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
-        .arg(&lib)
-        .arg(src.join("hostile.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let fmu = dir.join("Hostile.fmu");
-    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
-    let opts = zip::write::SimpleFileOptions::default();
-    z.start_file("modelDescription.xml", opts).unwrap();
-    std::io::Write::write_all(
-        &mut z,
-        &std::fs::read(src.join("modelDescription.xml")).unwrap(),
-    )
-    .unwrap();
-    z.start_file("binaries/linux64/Hostile.so", opts).unwrap();
-    std::io::Write::write_all(&mut z, &std::fs::read(&lib).unwrap()).unwrap();
-    z.finish().unwrap();
-    fmu
-}
 
 /// Runs the Hostile FMU (beside a Gain fed by it) with doStep returning
 /// `status` once at t = 0.5.

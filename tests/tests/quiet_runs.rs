@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use cosim_core::master::{FixedStep, Master, QuietSteps, Scheme, StepReport};
 use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions};
-use cosim_tests::{cosim_bin, fmus, root};
+use cosim_tests::{cosim_bin, fmus, hostile_fmu, root};
 
 fn fmu(version: &str, model: &str) -> PathBuf {
     fmus().join(version).join(format!("{model}.fmu"))
@@ -194,32 +194,6 @@ fn a_quiet_run_stops_where_told_and_before_the_stop() {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Builds `tests/data/hostile_fmu` into `<dir>/Hostile.fmu`.
-fn hostile_fmu(dir: &Path) -> PathBuf {
-    let src = root().join("tests/data/hostile_fmu");
-    let lib = dir.join("Hostile.so");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
-        .arg(&lib)
-        .arg(src.join("hostile.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let fmu = dir.join("Hostile.fmu");
-    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
-    let opts = zip::write::SimpleFileOptions::default();
-    for (name, file) in [
-        ("modelDescription.xml", src.join("modelDescription.xml")),
-        ("binaries/linux64/Hostile.so", lib),
-    ] {
-        z.start_file(name, opts).unwrap();
-        std::io::Write::write_all(&mut z, &std::fs::read(file).unwrap()).unwrap();
-    }
-    z.finish().unwrap();
-    fmu
 }
 
 /// What a run left: its exit status, its error lines, its trace and its
