@@ -1198,7 +1198,9 @@ impl System {
             }
             let fmu = sub.as_fmu()?;
             // Held inputs, set from `u` itself: `u_end` (the values set)
-            // is copied from it before the exchange that changes it.
+            // is copied from it before the exchange that changes it. (Set
+            // before a later subsystem can refuse the run: harmless, the
+            // common case's step holds every subsystem's inputs anyway.)
             b.held = true;
             b.deliver_orders = 0;
             let hot = b.hot;
