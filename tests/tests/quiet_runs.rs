@@ -410,6 +410,8 @@ to = "gain.u"
         assert_eq!(summary["status"], "terminated", "{what}: {summary}");
         assert_eq!(summary["t_reached"], 0.555, "{what}: {summary}");
         assert_eq!(summary["stats"]["macro_steps"], 56, "{what}: {summary}");
+        // (One iteration a step, the last too: it said 55.)
+        assert_eq!(summary["stats"]["iterations"], 56, "{what}: {summary}");
     }
 }
 

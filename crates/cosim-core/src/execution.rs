@@ -579,8 +579,10 @@ impl Execution {
         if let Some(CoreError::TerminatedByFmu { .. }) = error {
             // The macro step in which an FMU ended the simulation is a
             // step of the run (it has its row), though the master's
-            // advance returned the end instead of completing it.
+            // advance returned the end instead of completing it; with at
+            // least its one iteration (an iterative master counted its own).
             stats.macro_steps = stats.macro_steps.max(run.macro_steps);
+            stats.iterations = stats.iterations.max(stats.macro_steps);
         }
         let status = match error {
             None => RunStatus::Completed,
