@@ -265,6 +265,9 @@ fn assert_quiet_run_fails_as_steps_one_by_one(
 /// An FMU (FMI 2.0 and 3.0) that fails in the middle of a quiet run
 /// (Error, Discard, a NaN output, Fatal; at 0.555 s, the sixth step of the run from 0.5 to 0.6,
 /// after the Gain before it stepped), or whose NaN is only warned about.
+/// The last row shows every subsystem at the last step completed: the
+/// Gain before it and the one after it in the ring (`after`, whose output
+/// changes every step) too.
 #[test]
 fn a_failure_in_a_quiet_run_ends_the_run_as_one_step_by_step() {
     let dir = tempfile::tempdir().unwrap();
@@ -294,8 +297,17 @@ name = "faulty"
 fmu = "{faulty}"
 parameters = {{ fail_mode = {mode}, fail_at = 0.555, x0 = 1.0 }}
 
+[[subsystems]]
+name = "after"
+fmu = "{gain}"
+parameters = {{ k = 2.0 }}
+
 [[connections]]
 from = "faulty.x"
+to = "after.u"
+
+[[connections]]
+from = "after.y"
 to = "gain.u"
 
 [[connections]]

@@ -1225,8 +1225,9 @@ impl System {
             .then_some(stepped);
         let mut taken = 0;
         // The end of the last completed step as the FMUs' instances have
-        // it: `t + h`, which is not always the next `t` to the last bit.
-        let mut reached = None;
+        // it: `t + h`, which is not always the next `t` to the last bit
+        // (NaN before the first).
+        let mut since = f64::NAN;
         // Where a step stopped: the subsystem, and whether it was its
         // check of the values read (else its step).
         let mut stopped = None;
@@ -1235,8 +1236,15 @@ impl System {
             let t_next = base.seconds(next);
             let h = t_next - t;
             let word = (first_sequence + taken) << 8;
-            let since = reached.unwrap_or(f64::NAN);
-            for (s, (fmu, _, _)) in held.iter_mut().enumerate() {
+            for (s, (fmu, _, y)) in held.iter_mut().enumerate() {
+                // The values the last step read are published as this
+                // one begins, not as that one ended (the exchange takes
+                // them from where they were read): should this step stop
+                // at a later subsystem, every published value is still
+                // the last completed step's, as step by step.
+                if taken > 0 {
+                    copy_values(y, fmu.outputs());
+                }
                 if !fmu.step(t, h, since, word) {
                     stopped = Some((s, false));
                     break 'steps;
@@ -1254,13 +1262,9 @@ impl System {
                     }
                 }
             }
-            for (fmu, _, y) in held.iter_mut() {
-                copy_values(y, fmu.outputs());
-            }
             taken += 1;
-            reached = Some(t + h);
+            since = t + h;
             (ticks, t) = (next, t_next);
-            (self.ticks, self.time) = (ticks, t);
             let go_on = after_step(t) && taken < steps;
             if !go_on {
                 for (fmu, u_end, _) in held.iter_mut() {
@@ -1268,20 +1272,23 @@ impl System {
                 }
             }
             for r in &self.routes {
-                let v = r.gain * held[r.src_sub].2[r.src_slot] + r.offset;
+                let v = r.gain * held[r.src_sub].0.outputs()[r.src_slot] + r.offset;
                 held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
             }
             if !go_on {
                 break;
             }
         }
+        (self.ticks, self.time) = (ticks, t);
+        let reached = (taken > 0).then_some(since);
         if pooled {
             self.pool_chooser.record_inline(taken);
         }
         // The last completed step's sequence number.
         let last_sequence = first_sequence + taken - 1;
         let Some((s, check)) = stopped else {
-            for (fmu, _, _) in held.iter_mut() {
+            for (fmu, _, y) in held.iter_mut() {
+                copy_values(y, fmu.outputs());
                 fmu.count(taken, last_sequence);
                 if let Some(total) = stepped {
                     fmu.set_stepped_time(total);
@@ -1325,6 +1332,13 @@ impl System {
         // run, and no indicator that reads it lets a step be quiet.)
         for (fmu, u_end, _) in &mut held[..=s] {
             copy_values(u_end, fmu.inputs_mut());
+        }
+        // The subsystems after `s` publish the last completed step's
+        // values, as those up to `s` did when this step began.
+        if taken > 0 {
+            for (fmu, _, y) in &mut held[s + 1..] {
+                copy_values(y, fmu.outputs());
+            }
         }
         drop(held);
         let first = match outcome {
