@@ -1129,20 +1129,21 @@ impl FmuSubsystem {
 
     /// This FMU's part in a run of held macro steps
     /// ([`crate::System::step_held_run`]): its held step bound to `u` (the
-    /// inputs it sets) and `y` (the first `y.len()` observed slots it
-    /// reads), with its watchdog marks and call counters. `None` where
+    /// inputs it sets) and `y` (two buffers for the first `y[0].len()`
+    /// observed slots it reads, taking turns: [`HeldFmu::step`]), with its
+    /// watchdog marks and call counters. `None` where
     /// [`FmuSubsystem::step_held_direct`] would not take its direct path,
     /// or the instance gives no bound step
     /// ([`cosim_fmi::Instance::held_step`]).
     pub(crate) fn held_run<'a>(
         &'a mut self,
         u: &'a mut [f64],
-        y: &'a mut [f64],
+        y: [&'a mut [f64]; 2],
     ) -> Option<HeldFmu<'a>> {
-        if self.typed_inputs.is_some() || y.len() > self.float_prefix {
+        let n = y[0].len();
+        if self.typed_inputs.is_some() || n > self.float_prefix {
             return None;
         }
-        let n = y.len();
         let step = self.instance.held_step(
             &self.input_vrs,
             u,
@@ -1217,10 +1218,15 @@ impl HeldFmu<'_> {
         self.step.inputs_mut()
     }
 
-    /// The values the last step read.
+    /// The values a step on `side` read.
     #[inline(always)]
-    pub(crate) fn outputs(&self) -> &[f64] {
-        self.step.outputs()
+    pub(crate) fn outputs(&self, side: usize) -> &[f64] {
+        self.step.outputs(side)
+    }
+
+    /// Both output buffers, `side` 0 first.
+    pub(crate) fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+        self.step.output_buffers()
     }
 
     /// The watchdog's last sequence number for this FMU.
@@ -1231,14 +1237,14 @@ impl HeldFmu<'_> {
     /// One step from `t` by `h`, marked as
     /// [`FmuSubsystem::step_held_direct`] marks it, under the watchdog
     /// word `word` (the macro step's sequence number shifted left by 8;
-    /// `since` as [`cosim_fmi::HeldStep::step`] takes it):
+    /// `side` and `since` as [`cosim_fmi::HeldStep::step`] takes them):
     /// `true` when it completed; else [`HeldFmu::failure`] says how it
     /// ended. Its calls and stepped time are counted once the run ends
     /// ([`HeldFmu::count`], [`HeldFmu::add_stepped_time`]).
     #[inline(always)]
-    pub(crate) fn step(&mut self, t: f64, h: f64, since: f64, word: u64) -> bool {
+    pub(crate) fn step(&mut self, side: usize, t: f64, h: f64, since: f64, word: u64) -> bool {
         let marks = self.marks.group(word);
-        self.step.step(t, h, since, |call| match call {
+        self.step.step(side, t, h, since, |call| match call {
             StepCall::SetInputs => marks.call(Call::SetInputs),
             StepCall::DoStep => marks.step(t),
             StepCall::GetOutputs => marks.call(Call::GetOutputs),
@@ -1280,9 +1286,10 @@ impl HeldFmu<'_> {
 
     /// How the step that did not complete, under sequence number
     /// `sequence`, ended; counts the calls it made, and says whether its
-    /// `doStep` was called (its `h` is then stepped time).
+    /// `doStep` was called (its `h` is then stepped time) and whether its
+    /// `fmi*Get*` of the outputs was.
     #[cold]
-    pub(crate) fn failure(&mut self, sequence: u64) -> (Result<StepOutcome>, bool) {
+    pub(crate) fn failure(&mut self, sequence: u64) -> (Result<StepOutcome>, bool, bool) {
         self.marks.group(sequence << 8).end();
         self.marks.finish(sequence);
         let (call, outcome) = self.step.take_failure();
@@ -1298,7 +1305,11 @@ impl HeldFmu<'_> {
             }
             StepCall::Completed => {}
         }
-        (outcome.map_err(crate::CoreError::from), stepped)
+        (
+            outcome.map_err(crate::CoreError::from),
+            stepped,
+            call == StepCall::GetOutputs,
+        )
     }
 }
 

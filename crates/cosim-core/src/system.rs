@@ -1203,11 +1203,14 @@ impl System {
             // common case's step holds every subsystem's inputs anyway.)
             b.held = true;
             b.deliver_orders = 0;
+            // The outputs are read into `y_new` and `y` by turns: the
+            // buffer a step did not read into keeps the values the step
+            // before read, which are the published ones should the step
+            // stop (put back in their places once the run ends).
             let hot = b.hot;
             held.push((
-                fmu.held_run(&mut b.u, &mut b.y_new[..hot])?,
+                fmu.held_run(&mut b.u, [&mut b.y_new[..hot], &mut b.y[..hot]])?,
                 &mut b.u_end,
-                &mut b.y[..hot],
             ));
         }
         self.rest_stale |= self.lazy;
@@ -1215,13 +1218,13 @@ impl System {
         let (mut ticks, mut t) = (self.ticks, self.time);
         // The watchdog's sequence number of each macro step, the same for
         // every FMU: above each one's last.
-        let first_sequence = held.iter().map(|(f, _, _)| f.sequence()).max().unwrap_or(0) + 1;
+        let first_sequence = held.iter().map(|(f, _)| f.sequence()).max().unwrap_or(0) + 1;
         // The time stepped, kept once where every FMU has stepped the same
         // so far (the same additions then give the same sums).
-        let stepped = held.first().map_or(0.0, |(f, _, _)| f.stepped_time());
+        let stepped = held.first().map_or(0.0, |(f, _)| f.stepped_time());
         let mut stepped = held
             .iter()
-            .all(|(f, _, _)| f.stepped_time().to_bits() == stepped.to_bits())
+            .all(|(f, _)| f.stepped_time().to_bits() == stepped.to_bits())
             .then_some(stepped);
         let mut taken = 0;
         // The end of the last completed step as the FMUs' instances have
@@ -1231,25 +1234,20 @@ impl System {
         // Where a step stopped: the subsystem, and whether it was its
         // check of the values read (else its step).
         let mut stopped = None;
+        // The buffer the step reads its outputs into: `y_new` first.
+        let mut side = 0;
         'steps: while taken < steps {
             let next = ticks + h_ticks;
             let t_next = base.seconds(next);
             let h = t_next - t;
             let word = (first_sequence + taken) << 8;
-            for (s, (fmu, _, y)) in held.iter_mut().enumerate() {
-                // The values the last step read are published as this
-                // one begins, not as that one ended (the exchange takes
-                // them from where they were read): should this step stop
-                // at a later subsystem, every published value is still
-                // the last completed step's, as step by step.
-                if taken > 0 {
-                    copy_values(y, fmu.outputs());
-                }
-                if !fmu.step(t, h, since, word) {
+            side = (taken & 1) as usize;
+            for (s, (fmu, _)) in held.iter_mut().enumerate() {
+                if !fmu.step(side, t, h, since, word) {
                     stopped = Some((s, false));
                     break 'steps;
                 }
-                if !within(fmu.outputs(), limit_abs) {
+                if !within(fmu.outputs(side), limit_abs) {
                     stopped = Some((s, true));
                     break 'steps;
                 }
@@ -1257,7 +1255,7 @@ impl System {
             match &mut stepped {
                 Some(total) => *total += h,
                 None => {
-                    for (fmu, _, _) in held.iter_mut() {
+                    for (fmu, _) in held.iter_mut() {
                         fmu.add_stepped_time(h);
                     }
                 }
@@ -1267,12 +1265,12 @@ impl System {
             (ticks, t) = (next, t_next);
             let go_on = after_step(t) && taken < steps;
             if !go_on {
-                for (fmu, u_end, _) in held.iter_mut() {
+                for (fmu, u_end) in held.iter_mut() {
                     copy_values(u_end, fmu.inputs_mut());
                 }
             }
             for r in &self.routes {
-                let v = r.gain * held[r.src_sub].0.outputs()[r.src_slot] + r.offset;
+                let v = r.gain * held[r.src_sub].0.outputs(side)[r.src_slot] + r.offset;
                 held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
             }
             if !go_on {
@@ -1287,8 +1285,14 @@ impl System {
         // The last completed step's sequence number.
         let last_sequence = first_sequence + taken - 1;
         let Some((s, check)) = stopped else {
-            for (fmu, _, y) in held.iter_mut() {
-                copy_values(y, fmu.outputs());
+            for (fmu, _) in held.iter_mut() {
+                // Published: the values the last step read, in both.
+                let (y_new, y) = fmu.output_buffers();
+                if side == 0 {
+                    copy_values(y, y_new);
+                } else {
+                    copy_values(y_new, y);
+                }
                 fmu.count(taken, last_sequence);
                 if let Some(total) = stepped {
                     fmu.set_stepped_time(total);
@@ -1306,39 +1310,49 @@ impl System {
         let t_next = base.seconds(next);
         let h = t_next - t;
         let mut outcome = Ok(StepOutcome::Completed);
-        for (j, (fmu, _, _)) in held.iter_mut().enumerate() {
+        for (j, (fmu, _)) in held.iter_mut().enumerate() {
             if let Some(total) = stepped {
                 fmu.set_stepped_time(total);
             }
-            if j < s || (j == s && check) {
+            // Whether this step read the outputs (into the buffer of
+            // `side`, the values of the step before in the other).
+            let read = if j < s || (j == s && check) {
                 fmu.count(taken + 1, last_sequence + 1);
                 fmu.add_stepped_time(h);
                 fmu.reached(t + h);
+                true
             } else {
                 fmu.count(taken, last_sequence);
                 if j == s {
-                    let (o, called_do_step) = fmu.failure(last_sequence + 1);
+                    let (o, called_do_step, called_get) = fmu.failure(last_sequence + 1);
                     outcome = o;
                     if called_do_step {
                         fmu.add_stepped_time(h);
                     }
-                } else if let Some(r) = reached {
-                    fmu.reached(r);
+                    called_get
+                } else {
+                    if let Some(r) = reached {
+                        fmu.reached(r);
+                    }
+                    false
                 }
+            };
+            // As step by step: `y` the values of the last completed step,
+            // `y_new` those this step read (where it read any; else those
+            // of the last completed step too).
+            let (y_new, y) = fmu.output_buffers();
+            match (read, side) {
+                (true, 0) => {}
+                (true, _) => y_new.swap_with_slice(y),
+                (false, 0) => copy_values(y_new, y),
+                (false, _) => copy_values(y, y_new),
             }
         }
         // (The subsystems after `s` that the error keeps from stepping
         // keep an older `u_end`: nothing reads it once an error ended the
         // run, and no indicator that reads it lets a step be quiet.)
-        for (fmu, u_end, _) in &mut held[..=s] {
+        for (fmu, u_end) in &mut held[..=s] {
             copy_values(u_end, fmu.inputs_mut());
-        }
-        // The subsystems after `s` publish the last completed step's
-        // values, as those up to `s` did when this step began.
-        if taken > 0 {
-            for (fmu, _, y) in &mut held[s + 1..] {
-                copy_values(y, fmu.outputs());
-            }
         }
         drop(held);
         let first = match outcome {

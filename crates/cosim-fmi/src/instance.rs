@@ -123,12 +123,20 @@ impl HeldStep<'_> {
         }
     }
 
-    /// The outputs the last step read.
+    /// The outputs a step on `side` read (see [`HeldStep::step`]).
     #[inline(always)]
-    pub fn outputs(&self) -> &[f64] {
+    pub fn outputs(&self, side: usize) -> &[f64] {
         match self {
-            HeldStep::V2(s) => s.outputs(),
-            HeldStep::V3(s) => s.outputs(),
+            HeldStep::V2(s) => s.outputs(side),
+            HeldStep::V3(s) => s.outputs(side),
+        }
+    }
+
+    /// Both output buffers, `side` 0 first.
+    pub fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+        match self {
+            HeldStep::V2(s) => s.output_buffers(),
+            HeldStep::V3(s) => s.output_buffers(),
         }
     }
 
@@ -142,14 +150,22 @@ impl HeldStep<'_> {
 
     /// One step from `t` by `h` (`mark` is told of each call before it is
     /// made, and of [`StepCall::Completed`]; `since` is the end of the
-    /// instance's last step as it has it, NaN where it has it already):
-    /// `true` when it completed; else [`HeldStep::take_failure`] says how
-    /// it ended.
+    /// instance's last step as it has it, NaN where it has it already),
+    /// the outputs read into the buffer of `side` (0 or 1; the other keeps
+    /// what the step before read, where steps take turns): `true` when it
+    /// completed; else [`HeldStep::take_failure`] says how it ended.
     #[inline(always)]
-    pub fn step(&mut self, t: f64, h: f64, since: f64, mark: impl FnMut(StepCall)) -> bool {
+    pub fn step(
+        &mut self,
+        side: usize,
+        t: f64,
+        h: f64,
+        since: f64,
+        mark: impl FnMut(StepCall),
+    ) -> bool {
         match self {
-            HeldStep::V2(s) => s.step(t, h, since, mark),
-            HeldStep::V3(s) => s.step(t, h, since, mark),
+            HeldStep::V2(s) => s.step(side, t, h, since, mark),
+            HeldStep::V3(s) => s.step(side, t, h, since, mark),
         }
     }
 
@@ -462,7 +478,9 @@ impl Instance {
     }
 
     /// The calls of [`Instance::set_step_get_f64`] bound once, for a run of
-    /// macro steps that make nothing else ([`HeldStep`]). `None` where the
+    /// macro steps that make nothing else ([`HeldStep`]), the outputs read
+    /// into either of `y` (two buffers of `out_vrs.len()` values, taking
+    /// turns: [`HeldStep::step`]). `None` where the
     /// version's binding gives none
     /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`],
     /// [`crate::ffi::fmi3::Fmi3Instance::held_step`]).
@@ -471,7 +489,7 @@ impl Instance {
         in_vrs: &'a [u32],
         u: &'a mut [f64],
         out_vrs: &'a [u32],
-        y: &'a mut [f64],
+        y: [&'a mut [f64]; 2],
         no_set_prior: bool,
     ) -> Option<HeldStep<'a>> {
         Some(match &mut self.inner {

@@ -1389,7 +1389,9 @@ pub struct Fmi2HeldStep<'a> {
     in_vrs: &'a [u32],
     u: &'a mut [f64],
     out_vrs: &'a [u32],
-    y: &'a mut [f64],
+    /// The two buffers the outputs are read into, by turns (a step's
+    /// `side`): the other one keeps the values the step before read.
+    y: [&'a mut [f64]; 2],
     no_set_prior: Fmi2Boolean,
     instance: &'a mut Fmi2Instance,
     /// The call at which the last step that did not complete stopped, and
@@ -1401,7 +1403,7 @@ pub struct Fmi2HeldStep<'a> {
 impl Fmi2Instance {
     /// This instance's held step: `fmi2SetReal` of `u` on `in_vrs` (none
     /// without inputs), `fmi2DoStep` and `fmi2GetReal` of `out_vrs` into
-    /// `y` (none without outputs), bound for many steps
+    /// one of `y` (none without outputs), bound for many steps
     /// ([`Fmi2HeldStep::step`]). `None` when the lengths differ, the
     /// instance logs its calls (the log goes through its other calls) or
     /// can take no call after a Fatal status.
@@ -1410,11 +1412,11 @@ impl Fmi2Instance {
         in_vrs: &'a [u32],
         u: &'a mut [f64],
         out_vrs: &'a [u32],
-        y: &'a mut [f64],
+        y: [&'a mut [f64]; 2],
         no_set_prior: bool,
     ) -> Option<Fmi2HeldStep<'a>> {
         if in_vrs.len() != u.len()
-            || out_vrs.len() != y.len()
+            || y.iter().any(|y| y.len() != out_vrs.len())
             || self.call_log.is_some()
             || self.phase == Phase::Fatal
         {
@@ -1444,10 +1446,16 @@ impl Fmi2HeldStep<'_> {
         self.u
     }
 
-    /// The outputs the last step read.
+    /// The outputs a step on `side` read.
     #[inline(always)]
-    pub fn outputs(&self) -> &[f64] {
-        self.y
+    pub fn outputs(&self, side: usize) -> &[f64] {
+        self.y[side & 1]
+    }
+
+    /// Both output buffers, `side` 0 first.
+    pub fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+        let [a, b] = &mut self.y;
+        (a, b)
     }
 
     /// A step sets inputs (`fmi2SetReal`), and reads outputs
@@ -1458,7 +1466,8 @@ impl Fmi2HeldStep<'_> {
 
     /// One step from `t` by `h`: the calls, checks and errors of
     /// [`Fmi2Instance::set_step_get_real`] (`mark` is told of each call
-    /// before it is made, and of [`StepCall::Completed`]). `true` when the
+    /// before it is made, and of [`StepCall::Completed`]), the outputs
+    /// read into the buffer of `side` (0 or 1). `true` when the
     /// step completed; else [`Fmi2HeldStep::take_failure`] says how it
     /// ended. The instance's time (that of its errors) is set where a
     /// step does not complete, and by [`Fmi2HeldStep::reached`] after
@@ -1467,7 +1476,14 @@ impl Fmi2HeldStep<'_> {
     /// to the last bit), the time of an error of `fmi2SetReal`; NaN: the
     /// time the instance has.
     #[inline(always)]
-    pub fn step(&mut self, t: f64, h: f64, since: f64, mut mark: impl FnMut(StepCall)) -> bool {
+    pub fn step(
+        &mut self,
+        side: usize,
+        t: f64,
+        h: f64,
+        since: f64,
+        mut mark: impl FnMut(StepCall),
+    ) -> bool {
         if !self.in_vrs.is_empty() {
             mark(StepCall::SetInputs);
             // SAFETY: the component is live (the instance is borrowed for as
@@ -1482,7 +1498,7 @@ impl Fmi2HeldStep<'_> {
                     self.u.as_ptr(),
                 )
             };
-            if code != 0 && !self.reals_returned(StepCall::SetInputs, code, since) {
+            if code != 0 && !self.reals_returned(StepCall::SetInputs, code, since, side) {
                 return false;
             }
         }
@@ -1494,17 +1510,17 @@ impl Fmi2HeldStep<'_> {
         }
         if !self.out_vrs.is_empty() {
             mark(StepCall::GetOutputs);
-            // SAFETY: the component is live (as above); out_vrs and y have
-            // the same length (checked in held_step).
+            // SAFETY: the component is live (as above); out_vrs and both
+            // buffers of y have the same length (checked in held_step).
             let code = unsafe {
                 (self.get_real)(
                     self.component,
                     self.out_vrs.as_ptr(),
                     self.out_vrs.len(),
-                    self.y.as_mut_ptr(),
+                    self.y[side & 1].as_mut_ptr(),
                 )
             };
-            if code != 0 && !self.reals_returned(StepCall::GetOutputs, code, t + h) {
+            if code != 0 && !self.reals_returned(StepCall::GetOutputs, code, t + h, side) {
                 return false;
             }
         }
@@ -1529,15 +1545,15 @@ impl Fmi2HeldStep<'_> {
     }
 
     /// `fmi2SetReal` (`call` [`StepCall::SetInputs`]) or `fmi2GetReal`
-    /// returned `code`, not OK, at time `t` (NaN: the instance's): `true`
-    /// when the step goes on (a Warning).
+    /// (into the buffer of `side`) returned `code`, not OK, at time `t`
+    /// (NaN: the instance's): `true` when the step goes on (a Warning).
     #[cold]
     #[inline(never)]
-    fn reals_returned(&mut self, call: StepCall, code: Fmi2Status, t: f64) -> bool {
+    fn reals_returned(&mut self, call: StepCall, code: Fmi2Status, t: f64, side: usize) -> bool {
         let (function, vrs, values) = if call == StepCall::SetInputs {
             ("fmi2SetReal", self.in_vrs, &*self.u)
         } else {
-            ("fmi2GetReal", self.out_vrs, &*self.y)
+            ("fmi2GetReal", self.out_vrs, &*self.y[side & 1])
         };
         if !t.is_nan() {
             self.instance.time = t;

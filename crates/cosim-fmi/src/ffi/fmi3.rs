@@ -1536,7 +1536,9 @@ pub struct Fmi3HeldStep<'a> {
     in_vrs: &'a [u32],
     u: &'a mut [f64],
     out_vrs: &'a [u32],
-    y: &'a mut [f64],
+    /// The two buffers the outputs are read into, by turns (as
+    /// [`crate::ffi::fmi2::Fmi2HeldStep`]'s).
+    y: [&'a mut [f64]; 2],
     no_set_prior: bool,
     owner: &'a mut Fmi3Instance,
     /// The call at which the last step that did not complete stopped, and
@@ -1557,7 +1559,7 @@ impl Fmi3Instance {
         in_vrs: &'a [u32],
         u: &'a mut [f64],
         out_vrs: &'a [u32],
-        y: &'a mut [f64],
+        y: [&'a mut [f64]; 2],
         no_set_prior: bool,
     ) -> Option<Fmi3HeldStep<'a>> {
         // Inputs registered for intermediate update may be bound while
@@ -1570,7 +1572,7 @@ impl Fmi3Instance {
         // (An array input covers several values: nValues >= nvr, as
         // fmi3SetFloat64 takes them.)
         if u.len() < in_vrs.len()
-            || out_vrs.len() != y.len()
+            || y.iter().any(|y| y.len() != out_vrs.len())
             || self.call_log.is_some()
             || self.phase == Phase::Fatal
             || !held
@@ -1601,10 +1603,16 @@ impl Fmi3HeldStep<'_> {
         self.u
     }
 
-    /// The outputs the last step read.
+    /// The outputs a step on `side` read.
     #[inline(always)]
-    pub fn outputs(&self) -> &[f64] {
-        self.y
+    pub fn outputs(&self, side: usize) -> &[f64] {
+        self.y[side & 1]
+    }
+
+    /// Both output buffers, `side` 0 first.
+    pub fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+        let [a, b] = &mut self.y;
+        (a, b)
     }
 
     /// A step sets inputs, and reads outputs.
@@ -1613,12 +1621,19 @@ impl Fmi3HeldStep<'_> {
     }
 
     /// One step from `t` by `h`, as [`crate::ffi::fmi2::Fmi2HeldStep::step`]
-    /// makes it (`mark` told of each call and of the completion; `since`
-    /// the time of an error of `fmi3SetFloat64`, NaN: the instance's):
-    /// `true` when it completed; else [`Fmi3HeldStep::take_failure`] says
-    /// how it ended.
+    /// makes it (`mark` told of each call and of the completion; the
+    /// outputs read into the buffer of `side`; `since` the time of an
+    /// error of `fmi3SetFloat64`, NaN: the instance's): `true` when it
+    /// completed; else [`Fmi3HeldStep::take_failure`] says how it ended.
     #[inline(always)]
-    pub fn step(&mut self, t: f64, h: f64, since: f64, mut mark: impl FnMut(StepCall)) -> bool {
+    pub fn step(
+        &mut self,
+        side: usize,
+        t: f64,
+        h: f64,
+        since: f64,
+        mut mark: impl FnMut(StepCall),
+    ) -> bool {
         if !self.in_vrs.is_empty() {
             mark(StepCall::SetInputs);
             // SAFETY: the instance is live (borrowed for as long as self
@@ -1662,15 +1677,17 @@ impl Fmi3HeldStep<'_> {
         }
         if !self.out_vrs.is_empty() {
             mark(StepCall::GetOutputs);
-            // SAFETY: the instance is live (as above); out_vrs and y have
-            // the same length (checked in held_step), passed as nValues.
+            let y = &mut self.y[side & 1];
+            // SAFETY: the instance is live (as above); out_vrs and both
+            // buffers of y have the same length (checked in held_step),
+            // passed as nValues.
             let code = unsafe {
                 (self.get_float64)(
                     self.instance,
                     self.out_vrs.as_ptr(),
                     self.out_vrs.len(),
-                    self.y.as_mut_ptr(),
-                    self.y.len(),
+                    y.as_mut_ptr(),
+                    y.len(),
                 )
             };
             if code != 0 && !self.values_returned(StepCall::GetOutputs, code, t + h) {
