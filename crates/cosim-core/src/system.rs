@@ -1215,68 +1215,50 @@ impl System {
         }
         self.rest_stale |= self.lazy;
         let base = self.time_base;
-        let (mut ticks, mut t) = (self.ticks, self.time);
+        let (ticks, t) = (self.ticks, self.time);
         // The watchdog's sequence number of each macro step, the same for
         // every FMU: above each one's last.
         let first_sequence = held.iter().map(|(f, _)| f.sequence()).max().unwrap_or(0) + 1;
         // The time stepped, kept once where every FMU has stepped the same
         // so far (the same additions then give the same sums).
         let stepped = held.first().map_or(0.0, |(f, _)| f.stepped_time());
-        let mut stepped = held
+        let stepped = held
             .iter()
             .all(|(f, _)| f.stepped_time().to_bits() == stepped.to_bits())
             .then_some(stepped);
-        let mut taken = 0;
-        // The end of the last completed step as the FMUs' instances have
-        // it: `t + h`, which is not always the next `t` to the last bit
-        // (NaN before the first).
-        let mut since = f64::NAN;
-        // Where a step stopped: the subsystem, and whether it was its
-        // check of the values read (else its step).
-        let mut stopped = None;
-        // The buffer the step reads its outputs into: `y_new` first.
-        let mut side = 0;
-        'steps: while taken < steps {
-            let next = ticks + h_ticks;
-            let t_next = base.seconds(next);
-            let h = t_next - t;
-            let word = (first_sequence + taken) << 8;
-            side = (taken & 1) as usize;
-            for (s, (fmu, _)) in held.iter_mut().enumerate() {
-                if !fmu.step(side, t, h, since, word) {
-                    stopped = Some((s, false));
-                    break 'steps;
-                }
-                if !within(fmu.outputs(side), limit_abs) {
-                    stopped = Some((s, true));
-                    break 'steps;
-                }
-            }
-            match &mut stepped {
-                Some(total) => *total += h,
-                None => {
-                    for (fmu, _) in held.iter_mut() {
-                        fmu.add_stepped_time(h);
-                    }
-                }
-            }
-            taken += 1;
-            since = t + h;
-            (ticks, t) = (next, t_next);
-            let go_on = after_step(t) && taken < steps;
-            if !go_on {
-                for (fmu, u_end) in held.iter_mut() {
-                    copy_values(u_end, fmu.inputs_mut());
-                }
-            }
-            for r in &self.routes {
-                let v = r.gain * held[r.src_sub].0.outputs(side)[r.src_slot] + r.offset;
-                held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
-            }
-            if !go_on {
-                break;
-            }
-        }
+        let mut run = HeldSteps {
+            held: &mut held,
+            routes: &self.routes,
+            base,
+            h_ticks,
+            limit_abs,
+            first_sequence,
+            steps,
+            ticks,
+            t,
+            taken: 0,
+            since: f64::NAN,
+            stepped,
+            stopped: None,
+        };
+        // Two steps a turn, one on each side: the side is a constant in
+        // each.
+        while run.step::<0>(&mut after_step) && run.step::<1>(&mut after_step) {}
+        let HeldSteps {
+            ticks,
+            t,
+            taken,
+            since,
+            stepped,
+            stopped,
+            ..
+        } = run;
+        // The side of the step that stopped, else of the last one.
+        let side = (if stopped.is_some() {
+            taken
+        } else {
+            taken.wrapping_sub(1)
+        } & 1) as usize;
         (self.ticks, self.time) = (ticks, t);
         let reached = (taken > 0).then_some(since);
         if pooled {
@@ -1578,6 +1560,79 @@ impl System {
             }
         }
         first.map_or(Ok(()), Err)
+    }
+}
+
+/// What the steps of a run of held macro steps ([`System::step_held_run`])
+/// change, and what they go by.
+struct HeldSteps<'r, 'a> {
+    held: &'r mut [(crate::subsystem::HeldFmu<'a>, &'a mut Vec<f64>)],
+    routes: &'r [Route],
+    base: TimeBase,
+    h_ticks: i64,
+    limit_abs: f64,
+    first_sequence: u64,
+    steps: u64,
+    ticks: i64,
+    t: f64,
+    /// Steps completed.
+    taken: u64,
+    /// The end of the last completed step as the FMUs' instances have
+    /// it: `t + h`, which is not always the next `t` to the last bit (NaN
+    /// before the first).
+    since: f64,
+    /// The time stepped, where every FMU has stepped the same.
+    stepped: Option<f64>,
+    /// Where a step stopped: the subsystem, and whether it was its check
+    /// of the values read (else its step).
+    stopped: Option<(usize, bool)>,
+}
+
+impl HeldSteps<'_, '_> {
+    /// The next macro step, its outputs read into the buffers of `SIDE`
+    /// (0: `y_new`, 1: `y`; steps take turns), then `after_step` at its
+    /// end: whether to go on.
+    #[inline(always)]
+    fn step<const SIDE: usize>(&mut self, after_step: &mut impl FnMut(f64) -> bool) -> bool {
+        if self.taken >= self.steps {
+            return false;
+        }
+        let next = self.ticks + self.h_ticks;
+        let t_next = self.base.seconds(next);
+        let (t, h) = (self.t, t_next - self.t);
+        let word = (self.first_sequence + self.taken) << 8;
+        for (s, (fmu, _)) in self.held.iter_mut().enumerate() {
+            if !fmu.step(SIDE, t, h, self.since, word) {
+                self.stopped = Some((s, false));
+                return false;
+            }
+            if !within(fmu.outputs(SIDE), self.limit_abs) {
+                self.stopped = Some((s, true));
+                return false;
+            }
+        }
+        match &mut self.stepped {
+            Some(total) => *total += h,
+            None => {
+                for (fmu, _) in self.held.iter_mut() {
+                    fmu.add_stepped_time(h);
+                }
+            }
+        }
+        self.taken += 1;
+        self.since = t + h;
+        (self.ticks, self.t) = (next, t_next);
+        let go_on = after_step(t_next) && self.taken < self.steps;
+        if !go_on {
+            for (fmu, u_end) in self.held.iter_mut() {
+                copy_values(u_end, fmu.inputs_mut());
+            }
+        }
+        for r in self.routes {
+            let v = r.gain * self.held[r.src_sub].0.outputs(SIDE)[r.src_slot] + r.offset;
+            self.held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
+        }
+        go_on
     }
 }
 

@@ -1520,7 +1520,7 @@ impl Fmi2HeldStep<'_> {
                     self.y[side & 1].as_mut_ptr(),
                 )
             };
-            if code != 0 && !self.reals_returned(StepCall::GetOutputs, code, t + h, side) {
+            if code != 0 && !self.get_returned(code, t, h, side) {
                 return false;
             }
         }
@@ -1565,6 +1565,15 @@ impl Fmi2HeldStep<'_> {
                 false
             }
         }
+    }
+
+    /// `fmi2GetReal` of the outputs into the buffer of `side`, after the
+    /// step from `t` by `h`, returned `code`, not OK (its time, `t + h`,
+    /// is reckoned here, out of the loop that steps).
+    #[cold]
+    #[inline(never)]
+    fn get_returned(&mut self, code: Fmi2Status, t: f64, h: f64, side: usize) -> bool {
+        self.reals_returned(StepCall::GetOutputs, code, t + h, side)
     }
 
     /// `fmi2DoStep` returned `code`, not OK: `true` when the step

@@ -1690,7 +1690,7 @@ impl Fmi3HeldStep<'_> {
                     y.len(),
                 )
             };
-            if code != 0 && !self.values_returned(StepCall::GetOutputs, code, t + h) {
+            if code != 0 && !self.get_returned(code, t, h) {
                 return false;
             }
         }
@@ -1733,6 +1733,15 @@ impl Fmi3HeldStep<'_> {
                 false
             }
         }
+    }
+
+    /// `fmi3GetFloat64` of the outputs, after the step from `t` by `h`,
+    /// returned `code`, not OK (its time, `t + h`, is reckoned here, out
+    /// of the loop that steps).
+    #[cold]
+    #[inline(never)]
+    fn get_returned(&mut self, code: Fmi3Status, t: f64, h: f64) -> bool {
+        self.values_returned(StepCall::GetOutputs, code, t + h)
     }
 
     /// `fmi3DoStep` returned `code` with `(terminateSimulation,
