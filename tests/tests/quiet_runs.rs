@@ -113,7 +113,7 @@ fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
             limit: 77,
             until: i64::MAX,
             macro_steps: 0,
-            interrupt: None,
+            interrupt: &cosim_core::master::NEVER_INTERRUPTED,
             outputs: None,
         };
         let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
@@ -146,7 +146,7 @@ fn a_quiet_run_stops_where_told_and_before_the_stop() {
         limit: u64::MAX,
         until: i64::MAX,
         macro_steps: 0,
-        interrupt: Some(&interrupt),
+        interrupt: &interrupt,
         outputs: None,
     };
     // Stop at 0.1: the whole steps end at 0.01 .. 0.09.

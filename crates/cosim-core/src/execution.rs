@@ -313,7 +313,10 @@ impl Execution {
                         quiet_until.0
                     },
                     macro_steps: run.macro_steps,
-                    interrupt: self.interrupt.as_deref(),
+                    interrupt: self
+                        .interrupt
+                        .as_deref()
+                        .unwrap_or(&crate::master::NEVER_INTERRUPTED),
                     outputs,
                 };
                 let outcome =

@@ -1237,19 +1237,42 @@ impl HeldFmu<'_> {
     /// One step from `t` by `h`, marked as
     /// [`FmuSubsystem::step_held_direct`] marks it, under the watchdog
     /// word `word` (the macro step's sequence number shifted left by 8;
-    /// `side` and `since` as [`cosim_fmi::HeldStep::step`] takes them):
+    /// `side` and `since` as [`cosim_fmi::HeldStep::step`] takes them;
+    /// the values read each within `limit` in magnitude, as
+    /// `check_step_outputs` has them):
     /// `true` when it completed; else [`HeldFmu::failure`] says how it
     /// ended. Its calls and stepped time are counted once the run ends
     /// ([`HeldFmu::count`], [`HeldFmu::add_stepped_time`]).
     #[inline(always)]
-    pub(crate) fn step(&mut self, side: usize, t: f64, h: f64, since: f64, word: u64) -> bool {
+    pub(crate) fn step(
+        &mut self,
+        side: usize,
+        t: f64,
+        h: f64,
+        since: f64,
+        word: u64,
+        limit: f64,
+    ) -> bool {
         let marks = self.marks.group(word);
-        self.step.step(side, t, h, since, |call| match call {
-            StepCall::SetInputs => marks.call(Call::SetInputs),
-            StepCall::DoStep => marks.step(t),
-            StepCall::GetOutputs => marks.call(Call::GetOutputs),
-            StepCall::Completed => marks.end(),
-        })
+        self.step.step(
+            side,
+            t,
+            h,
+            since,
+            |call| match call {
+                StepCall::SetInputs => marks.call(Call::SetInputs),
+                StepCall::DoStep => marks.step(t),
+                StepCall::GetOutputs => marks.call(Call::GetOutputs),
+                StepCall::Completed => marks.end(),
+            },
+            |y| crate::system::within(y, limit),
+        )
+    }
+
+    /// The last step did not complete for its calls' sake, not for its
+    /// values ([`HeldFmu::failure`] says how).
+    pub(crate) fn failed(&self) -> bool {
+        self.step.failed()
     }
 
     /// Counts the calls of `steps` completed steps; the last group's

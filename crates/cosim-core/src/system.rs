@@ -1222,10 +1222,14 @@ impl System {
         // The time stepped, kept once where every FMU has stepped the same
         // so far (the same additions then give the same sums).
         let stepped = held.first().map_or(0.0, |(f, _)| f.stepped_time());
-        let stepped = held
+        // (Always so where every step was the fixed-step master's, with
+        // every FMU; else not worth a run.)
+        if !held
             .iter()
             .all(|(f, _)| f.stepped_time().to_bits() == stepped.to_bits())
-            .then_some(stepped);
+        {
+            return None;
+        }
         let mut run = HeldSteps {
             held: &mut held,
             routes: &self.routes,
@@ -1276,9 +1280,7 @@ impl System {
                     copy_values(y_new, y);
                 }
                 fmu.count(taken, last_sequence);
-                if let Some(total) = stepped {
-                    fmu.set_stepped_time(total);
-                }
+                fmu.set_stepped_time(stepped);
                 if let Some(r) = reached {
                     fmu.reached(r);
                 }
@@ -1293,9 +1295,7 @@ impl System {
         let h = t_next - t;
         let mut outcome = Ok(StepOutcome::Completed);
         for (j, (fmu, _)) in held.iter_mut().enumerate() {
-            if let Some(total) = stepped {
-                fmu.set_stepped_time(total);
-            }
+            fmu.set_stepped_time(stepped);
             // Whether this step read the outputs (into the buffer of
             // `side`, the values of the step before in the other).
             let read = if j < s || (j == s && check) {
@@ -1581,8 +1581,8 @@ struct HeldSteps<'r, 'a> {
     /// it: `t + h`, which is not always the next `t` to the last bit (NaN
     /// before the first).
     since: f64,
-    /// The time stepped, where every FMU has stepped the same.
-    stepped: Option<f64>,
+    /// The time stepped, the same for every FMU.
+    stepped: f64,
     /// Where a step stopped: the subsystem, and whether it was its check
     /// of the values read (else its step).
     stopped: Option<(usize, bool)>,
@@ -1594,31 +1594,19 @@ impl HeldSteps<'_, '_> {
     /// end: whether to go on.
     #[inline(always)]
     fn step<const SIDE: usize>(&mut self, after_step: &mut impl FnMut(f64) -> bool) -> bool {
-        if self.taken >= self.steps {
-            return false;
-        }
+        // (No step is asked for after the last: the step before said.)
+        debug_assert!(self.taken < self.steps);
         let next = self.ticks + self.h_ticks;
         let t_next = self.base.seconds(next);
         let (t, h) = (self.t, t_next - self.t);
         let word = (self.first_sequence + self.taken) << 8;
         for (s, (fmu, _)) in self.held.iter_mut().enumerate() {
-            if !fmu.step(SIDE, t, h, self.since, word) {
-                self.stopped = Some((s, false));
-                return false;
-            }
-            if !within(fmu.outputs(SIDE), self.limit_abs) {
-                self.stopped = Some((s, true));
+            if !fmu.step(SIDE, t, h, self.since, word, self.limit_abs) {
+                self.stopped = Some((s, !fmu.failed()));
                 return false;
             }
         }
-        match &mut self.stepped {
-            Some(total) => *total += h,
-            None => {
-                for (fmu, _) in self.held.iter_mut() {
-                    fmu.add_stepped_time(h);
-                }
-            }
-        }
+        self.stepped += h;
         self.taken += 1;
         self.since = t + h;
         (self.ticks, self.t) = (next, t_next);
@@ -1652,7 +1640,7 @@ fn copy_values(dst: &mut [f64], src: &[f64]) {
 /// Every value within `limit` in magnitude (not NaN, not infinite where
 /// the limit is finite): [`check_step_outputs`]'s one comparison per value.
 #[inline(always)]
-fn within(values: &[f64], limit: f64) -> bool {
+pub(crate) fn within(values: &[f64], limit: f64) -> bool {
     match values {
         [] => true,
         [v] => v.abs() <= limit,

@@ -152,8 +152,10 @@ impl HeldStep<'_> {
     /// made, and of [`StepCall::Completed`]; `since` is the end of the
     /// instance's last step as it has it, NaN where it has it already),
     /// the outputs read into the buffer of `side` (0 or 1; the other keeps
-    /// what the step before read, where steps take turns): `true` when it
-    /// completed; else [`HeldStep::take_failure`] says how it ended.
+    /// what the step before read, where steps take turns) and given to
+    /// `check` (a step that reads none checks nothing): `true` when it
+    /// completed and its values passed; else [`HeldStep::failed`] says
+    /// whether its calls failed and [`HeldStep::take_failure`] how.
     #[inline(always)]
     pub fn step(
         &mut self,
@@ -162,10 +164,20 @@ impl HeldStep<'_> {
         h: f64,
         since: f64,
         mark: impl FnMut(StepCall),
+        check: impl FnOnce(&[f64]) -> bool,
     ) -> bool {
         match self {
-            HeldStep::V2(s) => s.step(side, t, h, since, mark),
-            HeldStep::V3(s) => s.step(side, t, h, since, mark),
+            HeldStep::V2(s) => s.step(side, t, h, since, mark, check),
+            HeldStep::V3(s) => s.step(side, t, h, since, mark, check),
+        }
+    }
+
+    /// The last step did not complete for its calls' sake (not its
+    /// check's).
+    pub fn failed(&self) -> bool {
+        match self {
+            HeldStep::V2(s) => s.failed(),
+            HeldStep::V3(s) => s.failed(),
         }
     }
 

@@ -101,11 +101,15 @@ pub struct QuietSteps<'a> {
     pub until: i64,
     /// The run's accepted macro steps, counted up by each step.
     pub macro_steps: u64,
-    /// The user's interrupt: no step after it is set.
-    pub interrupt: Option<&'a AtomicBool>,
+    /// The user's interrupt: no step after it is set ([`NEVER_INTERRUPTED`]
+    /// where the run has none).
+    pub interrupt: &'a AtomicBool,
     /// Told the time reached and the steps after each step.
     pub outputs: Option<&'a OutputsHandle>,
 }
+
+/// The interrupt of a run that has none (never set).
+pub static NEVER_INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 impl QuietSteps<'_> {
     /// A step ended at `t`: counts it, and says whether to go on.
@@ -115,7 +119,7 @@ impl QuietSteps<'_> {
         if let Some(o) = self.outputs {
             o.record_step(t, self.macro_steps);
         }
-        !self.interrupt.is_some_and(|f| f.load(Ordering::Relaxed))
+        !self.interrupt.load(Ordering::Relaxed)
     }
 }
 

@@ -1474,7 +1474,10 @@ impl Fmi2HeldStep<'_> {
     /// steps that do: `since` is the end of the instance's last step as it
     /// has it (`t + h` of that step, which is not always this step's `t`
     /// to the last bit), the time of an error of `fmi2SetReal`; NaN: the
-    /// time the instance has.
+    /// time the instance has. `check` is given the values read, once the
+    /// step completed (no call where it reads none): its `false` makes
+    /// the step's `false`, with no failure recorded
+    /// ([`Fmi2HeldStep::failed`]).
     #[inline(always)]
     pub fn step(
         &mut self,
@@ -1483,6 +1486,7 @@ impl Fmi2HeldStep<'_> {
         h: f64,
         since: f64,
         mut mark: impl FnMut(StepCall),
+        check: impl FnOnce(&[f64]) -> bool,
     ) -> bool {
         if !self.in_vrs.is_empty() {
             mark(StepCall::SetInputs);
@@ -1523,6 +1527,8 @@ impl Fmi2HeldStep<'_> {
             if code != 0 && !self.get_returned(code, t, h, side) {
                 return false;
             }
+            mark(StepCall::Completed);
+            return check(self.y[side & 1]);
         }
         mark(StepCall::Completed);
         true
@@ -1532,6 +1538,12 @@ impl Fmi2HeldStep<'_> {
     /// time.
     pub fn reached(&mut self, t: f64) {
         self.instance.time = t;
+    }
+
+    /// The last step did not complete for its calls' sake (not its
+    /// check's): [`Fmi2HeldStep::take_failure`] says how.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
     }
 
     /// How the last step that did not complete ended: the call it stopped

@@ -1622,9 +1622,11 @@ impl Fmi3HeldStep<'_> {
 
     /// One step from `t` by `h`, as [`crate::ffi::fmi2::Fmi2HeldStep::step`]
     /// makes it (`mark` told of each call and of the completion; the
-    /// outputs read into the buffer of `side`; `since` the time of an
-    /// error of `fmi3SetFloat64`, NaN: the instance's): `true` when it
-    /// completed; else [`Fmi3HeldStep::take_failure`] says how it ended.
+    /// outputs read into the buffer of `side` and given to `check`;
+    /// `since` the time of an error of `fmi3SetFloat64`, NaN: the
+    /// instance's): `true` when it completed; else
+    /// [`Fmi3HeldStep::take_failure`] says how it ended (nothing where
+    /// `check` said no: [`Fmi3HeldStep::failed`]).
     #[inline(always)]
     pub fn step(
         &mut self,
@@ -1633,6 +1635,7 @@ impl Fmi3HeldStep<'_> {
         h: f64,
         since: f64,
         mut mark: impl FnMut(StepCall),
+        check: impl FnOnce(&[f64]) -> bool,
     ) -> bool {
         if !self.in_vrs.is_empty() {
             mark(StepCall::SetInputs);
@@ -1693,6 +1696,8 @@ impl Fmi3HeldStep<'_> {
             if code != 0 && !self.get_returned(code, t, h) {
                 return false;
             }
+            mark(StepCall::Completed);
+            return check(self.y[side & 1]);
         }
         mark(StepCall::Completed);
         true
@@ -1702,6 +1707,12 @@ impl Fmi3HeldStep<'_> {
     /// instance's time.
     pub fn reached(&mut self, t: f64) {
         self.owner.time = t;
+    }
+
+    /// The last step did not complete for its calls' sake (not its
+    /// check's): [`Fmi3HeldStep::take_failure`] says how.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
     }
 
     /// How the last step that did not complete ended (as
