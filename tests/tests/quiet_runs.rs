@@ -267,11 +267,18 @@ fn assert_quiet_run_fails_as_steps_one_by_one(
 /// after the Gain before it stepped), or whose NaN is only warned about.
 /// The last row shows every subsystem at the last step completed: the
 /// Gain before it and the one after it in the ring (`after`, whose output
-/// changes every step) too.
+/// changes every step) too. The Gains are of the Faulty FMU's FMI version,
+/// and of the other one (a run binds the calls of FMUs that share one
+/// version in it, and of others in either).
 #[test]
 fn a_failure_in_a_quiet_run_ends_the_run_as_one_step_by_step() {
     let dir = tempfile::tempdir().unwrap();
-    for version in ["fmi2", "fmi3"] {
+    for (version, gains) in [
+        ("fmi2", "fmi2"),
+        ("fmi3", "fmi3"),
+        ("fmi2", "fmi3"),
+        ("fmi3", "fmi2"),
+    ] {
         for (mode, nonfinite) in [
             (1, "error"),
             (2, "error"),
@@ -316,10 +323,10 @@ to = "faulty.u"
 
 [outputs]
 "#,
-                gain = fmu(version, "Gain").display(),
+                gain = fmu(gains, "Gain").display(),
                 faulty = fmu(version, "Faulty").display(),
             );
-            let what = format!("faulty_{version}_{mode}_{nonfinite}");
+            let what = format!("faulty_{version}_{gains}_{mode}_{nonfinite}");
             let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
             // It failed at 0.55 (a NaN only warned about: it did not).
             let (status, t) = if nonfinite == "warn" {

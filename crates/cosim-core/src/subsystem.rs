@@ -10,7 +10,9 @@
 use cosim_fmi::model_description::{
     Causality, Dependencies, ModelDescription, Variability, VariableIndex,
 };
-use cosim_fmi::{Fmu, Instance, InstantiateOptions, StateHandle, StepCall, StepOutcome, Value};
+use cosim_fmi::{
+    BoundStep, Fmu, Instance, InstantiateOptions, StateHandle, StepCall, StepOutcome, Value,
+};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -1127,24 +1129,30 @@ impl FmuSubsystem {
         result.map_err(crate::CoreError::from)
     }
 
+    /// The FMI version of the instance.
+    pub(crate) fn fmi_version(&self) -> cosim_fmi::FmiVersion {
+        self.instance.fmi_version()
+    }
+
     /// This FMU's part in a run of held macro steps
     /// ([`crate::System::step_held_run`]): its held step bound to `u` (the
     /// inputs it sets) and `y` (two buffers for the first `y[0].len()`
     /// observed slots it reads, taking turns: [`HeldFmu::step`]), with its
     /// watchdog marks and call counters. `None` where
     /// [`FmuSubsystem::step_held_direct`] would not take its direct path,
-    /// or the instance gives no bound step
+    /// or the instance gives no bound step of `B`'s
     /// ([`cosim_fmi::Instance::held_step`]).
-    pub(crate) fn held_run<'a>(
+    pub(crate) fn held_run<'a, B: BindHeld>(
         &'a mut self,
         u: &'a mut [f64],
         y: [&'a mut [f64]; 2],
-    ) -> Option<HeldFmu<'a>> {
+    ) -> Option<HeldFmu<'a, B::Step<'a>>> {
         let n = y[0].len();
         if self.typed_inputs.is_some() || n > self.float_prefix {
             return None;
         }
-        let step = self.instance.held_step(
+        let step = B::bind(
+            &mut self.instance,
             &self.input_vrs,
             u,
             &self.observed_vrs[..n],
@@ -1203,15 +1211,87 @@ fn step_held_in_calls<S: Subsystem + ?Sized>(
     Ok(outcome)
 }
 
+/// How a run of held macro steps binds each FMU's calls
+/// ([`FmuSubsystem::held_run`]): in either FMI version, or in one where
+/// every FMU of the run is of it (no dispatch by version per call).
+pub(crate) trait BindHeld {
+    /// The bound step.
+    type Step<'a>: BoundStep;
+
+    /// [`cosim_fmi::Instance::held_step`], or its one version's.
+    fn bind<'a>(
+        instance: &'a mut cosim_fmi::Instance,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: [&'a mut [f64]; 2],
+        no_set_prior: bool,
+    ) -> Option<Self::Step<'a>>;
+}
+
+/// FMUs of either FMI version.
+pub(crate) struct AnyVersion;
+
+impl BindHeld for AnyVersion {
+    type Step<'a> = cosim_fmi::HeldStep<'a>;
+
+    fn bind<'a>(
+        instance: &'a mut cosim_fmi::Instance,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: [&'a mut [f64]; 2],
+        no_set_prior: bool,
+    ) -> Option<Self::Step<'a>> {
+        instance.held_step(in_vrs, u, out_vrs, y, no_set_prior)
+    }
+}
+
+/// FMI 2.0 FMUs only.
+pub(crate) struct Fmi2Only;
+
+impl BindHeld for Fmi2Only {
+    type Step<'a> = cosim_fmi::ffi::fmi2::Fmi2HeldStep<'a>;
+
+    fn bind<'a>(
+        instance: &'a mut cosim_fmi::Instance,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: [&'a mut [f64]; 2],
+        no_set_prior: bool,
+    ) -> Option<Self::Step<'a>> {
+        instance.held_step_fmi2(in_vrs, u, out_vrs, y, no_set_prior)
+    }
+}
+
+/// FMI 3.0 FMUs only.
+pub(crate) struct Fmi3Only;
+
+impl BindHeld for Fmi3Only {
+    type Step<'a> = cosim_fmi::ffi::fmi3::Fmi3HeldStep<'a>;
+
+    fn bind<'a>(
+        instance: &'a mut cosim_fmi::Instance,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: [&'a mut [f64]; 2],
+        no_set_prior: bool,
+    ) -> Option<Self::Step<'a>> {
+        instance.held_step_fmi3(in_vrs, u, out_vrs, y, no_set_prior)
+    }
+}
+
 /// One FMU in a run of held macro steps ([`FmuSubsystem::held_run`]): the
 /// step of [`FmuSubsystem::step_held_direct`], its calls bound once.
-pub(crate) struct HeldFmu<'a> {
-    step: cosim_fmi::HeldStep<'a>,
+pub(crate) struct HeldFmu<'a, S> {
+    step: S,
     marks: RunMarks<'a>,
     counters: &'a mut CallCounters,
 }
 
-impl HeldFmu<'_> {
+impl<S: BoundStep> HeldFmu<'_, S> {
     /// The inputs the next step sets.
     #[inline(always)]
     pub(crate) fn inputs_mut(&mut self) -> &mut [f64] {

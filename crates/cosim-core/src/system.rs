@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cosim_fmi::StepOutcome;
+use cosim_fmi::{BoundStep, StepOutcome};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -18,7 +18,9 @@ use crate::error::{CoreError, Result};
 use crate::extrapolation::MAX_POINTS;
 use crate::function::{FunctionLink, FunctionSpec, Functions};
 use crate::parallel::{PoolChooser, Way};
-use crate::subsystem::{CallCounters, StateId, Subsystem};
+use crate::subsystem::{
+    AnyVersion, BindHeld, CallCounters, Fmi2Only, Fmi3Only, HeldFmu, StateId, Subsystem,
+};
 use crate::time::TimeBase;
 
 /// A connection between an observed output slot and an input slot:
@@ -1163,6 +1165,28 @@ impl System {
         &mut self,
         steps: u64,
         h_ticks: i64,
+        after_step: impl FnMut(f64) -> bool,
+    ) -> Option<(u64, Result<()>)> {
+        use cosim_fmi::FmiVersion;
+        // The FMUs' calls bound in their one FMI version where they share
+        // it (no dispatch by version per call), else in either.
+        let mut versions = self
+            .subsystems
+            .iter_mut()
+            .map(|s| s.as_fmu().map(|f| f.fmi_version()));
+        let first = versions.next().flatten();
+        match first.filter(|&v| versions.all(|w| w == Some(v))) {
+            Some(FmiVersion::V2) => self.held_run_of::<Fmi2Only>(steps, h_ticks, after_step),
+            Some(FmiVersion::V3) => self.held_run_of::<Fmi3Only>(steps, h_ticks, after_step),
+            None => self.held_run_of::<AnyVersion>(steps, h_ticks, after_step),
+        }
+    }
+
+    /// [`System::step_held_run`], each FMU's calls bound by `B`.
+    fn held_run_of<B: BindHeld>(
+        &mut self,
+        steps: u64,
+        h_ticks: i64,
         mut after_step: impl FnMut(f64) -> bool,
     ) -> Option<(u64, Result<()>)> {
         const EXACT: i64 = 1 << 53;
@@ -1209,7 +1233,7 @@ impl System {
             // stop (put back in their places once the run ends).
             let hot = b.hot;
             held.push((
-                fmu.held_run(&mut b.u, [&mut b.y_new[..hot], &mut b.y[..hot]])?,
+                fmu.held_run::<B>(&mut b.u, [&mut b.y_new[..hot], &mut b.y[..hot]])?,
                 &mut b.u_end,
             ));
         }
@@ -1565,8 +1589,8 @@ impl System {
 
 /// What the steps of a run of held macro steps ([`System::step_held_run`])
 /// change, and what they go by.
-struct HeldSteps<'r, 'a> {
-    held: &'r mut [(crate::subsystem::HeldFmu<'a>, &'a mut Vec<f64>)],
+struct HeldSteps<'r, 'a, S> {
+    held: &'r mut [(HeldFmu<'a, S>, &'a mut Vec<f64>)],
     routes: &'r [Route],
     base: TimeBase,
     h_ticks: i64,
@@ -1588,7 +1612,7 @@ struct HeldSteps<'r, 'a> {
     stopped: Option<(usize, bool)>,
 }
 
-impl HeldSteps<'_, '_> {
+impl<S: BoundStep> HeldSteps<'_, '_, S> {
     /// The next macro step, its outputs read into the buffers of `SIDE`
     /// (0: `y_new`, 1: `y`; steps take turns), then `after_step` at its
     /// end: whether to go on.

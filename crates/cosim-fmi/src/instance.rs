@@ -113,19 +113,69 @@ pub enum HeldStep<'a> {
     V3(crate::ffi::fmi3::Fmi3HeldStep<'a>),
 }
 
-impl HeldStep<'_> {
+/// The calls of a held step bound once, for a run of macro steps that make
+/// nothing else: in either FMI version ([`HeldStep`]) or in one
+/// ([`crate::ffi::fmi2::Fmi2HeldStep`], [`crate::ffi::fmi3::Fmi3HeldStep`],
+/// for a run whose FMUs are all of it: no dispatch by version per call).
+pub trait BoundStep {
+    /// The values the next step sets as inputs.
+    fn inputs_mut(&mut self) -> &mut [f64];
+
+    /// The outputs a step on `side` read (see [`BoundStep::step`]).
+    fn outputs(&self, side: usize) -> &[f64];
+
+    /// Both output buffers, `side` 0 first.
+    fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]);
+
+    /// A step sets inputs, and reads outputs.
+    fn calls_set_get(&self) -> (bool, bool);
+
+    /// One step from `t` by `h` (`mark` is told of each call before it is
+    /// made, and of [`StepCall::Completed`]; `since` is the end of the
+    /// instance's last step as it has it, NaN where it has it already),
+    /// the outputs read into the buffer of `side` (0 or 1; the other keeps
+    /// what the step before read, where steps take turns) and given to
+    /// `check` (a step that reads none checks nothing): `true` when it
+    /// completed and its values passed; else [`BoundStep::failed`] says
+    /// whether its calls failed and [`BoundStep::take_failure`] how.
+    fn step(
+        &mut self,
+        side: usize,
+        t: f64,
+        h: f64,
+        since: f64,
+        mark: impl FnMut(StepCall),
+        check: impl FnOnce(&[f64]) -> bool,
+    ) -> bool;
+
+    /// The last step did not complete for its calls' sake (not its
+    /// check's).
+    fn failed(&self) -> bool;
+
+    /// After steps that completed, the last one ending at `t`: the
+    /// instance's time.
+    fn reached(&mut self, t: f64);
+
+    /// How the last step that did not complete ended: the call it stopped
+    /// at ([`StepCall::SetInputs`], [`StepCall::DoStep`] or
+    /// [`StepCall::GetOutputs`]) and its error, or the outcome of a
+    /// `doStep` that did not reach its end.
+    fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>);
+}
+
+impl BoundStep for HeldStep<'_> {
     /// The values the next step sets as inputs.
     #[inline(always)]
-    pub fn inputs_mut(&mut self) -> &mut [f64] {
+    fn inputs_mut(&mut self) -> &mut [f64] {
         match self {
             HeldStep::V2(s) => s.inputs_mut(),
             HeldStep::V3(s) => s.inputs_mut(),
         }
     }
 
-    /// The outputs a step on `side` read (see [`HeldStep::step`]).
+    /// The outputs a step on `side` read (see [`BoundStep::step`]).
     #[inline(always)]
-    pub fn outputs(&self, side: usize) -> &[f64] {
+    fn outputs(&self, side: usize) -> &[f64] {
         match self {
             HeldStep::V2(s) => s.outputs(side),
             HeldStep::V3(s) => s.outputs(side),
@@ -133,7 +183,7 @@ impl HeldStep<'_> {
     }
 
     /// Both output buffers, `side` 0 first.
-    pub fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+    fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
         match self {
             HeldStep::V2(s) => s.output_buffers(),
             HeldStep::V3(s) => s.output_buffers(),
@@ -141,7 +191,7 @@ impl HeldStep<'_> {
     }
 
     /// A step sets inputs, and reads outputs.
-    pub fn calls_set_get(&self) -> (bool, bool) {
+    fn calls_set_get(&self) -> (bool, bool) {
         match self {
             HeldStep::V2(s) => s.calls_set_get(),
             HeldStep::V3(s) => s.calls_set_get(),
@@ -154,10 +204,10 @@ impl HeldStep<'_> {
     /// the outputs read into the buffer of `side` (0 or 1; the other keeps
     /// what the step before read, where steps take turns) and given to
     /// `check` (a step that reads none checks nothing): `true` when it
-    /// completed and its values passed; else [`HeldStep::failed`] says
-    /// whether its calls failed and [`HeldStep::take_failure`] how.
+    /// completed and its values passed; else [`BoundStep::failed`] says
+    /// whether its calls failed and [`BoundStep::take_failure`] how.
     #[inline(always)]
-    pub fn step(
+    fn step(
         &mut self,
         side: usize,
         t: f64,
@@ -174,7 +224,7 @@ impl HeldStep<'_> {
 
     /// The last step did not complete for its calls' sake (not its
     /// check's).
-    pub fn failed(&self) -> bool {
+    fn failed(&self) -> bool {
         match self {
             HeldStep::V2(s) => s.failed(),
             HeldStep::V3(s) => s.failed(),
@@ -182,7 +232,7 @@ impl HeldStep<'_> {
     }
 
     /// After steps that completed, the last one ending at `t`.
-    pub fn reached(&mut self, t: f64) {
+    fn reached(&mut self, t: f64) {
         match self {
             HeldStep::V2(s) => s.reached(t),
             HeldStep::V3(s) => s.reached(t),
@@ -191,7 +241,7 @@ impl HeldStep<'_> {
 
     /// How the last step that did not complete ended: the call it stopped
     /// at and its error or outcome.
-    pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
+    fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         match self {
             HeldStep::V2(s) => s.take_failure(),
             HeldStep::V3(s) => s.take_failure(),
@@ -508,6 +558,36 @@ impl Instance {
             Inner::V2(i) => HeldStep::V2(i.held_step(in_vrs, u, out_vrs, y, no_set_prior)?),
             Inner::V3(i) => HeldStep::V3(i.held_step(in_vrs, u, out_vrs, y, no_set_prior)?),
         })
+    }
+
+    /// [`Instance::held_step`] of an FMI 2.0 instance (`None` for FMI 3.0).
+    pub fn held_step_fmi2<'a>(
+        &'a mut self,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: [&'a mut [f64]; 2],
+        no_set_prior: bool,
+    ) -> Option<crate::ffi::fmi2::Fmi2HeldStep<'a>> {
+        match &mut self.inner {
+            Inner::V2(i) => i.held_step(in_vrs, u, out_vrs, y, no_set_prior),
+            Inner::V3(_) => None,
+        }
+    }
+
+    /// [`Instance::held_step`] of an FMI 3.0 instance (`None` for FMI 2.0).
+    pub fn held_step_fmi3<'a>(
+        &'a mut self,
+        in_vrs: &'a [u32],
+        u: &'a mut [f64],
+        out_vrs: &'a [u32],
+        y: [&'a mut [f64]; 2],
+        no_set_prior: bool,
+    ) -> Option<crate::ffi::fmi3::Fmi3HeldStep<'a>> {
+        match &mut self.inner {
+            Inner::V3(i) => i.held_step(in_vrs, u, out_vrs, y, no_set_prior),
+            Inner::V2(_) => None,
+        }
     }
 
     /// Writes float variables (FMI 2 Real, FMI 3 Float64).

@@ -1439,28 +1439,28 @@ impl Fmi2Instance {
     }
 }
 
-impl Fmi2HeldStep<'_> {
+impl crate::instance::BoundStep for Fmi2HeldStep<'_> {
     /// The values set as inputs by [`Fmi2HeldStep::step`].
     #[inline(always)]
-    pub fn inputs_mut(&mut self) -> &mut [f64] {
+    fn inputs_mut(&mut self) -> &mut [f64] {
         self.u
     }
 
     /// The outputs a step on `side` read.
     #[inline(always)]
-    pub fn outputs(&self, side: usize) -> &[f64] {
+    fn outputs(&self, side: usize) -> &[f64] {
         self.y[side & 1]
     }
 
     /// Both output buffers, `side` 0 first.
-    pub fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+    fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
         let [a, b] = &mut self.y;
         (a, b)
     }
 
     /// A step sets inputs (`fmi2SetReal`), and reads outputs
     /// (`fmi2GetReal`).
-    pub fn calls_set_get(&self) -> (bool, bool) {
+    fn calls_set_get(&self) -> (bool, bool) {
         (!self.in_vrs.is_empty(), !self.out_vrs.is_empty())
     }
 
@@ -1479,7 +1479,7 @@ impl Fmi2HeldStep<'_> {
     /// the step's `false`, with no failure recorded
     /// ([`Fmi2HeldStep::failed`]).
     #[inline(always)]
-    pub fn step(
+    fn step(
         &mut self,
         side: usize,
         t: f64,
@@ -1536,13 +1536,13 @@ impl Fmi2HeldStep<'_> {
 
     /// After steps that completed, the last one at `t`: the instance's
     /// time.
-    pub fn reached(&mut self, t: f64) {
+    fn reached(&mut self, t: f64) {
         self.instance.time = t;
     }
 
     /// The last step did not complete for its calls' sake (not its
     /// check's): [`Fmi2HeldStep::take_failure`] says how.
-    pub fn failed(&self) -> bool {
+    fn failed(&self) -> bool {
         self.failure.is_some()
     }
 
@@ -1550,12 +1550,14 @@ impl Fmi2HeldStep<'_> {
     /// at ([`StepCall::SetInputs`], [`StepCall::DoStep`] or
     /// [`StepCall::GetOutputs`]) and its error, or the outcome of a
     /// `doStep` that did not reach its end.
-    pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
+    fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         self.failure
             .take()
             .map_or((StepCall::Completed, Ok(StepOutcome::Completed)), |f| *f)
     }
+}
 
+impl Fmi2HeldStep<'_> {
     /// `fmi2SetReal` (`call` [`StepCall::SetInputs`]) or `fmi2GetReal`
     /// (into the buffer of `side`) returned `code`, not OK, at time `t`
     /// (NaN: the instance's): `true` when the step goes on (a Warning).

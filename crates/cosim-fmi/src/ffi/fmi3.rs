@@ -1596,27 +1596,27 @@ impl Fmi3Instance {
     }
 }
 
-impl Fmi3HeldStep<'_> {
+impl crate::instance::BoundStep for Fmi3HeldStep<'_> {
     /// The values set as inputs by [`Fmi3HeldStep::step`].
     #[inline(always)]
-    pub fn inputs_mut(&mut self) -> &mut [f64] {
+    fn inputs_mut(&mut self) -> &mut [f64] {
         self.u
     }
 
     /// The outputs a step on `side` read.
     #[inline(always)]
-    pub fn outputs(&self, side: usize) -> &[f64] {
+    fn outputs(&self, side: usize) -> &[f64] {
         self.y[side & 1]
     }
 
     /// Both output buffers, `side` 0 first.
-    pub fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
+    fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
         let [a, b] = &mut self.y;
         (a, b)
     }
 
     /// A step sets inputs, and reads outputs.
-    pub fn calls_set_get(&self) -> (bool, bool) {
+    fn calls_set_get(&self) -> (bool, bool) {
         (!self.in_vrs.is_empty(), !self.out_vrs.is_empty())
     }
 
@@ -1628,7 +1628,7 @@ impl Fmi3HeldStep<'_> {
     /// [`Fmi3HeldStep::take_failure`] says how it ended (nothing where
     /// `check` said no: [`Fmi3HeldStep::failed`]).
     #[inline(always)]
-    pub fn step(
+    fn step(
         &mut self,
         side: usize,
         t: f64,
@@ -1705,24 +1705,26 @@ impl Fmi3HeldStep<'_> {
 
     /// After steps that completed, the last one ending at `t`: the
     /// instance's time.
-    pub fn reached(&mut self, t: f64) {
+    fn reached(&mut self, t: f64) {
         self.owner.time = t;
     }
 
     /// The last step did not complete for its calls' sake (not its
     /// check's): [`Fmi3HeldStep::take_failure`] says how.
-    pub fn failed(&self) -> bool {
+    fn failed(&self) -> bool {
         self.failure.is_some()
     }
 
     /// How the last step that did not complete ended (as
     /// [`crate::ffi::fmi2::Fmi2HeldStep::take_failure`]).
-    pub fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
+    fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         self.failure
             .take()
             .map_or((StepCall::Completed, Ok(StepOutcome::Completed)), |f| *f)
     }
+}
 
+impl Fmi3HeldStep<'_> {
     /// `fmi3SetFloat64` (`call` [`StepCall::SetInputs`]) or
     /// `fmi3GetFloat64` returned `code`, not OK, at time `t` (NaN: the
     /// instance's): `true` when the step goes on (a Warning).
