@@ -1624,9 +1624,12 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         let t_next = self.base.seconds(next);
         let (t, h) = (self.t, t_next - self.t);
         let word = (self.first_sequence + self.taken) << 8;
-        for (s, (fmu, _)) in self.held.iter_mut().enumerate() {
+        let n = self.held.len();
+        let mut fmus = self.held.iter_mut();
+        while let Some((fmu, _)) = fmus.next() {
             if !fmu.step(SIDE, t, h, self.since, word, self.limit_abs) {
-                self.stopped = Some((s, !fmu.failed()));
+                // (Its place from the FMUs left: no count kept per FMU.)
+                self.stopped = Some((n - fmus.len() - 1, !fmu.failed()));
                 return false;
             }
         }
