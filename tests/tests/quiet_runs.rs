@@ -42,11 +42,33 @@ fn subsystem(fmu: &Fmu, name: &str, output: &str, reals: &[(&str, f64)]) -> Box<
 /// A feedback ring gain1 -> integrator -> gain2 -> gain1 (the Faulty
 /// integrator, never failing), initialised at 0 with its master started.
 fn ring(version: &str, h: f64) -> (System, FixedStep) {
+    ring_failing(version, h, None)
+}
+
+/// [`ring`], its integrator failing in `fail_mode` at `fail_at` where
+/// given.
+fn ring_failing(version: &str, h: f64, failure: Option<(i32, f64)>) -> (System, FixedStep) {
     let gain = Fmu::open(fmu(version, "Gain")).unwrap();
     let faulty = Fmu::open(fmu(version, "Faulty")).unwrap();
+    let mut integrator = subsystem(&faulty, "integrator", "x", &[("x0", 1.0)]);
+    if let Some((mode, at)) = failure {
+        let md = faulty.model_description();
+        let vr = |n: &str| {
+            md.variables
+                .iter()
+                .find(|v| v.name == n)
+                .unwrap()
+                .value_reference
+        };
+        let fmu = integrator.as_fmu().unwrap();
+        fmu.instance_mut()
+            .set_i32(&[vr("fail_mode")], &[mode])
+            .unwrap();
+        fmu.instance_mut().set_f64(&[vr("fail_at")], &[at]).unwrap();
+    }
     let subsystems = vec![
         subsystem(&gain, "gain1", "y", &[("k", -0.5)]),
-        subsystem(&faulty, "integrator", "x", &[("x0", 1.0)]),
+        integrator,
         subsystem(&gain, "gain2", "y", &[("k", 0.75)]),
     ];
     let link = |from, to, gain| Connection {
@@ -109,11 +131,12 @@ fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
                 .advance_into(&mut one_by_one, 2.0, &mut report)
                 .unwrap();
         }
+        let never = std::sync::atomic::AtomicBool::new(false);
         let mut steps = QuietSteps {
             limit: 77,
             until: i64::MAX,
             macro_steps: 0,
-            interrupt: &cosim_core::master::NEVER_INTERRUPTED,
+            interrupt: &never,
             outputs: None,
         };
         let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
@@ -130,6 +153,55 @@ fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
             master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
         }
         assert_eq!(state(&one_by_one), state(&quiet), "{version}");
+    }
+}
+
+/// A quiet run whose integrator fails (Error from `doStep`, or a NaN
+/// output) at the first step of the run, at the fifth (its outputs read
+/// into `y_new`) or at the sixth (into `y`) leaves the system as the same
+/// steps one by one do, bit for bit: the error, and every value read and
+/// published (that of the Gain after it too, which the failure keeps from
+/// stepping), the time, the calls and the master's count. All but the
+/// inputs that Gain held in its last step (`u_end`), which a quiet run
+/// does not keep step by step and nothing reads once an error ended the
+/// run (the indicators that read it keep runs from being quiet).
+#[test]
+fn a_quiet_run_that_fails_leaves_the_system_as_the_steps_one_by_one() {
+    for version in ["fmi2", "fmi3"] {
+        for mode in [1, 3] {
+            // (Steps of 0.013 s: the first, the fifth and the sixth.)
+            for fail_at in [0.005, 0.0585, 0.0715] {
+                let what = format!("{version}, fail_mode {mode} at {fail_at}");
+                let failure = Some((mode, fail_at));
+                let (mut one_by_one, mut master_a) = ring_failing(version, 0.013, failure);
+                let (mut quiet, mut master_b) = ring_failing(version, 0.013, failure);
+                let mut report = StepReport::simple(f64::NAN, f64::NAN);
+                let error_a = loop {
+                    if let Err(e) = master_a.advance_into(&mut one_by_one, 2.0, &mut report) {
+                        break e;
+                    }
+                };
+                let never = std::sync::atomic::AtomicBool::new(false);
+                let mut steps = QuietSteps {
+                    limit: 77,
+                    until: i64::MAX,
+                    macro_steps: 0,
+                    interrupt: &never,
+                    outputs: None,
+                };
+                let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
+                let Some(Err(error_b)) = outcome else {
+                    panic!("{what}: {outcome:?}");
+                };
+                assert_eq!(error_a.to_string(), error_b.to_string(), "{what}");
+                let (mut a, mut b) = (state(&one_by_one), state(&quiet));
+                // (gain2's u_end: the second of its four value vectors.)
+                a.0[4 * 2 + 1].clear();
+                b.0[4 * 2 + 1].clear();
+                assert_eq!(a, b, "{what}");
+                assert_eq!(master_a.stats(), master_b.stats(), "{what}");
+            }
+        }
     }
 }
 
@@ -336,6 +408,57 @@ to = "faulty.u"
             };
             assert_eq!(summary["status"], status, "{what}: {summary}");
             assert_eq!(summary["t_reached"], t, "{what}: {summary}");
+        }
+    }
+}
+
+/// A failure at the first step of a run (0.505 s: the run from 0.5), at an
+/// odd-numbered one (0.545 s, the fifth) and an even-numbered one
+/// (0.555 s, the sixth), of the first, middle and last FMU of the ring: a
+/// run reads its steps' outputs into two buffers by turns, and whichever
+/// a step stopped in, what it leaves is what step by step leaves.
+#[test]
+fn a_failure_at_any_step_of_a_run_and_any_fmu_ends_it_as_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gain, faulty) = (fmu("fmi2", "Gain"), fmu("fmi2", "Faulty"));
+    for fail_at in [0.505, 0.545, 0.555] {
+        for place in 0..3 {
+            for (mode, nonfinite) in [(1, "error"), (3, "error"), (3, "warn")] {
+                let mut subsystems = vec![
+                    format!(
+                        "[[subsystems]]\nname = \"gain\"\nfmu = \"{}\"\nparameters = {{ k = -0.5 }}\n",
+                        gain.display()
+                    ),
+                    format!(
+                        "[[subsystems]]\nname = \"after\"\nfmu = \"{}\"\nparameters = {{ k = 2.0 }}\n",
+                        gain.display()
+                    ),
+                ];
+                subsystems.insert(
+                    place,
+                    format!(
+                        "[[subsystems]]\nname = \"faulty\"\nfmu = \"{}\"\nparameters = {{ fail_mode = {mode}, fail_at = {fail_at}, x0 = 1.0 }}\n",
+                        faulty.display()
+                    ),
+                );
+                let scenario = format!(
+                    "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.01\nnonfinite = \"{nonfinite}\"\n\n{}\n\
+                     [[connections]]\nfrom = \"faulty.x\"\nto = \"after.u\"\n\n\
+                     [[connections]]\nfrom = \"after.y\"\nto = \"gain.u\"\n\n\
+                     [[connections]]\nfrom = \"gain.y\"\nto = \"faulty.u\"\n\n[outputs]\n",
+                    subsystems.join("\n")
+                );
+                let what = format!("faulty_{fail_at}_{place}_{mode}_{nonfinite}");
+                let summary =
+                    assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+                let (status, t) = if nonfinite == "warn" {
+                    ("completed", 1.0)
+                } else {
+                    ("error", (fail_at * 100.0_f64).floor() / 100.0)
+                };
+                assert_eq!(summary["status"], status, "{what}: {summary}");
+                assert_eq!(summary["t_reached"], t, "{what}: {summary}");
+            }
         }
     }
 }

@@ -1150,10 +1150,13 @@ impl System {
     /// cannot have changed. `after_step(t)` is called after each step, at
     /// its end `t`; it returns whether to go on.
     ///
-    /// `None`, with nothing done, where the common case does not hold for
-    /// every subsystem (an FMU whose step is not the direct one, or no
+    /// `None`, with nothing done (but the inputs marked held, as the
+    /// common case's step marks them), where the common case does not hold
+    /// for every subsystem (an FMU whose step is not the direct one, or no
     /// FMU, functions in the coupling, steps timed or in other processes,
-    /// or the time beyond where ticks and seconds convert exactly). With a
+    /// or the time beyond where ticks and seconds convert exactly), or
+    /// where the FMUs have stepped different times so far (never so under
+    /// the fixed-step master). With a
     /// worker pool the steps are taken inline while the pool is measured
     /// not to pay off ([`PoolChooser`]), up to its next measurement; none
     /// (`Some((0, Ok(())))`) while it does or is being measured. Else the
@@ -1237,7 +1240,6 @@ impl System {
                 &mut b.u_end,
             ));
         }
-        self.rest_stale |= self.lazy;
         let base = self.time_base;
         let (ticks, t) = (self.ticks, self.time);
         // The watchdog's sequence number of each macro step, the same for
@@ -1247,13 +1249,15 @@ impl System {
         // so far (the same additions then give the same sums).
         let stepped = held.first().map_or(0.0, |(f, _)| f.stepped_time());
         // (Always so where every step was the fixed-step master's, with
-        // every FMU; else not worth a run.)
+        // every FMU; else no run, and the fixed-step master takes none
+        // for the rest of this one.)
         if !held
             .iter()
             .all(|(f, _)| f.stepped_time().to_bits() == stepped.to_bits())
         {
             return None;
         }
+        self.rest_stale |= self.lazy;
         let mut run = HeldSteps {
             held: &mut held,
             routes: &self.routes,

@@ -109,7 +109,7 @@ pub struct QuietSteps<'a> {
 }
 
 /// The interrupt of a run that has none (never set).
-pub static NEVER_INTERRUPTED: AtomicBool = AtomicBool::new(false);
+pub(crate) static NEVER_INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 impl QuietSteps<'_> {
     /// A step ended at `t`: counts it, and says whether to go on.
