@@ -24,7 +24,7 @@
 //!
 //! Links feed function inputs from subsystem outputs or from other
 //! functions' outputs, and subsystem inputs from function outputs, each
-//! with a gain and offset like a [`Connection`]. [`Functions::compile`]
+//! with a gain and offset like a [`Connection`]. `Functions::compile`
 //! turns them into flat arrays of operations in dependency order: the hot
 //! path is a loop over those arrays with no lookup or allocation.
 

@@ -599,7 +599,7 @@ impl System {
     /// slots after it are values traced only). The others are read, and
     /// checked for NaN, infinity and the divergence limit, by
     /// [`System::read_rest`], which the run loop calls before an observer
-    /// writes a row that shows them ([`crate::Observer::wants_values`]):
+    /// writes a row that shows them ([`crate::observer::Observer::wants_values`]):
     /// with the trace off or decimated, the steps that write no row read
     /// only what the coupling uses. Subsystems with a step multiple keep
     /// reading everything (their FMU is ahead of what they published).
@@ -1145,7 +1145,7 @@ impl System {
     /// [`System::exchange`], [`System::set_time_at`]) with the same
     /// results bit for bit, for a stretch of steps that nothing watches
     /// in between. The FMUs' calls are bound once for the whole run
-    /// ([`FmuSubsystem::held_run`]): a step reads no function pointer,
+    /// (`FmuSubsystem::held_run`): a step reads no function pointer,
     /// value reference array or length anew, and tests no log or state it
     /// cannot have changed. `after_step(t)` is called after each step, at
     /// its end `t`; it returns whether to go on.

@@ -101,7 +101,7 @@ pub struct QuietSteps<'a> {
     pub until: i64,
     /// The run's accepted macro steps, counted up by each step.
     pub macro_steps: u64,
-    /// The user's interrupt: no step after it is set ([`NEVER_INTERRUPTED`]
+    /// The user's interrupt: no step after it is set (a flag never set
     /// where the run has none).
     pub interrupt: &'a AtomicBool,
     /// Told the time reached and the steps after each step.

@@ -1404,7 +1404,7 @@ impl Fmi2Instance {
     /// This instance's held step: `fmi2SetReal` of `u` on `in_vrs` (none
     /// without inputs), `fmi2DoStep` and `fmi2GetReal` of `out_vrs` into
     /// one of `y` (none without outputs), bound for many steps
-    /// ([`Fmi2HeldStep::step`]). `None` when the lengths differ, the
+    /// ([`BoundStep::step`](crate::BoundStep::step)). `None` when the lengths differ, the
     /// instance logs its calls (the log goes through its other calls) or
     /// can take no call after a Fatal status.
     pub fn held_step<'a>(
@@ -1440,7 +1440,7 @@ impl Fmi2Instance {
 }
 
 impl crate::instance::BoundStep for Fmi2HeldStep<'_> {
-    /// The values set as inputs by [`Fmi2HeldStep::step`].
+    /// The values set as inputs by [`BoundStep::step`](crate::BoundStep::step).
     #[inline(always)]
     fn inputs_mut(&mut self) -> &mut [f64] {
         self.u
@@ -1468,16 +1468,16 @@ impl crate::instance::BoundStep for Fmi2HeldStep<'_> {
     /// [`Fmi2Instance::set_step_get_real`] (`mark` is told of each call
     /// before it is made, and of [`StepCall::Completed`]), the outputs
     /// read into the buffer of `side` (0 or 1). `true` when the
-    /// step completed; else [`Fmi2HeldStep::take_failure`] says how it
+    /// step completed; else [`BoundStep::take_failure`](crate::BoundStep::take_failure) says how it
     /// ended. The instance's time (that of its errors) is set where a
-    /// step does not complete, and by [`Fmi2HeldStep::reached`] after
+    /// step does not complete, and by [`BoundStep::reached`](crate::BoundStep::reached) after
     /// steps that do: `since` is the end of the instance's last step as it
     /// has it (`t + h` of that step, which is not always this step's `t`
     /// to the last bit), the time of an error of `fmi2SetReal`; NaN: the
     /// time the instance has. `check` is given the values read, once the
     /// step completed (no call where it reads none): its `false` makes
     /// the step's `false`, with no failure recorded
-    /// ([`Fmi2HeldStep::failed`]).
+    /// ([`BoundStep::failed`](crate::BoundStep::failed)).
     #[inline(always)]
     fn step(
         &mut self,
@@ -1541,7 +1541,7 @@ impl crate::instance::BoundStep for Fmi2HeldStep<'_> {
     }
 
     /// The last step did not complete for its calls' sake (not its
-    /// check's): [`Fmi2HeldStep::take_failure`] says how.
+    /// check's): [`BoundStep::take_failure`](crate::BoundStep::take_failure) says how.
     fn failed(&self) -> bool {
         self.failure.is_some()
     }

@@ -1597,7 +1597,7 @@ impl Fmi3Instance {
 }
 
 impl crate::instance::BoundStep for Fmi3HeldStep<'_> {
-    /// The values set as inputs by [`Fmi3HeldStep::step`].
+    /// The values set as inputs by [`BoundStep::step`](crate::BoundStep::step).
     #[inline(always)]
     fn inputs_mut(&mut self) -> &mut [f64] {
         self.u
@@ -1620,13 +1620,13 @@ impl crate::instance::BoundStep for Fmi3HeldStep<'_> {
         (!self.in_vrs.is_empty(), !self.out_vrs.is_empty())
     }
 
-    /// One step from `t` by `h`, as [`crate::ffi::fmi2::Fmi2HeldStep::step`]
+    /// One step from `t` by `h`, as [`BoundStep::step`](crate::BoundStep::step)
     /// makes it (`mark` told of each call and of the completion; the
     /// outputs read into the buffer of `side` and given to `check`;
     /// `since` the time of an error of `fmi3SetFloat64`, NaN: the
     /// instance's): `true` when it completed; else
-    /// [`Fmi3HeldStep::take_failure`] says how it ended (nothing where
-    /// `check` said no: [`Fmi3HeldStep::failed`]).
+    /// [`BoundStep::take_failure`](crate::BoundStep::take_failure) says how it ended (nothing where
+    /// `check` said no: [`BoundStep::failed`](crate::BoundStep::failed)).
     #[inline(always)]
     fn step(
         &mut self,
@@ -1710,13 +1710,13 @@ impl crate::instance::BoundStep for Fmi3HeldStep<'_> {
     }
 
     /// The last step did not complete for its calls' sake (not its
-    /// check's): [`Fmi3HeldStep::take_failure`] says how.
+    /// check's): [`BoundStep::take_failure`](crate::BoundStep::take_failure) says how.
     fn failed(&self) -> bool {
         self.failure.is_some()
     }
 
     /// How the last step that did not complete ended (as
-    /// [`crate::ffi::fmi2::Fmi2HeldStep::take_failure`]).
+    /// [`BoundStep::take_failure`](crate::BoundStep::take_failure)).
     fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         self.failure
             .take()
@@ -1761,7 +1761,7 @@ impl Fmi3HeldStep<'_> {
     /// earlyReturn)`, not a plain OK: what [`Fmi3Instance::do_step`] makes
     /// of it. `true` when the step completed all the same (a Warning).
     /// (A plain OK needs none of it: the instance's time is set by
-    /// [`Fmi3HeldStep::reached`], and no input is set by intermediate
+    /// [`BoundStep::reached`](crate::BoundStep::reached), and no input is set by intermediate
     /// update while the inputs are held.)
     #[cold]
     #[inline(never)]
