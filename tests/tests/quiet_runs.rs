@@ -96,6 +96,18 @@ fn ring_failing(version: &str, h: f64, failure: Option<(i32, f64)>) -> (System, 
     (system, master)
 }
 
+/// A stretch of at most `limit` quiet steps, up to any time, with no
+/// outputs, from the run's first step.
+fn quiet_steps(limit: u64, interrupt: &std::sync::atomic::AtomicBool) -> QuietSteps<'_> {
+    QuietSteps {
+        limit,
+        until: i64::MAX,
+        macro_steps: 0,
+        interrupt,
+        outputs: None,
+    }
+}
+
 /// Every value the system holds after its steps, as bits, with its time
 /// and call counts.
 fn state(sys: &System) -> (Vec<Vec<u64>>, u64, i64, String) {
@@ -132,13 +144,7 @@ fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
                 .unwrap();
         }
         let never = std::sync::atomic::AtomicBool::new(false);
-        let mut steps = QuietSteps {
-            limit: 77,
-            until: i64::MAX,
-            macro_steps: 0,
-            interrupt: &never,
-            outputs: None,
-        };
+        let mut steps = quiet_steps(77, &never);
         let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
         assert!(matches!(outcome, Some(Ok(()))), "{version}");
         assert_eq!(steps.macro_steps, 77, "{version}");
@@ -182,13 +188,7 @@ fn a_quiet_run_that_fails_leaves_the_system_as_the_steps_one_by_one() {
                     }
                 };
                 let never = std::sync::atomic::AtomicBool::new(false);
-                let mut steps = QuietSteps {
-                    limit: 77,
-                    until: i64::MAX,
-                    macro_steps: 0,
-                    interrupt: &never,
-                    outputs: None,
-                };
+                let mut steps = quiet_steps(77, &never);
                 let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
                 let Some(Err(error_b)) = outcome else {
                     panic!("{what}: {outcome:?}");
@@ -214,13 +214,7 @@ fn a_quiet_run_stops_where_told_and_before_the_stop() {
     let (mut sys, mut master) = ring("fmi2", 0.01);
     let mut report = StepReport::simple(f64::NAN, f64::NAN);
     let interrupt = std::sync::atomic::AtomicBool::new(false);
-    let mut steps = QuietSteps {
-        limit: u64::MAX,
-        until: i64::MAX,
-        macro_steps: 0,
-        interrupt: &interrupt,
-        outputs: None,
-    };
+    let mut steps = quiet_steps(u64::MAX, &interrupt);
     // Stop at 0.1: the whole steps end at 0.01 .. 0.09.
     assert!(matches!(
         master.advance_quiet(&mut sys, 0.1, &mut steps, &mut report),

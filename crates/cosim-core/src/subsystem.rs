@@ -11,7 +11,8 @@ use cosim_fmi::model_description::{
     Causality, Dependencies, ModelDescription, Variability, VariableIndex,
 };
 use cosim_fmi::{
-    BoundStep, Fmu, Instance, InstantiateOptions, StateHandle, StepCall, StepOutcome, Value,
+    BoundStep, Fmu, HeldValues, Instance, InstantiateOptions, StateHandle, StepCall, StepOutcome,
+    Value,
 };
 use serde::Serialize;
 
@@ -1151,14 +1152,14 @@ impl FmuSubsystem {
         if self.typed_inputs.is_some() || n > self.float_prefix {
             return None;
         }
-        let step = B::bind(
-            &mut self.instance,
-            &self.input_vrs,
+        let values = HeldValues {
+            in_vrs: &self.input_vrs,
             u,
-            &self.observed_vrs[..n],
+            out_vrs: &self.observed_vrs[..n],
             y,
-            self.no_set_prior,
-        )?;
+            no_set_prior: self.no_set_prior,
+        };
+        let step = B::bind(&mut self.instance, values)?;
         Some(HeldFmu {
             step,
             marks: self.tracker.run_marks(),
@@ -1219,69 +1220,44 @@ pub(crate) trait BindHeld {
     type Step<'a>: BoundStep;
 
     /// [`cosim_fmi::Instance::held_step`], or its one version's.
-    fn bind<'a>(
-        instance: &'a mut cosim_fmi::Instance,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<Self::Step<'a>>;
+    fn bind<'a>(instance: &'a mut Instance, values: HeldValues<'a>) -> Option<Self::Step<'a>>;
 }
 
-/// FMUs of either FMI version.
-pub(crate) struct AnyVersion;
+/// The [`BindHeld`] `$name`, whose steps are `$step`, bound by
+/// `Instance::$bind`.
+macro_rules! bind_held {
+    ($(#[$doc:meta])* $name:ident, $step:ty, $bind:ident) => {
+        $(#[$doc])*
+        pub(crate) struct $name;
 
-impl BindHeld for AnyVersion {
-    type Step<'a> = cosim_fmi::HeldStep<'a>;
+        impl BindHeld for $name {
+            type Step<'a> = $step;
 
-    fn bind<'a>(
-        instance: &'a mut cosim_fmi::Instance,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<Self::Step<'a>> {
-        instance.held_step(in_vrs, u, out_vrs, y, no_set_prior)
-    }
+            fn bind<'a>(instance: &'a mut Instance, values: HeldValues<'a>) -> Option<$step> {
+                instance.$bind(values)
+            }
+        }
+    };
 }
 
-/// FMI 2.0 FMUs only.
-pub(crate) struct Fmi2Only;
-
-impl BindHeld for Fmi2Only {
-    type Step<'a> = cosim_fmi::ffi::fmi2::Fmi2HeldStep<'a>;
-
-    fn bind<'a>(
-        instance: &'a mut cosim_fmi::Instance,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<Self::Step<'a>> {
-        instance.held_step_fmi2(in_vrs, u, out_vrs, y, no_set_prior)
-    }
-}
-
-/// FMI 3.0 FMUs only.
-pub(crate) struct Fmi3Only;
-
-impl BindHeld for Fmi3Only {
-    type Step<'a> = cosim_fmi::ffi::fmi3::Fmi3HeldStep<'a>;
-
-    fn bind<'a>(
-        instance: &'a mut cosim_fmi::Instance,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<Self::Step<'a>> {
-        instance.held_step_fmi3(in_vrs, u, out_vrs, y, no_set_prior)
-    }
-}
+bind_held!(
+    /// FMUs of either FMI version.
+    AnyVersion,
+    cosim_fmi::HeldStep<'a>,
+    held_step
+);
+bind_held!(
+    /// FMI 2.0 FMUs only.
+    Fmi2Only,
+    cosim_fmi::ffi::fmi2::Fmi2HeldStep<'a>,
+    held_step_fmi2
+);
+bind_held!(
+    /// FMI 3.0 FMUs only.
+    Fmi3Only,
+    cosim_fmi::ffi::fmi3::Fmi3HeldStep<'a>,
+    held_step_fmi3
+);
 
 /// One FMU in a run of held macro steps ([`FmuSubsystem::held_run`]): the
 /// step of [`FmuSubsystem::step_held_direct`], its calls bound once.

@@ -103,6 +103,24 @@ impl std::fmt::Display for Value {
     }
 }
 
+/// What a held step is bound to ([`Instance::held_step`]): the inputs it
+/// sets (`u` on `in_vrs`), the outputs it reads (`out_vrs`, into either of
+/// `y`, two buffers of `out_vrs.len()` values taking turns:
+/// [`BoundStep::step`]), and whether `doStep` is told that no FMU state
+/// will be set back before its start (`no_set_prior`).
+pub struct HeldValues<'a> {
+    /// The value references of the inputs.
+    pub in_vrs: &'a [u32],
+    /// The input values set.
+    pub u: &'a mut [f64],
+    /// The value references of the outputs.
+    pub out_vrs: &'a [u32],
+    /// The two buffers the outputs are read into, by turns.
+    pub y: [&'a mut [f64]; 2],
+    /// `noSetFMUStatePriorToCurrentPoint`.
+    pub no_set_prior: bool,
+}
+
 /// An instance's held step bound once ([`Instance::held_step`]): set the
 /// inputs, step, read the outputs, with the same calls, checks and errors
 /// as [`Instance::set_step_get_f64`].
@@ -164,7 +182,6 @@ pub trait BoundStep {
 }
 
 impl BoundStep for HeldStep<'_> {
-    /// The values the next step sets as inputs.
     #[inline(always)]
     fn inputs_mut(&mut self) -> &mut [f64] {
         match self {
@@ -173,7 +190,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// The outputs a step on `side` read (see [`BoundStep::step`]).
     #[inline(always)]
     fn outputs(&self, side: usize) -> &[f64] {
         match self {
@@ -182,7 +198,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// Both output buffers, `side` 0 first.
     fn output_buffers(&mut self) -> (&mut [f64], &mut [f64]) {
         match self {
             HeldStep::V2(s) => s.output_buffers(),
@@ -190,7 +205,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// A step sets inputs, and reads outputs.
     fn calls_set_get(&self) -> (bool, bool) {
         match self {
             HeldStep::V2(s) => s.calls_set_get(),
@@ -198,14 +212,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// One step from `t` by `h` (`mark` is told of each call before it is
-    /// made, and of [`StepCall::Completed`]; `since` is the end of the
-    /// instance's last step as it has it, NaN where it has it already),
-    /// the outputs read into the buffer of `side` (0 or 1; the other keeps
-    /// what the step before read, where steps take turns) and given to
-    /// `check` (a step that reads none checks nothing): `true` when it
-    /// completed and its values passed; else [`BoundStep::failed`] says
-    /// whether its calls failed and [`BoundStep::take_failure`] how.
     #[inline(always)]
     fn step(
         &mut self,
@@ -222,8 +228,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// The last step did not complete for its calls' sake (not its
-    /// check's).
     fn failed(&self) -> bool {
         match self {
             HeldStep::V2(s) => s.failed(),
@@ -231,7 +235,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// After steps that completed, the last one ending at `t`.
     fn reached(&mut self, t: f64) {
         match self {
             HeldStep::V2(s) => s.reached(t),
@@ -239,8 +242,6 @@ impl BoundStep for HeldStep<'_> {
         }
     }
 
-    /// How the last step that did not complete ended: the call it stopped
-    /// at and its error or outcome.
     fn take_failure(&mut self) -> (StepCall, Result<StepOutcome>) {
         match self {
             HeldStep::V2(s) => s.take_failure(),
@@ -539,38 +540,25 @@ impl Instance {
         }
     }
 
-    /// The calls of [`Instance::set_step_get_f64`] bound once, for a run of
-    /// macro steps that make nothing else ([`HeldStep`]), the outputs read
-    /// into either of `y` (two buffers of `out_vrs.len()` values, taking
-    /// turns: [`HeldStep::step`]). `None` where the
-    /// version's binding gives none
+    /// The calls of [`Instance::set_step_get_f64`] bound once to `values`,
+    /// for a run of macro steps that make nothing else ([`HeldStep`]).
+    /// `None` where the version's binding gives none
     /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`],
     /// [`crate::ffi::fmi3::Fmi3Instance::held_step`]).
-    pub fn held_step<'a>(
-        &'a mut self,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<HeldStep<'a>> {
+    pub fn held_step<'a>(&'a mut self, values: HeldValues<'a>) -> Option<HeldStep<'a>> {
         Some(match &mut self.inner {
-            Inner::V2(i) => HeldStep::V2(i.held_step(in_vrs, u, out_vrs, y, no_set_prior)?),
-            Inner::V3(i) => HeldStep::V3(i.held_step(in_vrs, u, out_vrs, y, no_set_prior)?),
+            Inner::V2(i) => HeldStep::V2(i.held_step(values)?),
+            Inner::V3(i) => HeldStep::V3(i.held_step(values)?),
         })
     }
 
     /// [`Instance::held_step`] of an FMI 2.0 instance (`None` for FMI 3.0).
     pub fn held_step_fmi2<'a>(
         &'a mut self,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
+        values: HeldValues<'a>,
     ) -> Option<crate::ffi::fmi2::Fmi2HeldStep<'a>> {
         match &mut self.inner {
-            Inner::V2(i) => i.held_step(in_vrs, u, out_vrs, y, no_set_prior),
+            Inner::V2(i) => i.held_step(values),
             Inner::V3(_) => None,
         }
     }
@@ -578,14 +566,10 @@ impl Instance {
     /// [`Instance::held_step`] of an FMI 3.0 instance (`None` for FMI 2.0).
     pub fn held_step_fmi3<'a>(
         &'a mut self,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
+        values: HeldValues<'a>,
     ) -> Option<crate::ffi::fmi3::Fmi3HeldStep<'a>> {
         match &mut self.inner {
-            Inner::V3(i) => i.held_step(in_vrs, u, out_vrs, y, no_set_prior),
+            Inner::V3(i) => i.held_step(values),
             Inner::V2(_) => None,
         }
     }

@@ -34,5 +34,5 @@ pub use ffi::Status;
 pub use ffi::call_log::{CallLogSink, CallLogTarget};
 pub use ffi::{Phase, StateHandle, StepCall, StepOutcome};
 pub use fmu::Fmu;
-pub use instance::{BoundStep, HeldStep, Instance, InstantiateOptions, Value};
+pub use instance::{BoundStep, HeldStep, HeldValues, Instance, InstantiateOptions, Value};
 pub use model_description::{FmiVersion, ModelDescription};

@@ -11,6 +11,7 @@ use super::call_log::{CallLog, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
 use super::{Phase, StateHandle, Status, StepCall, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
+use crate::instance::HeldValues;
 
 type Component = *mut c_void;
 type Vr = c_uint;
@@ -1407,14 +1408,14 @@ impl Fmi2Instance {
     /// ([`BoundStep::step`](crate::BoundStep::step)). `None` when the lengths differ, the
     /// instance logs its calls (the log goes through its other calls) or
     /// can take no call after a Fatal status.
-    pub fn held_step<'a>(
-        &'a mut self,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<Fmi2HeldStep<'a>> {
+    pub fn held_step<'a>(&'a mut self, values: HeldValues<'a>) -> Option<Fmi2HeldStep<'a>> {
+        let HeldValues {
+            in_vrs,
+            u,
+            out_vrs,
+            y,
+            no_set_prior,
+        } = values;
         if in_vrs.len() != u.len()
             || y.iter().any(|y| y.len() != out_vrs.len())
             || self.call_log.is_some()
@@ -1540,8 +1541,6 @@ impl crate::instance::BoundStep for Fmi2HeldStep<'_> {
         self.instance.time = t;
     }
 
-    /// The last step did not complete for its calls' sake (not its
-    /// check's): [`BoundStep::take_failure`](crate::BoundStep::take_failure) says how.
     fn failed(&self) -> bool {
         self.failure.is_some()
     }

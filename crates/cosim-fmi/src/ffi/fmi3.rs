@@ -15,6 +15,7 @@ use super::{
     next_instance_id,
 };
 use crate::error::{FmiError, Result};
+use crate::instance::HeldValues;
 
 type Instance = *mut c_void;
 type Vr = u32;
@@ -1554,14 +1555,14 @@ impl Fmi3Instance {
     /// logs its calls, takes inputs as a
     /// polynomial through intermediate update, or can take no call after a
     /// Fatal status.
-    pub fn held_step<'a>(
-        &'a mut self,
-        in_vrs: &'a [u32],
-        u: &'a mut [f64],
-        out_vrs: &'a [u32],
-        y: [&'a mut [f64]; 2],
-        no_set_prior: bool,
-    ) -> Option<Fmi3HeldStep<'a>> {
+    pub fn held_step<'a>(&'a mut self, values: HeldValues<'a>) -> Option<Fmi3HeldStep<'a>> {
+        let HeldValues {
+            in_vrs,
+            u,
+            out_vrs,
+            y,
+            no_set_prior,
+        } = values;
         // Inputs registered for intermediate update may be bound while
         // they are held (no polynomial: the callback sets nothing, and
         // fmi3SetFloat64 of them would only keep it so).
@@ -1709,8 +1710,6 @@ impl crate::instance::BoundStep for Fmi3HeldStep<'_> {
         self.owner.time = t;
     }
 
-    /// The last step did not complete for its calls' sake (not its
-    /// check's): [`BoundStep::take_failure`](crate::BoundStep::take_failure) says how.
     fn failed(&self) -> bool {
         self.failure.is_some()
     }
