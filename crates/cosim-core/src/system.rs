@@ -1276,94 +1276,19 @@ impl System {
         // Two steps a turn, one on each side: the side is a constant in
         // each.
         while run.step::<0>(&mut after_step) && run.step::<1>(&mut after_step) {}
-        let HeldSteps {
-            ticks,
-            t,
-            taken,
-            since,
-            stepped,
-            stopped,
-            ..
-        } = run;
-        // The side of the step that stopped, else of the last one.
-        let side = (if stopped.is_some() {
-            taken
-        } else {
-            taken.wrapping_sub(1)
-        } & 1) as usize;
-        (self.ticks, self.time) = (ticks, t);
-        let reached = (taken > 0).then_some(since);
+        (self.ticks, self.time) = (run.ticks, run.t);
+        let taken = run.taken;
         if pooled {
             self.pool_chooser.record_inline(taken);
         }
-        // The last completed step's sequence number.
-        let last_sequence = first_sequence + taken - 1;
-        let Some((s, check)) = stopped else {
-            for (fmu, _) in held.iter_mut() {
-                // Published: the values the last step read, in both.
-                let (y_new, y) = fmu.output_buffers();
-                if side == 0 {
-                    copy_values(y, y_new);
-                } else {
-                    copy_values(y_new, y);
-                }
-                fmu.count(taken, last_sequence);
-                fmu.set_stepped_time(stepped);
-                if let Some(r) = reached {
-                    fmu.reached(r);
-                }
-            }
+        let Some((s, check)) = run.stopped else {
+            run.end();
             return Some((taken, Ok(())));
         };
-        // The step after `taken` stopped at subsystem `s`: its inputs
-        // were those set, its outcome or check goes the common way, and
-        // the subsystems after it step as in step_held_all_inline.
-        let next = ticks + h_ticks;
+        let (t, next) = (run.t, run.ticks + h_ticks);
         let t_next = base.seconds(next);
         let h = t_next - t;
-        let mut outcome = Ok(StepOutcome::Completed);
-        for (j, (fmu, _)) in held.iter_mut().enumerate() {
-            fmu.set_stepped_time(stepped);
-            // Whether this step read the outputs (into the buffer of
-            // `side`, the values of the step before in the other).
-            let read = if j < s || (j == s && check) {
-                fmu.count(taken + 1, last_sequence + 1);
-                fmu.add_stepped_time(h);
-                fmu.reached(t + h);
-                true
-            } else {
-                fmu.count(taken, last_sequence);
-                if j == s {
-                    let (o, called_do_step, called_get) = fmu.failure(last_sequence + 1);
-                    outcome = o;
-                    if called_do_step {
-                        fmu.add_stepped_time(h);
-                    }
-                    called_get
-                } else {
-                    if let Some(r) = reached {
-                        fmu.reached(r);
-                    }
-                    false
-                }
-            };
-            // As step by step: `y` the values of the last completed step,
-            // `y_new` those this step read (where it read any; else those
-            // of the last completed step too).
-            let (y_new, y) = fmu.output_buffers();
-            match (read, side) {
-                (true, 0) => {}
-                (true, _) => y_new.swap_with_slice(y),
-                (false, 0) => copy_values(y_new, y),
-                (false, _) => copy_values(y, y_new),
-            }
-        }
-        // (The subsystems after `s` that the error keeps from stepping
-        // keep an older `u_end`: nothing reads it once an error ended the
-        // run, and no indicator that reads it lets a step be quiet.)
-        for (fmu, u_end) in &mut held[..=s] {
-            copy_values(u_end, fmu.inputs_mut());
-        }
+        let outcome = run.settle_stop(s, check, h);
         drop(held);
         let first = match outcome {
             Ok(StepOutcome::Completed) => check_step_outputs(
@@ -1652,6 +1577,92 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
             self.held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
         }
         go_on
+    }
+
+    /// The side of the last step taken (or of the one that stopped).
+    fn last_side(&self) -> usize {
+        let last = if self.stopped.is_some() {
+            self.taken
+        } else {
+            self.taken.wrapping_sub(1)
+        };
+        (last & 1) as usize
+    }
+
+    /// After a run that went to its end: every FMU's calls, time stepped
+    /// and time as the steps one by one leave them, and the values the
+    /// last step read published (in both buffers).
+    fn end(&mut self) {
+        let side = self.last_side();
+        let last_sequence = self.first_sequence + self.taken - 1;
+        let reached = (self.taken > 0).then_some(self.since);
+        for (fmu, _) in self.held.iter_mut() {
+            let (y_new, y) = fmu.output_buffers();
+            if side == 0 {
+                copy_values(y, y_new);
+            } else {
+                copy_values(y_new, y);
+            }
+            fmu.count(self.taken, last_sequence);
+            fmu.set_stepped_time(self.stepped);
+            if let Some(r) = reached {
+                fmu.reached(r);
+            }
+        }
+    }
+
+    /// After the step from `self.t` by `h` stopped at subsystem `s` (at
+    /// its check of the values read where `check`): every FMU's calls,
+    /// time stepped, time, buffers and held inputs as that step, step by
+    /// step, leaves them where it stopped; the outcome of `s`'s step.
+    fn settle_stop(&mut self, s: usize, check: bool, h: f64) -> Result<StepOutcome> {
+        let (side, t) = (self.last_side(), self.t);
+        let last_sequence = self.first_sequence + self.taken - 1;
+        let reached = (self.taken > 0).then_some(self.since);
+        let mut outcome = Ok(StepOutcome::Completed);
+        for (j, (fmu, _)) in self.held.iter_mut().enumerate() {
+            fmu.set_stepped_time(self.stepped);
+            // Whether this step read the outputs (into the buffer of
+            // `side`, the values of the step before in the other).
+            let read = if j < s || (j == s && check) {
+                fmu.count(self.taken + 1, last_sequence + 1);
+                fmu.add_stepped_time(h);
+                fmu.reached(t + h);
+                true
+            } else {
+                fmu.count(self.taken, last_sequence);
+                if j == s {
+                    let (o, called_do_step, called_get) = fmu.failure(last_sequence + 1);
+                    outcome = o;
+                    if called_do_step {
+                        fmu.add_stepped_time(h);
+                    }
+                    called_get
+                } else {
+                    if let Some(r) = reached {
+                        fmu.reached(r);
+                    }
+                    false
+                }
+            };
+            // As step by step: `y` the values of the last completed step,
+            // `y_new` those this step read (where it read any; else those
+            // of the last completed step too).
+            let (y_new, y) = fmu.output_buffers();
+            match (read, side) {
+                (true, 0) => {}
+                (true, _) => y_new.swap_with_slice(y),
+                (false, 0) => copy_values(y_new, y),
+                (false, _) => copy_values(y, y_new),
+            }
+        }
+        // (The subsystems after `s` that the error keeps from stepping
+        // keep an older `u_end`: nothing reads it once an error ended the
+        // run, and no indicator that reads it lets a step be quiet.)
+        for (fmu, u_end) in &mut self.held[..=s] {
+            copy_values(u_end, fmu.inputs_mut());
+        }
+        outcome
     }
 }
 
