@@ -320,3 +320,52 @@ pub fn hostile_fmu(dir: &Path) -> PathBuf {
     z.finish().unwrap();
     fmu
 }
+
+/// Builds `tests/data/feedthrough_fmu` (a hand-written FMI 3.0 FMU in C
+/// whose outputs are its inputs: continuous and discrete Float64, Int64
+/// and UInt64 over their whole range, Binary) into
+/// `<dir>/Feedthrough.fmu` with the system C compiler (`CC`, else `cc`).
+pub fn feedthrough_fmu(dir: &Path) -> PathBuf {
+    c_fmu(
+        dir,
+        "feedthrough_fmu",
+        "feedthrough.c",
+        "Feedthrough",
+        "x86_64-linux",
+    )
+}
+
+/// Compiles `tests/data/<src>/<c_file>` into a shared library and packs it
+/// with the model description beside it into `<dir>/<model>.fmu`
+/// (`binaries/<platform>/<model>.so`).
+fn c_fmu(dir: &Path, src: &str, c_file: &str, model: &str, platform: &str) -> PathBuf {
+    let src = root().join("tests/data").join(src);
+    let lib = dir.join(format!("{model}.so"));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
+        .arg(&lib)
+        .arg(src.join(c_file))
+        .output()
+        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fmu = dir.join(format!("{model}.fmu"));
+    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, file) in [
+        (
+            "modelDescription.xml".to_string(),
+            src.join("modelDescription.xml"),
+        ),
+        (format!("binaries/{platform}/{model}.so"), lib),
+    ] {
+        z.start_file(name, opts).unwrap();
+        std::io::Write::write_all(&mut z, &std::fs::read(file).unwrap()).unwrap();
+    }
+    z.finish().unwrap();
+    fmu
+}

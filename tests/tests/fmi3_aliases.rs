@@ -384,14 +384,15 @@ fn source_files_are_the_sources_directory_in_fmi3_and_the_listed_files_in_fmi2()
 
 // ----- variables that cannot be traced ----------------------------------------
 
-/// The FMI 3 Gain with a Binary and a Clock output added to its model
-/// description (never read: they are not traced).
+/// The FMI 3 Gain with an array of Binaries and a Clock output added to
+/// its model description (never read: they are not traced; a scalar
+/// Binary is, as hexadecimal digits: tests/tests/exact_values.rs).
 fn gain_with_untraceable(dir: &Path) -> PathBuf {
     let path = dir.join("Mixed.fmu");
     copy_with(&fmi3("Gain"), &path, &[], |md| {
         md.replacen(
             "  </ModelVariables>",
-            "    <Binary name=\"blob\" valueReference=\"100\" causality=\"output\"/>\n    <Clock name=\"tick\" valueReference=\"101\" causality=\"output\" intervalVariability=\"triggered\"/>\n  </ModelVariables>",
+            "    <Binary name=\"blob\" valueReference=\"100\" causality=\"output\"><Dimension start=\"2\"/></Binary>\n    <Clock name=\"tick\" valueReference=\"101\" causality=\"output\" intervalVariability=\"triggered\"/>\n  </ModelVariables>",
             1,
         )
     });
@@ -424,7 +425,7 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
             &cosim(&args),
             2,
             &[
-                "mixed.toml:12:24: error: 'g.blob' cannot be traced: a Binary value is a byte string, which a column of the trace cannot hold",
+                "mixed.toml:12:24: error: 'g.blob' cannot be traced: an array of Binary values, of which only scalars are traced (as text)",
             ],
         );
     }
@@ -451,7 +452,7 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
         &out,
         0,
         &[
-            "warning: \"g.*\" matches variables that cannot be traced, left out of the trace: 'g.blob' (a Binary value is a byte string, which a column of the trace cannot hold), 'g.tick' (a Clock has no value of its own to trace, only ticks)",
+            "warning: \"g.*\" matches variables that cannot be traced, left out of the trace: 'g.blob' (an array of Binary values, of which only scalars are traced (as text)), 'g.tick' (a Clock has no value of its own to trace, only ticks)",
         ],
     );
     let (header, _) = trace(&out_dir);
@@ -466,7 +467,9 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
     status(
         &out,
         0,
-        &["warning: outputs of subsystem 'g' left out of the trace: 'blob' (a Binary value"],
+        &[
+            "warning: outputs of subsystem 'g' left out of the trace: 'blob' (an array of Binary values",
+        ],
     );
     let (header, _) = trace(&out_dir);
     assert_eq!(header, "time [s],g.y");

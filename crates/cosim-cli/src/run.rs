@@ -26,7 +26,9 @@ pub struct RunArgs {
     /// an FMU (.fmu) to run on its own (its DefaultExperiment, every
     /// output traced).
     pub scenario: PathBuf,
-    /// Set a parameter or start value: `--set chassis.m_c=500` (repeatable).
+    /// Set a parameter or start value: `--set chassis.m_c=500` (repeatable;
+    /// a String's or Binary's value is the text after `=`, a Binary's in
+    /// hexadecimal digits).
     #[arg(long = "set", value_name = "SUB.VAR=VALUE")]
     pub set: Vec<String>,
     /// Stop time, overriding the scenario.
@@ -52,8 +54,10 @@ pub struct RunArgs {
     pub output_variables: Vec<String>,
     /// A CSV of time and values feeding inputs (repeatable): header `time`,
     /// then the inputs (`sub.var`; for an FMU the variable alone), as
-    /// fmusim and FMPy read it. Floats are interpolated linearly, integers
-    /// and Booleans held.
+    /// fmusim and FMPy read it. Floats of continuous variability are
+    /// interpolated linearly; the others (discrete Floats, integers,
+    /// Booleans, Binaries as hexadecimal digits, Strings) held at the last
+    /// row. Int64 and UInt64 values exactly, over their whole range.
     #[arg(long, value_name = "FILE")]
     pub input_file: Vec<PathBuf>,
     /// A libcosim scenario file (JSON or YAML, repeatable): timed events

@@ -380,6 +380,16 @@ impl Subsystem for EventSubsystem {
         self.inner.get_strings(values)
     }
 
+    fn set_values(
+        &mut self,
+        values: &[(
+            cosim_fmi::model_description::VariableIndex,
+            cosim_fmi::Value,
+        )],
+    ) -> Result<()> {
+        self.inner.set_values(values)
+    }
+
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
         self.inner.get_output_derivatives(order, values)?;
         // An overridden output is constant; a bias does not change slopes.

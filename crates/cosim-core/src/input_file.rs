@@ -29,6 +29,9 @@ use std::sync::Arc;
 
 use cosim_fmi::StepOutcome;
 
+use cosim_fmi::Value;
+use cosim_fmi::model_description::VariableIndex;
+
 use crate::error::{CoreError, Result};
 use crate::subsystem::{CallCounters, RollbackTo, StateId, Subsystem, SubsystemInfo};
 
@@ -135,27 +138,8 @@ impl InputTable {
         )
     }
 
-    /// The last row whose time is at or before `t` (`None` before the
-    /// first row), looked up from `hint` (the row found last time: steps
-    /// move forward, so this is O(1) per step; a rollback searches).
     fn row_at(&self, t: f64, hint: &mut usize) -> Option<usize> {
-        let n = self.times.len();
-        let k = *hint;
-        let fits = |k: usize| self.times[k] <= t && (k + 1 == n || self.times[k + 1] > t);
-        if k < n && fits(k) {
-            return Some(k);
-        }
-        if k + 1 < n && fits(k + 1) {
-            *hint = k + 1;
-            return Some(k + 1);
-        }
-        let count = self.times.partition_point(|&x| x <= t);
-        if count == 0 {
-            *hint = 0;
-            return None;
-        }
-        *hint = count - 1;
-        Some(count - 1)
+        row_at(&self.times, t, hint)
     }
 
     /// Column `c` at time `t` and its slope: linearly interpolated between
@@ -184,6 +168,86 @@ impl InputTable {
     }
 }
 
+/// The last of `times` (non-decreasing) at or before `t` (`None` before
+/// the first), looked up from `hint` (the index found last time: steps
+/// move forward, so this is O(1) per step; a rollback searches).
+fn row_at(times: &[f64], t: f64, hint: &mut usize) -> Option<usize> {
+    let n = times.len();
+    let k = *hint;
+    let fits = |k: usize| times[k] <= t && (k + 1 == n || times[k + 1] > t);
+    if k < n && fits(k) {
+        return Some(k);
+    }
+    if k + 1 < n && fits(k + 1) {
+        *hint = k + 1;
+        return Some(k + 1);
+    }
+    let count = times.partition_point(|&x| x <= t);
+    if count == 0 {
+        *hint = 0;
+        return None;
+    }
+    *hint = count - 1;
+    Some(count - 1)
+}
+
+/// Values of one input over time, each held from its time to the next
+/// (the first before its time): an input file's column of values that
+/// an `f64` slot cannot carry, or the events on such an input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueSchedule {
+    times: Arc<[f64]>,
+    values: Arc<[Value]>,
+}
+
+impl ValueSchedule {
+    /// `values[k]` from `times[k]` on.
+    ///
+    /// # Errors
+    ///
+    /// No value, or not one per time, or times that are not finite or
+    /// decrease.
+    pub fn new(times: Arc<[f64]>, values: Arc<[Value]>) -> std::result::Result<Self, String> {
+        if values.is_empty() || values.len() != times.len() {
+            return Err(format!(
+                "{} values for {} times (at least one value, one per time)",
+                values.len(),
+                times.len()
+            ));
+        }
+        if times.iter().any(|t| !t.is_finite()) || times.windows(2).any(|w| w[1] < w[0]) {
+            return Err("the times are not finite and non-decreasing".into());
+        }
+        Ok(ValueSchedule { times, values })
+    }
+
+    /// The index of the value in effect at `t` (see [`row_at`]).
+    fn index_at(&self, t: f64, hint: &mut usize) -> usize {
+        row_at(&self.times, t, hint).unwrap_or(0)
+    }
+
+    /// The value in effect at `t`.
+    pub fn value_at(&self, t: f64) -> &Value {
+        let mut hint = 0;
+        &self.values[self.index_at(t, &mut hint)]
+    }
+}
+
+/// An input set by value ([`Subsystem::set_values`]) from a schedule:
+/// Int64 and UInt64 over their whole range, Binary and String, which no
+/// `f64` slot carries.
+#[derive(Debug, Clone)]
+pub struct ValueFeed {
+    /// The input, a variable of the wrapped subsystem's model description.
+    pub variable: VariableIndex,
+    /// Its values.
+    pub schedule: ValueSchedule,
+    /// Its index among the wrapped subsystem's traced texts, when it is
+    /// traced ([`Subsystem::traced_strings`]): the trace then shows the
+    /// value in effect at each row's time, as for a fed slot.
+    pub traced: Option<usize>,
+}
+
 /// One input fed by a column of a table.
 #[derive(Debug, Clone)]
 pub struct FileFeed {
@@ -191,8 +255,11 @@ pub struct FileFeed {
     pub table: Arc<InputTable>,
     /// Its column.
     pub column: usize,
-    /// A discrete input (integer, enumeration, Boolean): the value of the
-    /// last row at or before `t`, never interpolated or differentiated.
+    /// Held, not interpolated: the value of the last row at or before
+    /// `t`, never differentiated. Every input but a Float of continuous
+    /// variability (integers, enumerations, Booleans, and Floats of
+    /// discrete variability, sampled-data signals), as FMPy and fmusim
+    /// read input files.
     pub discrete: bool,
 }
 
@@ -224,6 +291,13 @@ pub struct FileInputs {
     started: Option<(f64, f64)>,
     /// The inner Jacobian, every inner input (reused across calls).
     inner_jacobian: Vec<f64>,
+    /// Inputs set by value, the index of the value each was last given
+    /// (`usize::MAX`: none, or the FMU's state was set back since), and
+    /// the values to set now (reused).
+    value_feeds: Vec<ValueFeed>,
+    value_set: Vec<usize>,
+    value_hints: Vec<usize>,
+    changed: Vec<(VariableIndex, Value)>,
 }
 
 impl std::fmt::Debug for FileInputs {
@@ -239,6 +313,7 @@ impl FileInputs {
     /// Wraps `inner`, whose last `feeds.len()` input slots are fed by
     /// `feeds` (in order); `observed` lists the observed slots of `inner`
     /// that are file-fed inputs, with the index of their feed.
+    /// `value_feeds` are inputs of `inner` that are no slots, set by value.
     ///
     /// # Errors
     ///
@@ -248,6 +323,7 @@ impl FileInputs {
         inner: Box<dyn Subsystem>,
         feeds: Vec<FileFeed>,
         observed: Vec<(usize, usize)>,
+        value_feeds: Vec<ValueFeed>,
     ) -> Result<FileInputs> {
         let inner_info = inner.info();
         let n_inner = inner_info.inputs.len();
@@ -292,6 +368,10 @@ impl FileInputs {
             now: 0.0,
             started: None,
             inner_jacobian: Vec::new(),
+            value_set: vec![usize::MAX; value_feeds.len()],
+            value_hints: vec![0; value_feeds.len()],
+            changed: Vec::with_capacity(value_feeds.len()),
+            value_feeds,
             inner,
         })
     }
@@ -316,6 +396,7 @@ impl FileInputs {
             self.slopes[k] = s;
         }
         self.inner.set_inputs(&self.full)?;
+        self.set_values_at(t)?;
         if !(derivatives && self.interpolates) {
             return Ok(());
         }
@@ -333,6 +414,32 @@ impl FileInputs {
             self.inner.set_input_derivatives(order, &self.full_d)?;
         }
         Ok(())
+    }
+}
+
+impl FileInputs {
+    /// Sets the inputs fed by value whose value in effect at `t` is not
+    /// the one they were given last (the FMU keeps a value until set
+    /// again, so each is set once per change, not every step).
+    fn set_values_at(&mut self, t: f64) -> Result<()> {
+        self.changed.clear();
+        for (k, feed) in self.value_feeds.iter().enumerate() {
+            let i = feed.schedule.index_at(t, &mut self.value_hints[k]);
+            if self.value_set[k] != i {
+                self.value_set[k] = i;
+                self.changed
+                    .push((feed.variable, feed.schedule.values[i].clone()));
+            }
+        }
+        if self.changed.is_empty() {
+            return Ok(());
+        }
+        let result = self.inner.set_values(&self.changed);
+        if result.is_err() {
+            // Not known to be set: set again next time.
+            self.value_set.fill(usize::MAX);
+        }
+        result
     }
 }
 
@@ -409,7 +516,13 @@ impl Subsystem for FileInputs {
     }
 
     fn get_strings(&mut self, values: &mut [String]) -> Result<()> {
-        self.inner.get_strings(values)
+        self.inner.get_strings(values)?;
+        for feed in &self.value_feeds {
+            if let Some(text) = feed.traced.and_then(|i| values.get_mut(i)) {
+                *text = crate::traced_text::cell_text(feed.schedule.value_at(self.now));
+            }
+        }
+        Ok(())
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
@@ -433,6 +546,9 @@ impl Subsystem for FileInputs {
     }
 
     fn restore_state(&mut self, id: StateId) -> Result<()> {
+        // The restored state holds the inputs it was saved with: give
+        // every value input its value again at the next step.
+        self.value_set.fill(usize::MAX);
         self.inner.restore_state(id)
     }
 

@@ -28,6 +28,7 @@ pub mod subsystem;
 pub mod system;
 pub mod text;
 pub mod time;
+pub mod traced_text;
 pub mod watchdog;
 
 pub use error::{CoreError, Result};

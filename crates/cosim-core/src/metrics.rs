@@ -40,22 +40,22 @@ impl Table {
         Self::read_with_text(path, false).map(|(t, _)| t)
     }
 
-    /// As [`Table::read`], leaving out the columns that hold text (their
-    /// first value is not a number: a String variable's values, which
-    /// cosim writes quoted); returns their names too. A number column with
-    /// a cell that is not a number is an error still.
+    /// As [`Table::read`], leaving out the columns that hold text (a
+    /// column without a unit with a value that is no number, in any row:
+    /// a String variable's values, which cosim writes quoted, or a Binary
+    /// variable's hexadecimal digits, whose first values may look like
+    /// numbers, `00`); returns their names too. A column with a unit holds
+    /// numbers: a cell that is none is an error.
     pub fn read_skipping_text(path: &Path) -> Result<(Table, Vec<String>)> {
         Self::read_with_text(path, true)
     }
 
     fn read_with_text(path: &Path, skip_text: bool) -> Result<(Table, Vec<String>)> {
         let mut reader = csv::Reader::from_path(path).map_err(|e| bad(path, e.to_string()))?;
-        let names: Vec<String> = reader
-            .headers()
-            .map_err(|e| bad(path, e.to_string()))?
-            .iter()
-            .map(|h| strip_unit(h).to_string())
-            .collect();
+        let headers = reader.headers().map_err(|e| bad(path, e.to_string()))?;
+        let names: Vec<String> = headers.iter().map(|h| strip_unit(h).to_string()).collect();
+        // (Text has no unit.)
+        let has_unit: Vec<bool> = headers.iter().map(|h| strip_unit(h) != h).collect();
         let mut columns = vec![Vec::new(); names.len()];
         let mut text = vec![false; names.len()];
         for (row, record) in reader.records().enumerate() {
@@ -76,13 +76,15 @@ impl Table {
                 ));
             }
             for (c, cell) in record.iter().enumerate() {
-                if skip_text && c > 0 && c < text.len() {
+                if skip_text && c > 0 && c < text.len() && !has_unit[c] {
                     let trimmed = cell.trim();
-                    if columns[c].iter().all(|v: &f64| v.is_nan())
+                    if !text[c]
                         && !matches!(trimmed, "" | "true" | "false")
                         && trimmed.parse::<f64>().is_err()
                     {
+                        // (What was read of it as numbers goes too.)
                         text[c] = true;
+                        columns[c].iter_mut().for_each(|v| *v = f64::NAN);
                     }
                     if text[c] {
                         columns[c].push(f64::NAN);

@@ -251,6 +251,22 @@ impl Sink {
     }
 }
 
+/// A column of the trace whose cells are text read from a subsystem
+/// ([`Subsystem::get_strings`](crate::Subsystem::get_strings)): a String,
+/// or a value traced as text ([`crate::traced_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TextColumn {
+    /// Its position among all traced columns (time excluded).
+    pub position: usize,
+    /// The subsystem.
+    pub subsystem: usize,
+    /// Its index into the subsystem's traced texts ([`System::strings`]).
+    pub index: usize,
+    /// Written quoted ([`Column::Str`], a String) or as it is
+    /// ([`Column::Raw`]).
+    pub quoted: bool,
+}
+
 /// The trace: `time [s]` first, then one column per traced variable named
 /// `subsystem.variable [unit]`; one row at the start time, then one per
 /// sample (see [`Sampling`]) at the end of the step, and the last
@@ -258,9 +274,8 @@ impl Sink {
 pub struct TraceWriter {
     sink: Sink,
     columns: Vec<(usize, usize)>,
-    /// String columns: (position among the traced columns, subsystem,
-    /// index into its [`System::strings`]), by position.
-    text_columns: Vec<(usize, usize, usize)>,
+    /// Text columns, by position.
+    text_columns: Vec<TextColumn>,
     /// The row being gathered (reused).
     row: Vec<f64>,
     /// Its String cells (reused).
@@ -308,18 +323,17 @@ impl TraceWriter {
         Self::create_with_text(outputs, path, sys, columns, names, Vec::new(), sampling)
     }
 
-    /// As [`TraceWriter::create_named`], with String columns besides:
-    /// `text_columns` are (position among all traced columns, subsystem,
-    /// index into the subsystem's traced strings, [`System::strings`]),
-    /// in increasing position; they are written quoted, and read from the
-    /// FMUs only for the rows written ([`Observer::wants_strings`]).
+    /// As [`TraceWriter::create_named`], with text columns besides
+    /// (Strings, and the values traced as text: [`crate::traced_text`]),
+    /// in increasing position; they are read from the FMUs only for the
+    /// rows written ([`Observer::wants_strings`]).
     pub fn create_with_text(
         outputs: &OutputsHandle,
         path: &Path,
         sys: &System,
         columns: Vec<(usize, usize)>,
         names: &[Option<String>],
-        text_columns: Vec<(usize, usize, usize)>,
+        text_columns: Vec<TextColumn>,
         sampling: Sampling,
     ) -> Result<Self> {
         let mut header = vec!["time [s]".to_string()];
@@ -350,7 +364,13 @@ impl TraceWriter {
                 Column::Float
             });
         }
-        for &(position, s, k) in &text_columns {
+        for &TextColumn {
+            position,
+            subsystem: s,
+            index: k,
+            quoted,
+        } in &text_columns
+        {
             let (Some(sub), Some(name)) = (
                 sys.subsystems().get(s),
                 sys.subsystems()
@@ -358,13 +378,13 @@ impl TraceWriter {
                     .and_then(|sub| sub.traced_strings().get(k)),
             ) else {
                 return Err(CoreError::Config(format!(
-                    "trace text column ({s}, {k}) names no traced String"
+                    "trace text column ({s}, {k}) names no value traced as text"
                 )));
             };
             // (+1: the time column.)
             let at = (position + 1).min(header.len());
             header.insert(at, format!("{}.{name}", sub.info().name));
-            kinds.insert(at, Column::Str);
+            kinds.insert(at, if quoted { Column::Str } else { Column::Raw });
         }
         Ok(TraceWriter {
             sink: Sink::writer(outputs, path, &header, kinds)?,
@@ -396,11 +416,15 @@ impl TraceWriter {
         if self.text_columns.is_empty() {
             self.sink.push(&self.row)?;
         } else {
-            for (text, &(position, s, k)) in self.texts.iter_mut().zip(&self.text_columns) {
+            for (text, c) in self.texts.iter_mut().zip(&self.text_columns) {
                 // (A placeholder number: the writer writes the text.)
                 self.row
-                    .insert((position + 1).min(self.row.len()), f64::NAN);
-                text.clone_from(sys.strings(s).get(k).unwrap_or(&String::new()));
+                    .insert((c.position + 1).min(self.row.len()), f64::NAN);
+                text.clone_from(
+                    sys.strings(c.subsystem)
+                        .get(c.index)
+                        .unwrap_or(&String::new()),
+                );
             }
             self.sink.push_text(&self.row, &self.texts)?;
         }

@@ -61,6 +61,11 @@ pub enum Column {
     /// A string value given with the row (the number is ignored), quoted
     /// as CSV quotes text: `"a, ""b"""`.
     Str,
+    /// A text given with the row (the number is ignored), written as it
+    /// is: hexadecimal digits of a Binary value, an Int64 or UInt64 in
+    /// decimal ([`crate::traced_text`]). Quoted as [`Column::Str`] should
+    /// it hold a comma, a quote or a line break.
+    Raw,
 }
 
 /// A write that failed, kept to report it to every caller.
@@ -162,8 +167,8 @@ impl CsvFile {
         self.format_row_text(values, &mut std::iter::empty());
     }
 
-    /// As [`CsvFile::format_row`], the cells of [`Column::Str`] columns
-    /// taken from `texts` in order.
+    /// As [`CsvFile::format_row`], the cells of [`Column::Str`] and
+    /// [`Column::Raw`] columns taken from `texts` in order.
     pub(crate) fn format_row_text(
         &mut self,
         values: &[f64],
@@ -176,8 +181,16 @@ impl CsvFile {
             if i > 0 {
                 self.buf.push(b',');
             }
-            if let Column::Str = column {
+            if let Column::Str | Column::Raw = column {
                 let text = texts.next().unwrap_or("");
+                if matches!(column, Column::Raw)
+                    && !text
+                        .bytes()
+                        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
+                {
+                    self.buf.extend_from_slice(text.as_bytes());
+                    continue;
+                }
                 self.buf.push(b'"');
                 for &b in text.as_bytes() {
                     if b == b'"' {
@@ -195,7 +208,7 @@ impl CsvFile {
                 Column::Float => "-inf",
                 Column::Integer => self.integer.format(v as i64),
                 Column::Text(s) => s,
-                Column::Str => "",
+                Column::Str | Column::Raw => "",
             };
             self.buf.extend_from_slice(text.as_bytes());
         }
@@ -299,7 +312,8 @@ struct Batch {
     values: Vec<f64>,
     /// Per row: its file, its number of values and of texts.
     rows: Vec<(u32, u32, u32)>,
-    /// The texts of the rows' [`Column::Str`] cells, one after another.
+    /// The texts of the rows' text cells ([`Column::Str`], [`Column::Raw`]),
+    /// one after another.
     text: String,
     /// The end of each text in `text`.
     text_ends: Vec<usize>,
@@ -508,8 +522,8 @@ impl OutputsHandle {
         self.push_row_text(file, values, &[])
     }
 
-    /// As [`OutputsHandle::push_row`], with the texts of the row's
-    /// [`Column::Str`] cells in column order (copied into the queue's text
+    /// As [`OutputsHandle::push_row`], with the texts of the row's text
+    /// cells ([`Column::Str`], [`Column::Raw`]) in column order (copied into the queue's text
     /// buffer, which grows to the longest rows once).
     #[inline]
     pub fn push_row_text(&self, file: u32, values: &[f64], texts: &[String]) -> Result<()> {

@@ -17,6 +17,7 @@ use cosim_fmi::{
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::traced_text::TracedTexts;
 use crate::watchdog::{Call, CallTracker, RunMarks};
 
 /// A port (input or observed slot) of a subsystem, for messages, output
@@ -417,6 +418,21 @@ pub trait Subsystem: Send {
     /// current communication point. Only when `can_interpolate_inputs`.
     fn set_input_derivatives(&mut self, order: u32, values: &[f64]) -> Result<()>;
 
+    /// Sets inputs that are no slots, by value: those whose values an
+    /// `f64` cannot carry (Int64 and UInt64 over their whole range,
+    /// Binary, String), fed from input files and events
+    /// ([`crate::input_file::FileInputs`]). Each is a variable of the
+    /// subsystem's model description and a value of its type; it keeps
+    /// the value until set again. Valid where [`Subsystem::set_inputs`] is.
+    /// Default: refused (a subsystem that is no FMU has no such inputs).
+    fn set_values(&mut self, values: &[(VariableIndex, Value)]) -> Result<()> {
+        let _ = values;
+        Err(crate::CoreError::Config(format!(
+            "subsystem '{}': inputs set by value (Int64, UInt64, Binary, String) are set on FMUs only",
+            self.info().name
+        )))
+    }
+
     /// Advances from `t` by `h`.
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome>;
 
@@ -490,7 +506,8 @@ pub trait Subsystem: Send {
         self.get_observed(values)
     }
 
-    /// Names of the String variables traced for this subsystem (read by
+    /// Names of the variables traced as text for this subsystem (String,
+    /// Binary, Int64 and UInt64: [`crate::traced_text`]; read by
     /// [`Subsystem::get_strings`]; none by default).
     fn traced_strings(&self) -> &[String] {
         &[]
@@ -605,9 +622,8 @@ pub struct FmuSubsystem {
     start_values: StartValues,
     /// `noSetFMUStatePriorToCurrentPoint` for every `doStep`.
     no_set_prior: bool,
-    /// Traced String variables: value references and names.
-    string_vrs: Vec<u32>,
-    string_names: Vec<String>,
+    /// The variables traced as text ([`crate::traced_text`]).
+    texts: TracedTexts,
     /// Seed and result of one directional derivative (sized at the first
     /// use, so a Jacobian read every macro step allocates nothing).
     seed: Vec<f64>,
@@ -946,8 +962,7 @@ impl FmuSubsystem {
             counters: CallCounters::default(),
             start_values: StartValues::default(),
             no_set_prior: true,
-            string_vrs: Vec::new(),
-            string_names: Vec::new(),
+            texts: TracedTexts::default(),
             seed: Vec::new(),
             column: Vec::new(),
             tracker,
@@ -963,15 +978,11 @@ impl FmuSubsystem {
         Ok(())
     }
 
-    /// Traces String variables `vars` (read only when a trace row is
-    /// written: [`Subsystem::get_strings`]).
+    /// Traces `vars` as text: String, Binary, Int64 and UInt64 variables
+    /// ([`crate::traced_text`]), read only when a trace row is written
+    /// ([`Subsystem::get_strings`]).
     pub fn trace_strings(&mut self, vars: &[VariableIndex]) {
-        let md = self.instance.model_description();
-        self.string_vrs = vars
-            .iter()
-            .map(|&v| md.variables[v].value_reference)
-            .collect();
-        self.string_names = vars.iter().map(|&v| md.variables[v].name.clone()).collect();
+        self.texts = TracedTexts::new(self.instance.model_description(), vars);
     }
 
     /// The FMU instance, for setup work outside the hot path.
@@ -1516,20 +1527,37 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn traced_strings(&self) -> &[String] {
-        &self.string_names
+        self.texts.names()
     }
 
     fn get_strings(&mut self, values: &mut [String]) -> Result<()> {
-        if self.string_vrs.is_empty() {
+        if self.texts.is_empty() {
             return Ok(());
         }
         self.tracker.begin(Call::GetOutputs);
-        let result = self.instance.get_string(&self.string_vrs);
+        let result = self.texts.read(&mut self.instance, values);
         self.tracker.end();
-        for (v, s) in values.iter_mut().zip(result?) {
-            *v = s;
-        }
-        Ok(())
+        result
+    }
+
+    fn set_values(&mut self, values: &[(VariableIndex, Value)]) -> Result<()> {
+        self.tracker.begin(Call::SetInputs);
+        let result = (|| -> Result<()> {
+            for (v, value) in values {
+                let Some(var) = self.instance.model_description().variables.get(*v) else {
+                    return Err(crate::CoreError::Config(format!(
+                        "subsystem '{}': no variable #{v} to set",
+                        self.info.name
+                    )));
+                };
+                let vr = var.value_reference;
+                self.instance.set_value(vr, value)?;
+                self.counters.set_inputs += 1;
+            }
+            Ok(())
+        })();
+        self.tracker.end();
+        result
     }
 
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {

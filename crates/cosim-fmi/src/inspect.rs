@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::bonds::{BondCandidate, find_bond_candidates};
 use crate::model_description::{
     Causality, CoSimulation, DeclaredInterface, DefaultExperiment, Dependencies, Dimension,
-    Initial, ModelDescription, StartValue, Variable, VariableType,
+    Initial, ModelDescription, StartValue, Variable,
 };
 
 /// The summary of one FMU.
@@ -473,7 +473,7 @@ fn variable_row(md: &ModelDescription, v: &Variable) -> VariableRow {
         var_type: format!("{}{dims}", v.var_type),
         value_reference: v.value_reference,
         unit: v.unit.clone(),
-        start: v.start.as_ref().map(|s| format_start(s, v.var_type)),
+        start: v.start.as_ref().map(format_start),
         variability: v.variability.to_string(),
         initial: v.effective_initial().map(|i| {
             match i {
@@ -528,7 +528,7 @@ fn format_f64(x: f64) -> String {
     format!("{x}")
 }
 
-fn format_start(s: &StartValue, var_type: VariableType) -> String {
+fn format_start(s: &StartValue) -> String {
     fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
         const MAX: usize = 8;
         let mut parts: Vec<String> = items.iter().take(MAX).map(f).collect();
@@ -543,10 +543,6 @@ fn format_start(s: &StartValue, var_type: VariableType) -> String {
     }
     match s {
         StartValue::Float(v) => list(v, |x| format_f64(*x)),
-        // UInt64 values above i64::MAX are stored with their bit pattern.
-        StartValue::Int(v) if var_type == VariableType::UInt64 => {
-            list(v, |x| (*x as u64).to_string())
-        }
         StartValue::Int(v) => list(v, ToString::to_string),
         StartValue::Bool(v) => list(v, ToString::to_string),
         StartValue::String(v) => list(v, |s| format!("{s:?}")),

@@ -69,6 +69,8 @@ pub enum Value {
     Bool(bool),
     /// String.
     Str(String),
+    /// FMI 3 Binary: a byte string.
+    Binary(Vec<u8>),
     /// An FMI 3 array: its elements in row-major order, all of the same
     /// scalar variant.
     Array(Vec<Value>),
@@ -89,6 +91,7 @@ impl std::fmt::Display for Value {
             Value::I64(x) => write!(f, "{x}"),
             Value::Bool(x) => write!(f, "{x}"),
             Value::Str(x) => write!(f, "{x:?}"),
+            Value::Binary(x) => f.write_str(&hex::encode(x)),
             Value::Array(items) => {
                 f.write_str("[")?;
                 for (k, x) in items.iter().enumerate() {
@@ -425,6 +428,7 @@ impl Instance {
             Value::I64(x) => self.set_i64(&[vr], &[*x]),
             Value::Bool(x) => self.set_bool(&[vr], &[*x]),
             Value::Str(x) => self.set_string(&[vr], &[x.as_str()]),
+            Value::Binary(x) => self.set_binary(&[vr], &[x.as_slice()]),
             Value::Array(items) => self.set_array(vr, items),
         }
     }
@@ -469,6 +473,19 @@ impl Instance {
                     .collect();
                 match values {
                     Some(v) => self.set_string(&[vr], &v),
+                    None => Err(self.mixed_array(vr)),
+                }
+            }
+            Some(Value::Binary(_)) => {
+                let values: Option<Vec<&[u8]>> = items
+                    .iter()
+                    .map(|x| match x {
+                        Value::Binary(v) => Some(v.as_slice()),
+                        _ => None,
+                    })
+                    .collect();
+                match values {
+                    Some(v) => self.set_binary(&[vr], &v),
                     None => Err(self.mixed_array(vr)),
                 }
             }
@@ -763,6 +780,22 @@ impl Instance {
     /// Writes strings.
     pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
         dispatch!(self, i => i.set_string(vrs, values))
+    }
+
+    /// Reads FMI 3 Binary variables (copied out).
+    pub fn get_binary(&mut self, vrs: &[u32]) -> Result<Vec<Vec<u8>>> {
+        match &mut self.inner {
+            Inner::V3(i) => i.get_binary(vrs),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3GetBinary")),
+        }
+    }
+
+    /// Writes FMI 3 Binary variables.
+    pub fn set_binary(&mut self, vrs: &[u32], values: &[&[u8]]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.set_binary(vrs, values),
+            Inner::V2(_) => Err(self.fmi3_only("fmi3SetBinary")),
+        }
     }
 
     /// Advances from communication point `t` by `h`. `no_set_prior` is

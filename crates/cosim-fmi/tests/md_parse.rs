@@ -386,7 +386,7 @@ fn fmi3_variables() {
     let (_, big) = var(&md, "big");
     assert_eq!(big.var_type, VariableType::UInt64);
     // UInt64 values above i64::MAX keep their bit pattern.
-    assert_eq!(big.start, Some(StartValue::Int(vec![u64::MAX as i64])));
+    assert_eq!(big.start, Some(StartValue::Int(vec![u64::MAX.into()])));
 
     let (_, flags) = var(&md, "flags");
     assert_eq!(flags.start, Some(StartValue::Bool(vec![true, false, true])));

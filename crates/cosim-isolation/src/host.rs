@@ -640,6 +640,16 @@ impl Host<'_> {
                 sub.get_strings(&mut values).map_err(WireError::from_core)?;
                 Ok(Some(Reply::Strings(values)))
             }
+            Control::SetValues(values) => {
+                self.calling(Call::SetValues, t);
+                let sub = self.sub()?;
+                let values: Vec<(usize, cosim_fmi::Value)> = values
+                    .into_iter()
+                    .map(|(v, x)| (usize::try_from(v).unwrap_or(usize::MAX), x))
+                    .collect();
+                sub.set_values(&values).map_err(WireError::from_core)?;
+                Ok(None)
+            }
         }
     }
 }

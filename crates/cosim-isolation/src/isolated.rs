@@ -518,8 +518,9 @@ impl IsolatedSubsystem {
         }
     }
 
-    /// Traces String variables `vars` (read only for trace rows, through
-    /// the host: [`Subsystem::get_strings`]).
+    /// Traces variables `vars` as text (String, Binary, Int64, UInt64:
+    /// `cosim_core::traced_text`), read only for trace rows, through the
+    /// host ([`Subsystem::get_strings`]).
     pub fn trace_strings(
         &mut self,
         md: &cosim_fmi::ModelDescription,
@@ -1001,6 +1002,18 @@ impl Subsystem for IsolatedSubsystem {
             }
             _ => Err(config(&self.info.name, "unexpected answer to GetStrings")),
         }
+    }
+
+    fn set_values(
+        &mut self,
+        values: &[(
+            cosim_fmi::model_description::VariableIndex,
+            cosim_fmi::Value,
+        )],
+    ) -> Result<()> {
+        let values = values.iter().map(|(v, x)| (*v as u64, x.clone())).collect();
+        self.control(Control::SetValues(values), Call::SetValues)
+            .map(|_| ())
     }
 
     fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {

@@ -214,10 +214,14 @@ pub enum Control {
     /// The direct feed-through Jacobian at the current point
     /// (`Subsystem::feedthrough_jacobian`).
     FeedthroughJacobian,
-    /// Trace these String variables (indices into the model description).
+    /// Trace these variables as text: String, Binary, Int64, UInt64
+    /// (indices into the model description; `cosim_core::traced_text`).
     TraceStrings(Vec<u64>),
-    /// The traced String values (`Subsystem::get_strings`).
+    /// The values traced as text (`Subsystem::get_strings`).
     GetStrings,
+    /// Set these inputs by value (`Subsystem::set_values`: indices into
+    /// the model description and their values).
+    SetValues(Vec<(u64, cosim_fmi::Value)>),
 }
 
 /// What the host sends on the socket after a `STATUS_FRAME` response.
@@ -652,12 +656,13 @@ pub enum Call {
     SetFloat32 = 21,
     SetNarrowInteger = 22,
     GetString = 23,
+    SetValues = 24,
 }
 
 impl Call {
     /// The call of a [`CALL`] word.
     pub fn decode(code: u64) -> Call {
-        const ALL: [Call; 24] = [
+        const ALL: [Call; 25] = [
             Call::Idle,
             Call::Load,
             Call::Instantiate,
@@ -682,6 +687,7 @@ impl Call {
             Call::SetFloat32,
             Call::SetNarrowInteger,
             Call::GetString,
+            Call::SetValues,
         ];
         usize::try_from(code)
             .ok()
@@ -725,7 +731,8 @@ impl Call {
             Call::FreeInstance => pick("fmi2FreeInstance", "fmi3FreeInstance"),
             Call::SetFloat32 => "fmi3SetFloat32",
             Call::SetNarrowInteger => "fmi3SetInt8/UInt8/Int16/UInt16/UInt32/UInt64",
-            Call::GetString => pick("fmi2GetString", "fmi3GetString"),
+            Call::GetString => pick("fmi2GetString", "fmi3GetString/Binary/Int64/UInt64"),
+            Call::SetValues => "fmi3SetInt64/UInt64/Binary/String (inputs set by value)",
         }
     }
 }

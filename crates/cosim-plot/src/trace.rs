@@ -232,9 +232,11 @@ impl Trace {
                 }
             })
             .collect();
-        // A column whose first value is not a number holds text (cosim
-        // writes String variables quoted): it is left out of the figure. A
-        // number column with a cell that is not a number is an error.
+        // A column without a unit with a value that is no number holds
+        // text (cosim writes String variables quoted, Binary ones as
+        // hexadecimal digits, which may look like numbers at first, `00`):
+        // it is left out of the figure. A column with a unit holds
+        // numbers: a cell that is none is an error.
         let mut text = vec![false; columns.len()];
         let mut time = Vec::new();
         let mut last_line = header_line;
@@ -271,11 +273,13 @@ impl Trace {
             }
             time.push(t);
             for ((cell, column), text) in cells.zip(columns.iter_mut()).zip(&mut text) {
-                if column.values.iter().all(|v| v.is_nan())
+                if !*text
+                    && column.unit.is_none()
                     && !matches!(cell, "" | "true" | "false")
                     && cell.parse::<f64>().is_err()
                 {
                     *text = true;
+                    column.values.iter_mut().for_each(|v| *v = f64::NAN);
                 }
                 if *text {
                     column.values.push(f64::NAN);

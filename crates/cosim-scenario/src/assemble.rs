@@ -16,13 +16,15 @@ use cosim_core::indicators::{
     Aggregate as CoreAggregate, EnergyIndicator, ErrorIndicator, Nepce, PredictorCorrector,
     PredictorForm, Tolerances,
 };
-use cosim_core::input_file::{FileFeed, FileInputs};
+use cosim_core::input_file::{FileFeed, FileInputs, ValueFeed, ValueSchedule};
 use cosim_core::master::{
     Adaptive, Estimate, FixedStep, Interpolation, Iterative, IterativeSettings, Master, Richardson,
     RichardsonSettings, Scheme as CoreScheme,
 };
 use cosim_core::nested::NestedSystem;
-use cosim_core::observer::{EnergyLog, Observer, Sampling as CoreSampling, StepLog, TraceWriter};
+use cosim_core::observer::{
+    EnergyLog, Observer, Sampling as CoreSampling, StepLog, TextColumn, TraceWriter,
+};
 use cosim_core::output::OutputsHandle;
 use cosim_core::structure::{
     AlgebraicLoop, algebraic_loops, feedthrough_report, gauss_seidel_order,
@@ -90,9 +92,9 @@ pub struct Assembly {
     /// a traced function port is (number of subsystems, index in
     /// `system.functions().values()`).
     pub trace_columns: Vec<(usize, usize)>,
-    /// String columns of the trace: (position among all traced columns,
-    /// subsystem, index into its traced strings).
-    pub trace_text_columns: Vec<(usize, usize, usize)>,
+    /// Text columns of the trace (Strings, and the values traced as text:
+    /// [`cosim_core::traced_text`]).
+    pub trace_text_columns: Vec<TextColumn>,
     /// For each trace column: the name it is written under when the
     /// scenario named its variable by an alias, else `None`.
     pub trace_names: Vec<Option<String>>,
@@ -629,6 +631,8 @@ struct SlotPlan {
     /// Per subsystem: the inputs fed by input files (its last input
     /// slots, [`FileInputs`]).
     file_feeds: Vec<Vec<(VariableIndex, FileFeed)>>,
+    /// Per subsystem: the inputs set by value ([`ValueFeed`]).
+    value_feeds: Vec<Vec<(VariableIndex, ValueSchedule)>>,
 }
 
 impl SlotPlan {
@@ -669,7 +673,9 @@ impl SlotPlan {
         // Variables events change: inputs get a slot (before the file-fed
         // ones), outputs are read.
         for e in &resolved.events {
-            if e.input {
+            if e.by_value {
+                // (Set by value: no slot; see `event_schedules`.)
+            } else if e.input {
                 push_once(&mut layouts[e.subsystem].inputs, e.variable);
             } else {
                 wanted.add(&VariableRef {
@@ -679,7 +685,10 @@ impl SlotPlan {
                 });
             }
         }
-        let file_feeds = file_feeds(resolved, n);
+        let (file_feeds, mut value_feeds) = file_feeds(resolved, n)?;
+        for (s, feeds) in value_feeds.iter_mut().enumerate() {
+            feeds.extend(event_schedules(resolved, mds[s], s)?);
+        }
         for (l, feeds) in layouts.iter_mut().zip(&file_feeds) {
             l.inputs.extend(feeds.iter().map(|(v, _)| *v));
         }
@@ -694,13 +703,15 @@ impl SlotPlan {
             layouts,
             strings,
             file_feeds,
+            value_feeds,
         })
     }
 }
 
 /// Adds the traced variables that ride in slots to `wanted`, and returns
-/// the traced String variables per subsystem; warns of those left out
-/// (neither: a Binary or Clock matched by a pattern).
+/// the variables traced as text per subsystem (String, Binary, and the
+/// Int64 and UInt64 of FMUs: [`cosim_core::traced_text`]); warns of those
+/// left out (neither: a Clock matched by a pattern).
 fn traced_variables(
     resolved: &ResolvedScenario,
     nodes: &[Node],
@@ -710,9 +721,7 @@ fn traced_variables(
     let mut skipped = Vec::new();
     for r in &resolved.outputs.variables {
         let v = &wanted.mds[r.subsystem].variables[r.variable];
-        if cosim_core::subsystem::is_slot_type(v.var_type) {
-            wanted.add(r);
-        } else if v.var_type == VariableType::String {
+        if traced_as_text(v, &nodes[r.subsystem]) {
             if matches!(nodes[r.subsystem], Node::Nest(_)) {
                 return Err(resolved
                     .error_at(
@@ -725,6 +734,8 @@ fn traced_variables(
                     .into());
             }
             push_once(&mut strings[r.subsystem], r.variable);
+        } else if cosim_core::subsystem::is_slot_type(v.var_type) {
+            wanted.add(r);
         } else {
             skipped.push(format!(
                 "{}.{} ({})",
@@ -739,6 +750,20 @@ fn traced_variables(
         );
     }
     Ok(strings)
+}
+
+/// Whether traced variable `v` of subsystem `node` is traced as text:
+/// Strings and Binaries, and the scalar Int64 and UInt64 of FMUs (exactly;
+/// a nested system's, and arrays, reach the trace through slots).
+fn traced_as_text(v: &cosim_fmi::model_description::Variable, node: &Node) -> bool {
+    match v.var_type {
+        VariableType::String | VariableType::Binary => true,
+        t => {
+            cosim_core::traced_text::beside_slots(t)
+                && v.is_scalar()
+                && matches!(node, Node::Fmu(_))
+        }
+    }
 }
 
 /// Subsystem `s`: its FMU instantiated (in this process or a host
@@ -760,7 +785,13 @@ fn instantiate(
         Node::Fmu(fmu) => fmu,
         Node::Nest(nest) => {
             let inner = nested(resolved, s, nest, l, level, &full_name)?;
-            let inner = fed_from_files(inner, &plan.file_feeds[s], l)?;
+            let inner = fed_from_files(
+                inner,
+                &plan.file_feeds[s],
+                &plan.value_feeds[s],
+                l,
+                &plan.strings[s],
+            )?;
             return Ok(with_events(inner, resolved, s, l, md));
         }
     };
@@ -809,7 +840,13 @@ fn instantiate(
             Box::new(fs)
         }
     };
-    let subsystem = fed_from_files(subsystem, &plan.file_feeds[s], l)?;
+    let subsystem = fed_from_files(
+        subsystem,
+        &plan.file_feeds[s],
+        &plan.value_feeds[s],
+        l,
+        &plan.strings[s],
+    )?;
     Ok(with_events(subsystem, resolved, s, l, md))
 }
 
@@ -1113,9 +1150,6 @@ fn function_links(
 /// A number column of the trace: (subsystem, observed slot), or (the
 /// number of subsystems, a function value's index).
 type NumberColumn = (usize, usize);
-/// A String column of the trace: (position among all columns, subsystem,
-/// traced String).
-type TextColumn = (usize, usize, usize);
 
 /// The trace's columns, in the order the user gave (a String column at
 /// its position among the numbers).
@@ -1129,14 +1163,18 @@ fn trace_columns(
     let mut text_columns = Vec::new();
     for t in &resolved.outputs.traced {
         match t {
-            Traced::Variable(r)
-                if mds[r.subsystem].variables[r.variable].var_type == VariableType::String =>
-            {
+            Traced::Variable(r) if plan.strings[r.subsystem].contains(&r.variable) => {
                 if let Some(k) = plan.strings[r.subsystem]
                     .iter()
                     .position(|&v| v == r.variable)
                 {
-                    text_columns.push((columns.len() + text_columns.len(), r.subsystem, k));
+                    let t = mds[r.subsystem].variables[r.variable].var_type;
+                    text_columns.push(TextColumn {
+                        position: columns.len() + text_columns.len(),
+                        subsystem: r.subsystem,
+                        index: k,
+                        quoted: cosim_core::traced_text::is_quoted(t),
+                    });
                 }
             }
             Traced::Variable(r) => {
@@ -1169,34 +1207,64 @@ fn level_events(resolved: &ResolvedScenario, nodes: &[Node]) -> Vec<(f64, String
     out
 }
 
-/// Per subsystem, the inputs fed by input files and their columns.
-fn file_feeds(resolved: &ResolvedScenario, n: usize) -> Vec<Vec<(VariableIndex, FileFeed)>> {
-    let mut out: Vec<Vec<(VariableIndex, FileFeed)>> = (0..n).map(|_| Vec::new()).collect();
+/// Per subsystem, the inputs fed by input files through slots and their
+/// columns, and those set by value with their values over time.
+#[allow(clippy::type_complexity)]
+fn file_feeds(
+    resolved: &ResolvedScenario,
+    n: usize,
+) -> Result<
+    (
+        Vec<Vec<(VariableIndex, FileFeed)>>,
+        Vec<Vec<(VariableIndex, ValueSchedule)>>,
+    ),
+    AssembleError,
+> {
+    let mut slots: Vec<Vec<(VariableIndex, FileFeed)>> = (0..n).map(|_| Vec::new()).collect();
+    let mut by_value: Vec<Vec<(VariableIndex, ValueSchedule)>> =
+        (0..n).map(|_| Vec::new()).collect();
     for file in &resolved.inputs {
+        let times: std::sync::Arc<[f64]> = std::sync::Arc::from(file.table.times());
         for f in &file.feeds {
-            if let Some(list) = out.get_mut(f.input.subsystem) {
-                list.push((
-                    f.input.variable,
-                    FileFeed {
-                        table: file.table.clone(),
-                        column: f.column,
-                        discrete: f.discrete,
-                    },
-                ));
+            let s = f.input.subsystem;
+            match &f.values {
+                Some(values) => {
+                    let schedule = ValueSchedule::new(times.clone(), values.clone())
+                        .map_err(|m| AssembleError::Core(cosim_core::CoreError::Config(m)))?;
+                    if let Some(list) = by_value.get_mut(s) {
+                        list.push((f.input.variable, schedule));
+                    }
+                }
+                None => {
+                    if let Some(list) = slots.get_mut(s) {
+                        list.push((
+                            f.input.variable,
+                            FileFeed {
+                                table: file.table.clone(),
+                                column: f.column,
+                                discrete: f.discrete,
+                            },
+                        ));
+                    }
+                }
             }
         }
     }
-    out
+    Ok((slots, by_value))
 }
 
 /// `subsystem` with its file-fed inputs (the last slots of `layout`'s
-/// inputs) set from their files at every step ([`FileInputs`]).
+/// inputs, and the inputs set by value) set from their files at every
+/// step ([`FileInputs`]). `texts`: the subsystem's variables traced as
+/// text.
 fn fed_from_files(
     subsystem: Box<dyn Subsystem>,
     feeds: &[(VariableIndex, FileFeed)],
+    value_feeds: &[(VariableIndex, ValueSchedule)],
     layout: &Layout,
+    texts: &[VariableIndex],
 ) -> Result<Box<dyn Subsystem>, AssembleError> {
-    if feeds.is_empty() {
+    if feeds.is_empty() && value_feeds.is_empty() {
         return Ok(subsystem);
     }
     // A traced file-fed input shows the file's value at the row's time.
@@ -1206,7 +1274,20 @@ fn fed_from_files(
         .filter_map(|(k, (v, _))| Some((layout.observed_slot(*v, 0)?, k)))
         .collect();
     let feeds = feeds.iter().map(|(_, f)| f.clone()).collect();
-    Ok(Box::new(FileInputs::new(subsystem, feeds, observed)?))
+    let value_feeds = value_feeds
+        .iter()
+        .map(|(v, schedule)| ValueFeed {
+            variable: *v,
+            schedule: schedule.clone(),
+            traced: texts.iter().position(|t| t == v),
+        })
+        .collect();
+    Ok(Box::new(FileInputs::new(
+        subsystem,
+        feeds,
+        observed,
+        value_feeds,
+    )?))
 }
 
 /// `subsystem` with the events of `resolved` on subsystem `s` carried out
@@ -1229,7 +1310,8 @@ fn with_events(
     }
     let mut events = Vec::with_capacity(mine.len());
     let mut unfed = Vec::new();
-    for e in mine {
+    // (Those on inputs set by value are in the subsystem's value feeds.)
+    for e in mine.into_iter().filter(|e| !e.by_value) {
         let r = VariableRef {
             subsystem: s,
             variable: e.variable,
@@ -1256,6 +1338,82 @@ fn with_events(
         });
     }
     Box::new(EventSubsystem::new(subsystem, events, unfed))
+}
+
+/// The events on subsystem `s`'s inputs set by value (`by_value`), as the
+/// values each such input takes over time: its start value, then at each
+/// event's time the override, the start value plus the bias, or the start
+/// value again (a reset), exactly, in the input's type.
+fn event_schedules(
+    resolved: &ResolvedScenario,
+    md: &ModelDescription,
+    s: usize,
+) -> Result<Vec<(VariableIndex, ValueSchedule)>, AssembleError> {
+    use cosim_core::events::EventAction;
+    let mut out: Vec<(VariableIndex, ValueSchedule)> = Vec::new();
+    let mut mine: Vec<&crate::resolve::ResolvedEvent> = resolved
+        .events
+        .iter()
+        .filter(|e| e.subsystem == s && e.by_value)
+        .collect();
+    // (Stable: events at one time keep their order, the last one counts.)
+    mine.sort_by(|a, b| a.time.total_cmp(&b.time));
+    let mut variables: Vec<VariableIndex> = mine.iter().map(|e| e.variable).collect();
+    variables.sort_unstable();
+    variables.dedup();
+    for v in variables {
+        let var = &md.variables[v];
+        let start = exact_start_value(resolved, s, v, md);
+        let typed = |i: i128, why: &str| -> Result<cosim_fmi::Value, AssembleError> {
+            let value = match var.var_type {
+                VariableType::UInt64 => u64::try_from(i).ok().map(cosim_fmi::Value::U64),
+                _ => i64::try_from(i).ok().map(cosim_fmi::Value::I64),
+            };
+            value.ok_or_else(|| {
+                AssembleError::Core(cosim_core::CoreError::Config(format!(
+                    "{why}: {i} is out of the range of {} of '{}.{}'",
+                    var.var_type, resolved.subsystems[s].name, var.name
+                )))
+            })
+        };
+        let mut times = vec![resolved.start];
+        let mut values = vec![typed(start, "the start value")?];
+        for e in mine.iter().filter(|e| e.variable == v) {
+            let value = match (e.action, e.exact) {
+                (EventAction::Override(_), Some(i)) => typed(i, &e.description)?,
+                (EventAction::Bias(_), Some(b)) => typed(start + b, &e.description)?,
+                _ => typed(start, &e.description)?,
+            };
+            times.push(e.time.max(resolved.start));
+            values.push(value);
+        }
+        let schedule = ValueSchedule::new(times.into(), values.into())
+            .map_err(|m| AssembleError::Core(cosim_core::CoreError::Config(m)))?;
+        out.push((v, schedule));
+    }
+    Ok(out)
+}
+
+/// The integer a scalar variable starts with, exactly: the scenario's,
+/// else the model description's, else 0.
+fn exact_start_value(
+    resolved: &ResolvedScenario,
+    s: usize,
+    v: VariableIndex,
+    md: &ModelDescription,
+) -> i128 {
+    use cosim_fmi::model_description::StartValue as SV;
+    let sub = &resolved.subsystems[s];
+    let given = sub
+        .parameters
+        .iter()
+        .chain(&sub.start_values)
+        .find(|a| a.variable == v)
+        .map(|a| &a.value);
+    match given.or(md.variables[v].start.as_ref()) {
+        Some(SV::Int(x)) => x.first().copied().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// The value a scalar variable starts with: the scenario's, else the model
@@ -1500,6 +1658,9 @@ fn typed_value(
         ModelStart::String(v) if ty == VariableType::String => {
             v.iter().map(|x| Value::Str(x.clone())).collect()
         }
+        ModelStart::Binary(v) if ty == VariableType::Binary => {
+            v.iter().map(|x| Value::Binary(x.clone())).collect()
+        }
         ModelStart::Int(v) => v
             .iter()
             .map(|&x| typed_integer(version, ty, x))
@@ -1514,8 +1675,8 @@ fn typed_value(
 }
 
 /// An integer as the value of integer type `ty`.
-fn typed_integer(version: FmiVersion, ty: VariableType, x: i64) -> Result<Value, String> {
-    let range = |x: i64| format!("{x} does not fit {ty}");
+fn typed_integer(version: FmiVersion, ty: VariableType, x: i128) -> Result<Value, String> {
+    let range = |x: i128| format!("{x} does not fit {ty}");
     Ok(match ty {
         VariableType::Int8 => Value::I8(i8::try_from(x).map_err(|_| range(x))?),
         VariableType::UInt8 => Value::U8(u8::try_from(x).map_err(|_| range(x))?),
@@ -1523,7 +1684,7 @@ fn typed_integer(version: FmiVersion, ty: VariableType, x: i64) -> Result<Value,
         VariableType::UInt16 => Value::U16(u16::try_from(x).map_err(|_| range(x))?),
         VariableType::UInt32 => Value::U32(u32::try_from(x).map_err(|_| range(x))?),
         VariableType::UInt64 => Value::U64(u64::try_from(x).map_err(|_| range(x))?),
-        VariableType::Int64 => Value::I64(x),
+        VariableType::Int64 => Value::I64(i64::try_from(x).map_err(|_| range(x))?),
         // FMI 2 Integer and Enumeration, FMI 3 Int32: 32 bits.
         VariableType::Int32 => {
             Value::I32(i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?)
@@ -1532,7 +1693,7 @@ fn typed_integer(version: FmiVersion, ty: VariableType, x: i64) -> Result<Value,
             Value::I32(i32::try_from(x).map_err(|_| format!("{x} does not fit a 32-bit integer"))?)
         }
         // FMI 3 enumerations are Int64.
-        VariableType::Enumeration => Value::I64(x),
+        VariableType::Enumeration => Value::I64(i64::try_from(x).map_err(|_| range(x))?),
         // (A float variable given an integer: the resolution made it a float.)
         VariableType::Float64 => Value::F64(x as f64),
         VariableType::Float32 => Value::F32(x as f32),

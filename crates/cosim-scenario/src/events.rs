@@ -41,8 +41,8 @@ pub enum EventKind {
 pub enum EventValue {
     /// A number with a fraction or exponent.
     Float(f64),
-    /// A whole number.
-    Int(i64),
+    /// A whole number (wide enough for every Int64 and UInt64 value).
+    Int(i128),
     /// `true` or `false`.
     Bool(bool),
     /// A string (refused where it cannot apply, with the reason).
@@ -435,7 +435,7 @@ fn scalar_value(s: &str) -> EventValue {
         "false" | "False" | "FALSE" => return EventValue::Bool(false),
         _ => {}
     }
-    if let Ok(i) = t.parse::<i64>() {
+    if let Ok(i) = t.parse::<i128>() {
         return EventValue::Int(i);
     }
     match t.parse::<f64>() {

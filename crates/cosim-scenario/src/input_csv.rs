@@ -4,14 +4,18 @@
 //! The first line that is not empty or a `#` comment is the header: the
 //! column names, the first one `time` (a unit in brackets, `time [s]`, is
 //! allowed, as in cosim's own traces). Each further line is a row: as many
-//! fields as the header, separated by commas, numbers (or `true` /
-//! `false`). Times never decrease; two rows at one time make a jump. Every
-//! problem is an error at its line and column of the file.
+//! fields as the header, separated by commas: numbers (or `true` /
+//! `false`); for an Int64 or UInt64 input whole numbers, read exactly over
+//! the type's whole range; for a Binary input hexadecimal digits (`666f6f`,
+//! as fmusim writes them); for a String input any text (quoted as CSV
+//! quotes it). Times never decrease; two rows at one time make a jump.
+//! Every problem is an error at its line and column of the file.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cosim_core::input_file::InputTable;
+use cosim_fmi::Value;
 use cosim_fmi::model_description::{Variable, VariableType};
 
 use crate::error::{ScenarioError, Source, Span};
@@ -108,6 +112,9 @@ pub(crate) struct InputCsv {
     row_starts: Vec<usize>,
     /// Per column, the first row written `true` or `false`.
     first_bool: Vec<Option<usize>>,
+    /// Per column, the first row whose field is no number, and why: an
+    /// error if the column feeds a number ([`InputCsv::check_column`]).
+    first_text: Vec<Option<(usize, String)>>,
 }
 
 impl InputCsv {
@@ -191,6 +198,7 @@ impl InputCsv {
         let mut values: Vec<Vec<f64>> = vec![Vec::new(); n];
         let mut row_starts = Vec::new();
         let mut first_bool: Vec<Option<usize>> = vec![None; n];
+        let mut first_text: Vec<Option<(usize, String)>> = vec![None; n];
         let mut last_time: Option<(f64, Span)> = None;
         for &(start, line) in &lines[1..] {
             let fields = split_line(line, start);
@@ -228,8 +236,14 @@ impl InputCsv {
             last_time = Some((t, fields[0].span));
             times.push(t);
             for (c, f) in fields[1..].iter().enumerate() {
-                let x = number(f, true)
-                    .map_err(|m| err(f.span, format!("{m} in column '{}'", names[c].0)))?;
+                // (A field that is no number is an error once known to
+                // feed a number; Binary and String inputs read text.)
+                let x = number(f, true).unwrap_or_else(|m| {
+                    if first_text[c].is_none() {
+                        first_text[c] = Some((row, format!("{m} in column '{}'", names[c].0)));
+                    }
+                    0.0
+                });
                 if is_bool_literal(&f.text) && first_bool[c].is_none() {
                     first_bool[c] = Some(row);
                 }
@@ -257,7 +271,50 @@ impl InputCsv {
             table: Arc::new(table),
             row_starts,
             first_bool,
+            first_text,
         })
+    }
+
+    /// The fields of column `c`, one per row, as written (unquoted).
+    fn fields(&self, c: usize) -> impl Iterator<Item = (usize, String)> + '_ {
+        self.row_starts
+            .iter()
+            .enumerate()
+            .map(move |(row, &start)| {
+                let line = self.source.text[start..]
+                    .split('\n')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches('\r');
+                let text = split_line(line, start)
+                    .into_iter()
+                    .nth(c + 1)
+                    .map(|f| f.text)
+                    .unwrap_or_default();
+                (row, text)
+            })
+    }
+
+    /// The values of column `c` for an input `v` set by value (Int64 and
+    /// UInt64 exactly over their whole range, Binary from hexadecimal
+    /// digits, String as written); the first field that is none is an
+    /// error at its cell, quoting it as written.
+    pub fn value_column(&self, c: usize, v: &Variable) -> Result<Vec<Value>, ScenarioError> {
+        let name = &self.names[c].0;
+        self.fields(c)
+            .map(|(row, text)| {
+                cell_value(&text, v.var_type).map_err(|why| {
+                    self.cell_error(
+                        row,
+                        c,
+                        format!(
+                            "column '{name}' feeds the {} input '{}': {why}",
+                            v.var_type, v.name
+                        ),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// The index of the column named `name` (as written, or without its
@@ -286,6 +343,15 @@ impl InputCsv {
         self.source.error(span, message)
     }
 
+    /// Checks that every field of column `c` is a number: the first that
+    /// is none is an error at its cell.
+    fn numbers(&self, c: usize) -> Result<(), ScenarioError> {
+        match &self.first_text[c] {
+            Some((row, why)) => Err(self.cell_error(*row, c, why.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// Checks that the values of column `c` fit the input `v`: numbers
     /// for a float, whole numbers within the type's range for an integer
     /// or enumeration, 0 / 1 / true / false for a Boolean. The first value
@@ -293,6 +359,7 @@ impl InputCsv {
     pub fn check_column(&self, c: usize, v: &Variable) -> Result<(), ScenarioError> {
         let values = self.table.column(c);
         let name = &self.names[c].0;
+        self.numbers(c)?;
         match v.var_type {
             VariableType::Float64 | VariableType::Float32 => {
                 if let Some(row) = self.first_bool[c] {
@@ -320,13 +387,16 @@ impl InputCsv {
             }
             t => {
                 let (lo, hi) = integer_range(t);
+                // (Messages quote the field as written, not as a float.)
+                let written = |row: usize| self.fields(c).nth(row).map(|f| f.1).unwrap_or_default();
                 if let Some(row) = values.iter().position(|&x| x.fract() != 0.0) {
                     return Err(self.cell_error(
                         row,
                         c,
                         format!(
                             "column '{name}' feeds the {t} input '{}': expected a whole number, found {}",
-                            v.name, values[row]
+                            v.name,
+                            written(row)
                         ),
                     ));
                 }
@@ -336,7 +406,8 @@ impl InputCsv {
                         c,
                         format!(
                             "column '{name}' feeds the {t} input '{}': {} is out of its range ({lo} to {hi})",
-                            v.name, values[row]
+                            v.name,
+                            written(row)
                         ),
                     ));
                 }
@@ -373,6 +444,49 @@ fn number(f: &Field, bools: bool) -> Result<f64, String> {
         Ok(x) if x.is_finite() => Ok(x),
         Ok(_) => Err(format!("'{text}' is not a finite number")),
         Err(_) => Err(format!("'{text}' is not a number")),
+    }
+}
+
+/// A field as the value of an input of type `t` set by value; `Err` says
+/// why not, quoting the field as written.
+fn cell_value(text: &str, t: VariableType) -> Result<Value, String> {
+    let whole = |text: &str| -> Option<i128> {
+        let t = text.strip_prefix('+').unwrap_or(text);
+        t.parse::<i128>().ok().or_else(|| {
+            // (A whole number written as a float, `3.0`, within the
+            // integers a float holds exactly.)
+            let x: f64 = t.parse().ok()?;
+            (x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_992.0).then_some(x as i128)
+        })
+    };
+    match t {
+        VariableType::Int64 => whole(text)
+            .and_then(|i| i64::try_from(i).ok())
+            .map(Value::I64)
+            .ok_or_else(|| {
+                format!(
+                    "'{text}' is no whole number from {} to {}",
+                    i64::MIN,
+                    i64::MAX
+                )
+            }),
+        VariableType::UInt64 => whole(text)
+            .and_then(|i| u64::try_from(i).ok())
+            .map(Value::U64)
+            .ok_or_else(|| format!("'{text}' is no whole number from 0 to {}", u64::MAX)),
+        VariableType::Binary => {
+            let digits = text
+                .strip_prefix("0x")
+                .or_else(|| text.strip_prefix("0X"))
+                .unwrap_or(text);
+            hex::decode(digits).map(Value::Binary).map_err(|_| {
+                format!(
+                    "'{text}' is no byte string in hexadecimal digits (two per byte, as 666f6f)"
+                )
+            })
+        }
+        VariableType::String => Ok(Value::Str(text.to_string())),
+        other => Err(format!("{other} inputs are not set by value")),
     }
 }
 
@@ -420,7 +534,12 @@ mod tests {
 
     #[test]
     fn errors_name_the_line_and_column() {
-        let e = parse("time,u\n0,1\n1,x1\n").unwrap_err();
+        // (A field that is no number is an error once its column is
+        // known to feed a number: Binary and String inputs read text.)
+        let e = parse("time,u\n0,1\n1,x1\n")
+            .unwrap()
+            .numbers(0)
+            .unwrap_err();
         assert_eq!(place(&e), (3, 3), "{e}");
         assert!(
             e.message.contains("'x1' is not a number in column 'u'"),
@@ -441,13 +560,13 @@ mod tests {
         assert_eq!(place(&e), (1, 1), "{e}");
         let e = parse("time,u,u\n0,1,2\n").unwrap_err();
         assert_eq!(place(&e), (1, 8), "{e}");
-        let e = parse("time,u\n0,inf\n").unwrap_err();
+        let e = parse("time,u\n0,inf\n").unwrap().numbers(0).unwrap_err();
         assert!(e.message.contains("not a finite number"), "{e}");
         let e = parse("time,u\n").unwrap_err();
         assert!(e.message.contains("no rows"), "{e}");
         let e = parse("# nothing\n\n").unwrap_err();
         assert!(e.message.contains("empty"), "{e}");
-        let e = parse("time,u\n0,\n").unwrap_err();
+        let e = parse("time,u\n0,\n").unwrap().numbers(0).unwrap_err();
         assert!(e.message.contains("empty field"), "{e}");
     }
 }

@@ -42,10 +42,11 @@ pub(crate) fn span_of<T>(v: &Spanned<T>) -> Span {
     Span::from_range(v.span())
 }
 
-/// A TOML integer as i64, if it fits.
-pub(crate) fn integer_value(v: &DeValue<'_>) -> Option<i64> {
+/// A TOML integer as written, if it fits an i128: wider than TOML's own
+/// 64-bit integers, so that every UInt64 value can be given.
+pub(crate) fn integer_value(v: &DeValue<'_>) -> Option<i128> {
     match v {
-        DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).ok(),
+        DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix()).ok(),
         _ => None,
     }
 }
@@ -178,10 +179,12 @@ impl<'a, 'i> Table<'a, 'i> {
             return Ok(None);
         };
         match v.get_ref() {
-            DeValue::Integer(_) => match integer_value(v.get_ref()) {
-                Some(i) => Ok(Some((i, span_of(v)))),
-                None => Err(self.err(span_of(v), format!("'{key}' is too large"))),
-            },
+            DeValue::Integer(_) => {
+                match integer_value(v.get_ref()).and_then(|i| i64::try_from(i).ok()) {
+                    Some(i) => Ok(Some((i, span_of(v)))),
+                    None => Err(self.err(span_of(v), format!("'{key}' is too large"))),
+                }
+            }
             _ => Err(self.wrong_type(key, v, "an integer")),
         }
     }

@@ -219,8 +219,14 @@ pub struct ResolvedFeed {
     pub column: usize,
     /// The column's name in the file.
     pub column_name: String,
-    /// A discrete input (integer, enumeration, Boolean): held, not interpolated.
+    /// Held, not interpolated: every input but a Float of continuous
+    /// variability (integers, enumerations, Booleans, Floats of discrete
+    /// variability), as FMPy and fmusim read input files.
     pub discrete: bool,
+    /// For an input set by value (an FMU's Int64, UInt64, Binary or
+    /// String input): the column's values, exactly, one per row.
+    #[serde(skip)]
+    pub values: Option<Arc<[cosim_fmi::Value]>>,
 }
 
 /// An input file (`[[inputs]]` or `--input-file`), read and matched.
@@ -253,6 +259,12 @@ pub struct ResolvedEvent {
     /// What happens (Booleans as 0/1).
     #[serde(skip)]
     pub action: cosim_core::events::EventAction,
+    /// An event on an FMU's Int64 or UInt64 input that no connection
+    /// feeds: the input is set by value, exactly over the type's whole
+    /// range, not through a slot (`cosim_core::input_file::ValueFeed`).
+    pub by_value: bool,
+    /// Its override or bias as written, for such an input.
+    pub exact: Option<i128>,
     /// For the log: `override chassis.F = 100 at t = 50 s`.
     pub description: String,
 }
@@ -480,6 +492,7 @@ fn int_range(t: VariableType) -> (i128, i128) {
         VariableType::UInt16 => (0, u16::MAX.into()),
         VariableType::Int32 => (i32::MIN.into(), i32::MAX.into()),
         VariableType::UInt32 => (0, u32::MAX.into()),
+        VariableType::UInt64 => (0, u64::MAX.into()),
         _ => (i64::MIN.into(), i64::MAX.into()),
     }
 }
@@ -583,7 +596,7 @@ fn typed_value(
                 let i = match e {
                     RawValue::Int(i) => i,
                     RawValue::Str(name) if v.var_type == VariableType::Enumeration => {
-                        item = enumeration_item(v, name, items)?;
+                        item = i128::from(enumeration_item(v, name, items)?);
                         &item
                     }
                     _ if v.var_type == VariableType::Enumeration => {
@@ -591,13 +604,16 @@ fn typed_value(
                     }
                     _ => return Err(mismatch("an integer", e)),
                 };
-                if i128::from(*i) < lo || i128::from(*i) > hi {
+                if *i < lo || *i > hi {
                     return Err(format!(
                         "{i} is out of the range of {} ({lo} to {hi}) of '{}'",
                         v.var_type, v.name
                     ));
                 }
-                range_check(*i as f64)?;
+                // (The message gives the integer as written, not as a float.)
+                range_check(*i as f64).map_err(|m| {
+                    m.replacen(&(*i as f64).to_string(), &i.to_string(), 1)
+                })?;
                 out.push(*i);
             }
             Ok(StartValue::Int(out))
@@ -618,7 +634,26 @@ fn typed_value(
             })
             .collect::<std::result::Result<_, _>>()
             .map(StartValue::String),
-        VariableType::Binary | VariableType::Clock => Err(format!(
+        VariableType::Binary => elements
+            .into_iter()
+            .map(|e| match e {
+                RawValue::Str(s) => hex::decode(
+                    s.strip_prefix("0x")
+                        .or_else(|| s.strip_prefix("0X"))
+                        .unwrap_or(s),
+                )
+                .map_err(|_| {
+                    format!(
+                        "'{}' is a Binary: \"{}\" is no byte string in hexadecimal digits (two per byte, as \"666f6f\")",
+                        v.name,
+                        crate::read::shorten(s)
+                    )
+                }),
+                other => Err(mismatch("a string of hexadecimal digits (\"666f6f\")", other)),
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map(StartValue::Binary),
+        VariableType::Clock => Err(format!(
             "'{}' is of type {}, which a scenario cannot set",
             v.name, v.var_type
         )),
@@ -705,12 +740,13 @@ fn traceable_by_glob(v: &Variable) -> bool {
 /// (in step with what `assemble` traces).
 fn untraceable(v: &Variable) -> Option<String> {
     Some(match v.var_type {
-        VariableType::Binary => {
-            "a Binary value is a byte string, which a column of the trace cannot hold".into()
-        }
         VariableType::Clock => "a Clock has no value of its own to trace, only ticks".into(),
-        // (Numbers and Booleans in slots; Strings quoted, read for the rows
-        // written.)
+        VariableType::String | VariableType::Binary if !v.is_scalar() => format!(
+            "an array of {} values, of which only scalars are traced (as text)",
+            v.var_type
+        ),
+        // (Numbers and Booleans in slots; Strings quoted, Binaries as
+        // hexadecimal digits, read for the rows written.)
         _ => return None,
     })
 }
@@ -819,7 +855,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }))
             .collect();
         let inputs = self.inputs(start, stop, &fed)?;
-        let events = self.events(start, stop, &master, &inputs)?;
+        let events = self.events(start, stop, &master, &inputs, &fed)?;
         self.output_interval(&master, start)?;
         self.unconnected_inputs(&fed, &inputs);
         self.clocks();
@@ -1142,6 +1178,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         stop: f64,
         master: &MasterSettings,
         files: &[ResolvedInputFile],
+        fed: &HashMap<VariableRef, Span>,
     ) -> Result<Vec<ResolvedEvent>> {
         use crate::events::{EventKind, EventValue};
         use cosim_core::events::EventAction;
@@ -1246,6 +1283,45 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     ));
                 }
             };
+            // An integer override fits its type; a 64-bit one is kept
+            // exactly, and set by value where no connection feeds the input.
+            let exact = match &e.value {
+                Some(EventValue::Int(i)) if !boolean && !float => Some(*i),
+                _ => None,
+            };
+            if let (EventKind::Override, Some(i)) = (e.kind, exact) {
+                let (lo, hi) = int_range(v.var_type);
+                if i < lo || i > hi {
+                    return Err(e.err(
+                        e.value_span,
+                        format!(
+                            "{i} is out of the range of {} ({lo} to {hi}) of '{text}'",
+                            v.var_type
+                        ),
+                    ));
+                }
+            }
+            let wide = matches!(v.var_type, VariableType::Int64 | VariableType::UInt64);
+            let by_value = wide
+                && input
+                && v.is_scalar()
+                && self.scenario.subsystems[sub].system.is_none()
+                && !fed.contains_key(&r);
+            if wide && !by_value && exact.is_some_and(|i| i.unsigned_abs() > 1 << 53) {
+                let why = if input {
+                    "a connection feeds it, in a slot"
+                } else {
+                    "an event on an output changes the value read, in a slot"
+                };
+                return Err(e.err(
+                    e.value_span,
+                    format!(
+                        "{} is beyond +-2^53, the integers a slot carries exactly, and '{text}' is {} ({why})",
+                        exact.unwrap_or_default(),
+                        v.var_type,
+                    ),
+                ));
+            }
             let action = match (e.kind, value) {
                 (EventKind::Reset, _) => EventAction::Reset,
                 (EventKind::Bias, _) if boolean => {
@@ -1305,6 +1381,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 variable: k,
                 input,
                 action,
+                exact: if by_value { exact } else { None },
+                by_value,
                 description,
             });
         }
@@ -1452,8 +1530,23 @@ impl<'s, 'm> Resolver<'s, 'm> {
             .as_deref()
             .and_then(|t| md.type_definitions.iter().find(|d| d.name == t))
             .map_or(&[][..], |d| d.items.as_slice());
-        let value = typed_value(v, &a.value, &shape, items)
-            .map_err(|m| self.origin_err(&a.value_origin, m))?;
+        // On the command line a String's or a Binary's value is the text
+        // given, whatever TOML makes of it (`--set id=007`, `--set
+        // blob=0x0a0b`, a TOML integer).
+        let cli_text;
+        let raw = match (&a.value_origin, &a.value) {
+            (Origin::Argument(arg), RawValue::Int(_) | RawValue::Float(_) | RawValue::Bool(_))
+                if v.is_scalar()
+                    && matches!(v.var_type, VariableType::String | VariableType::Binary) =>
+            {
+                let text = arg.split_once('=').map_or("", |x| x.1).trim();
+                cli_text = RawValue::Str(text.to_string());
+                &cli_text
+            }
+            _ => &a.value,
+        };
+        let value =
+            typed_value(v, raw, &shape, items).map_err(|m| self.origin_err(&a.value_origin, m))?;
         let origin = match &a.value_origin {
             Origin::File(span) => ValueOrigin::File(*span),
             Origin::Argument(arg) => ValueOrigin::Argument(arg.clone()),
@@ -2458,9 +2551,15 @@ impl<'s, 'm> Resolver<'s, 'm> {
                             .then(|| "set a parameter with 'parameters' or --set".to_string()),
                     ));
                 }
-                if !cosim_core::subsystem::is_slot_type(v.var_type) || !v.is_scalar() {
+                // Int64, UInt64, Binary and String inputs of an FMU are set
+                // by value, exactly; the others ride in slots.
+                let by_value = v.is_scalar()
+                    && cosim_core::traced_text::beside_slots(v.var_type)
+                    && self.scenario.subsystems[r.subsystem].system.is_none();
+                if !by_value && (!cosim_core::subsystem::is_slot_type(v.var_type) || !v.is_scalar())
+                {
                     return Err(at(format!(
-                        "'{text}' is {}{}: an input file feeds scalar numeric and Boolean inputs",
+                        "'{text}' is {}{}: an input file feeds scalar numeric, Boolean, Binary and String inputs",
                         if v.is_scalar() { "a " } else { "an array of " },
                         v.var_type
                     )));
@@ -2488,14 +2587,24 @@ impl<'s, 'm> Resolver<'s, 'm> {
                         csv.names[c].0
                     )));
                 }
-                csv.check_column(c, v)
-                    .map_err(|e| e.with_note(note.clone()))?;
+                let values = if by_value {
+                    let values = csv
+                        .value_column(c, v)
+                        .map_err(|e| e.with_note(note.clone()))?;
+                    Some(Arc::from(values))
+                } else {
+                    csv.check_column(c, v)
+                        .map_err(|e| e.with_note(note.clone()))?;
+                    None
+                };
                 fed_by.insert(r, (k, csv.names[c].0.clone()));
                 feeds.push(ResolvedFeed {
                     input: r,
                     column: c,
                     column_name: csv.names[c].0.clone(),
-                    discrete: !v.var_type.is_float(),
+                    // Interpolated: Floats of continuous variability only.
+                    discrete: !(v.var_type.is_float() && v.variability == Variability::Continuous),
+                    values,
                 });
             }
             // A start value the file replaces from the start time.

@@ -124,7 +124,8 @@ pub(crate) struct Setting<T> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RawValue {
     Float(f64),
-    Int(i64),
+    /// (Wide enough for every Int64 and UInt64 value.)
+    Int(i128),
     Bool(bool),
     Str(String),
     Array(Vec<RawValue>),

@@ -320,7 +320,7 @@ fn float(x: f64) -> String {
 fn value_text(v: &StartValue) -> String {
     let items: Vec<String> = match v {
         StartValue::Float(x) => x.iter().map(|&x| float(x)).collect(),
-        StartValue::Int(x) => x.iter().map(i64::to_string).collect(),
+        StartValue::Int(x) => x.iter().map(i128::to_string).collect(),
         StartValue::Bool(x) => x.iter().map(bool::to_string).collect(),
         StartValue::String(x) => x.iter().map(|s| string(s)).collect(),
         StartValue::Binary(x) => x

@@ -48,14 +48,16 @@ fn tyre() -> ModelDescription {
     )
 }
 
-/// Outputs of every kind: a Float64, a Binary, a Clock.
+/// Outputs of every kind: a Float64, a Binary, an array of Binaries, a
+/// Clock.
 fn mixed() -> ModelDescription {
     fmi3(
         "Mixed",
         r#"
     <Float64 name="y" valueReference="1" causality="output"/>
     <Binary name="blob" valueReference="2" causality="output"/>
-    <Clock name="tick" valueReference="3" causality="output" intervalVariability="triggered"/>"#,
+    <Clock name="tick" valueReference="3" causality="output" intervalVariability="triggered"/>
+    <Binary name="blobs" valueReference="4" causality="output"><Dimension start="2"/></Binary>"#,
     )
 }
 
@@ -233,8 +235,8 @@ fmu = "mixed.fmu"
 fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
     for (name, why) in [
         (
-            "blob",
-            "a Binary value is a byte string, which a column of the trace cannot hold",
+            "blobs",
+            "an array of Binary values, of which only scalars are traced (as text)",
         ),
         (
             "tick",
@@ -262,15 +264,19 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
         );
     }
     // A pattern matching nothing that can be traced.
-    let text = format!("{MIXED}\n[outputs]\nvariables = [\"m.{{blob,tick}}\"]\n");
+    let text = format!("{MIXED}\n[outputs]\nvariables = [\"m.{{blobs,tick}}\"]\n");
     let e = resolve_text(&text).unwrap_err();
     assert!(
         e.message.starts_with(
-            "\"m.{blob,tick}\" matches only variables that cannot be traced: 'm.blob' (a Binary value"
+            "\"m.{blobs,tick}\" matches only variables that cannot be traced: 'm.tick' (a Clock has no value of its own to trace, only ticks), 'm.blobs' (an array of Binary"
         ),
         "{}",
         e.message
     );
+    // A scalar Binary is traced (as hexadecimal digits).
+    let text = format!("{MIXED}\n[outputs]\nvariables = [\"m.y\", \"m.blob\"]\n");
+    let r = resolve_text(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.outputs.traced.len(), 2);
 }
 
 #[test]
@@ -291,21 +297,22 @@ fn a_pattern_leaves_out_what_cannot_be_traced_with_a_warning() {
         "{:?}",
         r.warnings
     );
-    assert_eq!(r.outputs.traced.len(), 1);
+    // (y and blob.)
+    assert_eq!(r.outputs.traced.len(), 2);
     let w = warned(&r);
     assert_eq!(
         w,
         [
-            "\"m.*\" matches variables that cannot be traced, left out of the trace: 'm.blob' (a Binary value is a byte string, which a column of the trace cannot hold), 'm.tick' (a Clock has no value of its own to trace, only ticks)"
+            "\"m.*\" matches variables that cannot be traced, left out of the trace: 'm.tick' (a Clock has no value of its own to trace, only ticks), 'm.blobs' (an array of Binary values, of which only scalars are traced (as text))"
         ]
     );
     // Every output, by default: the same, said of the subsystem.
     let r = resolve_text(MIXED).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(r.outputs.traced.len(), 1);
+    assert_eq!(r.outputs.traced.len(), 2);
     let w = warned(&r);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(
-        w[0].starts_with("outputs of subsystem 'm' left out of the trace: 'blob' (a Binary"),
+        w[0].starts_with("outputs of subsystem 'm' left out of the trace: 'tick' (a Clock"),
         "{w:?}"
     );
     // --output-variables: a warning naming the argument.

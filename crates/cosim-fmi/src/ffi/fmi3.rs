@@ -238,6 +238,8 @@ fn_table! {
             set_uint32: "fmi3SetUInt32": unsafe extern "C" fn(Instance, *const Vr, usize, *const u32, usize) -> Fmi3Status,
             get_uint64: "fmi3GetUInt64": unsafe extern "C" fn(Instance, *const Vr, usize, *mut u64, usize) -> Fmi3Status,
             set_uint64: "fmi3SetUInt64": unsafe extern "C" fn(Instance, *const Vr, usize, *const u64, usize) -> Fmi3Status,
+            get_binary: "fmi3GetBinary": unsafe extern "C" fn(Instance, *const Vr, usize, *mut usize, *mut *const u8, usize) -> Fmi3Status,
+            set_binary: "fmi3SetBinary": unsafe extern "C" fn(Instance, *const Vr, usize, *const usize, *const *const u8, usize) -> Fmi3Status,
         }
     }
 }
@@ -408,6 +410,31 @@ fn log_strings(log: &CallLog, code: Fmi3Status, vrs: &[u32], ptrs: &[*const c_ch
         line.arg("values", "?")
     };
     line.arg("nValues", ptrs.len()).end();
+}
+
+/// Logs `fmi3GetBinary` / `fmi3SetBinary`, each value as hexadecimal
+/// digits (the values only when the call returned them).
+#[cold]
+#[inline(never)]
+fn log_binaries<B: AsRef<[u8]>>(
+    log: &CallLog,
+    code: Fmi3Status,
+    function: &str,
+    vrs: &[u32],
+    values: Option<&[B]>,
+) {
+    let line = log
+        .line(Status::from_fmi3(code), function)
+        .vrs("valueReferences", VrKind::Any, vrs)
+        .arg("nValueReferences", vrs.len());
+    let line = match values {
+        Some(values) => {
+            let hex: Vec<String> = values.iter().map(|v| hex::encode(v.as_ref())).collect();
+            line.values("values", &hex)
+        }
+        None => line.arg("values", "?"),
+    };
+    line.arg("nValues", vrs.len()).end();
 }
 
 /// Logs `fmi3DoStep` with its output arguments (out of line).
@@ -1166,6 +1193,77 @@ impl Fmi3Instance {
             log_values(log, code, "fmi3SetString", vrs, values);
         }
         self.check("fmi3SetString", code).map(|_| ())
+    }
+
+    /// `fmi3GetBinary` (copied out immediately).
+    pub fn get_binary(&mut self, vrs: &[u32]) -> Result<Vec<Vec<u8>>> {
+        let f = self.exported(self.lib.functions.get_binary, "fmi3GetBinary")?;
+        self.alive("fmi3GetBinary")?;
+        let mut sizes = vec![0usize; vrs.len()];
+        let mut ptrs: Vec<*const u8> = vec![std::ptr::null(); vrs.len()];
+        // SAFETY: vrs, sizes and ptrs have vrs.len() elements each.
+        let code = unsafe {
+            f(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                sizes.as_mut_ptr(),
+                ptrs.as_mut_ptr(),
+                ptrs.len(),
+            )
+        };
+        let returned = Status::from_fmi3(code).is_success();
+        let values: Vec<Vec<u8>> = if returned {
+            ptrs.iter()
+                .zip(&sizes)
+                .map(|(&p, &n)| {
+                    if p.is_null() || n == 0 {
+                        Vec::new()
+                    } else {
+                        // SAFETY: after OK or Warning each pointer is valid
+                        // for its size until the next call into the FMU.
+                        unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(log) = &self.call_log {
+            log_binaries(
+                log,
+                code,
+                "fmi3GetBinary",
+                vrs,
+                returned.then_some(&values[..]),
+            );
+        }
+        self.check("fmi3GetBinary", code).map(|_| values)
+    }
+
+    /// `fmi3SetBinary`.
+    pub fn set_binary(&mut self, vrs: &[u32], values: &[&[u8]]) -> Result<()> {
+        check_values_len(&self.name, "fmi3SetBinary", vrs.len(), values.len())?;
+        let f = self.exported(self.lib.functions.set_binary, "fmi3SetBinary")?;
+        self.alive("fmi3SetBinary")?;
+        let sizes: Vec<usize> = values.iter().map(|v| v.len()).collect();
+        let ptrs: Vec<*const u8> = values.iter().map(|v| v.as_ptr()).collect();
+        // SAFETY: vrs, sizes and ptrs have vrs.len() elements; each pointer
+        // is valid for its size for the duration of the call.
+        let code = unsafe {
+            f(
+                self.instance,
+                vrs.as_ptr(),
+                vrs.len(),
+                sizes.as_ptr(),
+                ptrs.as_ptr(),
+                ptrs.len(),
+            )
+        };
+        if let Some(log) = &self.call_log {
+            log_binaries(log, code, "fmi3SetBinary", vrs, Some(values));
+        }
+        self.check("fmi3SetBinary", code).map(|_| ())
     }
 
     /// `fmi3DoStep`. Early return and Discard are reported as outcomes.

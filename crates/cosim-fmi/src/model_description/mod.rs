@@ -377,8 +377,9 @@ pub enum Initial {
 pub enum StartValue {
     /// Float32/Float64 start values.
     Float(Vec<f64>),
-    /// Any integer type or enumeration.
-    Int(Vec<i64>),
+    /// Any integer type or enumeration (every Int64 and UInt64 value
+    /// exactly).
+    Int(Vec<i128>),
     /// Boolean start values.
     Bool(Vec<bool>),
     /// String start values.
@@ -623,9 +624,7 @@ impl ModelDescription {
                             ));
                         };
                         match value_of(k).or_else(|| match &p.start {
-                            Some(StartValue::Int(x)) if x.len() == 1 && x[0] >= 0 => {
-                                Some(x[0] as u64)
-                            }
+                            Some(StartValue::Int(x)) if x.len() == 1 => u64::try_from(x[0]).ok(),
                             _ => None,
                         }) {
                             Some(n) => n,

@@ -1040,8 +1040,7 @@ fn parse_start(
                             "not an integer in the range of {int_type} ({lo} to {hi})"
                         ))
                     })?;
-                // UInt64 values above i64::MAX keep their bit pattern.
-                values.push(v as i64);
+                values.push(v);
             }
             StartValue::Int(values)
         }
