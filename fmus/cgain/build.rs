@@ -116,6 +116,9 @@ const FMI2_MD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 const FMI3_MD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <fmiModelDescription fmiVersion="3.0" modelName="CGain" instantiationToken="cosim:CGain:fmi3:1" description="y = k * u (direct feed-through), written in C: as cheap per call as an FMU can be" generationTool="cosim fmus/cgain" variableNamingConvention="flat">
   <CoSimulation modelIdentifier="CGain" canHandleVariableCommunicationStepSize="true" canBeInstantiatedOnlyOncePerProcess="false" hasEventMode="false"/>
+  <LogCategories>
+    <Category name="logStatusError" description="Calls refused: functions of interfaces and capabilities CGain does not have, values of types it has no variables of"/>
+  </LogCategories>
   <DefaultExperiment startTime="0.0" stopTime="10.0" stepSize="0.01"/>
   <ModelVariables>
     <Float64 name="time" valueReference="0" causality="independent" variability="continuous"/>

@@ -5,7 +5,10 @@
 //! `cosim`'s overhead on it, and the kit's `Gain` beside it.
 //!
 //! Value references: 0 `time`, 1 `u` (input), 2 `y` (output), 3 `k`
-//! (parameter, default 1).
+//! (parameter, default 1). Each binary exports every function its FMI
+//! version requires (FMI 3.0: the whole C API); those CGain does not
+//! implement return an error (FMI 3.0: with a log message), as
+//! `fmus/README.md` says and `tests/python/test_fmus.py` checks in FMPy.
 
 use std::path::{Path, PathBuf};
 
