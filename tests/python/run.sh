@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
-# FMPy / libcosim interop tests of the project's FMUs, on their own.
-# Builds fmus/dist with `cargo xtask fmus`, then runs tests/python/test_fmus.py
-# (under pytest if it is installed, else as a plain script) with the
-# project's Python environment .venv/ (`cargo xtask venv` creates it and
-# installs tests/python/requirements.txt into it; PYTHON names another
-# interpreter). Exits non-zero on any failure; the last line is
-# "N passed, N failed" either way. `cargo xtask test` runs these checks too
-# (tests/tests/interop.rs).
+# FMPy / libcosim interop tests of the project's FMUs, on their own: runs
+# tests/python/test_fmus.py through its cargo test (tests/tests/interop.rs),
+# which builds fmus/dist (`cargo xtask fmus`, when stale) and CGain, the
+# benchmark's C FMU (fmus/cgain), and names the FMUs built outside fmus/dist
+# to the script (COSIM_CGAIN_FMI2, COSIM_CGAIN_FMI3). Uses the project's
+# Python environment .venv/ (`cargo xtask venv` creates it and installs
+# tests/python/requirements.txt into it; PYTHON names another interpreter).
+# Prints the script's "ok"/"FAIL" lines and its "N passed, N failed"; exits
+# non-zero on any failure. `cargo xtask test` runs these checks too.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 PYTHON="${PYTHON:-$(cargo xtask venv)}"
+export PYTHON
 
-cargo xtask fmus
-
-if "$PYTHON" -c "import pytest" 2>/dev/null; then
-    exec "$PYTHON" -m pytest -q tests/python/test_fmus.py
-else
-    exec "$PYTHON" tests/python/test_fmus.py
-fi
+exec cargo test -p cosim-tests --test interop -- --exact --nocapture \
+    project_fmus_pass_fmpy_validation_and_run_in_fmpy_and_libcosim

@@ -1,9 +1,11 @@
-"""Interop tests of the project's packaged FMUs (fmus/dist) with FMPy and libcosim.
+"""Interop tests of the project's FMUs (fmus/dist, and CGain, the benchmark's C
+FMU) with FMPy and libcosim.
 
 Runs under pytest (functions named test_*) or as a plain script
 (`python3 tests/python/test_fmus.py`), which prints `N passed, N failed` and
-exits non-zero on any failure. Build the FMUs first: `cargo xtask fmus`
-(tests/python/run.sh does both).
+exits non-zero on any failure. tests/tests/interop.rs runs it after building
+the FMUs, naming those built outside fmus/dist in the environment (CARGO_FMUS
+below); tests/python/run.sh runs that test on its own.
 """
 
 import glob
@@ -23,6 +25,36 @@ def fmus(kind):
     files = sorted(glob.glob(os.path.join(DIST, kind, "*.fmu")))
     assert files, f"no FMUs in {DIST}/{kind}: run `cargo xtask fmus` first"
     return files
+
+
+# FMUs the project builds outside fmus/dist, with cargo: CGain, the
+# benchmark's C FMU, as FMI 2.0 and 3.0 (the cosim-cgain crate's build
+# script, `cosim_cgain::FMI2_FMU` / `FMI3_FMU`). tests/tests/interop.rs builds
+# them and names them in these environment variables.
+CARGO_FMUS = ("COSIM_CGAIN_FMI2", "COSIM_CGAIN_FMI3")
+
+
+def cargo_fmu(var):
+    path = os.environ.get(var)
+    assert path, (f"{var} is not set: tests/tests/interop.rs builds this FMU and sets it; run "
+                  "`cargo test -p cosim-tests --test interop` or tests/python/run.sh")
+    assert os.path.isfile(path), f"{var}={path}: no such file"
+    return path
+
+
+def every_fmu():
+    """Every FMU the project builds: fmus/dist/{fmi2,fmi3,variants,quirks}
+    (`cargo xtask fmus`) and those of CARGO_FMUS."""
+    return (fmus("fmi2") + fmus("fmi3") + fmus("variants") + fmus("quirks")
+            + [cargo_fmu(var) for var in CARGO_FMUS])
+
+
+def shown(path):
+    """`path` relative to fmus/dist when it is there, else the variable of CARGO_FMUS naming it."""
+    for var in CARGO_FMUS:
+        if os.environ.get(var) == path:
+            return var
+    return os.path.relpath(path, DIST)
 
 
 def model_name(path):
@@ -46,11 +78,60 @@ def test_every_fmu_passes_fmpy_validation():
     from fmpy.validation import validate_fmu
 
     problems = {}
-    for path in fmus("fmi2") + fmus("fmi3") + fmus("variants"):
+    for path in every_fmu():
         p = validate_fmu(path)
         if p:
-            problems[os.path.relpath(path, DIST)] = p
+            problems[shown(path)] = p
     assert not problems, problems
+
+
+# Loads each FMU of argv as FMPy does before simulating it: the model
+# description read and validated, the archive extracted, the FMU2Slave /
+# FMU3Slave made (its constructor resolves every function of the FMI
+# version's co-simulation API in the binary, FMI 3.0: every fmi3* function,
+# as the standard requires of any binary), instantiated, freed, the library
+# unloaded. Prints `loaded<TAB>path` or `FAIL<TAB>path<TAB>why` per FMU. In
+# a child process ended with os._exit: Integrator-crashes-at-exit (quirks/)
+# registers in fmi2FreeInstance an exit handler that kills its process, by
+# design (quirk builds are only loaded here, never simulated).
+LOAD_CHILD = r"""
+import os, shutil, sys
+from fmpy import extract, read_model_description
+from fmpy.fmi2 import FMU2Slave
+from fmpy.fmi3 import FMU3Slave
+for path in sys.argv[1:]:
+    d = None
+    try:
+        md = read_model_description(path, validate=True)
+        d = extract(path)
+        cls = FMU3Slave if md.fmiVersion.startswith("3") else FMU2Slave
+        fmu = cls(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier,
+                  instanceName="load")
+        fmu.instantiate()
+        fmu.freeInstance()
+        fmu.freeLibrary()
+        print("loaded", path, sep="\t", flush=True)
+    except Exception as e:
+        print("FAIL", path, f"{type(e).__name__}: {e}", sep="\t", flush=True)
+    finally:
+        if d is not None:
+            shutil.rmtree(d, ignore_errors=True)
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def test_every_fmu_loads_in_fmpy():
+    paths = every_fmu()
+    r = subprocess.run([sys.executable, "-c", LOAD_CHILD, *paths], capture_output=True, text=True,
+                       timeout=600)
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    loaded = {row[1] for row in rows if row[0] == "loaded"}
+    failed = {shown(row[1]): row[2] for row in rows if row[0] == "FAIL"}
+    # The child died before reporting these (a crash while loading one).
+    unreported = [shown(p) for p in paths if p not in loaded and shown(p) not in failed]
+    assert r.returncode == 0 and not failed and not unreported, (
+        f"exit status {r.returncode}; failed: {failed}; not reported: {unreported}; stderr: {r.stderr[-2000:]}")
 
 
 def test_every_fmu_simulates_in_fmpy():
@@ -101,6 +182,97 @@ def test_single_fmu_cases_match_analytic_solutions():
                          input=const_input(inp, value, t_end), output=[out])
             err = np.max(np.abs(r[out] - exact(r["time"])))
             assert err <= tol, f"{kind}/{name}: max |{out} - exact| = {err:.3e} > {tol:.1e}"
+
+
+def test_cgain_output_is_k_times_u_in_fmpy():
+    # u a ramp from -1 to 2, k = 2.5: y = k u at every communication point
+    # (direct feed-through). FMPy sets the input at the start of each step
+    # and records after it, so the row of t_i holds u(t_(i-1)) (u(0) at 0).
+    t_end = 1.0
+    ramp = np.array([(0.0, -1.0), (t_end, 2.0)], dtype=[("time", np.float64), ("u", np.float64)])
+    for var in CARGO_FMUS:
+        r = simulate(cargo_fmu(var), stop_time=t_end, output_interval=0.01, start_values={"k": 2.5},
+                     input=ramp, output=["u", "y"])
+        assert len(r) == 101 and r["time"][-1] == t_end, (var, r["time"])
+        u = -1.0 + 3.0 * np.concatenate(([0.0], r["time"][:-1]))
+        err_u = np.max(np.abs(r["u"] - u))
+        err_y = np.max(np.abs(r["y"] - 2.5 * u))
+        assert err_u <= 1e-12 and err_y <= 1e-12, f"{var}: max |u - exact| = {err_u:.3e}, |y - k u| = {err_y:.3e}"
+
+
+# What CGain's FMI 3.0 binary implements; every other function of the API is
+# exported too and returns fmi3Error with a log message naming it (NULL for
+# the other interfaces' instantiation functions, logged through the callback
+# they are given).
+CGAIN3_IMPLEMENTS = {
+    "fmi3GetVersion", "fmi3SetDebugLogging", "fmi3InstantiateCoSimulation", "fmi3FreeInstance",
+    "fmi3EnterInitializationMode", "fmi3ExitInitializationMode", "fmi3Terminate", "fmi3Reset",
+    "fmi3GetFloat64", "fmi3SetFloat64", "fmi3DoStep",
+}
+
+
+def test_cgain_fmi3_refuses_what_it_does_not_implement_with_a_message():
+    import ctypes
+    import shutil
+    from fmpy import extract, read_model_description
+    from fmpy.fmi3 import FMU3Slave, fmi3LogMessageCallback
+
+    path = cargo_fmu("COSIM_CGAIN_FMI3")
+    md = read_model_description(path)
+    d = extract(path)
+    try:
+        fmu = FMU3Slave(guid=md.guid, unzipDirectory=d, modelIdentifier="CGain", instanceName="cgain")
+        log = []
+
+        def on_log(env, status, category, message):
+            log.append((status, message.decode()))
+
+        logger = fmi3LogMessageCallback(on_log)
+        fmu.instantiate(logMessage=on_log)
+        # FMPy's table of every FMI 3.0 function, with its C signature.
+        refused = sorted(set(fmu._functions) - CGAIN3_IMPLEMENTS)
+        assert len(fmu._functions) == 75 and len(refused) == 64, sorted(fmu._functions)
+        problems = []
+        for name in refused:
+            f = fmu._functions[name]
+            args = []
+            for arg, t in zip(f.argnames, f.argtypes):
+                if arg == "instance":
+                    args.append(fmu.component)
+                elif t is fmi3LogMessageCallback:
+                    args.append(logger)
+                elif t in (ctypes.c_double, ctypes.c_float):
+                    args.append(0.0)
+                elif t is ctypes.c_bool:
+                    args.append(False)
+                elif issubclass(t, ctypes._CFuncPtr):
+                    args.append(t())  # NULL
+                elif t in (ctypes.c_void_p, ctypes.c_char_p) or issubclass(t, ctypes._Pointer):
+                    args.append(None)  # CGain refuses before it would read any array
+                else:
+                    args.append(1)  # counts: one value reference, one value
+            before = len(log)
+            res = f(*args)
+            new = log[before:]
+            if name.startswith("fmi3Instantiate"):
+                ok = not res
+            else:
+                ok = res == 3  # fmi3Error
+            if not ok or not any(status == 3 and name in message for status, message in new):
+                problems.append((name, res, new))
+        assert not problems, problems
+        # Nothing refused changed the instance: it still computes y = k u.
+        fmu.enterInitializationMode()
+        fmu.setFloat64([3], [2.0])
+        fmu.exitInitializationMode()
+        fmu.setFloat64([1], [1.5])
+        fmu.doStep(0.0, 0.1)
+        assert fmu.getFloat64([2]) == [3.0]
+        fmu.terminate()
+        fmu.freeInstance()
+        fmu.freeLibrary()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_b1_reference_csv_is_consistent():
