@@ -9,10 +9,12 @@
 //!   components, absolute paths, drive prefixes, backslash separators are
 //!   read as separators first);
 //! - symbolic links and other special files;
-//! - two entries of the same name (exactly, or once `\` and `.` are
-//!   normalised), or a file and a directory of the same name, whichever
-//!   entry it is (`modelDescription.xml` included): readers disagree on
-//!   which of two such entries counts, so the archive is ambiguous;
+//! - two entries of the same name whose bytes differ, two whose names are
+//!   the same once `\` and `.` are normalised, or a file and a directory of
+//!   the same name, whichever entry it is (`modelDescription.xml`
+//!   included): readers disagree on which of two such entries counts, so
+//!   the archive is ambiguous. Copies of one name with the same bytes are
+//!   one entry, with a warning naming it ([`identical_duplicates`]);
 //! - more entries, more bytes in one entry, or more bytes in total than the
 //!   [`ArchiveLimits`] allow: sizes are counted on the bytes actually
 //!   decompressed and written, never taken from the zip headers, and the
@@ -22,12 +24,14 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
 use crate::extraction::ExtractionLock;
+
+mod duplicates;
 
 use crate::error::{FmiError, Result};
 use crate::model_description::{FmiVersion, ModelDescription, parse_model_description_file};
@@ -57,7 +61,7 @@ impl Default for ArchiveLimits {
 }
 
 /// What [`extract_archive`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ExtractStats {
     /// Number of entries in the archive (files and directories).
     pub entries: usize,
@@ -65,6 +69,9 @@ pub struct ExtractStats {
     pub files: usize,
     /// Total bytes written.
     pub bytes: u64,
+    /// The files listed more than once whose copies are the same bytes,
+    /// written once each (see [`identical_duplicates`]).
+    pub identical_duplicates: Vec<String>,
 }
 
 /// The extraction directories of this process that still exist, so that
@@ -407,32 +414,7 @@ pub fn extract_archive(
         ));
     }
 
-    // The zip reader keeps one entry per name (the last one's data under
-    // the first one's position): find the name it merged, from the central
-    // directory itself.
-    if zip.has_duplicate_names() {
-        let start = zip.central_directory_start();
-        let mut reader = BufReader::new(File::open(archive).map_err(|e| io(archive, e))?);
-        match duplicated_name(&mut reader, start, limits.max_entries) {
-            Ok(Listed::NoFileTwice) => {}
-            Ok(Listed::Twice(name)) => return Err(refuse(Some(&name), DUPLICATE.to_string())),
-            Ok(Listed::TooMany) => {
-                return Err(refuse(
-                    None,
-                    format!(
-                        "the archive has more entries than the limit of {} (some names are listed twice)",
-                        limits.max_entries
-                    ),
-                ));
-            }
-            Err(e) => {
-                return Err(refuse(
-                    None,
-                    format!("duplicate entry: the central directory lists a name twice ({e})"),
-                ));
-            }
-        }
-    }
+    let identical_duplicates = identical_duplicates(archive, &zip, limits)?;
 
     // Check every name, that no two entries land on the same path, and
     // that modelDescription.xml is at the root, before writing anything.
@@ -482,6 +464,7 @@ pub fn extract_archive(
 
     let mut stats = ExtractStats {
         entries: count,
+        identical_duplicates,
         ..ExtractStats::default()
     };
     let mut buf = vec![0u8; 64 * 1024];
@@ -578,61 +561,48 @@ pub fn extract_archive(
     Ok(stats)
 }
 
-/// The reason given for an entry whose name another entry has too.
-const DUPLICATE: &str = "duplicate entry: the archive has more than one entry of this name, and readers disagree on which one counts";
+/// The reason given for an entry whose name another entry has too (the
+/// SSP importer gives it as well).
+pub const DUPLICATE: &str = "duplicate entry: the archive has more than one entry of this name, and readers disagree on which one counts";
 
-/// What [`duplicated_name`] found.
-enum Listed {
-    /// A file name listed twice.
-    Twice(String),
-    /// More entries than the limit.
-    TooMany,
-    /// Only directories listed twice (harmless: they are created once).
-    NoFileTwice,
-}
-
-/// The first file name listed twice in the central directory that starts
-/// at `start`.
+/// The files the central directory of `archive` (open as `zip`) lists
+/// more than once, all of whose copies are the same bytes: one entry each
+/// (the zip reader kept one copy), each named in a warning. Refuses,
+/// naming the entry, a file whose copies differ (bytes, or a link and a
+/// file) or cannot be compared within `limits` ([`duplicates`]).
 ///
-/// Central directory file headers: signature `PK\x01\x02`, 46 bytes, the
-/// name's length at 28, the extra field's at 30, the comment's at 32, then
-/// the name, the extra field and the comment; the directory ends at the
-/// first record with another signature. The zip reader has already walked
-/// the same headers from the same start.
-fn duplicated_name<R: Read + Seek>(
-    reader: &mut R,
-    start: u64,
-    max_entries: usize,
-) -> std::io::Result<Listed> {
-    const SIGNATURE: [u8; 4] = *b"PK\x01\x02";
-    reader.seek(SeekFrom::Start(start))?;
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    for _ in 0..=max_entries {
-        let mut signature = [0u8; 4];
-        reader.read_exact(&mut signature)?;
-        if signature != SIGNATURE {
-            return Ok(Listed::NoFileTwice);
-        }
-        let mut header = [0u8; 42];
-        reader.read_exact(&mut header)?;
-        // Offsets 28, 30 and 32 of the header are 24, 26 and 28 here.
-        let field = |at: usize| {
-            u16::from_le_bytes([
-                header.get(at).copied().unwrap_or_default(),
-                header.get(at + 1).copied().unwrap_or_default(),
-            ])
-        };
-        let mut name = vec![0u8; usize::from(field(24))];
-        reader.read_exact(&mut name)?;
-        reader.seek(SeekFrom::Current(
-            i64::from(field(26)) + i64::from(field(28)),
-        ))?;
-        let is_dir = name.ends_with(b"/") || name.ends_with(b"\\");
-        if !seen.insert(name.clone()) && !is_dir {
-            return Ok(Listed::Twice(String::from_utf8_lossy(&name).into_owned()));
-        }
+/// # Errors
+///
+/// [`FmiError::Archive`] naming `archive`, and the entry where there is
+/// one; [`FmiError::Io`] if `archive` cannot be opened again.
+pub fn identical_duplicates<R: Read + Seek>(
+    archive: &Path,
+    zip: &zip::ZipArchive<R>,
+    limits: &ArchiveLimits,
+) -> Result<Vec<String>> {
+    if !zip.has_duplicate_names() {
+        return Ok(Vec::new());
     }
-    Ok(Listed::TooMany)
+    let refuse = |reason: String| FmiError::Archive {
+        archive: archive.to_path_buf(),
+        entry: None,
+        reason,
+    };
+    let file = File::open(archive).map_err(|error| FmiError::Io {
+        path: archive.to_path_buf(),
+        error,
+    })?;
+    let start = zip.central_directory_start();
+    match duplicates::central_records(&mut BufReader::new(file), start, limits.max_entries) {
+        Ok(Some(records)) => duplicates::identical_copies(archive, &records, zip.offset(), limits),
+        Ok(None) => Err(refuse(format!(
+            "the archive has more entries than the limit of {} (some names are listed twice)",
+            limits.max_entries
+        ))),
+        Err(e) => Err(refuse(format!(
+            "duplicate entry: the central directory lists a name twice ({e})"
+        ))),
+    }
 }
 
 #[cfg(test)]
