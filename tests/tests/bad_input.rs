@@ -350,6 +350,29 @@ fn duplicate_entries_are_refused() {
     all_commands_refuse(&fmu, &["dup.fmu", "duplicate entry"]);
 }
 
+/// An entry whose name the file system cannot hold (a 300-byte component,
+/// over Linux's 255) is named with the `.fmu`, not as the deleted
+/// temporary path it would have had: a file or a directory, under a
+/// directory of that name or not.
+#[test]
+fn an_entry_name_too_long_for_the_file_system_names_the_entry_and_the_fmu() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "n".repeat(300);
+    let cases = [
+        format!("resources/{long}.txt"),
+        format!("resources/{long}/data.txt"),
+    ];
+    for (i, name) in cases.iter().enumerate() {
+        let fmu = dir.path().join(format!("long{i}.fmu"));
+        gain_with(&fmu, &[(name.as_str(), b"x")]);
+        let entry =
+            format!("long{i}.fmu: entry '{name}': the name is too long for the file system");
+        all_commands_refuse(&fmu, &[&entry]);
+        let err = String::from_utf8_lossy(&cosim(&["inspect", s(&fmu)]).stderr).into_owned();
+        assert!(!err.contains("cosim-fmu-"), "{err}");
+    }
+}
+
 /// The Gain FMU with `copies` of the entry `name`, one entry each in the
 /// local headers and the central directory (the zip writer refuses
 /// duplicate names: each copy is written under a same-length alias, then

@@ -379,33 +379,29 @@ fn safe_relative_path(name: &str) -> std::result::Result<PathBuf, String> {
 ///
 /// # Errors
 ///
-/// [`FmiError::Archive`] for a refused or corrupt archive, [`FmiError::Io`]
-/// for I/O errors on `archive` or `dest`.
+/// [`FmiError::Archive`] for a refused or corrupt archive (an entry whose
+/// name is too long for the file system of `dest` included),
+/// [`FmiError::Io`] for other I/O errors on `archive` or `dest`.
 pub fn extract_archive(
     archive: &Path,
     dest: &Path,
     limits: &ArchiveLimits,
 ) -> Result<ExtractStats> {
-    let refuse = |entry: Option<&str>, reason: String| FmiError::Archive {
-        archive: archive.to_path_buf(),
-        entry: entry.map(str::to_string),
-        reason,
-    };
-    let io = |path: &Path, error| FmiError::Io {
-        path: path.to_path_buf(),
+    let file = File::open(archive).map_err(|error| FmiError::Io {
+        path: archive.to_path_buf(),
         error,
-    };
-    let file = File::open(archive).map_err(|e| io(archive, e))?;
+    })?;
     let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
-        refuse(
+        refusal(
+            archive,
             None,
             format!("not a valid zip archive (truncated or corrupt?): {e}"),
         )
     })?;
-
     let count = zip.len();
     if count > limits.max_entries {
-        return Err(refuse(
+        return Err(refusal(
+            archive,
             None,
             format!(
                 "the archive has {count} entries, more than the limit of {}",
@@ -413,24 +409,61 @@ pub fn extract_archive(
             ),
         ));
     }
-
     let identical_duplicates = identical_duplicates(archive, &zip, limits)?;
+    check_entry_names(archive, &mut zip)?;
+    let mut stats = ExtractStats {
+        entries: count,
+        identical_duplicates,
+        ..ExtractStats::default()
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    for i in 0..count {
+        extract_entry(archive, &mut zip, i, dest, limits, &mut stats, &mut buf)?;
+    }
+    Ok(stats)
+}
 
-    // Check every name, that no two entries land on the same path, and
-    // that modelDescription.xml is at the root, before writing anything.
+/// An [`FmiError::Archive`] of `archive`, about `entry` if given.
+fn refusal(archive: &Path, entry: Option<&str>, reason: String) -> FmiError {
+    FmiError::Archive {
+        archive: archive.to_path_buf(),
+        entry: entry.map(str::to_string),
+        reason,
+    }
+}
+
+/// The name of entry `i`, read as a relative path (refused if unsafe).
+fn entry_name(
+    archive: &Path,
+    entry: &zip::read::ZipFile<'_, impl Read>,
+    i: usize,
+) -> Result<(String, PathBuf)> {
+    let name = entry
+        .name()
+        .map_err(|e| {
+            refusal(
+                archive,
+                None,
+                format!("entry #{i} has an unreadable name: {e}"),
+            )
+        })?
+        .into_owned();
+    let path = safe_relative_path(&name).map_err(|reason| refusal(archive, Some(&name), reason))?;
+    Ok((name, path))
+}
+
+/// Checks every name, that no two entries land on the same path, and that
+/// modelDescription.xml is at the root, before anything is written.
+fn check_entry_names<R: Read + Seek>(archive: &Path, zip: &mut zip::ZipArchive<R>) -> Result<()> {
     let mut has_model_description = false;
     let mut files: HashSet<PathBuf> = HashSet::new();
     let mut dirs: HashSet<PathBuf> = HashSet::new();
     let mut file_names: Vec<(PathBuf, String)> = Vec::new();
-    for i in 0..count {
+    for i in 0..zip.len() {
         let entry = zip
             .by_index_raw(i)
-            .map_err(|e| refuse(None, format!("cannot read entry #{i}: {e}")))?;
-        let name = entry
-            .name()
-            .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
-            .into_owned();
-        let path = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
+            .map_err(|e| refusal(archive, None, format!("cannot read entry #{i}: {e}")))?;
+        let (name, path) = entry_name(archive, &entry, i)?;
         if entry.is_dir() {
             dirs.insert(path.clone());
         } else {
@@ -438,7 +471,7 @@ pub fn extract_archive(
                 has_model_description = true;
             }
             if !files.insert(path.clone()) {
-                return Err(refuse(Some(&name), DUPLICATE.to_string()));
+                return Err(refusal(archive, Some(&name), DUPLICATE.to_string()));
             }
             file_names.push((path.clone(), name));
         }
@@ -450,115 +483,150 @@ pub fn extract_archive(
     }
     // A file that is also a directory (`x` and `x/y`, or `x` and `x/`).
     if let Some((_, name)) = file_names.iter().find(|(path, _)| dirs.contains(path)) {
-        return Err(refuse(
+        return Err(refusal(
+            archive,
             Some(name),
             "duplicate entry: the archive has both a file and a directory of this name".to_string(),
         ));
     }
     if !has_model_description {
-        return Err(refuse(
+        return Err(refusal(
+            archive,
             Some(MODEL_DESCRIPTION),
             "missing at the root of the archive: this is not an FMU".to_string(),
         ));
     }
+    Ok(())
+}
 
-    let mut stats = ExtractStats {
-        entries: count,
-        identical_duplicates,
-        ..ExtractStats::default()
+/// Refuses a symbolic link or a special file (device, FIFO, socket).
+fn check_file_type(
+    archive: &Path,
+    entry: &zip::read::ZipFile<'_, impl Read>,
+    name: &str,
+) -> Result<()> {
+    let link = || {
+        refusal(
+            archive,
+            Some(name),
+            "symbolic links are refused".to_string(),
+        )
     };
-    let mut buf = vec![0u8; 64 * 1024];
-    for i in 0..count {
-        let mut entry = zip
-            .by_index(i)
-            .map_err(|e| refuse(None, format!("cannot read entry #{i}: {e}")))?;
-        let name = entry
-            .name()
-            .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
-            .into_owned();
-        let relative = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
-        if let Some(mode) = entry.unix_mode() {
-            match mode & 0o170_000 {
-                0 | 0o100_000 | 0o040_000 => {}
-                0o120_000 => {
-                    return Err(refuse(
-                        Some(&name),
-                        "symbolic links are refused".to_string(),
-                    ));
-                }
-                _ => {
-                    return Err(refuse(
-                        Some(&name),
-                        "special files (devices, FIFOs, sockets) are refused".to_string(),
-                    ));
-                }
-            }
-        }
-        if entry.is_symlink() {
-            return Err(refuse(
-                Some(&name),
-                "symbolic links are refused".to_string(),
+    match entry.unix_mode().map(|mode| mode & 0o170_000) {
+        None | Some(0 | 0o100_000 | 0o040_000) => {}
+        Some(0o120_000) => return Err(link()),
+        Some(_) => {
+            return Err(refusal(
+                archive,
+                Some(name),
+                "special files (devices, FIFOs, sockets) are refused".to_string(),
             ));
         }
-        let target = dest.join(&relative);
-        if entry.is_dir() {
-            fs::create_dir_all(&target).map_err(|e| io(&target, e))?;
-            continue;
-        }
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        }
-        let mut out = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    refuse(
-                        Some(&name),
-                        "duplicate entry (a file or directory of that name was already extracted)"
-                            .to_string(),
-                    )
-                } else {
-                    io(&target, e)
-                }
-            })?;
-        let mut written: u64 = 0;
-        loop {
-            let n = entry
-                .read(&mut buf)
-                .map_err(|e| refuse(Some(&name), format!("corrupt entry: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            let n64 = n as u64;
-            if written.saturating_add(n64) > limits.max_entry_size {
-                return Err(refuse(
-                    Some(&name),
-                    format!(
-                        "the entry decompresses to more than the limit of {} bytes per entry (zip bomb?)",
-                        limits.max_entry_size
-                    ),
-                ));
-            }
-            if stats.bytes.saturating_add(n64) > limits.max_total_size {
-                return Err(refuse(
-                    Some(&name),
-                    format!(
-                        "the archive decompresses to more than the limit of {} bytes in total (zip bomb?)",
-                        limits.max_total_size
-                    ),
-                ));
-            }
-            let chunk = buf.get(..n).unwrap_or_default();
-            out.write_all(chunk).map_err(|e| io(&target, e))?;
-            written += n64;
-            stats.bytes += n64;
-        }
-        out.flush().map_err(|e| io(&target, e))?;
-        stats.files += 1;
     }
-    Ok(stats)
+    if entry.is_symlink() {
+        return Err(link());
+    }
+    Ok(())
+}
+
+/// An error creating `path` for the entry `name`: a name too long for the
+/// file system (`ENAMETOOLONG`) is the archive's, named by its entry (the
+/// extraction directory is gone by the time the message is read); others
+/// (a full disk, no descriptors left) name the path.
+fn creating(archive: &Path, name: &str, path: &Path, error: std::io::Error) -> FmiError {
+    if error.kind() == std::io::ErrorKind::InvalidFilename {
+        let longest = name
+            .split(['/', '\\'])
+            .map(str::len)
+            .max()
+            .unwrap_or_default();
+        return refusal(
+            archive,
+            Some(name),
+            format!(
+                "the name is too long for the file system to extract it ({longest} bytes in its longest component, {} in all: {error})",
+                name.len()
+            ),
+        );
+    }
+    FmiError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+/// Writes entry `i` of `zip` under `dest`, counting its decompressed bytes
+/// against `limits` as they come (the chunk that would cross one is not
+/// written).
+fn extract_entry<R: Read + Seek>(
+    archive: &Path,
+    zip: &mut zip::ZipArchive<R>,
+    i: usize,
+    dest: &Path,
+    limits: &ArchiveLimits,
+    stats: &mut ExtractStats,
+    buf: &mut [u8],
+) -> Result<()> {
+    let mut entry = zip
+        .by_index(i)
+        .map_err(|e| refusal(archive, None, format!("cannot read entry #{i}: {e}")))?;
+    let (name, relative) = entry_name(archive, &entry, i)?;
+    check_file_type(archive, &entry, &name)?;
+    let refuse = |reason: String| refusal(archive, Some(&name), reason);
+    let target = dest.join(&relative);
+    if entry.is_dir() {
+        return fs::create_dir_all(&target).map_err(|e| creating(archive, &name, &target, e));
+    }
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent).map_err(|e| creating(archive, &name, parent, e))?;
+    }
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&target)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                refuse(
+                    "duplicate entry (a file or directory of that name was already extracted)"
+                        .to_string(),
+                )
+            } else {
+                creating(archive, &name, &target, e)
+            }
+        })?;
+    let io = |error| FmiError::Io {
+        path: target.clone(),
+        error,
+    };
+    let mut written: u64 = 0;
+    loop {
+        let n = entry
+            .read(buf)
+            .map_err(|e| refuse(format!("corrupt entry: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        let n64 = n as u64;
+        if written.saturating_add(n64) > limits.max_entry_size {
+            return Err(refuse(format!(
+                "the entry decompresses to more than the limit of {} bytes per entry (zip bomb?)",
+                limits.max_entry_size
+            )));
+        }
+        if stats.bytes.saturating_add(n64) > limits.max_total_size {
+            return Err(refuse(format!(
+                "the archive decompresses to more than the limit of {} bytes in total (zip bomb?)",
+                limits.max_total_size
+            )));
+        }
+        out.write_all(buf.get(..n).unwrap_or_default())
+            .map_err(io)?;
+        written += n64;
+        stats.bytes += n64;
+    }
+    out.flush().map_err(io)?;
+    stats.files += 1;
+    Ok(())
 }
 
 /// The reason given for an entry whose name another entry has too (the

@@ -62,6 +62,17 @@ pub(crate) fn entry_sentence(e: cosim_fmi::FmiError) -> String {
     }
 }
 
+/// An error creating `path` for the entry `name`: a name too long for the
+/// file system names the entry (the extraction directory is gone by the
+/// time the message is read), other errors the path.
+fn creating(name: &str, path: &Path, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::InvalidFilename {
+        format!("entry '{name}': the name is too long for the file system to extract it ({e})")
+    } else {
+        format!("cannot create {}: {e}", path.display())
+    }
+}
+
 /// Extracts the `.ssp` archive `ssp` into the directory `dest` (created if
 /// needed). `Err` is a sentence naming the entry at fault.
 pub(crate) fn extract_ssp(ssp: &Path, dest: &Path) -> Result<(), String> {
@@ -141,20 +152,18 @@ pub(crate) fn extract_ssp(ssp: &Path, dest: &Path) -> Result<(), String> {
             }
         }
         if entry.is_dir() {
-            fs::create_dir_all(&target)
-                .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+            fs::create_dir_all(&target).map_err(|e| creating(&name, &target, &e))?;
             continue;
         }
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            fs::create_dir_all(parent).map_err(|e| creating(&name, parent, &e))?;
         }
         let mut out = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&target)
-            .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+            .map_err(|e| creating(&name, &target, &e))?;
         let mut written: u64 = 0;
         loop {
             let n = entry

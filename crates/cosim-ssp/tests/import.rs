@@ -342,6 +342,23 @@ fn ssp_package_is_extracted_safely() {
             .contains("entry 'resources\\a.txt': duplicate entry"),
         "{e}"
     );
+    // A name the file system cannot hold: the entry, not the deleted
+    // temporary path.
+    let long = format!("resources/{}.txt", "n".repeat(300));
+    let too_long = write(
+        "long.ssp",
+        &[("SystemStructure.ssd", b"<x/>"), (long.as_str(), b"a")],
+    );
+    let e = cosim_ssp::import(&too_long, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "entry '{long}': the name is too long for the file system"
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("cosim-ssp-"), "{e}");
     let no_ssd = write("empty.ssp", &[("resources/a.txt", b"a")]);
     let e = cosim_ssp::import(&no_ssd, &ImportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("no SystemStructure.ssd"), "{e}");
