@@ -27,9 +27,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use tempfile::TempDir;
-
-use crate::extraction::ExtractionLock;
+use crate::extraction::ExtractionDir;
 
 mod duplicates;
 
@@ -74,34 +72,11 @@ pub struct ExtractStats {
     pub identical_duplicates: Vec<String>,
 }
 
-/// The extraction directories of this process that still exist, so that
-/// a process that must end without unwinding (an FMU call that never
-/// returns) can remove them: [`remove_extractions`].
-static EXTRACTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-/// Removes every FMU extraction directory of this process, for an end of
-/// the process that does not drop them (`_exit` while an FMU call hangs).
-/// Their libraries may still be mapped and running: on Linux that is
-/// safe, the files go when the last mapping does.
+/// Removes every FMU (and SSP) extraction directory of this process, for
+/// an end of the process that does not drop them (`_exit` while an FMU
+/// call hangs): [`crate::extraction::remove_all`].
 pub fn remove_extractions() {
-    let dirs = match EXTRACTED.lock() {
-        Ok(mut live) => std::mem::take(&mut *live),
-        Err(_) => return,
-    };
-    for dir in dirs {
-        let _ = fs::remove_dir_all(&dir);
-        let _ = fs::remove_file(crate::extraction::lock_path(&dir));
-    }
-}
-
-impl Drop for FmuRoot {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir
-            && let Ok(mut live) = EXTRACTED.lock()
-        {
-            live.retain(|p| p != dir.path());
-        }
-    }
+    crate::extraction::remove_all();
 }
 
 /// An FMU ready to be read from disk: either an archive extracted into a
@@ -112,9 +87,7 @@ impl Drop for FmuRoot {
 pub struct FmuRoot {
     source: PathBuf,
     root: PathBuf,
-    dir: Option<TempDir>,
-    /// Dropped after `dir`: the directory goes first, then its lock.
-    _lock: Option<ExtractionLock>,
+    dir: Option<ExtractionDir>,
 }
 
 impl FmuRoot {
@@ -152,25 +125,19 @@ impl FmuRoot {
                 source: path.to_path_buf(),
                 root: path.to_path_buf(),
                 dir: None,
-                _lock: None,
             });
         }
-        let (dir, lock) =
-            crate::extraction::create_dir(crate::extraction::PREFIX).map_err(|error| {
-                FmiError::Io {
-                    path: std::env::temp_dir(),
-                    error,
-                }
-            })?;
+        let dir = crate::extraction::create_dir(crate::extraction::PREFIX).map_err(|error| {
+            FmiError::Io {
+                path: std::env::temp_dir(),
+                error,
+            }
+        })?;
         extract_archive(path, dir.path(), limits)?;
-        if let Ok(mut live) = EXTRACTED.lock() {
-            live.push(dir.path().to_path_buf());
-        }
         Ok(FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),
             dir: Some(dir),
-            _lock: lock,
         })
     }
 
@@ -196,7 +163,6 @@ impl FmuRoot {
             source: source.to_path_buf(),
             root: root.to_path_buf(),
             dir: None,
-            _lock: None,
         })
     }
 
