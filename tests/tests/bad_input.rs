@@ -350,6 +350,103 @@ fn duplicate_entries_are_refused() {
     all_commands_refuse(&fmu, &["dup.fmu", "duplicate entry"]);
 }
 
+/// An entry whose name the file system cannot hold (a 300-byte component,
+/// over Linux's 255) is named with the `.fmu`, not as the deleted
+/// temporary path it would have had: a file or a directory, under a
+/// directory of that name or not.
+#[test]
+fn an_entry_name_too_long_for_the_file_system_names_the_entry_and_the_fmu() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "n".repeat(300);
+    let cases = [
+        format!("resources/{long}.txt"),
+        format!("resources/{long}/data.txt"),
+    ];
+    for (i, name) in cases.iter().enumerate() {
+        let fmu = dir.path().join(format!("long{i}.fmu"));
+        gain_with(&fmu, &[(name.as_str(), b"x")]);
+        let entry =
+            format!("long{i}.fmu: entry '{name}': the name is too long for the file system");
+        all_commands_refuse(&fmu, &[&entry]);
+        let err = String::from_utf8_lossy(&cosim(&["inspect", s(&fmu)]).stderr).into_owned();
+        assert!(!err.contains("cosim-fmu-"), "{err}");
+    }
+}
+
+/// The Gain FMU with `copies` of the entry `name`, one entry each in the
+/// local headers and the central directory (the zip writer refuses
+/// duplicate names: each copy is written under a same-length alias, then
+/// renamed in the bytes), as a packer that lists a directory twice makes
+/// them (the Modelica Reference FMUs' `Roberts.fmu`).
+fn gain_with_copies(path: &Path, name: &str, copies: &[&[u8]]) {
+    let mut entries = gain_entries();
+    let aliases: Vec<String> = (0..copies.len())
+        .map(|i| format!("{}{i}", &name[..name.len() - 1]))
+        .collect();
+    for (alias, data) in aliases.iter().zip(copies) {
+        entries.push((alias.clone(), data.to_vec()));
+    }
+    write_zip(path, &entries);
+    let mut bytes = std::fs::read(path).unwrap();
+    for alias in &aliases {
+        let at: Vec<usize> = (0..=bytes.len() - alias.len())
+            .filter(|&i| &bytes[i..i + alias.len()] == alias.as_bytes())
+            .collect();
+        assert_eq!(
+            at.len(),
+            2,
+            "{alias}: the local header and the central directory"
+        );
+        for i in at {
+            bytes[i..i + alias.len()].copy_from_slice(name.as_bytes());
+        }
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Two byte-identical copies of one entry (the Reference FMUs' CMake packs
+/// every `extra/*/fmi-ls-manifest.xml` twice) cannot make readers
+/// disagree: `inspect` and `run` take the FMU, warning once and naming the
+/// `.fmu` and the entry. Copies that differ stay refused.
+#[test]
+fn identical_duplicate_entries_are_one_entry_and_differing_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "extra/x/fmi-ls-manifest.xml";
+    let manifest = br#"<?xml version="1.0" encoding="UTF-8"?>
+<fmiLayeredStandardManifest fmi-ls:fmi-ls-name="x" fmi-ls:fmi-ls-version="1.0"/>
+"#;
+    let fmu = dir.path().join("twice.fmu");
+    gain_with_copies(&fmu, name, &[manifest, manifest]);
+    let warning = format!(
+        "{}: entry '{name}': the archive holds 2 identical copies of this entry; using one",
+        fmu.display()
+    );
+    let inspect = cosim(&["inspect", s(&fmu)]);
+    let err = String::from_utf8_lossy(&inspect.stderr);
+    assert!(inspect.status.success(), "{err}");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    let scenario = scenario_for(&fmu);
+    let out_dir = dir.path().join("twice.out");
+    let run = cosim(&["run", s(&scenario), "--out", s(&out_dir)]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    assert!(out_dir.join("trace.csv").is_file());
+
+    let mut other = manifest.to_vec();
+    other[60] ^= 1;
+    let fmu = dir.path().join("differ.fmu");
+    gain_with_copies(&fmu, name, &[manifest, &other]);
+    all_commands_refuse(
+        &fmu,
+        &[
+            "differ.fmu",
+            &format!("entry '{name}'"),
+            "duplicate entry: the archive has more than one entry of this name, and readers disagree on which one counts",
+        ],
+    );
+}
+
 // ----- malformed model descriptions -----------------------------------------
 
 #[test]

@@ -931,20 +931,20 @@ fn the_next_run_removes_the_extraction_directories_a_killed_run_left() {
         run
     };
     let mut killed = start("killed");
-    // Two FMUs: two directories, each with its lock file.
+    // Two FMUs: two directories, and the process's one lock file.
     let of_killed = extraction_entries(&tmp);
-    assert_eq!(of_killed.len(), 4, "{of_killed:?}");
-    assert_eq!(of_killed.iter().filter(|n| n.ends_with(".lock")).count(), 2);
+    assert_eq!(of_killed.len(), 3, "{of_killed:?}");
+    assert_eq!(of_killed.iter().filter(|n| n.ends_with(".lock")).count(), 1);
     let mut live = start("live");
     let of_live: Vec<String> = extraction_entries(&tmp)
         .into_iter()
         .filter(|n| !of_killed.contains(n))
         .collect();
-    assert_eq!(of_live.len(), 4, "{of_live:?}");
+    assert_eq!(of_live.len(), 3, "{of_live:?}");
 
     killed.signal("KILL");
     assert_eq!(killed.wait_exit(Duration::from_secs(10)), None);
-    assert_eq!(extraction_entries(&tmp).len(), 8);
+    assert_eq!(extraction_entries(&tmp).len(), 6);
 
     let out = Command::new(cosim_bin())
         .args([
@@ -972,28 +972,25 @@ fn the_next_run_removes_the_extraction_directories_a_killed_run_left() {
     assert_eq!(extraction_entries(&tmp), Vec::<String>::new());
 }
 
-/// The names of the extraction directories and lock files in `tmp`,
-/// sorted.
+/// The names of the extraction directories (`cosim-fmu-*`) and lock files
+/// (`cosim-owner-*`) in `tmp`, sorted.
 fn extraction_entries(tmp: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(tmp)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("cosim-fmu-"))
+        .filter(|n| n.starts_with("cosim-fmu-") || n.starts_with("cosim-owner-"))
         .collect();
     names.sort();
     names
 }
 
-/// `cosim-fmu-*` directories in `tmp`.
+/// Extraction directories and lock files in `tmp`.
 fn extraction_dirs(tmp: &Path) -> usize {
-    std::fs::read_dir(tmp)
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("cosim-fmu-"))
-                .count()
-        })
-        .unwrap_or(0)
+    if !tmp.exists() {
+        return 0;
+    }
+    extraction_entries(tmp).len()
 }
 
 /// The same hang with the FMU isolated: the first Ctrl-C ends the run at

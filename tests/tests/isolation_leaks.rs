@@ -70,13 +70,16 @@ fn marked_processes(marker: &str) -> Vec<Proc> {
     found
 }
 
-/// The extraction directories in `tmp` (with `dirs_only` false, their
-/// lock files too: everything named `cosim-fmu-*`).
+/// The extraction directories in `tmp` (with `dirs_only` false, the lock
+/// files too: everything named `cosim-fmu-*` or `cosim-owner-*`).
 fn extraction_dirs(tmp: &Path, dirs_only: bool) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(tmp)
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("cosim-fmu-"))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("cosim-fmu-") || name.starts_with("cosim-owner-")
+        })
         .map(|e| e.path())
         .filter(|p| !dirs_only || p.is_dir())
         .collect();
@@ -172,7 +175,7 @@ impl Running {
         extraction_dirs(self.tmp.path(), true)
     }
 
-    /// The extraction directories and their lock files.
+    /// The extraction directories and the lock file.
     fn leftovers(&self) -> Vec<PathBuf> {
         extraction_dirs(self.tmp.path(), false)
     }

@@ -9,10 +9,12 @@
 //!   components, absolute paths, drive prefixes, backslash separators are
 //!   read as separators first);
 //! - symbolic links and other special files;
-//! - two entries of the same name (exactly, or once `\` and `.` are
-//!   normalised), or a file and a directory of the same name, whichever
-//!   entry it is (`modelDescription.xml` included): readers disagree on
-//!   which of two such entries counts, so the archive is ambiguous;
+//! - two entries of the same name whose bytes differ, two whose names are
+//!   the same once `\` and `.` are normalised, or a file and a directory of
+//!   the same name, whichever entry it is (`modelDescription.xml`
+//!   included): readers disagree on which of two such entries counts, so
+//!   the archive is ambiguous. Copies of one name with the same bytes are
+//!   one entry, with a warning naming it ([`identical_duplicates`]);
 //! - more entries, more bytes in one entry, or more bytes in total than the
 //!   [`ArchiveLimits`] allow: sizes are counted on the bytes actually
 //!   decompressed and written, never taken from the zip headers, and the
@@ -22,12 +24,12 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use tempfile::TempDir;
+use crate::extraction::ExtractionDir;
 
-use crate::extraction::ExtractionLock;
+mod duplicates;
 
 use crate::error::{FmiError, Result};
 use crate::model_description::{FmiVersion, ModelDescription, parse_model_description_file};
@@ -57,7 +59,7 @@ impl Default for ArchiveLimits {
 }
 
 /// What [`extract_archive`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ExtractStats {
     /// Number of entries in the archive (files and directories).
     pub entries: usize,
@@ -65,36 +67,16 @@ pub struct ExtractStats {
     pub files: usize,
     /// Total bytes written.
     pub bytes: u64,
+    /// The files listed more than once whose copies are the same bytes,
+    /// written once each (see [`identical_duplicates`]).
+    pub identical_duplicates: Vec<String>,
 }
 
-/// The extraction directories of this process that still exist, so that
-/// a process that must end without unwinding (an FMU call that never
-/// returns) can remove them: [`remove_extractions`].
-static EXTRACTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-/// Removes every FMU extraction directory of this process, for an end of
-/// the process that does not drop them (`_exit` while an FMU call hangs).
-/// Their libraries may still be mapped and running: on Linux that is
-/// safe, the files go when the last mapping does.
+/// Removes every FMU (and SSP) extraction directory of this process, for
+/// an end of the process that does not drop them (`_exit` while an FMU
+/// call hangs): [`crate::extraction::remove_all`].
 pub fn remove_extractions() {
-    let dirs = match EXTRACTED.lock() {
-        Ok(mut live) => std::mem::take(&mut *live),
-        Err(_) => return,
-    };
-    for dir in dirs {
-        let _ = fs::remove_dir_all(&dir);
-        let _ = fs::remove_file(crate::extraction::lock_path(&dir));
-    }
-}
-
-impl Drop for FmuRoot {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir
-            && let Ok(mut live) = EXTRACTED.lock()
-        {
-            live.retain(|p| p != dir.path());
-        }
-    }
+    crate::extraction::remove_all();
 }
 
 /// An FMU ready to be read from disk: either an archive extracted into a
@@ -105,9 +87,7 @@ impl Drop for FmuRoot {
 pub struct FmuRoot {
     source: PathBuf,
     root: PathBuf,
-    dir: Option<TempDir>,
-    /// Dropped after `dir`: the directory goes first, then its lock.
-    _lock: Option<ExtractionLock>,
+    dir: Option<ExtractionDir>,
 }
 
 impl FmuRoot {
@@ -145,25 +125,19 @@ impl FmuRoot {
                 source: path.to_path_buf(),
                 root: path.to_path_buf(),
                 dir: None,
-                _lock: None,
             });
         }
-        let (dir, lock) =
-            crate::extraction::create_dir(crate::extraction::PREFIX).map_err(|error| {
-                FmiError::Io {
-                    path: std::env::temp_dir(),
-                    error,
-                }
-            })?;
+        let dir = crate::extraction::create_dir(crate::extraction::PREFIX).map_err(|error| {
+            FmiError::Io {
+                path: std::env::temp_dir(),
+                error,
+            }
+        })?;
         extract_archive(path, dir.path(), limits)?;
-        if let Ok(mut live) = EXTRACTED.lock() {
-            live.push(dir.path().to_path_buf());
-        }
         Ok(FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),
             dir: Some(dir),
-            _lock: lock,
         })
     }
 
@@ -189,7 +163,6 @@ impl FmuRoot {
             source: source.to_path_buf(),
             root: root.to_path_buf(),
             dir: None,
-            _lock: None,
         })
     }
 
@@ -372,33 +345,29 @@ fn safe_relative_path(name: &str) -> std::result::Result<PathBuf, String> {
 ///
 /// # Errors
 ///
-/// [`FmiError::Archive`] for a refused or corrupt archive, [`FmiError::Io`]
-/// for I/O errors on `archive` or `dest`.
+/// [`FmiError::Archive`] for a refused or corrupt archive (an entry whose
+/// name is too long for the file system of `dest` included),
+/// [`FmiError::Io`] for other I/O errors on `archive` or `dest`.
 pub fn extract_archive(
     archive: &Path,
     dest: &Path,
     limits: &ArchiveLimits,
 ) -> Result<ExtractStats> {
-    let refuse = |entry: Option<&str>, reason: String| FmiError::Archive {
-        archive: archive.to_path_buf(),
-        entry: entry.map(str::to_string),
-        reason,
-    };
-    let io = |path: &Path, error| FmiError::Io {
-        path: path.to_path_buf(),
+    let file = File::open(archive).map_err(|error| FmiError::Io {
+        path: archive.to_path_buf(),
         error,
-    };
-    let file = File::open(archive).map_err(|e| io(archive, e))?;
+    })?;
     let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
-        refuse(
+        refusal(
+            archive,
             None,
             format!("not a valid zip archive (truncated or corrupt?): {e}"),
         )
     })?;
-
     let count = zip.len();
     if count > limits.max_entries {
-        return Err(refuse(
+        return Err(refusal(
+            archive,
             None,
             format!(
                 "the archive has {count} entries, more than the limit of {}",
@@ -406,49 +375,61 @@ pub fn extract_archive(
             ),
         ));
     }
-
-    // The zip reader keeps one entry per name (the last one's data under
-    // the first one's position): find the name it merged, from the central
-    // directory itself.
-    if zip.has_duplicate_names() {
-        let start = zip.central_directory_start();
-        let mut reader = BufReader::new(File::open(archive).map_err(|e| io(archive, e))?);
-        match duplicated_name(&mut reader, start, limits.max_entries) {
-            Ok(Listed::NoFileTwice) => {}
-            Ok(Listed::Twice(name)) => return Err(refuse(Some(&name), DUPLICATE.to_string())),
-            Ok(Listed::TooMany) => {
-                return Err(refuse(
-                    None,
-                    format!(
-                        "the archive has more entries than the limit of {} (some names are listed twice)",
-                        limits.max_entries
-                    ),
-                ));
-            }
-            Err(e) => {
-                return Err(refuse(
-                    None,
-                    format!("duplicate entry: the central directory lists a name twice ({e})"),
-                ));
-            }
-        }
+    let identical_duplicates = identical_duplicates(archive, &zip, limits)?;
+    check_entry_names(archive, &mut zip)?;
+    let mut stats = ExtractStats {
+        entries: count,
+        identical_duplicates,
+        ..ExtractStats::default()
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    for i in 0..count {
+        extract_entry(archive, &mut zip, i, dest, limits, &mut stats, &mut buf)?;
     }
+    Ok(stats)
+}
 
-    // Check every name, that no two entries land on the same path, and
-    // that modelDescription.xml is at the root, before writing anything.
+/// An [`FmiError::Archive`] of `archive`, about `entry` if given.
+fn refusal(archive: &Path, entry: Option<&str>, reason: String) -> FmiError {
+    FmiError::Archive {
+        archive: archive.to_path_buf(),
+        entry: entry.map(str::to_string),
+        reason,
+    }
+}
+
+/// The name of entry `i`, read as a relative path (refused if unsafe).
+fn entry_name(
+    archive: &Path,
+    entry: &zip::read::ZipFile<'_, impl Read>,
+    i: usize,
+) -> Result<(String, PathBuf)> {
+    let name = entry
+        .name()
+        .map_err(|e| {
+            refusal(
+                archive,
+                None,
+                format!("entry #{i} has an unreadable name: {e}"),
+            )
+        })?
+        .into_owned();
+    let path = safe_relative_path(&name).map_err(|reason| refusal(archive, Some(&name), reason))?;
+    Ok((name, path))
+}
+
+/// Checks every name, that no two entries land on the same path, and that
+/// modelDescription.xml is at the root, before anything is written.
+fn check_entry_names<R: Read + Seek>(archive: &Path, zip: &mut zip::ZipArchive<R>) -> Result<()> {
     let mut has_model_description = false;
     let mut files: HashSet<PathBuf> = HashSet::new();
     let mut dirs: HashSet<PathBuf> = HashSet::new();
     let mut file_names: Vec<(PathBuf, String)> = Vec::new();
-    for i in 0..count {
+    for i in 0..zip.len() {
         let entry = zip
             .by_index_raw(i)
-            .map_err(|e| refuse(None, format!("cannot read entry #{i}: {e}")))?;
-        let name = entry
-            .name()
-            .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
-            .into_owned();
-        let path = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
+            .map_err(|e| refusal(archive, None, format!("cannot read entry #{i}: {e}")))?;
+        let (name, path) = entry_name(archive, &entry, i)?;
         if entry.is_dir() {
             dirs.insert(path.clone());
         } else {
@@ -456,7 +437,7 @@ pub fn extract_archive(
                 has_model_description = true;
             }
             if !files.insert(path.clone()) {
-                return Err(refuse(Some(&name), DUPLICATE.to_string()));
+                return Err(refusal(archive, Some(&name), DUPLICATE.to_string()));
             }
             file_names.push((path.clone(), name));
         }
@@ -468,171 +449,194 @@ pub fn extract_archive(
     }
     // A file that is also a directory (`x` and `x/y`, or `x` and `x/`).
     if let Some((_, name)) = file_names.iter().find(|(path, _)| dirs.contains(path)) {
-        return Err(refuse(
+        return Err(refusal(
+            archive,
             Some(name),
             "duplicate entry: the archive has both a file and a directory of this name".to_string(),
         ));
     }
     if !has_model_description {
-        return Err(refuse(
+        return Err(refusal(
+            archive,
             Some(MODEL_DESCRIPTION),
             "missing at the root of the archive: this is not an FMU".to_string(),
         ));
     }
+    Ok(())
+}
 
-    let mut stats = ExtractStats {
-        entries: count,
-        ..ExtractStats::default()
+/// Refuses a symbolic link or a special file (device, FIFO, socket).
+fn check_file_type(
+    archive: &Path,
+    entry: &zip::read::ZipFile<'_, impl Read>,
+    name: &str,
+) -> Result<()> {
+    let link = || {
+        refusal(
+            archive,
+            Some(name),
+            "symbolic links are refused".to_string(),
+        )
     };
-    let mut buf = vec![0u8; 64 * 1024];
-    for i in 0..count {
-        let mut entry = zip
-            .by_index(i)
-            .map_err(|e| refuse(None, format!("cannot read entry #{i}: {e}")))?;
-        let name = entry
-            .name()
-            .map_err(|e| refuse(None, format!("entry #{i} has an unreadable name: {e}")))?
-            .into_owned();
-        let relative = safe_relative_path(&name).map_err(|reason| refuse(Some(&name), reason))?;
-        if let Some(mode) = entry.unix_mode() {
-            match mode & 0o170_000 {
-                0 | 0o100_000 | 0o040_000 => {}
-                0o120_000 => {
-                    return Err(refuse(
-                        Some(&name),
-                        "symbolic links are refused".to_string(),
-                    ));
-                }
-                _ => {
-                    return Err(refuse(
-                        Some(&name),
-                        "special files (devices, FIFOs, sockets) are refused".to_string(),
-                    ));
-                }
-            }
-        }
-        if entry.is_symlink() {
-            return Err(refuse(
-                Some(&name),
-                "symbolic links are refused".to_string(),
+    match entry.unix_mode().map(|mode| mode & 0o170_000) {
+        None | Some(0 | 0o100_000 | 0o040_000) => {}
+        Some(0o120_000) => return Err(link()),
+        Some(_) => {
+            return Err(refusal(
+                archive,
+                Some(name),
+                "special files (devices, FIFOs, sockets) are refused".to_string(),
             ));
         }
-        let target = dest.join(&relative);
-        if entry.is_dir() {
-            fs::create_dir_all(&target).map_err(|e| io(&target, e))?;
-            continue;
-        }
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        }
-        let mut out = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    refuse(
-                        Some(&name),
-                        "duplicate entry (a file or directory of that name was already extracted)"
-                            .to_string(),
-                    )
-                } else {
-                    io(&target, e)
-                }
-            })?;
-        let mut written: u64 = 0;
-        loop {
-            let n = entry
-                .read(&mut buf)
-                .map_err(|e| refuse(Some(&name), format!("corrupt entry: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            let n64 = n as u64;
-            if written.saturating_add(n64) > limits.max_entry_size {
-                return Err(refuse(
-                    Some(&name),
-                    format!(
-                        "the entry decompresses to more than the limit of {} bytes per entry (zip bomb?)",
-                        limits.max_entry_size
-                    ),
-                ));
-            }
-            if stats.bytes.saturating_add(n64) > limits.max_total_size {
-                return Err(refuse(
-                    Some(&name),
-                    format!(
-                        "the archive decompresses to more than the limit of {} bytes in total (zip bomb?)",
-                        limits.max_total_size
-                    ),
-                ));
-            }
-            let chunk = buf.get(..n).unwrap_or_default();
-            out.write_all(chunk).map_err(|e| io(&target, e))?;
-            written += n64;
-            stats.bytes += n64;
-        }
-        out.flush().map_err(|e| io(&target, e))?;
-        stats.files += 1;
     }
-    Ok(stats)
+    if entry.is_symlink() {
+        return Err(link());
+    }
+    Ok(())
 }
 
-/// The reason given for an entry whose name another entry has too.
-const DUPLICATE: &str = "duplicate entry: the archive has more than one entry of this name, and readers disagree on which one counts";
-
-/// What [`duplicated_name`] found.
-enum Listed {
-    /// A file name listed twice.
-    Twice(String),
-    /// More entries than the limit.
-    TooMany,
-    /// Only directories listed twice (harmless: they are created once).
-    NoFileTwice,
+/// An error creating `path` for the entry `name`: a name too long for the
+/// file system (`ENAMETOOLONG`) is the archive's, named by its entry (the
+/// extraction directory is gone by the time the message is read); others
+/// (a full disk, no descriptors left) name the path.
+fn creating(archive: &Path, name: &str, path: &Path, error: std::io::Error) -> FmiError {
+    if error.kind() == std::io::ErrorKind::InvalidFilename {
+        let longest = name
+            .split(['/', '\\'])
+            .map(str::len)
+            .max()
+            .unwrap_or_default();
+        return refusal(
+            archive,
+            Some(name),
+            format!(
+                "the name is too long for the file system to extract it ({longest} bytes in its longest component, {} in all: {error})",
+                name.len()
+            ),
+        );
+    }
+    FmiError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
 }
 
-/// The first file name listed twice in the central directory that starts
-/// at `start`.
+/// Writes entry `i` of `zip` under `dest`, counting its decompressed bytes
+/// against `limits` as they come (the chunk that would cross one is not
+/// written).
+fn extract_entry<R: Read + Seek>(
+    archive: &Path,
+    zip: &mut zip::ZipArchive<R>,
+    i: usize,
+    dest: &Path,
+    limits: &ArchiveLimits,
+    stats: &mut ExtractStats,
+    buf: &mut [u8],
+) -> Result<()> {
+    let mut entry = zip
+        .by_index(i)
+        .map_err(|e| refusal(archive, None, format!("cannot read entry #{i}: {e}")))?;
+    let (name, relative) = entry_name(archive, &entry, i)?;
+    check_file_type(archive, &entry, &name)?;
+    let refuse = |reason: String| refusal(archive, Some(&name), reason);
+    let target = dest.join(&relative);
+    if entry.is_dir() {
+        return fs::create_dir_all(&target).map_err(|e| creating(archive, &name, &target, e));
+    }
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent).map_err(|e| creating(archive, &name, parent, e))?;
+    }
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&target)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                refuse(
+                    "duplicate entry (a file or directory of that name was already extracted)"
+                        .to_string(),
+                )
+            } else {
+                creating(archive, &name, &target, e)
+            }
+        })?;
+    let io = |error| FmiError::Io {
+        path: target.clone(),
+        error,
+    };
+    let mut written: u64 = 0;
+    loop {
+        let n = entry
+            .read(buf)
+            .map_err(|e| refuse(format!("corrupt entry: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        let n64 = n as u64;
+        if written.saturating_add(n64) > limits.max_entry_size {
+            return Err(refuse(format!(
+                "the entry decompresses to more than the limit of {} bytes per entry (zip bomb?)",
+                limits.max_entry_size
+            )));
+        }
+        if stats.bytes.saturating_add(n64) > limits.max_total_size {
+            return Err(refuse(format!(
+                "the archive decompresses to more than the limit of {} bytes in total (zip bomb?)",
+                limits.max_total_size
+            )));
+        }
+        out.write_all(buf.get(..n).unwrap_or_default())
+            .map_err(io)?;
+        written += n64;
+        stats.bytes += n64;
+    }
+    out.flush().map_err(io)?;
+    stats.files += 1;
+    Ok(())
+}
+
+/// The reason given for an entry whose name another entry has too (the
+/// SSP importer gives it as well).
+pub const DUPLICATE: &str = "duplicate entry: the archive has more than one entry of this name, and readers disagree on which one counts";
+
+/// The files the central directory of `archive` (open as `zip`) lists
+/// more than once, all of whose copies are the same bytes: one entry each
+/// (the zip reader kept one copy), each named in a warning. Refuses,
+/// naming the entry, a file whose copies differ (bytes, or a link and a
+/// file) or cannot be compared within `limits` ([`duplicates`]).
 ///
-/// Central directory file headers: signature `PK\x01\x02`, 46 bytes, the
-/// name's length at 28, the extra field's at 30, the comment's at 32, then
-/// the name, the extra field and the comment; the directory ends at the
-/// first record with another signature. The zip reader has already walked
-/// the same headers from the same start.
-fn duplicated_name<R: Read + Seek>(
-    reader: &mut R,
-    start: u64,
-    max_entries: usize,
-) -> std::io::Result<Listed> {
-    const SIGNATURE: [u8; 4] = *b"PK\x01\x02";
-    reader.seek(SeekFrom::Start(start))?;
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    for _ in 0..=max_entries {
-        let mut signature = [0u8; 4];
-        reader.read_exact(&mut signature)?;
-        if signature != SIGNATURE {
-            return Ok(Listed::NoFileTwice);
-        }
-        let mut header = [0u8; 42];
-        reader.read_exact(&mut header)?;
-        // Offsets 28, 30 and 32 of the header are 24, 26 and 28 here.
-        let field = |at: usize| {
-            u16::from_le_bytes([
-                header.get(at).copied().unwrap_or_default(),
-                header.get(at + 1).copied().unwrap_or_default(),
-            ])
-        };
-        let mut name = vec![0u8; usize::from(field(24))];
-        reader.read_exact(&mut name)?;
-        reader.seek(SeekFrom::Current(
-            i64::from(field(26)) + i64::from(field(28)),
-        ))?;
-        let is_dir = name.ends_with(b"/") || name.ends_with(b"\\");
-        if !seen.insert(name.clone()) && !is_dir {
-            return Ok(Listed::Twice(String::from_utf8_lossy(&name).into_owned()));
-        }
+/// # Errors
+///
+/// [`FmiError::Archive`] naming `archive`, and the entry where there is
+/// one; [`FmiError::Io`] if `archive` cannot be opened again.
+pub fn identical_duplicates<R: Read + Seek>(
+    archive: &Path,
+    zip: &zip::ZipArchive<R>,
+    limits: &ArchiveLimits,
+) -> Result<Vec<String>> {
+    if !zip.has_duplicate_names() {
+        return Ok(Vec::new());
     }
-    Ok(Listed::TooMany)
+    let refuse = |reason: String| FmiError::Archive {
+        archive: archive.to_path_buf(),
+        entry: None,
+        reason,
+    };
+    let file = File::open(archive).map_err(|error| FmiError::Io {
+        path: archive.to_path_buf(),
+        error,
+    })?;
+    let start = zip.central_directory_start();
+    match duplicates::central_records(&mut BufReader::new(file), start, limits.max_entries) {
+        Ok(Some(records)) => duplicates::identical_copies(archive, &records, zip.offset(), limits),
+        Ok(None) => Err(refuse(format!(
+            "the archive has more entries than the limit of {} (some names are listed twice)",
+            limits.max_entries
+        ))),
+        Err(e) => Err(refuse(format!(
+            "duplicate entry: the central directory lists a name twice ({e})"
+        ))),
+    }
 }
 
 #[cfg(test)]

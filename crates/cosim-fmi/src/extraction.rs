@@ -1,26 +1,37 @@
 //! Extraction directories that outlive their process.
 //!
-//! An `.fmu` is extracted into `cosim-fmu-XXXXXX` in the temporary
-//! directory (an `.ssp` into `cosim-ssp-XXXXXX`) and removed when the run
-//! drops it, at an interrupt, or when an FMU call hangs past its timeout. A process killed outright (SIGKILL,
-//! the OOM killer, a batch system's time limit) or dying of an FMU's
-//! segfault removes nothing, and on a cluster node such directories pile
-//! up run after run.
+//! An `.fmu` is extracted into `cosim-fmu-*` in the temporary directory (an
+//! `.ssp` into `cosim-ssp-*`) and removed when the run drops it, at an
+//! interrupt, or when an FMU call hangs past its timeout. A process killed
+//! outright (SIGKILL, the OOM killer, a batch system's time limit) or dying
+//! of an FMU's segfault removes nothing, and on a cluster node such
+//! directories pile up run after run.
 //!
-//! So each extraction directory has a lock file beside it,
-//! `cosim-fmu-XXXXXX.lock`, locked (`flock`, exclusive) for as long as the
-//! directory is in use. The kernel releases the lock when the process
-//! ends, however it ends. The first extraction of a process then removes
-//! every directory of the same user whose lock file it can lock: their
-//! owner is gone. A lock file appears under its name only once locked
-//! (created as `.locking`, locked, then renamed), so a directory being
-//! created is never taken for a stale one. Directories without a lock
-//! file (left by an older `cosim`) are not touched.
+//! So a process that extracts holds one lock, whatever the number of its
+//! directories: a lock file `cosim-owner-<id>.lock` in the temporary
+//! directory, locked (`flock`, exclusive) while the process has an
+//! extraction directory, and every directory it makes is named after it,
+//! `cosim-fmu-<id>-XXXXXX` (one descriptor per process, not per FMU: a run
+//! of 2000 FMUs needs no more than any other). The kernel releases the
+//! lock when the process ends, however it ends. The first extraction of a
+//! process then removes, for every owner lock of the same user that it can
+//! lock (its process is gone), the directories named after it, then the
+//! lock file. A lock file appears under its name only once locked (created
+//! as `.locking`, locked, then renamed) and before any directory is named
+//! after it, so a directory being made is never taken for a stale one; a
+//! directory that its process could not remove (a failure part-way, no
+//! descriptors left) keeps the lock file there, for the next process to
+//! remove both once this one has ended. The process removes its lock file
+//! when its last directory is gone.
+//!
+//! Directories of an older `cosim` (`cosim-fmu-XXXXXX`, with a lock file
+//! `cosim-fmu-XXXXXX.lock` each) are removed the same way, lock by lock;
+//! those without any lock file are not touched.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 use std::time::{Duration, SystemTime};
 
 use tempfile::TempDir;
@@ -32,93 +43,240 @@ pub const PREFIX: &str = "cosim-fmu-";
 /// SSP archives (`cosim-ssp`).
 const PREFIXES: [&str; 2] = [PREFIX, "cosim-ssp-"];
 
+/// The name of a process's lock file: `cosim-owner-<id>.lock`.
+const OWNER_PREFIX: &str = "cosim-owner-";
+
 /// How long a `.locking` file may be on its way to its name before a
 /// sweep may take it for a leftover (a process killed between creating
 /// and renaming it; a live one holds its lock anyway).
 const LOCKING_GRACE: Duration = Duration::from_secs(60);
 
-/// The lock that marks an extraction directory as in use. Dropping it
-/// removes the lock file, then releases the lock (closing the file).
-#[derive(Debug)]
-pub struct ExtractionLock {
+/// The lock of this process, while it has extraction directories.
+struct Owner {
+    /// The random part of the lock file's name, which the directories carry.
+    id: String,
+    /// The temporary directory: the lock file and the directories are there.
+    temp: PathBuf,
+    /// `<temp>/cosim-owner-<id>.lock`.
     path: PathBuf,
+    /// Holds the lock; closed when the last directory is gone.
     _file: File,
+    /// The directories made and not yet removed (or given up on).
+    users: usize,
+    /// A directory could not be removed: the lock file stays for the
+    /// next process to remove it with the directory once this one ends.
+    leftover: bool,
 }
 
-impl Drop for ExtractionLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+/// The extraction directories of this process and its lock.
+struct State {
+    /// The lock (`None` before the first extraction, after the last, and
+    /// where the file system has no locks).
+    owner: Option<Owner>,
+    /// Every extraction directory of this process not removed yet, for an
+    /// end of the process that drops none of them ([`remove_all`]).
+    dirs: Vec<PathBuf>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    owner: None,
+    dirs: Vec::new(),
+});
+
+/// An extraction directory, locked as its process's: removed on drop, then
+/// its share of the lock released (the last one out removes the lock file,
+/// unless a directory could not be removed).
+#[derive(Debug)]
+pub struct ExtractionDir {
+    dir: Option<TempDir>,
+    /// Whether the directory counts in the owner's users.
+    locked: bool,
+}
+
+impl ExtractionDir {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().map_or(Path::new(""), TempDir::path)
     }
 }
 
-/// The lock file of extraction directory `dir` (`<dir>.lock`): whoever
-/// removes the directory of a process that is gone removes it too (the
-/// hosts of a killed master remove its extraction).
-pub fn lock_path(dir: &Path) -> PathBuf {
-    let mut name = dir.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
+impl Drop for ExtractionDir {
+    fn drop(&mut self) {
+        let (path, removed) = match self.dir.take() {
+            Some(dir) => {
+                let path = dir.path().to_path_buf();
+                let removed = dir.close().is_ok() || fs::symlink_metadata(&path).is_err();
+                (Some(path), removed)
+            }
+            None => (None, true),
+        };
+        let Ok(mut state) = STATE.lock() else {
+            return;
+        };
+        if let Some(path) = path {
+            state.dirs.retain(|d| *d != path);
+        }
+        if !self.locked {
+            return;
+        }
+        let Some(owner) = state.owner.as_mut() else {
+            return;
+        };
+        owner.users = owner.users.saturating_sub(1);
+        owner.leftover |= !removed;
+        if owner.users == 0 && !owner.leftover {
+            // Removed while locked, then closed: a sweep that opened it
+            // before finds it held, or, locking it after, no directory of it.
+            let _ = fs::remove_file(&owner.path);
+            state.owner = None;
+        }
+    }
 }
 
-/// Creates an extraction directory named `prefix` and a random suffix in
-/// the temporary directory, and its lock, locked; the first time in a
-/// process, removes the directories left by processes that ended without
-/// removing them. `prefix`: [`PREFIX`] or `"cosim-ssp-"`. On a file
-/// system without locks (Lustre mounted without `flock`, some FUSE file
-/// systems) the directory has no lock: it is used as before, and a later
-/// sweep leaves it alone.
+/// Removes every extraction directory of this process, and its lock file
+/// once none is left, for an end of the process that drops none of them
+/// (`_exit` while an FMU call hangs). Their libraries may still be mapped
+/// and running: on Linux that is safe, the files go when the last mapping
+/// does. Skipped if another thread holds the state (the next process
+/// removes what is left).
+pub fn remove_all() {
+    let Ok(mut state) = STATE.try_lock() else {
+        return;
+    };
+    let mut all = true;
+    for dir in std::mem::take(&mut state.dirs) {
+        all &= fs::remove_dir_all(&dir).is_ok() || fs::symlink_metadata(&dir).is_err();
+    }
+    if let Some(owner) = &state.owner
+        && all
+    {
+        let _ = fs::remove_file(&owner.path);
+    }
+}
+
+/// Creates an extraction directory named `prefix`, the process's lock id
+/// and a random suffix in the temporary directory, the process's lock
+/// being taken first if it is not held yet; the first time in a process,
+/// removes the directories left by processes that ended without removing
+/// them. `prefix`: [`PREFIX`] or `"cosim-ssp-"`. On a file system without
+/// locks (Lustre mounted without `flock`, some FUSE file systems) the
+/// directory is named `prefix` and a random suffix and has no lock: it is
+/// used as before, and a later sweep leaves it alone.
 ///
 /// # Errors
 ///
-/// Creating the directory or its lock file.
-pub fn create_dir(prefix: &str) -> io::Result<(TempDir, Option<ExtractionLock>)> {
-    debug_assert!(PREFIXES.contains(&prefix), "{prefix}");
-    let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
-    let lock = lock(dir.path())?;
-    static SWEEP: Once = Once::new();
-    SWEEP.call_once(|| {
-        if let Some(temp) = dir.path().parent() {
-            let removed = sweep_stale(temp, dir.path());
-            if removed > 0 {
-                tracing::info!(
-                    "removed {removed} extraction director{} in {} left by cosim processes that ended without removing them",
-                    if removed == 1 { "y" } else { "ies" },
-                    temp.display()
-                );
-            }
-        }
-    });
-    Ok((dir, lock))
+/// Creating the lock file or the directory.
+pub fn create_dir(prefix: &str) -> io::Result<ExtractionDir> {
+    create_dir_in(prefix, &std::env::temp_dir())
 }
 
-/// Locks `dir`: its lock file is created under a name sweeps ignore,
-/// locked, then renamed to its own. `None` where the file system has no
+/// [`create_dir`] in `temp`, unless the process's lock is already held in
+/// another temporary directory (its directories go beside it).
+fn create_dir_in(prefix: &str, temp: &Path) -> io::Result<ExtractionDir> {
+    debug_assert!(PREFIXES.contains(&prefix), "{prefix}");
+    let (temp, id) = join(temp)?;
+    // From here on the directory counts in the owner's users: dropping it
+    // (a failure below included) leaves.
+    let mut made = ExtractionDir {
+        dir: None,
+        locked: id.is_some(),
+    };
+    let name = match &id {
+        Some(id) => format!("{prefix}{id}-"),
+        None => prefix.to_string(),
+    };
+    let dir = tempfile::Builder::new().prefix(&name).tempdir_in(&temp)?;
+    if let Ok(mut state) = STATE.lock() {
+        state.dirs.push(dir.path().to_path_buf());
+    }
+    made.dir = Some(dir);
+    static SWEEP: Once = Once::new();
+    SWEEP.call_once(|| {
+        let removed = sweep_stale(&temp, made.path());
+        if removed > 0 {
+            tracing::info!(
+                "removed {removed} extraction director{} in {} left by cosim processes that ended without removing them",
+                if removed == 1 { "y" } else { "ies" },
+                temp.display()
+            );
+        }
+    });
+    Ok(made)
+}
+
+/// Counts one more directory of this process, taking its lock in `temp`
+/// first if it has none; returns the temporary directory and the lock's
+/// id (`None` where the file system has no locks).
+fn join(temp: &Path) -> io::Result<(PathBuf, Option<String>)> {
+    let mut state = STATE
+        .lock()
+        .map_err(|_| io::Error::other("the extraction lock state was poisoned by a panic"))?;
+    if let Some(o) = state.owner.as_mut() {
+        o.users += 1;
+        return Ok((o.temp.clone(), Some(o.id.clone())));
+    }
+    let Some((id, path, file)) = take_lock(temp)? else {
+        return Ok((temp.to_path_buf(), None));
+    };
+    state.owner = Some(Owner {
+        id: id.clone(),
+        temp: temp.to_path_buf(),
+        path,
+        _file: file,
+        users: 1,
+        leftover: false,
+    });
+    Ok((temp.to_path_buf(), Some(id)))
+}
+
+/// Creates and locks a new owner lock file in `temp`: under a name sweeps
+/// leave alone for a while (`.locking`), locked, then renamed to its own.
+/// Returns its id, path and open file; `None` where the file system has no
 /// locks.
-fn lock(dir: &Path) -> io::Result<Option<ExtractionLock>> {
-    let path = lock_path(dir);
-    let mut locking = dir.as_os_str().to_owned();
-    locking.push(".locking");
-    let locking = PathBuf::from(locking);
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&locking)?;
+fn take_lock(temp: &Path) -> io::Result<Option<(String, PathBuf, File)>> {
+    let locking = tempfile::Builder::new()
+        .prefix(OWNER_PREFIX)
+        .suffix(".locking")
+        .rand_bytes(10)
+        .tempfile_in(temp)?;
+    let (file, locking) = locking.keep().map_err(|e| e.error)?;
+    let id = locking
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix(OWNER_PREFIX))
+        .and_then(|n| n.strip_suffix(".locking"))
+        .unwrap_or_default()
+        .to_string();
     if let Err(e) = file.lock() {
         let _ = fs::remove_file(&locking);
         if locks_unsupported(&e) {
             tracing::debug!(
-                "{}: the file system has no locks ({e}): the directory is not swept if this process is killed",
-                dir.display()
+                "{}: the file system has no locks ({e}): extraction directories are not swept if this process is killed",
+                temp.display()
             );
             return Ok(None);
         }
         return Err(e);
     }
+    let path = owner_lock_path(temp, &id);
     if let Err(e) = fs::rename(&locking, &path) {
         let _ = fs::remove_file(&locking);
         return Err(e);
     }
-    Ok(Some(ExtractionLock { path, _file: file }))
+    Ok(Some((id, path, file)))
+}
+
+/// `<temp>/cosim-owner-<id>.lock`.
+fn owner_lock_path(temp: &Path, id: &str) -> PathBuf {
+    temp.join(format!("{OWNER_PREFIX}{id}.lock"))
+}
+
+/// The owner id an extraction directory's name carries
+/// (`cosim-fmu-<id>-XXXXXX`), if it is one of this version's.
+fn owner_id(name: &str) -> Option<&str> {
+    let rest = PREFIXES.iter().find_map(|p| name.strip_prefix(p))?;
+    let (id, suffix) = rest.split_once('-')?;
+    (!id.is_empty() && !suffix.is_empty()).then_some(id)
 }
 
 /// Whether a failed lock says the file system has no locks at all.
@@ -133,63 +291,140 @@ fn locks_unsupported(e: &io::Error) -> bool {
     false
 }
 
+/// The process that made extraction directory `dir` is gone without
+/// removing it (the master of a `cosim host`, killed): removes `dir`, then,
+/// if no process holds its owner's lock, the owner's other directories and
+/// its lock file (hosts of the same master may be doing the same). Only a
+/// directory named as an extraction directory is touched.
+pub fn remove_orphaned(dir: &Path) {
+    let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    if !PREFIXES.iter().any(|p| name.starts_with(p)) {
+        return;
+    }
+    let uid = fs::symlink_metadata(dir).ok().map(|m| owner_of(&m));
+    let _ = fs::remove_dir_all(dir);
+    if let (Some(temp), Some(id)) = (dir.parent(), owner_id(name)) {
+        sweep_owner(temp, id, &listing(temp), uid);
+    }
+}
+
+/// The names in `temp` that sweeps consider (extraction directories and
+/// lock files of either kind).
+fn listing(temp: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(temp) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(OWNER_PREFIX) || PREFIXES.iter().any(|p| n.starts_with(p)))
+        .collect()
+}
+
 /// Removes from `temp` every extraction directory (and lock file) of the
 /// owner of `own` whose lock no process holds; returns how many. Errors
 /// (a directory another sweep removes first, one not ours) skip it.
 pub(crate) fn sweep_stale(temp: &Path, own: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(temp) else {
+    let names = listing(temp);
+    let uid = fs::metadata(own).ok().map(|m| owner_of(&m));
+    let mut removed = 0;
+    for name in &names {
+        if let Some(rest) = name.strip_prefix(OWNER_PREFIX) {
+            if let Some(id) = rest.strip_suffix(".lock") {
+                removed += sweep_owner(temp, id, &names, uid);
+            } else if rest.ends_with(".locking") {
+                // Killed before its rename: no directory carries its id.
+                let path = temp.join(name);
+                if is_old_leftover(&path, uid) {
+                    let _ = fs::remove_file(path);
+                }
+            }
+        } else {
+            removed += sweep_old(temp, name, uid);
+        }
+    }
+    removed
+}
+
+/// If no process holds the lock of owner `id`, removes its directories
+/// among `names` in `temp`, then, if all are gone, its lock file; returns
+/// how many directories it removed. Lock files of another user than `uid`
+/// are left alone.
+fn sweep_owner(temp: &Path, id: &str, names: &[String], uid: Option<u32>) -> usize {
+    let lock_file = owner_lock_path(temp, id);
+    let Some(file) = lock_if_free(&lock_file, uid) else {
         return 0;
     };
-    let owner = fs::metadata(own).ok().map(|m| owner_of(&m));
     let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            continue;
-        };
-        let (dir_name, locking) = match (name.strip_suffix(".lock"), name.strip_suffix(".locking"))
-        {
-            (Some(d), _) => (d, false),
-            (_, Some(d)) => (d, true),
-            _ => continue,
-        };
-        if !PREFIXES.iter().any(|p| dir_name.starts_with(p)) {
-            continue;
+    let mut all = true;
+    for name in names.iter().filter(|n| owner_id(n) == Some(id)) {
+        match fs::remove_dir_all(temp.join(name)) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) => all = false,
         }
-        let lock_file = entry.path();
-        let Ok(meta) = entry.metadata() else {
-            continue;
-        };
-        if !meta.is_file() || owner.is_some_and(|o| owner_of(&meta) != o) {
-            continue;
-        }
-        if locking
+    }
+    // Still locked here: no other sweep removes the directories meanwhile.
+    if all {
+        let _ = fs::remove_file(&lock_file);
+    }
+    drop(file);
+    removed
+}
+
+/// The lock file at `path`, of user `uid`, locked here: its process is
+/// gone. `None` if it is held, not a file or another user's.
+fn lock_if_free(path: &Path, uid: Option<u32>) -> Option<File> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || uid.is_some_and(|u| owner_of(&meta) != u) {
+        return None;
+    }
+    // (Opened for writing too: where locks are emulated with POSIX record
+    // locks, NFS, an exclusive lock needs it.)
+    let file = OpenOptions::new().read(true).write(true).open(path).ok()?;
+    file.try_lock().ok()?;
+    Some(file)
+}
+
+/// Whether the `.locking` file at `path` is user `uid`'s and older than
+/// [`LOCKING_GRACE`].
+fn is_old_leftover(path: &Path, uid: Option<u32>) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|meta| {
+        meta.is_file()
+            && uid.is_none_or(|u| owner_of(&meta) == u)
             && meta
                 .modified()
                 .ok()
                 .and_then(|m| SystemTime::now().duration_since(m).ok())
-                .is_none_or(|age| age < LOCKING_GRACE)
-        {
-            continue;
-        }
-        // (Opened for writing too: where locks are emulated with POSIX
-        // record locks, NFS, an exclusive lock needs it.)
-        let Ok(file) = OpenOptions::new().read(true).write(true).open(&lock_file) else {
-            continue;
-        };
-        // Held: its directory is in use. (Locked here, it stays locked
-        // while the directory goes, so no other sweep removes it too.)
-        if file.try_lock().is_err() {
-            continue;
-        }
-        let dir = temp.join(dir_name);
-        match fs::remove_dir_all(&dir) {
-            Ok(()) => removed += 1,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(_) => continue,
-        }
-        let _ = fs::remove_file(&lock_file);
+                .is_some_and(|age| age >= LOCKING_GRACE)
+    })
+}
+
+/// An older `cosim`'s lock file `name` (`cosim-fmu-XXXXXX.lock`, one per
+/// directory, or `.locking` on its way there): if no process holds it,
+/// removes its directory and it; returns 1 if a directory went.
+fn sweep_old(temp: &Path, name: &str, uid: Option<u32>) -> usize {
+    let (dir_name, locking) = match (name.strip_suffix(".lock"), name.strip_suffix(".locking")) {
+        (Some(d), _) => (d, false),
+        (_, Some(d)) => (d, true),
+        _ => return 0,
+    };
+    let lock_file = temp.join(name);
+    if locking && !is_old_leftover(&lock_file, uid) {
+        return 0;
     }
+    let Some(file) = lock_if_free(&lock_file, uid) else {
+        return 0;
+    };
+    let removed = match fs::remove_dir_all(temp.join(dir_name)) {
+        Ok(()) => 1,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(_) => return 0,
+    };
+    let _ = fs::remove_file(&lock_file);
+    drop(file);
     removed
 }
 
@@ -226,58 +461,48 @@ mod tests {
         n
     }
 
-    /// A directory whose lock no process holds (an FMU's or an SSP's) goes
-    /// with its lock file; one
-    /// whose lock is held stays, as do a directory without a lock file (an
-    /// older cosim's), one being created (`.locking`, young; an old one is
-    /// a leftover) and anything not named `cosim-fmu-*`.
+    /// The directories of an owner whose lock nobody holds go (an FMU's
+    /// and an SSP's), then its lock file; those of a live owner stay, as
+    /// do an owner's `.locking` file while young (an old one is a
+    /// leftover), a directory without any lock file, and anything not
+    /// named `cosim-*`. An older cosim's directories, one lock file each,
+    /// go the same way.
     #[test]
-    fn a_sweep_removes_the_directories_whose_lock_nobody_holds() {
+    fn a_sweep_removes_the_directories_whose_owner_is_gone() {
         let temp = tempfile::tempdir().unwrap();
         let t = temp.path();
         let own = fake_extraction(t, "cosim-fmu-own");
-        let _own_lock = lock(&own).unwrap().unwrap();
-        let dead = fake_extraction(t, "cosim-fmu-dead");
-        fs::write(lock_path(&dead), "").unwrap();
-        let ssp = fake_extraction(t, "cosim-ssp-dead");
-        fs::write(lock_path(&ssp), "").unwrap();
-        let dead_lock_only = t.join("cosim-fmu-gone.lock");
-        fs::write(&dead_lock_only, "").unwrap();
-        let live = fake_extraction(t, "cosim-fmu-live");
-        let live_lock = lock(&live).unwrap().unwrap();
-        fake_extraction(t, "cosim-fmu-old");
-        fake_extraction(t, "cosim-fmu-new");
-        fs::write(t.join("cosim-fmu-new.locking"), "").unwrap();
-        fake_extraction(t, "cosim-fmu-stuck");
-        let stuck = File::create(t.join("cosim-fmu-stuck.locking")).unwrap();
+        let (live, _, _held) = take_lock(t).unwrap().unwrap();
+        fake_extraction(t, &format!("cosim-fmu-{live}-aaaaaa"));
+        fs::write(owner_lock_path(t, "dead"), "").unwrap();
+        fake_extraction(t, "cosim-fmu-dead-aaaaaa");
+        fake_extraction(t, "cosim-fmu-dead-bbbbbb");
+        fake_extraction(t, "cosim-ssp-dead-cccccc");
+        fake_extraction(t, "cosim-fmu-gone-aaaaaa");
+        fs::write(t.join("cosim-owner-young.locking"), "").unwrap();
+        let stuck = File::create(t.join("cosim-owner-stuck.locking")).unwrap();
         stuck
             .set_modified(SystemTime::now() - 2 * LOCKING_GRACE)
             .unwrap();
         drop(stuck);
+        let old = fake_extraction(t, "cosim-fmu-old");
+        fs::write(t.join("cosim-fmu-old.lock"), "").unwrap();
         fake_extraction(t, "other");
         fs::write(t.join("other.lock"), "").unwrap();
 
-        assert_eq!(sweep_stale(t, &own), 3);
-        assert_eq!(
-            names(t),
-            [
-                "cosim-fmu-live",
-                "cosim-fmu-live.lock",
-                "cosim-fmu-new",
-                "cosim-fmu-new.locking",
-                "cosim-fmu-old",
-                "cosim-fmu-own",
-                "cosim-fmu-own.lock",
-                "other",
-                "other.lock",
-            ]
-        );
-        // The live one's owner ends: its lock goes with it, and nothing is
-        // left for the next sweep to remove.
-        drop(live_lock);
-        fs::remove_dir_all(&live).unwrap();
-        assert_eq!(sweep_stale(t, &own), 0);
-        assert!(!t.join("cosim-fmu-live.lock").exists());
+        assert_eq!(sweep_stale(t, &own), 4);
+        let mut kept = vec![
+            "cosim-fmu-gone-aaaaaa".to_string(),
+            format!("cosim-fmu-{live}-aaaaaa"),
+            "cosim-fmu-own".to_string(),
+            format!("cosim-owner-{live}.lock"),
+            "cosim-owner-young.locking".to_string(),
+            "other".to_string(),
+            "other.lock".to_string(),
+        ];
+        kept.sort();
+        assert_eq!(names(t), kept);
+        assert!(!old.exists());
     }
 
     /// The errors of a file system without locks are told from others.
@@ -305,11 +530,55 @@ mod tests {
     #[test]
     fn a_held_lock_cannot_be_taken_by_a_second_open() {
         let temp = tempfile::tempdir().unwrap();
-        let dir = fake_extraction(temp.path(), "cosim-fmu-x");
-        let held = lock(&dir).unwrap().unwrap();
-        let again = File::open(lock_path(&dir)).unwrap();
-        assert!(again.try_lock().is_err());
+        let (id, path, held) = take_lock(temp.path()).unwrap().unwrap();
+        assert_eq!(path, owner_lock_path(temp.path(), &id));
+        assert!(lock_if_free(&path, None).is_none());
         drop(held);
-        assert!(!lock_path(&dir).exists());
+        assert!(lock_if_free(&path, None).is_some());
+    }
+
+    /// The one test of the process's own lock (the state is the
+    /// process's): all its directories name one lock file, removed with
+    /// the last of them; a directory that could not be removed keeps it
+    /// there after the process, for the next sweep to remove both.
+    #[test]
+    fn a_process_holds_one_lock_for_all_its_directories() {
+        let temp = tempfile::tempdir().unwrap();
+        let t = temp.path();
+        let fmu = create_dir_in(PREFIX, t).unwrap();
+        let ssp = create_dir_in("cosim-ssp-", t).unwrap();
+        let listed = names(t);
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        let lock = listed
+            .iter()
+            .find_map(|n| n.strip_prefix(OWNER_PREFIX)?.strip_suffix(".lock"))
+            .unwrap()
+            .to_string();
+        for dir in [&fmu, &ssp] {
+            let name = dir.path().file_name().unwrap().to_str().unwrap();
+            assert_eq!(owner_id(name), Some(lock.as_str()), "{name}");
+        }
+        assert!(lock_if_free(&owner_lock_path(t, &lock), None).is_none());
+        drop(fmu);
+        assert_eq!(names(t).len(), 2);
+        drop(ssp);
+        assert_eq!(names(t), Vec::<String>::new());
+
+        // A directory its process cannot remove (here a file in its
+        // place): the lock file stays.
+        let stuck = create_dir_in(PREFIX, t).unwrap();
+        let path = stuck.path().to_path_buf();
+        fs::remove_dir_all(&path).unwrap();
+        fs::write(&path, "not a directory").unwrap();
+        drop(stuck);
+        assert_eq!(names(t).len(), 2, "{:?}", names(t));
+        // The process ends (its lock released, the file left); the next
+        // one's sweep removes the directory, then the lock file.
+        STATE.lock().unwrap().owner = None;
+        fs::remove_file(&path).unwrap();
+        fake_extraction(t, path.file_name().unwrap().to_str().unwrap());
+        let next = fake_extraction(t, "cosim-fmu-next");
+        assert_eq!(sweep_stale(t, &next), 1);
+        assert_eq!(names(t), ["cosim-fmu-next"]);
     }
 }

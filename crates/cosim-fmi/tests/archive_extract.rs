@@ -638,3 +638,31 @@ fn refuses_any_duplicate_file_entry_but_not_a_repeated_directory() {
     extract_archive(&fmu, &dest, &ArchiveLimits::default()).expect("a repeated directory");
     assert!(dest.join("resources").is_dir());
 }
+
+/// An entry whose name the file system cannot hold is the archive's fault,
+/// named by the entry, never by the path it would have had.
+#[test]
+fn an_entry_name_too_long_for_the_file_system_is_named_by_the_entry() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fmu = tmp.path().join("long.fmu");
+    let name = format!("resources/{}/x.txt", "n".repeat(300));
+    build_zip(
+        &fmu,
+        &[
+            Entry::File("modelDescription.xml", MD2.as_bytes()),
+            Entry::File(&name, b"x"),
+        ],
+    );
+    let dest = tmp.path().join("out");
+    fs::create_dir(&dest).expect("mkdir");
+    let (archive, entry, reason) =
+        archive_error(extract_archive(&fmu, &dest, &ArchiveLimits::default()));
+    assert_eq!(archive, fmu);
+    assert_eq!(entry.as_deref(), Some(name.as_str()));
+    assert!(
+        reason.starts_with(
+            "the name is too long for the file system to extract it (300 bytes in its longest component, 316 in all"
+        ),
+        "{reason}"
+    );
+}

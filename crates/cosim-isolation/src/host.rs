@@ -155,20 +155,15 @@ fn master_alive(master: u32) -> bool {
 }
 
 /// The master is gone without having cleaned up (it was killed): removes
-/// the extraction directory it shared with this host (only one of its
-/// own, named `cosim-fmu-*`) and the directory's lock file, then kills
-/// this host's process group: the host, mid-call or not, and whatever the
-/// FMU started.
+/// the extraction directory it shared with this host (only one named as
+/// an extraction directory), and the master's other extraction directories
+/// and its lock file now that no process holds it
+/// (`cosim_fmi::extraction::remove_orphaned`), then kills this host's
+/// process group: the host, mid-call or not, and whatever the FMU started.
 fn master_gone(extracted: Option<&Path>) -> ! {
-    if let Some(dir) = extracted
-        && dir.file_name().is_some_and(|n| {
-            n.to_string_lossy()
-                .starts_with(cosim_fmi::extraction::PREFIX)
-        })
-    {
-        // Other hosts of the same FMU may be removing it too.
-        let _ = std::fs::remove_dir_all(dir);
-        let _ = std::fs::remove_file(cosim_fmi::extraction::lock_path(dir));
+    if let Some(dir) = extracted {
+        // Other hosts of the same master may be removing them too.
+        cosim_fmi::extraction::remove_orphaned(dir);
     }
     crate::sys::kill_own_group();
     cosim_fmi::ffi::exit_process(1)

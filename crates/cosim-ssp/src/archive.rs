@@ -1,7 +1,9 @@
 //! Safe extraction of `.ssp` archives (the rules of `cosim_fmi::archive`:
-//! no path traversal, no links or special files, bounded entry count and
+//! no path traversal, no links or special files, no two entries of one
+//! name unless their bytes are the same, bounded entry count and
 //! decompressed sizes counted on the bytes actually written).
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Read, Write};
 use std::path::{Component, Path, PathBuf};
@@ -46,6 +48,31 @@ fn safe_relative_path(name: &str) -> Result<PathBuf, String> {
     Ok(out)
 }
 
+/// A refusal of `cosim_fmi::archive` as a sentence that names the entry,
+/// not the archive (the caller names it).
+pub(crate) fn entry_sentence(e: cosim_fmi::FmiError) -> String {
+    match e {
+        cosim_fmi::FmiError::Archive {
+            entry: Some(entry),
+            reason,
+            ..
+        } => format!("entry '{entry}': {reason}"),
+        cosim_fmi::FmiError::Archive { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
+/// An error creating `path` for the entry `name`: a name too long for the
+/// file system names the entry (the extraction directory is gone by the
+/// time the message is read), other errors the path.
+fn creating(name: &str, path: &Path, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::InvalidFilename {
+        format!("entry '{name}': the name is too long for the file system to extract it ({e})")
+    } else {
+        format!("cannot create {}: {e}", path.display())
+    }
+}
+
 /// Extracts the `.ssp` archive `ssp` into the directory `dest` (created if
 /// needed). `Err` is a sentence naming the entry at fault.
 pub(crate) fn extract_ssp(ssp: &Path, dest: &Path) -> Result<(), String> {
@@ -58,7 +85,16 @@ pub(crate) fn extract_ssp(ssp: &Path, dest: &Path) -> Result<(), String> {
             "the archive has {count} entries, more than the limit of {MAX_ENTRIES}"
         ));
     }
+    // Copies of one name: one entry if their bytes are the same (named in
+    // a warning), refused otherwise, as in an FMU.
+    let limits = cosim_fmi::archive::ArchiveLimits {
+        max_total_size: MAX_TOTAL,
+        max_entries: MAX_ENTRIES,
+        max_entry_size: MAX_ENTRY,
+    };
+    cosim_fmi::archive::identical_duplicates(ssp, &zip, &limits).map_err(entry_sentence)?;
     let mut has_ssd = false;
+    let mut files: HashSet<PathBuf> = HashSet::new();
     for i in 0..count {
         let entry = zip
             .by_index_raw(i)
@@ -70,6 +106,10 @@ pub(crate) fn extract_ssp(ssp: &Path, dest: &Path) -> Result<(), String> {
         let path = safe_relative_path(&name).map_err(|r| format!("entry '{name}': {r}"))?;
         if path == Path::new(DEFAULT_SSD) && !entry.is_dir() {
             has_ssd = true;
+        }
+        // Names that differ in the zip but not once `\` and `.` are read.
+        if !entry.is_dir() && !files.insert(path) {
+            return Err(format!("entry '{name}': {}", cosim_fmi::archive::DUPLICATE));
         }
     }
     if !has_ssd {
@@ -112,20 +152,18 @@ pub(crate) fn extract_ssp(ssp: &Path, dest: &Path) -> Result<(), String> {
             }
         }
         if entry.is_dir() {
-            fs::create_dir_all(&target)
-                .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+            fs::create_dir_all(&target).map_err(|e| creating(&name, &target, &e))?;
             continue;
         }
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            fs::create_dir_all(parent).map_err(|e| creating(&name, parent, &e))?;
         }
         let mut out = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .open(&target)
-            .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+            .map_err(|e| creating(&name, &target, &e))?;
         let mut written: u64 = 0;
         loop {
             let n = entry

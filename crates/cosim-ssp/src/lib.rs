@@ -141,10 +141,7 @@ pub struct Import {
     source_name: String,
     /// The directory FMU paths are written relative to.
     base: Option<PathBuf>,
-    _extracted: Option<(
-        tempfile::TempDir,
-        Option<cosim_fmi::extraction::ExtractionLock>,
-    )>,
+    _extracted: Option<cosim_fmi::extraction::ExtractionDir>,
 }
 
 /// What `cosim convert` writes ([`Import::convert`]): the scenario, also
@@ -241,7 +238,7 @@ fn import_with_step(
             None => {
                 let t = cosim_fmi::extraction::create_dir("cosim-ssp-")
                     .map_err(|e| whole(format!("cannot create a temporary directory: {e}")))?;
-                let p = t.0.path().to_path_buf();
+                let p = t.path().to_path_buf();
                 extracted = Some(t);
                 p
             }

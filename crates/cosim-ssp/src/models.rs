@@ -43,6 +43,11 @@ fn read_model_description(path: &Path) -> Result<ModelDescription, String> {
         let file = std::fs::File::open(path).map_err(|e| format!("cannot read the FMU: {e}"))?;
         let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
             .map_err(|e| format!("not a valid FMU (zip) archive: {e}"))?;
+        // Copies of one entry that differ: refused as when the FMU is
+        // opened to run it.
+        let limits = cosim_fmi::archive::ArchiveLimits::default();
+        cosim_fmi::archive::identical_duplicates(path, &zip, &limits)
+            .map_err(crate::archive::entry_sentence)?;
         let entry = zip
             .by_name(cosim_fmi::archive::MODEL_DESCRIPTION)
             .map_err(|_| "the archive has no modelDescription.xml at its root: not an FMU")?;

@@ -199,11 +199,16 @@ fn ssd_units_transformations_and_system_bindings() {
 
 /// The quarter car as an .ssp: SystemStructure.ssd and resources/.
 fn quarter_car_ssp(dir: &Path) -> PathBuf {
+    quarter_car_ssp_with(dir, "quarter car.ssp", &[])
+}
+
+/// The quarter car as an .ssp named `name`, with `extra` entries at the end.
+fn quarter_car_ssp_with(dir: &Path, name: &str, extra: &[(&str, &[u8])]) -> PathBuf {
     let ssd = std::fs::read_to_string(data("quarter_car.ssd"))
         .unwrap()
         .replace("../../../../fmus/dist/fmi2/", "resources/")
         .replace("source=\"wheel.ssv\"", "source=\"resources/wheel.ssv\"");
-    let path = dir.join("quarter car.ssp");
+    let path = dir.join(name);
     let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
@@ -217,8 +222,57 @@ fn quarter_car_ssp(dir: &Path) -> PathBuf {
         zip.start_file(format!("resources/{m}.fmu"), opts).unwrap();
         zip.write_all(&std::fs::read(fmu(m)).unwrap()).unwrap();
     }
+    for (n, bytes) in extra {
+        zip.start_file(*n, opts).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
     zip.finish().unwrap();
     path
+}
+
+/// An .ssp holding two copies of `resources/wheel.ssv`, the second being
+/// `copy` (written as `resources/wheel.ss2`, then renamed in the bytes:
+/// the zip writer refuses duplicate names).
+fn quarter_car_with_two_ssv(dir: &Path, name: &str, copy: &[u8]) -> PathBuf {
+    let (alias, real) = ("resources/wheel.ss2", "resources/wheel.ssv");
+    let path = quarter_car_ssp_with(dir, name, &[(alias, copy)]);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at: Vec<usize> = (0..=bytes.len() - alias.len())
+        .filter(|&i| &bytes[i..i + alias.len()] == alias.as_bytes())
+        .collect();
+    assert_eq!(at.len(), 2, "the local header and the central directory");
+    for i in at {
+        bytes[i..i + alias.len()].copy_from_slice(real.as_bytes());
+    }
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// As in an FMU: two identical copies of an entry are one entry; copies
+/// that differ are refused, naming the entry.
+#[test]
+fn an_ssp_with_identical_copies_of_an_entry_runs_and_one_with_differing_copies_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ssv = std::fs::read(data("wheel.ssv")).unwrap();
+    let same = quarter_car_with_two_ssv(dir.path(), "same.ssp", &ssv);
+    let from_ssp = trace(&run_system(&same, None));
+    let from_ssd = trace(&run_system(&data("quarter_car.ssd"), None));
+    assert_same_columns(&from_ssp, &from_ssd);
+
+    let mut other = ssv.clone();
+    let at = other.len() / 2;
+    other[at] ^= 1;
+    let differ = quarter_car_with_two_ssv(dir.path(), "differ.ssp", &other);
+    let e = cosim_ssp::import(&differ, &ImportOptions::default()).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("differ.ssp"), "{e}");
+    assert!(
+        e.contains(&format!(
+            "entry 'resources/wheel.ssv': {}",
+            cosim_fmi::archive::DUPLICATE
+        )),
+        "{e}"
+    );
 }
 
 #[test]
@@ -272,6 +326,39 @@ fn ssp_package_is_extracted_safely() {
     let e = cosim_ssp::import(&slip, &ImportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("zip slip"), "{e}");
     assert!(!dir.path().join("evil.txt").exists());
+    // Two names that are one once `\` is read as a separator: the second
+    // used to overwrite the first.
+    let twice = write(
+        "twice.ssp",
+        &[
+            ("SystemStructure.ssd", b"<x/>"),
+            ("resources/a.txt", b"a"),
+            ("resources\\a.txt", b"b"),
+        ],
+    );
+    let e = cosim_ssp::import(&twice, &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("entry 'resources\\a.txt': duplicate entry"),
+        "{e}"
+    );
+    // A name the file system cannot hold: the entry, not the deleted
+    // temporary path.
+    let long = format!("resources/{}.txt", "n".repeat(300));
+    let too_long = write(
+        "long.ssp",
+        &[("SystemStructure.ssd", b"<x/>"), (long.as_str(), b"a")],
+    );
+    let e = cosim_ssp::import(&too_long, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!(
+            "entry '{long}': the name is too long for the file system"
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("cosim-ssp-"), "{e}");
     let no_ssd = write("empty.ssp", &[("resources/a.txt", b"a")]);
     let e = cosim_ssp::import(&no_ssd, &ImportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("no SystemStructure.ssd"), "{e}");
