@@ -435,3 +435,40 @@ value = -1
         &["-1 is out of the range of UInt64 (0 to 18446744073709551615) of 'a.UInt64_input'"],
     );
 }
+
+/// Stepped from outside (the Python package's `Simulation`), a value
+/// traced as text reads exactly, and as a number where it is one.
+#[test]
+fn a_session_reads_64_bit_and_binary_values_as_their_trace_shows_them() {
+    let overrides = cosim_scenario::Overrides {
+        set: vec![
+            "Int64_input=-9223372036854775807".into(),
+            "Binary_input=0a0b".into(),
+        ],
+        stop: Some(0.2),
+        ..Default::default()
+    };
+    let prepared = cosim_scenario::runner::prepare(feedthrough(), &overrides, None).unwrap();
+    let mut session = cosim_scenario::session::Session::new(prepared);
+    session.run_until(0.1, || true).unwrap();
+    assert_eq!(
+        session.get_text("Feedthrough.Int64_output").unwrap(),
+        "-9223372036854775807"
+    );
+    assert_eq!(
+        session.get("Feedthrough.Int64_output").unwrap(),
+        -9223372036854775807.0
+    );
+    assert_eq!(
+        session.get_text("Feedthrough.Binary_output").unwrap(),
+        "0a0b"
+    );
+    let e = session.get("Feedthrough.Binary_output").unwrap_err();
+    assert!(e.to_string().contains("is text (\"0a0b\")"), "{e}");
+    assert_eq!(
+        session
+            .get_text("Feedthrough.Float64_discrete_output")
+            .unwrap(),
+        "0"
+    );
+}

@@ -630,13 +630,27 @@ impl Simulation {
         }
     }
 
-    /// The value of `name` (`subsystem.variable`) now.
-    fn get(&self, py: Python<'_>, name: &str) -> PyResult<f64> {
+    /// The value of `name` (`subsystem.variable`) now: a float; a value
+    /// traced as text as an exact int (an FMU's Int64 or UInt64) or as its
+    /// text (a String; a Binary as hexadecimal digits).
+    fn get(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
         let mut st = self.lock()?;
         let session = &mut st.session;
-        py.detach(|| session.get(name)).map_err(|e| match e {
+        let key = |e| match e {
             SessionError::Request(m) => pyo3::exceptions::PyKeyError::new_err(m),
             other => session_err(other),
+        };
+        if !matches!(
+            session.slot(name),
+            Some(cosim_scenario::session::Slot::Text { .. })
+        ) {
+            let x = py.detach(|| session.get(name)).map_err(key)?;
+            return Ok(x.into_pyobject(py)?.into_any().unbind());
+        }
+        let text = py.detach(|| session.get_text(name)).map_err(key)?;
+        Ok(match text.parse::<i128>() {
+            Ok(i) => i.into_pyobject(py)?.into_any().unbind(),
+            Err(_) => text.into_pyobject(py)?.into_any().unbind(),
         })
     }
 

@@ -35,6 +35,15 @@ pub enum Slot {
         /// The input slot.
         slot: usize,
     },
+    /// A value traced as text (a String, a Binary as hexadecimal digits,
+    /// an FMU's Int64 or UInt64 exactly: `cosim_core::traced_text`), read
+    /// from the FMU when asked for.
+    Text {
+        /// The subsystem.
+        subsystem: usize,
+        /// Its index among the subsystem's traced texts.
+        index: usize,
+    },
 }
 
 /// A scenario being stepped from outside.
@@ -79,11 +88,21 @@ impl Session {
                     .entry(format!("{}.{}", info.name, p.name))
                     .or_insert(Slot::Input { subsystem: s, slot });
             }
-            // An observed value wins over an input of the same name.
+            // An observed value wins over an input of the same name, and
+            // a text (exact) over both.
             for (slot, p) in info.observed.iter().enumerate() {
                 names.insert(
                     format!("{}.{}", info.name, p.name),
                     Slot::Observed { subsystem: s, slot },
+                );
+            }
+            for (index, name) in sub.traced_strings().iter().enumerate() {
+                names.insert(
+                    format!("{}.{name}", info.name),
+                    Slot::Text {
+                        subsystem: s,
+                        index,
+                    },
                 );
             }
         }
@@ -343,7 +362,41 @@ impl Session {
         Ok(match slot {
             Slot::Observed { subsystem, slot } => self.system.buffers()[subsystem].y[slot],
             Slot::Input { subsystem, slot } => self.system.buffers()[subsystem].u[slot],
+            Slot::Text { .. } => {
+                let text = self.get_text(name)?;
+                text.parse::<f64>().map_err(|_| {
+                    SessionError::Request(format!(
+                        "'{name}' is text (\"{}\"), not a number: read it as text",
+                        crate::read::shorten(&text)
+                    ))
+                })?
+            }
         })
+    }
+
+    /// The value of `name` at the current communication point as its trace
+    /// cell shows it: a value traced as text as it is (an Int64 or UInt64
+    /// exactly, a Binary as hexadecimal digits), a number in full
+    /// precision.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::get`].
+    pub fn get_text(&mut self, name: &str) -> Result<String, SessionError> {
+        let Some(slot) = self.slot(name) else {
+            return Err(SessionError::Request(self.unknown(name)));
+        };
+        let Slot::Text { subsystem, index } = slot else {
+            return Ok(cosim_core::text::number(self.get(name)?));
+        };
+        self.start()?;
+        self.system.read_strings()?;
+        Ok(self
+            .system
+            .strings(subsystem)
+            .get(index)
+            .cloned()
+            .unwrap_or_default())
     }
 
     /// The message for a name no slot holds.

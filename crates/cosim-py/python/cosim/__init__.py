@@ -392,10 +392,12 @@ class Simulation:
         """
         return self._sim.run_until(float(t))
 
-    def get(self, name: str) -> float:
+    def get(self, name: str) -> float | int | str:
         """The value of ``name`` (``"subsystem.variable"``; an FMU run on
         its own: ``"<model>.variable"``, see :meth:`names`) at the current
-        time, as a float (integers and Booleans too).
+        time, as a float (integers and Booleans too); an FMU's Int64 and
+        UInt64 variables as an exact int, String variables as a str,
+        Binary variables as a str of hexadecimal digits.
 
         Raises:
             KeyError: no output, traced variable or coupled input of that
@@ -403,7 +405,7 @@ class Simulation:
         """
         return self._sim.get(name)
 
-    def __getitem__(self, name: str) -> float:
+    def __getitem__(self, name: str) -> float | int | str:
         return self.get(name)
 
     def set(self, name: str, value: Value) -> None:
