@@ -1024,11 +1024,11 @@ fn a_hanging_isolated_fmu_does_not_hold_up_ctrl_c() {
 
 // ----- status codes the kit never returns: a hand-written C FMU -------------
 
-/// Runs the Hostile FMU (beside a Gain fed by it) with doStep returning
-/// `status` once at t = 0.5.
-fn run_hostile(dir: &Path, status: i32) -> (Output, PathBuf) {
+/// A scenario `<name>.toml` in `dir`: the Hostile FMU with `parameters`
+/// (a TOML inline table's body) beside a Gain fed by it, 0 to 1 s by 0.01.
+fn hostile_scenario(dir: &Path, name: &str, parameters: &str) -> PathBuf {
     let hostile = hostile_fmu(dir);
-    let scenario = dir.join(format!("hostile{status}.toml"));
+    let scenario = dir.join(format!("{name}.toml"));
     std::fs::write(
         &scenario,
         format!(
@@ -1041,7 +1041,7 @@ step = 0.01
 [[subsystems]]
 name = "hostile"
 fmu = "{}"
-parameters = {{ status = {status} }}
+parameters = {{ {parameters} }}
 
 [[subsystems]]
 name = "gain"
@@ -1056,14 +1056,25 @@ to = "gain.u"
         ),
     )
     .unwrap();
-    let out_dir = dir.join(format!("out{status}"));
-    (run_logged(&scenario, &out_dir, &[]), out_dir)
+    scenario
+}
+
+/// Runs the Hostile FMU (beside a Gain fed by it) with doStep returning
+/// `status` once at t = 0.5 (`extra`: more arguments of `cosim run`).
+fn run_hostile(dir: &Path, status: i32, extra: &[&str]) -> (Output, PathBuf) {
+    let scenario = hostile_scenario(
+        dir,
+        &format!("hostile{status}"),
+        &format!("status = {status}"),
+    );
+    let out_dir = dir.join(format!("out{status}{}", extra.join("")));
+    (run_logged(&scenario, &out_dir, extra), out_dir)
 }
 
 #[test]
 fn a_warning_status_is_logged_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, out_dir) = run_hostile(dir.path(), 1);
+    let (out, out_dir) = run_hostile(dir.path(), 1, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("fmi2DoStep returned Warning"), "{err}");
@@ -1079,28 +1090,50 @@ fn a_warning_status_is_logged_and_the_run_goes_on() {
 }
 
 /// A status code outside the standard is not trusted: treated as Fatal, the
-/// instance is not called again (not even freed), the others are terminated.
+/// instance is not called again (not even freed), the others are
+/// terminated; the message names the code (it said "returned Fatal"), in
+/// process and isolated alike.
 #[test]
-fn an_unknown_status_code_is_treated_as_fatal() {
+fn an_invalid_status_code_is_named_and_treated_as_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, out_dir) = run_hostile(dir.path(), 42);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    for extra in [&[][..], &["--isolation", "process"]] {
+        let (out, out_dir) = run_hostile(dir.path(), 7, extra);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains(
+                "error: FMU instance 'hostile': fmi2DoStep returned an invalid status 7 \
+                 (not an fmi2Status: treated as Fatal) at t = 0.49; the FMU logged:\n  \
+                 [invalid status 7] logStatusWarning: Hostile: returning status 7 in the step from 0.49 to 0.5"
+            ),
+            "{extra:?}: {err}"
+        );
+        assert!(err.contains("subsystem 'gain' terminated"), "{err}");
+        assert!(
+            err.contains("subsystem 'hostile' failed: not terminated"),
+            "{err}"
+        );
+        assert_eq!(consistent_trace(&out_dir.join("trace.csv")).len(), 50);
+        let s = summary(&out_dir);
+        assert_eq!(s["status"], "error");
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap()
+                .contains("returned an invalid status 7 (not an fmi2Status: treated as Fatal)"),
+            "{s}"
+        );
+    }
+    // The FMI call log writes the code as its number.
+    let calls = dir.path().join("calls.log");
+    let arg = format!("--log-fmi-calls={}", calls.display());
+    let (out, _) = run_hostile(dir.path(), 7, &[&arg]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let calls = std::fs::read_to_string(&calls).unwrap();
     assert!(
-        err.contains("error: FMU instance 'hostile': fmi2DoStep returned Fatal at t = 0.49"),
-        "{err}"
+        calls.contains("\n[7] hostile: fmi2DoStep(currentCommunicationPoint=0.49,"),
+        "{calls}"
     );
-    assert!(
-        err.contains("Hostile: returning status 42 in the step from 0.49 to 0.5"),
-        "{err}"
-    );
-    assert!(err.contains("subsystem 'gain' terminated"), "{err}");
-    assert!(
-        err.contains("subsystem 'hostile' failed: not terminated"),
-        "{err}"
-    );
-    assert_eq!(consistent_trace(&out_dir.join("trace.csv")).len(), 50);
-    assert_eq!(summary(&out_dir)["status"], "error");
 }
 
 /// An output that only the trace shows is read for the trace's rows

@@ -787,7 +787,7 @@ impl IsolatedSubsystem {
         // The host (if it still runs) and whatever the FMU started die with
         // its process group; the host is reaped.
         let _ = link.end();
-        let cause = match status {
+        let mut cause = match status {
             Ok(status) => format!(
                 "the FMU's host process (pid {pid}) {}",
                 describe_exit(status)
@@ -800,7 +800,13 @@ impl IsolatedSubsystem {
         if call == Call::Idle {
             call = fallback;
         }
-        let t = (!matches!(call, Call::Load | Call::Instantiate)).then_some(t);
+        if call == Call::LoadLibrary {
+            cause = format!(
+                "{}: {cause} (in the library's initialisers: no FMI function had been called)",
+                self.library_shown()
+            );
+        }
+        let t = (!matches!(call, Call::Load | Call::LoadLibrary | Call::Instantiate)).then_some(t);
         link.tail.wait_closed(Duration::from_millis(500));
         let log = link.tail.take();
         self.gone = Some(cause.clone());
@@ -827,6 +833,17 @@ impl IsolatedSubsystem {
             t,
             cause,
             log,
+        }
+    }
+
+    /// The FMU's shared library as the user knows it: `<the .fmu>/<entry>`.
+    fn library_shown(&self) -> String {
+        match &self.fmu {
+            Some(fmu) => match fmu.library_entry() {
+                Ok(entry) => format!("{}/{entry}", fmu.source().display()),
+                Err(_) => format!("the shared library of {}", fmu.source().display()),
+            },
+            None => "the FMU's shared library".to_string(),
         }
     }
 

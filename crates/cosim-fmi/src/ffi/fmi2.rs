@@ -518,7 +518,7 @@ impl Fmi2Instance {
             }
             _ => {
                 match status {
-                    Status::Fatal => self.phase = Phase::Fatal,
+                    Status::Fatal | Status::Invalid(_) => self.phase = Phase::Fatal,
                     // After Error the standard allows freeing, reset or
                     // restoring a saved state; nothing else.
                     Status::Error => self.phase = Phase::Error,
@@ -554,7 +554,7 @@ impl Fmi2Instance {
                 status: Status::Fatal,
                 time: Some(self.time),
                 log: vec![
-                    "the instance returned Fatal earlier; no further calls are allowed".into(),
+                    "the instance returned Fatal (or an invalid status) earlier; no further calls are allowed".into(),
                 ],
             }
         }

@@ -642,7 +642,7 @@ impl Fmi3Instance {
             }
             _ => {
                 match status {
-                    Status::Fatal => self.phase = Phase::Fatal,
+                    Status::Fatal | Status::Invalid(_) => self.phase = Phase::Fatal,
                     // After Error: freeing, reset or restoring a saved state.
                     Status::Error => self.phase = Phase::Error,
                     _ => {}
@@ -677,7 +677,7 @@ impl Fmi3Instance {
                 status: Status::Fatal,
                 time: Some(self.time),
                 log: vec![
-                    "the instance returned Fatal earlier; no further calls are allowed".into(),
+                    "the instance returned Fatal (or an invalid status) earlier; no further calls are allowed".into(),
                 ],
             }
         }

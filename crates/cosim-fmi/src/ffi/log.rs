@@ -36,7 +36,7 @@ impl LogContext {
             Status::Warning | Status::Discard => {
                 tracing::warn!(target: "fmu", instance = %self.instance, category, "{message}")
             }
-            Status::Error | Status::Fatal => {
+            Status::Error | Status::Fatal | Status::Invalid(_) => {
                 tracing::error!(target: "fmu", instance = %self.instance, category, "{message}")
             }
         }
