@@ -49,21 +49,36 @@ pub(crate) struct CallbackFunctions {
 /// (`cosim_fmi2_env` in `c/fmi2_logger.c`).
 #[repr(C)]
 struct ShimEnv {
-    sink: unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char, *const c_char),
+    sink: Sink,
     ctx: *mut c_void,
 }
+
+/// `cosim_fmi2_sink`: a formatted message of `len` bytes, `cut` when the
+/// shim stopped at its bound.
+type Sink = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_char,
+    c_int,
+    *const c_char,
+    *const c_char,
+    usize,
+    c_int,
+);
 
 /// Receives formatted messages from the C shim.
 ///
 /// # Safety
 /// `ctx` is the `LogContext` pointer stored in the `ShimEnv` of a live
-/// instance; the string arguments are null or NUL-terminated.
+/// instance; `category` is null or NUL-terminated, `message` points to
+/// `len` bytes.
 unsafe extern "C" fn log_sink(
     ctx: *mut c_void,
     _instance_name: *const c_char,
     status: c_int,
     category: *const c_char,
     message: *const c_char,
+    len: usize,
+    cut: c_int,
 ) {
     if ctx.is_null() {
         return;
@@ -71,12 +86,17 @@ unsafe extern "C" fn log_sink(
     // SAFETY: ctx points to the boxed LogContext owned by the instance, which
     // outlives every call the FMU can make (it is dropped after freeInstance).
     let log = unsafe { &*(ctx as *const LogContext) };
-    // SAFETY: the shim passes null or NUL-terminated strings.
-    let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
-    // A panic must not unwind into C.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        log.log(Status::from_fmi2(status), &category, &message)
-    }));
+    // SAFETY: the shim passes a null or NUL-terminated category and `len`
+    // bytes of message, valid during this call.
+    unsafe {
+        log.log_c(
+            Status::from_fmi2(status),
+            category,
+            message,
+            Some(len),
+            cut != 0,
+        )
+    };
 }
 
 macro_rules! fn_table {
@@ -1634,3 +1654,7 @@ impl Drop for Fmi2Instance {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "fmi2_logger_tests.rs"]
+mod logger_tests;

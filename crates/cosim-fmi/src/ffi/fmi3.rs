@@ -39,11 +39,9 @@ unsafe extern "C" fn log_message(
     // SAFETY: env is the Environment owned by the instance, alive until
     // after fmi3FreeInstance.
     let log = unsafe { &(*(env as *const Environment)).log };
-    // SAFETY: the FMU passes null or NUL-terminated strings.
-    let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        log.log(Status::from_fmi3(status), &category, &message)
-    }));
+    // SAFETY: the FMU passes null or NUL-terminated strings (read no
+    // further than the bounds).
+    unsafe { log.log_c(Status::from_fmi3(status), category, message, None, false) };
 }
 
 macro_rules! fn_table {
