@@ -1323,6 +1323,47 @@ fn control_bytes_an_fmu_logs_are_escaped_in_the_error_line() {
     }
 }
 
+/// A thread the FMU started and leaves running after fmi2FreeInstance
+/// (calling into its library every 0.2 ms) does not turn a completed run
+/// into a crash: the library is never unloaded under it. Exit status 0,
+/// summary `completed`, no extraction directory left; in process (it was
+/// killed by SIGSEGV, 139) and isolated.
+#[test]
+fn a_thread_the_fmu_leaves_running_does_not_crash_the_completed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = hostile_scenario(dir.path(), "lingering", "status = 0, misbehave = 3");
+    for isolation in ["none", "process"] {
+        let tmp = dir.path().join(format!("tmp_{isolation}"));
+        std::fs::create_dir(&tmp).unwrap();
+        let out_dir = dir.path().join(format!("out_{isolation}"));
+        let m = run_measured(
+            &[
+                "run".as_ref(),
+                "--no-progress".as_ref(),
+                "--isolation".as_ref(),
+                isolation.as_ref(),
+                scenario.as_os_str(),
+                "--out".as_ref(),
+                out_dir.as_os_str(),
+            ],
+            &[("TMPDIR", tmp.to_str().unwrap())],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            (m.code, m.signal),
+            (Some(0), None),
+            "{isolation}: {}",
+            m.stderr
+        );
+        assert_eq!(summary(&out_dir)["status"], "completed", "{isolation}");
+        assert_eq!(
+            extraction_entries(&tmp),
+            Vec::<String>::new(),
+            "{isolation}"
+        );
+    }
+}
+
 /// An output that only the trace shows is read for the trace's rows
 /// (`System::read_rest`), so a NaN in it is found at the next row: the
 /// message says when it was last read, and the last row shows the NaN

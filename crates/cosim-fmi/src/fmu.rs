@@ -328,6 +328,10 @@ impl Fmu {
                 library: self.shown(&library),
                 function,
             },
+            FmiError::Io { path, error } => FmiError::Io {
+                path: self.shown(&path),
+                error,
+            },
             other => other,
         }
     }

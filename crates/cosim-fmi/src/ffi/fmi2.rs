@@ -9,6 +9,7 @@ use libloading::Library;
 
 use super::call_log::{CallLog, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
+use super::pool::Pool;
 use super::{Phase, StateHandle, Status, StepCall, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
 use crate::instance::HeldValues;
@@ -173,11 +174,14 @@ fn_table! {
     }
 }
 
+/// Every FMI 2.0 library this process loaded (`super::pool`).
+static POOL: Pool<Fmi2Library> = Pool::new();
+
 /// A loaded FMI 2.0 shared library and its resolved functions.
 pub struct Fmi2Library {
     functions: Functions,
     path: PathBuf,
-    // Declared last: dropped after the function pointers are unusable.
+    // Never dropped: the pool keeps every loaded copy (`super::pool`).
     _library: Library,
 }
 
@@ -190,24 +194,43 @@ impl std::fmt::Debug for Fmi2Library {
 }
 
 impl Fmi2Library {
-    /// Loads the library at `path` and resolves the FMI 2.0 functions.
+    /// Loads the library at `path` and resolves the FMI 2.0 functions, or
+    /// takes a loaded copy of the same library (the same bytes) that no
+    /// FMU uses any more. A loaded library is never unloaded
+    /// (`super::pool`: an FMU's threads may outlive its instances).
     pub fn load(path: &Path) -> Result<Arc<Self>> {
-        // SAFETY: loading a library runs its initialisers; an FMU binary is
-        // trusted to that extent by the user who asks to simulate it (the
-        // `isolation = "process"` mode exists for FMUs that are not).
-        let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
-            library: path.to_path_buf(),
-            reason: super::load_error_reason(&e),
-        })?;
-        let functions = Functions::load(&library, path)?;
-        Ok(Arc::new(Fmi2Library {
-            functions,
-            path: path.to_path_buf(),
-            _library: library,
-        }))
+        POOL.get_or_load(path, || {
+            // SAFETY: loading a library runs its initialisers; an FMU binary is
+            // trusted to that extent by the user who asks to simulate it (the
+            // `isolation = "process"` mode exists for FMUs that are not).
+            let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
+                library: path.to_path_buf(),
+                reason: super::load_error_reason(&e),
+            })?;
+            let functions = match Functions::load(&library, path) {
+                Ok(functions) => functions,
+                Err(e) => {
+                    // Its initialisers ran: not unloaded either.
+                    std::mem::forget(library);
+                    return Err(e);
+                }
+            };
+            Ok(Fmi2Library {
+                functions,
+                path: path.to_path_buf(),
+                _library: library,
+            })
+        })
     }
 
-    /// The library file.
+    /// How many copies of FMI 2.0 libraries this process has loaded (all
+    /// still loaded).
+    pub(crate) fn loaded_copies() -> usize {
+        POOL.len()
+    }
+
+    /// The file this copy was loaded from (for a reused copy, an earlier
+    /// FMU's extraction, perhaps removed since).
     pub fn path(&self) -> &Path {
         &self.path
     }

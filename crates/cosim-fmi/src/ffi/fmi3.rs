@@ -10,6 +10,7 @@ use libloading::Library;
 
 use super::call_log::{CallLog, LogNum, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
+use super::pool::Pool;
 use super::{
     Phase, StateHandle, Status, StepCall, StepOutcome, check_len, check_values_len,
     next_instance_id,
@@ -240,6 +241,9 @@ fn_table! {
     }
 }
 
+/// Every FMI 3.0 library this process loaded (`super::pool`).
+static POOL: Pool<Fmi3Library> = Pool::new();
+
 /// A loaded FMI 3.0 shared library and its resolved functions.
 pub struct Fmi3Library {
     functions: Functions,
@@ -256,22 +260,41 @@ impl std::fmt::Debug for Fmi3Library {
 }
 
 impl Fmi3Library {
-    /// Loads the library at `path` and resolves the FMI 3.0 functions.
+    /// Loads the library at `path` and resolves the FMI 3.0 functions, or
+    /// takes a loaded copy of the same library (the same bytes) that no
+    /// FMU uses any more. A loaded library is never unloaded
+    /// (`super::pool`: an FMU's threads may outlive its instances).
     pub fn load(path: &Path) -> Result<Arc<Self>> {
-        // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
-        let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
-            library: path.to_path_buf(),
-            reason: super::load_error_reason(&e),
-        })?;
-        let functions = Functions::load(&library, path)?;
-        Ok(Arc::new(Fmi3Library {
-            functions,
-            path: path.to_path_buf(),
-            _library: library,
-        }))
+        POOL.get_or_load(path, || {
+            // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
+            let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
+                library: path.to_path_buf(),
+                reason: super::load_error_reason(&e),
+            })?;
+            let functions = match Functions::load(&library, path) {
+                Ok(functions) => functions,
+                Err(e) => {
+                    // Its initialisers ran: not unloaded either.
+                    std::mem::forget(library);
+                    return Err(e);
+                }
+            };
+            Ok(Fmi3Library {
+                functions,
+                path: path.to_path_buf(),
+                _library: library,
+            })
+        })
     }
 
-    /// The library file.
+    /// How many copies of FMI 3.0 libraries this process has loaded (all
+    /// still loaded).
+    pub(crate) fn loaded_copies() -> usize {
+        POOL.len()
+    }
+
+    /// The file this copy was loaded from (for a reused copy, an earlier
+    /// FMU's extraction, perhaps removed since).
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -10,6 +10,7 @@ pub mod call_log;
 pub mod fmi2;
 pub mod fmi3;
 mod log;
+mod pool;
 
 use serde::{Deserialize, Serialize};
 
@@ -248,6 +249,13 @@ pub fn on_foreign_exit(handler: impl Fn() + Send + Sync + 'static) -> bool {
     // SAFETY: registers a function without arguments that never unwinds
     // (it catches panics); atexit stores only the pointer.
     unsafe { libc::atexit(run_on_foreign_exit) == 0 }
+}
+
+/// How many copies of FMU libraries this process has loaded: all are still
+/// loaded (none is ever unloaded; a copy no FMU uses serves the next load
+/// of the same library). For tests of that bound.
+pub fn loaded_library_copies() -> usize {
+    fmi2::Fmi2Library::loaded_copies() + fmi3::Fmi3Library::loaded_copies()
 }
 
 pub(crate) fn next_instance_id() -> u64 {
