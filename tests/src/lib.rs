@@ -290,14 +290,22 @@ pub fn check_block_in(path: &Path, name: &str, text: &str) {
 }
 
 /// Builds `tests/data/hostile_fmu` (a hand-written FMI 2.0 FMU in C whose
-/// calls return status codes the kit's FMUs never return) into
+/// calls return status codes the kit's FMUs never return, and which
+/// misbehaves on request in ways the kit never does: `hostile.c`) into
 /// `<dir>/Hostile.fmu` with the system C compiler (`CC`, else `cc`).
 pub fn hostile_fmu(dir: &Path) -> PathBuf {
     let src = root().join("tests/data/hostile_fmu");
     let lib = dir.join("Hostile.so");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
+        .args([
+            "-shared",
+            "-fPIC",
+            "-pthread",
+            "-O1",
+            "-fvisibility=hidden",
+            "-o",
+        ])
         .arg(&lib)
         .arg(src.join("hostile.c"))
         .output()

@@ -1021,11 +1021,11 @@ fn a_hanging_isolated_fmu_does_not_hold_up_ctrl_c() {
 
 // ----- status codes the kit never returns: a hand-written C FMU -------------
 
-/// Runs the Hostile FMU (beside a Gain fed by it) with doStep returning
-/// `status` once at t = 0.5.
-fn run_hostile(dir: &Path, status: i32) -> (Output, PathBuf) {
+/// A scenario `<name>.toml` in `dir`: the Hostile FMU with `parameters`
+/// (a TOML inline table's body) beside a Gain fed by it, 0 to 1 s by 0.01.
+fn hostile_scenario(dir: &Path, name: &str, parameters: &str) -> PathBuf {
     let hostile = hostile_fmu(dir);
-    let scenario = dir.join(format!("hostile{status}.toml"));
+    let scenario = dir.join(format!("{name}.toml"));
     std::fs::write(
         &scenario,
         format!(
@@ -1038,7 +1038,7 @@ step = 0.01
 [[subsystems]]
 name = "hostile"
 fmu = "{}"
-parameters = {{ status = {status} }}
+parameters = {{ {parameters} }}
 
 [[subsystems]]
 name = "gain"
@@ -1053,14 +1053,25 @@ to = "gain.u"
         ),
     )
     .unwrap();
-    let out_dir = dir.join(format!("out{status}"));
-    (run_logged(&scenario, &out_dir, &[]), out_dir)
+    scenario
+}
+
+/// Runs the Hostile FMU (beside a Gain fed by it) with doStep returning
+/// `status` once at t = 0.5 (`extra`: more arguments of `cosim run`).
+fn run_hostile(dir: &Path, status: i32, extra: &[&str]) -> (Output, PathBuf) {
+    let scenario = hostile_scenario(
+        dir,
+        &format!("hostile{status}"),
+        &format!("status = {status}"),
+    );
+    let out_dir = dir.join(format!("out{status}{}", extra.join("")));
+    (run_logged(&scenario, &out_dir, extra), out_dir)
 }
 
 #[test]
 fn a_warning_status_is_logged_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, out_dir) = run_hostile(dir.path(), 1);
+    let (out, out_dir) = run_hostile(dir.path(), 1, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("fmi2DoStep returned Warning"), "{err}");
@@ -1076,28 +1087,278 @@ fn a_warning_status_is_logged_and_the_run_goes_on() {
 }
 
 /// A status code outside the standard is not trusted: treated as Fatal, the
-/// instance is not called again (not even freed), the others are terminated.
+/// instance is not called again (not even freed), the others are
+/// terminated; the message names the code (it said "returned Fatal"), in
+/// process and isolated alike.
 #[test]
-fn an_unknown_status_code_is_treated_as_fatal() {
+fn an_invalid_status_code_is_named_and_treated_as_fatal() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, out_dir) = run_hostile(dir.path(), 42);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    for extra in [&[][..], &["--isolation", "process"]] {
+        let (out, out_dir) = run_hostile(dir.path(), 7, extra);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains(
+                "error: FMU instance 'hostile': fmi2DoStep returned an invalid status 7 \
+                 (not an fmi2Status: treated as Fatal) at t = 0.49; the FMU logged:\n  \
+                 [invalid status 7] logStatusWarning: Hostile: returning status 7 in the step from 0.49 to 0.5"
+            ),
+            "{extra:?}: {err}"
+        );
+        assert!(err.contains("subsystem 'gain' terminated"), "{err}");
+        assert!(
+            err.contains("subsystem 'hostile' failed: not terminated"),
+            "{err}"
+        );
+        assert_eq!(consistent_trace(&out_dir.join("trace.csv")).len(), 50);
+        let s = summary(&out_dir);
+        assert_eq!(s["status"], "error");
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap()
+                .contains("returned an invalid status 7 (not an fmi2Status: treated as Fatal)"),
+            "{s}"
+        );
+    }
+    // The FMI call log writes the code as its number.
+    let calls = dir.path().join("calls.log");
+    let arg = format!("--log-fmi-calls={}", calls.display());
+    let (out, _) = run_hostile(dir.path(), 7, &[&arg]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let calls = std::fs::read_to_string(&calls).unwrap();
     assert!(
-        err.contains("error: FMU instance 'hostile': fmi2DoStep returned Fatal at t = 0.49"),
-        "{err}"
+        calls.contains("\n[7] hostile: fmi2DoStep(currentCommunicationPoint=0.49,"),
+        "{calls}"
     );
-    assert!(
-        err.contains("Hostile: returning status 42 in the step from 0.49 to 0.5"),
-        "{err}"
-    );
-    assert!(err.contains("subsystem 'gain' terminated"), "{err}");
-    assert!(
-        err.contains("subsystem 'hostile' failed: not terminated"),
-        "{err}"
-    );
-    assert_eq!(consistent_trace(&out_dir.join("trace.csv")).len(), 50);
-    assert_eq!(summary(&out_dir)["status"], "error");
+}
+
+/// How a `cosim` process ended, and what it cost.
+struct Measured {
+    code: Option<i32>,
+    signal: Option<i32>,
+    /// The first 4 MB of its standard error.
+    stderr: String,
+    /// All the bytes it wrote there.
+    stderr_len: usize,
+    /// Its peak resident memory (VmHWM), read from `/proc` every 10 ms
+    /// while it runs (VmHWM only grows: the last reading is the peak up to
+    /// a few milliseconds before the end).
+    max_rss_kib: u64,
+}
+
+/// Runs `cosim args` with `env`, reading its standard error and its peak
+/// memory. Killed, failing the test, if it has not ended after `limit`
+/// (only a pathological regression takes that long).
+fn run_measured(args: &[&std::ffi::OsStr], env: &[(&str, &str)], limit: Duration) -> Measured {
+    use std::os::unix::process::ExitStatusExt;
+    fmus();
+    let mut child = Command::new(cosim_bin())
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut kept, mut total, mut buf) = (Vec::new(), 0usize, vec![0u8; 1 << 16]);
+        while let Ok(n @ 1..) = pipe.read(&mut buf) {
+            total += n;
+            let room = (4usize << 20).saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+        }
+        (String::from_utf8_lossy(&kept).into_owned(), total)
+    });
+    let status_file = format!("/proc/{}/status", child.id());
+    let start = Instant::now();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if let Ok(text) = std::fs::read_to_string(&status_file)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kib);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("cosim {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stderr, stderr_len) = reader.join().unwrap();
+    assert!(peak > 0, "no VmHWM read from {status_file}");
+    Measured {
+        code: status.code(),
+        signal: status.signal(),
+        stderr,
+        stderr_len,
+        max_rss_kib: peak,
+    }
+}
+
+/// The start and the end of a long text, for assertion messages.
+fn ends(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= 2000 {
+        return text.to_string();
+    }
+    let head: String = chars[..1000].iter().collect();
+    let tail: String = chars[chars.len() - 1000..].iter().collect();
+    format!("{head}\n[...]\n{tail}")
+}
+
+/// Log messages whose formats would take seconds and gigabytes to expand
+/// in full (`%900000000d`, `%.900000000f`, the same through `*`
+/// arguments) and a 1 MB message: each is cut at 64 KiB with a note, the
+/// run completes, and its memory and standard error stay small, in
+/// process and isolated (the host formats with the same bounds, the
+/// master forwards; the master's memory is measured). Before:
+/// 4 min 10 s, 8.8 GB and 3.6 GB of standard error in process; isolated
+/// 3.5 GB in the master, and the host killed after isolation_timeout.
+#[test]
+fn a_logger_bomb_costs_a_bounded_message_in_process_and_isolated() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = hostile_scenario(dir.path(), "bombs", "status = 0, misbehave = 1");
+    for isolation in ["none", "process"] {
+        let out_dir = dir.path().join(format!("out_{isolation}"));
+        let m = run_measured(
+            &[
+                "run".as_ref(),
+                "--no-progress".as_ref(),
+                "--isolation".as_ref(),
+                isolation.as_ref(),
+                scenario.as_os_str(),
+                "--out".as_ref(),
+                out_dir.as_os_str(),
+            ],
+            &[],
+            Duration::from_secs(60),
+        );
+        let err = ends(&m.stderr);
+        assert_eq!((m.code, m.signal), (Some(0), None), "{isolation}: {err}");
+        assert_eq!(
+            m.stderr
+                .matches(" ... [message cut at 65536 bytes]")
+                .count(),
+            5,
+            "{isolation}: {err}"
+        );
+        assert!(
+            m.stderr.contains(" WARN width:      "),
+            "{isolation}: {err}"
+        );
+        assert!(
+            m.stderr.contains(" WARN precision: 3.2500000"),
+            "{isolation}: {err}"
+        );
+        assert!(
+            m.stderr.contains(" WARN long: xxxxxxxx"),
+            "{isolation}: {err}"
+        );
+        assert!(
+            m.stderr.contains("after the bombs: 5 ok 1.500"),
+            "{isolation}: {err}"
+        );
+        assert!(
+            m.stderr_len < 1 << 20,
+            "{isolation}: {} bytes",
+            m.stderr_len
+        );
+        assert!(
+            m.max_rss_kib < 256 * 1024,
+            "{isolation}: peak memory {} KiB",
+            m.max_rss_kib
+        );
+        assert_eq!(summary(&out_dir)["status"], "completed", "{isolation}");
+    }
+}
+
+/// An FMU's log line quoted in the final `error:` line cannot drive the
+/// terminal: ESC, BEL, CR and C1 controls are escaped there as in the log
+/// line (`\x1b`), while `summary.json` keeps the FMU's text as it was
+/// (JSON-escaped), in process and isolated.
+#[test]
+fn control_bytes_an_fmu_logs_are_escaped_in_the_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = hostile_scenario(dir.path(), "controls", "status = 3, misbehave = 2");
+    for extra in [&[][..], &["--isolation", "process"]] {
+        let out_dir = dir.path().join(format!("out{}", extra.join("")));
+        let out = run_logged(&scenario, &out_dir, extra);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        let raw: Vec<u8> = out
+            .stderr
+            .iter()
+            .copied()
+            .filter(|&b| b < 0x20 && b != b'\n' && b != b'\t')
+            .collect();
+        assert_eq!(raw, b"", "{extra:?}: control bytes on stderr: {err}");
+        assert!(!err.contains('\u{9b}'), "{extra:?}: {err}");
+        assert!(
+            err.contains(
+                "error: FMU instance 'hostile': fmi2DoStep returned Error at t = 0.49; the FMU logged:\n  \
+                 [Error] log\\x1b[1mCategory: Hostile: \\x1b[2J\\x1b[31mred\\x1b[0m \\x1b]0;title\\x07 bell\\x0d back \\u{9b} csi; \
+                 returning status 3 in the step from 0.49 to 0.5\n"
+            ),
+            "{extra:?}: {err}"
+        );
+        let s = summary(&out_dir);
+        assert!(
+            s["message"].as_str().unwrap().contains(
+                "[Error] log\u{1b}[1mCategory: Hostile: \u{1b}[2J\u{1b}[31mred\u{1b}[0m \u{1b}]0;title\u{7} bell\r back \u{9b} csi;"
+            ),
+            "{extra:?}: {s}"
+        );
+    }
+}
+
+/// A thread the FMU started and leaves running after fmi2FreeInstance
+/// (calling into its library every 0.2 ms) does not turn a completed run
+/// into a crash: the library is never unloaded under it. Exit status 0,
+/// summary `completed`, no extraction directory left; in process (it was
+/// killed by SIGSEGV, 139) and isolated.
+#[test]
+fn a_thread_the_fmu_leaves_running_does_not_crash_the_completed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = hostile_scenario(dir.path(), "lingering", "status = 0, misbehave = 3");
+    for isolation in ["none", "process"] {
+        let tmp = dir.path().join(format!("tmp_{isolation}"));
+        std::fs::create_dir(&tmp).unwrap();
+        let out_dir = dir.path().join(format!("out_{isolation}"));
+        let m = run_measured(
+            &[
+                "run".as_ref(),
+                "--no-progress".as_ref(),
+                "--isolation".as_ref(),
+                isolation.as_ref(),
+                scenario.as_os_str(),
+                "--out".as_ref(),
+                out_dir.as_os_str(),
+            ],
+            &[("TMPDIR", tmp.to_str().unwrap())],
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            (m.code, m.signal),
+            (Some(0), None),
+            "{isolation}: {}",
+            m.stderr
+        );
+        assert_eq!(summary(&out_dir)["status"], "completed", "{isolation}");
+        assert_eq!(
+            extraction_entries(&tmp),
+            Vec::<String>::new(),
+            "{isolation}"
+        );
+    }
 }
 
 /// An output that only the trace shows is read for the trace's rows

@@ -408,3 +408,65 @@ fn a_library_the_loader_refuses_is_named_by_the_fmu_and_its_entry() {
         &keys,
     );
 }
+
+/// A library whose constructor crashes as it is loaded (the Hostile FMU
+/// with COSIM_TEST_HOSTILE_CONSTRUCTOR_CRASH=1), before any FMI call, is
+/// blamed on loading it, naming `<the .fmu>/<entry>`, not on
+/// `fmi2Instantiate` (which it was): `check` and `run --isolation process`
+/// load it in a host, which dies; in process the run dies of the signal,
+/// and its debug log's last line names the library being loaded.
+#[test]
+fn a_crash_in_the_library_constructor_is_blamed_on_loading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = cosim_tests::hostile_fmu(dir.path());
+    let scenario = scenario_for(&fmu);
+    let shown = fmu
+        .join("binaries/linux64/Hostile.so")
+        .display()
+        .to_string();
+    let run = |args: &[&str], log: &str| {
+        Command::new(cosim_tests::cosim_bin())
+            .args(args)
+            .arg(&scenario)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .env("COSIM_TEST_HOSTILE_CONSTRUCTOR_CRASH", "1")
+            .env("COSIM_LOG", log)
+            .output()
+            .unwrap()
+    };
+    let blamed = format!(
+        "error: subsystem 'int': loading the shared library: {shown}: the FMU's host process (pid "
+    );
+    for args in [
+        &["check"][..],
+        &["run", "--no-progress", "--isolation", "process"],
+    ] {
+        let out = run(args, "warn");
+        let err = String::from_utf8_lossy(&out.stderr);
+        refused(
+            &format!("{args:?}"),
+            &out,
+            &[
+                &blamed,
+                ") died of a segmentation fault (SIGSEGV) (in the library's initialisers: no FMI function had been called)",
+            ],
+        );
+        assert!(!err.contains("fmi2Instantiate"), "{args:?}: {err}");
+    }
+    let out = run(&["run", "--no-progress"], "warn,cosim_fmi=debug");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc_sigsegv()), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "loading the shared library {shown} (its initialisers run)"
+        )),
+        "{err}"
+    );
+}
+
+/// SIGSEGV's number on Linux.
+fn libc_sigsegv() -> i32 {
+    11
+}

@@ -34,9 +34,12 @@ macro_rules! out {
 pub(crate) use out;
 
 /// One line to standard error with a single write; failures ignored.
+/// Control characters are escaped (`\x1b`): messages quote FMU text (its
+/// log lines in an error), which must not drive the terminal.
 pub fn stderr_line(text: &str) {
+    let text = cosim_fmi::text::escape_controls(text);
     let mut line = String::with_capacity(text.len() + 1);
-    line.push_str(text);
+    line.push_str(&text);
     line.push('\n');
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

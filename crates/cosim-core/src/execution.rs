@@ -737,14 +737,16 @@ impl Default for Progress {
     }
 }
 
-/// The subsystem whose FMU returned Error or Fatal, or whose host process
+/// The subsystem whose FMU returned Error or Fatal (or an invalid status,
+/// treated as Fatal), or whose host process
 /// died (process isolation), if that is what stopped the run (FMU instances
 /// are named after their subsystem).
 fn failed_subsystem(error: &CoreError, system: &System) -> Option<usize> {
     let name = match error {
         CoreError::Fmi(cosim_fmi::FmiError::Status {
             instance,
-            status: cosim_fmi::Status::Error | cosim_fmi::Status::Fatal,
+            status:
+                cosim_fmi::Status::Error | cosim_fmi::Status::Fatal | cosim_fmi::Status::Invalid(_),
             ..
         }) => instance,
         CoreError::HostProcess { subsystem, .. } => subsystem,

@@ -100,9 +100,11 @@ pub enum FmiError {
         reason: String,
     },
 
-    /// An FMI function returned a status other than OK or Warning.
+    /// An FMI function returned a status other than OK or Warning (or a
+    /// code that is no status: [`Status::Invalid`], treated as Fatal).
     #[error(
-        "FMU instance '{instance}': {function} returned {status}{}{}",
+        "FMU instance '{instance}': {function} returned {}{}{}",
+        returned(function, *status),
         time.map(|t| format!(" at t = {t}")).unwrap_or_default(),
         if log.is_empty() { String::new() } else { format!("; the FMU logged:\n  {}", log.join("\n  ")) }
     )]
@@ -140,4 +142,21 @@ pub enum FmiError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// What a function returned, for [`FmiError::Status`]: the status, or for
+/// a code outside the standard, "an invalid status 7 (not an fmi2Status:
+/// treated as Fatal)".
+fn returned(function: &str, status: Status) -> String {
+    match status {
+        Status::Invalid(code) => {
+            let kind = if function.starts_with("fmi3") {
+                "fmi3Status"
+            } else {
+                "fmi2Status"
+            };
+            format!("an invalid status {code} (not an {kind}: treated as Fatal)")
+        }
+        other => other.to_string(),
+    }
 }

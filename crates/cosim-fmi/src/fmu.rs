@@ -295,6 +295,12 @@ impl Fmu {
             // Checked at open, and again here, right before `dlopen`: an
             // unpacked FMU directory may have changed since.
             self.check_library()?;
+            // In-process, a crash in the library's initialisers ends the
+            // process: this line (-vv) says what was being loaded.
+            tracing::debug!(
+                "loading the shared library {} (its initialisers run)",
+                self.shown(&path).display()
+            );
             let loaded = match self.inner.md.fmi_version {
                 FmiVersion::V2 => Fmi2Library::load(&path).map(Library::V2),
                 FmiVersion::V3 => Fmi3Library::load(&path).map(Library::V3),
@@ -321,6 +327,10 @@ impl Fmu {
             FmiError::MissingFunction { library, function } => FmiError::MissingFunction {
                 library: self.shown(&library),
                 function,
+            },
+            FmiError::Io { path, error } => FmiError::Io {
+                path: self.shown(&path),
+                error,
             },
             other => other,
         }

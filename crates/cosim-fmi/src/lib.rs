@@ -12,7 +12,8 @@
 //!   interface from units, quantities and names;
 //! - [`ffi`] binds the shared library's C functions (the only place with
 //!   `unsafe`), and [`Instance`] is the safe, `Send` API over one instance;
-//! - [`inspect`] summarises an FMU for `cosim inspect`.
+//! - [`inspect`] summarises an FMU for `cosim inspect`;
+//! - [`text`] bounds and escapes the text an FMU gives (log messages).
 //!
 //! It does not know about masters, connections or scenarios: those live in
 //! `cosim-core` and `cosim-scenario`.
@@ -28,6 +29,7 @@ mod fmu;
 pub mod inspect;
 mod instance;
 pub mod model_description;
+pub mod text;
 
 pub use error::{FmiError, Result};
 pub use ffi::Status;

@@ -557,6 +557,10 @@ impl Host<'_> {
                     })?),
                     None => None,
                 };
+                // Loaded on its own, so that a crash in the library's
+                // initialisers is not taken for one in fmi2Instantiate.
+                self.calling(Call::LoadLibrary, t);
+                fmu.load().map_err(fmi)?;
                 self.calling(Call::Instantiate, t);
                 let options = InstantiateOptions {
                     logging_on,

@@ -1,8 +1,7 @@
 //! The master's side: [`IsolatedSubsystem`], a [`Subsystem`] whose FMU
 //! lives in a host process.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, IoSlice, Write};
+use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -10,7 +9,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use cosim_core::subsystem::{
@@ -28,12 +27,10 @@ use crate::protocol::{
     write_frame,
 };
 use crate::sys::SharedRegion;
+use crate::tail::Tail;
 
 /// Default of `isolation_timeout`: how long one call may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Lines of the host's standard error kept for error messages.
-const TAIL_LINES: usize = 20;
 
 /// How an isolated subsystem is run.
 #[derive(Debug, Clone)]
@@ -81,85 +78,6 @@ fn host_program() -> Result<PathBuf> {
             "process isolation starts `cosim host` in a child process, and this program ({}) is not `cosim`: set COSIM_HOST to the path of the cosim binary",
             exe.display()
         )))
-    }
-}
-
-/// The host's standard error: forwarded line by line to ours, the last
-/// lines kept (except FMI call-log lines, which are only forwarded: the
-/// lines kept are quoted in error messages as the FMU's last words).
-struct Tail {
-    lines: Mutex<(VecDeque<String>, bool)>,
-    done: Condvar,
-}
-
-impl Tail {
-    /// Starts forwarding; `call_log` says the host writes its FMI call log
-    /// to its standard error.
-    fn start(stderr: std::process::ChildStderr, name: &str, call_log: bool) -> Arc<Tail> {
-        let tail = Arc::new(Tail {
-            lines: Mutex::new((VecDeque::new(), false)),
-            done: Condvar::new(),
-        });
-        let t = Arc::clone(&tail);
-        let instance = name.to_string();
-        let spawned = std::thread::Builder::new()
-            .name(format!("host-stderr-{name}"))
-            .spawn(move || {
-                let mut reader = std::io::BufReader::new(stderr);
-                let mut buf = Vec::new();
-                loop {
-                    buf.clear();
-                    match reader.read_until(b'\n', &mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            let line = String::from_utf8_lossy(&buf);
-                            let line = line.trim_end_matches(['\n', '\r']);
-                            // One write per line: lines of several hosts
-                            // and of the master do not mix.
-                            let mut out = String::with_capacity(line.len() + 1);
-                            out.push_str(line);
-                            out.push('\n');
-                            let _ = std::io::stderr().lock().write_all(out.as_bytes());
-                            if call_log
-                                && cosim_fmi::ffi::call_log::is_call_log_line(line, &instance)
-                            {
-                                continue;
-                            }
-                            if let Ok(mut l) = t.lines.lock() {
-                                if l.0.len() == TAIL_LINES {
-                                    l.0.pop_front();
-                                }
-                                l.0.push_back(strip_ansi(line));
-                            }
-                        }
-                    }
-                }
-                if let Ok(mut l) = t.lines.lock() {
-                    l.1 = true;
-                }
-                t.done.notify_all();
-            });
-        if spawned.is_err()
-            && let Ok(mut l) = tail.lines.lock()
-        {
-            l.1 = true;
-        }
-        tail
-    }
-
-    /// Waits (at most `limit`) until the host's standard error is closed.
-    fn wait_closed(&self, limit: Duration) {
-        let Ok(guard) = self.lines.lock() else {
-            return;
-        };
-        let _ = self.done.wait_timeout_while(guard, limit, |l| !l.1);
-    }
-
-    fn take(&self) -> Vec<String> {
-        self.lines
-            .lock()
-            .map(|mut l| l.0.drain(..).collect())
-            .unwrap_or_default()
     }
 }
 
@@ -788,7 +706,7 @@ impl IsolatedSubsystem {
         // The host (if it still runs) and whatever the FMU started die with
         // its process group; the host is reaped.
         let _ = link.end();
-        let cause = match status {
+        let mut cause = match status {
             Ok(status) => format!(
                 "the FMU's host process (pid {pid}) {}",
                 describe_exit(status)
@@ -801,7 +719,13 @@ impl IsolatedSubsystem {
         if call == Call::Idle {
             call = fallback;
         }
-        let t = (!matches!(call, Call::Load | Call::Instantiate)).then_some(t);
+        if call == Call::LoadLibrary {
+            cause = format!(
+                "{}: {cause} (in the library's initialisers: no FMI function had been called)",
+                self.library_shown()
+            );
+        }
+        let t = (!matches!(call, Call::Load | Call::LoadLibrary | Call::Instantiate)).then_some(t);
         link.tail.wait_closed(Duration::from_millis(500));
         let log = link.tail.take();
         self.gone = Some(cause.clone());
@@ -828,6 +752,17 @@ impl IsolatedSubsystem {
             t,
             cause,
             log,
+        }
+    }
+
+    /// The FMU's shared library as the user knows it: `<the .fmu>/<entry>`.
+    fn library_shown(&self) -> String {
+        match &self.fmu {
+            Some(fmu) => match fmu.library_entry() {
+                Ok(entry) => format!("{}/{entry}", fmu.source().display()),
+                Err(_) => format!("the shared library of {}", fmu.source().display()),
+            },
+            None => "the FMU's shared library".to_string(),
         }
     }
 
@@ -879,37 +814,6 @@ fn interrupt_requested() -> bool {
     INTERRUPT
         .get()
         .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
-}
-
-impl Tail {
-    fn start_closed() -> Arc<Tail> {
-        Arc::new(Tail {
-            lines: Mutex::new((VecDeque::new(), true)),
-            done: Condvar::new(),
-        })
-    }
-}
-
-/// `line` without ANSI escape sequences (the host's log lines are coloured
-/// like the master's; quoted in a message, the codes are noise).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        // ESC [ parameters... final byte (0x40..=0x7e); other escapes: one char.
-        if chars.next() == Some('[') {
-            for c in chars.by_ref() {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    break;
-                }
-            }
-        }
-    }
-    out
 }
 
 /// "died of a segmentation fault (SIGSEGV)", "exited with status 3".
@@ -1246,17 +1150,6 @@ impl IsolatedSubsystem {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ansi_codes_are_stripped() {
-        assert_eq!(
-            strip_ansi(
-                "\u{1b}[31mERROR\u{1b}[0m boom \u{1b}[3minstance\u{1b}[0m\u{1b}[2m=\u{1b}[0mx"
-            ),
-            "ERROR boom instance=x"
-        );
-        assert_eq!(strip_ansi("plain"), "plain");
-    }
 
     #[test]
     fn exits_are_described() {

@@ -18,6 +18,7 @@ pub mod host;
 mod isolated;
 pub mod protocol;
 mod sys;
+mod tail;
 
 pub use isolated::{
     DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, set_host_program, watch_interrupt,

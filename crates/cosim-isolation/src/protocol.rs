@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 // ----- control words (u32, one per cache line) ----------------------------
 
@@ -296,7 +296,7 @@ pub enum WireError {
     Status {
         instance: String,
         function: String,
-        status: u8,
+        status: Status,
         time: Option<f64>,
         log: Vec<String>,
     },
@@ -321,28 +321,6 @@ pub enum WireError {
         origin: String,
         error: Box<WireError>,
     },
-}
-
-fn status_code(s: Status) -> u8 {
-    match s {
-        Status::Ok => 0,
-        Status::Warning => 1,
-        Status::Discard => 2,
-        Status::Error => 3,
-        Status::Fatal => 4,
-        Status::Pending => 5,
-    }
-}
-
-fn status_of(code: u8) -> Status {
-    match code {
-        0 => Status::Ok,
-        1 => Status::Warning,
-        2 => Status::Discard,
-        3 => Status::Error,
-        5 => Status::Pending,
-        _ => Status::Fatal,
-    }
 }
 
 /// A function name as the `&'static str` the FMI errors hold: the known
@@ -501,7 +479,7 @@ impl WireError {
             } => WireError::Status {
                 instance,
                 function: function.to_string(),
-                status: status_code(status),
+                status,
                 time,
                 log,
             },
@@ -606,7 +584,7 @@ impl WireError {
             } => FmiError::Status {
                 instance,
                 function: static_name(&function),
-                status: status_of(status),
+                status,
                 time,
                 log,
             },
@@ -656,13 +634,17 @@ pub enum Call {
     SetFloat32 = 21,
     SetNarrowInteger = 22,
     GetString = 23,
-    SetValues = 24,
+    /// Loading the FMU's shared library (its initialisers run), before
+    /// any FMI call.
+    LoadLibrary = 24,
+    /// Setting inputs by value (`Control::SetValues`).
+    SetValues = 25,
 }
 
 impl Call {
     /// The call of a [`CALL`] word.
     pub fn decode(code: u64) -> Call {
-        const ALL: [Call; 25] = [
+        const ALL: [Call; 26] = [
             Call::Idle,
             Call::Load,
             Call::Instantiate,
@@ -687,6 +669,7 @@ impl Call {
             Call::SetFloat32,
             Call::SetNarrowInteger,
             Call::GetString,
+            Call::LoadLibrary,
             Call::SetValues,
         ];
         usize::try_from(code)
@@ -732,6 +715,7 @@ impl Call {
             Call::SetFloat32 => "fmi3SetFloat32",
             Call::SetNarrowInteger => "fmi3SetInt8/UInt8/Int16/UInt16/UInt32/UInt64",
             Call::GetString => pick("fmi2GetString", "fmi3GetString/Binary/Int64/UInt64"),
+            Call::LoadLibrary => "loading the shared library",
             Call::SetValues => "fmi3SetInt64/UInt64/Binary/String (inputs set by value)",
         }
     }

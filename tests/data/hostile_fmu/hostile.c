@@ -4,10 +4,27 @@
  * reaches `at` (vr 2), after logging a line. With `call` (vr 4) 1 it is
  * fmi2SetReal of the input u (vr 3) at the start of the first step from
  * `at` on that returns it, with 2 fmi2GetReal of y after the step that
- * reaches `at`. Built and packaged by tests/tests/faults.rs with the
- * system C compiler. */
+ * reaches `at`.
+ *
+ * `misbehave` (vr 5) adds one misbehaviour the kit never shows:
+ *   1  logger bombs: in the step that reaches `at`, log messages whose
+ *      formats cost gigabytes to expand in full (%900000000d,
+ *      %.900000000f, the same through `*` arguments) and a 1 MB message;
+ *      doStep still returns OK (or `status` as usual)
+ *   2  control bytes: the line logged before returning `status` (and its
+ *      category) hold ESC sequences, BEL, CR and a C1 CSI
+ *   3  a thread started when Initialization Mode is left that keeps
+ *      calling into this library (sleeping between calls) after
+ *      fmi2FreeInstance, until the process ends
+ * With the environment variable COSIM_TEST_HOSTILE_CONSTRUCTOR_CRASH=1 the
+ * library's constructor makes an invalid memory access when it is loaded.
+ *
+ * Built and packaged by tests/src/lib.rs (`hostile_fmu`) with the system C
+ * compiler. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef void *fmi2Component;
 typedef void *fmi2ComponentEnvironment;
@@ -34,11 +51,58 @@ typedef struct {
     int call;
     int fired;
     int stepped;
+    int misbehave;
 } Hostile;
 
 #define EXPORT __attribute__((visibility("default")))
 enum { OK = 0, ERROR = 3 };
 enum { IN_DO_STEP = 0, IN_SET_REAL = 1, IN_GET_REAL = 2 };
+enum { LOG_BOMBS = 1, CONTROL_BYTES = 2, LINGERING_THREAD = 3 };
+
+static int *volatile nowhere = NULL;
+
+/* A crash while the library is loaded, before any FMI call. */
+__attribute__((constructor)) static void crash_in_constructor_if_asked(void) {
+    const char *e = getenv("COSIM_TEST_HOSTILE_CONSTRUCTOR_CRASH");
+    if (e && strcmp(e, "1") == 0) *nowhere = 1;
+}
+
+/* Code of this library that the lingering thread keeps running. */
+static volatile unsigned long lingering_calls;
+__attribute__((noinline)) static void linger_once(void) { lingering_calls++; }
+
+static void *linger(void *arg) {
+    (void)arg;
+    for (;;) {
+        usleep(200);
+        linger_once();
+    }
+    return NULL;
+}
+
+static void start_lingering_thread(void) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, linger, NULL) == 0) pthread_detach(thread);
+}
+
+/* Messages whose formats alone would cost seconds and gigabytes to expand
+ * in full, and one long message. */
+static void log_bombs(Hostile *h) {
+    fmi2ComponentEnvironment env = h->cb.componentEnvironment;
+    h->cb.logger(env, h->name, 1, "logBomb", "width: %900000000d", 42);
+    h->cb.logger(env, h->name, 1, "logBomb", "precision: %.900000000f", 3.25);
+    h->cb.logger(env, h->name, 1, "logBomb", "star width: %*d", 900000000, 7);
+    h->cb.logger(env, h->name, 1, "logBomb", "star precision: %.*e", 900000000, 2.5);
+    size_t n = 1 << 20;
+    char *long_text = malloc(n + 1);
+    if (long_text) {
+        memset(long_text, 'x', n);
+        long_text[n] = 0;
+        h->cb.logger(env, h->name, 1, "logBomb", "long: %s END", long_text);
+        free(long_text);
+    }
+    h->cb.logger(env, h->name, 1, "logBomb", "after the bombs: %d %s %.3f", 5, "ok", 1.5);
+}
 
 /* Returns `status` once, from the call that `call` names, logging why. */
 static fmi2Status fire(Hostile *h, const char *function) {
@@ -66,6 +130,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, int type, fmi2String guid,
     return h;
 }
 
+/* The lingering thread (misbehave 3) is not stopped here. */
 EXPORT void fmi2FreeInstance(fmi2Component c) { free(c); }
 
 EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean on, size_t n, const fmi2String *cats) {
@@ -81,7 +146,10 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean tol_defined, 
 }
 
 EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return OK; }
-EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { (void)c; return OK; }
+EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
+    if (((Hostile *)c)->misbehave == LINGERING_THREAD) start_lingering_thread();
+    return OK;
+}
 EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return OK; }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) { (void)c; return OK; }
 
@@ -115,6 +183,7 @@ EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference *vr, 
     for (size_t i = 0; i < n; i++) {
         if (vr[i] == 1) v[i] = h->status;
         else if (vr[i] == 4) v[i] = h->call;
+        else if (vr[i] == 5) v[i] = h->misbehave;
         else return ERROR;
     }
     return OK;
@@ -125,6 +194,7 @@ EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference *vr, 
     for (size_t i = 0; i < n; i++) {
         if (vr[i] == 1) h->status = v[i];
         else if (vr[i] == 4) h->call = v[i];
+        else if (vr[i] == 5) h->misbehave = v[i];
         else return ERROR;
     }
     return OK;
@@ -155,10 +225,17 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, double t, double dt, fmi2Boolean n
     Hostile *h = c;
     h->time = t + dt;
     h->stepped = 1;
-    if (h->call == IN_DO_STEP && !h->fired && t + dt >= h->at - 1e-12) {
+    int reached = t + dt >= h->at - 1e-12;
+    if (h->misbehave == LOG_BOMBS && reached && !h->fired) log_bombs(h);
+    if (h->call == IN_DO_STEP && !h->fired && reached) {
         h->fired = 1;
-        h->cb.logger(h->cb.componentEnvironment, h->name, h->status, "logStatusWarning",
-                     "Hostile: returning status %d in the step from %g to %g", h->status, t, t + dt);
+        if (h->misbehave == CONTROL_BYTES)
+            h->cb.logger(h->cb.componentEnvironment, h->name, h->status, "log\x1b[1mCategory",
+                         "Hostile: \x1b[2J\x1b[31mred\x1b[0m \x1b]0;title\x07 bell\r back \xc2\x9b csi;"
+                         " returning status %d in the step from %g to %g", h->status, t, t + dt);
+        else
+            h->cb.logger(h->cb.componentEnvironment, h->name, h->status, "logStatusWarning",
+                         "Hostile: returning status %d in the step from %g to %g", h->status, t, t + dt);
         return h->status;
     }
     return OK;

@@ -147,13 +147,14 @@ pub fn is_call_log_line(line: &str, instance: &str) -> bool {
     let Some((status, rest)) = rest.split_once("] ") else {
         return false;
     };
-    matches!(
+    (matches!(
         status,
         "OK" | "Warning" | "Discard" | "Error" | "Fatal" | "Pending"
-    ) && rest
-        .strip_prefix(instance)
-        .and_then(|r| r.strip_prefix(": fmi"))
-        .is_some()
+    ) || status.trim_start_matches('-').parse::<u32>().is_ok())
+        && rest
+            .strip_prefix(instance)
+            .and_then(|r| r.strip_prefix(": fmi"))
+            .is_some()
 }
 
 /// Which value references a call names: FMI 2 numbers them per base type,
@@ -219,7 +220,11 @@ impl CallLog {
     /// Starts the line of a call of `function` that returned `status`.
     pub(crate) fn line(&self, status: Status, function: &str) -> Line<'_> {
         let mut buf = String::with_capacity(128);
-        let _ = write!(buf, "[{status}] {}: {function}(", self.instance);
+        let _ = match status {
+            // A code that is no status: its number, one word as the names.
+            Status::Invalid(code) => write!(buf, "[{code}] {}: {function}(", self.instance),
+            _ => write!(buf, "[{status}] {}: {function}(", self.instance),
+        };
         Line {
             log: self,
             buf,
@@ -475,6 +480,8 @@ mod tests {
             "[Error] a.b: fmi3DoStep(currentCommunicationPoint=0)",
             "a.b"
         ));
+        assert!(is_call_log_line("[7] chassis: fmi2DoStep()", "chassis"));
+        assert!(is_call_log_line("[-1] chassis: fmi2DoStep()", "chassis"));
         assert!(!is_call_log_line("[OK] wheel: fmi2DoStep()", "chassis"));
         assert!(!is_call_log_line("WARN chassis: fmi2DoStep()", "chassis"));
         assert!(!is_call_log_line("[Info] chassis: fmi2DoStep()", "chassis"));

@@ -9,6 +9,7 @@ use libloading::Library;
 
 use super::call_log::{CallLog, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
+use super::pool::Pool;
 use super::{Phase, StateHandle, Status, StepCall, StepOutcome, check_len, next_instance_id};
 use crate::error::{FmiError, Result};
 use crate::instance::HeldValues;
@@ -49,21 +50,36 @@ pub(crate) struct CallbackFunctions {
 /// (`cosim_fmi2_env` in `c/fmi2_logger.c`).
 #[repr(C)]
 struct ShimEnv {
-    sink: unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char, *const c_char),
+    sink: Sink,
     ctx: *mut c_void,
 }
+
+/// `cosim_fmi2_sink`: a formatted message of `len` bytes, `cut` when the
+/// shim stopped at its bound.
+type Sink = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_char,
+    c_int,
+    *const c_char,
+    *const c_char,
+    usize,
+    c_int,
+);
 
 /// Receives formatted messages from the C shim.
 ///
 /// # Safety
 /// `ctx` is the `LogContext` pointer stored in the `ShimEnv` of a live
-/// instance; the string arguments are null or NUL-terminated.
+/// instance; `category` is null or NUL-terminated, `message` points to
+/// `len` bytes.
 unsafe extern "C" fn log_sink(
     ctx: *mut c_void,
     _instance_name: *const c_char,
     status: c_int,
     category: *const c_char,
     message: *const c_char,
+    len: usize,
+    cut: c_int,
 ) {
     if ctx.is_null() {
         return;
@@ -71,12 +87,17 @@ unsafe extern "C" fn log_sink(
     // SAFETY: ctx points to the boxed LogContext owned by the instance, which
     // outlives every call the FMU can make (it is dropped after freeInstance).
     let log = unsafe { &*(ctx as *const LogContext) };
-    // SAFETY: the shim passes null or NUL-terminated strings.
-    let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
-    // A panic must not unwind into C.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        log.log(Status::from_fmi2(status), &category, &message)
-    }));
+    // SAFETY: the shim passes a null or NUL-terminated category and `len`
+    // bytes of message, valid during this call.
+    unsafe {
+        log.log_c(
+            Status::from_fmi2(status),
+            category,
+            message,
+            Some(len),
+            cut != 0,
+        )
+    };
 }
 
 macro_rules! fn_table {
@@ -153,11 +174,14 @@ fn_table! {
     }
 }
 
+/// Every FMI 2.0 library this process loaded (`super::pool`).
+static POOL: Pool<Fmi2Library> = Pool::new();
+
 /// A loaded FMI 2.0 shared library and its resolved functions.
 pub struct Fmi2Library {
     functions: Functions,
     path: PathBuf,
-    // Declared last: dropped after the function pointers are unusable.
+    // Never dropped: the pool keeps every loaded copy (`super::pool`).
     _library: Library,
 }
 
@@ -170,24 +194,43 @@ impl std::fmt::Debug for Fmi2Library {
 }
 
 impl Fmi2Library {
-    /// Loads the library at `path` and resolves the FMI 2.0 functions.
+    /// Loads the library at `path` and resolves the FMI 2.0 functions, or
+    /// takes a loaded copy of the same library (the same bytes) that no
+    /// FMU uses any more. A loaded library is never unloaded
+    /// (`super::pool`: an FMU's threads may outlive its instances).
     pub fn load(path: &Path) -> Result<Arc<Self>> {
-        // SAFETY: loading a library runs its initialisers; an FMU binary is
-        // trusted to that extent by the user who asks to simulate it (the
-        // `isolation = "process"` mode exists for FMUs that are not).
-        let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
-            library: path.to_path_buf(),
-            reason: super::load_error_reason(&e),
-        })?;
-        let functions = Functions::load(&library, path)?;
-        Ok(Arc::new(Fmi2Library {
-            functions,
-            path: path.to_path_buf(),
-            _library: library,
-        }))
+        POOL.get_or_load(path, || {
+            // SAFETY: loading a library runs its initialisers; an FMU binary is
+            // trusted to that extent by the user who asks to simulate it (the
+            // `isolation = "process"` mode exists for FMUs that are not).
+            let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
+                library: path.to_path_buf(),
+                reason: super::load_error_reason(&e),
+            })?;
+            let functions = match Functions::load(&library, path) {
+                Ok(functions) => functions,
+                Err(e) => {
+                    // Its initialisers ran: not unloaded either.
+                    std::mem::forget(library);
+                    return Err(e);
+                }
+            };
+            Ok(Fmi2Library {
+                functions,
+                path: path.to_path_buf(),
+                _library: library,
+            })
+        })
     }
 
-    /// The library file.
+    /// How many copies of FMI 2.0 libraries this process has loaded (all
+    /// still loaded).
+    pub(crate) fn loaded_copies() -> usize {
+        POOL.len()
+    }
+
+    /// The file this copy was loaded from (for a reused copy, an earlier
+    /// FMU's extraction, perhaps removed since).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -518,7 +561,7 @@ impl Fmi2Instance {
             }
             _ => {
                 match status {
-                    Status::Fatal => self.phase = Phase::Fatal,
+                    Status::Fatal | Status::Invalid(_) => self.phase = Phase::Fatal,
                     // After Error the standard allows freeing, reset or
                     // restoring a saved state; nothing else.
                     Status::Error => self.phase = Phase::Error,
@@ -554,7 +597,7 @@ impl Fmi2Instance {
                 status: Status::Fatal,
                 time: Some(self.time),
                 log: vec![
-                    "the instance returned Fatal earlier; no further calls are allowed".into(),
+                    "the instance returned Fatal (or an invalid status) earlier; no further calls are allowed".into(),
                 ],
             }
         }
@@ -1634,3 +1677,7 @@ impl Drop for Fmi2Instance {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "fmi2_logger_tests.rs"]
+mod logger_tests;

@@ -10,6 +10,7 @@ use libloading::Library;
 
 use super::call_log::{CallLog, LogNum, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
+use super::pool::Pool;
 use super::{
     Phase, StateHandle, Status, StepCall, StepOutcome, check_len, check_values_len,
     next_instance_id,
@@ -39,11 +40,9 @@ unsafe extern "C" fn log_message(
     // SAFETY: env is the Environment owned by the instance, alive until
     // after fmi3FreeInstance.
     let log = unsafe { &(*(env as *const Environment)).log };
-    // SAFETY: the FMU passes null or NUL-terminated strings.
-    let (category, message) = unsafe { (c_str_lossy(category), c_str_lossy(message)) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        log.log(Status::from_fmi3(status), &category, &message)
-    }));
+    // SAFETY: the FMU passes null or NUL-terminated strings (read no
+    // further than the bounds).
+    unsafe { log.log_c(Status::from_fmi3(status), category, message, None, false) };
 }
 
 macro_rules! fn_table {
@@ -244,6 +243,9 @@ fn_table! {
     }
 }
 
+/// Every FMI 3.0 library this process loaded (`super::pool`).
+static POOL: Pool<Fmi3Library> = Pool::new();
+
 /// A loaded FMI 3.0 shared library and its resolved functions.
 pub struct Fmi3Library {
     functions: Functions,
@@ -260,22 +262,41 @@ impl std::fmt::Debug for Fmi3Library {
 }
 
 impl Fmi3Library {
-    /// Loads the library at `path` and resolves the FMI 3.0 functions.
+    /// Loads the library at `path` and resolves the FMI 3.0 functions, or
+    /// takes a loaded copy of the same library (the same bytes) that no
+    /// FMU uses any more. A loaded library is never unloaded
+    /// (`super::pool`: an FMU's threads may outlive its instances).
     pub fn load(path: &Path) -> Result<Arc<Self>> {
-        // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
-        let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
-            library: path.to_path_buf(),
-            reason: super::load_error_reason(&e),
-        })?;
-        let functions = Functions::load(&library, path)?;
-        Ok(Arc::new(Fmi3Library {
-            functions,
-            path: path.to_path_buf(),
-            _library: library,
-        }))
+        POOL.get_or_load(path, || {
+            // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
+            let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
+                library: path.to_path_buf(),
+                reason: super::load_error_reason(&e),
+            })?;
+            let functions = match Functions::load(&library, path) {
+                Ok(functions) => functions,
+                Err(e) => {
+                    // Its initialisers ran: not unloaded either.
+                    std::mem::forget(library);
+                    return Err(e);
+                }
+            };
+            Ok(Fmi3Library {
+                functions,
+                path: path.to_path_buf(),
+                _library: library,
+            })
+        })
     }
 
-    /// The library file.
+    /// How many copies of FMI 3.0 libraries this process has loaded (all
+    /// still loaded).
+    pub(crate) fn loaded_copies() -> usize {
+        POOL.len()
+    }
+
+    /// The file this copy was loaded from (for a reused copy, an earlier
+    /// FMU's extraction, perhaps removed since).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -669,7 +690,7 @@ impl Fmi3Instance {
             }
             _ => {
                 match status {
-                    Status::Fatal => self.phase = Phase::Fatal,
+                    Status::Fatal | Status::Invalid(_) => self.phase = Phase::Fatal,
                     // After Error: freeing, reset or restoring a saved state.
                     Status::Error => self.phase = Phase::Error,
                     _ => {}
@@ -704,7 +725,7 @@ impl Fmi3Instance {
                 status: Status::Fatal,
                 time: Some(self.time),
                 log: vec![
-                    "the instance returned Fatal earlier; no further calls are allowed".into(),
+                    "the instance returned Fatal (or an invalid status) earlier; no further calls are allowed".into(),
                 ],
             }
         }

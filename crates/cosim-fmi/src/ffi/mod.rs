@@ -10,11 +10,12 @@ pub mod call_log;
 pub mod fmi2;
 pub mod fmi3;
 mod log;
+mod pool;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An FMI status code (`fmi2Status` / `fmi3Status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Status {
     /// All well.
     Ok,
@@ -29,19 +30,26 @@ pub enum Status {
     Fatal,
     /// FMI 2 asynchronous step still running (not supported by `cosim`).
     Pending,
+    /// A code that is not a status of the FMU's FMI version (7, -1; FMI 3:
+    /// also 5, FMI 2's Pending). The standards say nothing of such a
+    /// return: a library returning garbage is not to be trusted, so it is
+    /// treated as [`Status::Fatal`] (no further call on the instance, not
+    /// even free), and named as what it is. FMPy raises "failed with
+    /// status 7 (illegal return code)" and calls nothing more either.
+    Invalid(i32),
 }
 
 impl Status {
-    /// Maps the integer an FMI function returned. Unknown values are treated
-    /// as [`Status::Fatal`]: a library returning garbage is not to be trusted.
+    /// Maps the integer an FMI 2 function returned.
     pub(crate) fn from_fmi2(code: i32) -> Status {
         match code {
             0 => Status::Ok,
             1 => Status::Warning,
             2 => Status::Discard,
             3 => Status::Error,
+            4 => Status::Fatal,
             5 => Status::Pending,
-            _ => Status::Fatal,
+            _ => Status::Invalid(code),
         }
     }
 
@@ -52,13 +60,20 @@ impl Status {
             1 => Status::Warning,
             2 => Status::Discard,
             3 => Status::Error,
-            _ => Status::Fatal,
+            4 => Status::Fatal,
+            _ => Status::Invalid(code),
         }
     }
 
     /// True for OK and Warning: the call did its work.
     pub fn is_success(self) -> bool {
         matches!(self, Status::Ok | Status::Warning)
+    }
+
+    /// True for Fatal and a code outside the standard (treated as Fatal):
+    /// no further call on the instance is allowed.
+    pub fn is_fatal(self) -> bool {
+        matches!(self, Status::Fatal | Status::Invalid(_))
     }
 }
 
@@ -71,6 +86,7 @@ impl std::fmt::Display for Status {
             Status::Error => "Error",
             Status::Fatal => "Fatal",
             Status::Pending => "Pending",
+            Status::Invalid(code) => return write!(f, "invalid status {code}"),
         })
     }
 }
@@ -233,6 +249,13 @@ pub fn on_foreign_exit(handler: impl Fn() + Send + Sync + 'static) -> bool {
     // SAFETY: registers a function without arguments that never unwinds
     // (it catches panics); atexit stores only the pointer.
     unsafe { libc::atexit(run_on_foreign_exit) == 0 }
+}
+
+/// How many copies of FMU libraries this process has loaded: all are still
+/// loaded (none is ever unloaded; a copy no FMU uses serves the next load
+/// of the same library). For tests of that bound.
+pub fn loaded_library_copies() -> usize {
+    fmi2::Fmi2Library::loaded_copies() + fmi3::Fmi3Library::loaded_copies()
 }
 
 pub(crate) fn next_instance_id() -> u64 {
