@@ -29,9 +29,12 @@ def fmus(kind):
 
 # FMUs the project builds outside fmus/dist, with cargo: CGain, the
 # benchmark's C FMU, as FMI 2.0 and 3.0 (the cosim-cgain crate's build
-# script, `cosim_cgain::FMI2_FMU` / `FMI3_FMU`). tests/tests/interop.rs builds
-# them and names them in these environment variables.
-CARGO_FMUS = ("COSIM_CGAIN_FMI2", "COSIM_CGAIN_FMI3")
+# script, `cosim_cgain::FMI2_FMU` / `FMI3_FMU`), and Hostile, the
+# hand-written FMI 2.0 FMU of tests/data/hostile_fmu (tests/src/lib.rs
+# `hostile_fmu`). tests/tests/interop.rs builds them and names them in these
+# environment variables.
+CGAIN_FMUS = ("COSIM_CGAIN_FMI2", "COSIM_CGAIN_FMI3")
+CARGO_FMUS = CGAIN_FMUS + ("COSIM_HOSTILE_FMU",)
 
 
 def cargo_fmu(var):
@@ -190,7 +193,7 @@ def test_cgain_output_is_k_times_u_in_fmpy():
     # and records after it, so the row of t_i holds u(t_(i-1)) (u(0) at 0).
     t_end = 1.0
     ramp = np.array([(0.0, -1.0), (t_end, 2.0)], dtype=[("time", np.float64), ("u", np.float64)])
-    for var in CARGO_FMUS:
+    for var in CGAIN_FMUS:
         r = simulate(cargo_fmu(var), stop_time=t_end, output_interval=0.01, start_values={"k": 2.5},
                      input=ramp, output=["u", "y"])
         assert len(r) == 101 and r["time"][-1] == t_end, (var, r["time"])
