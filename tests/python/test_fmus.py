@@ -29,12 +29,13 @@ def fmus(kind):
 
 # FMUs the project builds outside fmus/dist, with cargo: CGain, the
 # benchmark's C FMU, as FMI 2.0 and 3.0 (the cosim-cgain crate's build
-# script, `cosim_cgain::FMI2_FMU` / `FMI3_FMU`), and Hostile, the
-# hand-written FMI 2.0 FMU of tests/data/hostile_fmu (tests/src/lib.rs
-# `hostile_fmu`). tests/tests/interop.rs builds them and names them in these
-# environment variables.
+# script, `cosim_cgain::FMI2_FMU` / `FMI3_FMU`), Hostile, the hand-written
+# FMI 2.0 FMU of tests/data/hostile_fmu (tests/src/lib.rs `hostile_fmu`),
+# and Feedthrough, the hand-written FMI 3.0 FMU of
+# tests/data/feedthrough_fmu (`feedthrough_fmu`). tests/tests/interop.rs
+# builds them and names them in these environment variables.
 CGAIN_FMUS = ("COSIM_CGAIN_FMI2", "COSIM_CGAIN_FMI3")
-CARGO_FMUS = CGAIN_FMUS + ("COSIM_HOSTILE_FMU",)
+CARGO_FMUS = CGAIN_FMUS + ("COSIM_HOSTILE_FMU", "COSIM_FEEDTHROUGH_FMU")
 
 
 def cargo_fmu(var):

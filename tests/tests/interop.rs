@@ -1,11 +1,13 @@
 //! Interoperability of the project's FMUs with independent tools: every
 //! FMU the project builds (`fmus/dist`, CGain, the benchmark's C FMU, as
-//! FMI 2.0 and 3.0, and the hand-written `tests/data/hostile_fmu`) passes
+//! FMI 2.0 and 3.0, and the hand-written `tests/data/hostile_fmu` and
+//! `tests/data/feedthrough_fmu`) passes
 //! FMPy's validation and loads in FMPy; the packaged FMUs and CGain
 //! simulate in FMPy matching the analytic solution; the FMI 2.0 builds load
 //! and step in libcosim. The checks live in `tests/python/test_fmus.py`;
 //! this test runs them (naming the FMUs built outside `fmus/dist` in
-//! `COSIM_CGAIN_FMI2`, `COSIM_CGAIN_FMI3`, `COSIM_HOSTILE_FMU`) so that
+//! `COSIM_CGAIN_FMI2`, `COSIM_CGAIN_FMI3`, `COSIM_HOSTILE_FMU`,
+//! `COSIM_FEEDTHROUGH_FMU`) so that
 //! `cargo test --workspace` covers them. It needs the project's Python
 //! environment with the packages of `tests/python/requirements.txt`
 //! (`cosim_tests::python`: `cargo xtask test` makes it) and fails, saying
@@ -31,11 +33,13 @@ fn project_fmus_pass_fmpy_validation_and_run_in_fmpy_and_libcosim() {
     );
     let dir = tempfile::tempdir().unwrap();
     let hostile = cosim_tests::hostile_fmu(dir.path());
+    let feedthrough = cosim_tests::feedthrough_fmu(dir.path());
     let out = Command::new(&python)
         .arg("tests/python/test_fmus.py")
         .env("COSIM_CGAIN_FMI2", cosim_cgain::FMI2_FMU)
         .env("COSIM_CGAIN_FMI3", cosim_cgain::FMI3_FMU)
         .env("COSIM_HOSTILE_FMU", &hostile)
+        .env("COSIM_FEEDTHROUGH_FMU", &feedthrough)
         .current_dir(cosim_tests::root())
         .output()
         .unwrap();

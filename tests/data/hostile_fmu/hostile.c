@@ -240,3 +240,81 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, double t, double dt, fmi2Boolean n
     }
     return OK;
 }
+
+/* ---- The rest of the FMI 2.0 co-simulation API (a conforming binary
+ * exports it all; importers such as FMPy resolve every function): this
+ * FMU supports none of it, and refuses every call, saying so. */
+
+typedef void *fmi2FMUstate;
+typedef char fmi2Byte;
+typedef int fmi2StatusKind;
+
+static fmi2Status unsupported(fmi2Component c, const char *function) {
+    Hostile *h = c;
+    if (h)
+        h->cb.logger(h->cb.componentEnvironment, h->name, ERROR, "logStatusError",
+                     "Hostile: %s is not supported", function);
+    return ERROR;
+}
+
+EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *s) {
+    (void)s;
+    return unsupported(c, "fmi2GetFMUstate");
+}
+EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate s) {
+    (void)s;
+    return unsupported(c, "fmi2SetFMUstate");
+}
+EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *s) {
+    (void)s;
+    return unsupported(c, "fmi2FreeFMUstate");
+}
+EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t *n) {
+    (void)s; (void)n;
+    return unsupported(c, "fmi2SerializedFMUstateSize");
+}
+EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte *b, size_t n) {
+    (void)s; (void)b; (void)n;
+    return unsupported(c, "fmi2SerializeFMUstate");
+}
+EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte *b, size_t n, fmi2FMUstate *s) {
+    (void)b; (void)n; (void)s;
+    return unsupported(c, "fmi2DeSerializeFMUstate");
+}
+EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference *u, size_t nu,
+                                               const fmi2ValueReference *z, size_t nz, const double *dz,
+                                               double *du) {
+    (void)u; (void)nu; (void)z; (void)nz; (void)dz; (void)du;
+    return unsupported(c, "fmi2GetDirectionalDerivative");
+}
+EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference *vr, size_t n,
+                                              const int *order, const double *v) {
+    (void)vr; (void)n; (void)order; (void)v;
+    return unsupported(c, "fmi2SetRealInputDerivatives");
+}
+EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference *vr, size_t n,
+                                               const int *order, double *v) {
+    (void)vr; (void)n; (void)order; (void)v;
+    return unsupported(c, "fmi2GetRealOutputDerivatives");
+}
+EXPORT fmi2Status fmi2CancelStep(fmi2Component c) { return unsupported(c, "fmi2CancelStep"); }
+EXPORT fmi2Status fmi2GetStatus(fmi2Component c, const fmi2StatusKind k, fmi2Status *v) {
+    (void)k; (void)v;
+    return unsupported(c, "fmi2GetStatus");
+}
+EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind k, double *v) {
+    (void)k; (void)v;
+    return unsupported(c, "fmi2GetRealStatus");
+}
+EXPORT fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind k, int *v) {
+    (void)k; (void)v;
+    return unsupported(c, "fmi2GetIntegerStatus");
+}
+EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind k, fmi2Boolean *v) {
+    (void)k; (void)v;
+    return unsupported(c, "fmi2GetBooleanStatus");
+}
+EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind k, fmi2String *v) {
+    (void)k; (void)v;
+    return unsupported(c, "fmi2GetStringStatus");
+}
