@@ -912,7 +912,7 @@ fn strip_ansi(line: &str) -> String {
 }
 
 /// "died of a segmentation fault (SIGSEGV)", "exited with status 3".
-fn describe_exit(status: ExitStatus) -> String {
+pub fn describe_exit(status: ExitStatus) -> String {
     if let Some(sig) = status.signal() {
         let what = match sig {
             libc::SIGSEGV => "died of a segmentation fault (SIGSEGV)".to_string(),

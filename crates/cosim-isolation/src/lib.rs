@@ -20,5 +20,6 @@ pub mod protocol;
 mod sys;
 
 pub use isolated::{
-    DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, set_host_program, watch_interrupt,
+    DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, describe_exit, set_host_program,
+    watch_interrupt,
 };
