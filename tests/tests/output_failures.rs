@@ -584,3 +584,127 @@ fn out_naming_a_file_says_so() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
 }
+
+// ----- one output directory, one run ----------------------------------------
+
+/// `cosim run` of B1 (1 ms steps) with `args`, paced to the wall clock
+/// so that it goes on (writing its rows) until it is signalled; returns
+/// once its trace has rows.
+fn paced_run(out_dir: &Path, log: &Path) -> Killed {
+    fmus();
+    let child = Command::new(cosim_bin())
+        .args([
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "1e6",
+            "--real-time",
+            "1",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(out_dir)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut run = Killed(child);
+    let trace = out_dir.join("trace.csv");
+    let started = Instant::now();
+    while std::fs::read_to_string(&trace).map_or(0, |t| t.lines().count()) < 10 {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no trace rows");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name}");
+}
+
+/// Two runs into one output directory (in process and isolated) used to
+/// overwrite each other's files. The second is refused before it writes
+/// anything (status 2, naming the directory and the first's process id);
+/// the first goes on, and its outputs hold every step it made.
+#[test]
+fn a_second_run_into_an_output_directory_in_use_is_refused_and_the_first_kept_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let log = dir.path().join("first.log");
+    let mut first = paced_run(&out_dir, &log);
+    for isolation in ["none", "process"] {
+        let out = cosim(&[
+            "run",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "0.05",
+            "--isolation",
+            isolation,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{isolation}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: the output directory is in use by another cosim run (process id {})",
+                out_dir.display(),
+                first.0.id()
+            )),
+            "{isolation}: {err}"
+        );
+    }
+    assert!(first.0.try_wait().unwrap().is_none(), "the first run ended");
+    signal(&first.0, "INT");
+    let status = first.0.wait().unwrap();
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(130), "{log}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "interrupted", "{s}");
+    let steps = s["stats"]["macro_steps"].as_u64().unwrap() as usize;
+    let trace = whole_rows(&out_dir.join("trace.csv"));
+    assert_eq!(trace.len(), steps + 1, "{s}");
+    let last: f64 = trace[steps].split(',').next().unwrap().parse().unwrap();
+    assert_eq!(last, s["t_reached"].as_f64().unwrap());
+    assert_eq!(whole_rows(&out_dir.join("steps.csv")).len(), steps);
+    assert_eq!(whole_rows(&out_dir.join("energy.csv")).len(), steps);
+}
+
+/// The kernel releases a killed run's lock: the lock file it leaves is no
+/// obstacle to the next run into the directory.
+#[test]
+fn the_lock_of_a_killed_run_does_not_hold_up_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let mut killed = paced_run(&out_dir, &dir.path().join("killed.log"));
+    let pid = killed.0.id();
+    signal(&killed.0, "KILL");
+    let _ = killed.0.wait();
+    let lock = std::fs::read_to_string(out_dir.join(".cosim.lock")).unwrap();
+    assert_eq!(lock.trim(), pid.to_string());
+    let out = cosim(&[
+        "run",
+        "scenarios/b1_quarter_car_a.toml",
+        "--stop",
+        "0.05",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "completed", "{s}");
+    assert_eq!(s["t_reached"], 0.05);
+    assert_eq!(whole_rows(&out_dir.join("trace.csv")).len(), 51);
+}

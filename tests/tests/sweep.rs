@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cosim_sweep::{Options, Status, SweepSpec};
-use cosim_tests::{cosim, fmus, scenario};
+use cosim_sweep::{Options, Status, Summary, SweepSpec};
+use cosim_tests::{Table, cosim, fmus, scenario};
 
 /// Runs a sweep file through the library into a temporary directory.
 fn sweep(file: &Path) -> (cosim_sweep::Outcome, tempfile::TempDir) {
@@ -912,4 +912,304 @@ fn every_axis_value_is_checked_up_front() {
         );
         assert!(!out.join("runs").exists(), "nothing ran");
     }
+}
+
+// ----- runs that end their process; the output directory's lock -------------
+
+/// A Faulty integrator (FMI 2, `fail_mode` and `fail_at` set by the sweep)
+/// fed back through a Gain, 1 s in steps of 0.01 s.
+fn faulty_scenario(dir: &Path) -> PathBuf {
+    let fmu = |m: &str| fmus().join("fmi2").join(format!("{m}.fmu"));
+    let text = format!(
+        r#"[simulation]
+stop = 1.0
+[master]
+step = 0.01
+[[subsystems]]
+name = "faulty"
+fmu = "{}"
+parameters = {{ fail_mode = 1, fail_at = -1.0, x0 = 1.0 }}
+[[subsystems]]
+name = "gain"
+fmu = "{}"
+parameters = {{ k = -0.5 }}
+[[connections]]
+from = "faulty.x"
+to = "gain.u"
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+"#,
+        fmu("Faulty").display(),
+        fmu("Gain").display()
+    );
+    let path = dir.join("faulty.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A sweep of the Faulty scenario, zipping `modes` with `fail_at`.
+fn faulty_sweep(dir: &Path, modes: &str, fail_at: &str, set: &str) -> PathBuf {
+    let scenario = faulty_scenario(dir);
+    let text = format!(
+        "[sweep]\nscenario = \"{}\"\ncombine = \"zip\"\nset = {{ {set} }}\n[[sweep.axes]]\nkey = \"faulty.fail_mode\"\nvalues = [{modes}]\n[[sweep.axes]]\nkey = \"faulty.fail_at\"\nvalues = [{fail_at}]\n",
+        scenario.display()
+    );
+    let path = dir.join("faulty_sweep.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `cosim <args>` with `TMPDIR` set to `tmp` (its extraction directories
+/// go there).
+fn cosim_in(tmp: &Path, args: &[&str]) -> std::process::Output {
+    fmus();
+    std::process::Command::new(cosim_tests::cosim_bin())
+        .args(args)
+        .env("TMPDIR", tmp)
+        .current_dir(cosim_tests::root())
+        .output()
+        .unwrap()
+}
+
+/// The entries of `tmp` that are extraction directories or their locks.
+fn extractions(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cosim-fmu-"))
+        .collect()
+}
+
+/// Issue 40, item 7: an FMU that calls `exit()`, segfaults or aborts in
+/// one run of a sweep used to end the sweep (status 3 or 139, no summary,
+/// the rows of the finished runs lost). Each run goes to a worker
+/// process: such a run is a `crashed` row naming how its process ended,
+/// every other run is a row, the sweep's status is the documented one
+/// (0: failed runs are rows), the run that called `exit()` keeps every
+/// completed row and its summary (as `cosim run` does), a call that hangs
+/// past `step_timeout` is an error row, and no extraction directory is
+/// left.
+#[test]
+fn runs_that_end_their_process_are_crashed_rows_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let file = faulty_sweep(
+        dir.path(),
+        "1, 9, 4, 5, 6, 1",
+        "-1.0, 0.305, 0.305, 0.305, 0.305, -1.0",
+        "\"master.step_timeout\" = 1.0",
+    );
+    let out = dir.path().join("out");
+    let o = cosim_in(
+        &tmp,
+        &[
+            "sweep",
+            file.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--no-plot",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let summary = Summary::read(&out.join("summary.csv")).unwrap();
+    let status = summary.column("status").unwrap();
+    assert_eq!(
+        status,
+        ["ok", "crashed", "crashed", "crashed", "error", "ok"],
+        "{err}"
+    );
+    let message = summary.column("message").unwrap();
+    assert!(message[1].contains("called exit()"), "{}", message[1]);
+    assert!(
+        message[2].contains("died of a segmentation fault (SIGSEGV)"),
+        "{}",
+        message[2]
+    );
+    assert!(message[3].contains("aborted (SIGABRT)"), "{}", message[3]);
+    assert!(
+        message[4].contains("fmi2DoStep at t = 0.3 has not returned after 1"),
+        "{}",
+        message[4]
+    );
+    assert!(
+        err.contains("sweep: 6 runs (2 ok, 0 diverged, 4 failed)"),
+        "{err}"
+    );
+    let run = |i: usize| out.join("runs").join(summary.cell(i, "run").unwrap());
+    // exit(): every completed row (t = 0 .. 0.3) and the run's summary.
+    let trace = Table::read(&run(1).join("trace.csv")).unwrap();
+    assert_eq!(trace.time().len(), 31);
+    assert_eq!(summary.cell(1, "t_reached"), Some("0.3"));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run(1).join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(s["status"], "error", "{s}");
+    // A segfault or an abort: the header and the rows written before (the
+    // writer thread writes every 0.2 s), whole; no reserve of a summary
+    // left behind.
+    for i in [2, 3] {
+        let text = std::fs::read_to_string(run(i).join("trace.csv")).unwrap();
+        assert!(text.starts_with("time [s],"), "{text}");
+        assert!(text.ends_with('\n'), "{text}");
+        assert!(Table::read(&run(i).join("trace.csv")).unwrap().time().len() <= 31);
+        assert!(!run(i).join(".summary.json.tmp").exists());
+    }
+    // The hung run: every completed row, summary error.
+    assert_eq!(
+        Table::read(&run(4).join("trace.csv")).unwrap().time().len(),
+        31
+    );
+    for i in [0, 5] {
+        assert_eq!(summary.cell(i, "t_reached"), Some("1.0"));
+    }
+    assert_eq!(extractions(&tmp), Vec::<String>::new());
+}
+
+/// A child process killed when dropped (a failed test leaves none).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A sweep killed outright keeps the rows of the runs that finished: each
+/// row is in `summary.csv` as its run ends. Its worker, whose run hangs,
+/// ends too (the end of its input interrupts it) and removes its
+/// extraction directories.
+#[test]
+fn a_killed_sweep_keeps_the_rows_of_its_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let file = faulty_sweep(dir.path(), "1, 1, 6", "-1.0, -1.0, 0.305", "");
+    let out = dir.path().join("out");
+    fmus();
+    let mut sweep = Reaped(
+        std::process::Command::new(cosim_tests::cosim_bin())
+            .args([
+                "sweep",
+                file.to_str().unwrap(),
+                "--jobs",
+                "1",
+                "--no-progress",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .env("TMPDIR", &tmp)
+            .current_dir(cosim_tests::root())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let summary = out.join("summary.csv");
+    let hung = out.join("runs/002-fail_mode=6_fail_at=0.305/.cosim.lock");
+    let started = Instant::now();
+    // The third run has started (its lock holds its worker's id): the
+    // first two are done.
+    let worker = loop {
+        if let Ok(pid) = std::fs::read_to_string(&hung).map(|t| t.trim().to_string())
+            && !pid.is_empty()
+        {
+            break pid;
+        }
+        assert!(sweep.0.try_wait().unwrap().is_none(), "the sweep ended");
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the third run did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    sweep.0.kill().unwrap();
+    sweep.0.wait().unwrap();
+    let s = Summary::read(&summary).unwrap();
+    assert_eq!(s.column("status").unwrap(), ["ok", "ok"]);
+    assert_eq!(s.column("index").unwrap(), ["0", "1"]);
+    assert!(
+        !out.join("summary.json").exists(),
+        "a sidecar of a sweep that did not end"
+    );
+    // The worker ends by itself, leaving nothing.
+    let proc = PathBuf::from("/proc").join(&worker);
+    while proc.exists() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the worker {worker} goes on"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(extractions(&tmp), Vec::<String>::new());
+}
+
+/// Sweeps lock their output directory as runs do: a sweep or a run into
+/// a directory in use is refused (status 2, the directory and the
+/// holder's process id named) before it writes anything; the shards of
+/// one sweep share the directory, two copies of one shard do not.
+#[test]
+fn a_sweep_into_an_output_directory_in_use_is_refused() {
+    use cosim_core::output_lock::OutputLock;
+    let dir = tempfile::tempdir().unwrap();
+    let file = faulty_sweep(
+        dir.path(),
+        "1, 1",
+        "-1.0, -1.0",
+        "\"simulation.stop\" = 0.05",
+    );
+    let f = file.to_str().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let held = OutputLock::exclusive(&out).unwrap().unwrap();
+    let pid = std::process::id();
+    for args in [
+        vec!["sweep", f, "--no-plot", "--out", o],
+        vec!["sweep", f, "--shard", "1/2", "--out", o],
+    ] {
+        let r = cosim(&args);
+        let err = stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{o}: the output directory is in use by another cosim run (process id {pid})"
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!out.join("runs").exists(), "a refused sweep wrote");
+    drop(held);
+    let shard = OutputLock::shard(&out, 2, 2).unwrap().unwrap();
+    let r = cosim(&["sweep", f, "--shard", "1/2", "--no-progress", "--out", o]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let r = cosim(&["sweep", f, "--shard", "2/2", "--out", o]);
+    let err = stderr(&r);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "in use by shard 2/2 of a sweep (process id {pid})"
+        )),
+        "{err}"
+    );
+    let r = cosim(&[
+        "run",
+        &cosim_tests::root()
+            .join("scenarios/b1_quarter_car_a.toml")
+            .display()
+            .to_string(),
+        "--stop",
+        "0.01",
+        "--out",
+        o,
+    ]);
+    let err = stderr(&r);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by shard 2/2 of a sweep"), "{err}");
+    drop(shard);
 }

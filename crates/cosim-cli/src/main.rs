@@ -64,6 +64,10 @@ enum Command {
     /// by `isolation = "process"`).
     #[command(hide = true)]
     Host(host::Args),
+    /// Make the runs of a sweep one after the other, as `cosim sweep`
+    /// hands them over on standard input (internal: the sweep's workers).
+    #[command(hide = true)]
+    SweepWorker,
     /// Summarise an FMU (or every FMU in a directory): identity, capabilities,
     /// variables, feed-through, power-bond candidates.
     Inspect {
@@ -141,7 +145,8 @@ fn run_command() -> u8 {
         Command::Check(args) => run::check(args, cli.quiet),
         Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args, cli.quiet),
-        Command::Sweep(args) => sweep::run(args, cli.quiet),
+        Command::Sweep(args) => sweep::run(args, cli.quiet, cli.verbose),
+        Command::SweepWorker => return cosim_sweep::worker::serve(),
         Command::Convert(args) => convert::run(args, cli.quiet),
         Command::Host(args) => host::run(args),
         Command::Inspect { path, json } => inspect::run(path, *json),

@@ -452,7 +452,7 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     let flag = interrupt.flag();
     let signal = interrupt.clone();
     let mut watchdog = None;
-    let outcome = runner::run_watched(prepared, extra, Some(interrupt.flag()), |outputs| {
+    let mut outcome = runner::run_watched(prepared, extra, Some(interrupt.flag()), |outputs| {
         ending::watch(outputs, out_dir);
         let on_hang = Box::new(move |hang: Hang| {
             let (status, code) = if hang.interrupted {
@@ -469,6 +469,8 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     })
     .map_err(|e| bad_input(format!("error: {e}")))?;
     drop(watchdog);
+    // The output directory stays this run's until the plot is written.
+    let lock = outcome.lock.take();
     let summary = &outcome.summary;
     let result = match (summary.status, outcome.error) {
         (RunStatus::Interrupted, _) => {
@@ -547,7 +549,9 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
         }
     };
     let interrupted = summary.status == RunStatus::Interrupted;
-    crate::plot::after_run(plot, interrupted, quiet, result)
+    let result = crate::plot::after_run(plot, interrupted, quiet, result);
+    drop(lock);
+    result
 }
 
 /// Progress over simulated time: a bar on a terminal, a line every 10 %

@@ -23,7 +23,8 @@ pub struct Args {
     /// scenario with a `[sweep]` table of its own.
     #[arg(required = true, value_name = "SWEEP")]
     sweep: Option<PathBuf>,
-    /// Runs at the same time (default: one per core).
+    /// Runs at the same time, each job a worker process taking run after
+    /// run (default: one per core).
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
     /// Run only the K-th of N slices (runs whose index is K-1 modulo N);
@@ -159,8 +160,25 @@ fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Failed(exit::BAD_INPUT))
 }
 
+/// The command that starts a worker process of the sweep: this `cosim`,
+/// `sweep-worker`, with the same verbosity.
+fn worker_command(quiet: bool, verbose: u8) -> Result<cosim_sweep::WorkerCommand> {
+    let program = std::env::current_exe()
+        .map_err(|e| bad_input(format!("error: the path of this cosim executable: {e}")))?;
+    let mut args: Vec<std::ffi::OsString> = vec!["sweep-worker".into()];
+    if quiet {
+        args.push("-q".into());
+    }
+    args.extend((0..verbose).map(|_| "-v".into()));
+    Ok(cosim_sweep::WorkerCommand {
+        program,
+        args,
+        env: Vec::new(),
+    })
+}
+
 /// Runs `cosim sweep`.
-pub fn run(args: &Args, quiet: bool) -> Result<()> {
+pub fn run(args: &Args, quiet: bool, verbose: u8) -> Result<()> {
     match &args.command {
         Some(Command::Merge(m)) => return merge(m),
         Some(Command::Submit(s)) => return submit(s, quiet),
@@ -227,6 +245,9 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         refine: !args.no_refine,
         prune: args.prune,
         interrupt: Some(interrupt.flag()),
+        // Each run in a worker process: an FMU that crashes or calls
+        // exit() costs its run, not the sweep.
+        worker: Some(worker_command(quiet, verbose)?),
     };
     if shard.is_some() && spec.refine.is_some() && !args.no_refine {
         say!("note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)");
@@ -555,7 +576,7 @@ fn report(outcome: &Outcome, wall: Option<f64>) {
         let message = outcome.summary.column("message").unwrap_or_default();
         let run = outcome.summary.column("run").unwrap_or_default();
         for ((s, m), r) in status.iter().zip(&message).zip(&run) {
-            if *s == "error" {
+            if *s == "error" || *s == "crashed" {
                 say!("  failed: {r}: {m}");
             }
         }

@@ -137,6 +137,22 @@ pub enum CoreError {
         error: std::io::Error,
     },
 
+    /// The output directory is in use by another run (it holds the
+    /// directory's lock, `output_lock`): nothing was written.
+    #[error(
+        "{}: the output directory is in use by {holder}{}: two runs writing into one directory would mix their outputs; wait for it to end, or give this run another output directory",
+        dir.display(),
+        pid.map(|p| format!(" (process id {p})")).unwrap_or_default()
+    )]
+    OutputInUse {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Who holds it: "another cosim run", "shard 2/3 of a sweep".
+        holder: String,
+        /// The holder's process id, when its lock file says.
+        pid: Option<u32>,
+    },
+
     /// Writing rows to an output file failed (a full device, a file size
     /// limit, an I/O error) during the run: the file was cut back to its
     /// last complete row and closed, and the run stopped.

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod nested;
 pub mod observer;
 pub mod output;
+pub mod output_lock;
 pub mod parallel;
 pub mod structure;
 pub mod subsystem;

@@ -120,8 +120,8 @@ pub(crate) struct CsvFile {
 }
 
 impl CsvFile {
-    /// Creates (truncates) the file and its directory; the header is
-    /// queued as the first row. Failing to create either is an error now.
+    /// Creates (truncates) the file and its directory, and writes the
+    /// header. Failing to create either is an error now.
     pub(crate) fn create(path: &Path, header: &[String], columns: Vec<Column>) -> Result<Self> {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
@@ -143,7 +143,7 @@ impl CsvFile {
             quote_field(name, &mut buf);
         }
         buf.push(b'\n');
-        Ok(CsvFile {
+        let mut csv = CsvFile {
             path: path.to_path_buf(),
             file: Some(file),
             columns: columns.into_boxed_slice(),
@@ -152,7 +152,15 @@ impl CsvFile {
             last_time: f64::NAN,
             number: zmij::Buffer::new(),
             integer: itoa::Buffer::new(),
-        })
+        };
+        // The header at once: a run whose process dies before the writer's
+        // first write (an FMU's segfault) leaves a file that reads as a
+        // table without rows, not an empty one.
+        csv.write_out().map_err(|f| match f.to_error() {
+            CoreError::OutputWrite { path, error, .. } => CoreError::Output { path, error },
+            other => other,
+        })?;
+        Ok(csv)
     }
 
     /// Number of columns.

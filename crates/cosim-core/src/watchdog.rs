@@ -3,8 +3,8 @@
 //! when the user presses Ctrl-C), so that the run can end cleanly without
 //! waiting for a call that may never return.
 //!
-//! Every tracker of the process is watched (one run per process, as
-//! `cosim run`; sweeps, which run many in one process, do not use it).
+//! Every tracker of the process is watched (one run per process at a
+//! time, as `cosim run` and a sweep's worker process make them).
 //! The stepping side costs a relaxed atomic store per FMI call and one when
 //! the call, or a group of them ([`CallTracker::group`]), returns, and no
 //! clock read: the watchdog samples every tracker a few times per second

@@ -817,7 +817,7 @@ fn interrupt_requested() -> bool {
 }
 
 /// "died of a segmentation fault (SIGSEGV)", "exited with status 3".
-fn describe_exit(status: ExitStatus) -> String {
+pub fn describe_exit(status: ExitStatus) -> String {
     if let Some(sig) = status.signal() {
         let what = match sig {
             libc::SIGSEGV => "died of a segmentation fault (SIGSEGV)".to_string(),

@@ -21,5 +21,6 @@ mod sys;
 mod tail;
 
 pub use isolated::{
-    DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, set_host_program, watch_interrupt,
+    DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, describe_exit, set_host_program,
+    watch_interrupt,
 };

@@ -45,6 +45,12 @@ create_exception!(
 );
 create_exception!(
     _cosim,
+    OutputInUseError,
+    ScenarioError,
+    "The output directory is in use by another run or sweep (it holds the directory's lock): nothing was written. `path` is the directory, `pid` the holder's process id (None when unknown)."
+);
+create_exception!(
+    _cosim,
     RunError,
     CosimError,
     "A run that started and failed: an FMU error, a divergence (the command's exit status 1)."
@@ -196,6 +202,67 @@ fn target_of(target: &str, is_text: bool) -> Target {
     }
 }
 
+/// Why a run or sweep did not start: bad input (the message), or an
+/// output directory in use.
+enum NotRun {
+    Bad(String),
+    InUse {
+        message: String,
+        dir: PathBuf,
+        pid: Option<u32>,
+    },
+}
+
+impl NotRun {
+    fn of_core(e: cosim_core::CoreError, prefix: &str) -> NotRun {
+        match e {
+            cosim_core::CoreError::OutputInUse { ref dir, pid, .. } => NotRun::InUse {
+                message: format!("{prefix}{e}"),
+                dir: dir.clone(),
+                pid,
+            },
+            other => NotRun::Bad(format!("{prefix}{other}")),
+        }
+    }
+
+    fn of_sweep(e: cosim_sweep::SweepError) -> NotRun {
+        match e {
+            cosim_sweep::SweepError::Output(core) => NotRun::of_core(core, "error: "),
+            other => NotRun::Bad(other.to_string()),
+        }
+    }
+
+    fn into_err(self, py: Python<'_>) -> PyErr {
+        match self {
+            NotRun::Bad(message) => ScenarioError::new_err(message),
+            NotRun::InUse { message, dir, pid } => {
+                let err = OutputInUseError::new_err(message);
+                let value = err.value(py);
+                let _ = value.setattr("path", dir);
+                let _ = value.setattr("pid", pid);
+                err
+            }
+        }
+    }
+}
+
+/// The lock on a run's output directory, handed to the Python layer so
+/// that it holds it while it reads the outputs back.
+#[pyclass(module = "cosim._cosim")]
+struct OutputLock {
+    lock: Mutex<Option<cosim_core::output_lock::OutputLock>>,
+}
+
+#[pymethods]
+impl OutputLock {
+    /// Releases the lock (once; later calls do nothing).
+    fn release(&self) {
+        if let Ok(mut l) = self.lock.lock() {
+            l.take();
+        }
+    }
+}
+
 /// What [`run`] hands back to the Python layer.
 struct Ran {
     status: RunStatus,
@@ -208,16 +275,19 @@ struct Ran {
     warnings: Vec<String>,
     t_reached: f64,
     macro_steps: u64,
+    lock: Option<cosim_core::output_lock::OutputLock>,
 }
 
 /// Runs a scenario, an SSP/OSP file or an FMU as `cosim run` does, writing
 /// its outputs into `out` (or the scenario's directory). Returns a dict:
 /// `status`, `summary` (JSON text), `error`, `message` (what the command
 /// says), `out_dir`, `trace`, `energy`, `steps` (paths or None),
-/// `warnings`, `interrupted`.
+/// `warnings`, `interrupted`, `lock` (the output directory's, to release
+/// once the outputs are read).
 ///
-/// Raises ScenarioError for bad input (nothing ran), KeyboardInterrupt
-/// never: an interrupted run comes back with status "interrupted".
+/// Raises ScenarioError for bad input (nothing ran), OutputInUseError
+/// for an output directory another run holds, KeyboardInterrupt never:
+/// an interrupted run comes back with status "interrupted".
 #[pyfunction]
 #[pyo3(signature = (target, is_text, stop=None, step=None, set=Vec::new(), out=None))]
 fn run(
@@ -234,11 +304,12 @@ fn run(
     let interrupt = Arc::new(AtomicBool::new(false));
     isolation_flag().store(false, Ordering::SeqCst);
     let flag = Arc::clone(&interrupt);
-    let work = move || -> Result<Ran, (bool, String)> {
-        let (prepared, warnings) = prepare(&target, &overrides).map_err(|m| (true, m))?;
+    let work = move || -> Result<Ran, NotRun> {
+        let (prepared, warnings) = prepare(&target, &overrides).map_err(NotRun::Bad)?;
         let paths = prepared.resolved.outputs.clone();
-        let outcome = runner::run(prepared, Vec::new(), Some(flag))
-            .map_err(|e| (true, format!("error: {e}")))?;
+        let mut outcome = runner::run(prepared, Vec::new(), Some(flag))
+            .map_err(|e| NotRun::of_core(e, "error: "))?;
+        let lock = outcome.lock.take();
         let s = &outcome.summary;
         Ok(Ran {
             status: s.status,
@@ -251,16 +322,17 @@ fn run(
             warnings,
             t_reached: s.t_reached,
             macro_steps: s.stats.macro_steps,
+            lock,
         })
     };
     let (result, raised) = on_worker(py, &interrupt, work)?;
-    let ran = match result {
+    let mut ran = match result {
         Ok(ran) => ran,
-        Err((_, message)) => {
+        Err(not_run) => {
             if let Some(e) = raised {
                 return Err(e);
             }
-            return Err(ScenarioError::new_err(message));
+            return Err(not_run.into_err(py));
         }
     };
     let d = PyDict::new(py);
@@ -290,6 +362,10 @@ fn run(
     d.set_item("steps", ran.steps)?;
     d.set_item("warnings", ran.warnings)?;
     d.set_item("interrupted", raised.is_some())?;
+    let lock = OutputLock {
+        lock: Mutex::new(ran.lock.take()),
+    };
+    d.set_item("lock", Py::new(py, lock)?)?;
     Ok(d.unbind())
 }
 
@@ -424,9 +500,16 @@ fn inspect_json(path: &Path) -> Result<String, String> {
 /// `cosim sweep`: runs a sweep file (or the shard `K/N`, `auto`, `auto/N`
 /// of it). Returns a dict: `columns`, `rows` (the summary table, cells as
 /// text), `summary_path`, `plot_path`, `counts`, `limits` (JSON text),
-/// `violations`, `warnings`, `interrupted`.
+/// `violations`, `warnings`, `interrupted`. `worker`: the command (and
+/// `worker_env` its environment) that starts a worker process running
+/// [`sweep_worker`]; each run goes to one, so that an FMU that ends its
+/// process is a `crashed` row; `None` runs them in this process.
+///
+/// Raises ScenarioError for bad input, OutputInUseError for an output
+/// directory another run or sweep holds.
 #[pyfunction]
-#[pyo3(signature = (path, shard=None, out=None, jobs=None, plot=true))]
+#[pyo3(signature = (path, shard=None, out=None, jobs=None, plot=true, worker=None, worker_env=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
 fn sweep(
     py: Python<'_>,
     path: PathBuf,
@@ -434,6 +517,8 @@ fn sweep(
     out: Option<PathBuf>,
     jobs: Option<usize>,
     plot: bool,
+    worker: Option<Vec<String>>,
+    worker_env: Vec<(String, String)>,
 ) -> PyResult<Py<PyDict>> {
     let shard = match shard {
         None => None,
@@ -449,26 +534,38 @@ fn sweep(
     };
     let interrupt = Arc::new(AtomicBool::new(false));
     isolation_flag().store(false, Ordering::SeqCst);
+    let worker = worker.and_then(|command| {
+        let mut words = command.into_iter();
+        Some(cosim_sweep::WorkerCommand {
+            program: words.next()?.into(),
+            args: words.map(Into::into).collect(),
+            env: worker_env
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        })
+    });
     let options = cosim_sweep::Options {
         jobs,
         shard,
         out,
         plot,
         interrupt: Some(Arc::clone(&interrupt)),
+        worker,
         ..cosim_sweep::Options::default()
     };
-    let work = move || -> Result<(cosim_sweep::Outcome, Vec<String>), String> {
-        let spec = cosim_sweep::SweepSpec::load(&path).map_err(|e| e.to_string())?;
-        let warnings = cosim_sweep::check(&spec).map_err(|e| e.to_string())?;
+    let work = move || -> Result<(cosim_sweep::Outcome, Vec<String>), NotRun> {
+        let spec = cosim_sweep::SweepSpec::load(&path).map_err(NotRun::of_sweep)?;
+        let warnings = cosim_sweep::check(&spec).map_err(NotRun::of_sweep)?;
         let outcome =
-            cosim_sweep::run(&spec, &options, &cosim_sweep::Silent).map_err(|e| e.to_string())?;
+            cosim_sweep::run(&spec, &options, &cosim_sweep::Silent).map_err(NotRun::of_sweep)?;
         Ok((outcome, warnings))
     };
     let (result, raised) = on_worker(py, &interrupt, work)?;
     if let Some(e) = raised {
         return Err(e);
     }
-    let (outcome, warnings) = result.map_err(ScenarioError::new_err)?;
+    let (outcome, warnings) = result.map_err(|e| e.into_err(py))?;
     let d = PyDict::new(py);
     d.set_item("columns", outcome.summary.columns.clone())?;
     d.set_item("rows", outcome.summary.rows.clone())?;
@@ -500,6 +597,15 @@ fn sweep(
     )?;
     d.set_item("warnings", warnings)?;
     Ok(d.unbind())
+}
+
+/// Serves a sweep's runs on standard input, as `cosim sweep-worker` does
+/// (the worker process of [`sweep`], `python -m cosim._sweep_worker`),
+/// and ends the process: it never returns to Python.
+#[pyfunction]
+fn sweep_worker(py: Python<'_>) -> PyResult<()> {
+    let code = py.detach(cosim_sweep::worker::serve);
+    cosim_fmi::ffi::exit_process(code)
 }
 
 /// Step-wise control of a scenario (the engine behind `cosim.Simulation`).
@@ -733,10 +839,13 @@ fn _cosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CosimError", py.get_type::<CosimError>())?;
     m.add("ScenarioError", py.get_type::<ScenarioError>())?;
     m.add("RunError", py.get_type::<RunError>())?;
+    m.add("OutputInUseError", py.get_type::<OutputInUseError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(read_csv, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_worker, m)?)?;
+    m.add_class::<OutputLock>()?;
     m.add_class::<Simulation>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use cosim_core::execution::{Execution, RunSummary};
 use cosim_core::observer::Observer;
 use cosim_core::output::{Outputs, OutputsHandle};
+use cosim_core::output_lock::OutputLock;
 
 use crate::assemble::{self, AssembleError, Assembly};
 use crate::{Overrides, ResolvedScenario, Scenario, ScenarioError, nest};
@@ -155,13 +156,18 @@ pub struct Outcome {
     pub error: Option<cosim_core::CoreError>,
     /// The output directory.
     pub output_dir: PathBuf,
+    /// The lock on the output directory, held until this is dropped (a
+    /// caller that writes more there, a plot, keeps it until then).
+    pub lock: Option<OutputLock>,
 }
 
 /// Runs a prepared scenario with its configured outputs plus `extra`
 /// observers (a progress display, say); the summary file is written at the
-/// end. Outputs that cannot be created are an error before any step; a
-/// write that fails during the run stops it (the outcome's error,
-/// [`cosim_core::CoreError::OutputWrite`]).
+/// end. The output directory is locked first ([`OutputLock`]: another
+/// run writing there is an error, [`cosim_core::CoreError::OutputInUse`],
+/// before any output is created or truncated). Outputs that cannot be
+/// created are an error before any step; a write that fails during the
+/// run stops it (the outcome's error, [`cosim_core::CoreError::OutputWrite`]).
 pub fn run(
     prepared: Prepared,
     extra: Vec<Box<dyn Observer>>,
@@ -181,6 +187,7 @@ pub fn run_watched(
     watch: impl FnOnce(OutputsHandle),
 ) -> Result<Outcome, cosim_core::CoreError> {
     let Prepared { resolved, assembly } = prepared;
+    let lock = OutputLock::exclusive(&resolved.outputs.dir)?;
     let outputs = Outputs::new(&resolved.outputs.dir, resolved.outputs.summary.clone())?;
     // A run not warned about at the start (an adaptive master, whose
     // steps are not known) is warned about when its outputs pass the size.
@@ -215,5 +222,6 @@ pub fn run_watched(
         summary,
         error,
         output_dir: resolved.outputs.dir.clone(),
+        lock,
     })
 }

@@ -28,6 +28,10 @@ pub enum SweepError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The output directory is in use by another run or sweep
+    /// ([`cosim_core::CoreError::OutputInUse`]), or its lock cannot be made.
+    #[error("error: {0}")]
+    Output(cosim_core::CoreError),
     /// Anything else (bad command-line value, inconsistent shard files).
     #[error("{0}")]
     Other(String),

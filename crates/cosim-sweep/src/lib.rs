@@ -6,8 +6,11 @@
 //! cartesian product or a zip. Every run gets its own scenario (the TOML
 //! text edited with `toml_edit`, then parsed as the scenario file it came
 //! from), its own FMU instances and its own output directory
-//! `<out>/runs/<index>-<values>/`; runs go in parallel on a `rayon` pool. A
-//! run that fails or diverges is recorded and the sweep goes on.
+//! `<out>/runs/<index>-<values>/`; runs go in parallel, each in a worker
+//! process of a pool ([`Options::worker`]; `pool.rs`, `worker.rs`) or on
+//! threads of this one. A run that fails, diverges or crashes its process
+//! is recorded and the sweep goes on; its row is in the summary as soon
+//! as it ends. The output directory is locked for the sweep.
 //!
 //! The result is one summary CSV (one row per run, deterministic: merged
 //! shards reproduce an unsharded sweep byte for byte except the last
@@ -32,23 +35,26 @@ mod edit;
 mod error;
 pub mod limits;
 pub mod plot;
+mod pool;
 pub mod runs;
 pub mod shard;
 pub mod slurm;
 pub mod spec;
 pub mod summary;
 pub mod threshold;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rayon::prelude::*;
+use cosim_core::output_lock::OutputLock;
 use serde::{Deserialize, Serialize};
 
 pub use axis::{Axis, AxisValue, Scale, Target};
 pub use error::{Located, SweepError};
 pub use limits::Limit;
+pub use pool::WorkerCommand;
 pub use runs::{Planned, Record, Status};
 pub use shard::ShardArg;
 pub use spec::{Combine, SweepSpec};
@@ -109,6 +115,12 @@ pub struct Options {
     /// Set to stop: runs not started are skipped, running ones stop at
     /// their next macro step.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Run each run in a worker process started with this command (a pool
+    /// of `jobs` long-lived workers), so that an FMU that ends its process
+    /// (`exit()`, a segfault, an abort) is a `crashed` row, not the end of
+    /// the sweep. `None`: in this process, on threads (an FMU's crash
+    /// ends the sweep; `step_timeout` does not apply).
+    pub worker: Option<WorkerCommand>,
 }
 
 impl Default for Options {
@@ -122,6 +134,7 @@ impl Default for Options {
             refine: true,
             prune: false,
             interrupt: None,
+            worker: None,
         }
     }
 }
@@ -327,23 +340,12 @@ fn check_first_run(
     scenario: &cosim_scenario::Scenario,
 ) -> Result<Vec<String>, SweepError> {
     match cosim_scenario::runner::prepare_scenario(scenario, Some(1)) {
-        Ok(prepared) => {
-            // Sweeps run many runs in one process, without the watchdog
-            // that ends a hung FMU call of `cosim run` (by ending the
-            // process).
-            let step_timeout = prepared.resolved.master.step_timeout.map(|t| {
-                format!(
-                    "warning: [master] step_timeout = {t} is not applied in a sweep: a hung call of an FMU in the sweep's process cannot be ended without ending every run; give such FMUs isolation = \"process\" (their isolation_timeout ends a hung call as an error of that run)"
-                )
-            });
-            Ok(prepared
-                .resolved
-                .warnings
-                .iter()
-                .map(ToString::to_string)
-                .chain(step_timeout)
-                .collect())
-        }
+        Ok(prepared) => Ok(prepared
+            .resolved
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect()),
         Err(cosim_scenario::runner::PrepareError::Scenario(e)) => {
             // A variable axis the FMU does not have: point at the axis.
             let axis = e.argument.as_deref().and_then(|arg| {
@@ -368,33 +370,110 @@ fn check_first_run(
     }
 }
 
-fn execute_all(
-    spec: &SweepSpec,
-    planned: &[Planned],
-    out: &Path,
-    options: &Options,
-    pool: &rayon::ThreadPool,
-    progress: &dyn Progress,
-) -> Vec<Record> {
-    progress.planned(planned.len());
-    pool.install(|| {
-        planned
-            .par_iter()
-            .map(|p| {
-                let interrupted = options
-                    .interrupt
-                    .as_ref()
-                    .is_some_and(|f| f.load(Ordering::Relaxed));
-                let record = if interrupted {
-                    runs::skipped(spec, p, "interrupted before it started")
-                } else {
-                    runs::execute(spec, p, out, options.prune, options.interrupt.clone())
-                };
-                progress.finished(&record);
-                record
-            })
-            .collect()
-    })
+/// How the runs are made: in this process, or each in a worker process.
+enum Runner {
+    InProcess { jobs: usize },
+    Workers(pool::Pool),
+}
+
+impl Runner {
+    fn jobs(&self) -> usize {
+        match self {
+            Runner::InProcess { jobs } => *jobs,
+            Runner::Workers(pool) => pool.jobs(),
+        }
+    }
+}
+
+/// What the threads of [`execute_all`] share.
+struct Batch<'a> {
+    spec: &'a SweepSpec,
+    out: &'a Path,
+    options: &'a Options,
+    runner: &'a Runner,
+    progress: &'a dyn Progress,
+    live: &'a Mutex<summary::LiveSummary>,
+}
+
+impl Batch<'_> {
+    fn interrupted(&self) -> bool {
+        self.options
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
+    /// Run `p` on job slot `slot`; its row goes into the summary at once.
+    fn execute(&self, slot: usize, p: &Planned) -> Record {
+        let record = if self.interrupted() {
+            runs::skipped(self.spec, p, "interrupted before it started")
+        } else {
+            match self.runner {
+                Runner::InProcess { .. } => runs::execute(
+                    self.spec,
+                    p,
+                    self.out,
+                    self.options.prune,
+                    self.options.interrupt.clone(),
+                ),
+                Runner::Workers(pool) => pool.execute(slot, self.spec, p, self.out),
+            }
+        };
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(&record.cells);
+        self.progress.finished(&record);
+        record
+    }
+}
+
+/// Makes the `planned` runs, `jobs` at a time, each job slot taking the
+/// next run not taken; the records in the order of `planned`.
+fn execute_all(batch: &Batch<'_>, planned: &[Planned]) -> Result<Vec<Record>, SweepError> {
+    batch.progress.planned(planned.len());
+    let next = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let records: Vec<Mutex<Option<Record>>> = planned.iter().map(|_| Mutex::new(None)).collect();
+    let threads = batch.runner.jobs().min(planned.len());
+    std::thread::scope(|scope| -> Result<(), SweepError> {
+        let mut handles = Vec::new();
+        for slot in 0..threads {
+            let (next, records) = (&next, &records);
+            let handle = std::thread::Builder::new()
+                .name(format!("sweep-{slot}"))
+                .spawn_scoped(scope, move || {
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let (Some(p), Some(cell)) = (planned.get(k), records.get(k)) else {
+                            break;
+                        };
+                        let record = batch.execute(slot, p);
+                        *cell.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
+                    }
+                })
+                .map_err(|e| SweepError::Other(format!("cannot start a thread: {e}")))?;
+            handles.push(handle);
+        }
+        if let (Runner::Workers(pool), Some(flag)) = (batch.runner, &batch.options.interrupt) {
+            let done = &done;
+            scope.spawn(move || pool::forward_interrupt(pool, flag, done));
+        }
+        for h in handles {
+            let _ = h.join();
+        }
+        done.store(true, Ordering::Relaxed);
+        Ok(())
+    })?;
+    Ok(records
+        .into_iter()
+        .zip(planned)
+        .map(|(r, p)| {
+            r.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .unwrap_or_else(|| runs::skipped(batch.spec, p, "internal: the run was lost"))
+        })
+        .collect())
 }
 
 fn write_meta(path: &Path, meta: &Meta) -> Result<(), SweepError> {
@@ -488,13 +567,17 @@ pub fn check_metrics(spec: &SweepSpec, extra: &[Threshold]) -> Result<(), SweepE
 
 /// Runs a sweep (or the shard of it `options.shard` names): every run,
 /// the bisection of the stability limit, the summary CSV and its sidecar,
-/// the plot, the thresholds.
+/// the plot, the thresholds. The output directory is locked for the
+/// sweep (shared by the shards of one sweep); each run's row is in the
+/// summary as soon as the run has ended.
 ///
 /// # Errors
 ///
 /// A threshold names no metric a run has ([`check_metrics`], before any
-/// run), the output directory cannot be written, a threshold names a
-/// column the summary does not have. Failed runs are not errors: they are rows.
+/// run), the output directory is in use ([`SweepError::Output`]) or
+/// cannot be written, the worker processes cannot be started, a threshold
+/// names a column the summary does not have. Failed runs are not errors:
+/// they are rows.
 pub fn run(
     spec: &SweepSpec,
     options: &Options,
@@ -502,14 +585,104 @@ pub fn run(
 ) -> Result<Outcome, SweepError> {
     check_metrics(spec, &options.fail_if)?;
     let out = options.out.clone().unwrap_or_else(|| spec.out.clone());
+    // Held until the plot is written: the directory is this sweep's.
+    let lock = lock_output(&out, options.shard)?;
     let runs_dir = out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| SweepError::io(&runs_dir, e))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads(options.jobs))
-        .thread_name(|i| format!("sweep-{i}"))
-        .build()
-        .map_err(|e| SweepError::Other(format!("cannot start the worker threads: {e}")))?;
+    let (csv_name, json_name) = match options.shard {
+        Some(s) => (
+            format!("summary.shard-{}-of-{}.csv", s.k, s.n),
+            format!("summary.shard-{}-of-{}.json", s.k, s.n),
+        ),
+        None => ("summary.csv".to_string(), "summary.json".to_string()),
+    };
+    // A sidecar of an earlier sweep would pass for this one's until the end.
+    let json_path = out.join(&json_name);
+    match std::fs::remove_file(&json_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(SweepError::io(&json_path, e));
+        }
+        _ => {}
+    }
+    let keys = spec.axis_keys();
+    let summary_path = out.join(csv_name);
+    let live = Mutex::new(summary::LiveSummary::new(&summary_path, &keys)?);
+    let jobs = threads(options.jobs);
+    let runner = match &options.worker {
+        Some(command) => Runner::Workers(pool::Pool::new(
+            command.clone(),
+            spec,
+            &out,
+            options.prune,
+            jobs,
+        )?),
+        None => Runner::InProcess { jobs },
+    };
+    let batch = Batch {
+        spec,
+        out: &out,
+        options,
+        runner: &runner,
+        progress,
+        live: &live,
+    };
+    let records = execute_stages(&batch)?;
+    drop(runner);
 
+    // The run directories of an earlier, different sweep in the same
+    // place would read as this sweep's: remove those it has not made (a
+    // shard leaves the others' alone).
+    if options.shard.is_none() {
+        let current: std::collections::HashSet<String> = records
+            .iter()
+            .map(|r| runs::run_name(spec, &r.planned))
+            .collect();
+        remove_stale_runs(&runs_dir, &current);
+    }
+    let summary = Summary::build(records.iter().map(|r| r.cells.clone()).collect(), &keys);
+    summary.write(&summary_path)?;
+    let meta = meta_of(spec, options.shard, &summary);
+    write_meta(&json_path, &meta)?;
+    let plot_path = if options.plot && options.shard.is_none() {
+        let p = out.join(&spec.plot.file);
+        draw_plot(&p, &summary, &meta)?;
+        Some(p)
+    } else {
+        None
+    };
+    drop(lock);
+    let thresholds: Vec<Threshold> = spec
+        .fail_if
+        .iter()
+        .chain(&options.fail_if)
+        .cloned()
+        .collect();
+    let violations = check_thresholds(&summary, &thresholds)?;
+    Ok(Outcome {
+        summary,
+        summary_path,
+        meta,
+        plot_path,
+        violations,
+        records,
+    })
+}
+
+/// Locks a sweep's output directory: the whole of it for a sweep, shared
+/// with the other shards for a shard (their runs and summaries never
+/// collide).
+fn lock_output(out: &Path, shard: Option<Shard>) -> Result<Option<OutputLock>, SweepError> {
+    match shard {
+        None => OutputLock::exclusive(out),
+        Some(s) => OutputLock::shard(out, s.k, s.n),
+    }
+    .map_err(SweepError::Output)
+}
+
+/// The grid's runs, then the bisection's stages (unsharded sweeps that
+/// ask for it).
+fn execute_stages(batch: &Batch<'_>) -> Result<Vec<Record>, SweepError> {
+    let (spec, options) = (batch.spec, batch.options);
     let grid: Vec<Planned> = (0..spec.grid_len())
         .filter(|&i| options.shard.is_none_or(|s| s.owns(i)))
         .map(|index| Planned {
@@ -518,8 +691,7 @@ pub fn run(
             values: spec.grid_values(index),
         })
         .collect();
-    let mut records = execute_all(spec, &grid, &out, options, &pool, progress);
-
+    let mut records = execute_all(batch, &grid)?;
     let keys = spec.axis_keys();
     if let (Some(refine), true, None) = (spec.refine, options.refine, options.shard) {
         let scale = spec
@@ -536,39 +708,24 @@ pub fn run(
             if planned.is_empty() {
                 break;
             }
-            records.extend(execute_all(spec, &planned, &out, options, &pool, progress));
+            records.extend(execute_all(batch, &planned)?);
         }
     }
+    Ok(records)
+}
 
-    // The run directories of an earlier, different sweep in the same
-    // place would read as this sweep's: remove those it has not made (a
-    // shard leaves the others' alone).
-    if options.shard.is_none() {
-        let current: std::collections::HashSet<String> = records
-            .iter()
-            .map(|r| runs::run_name(spec, &r.planned))
-            .collect();
-        remove_stale_runs(&runs_dir, &current);
-    }
-    let summary = Summary::build(records.iter().map(|r| r.cells.clone()).collect(), &keys);
-    let (csv_name, json_name) = match options.shard {
-        Some(s) => (
-            format!("summary.shard-{}-of-{}.csv", s.k, s.n),
-            format!("summary.shard-{}-of-{}.json", s.k, s.n),
-        ),
-        None => ("summary.csv".to_string(), "summary.json".to_string()),
-    };
-    let summary_path = out.join(csv_name);
-    summary.write(&summary_path)?;
+/// The sidecar of a sweep's summary.
+fn meta_of(spec: &SweepSpec, shard: Option<Shard>, summary: &Summary) -> Meta {
+    let keys = spec.axis_keys();
     let axes: Vec<(String, Scale)> = spec.axes.iter().map(|a| (a.key.clone(), a.scale)).collect();
     let metric = spec
         .plot
         .metric
         .clone()
-        .unwrap_or_else(|| plot::default_metric(&summary));
+        .unwrap_or_else(|| plot::default_metric(summary));
     // A shard alone cannot bracket the limit: merge computes it.
-    let limits = match (spec.plot.x, options.shard) {
-        (Some(x), None) => limits::from_summary(&summary, &axes, x),
+    let limits = match (spec.plot.x, shard) {
+        (Some(x), None) => limits::from_summary(summary, &axes, x),
         _ => Vec::new(),
     };
     let axis_meta = |a: &Axis| AxisMeta {
@@ -576,43 +733,20 @@ pub fn run(
         scale: a.scale,
         values: a.values.iter().map(AxisValue::cell).collect(),
     };
-    let meta = Meta {
+    Meta {
         sweep: spec.file.clone(),
         scenario: spec.scenario.clone(),
         grid_runs: spec.grid_len(),
-        shard: options.shard,
+        shard,
         axes: spec.axes.iter().map(axis_meta).collect(),
         set: spec.set.iter().map(axis_meta).collect(),
         plot_x: spec.plot.x.and_then(|x| keys.get(x).cloned()),
         plot_metric: Some(metric),
         plot_file: spec.plot.file.clone(),
-        counts: Counts::of(&summary),
+        counts: Counts::of(summary),
         limits,
         fail_if: spec.fail_if.iter().map(ToString::to_string).collect(),
-    };
-    write_meta(&out.join(json_name), &meta)?;
-    let plot_path = if options.plot && options.shard.is_none() {
-        let p = out.join(&spec.plot.file);
-        draw_plot(&p, &summary, &meta)?;
-        Some(p)
-    } else {
-        None
-    };
-    let thresholds: Vec<Threshold> = spec
-        .fail_if
-        .iter()
-        .chain(&options.fail_if)
-        .cloned()
-        .collect();
-    let violations = check_thresholds(&summary, &thresholds)?;
-    Ok(Outcome {
-        summary,
-        summary_path,
-        meta,
-        plot_path,
-        violations,
-        records,
-    })
+    }
 }
 
 fn draw_plot(path: &Path, summary: &Summary, meta: &Meta) -> Result<(), SweepError> {

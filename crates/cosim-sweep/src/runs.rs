@@ -1,16 +1,17 @@
 //! One run of a sweep: its scenario, its execution in its own output
 //! directory with its own FMU instances, its metrics and its verdict.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use cosim_core::CoreError;
+use cosim_core::execution::RunSummary;
 use cosim_core::metrics::{Table, bond_metrics, compare_columns, match_columns};
-use cosim_scenario::OutputSettings;
+use cosim_core::output::OutputsHandle;
 use cosim_scenario::runner::{self, PrepareError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::axis::{AxisValue, format_float};
 use crate::edit;
@@ -18,7 +19,7 @@ use crate::spec::SweepSpec;
 use crate::summary::{Cells, MAX_ABS, RESIDUAL_ENERGY, RMS};
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Completed and not diverged.
@@ -28,6 +29,9 @@ pub enum Status {
     /// Stopped at a NaN/Inf output, or completed with outputs beyond the
     /// bound or a growing residual power (see `docs/sweep.md`).
     Diverged,
+    /// Its process died under it: an FMU called `exit()`, segfaulted or
+    /// aborted (a run in a worker process; the sweep goes on).
+    Crashed,
 }
 
 impl Status {
@@ -37,6 +41,7 @@ impl Status {
             Status::Ok => "ok",
             Status::Error => "error",
             Status::Diverged => "diverged",
+            Status::Crashed => "crashed",
         }
     }
 
@@ -46,6 +51,7 @@ impl Status {
             "ok" => Some(Status::Ok),
             "error" => Some(Status::Error),
             "diverged" => Some(Status::Diverged),
+            "crashed" => Some(Status::Crashed),
             _ => None,
         }
     }
@@ -138,11 +144,12 @@ fn record(
 ) -> Record {
     // Paths of this machine would differ between shards: keep them out.
     // (A run that was not executed has no directory: nothing to replace.)
+    // (As a path's beginning only: an `out` of "out" is in "outputs".)
     let dir = out.display().to_string();
     let message = if dir.is_empty() {
         one_line(message)
     } else {
-        one_line(message).replace(&dir, "<out>")
+        one_line(message).replace(&format!("{dir}/"), "<out>/")
     };
     let wall = started.elapsed().as_secs_f64();
     cells.push(("status".into(), status.as_str().into()));
@@ -173,6 +180,25 @@ pub fn skipped(spec: &SweepSpec, planned: &Planned, why: &str) -> Record {
     )
 }
 
+/// The files and times of a run once it is prepared: what its metrics
+/// are computed from, also by the sweep's process when the run's worker
+/// process died under it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFiles {
+    /// The trace, when written.
+    pub trace: Option<PathBuf>,
+    /// The energy log, when written.
+    pub energy_log: Option<PathBuf>,
+    /// The step log, when written.
+    pub step_log: Option<PathBuf>,
+    /// The start time, s.
+    pub t_start: f64,
+    /// The stop time, s.
+    pub t_stop: f64,
+    /// The run's `[master] step_timeout`, s.
+    pub step_timeout: Option<f64>,
+}
+
 /// Runs one planned run into `out/runs/<name>/` and computes its metrics.
 pub fn execute(
     spec: &SweepSpec,
@@ -181,6 +207,21 @@ pub fn execute(
     prune: bool,
     interrupt: Option<Arc<AtomicBool>>,
 ) -> Record {
+    execute_watched(spec, planned, out, prune, interrupt, |_, _| {})
+}
+
+/// Like [`execute`], handing `watch` the run's files and a handle on its
+/// outputs just before it starts stepping (a worker process keeps them to
+/// end the outputs and report the run should the process be ended under
+/// it).
+pub fn execute_watched(
+    spec: &SweepSpec,
+    planned: &Planned,
+    out: &Path,
+    prune: bool,
+    interrupt: Option<Arc<AtomicBool>>,
+    watch: impl FnOnce(&RunFiles, OutputsHandle),
+) -> Record {
     let started = Instant::now();
     let name = run_name(spec, planned);
     let dir = out.join("runs").join(&name);
@@ -188,26 +229,121 @@ pub fn execute(
     if dir.exists() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let mut cells = first_cells(spec, planned, &name);
-    let finish = |cells: Cells, status: Status, message: String, started: Instant| {
-        record(planned, &name, out, cells, status, &message, started)
+    let cells = first_cells(spec, planned, &name);
+    let failed = |message: String| {
+        record(
+            planned,
+            &name,
+            out,
+            cells.clone(),
+            Status::Error,
+            &message,
+            started,
+        )
     };
-
     let (scenario, _) = match edit::build(spec, &planned.values, &dir) {
         Ok(s) => s,
-        Err(m) => return finish(cells, Status::Error, m, started),
+        Err(m) => return failed(m),
     };
     let prepared = match runner::prepare_scenario(&scenario, Some(1)) {
         Ok(p) => p,
-        Err(e) => return finish(cells, Status::Error, prepare_message(&e), started),
+        Err(e) => return failed(prepare_message(&e)),
     };
-    let outputs = prepared.resolved.outputs.clone();
-    let (t_start, t_stop) = (prepared.resolved.start, prepared.resolved.stop);
-    let outcome = match runner::run(prepared, Vec::new(), interrupt) {
+    let outputs = &prepared.resolved.outputs;
+    let files = RunFiles {
+        trace: outputs.trace.clone(),
+        energy_log: outputs.energy_log.clone(),
+        step_log: outputs.step_log.clone(),
+        t_start: prepared.resolved.start,
+        t_stop: prepared.resolved.stop,
+        step_timeout: prepared.resolved.master.step_timeout,
+    };
+    let outcome = match runner::run_watched(prepared, Vec::new(), interrupt, |h| watch(&files, h)) {
         Ok(o) => o,
-        Err(e) => return finish(cells, Status::Error, e.to_string(), started),
+        Err(e) => return failed(e.to_string()),
     };
-    let s = &outcome.summary;
+    let (status, message) = match &outcome.error {
+        None => (Status::Ok, String::new()),
+        // An FMU ended the run (a normal end, before the stop time).
+        Some(e @ CoreError::TerminatedByFmu { .. }) => (Status::Ok, e.to_string()),
+        Some(e @ CoreError::NonFinite { .. }) => (Status::Diverged, e.to_string()),
+        Some(e) => (Status::Error, e.to_string()),
+    };
+    let ran = Ran {
+        planned,
+        out,
+        files: &files,
+        started,
+    };
+    ran.record(spec, Some(&outcome.summary), status, message, prune)
+}
+
+/// A run that was started: what its record is made of.
+pub struct Ran<'a> {
+    /// The run.
+    pub planned: &'a Planned,
+    /// The sweep's output directory.
+    pub out: &'a Path,
+    /// Its files and times.
+    pub files: &'a RunFiles,
+    /// When it started (its wall time is measured from there).
+    pub started: Instant,
+}
+
+impl Ran<'_> {
+    /// The record of the run, from its summary (`None`: the process that
+    /// ran it died without one; the time reached is the trace's last row)
+    /// and its outputs: the run's figures, the metrics, the verdict (a
+    /// run that completed with `Status::Ok` may be found diverged).
+    /// `prune` deletes its trace and logs afterwards.
+    pub fn record(
+        &self,
+        spec: &SweepSpec,
+        summary: Option<&RunSummary>,
+        mut status: Status,
+        mut message: String,
+        prune: bool,
+    ) -> Record {
+        let name = run_name(spec, self.planned);
+        let mut cells = first_cells(spec, self.planned, &name);
+        match summary {
+            Some(s) => summary_cells(&mut cells, s),
+            None => {
+                if let Some(t) = last_time(self.files) {
+                    cells.push(("t_reached".into(), format_float(t)));
+                }
+            }
+        }
+        let m = metrics(spec, self.files, status == Status::Ok);
+        cells.extend(m.cells);
+        if status == Status::Ok {
+            if let Some(reason) = m.diverged {
+                status = Status::Diverged;
+                message = reason;
+            } else if !m.notes.is_empty() {
+                message = m.notes.join("; ");
+            }
+        }
+        if prune {
+            let f = self.files;
+            for f in [&f.trace, &f.energy_log, &f.step_log].into_iter().flatten() {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+        record(
+            self.planned,
+            &name,
+            self.out,
+            cells,
+            status,
+            &message,
+            self.started,
+        )
+    }
+}
+
+/// The run figures of a run's summary.
+fn summary_cells(cells: &mut Cells, s: &RunSummary) {
     cells.push(("master".into(), s.master.clone()));
     cells.push(("t_reached".into(), format_float(s.t_reached)));
     cells.push(("macro_steps".into(), s.stats.macro_steps.to_string()));
@@ -221,32 +357,15 @@ pub fn execute(
             format_float(b.cumulative_residual_energy),
         ));
     }
-    let (mut status, mut message) = match &outcome.error {
-        None => (Status::Ok, String::new()),
-        // An FMU ended the run (a normal end, before the stop time).
-        Some(e @ CoreError::TerminatedByFmu { .. }) => (Status::Ok, e.to_string()),
-        Some(e @ CoreError::NonFinite { .. }) => (Status::Diverged, e.to_string()),
-        Some(e) => (Status::Error, e.to_string()),
-    };
-    let m = metrics(spec, &outputs, t_start, t_stop, status == Status::Ok);
-    cells.extend(m.cells);
-    if status == Status::Ok {
-        if let Some(reason) = m.diverged {
-            status = Status::Diverged;
-            message = reason;
-        } else if !m.notes.is_empty() {
-            message = m.notes.join("; ");
-        }
-    }
-    if prune {
-        for f in [&outputs.trace, &outputs.energy_log, &outputs.step_log]
-            .into_iter()
-            .flatten()
-        {
-            let _ = std::fs::remove_file(f);
-        }
-    }
-    finish(cells, status, message, started)
+}
+
+/// The time of the trace's last row (else the energy log's).
+fn last_time(files: &RunFiles) -> Option<f64> {
+    [&files.trace, &files.energy_log]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Table::read(p).ok())
+        .find_map(|t| t.time().last().copied())
 }
 
 /// Metrics of a run and the divergence verdict.
@@ -311,13 +430,8 @@ fn largest_abs(y: &[f64]) -> f64 {
     })
 }
 
-fn metrics(
-    spec: &SweepSpec,
-    outputs: &OutputSettings,
-    t_start: f64,
-    t_stop: f64,
-    completed: bool,
-) -> Metrics {
+fn metrics(spec: &SweepSpec, files: &RunFiles, completed: bool) -> Metrics {
+    let (t_start, t_stop) = (files.t_start, files.t_stop);
     let mut cells = Cells::new();
     let mut diverged = None;
     let mut notes = Vec::new();
@@ -325,11 +439,8 @@ fn metrics(
     let reference = spec.reference.as_ref();
     let until = reference.map_or(t_stop, |r| r.until.min(t_stop));
 
-    let energy = outputs
-        .energy_log
-        .as_ref()
-        .and_then(|p| Table::read(p).ok());
-    let trace = outputs.trace.as_ref().and_then(|p| Table::read(p).ok());
+    let energy = files.energy_log.as_ref().and_then(|p| Table::read(p).ok());
+    let trace = files.trace.as_ref().and_then(|p| Table::read(p).ok());
 
     // Growth of the residual power of each bond.
     if let Some(e) = &energy {

@@ -333,6 +333,10 @@ pub fn cancel(ids: &[&str]) {
 /// (its message; the array is cancelled when the merge is refused).
 pub fn submit(s: &Submission) -> Result<Submitted, SweepError> {
     s.validate().map_err(SweepError::Other)?;
+    // A sweep or run in progress there keeps its directory: refused now,
+    // not by every shard. (Released before the shards can start.)
+    let lock =
+        cosim_core::output_lock::OutputLock::exclusive(&s.out).map_err(SweepError::Output)?;
     let dir = s.dir();
     std::fs::create_dir_all(&dir).map_err(|e| SweepError::io(&dir, e))?;
     remove_shard_summaries(&s.out);
@@ -340,6 +344,7 @@ pub fn submit(s: &Submission) -> Result<Submitted, SweepError> {
     std::fs::write(&array_path, s.array_script()).map_err(|e| SweepError::io(&array_path, e))?;
     let merge_path = s.merge_script_path();
     std::fs::write(&merge_path, s.merge_script()).map_err(|e| SweepError::io(&merge_path, e))?;
+    drop(lock);
     let array = sbatch(&[], &array_path)?;
     let dependency = format!("--dependency=afterok:{array}");
     match sbatch(&[&dependency], &merge_path) {

@@ -4,7 +4,7 @@
 //! only one that differs).
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::SweepError;
 
@@ -216,6 +216,85 @@ impl Summary {
         }
         Ok(Summary { columns, rows })
     }
+}
+
+/// The summary while the sweep runs: every run's row is in the file as
+/// soon as the run has ended (in the order runs end), so a sweep that is
+/// killed leaves the rows of its finished runs. A row is appended; one
+/// with a column the file does not have yet rewrites the file with it.
+/// The sweep writes the final, sorted table over it at the end.
+pub(crate) struct LiveSummary {
+    path: PathBuf,
+    axes: Vec<String>,
+    rows: Vec<Cells>,
+    columns: Vec<String>,
+    file: Option<std::fs::File>,
+}
+
+impl LiveSummary {
+    /// The summary at `path`, empty for now: a summary an earlier sweep
+    /// left there is removed (it would pass for this one's).
+    pub(crate) fn new(path: &Path, axes: &[String]) -> Result<LiveSummary, SweepError> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(SweepError::io(path, e));
+            }
+            _ => {}
+        }
+        Ok(LiveSummary {
+            path: path.to_path_buf(),
+            axes: axes.to_vec(),
+            rows: Vec::new(),
+            columns: Vec::new(),
+            file: None,
+        })
+    }
+
+    /// Adds a run's row to the file. A failed write is left to the final
+    /// summary to report (it writes every row again).
+    pub(crate) fn add(&mut self, cells: &Cells) {
+        self.rows.push(cells.clone());
+        let fits = cells.iter().all(|(c, _)| self.columns.contains(c));
+        let written = match (&mut self.file, fits) {
+            (Some(file), true) => append_row(file, &self.columns, cells),
+            _ => self.rewrite(),
+        };
+        if let Err(e) = written {
+            tracing::warn!("{}: {e}", self.path.display());
+            self.file = None;
+        }
+    }
+
+    fn rewrite(&mut self) -> std::io::Result<()> {
+        let summary = Summary::build(self.rows.clone(), &self.axes);
+        let text = summary.to_csv().map_err(std::io::Error::other)?;
+        write_atomic(&self.path, text.as_bytes())?;
+        self.columns = summary.columns;
+        self.file = Some(std::fs::OpenOptions::new().append(true).open(&self.path)?);
+        Ok(())
+    }
+}
+
+/// Appends one row, its cells in `columns`' order, with one write.
+fn append_row(file: &mut std::fs::File, columns: &[String], cells: &Cells) -> std::io::Result<()> {
+    use std::io::Write;
+    let row: Vec<&str> = columns
+        .iter()
+        .map(|c| {
+            cells
+                .iter()
+                .find(|(name, _)| name == c)
+                .map_or("", |(_, v)| v.as_str())
+        })
+        .collect();
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    w.write_record(&row).map_err(std::io::Error::other)?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    file.write_all(&bytes)
 }
 
 /// Writes `path` whole or not at all: a temporary file in the same

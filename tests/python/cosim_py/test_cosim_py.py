@@ -422,6 +422,108 @@ def test_sweep_equals_the_cli(cosim_bin: Path, tmp_path: Path) -> None:
         cosim.sweep(spec, shard="4/3")
 
 
+def faulty_sweep(tmp_path: Path, modes: str, fail_at: str) -> Path:
+    """A sweep of a Faulty integrator (FMI 2) fed back through a Gain, 1 s
+    in steps of 0.01 s, zipping ``fail_mode`` with ``fail_at``."""
+    fmus = ROOT / "fmus" / "dist" / "fmi2"
+    scenario = tmp_path / "faulty.toml"
+    scenario.write_text(
+        f"""[simulation]
+stop = 1.0
+[master]
+step = 0.01
+[[subsystems]]
+name = "faulty"
+fmu = "{fmus / 'Faulty.fmu'}"
+parameters = {{ fail_mode = 1, fail_at = -1.0, x0 = 1.0 }}
+[[subsystems]]
+name = "gain"
+fmu = "{fmus / 'Gain.fmu'}"
+parameters = {{ k = -0.5 }}
+[[connections]]
+from = "faulty.x"
+to = "gain.u"
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+"""
+    )
+    spec = tmp_path / "faulty_sweep.toml"
+    spec.write_text(
+        f"""[sweep]
+scenario = "{scenario}"
+combine = "zip"
+[[sweep.axes]]
+key = "faulty.fail_mode"
+values = [{modes}]
+[[sweep.axes]]
+key = "faulty.fail_at"
+values = [{fail_at}]
+"""
+    )
+    return spec
+
+
+def test_sweep_survives_runs_that_end_their_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An FMU that calls exit(), segfaults or aborts in a run of
+    ``cosim.sweep`` used to end the Python process; each run now goes to a
+    worker process, and such a run is a ``crashed`` row."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    spec = faulty_sweep(tmp_path, "1, 9, 4, 5, 1", "-1.0, 0.305, 0.305, 0.305, -1.0")
+    s = cosim.sweep(spec, out=tmp_path / "out", jobs=2, plot=False)
+    status = list(s.table["status"])
+    assert status == ["ok", "crashed", "crashed", "crashed", "ok"], s.rows
+    message = list(s.table["message"])
+    assert "called exit()" in message[1]
+    assert "segmentation fault (SIGSEGV)" in message[2]
+    assert "aborted (SIGABRT)" in message[3]
+    assert s.counts == {"ok": 2, "diverged": 0, "error": 3}
+    # exit(): every completed row, t = 0 .. 0.3.
+    run = tmp_path / "out" / "runs" / s.rows[1][s.columns.index("run")]
+    lines = (run / "trace.csv").read_text().splitlines()
+    assert len(lines) == 1 + 31
+    assert json.loads((run / "summary.json").read_text())["status"] == "error"
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("cosim-fmu-")] == []
+
+
+def test_an_output_directory_in_use_raises_output_in_use(cosim_bin: Path, tmp_path: Path) -> None:
+    """A run or sweep into the output directory of a run in progress is
+    refused with ``OutputInUseError`` (a ``ScenarioError``: nothing was
+    written), naming the directory and the holder's process id."""
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [str(cosim_bin), "run", str(long_b1(tmp_path)), "--real-time", "1", "--no-progress", "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "trace.csv").exists():
+            assert p.poll() is None, p.communicate()[1]
+            assert time.monotonic() < deadline, "the run did not start"
+            time.sleep(0.02)
+        spec = faulty_sweep(tmp_path, "1", "-1.0")
+        for call in (lambda: cosim.run(B1, stop=0.01, out=out), lambda: cosim.sweep(spec, out=out)):
+            with pytest.raises(cosim.OutputInUseError) as e:
+                call()
+            assert isinstance(e.value, cosim.ScenarioError)
+            assert e.value.pid == p.pid
+            assert Path(e.value.path) == out
+            assert f"{out}: the output directory is in use by another cosim run (process id {p.pid})" in str(e.value)
+        assert p.poll() is None
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 130
+        assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def test_inspect_equals_the_cli_json(cosim_bin: Path) -> None:
     for fmu in ("fmus/dist/fmi2/QuarterCarChassis.fmu", "fmus/dist/fmi3/Greeting.fmu"):
         p = cli(cosim_bin, "inspect", fmu, "--json")

@@ -17,7 +17,9 @@ messages.
 - :func:`inspect`: what ``cosim inspect --json`` prints, as a dict.
 
 Errors are exceptions carrying the messages the command prints:
-:class:`ScenarioError` for bad input (the command's exit status 2),
+:class:`ScenarioError` for bad input (the command's exit status 2;
+:class:`OutputInUseError`, one of them, for an output directory another
+run or sweep is writing into),
 :class:`RunError` for a run that failed (exit status 1, with the partial
 result), :class:`Interrupted` (a ``KeyboardInterrupt``) for Ctrl-C, which
 stops a run at the next macro step as on the command line. The GIL is
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -39,7 +42,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _cosim
-from ._cosim import CosimError, RunError, ScenarioError
+from ._cosim import CosimError, OutputInUseError, RunError, ScenarioError
 
 __version__: str = _cosim.__version__
 
@@ -47,6 +50,7 @@ __all__ = [
     "CosimError",
     "CosimWarning",
     "Interrupted",
+    "OutputInUseError",
     "Result",
     "RunError",
     "ScenarioError",
@@ -275,6 +279,9 @@ def run(
     Raises:
         ScenarioError: bad input (nothing ran); the message is the
             command's (file:line:col, FMU, variable).
+        OutputInUseError: ``out`` is the output directory of a run or
+            sweep in progress (``.path``, and ``.pid`` its process id);
+            nothing was written.
         RunError: the run failed (an FMU error, a divergence); ``.result``
             holds every completed step.
         Interrupted: Ctrl-C; ``.result`` holds every completed step.
@@ -288,8 +295,12 @@ def run(
         out_dir = os.fspath(out)
     try:
         d = _cosim.run(target, is_text, stop, step, _assignments(set), out_dir)
-        _warn(d["warnings"])
-        result = _result_of(d, keep=tmp is None)
+        try:
+            _warn(d["warnings"])
+            result = _result_of(d, keep=tmp is None)
+        finally:
+            # The directory is this run's until its outputs are read back.
+            d["lock"].release()
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -472,7 +483,8 @@ class Sweep:
             numeric columns, str for the others).
         summary_path: the summary CSV.
         plot_path: the SVG plot, when drawn.
-        counts: runs by status (``ok``, ``diverged``, ``error``).
+        counts: runs by status (``ok``, ``diverged``, ``error``; a
+            ``crashed`` run counts as an error).
         limits: the stability limits along the plot's axis.
         violations: rows that failed a threshold (``fail_if``), as the
             command lists them (the command then exits with status 1).
@@ -502,6 +514,15 @@ class Sweep:
         return f"<cosim.Sweep runs={len(self.rows)} {self.counts} summary={str(self.summary_path)!r}>"
 
 
+def _worker_env() -> List[Tuple[str, str]]:
+    """The environment of a sweep's worker processes: this ``cosim``
+    package first on their path (it may have been found through a
+    ``sys.path`` entry the environment does not have)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [("PYTHONPATH", os.pathsep.join(path))]
+
+
 def sweep(
     path: PathLike,
     *,
@@ -511,7 +532,10 @@ def sweep(
     plot: bool = True,
 ) -> Sweep:
     """Runs a sweep file as ``cosim sweep`` does (runs in parallel, output
-    files in the sweep's ``out`` or ``out=``).
+    files in the sweep's ``out`` or ``out=``). Each run goes to a worker
+    process (``python -m cosim._sweep_worker``, ``jobs`` of them, each
+    taking run after run): an FMU that calls ``exit()``, segfaults or
+    aborts makes its run a ``crashed`` row, and the sweep goes on.
 
     Args:
         path: the sweep file (a ``[sweep]`` table naming the scenario).
@@ -523,6 +547,8 @@ def sweep(
 
     Raises:
         ScenarioError: a bad sweep file or scenario, a bad shard.
+        OutputInUseError: the output directory is that of a run or sweep
+            in progress (``.path``, ``.pid``).
         KeyboardInterrupt: Ctrl-C (runs stop at their next macro step).
     """
     d = _cosim.sweep(
@@ -531,6 +557,8 @@ def sweep(
         os.fspath(out) if out is not None else None,
         jobs,
         plot,
+        [sys.executable, "-m", "cosim._sweep_worker"] if sys.executable else None,
+        _worker_env(),
     )
     _warn(d["warnings"])
     return Sweep(d)

@@ -14,6 +14,15 @@ class ScenarioError(CosimError):
 class RunError(CosimError):
     """A run that started and failed (the command's exit status 1)."""
 
+class OutputInUseError(ScenarioError):
+    """The output directory is in use by another run or sweep."""
+
+    path: str
+    pid: Optional[int]
+
+class OutputLock:
+    def release(self) -> None: ...
+
 def run(
     target: str,
     is_text: bool,
@@ -30,7 +39,10 @@ def sweep(
     out: Optional[str] = None,
     jobs: Optional[int] = None,
     plot: bool = True,
+    worker: Optional[Sequence[str]] = None,
+    worker_env: Sequence[Tuple[str, str]] = ...,
 ) -> Dict[str, Any]: ...
+def sweep_worker() -> None: ...
 
 class Simulation:
     def __init__(
