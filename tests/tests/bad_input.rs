@@ -937,3 +937,102 @@ fn mutated_archives_are_refused_or_extracted_inside_the_target() {
     // Most edits break a CRC; a few (in names, headers) still extract.
     assert!(extracted > 0, "{extracted}");
 }
+
+// ----- FMI 2 alias sets: a setting and a coupling of one value reference ----
+
+/// The FMI 2 Gain with its parameter `k` given the value reference of its
+/// input `u` (1): an alias set of a parameter and an input, as third-party
+/// FMUs have it. Whatever the run writes into `u` is `k`'s value too.
+fn gain_with_k_aliasing_u(dir: &Path) -> PathBuf {
+    let md = gain_model_description();
+    let edited = md.replacen(
+        "name=\"k\" valueReference=\"3\"",
+        "name=\"k\" valueReference=\"1\"",
+        1,
+    );
+    assert_ne!(edited, md);
+    let fmu = dir.join("Aliased.fmu");
+    gain_with_md(&fmu, edited.as_bytes());
+    fmu
+}
+
+#[test]
+fn a_coupled_input_sharing_its_value_reference_with_a_parameter_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let aliased = gain_with_k_aliasing_u(d);
+    let two = format!(
+        "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\n\n\
+         [[subsystems]]\nname = \"a\"\nfmu = \"{}\"\n\n\
+         [[subsystems]]\nname = \"b\"\nfmu = \"{}\"\nPARAMS\n\
+         [[connections]]\nfrom = \"a.y\"\nto = \"b.u\"\n",
+        fmi2("Gain").display(),
+        aliased.display()
+    );
+    let both = [
+        "'b.k'",
+        "'b.u'",
+        "subsystem 'b' (Gain)",
+        "value reference 1",
+    ];
+    // A connection into u overwrites k, set or not.
+    for (name, params) in [
+        ("unset", "# k not set\n"),
+        ("set", "parameters = { k = 3.0 }\n"),
+    ] {
+        let path = d.join(format!("{name}.toml"));
+        std::fs::write(&path, two.replace("PARAMS\n", params)).unwrap();
+        let mut keys = both.to_vec();
+        let at = format!("{name}.toml:17:");
+        keys.push(&at);
+        let out_dir = d.join(format!("{name}.out"));
+        for cmd in ["check", "run"] {
+            refused(&cosim(&[cmd, s(&path), "-o", s(&out_dir)]), 2, &keys);
+        }
+    }
+    // A `--set` of k with an input file feeding u.
+    let csv = d.join("in.csv");
+    std::fs::write(&csv, "time,u\n0,1\n1,2\n").unwrap();
+    let out = cosim(&[
+        "check",
+        s(&aliased),
+        "--set",
+        "k=3",
+        "--input-file",
+        s(&csv),
+    ]);
+    refused(
+        &out,
+        2,
+        &["'Aliased.k'", "'Aliased.u'", "in.csv", "value reference 1"],
+    );
+    // An event on u.
+    let path = d.join("event.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"b\"\nfmu = \"{}\"\n\n\
+             [[events]]\ntime = 0.5\nvariable = \"b.u\"\naction = \"override\"\nvalue = 2.0\n",
+            aliased.display()
+        ),
+    )
+    .unwrap();
+    refused(
+        &cosim(&["check", s(&path)]),
+        2,
+        &["event.toml:13:", "'b.k'", "'b.u'", "subsystem 'b' (Gain)"],
+    );
+    // Nothing writes u: k is set, and u keeps its start value.
+    let out_dir = d.join("alone.out");
+    let out = cosim(&[
+        "run",
+        "--no-progress",
+        s(&aliased),
+        "--set",
+        "k=3",
+        "-o",
+        s(&out_dir),
+    ]);
+    refused(&out, 0, &[]);
+}

@@ -820,6 +820,13 @@ impl<'s, 'm> Resolver<'s, 'm> {
             .collect();
         let inputs = self.inputs(start, stop, &fed)?;
         let events = self.events(start, stop, &master, &inputs)?;
+        self.alias_conflicts(
+            &subsystems,
+            &connections,
+            &function_connections,
+            &inputs,
+            &events,
+        )?;
         self.output_interval(&master, start)?;
         self.unconnected_inputs(&fed, &inputs);
         self.clocks();
@@ -3059,6 +3066,167 @@ impl<'s, 'm> Resolver<'s, 'm> {
                         }
                     });
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What writes an input during the run, for [`Resolver::alias_conflicts`].
+enum Writer {
+    /// A connection (a function's too): the `[[connections]]` table and
+    /// its `to`.
+    Connection { table: Span, to: Span },
+    /// A column of an input file (index into the scenario's `inputs`).
+    File { file: usize, column: String },
+    /// An event (index into the scenario's `events`).
+    Event(usize),
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// The inputs the run writes (connections, functions, input files,
+    /// events), each with its writer.
+    fn writers(
+        &self,
+        connections: &[ResolvedConnection],
+        function_connections: &[ResolvedFunctionConnection],
+        inputs: &[ResolvedInputFile],
+        events: &[ResolvedEvent],
+    ) -> Vec<(VariableRef, Writer)> {
+        // The `to` of the connection written in this table, to point at.
+        let to_span = |table: Span| {
+            let plain = self.scenario.connections.iter().find(|c| c.span == table);
+            let function = self
+                .scenario
+                .function_connections
+                .iter()
+                .find(|c| c.span == table);
+            plain
+                .map(|c| c.to.var_span)
+                .or_else(|| function.map(|c| c.to.span()))
+                .unwrap_or(table)
+        };
+        let mut out: Vec<(VariableRef, Writer)> = Vec::new();
+        let coupled = connections.iter().map(|c| (c.to, c.span)).chain(
+            function_connections.iter().filter_map(|c| match c.to {
+                FunctionEnd::Variable(r) => Some((r, c.span)),
+                FunctionEnd::Port(_) => None,
+            }),
+        );
+        for (r, table) in coupled {
+            let to = to_span(table);
+            out.push((r, Writer::Connection { table, to }));
+        }
+        for (file, f) in inputs.iter().enumerate() {
+            for feed in &f.feeds {
+                let column = feed.column_name.clone();
+                out.push((feed.input, Writer::File { file, column }));
+            }
+        }
+        for (k, e) in events.iter().enumerate().filter(|(_, e)| e.input) {
+            let r = VariableRef {
+                subsystem: e.subsystem,
+                variable: e.variable,
+                element: 0,
+            };
+            out.push((r, Writer::Event(k)));
+        }
+        out
+    }
+
+    /// "the connection on line 12", "column 'u' of the input file in.csv",
+    /// "the event at t = 0.5 s".
+    fn writer_text(&self, w: &Writer) -> String {
+        match w {
+            Writer::Connection { table, .. } => {
+                format!("the connection on line {}", self.line_of(*table))
+            }
+            Writer::File { file, column } => format!(
+                "column '{column}' of the input file {}",
+                self.scenario.inputs[*file].file.display()
+            ),
+            Writer::Event(k) => format!("the event at t = {} s", self.scenario.events[*k].time),
+        }
+    }
+
+    /// An error at writer `w`.
+    fn writer_error(&self, w: &Writer, message: String) -> ScenarioError {
+        match w {
+            Writer::Connection { to, .. } => self.err(*to, message),
+            Writer::File { file, .. } => self.input_error(&self.scenario.inputs[*file], message),
+            Writer::Event(k) => {
+                let e = &self.scenario.events[*k];
+                e.err(e.variable_span, message)
+            }
+        }
+    }
+
+    /// An FMI 2 alias set is one value under several names (variables of
+    /// one type sharing a value reference, FMI 2.0 sec. 2.2.7): what the
+    /// run writes into an input is written into every variable of its set.
+    /// A parameter of the set (set by the scenario or keeping its start),
+    /// a value the scenario gives another variable of it, or a second
+    /// writer of the set would be silently overwritten: each is an error
+    /// at the writer naming both variables and the subsystem. (FMI 3
+    /// aliases are names of one variable: nothing to overwrite.)
+    fn alias_conflicts(
+        &self,
+        subsystems: &[ResolvedSubsystem],
+        connections: &[ResolvedConnection],
+        function_connections: &[ResolvedFunctionConnection],
+        inputs: &[ResolvedInputFile],
+        events: &[ResolvedEvent],
+    ) -> Result<()> {
+        let aliased = |md: &ModelDescription| md.variables.iter().any(|v| v.alias_of.is_some());
+        if !self.mds.iter().any(|md| aliased(md)) {
+            return Ok(());
+        }
+        let writers = self.writers(connections, function_connections, inputs, events);
+        let mut written: HashMap<(usize, VariableIndex), usize> = HashMap::new();
+        for (k, (r, _)) in writers.iter().enumerate() {
+            written.entry((r.subsystem, r.variable)).or_insert(k);
+        }
+        for (r, w) in &writers {
+            let md = self.md(r.subsystem)?;
+            let sub = self.sub_name(r.subsystem);
+            for k in md.alias_set(r.variable) {
+                let Some(other) = md.variables.get(k).filter(|_| k != r.variable) else {
+                    continue;
+                };
+                let name = format!("{sub}.{}", other.name);
+                let given = subsystems.get(r.subsystem).and_then(|s| {
+                    s.parameters
+                        .iter()
+                        .chain(&s.start_values)
+                        .find(|a| a.variable == k)
+                });
+                let (what, lost) = if is_parameter(other) {
+                    (format!("parameter '{name}'"), "the parameter's value")
+                } else if let Some(a) = given {
+                    let at = match &a.origin {
+                        ValueOrigin::File(span) => self.src().location(*span),
+                        ValueOrigin::Argument(arg) => format!("'--set {arg}'"),
+                    };
+                    (format!("'{name}', given a value at {at}"), "that value")
+                } else if let Some(&j) = written.get(&(r.subsystem, k)) {
+                    let by = self.writer_text(&writers[j].1);
+                    (format!("'{name}', written by {by}"), "one with the other")
+                } else {
+                    continue;
+                };
+                let input = &md.variables[r.variable];
+                let message = format!(
+                    "{} writes input '{sub}.{}', but in subsystem '{sub}' ({}) its value reference {} is also {what} (FMI 2 aliases are one value): the run would overwrite {lost}",
+                    self.writer_text(w),
+                    input.name,
+                    md.model_name,
+                    input.value_reference
+                );
+                let help = format!(
+                    "the FMU declares '{}' and '{}' as one value; correct its modelDescription.xml, or leave '{sub}.{}' uncoupled",
+                    input.name, other.name, input.name
+                );
+                return Err(self.writer_error(w, message).with_help(help));
             }
         }
         Ok(())
