@@ -327,7 +327,19 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
         })
         .map_err(|e| bad_input(format!("error: cannot start a thread: {e}")))?;
     start_call_log(args)?;
-    check_scenario(args, quiet)
+    let result = check_scenario(args, quiet);
+    // A signal that cut a host's call short made the check fail, and one
+    // that came as it finished found nothing left to stop: either way the
+    // check was interrupted (130 / 143), not refused as bad input (2) or
+    // passed (0).
+    if interrupt.flag().load(std::sync::atomic::Ordering::SeqCst) {
+        ending::end_now(
+            RunStatus::Interrupted,
+            "interrupted",
+            interrupt.exit_status(),
+        )
+    }
+    result
 }
 
 /// `cosim check` once the call log is started. No FMU code runs in this
@@ -386,6 +398,20 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
     Ok(())
 }
 
+/// A failure before the run's first step: an interruption (130 / 143)
+/// when a signal came meanwhile (it cuts the calls to FMUs in host
+/// processes short, which then fail), else `e`.
+fn unless_interrupted(e: anyhow::Error, interrupt: &Interrupt) -> anyhow::Error {
+    if !interrupt.flag().load(std::sync::atomic::Ordering::SeqCst) {
+        return e;
+    }
+    say!(
+        "interrupted by {} before the first step",
+        interrupt.signal_name().unwrap_or("a signal")
+    );
+    anyhow::Error::new(Failed(interrupt.exit_status()))
+}
+
 /// `cosim run`.
 pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     // -vv: the FMI call log on standard error, unless it goes elsewhere.
@@ -415,9 +441,9 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     });
     start_call_log(args)?;
     if args.check {
-        check_scenario(args, quiet)?;
+        check_scenario(args, quiet).map_err(|e| unless_interrupted(e, &interrupt))?;
     }
-    let mut prepared = prepare(args, quiet)?;
+    let mut prepared = prepare(args, quiet).map_err(|e| unless_interrupted(e, &interrupt))?;
     if verbose >= 1 && !quiet {
         // -v reports the time spent in each subsystem's steps.
         prepared.assembly.system.enable_step_timing();
@@ -449,7 +475,7 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     let signal = interrupt.clone();
     let mut watchdog = None;
     let outcome = runner::run_watched(prepared, extra, Some(interrupt.flag()), |outputs| {
-        ending::watch(outputs, out_dir);
+        ending::watch(outputs, out_dir, interrupt.clone());
         let on_hang = Box::new(move |hang: Hang| {
             let (status, code) = if hang.interrupted {
                 (RunStatus::Interrupted, signal.exit_status())
