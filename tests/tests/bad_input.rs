@@ -1036,3 +1036,66 @@ fn a_coupled_input_sharing_its_value_reference_with_a_parameter_is_refused() {
     ]);
     refused(&out, 0, &[]);
 }
+
+// ----- bytes a scenario cannot hold; thread counts out of range -------------
+
+/// A NUL byte (a binary file, or a scenario saved as UTF-16) or another
+/// control character is named with its place, not reported as whatever
+/// TOML token it broke ("invalid float, expected nothing").
+#[test]
+fn a_nul_byte_or_control_character_in_a_scenario_is_named_at_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        (
+            "nul_after_number",
+            b"[simulation]\nstop = 1.0\0\n",
+            &["nul_after_number.toml:2:11:", "NUL byte (U+0000)"],
+        ),
+        (
+            "nul_in_string",
+            b"[simulation]\nstop = 1.0\n\n[[subsystems]]\nname = \"g\0\"\n",
+            &["nul_in_string.toml:5:10:", "NUL byte (U+0000)"],
+        ),
+        (
+            "utf16",
+            b"[\0s\0i\0m\0]\0\n\0",
+            &["utf16.toml:1:2:", "NUL byte (U+0000)", "UTF-16"],
+        ),
+        (
+            "bell",
+            b"[simulation]\nstop = \"\x07\"\n",
+            &["bell.toml:2:9:", "control character U+0007"],
+        ),
+    ];
+    for (name, text, keys) in cases {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let err = refused(&cosim(&["check", s(&path)]), 2, keys);
+        assert!(!err.contains("invalid float"), "{err}");
+    }
+}
+
+/// `--threads` has the limit of `[master] threads` (1024), and `cosim
+/// sweep --jobs` too, with the scenario's message; 0 (all cores) stays
+/// valid.
+#[test]
+fn thread_counts_on_the_command_line_have_the_scenario_key_s_limit() {
+    let gain = fmi2("Gain");
+    refused(
+        &cosim(&["check", s(&gain), "--threads", "99999"]),
+        2,
+        &["--threads", "must be between 0 and 1024, not 99999"],
+    );
+    refused(&cosim(&["check", s(&gain), "--threads", "0", "-q"]), 0, &[]);
+    refused(
+        &cosim(&[
+            "sweep",
+            "scenarios/sweeps/b1_a_stability.toml",
+            "--check",
+            "--jobs",
+            "99999",
+        ]),
+        2,
+        &["--jobs", "must be between 0 and 1024, not 99999"],
+    );
+}

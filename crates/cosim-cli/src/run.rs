@@ -70,8 +70,9 @@ pub struct RunArgs {
     /// produced (`tail -f trace.csv` follows the run).
     #[arg(long, value_name = "FACTOR", num_args = 0..=1, default_missing_value = "1")]
     pub real_time: Option<f64>,
-    /// Worker threads for Jacobi stepping (0 = all cores), overriding the scenario.
-    #[arg(long)]
+    /// Worker threads for Jacobi stepping (0 = all cores, at most 1024),
+    /// overriding the scenario.
+    #[arg(long, value_parser = thread_count)]
     pub threads: Option<usize>,
     /// Where every FMU runs, at every level, overriding each `isolation` of
     /// the scenario: `process` loads each in its own host process (an FMU
@@ -106,6 +107,21 @@ pub struct RunArgs {
     /// (as `cosim plot` does).
     #[arg(long)]
     pub plot: bool,
+}
+
+/// A thread count on the command line (`--threads`, `sweep --jobs`): 0
+/// (all cores) to the limit of the scenario key `threads`, refused with
+/// that key's message beyond it (a pool of 99999 threads would start).
+pub fn thread_count(text: &str) -> std::result::Result<usize, String> {
+    use cosim_scenario::defaults::MAX_THREADS;
+    let n: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of threads, not '{text}'"))?;
+    match i64::try_from(n) {
+        Ok(k) if k <= MAX_THREADS => Ok(n),
+        _ => Err(format!("must be between 0 and {MAX_THREADS}, not {n}")),
+    }
 }
 
 /// Exit statuses other than success (0).

@@ -124,10 +124,22 @@ impl Source {
         let (line, _) = self.line_col(start);
         Some(Snippet {
             line,
-            text: line_text.to_string(),
+            text: line_text.chars().map(visible).collect(),
             caret_start,
             caret_len,
         })
+    }
+}
+
+/// A control character (but tab) as its Unicode control picture (NUL as
+/// U+2400), so that a quoted line neither hides it nor sends it to the
+/// terminal; one character for one, so the caret stays in place.
+fn visible(c: char) -> char {
+    match c {
+        '\t' => c,
+        '\0'..='\x1f' => char::from_u32(0x2400 + c as u32).unwrap_or(c),
+        '\x7f' => '\u{2421}',
+        _ => c,
     }
 }
 

@@ -16,6 +16,43 @@ pub(crate) type SValue<'i> = Spanned<DeValue<'i>>;
 /// Strings with their spans.
 pub(crate) type Strings = Vec<(String, Span)>;
 
+/// Refuses a scenario text holding a control character TOML does not
+/// allow (every one but tab, line feed and the carriage return of a CRLF;
+/// TOML 1.0 has them escaped in strings), at its line and column. The TOML
+/// parser would report the token it broke instead ("invalid float,
+/// expected nothing" for `stop = 1.0` and a NUL), which does not say what
+/// is wrong with the file.
+pub(crate) fn check_characters(src: &Source) -> Result<()> {
+    let bytes = src.text.as_bytes();
+    let bad = |i: usize, b: u8| match b {
+        b'\t' | b'\n' => false,
+        b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+        _ => b < 0x20 || b == 0x7f,
+    };
+    let Some((at, &b)) = bytes.iter().enumerate().find(|&(i, &b)| bad(i, b)) else {
+        return Ok(());
+    };
+    let span = Some(Span::new(at, at + 1));
+    if b == 0 {
+        return Err(src
+            .error(
+                span,
+                "the file holds a NUL byte (U+0000) here: a scenario is UTF-8 text",
+            )
+            .with_help(
+                "a file saved as UTF-16 has one beside every ASCII character: save it as UTF-8",
+            ));
+    }
+    Err(src
+        .error(
+            span,
+            format!(
+                "the file holds the control character U+{b:04X} here, which TOML does not allow"
+            ),
+        )
+        .with_help(format!("inside a string, write it as \\u{b:04X}")))
+}
+
 /// "a string", "an integer" ... for messages.
 pub(crate) fn describe(v: &DeValue<'_>) -> String {
     match v {

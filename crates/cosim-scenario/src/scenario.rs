@@ -489,6 +489,7 @@ impl Scenario {
         let path = path.as_ref();
         let source = Source::new(path.to_path_buf(), text.to_string());
         let base_dir = absolute(path.parent().unwrap_or(Path::new("")));
+        crate::read::check_characters(&source)?;
         let root = DeTable::parse(text).map_err(|e| {
             let span = e.span().map(Span::from_range);
             let mut message = e.message().trim_end().to_string();
@@ -523,6 +524,7 @@ impl Scenario {
     fn from_str_nested(text: &str, path: &Path, chain: Vec<PathBuf>) -> Result<Scenario> {
         let source = Source::new(path.to_path_buf(), text.to_string());
         let base_dir = absolute(path.parent().unwrap_or(Path::new("")));
+        crate::read::check_characters(&source)?;
         let root = DeTable::parse(text).map_err(|e| {
             let span = e.span().map(Span::from_range);
             source.error(span, format!("invalid TOML: {}", e.message().trim_end()))
