@@ -990,6 +990,99 @@ fn ctrl_c_during_a_check_ends_it_as_interrupted() {
     assert_eq!(extraction_dirs(&tmp), 0);
 }
 
+/// `--init-timeout` (or `[master] init_timeout`): a call of the
+/// initialization (here the initial outputs read, Faulty fail_mode 11)
+/// that has not returned by then ends the run as `--step-timeout` does a
+/// step: exit status 1, the FMU and the call named, summary "error".
+#[test]
+fn an_init_timeout_ends_a_run_whose_fmu_hangs_in_initialization() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), "fmi2", 11, -1.0, 1.0);
+    let out_dir = dir.path().join("out");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut run = Running::spawn_in(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--no-progress",
+            "--init-timeout",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &tmp,
+    );
+    let exit = run.wait_exit(Duration::from_secs(30));
+    let err = run.stderr();
+    assert_eq!(exit, Some(1), "{err}");
+    assert!(
+        err.contains("error: subsystem 'faulty': fmi2")
+            && err.contains("during initialization has not returned after 1.")
+            && err.contains("(init_timeout)"),
+        "{err}"
+    );
+    assert!(err.contains("no step was made"), "{err}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "error", "{s}");
+    assert!(
+        s["message"].as_str().unwrap().contains("(init_timeout)"),
+        "{s}"
+    );
+    assert_eq!(extraction_dirs(&tmp), 0);
+}
+
+/// In-process FMU calls have a limit without `step_timeout`: 600 s for a
+/// step, 3600 s in initialization (`-v` says which apply); 0 turns either
+/// off, a negative value is refused.
+#[test]
+fn in_process_calls_have_default_timeouts_that_0_turns_off() {
+    let watchdog_line = |extra: &[&str]| {
+        let mut args = vec!["run", "-v", "--no-progress", "--stop", "0.01", "-o"];
+        let dir = tempfile::tempdir().unwrap();
+        let gain = fmu("fmi2", "Gain");
+        args.push(dir.path().to_str().unwrap());
+        args.push(gain.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let out = Command::new(cosim_bin())
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        err.lines()
+            .find(|l| l.contains("watchdog of hung FMU calls"))
+            .unwrap_or_else(|| panic!("no watchdog line in {err}"))
+            .to_string()
+    };
+    let line = watchdog_line(&[]);
+    assert!(
+        line.ends_with("step_timeout 600 s, init_timeout 3600 s"),
+        "{line}"
+    );
+    let line = watchdog_line(&["--step-timeout", "0", "--init-timeout", "7200"]);
+    assert!(
+        line.ends_with("step_timeout none, init_timeout 7200 s"),
+        "{line}"
+    );
+    let out = Command::new(cosim_bin())
+        .args([
+            "check",
+            fmu("fmi2", "Gain").to_str().unwrap(),
+            "--init-timeout",
+            "-1",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'--init-timeout -1'") && err.contains("or 0 (no limit)"),
+        "{err}"
+    );
+}
+
 /// A run killed outright (`kill -9`, the OOM killer, a batch system's
 /// time limit) removes nothing: its extraction directories stay. The next
 /// `cosim` of the same user in the same temporary directory removes them

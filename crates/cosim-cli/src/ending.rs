@@ -69,6 +69,10 @@ pub fn end_now(status: RunStatus, message: &str, code: u8) -> ! {
                 .map(|summary| run.outputs.finish_now(&summary));
             say!("error: {message}");
             match written {
+                Some(Ok(())) if steps == 0 => say!(
+                    "no step was made; the outputs hold their headers only, and the summary ({})",
+                    run.dir.display()
+                ),
                 Some(Ok(())) => say!(
                     "the outputs hold every completed step up to t = {t} ({steps} macro steps) and the summary ({})",
                     run.dir.display()

@@ -8,7 +8,7 @@ use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Due, Next, Observer, StepContext};
-use cosim_core::watchdog::{Hang, Watchdog};
+use cosim_core::watchdog::{Hang, Timeouts, Watchdog};
 use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
@@ -90,12 +90,18 @@ pub struct RunArgs {
         default_missing_value = "-"
     )]
     pub log_fmi_calls: Option<PathBuf>,
-    /// Longest FMU call in this process, s: a call that has not returned
-    /// by then ends the run (outputs and summary written, exit status 1)
-    /// without waiting for it. Overrides `[master] step_timeout`; isolated
-    /// FMUs have `isolation_timeout`.
+    /// Longest FMU call in this process outside initialization, s
+    /// (default 600; 0: no limit): a call that has not returned by then
+    /// ends the run (outputs and summary written, exit status 1) without
+    /// waiting for it. Overrides `[master] step_timeout`; isolated FMUs
+    /// have `isolation_timeout`.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub step_timeout: Option<f64>,
+    /// The same for the calls of initialization, which may take long for
+    /// a big model (default 3600; 0: no limit). Overrides `[master]
+    /// init_timeout`.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub init_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -170,6 +176,7 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         })),
         log_fmi_calls: args.log_fmi_calls.as_deref().map(CallLogTarget::from_arg),
         step_timeout: args.step_timeout,
+        init_timeout: args.init_timeout,
         start: args.start,
         output_interval: args.output_interval,
         output_variables: args.output_variables.clone(),
@@ -479,13 +486,18 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
             prepared.resolved.real_time.is_some(),
         )));
     }
-    // Hung FMU calls in this process: after step_timeout, or at once on
-    // Ctrl-C, the run ends without waiting for them (ending.rs).
-    let timeout = prepared
-        .resolved
-        .master
-        .step_timeout
-        .map(Duration::from_secs_f64);
+    // Hung FMU calls in this process: after step_timeout (init_timeout in
+    // initialization), or at once on Ctrl-C, the run ends without waiting
+    // for them (ending.rs).
+    let (step, init) = prepared.resolved.master.call_timeouts();
+    let timeout = Timeouts { step, init };
+    let limit =
+        |d: Option<Duration>| d.map_or("none".to_string(), |d| format!("{} s", d.as_secs_f64()));
+    tracing::info!(
+        "watchdog of hung FMU calls: step_timeout {}, init_timeout {}",
+        limit(step),
+        limit(init)
+    );
     let out_dir = prepared.resolved.outputs.dir.clone();
     let flag = interrupt.flag();
     let signal = interrupt.clone();

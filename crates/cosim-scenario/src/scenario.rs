@@ -55,6 +55,7 @@ const MASTER_KEYS: &[&str] = &[
     "isolation",
     "isolation_timeout",
     "step_timeout",
+    "init_timeout",
 ];
 const CONTROLLER_KEYS: &[&str] = &[
     "alpha",
@@ -100,10 +101,14 @@ const OUTPUT_KEYS: &[&str] = &[
 /// Largest `step_multiple`.
 const MAX_STEP_MULTIPLE: i64 = 1_000_000;
 
-/// `isolation_timeout`, `step_timeout`: positive, and at most a year (a
-/// `Duration`).
+/// `isolation_timeout`: positive, and at most a year (a `Duration`).
 fn isolation_timeout_ok(x: f64) -> bool {
     x > 0.0 && x <= 3.2e7
+}
+
+/// `step_timeout`, `init_timeout`: as `isolation_timeout`, or 0 (no limit).
+pub(crate) fn call_timeout_ok(x: f64) -> bool {
+    x == 0.0 || isolation_timeout_ok(x)
 }
 
 /// Where a setting came from: the file or a command-line argument.
@@ -887,6 +892,7 @@ impl<'a> Parser<'a> {
             isolation: Isolation::None,
             isolation_timeout: defaults::ISOLATION_TIMEOUT,
             step_timeout: None,
+            init_timeout: None,
         };
         let Some(t) = root.table("master", "[master]", MASTER_KEYS)? else {
             self.check_ecco_bonds(&s, None, bonds)?;
@@ -1063,12 +1069,17 @@ impl<'a> Parser<'a> {
         )? {
             s.isolation_timeout = x;
         }
-        if let Some((x, _)) = t.f64_where(
-            "step_timeout",
-            "a positive number of seconds",
-            isolation_timeout_ok,
-        )? {
-            s.step_timeout = Some(x);
+        for (key, slot) in [
+            ("step_timeout", &mut s.step_timeout),
+            ("init_timeout", &mut s.init_timeout),
+        ] {
+            if let Some((x, _)) = t.f64_where(
+                key,
+                "a positive number of seconds, at most a year, or 0 (no limit)",
+                call_timeout_ok,
+            )? {
+                *slot = Some(x);
+            }
         }
         if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
             s.controller = controller(&c)?;

@@ -331,9 +331,17 @@ fn check_first_run(
             // Sweeps run many runs in one process, without the watchdog
             // that ends a hung FMU call of `cosim run` (by ending the
             // process).
-            let step_timeout = prepared.resolved.master.step_timeout.map(|t| {
+            // (Their defaults, which apply to `cosim run`, go unsaid.)
+            let master = &prepared.resolved.master;
+            let step_timeout = [
+                ("step_timeout", master.step_timeout),
+                ("init_timeout", master.init_timeout),
+            ]
+            .into_iter()
+            .filter_map(|(key, t)| Some((key, t.filter(|&t| t > 0.0)?)))
+            .map(|(key, t)| {
                 format!(
-                    "warning: [master] step_timeout = {t} is not applied in a sweep: a hung call of an FMU in the sweep's process cannot be ended without ending every run; give such FMUs isolation = \"process\" (their isolation_timeout ends a hung call as an error of that run)"
+                    "warning: [master] {key} = {t} is not applied in a sweep: a hung call of an FMU in the sweep's process cannot be ended without ending every run; give such FMUs isolation = \"process\" (their isolation_timeout ends a hung call as an error of that run)"
                 )
             });
             Ok(prepared
