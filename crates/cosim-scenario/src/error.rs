@@ -52,11 +52,27 @@ impl<T> Located<T> {
 pub(crate) struct Source {
     pub path: PathBuf,
     pub text: String,
+    /// The long arrays of strings read out of the text before the TOML
+    /// parser, not yet taken back (`crate::long_arrays`).
+    pub long_arrays: crate::long_arrays::LongArrays,
 }
 
 impl Source {
     pub(crate) fn new(path: PathBuf, text: String) -> Arc<Source> {
-        Arc::new(Source { path, text })
+        Source::with_arrays(path, text, Default::default())
+    }
+
+    /// A source whose text's long arrays of strings were read out of it.
+    pub(crate) fn with_arrays(
+        path: PathBuf,
+        text: String,
+        long_arrays: crate::long_arrays::LongArrays,
+    ) -> Arc<Source> {
+        Arc::new(Source {
+            path,
+            text,
+            long_arrays,
+        })
     }
 
     /// 1-based line and column (in characters) of a byte offset.
