@@ -1023,6 +1023,15 @@ fn a_coupled_input_sharing_its_value_reference_with_a_parameter_is_refused() {
         2,
         &["event.toml:13:", "'b.k'", "'b.u'", "subsystem 'b' (Gain)"],
     );
+    // Two values for the one value reference.
+    refused(
+        &cosim(&["check", s(&aliased), "--set", "k=3", "--set", "u=1"]),
+        2,
+        &[
+            "'--set u=1'",
+            "'k' and 'u' of subsystem 'Aliased' (Gain) share value reference 1",
+        ],
+    );
     // Nothing writes u: k is set, and u keeps its start value.
     let out_dir = d.join("alone.out");
     let out = cosim(&[
@@ -1035,6 +1044,38 @@ fn a_coupled_input_sharing_its_value_reference_with_a_parameter_is_refused() {
         s(&out_dir),
     ]);
     refused(&out, 0, &[]);
+}
+
+/// A start value of a connected input is replaced by the coupling in
+/// initialization: said at the value (as for an input file), where it was
+/// dropped without a word.
+#[test]
+fn a_start_value_of_a_connected_input_is_said_to_have_no_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("start.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 0.2\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"a\"\nfmu = \"{0}\"\n\n\
+             [[subsystems]]\nname = \"b\"\nfmu = \"{0}\"\nstart = {{ u = 5.0 }}\n\n\
+             [[connections]]\nfrom = \"a.y\"\nto = \"b.u\"\n",
+            fmi2("Gain").display()
+        ),
+    )
+    .unwrap();
+    refused(
+        &cosim(&["check", s(&path)]),
+        0,
+        &[
+            "start.toml:14:15: warning: the start value of 'b.u' has no effect: the connection on line 16 sets it from the start time on",
+        ],
+    );
+    refused(
+        &cosim(&["check", s(&path), "--set", "b.u=6"]),
+        0,
+        &["'--set b.u=6'", "the start value of 'b.u' has no effect"],
+    );
 }
 
 // ----- bytes a scenario cannot hold; thread counts out of range -------------

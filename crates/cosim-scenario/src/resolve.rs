@@ -820,6 +820,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
             .collect();
         let inputs = self.inputs(start, stop, &fed)?;
         let events = self.events(start, stop, &master, &inputs)?;
+        self.start_values_overwritten(&subsystems, &fed);
         self.alias_conflicts(
             &subsystems,
             &connections,
@@ -3062,7 +3063,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     return Err(match &a.origin {
                         ValueOrigin::File(span) => self.err(*span, message),
                         ValueOrigin::Argument(arg) => {
-                            ScenarioError::argument(self.path(), &format!("--set {arg}"), message)
+                            ScenarioError::argument(self.path(), arg, message)
                         }
                     });
                 }
@@ -3161,6 +3162,48 @@ impl<'s, 'm> Resolver<'s, 'm> {
         }
     }
 
+    /// A start value of an input a connection (or a function) feeds has
+    /// no effect: the coupling sets the input from the start time on, as
+    /// an input file does (a warning there too). Said, not dropped.
+    fn start_values_overwritten(
+        &mut self,
+        subsystems: &[ResolvedSubsystem],
+        fed: &HashMap<VariableRef, Span>,
+    ) {
+        let mut warnings = Vec::new();
+        for (s, sub) in subsystems.iter().enumerate() {
+            for a in &sub.start_values {
+                let connection = fed
+                    .iter()
+                    .filter(|(r, _)| r.subsystem == s && r.variable == a.variable)
+                    .map(|(_, span)| *span)
+                    .min_by_key(|span| span.start);
+                let Some(connection) = connection else {
+                    continue;
+                };
+                let message = format!(
+                    "the start value of '{}.{}' has no effect: the connection on line {} sets it from the start time on",
+                    sub.name,
+                    a.name,
+                    self.line_of(connection)
+                );
+                let w = match &a.origin {
+                    ValueOrigin::File(span) => {
+                        self.src()
+                            .diagnostic(Severity::Warning, Some(*span), message)
+                    }
+                    ValueOrigin::Argument(arg) => {
+                        let mut w = ScenarioError::argument(self.path(), arg, message);
+                        w.severity = Severity::Warning;
+                        w
+                    }
+                };
+                warnings.push(w);
+            }
+        }
+        self.warnings.extend(warnings);
+    }
+
     /// An FMI 2 alias set is one value under several names (variables of
     /// one type sharing a value reference, FMI 2.0 sec. 2.2.7): what the
     /// run writes into an input is written into every variable of its set.
@@ -3181,6 +3224,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
         if !self.mds.iter().any(|md| aliased(md)) {
             return Ok(());
         }
+        self.values_of_one_alias_set(subsystems)?;
         let writers = self.writers(connections, function_connections, inputs, events);
         let mut written: HashMap<(usize, VariableIndex), usize> = HashMap::new();
         for (k, (r, _)) in writers.iter().enumerate() {
@@ -3205,7 +3249,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 } else if let Some(a) = given {
                     let at = match &a.origin {
                         ValueOrigin::File(span) => self.src().location(*span),
-                        ValueOrigin::Argument(arg) => format!("'--set {arg}'"),
+                        ValueOrigin::Argument(arg) => format!("'{arg}'"),
                     };
                     (format!("'{name}', given a value at {at}"), "that value")
                 } else if let Some(&j) = written.get(&(r.subsystem, k)) {
@@ -3227,6 +3271,48 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     input.name, other.name, input.name
                 );
                 return Err(self.writer_error(w, message).with_help(help));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// Two values given to two variables of one FMI 2 alias set (a
+    /// parameter and an input sharing a value reference, say): the FMU
+    /// keeps whichever is set last. An error at the second, as for one
+    /// variable given two values by its name and an alias.
+    fn values_of_one_alias_set(&self, subsystems: &[ResolvedSubsystem]) -> Result<()> {
+        for (s, sub) in subsystems.iter().enumerate() {
+            let md = self.md(s)?;
+            let mut first: HashMap<VariableIndex, &Assignment> = HashMap::new();
+            for a in sub.parameters.iter().chain(&sub.start_values) {
+                let base = md
+                    .alias_set(a.variable)
+                    .first()
+                    .copied()
+                    .unwrap_or(a.variable);
+                let Some(b) = first.get(&base).copied() else {
+                    first.insert(base, a);
+                    continue;
+                };
+                if b.variable == a.variable {
+                    continue;
+                }
+                let vr = md
+                    .variables
+                    .get(a.variable)
+                    .map_or(0, |v| v.value_reference);
+                let message = format!(
+                    "'{}' and '{}' of subsystem '{}' ({}) share value reference {vr} (FMI 2 aliases are one value): give it one value",
+                    b.name, a.name, sub.name, md.model_name
+                );
+                return Err(match &a.origin {
+                    ValueOrigin::File(span) => self.err(*span, message),
+                    ValueOrigin::Argument(arg) => {
+                        ScenarioError::argument(self.path(), arg, message)
+                    }
+                });
             }
         }
         Ok(())
