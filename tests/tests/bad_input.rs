@@ -1034,3 +1034,258 @@ fn mutated_archives_are_refused_or_extracted_inside_the_target() {
     // Most edits break a CRC; a few (in names, headers) still extract.
     assert!(extracted > 0, "{extracted}");
 }
+
+// ----- FMI 2 alias sets: a setting and a coupling of one value reference ----
+
+/// The FMI 2 Gain with its parameter `k` given the value reference of its
+/// input `u` (1): an alias set of a parameter and an input, as third-party
+/// FMUs have it. Whatever the run writes into `u` is `k`'s value too.
+fn gain_with_k_aliasing_u(dir: &Path) -> PathBuf {
+    let md = gain_model_description();
+    let edited = md.replacen(
+        "name=\"k\" valueReference=\"3\"",
+        "name=\"k\" valueReference=\"1\"",
+        1,
+    );
+    assert_ne!(edited, md);
+    let fmu = dir.join("Aliased.fmu");
+    gain_with_md(&fmu, edited.as_bytes());
+    fmu
+}
+
+#[test]
+fn a_coupled_input_sharing_its_value_reference_with_a_parameter_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let aliased = gain_with_k_aliasing_u(d);
+    let two = format!(
+        "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\n\n\
+         [[subsystems]]\nname = \"a\"\nfmu = \"{}\"\n\n\
+         [[subsystems]]\nname = \"b\"\nfmu = \"{}\"\nPARAMS\n\
+         [[connections]]\nfrom = \"a.y\"\nto = \"b.u\"\n",
+        fmi2("Gain").display(),
+        aliased.display()
+    );
+    let both = [
+        "'b.k'",
+        "'b.u'",
+        "subsystem 'b' (Gain)",
+        "value reference 1",
+    ];
+    // A connection into u overwrites k, set or not.
+    for (name, params) in [
+        ("unset", "# k not set\n"),
+        ("set", "parameters = { k = 3.0 }\n"),
+    ] {
+        let path = d.join(format!("{name}.toml"));
+        std::fs::write(&path, two.replace("PARAMS\n", params)).unwrap();
+        let mut keys = both.to_vec();
+        let at = format!("{name}.toml:17:");
+        keys.push(&at);
+        let out_dir = d.join(format!("{name}.out"));
+        for cmd in ["check", "run"] {
+            refused(&cosim(&[cmd, s(&path), "-o", s(&out_dir)]), 2, &keys);
+        }
+    }
+    // A `--set` of k with an input file feeding u.
+    let csv = d.join("in.csv");
+    std::fs::write(&csv, "time,u\n0,1\n1,2\n").unwrap();
+    let out = cosim(&[
+        "check",
+        s(&aliased),
+        "--set",
+        "k=3",
+        "--input-file",
+        s(&csv),
+    ]);
+    refused(
+        &out,
+        2,
+        &["'Aliased.k'", "'Aliased.u'", "in.csv", "value reference 1"],
+    );
+    // An event on u.
+    let path = d.join("event.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"b\"\nfmu = \"{}\"\n\n\
+             [[events]]\ntime = 0.5\nvariable = \"b.u\"\naction = \"override\"\nvalue = 2.0\n",
+            aliased.display()
+        ),
+    )
+    .unwrap();
+    refused(
+        &cosim(&["check", s(&path)]),
+        2,
+        &["event.toml:13:", "'b.k'", "'b.u'", "subsystem 'b' (Gain)"],
+    );
+    // Two values for the one value reference.
+    refused(
+        &cosim(&["check", s(&aliased), "--set", "k=3", "--set", "u=1"]),
+        2,
+        &[
+            "'--set u=1'",
+            "'k' and 'u' of subsystem 'Aliased' (Gain) share value reference 1",
+        ],
+    );
+    // Nothing writes u: k is set, and u keeps its start value.
+    let out_dir = d.join("alone.out");
+    let out = cosim(&[
+        "run",
+        "--no-progress",
+        s(&aliased),
+        "--set",
+        "k=3",
+        "-o",
+        s(&out_dir),
+    ]);
+    refused(&out, 0, &[]);
+}
+
+/// A start value of a connected input is replaced by the coupling in
+/// initialization: said at the value (as for an input file), where it was
+/// dropped without a word.
+#[test]
+fn a_start_value_of_a_connected_input_is_said_to_have_no_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("start.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 0.2\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"a\"\nfmu = \"{0}\"\n\n\
+             [[subsystems]]\nname = \"b\"\nfmu = \"{0}\"\nstart = {{ u = 5.0 }}\n\n\
+             [[connections]]\nfrom = \"a.y\"\nto = \"b.u\"\n",
+            fmi2("Gain").display()
+        ),
+    )
+    .unwrap();
+    refused(
+        &cosim(&["check", s(&path)]),
+        0,
+        &[
+            "start.toml:14:15: warning: the start value of 'b.u' has no effect: the connection on line 16 sets it from the start time on",
+        ],
+    );
+    refused(
+        &cosim(&["check", s(&path), "--set", "b.u=6"]),
+        0,
+        &["'--set b.u=6'", "the start value of 'b.u' has no effect"],
+    );
+}
+
+// ----- bytes a scenario cannot hold; thread counts out of range -------------
+
+/// A NUL byte (a binary file, or a scenario saved as UTF-16) or another
+/// control character is named with its place, not reported as whatever
+/// TOML token it broke ("invalid float, expected nothing").
+#[test]
+fn a_nul_byte_or_control_character_in_a_scenario_is_named_at_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        (
+            "nul_after_number",
+            b"[simulation]\nstop = 1.0\0\n",
+            &["nul_after_number.toml:2:11:", "NUL byte (U+0000)"],
+        ),
+        (
+            "nul_in_string",
+            b"[simulation]\nstop = 1.0\n\n[[subsystems]]\nname = \"g\0\"\n",
+            &["nul_in_string.toml:5:10:", "NUL byte (U+0000)"],
+        ),
+        (
+            "utf16",
+            b"[\0s\0i\0m\0]\0\n\0",
+            &["utf16.toml:1:2:", "NUL byte (U+0000)", "UTF-16"],
+        ),
+        (
+            "bell",
+            b"[simulation]\nstop = \"\x07\"\n",
+            &["bell.toml:2:9:", "control character U+0007"],
+        ),
+    ];
+    for (name, text, keys) in cases {
+        let path = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let err = refused(&cosim(&["check", s(&path)]), 2, keys);
+        assert!(!err.contains("invalid float"), "{err}");
+    }
+}
+
+/// `--threads` has the limit of `[master] threads` (1024), and `cosim
+/// sweep --jobs` too, with the scenario's message; 0 (all cores) stays
+/// valid.
+#[test]
+fn thread_counts_on_the_command_line_have_the_scenario_key_s_limit() {
+    let gain = fmi2("Gain");
+    refused(
+        &cosim(&["check", s(&gain), "--threads", "99999"]),
+        2,
+        &["--threads", "must be between 0 and 1024, not 99999"],
+    );
+    refused(&cosim(&["check", s(&gain), "--threads", "0", "-q"]), 0, &[]);
+    refused(
+        &cosim(&[
+            "sweep",
+            "scenarios/sweeps/b1_a_stability.toml",
+            "--check",
+            "--jobs",
+            "99999",
+        ]),
+        2,
+        &["--jobs", "must be between 0 and 1024, not 99999"],
+    );
+}
+
+// ----- a huge generated trace selection ---------------------------------------
+
+/// A generated `variables` list of millions of entries (a 16 MB scenario:
+/// names, patterns and literal strings, most repeated) runs in memory of
+/// the order of the file and without work per repeat: the list is read
+/// outside the TOML parser, which held some 150 bytes per element (450 MB
+/// here, 1.1 GB for a 43 MB list), and each distinct entry is resolved
+/// once (a pattern was compiled for every entry: 94 s for a 43 MB list).
+/// The limit on the data segment (300 MB) is what the parser alone passed;
+/// the time limit (120 s) only the pattern per entry reached.
+#[test]
+fn a_huge_variables_list_runs_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let cycle = ["\"g.y\"", "\"g.*\"", "\"*.u\"", "'g.k'"];
+    let entries: Vec<&str> = (0..2_700_000).map(|i| cycle[i % 4]).collect();
+    let path = dir.path().join("huge.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 0.2\n\n[master]\nstep = 0.1\n\n[[subsystems]]\nname = \"g\"\nfmu = \"{}\"\n\n[outputs]\nvariables = [\n{}\n]\n",
+            fmi2("Gain").display(),
+            entries.join(",\n")
+        ),
+    )
+    .unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() > 15_000_000);
+    let out_dir = dir.path().join("out");
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -d 300000 && exec \"$0\" run -q \"$1\" -o \"$2\"",
+            s(&cosim_tests::cosim_bin()),
+            s(&path),
+            s(&out_dir),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("still running after 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    refused(&out, 0, &[]);
+    let trace = std::fs::read_to_string(out_dir.join("trace.csv")).unwrap();
+    assert_eq!(trace.lines().next(), Some("time [s],g.y,g.u,g.k"));
+}

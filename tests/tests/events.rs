@@ -260,6 +260,49 @@ fn event_errors_name_the_place_and_the_nearest_name() {
         "events:\n  - time: 1\n    model: spring\n    variable: F\n    action: override\n",
         &["novalue.yml:", "needs a 'value'"],
     );
+    // Values that are no finite number, refused where they are written
+    // (they used to reach the FMU, which was blamed for the NaN).
+    for (name, value) in [
+        ("nan.json", "NaN"),
+        ("nan_text.json", "\"NaN\""),
+        ("inf.json", "-Infinity"),
+        ("huge.json", "1e999"),
+        ("yaml_inf.yml", ".inf"),
+        ("yaml_nan.yml", ".NaN"),
+    ] {
+        let text = if name.ends_with(".json") {
+            format!(
+                "{{\n  \"events\": [\n    {{ \"time\": 1, \"model\": \"spring\", \"variable\": \"F\", \"action\": \"override\",\n      \"value\": {value} }}\n  ]\n}}\n"
+            )
+        } else {
+            format!(
+                "events:\n  - time: 1\n    model: spring\n    variable: F\n    action: bias\n    value: {value}\n"
+            )
+        };
+        let line = if name.ends_with(".json") { 4 } else { 6 };
+        check(
+            name,
+            &text,
+            &[
+                &format!("{name}:{line}:"),
+                &format!("'value' {} is not a finite number", value.trim_matches('"')),
+            ],
+        );
+    }
+    let nan = with(
+        dir.path(),
+        "nan.toml",
+        "b5_mass_spring.toml",
+        &[],
+        "\n[[events]]\ntime = 1.0\nvariable = \"spring.F\"\naction = \"override\"\nvalue = nan\n",
+    );
+    let o = cosim(&["check", nan.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("nan.toml:") && err.contains("'value' nan is not a finite number"),
+        "{err}"
+    );
     // In [[events]]: a Boolean for a Real, at the value.
     let bad = with(
         dir.path(),

@@ -900,6 +900,189 @@ fn a_step_timeout_ends_a_run_whose_fmu_hangs_in_process() {
     assert_eq!(extraction_dirs(&dir.path().join("tmp")), 0);
 }
 
+/// A hang once the run has ended (Faulty fail_mode 10: its
+/// `fmi*FreeInstance` never returns): every row and the summary
+/// ("completed") are written before the FMUs are freed, so the watchdog
+/// ends the process as the run ended, exit status 0 with a warning naming
+/// the call, instead of 1 beside a summary that says "completed".
+#[test]
+fn a_hang_freeing_the_fmus_after_a_completed_run_ends_it_as_completed() {
+    for version in ["fmi2", "fmi3"] {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = faulty_scenario(dir.path(), version, 10, 0.05, 0.2);
+        let out_dir = dir.path().join("out");
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut run = Running::spawn_in(
+            &[
+                "run",
+                scenario.to_str().unwrap(),
+                "--no-progress",
+                "--step-timeout",
+                "1",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+            &tmp,
+        );
+        let exit = run.wait_exit(Duration::from_secs(30));
+        let err = run.stderr();
+        assert_eq!(exit, Some(0), "{version}: {err}");
+        let free = if version == "fmi2" {
+            "fmi2FreeInstance"
+        } else {
+            "fmi3FreeInstance"
+        };
+        assert!(
+            err.contains(&format!(
+                "warning: subsystem 'faulty': {free} at t = 0.19 has not returned after 1."
+            )),
+            "{err}"
+        );
+        assert!(err.contains("the run had completed"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let s = summary(&out_dir);
+        assert_eq!(s["status"], "completed", "{s}");
+        let times = consistent_trace(&out_dir.join("trace.csv"));
+        assert_eq!(times.len(), 21, "{times:?}");
+        assert_eq!(extraction_dirs(&tmp), 0);
+    }
+}
+
+/// The process ids of `pid`'s children (of every thread of it).
+fn children(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    tasks
+        .flatten()
+        .flat_map(|t| {
+            let text = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            text.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Ctrl-C while `cosim check` waits for an FMU that initialises in its
+/// host process (Faulty fail_mode 11 never returns from initialization):
+/// the host's call is cut short, and the check ends as interrupted,
+/// status 130, not as bad input (2) for the call that failed.
+#[test]
+fn ctrl_c_during_a_check_ends_it_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), "fmi2", 11, -1.0, 1.0);
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut run = Running::spawn_in(&["check", scenario.to_str().unwrap()], &tmp);
+    let pid = run.child.id();
+    run.wait_for(Duration::from_secs(60), "a host process", |_| {
+        !children(pid).is_empty()
+    });
+    // (The host has loaded and is initialising, or about to: either way
+    // the check waits for it.)
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal("INT");
+    let exit = run.wait_exit(Duration::from_secs(20));
+    let err = run.stderr();
+    assert_eq!(exit, Some(130), "{err}");
+    assert!(err.contains("error: interrupted"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(extraction_dirs(&tmp), 0);
+}
+
+/// `--init-timeout` (or `[master] init_timeout`): a call of the
+/// initialization (here the initial outputs read, Faulty fail_mode 11)
+/// that has not returned by then ends the run as `--step-timeout` does a
+/// step: exit status 1, the FMU and the call named, summary "error".
+#[test]
+fn an_init_timeout_ends_a_run_whose_fmu_hangs_in_initialization() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = faulty_scenario(dir.path(), "fmi2", 11, -1.0, 1.0);
+    let out_dir = dir.path().join("out");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut run = Running::spawn_in(
+        &[
+            "run",
+            scenario.to_str().unwrap(),
+            "--no-progress",
+            "--init-timeout",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &tmp,
+    );
+    let exit = run.wait_exit(Duration::from_secs(30));
+    let err = run.stderr();
+    assert_eq!(exit, Some(1), "{err}");
+    assert!(
+        err.contains("error: subsystem 'faulty': fmi2")
+            && err.contains("during initialization has not returned after 1.")
+            && err.contains("(init_timeout)"),
+        "{err}"
+    );
+    assert!(err.contains("no step was made"), "{err}");
+    let s = summary(&out_dir);
+    assert_eq!(s["status"], "error", "{s}");
+    assert!(
+        s["message"].as_str().unwrap().contains("(init_timeout)"),
+        "{s}"
+    );
+    assert_eq!(extraction_dirs(&tmp), 0);
+}
+
+/// In-process FMU calls have a limit without `step_timeout`: 600 s for a
+/// step, 3600 s in initialization (`-v` says which apply); 0 turns either
+/// off, a negative value is refused.
+#[test]
+fn in_process_calls_have_default_timeouts_that_0_turns_off() {
+    let watchdog_line = |extra: &[&str]| {
+        let mut args = vec!["run", "-v", "--no-progress", "--stop", "0.01", "-o"];
+        let dir = tempfile::tempdir().unwrap();
+        let gain = fmu("fmi2", "Gain");
+        args.push(dir.path().to_str().unwrap());
+        args.push(gain.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let out = Command::new(cosim_bin())
+            .args(&args)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        err.lines()
+            .find(|l| l.contains("watchdog of hung FMU calls"))
+            .unwrap_or_else(|| panic!("no watchdog line in {err}"))
+            .to_string()
+    };
+    let line = watchdog_line(&[]);
+    assert!(
+        line.ends_with("step_timeout 600 s, init_timeout 3600 s"),
+        "{line}"
+    );
+    let line = watchdog_line(&["--step-timeout", "0", "--init-timeout", "7200"]);
+    assert!(
+        line.ends_with("step_timeout none, init_timeout 7200 s"),
+        "{line}"
+    );
+    let out = Command::new(cosim_bin())
+        .args([
+            "check",
+            fmu("fmi2", "Gain").to_str().unwrap(),
+            "--init-timeout",
+            "-1",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'--init-timeout -1'") && err.contains("or 0 (no limit)"),
+        "{err}"
+    );
+}
+
 /// A run killed outright (`kill -9`, the OOM killer, a batch system's
 /// time limit) removes nothing: its extraction directories stay. The next
 /// `cosim` of the same user in the same temporary directory removes them

@@ -5,51 +5,113 @@
 //! `exit()`. Each writes every completed row and the summary
 //! ([`cosim_core::output::OutputsHandle::finish_now`]), says what
 //! happened, and ends the process with a fixed status without waiting
-//! for the FMU.
+//! for the FMU. Once the run has ended (its summary written), what is
+//! left is freeing the FMUs: the run's outcome then stands, and so does
+//! the exit status its summary calls for.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cosim_core::execution::RunStatus;
 use cosim_core::output::OutputsHandle;
 
 use crate::console::say;
+use crate::interrupt::Interrupt;
+use crate::run::exit;
 
-/// The outputs of the run in progress, and their directory.
-static RUN: OnceLock<(OutputsHandle, PathBuf)> = OnceLock::new();
+/// The run in progress: its outputs, their directory, and the signal
+/// handlers (for the status of an interrupted run).
+struct Run {
+    outputs: OutputsHandle,
+    dir: PathBuf,
+    interrupt: Interrupt,
+}
+
+static RUN: OnceLock<Run> = OnceLock::new();
+
+/// Set by the first thread that ends the process.
+static ENDING: AtomicBool = AtomicBool::new(false);
 
 /// Exit status when an FMU ended the process with `exit()`.
 pub const FMU_EXITED: u8 = 1;
 
 /// Remembers the outputs of the run about to start (once per process).
-pub fn watch(outputs: OutputsHandle, dir: PathBuf) {
-    let _ = RUN.set((outputs, dir));
+pub fn watch(outputs: OutputsHandle, dir: PathBuf, interrupt: Interrupt) {
+    let _ = RUN.set(Run {
+        outputs,
+        dir,
+        interrupt,
+    });
 }
 
 /// Writes every completed row and the summary (`status`, `message`),
-/// says so, and ends the process with `code`.
+/// says so, and ends the process with `code`; after the run's end, ends
+/// it as the run ended ([`after_the_run`]).
 pub fn end_now(status: RunStatus, message: &str, code: u8) -> ! {
+    // The watchdog, a second signal, an FMU's exit() and an interrupted
+    // check may all get here: the first ends the process, the others
+    // wait for it (one message, one status).
+    if ENDING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
     match RUN.get() {
-        Some((outputs, dir)) => {
-            let (t, steps) = outputs.progress();
-            let written = outputs
+        Some(run) => {
+            if let Some(ended) = run.outputs.ended() {
+                after_the_run(run, ended, message)
+            }
+            let (t, steps) = run.outputs.progress();
+            let written = run
+                .outputs
                 .summary_now(status, Some(message.to_string()))
-                .map(|summary| outputs.finish_now(&summary));
+                .map(|summary| run.outputs.finish_now(&summary));
             say!("error: {message}");
             match written {
+                Some(Ok(())) if steps == 0 => say!(
+                    "no step was made; the outputs hold their headers only, and the summary ({})",
+                    run.dir.display()
+                ),
                 Some(Ok(())) => say!(
                     "the outputs hold every completed step up to t = {t} ({steps} macro steps) and the summary ({})",
-                    dir.display()
+                    run.dir.display()
                 ),
                 Some(Err(e)) => say!("writing the outputs failed: {e}"),
                 None => say!(
                     "no step was made; the outputs hold their headers only ({})",
-                    dir.display()
+                    run.dir.display()
                 ),
             }
         }
         None => say!("error: {message}"),
     }
+    leave(code)
+}
+
+/// The run had ended, every output and its summary written, when an FMU
+/// call hung (`fmi2FreeInstance` past `step_timeout`), a second signal
+/// came or an FMU called `exit()`: only freeing the FMUs was left. The
+/// outputs are complete and the summary says how the run ended; the exit
+/// status is the one that ending calls for (0 for a completed run), so
+/// that status and summary agree. The FMU's misbehaviour is a warning.
+fn after_the_run(run: &Run, ended: RunStatus, message: &str) -> ! {
+    let (word, code) = match ended {
+        RunStatus::Completed => ("completed", 0),
+        RunStatus::Terminated => ("ended by an FMU", 0),
+        RunStatus::Interrupted => ("interrupted", run.interrupt.exit_status()),
+        RunStatus::Error => ("failed", exit::RUN_FAILED),
+    };
+    say!("warning: {message}");
+    say!(
+        "the run had {word} and its outputs and summary are written ({}): freeing the FMUs is not waited for",
+        run.dir.display()
+    );
+    leave(code)
+}
+
+/// Ends the process with `code`, without the FMUs.
+fn leave(code: u8) -> ! {
     // The stuck thread holds the FMUs: their extraction directories are
     // not dropped, so they are removed here (hosts clean up after
     // themselves when this process is gone).

@@ -39,6 +39,7 @@ pub fn run(path: &Path, json: bool) -> Result<()> {
             isolation: None,
             log_fmi_calls: None,
             step_timeout: None,
+            init_timeout: None,
             no_progress: true,
             check: false,
             plot: false,

@@ -26,7 +26,7 @@ use crate::console::say;
     name = "cosim",
     version,
     about = "Co-simulation master for FMI 2.0 and 3.0 FMUs",
-    long_about = "Co-simulation master for FMI 2.0 and 3.0 FMUs.\n\nExit status: 0 success (also when an FMU ends the simulation itself), 1 the run failed (FMU error, divergence, a hung FMU call past step_timeout, an output that could not be written), 2 bad input (scenario, FMU file, arguments), 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM. docs/reliability.md lists every outcome."
+    long_about = "Co-simulation master for FMI 2.0 and 3.0 FMUs.\n\nExit status: 0 success (also when an FMU ends the simulation itself), 1 the run failed (FMU error, divergence, a hung FMU call past step_timeout (default 600 s) or init_timeout (3600 s), an output that could not be written), 2 bad input (scenario, FMU file, arguments), 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM. docs/reliability.md lists every outcome."
 )]
 struct Cli {
     /// More log output (-v: info, -vv: debug including FMU log messages).

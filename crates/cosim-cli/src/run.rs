@@ -8,7 +8,7 @@ use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Due, Next, Observer, StepContext};
-use cosim_core::watchdog::{Hang, Watchdog};
+use cosim_core::watchdog::{Hang, Timeouts, Watchdog};
 use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
@@ -74,8 +74,9 @@ pub struct RunArgs {
     /// produced (`tail -f trace.csv` follows the run).
     #[arg(long, value_name = "FACTOR", num_args = 0..=1, default_missing_value = "1")]
     pub real_time: Option<f64>,
-    /// Worker threads for Jacobi stepping (0 = all cores), overriding the scenario.
-    #[arg(long)]
+    /// Worker threads for Jacobi stepping (0 = all cores, at most 1024),
+    /// overriding the scenario.
+    #[arg(long, value_parser = thread_count)]
     pub threads: Option<usize>,
     /// Where every FMU runs, at every level, overriding each `isolation` of
     /// the scenario: `process` loads each in its own host process (an FMU
@@ -93,12 +94,18 @@ pub struct RunArgs {
         default_missing_value = "-"
     )]
     pub log_fmi_calls: Option<PathBuf>,
-    /// Longest FMU call in this process, s: a call that has not returned
-    /// by then ends the run (outputs and summary written, exit status 1)
-    /// without waiting for it. Overrides `[master] step_timeout`; isolated
-    /// FMUs have `isolation_timeout`.
+    /// Longest FMU call in this process outside initialization, s
+    /// (default 600; 0: no limit): a call that has not returned by then
+    /// ends the run (outputs and summary written, exit status 1) without
+    /// waiting for it. Overrides `[master] step_timeout`; isolated FMUs
+    /// have `isolation_timeout`.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub step_timeout: Option<f64>,
+    /// The same for the calls of initialization, which may take long for
+    /// a big model (default 3600; 0: no limit). Overrides `[master]
+    /// init_timeout`.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub init_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -110,6 +117,21 @@ pub struct RunArgs {
     /// (as `cosim plot` does).
     #[arg(long)]
     pub plot: bool,
+}
+
+/// A thread count on the command line (`--threads`, `sweep --jobs`): 0
+/// (all cores) to the limit of the scenario key `threads`, refused with
+/// that key's message beyond it (a pool of 99999 threads would start).
+pub fn thread_count(text: &str) -> std::result::Result<usize, String> {
+    use cosim_scenario::defaults::MAX_THREADS;
+    let n: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number of threads, not '{text}'"))?;
+    match i64::try_from(n) {
+        Ok(k) if k <= MAX_THREADS => Ok(n),
+        _ => Err(format!("must be between 0 and {MAX_THREADS}, not {n}")),
+    }
 }
 
 /// Exit statuses other than success (0).
@@ -158,6 +180,7 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         })),
         log_fmi_calls: args.log_fmi_calls.as_deref().map(CallLogTarget::from_arg),
         step_timeout: args.step_timeout,
+        init_timeout: args.init_timeout,
         start: args.start,
         output_interval: args.output_interval,
         output_variables: args.output_variables.clone(),
@@ -331,7 +354,19 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
         })
         .map_err(|e| bad_input(format!("error: cannot start a thread: {e}")))?;
     start_call_log(args)?;
-    check_scenario(args, quiet)
+    let result = check_scenario(args, quiet);
+    // A signal that cut a host's call short made the check fail, and one
+    // that came as it finished found nothing left to stop: either way the
+    // check was interrupted (130 / 143), not refused as bad input (2) or
+    // passed (0).
+    if interrupt.flag().load(std::sync::atomic::Ordering::SeqCst) {
+        ending::end_now(
+            RunStatus::Interrupted,
+            "interrupted",
+            interrupt.exit_status(),
+        )
+    }
+    result
 }
 
 /// `cosim check` once the call log is started. No FMU code runs in this
@@ -390,6 +425,20 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
     Ok(())
 }
 
+/// A failure before the run's first step: an interruption (130 / 143)
+/// when a signal came meanwhile (it cuts the calls to FMUs in host
+/// processes short, which then fail), else `e`.
+fn unless_interrupted(e: anyhow::Error, interrupt: &Interrupt) -> anyhow::Error {
+    if !interrupt.flag().load(std::sync::atomic::Ordering::SeqCst) {
+        return e;
+    }
+    say!(
+        "interrupted by {} before the first step",
+        interrupt.signal_name().unwrap_or("a signal")
+    );
+    anyhow::Error::new(Failed(interrupt.exit_status()))
+}
+
 /// `cosim run`.
 pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     // -vv: the FMI call log on standard error, unless it goes elsewhere.
@@ -419,9 +468,9 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     });
     start_call_log(args)?;
     if args.check {
-        check_scenario(args, quiet)?;
+        check_scenario(args, quiet).map_err(|e| unless_interrupted(e, &interrupt))?;
     }
-    let mut prepared = prepare(args, quiet)?;
+    let mut prepared = prepare(args, quiet).map_err(|e| unless_interrupted(e, &interrupt))?;
     if verbose >= 1 && !quiet {
         // -v reports the time spent in each subsystem's steps.
         prepared.assembly.system.enable_step_timing();
@@ -441,19 +490,24 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
             prepared.resolved.real_time.is_some(),
         )));
     }
-    // Hung FMU calls in this process: after step_timeout, or at once on
-    // Ctrl-C, the run ends without waiting for them (ending.rs).
-    let timeout = prepared
-        .resolved
-        .master
-        .step_timeout
-        .map(Duration::from_secs_f64);
+    // Hung FMU calls in this process: after step_timeout (init_timeout in
+    // initialization), or at once on Ctrl-C, the run ends without waiting
+    // for them (ending.rs).
+    let (step, init) = prepared.resolved.master.call_timeouts();
+    let timeout = Timeouts { step, init };
+    let limit =
+        |d: Option<Duration>| d.map_or("none".to_string(), |d| format!("{} s", d.as_secs_f64()));
+    tracing::info!(
+        "watchdog of hung FMU calls: step_timeout {}, init_timeout {}",
+        limit(step),
+        limit(init)
+    );
     let out_dir = prepared.resolved.outputs.dir.clone();
     let flag = interrupt.flag();
     let signal = interrupt.clone();
     let mut watchdog = None;
     let mut outcome = runner::run_watched(prepared, extra, Some(interrupt.flag()), |outputs| {
-        ending::watch(outputs, out_dir);
+        ending::watch(outputs, out_dir, interrupt.clone());
         let on_hang = Box::new(move |hang: Hang| {
             let (status, code) = if hang.interrupted {
                 (RunStatus::Interrupted, signal.exit_status())

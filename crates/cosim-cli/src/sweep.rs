@@ -24,8 +24,8 @@ pub struct Args {
     #[arg(required = true, value_name = "SWEEP")]
     sweep: Option<PathBuf>,
     /// Runs at the same time, each job a worker process taking run after
-    /// run (default: one per core).
-    #[arg(short, long, value_name = "N")]
+    /// run (default and 0: one per core; at most 1024).
+    #[arg(short, long, value_name = "N", value_parser = crate::run::thread_count)]
     jobs: Option<usize>,
     /// Run only the K-th of N slices (runs whose index is K-1 modulo N);
     /// writes summary.shard-K-of-N.csv for `cosim sweep merge`. `auto`:

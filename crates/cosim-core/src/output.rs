@@ -368,6 +368,9 @@ struct SummarySlot {
     template: Option<RunSummary>,
     stepping_since: Option<Instant>,
     written: bool,
+    /// The status of the first summary written (or that would have been,
+    /// without a summary file): the run had ended.
+    ended: Option<RunStatus>,
 }
 
 struct Shared {
@@ -453,6 +456,7 @@ impl Outputs {
                 template: None,
                 stepping_since: None,
                 written: false,
+                ended: None,
             }),
             t_reached: AtomicU64::new(f64::NAN.to_bits()),
             macro_steps: AtomicU64::new(0),
@@ -680,6 +684,14 @@ impl OutputsHandle {
         closed.and(written.map(|_| ()))
     }
 
+    /// The status of the summary written, once one is: the run had ended
+    /// (every output and the summary on disk) and what remains is freeing
+    /// its FMUs. `None` while the run goes on, and after a summary that
+    /// could not be written.
+    pub fn ended(&self) -> Option<RunStatus> {
+        lock(&self.shared.summary).ended
+    }
+
     /// Called by the run loop with the summary as it stands (before
     /// initialization, then when stepping starts): kept for
     /// [`Self::summary_now`], and the summary's space is reserved.
@@ -706,6 +718,7 @@ impl OutputsHandle {
             return Ok(false);
         }
         let Some(path) = slot.path.clone() else {
+            slot.ended.get_or_insert(summary.status);
             return Ok(false);
         };
         let error = |error| CoreError::Output {
@@ -739,6 +752,7 @@ impl OutputsHandle {
         match result {
             Ok(()) => {
                 slot.written = true;
+                slot.ended.get_or_insert(summary.status);
                 Ok(true)
             }
             Err(e) => {

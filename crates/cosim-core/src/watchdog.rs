@@ -1,7 +1,8 @@
 //! Hung FMI calls in this process: a watchdog thread that notices an FMU
-//! call that does not return within `step_timeout` (or one still running
-//! when the user presses Ctrl-C), so that the run can end cleanly without
-//! waiting for a call that may never return.
+//! call that does not return within `step_timeout` (`init_timeout` for
+//! the calls of initialization), or one still running when the user
+//! presses Ctrl-C, so that the run can end cleanly without waiting for a
+//! call that may never return.
 //!
 //! Every tracker of the process is watched (one run per process at a
 //! time, as `cosim run` and a sweep's worker process make them).
@@ -37,6 +38,30 @@ pub enum Call {
     Terminate = 7,
     /// `fmi*FreeInstance`.
     FreeInstance = 8,
+}
+
+/// The longest calls: those of initialization, the others (`None`: no
+/// limit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Every call but those of initialization (`step_timeout`).
+    pub step: Option<Duration>,
+    /// Entering and leaving Initialization Mode, with the values set
+    /// there (`init_timeout`): a big model may take long.
+    pub init: Option<Duration>,
+}
+
+impl Timeouts {
+    /// The limit of `call`, and the setting that gives it: every call
+    /// before the instance's first `doStep` is part of its initialization
+    /// (the initial values read, too).
+    fn of(self, call: Call, initializing: bool) -> (Option<Duration>, &'static str) {
+        match call {
+            _ if initializing => (self.init, "init_timeout"),
+            Call::EnterInitialization | Call::ExitInitialization => (self.init, "init_timeout"),
+            _ => (self.step, "step_timeout"),
+        }
+    }
 }
 
 impl Call {
@@ -88,7 +113,8 @@ struct Shared {
     fmi3: bool,
     /// `sequence << 8 | call`: changes with every call begun.
     word: AtomicU64,
-    /// The simulation time of the last `doStep`, as bits.
+    /// The simulation time of the last `doStep`, as bits (NaN before the
+    /// first: initialization).
     t: AtomicU64,
 }
 
@@ -110,7 +136,7 @@ impl CallTracker {
             name: name.to_string(),
             fmi3,
             word: AtomicU64::new(0),
-            t: AtomicU64::new(0),
+            t: AtomicU64::new(f64::NAN.to_bits()),
         });
         if let Ok(mut registry) = REGISTRY.lock() {
             registry.retain(|w| w.strong_count() > 0);
@@ -243,25 +269,37 @@ pub struct Hang {
     pub subsystem: String,
     /// The FMI function.
     pub function: &'static str,
-    /// The simulation time of its last `doStep`.
+    /// The simulation time of its last `doStep` (NaN: none yet, the call
+    /// is part of the initialization).
     pub t: f64,
     /// How long it has been running (at least), s.
     pub seconds: f64,
     /// Found because the user interrupted the run, not by the timeout.
     pub interrupted: bool,
+    /// The setting whose limit it passed (`step_timeout`, `init_timeout`).
+    pub setting: &'static str,
 }
 
 impl std::fmt::Display for Hang {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.t.is_nan() {
+            "during initialization".to_string()
+        } else {
+            format!("at t = {}", self.t)
+        };
         write!(
             f,
-            "subsystem '{}': {} at t = {} has not returned after {:.1} s",
-            self.subsystem, self.function, self.t, self.seconds
+            "subsystem '{}': {} {at} has not returned after {:.1} s",
+            self.subsystem, self.function, self.seconds
         )?;
         if self.interrupted {
             f.write_str(" (interrupted)")
         } else {
-            f.write_str(" (step_timeout): the FMU hangs; stopping without waiting for it")
+            write!(
+                f,
+                " ({}): the FMU hangs; stopping without waiting for it",
+                self.setting
+            )
         }
     }
 }
@@ -282,11 +320,11 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// Starts watching: `on_hang` is called (once, on the watchdog's
-    /// thread) when a call has run longer than `timeout`, or longer than
-    /// half a second after `interrupt` was set. It is expected to end the
-    /// process (the hung call holds the stepping thread).
+    /// thread) when a call has run longer than its limit in `timeouts`, or
+    /// longer than half a second after `interrupt` was set. It is expected
+    /// to end the process (the hung call holds the stepping thread).
     pub fn start(
-        timeout: Option<Duration>,
+        timeout: Timeouts,
         interrupt: Option<Arc<AtomicBool>>,
         on_hang: Box<dyn FnOnce(Hang) + Send>,
     ) -> std::io::Result<Watchdog> {
@@ -313,7 +351,7 @@ impl Drop for Watchdog {
 
 /// The watchdog's loop: per tracker, the word last seen and since when.
 fn watch(
-    timeout: Option<Duration>,
+    timeout: Timeouts,
     interrupt: Option<Arc<AtomicBool>>,
     stop: &AtomicBool,
     on_hang: Box<dyn FnOnce(Hang) + Send>,
@@ -354,16 +392,19 @@ fn watch(
                 continue;
             }
             let running = now.duration_since(since);
-            let timed_out = timeout.is_some_and(|t| running >= t);
+            let t = f64::from_bits(s.t.load(Ordering::Relaxed));
+            let (limit, setting) = timeout.of(call, t.is_nan());
+            let timed_out = limit.is_some_and(|t| running >= t);
             let interrupted = interrupted_at
                 .is_some_and(|at| now.duration_since(at) >= INTERRUPT_GRACE && since <= at);
             if timed_out || interrupted {
                 on_hang(Hang {
                     subsystem: s.name.clone(),
                     function: call.function(s.fmi3),
-                    t: f64::from_bits(s.t.load(Ordering::Relaxed)),
+                    t,
                     seconds: running.as_secs_f64(),
                     interrupted: interrupted && !timed_out,
+                    setting,
                 });
                 return;
             }
@@ -386,7 +427,10 @@ mod tests {
         let mut tracker = CallTracker::new("slow", false);
         let (tx, rx) = mpsc::channel();
         let _dog = Watchdog::start(
-            Some(Duration::from_millis(200)),
+            Timeouts {
+                step: Some(Duration::from_millis(200)),
+                init: None,
+            },
             None,
             Box::new(move |h| tx.send(h).unwrap_or(())),
         )
@@ -413,7 +457,10 @@ mod tests {
         let mut tracker = CallTracker::new("grouped", false);
         let (tx, rx) = mpsc::channel();
         let _dog = Watchdog::start(
-            Some(Duration::from_millis(200)),
+            Timeouts {
+                step: Some(Duration::from_millis(200)),
+                init: None,
+            },
             None,
             Box::new(move |h| tx.send(h).unwrap_or(())),
         )
@@ -441,13 +488,66 @@ mod tests {
     }
 
     #[test]
+    fn initialization_calls_have_their_own_limit() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tracker = CallTracker::new("big", false);
+        let (tx, rx) = mpsc::channel();
+        let _dog = Watchdog::start(
+            Timeouts {
+                step: Some(Duration::from_millis(100)),
+                init: Some(Duration::from_secs(3600)),
+            },
+            None,
+            Box::new(move |h| tx.send(h).unwrap_or(())),
+        )
+        .unwrap();
+        // An initialization longer than step_timeout is not a hang, nor
+        // are the initial values read before the first step.
+        tracker.begin(Call::ExitInitialization);
+        assert!(rx.recv_timeout(Duration::from_millis(400)).is_err());
+        tracker.begin(Call::GetOutputs);
+        assert!(rx.recv_timeout(Duration::from_millis(400)).is_err());
+        tracker.end();
+        tracker.begin_step(0.0);
+        let hang = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            (hang.function, hang.setting),
+            ("fmi2DoStep", "step_timeout")
+        );
+        tracker.end();
+        drop(_dog);
+        let (tx, rx) = mpsc::channel();
+        let _dog = Watchdog::start(
+            Timeouts {
+                step: None,
+                init: Some(Duration::from_millis(100)),
+            },
+            None,
+            Box::new(move |h| tx.send(h).unwrap_or(())),
+        )
+        .unwrap();
+        let mut fresh = CallTracker::new("bigger", false);
+        fresh.begin(Call::GetOutputs);
+        let hang = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(hang.setting, "init_timeout");
+        let text = hang.to_string();
+        assert!(
+            text.contains("fmi2GetReal (outputs) during initialization has not returned after")
+                && text.contains("(init_timeout)"),
+            "{text}"
+        );
+        fresh.end();
+        tracker.end();
+    }
+
+    #[test]
     fn an_interrupt_ends_a_hung_call_without_a_timeout() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let mut tracker = CallTracker::new("hung", true);
         let flag = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
         let _dog = Watchdog::start(
-            None,
+            Timeouts::default(),
             Some(Arc::clone(&flag)),
             Box::new(move |h| tx.send(h).unwrap_or(())),
         )

@@ -532,6 +532,13 @@ fn sweep(
             Some(r.shard)
         }
     };
+    // The limit of `cosim sweep --jobs` and of the scenario key `threads`.
+    let max = cosim_scenario::defaults::MAX_THREADS;
+    if let Some(j) = jobs.filter(|&j| i64::try_from(j).map_or(true, |j| j > max)) {
+        return Err(ScenarioError::new_err(format!(
+            "error: jobs must be between 0 and {max}, not {j}"
+        )));
+    }
     let interrupt = Arc::new(AtomicBool::new(false));
     isolation_flag().store(false, Ordering::SeqCst);
     let worker = worker.and_then(|command| {

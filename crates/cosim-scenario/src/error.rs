@@ -52,11 +52,27 @@ impl<T> Located<T> {
 pub(crate) struct Source {
     pub path: PathBuf,
     pub text: String,
+    /// The long arrays of strings read out of the text before the TOML
+    /// parser, not yet taken back (`crate::long_arrays`).
+    pub long_arrays: crate::long_arrays::LongArrays,
 }
 
 impl Source {
     pub(crate) fn new(path: PathBuf, text: String) -> Arc<Source> {
-        Arc::new(Source { path, text })
+        Source::with_arrays(path, text, Default::default())
+    }
+
+    /// A source whose text's long arrays of strings were read out of it.
+    pub(crate) fn with_arrays(
+        path: PathBuf,
+        text: String,
+        long_arrays: crate::long_arrays::LongArrays,
+    ) -> Arc<Source> {
+        Arc::new(Source {
+            path,
+            text,
+            long_arrays,
+        })
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -124,10 +140,22 @@ impl Source {
         let (line, _) = self.line_col(start);
         Some(Snippet {
             line,
-            text: line_text.to_string(),
+            text: line_text.chars().map(visible).collect(),
             caret_start,
             caret_len,
         })
+    }
+}
+
+/// A control character (but tab) as its Unicode control picture (NUL as
+/// U+2400), so that a quoted line neither hides it nor sends it to the
+/// terminal; one character for one, so the caret stays in place.
+fn visible(c: char) -> char {
+    match c {
+        '\t' => c,
+        '\0'..='\x1f' => char::from_u32(0x2400 + c as u32).unwrap_or(c),
+        '\x7f' => '\u{2421}',
+        _ => c,
     }
 }
 

@@ -125,6 +125,9 @@ pub(crate) fn read_toml_events(
                         let x: f64 = f.as_str().replace('_', "").parse().map_err(|_| {
                             t.err(span, format!("'value' = {} is not a number", f.as_str()))
                         })?;
+                        if !x.is_finite() {
+                            return Err(not_finite(src, span, f.as_str()));
+                        }
                         EventValue::Float(x)
                     }
                     toml::de::DeValue::Integer(i) => {
@@ -398,6 +401,9 @@ pub fn read_scenario_file(path: &Path) -> Result<ScenarioFile> {
                 let s = n.as_scalar().ok_or_else(|| {
                     src.error(Some(span), "'value' must be a number, true or false")
                 })?;
+                if non_finite(s.as_str()) {
+                    return Err(not_finite(&src, span, s.as_str()));
+                }
                 (Some(scalar_value(s.as_str())), span)
             }
         };
@@ -424,6 +430,24 @@ pub fn read_scenario_file(path: &Path) -> Result<ScenarioFile> {
         events,
         end,
     })
+}
+
+/// Whether a value as written is a number that is not finite: `nan`,
+/// `NaN`, `inf`, `-Infinity`, `1e999`, YAML's `.nan` and `.inf`. Such a
+/// value would reach the FMU, which would then be blamed for it.
+fn non_finite(s: &str) -> bool {
+    let t = s.trim();
+    let yaml = t.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    matches!(yaml.as_str(), ".nan" | ".inf") || t.parse::<f64>().is_ok_and(|x| !x.is_finite())
+}
+
+/// The error for a value `written` at `span` that is no finite number.
+fn not_finite(src: &Source, span: Span, written: &str) -> ScenarioError {
+    src.error(
+        Some(span),
+        format!("'value' {} is not a finite number", written.trim()),
+    )
+    .with_help("an event's value is a finite number, true or false")
 }
 
 /// A scalar of a scenario file as a value: Boolean, integer, number, else

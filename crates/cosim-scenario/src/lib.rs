@@ -33,6 +33,7 @@ pub mod assemble;
 mod error;
 pub mod events;
 mod input_csv;
+mod long_arrays;
 pub mod nest;
 pub mod output_size;
 mod overrides;

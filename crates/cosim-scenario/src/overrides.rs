@@ -46,6 +46,8 @@ pub struct Overrides {
     pub log_fmi_calls: Option<cosim_fmi::CallLogTarget>,
     /// `--step-timeout <s>`: replaces `[master] step_timeout`.
     pub step_timeout: Option<f64>,
+    /// `--init-timeout <s>`: replaces `[master] init_timeout`.
+    pub init_timeout: Option<f64>,
     /// `--start <s>`: replaces `[simulation] start`.
     pub start: Option<f64>,
     /// `--output-interval <s>`: replaces `[outputs] interval` (and
@@ -200,15 +202,31 @@ impl Scenario {
                 origin: Origin::Argument(argument),
             });
         }
-        if let Some(timeout) = overrides.step_timeout {
-            if !(timeout > 0.0 && timeout <= 3.2e7) {
+        for (option, what, given, slot) in [
+            (
+                "--step-timeout",
+                "step",
+                overrides.step_timeout,
+                &mut self.master.settings.step_timeout,
+            ),
+            (
+                "--init-timeout",
+                "initialization",
+                overrides.init_timeout,
+                &mut self.master.settings.init_timeout,
+            ),
+        ] {
+            let Some(timeout) = given else { continue };
+            if !crate::scenario::call_timeout_ok(timeout) {
                 return Err(ScenarioError::argument(
                     &file,
-                    &format!("--step-timeout {}", cosim_core::text::number(timeout)),
-                    "the step timeout must be a positive number of seconds, at most a year",
+                    &format!("{option} {}", cosim_core::text::number(timeout)),
+                    format!(
+                        "the {what} timeout must be a positive number of seconds, at most a year, or 0 (no limit)"
+                    ),
                 ));
             }
-            self.master.settings.step_timeout = Some(timeout);
+            *slot = Some(timeout);
         }
         if let Some(interval) = overrides.output_interval {
             let argument = format!("--output-interval {}", cosim_core::text::number(interval));

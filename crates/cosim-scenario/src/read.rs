@@ -16,6 +16,43 @@ pub(crate) type SValue<'i> = Spanned<DeValue<'i>>;
 /// Strings with their spans.
 pub(crate) type Strings = Vec<(String, Span)>;
 
+/// Refuses a scenario text holding a control character TOML does not
+/// allow (every one but tab, line feed and the carriage return of a CRLF;
+/// TOML 1.0 has them escaped in strings), at its line and column. The TOML
+/// parser would report the token it broke instead ("invalid float,
+/// expected nothing" for `stop = 1.0` and a NUL), which does not say what
+/// is wrong with the file.
+pub(crate) fn check_characters(src: &Source) -> Result<()> {
+    let bytes = src.text.as_bytes();
+    let bad = |i: usize, b: u8| match b {
+        b'\t' | b'\n' => false,
+        b'\r' => bytes.get(i + 1) != Some(&b'\n'),
+        _ => b < 0x20 || b == 0x7f,
+    };
+    let Some((at, &b)) = bytes.iter().enumerate().find(|&(i, &b)| bad(i, b)) else {
+        return Ok(());
+    };
+    let span = Some(Span::new(at, at + 1));
+    if b == 0 {
+        return Err(src
+            .error(
+                span,
+                "the file holds a NUL byte (U+0000) here: a scenario is UTF-8 text",
+            )
+            .with_help(
+                "a file saved as UTF-16 has one beside every ASCII character: save it as UTF-8",
+            ));
+    }
+    Err(src
+        .error(
+            span,
+            format!(
+                "the file holds the control character U+{b:04X} here, which TOML does not allow"
+            ),
+        )
+        .with_help(format!("inside a string, write it as \\u{b:04X}")))
+}
+
 /// "a string", "an integer" ... for messages.
 pub(crate) fn describe(v: &DeValue<'_>) -> String {
     match v {
@@ -267,6 +304,9 @@ impl<'a, 'i> Table<'a, 'i> {
         let DeValue::Array(items) = v.get_ref() else {
             return Err(self.wrong_type(key, v, "an array of strings"));
         };
+        if let Some(lifted) = self.lifted(v, items, false) {
+            return Ok(Some((lifted, span_of(v))));
+        }
         let mut out = Vec::new();
         for item in items.iter() {
             match item.get_ref() {
@@ -283,6 +323,73 @@ impl<'a, 'i> Table<'a, 'i> {
             }
         }
         Ok(Some((out, span_of(v))))
+    }
+
+    /// Like [`Table::strings`], each text once: a text given again is
+    /// left out (the first, with its span, stays). A list of millions of
+    /// repeated entries then costs memory and work for its distinct ones
+    /// (each entry's selection is the same wherever it is written).
+    pub fn unique_strings(&self, key: &str) -> Result<Option<(Strings, Span)>> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(self.wrong_type(key, v, "an array of strings"));
+        };
+        if let Some(lifted) = self.lifted(v, items, true) {
+            return Ok(Some((lifted, span_of(v))));
+        }
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for item in items.iter() {
+            match item.get_ref() {
+                DeValue::String(s) => {
+                    if seen.insert(s.as_ref()) {
+                        out.push((s.to_string(), span_of(item)));
+                    }
+                }
+                _ => {
+                    return Err(self.err(
+                        span_of(item),
+                        format!(
+                            "expected a string in '{key}', found {}",
+                            describe(item.get_ref())
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Some((out, span_of(v))))
+    }
+
+    /// The strings of array `v` when they were read before the parser (it
+    /// saw the array empty, `crate::long_arrays`), each text once if
+    /// `unique`.
+    fn lifted(
+        &self,
+        v: &SValue<'_>,
+        items: &toml::de::DeArray<'_>,
+        unique: bool,
+    ) -> Option<Strings> {
+        if !items.is_empty() {
+            return None;
+        }
+        let elements = self.src.long_arrays.take(span_of(v).start)?;
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for &(start, end) in elements.iter() {
+            let span = Span::new(start as usize, end as usize);
+            // (Quotes included; no escapes inside.)
+            let text = self
+                .src
+                .text
+                .get(span.start + 1..span.end - 1)
+                .unwrap_or_default();
+            if !unique || seen.insert(text) {
+                out.push((text.to_string(), span));
+            }
+        }
+        Some(out)
     }
 
     /// A sub-table (a `[a.b]` section or an inline table).

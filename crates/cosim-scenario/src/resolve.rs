@@ -856,6 +856,14 @@ impl<'s, 'm> Resolver<'s, 'm> {
             .collect();
         let inputs = self.inputs(start, stop, &fed)?;
         let events = self.events(start, stop, &master, &inputs, &fed)?;
+        self.start_values_overwritten(&subsystems, &fed);
+        self.alias_conflicts(
+            &subsystems,
+            &connections,
+            &function_connections,
+            &inputs,
+            &events,
+        )?;
         self.output_interval(&master, start)?;
         self.unconnected_inputs(&fed, &inputs);
         self.clocks();
@@ -3164,10 +3172,256 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     return Err(match &a.origin {
                         ValueOrigin::File(span) => self.err(*span, message),
                         ValueOrigin::Argument(arg) => {
-                            ScenarioError::argument(self.path(), &format!("--set {arg}"), message)
+                            ScenarioError::argument(self.path(), arg, message)
                         }
                     });
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What writes an input during the run, for [`Resolver::alias_conflicts`].
+enum Writer {
+    /// A connection (a function's too): the `[[connections]]` table and
+    /// its `to`.
+    Connection { table: Span, to: Span },
+    /// A column of an input file (index into the scenario's `inputs`).
+    File { file: usize, column: String },
+    /// An event (index into the scenario's `events`).
+    Event(usize),
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// The inputs the run writes (connections, functions, input files,
+    /// events), each with its writer.
+    fn writers(
+        &self,
+        connections: &[ResolvedConnection],
+        function_connections: &[ResolvedFunctionConnection],
+        inputs: &[ResolvedInputFile],
+        events: &[ResolvedEvent],
+    ) -> Vec<(VariableRef, Writer)> {
+        // The `to` of the connection written in this table, to point at.
+        let to_span = |table: Span| {
+            let plain = self.scenario.connections.iter().find(|c| c.span == table);
+            let function = self
+                .scenario
+                .function_connections
+                .iter()
+                .find(|c| c.span == table);
+            plain
+                .map(|c| c.to.var_span)
+                .or_else(|| function.map(|c| c.to.span()))
+                .unwrap_or(table)
+        };
+        let mut out: Vec<(VariableRef, Writer)> = Vec::new();
+        let coupled = connections.iter().map(|c| (c.to, c.span)).chain(
+            function_connections.iter().filter_map(|c| match c.to {
+                FunctionEnd::Variable(r) => Some((r, c.span)),
+                FunctionEnd::Port(_) => None,
+            }),
+        );
+        for (r, table) in coupled {
+            let to = to_span(table);
+            out.push((r, Writer::Connection { table, to }));
+        }
+        for (file, f) in inputs.iter().enumerate() {
+            for feed in &f.feeds {
+                let column = feed.column_name.clone();
+                out.push((feed.input, Writer::File { file, column }));
+            }
+        }
+        for (k, e) in events.iter().enumerate().filter(|(_, e)| e.input) {
+            let r = VariableRef {
+                subsystem: e.subsystem,
+                variable: e.variable,
+                element: 0,
+            };
+            out.push((r, Writer::Event(k)));
+        }
+        out
+    }
+
+    /// "the connection on line 12", "column 'u' of the input file in.csv",
+    /// "the event at t = 0.5 s".
+    fn writer_text(&self, w: &Writer) -> String {
+        match w {
+            Writer::Connection { table, .. } => {
+                format!("the connection on line {}", self.line_of(*table))
+            }
+            Writer::File { file, column } => format!(
+                "column '{column}' of the input file {}",
+                self.scenario.inputs[*file].file.display()
+            ),
+            Writer::Event(k) => format!("the event at t = {} s", self.scenario.events[*k].time),
+        }
+    }
+
+    /// An error at writer `w`.
+    fn writer_error(&self, w: &Writer, message: String) -> ScenarioError {
+        match w {
+            Writer::Connection { to, .. } => self.err(*to, message),
+            Writer::File { file, .. } => self.input_error(&self.scenario.inputs[*file], message),
+            Writer::Event(k) => {
+                let e = &self.scenario.events[*k];
+                e.err(e.variable_span, message)
+            }
+        }
+    }
+
+    /// A start value of an input a connection (or a function) feeds has
+    /// no effect: the coupling sets the input from the start time on, as
+    /// an input file does (a warning there too). Said, not dropped.
+    fn start_values_overwritten(
+        &mut self,
+        subsystems: &[ResolvedSubsystem],
+        fed: &HashMap<VariableRef, Span>,
+    ) {
+        let mut warnings = Vec::new();
+        for (s, sub) in subsystems.iter().enumerate() {
+            for a in &sub.start_values {
+                let connection = fed
+                    .iter()
+                    .filter(|(r, _)| r.subsystem == s && r.variable == a.variable)
+                    .map(|(_, span)| *span)
+                    .min_by_key(|span| span.start);
+                let Some(connection) = connection else {
+                    continue;
+                };
+                let message = format!(
+                    "the start value of '{}.{}' has no effect: the connection on line {} sets it from the start time on",
+                    sub.name,
+                    a.name,
+                    self.line_of(connection)
+                );
+                let w = match &a.origin {
+                    ValueOrigin::File(span) => {
+                        self.src()
+                            .diagnostic(Severity::Warning, Some(*span), message)
+                    }
+                    ValueOrigin::Argument(arg) => {
+                        let mut w = ScenarioError::argument(self.path(), arg, message);
+                        w.severity = Severity::Warning;
+                        w
+                    }
+                };
+                warnings.push(w);
+            }
+        }
+        self.warnings.extend(warnings);
+    }
+
+    /// An FMI 2 alias set is one value under several names (variables of
+    /// one type sharing a value reference, FMI 2.0 sec. 2.2.7): what the
+    /// run writes into an input is written into every variable of its set.
+    /// A parameter of the set (set by the scenario or keeping its start),
+    /// a value the scenario gives another variable of it, or a second
+    /// writer of the set would be silently overwritten: each is an error
+    /// at the writer naming both variables and the subsystem. (FMI 3
+    /// aliases are names of one variable: nothing to overwrite.)
+    fn alias_conflicts(
+        &self,
+        subsystems: &[ResolvedSubsystem],
+        connections: &[ResolvedConnection],
+        function_connections: &[ResolvedFunctionConnection],
+        inputs: &[ResolvedInputFile],
+        events: &[ResolvedEvent],
+    ) -> Result<()> {
+        let aliased = |md: &ModelDescription| md.variables.iter().any(|v| v.alias_of.is_some());
+        if !self.mds.iter().any(|md| aliased(md)) {
+            return Ok(());
+        }
+        self.values_of_one_alias_set(subsystems)?;
+        let writers = self.writers(connections, function_connections, inputs, events);
+        let mut written: HashMap<(usize, VariableIndex), usize> = HashMap::new();
+        for (k, (r, _)) in writers.iter().enumerate() {
+            written.entry((r.subsystem, r.variable)).or_insert(k);
+        }
+        for (r, w) in &writers {
+            let md = self.md(r.subsystem)?;
+            let sub = self.sub_name(r.subsystem);
+            for k in md.alias_set(r.variable) {
+                let Some(other) = md.variables.get(k).filter(|_| k != r.variable) else {
+                    continue;
+                };
+                let name = format!("{sub}.{}", other.name);
+                let given = subsystems.get(r.subsystem).and_then(|s| {
+                    s.parameters
+                        .iter()
+                        .chain(&s.start_values)
+                        .find(|a| a.variable == k)
+                });
+                let (what, lost) = if is_parameter(other) {
+                    (format!("parameter '{name}'"), "the parameter's value")
+                } else if let Some(a) = given {
+                    let at = match &a.origin {
+                        ValueOrigin::File(span) => self.src().location(*span),
+                        ValueOrigin::Argument(arg) => format!("'{arg}'"),
+                    };
+                    (format!("'{name}', given a value at {at}"), "that value")
+                } else if let Some(&j) = written.get(&(r.subsystem, k)) {
+                    let by = self.writer_text(&writers[j].1);
+                    (format!("'{name}', written by {by}"), "one with the other")
+                } else {
+                    continue;
+                };
+                let input = &md.variables[r.variable];
+                let message = format!(
+                    "{} writes input '{sub}.{}', but in subsystem '{sub}' ({}) its value reference {} is also {what} (FMI 2 aliases are one value): the run would overwrite {lost}",
+                    self.writer_text(w),
+                    input.name,
+                    md.model_name,
+                    input.value_reference
+                );
+                let help = format!(
+                    "the FMU declares '{}' and '{}' as one value; correct its modelDescription.xml, or leave '{sub}.{}' uncoupled",
+                    input.name, other.name, input.name
+                );
+                return Err(self.writer_error(w, message).with_help(help));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'s, 'm> Resolver<'s, 'm> {
+    /// Two values given to two variables of one FMI 2 alias set (a
+    /// parameter and an input sharing a value reference, say): the FMU
+    /// keeps whichever is set last. An error at the second, as for one
+    /// variable given two values by its name and an alias.
+    fn values_of_one_alias_set(&self, subsystems: &[ResolvedSubsystem]) -> Result<()> {
+        for (s, sub) in subsystems.iter().enumerate() {
+            let md = self.md(s)?;
+            let mut first: HashMap<VariableIndex, &Assignment> = HashMap::new();
+            for a in sub.parameters.iter().chain(&sub.start_values) {
+                let base = md
+                    .alias_set(a.variable)
+                    .first()
+                    .copied()
+                    .unwrap_or(a.variable);
+                let Some(b) = first.get(&base).copied() else {
+                    first.insert(base, a);
+                    continue;
+                };
+                if b.variable == a.variable {
+                    continue;
+                }
+                let vr = md
+                    .variables
+                    .get(a.variable)
+                    .map_or(0, |v| v.value_reference);
+                let message = format!(
+                    "'{}' and '{}' of subsystem '{}' ({}) share value reference {vr} (FMI 2 aliases are one value): give it one value",
+                    b.name, a.name, sub.name, md.model_name
+                );
+                return Err(match &a.origin {
+                    ValueOrigin::File(span) => self.err(*span, message),
+                    ValueOrigin::Argument(arg) => {
+                        ScenarioError::argument(self.path(), arg, message)
+                    }
+                });
             }
         }
         Ok(())

@@ -55,6 +55,7 @@ const MASTER_KEYS: &[&str] = &[
     "isolation",
     "isolation_timeout",
     "step_timeout",
+    "init_timeout",
 ];
 const CONTROLLER_KEYS: &[&str] = &[
     "alpha",
@@ -100,10 +101,14 @@ const OUTPUT_KEYS: &[&str] = &[
 /// Largest `step_multiple`.
 const MAX_STEP_MULTIPLE: i64 = 1_000_000;
 
-/// `isolation_timeout`, `step_timeout`: positive, and at most a year (a
-/// `Duration`).
+/// `isolation_timeout`: positive, and at most a year (a `Duration`).
 fn isolation_timeout_ok(x: f64) -> bool {
     x > 0.0 && x <= 3.2e7
+}
+
+/// `step_timeout`, `init_timeout`: as `isolation_timeout`, or 0 (no limit).
+pub(crate) fn call_timeout_ok(x: f64) -> bool {
+    x == 0.0 || isolation_timeout_ok(x)
 }
 
 /// Where a setting came from: the file or a command-line argument.
@@ -466,13 +471,11 @@ impl Scenario {
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Source {
-                path: path.to_path_buf(),
-                text: String::new(),
-            }
-            .error(None, format!("cannot read the scenario file: {e}"))
+            Source::new(path.to_path_buf(), String::new())
+                .error(None, format!("cannot read the scenario file: {e}"))
         })?;
-        let mut scenario = Scenario::from_str(&text, path)?;
+        // (The text moves into the scenario's source: one copy of it.)
+        let mut scenario = Scenario::parse_text(text, path, vec![absolute(path)])?;
         scenario.check_fmu_files()?;
         scenario.read_input_files()?;
         Ok(scenario)
@@ -488,7 +491,37 @@ impl Scenario {
     #[allow(clippy::should_implement_trait)]
     pub fn from_str(text: &str, path: impl AsRef<Path>) -> Result<Scenario> {
         let path = path.as_ref();
-        let source = Source::new(path.to_path_buf(), text.to_string());
+        Scenario::parse_text(text.to_string(), path, vec![absolute(path)])
+    }
+
+    /// Like [`Scenario::from_str`] for a nested scenario file read while
+    /// parsing `chain` (outermost first).
+    fn from_str_nested(text: &str, path: &Path, chain: Vec<PathBuf>) -> Result<Scenario> {
+        Scenario::parse_text(text.to_string(), path, chain)
+    }
+
+    /// Parses `text`, the scenario file `path`. Its long arrays of strings
+    /// are read before the TOML parser (`crate::long_arrays`: a list of
+    /// millions of entries costs their spans, not the parser's gigabyte);
+    /// should one of them not be taken back, or the parse fail, the text
+    /// is parsed again as written, whole (the parser's own message).
+    fn parse_text(text: String, path: &Path, chain: Vec<PathBuf>) -> Result<Scenario> {
+        let (arrays, blanked) = crate::long_arrays::lift(&text);
+        let source = Source::with_arrays(path.to_path_buf(), text, arrays);
+        crate::read::check_characters(&source)?;
+        if let Some(blanked) = blanked {
+            let parsed = Scenario::parse_root(&source, &blanked, chain.clone());
+            if parsed.is_ok() && source.long_arrays.all_taken() {
+                return parsed;
+            }
+            source.long_arrays.clear();
+        }
+        Scenario::parse_root(&source, &source.text, chain)
+    }
+
+    /// Parses `text` (the source's, or it with its long arrays blanked).
+    fn parse_root(source: &Arc<Source>, text: &str, chain: Vec<PathBuf>) -> Result<Scenario> {
+        let path = source.path.as_path();
         let base_dir = absolute(path.parent().unwrap_or(Path::new("")));
         let root = DeTable::parse(text).map_err(|e| {
             let span = e.span().map(Span::from_range);
@@ -509,33 +542,7 @@ impl Scenario {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "scenario".to_string());
         Parser {
-            src: &source,
-            base_dir: &base_dir,
-            stem,
-            warnings: Vec::new(),
-            chain: vec![absolute(path)],
-            shared: source.clone(),
-        }
-        .parse(&root_value, source.clone())
-    }
-
-    /// Like [`Scenario::from_str`] for a nested scenario file read while
-    /// parsing `chain` (outermost first).
-    fn from_str_nested(text: &str, path: &Path, chain: Vec<PathBuf>) -> Result<Scenario> {
-        let source = Source::new(path.to_path_buf(), text.to_string());
-        let base_dir = absolute(path.parent().unwrap_or(Path::new("")));
-        let root = DeTable::parse(text).map_err(|e| {
-            let span = e.span().map(Span::from_range);
-            source.error(span, format!("invalid TOML: {}", e.message().trim_end()))
-        })?;
-        let root_value: SValue<'_> =
-            serde_spanned::Spanned::new(0..0, DeValue::Table(root.into_inner()));
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "scenario".to_string());
-        Parser {
-            src: &source,
+            src: source,
             base_dir: &base_dir,
             stem,
             warnings: Vec::new(),
@@ -886,6 +893,7 @@ impl<'a> Parser<'a> {
             isolation: Isolation::None,
             isolation_timeout: defaults::ISOLATION_TIMEOUT,
             step_timeout: None,
+            init_timeout: None,
         };
         let Some(t) = root.table("master", "[master]", MASTER_KEYS)? else {
             self.check_ecco_bonds(&s, None, bonds)?;
@@ -1062,12 +1070,17 @@ impl<'a> Parser<'a> {
         )? {
             s.isolation_timeout = x;
         }
-        if let Some((x, _)) = t.f64_where(
-            "step_timeout",
-            "a positive number of seconds",
-            isolation_timeout_ok,
-        )? {
-            s.step_timeout = Some(x);
+        for (key, slot) in [
+            ("step_timeout", &mut s.step_timeout),
+            ("init_timeout", &mut s.init_timeout),
+        ] {
+            if let Some((x, _)) = t.f64_where(
+                key,
+                "a positive number of seconds, at most a year, or 0 (no limit)",
+                call_timeout_ok,
+            )? {
+                *slot = Some(x);
+            }
         }
         if let Some(c) = t.table("controller", "[master.controller]", CONTROLLER_KEYS)? {
             s.controller = controller(&c)?;
@@ -1976,7 +1989,7 @@ impl<'a> Parser<'a> {
                 ));
             }
         }
-        if let Some((vars, _)) = t.strings("variables")? {
+        if let Some((vars, _)) = t.unique_strings("variables")? {
             for (text, span) in &vars {
                 let Some((sub, pattern)) = text.split_once('.') else {
                     return Err(t.err(

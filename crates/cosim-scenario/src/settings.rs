@@ -321,9 +321,30 @@ pub struct MasterSettings {
     /// Default `isolation_timeout`: longest FMU call of an isolated
     /// subsystem, in s.
     pub isolation_timeout: f64,
-    /// `step_timeout`: longest FMU call in this process, in s, after which
-    /// the run ends without waiting for it (none: no limit).
+    /// `step_timeout` as given (scenario or `--step-timeout`): longest FMU
+    /// call in this process outside initialization, in s, after which the
+    /// run ends without waiting for it; 0: no limit. `None`: not given,
+    /// [`defaults::STEP_TIMEOUT`] ([`MasterSettings::call_timeouts`]).
     pub step_timeout: Option<f64>,
+    /// `init_timeout` as given: the same for the calls of initialization
+    /// (entering and leaving Initialization Mode, the values set there);
+    /// `None`: [`defaults::INIT_TIMEOUT`].
+    pub init_timeout: Option<f64>,
+}
+
+impl MasterSettings {
+    /// The longest in-process FMU call, outside initialization and in it,
+    /// with the defaults applied (`None`: no limit, given as 0).
+    pub fn call_timeouts(&self) -> (Option<std::time::Duration>, Option<std::time::Duration>) {
+        let limit = |given: Option<f64>, default: f64| {
+            let s = given.unwrap_or(default);
+            (s > 0.0).then(|| std::time::Duration::from_secs_f64(s))
+        };
+        (
+            limit(self.step_timeout, defaults::STEP_TIMEOUT),
+            limit(self.init_timeout, defaults::INIT_TIMEOUT),
+        )
+    }
 }
 
 /// Defaults of the keys of `[master]` that have one.
@@ -348,6 +369,11 @@ pub mod defaults {
     pub const MAX_ITERATIONS: u32 = 10;
     /// `isolation_timeout`, s.
     pub const ISOLATION_TIMEOUT: f64 = 60.0;
+    /// `step_timeout`, s: generous, far beyond any step of a working FMU
+    /// one would wait for, so that a hung one does not hold a run forever.
+    pub const STEP_TIMEOUT: f64 = 600.0;
+    /// `init_timeout`, s: initialization of a big model may take long.
+    pub const INIT_TIMEOUT: f64 = 3600.0;
     /// Largest accepted `threads`.
     pub const MAX_THREADS: i64 = 1024;
     /// Default output directory, relative to the scenario file; the

@@ -195,8 +195,9 @@ pub struct RunFiles {
     pub t_start: f64,
     /// The stop time, s.
     pub t_stop: f64,
-    /// The run's `[master] step_timeout`, s.
-    pub step_timeout: Option<f64>,
+    /// The run's `[master] step_timeout` and `init_timeout`, s, their
+    /// defaults applied (`None`: no limit).
+    pub call_timeouts: (Option<f64>, Option<f64>),
 }
 
 /// Runs one planned run into `out/runs/<name>/` and computes its metrics.
@@ -256,7 +257,10 @@ pub fn execute_watched(
         step_log: outputs.step_log.clone(),
         t_start: prepared.resolved.start,
         t_stop: prepared.resolved.stop,
-        step_timeout: prepared.resolved.master.step_timeout,
+        call_timeouts: {
+            let (step, init) = prepared.resolved.master.call_timeouts();
+            (step.map(|d| d.as_secs_f64()), init.map(|d| d.as_secs_f64()))
+        },
     };
     let outcome = match runner::run_watched(prepared, Vec::new(), interrupt, |h| watch(&files, h)) {
         Ok(o) => o,

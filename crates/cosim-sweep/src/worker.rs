@@ -16,7 +16,8 @@
 //! What the worker survives of its FMUs, as `cosim run` does: an FMU that
 //! calls `exit()` (the exit handler writes every completed row and the
 //! run's summary, sends the run's record and ends the worker), a call that
-//! outlives the run's `step_timeout` or hangs through an interrupt (the
+//! outlives the run's `step_timeout` (`init_timeout` before its first
+//! step) or hangs through an interrupt (the
 //! watchdog does the same). A segfault or an abort kills the worker: the
 //! parent records the run as crashed and starts another worker, whose
 //! first act is to remove the extraction directories the dead one left.
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use cosim_core::RunStatus;
 use cosim_core::output::OutputsHandle;
-use cosim_core::watchdog::{Hang, Watchdog};
+use cosim_core::watchdog::{Hang, Timeouts, Watchdog};
 use serde::{Deserialize, Serialize};
 
 use crate::axis::AxisValue;
@@ -245,13 +246,14 @@ pub fn serve() -> u8 {
 }
 
 /// The watchdog of hung FMU calls, kept from run to run while the runs'
-/// `step_timeout` is the same (starting one per run would cost a run the
-/// wait for the thread to stop, up to its 50 ms period).
-type Watching = Option<(Option<f64>, Watchdog)>;
+/// `step_timeout` and `init_timeout` are the same (starting one per run
+/// would cost a run the wait for the thread to stop, up to its 50 ms
+/// period).
+type Watching = Option<((Option<f64>, Option<f64>), Watchdog)>;
 
 /// One run, watched: its outputs known to the exit handler, its calls to
-/// the watchdog (the run's `step_timeout`, or half a second after an
-/// interrupt).
+/// the watchdog (the run's `step_timeout` and `init_timeout`, or half a
+/// second after an interrupt).
 fn run_one(
     sweep: &Sweep,
     planned: Planned,
@@ -276,11 +278,11 @@ fn run_one(
             send(&FromWorker::Started(files.clone()));
             if watching
                 .as_ref()
-                .is_none_or(|(timeout, _)| *timeout != files.step_timeout)
+                .is_none_or(|(timeouts, _)| *timeouts != files.call_timeouts)
             {
                 // (One watchdog at a time: the old one stops first.)
                 drop(watching.take());
-                *watching = watch(files.step_timeout, interrupt).map(|w| (files.step_timeout, w));
+                *watching = watch(files.call_timeouts, interrupt).map(|w| (files.call_timeouts, w));
             }
         },
     );
@@ -288,9 +290,13 @@ fn run_one(
     record
 }
 
-/// A watchdog that ends the run in progress when a call outlives
-/// `timeout`, or hangs half a second after an interrupt.
-fn watch(timeout: Option<f64>, interrupt: &Arc<AtomicBool>) -> Option<Watchdog> {
+/// A watchdog that ends the run in progress when a call outlives its
+/// limit (`step_timeout`, `init_timeout`: s), or hangs half a second after
+/// an interrupt.
+fn watch(
+    (step, init): (Option<f64>, Option<f64>),
+    interrupt: &Arc<AtomicBool>,
+) -> Option<Watchdog> {
     let on_hang = Box::new(|hang: Hang| {
         let status = if hang.interrupted {
             RunStatus::Interrupted
@@ -299,8 +305,11 @@ fn watch(timeout: Option<f64>, interrupt: &Arc<AtomicBool>) -> Option<Watchdog> 
         };
         end_run(Status::Error, &hang.to_string(), status)
     });
-    let timeout = timeout.map(Duration::from_secs_f64);
-    match Watchdog::start(timeout, Some(Arc::clone(interrupt)), on_hang) {
+    let timeouts = Timeouts {
+        step: step.map(Duration::from_secs_f64),
+        init: init.map(Duration::from_secs_f64),
+    };
+    match Watchdog::start(timeouts, Some(Arc::clone(interrupt)), on_hang) {
         Ok(w) => Some(w),
         Err(e) => {
             tracing::warn!("no watchdog of hung FMU calls: {e}");

@@ -282,7 +282,7 @@ pub mod faulty {
     pub const X0: Vr = 4;
     /// Failure time (-1: never).
     pub const FAIL_AT: Vr = 5;
-    /// Failure mode 1..=9.
+    /// Failure mode 1..=11.
     pub const FAIL_MODE: Vr = 6;
 
     /// fail_mode values.
@@ -306,6 +306,14 @@ pub mod faulty {
         pub const FORK: i64 = 8;
         /// Ends the process with `exit(3)`, as some FMUs do on an error.
         pub const EXIT: i64 = 9;
+        /// Steps normally, but once a step has reached fail_at,
+        /// `fmi*FreeInstance` never returns (the model is dropped there;
+        /// a master that restores an FMU state drops it there too).
+        pub const HANG_IN_FREE: i64 = 10;
+        /// Never returns from initialization (the model's `init`, in
+        /// `fmi*ExitInitializationMode` or a get in Initialization Mode);
+        /// fail_at is not used.
+        pub const HANG_IN_INIT: i64 = 11;
     }
 
     /// How long the child process of fail_mode 8 sleeps, in seconds.
@@ -315,7 +323,7 @@ pub mod faulty {
     pub fn spec() -> ModelSpec {
         ModelSpec::new(
             "Faulty",
-            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps, 9 exit(3)",
+            "Integrator x' = u that fails at fail_at: 1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps, 9 exit(3), 10 hang in FreeInstance, 11 hang in initialization",
             build,
         )
         .var(Variable::input(U, "u", 0.0, "Input"))
@@ -332,10 +340,10 @@ pub mod faulty {
                 FAIL_MODE,
                 "fail_mode",
                 1,
-                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps, 9 exit(3)",
+                "1 Error, 2 Discard, 3 NaN output, 4 segfault, 5 abort, 6 hang, 7 Fatal, 8 fork a child that sleeps, 9 exit(3), 10 hang in FreeInstance, 11 hang in initialization",
             )
             .min(1.0)
-            .max(9.0),
+            .max(11.0),
         )
         .experiment(0.0, 10.0, 0.01)
         .output_derivatives(3)
@@ -345,23 +353,43 @@ pub mod faulty {
         x0: f64,
         fail_at: f64,
         mode: i64,
+        /// A step reached fail_at (fail_mode 10 then hangs when dropped).
+        reached: bool,
     }
 
     fn build(v: &Values) -> Result<Box<dyn Model>, String> {
         let mode = v.int(FAIL_MODE);
-        if !(1..=9).contains(&mode) {
-            return Err(format!("fail_mode must be in 1..=9, got {mode}"));
+        if !(1..=11).contains(&mode) {
+            return Err(format!("fail_mode must be in 1..=11, got {mode}"));
         }
         Ok(Box::new(Faulty {
             x0: v.finite("x0", X0)?,
             fail_at: v.finite("fail_at", FAIL_AT)?,
             mode,
+            reached: false,
         }))
     }
 
     impl Faulty {
         fn failed_by(&self, t: f64) -> bool {
             self.fail_at >= 0.0 && t >= self.fail_at
+        }
+    }
+
+    /// Sleeps forever: a call that never returns.
+    fn hang() -> ! {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+
+    impl Drop for Faulty {
+        /// fail_mode 10: the instance is freed (the kit drops the model in
+        /// `fmi*FreeInstance`) after a step reached fail_at.
+        fn drop(&mut self) {
+            if self.mode == mode::HANG_IN_FREE && self.reached {
+                hang()
+            }
         }
     }
 
@@ -389,6 +417,9 @@ pub mod faulty {
 
     impl Model for Faulty {
         fn init(&mut self, v: &mut Values) {
+            if self.mode == mode::HANG_IN_INIT {
+                hang()
+            }
             v[X_STATE] = self.x0;
         }
 
@@ -400,6 +431,11 @@ pub mod faulty {
             u: &Inputs,
             log: &dyn Fn(LogLevel, &str),
         ) -> Result<(), StepError> {
+            if self.mode == mode::HANG_IN_FREE {
+                self.reached |= self.failed_by(t + h);
+                v[X_STATE] += u.integral(U, t + h);
+                return Ok(());
+            }
             if self.mode == mode::FORK {
                 if self.failed_by(t + h) && !self.failed_by(t) {
                     fork_sleeper(self.fail_at, t, h, log);
@@ -456,9 +492,7 @@ pub mod faulty {
                 }
                 mode::ABORT => std::process::abort(),
                 mode::EXIT => std::process::exit(3),
-                mode::HANG => loop {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
-                },
+                mode::HANG => hang(),
                 _ => Err(StepError::Fatal(msg)),
             }
         }

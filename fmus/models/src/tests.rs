@@ -414,8 +414,8 @@ fn bad_parameters_are_refused_with_their_name() {
         .contains("d_c must be >= 0, got -3")
     );
     assert!(
-        exit_error("Faulty", generic::faulty::FAIL_MODE, 10.0)
-            .contains("fail_mode must be in 1..=9, got 10")
+        exit_error("Faulty", generic::faulty::FAIL_MODE, 12.0)
+            .contains("fail_mode must be in 1..=11, got 12")
     );
     assert!(
         exit_error("Dahlquist", generic::dahlquist::LAMBDA, f64::NAN)

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import List
 
 import numpy as np
 import pytest
@@ -617,3 +618,71 @@ def test_a_simulation_used_from_two_threads_refuses_instead_of_deadlocking(tmp_p
         sim.step()
     t.join()
     assert sim.time == 600.0
+
+
+def _leftovers(tmp: Path) -> List[str]:
+    return sorted(n for n in os.listdir(tmp) if n.startswith(("cosim-run-", "cosim-fmu-")))
+
+
+def _python_in(tmp: Path, script: str, *args: str) -> subprocess.Popen:
+    """`python -c script args` with its temporary directory in `tmp`."""
+    env = dict(os.environ, TMPDIR=str(tmp))
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+RUN_SCRIPT = """
+import sys, cosim
+fmu, mode = sys.argv[1], sys.argv[2]
+cosim.run(fmu, stop=1.0, set={"fail_mode": int(mode), "fail_at": 0.5} if mode != "0" else None)
+print("done", flush=True)
+"""
+
+
+def test_a_run_killed_by_its_fmu_leaves_nothing_the_next_run_does_not_remove(tmp_path: Path) -> None:
+    """An FMU's segfault kills the interpreter inside `cosim.run`: its
+    temporary output directory (and the FMU's extraction) stay behind. The
+    next run of any process of the user removes them; a run still going
+    keeps its own."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    faulty = str(ROOT / "fmus" / "dist" / "fmi2" / "Faulty.fmu")
+    crashed = _python_in(tmp, RUN_SCRIPT, faulty, "4")
+    out, err = crashed.communicate(timeout=120)
+    assert crashed.returncode == -signal.SIGSEGV, out + err
+    left = _leftovers(tmp)
+    assert any(n.startswith("cosim-run-") and not n.endswith((".lock", ".locking")) for n in left), left
+    # A run still going: its directory is locked.
+    live = _python_in(tmp, INTERRUPT_SCRIPT, str(long_b1(tmp_path)), "run")
+    assert live.stdout is not None and live.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + 60
+    # (Its output directory, then the extractions of its two FMUs.)
+    def started() -> bool:
+        new = [n for n in _leftovers(tmp) if n not in left]
+        fmus = [n for n in new if n.startswith("cosim-fmu-") and n.endswith(".lock")]
+        return len(fmus) == 2 and any(n.startswith("cosim-run-") for n in new)
+
+    while not started():
+        assert time.monotonic() < deadline, _leftovers(tmp)
+        time.sleep(0.05)
+    of_live = [n for n in _leftovers(tmp) if n not in left]
+    gain = str(ROOT / "fmus" / "dist" / "fmi2" / "Gain.fmu")
+    nxt = _python_in(tmp, RUN_SCRIPT, gain, "0")
+    out, err = nxt.communicate(timeout=120)
+    assert nxt.returncode == 0 and out.strip() == "done", out + err
+    assert _leftovers(tmp) == of_live
+    live.send_signal(signal.SIGINT)
+    out, err = live.communicate(timeout=60)
+    assert "interrupted" in out, out + err
+    assert _leftovers(tmp) == []
+
+
+def test_sweep_jobs_have_the_limit_of_threads(tmp_path: Path) -> None:
+    with pytest.raises(cosim.ScenarioError, match="jobs must be between 0 and 1024, not 99999"):
+        cosim.sweep("scenarios/sweeps/b1_a_cluster.toml", out=tmp_path, jobs=99999, plot=False)

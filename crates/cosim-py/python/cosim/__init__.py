@@ -35,6 +35,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -244,6 +245,136 @@ def _result_of(d: Dict[str, Any], keep: bool) -> Result:
     )
 
 
+#: The temporary output directories of :func:`run` (``out=None``).
+_RUN_PREFIX = "cosim-run-"
+
+#: How long a ``.locking`` file may be on its way to its name before a
+#: sweep takes it for a leftover (as the extraction directories').
+_LOCKING_GRACE_S = 60.0
+
+_swept = False
+
+
+class _RunDir:
+    """A temporary output directory of :func:`run`, locked while in use.
+
+    An interpreter killed by an FMU (a segfault, ``abort()``) removes
+    nothing. As with the extraction directories of the FMUs
+    (``crates/cosim-fmi/src/extraction.rs``), the directory has a lock file
+    beside it, ``cosim-run-XXXX.lock``, locked (``flock``, exclusive) for as
+    long as it is in use: the kernel releases the lock when the process
+    ends, however it ends. The first run of a process removes every such
+    directory of the same user whose lock it can take: their owner is
+    gone. The lock file appears under its name only once locked (created
+    as ``.locking``, locked, then renamed), so a directory being made is
+    never taken for a stale one.
+    """
+
+    def __init__(self) -> None:
+        global _swept
+        self.path = tempfile.mkdtemp(prefix=_RUN_PREFIX)
+        self._fd: Optional[int] = None
+        self._lock_path = self.path + ".lock"
+        try:
+            self._fd = _locked(self.path)
+        except OSError:
+            # A file system without locks: no lock, and no sweep takes it.
+            self._fd = None
+        if not _swept:
+            _swept = True
+            _sweep_stale_runs(os.path.dirname(self.path))
+
+    def remove(self) -> None:
+        """Removes the directory, then its lock file, then releases it."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self._fd is not None:
+            try:
+                os.remove(self._lock_path)
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+
+
+def _locked(path: str) -> Optional[int]:
+    """The descriptor of ``path + ".lock"``, created, locked, named."""
+    try:
+        import fcntl
+    except ImportError:  # (not on Windows)
+        return None
+    locking = path + ".locking"
+    fd = os.open(locking, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(locking, path + ".lock")
+    except OSError:
+        os.close(fd)
+        try:
+            os.remove(locking)
+        except OSError:
+            pass
+        raise
+    return fd
+
+
+def _sweep_stale_runs(temp: str) -> int:
+    """Removes from ``temp`` every run directory (and lock file) of this
+    user whose lock no process holds; returns how many."""
+    try:
+        import fcntl
+    except ImportError:
+        return 0
+    removed = 0
+    try:
+        names = os.listdir(temp)
+    except OSError:
+        return 0
+    uid = os.getuid()
+    for name in names:
+        if not name.startswith(_RUN_PREFIX):
+            continue
+        if name.endswith(".lock"):
+            directory, locking = name[: -len(".lock")], False
+        elif name.endswith(".locking"):
+            directory, locking = name[: -len(".locking")], True
+        else:
+            continue
+        lock_file = os.path.join(temp, name)
+        try:
+            st = os.stat(lock_file)
+        except OSError:
+            continue
+        if st.st_uid != uid:
+            continue
+        if locking and time.time() - st.st_mtime < _LOCKING_GRACE_S:
+            continue
+        try:
+            fd = os.open(lock_file, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            # Held: its directory is in use. (Locked here, it stays locked
+            # while the directory goes, so no other sweep removes it too.)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(os.path.join(temp, directory))
+            removed += 1
+        except FileNotFoundError:
+            pass
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            os.remove(lock_file)
+        except OSError:
+            pass
+        os.close(fd)
+    return removed
+
+
 def _warn(messages: Sequence[str], stacklevel: int = 3) -> None:
     for w in messages:
         warnings.warn(w, CosimWarning, stacklevel=stacklevel)
@@ -289,8 +420,8 @@ def run(
     target, is_text = _target(path_or_toml)
     tmp = None
     if out is None:
-        tmp = tempfile.mkdtemp(prefix="cosim-run-")
-        out_dir = tmp
+        tmp = _RunDir()
+        out_dir = tmp.path
     else:
         out_dir = os.fspath(out)
     try:
@@ -303,7 +434,7 @@ def run(
             d["lock"].release()
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.remove()
     if d["status"] == "interrupted":
         raise Interrupted(d["message"], result)
     if d["status"] == "error":
