@@ -538,6 +538,23 @@ impl ColumnProduct {
 mod tests {
     use super::*;
 
+    /// `cosim compare` leaves out a column without a unit with a cell that
+    /// is no number, in any row (a Binary's digits may read as a number at
+    /// first); a column with a unit holds numbers.
+    #[test]
+    fn text_columns_are_left_out_and_numbers_with_units_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        std::fs::write(&p, "time,x [m],b,s\n0,1,00,\"a\"\n1,2,deadbeef,\"b\"\n").unwrap();
+        let (t, text) = Table::read_skipping_text(&p).unwrap();
+        assert_eq!(text, ["b", "s"]);
+        assert_eq!(t.names, ["time", "x"]);
+        assert_eq!(t.columns[1], [1.0, 2.0]);
+        std::fs::write(&p, "time,x [m]\n0,1\n1,zz\n").unwrap();
+        let e = Table::read_skipping_text(&p).unwrap_err().to_string();
+        assert!(e.contains("'zz' is not a number"), "{e}");
+    }
+
     #[test]
     fn strip_unit_keeps_plain_names_and_drops_units() {
         assert_eq!(strip_unit("chassis.v_c [m/s]"), "chassis.v_c");

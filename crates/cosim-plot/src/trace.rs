@@ -777,7 +777,7 @@ mod tests {
         let cases = [
             (
                 "a.csv",
-                "time,x\n0,1\n1,zz\n",
+                "time,x [m]\n0,1\n1,zz\n",
                 "line 3",
                 "'zz' is not a number",
             ),
@@ -806,6 +806,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2") && e.contains("UTF-8"), "{e}");
+    }
+
+    /// A column without a unit with a cell that is no number is text,
+    /// however its first cells read (a Binary's hexadecimal digits).
+    #[test]
+    fn a_unitless_column_with_text_in_any_row_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "t.csv", "time,x,b\n0,1,00\n1,2,deadbeef\n");
+        let t = Trace::read(&p).unwrap();
+        assert_eq!(t.text_columns, ["b"]);
+        assert_eq!(t.columns.len(), 1);
+        assert_eq!(t.columns[0].values, [1.0, 2.0]);
     }
 
     #[test]
