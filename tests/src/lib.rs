@@ -294,39 +294,14 @@ pub fn check_block_in(path: &Path, name: &str, text: &str) {
 /// misbehaves on request in ways the kit never does: `hostile.c`) into
 /// `<dir>/Hostile.fmu` with the system C compiler (`CC`, else `cc`).
 pub fn hostile_fmu(dir: &Path) -> PathBuf {
-    let src = root().join("tests/data/hostile_fmu");
-    let lib = dir.join("Hostile.so");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = Command::new(&cc)
-        .args([
-            "-shared",
-            "-fPIC",
-            "-pthread",
-            "-O1",
-            "-fvisibility=hidden",
-            "-o",
-        ])
-        .arg(&lib)
-        .arg(src.join("hostile.c"))
-        .output()
-        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let fmu = dir.join("Hostile.fmu");
-    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
-    let opts = zip::write::SimpleFileOptions::default();
-    for (name, file) in [
-        ("modelDescription.xml", src.join("modelDescription.xml")),
-        ("binaries/linux64/Hostile.so", lib),
-    ] {
-        z.start_file(name, opts).unwrap();
-        std::io::Write::write_all(&mut z, &std::fs::read(file).unwrap()).unwrap();
-    }
-    z.finish().unwrap();
-    fmu
+    c_fmu(
+        dir,
+        "hostile_fmu",
+        "hostile.c",
+        "Hostile",
+        "linux64",
+        &["-pthread"],
+    )
 }
 
 /// Builds `tests/data/feedthrough_fmu` (a hand-written FMI 3.0 FMU in C
@@ -340,18 +315,29 @@ pub fn feedthrough_fmu(dir: &Path) -> PathBuf {
         "feedthrough.c",
         "Feedthrough",
         "x86_64-linux",
+        &[],
     )
 }
 
-/// Compiles `tests/data/<src>/<c_file>` into a shared library and packs it
-/// with the model description beside it into `<dir>/<model>.fmu`
+/// Compiles `tests/data/<src>/<c_file>` (with the C compiler flags
+/// `flags` besides the usual ones) into a shared library and packs it with
+/// the model description beside it into `<dir>/<model>.fmu`
 /// (`binaries/<platform>/<model>.so`).
-fn c_fmu(dir: &Path, src: &str, c_file: &str, model: &str, platform: &str) -> PathBuf {
+fn c_fmu(
+    dir: &Path,
+    src: &str,
+    c_file: &str,
+    model: &str,
+    platform: &str,
+    flags: &[&str],
+) -> PathBuf {
     let src = root().join("tests/data").join(src);
     let lib = dir.join(format!("{model}.so"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o"])
+        .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden"])
+        .args(flags)
+        .arg("-o")
         .arg(&lib)
         .arg(src.join(c_file))
         .output()

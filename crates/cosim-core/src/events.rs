@@ -380,13 +380,7 @@ impl Subsystem for EventSubsystem {
         self.inner.get_strings(values)
     }
 
-    fn set_values(
-        &mut self,
-        values: &[(
-            cosim_fmi::model_description::VariableIndex,
-            cosim_fmi::Value,
-        )],
-    ) -> Result<()> {
+    fn set_values(&mut self, values: &[crate::subsystem::InputValue]) -> Result<()> {
         self.inner.set_values(values)
     }
 

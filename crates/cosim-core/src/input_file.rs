@@ -33,7 +33,7 @@ use cosim_fmi::Value;
 use cosim_fmi::model_description::VariableIndex;
 
 use crate::error::{CoreError, Result};
-use crate::subsystem::{CallCounters, RollbackTo, StateId, Subsystem, SubsystemInfo};
+use crate::subsystem::{CallCounters, InputValue, RollbackTo, StateId, Subsystem, SubsystemInfo};
 
 /// Rows of time and values, one column per signal.
 #[derive(Debug, Clone, PartialEq)]
@@ -297,7 +297,7 @@ pub struct FileInputs {
     value_feeds: Vec<ValueFeed>,
     value_set: Vec<usize>,
     value_hints: Vec<usize>,
-    changed: Vec<(VariableIndex, Value)>,
+    changed: Vec<InputValue>,
 }
 
 impl std::fmt::Debug for FileInputs {

@@ -20,6 +20,10 @@ use crate::error::Result;
 use crate::traced_text::TracedTexts;
 use crate::watchdog::{Call, CallTracker, RunMarks};
 
+/// An input set by value ([`Subsystem::set_values`]): a variable of the
+/// subsystem's model description and a value of its type.
+pub type InputValue = (VariableIndex, Value);
+
 /// A port (input or observed slot) of a subsystem, for messages, output
 /// headers and the masters' per-slot rules.
 #[derive(Debug, Clone, Serialize)]
@@ -425,7 +429,7 @@ pub trait Subsystem: Send {
     /// subsystem's model description and a value of its type; it keeps
     /// the value until set again. Valid where [`Subsystem::set_inputs`] is.
     /// Default: refused (a subsystem that is no FMU has no such inputs).
-    fn set_values(&mut self, values: &[(VariableIndex, Value)]) -> Result<()> {
+    fn set_values(&mut self, values: &[InputValue]) -> Result<()> {
         let _ = values;
         Err(crate::CoreError::Config(format!(
             "subsystem '{}': inputs set by value (Int64, UInt64, Binary, String) are set on FMUs only",
@@ -1540,7 +1544,7 @@ impl Subsystem for FmuSubsystem {
         result
     }
 
-    fn set_values(&mut self, values: &[(VariableIndex, Value)]) -> Result<()> {
+    fn set_values(&mut self, values: &[InputValue]) -> Result<()> {
         self.tracker.begin(Call::SetInputs);
         let result = (|| -> Result<()> {
             for (v, value) in values {

@@ -908,13 +908,7 @@ impl Subsystem for IsolatedSubsystem {
         }
     }
 
-    fn set_values(
-        &mut self,
-        values: &[(
-            cosim_fmi::model_description::VariableIndex,
-            cosim_fmi::Value,
-        )],
-    ) -> Result<()> {
+    fn set_values(&mut self, values: &[cosim_core::subsystem::InputValue]) -> Result<()> {
         let values = values.iter().map(|(v, x)| (*v as u64, x.clone())).collect();
         self.control(Control::SetValues(values), Call::SetValues)
             .map(|_| ())

@@ -1394,8 +1394,25 @@ fn event_schedules(
     Ok(out)
 }
 
-/// The integer a scalar variable starts with, exactly: the scenario's,
-/// else the model description's, else 0.
+/// A scalar variable's start value: the scenario's, else the model
+/// description's.
+fn given_start<'a>(
+    resolved: &'a ResolvedScenario,
+    s: usize,
+    v: VariableIndex,
+    md: &'a ModelDescription,
+) -> Option<&'a cosim_fmi::model_description::StartValue> {
+    let sub = &resolved.subsystems[s];
+    sub.parameters
+        .iter()
+        .chain(&sub.start_values)
+        .find(|a| a.variable == v)
+        .map(|a| &a.value)
+        .or(md.variables[v].start.as_ref())
+}
+
+/// The integer a scalar variable starts with, exactly ([`given_start`]),
+/// else 0.
 fn exact_start_value(
     resolved: &ResolvedScenario,
     s: usize,
@@ -1403,21 +1420,13 @@ fn exact_start_value(
     md: &ModelDescription,
 ) -> i128 {
     use cosim_fmi::model_description::StartValue as SV;
-    let sub = &resolved.subsystems[s];
-    let given = sub
-        .parameters
-        .iter()
-        .chain(&sub.start_values)
-        .find(|a| a.variable == v)
-        .map(|a| &a.value);
-    match given.or(md.variables[v].start.as_ref()) {
+    match given_start(resolved, s, v, md) {
         Some(SV::Int(x)) => x.first().copied().unwrap_or(0),
         _ => 0,
     }
 }
 
-/// The value a scalar variable starts with: the scenario's, else the model
-/// description's, else 0.
+/// The value a scalar variable starts with ([`given_start`]), else 0.
 fn start_value(
     resolved: &ResolvedScenario,
     s: usize,
@@ -1425,19 +1434,13 @@ fn start_value(
     md: &ModelDescription,
 ) -> f64 {
     use cosim_fmi::model_description::StartValue as SV;
-    let sub = &resolved.subsystems[s];
-    let given = sub
-        .parameters
-        .iter()
-        .chain(&sub.start_values)
-        .find(|a| a.variable == v)
-        .and_then(|a| match &a.value {
-            SV::Float(x) => x.first().copied(),
-            SV::Int(x) => x.first().map(|&i| i as f64),
-            SV::Bool(x) => x.first().map(|&b| f64::from(u8::from(b))),
-            _ => None,
-        });
-    given.or_else(|| md.variables[v].start_f64()).unwrap_or(0.0)
+    match given_start(resolved, s, v, md) {
+        Some(SV::Float(x)) => x.first().copied(),
+        Some(SV::Int(x)) => x.first().map(|&i| i as f64),
+        Some(SV::Bool(x)) => x.first().map(|&b| f64::from(u8::from(b))),
+        _ => None,
+    }
+    .unwrap_or(0.0)
 }
 
 /// The error indicator `which` with the scenario's settings.

@@ -298,31 +298,7 @@ impl<'a, 'i> Table<'a, 'i> {
 
     /// An array of strings, each with its span.
     pub fn strings(&self, key: &str) -> Result<Option<(Strings, Span)>> {
-        let Some(v) = self.get(key) else {
-            return Ok(None);
-        };
-        let DeValue::Array(items) = v.get_ref() else {
-            return Err(self.wrong_type(key, v, "an array of strings"));
-        };
-        if let Some(lifted) = self.lifted(v, items, false) {
-            return Ok(Some((lifted, span_of(v))));
-        }
-        let mut out = Vec::new();
-        for item in items.iter() {
-            match item.get_ref() {
-                DeValue::String(s) => out.push((s.to_string(), span_of(item))),
-                _ => {
-                    return Err(self.err(
-                        span_of(item),
-                        format!(
-                            "expected a string in '{key}', found {}",
-                            describe(item.get_ref())
-                        ),
-                    ));
-                }
-            }
-        }
-        Ok(Some((out, span_of(v))))
+        self.string_array(key, false)
     }
 
     /// Like [`Table::strings`], each text once: a text given again is
@@ -330,13 +306,18 @@ impl<'a, 'i> Table<'a, 'i> {
     /// repeated entries then costs memory and work for its distinct ones
     /// (each entry's selection is the same wherever it is written).
     pub fn unique_strings(&self, key: &str) -> Result<Option<(Strings, Span)>> {
+        self.string_array(key, true)
+    }
+
+    /// [`Table::strings`], or (`unique`) [`Table::unique_strings`].
+    fn string_array(&self, key: &str, unique: bool) -> Result<Option<(Strings, Span)>> {
         let Some(v) = self.get(key) else {
             return Ok(None);
         };
         let DeValue::Array(items) = v.get_ref() else {
             return Err(self.wrong_type(key, v, "an array of strings"));
         };
-        if let Some(lifted) = self.lifted(v, items, true) {
+        if let Some(lifted) = self.lifted(v, items, unique) {
             return Ok(Some((lifted, span_of(v))));
         }
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -344,7 +325,7 @@ impl<'a, 'i> Table<'a, 'i> {
         for item in items.iter() {
             match item.get_ref() {
                 DeValue::String(s) => {
-                    if seen.insert(s.as_ref()) {
+                    if !unique || seen.insert(s.as_ref()) {
                         out.push((s.to_string(), span_of(item)));
                     }
                 }

@@ -268,19 +268,7 @@ impl Fmi3Library {
     /// (`super::pool`: an FMU's threads may outlive its instances).
     pub fn load(path: &Path) -> Result<Arc<Self>> {
         POOL.get_or_load(path, || {
-            // SAFETY: loading runs the library's initialisers; see Fmi2Library::load.
-            let library = unsafe { Library::new(path) }.map_err(|e| FmiError::LoadLibrary {
-                library: path.to_path_buf(),
-                reason: super::load_error_reason(&e),
-            })?;
-            let functions = match Functions::load(&library, path) {
-                Ok(functions) => functions,
-                Err(e) => {
-                    // Its initialisers ran: not unloaded either.
-                    std::mem::forget(library);
-                    return Err(e);
-                }
-            };
+            let (library, functions) = super::open_library(path, Functions::load)?;
             Ok(Fmi3Library {
                 functions,
                 path: path.to_path_buf(),

@@ -182,6 +182,32 @@ pub struct StateHandle {
 
 /// A process-unique id per instance, so a state handle cannot be used on
 /// another instance.
+/// Loads the shared library at `path` (its initialisers run) and resolves
+/// its functions with `resolve`. A library whose functions do not resolve
+/// is not unloaded either: its initialisers ran, and what they started may
+/// run on (`pool`).
+#[allow(unsafe_code)]
+pub(crate) fn open_library<F>(
+    path: &std::path::Path,
+    resolve: impl FnOnce(&libloading::Library, &std::path::Path) -> crate::Result<F>,
+) -> crate::Result<(libloading::Library, F)> {
+    // SAFETY: loading a library runs its initialisers; an FMU binary is
+    // trusted to that extent by the user who asks to simulate it (the
+    // `isolation = "process"` mode exists for FMUs that are not).
+    let library =
+        unsafe { libloading::Library::new(path) }.map_err(|e| crate::FmiError::LoadLibrary {
+            library: path.to_path_buf(),
+            reason: load_error_reason(&e),
+        })?;
+    match resolve(&library, path) {
+        Ok(functions) => Ok((library, functions)),
+        Err(e) => {
+            std::mem::forget(library);
+            Err(e)
+        }
+    }
+}
+
 /// The loader's message for a library that failed to load: libloading's
 /// own text ("dlopen failed") followed by the system's reason (its error
 /// source: the missing dependency, the wrong architecture).
