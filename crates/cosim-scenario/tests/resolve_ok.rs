@@ -254,11 +254,16 @@ fn full_b1_scenario() {
     );
 
     // Every chassis input is connected or has a start value, but wheel.z_road
-    // has a start value too: no warnings but the chassis' 'locked' input.
+    // has a start value too: no warnings but the chassis' 'locked' input,
+    // and that the start value of the connected wheel.x_c is replaced by
+    // its connection.
     let warnings: Vec<&str> = r.warnings.iter().map(|w| w.message.as_str()).collect();
     assert_eq!(
         warnings,
-        vec!["input of subsystem 'chassis' not connected (keeps its start value): locked"]
+        vec![
+            "the start value of 'wheel.x_c' has no effect: the connection on line 53 sets it from the start time on",
+            "input of subsystem 'chassis' not connected (keeps its start value): locked"
+        ]
     );
 }
 
