@@ -621,7 +621,9 @@ def test_a_simulation_used_from_two_threads_refuses_instead_of_deadlocking(tmp_p
 
 
 def _leftovers(tmp: Path) -> List[str]:
-    return sorted(n for n in os.listdir(tmp) if n.startswith(("cosim-run-", "cosim-fmu-")))
+    return sorted(
+        n for n in os.listdir(tmp) if n.startswith(("cosim-run-", "cosim-fmu-", "cosim-owner-"))
+    )
 
 
 def _python_in(tmp: Path, script: str, *args: str) -> subprocess.Popen:
@@ -662,11 +664,16 @@ def test_a_run_killed_by_its_fmu_leaves_nothing_the_next_run_does_not_remove(tmp
     live = _python_in(tmp, INTERRUPT_SCRIPT, str(long_b1(tmp_path)), "run")
     assert live.stdout is not None and live.stdout.readline().strip() == "ready"
     deadline = time.monotonic() + 60
-    # (Its output directory, then the extractions of its two FMUs.)
+    # (Its output directory, then the extractions of its two FMUs, named
+    # after its process's extraction lock.)
     def started() -> bool:
         new = [n for n in _leftovers(tmp) if n not in left]
-        fmus = [n for n in new if n.startswith("cosim-fmu-") and n.endswith(".lock")]
-        return len(fmus) == 2 and any(n.startswith("cosim-run-") for n in new)
+        fmus = [n for n in new if n.startswith("cosim-fmu-")]
+        return (
+            len(fmus) == 2
+            and any(n.startswith("cosim-owner-") for n in new)
+            and any(n.startswith("cosim-run-") for n in new)
+        )
 
     while not started():
         assert time.monotonic() < deadline, _leftovers(tmp)
