@@ -26,7 +26,8 @@ B1 = "scenarios/b1_quarter_car_a.toml"
 
 def long_b1(tmp_path: Path, stop: float = 1e5) -> Path:
     """B1 reticulation A running for a long time with a sparse trace (one
-    row per simulated second), for interruption and threading tests."""
+    row per simulated second) and no energy or step log (a row every step:
+    gigabytes a minute), for interruption and threading tests."""
     fmus = ROOT / "fmus" / "dist" / "fmi2"
     text = f"""
 [simulation]
@@ -50,6 +51,8 @@ to = "wheel.v_c"
 [outputs]
 variables = ["chassis.v_c"]
 interval = 1.0
+energy_log = false
+step_log = false
 """
     path = tmp_path / "long_b1.toml"
     path.write_text(text)
@@ -269,8 +272,12 @@ def test_simulation_error_and_fmu_termination() -> None:
 
 # ---------------------------------------------------------------- Ctrl-C, GIL
 
+# (Each script installs Python's Ctrl-C handler itself: a process started
+# in the background by a non-interactive shell inherits SIGINT ignored, and
+# Python then installs none.)
 SWEEP_INTERRUPT_SCRIPT = """
-import sys, cosim
+import signal, sys, cosim
+signal.signal(signal.SIGINT, signal.default_int_handler)
 print("ready", flush=True)
 try:
     cosim.sweep(sys.argv[1], jobs=1, plot=False)
@@ -299,18 +306,23 @@ values = [1e-3, 2e-3, 4e-3]
         text=True,
         cwd=ROOT,
     )
-    assert p.stdout is not None
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(1.0)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+        p.wait()
     assert time.monotonic() - sent < 5, "Ctrl-C did not stop the sweep promptly"
     assert out.strip() == "interrupted", out + err
 
 
 INTERRUPT_SCRIPT = """
-import sys, cosim
+import signal, sys, cosim
+signal.signal(signal.SIGINT, signal.default_int_handler)
 target = sys.argv[1]
 print("ready", flush=True)
 if sys.argv[2] == "run":
@@ -340,12 +352,16 @@ def test_ctrl_c_stops_at_a_macro_step(tmp_path: Path, api: str) -> None:
         text=True,
         cwd=ROOT,
     )
-    assert p.stdout is not None
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(1.0)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+        p.wait()
     assert time.monotonic() - sent < 5, "Ctrl-C did not stop the run promptly"
     assert p.returncode == 0, err
     words = out.split()
@@ -660,12 +676,8 @@ def test_a_run_killed_by_its_fmu_leaves_nothing_the_next_run_does_not_remove(tmp
     assert crashed.returncode == -signal.SIGSEGV, out + err
     left = _leftovers(tmp)
     assert any(n.startswith("cosim-run-") and not n.endswith((".lock", ".locking")) for n in left), left
-    # A run still going: its directory is locked. (Its trace only: the
-    # energy and step logs of a run going on at full speed grow by
-    # gigabytes a minute.)
-    scenario = long_b1(tmp_path)
-    scenario.write_text(scenario.read_text() + "energy_log = false\nstep_log = false\n")
-    live = _python_in(tmp, INTERRUPT_SCRIPT, str(scenario), "run")
+    # A run still going: its directory is locked.
+    live = _python_in(tmp, INTERRUPT_SCRIPT, str(long_b1(tmp_path)), "run")
     try:
         _the_next_run_removes_what_the_killed_one_left(tmp, left, live)
     finally:
