@@ -289,6 +289,23 @@ pub fn check_block_in(path: &Path, name: &str, text: &str) {
     );
 }
 
+/// The header and rows of a CSV file, every cell as written (split at
+/// commas: for files without quoted commas).
+pub fn csv_cells(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    (header, rows)
+}
+
 /// Builds `tests/data/hostile_fmu` (a hand-written FMI 2.0 FMU in C whose
 /// calls return status codes the kit's FMUs never return, and which
 /// misbehaves on request in ways the kit never does: `hostile.c`) into

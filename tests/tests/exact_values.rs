@@ -61,18 +61,7 @@ fn refused(out: &Output, keys: &[&str]) -> String {
 
 /// The trace's header and rows, every cell as written.
 fn cells(dir: &Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(dir.join("out/trace.csv")).unwrap();
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    let rows = lines
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
-    (header, rows)
+    cosim_tests::csv_cells(&dir.join("out/trace.csv"))
 }
 
 /// The cells of column `name` (without its unit), by row.

@@ -23,21 +23,7 @@ fn variant(file: &str, master: &str, lines: &str, dir: &Path) -> PathBuf {
     path
 }
 
-/// The header and rows of a CSV file, as text.
-fn csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .unwrap()
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    let rows = lines
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
-    (header, rows)
-}
+use cosim_tests::csv_cells as csv;
 
 fn column(header: &[String], rows: &[Vec<String>], name: &str) -> Vec<String> {
     let c = header
