@@ -1213,3 +1213,58 @@ fn a_sweep_into_an_output_directory_in_use_is_refused() {
     assert!(err.contains("in use by shard 2/2 of a sweep"), "{err}");
     drop(shard);
 }
+
+/// A sweep clears a run's directory left by an earlier sweep before the
+/// run, but not one another run is writing into (by hand, `--out` into
+/// it): that run is an error row naming the directory, and the other's
+/// files stay.
+#[test]
+fn a_sweep_leaves_a_run_directory_in_use_alone() {
+    use cosim_core::output_lock::OutputLock;
+    let dir = tempfile::tempdir().unwrap();
+    let file = faulty_sweep(
+        dir.path(),
+        "1, 1",
+        "-1.0, -1.0",
+        "\"simulation.stop\" = 0.05",
+    );
+    let out = dir.path().join("out");
+    let args = [
+        "sweep",
+        file.to_str().unwrap(),
+        "--no-plot",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let r = cosim(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    // An earlier sweep's leftover in the first, a run in progress in the
+    // second.
+    std::fs::write(runs[0].join("stale.txt"), "x").unwrap();
+    std::fs::write(runs[1].join("theirs.txt"), "x").unwrap();
+    let held = OutputLock::exclusive(&runs[1]).unwrap().unwrap();
+    let r = cosim(&args);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let summary = Summary::read(&out.join("summary.csv")).unwrap();
+    assert_eq!(summary.column("status").unwrap(), ["ok", "error"]);
+    let message = summary.column("message").unwrap();
+    assert!(
+        message[1].contains(&format!(
+            "<out>/runs/{}: the output directory is in use by another cosim run (process id {})",
+            runs[1].file_name().unwrap().to_str().unwrap(),
+            std::process::id()
+        )),
+        "{}",
+        message[1]
+    );
+    assert!(!runs[0].join("stale.txt").exists());
+    assert!(runs[1].join("theirs.txt").exists());
+    drop(held);
+}

@@ -226,10 +226,6 @@ pub fn execute_watched(
     let started = Instant::now();
     let name = run_name(spec, planned);
     let dir = out.join("runs").join(&name);
-    // A stale output of an earlier sweep must not be read as this run's.
-    if dir.exists() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
     let cells = first_cells(spec, planned, &name);
     let failed = |message: String| {
         record(
@@ -242,6 +238,18 @@ pub fn execute_watched(
             started,
         )
     };
+    // A stale output of an earlier sweep must not be read as this run's.
+    // It is removed under its lock: a run writing there now (started by
+    // hand into this directory) keeps every file, and this run is an error.
+    if dir.exists() {
+        match cosim_core::output_lock::OutputLock::exclusive(&dir) {
+            Ok(lock) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                drop(lock);
+            }
+            Err(e) => return failed(e.to_string()),
+        }
+    }
     let (scenario, _) = match edit::build(spec, &planned.values, &dir) {
         Ok(s) => s,
         Err(m) => return failed(m),
