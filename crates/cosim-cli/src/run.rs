@@ -12,7 +12,7 @@ use cosim_core::watchdog::{Hang, Timeouts, Watchdog};
 use cosim_fmi::CallLogTarget;
 use cosim_scenario::assemble::{Assembly, BondSource};
 use cosim_scenario::runner::{self, Prepared};
-use cosim_scenario::{Isolation, Overrides};
+use cosim_scenario::{FmuInterface, Isolation, Overrides, SolverMethod, SolverSpec};
 
 use crate::console::say;
 use crate::ending;
@@ -83,6 +83,23 @@ pub struct RunArgs {
     /// that crashes or hangs then fails the run cleanly), `none` in this one.
     #[arg(long, value_parser = ["none", "process"])]
     pub isolation: Option<String>,
+    /// Which interface every FMU runs where it has both, at every level,
+    /// overriding each `interface` of the scenario: `cs` (Co-Simulation,
+    /// the default where the FMU has it) or `me` (Model Exchange,
+    /// integrated by cosim's solver). An FMU with only Model Exchange runs
+    /// it without this option.
+    #[arg(long, value_parser = ["cs", "me"])]
+    pub interface: Option<String>,
+    /// The solver of every Model Exchange FMU, overriding `[subsystems.solver]
+    /// method`: `bdf` (stiff models; the default) or `rk45` (an embedded
+    /// explicit Runge-Kutta pair).
+    #[arg(long, value_parser = ["bdf", "rk45"])]
+    pub solver: Option<String>,
+    /// The relative tolerance of every Model Exchange FMU's solver,
+    /// overriding `[subsystems.solver] relative_tolerance` (default: the
+    /// FMU's DefaultExperiment tolerance, else 1e-5).
+    #[arg(long, value_name = "TOL", allow_negative_numbers = true)]
+    pub relative_tolerance: Option<f64>,
     /// Log every FMI call (arguments, variable names, status; one line per
     /// call, fmusim style) to standard error, or with `=FILE` to FILE.
     /// Every FMU, every level, every isolation mode.
@@ -187,6 +204,18 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         input_files: args.input_file.clone(),
         scenario_files: args.scenario_file.clone(),
         real_time: args.real_time,
+        interface: args.interface.as_deref().map(|s| match s {
+            "me" => FmuInterface::ModelExchange,
+            _ => FmuInterface::CoSimulation,
+        }),
+        solver: SolverSpec {
+            method: args.solver.as_deref().map(|s| match s {
+                "rk45" => SolverMethod::Rk45,
+                _ => SolverMethod::Bdf,
+            }),
+            relative_tolerance: args.relative_tolerance,
+            ..SolverSpec::default()
+        },
     };
     let prepared = if cosim_ssp::is_system_structure(&args.scenario) {
         // SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) instead of TOML.

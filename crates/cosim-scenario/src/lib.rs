@@ -57,7 +57,7 @@ pub use resolve::{
 };
 pub use scenario::{Scenario, SubsystemSpec};
 pub use settings::{
-    Aggregate, Controller, EnergyReference, Indicator, Isolation, MasterKind, MasterSettings,
-    NonFinite, Normalisation, OutputSettings, PiVariant, RichardsonEstimate, Sampling, Scheme,
-    defaults,
+    Aggregate, Controller, EnergyReference, FmuInterface, Indicator, Isolation, MasterKind,
+    MasterSettings, NonFinite, Normalisation, OutputSettings, PiVariant, RichardsonEstimate,
+    Sampling, Scheme, SolverMethod, SolverSpec, defaults,
 };

@@ -66,6 +66,12 @@ pub struct Overrides {
     pub scenario_files: Vec<PathBuf>,
     /// `--real-time [factor]`: replaces `[simulation] real_time`.
     pub real_time: Option<f64>,
+    /// `--interface cs|me`: the interface every FMU subsystem runs, at every
+    /// level, replacing each `interface` (an FMU without it is an error).
+    pub interface: Option<crate::settings::FmuInterface>,
+    /// `--solver`, `--relative-tolerance`: replace these settings of every
+    /// Model Exchange subsystem's `[subsystems.solver]`, at every level.
+    pub solver: crate::settings::SolverSpec,
 }
 
 impl Scenario {
@@ -185,6 +191,16 @@ impl Scenario {
         if let Some(isolation) = overrides.isolation {
             self.isolation_override = Some(isolation);
         }
+        if let Some(x) = overrides.solver.relative_tolerance
+            && !(x > 0.0 && x < 1.0)
+        {
+            return Err(ScenarioError::argument(
+                &file,
+                &format!("--relative-tolerance {}", cosim_core::text::number(x)),
+                format!("the relative tolerance must be in (0, 1), not {x}"),
+            ));
+        }
+        self.set_interface_overrides(overrides.interface, overrides.solver);
         if let Some(target) = &overrides.log_fmi_calls {
             self.call_log = Some(target.clone());
         }
@@ -293,6 +309,30 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// `--interface`, `--solver`, `--relative-tolerance`: kept for this
+    /// level and every nested one (applied when the FMUs are opened).
+    fn set_interface_overrides(
+        &mut self,
+        interface: Option<crate::settings::FmuInterface>,
+        solver: crate::settings::SolverSpec,
+    ) {
+        if interface.is_some() {
+            self.interface_override = interface;
+        }
+        let o = &mut self.solver_override;
+        o.method = solver.method.or(o.method);
+        o.relative_tolerance = solver.relative_tolerance.or(o.relative_tolerance);
+        o.absolute_tolerance = solver.absolute_tolerance.or(o.absolute_tolerance);
+        o.max_step = solver.max_step.or(o.max_step);
+        o.max_order = solver.max_order.or(o.max_order);
+        o.initial_step = solver.initial_step.or(o.initial_step);
+        for s in &mut self.subsystems {
+            if let Some(inner) = &mut s.system {
+                inner.set_interface_overrides(interface, solver);
+            }
+        }
+    }
+
     /// `--output-variables`: checks the form and the subsystems of the
     /// patterns (their variables are matched by `resolve`).
     fn override_output_variables(&mut self, patterns: &[String]) -> Result<()> {

@@ -10,8 +10,9 @@ use toml::de::{DeTable, DeValue};
 use crate::error::{Located, ScenarioError, Severity, Source, Span, did_you_mean};
 use crate::read::{Result, SValue, Table, describe, integer_value, number_value, span_of};
 use crate::settings::{
-    Aggregate, Controller, EnergyReference, Indicator, Isolation, MasterKind, MasterSettings,
-    NonFinite, Normalisation, PiVariant, RichardsonEstimate, Sampling, Scheme, defaults,
+    Aggregate, Controller, EnergyReference, FmuInterface, Indicator, Isolation, MasterKind,
+    MasterSettings, NonFinite, Normalisation, PiVariant, RichardsonEstimate, Sampling, Scheme,
+    SolverMethod, SolverSpec, defaults,
 };
 
 const ROOT_KEYS: &[&str] = &[
@@ -77,6 +78,17 @@ const SUBSYSTEM_KEYS: &[&str] = &[
     "step_multiple",
     "isolation",
     "isolation_timeout",
+    "interface",
+    "solver",
+];
+/// `[subsystems.solver]`.
+const SOLVER_KEYS: &[&str] = &[
+    "method",
+    "relative_tolerance",
+    "absolute_tolerance",
+    "max_step",
+    "max_order",
+    "initial_step",
 ];
 const CONNECTION_KEYS: &[&str] = &["from", "to", "gain", "offset", "signal", "unit_mismatch"];
 const FUNCTION_KEYS: &[&str] = &["name", "kind", "inputs", "dimension", "numeric_type"];
@@ -214,6 +226,11 @@ pub struct SubsystemSpec {
     pub isolation: Option<Located<Isolation>>,
     /// `isolation_timeout` in s, when given (else the `[master]` default).
     pub isolation_timeout: Option<Located<f64>>,
+    /// `interface`, when given (else Co-Simulation where the FMU has it,
+    /// Model Exchange where it has only that).
+    pub interface: Option<Located<FmuInterface>>,
+    /// `[subsystems.solver]`, when given (Model Exchange only).
+    pub solver: Option<Located<SolverSpec>>,
     /// The `[[subsystems]]` header (or inline table).
     pub span: Span,
     pub(crate) assignments: Vec<AssignSpec>,
@@ -444,6 +461,12 @@ pub struct Scenario {
     pub(crate) warnings: Vec<ScenarioError>,
     /// `--isolation`: replaces every subsystem's isolation, at every level.
     pub(crate) isolation_override: Option<crate::settings::Isolation>,
+    /// `--interface`: the interface every FMU subsystem runs, at every
+    /// level (replacing each `interface`).
+    pub(crate) interface_override: Option<FmuInterface>,
+    /// `--solver`, `--relative-tolerance`: replace these settings of every
+    /// Model Exchange subsystem, at every level.
+    pub(crate) solver_override: SolverSpec,
     /// `--log-fmi-calls`: where every FMI call of every FMU is logged.
     pub(crate) call_log: Option<cosim_fmi::CallLogTarget>,
     /// `[[inputs]]` and `--input-file`.
@@ -800,6 +823,8 @@ impl<'a> Parser<'a> {
             outputs,
             warnings: self.warnings,
             isolation_override: None,
+            interface_override: None,
+            solver_override: SolverSpec::default(),
             call_log: None,
             inputs,
             output_variables: None,
@@ -1287,6 +1312,40 @@ impl<'a> Parser<'a> {
                     "'isolation' and 'isolation_timeout' are for FMU subsystems; set them on the subsystems of the nested system (or in its [master])",
                 ));
             }
+            let interface = t
+                .choice("interface", &FmuInterface::NAMES)?
+                .map(|(i, span)| {
+                    let value = FmuInterface::ALL
+                        .get(i)
+                        .copied()
+                        .unwrap_or(FmuInterface::CoSimulation);
+                    Located::new(value, span)
+                });
+            let solver = match t.table("solver", "[subsystems.solver]", SOLVER_KEYS)? {
+                Some(st) => Some(Located::new(solver(&st)?, st.span)),
+                None => None,
+            };
+            if system.is_some()
+                && let Some(span) = interface
+                    .as_ref()
+                    .map(|l| l.span)
+                    .or(solver.as_ref().map(|l| l.span))
+            {
+                return Err(t.err(
+                    span,
+                    "'interface' and 'solver' are for FMU subsystems; set them on the subsystems of the nested system",
+                ));
+            }
+            if let (Some(i), Some(s)) = (&interface, &solver)
+                && i.value == FmuInterface::CoSimulation
+            {
+                return Err(t
+                    .err(
+                        s.span,
+                        format!("subsystem '{name}' runs the FMU's Co-Simulation interface, which integrates itself: [subsystems.solver] is for interface = \"model-exchange\""),
+                    )
+                    .with_help("remove the solver table, or set interface = \"model-exchange\""));
+            }
             let mut assignments = Vec::new();
             for kind in [AssignKind::Parameter, AssignKind::Start] {
                 if let Some(v) = t.get(kind.key()) {
@@ -1331,6 +1390,8 @@ impl<'a> Parser<'a> {
                 step_multiple,
                 isolation,
                 isolation_timeout,
+                interface,
+                solver,
                 span: t.span,
                 assignments,
             });
@@ -2060,6 +2121,47 @@ fn leaves_output_dir(name: &str) -> Option<&'static str> {
         return Some("names the output directory itself, not a file");
     }
     None
+}
+
+/// `[subsystems.solver]`: each setting checked where it is written.
+fn solver(t: &Table<'_, '_>) -> Result<SolverSpec> {
+    let positive = |x: f64| x > 0.0;
+    let tolerance = |x: f64| x > 0.0 && x < 1.0;
+    let mut s = SolverSpec::default();
+    if let Some((i, _)) = t.choice("method", &SolverMethod::NAMES)? {
+        s.method = SolverMethod::ALL.get(i).copied();
+    }
+    s.relative_tolerance = t
+        .f64_where("relative_tolerance", "in (0, 1)", tolerance)?
+        .map(|(x, _)| x);
+    s.absolute_tolerance = t
+        .f64_where("absolute_tolerance", "a positive number", positive)?
+        .map(|(x, _)| x);
+    s.max_step = t
+        .f64_where("max_step", "a positive number of seconds", positive)?
+        .map(|(x, _)| x);
+    s.initial_step = t
+        .f64_where("initial_step", "a positive number of seconds", positive)?
+        .map(|(x, _)| x);
+    if let Some((k, span)) = t.int_in("max_order", 1, 5)? {
+        if s.method == Some(SolverMethod::Rk45) {
+            return Err(t.err(
+                span,
+                "'max_order' is for method \"bdf\" (orders 1 to 5); \"rk45\" has a fixed order",
+            ));
+        }
+        s.max_order = u32::try_from(k).ok();
+    }
+    if let (Some(h0), Some(hmax)) = (s.initial_step, s.max_step)
+        && h0 > hmax
+    {
+        let span = t.get("initial_step").map(span_of);
+        return Err(t.src.error(
+            span,
+            format!("initial_step ({h0}) is larger than max_step ({hmax})"),
+        ));
+    }
+    Ok(s)
 }
 
 fn controller(c: &Table<'_, '_>) -> Result<Controller> {

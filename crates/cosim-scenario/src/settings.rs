@@ -174,6 +174,75 @@ impl Isolation {
     pub const ALL: [Isolation; 2] = [Isolation::None, Isolation::Process];
 }
 
+/// Which interface of an FMU a subsystem runs (`interface`): where an FMU
+/// declares both, the scenario picks one (default: Co-Simulation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum FmuInterface {
+    /// `"co-simulation"`: the FMU steps itself (`fmi2DoStep` / `fmi3DoStep`).
+    CoSimulation,
+    /// `"model-exchange"`: the FMU gives derivatives and event indicators;
+    /// an integrator of `cosim` advances it over each macro step.
+    ModelExchange,
+}
+
+impl FmuInterface {
+    /// The names used in scenario files, in the order of [`FmuInterface::ALL`].
+    pub const NAMES: [&'static str; 2] = ["co-simulation", "model-exchange"];
+    /// Every value.
+    pub const ALL: [FmuInterface; 2] = [FmuInterface::CoSimulation, FmuInterface::ModelExchange];
+
+    /// Its name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            FmuInterface::CoSimulation => Self::NAMES[0],
+            FmuInterface::ModelExchange => Self::NAMES[1],
+        }
+    }
+}
+
+/// The integration method of a Model Exchange subsystem (`[subsystems.solver]
+/// method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum SolverMethod {
+    /// `"bdf"`: variable-order backward differentiation (stiff models).
+    Bdf,
+    /// `"rk45"`: an embedded explicit Runge-Kutta pair (non-stiff models).
+    Rk45,
+}
+
+impl SolverMethod {
+    /// The names used in scenario files, in the order of [`SolverMethod::ALL`].
+    pub const NAMES: [&'static str; 2] = ["bdf", "rk45"];
+    /// Every value.
+    pub const ALL: [SolverMethod; 2] = [SolverMethod::Bdf, SolverMethod::Rk45];
+
+    /// Its name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverMethod::Bdf => Self::NAMES[0],
+            SolverMethod::Rk45 => Self::NAMES[1],
+        }
+    }
+}
+
+/// `[subsystems.solver]` as written: each setting absent unless given (the
+/// defaults come from the FMU's `DefaultExperiment` and the solver).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct SolverSpec {
+    /// `method`.
+    pub method: Option<SolverMethod>,
+    /// `relative_tolerance`.
+    pub relative_tolerance: Option<f64>,
+    /// `absolute_tolerance`.
+    pub absolute_tolerance: Option<f64>,
+    /// `max_step`, s.
+    pub max_step: Option<f64>,
+    /// `max_order`.
+    pub max_order: Option<u32>,
+    /// `initial_step`, s.
+    pub initial_step: Option<f64>,
+}
+
 pub use cosim_core::indicators::energy::EnergyReference;
 
 /// Normalisation of the predictor/corrector error (`[master] normalisation`).
