@@ -174,7 +174,9 @@ impl Cvode {
         let b = self.before;
         Stats {
             steps: b.steps + get(CVodeGetNumSteps),
-            rejected: b.rejected + get(CVodeGetNumErrTestFails) + get(CVodeGetNumNonlinSolvConvFails),
+            rejected: b.rejected
+                + get(CVodeGetNumErrTestFails)
+                + get(CVodeGetNumNonlinSolvConvFails),
             rhs: b.rhs + get(CVodeGetNumRhsEvals) + get(CVodeGetNumLinRhsEvals),
             jac: b.jac + get(CVodeGetNumJacEvals),
             g: b.g + get(CVodeGetNumGEvals),

@@ -95,14 +95,27 @@ fn solve(s: Solver, f: F, x0: &[f64], points: &[f64], rtol: f64, atol: f64) -> (
     let n = x0.len();
     match s {
         Solver::DiffsolBdf | Solver::DiffsolTsit45 => {
-            let method = if s == Solver::DiffsolBdf { Method::Bdf } else { Method::Rk45 };
+            let method = if s == Solver::DiffsolBdf {
+                Method::Bdf
+            } else {
+                Method::Rk45
+            };
             let settings = Settings {
                 method,
                 relative_tolerance: rtol,
                 absolute_tolerance: atol,
                 ..Settings::default()
             };
-            let mut i = Integrator::new(settings, Fp { f, g: None, n, r: 0 }).unwrap();
+            let mut i = Integrator::new(
+                settings,
+                Fp {
+                    f,
+                    g: None,
+                    n,
+                    r: 0,
+                },
+            )
+            .unwrap();
             i.reset(0.0, x0).unwrap();
             for &t in points {
                 assert_eq!(i.advance(t).unwrap(), Advance::Reached);
@@ -117,11 +130,30 @@ fn solve(s: Solver, f: F, x0: &[f64], points: &[f64], rtol: f64, atol: f64) -> (
             (i.state().to_vec(), c)
         }
         Solver::CvodeBdf | Solver::CvodeAdams => {
-            let lmm = if s == Solver::CvodeBdf { CV_BDF } else { CV_ADAMS };
-            let mut c = Cvode::new(Model { f, g: None, n, n_roots: 0 }, lmm, rtol, atol, 0.0, x0);
+            let lmm = if s == Solver::CvodeBdf {
+                CV_BDF
+            } else {
+                CV_ADAMS
+            };
+            let mut c = Cvode::new(
+                Model {
+                    f,
+                    g: None,
+                    n,
+                    n_roots: 0,
+                },
+                lmm,
+                rtol,
+                atol,
+                0.0,
+                x0,
+            );
             for &t in points {
                 let (flag, _) = c.advance(t);
-                assert!(flag == CV_SUCCESS || flag == CV_TSTOP_RETURN, "CVODE flag {flag}");
+                assert!(
+                    flag == CV_SUCCESS || flag == CV_TSTOP_RETURN,
+                    "CVODE flag {flag}"
+                );
             }
             let st = c.stats();
             let counts = Counts {
@@ -157,7 +189,10 @@ fn weighted(x: &[f64], r: &[f64], rtol: f64, atol: f64) -> f64 {
 }
 
 fn max_abs(x: &[f64], r: &[f64]) -> f64 {
-    x.iter().zip(r).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+    x.iter()
+        .zip(r)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max)
 }
 
 fn row(cells: &[String]) {
@@ -166,13 +201,40 @@ fn row(cells: &[String]) {
 
 fn main() {
     println!("## Accuracy and cost, one `advance` to the end\n");
-    row(&["problem", "t end", "rtol / atol", "solver", "error / tol", "max abs error", "steps", "rejected", "f evals", "J evals", "median µs"].map(String::from));
+    row(&[
+        "problem",
+        "t end",
+        "rtol / atol",
+        "solver",
+        "error / tol",
+        "max abs error",
+        "steps",
+        "rejected",
+        "f evals",
+        "J evals",
+        "median µs",
+    ]
+    .map(String::from));
     row(&["---"; 11].map(String::from));
     let w = 2.0 * std::f64::consts::PI;
     let problems: [(&str, F, Vec<f64>, f64, bool, Option<Vec<f64>>); 6] = [
-        ("oscillator", osc, vec![1.0, 0.0], 10.0, false, Some(vec![(w * 10.0).cos(), -w * (w * 10.0).sin()])),
+        (
+            "oscillator",
+            osc,
+            vec![1.0, 0.0],
+            10.0,
+            false,
+            Some(vec![(w * 10.0).cos(), -w * (w * 10.0).sin()]),
+        ),
         ("Van der Pol mu=1", vdp1, vec![2.0, 0.0], 20.0, false, None),
-        ("Van der Pol mu=1000", vdp1000, vec![2.0, 0.0], 3000.0, true, None),
+        (
+            "Van der Pol mu=1000",
+            vdp1000,
+            vec![2.0, 0.0],
+            3000.0,
+            true,
+            None,
+        ),
         ("Robertson", rober, vec![1.0, 0.0, 0.0], 40.0, true, None),
         ("Robertson", rober, vec![1.0, 0.0, 0.0], 1e5, true, None),
         ("Robertson", rober, vec![1.0, 0.0, 0.0], 4e10, true, None),
@@ -182,12 +244,21 @@ fn main() {
             let atol = if *name == "Robertson" { 1e-20 } else { 1e-14 };
             solve(Solver::CvodeBdf, *f, x0, &[*t_end], 1e-12, atol).0
         });
-        let tols: [(f64, f64); 2] = if *name == "Robertson" { [(1e-4, 1e-8), (1e-8, 1e-14)] } else { [(1e-4, 1e-8), (1e-8, 1e-12)] };
+        let tols: [(f64, f64); 2] = if *name == "Robertson" {
+            [(1e-4, 1e-8), (1e-8, 1e-14)]
+        } else {
+            [(1e-4, 1e-8), (1e-8, 1e-12)]
+        };
         for (rtol, atol) in tols {
             let solvers: &[Solver] = if *stiff {
                 &[Solver::DiffsolBdf, Solver::CvodeBdf]
             } else {
-                &[Solver::DiffsolBdf, Solver::CvodeBdf, Solver::DiffsolTsit45, Solver::CvodeAdams]
+                &[
+                    Solver::DiffsolBdf,
+                    Solver::CvodeBdf,
+                    Solver::DiffsolTsit45,
+                    Solver::CvodeAdams,
+                ]
             };
             for &s in solvers {
                 let (x, c) = solve(s, *f, x0, &[*t_end], rtol, atol);
@@ -212,7 +283,18 @@ fn main() {
     }
 
     println!("\n## Bouncing ball (restitution {E}, 10 contacts, reset after each)\n");
-    row(&["rtol / atol", "solver", "max contact-time error (s)", "max abs(h) at the roots", "steps", "rejected", "f evals", "g evals", "median µs"].map(String::from));
+    row(&[
+        "rtol / atol",
+        "solver",
+        "max contact-time error (s)",
+        "max abs(h) at the roots",
+        "steps",
+        "rejected",
+        "f evals",
+        "g evals",
+        "median µs",
+    ]
+    .map(String::from));
     row(&["---"; 9].map(String::from));
     let t1 = (2.0 / G).sqrt();
     let mut exact = vec![t1];
@@ -220,10 +302,19 @@ fn main() {
         exact.push(exact[k - 1] + 2.0 * E.powi(k as i32) * G * t1 / G);
     }
     for (rtol, atol) in [(1e-6, 1e-8), (1e-10, 1e-12)] {
-        for s in [Solver::DiffsolBdf, Solver::CvodeBdf, Solver::DiffsolTsit45, Solver::CvodeAdams] {
+        for s in [
+            Solver::DiffsolBdf,
+            Solver::CvodeBdf,
+            Solver::DiffsolTsit45,
+            Solver::CvodeAdams,
+        ] {
             let run = || bounce(s, rtol, atol);
             let (found, hmax, c, g) = run();
-            let err = found.iter().zip(&exact).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            let err = found
+                .iter()
+                .zip(&exact)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
             let us = median_us(|| {
                 std::hint::black_box(run());
             });
@@ -241,23 +332,71 @@ fn main() {
         }
     }
 
-    println!("\n## Co-simulation: 10^4 communication points of 1 ms (Van der Pol mu=1 to t = 10, rtol 1e-6, atol 1e-10)\n");
-    row(&["solver", "advances", "resets", "steps", "f evals", "J evals", "median µs", "µs per advance", "diff. from one advance"].map(String::from));
+    println!(
+        "\n## Co-simulation: 10^4 communication points of 1 ms (Van der Pol mu=1 to t = 10, rtol 1e-6, atol 1e-10)\n"
+    );
+    row(&[
+        "solver",
+        "advances",
+        "resets",
+        "steps",
+        "f evals",
+        "J evals",
+        "median µs",
+        "µs per advance",
+        "diff. from one advance",
+    ]
+    .map(String::from));
     row(&["---"; 9].map(String::from));
     let points: Vec<f64> = (1..=10_000).map(|k| k as f64 * 1e-3).collect();
-    for s in [Solver::DiffsolBdf, Solver::CvodeBdf, Solver::DiffsolTsit45, Solver::CvodeAdams] {
+    for s in [
+        Solver::DiffsolBdf,
+        Solver::CvodeBdf,
+        Solver::DiffsolTsit45,
+        Solver::CvodeAdams,
+    ] {
         let (one, c1) = solve(s, vdp1, &[2.0, 0.0], &[10.0], 1e-6, 1e-10);
         let us1 = median_us(|| {
             std::hint::black_box(solve(s, vdp1, &[2.0, 0.0], &[10.0], 1e-6, 1e-10));
         });
-        row(&[s.name().into(), "1".into(), "1".into(), c1.steps.to_string(), c1.rhs.to_string(), c1.jac.to_string(), format!("{us1:.0}"), format!("{us1:.1}"), "0".into()]);
+        row(&[
+            s.name().into(),
+            "1".into(),
+            "1".into(),
+            c1.steps.to_string(),
+            c1.rhs.to_string(),
+            c1.jac.to_string(),
+            format!("{us1:.0}"),
+            format!("{us1:.1}"),
+            "0".into(),
+        ]);
         let (x, c) = solve(s, vdp1, &[2.0, 0.0], &points, 1e-6, 1e-10);
         let us = median_us(|| {
             std::hint::black_box(solve(s, vdp1, &[2.0, 0.0], &points, 1e-6, 1e-10));
         });
-        row(&[s.name().into(), "10000".into(), "1".into(), c.steps.to_string(), c.rhs.to_string(), c.jac.to_string(), format!("{us:.0}"), format!("{:.2}", us / 1e4), format!("{:.1e}", max_abs(&x, &one))]);
+        row(&[
+            s.name().into(),
+            "10000".into(),
+            "1".into(),
+            c.steps.to_string(),
+            c.rhs.to_string(),
+            c.jac.to_string(),
+            format!("{us:.0}"),
+            format!("{:.2}", us / 1e4),
+            format!("{:.1e}", max_abs(&x, &one)),
+        ]);
         let (x, c, us) = with_resets(s, &points);
-        row(&[s.name().into(), "10000".into(), "10000".into(), c.steps.to_string(), c.rhs.to_string(), c.jac.to_string(), format!("{us:.0}"), format!("{:.2}", us / 1e4), format!("{:.1e}", max_abs(&x, &one))]);
+        row(&[
+            s.name().into(),
+            "10000".into(),
+            "10000".into(),
+            c.steps.to_string(),
+            c.rhs.to_string(),
+            c.jac.to_string(),
+            format!("{us:.0}"),
+            format!("{:.2}", us / 1e4),
+            format!("{:.1e}", max_abs(&x, &one)),
+        ]);
     }
 }
 
@@ -268,9 +407,27 @@ fn with_resets(s: Solver, points: &[f64]) -> (Vec<f64>, Counts, f64) {
         let x0 = [2.0, 0.0];
         match s {
             Solver::DiffsolBdf | Solver::DiffsolTsit45 => {
-                let method = if s == Solver::DiffsolBdf { Method::Bdf } else { Method::Rk45 };
-                let settings = Settings { method, relative_tolerance: 1e-6, absolute_tolerance: 1e-10, ..Settings::default() };
-                let mut i = Integrator::new(settings, Fp { f: vdp1, g: None, n: 2, r: 0 }).unwrap();
+                let method = if s == Solver::DiffsolBdf {
+                    Method::Bdf
+                } else {
+                    Method::Rk45
+                };
+                let settings = Settings {
+                    method,
+                    relative_tolerance: 1e-6,
+                    absolute_tolerance: 1e-10,
+                    ..Settings::default()
+                };
+                let mut i = Integrator::new(
+                    settings,
+                    Fp {
+                        f: vdp1,
+                        g: None,
+                        n: 2,
+                        r: 0,
+                    },
+                )
+                .unwrap();
                 i.reset(0.0, &x0).unwrap();
                 for &t in points {
                     let (t0, x) = (i.time(), i.state().to_vec());
@@ -278,11 +435,35 @@ fn with_resets(s: Solver, points: &[f64]) -> (Vec<f64>, Counts, f64) {
                     i.advance(t).unwrap();
                 }
                 let st = i.statistics();
-                (i.state().to_vec(), Counts { steps: st.steps as i64, rejected: st.rejected_steps as i64, rhs: st.rhs_evaluations as i64, jac: st.jacobian_evaluations as i64 })
+                (
+                    i.state().to_vec(),
+                    Counts {
+                        steps: st.steps as i64,
+                        rejected: st.rejected_steps as i64,
+                        rhs: st.rhs_evaluations as i64,
+                        jac: st.jacobian_evaluations as i64,
+                    },
+                )
             }
             Solver::CvodeBdf | Solver::CvodeAdams => {
-                let lmm = if s == Solver::CvodeBdf { CV_BDF } else { CV_ADAMS };
-                let mut c = Cvode::new(Model { f: vdp1, g: None, n: 2, n_roots: 0 }, lmm, 1e-6, 1e-10, 0.0, &x0);
+                let lmm = if s == Solver::CvodeBdf {
+                    CV_BDF
+                } else {
+                    CV_ADAMS
+                };
+                let mut c = Cvode::new(
+                    Model {
+                        f: vdp1,
+                        g: None,
+                        n: 2,
+                        n_roots: 0,
+                    },
+                    lmm,
+                    1e-6,
+                    1e-10,
+                    0.0,
+                    &x0,
+                );
                 let mut t0 = 0.0;
                 for &t in points {
                     let x = c.state().to_vec();
@@ -292,7 +473,15 @@ fn with_resets(s: Solver, points: &[f64]) -> (Vec<f64>, Counts, f64) {
                     t0 = tr;
                 }
                 let st = c.stats();
-                (c.state().to_vec(), Counts { steps: st.steps, rejected: st.rejected, rhs: st.rhs, jac: st.jac })
+                (
+                    c.state().to_vec(),
+                    Counts {
+                        steps: st.steps,
+                        rejected: st.rejected,
+                        rhs: st.rhs,
+                        jac: st.jac,
+                    },
+                )
             }
         }
     };
@@ -310,24 +499,65 @@ fn bounce(s: Solver, rtol: f64, atol: f64) -> (Vec<f64>, f64, Counts, i64) {
     let mut hmax: f64 = 0.0;
     match s {
         Solver::DiffsolBdf | Solver::DiffsolTsit45 => {
-            let method = if s == Solver::DiffsolBdf { Method::Bdf } else { Method::Rk45 };
-            let settings = Settings { method, relative_tolerance: rtol, absolute_tolerance: atol, ..Settings::default() };
-            let mut i = Integrator::new(settings, Fp { f: ball, g: Some(height), n: 2, r: 1 }).unwrap();
+            let method = if s == Solver::DiffsolBdf {
+                Method::Bdf
+            } else {
+                Method::Rk45
+            };
+            let settings = Settings {
+                method,
+                relative_tolerance: rtol,
+                absolute_tolerance: atol,
+                ..Settings::default()
+            };
+            let mut i = Integrator::new(
+                settings,
+                Fp {
+                    f: ball,
+                    g: Some(height),
+                    n: 2,
+                    r: 1,
+                },
+            )
+            .unwrap();
             i.reset(0.0, &[1.0, 0.0]).unwrap();
             while found.len() < 10 {
-                let Advance::Root { t, .. } = i.advance(10.0).unwrap() else { panic!("no contact") };
+                let Advance::Root { t, .. } = i.advance(10.0).unwrap() else {
+                    panic!("no contact")
+                };
                 found.push(t);
                 hmax = hmax.max(i.state()[0].abs());
                 let v = i.state()[1];
                 i.reset(t, &[0.0, -E * v]).unwrap();
             }
             let st = i.statistics();
-            let c = Counts { steps: st.steps as i64, rejected: st.rejected_steps as i64, rhs: st.rhs_evaluations as i64, jac: st.jacobian_evaluations as i64 };
+            let c = Counts {
+                steps: st.steps as i64,
+                rejected: st.rejected_steps as i64,
+                rhs: st.rhs_evaluations as i64,
+                jac: st.jacobian_evaluations as i64,
+            };
             (found, hmax, c, st.root_function_evaluations as i64)
         }
         Solver::CvodeBdf | Solver::CvodeAdams => {
-            let lmm = if s == Solver::CvodeBdf { CV_BDF } else { CV_ADAMS };
-            let mut c = Cvode::new(Model { f: ball, g: Some(height), n: 2, n_roots: 1 }, lmm, rtol, atol, 0.0, &[1.0, 0.0]);
+            let lmm = if s == Solver::CvodeBdf {
+                CV_BDF
+            } else {
+                CV_ADAMS
+            };
+            let mut c = Cvode::new(
+                Model {
+                    f: ball,
+                    g: Some(height),
+                    n: 2,
+                    n_roots: 1,
+                },
+                lmm,
+                rtol,
+                atol,
+                0.0,
+                &[1.0, 0.0],
+            );
             while found.len() < 10 {
                 let (flag, t) = c.advance(10.0);
                 assert_eq!(flag, CV_ROOT_RETURN);
@@ -337,7 +567,17 @@ fn bounce(s: Solver, rtol: f64, atol: f64) -> (Vec<f64>, f64, Counts, i64) {
                 c.reinit(t, &[0.0, -E * v]);
             }
             let st = c.stats();
-            (found, hmax, Counts { steps: st.steps, rejected: st.rejected, rhs: st.rhs, jac: st.jac }, st.g)
+            (
+                found,
+                hmax,
+                Counts {
+                    steps: st.steps,
+                    rejected: st.rejected,
+                    rhs: st.rhs,
+                    jac: st.jac,
+                },
+                st.g,
+            )
         }
     }
 }
