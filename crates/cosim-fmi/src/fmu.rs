@@ -9,8 +9,9 @@ use crate::archive;
 use crate::binary;
 use crate::error::{FmiError, Result};
 use crate::ffi::call_log::CallLog;
-use crate::ffi::fmi2::{Fmi2Capabilities, Fmi2Instance, Fmi2Library};
-use crate::ffi::fmi3::{Fmi3Capabilities, Fmi3Instance, Fmi3Library};
+use crate::ffi::common::{Capabilities, Instantiation};
+use crate::ffi::fmi2::{Fmi2Instance, Fmi2Library};
+use crate::ffi::fmi3::{Fmi3Instance, Fmi3Library};
 use crate::instance::{Inner, Instance, InstantiateOptions};
 use crate::model_description::{
     CoSimulation, FmiVersion, ModelDescription, parse_model_description_file,
@@ -366,38 +367,25 @@ impl Fmu {
             .map(|sink| Arc::new(CallLog::new(sink.clone(), name, md)));
         let mut guard = self.lock_library()?;
         let library = self.ensure_library(&mut guard)?;
+        let how = Instantiation {
+            name,
+            token: &md.instantiation_token,
+            resources: &resources,
+            caps: Capabilities {
+                can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
+                can_serialize_fmu_state: cs.can_serialize_fmu_state,
+                provides_directional_derivatives: cs.provides_directional_derivatives,
+                can_interpolate_inputs: cs.can_interpolate_inputs,
+                max_output_derivative_order: cs.max_output_derivative_order,
+                has_event_mode: cs.has_event_mode,
+                provides_intermediate_update: cs.provides_intermediate_update,
+            },
+            logging_on: options.logging_on,
+            call_log,
+        };
         let inner = match library {
-            Library::V2(lib) => Inner::V2(Fmi2Instance::instantiate(
-                Arc::clone(lib),
-                name,
-                &md.instantiation_token,
-                &resources,
-                Fmi2Capabilities {
-                    can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
-                    can_serialize_fmu_state: cs.can_serialize_fmu_state,
-                    provides_directional_derivative: cs.provides_directional_derivatives,
-                    can_interpolate_inputs: cs.can_interpolate_inputs,
-                    max_output_derivative_order: cs.max_output_derivative_order,
-                },
-                options.logging_on,
-                call_log,
-            )?),
-            Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(
-                Arc::clone(lib),
-                name,
-                &md.instantiation_token,
-                &resources,
-                Fmi3Capabilities {
-                    can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
-                    can_serialize_fmu_state: cs.can_serialize_fmu_state,
-                    provides_directional_derivatives: cs.provides_directional_derivatives,
-                    max_output_derivative_order: cs.max_output_derivative_order,
-                    has_event_mode: cs.has_event_mode,
-                    provides_intermediate_update: cs.provides_intermediate_update,
-                },
-                options.logging_on,
-                call_log,
-            )?),
+            Library::V2(lib) => Inner::V2(Fmi2Instance::instantiate(Arc::clone(lib), how)?),
+            Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(Arc::clone(lib), how)?),
         };
         drop(guard);
         let mut instance = Instance {

@@ -559,9 +559,9 @@ impl Instance {
 
     /// The calls of [`Instance::set_step_get_f64`] bound once to `values`,
     /// for a run of macro steps that make nothing else ([`HeldStep`]).
-    /// `None` where the version's binding gives none
-    /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`],
-    /// [`crate::ffi::fmi3::Fmi3Instance::held_step`]).
+    /// `None` where the binding gives none
+    /// ([`crate::ffi::common::FmiInstance::held_step`]: an instance that
+    /// logs its calls, ...).
     pub fn held_step<'a>(&'a mut self, values: HeldValues<'a>) -> Option<HeldStep<'a>> {
         Some(match &mut self.inner {
             Inner::V2(i) => HeldStep::V2(i.held_step(values)?),
@@ -879,10 +879,7 @@ impl Instance {
         order: i32,
         values: &mut [f64],
     ) -> Result<()> {
-        match &mut self.inner {
-            Inner::V2(i) => i.get_real_output_derivatives(vrs, order, values),
-            Inner::V3(i) => i.get_output_derivatives(vrs, order, values),
-        }
+        dispatch!(self, i => i.get_output_derivatives(vrs, order, values))
     }
 
     /// `sensitivity = d(unknowns)/d(knowns) * seed`.

@@ -1,12 +1,16 @@
 //! The dynamic-library binding: the only place in `cosim` with `unsafe`.
 //!
 //! [`fmi2`] and [`fmi3`] each resolve their standard's C functions from a
-//! shared library with `libloading` and wrap one FMU instance in a safe
-//! struct whose methods check slice lengths, translate statuses into
-//! [`FmiError`](crate::FmiError) values and route the FMU's log messages into
-//! `tracing`. Everything above this module is safe Rust.
+//! shared library with `libloading`; one FMU instance of either is a
+//! [`common::FmiInstance`], a safe struct whose methods check slice
+//! lengths and the state machine, translate statuses into
+//! [`FmiError`](crate::FmiError) values and route the FMU's log messages
+//! into `tracing`. What both versions do alike ([`common`]) is written
+//! once, generic over the version ([`common::Api`]); [`fmi2`] and [`fmi3`]
+//! hold only what differs. Everything above this module is safe Rust.
 
 pub mod call_log;
+pub mod common;
 pub mod fmi2;
 pub mod fmi3;
 mod log;
@@ -305,26 +309,10 @@ pub(crate) fn check_len(
     }
 }
 
-/// FMI 3 getters and setters: an array variable has several values, so
-/// `values` holds at least one per value reference (`nValues >= nvr`; the
-/// FMU checks that it is the sum of the variables' sizes).
-#[inline]
-pub(crate) fn check_values_len(
-    instance: &str,
-    function: &'static str,
-    n_vrs: usize,
-    n_values: usize,
-) -> crate::Result<()> {
-    if n_values >= n_vrs {
-        Ok(())
-    } else {
-        Err(length_mismatch(instance, function, n_vrs, n_values))
-    }
-}
-
+/// The error of `n_values` values given for `n_vrs` value references.
 #[cold]
 #[inline(never)]
-fn length_mismatch(
+pub(crate) fn length_mismatch(
     instance: &str,
     function: &'static str,
     n_vrs: usize,
