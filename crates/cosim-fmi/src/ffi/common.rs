@@ -4,7 +4,7 @@
 //! instance pointer, where it is in the state machine, its call log, its
 //! saved FMU states, the log the FMU's callbacks reach, scratch buffers,
 //! and the many functions whose C signatures are the same in both
-//! (terminate, reset, the FMU-state functions).
+//! (terminate, reset, the FMU-state functions, most of Model Exchange).
 //! [`FmiInstance`] holds all of it, generic over the version ([`Api`]: its
 //! C names, its status codes, its Boolean and the few calls whose
 //! signatures differ); [`super::fmi2`] and [`super::fmi3`] hold only what
@@ -20,7 +20,8 @@ use super::call_log::{CallLog, LogValue, VrKind};
 use super::log::{LogContext, c_str_lossy};
 use super::pool::Pool;
 use super::{
-    Phase, StateHandle, Status, StepCall, StepOutcome, check_len, length_mismatch, next_instance_id,
+    CompletedStep, Interface, Phase, StateHandle, Status, StepCall, StepOutcome, check_len,
+    length_mismatch, next_instance_id,
 };
 use crate::error::{FmiError, Result};
 use crate::instance::HeldValues;
@@ -34,11 +35,24 @@ pub(crate) type FmuState = *mut c_void;
 pub(crate) type Vr = u32;
 /// A function of the instance alone (`fmi*Terminate`, `fmi*Reset`, ...).
 pub(crate) type StatusFn = unsafe extern "C" fn(Component) -> c_int;
+/// `fmi*CompletedIntegratorStep`, with the version's Boolean.
+pub(crate) type CompletedIntegratorStepFn<A> = unsafe extern "C" fn(
+    Component,
+    <A as Api>::Bool,
+    *mut <A as Api>::Bool,
+    *mut <A as Api>::Bool,
+) -> c_int;
 /// A function that takes the experiment: FMI 2 `fmi2SetupExperiment`,
 /// FMI 3 `fmi3EnterInitializationMode` (`toleranceDefined`, `tolerance`,
 /// `startTime`, `stopTimeDefined`, `stopTime`).
 pub(crate) type ExperimentFn<A> =
     unsafe extern "C" fn(Component, <A as Api>::Bool, f64, f64, <A as Api>::Bool, f64) -> c_int;
+/// The Model Exchange functions that read an array of floats
+/// (`fmi*GetDerivatives`, `fmi*GetEventIndicators`, ...).
+type GetArrayFn = unsafe extern "C" fn(Component, *mut f64, usize) -> c_int;
+/// `fmi*SetContinuousStates`.
+type SetArrayFn = unsafe extern "C" fn(Component, *const f64, usize) -> c_int;
+
 /// A table of C functions resolved from a shared library by name: a
 /// missing mandatory one is [`FmiError::MissingFunction`], a missing
 /// optional one `None`. The names are expressions (a version's literals,
@@ -85,6 +99,17 @@ macro_rules! fn_table {
 }
 pub(crate) use fn_table;
 
+/// One Model Exchange call on an array of floats: its C name, the names
+/// of its array and count arguments (for the call log), and the states of
+/// the state machine it may be made in.
+#[derive(Debug, Clone, Copy)]
+pub struct ArrayCall {
+    pub(crate) function: &'static str,
+    pub(crate) array: &'static str,
+    pub(crate) count: &'static str,
+    pub(crate) phases: &'static [Phase],
+}
+
 /// The names a version gives to what the bindings share: its C functions,
 /// the model-description attributes messages quote, and the argument
 /// names of the call log (those of the standard's headers).
@@ -104,8 +129,19 @@ pub struct Names {
     pub(crate) deserialize_fmu_state: &'static str,
     pub(crate) get_directional_derivative: &'static str,
     pub(crate) get_output_derivatives: &'static str,
+    pub(crate) do_step: &'static str,
     pub(crate) get_f64: &'static str,
     pub(crate) set_f64: &'static str,
+    pub(crate) enter_event_mode: &'static str,
+    pub(crate) update_discrete_states: &'static str,
+    pub(crate) enter_continuous_time_mode: &'static str,
+    pub(crate) completed_integrator_step: &'static str,
+    pub(crate) set_time: &'static str,
+    pub(crate) set_continuous_states: ArrayCall,
+    pub(crate) get_derivatives: ArrayCall,
+    pub(crate) get_event_indicators: ArrayCall,
+    pub(crate) get_continuous_states: ArrayCall,
+    pub(crate) get_nominals: ArrayCall,
     /// `canGetAndSetFMUstate` / `canGetAndSetFMUState`.
     pub(crate) can_get_and_set_fmu_state: &'static str,
     /// `canSerializeFMUstate` / `canSerializeFMUState`.
@@ -162,6 +198,8 @@ pub trait Api: Sized + 'static {
     type Directional: Copy;
     /// `fmi2GetRealOutputDerivatives` / `fmi3GetOutputDerivatives`.
     type OutputDerivatives: Copy;
+    /// `fmi2NewDiscreteStates` / `fmi3UpdateDiscreteStates`.
+    type UpdateDiscreteStates: Copy;
 
     /// The version's names.
     const NAMES: Names;
@@ -175,11 +213,20 @@ pub trait Api: Sized + 'static {
     /// Every library of this version the process loaded (`super::pool`).
     fn pool() -> &'static Pool<FmiLibrary<Self>>;
 
-    /// Resolves the version's own functions.
+    /// Resolves the version's own functions (the interface-specific ones
+    /// as optional: [`Api::missing`] says which an interface needs).
     fn load(lib: &libloading::Library, path: &Path) -> Result<Self::Functions>;
 
-    /// `fmi*DoStep`.
-    fn do_step_fn(f: &Self::Functions) -> Self::DoStep;
+    /// The first of the version's own functions that `interface` needs
+    /// and the library lacks.
+    fn missing(f: &Self::Functions, interface: Interface) -> Option<&'static str>;
+
+    /// `fmi*DoStep`, where the library has it.
+    fn do_step_fn(f: &Self::Functions) -> Option<Self::DoStep>;
+
+    /// The Model Exchange update of discrete states, where the library
+    /// has it.
+    fn update_discrete_states_fn(f: &Self::Functions) -> Option<Self::UpdateDiscreteStates>;
 
     /// `fmi2SetReal` / `fmi3SetFloat64` and `fmi2GetReal` /
     /// `fmi3GetFloat64`.
@@ -270,6 +317,17 @@ pub trait Api: Sized + 'static {
         orders: &[c_int],
         values: &mut [f64],
     ) -> c_int;
+
+    /// Calls `CompletedIntegratorStep`: its status, `enterEventMode` and
+    /// `terminateSimulation`.
+    ///
+    /// # Safety
+    /// `c` is a live instance of the library `f` comes from.
+    unsafe fn completed_integrator_step(
+        f: CompletedIntegratorStepFn<Self>,
+        c: Component,
+        no_set_prior: bool,
+    ) -> (c_int, bool, bool);
 }
 
 fn_table! {
@@ -292,6 +350,16 @@ fn_table! {
             serialized_fmu_state_size: A::NAMES.serialized_fmu_state_size => unsafe extern "C" fn(Component, FmuState, *mut usize) -> c_int,
             serialize_fmu_state: A::NAMES.serialize_fmu_state => unsafe extern "C" fn(Component, FmuState, *mut u8, usize) -> c_int,
             deserialize_fmu_state: A::NAMES.deserialize_fmu_state => unsafe extern "C" fn(Component, *const u8, usize, *mut FmuState) -> c_int,
+            // Model Exchange: mandatory for it (`MeFunctions`).
+            enter_event_mode: A::NAMES.enter_event_mode => StatusFn,
+            enter_continuous_time_mode: A::NAMES.enter_continuous_time_mode => StatusFn,
+            completed_integrator_step: A::NAMES.completed_integrator_step => CompletedIntegratorStepFn<A>,
+            set_time: A::NAMES.set_time => unsafe extern "C" fn(Component, f64) -> c_int,
+            set_continuous_states: A::NAMES.set_continuous_states.function => SetArrayFn,
+            get_derivatives: A::NAMES.get_derivatives.function => GetArrayFn,
+            get_event_indicators: A::NAMES.get_event_indicators.function => GetArrayFn,
+            get_continuous_states: A::NAMES.get_continuous_states.function => GetArrayFn,
+            get_nominals: A::NAMES.get_nominals.function => GetArrayFn,
         }
     }
 }
@@ -318,7 +386,9 @@ impl<A: Api> FmiLibrary<A> {
     /// Loads the library at `path` and resolves its functions, or takes a
     /// loaded copy of the same library (the same bytes) that no FMU uses
     /// any more. A loaded library is never unloaded (`super::pool`: an
-    /// FMU's threads may outlive its instances).
+    /// FMU's threads may outlive its instances). The functions an
+    /// interface needs are checked where it is instantiated
+    /// ([`FmiLibrary::require`]).
     pub fn load(path: &Path) -> Result<Arc<Self>> {
         A::pool().get_or_load(path, || {
             let (library, (common, functions)) = super::open_library(path, |lib, path| {
@@ -369,6 +439,74 @@ impl<A: Api> FmiLibrary<A> {
         A::optional_functions(&self.functions, &mut add);
         v
     }
+
+    /// The error of `function`, which the library does not export.
+    pub(crate) fn missing(&self, function: &str) -> FmiError {
+        FmiError::MissingFunction {
+            library: self.path.clone(),
+            function: function.to_string(),
+        }
+    }
+
+    /// Checks that the library exports every function `interface` needs
+    /// (those [`crate::binary::mandatory_functions`] lists, which a library
+    /// must export to load at all but for the interface's own):
+    /// [`FmiError::MissingFunction`] naming the first it lacks.
+    pub fn require(&self, interface: Interface) -> Result<()> {
+        self.functions_for(interface).map(drop)
+    }
+
+    /// The functions only one interface has, resolved for `interface`:
+    /// `doStep` for Co-Simulation, the Model Exchange functions for it.
+    pub(crate) fn functions_for(&self, interface: Interface) -> Result<InterfaceFunctions<A>> {
+        let missing = |function: &str| self.missing(function);
+        if let Some(function) = A::missing(&self.functions, interface) {
+            return Err(missing(function));
+        }
+        Ok(match interface {
+            Interface::CoSimulation => InterfaceFunctions {
+                do_step: Some(
+                    A::do_step_fn(&self.functions).ok_or_else(|| missing(A::NAMES.do_step))?,
+                ),
+                me: None,
+            },
+            Interface::ModelExchange => {
+                let (c, n) = (&self.common, &A::NAMES);
+                InterfaceFunctions {
+                    do_step: None,
+                    me: Some(MeFunctions {
+                        enter_event_mode: c
+                            .enter_event_mode
+                            .ok_or_else(|| missing(n.enter_event_mode))?,
+                        update_discrete_states: A::update_discrete_states_fn(&self.functions)
+                            .ok_or_else(|| missing(n.update_discrete_states))?,
+                        enter_continuous_time_mode: c
+                            .enter_continuous_time_mode
+                            .ok_or_else(|| missing(n.enter_continuous_time_mode))?,
+                        completed_integrator_step: c
+                            .completed_integrator_step
+                            .ok_or_else(|| missing(n.completed_integrator_step))?,
+                        set_time: c.set_time.ok_or_else(|| missing(n.set_time))?,
+                        set_continuous_states: c
+                            .set_continuous_states
+                            .ok_or_else(|| missing(n.set_continuous_states.function))?,
+                        get_derivatives: c
+                            .get_derivatives
+                            .ok_or_else(|| missing(n.get_derivatives.function))?,
+                        get_event_indicators: c
+                            .get_event_indicators
+                            .ok_or_else(|| missing(n.get_event_indicators.function))?,
+                        get_continuous_states: c
+                            .get_continuous_states
+                            .ok_or_else(|| missing(n.get_continuous_states.function))?,
+                        get_nominals: c
+                            .get_nominals
+                            .ok_or_else(|| missing(n.get_nominals.function))?,
+                    }),
+                }
+            }
+        })
+    }
 }
 
 /// What an instance is created with, besides its library.
@@ -380,14 +518,40 @@ pub(crate) struct Instantiation<'a> {
     /// The FMU's `resources` directory.
     pub(crate) resources: &'a Path,
     pub(crate) caps: Capabilities,
+    pub(crate) interface: Interface,
+    /// The numbers of continuous states and event indicators the model
+    /// description declares.
+    pub(crate) counts: (usize, usize),
     pub(crate) logging_on: bool,
     /// With a call log, the instantiation and every later call on the
     /// instance is logged there.
     pub(crate) call_log: Option<Arc<CallLog>>,
 }
 
-/// Capabilities the model description declares; calls to optional
-/// functions are refused when the flag is off, even if the symbol exists.
+/// The functions of the interface an instance was created for, resolved
+/// before it is instantiated.
+pub(crate) struct InterfaceFunctions<A: Api> {
+    do_step: Option<A::DoStep>,
+    me: Option<MeFunctions<A>>,
+}
+
+/// The Model Exchange functions of an instance created for it.
+struct MeFunctions<A: Api> {
+    enter_event_mode: StatusFn,
+    update_discrete_states: A::UpdateDiscreteStates,
+    enter_continuous_time_mode: StatusFn,
+    completed_integrator_step: CompletedIntegratorStepFn<A>,
+    set_time: unsafe extern "C" fn(Component, f64) -> c_int,
+    set_continuous_states: SetArrayFn,
+    get_derivatives: GetArrayFn,
+    get_event_indicators: GetArrayFn,
+    get_continuous_states: GetArrayFn,
+    get_nominals: GetArrayFn,
+}
+
+/// Capabilities the model description declares for the interface an
+/// instance is created for; calls to optional functions are refused when
+/// the flag is off, even if the symbol exists.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Capabilities {
     /// `canGetAndSetFMUstate` (FMI 2) / `canGetAndSetFMUState` (FMI 3).
@@ -410,15 +574,17 @@ pub struct Capabilities {
 }
 
 /// One FMU instance of FMI version `A` ([`super::fmi2::Fmi2Instance`],
-/// [`super::fmi3::Fmi3Instance`]).
+/// [`super::fmi3::Fmi3Instance`]), for Co-Simulation or Model Exchange.
 pub struct FmiInstance<A: Api> {
     pub(crate) component: Component,
     pub(crate) lib: Arc<FmiLibrary<A>>,
     pub(crate) caps: Capabilities,
+    interface: Interface,
     pub(crate) name: String,
     id: u64,
-    /// Saved FMU states (null: freed).
-    states: Vec<FmuState>,
+    /// Saved FMU states, each with the state of the state machine it was
+    /// saved in (null: freed).
+    states: Vec<(FmuState, Phase)>,
     /// Scratch for FMI 2 Booleans and derivative orders (no allocation
     /// after the first call of a given size).
     pub(crate) int_scratch: Vec<c_int>,
@@ -431,9 +597,16 @@ pub struct FmiInstance<A: Api> {
     /// always false.)
     pub(crate) setup_done: bool,
     pub(crate) time: f64,
+    /// The number of continuous states and of event indicators.
+    pub(crate) nx: usize,
+    pub(crate) nz: usize,
     /// The FMI call log (`--log-fmi-calls`), if on: one branch per call
     /// when off.
     pub(crate) call_log: Option<Arc<CallLog>>,
+    /// Co-Simulation: `doStep` (`None` for Model Exchange).
+    do_step: Option<A::DoStep>,
+    /// Model Exchange: its functions (`None` for Co-Simulation).
+    me: Option<MeFunctions<A>>,
     /// What the FMU's callbacks reach, at a fixed address for as long as
     /// the FMU may call back (dropped after `fmi*FreeInstance`).
     pub(crate) env: A::Env,
@@ -449,6 +622,7 @@ impl<A: Api> std::fmt::Debug for FmiInstance<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FmiInstance")
             .field("name", &self.name)
+            .field("interface", &self.interface)
             .finish()
     }
 }
@@ -585,6 +759,16 @@ pub(crate) fn log_derivatives<A: Api>(
     }
 }
 
+/// Logs a Model Exchange call on an array of floats (out of line).
+#[cold]
+#[inline(never)]
+fn log_array<A: Api>(log: &CallLog, code: c_int, call: &ArrayCall, values: &[f64]) {
+    log.line(A::status(code), call.function)
+        .values(call.array, values)
+        .arg(call.count, values.len())
+        .end();
+}
+
 /// Checks that `n_values` values fit `n_vrs` value references
 /// ([`Api::values_fit`]).
 #[inline]
@@ -601,18 +785,40 @@ pub(crate) fn check_values<A: Api>(
     }
 }
 
+/// The phases in which the Model Exchange calls that read the model
+/// (derivatives, event indicators, states) may be made in FMI 3, and in
+/// FMI 2 for event indicators and states.
+pub(crate) const READING_PHASES: &[Phase] = &[
+    Phase::Initialization,
+    Phase::EventMode,
+    Phase::ContinuousTimeMode,
+    Phase::Terminated,
+];
+
+/// `allowed` in words: "Event Mode or Continuous-Time Mode".
+fn phases_text(allowed: &[Phase]) -> String {
+    let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
 impl<A: Api> FmiInstance<A> {
     /// A new instance: `component`, which the library's instantiation
-    /// returned for `how`.
+    /// returned for `how`, with `functions` (resolved before it).
     pub(crate) fn new(
         component: Component,
         lib: Arc<FmiLibrary<A>>,
         how: Instantiation<'_>,
+        functions: InterfaceFunctions<A>,
         env: A::Env,
     ) -> Self {
         let Instantiation {
             name,
             caps,
+            interface,
+            counts: (nx, nz),
             call_log,
             ..
         } = how;
@@ -620,6 +826,7 @@ impl<A: Api> FmiInstance<A> {
             component,
             lib,
             caps,
+            interface,
             name: name.to_string(),
             id: next_instance_id(),
             states: Vec::new(),
@@ -628,7 +835,11 @@ impl<A: Api> FmiInstance<A> {
             phase: Phase::Instantiated,
             setup_done: false,
             time: 0.0,
+            nx,
+            nz,
             call_log,
+            do_step: functions.do_step,
+            me: functions.me,
             env,
         }
     }
@@ -636,6 +847,11 @@ impl<A: Api> FmiInstance<A> {
     /// The instance name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The interface the instance was created for.
+    pub fn interface(&self) -> Interface {
+        self.interface
     }
 
     /// The last lines the FMU logged.
@@ -646,6 +862,19 @@ impl<A: Api> FmiInstance<A> {
     /// Where the instance is in the state machine.
     pub fn phase(&self) -> Phase {
         self.phase
+    }
+
+    /// The number of continuous states: FMI 2 the model description's
+    /// `<Derivatives>`, FMI 3 (Model Exchange)
+    /// `fmi3GetNumberOfContinuousStates`.
+    pub fn number_of_continuous_states(&self) -> usize {
+        self.nx
+    }
+
+    /// The number of event indicators: FMI 2 `numberOfEventIndicators`,
+    /// FMI 3 (Model Exchange) `fmi3GetNumberOfEventIndicators`.
+    pub fn number_of_event_indicators(&self) -> usize {
+        self.nz
     }
 
     /// OK is the hot path (every call of every macro step): inlined, the
@@ -740,6 +969,51 @@ impl<A: Api> FmiInstance<A> {
         }
     }
 
+    /// `function`, of `interface` only, called on an instance created for
+    /// the other one.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wrong_interface(&self, function: &'static str) -> FmiError {
+        let what = match self.interface {
+            Interface::CoSimulation => {
+                "it is a Model Exchange function, and the instance was instantiated for Co-Simulation (the FMU advances itself with doStep)"
+            }
+            Interface::ModelExchange => {
+                "it is a Co-Simulation function, and the instance was instantiated for Model Exchange (the importer integrates it: its continuous states, derivatives and events)"
+            }
+        };
+        self.unsupported(function, what)
+    }
+
+    /// `doStep`, or the error of an instance for Model Exchange.
+    #[inline]
+    pub(crate) fn do_step_fn(&self) -> Result<A::DoStep> {
+        match self.do_step {
+            Some(f) => Ok(f),
+            None => Err(self.wrong_interface(A::NAMES.do_step)),
+        }
+    }
+
+    /// The Model Exchange function `pick` takes for `function`, called in
+    /// one of the states `allowed`: the error of an instance for
+    /// Co-Simulation, of a dead one, or of the wrong state.
+    #[inline]
+    fn me_call<F>(
+        &self,
+        function: &'static str,
+        allowed: &[Phase],
+        pick: impl FnOnce(&MeFunctions<A>) -> F,
+    ) -> Result<F> {
+        let Some(me) = &self.me else {
+            return Err(self.wrong_interface(function));
+        };
+        self.alive(function)?;
+        if !allowed.contains(&self.phase) {
+            return Err(self.out_of_sequence(function, &phases_text(allowed)));
+        }
+        Ok(pick(me))
+    }
+
     /// `fmi*SetDebugLogging` with the given categories (empty: all).
     pub fn set_debug_logging(&mut self, on: bool, categories: &[&str]) -> Result<()> {
         const ON: &str = "loggingOn";
@@ -804,33 +1078,54 @@ impl<A: Api> FmiInstance<A> {
         self.check(function, code).map(|_| ())
     }
 
-    /// `fmi*ExitInitializationMode`: the instance is then in Step Mode
-    /// (FMI 3: instantiated with `eventModeUsed = false`).
+    /// `fmi*ExitInitializationMode`: a Co-Simulation instance is then in
+    /// Step Mode (FMI 3: instantiated with `eventModeUsed = false`), one
+    /// for Model Exchange in Event Mode.
     pub fn exit_initialization_mode(&mut self) -> Result<()> {
         let function = A::NAMES.exit_initialization_mode;
         self.alive(function)?;
         if self.phase != Phase::Initialization {
             return Err(self.out_of_sequence(function, "Initialization Mode"));
         }
-        // SAFETY: the instance is live.
-        let code = unsafe { (self.lib.common.exit_initialization_mode)(self.component) };
+        let to = match self.interface {
+            Interface::CoSimulation => Phase::Stepping,
+            Interface::ModelExchange => Phase::EventMode,
+        };
+        self.change_mode(self.lib.common.exit_initialization_mode, function, to)
+    }
+
+    /// Calls `f`, `function`, which takes the instance alone and moves it
+    /// to the state `to` where it succeeds.
+    pub(crate) fn change_mode(
+        &mut self,
+        f: StatusFn,
+        function: &'static str,
+        to: Phase,
+    ) -> Result<()> {
+        // SAFETY: the instance is live, and `f` its library's function of
+        // this signature.
+        let code = unsafe { f(self.component) };
         if let Some(log) = &self.call_log {
             log_call::<A>(log, code, function);
         }
         self.check(function, code)?;
-        self.phase = Phase::Stepping;
+        self.phase = to;
         Ok(())
     }
 
-    /// `fmi*Terminate`, where the state machine allows it (Step Mode, Step
-    /// Discarded). An instance that never left Instantiated, Configuration
-    /// or Initialization Mode, or that returned Error, may only be freed:
-    /// it is left alone (the call returns Ok). Idempotent.
+    /// `fmi*Terminate`, where the state machine allows it (Step Mode and
+    /// Step Discarded; Event Mode and Continuous-Time Mode). An instance
+    /// that never left Instantiated, Configuration or Initialization Mode,
+    /// or that returned Error, may only be freed: it is left alone (the
+    /// call returns Ok). Idempotent.
     pub fn terminate(&mut self) -> Result<()> {
         let function = A::NAMES.terminate;
         // (Fatal too: nothing may be called then, and the failure was
         // reported when it happened.)
-        if self.phase != Phase::Stepping {
+        if !matches!(
+            self.phase,
+            Phase::Stepping | Phase::EventMode | Phase::ContinuousTimeMode
+        ) {
             tracing::debug!(
                 target: "fmu",
                 instance = %self.name,
@@ -839,14 +1134,7 @@ impl<A: Api> FmiInstance<A> {
             );
             return Ok(());
         }
-        // SAFETY: the instance is live.
-        let code = unsafe { (self.lib.common.terminate)(self.component) };
-        if let Some(log) = &self.call_log {
-            log_call::<A>(log, code, function);
-        }
-        self.check(function, code)?;
-        self.phase = Phase::Terminated;
-        Ok(())
+        self.change_mode(self.lib.common.terminate, function, Phase::Terminated)
     }
 
     /// `fmi*Reset`: back to Instantiated (setup, parameters and start
@@ -854,13 +1142,7 @@ impl<A: Api> FmiInstance<A> {
     pub fn reset(&mut self) -> Result<()> {
         let function = A::NAMES.reset;
         self.alive(function)?;
-        // SAFETY: the instance is live.
-        let code = unsafe { (self.lib.common.reset)(self.component) };
-        if let Some(log) = &self.call_log {
-            log_call::<A>(log, code, function);
-        }
-        self.check(function, code)?;
-        self.phase = Phase::Instantiated;
+        self.change_mode(self.lib.common.reset, function, Phase::Instantiated)?;
         self.setup_done = false;
         Ok(())
     }
@@ -986,7 +1268,12 @@ impl<A: Api> FmiInstance<A> {
     }
 
     fn slot(&self, h: StateHandle, function: &'static str) -> Result<usize> {
-        if h.instance_id == self.id && self.states.get(h.slot).is_some_and(|s| !s.is_null()) {
+        if h.instance_id == self.id
+            && self
+                .states
+                .get(h.slot)
+                .is_some_and(|(state, _)| !state.is_null())
+        {
             Ok(h.slot)
         } else {
             Err(FmiError::InvalidArgument {
@@ -1006,15 +1293,15 @@ impl<A: Api> FmiInstance<A> {
         let slot = match reuse {
             Some(h) => self.slot(h, function)?,
             None => {
-                self.states.push(std::ptr::null_mut());
+                self.states.push((std::ptr::null_mut(), self.phase));
                 self.states.len() - 1
             }
         };
-        let mut state = self.states[slot];
+        let mut state = self.states[slot].0;
         // SAFETY: the instance is live; `state` is null or a state this
         // instance obtained earlier, which the FMU may overwrite.
         let code = unsafe { f(self.component, &mut state) };
-        self.states[slot] = state;
+        self.states[slot] = (state, self.phase);
         if let Some(log) = &self.call_log {
             log_state::<A>(log, code, function, state);
         }
@@ -1025,21 +1312,27 @@ impl<A: Api> FmiInstance<A> {
         })
     }
 
-    /// `fmi*SetFMUState`. States are saved while stepping: a restore (also
-    /// the standard's way out of Error) puts the instance back there.
+    /// `fmi*SetFMUState`. The instance is then where the state was saved:
+    /// in Step Mode for Co-Simulation (states are saved while stepping; a
+    /// restore is also the standard's way out of Error), in the mode the
+    /// state was saved in for Model Exchange (Continuous-Time Mode for a
+    /// deserialized one).
     pub fn set_fmu_state(&mut self, h: StateHandle) -> Result<()> {
         let function = A::NAMES.set_fmu_state;
         self.alive(function)?;
         let f = self.state_fn(self.lib.common.set_fmu_state, function)?;
         let slot = self.slot(h, function)?;
-        let state = self.states[slot];
+        let (state, saved_in) = self.states[slot];
         // SAFETY: the instance is live and the state was obtained from it.
         let code = unsafe { f(self.component, state) };
         if let Some(log) = &self.call_log {
             log_state::<A>(log, code, function, state);
         }
         self.check(function, code)?;
-        self.phase = Phase::Stepping;
+        self.phase = match self.interface {
+            Interface::CoSimulation => Phase::Stepping,
+            Interface::ModelExchange => saved_in,
+        };
         Ok(())
     }
 
@@ -1049,14 +1342,14 @@ impl<A: Api> FmiInstance<A> {
         self.alive(function)?;
         let f = self.state_fn(self.lib.common.free_fmu_state, function)?;
         let slot = self.slot(h, function)?;
-        let saved = self.states[slot];
+        let saved = self.states[slot].0;
         let mut state = saved;
         // SAFETY: the instance is live and the state was obtained from it.
         let code = unsafe { f(self.component, &mut state) };
         if let Some(log) = &self.call_log {
             log_state::<A>(log, code, function, saved);
         }
-        self.states[slot] = std::ptr::null_mut();
+        self.states[slot].0 = std::ptr::null_mut();
         self.check(function, code).map(|_| ())
     }
 
@@ -1071,7 +1364,7 @@ impl<A: Api> FmiInstance<A> {
         )?;
         let ser_fn = self.state_fn(self.lib.common.serialize_fmu_state, n.serialize_fmu_state)?;
         let slot = self.slot(h, n.serialize_fmu_state)?;
-        let state = self.states[slot];
+        let state = self.states[slot].0;
         let mut size = 0usize;
         // SAFETY: the instance is live and the state was obtained from it.
         let code = unsafe { size_fn(self.component, state, &mut size) };
@@ -1114,7 +1407,13 @@ impl<A: Api> FmiInstance<A> {
                 .end();
         }
         self.check(function, code)?;
-        self.states.push(state);
+        // Where it was saved is not known: a Model Exchange state is taken
+        // for one saved between steps of the integrator.
+        let phase = match self.interface {
+            Interface::CoSimulation => Phase::Stepping,
+            Interface::ModelExchange => Phase::ContinuousTimeMode,
+        };
+        self.states.push((state, phase));
         Ok(StateHandle {
             instance_id: self.id,
             slot: self.states.len() - 1,
@@ -1201,16 +1500,171 @@ impl<A: Api> FmiInstance<A> {
         self.check(function, code).map(|_| ())
     }
 
+    /// `fmi*EnterEventMode` (Model Exchange, from Continuous-Time Mode).
+    pub fn enter_event_mode(&mut self) -> Result<()> {
+        let function = A::NAMES.enter_event_mode;
+        let f = self.me_call(function, &[Phase::ContinuousTimeMode], |m| {
+            m.enter_event_mode
+        })?;
+        self.change_mode(f, function, Phase::EventMode)
+    }
+
+    /// The update of discrete states in Event Mode
+    /// (`fmi2NewDiscreteStates`, `fmi3UpdateDiscreteStates`), checked: the
+    /// function to call, or the error.
+    pub(crate) fn update_discrete_states_fn(&self) -> Result<A::UpdateDiscreteStates> {
+        self.me_call(A::NAMES.update_discrete_states, &[Phase::EventMode], |m| {
+            m.update_discrete_states
+        })
+    }
+
+    /// `fmi*EnterContinuousTimeMode` (Model Exchange, from Event Mode).
+    pub fn enter_continuous_time_mode(&mut self) -> Result<()> {
+        let function = A::NAMES.enter_continuous_time_mode;
+        let f = self.me_call(function, &[Phase::EventMode], |m| {
+            m.enter_continuous_time_mode
+        })?;
+        self.change_mode(f, function, Phase::ContinuousTimeMode)
+    }
+
+    /// `fmi*CompletedIntegratorStep` (Model Exchange, Continuous-Time
+    /// Mode), after an accepted step of the integrator. `no_set_prior` is
+    /// `noSetFMUStatePriorToCurrentPoint`.
+    pub fn completed_integrator_step(&mut self, no_set_prior: bool) -> Result<CompletedStep> {
+        let function = A::NAMES.completed_integrator_step;
+        let f = self.me_call(function, &[Phase::ContinuousTimeMode], |m| {
+            m.completed_integrator_step
+        })?;
+        // SAFETY: the instance is live.
+        let (code, enter_event_mode, terminate_simulation) =
+            unsafe { A::completed_integrator_step(f, self.component, no_set_prior) };
+        if let Some(log) = &self.call_log {
+            log.line(A::status(code), function)
+                .flag("noSetFMUStatePriorToCurrentPoint", no_set_prior)
+                .flag("enterEventMode", enter_event_mode)
+                .flag("terminateSimulation", terminate_simulation)
+                .end();
+        }
+        self.check(function, code)?;
+        Ok(CompletedStep {
+            enter_event_mode,
+            terminate_simulation,
+        })
+    }
+
+    /// `fmi*SetTime` (Model Exchange, Event Mode or Continuous-Time Mode).
+    pub fn set_time(&mut self, t: f64) -> Result<()> {
+        let function = A::NAMES.set_time;
+        let f = self.me_call(
+            function,
+            &[Phase::EventMode, Phase::ContinuousTimeMode],
+            |m| m.set_time,
+        )?;
+        self.time = t;
+        // SAFETY: the instance is live.
+        let code = unsafe { f(self.component, t) };
+        if let Some(log) = &self.call_log {
+            log.line(A::status(code), function).num("time", t).end();
+        }
+        self.check(function, code).map(|_| ())
+    }
+
+    /// `fmi*SetContinuousStates` (Model Exchange, Continuous-Time Mode):
+    /// `x` has one value per continuous state.
+    pub fn set_continuous_states(&mut self, x: &[f64]) -> Result<()> {
+        let call = &A::NAMES.set_continuous_states;
+        let f = self.me_call(call.function, call.phases, |m| m.set_continuous_states)?;
+        self.check_count(call.function, x.len(), self.nx, "continuous states")?;
+        // SAFETY: the instance is live; x has x.len() values, passed as
+        // the count.
+        let code = unsafe { f(self.component, x.as_ptr(), x.len()) };
+        if let Some(log) = &self.call_log {
+            log_array::<A>(log, code, call, x);
+        }
+        self.check(call.function, code).map(|_| ())
+    }
+
+    /// `fmi2GetDerivatives`, `fmi3GetContinuousStateDerivatives`: one
+    /// value per continuous state.
+    pub fn get_derivatives(&mut self, dx: &mut [f64]) -> Result<()> {
+        let call = &A::NAMES.get_derivatives;
+        let f = self.me_call(call.function, call.phases, |m| m.get_derivatives)?;
+        self.get_array(call, f, dx, self.nx, "continuous states")
+    }
+
+    /// `fmi*GetEventIndicators`: one value per event indicator.
+    pub fn get_event_indicators(&mut self, z: &mut [f64]) -> Result<()> {
+        let call = &A::NAMES.get_event_indicators;
+        let f = self.me_call(call.function, call.phases, |m| m.get_event_indicators)?;
+        self.get_array(call, f, z, self.nz, "event indicators")
+    }
+
+    /// `fmi*GetContinuousStates`.
+    pub fn get_continuous_states(&mut self, x: &mut [f64]) -> Result<()> {
+        let call = &A::NAMES.get_continuous_states;
+        let f = self.me_call(call.function, call.phases, |m| m.get_continuous_states)?;
+        self.get_array(call, f, x, self.nx, "continuous states")
+    }
+
+    /// `fmi*GetNominalsOfContinuousStates`.
+    pub fn get_nominals_of_continuous_states(&mut self, nominals: &mut [f64]) -> Result<()> {
+        let call = &A::NAMES.get_nominals;
+        let f = self.me_call(call.function, call.phases, |m| m.get_nominals)?;
+        self.get_array(call, f, nominals, self.nx, "continuous states")
+    }
+
+    /// Calls `f`, the Model Exchange getter `call`, into `values`, one per
+    /// `what` of the FMU's `n`.
+    #[inline]
+    fn get_array(
+        &mut self,
+        call: &ArrayCall,
+        f: GetArrayFn,
+        values: &mut [f64],
+        n: usize,
+        what: &str,
+    ) -> Result<()> {
+        self.check_count(call.function, values.len(), n, what)?;
+        // SAFETY: the instance is live; values has values.len() elements,
+        // passed as the count.
+        let code = unsafe { f(self.component, values.as_mut_ptr(), values.len()) };
+        if let Some(log) = &self.call_log {
+            log_array::<A>(log, code, call, values);
+        }
+        self.check(call.function, code).map(|_| ())
+    }
+
+    /// `len` values given for the FMU's `n` `what`: the FMU reads or
+    /// writes `n` whatever it is told, so another length is refused.
+    #[inline]
+    fn check_count(&self, function: &'static str, len: usize, n: usize, what: &str) -> Result<()> {
+        if len == n {
+            Ok(())
+        } else {
+            Err(self.count_mismatch(function, len, n, what))
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_mismatch(&self, function: &'static str, len: usize, n: usize, what: &str) -> FmiError {
+        FmiError::InvalidArgument {
+            instance: self.name.clone(),
+            function,
+            reason: format!("a buffer of {len} values, the FMU has {n} {what}"),
+        }
+    }
+
     /// This instance's held step ([`HeldStepOf`]): `set` of `u` on
     /// `in_vrs` (none without inputs), `doStep` and `get` of `out_vrs`
     /// into one of `y` (none without outputs), bound for many steps
     /// ([`BoundStep::step`](crate::BoundStep::step)). `None` when the
     /// lengths do not fit (FMI 2: one input value per value reference;
     /// FMI 3: at least one; one output value per value reference), the
-    /// instance logs its calls (the log goes through its other calls),
-    /// holds none of its inputs (FMI 3: one handed over as a polynomial
-    /// through intermediate update), or can take no call after a Fatal
-    /// status.
+    /// instance logs its calls (the log goes through its other calls), is
+    /// for Model Exchange, holds none of its inputs (FMI 3: one handed
+    /// over as a polynomial through intermediate update), or can take no
+    /// call after a Fatal status.
     pub fn held_step<'a>(&'a mut self, values: HeldValues<'a>) -> Option<HeldStepOf<'a, A>> {
         let HeldValues {
             in_vrs,
@@ -1227,7 +1681,7 @@ impl<A: Api> FmiInstance<A> {
         {
             return None;
         }
-        let do_step = A::do_step_fn(&self.lib.functions);
+        let do_step = self.do_step?;
         let (set, get) = A::f64_fns(&self.lib.functions);
         Some(HeldStepOf {
             component: self.component,
@@ -1446,7 +1900,7 @@ impl<A: Api> Drop for FmiInstance<A> {
             return;
         }
         if let Some(free) = self.lib.common.free_fmu_state {
-            for state in &mut self.states {
+            for (state, _) in &mut self.states {
                 if !state.is_null() {
                     let handle = *state;
                     // SAFETY: the state was obtained from this live

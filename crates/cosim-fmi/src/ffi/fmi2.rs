@@ -1,21 +1,21 @@
-//! FMI 2.0 Co-Simulation: what is FMI 2's own (its function table, its
-//! logger shim, the calls whose C signatures are not FMI 3's); the rest of
-//! an instance is [`super::common`]'s.
+//! FMI 2.0, Co-Simulation and Model Exchange: what is FMI 2's own (its
+//! function table, its logger shim, the calls whose C signatures are not
+//! FMI 3's); the rest of an instance is [`super::common`]'s.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::call_log::{CallLog, VrKind};
+use super::call_log::{CallLog, LogNum, VrKind};
 use super::common::{
-    Api, Component, Env, ExperimentFn, FmiInstance, FmiLibrary, HeldStepOf, Instantiation, Names,
-    Vr, cstring, fn_table, instantiated_status, instantiation_failed, log_call, log_derivatives,
-    log_values,
+    Api, ArrayCall, CompletedIntegratorStepFn, Component, Env, ExperimentFn, FmiInstance,
+    FmiLibrary, HeldStepOf, Instantiation, Names, READING_PHASES, StatusFn, Vr, cstring, fn_table,
+    instantiated_status, instantiation_failed, log_call, log_derivatives, log_values,
 };
 use super::log::{LogContext, c_str_lossy};
 use super::pool::Pool;
-use super::{Phase, Status, StepCall, StepOutcome, check_len};
+use super::{DiscreteStatesUpdate, Interface, Phase, Status, StepCall, StepOutcome, check_len};
 use crate::error::Result;
 
 type Fmi2Status = c_int;
@@ -116,6 +116,19 @@ impl Env for Fmi2Env {
     }
 }
 
+/// `fmi2EventInfo` (the header packs it to 8 bytes: `repr(C)` lays it out
+/// the same).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Fmi2EventInfo {
+    new_discrete_states_needed: Fmi2Boolean,
+    terminate_simulation: Fmi2Boolean,
+    nominals_of_continuous_states_changed: Fmi2Boolean,
+    values_of_continuous_states_changed: Fmi2Boolean,
+    next_event_time_defined: Fmi2Boolean,
+    next_event_time: f64,
+}
+
 type GetFn<T> = unsafe extern "C" fn(Component, *const Vr, usize, *mut T) -> Fmi2Status;
 type SetFn<T> = unsafe extern "C" fn(Component, *const Vr, usize, *const T) -> Fmi2Status;
 type DoStepFn = unsafe extern "C" fn(Component, f64, f64, Fmi2Boolean) -> Fmi2Status;
@@ -130,16 +143,18 @@ type DirectionalFn = unsafe extern "C" fn(
 ) -> Fmi2Status;
 type DerivativesFn<T> =
     unsafe extern "C" fn(Component, *const Vr, usize, *const c_int, T) -> Fmi2Status;
+type NewDiscreteStatesFn = unsafe extern "C" fn(Component, *mut Fmi2EventInfo) -> Fmi2Status;
 
 fn_table! {
-    /// FMI 2.0's own Co-Simulation functions of one shared library (those
-    /// of [`super::common::CommonFunctions`] aside).
+    /// FMI 2.0's own functions of one shared library (those of
+    /// [`super::common::CommonFunctions`] aside): those of one interface
+    /// optional here, required where it is instantiated.
     pub struct Fmi2Functions {
         mandatory {
             get_types_platform: "fmi2GetTypesPlatform" => unsafe extern "C" fn() -> *const c_char,
             instantiate: "fmi2Instantiate" => unsafe extern "C" fn(*const c_char, c_int, *const c_char, *const c_char, *const CallbackFunctions, Fmi2Boolean, Fmi2Boolean) -> Component,
             setup_experiment: "fmi2SetupExperiment" => ExperimentFn<Fmi2>,
-            enter_initialization_mode: "fmi2EnterInitializationMode" => unsafe extern "C" fn(Component) -> Fmi2Status,
+            enter_initialization_mode: "fmi2EnterInitializationMode" => StatusFn,
             get_real: "fmi2GetReal" => GetFn<f64>,
             get_integer: "fmi2GetInteger" => GetFn<c_int>,
             get_boolean: "fmi2GetBoolean" => GetFn<Fmi2Boolean>,
@@ -148,15 +163,18 @@ fn_table! {
             set_integer: "fmi2SetInteger" => SetFn<c_int>,
             set_boolean: "fmi2SetBoolean" => SetFn<Fmi2Boolean>,
             set_string: "fmi2SetString" => SetFn<*const c_char>,
-            do_step: "fmi2DoStep" => DoStepFn,
         }
         optional {
+            // Co-Simulation: mandatory for it.
+            do_step: "fmi2DoStep" => DoStepFn,
             cancel_step: "fmi2CancelStep" => unsafe extern "C" fn(Component) -> Fmi2Status,
             get_real_status: "fmi2GetRealStatus" => unsafe extern "C" fn(Component, c_int, *mut f64) -> Fmi2Status,
             get_boolean_status: "fmi2GetBooleanStatus" => unsafe extern "C" fn(Component, c_int, *mut Fmi2Boolean) -> Fmi2Status,
             get_directional_derivative: "fmi2GetDirectionalDerivative" => DirectionalFn,
             set_real_input_derivatives: "fmi2SetRealInputDerivatives" => DerivativesFn<*const f64>,
             get_real_output_derivatives: "fmi2GetRealOutputDerivatives" => DerivativesFn<*mut f64>,
+            // Model Exchange: mandatory for it.
+            new_discrete_states: "fmi2NewDiscreteStates" => NewDiscreteStatesFn,
         }
     }
 }
@@ -189,6 +207,7 @@ impl Api for Fmi2 {
     type StepFlags = ();
     type Directional = DirectionalFn;
     type OutputDerivatives = DerivativesFn<*mut f64>;
+    type UpdateDiscreteStates = NewDiscreteStatesFn;
 
     const NAMES: Names = Names {
         get_version: "fmi2GetVersion",
@@ -205,8 +224,55 @@ impl Api for Fmi2 {
         deserialize_fmu_state: "fmi2DeSerializeFMUstate",
         get_directional_derivative: "fmi2GetDirectionalDerivative",
         get_output_derivatives: "fmi2GetRealOutputDerivatives",
+        do_step: "fmi2DoStep",
         get_f64: "fmi2GetReal",
         set_f64: "fmi2SetReal",
+        enter_event_mode: "fmi2EnterEventMode",
+        update_discrete_states: "fmi2NewDiscreteStates",
+        enter_continuous_time_mode: "fmi2EnterContinuousTimeMode",
+        completed_integrator_step: "fmi2CompletedIntegratorStep",
+        set_time: "fmi2SetTime",
+        set_continuous_states: ArrayCall {
+            function: "fmi2SetContinuousStates",
+            array: "x",
+            count: "nx",
+            phases: &[Phase::ContinuousTimeMode],
+        },
+        get_derivatives: ArrayCall {
+            function: "fmi2GetDerivatives",
+            array: "derivatives",
+            count: "nx",
+            // (Not in Initialization Mode: FMI 2.0 sec. 3.2.3, as the
+            // Reference FMUs check it.)
+            phases: &[
+                Phase::EventMode,
+                Phase::ContinuousTimeMode,
+                Phase::Terminated,
+            ],
+        },
+        get_event_indicators: ArrayCall {
+            function: "fmi2GetEventIndicators",
+            array: "eventIndicators",
+            count: "ni",
+            phases: READING_PHASES,
+        },
+        get_continuous_states: ArrayCall {
+            function: "fmi2GetContinuousStates",
+            array: "x",
+            count: "nx",
+            phases: READING_PHASES,
+        },
+        get_nominals: ArrayCall {
+            function: "fmi2GetNominalsOfContinuousStates",
+            array: "x_nominal",
+            count: "nx",
+            phases: &[
+                Phase::Instantiated,
+                Phase::EventMode,
+                Phase::ContinuousTimeMode,
+                Phase::Terminated,
+            ],
+        },
         can_get_and_set_fmu_state: "canGetAndSetFMUstate",
         can_serialize_fmu_state: "canSerializeFMUstate",
         provides_directional_derivatives: "providesDirectionalDerivative",
@@ -237,8 +303,18 @@ impl Api for Fmi2 {
         Fmi2Functions::load(lib, path)
     }
 
-    fn do_step_fn(f: &Fmi2Functions) -> DoStepFn {
+    /// (`fmi2Instantiate` serves both interfaces; `fmi2DoStep` and
+    /// `fmi2NewDiscreteStates` are checked where they are resolved.)
+    fn missing(_: &Fmi2Functions, _: Interface) -> Option<&'static str> {
+        None
+    }
+
+    fn do_step_fn(f: &Fmi2Functions) -> Option<DoStepFn> {
         f.do_step
+    }
+
+    fn update_discrete_states_fn(f: &Fmi2Functions) -> Option<NewDiscreteStatesFn> {
+        f.new_discrete_states
     }
 
     fn f64_fns(f: &Fmi2Functions) -> (SetFn<f64>, GetFn<f64>) {
@@ -359,6 +435,25 @@ impl Api for Fmi2 {
             )
         }
     }
+
+    unsafe fn completed_integrator_step(
+        f: CompletedIntegratorStepFn<Fmi2>,
+        c: Component,
+        no_set_prior: bool,
+    ) -> (c_int, bool, bool) {
+        let (mut enter_event_mode, mut terminate): (Fmi2Boolean, Fmi2Boolean) = (0, 0);
+        // SAFETY: as the caller guarantees; the out-pointers point to
+        // locals.
+        let code = unsafe {
+            f(
+                c,
+                c_int::from(no_set_prior),
+                &mut enter_event_mode,
+                &mut terminate,
+            )
+        };
+        (code, enter_event_mode != 0, terminate != 0)
+    }
 }
 
 impl Fmi2Library {
@@ -395,11 +490,33 @@ fn log_do_step(log: &CallLog, code: Fmi2Status, t: f64, h: f64, no_set_prior: bo
         .end();
 }
 
+/// Logs `fmi2NewDiscreteStates` with the `fmi2EventInfo` the FMU filled
+/// (out of line).
+#[cold]
+#[inline(never)]
+fn log_event_info(log: &CallLog, code: Fmi2Status, info: &Fmi2EventInfo) {
+    log.line(Status::from_fmi2(code), "fmi2NewDiscreteStates")
+        .arg(
+            "eventInfo",
+            format_args!(
+                "{{newDiscreteStatesNeeded={}, terminateSimulation={}, nominalsOfContinuousStatesChanged={}, valuesOfContinuousStatesChanged={}, nextEventTimeDefined={}, nextEventTime={}}}",
+                info.new_discrete_states_needed,
+                info.terminate_simulation,
+                info.nominals_of_continuous_states_changed,
+                info.values_of_continuous_states_changed,
+                info.next_event_time_defined,
+                LogNum(info.next_event_time),
+            ),
+        )
+        .end();
+}
+
 impl Fmi2Instance {
-    /// `fmi2Instantiate` for co-simulation.
+    /// `fmi2Instantiate` for `how.interface` (`fmuType`).
     pub(crate) fn instantiate(lib: Arc<Fmi2Library>, how: Instantiation<'_>) -> Result<Self> {
         const F: &str = "fmi2Instantiate";
         let (name, guid, logging_on) = (how.name, how.token, how.logging_on);
+        let functions = lib.functions_for(how.interface)?;
         let uri = file_uri(how.resources);
         let c_name = cstring(name, F, name)?;
         let c_guid = cstring(name, F, guid)?;
@@ -416,13 +533,17 @@ impl Fmi2Instance {
             step_finished: None,
             component_environment: &mut *shim as *mut ShimEnv as *mut c_void,
         });
+        let (fmu_type, fmu_type_text) = match how.interface {
+            Interface::ModelExchange => (0, "0 /* fmi2ModelExchange */"),
+            Interface::CoSimulation => (1, "1 /* fmi2CoSimulation */"),
+        };
         // SAFETY: all strings are NUL-terminated and outlive the call; the
         // callbacks struct and environment are boxed and kept in the instance
-        // until after fmi2FreeInstance. fmi2CoSimulation = 1.
+        // until after fmi2FreeInstance.
         let component = unsafe {
             (lib.functions.instantiate)(
                 c_name.as_ptr(),
-                1,
+                fmu_type,
                 c_guid.as_ptr(),
                 c_uri.as_ptr(),
                 &*callbacks,
@@ -433,7 +554,7 @@ impl Fmi2Instance {
         if let Some(log) = &how.call_log {
             log.line(instantiated_status(component), F)
                 .text("instanceName", name)
-                .arg("fmuType", "1 /* fmi2CoSimulation */")
+                .arg("fmuType", fmu_type_text)
                 .text("fmuGUID", guid)
                 .text("fmuResourceLocation", &uri)
                 .flag("visible", false)
@@ -448,7 +569,7 @@ impl Fmi2Instance {
             _shim: shim,
             log,
         };
-        Ok(FmiInstance::new(component, lib, how, env))
+        Ok(FmiInstance::new(component, lib, how, functions, env))
     }
 
     /// `fmi2SetupExperiment` (state Instantiated, once). Parameters and
@@ -477,14 +598,8 @@ impl Fmi2Instance {
         if self.phase != Phase::Instantiated || !self.setup_done {
             return Err(self.out_of_sequence(F, "Instantiated, after fmi2SetupExperiment"));
         }
-        // SAFETY: component is live.
-        let code = unsafe { (self.lib.functions.enter_initialization_mode)(self.component) };
-        if let Some(log) = &self.call_log {
-            log_call::<Fmi2>(log, code, F);
-        }
-        self.check(F, code)?;
-        self.phase = Phase::Initialization;
-        Ok(())
+        let f = self.lib.functions.enter_initialization_mode;
+        self.change_mode(f, F, Phase::Initialization)
     }
 
     /// `fmi2GetReal`.
@@ -518,6 +633,7 @@ impl Fmi2Instance {
     ) -> Result<StepOutcome> {
         check_len(&self.name, "fmi2SetReal", in_vrs.len(), u.len())?;
         check_len(&self.name, "fmi2GetReal", out_vrs.len(), y.len())?;
+        let do_step = self.do_step_fn()?;
         let logged = self.call_log.is_some();
         // Only a status checked out of line can end the instance, and then
         // the call returns its error: alive once is alive for all three.
@@ -543,9 +659,7 @@ impl Fmi2Instance {
         }
         mark(StepCall::DoStep);
         // SAFETY: component is live.
-        let code = unsafe {
-            (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
-        };
+        let code = unsafe { do_step(self.component, t, h, c_int::from(no_set_prior)) };
         if code != 0 || logged {
             // (The time of an error in the step is its start.)
             self.time = t;
@@ -680,14 +794,14 @@ impl Fmi2Instance {
     /// [`StepOutcome::Terminated`] when `fmi2GetBooleanStatus(fmi2Terminated)`
     /// says the FMU ended the simulation. `no_set_prior` is
     /// `noSetFMUStatePriorToCurrentPoint`: true unless the caller may still
-    /// restore a state saved before `t`.
+    /// restore a state saved before `t`. An instance for Model Exchange
+    /// refuses.
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi2DoStep")?;
+        let do_step = self.do_step_fn()?;
         // SAFETY: component is live.
-        let code = unsafe {
-            (self.lib.functions.do_step)(self.component, t, h, c_int::from(no_set_prior))
-        };
+        let code = unsafe { do_step(self.component, t, h, c_int::from(no_set_prior)) };
         if code == 0 && self.call_log.is_none() {
             // The hot path: a completed step, nothing to log.
             self.time = t + h;
@@ -799,6 +913,28 @@ impl Fmi2Instance {
             log_derivatives::<Fmi2>(log, code, F, vrs, &self.int_scratch, values);
         }
         self.check(F, code).map(|_| ())
+    }
+
+    /// `fmi2NewDiscreteStates` (Model Exchange, Event Mode): one step of
+    /// the event iteration, and what the FMU's `fmi2EventInfo` says.
+    pub fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
+        const F: &str = "fmi2NewDiscreteStates";
+        let f = self.update_discrete_states_fn()?;
+        let mut info = Fmi2EventInfo::default();
+        // SAFETY: the instance is live; info is an fmi2EventInfo for the
+        // FMU to fill.
+        let code = unsafe { f(self.component, &mut info) };
+        if let Some(log) = &self.call_log {
+            log_event_info(log, code, &info);
+        }
+        self.check(F, code)?;
+        Ok(DiscreteStatesUpdate {
+            discrete_states_need_update: info.new_discrete_states_needed != 0,
+            terminate_simulation: info.terminate_simulation != 0,
+            nominals_changed: info.nominals_of_continuous_states_changed != 0,
+            values_changed: info.values_of_continuous_states_changed != 0,
+            next_event_time: (info.next_event_time_defined != 0).then_some(info.next_event_time),
+        })
     }
 }
 

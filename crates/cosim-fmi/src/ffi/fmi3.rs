@@ -1,7 +1,7 @@
-//! FMI 3.0 Co-Simulation: what is FMI 3's own (its function table, its
-//! callbacks and intermediate update, its typed variables, the calls whose
-//! C signatures are not FMI 2's); the rest of an instance is
-//! [`super::common`]'s.
+//! FMI 3.0, Co-Simulation and Model Exchange: what is FMI 3's own (its
+//! function table, its callbacks and intermediate update, its typed
+//! variables, the calls whose C signatures are not FMI 2's); the rest of
+//! an instance is [`super::common`]'s.
 #![allow(unsafe_code)]
 
 use std::cell::RefCell;
@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use super::call_log::{CallLog, LogNum, VrKind};
 use super::common::{
-    Api, Component, Env, ExperimentFn, FmiInstance, FmiLibrary, HeldStepOf, Instantiation, Names,
-    Vr, check_values, cstring, fn_table, instantiated_status, instantiation_failed, log_call,
+    Api, ArrayCall, CompletedIntegratorStepFn, Component, Env, ExperimentFn, FmiInstance,
+    FmiLibrary, HeldStepOf, Instantiation, Names, READING_PHASES, StatusFn, Vr, check_values,
+    cstring, fn_table, instantiated_status, instantiation_failed,
 };
 use super::log::LogContext;
 use super::pool::Pool;
-use super::{Phase, Status, StepOutcome, check_len};
+use super::{DiscreteStatesUpdate, Interface, Phase, Status, StepOutcome, check_len};
 use crate::error::Result;
 
 type Fmi3Status = c_int;
@@ -73,6 +74,17 @@ type DirectionalFn = unsafe extern "C" fn(
 ) -> Fmi3Status;
 type OutputDerivativesFn =
     unsafe extern "C" fn(Component, *const Vr, usize, *const i32, *mut f64, usize) -> Fmi3Status;
+type UpdateDiscreteStatesFn = unsafe extern "C" fn(
+    Component,
+    *mut bool,
+    *mut bool,
+    *mut bool,
+    *mut bool,
+    *mut bool,
+    *mut f64,
+) -> Fmi3Status;
+type CountFn = unsafe extern "C" fn(Component, *mut usize) -> Fmi3Status;
+
 /// What `instanceEnvironment` points to: the FMU's logger and the inputs
 /// the importer hands over in Intermediate Update Mode. Callbacks reach it
 /// through a shared reference while `fmi3DoStep` runs; the instance's own
@@ -184,11 +196,11 @@ unsafe extern "C" fn intermediate_update(
 }
 
 fn_table! {
-    /// FMI 3.0's own Co-Simulation functions of one shared library (those
-    /// of [`super::common::CommonFunctions`] aside).
+    /// FMI 3.0's own functions of one shared library (those of
+    /// [`super::common::CommonFunctions`] aside): those of one interface
+    /// optional here, required where it is instantiated.
     pub struct Fmi3Functions {
         mandatory {
-            instantiate_co_simulation: "fmi3InstantiateCoSimulation" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, bool, bool, *const Vr, usize, *mut c_void, LogMessage, Option<IntermediateUpdate>) -> Component,
             enter_initialization_mode: "fmi3EnterInitializationMode" => ExperimentFn<Fmi3>,
             get_float64: "fmi3GetFloat64" => GetFn<f64>,
             set_float64: "fmi3SetFloat64" => SetFn<f64>,
@@ -200,12 +212,19 @@ fn_table! {
             set_boolean: "fmi3SetBoolean" => SetFn<bool>,
             get_string: "fmi3GetString" => GetFn<*const c_char>,
             set_string: "fmi3SetString" => SetFn<*const c_char>,
-            do_step: "fmi3DoStep" => DoStepFn,
         }
         optional {
+            // Co-Simulation: mandatory for it.
+            instantiate_co_simulation: "fmi3InstantiateCoSimulation" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, bool, bool, *const Vr, usize, *mut c_void, LogMessage, Option<IntermediateUpdate>) -> Component,
+            do_step: "fmi3DoStep" => DoStepFn,
+            // Model Exchange: mandatory for it.
+            instantiate_model_exchange: "fmi3InstantiateModelExchange" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, *mut c_void, LogMessage) -> Component,
+            update_discrete_states: "fmi3UpdateDiscreteStates" => UpdateDiscreteStatesFn,
+            get_number_of_event_indicators: "fmi3GetNumberOfEventIndicators" => CountFn,
+            get_number_of_continuous_states: "fmi3GetNumberOfContinuousStates" => CountFn,
             // Mandatory in FMI 3.0 but called only for structural parameters.
-            enter_configuration_mode: "fmi3EnterConfigurationMode" => unsafe extern "C" fn(Component) -> Fmi3Status,
-            exit_configuration_mode: "fmi3ExitConfigurationMode" => unsafe extern "C" fn(Component) -> Fmi3Status,
+            enter_configuration_mode: "fmi3EnterConfigurationMode" => StatusFn,
+            exit_configuration_mode: "fmi3ExitConfigurationMode" => StatusFn,
             get_directional_derivative: "fmi3GetDirectionalDerivative" => DirectionalFn,
             get_output_derivatives: "fmi3GetOutputDerivatives" => OutputDerivativesFn,
             // Mandatory in FMI 3.0, resolved lazily so that a library
@@ -263,6 +282,7 @@ impl Api for Fmi3 {
     type StepFlags = (bool, bool, f64);
     type Directional = DirectionalFn;
     type OutputDerivatives = OutputDerivativesFn;
+    type UpdateDiscreteStates = UpdateDiscreteStatesFn;
 
     const NAMES: Names = Names {
         get_version: "fmi3GetVersion",
@@ -279,8 +299,44 @@ impl Api for Fmi3 {
         deserialize_fmu_state: "fmi3DeserializeFMUState",
         get_directional_derivative: "fmi3GetDirectionalDerivative",
         get_output_derivatives: "fmi3GetOutputDerivatives",
+        do_step: "fmi3DoStep",
         get_f64: "fmi3GetFloat64",
         set_f64: "fmi3SetFloat64",
+        enter_event_mode: "fmi3EnterEventMode",
+        update_discrete_states: "fmi3UpdateDiscreteStates",
+        enter_continuous_time_mode: "fmi3EnterContinuousTimeMode",
+        completed_integrator_step: "fmi3CompletedIntegratorStep",
+        set_time: "fmi3SetTime",
+        set_continuous_states: ArrayCall {
+            function: "fmi3SetContinuousStates",
+            array: "continuousStates",
+            count: "nContinuousStates",
+            phases: &[Phase::ContinuousTimeMode],
+        },
+        get_derivatives: ArrayCall {
+            function: "fmi3GetContinuousStateDerivatives",
+            array: "derivatives",
+            count: "nContinuousStates",
+            phases: READING_PHASES,
+        },
+        get_event_indicators: ArrayCall {
+            function: "fmi3GetEventIndicators",
+            array: "eventIndicators",
+            count: "nEventIndicators",
+            phases: READING_PHASES,
+        },
+        get_continuous_states: ArrayCall {
+            function: "fmi3GetContinuousStates",
+            array: "continuousStates",
+            count: "nContinuousStates",
+            phases: READING_PHASES,
+        },
+        get_nominals: ArrayCall {
+            function: "fmi3GetNominalsOfContinuousStates",
+            array: "nominals",
+            count: "nContinuousStates",
+            phases: READING_PHASES,
+        },
         can_get_and_set_fmu_state: "canGetAndSetFMUState",
         can_serialize_fmu_state: "canSerializeFMUState",
         provides_directional_derivatives: "providesDirectionalDerivatives",
@@ -314,8 +370,37 @@ impl Api for Fmi3 {
         Fmi3Functions::load(lib, path)
     }
 
-    fn do_step_fn(f: &Fmi3Functions) -> DoStepFn {
+    fn missing(f: &Fmi3Functions, interface: Interface) -> Option<&'static str> {
+        match interface {
+            Interface::CoSimulation => f
+                .instantiate_co_simulation
+                .is_none()
+                .then_some("fmi3InstantiateCoSimulation"),
+            Interface::ModelExchange => [
+                (
+                    f.instantiate_model_exchange.is_some(),
+                    "fmi3InstantiateModelExchange",
+                ),
+                (
+                    f.get_number_of_event_indicators.is_some(),
+                    "fmi3GetNumberOfEventIndicators",
+                ),
+                (
+                    f.get_number_of_continuous_states.is_some(),
+                    "fmi3GetNumberOfContinuousStates",
+                ),
+            ]
+            .into_iter()
+            .find_map(|(present, name)| (!present).then_some(name)),
+        }
+    }
+
+    fn do_step_fn(f: &Fmi3Functions) -> Option<DoStepFn> {
         f.do_step
+    }
+
+    fn update_discrete_states_fn(f: &Fmi3Functions) -> Option<UpdateDiscreteStatesFn> {
+        f.update_discrete_states
     }
 
     fn f64_fns(f: &Fmi3Functions) -> (SetFn<f64>, GetFn<f64>) {
@@ -466,6 +551,21 @@ impl Api for Fmi3 {
             )
         }
     }
+
+    unsafe fn completed_integrator_step(
+        f: CompletedIntegratorStepFn<Fmi3>,
+        c: Component,
+        no_set_prior: bool,
+    ) -> (c_int, bool, bool) {
+        // fmi3Boolean is C `bool`: read back as bytes, so that a value
+        // other than 0 or 1 cannot make an invalid Rust `bool`.
+        let mut flags = [0u8; 2];
+        let [enter_event_mode, terminate] = flags.each_mut().map(|b| (b as *mut u8).cast::<bool>());
+        // SAFETY: as the caller guarantees; the out-pointers point to
+        // bytes of `flags`, which have `bool`'s size and alignment.
+        let code = unsafe { f(c, no_set_prior, enter_event_mode, terminate) };
+        (code, flags[0] != 0, flags[1] != 0)
+    }
 }
 
 /// Logs `fmi3GetBinary` / `fmi3SetBinary`, each value as hexadecimal
@@ -516,19 +616,52 @@ fn log_do_step(
         .end();
 }
 
+/// Logs `fmi3UpdateDiscreteStates` with its output arguments (out of
+/// line).
+#[cold]
+#[inline(never)]
+fn log_update_discrete_states(
+    log: &CallLog,
+    code: Fmi3Status,
+    flags: &[u8; 5],
+    next_event_time: f64,
+) {
+    const FLAGS: [&str; 5] = [
+        "discreteStatesNeedUpdate",
+        "terminateSimulation",
+        "nominalsOfContinuousStatesChanged",
+        "valuesOfContinuousStatesChanged",
+        "nextEventTimeDefined",
+    ];
+    let mut line = log.line(Status::from_fmi3(code), "fmi3UpdateDiscreteStates");
+    for (name, &flag) in FLAGS.iter().zip(flags) {
+        line = line.flag(name, flag != 0);
+    }
+    line.num("nextEventTime", next_event_time).end();
+}
+
 impl Fmi3Instance {
-    /// `fmi3InstantiateCoSimulation` with event mode and early return off.
+    /// `fmi3InstantiateCoSimulation` (with event mode and early return
+    /// off) or `fmi3InstantiateModelExchange`, for `how.interface`. An
+    /// instance for Model Exchange then asks the FMU its numbers of
+    /// continuous states and event indicators
+    /// (`fmi3GetNumberOfContinuousStates`, `fmi3GetNumberOfEventIndicators`).
     pub(crate) fn instantiate(lib: Arc<Fmi3Library>, how: Instantiation<'_>) -> Result<Self> {
-        const F: &str = "fmi3InstantiateCoSimulation";
-        let (name, token, logging_on) = (how.name, how.token, how.logging_on);
-        let c_name = cstring(name, F, name)?;
-        let c_token = cstring(name, F, token)?;
+        let (name, token, interface) = (how.name, how.token, how.interface);
+        let logging_on = how.logging_on;
+        let functions = lib.functions_for(interface)?;
+        let function = match interface {
+            Interface::CoSimulation => "fmi3InstantiateCoSimulation",
+            Interface::ModelExchange => "fmi3InstantiateModelExchange",
+        };
+        let c_name = cstring(name, function, name)?;
+        let c_token = cstring(name, function, token)?;
         // FMI 3.0: an absolute path with a trailing separator.
         let mut resource_path = how.resources.to_string_lossy().into_owned();
         if !resource_path.ends_with('/') {
             resource_path.push('/');
         }
-        let c_resources = cstring(name, F, &resource_path)?;
+        let c_resources = cstring(name, function, &resource_path)?;
         let env = Box::new(Environment {
             log: LogContext::new(name),
             intermediate: RefCell::new(IntermediateInputs {
@@ -544,50 +677,127 @@ impl Fmi3Instance {
             }),
             call_log: how.call_log.clone(),
         });
-        // The callback only where the FMU declares it will call it.
-        let intermediate: Option<IntermediateUpdate> = if how.caps.provides_intermediate_update {
-            Some(intermediate_update)
-        } else {
-            None
-        };
-        // SAFETY: strings are NUL-terminated and outlive the call; the
-        // environment is boxed and kept until after fmi3FreeInstance.
-        let instance = unsafe {
-            (lib.functions.instantiate_co_simulation)(
-                c_name.as_ptr(),
-                c_token.as_ptr(),
-                c_resources.as_ptr(),
-                false,
-                logging_on,
-                false,
-                false,
-                std::ptr::null(),
-                0,
-                &*env as *const Environment as *mut c_void,
-                log_message,
-                intermediate,
-            )
+        let env_ptr = &*env as *const Environment as *mut c_void;
+        // (With the intermediate update callback passed for Co-Simulation,
+        // for its log line.)
+        let (instance, co_simulation_callback) = match interface {
+            Interface::CoSimulation => {
+                let f = (lib.functions.instantiate_co_simulation)
+                    .ok_or_else(|| lib.missing(function))?;
+                // The callback only where the FMU declares it will call it.
+                let intermediate: Option<IntermediateUpdate> =
+                    if how.caps.provides_intermediate_update {
+                        Some(intermediate_update)
+                    } else {
+                        None
+                    };
+                // SAFETY: strings are NUL-terminated and outlive the call;
+                // the environment is boxed and kept until after
+                // fmi3FreeInstance.
+                let instance = unsafe {
+                    f(
+                        c_name.as_ptr(),
+                        c_token.as_ptr(),
+                        c_resources.as_ptr(),
+                        false,
+                        logging_on,
+                        false,
+                        false,
+                        std::ptr::null(),
+                        0,
+                        env_ptr,
+                        log_message,
+                        intermediate,
+                    )
+                };
+                let callback = intermediate.map_or(std::ptr::null(), |f| f as *const c_void);
+                (instance, Some(callback))
+            }
+            Interface::ModelExchange => {
+                let f = (lib.functions.instantiate_model_exchange)
+                    .ok_or_else(|| lib.missing(function))?;
+                // SAFETY: as above.
+                let instance = unsafe {
+                    f(
+                        c_name.as_ptr(),
+                        c_token.as_ptr(),
+                        c_resources.as_ptr(),
+                        false,
+                        logging_on,
+                        env_ptr,
+                        log_message,
+                    )
+                };
+                (instance, None)
+            }
         };
         if let Some(log) = &how.call_log {
-            let callback = intermediate.map_or(std::ptr::null(), |f| f as *const c_void);
-            log.line(instantiated_status(instance), F)
+            let line = log
+                .line(instantiated_status(instance), function)
                 .text("instanceName", name)
                 .text("instantiationToken", token)
                 .text("resourcePath", &resource_path)
                 .flag("visible", false)
-                .flag("loggingOn", logging_on)
-                .flag("eventModeUsed", false)
-                .flag("earlyReturnAllowed", false)
-                .values::<u32>("requiredIntermediateVariables", &[])
-                .arg("nRequiredIntermediateVariables", 0)
-                .ptr("intermediateUpdate", callback)
-                .end();
+                .flag("loggingOn", logging_on);
+            match co_simulation_callback {
+                Some(callback) => line
+                    .flag("eventModeUsed", false)
+                    .flag("earlyReturnAllowed", false)
+                    .values::<u32>("requiredIntermediateVariables", &[])
+                    .arg("nRequiredIntermediateVariables", 0)
+                    .ptr("intermediateUpdate", callback)
+                    .end(),
+                None => line.end(),
+            }
         }
         if instance.is_null() {
-            return Err(instantiation_failed(name, F, &env.log));
+            return Err(instantiation_failed(name, function, &env.log));
         }
         env.intermediate.borrow_mut().instance = instance;
-        Ok(FmiInstance::new(instance, lib, how, env))
+        let mut instance = FmiInstance::new(instance, lib, how, functions, env);
+        if interface == Interface::ModelExchange {
+            instance.count_states_and_indicators()?;
+        }
+        Ok(instance)
+    }
+
+    /// Asks the FMU for its numbers of continuous states and of event
+    /// indicators (Model Exchange; they may depend on structural
+    /// parameters).
+    fn count_states_and_indicators(&mut self) -> Result<()> {
+        let f = &self.lib.functions;
+        let (states, indicators) = (
+            f.get_number_of_continuous_states,
+            f.get_number_of_event_indicators,
+        );
+        self.nx = self.count(
+            states,
+            "fmi3GetNumberOfContinuousStates",
+            "nContinuousStates",
+        )?;
+        self.nz = self.count(
+            indicators,
+            "fmi3GetNumberOfEventIndicators",
+            "nEventIndicators",
+        )?;
+        Ok(())
+    }
+
+    /// Calls the counting function `f`, `function`, whose output argument
+    /// is `arg`.
+    fn count(&mut self, f: Option<CountFn>, function: &'static str, arg: &str) -> Result<usize> {
+        self.alive(function)?;
+        let f = self.exported(f, function)?;
+        let mut n = 0usize;
+        // SAFETY: the instance is live; n is a local for the FMU to write.
+        let code = unsafe { f(self.component, &mut n) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), function)
+                .arg(arg, n)
+                .end();
+        }
+        self.check(function, code)?;
+        Ok(n)
     }
 
     /// Hands the float inputs `vrs` to the FMU in Intermediate Update Mode
@@ -653,10 +863,12 @@ impl Fmi3Instance {
             return Err(self.out_of_sequence(F, "Instantiated"));
         }
         let f = self.exported(self.lib.functions.enter_configuration_mode, F)?;
-        self.configuration_call(f, F, Phase::Configuration)
+        self.change_mode(f, F, Phase::Configuration)
     }
 
-    /// `fmi3ExitConfigurationMode` (back to Instantiated).
+    /// `fmi3ExitConfigurationMode` (back to Instantiated). An instance for
+    /// Model Exchange then asks the FMU again for its numbers of
+    /// continuous states and event indicators.
     pub fn exit_configuration_mode(&mut self) -> Result<()> {
         const F: &str = "fmi3ExitConfigurationMode";
         self.alive(F)?;
@@ -664,23 +876,10 @@ impl Fmi3Instance {
             return Err(self.out_of_sequence(F, "Configuration Mode"));
         }
         let f = self.exported(self.lib.functions.exit_configuration_mode, F)?;
-        self.configuration_call(f, F, Phase::Instantiated)
-    }
-
-    /// Calls `f`, entering or leaving Configuration Mode, then in `to`.
-    fn configuration_call(
-        &mut self,
-        f: unsafe extern "C" fn(Component) -> Fmi3Status,
-        function: &'static str,
-        to: Phase,
-    ) -> Result<()> {
-        // SAFETY: the instance is live.
-        let code = unsafe { f(self.component) };
-        if let Some(log) = &self.call_log {
-            log_call::<Fmi3>(log, code, function);
+        self.change_mode(f, F, Phase::Instantiated)?;
+        if self.interface() == Interface::ModelExchange {
+            self.count_states_and_indicators()?;
         }
-        self.check(function, code)?;
-        self.phase = to;
         Ok(())
     }
 
@@ -953,10 +1152,12 @@ impl Fmi3Instance {
         self.check("fmi3SetBinary", code).map(|_| ())
     }
 
-    /// `fmi3DoStep`. Early return and Discard are reported as outcomes.
+    /// `fmi3DoStep`. Early return and Discard are reported as outcomes. An
+    /// instance for Model Exchange refuses.
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi3DoStep")?;
+        let do_step = self.do_step_fn()?;
         self.time = t;
         self.env.intermediate.borrow_mut().t0 = t;
         let mut event_handling_needed = false;
@@ -965,7 +1166,7 @@ impl Fmi3Instance {
         let mut last_successful_time = t;
         // SAFETY: instance is live; the out-pointers point to locals.
         let code = unsafe {
-            (self.lib.functions.do_step)(
+            do_step(
                 self.component,
                 t,
                 h,
@@ -1036,5 +1237,32 @@ impl Fmi3Instance {
         }
         self.time = t + h;
         Ok(StepOutcome::Completed)
+    }
+
+    /// `fmi3UpdateDiscreteStates` (Model Exchange, Event Mode): one step
+    /// of the event iteration, and what the FMU says of it.
+    pub fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
+        const F: &str = "fmi3UpdateDiscreteStates";
+        let f = self.update_discrete_states_fn()?;
+        // fmi3Boolean is C `bool`: read back as bytes (as in
+        // completed_integrator_step).
+        let mut flags = [0u8; 5];
+        let [a, b, c, d, e] = flags.each_mut().map(|b| (b as *mut u8).cast::<bool>());
+        let mut next_event_time = 0.0;
+        // SAFETY: the instance is live; the out-pointers point to bytes of
+        // `flags`, which have `bool`'s size and alignment, and to a local.
+        let code = unsafe { f(self.component, a, b, c, d, e, &mut next_event_time) };
+        if let Some(log) = &self.call_log {
+            log_update_discrete_states(log, code, &flags, next_event_time);
+        }
+        self.check(F, code)?;
+        let [need_update, terminate, nominals, values, time_defined] = flags.map(|b| b != 0);
+        Ok(DiscreteStatesUpdate {
+            discrete_states_need_update: need_update,
+            terminate_simulation: terminate,
+            nominals_changed: nominals,
+            values_changed: values,
+            next_event_time: time_defined.then_some(next_event_time),
+        })
     }
 }
