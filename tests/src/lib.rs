@@ -350,13 +350,27 @@ fn c_fmu(
 ) -> PathBuf {
     let src = root().join("tests/data").join(src);
     let lib = dir.join(format!("{model}.so"));
+    compile_c(&src.join(c_file), &lib, flags);
+    let fmu = dir.join(format!("{model}.fmu"));
+    let md = std::fs::read(src.join("modelDescription.xml")).unwrap();
+    pack_fmu(
+        &fmu,
+        &md,
+        &[(format!("binaries/{platform}/{model}.so"), lib)],
+    );
+    fmu
+}
+
+/// Compiles the C file `c_file` into the shared library `lib` with the
+/// system C compiler (`CC`, else `cc`), `flags` besides the usual ones.
+fn compile_c(c_file: &Path, lib: &Path, flags: &[&str]) {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
         .args(["-shared", "-fPIC", "-O1", "-fvisibility=hidden"])
         .args(flags)
         .arg("-o")
-        .arg(&lib)
-        .arg(src.join(c_file))
+        .arg(lib)
+        .arg(c_file)
         .output()
         .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
     assert!(
@@ -364,19 +378,91 @@ fn c_fmu(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let fmu = dir.join(format!("{model}.fmu"));
-    let mut z = zip::ZipWriter::new(std::fs::File::create(&fmu).unwrap());
+}
+
+/// Packs the model description `md` and the libraries `libs` (archive
+/// entry, file) into the FMU `fmu`.
+fn pack_fmu(fmu: &Path, md: &[u8], libs: &[(String, PathBuf)]) {
+    let mut z = zip::ZipWriter::new(std::fs::File::create(fmu).unwrap());
     let opts = zip::write::SimpleFileOptions::default();
-    for (name, file) in [
-        (
-            "modelDescription.xml".to_string(),
-            src.join("modelDescription.xml"),
-        ),
-        (format!("binaries/{platform}/{model}.so"), lib),
-    ] {
-        z.start_file(name, opts).unwrap();
+    z.start_file("modelDescription.xml", opts).unwrap();
+    std::io::Write::write_all(&mut z, md).unwrap();
+    for (name, file) in libs {
+        z.start_file(name.as_str(), opts).unwrap();
         std::io::Write::write_all(&mut z, &std::fs::read(file).unwrap()).unwrap();
     }
     z.finish().unwrap();
+}
+
+/// The interfaces [`bouncing_ball_fmu`] builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BallInterfaces {
+    /// `<ModelExchange>` only, library `BouncingBallME`.
+    ModelExchange,
+    /// `<CoSimulation>` only, library `BouncingBallCS`.
+    CoSimulation,
+    /// Both, each in its own library.
+    Both,
+    /// Both in one library, `BouncingBall`, which both elements name.
+    BothOneLibrary,
+}
+
+/// Builds `tests/data/me_fmu` (a hand-written bouncing ball in C, FMI 2.0
+/// or 3.0 as `fmi` says, Model Exchange and/or Co-Simulation: its state
+/// machine checked as the Reference FMUs check it) with the system C
+/// compiler into `<dir>/BouncingBall<fmi>_<interfaces>[_without_<f>].fmu`.
+/// The functions named in `omit` are left out of the libraries (for tests
+/// of a missing function).
+pub fn bouncing_ball_fmu(
+    dir: &Path,
+    fmi: u8,
+    interfaces: BallInterfaces,
+    omit: &[&str],
+) -> PathBuf {
+    let src = root().join("tests/data/me_fmu");
+    let platform = if fmi == 2 { "linux64" } else { "x86_64-linux" };
+    let me = ("BouncingBallME", "-DMODEL_EXCHANGE");
+    let cs = ("BouncingBallCS", "-DCO_SIMULATION");
+    let libs: Vec<(&str, Vec<&str>)> = match interfaces {
+        BallInterfaces::ModelExchange => vec![(me.0, vec![me.1])],
+        BallInterfaces::CoSimulation => vec![(cs.0, vec![cs.1])],
+        BallInterfaces::Both => vec![(me.0, vec![me.1]), (cs.0, vec![cs.1])],
+        BallInterfaces::BothOneLibrary => vec![("BouncingBall", vec![me.1, cs.1])],
+    };
+    let md = std::fs::read_to_string(src.join(format!("fmi{fmi}.xml"))).unwrap();
+    let keep = |line: &str| {
+        (interfaces != BallInterfaces::CoSimulation || !line.contains("<ModelExchange "))
+            && (interfaces != BallInterfaces::ModelExchange || !line.contains("<CoSimulation "))
+    };
+    let mut md: String = md
+        .lines()
+        .filter(|l| keep(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    if interfaces == BallInterfaces::BothOneLibrary {
+        md = md
+            .replace("\"BouncingBallME\"", "\"BouncingBall\"")
+            .replace("\"BouncingBallCS\"", "\"BouncingBall\"");
+    }
+    let version = format!("-DFMI_VERSION={fmi}");
+    let renames: Vec<String> = omit.iter().map(|f| format!("-D{f}=omitted_{f}")).collect();
+    let mut tag = format!("{fmi}_{interfaces:?}");
+    for f in omit {
+        tag.push_str("_without_");
+        tag.push_str(f);
+    }
+    let built: Vec<(String, PathBuf)> = libs
+        .iter()
+        .map(|(id, defines)| {
+            let lib = dir.join(format!("{id}{tag}.so"));
+            let mut flags = vec![version.as_str()];
+            flags.extend(defines);
+            flags.extend(renames.iter().map(String::as_str));
+            compile_c(&src.join("bouncing_ball.c"), &lib, &flags);
+            (format!("binaries/{platform}/{id}.so"), lib)
+        })
+        .collect();
+    let fmu = dir.join(format!("BouncingBall{tag}.fmu"));
+    pack_fmu(&fmu, md.as_bytes(), &built);
     fmu
 }

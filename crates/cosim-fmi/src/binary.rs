@@ -18,7 +18,8 @@
 //!
 //! The same reading gives the library's exported dynamic symbols
 //! ([`SharedLibrary::exports`]), so that the FMI functions a library offers
-//! are known without loading it ([`missing_mandatory_function`]).
+//! are known without loading it ([`missing_function`]: those of the
+//! interface it is loaded for, Co-Simulation or Model Exchange).
 
 use std::fs::File;
 use std::path::Path;
@@ -27,6 +28,7 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::{Endianness, ReadCache, ReadRef};
 
+use crate::ffi::Interface;
 use crate::model_description::FmiVersion;
 
 /// The functions of the FMI 2.0 Co-Simulation interface that every library
@@ -77,6 +79,77 @@ pub const FMI3_MANDATORY_FUNCTIONS: &[&str] = &[
     "fmi3DoStep",
 ];
 
+/// The functions of [`FMI2_MANDATORY_FUNCTIONS`] that only Co-Simulation
+/// needs.
+const FMI2_CO_SIMULATION_ONLY: &[&str] = &["fmi2DoStep"];
+
+/// The functions of [`FMI3_MANDATORY_FUNCTIONS`] that only Co-Simulation
+/// needs.
+const FMI3_CO_SIMULATION_ONLY: &[&str] = &["fmi3InstantiateCoSimulation", "fmi3DoStep"];
+
+/// The functions of the FMI 2.0 Model Exchange interface that a library
+/// instantiated for it must export besides the common ones (those of
+/// [`FMI2_MANDATORY_FUNCTIONS`] but `fmi2DoStep`).
+pub const FMI2_MODEL_EXCHANGE_FUNCTIONS: &[&str] = &[
+    "fmi2EnterEventMode",
+    "fmi2NewDiscreteStates",
+    "fmi2EnterContinuousTimeMode",
+    "fmi2CompletedIntegratorStep",
+    "fmi2SetTime",
+    "fmi2SetContinuousStates",
+    "fmi2GetDerivatives",
+    "fmi2GetEventIndicators",
+    "fmi2GetContinuousStates",
+    "fmi2GetNominalsOfContinuousStates",
+];
+
+/// The functions of the FMI 3.0 Model Exchange interface that a library
+/// instantiated for it must export besides the common ones (those of
+/// [`FMI3_MANDATORY_FUNCTIONS`] but `fmi3InstantiateCoSimulation` and
+/// `fmi3DoStep`).
+pub const FMI3_MODEL_EXCHANGE_FUNCTIONS: &[&str] = &[
+    "fmi3InstantiateModelExchange",
+    "fmi3EnterEventMode",
+    "fmi3UpdateDiscreteStates",
+    "fmi3EnterContinuousTimeMode",
+    "fmi3CompletedIntegratorStep",
+    "fmi3SetTime",
+    "fmi3SetContinuousStates",
+    "fmi3GetContinuousStateDerivatives",
+    "fmi3GetEventIndicators",
+    "fmi3GetContinuousStates",
+    "fmi3GetNominalsOfContinuousStates",
+    "fmi3GetNumberOfEventIndicators",
+    "fmi3GetNumberOfContinuousStates",
+];
+
+/// The functions a library of `version` must export to be instantiated
+/// for `interface` (those the binding in `ffi` refuses to instantiate
+/// without).
+pub fn mandatory_functions(
+    version: FmiVersion,
+    interface: Interface,
+) -> impl Iterator<Item = &'static str> {
+    let (common, co_simulation_only, model_exchange) = match version {
+        FmiVersion::V2 => (
+            FMI2_MANDATORY_FUNCTIONS,
+            FMI2_CO_SIMULATION_ONLY,
+            FMI2_MODEL_EXCHANGE_FUNCTIONS,
+        ),
+        FmiVersion::V3 => (
+            FMI3_MANDATORY_FUNCTIONS,
+            FMI3_CO_SIMULATION_ONLY,
+            FMI3_MODEL_EXCHANGE_FUNCTIONS,
+        ),
+    };
+    let me = interface == Interface::ModelExchange;
+    common
+        .iter()
+        .filter(move |f| !(me && co_simulation_only.contains(f)))
+        .chain(if me { model_exchange } else { &[] })
+        .copied()
+}
+
 /// What was read from a shared library that passed the checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedLibrary {
@@ -103,11 +176,17 @@ pub fn missing_mandatory_function(
     library: &SharedLibrary,
     version: FmiVersion,
 ) -> Option<&'static str> {
-    let mandatory = match version {
-        FmiVersion::V2 => FMI2_MANDATORY_FUNCTIONS,
-        FmiVersion::V3 => FMI3_MANDATORY_FUNCTIONS,
-    };
-    mandatory.iter().copied().find(|f| !library.may_export(f))
+    missing_function(library, version, Interface::CoSimulation)
+}
+
+/// The first function that `interface` of `version` needs and `library`
+/// does not export, if any (none when its exports are unknown).
+pub fn missing_function(
+    library: &SharedLibrary,
+    version: FmiVersion,
+    interface: Interface,
+) -> Option<&'static str> {
+    mandatory_functions(version, interface).find(|f| !library.may_export(f))
 }
 
 /// Checks the shared library at `path` (see the module documentation).

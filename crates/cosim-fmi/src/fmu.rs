@@ -1,5 +1,7 @@
 //! An opened FMU: its extracted files, its model description, and (loaded on
-//! first instantiation, then shared by every instance) its shared library.
+//! first instantiation, then shared by every instance) its shared library,
+//! one per interface (Co-Simulation and Model Exchange may name different
+//! libraries).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -8,24 +10,63 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::archive;
 use crate::binary;
 use crate::error::{FmiError, Result};
+use crate::ffi::Interface;
 use crate::ffi::call_log::CallLog;
-use crate::ffi::fmi2::{Fmi2Capabilities, Fmi2Instance, Fmi2Library};
-use crate::ffi::fmi3::{Fmi3Capabilities, Fmi3Instance, Fmi3Library};
+use crate::ffi::common::{Capabilities, Instantiation};
+use crate::ffi::fmi2::{Fmi2Instance, Fmi2Library};
+use crate::ffi::fmi3::{Fmi3Instance, Fmi3Library};
 use crate::instance::{Inner, Instance, InstantiateOptions};
 use crate::model_description::{
-    CoSimulation, FmiVersion, ModelDescription, parse_model_description_file,
+    CoSimulation, FmiVersion, ModelDescription, ModelExchange, parse_model_description_file,
 };
 
+#[derive(Clone)]
 enum Library {
     V2(Arc<Fmi2Library>),
     V3(Arc<Fmi3Library>),
+}
+
+impl Library {
+    /// Checks that the library exports every function `interface` needs.
+    fn require(&self, interface: Interface) -> Result<()> {
+        match self {
+            Library::V2(l) => l.require(interface),
+            Library::V3(l) => l.require(interface),
+        }
+    }
+}
+
+/// The libraries loaded for each interface, with the path each was asked
+/// for (a copy reused from the pool has an earlier FMU's path).
+#[derive(Default)]
+struct Libraries {
+    co_simulation: Option<(PathBuf, Library)>,
+    model_exchange: Option<(PathBuf, Library)>,
+}
+
+impl Libraries {
+    fn slot(&mut self, interface: Interface) -> &mut Option<(PathBuf, Library)> {
+        match interface {
+            Interface::CoSimulation => &mut self.co_simulation,
+            Interface::ModelExchange => &mut self.model_exchange,
+        }
+    }
+
+    /// The library loaded for either interface from `path`.
+    fn loaded_from(&self, path: &Path) -> Option<Library> {
+        [&self.co_simulation, &self.model_exchange]
+            .into_iter()
+            .flatten()
+            .find(|(p, _)| p == path)
+            .map(|(_, l)| l.clone())
+    }
 }
 
 struct FmuInner {
     source: PathBuf,
     root: archive::FmuRoot,
     md: ModelDescription,
-    library: Mutex<Option<Library>>,
+    library: Mutex<Libraries>,
 }
 
 /// An opened `.fmu` archive (or unpacked FMU directory).
@@ -70,8 +111,9 @@ impl Drop for OnceGuard {
 impl Fmu {
     /// Opens an `.fmu` file (extracting it safely into a private temporary
     /// directory) or an unpacked FMU directory, parses its
-    /// `modelDescription.xml`, and checks its co-simulation library for
-    /// this platform, if it has one, without loading it
+    /// `modelDescription.xml`, and checks the library for this platform of
+    /// its default interface (Co-Simulation where it declares it, else
+    /// Model Exchange), if it has one, without loading it
     /// ([`Fmu::check_library`]).
     ///
     /// # Errors
@@ -119,12 +161,15 @@ impl Fmu {
         if let Some(cs) = &mut md.co_simulation {
             cs.has_source_files = source_files(root.path(), md.fmi_version, cs.has_source_files);
         }
+        if let Some(me) = &mut md.model_exchange {
+            me.has_source_files = source_files(root.path(), md.fmi_version, me.has_source_files);
+        }
         let fmu = Fmu {
             inner: Arc::new(FmuInner {
                 source: path.to_path_buf(),
                 root,
                 md,
-                library: Mutex::new(None),
+                library: Mutex::new(Libraries::default()),
             }),
         };
         // A library that is missing (or not named validly) is an error
@@ -166,20 +211,64 @@ impl Fmu {
             })
     }
 
-    /// The path of the shared library for this platform (checked to exist).
+    /// The `<ModelExchange>` element, or an error naming the FMU if it has
+    /// none.
+    pub fn model_exchange(&self) -> Result<&ModelExchange> {
+        self.inner
+            .md
+            .model_exchange
+            .as_ref()
+            .ok_or_else(|| FmiError::Unsupported {
+                fmu: self.inner.source.display().to_string(),
+                reason: format!(
+                    "the FMU has no <ModelExchange> interface (it declares {})",
+                    declared(&self.inner.md)
+                ),
+            })
+    }
+
+    /// The interface instantiated when nothing says which: Co-Simulation
+    /// where the FMU declares it, else Model Exchange.
+    ///
+    /// # Errors
+    ///
+    /// As [`Fmu::co_simulation`], for an FMU that declares neither.
+    pub fn default_interface(&self) -> Result<Interface> {
+        match self.inner.md.default_interface() {
+            Some(interface) => Ok(interface),
+            None => self.co_simulation().map(|_| Interface::CoSimulation),
+        }
+    }
+
+    /// The `modelIdentifier` of `interface`, or an error naming the FMU if
+    /// it does not declare it.
+    fn model_identifier(&self, interface: Interface) -> Result<&str> {
+        Ok(match interface {
+            Interface::CoSimulation => &self.co_simulation()?.model_identifier,
+            Interface::ModelExchange => &self.model_exchange()?.model_identifier,
+        })
+    }
+
+    /// The path of the shared library for this platform of the default
+    /// interface ([`Fmu::default_interface`]), checked to exist.
     pub fn library_path(&self) -> Result<PathBuf> {
-        let cs = self.co_simulation()?;
+        self.library_path_for(self.default_interface()?)
+    }
+
+    /// The path of the shared library for this platform of `interface`
+    /// (its `modelIdentifier`), checked to exist.
+    pub fn library_path_for(&self, interface: Interface) -> Result<PathBuf> {
         archive::library_path(
             self.inner.root.path(),
             &self.inner.source,
             self.inner.md.fmi_version,
-            &cs.model_identifier,
+            self.model_identifier(interface)?,
         )
     }
 
     /// The archive entry of the shared library for this platform
-    /// (`binaries/linux64/<id>.so`, `binaries/x86_64-linux/<id>.so`),
-    /// checked to exist.
+    /// (`binaries/linux64/<id>.so`, `binaries/x86_64-linux/<id>.so`) of
+    /// the default interface, checked to exist.
     ///
     /// # Errors
     ///
@@ -205,12 +294,23 @@ impl Fmu {
         self.inner.source.join(self.entry_of(path))
     }
 
-    /// Checks the shared library for this platform without loading it
-    /// (nothing of it runs): its ELF header, program and section headers
-    /// against the file's size and this machine's architecture, class and
-    /// byte order, that it is a shared object, and that it exports every
-    /// mandatory FMI function of the FMU's version (see [`binary`]).
-    /// Returns what was read: its exported symbols.
+    /// Checks the shared library for this platform of the default
+    /// interface without loading it ([`Fmu::check_library_for`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Fmu::check_library_for`].
+    pub fn check_library(&self) -> Result<binary::SharedLibrary> {
+        self.check_library_for(self.default_interface()?)
+    }
+
+    /// Checks the shared library for this platform of `interface` without
+    /// loading it (nothing of it runs): its ELF header, program and
+    /// section headers against the file's size and this machine's
+    /// architecture, class and byte order, that it is a shared object, and
+    /// that it exports every mandatory FMI function of the FMU's version
+    /// for the interface (see [`binary`]). Returns what was read: its
+    /// exported symbols.
     ///
     /// # Errors
     ///
@@ -221,8 +321,8 @@ impl Fmu {
     /// library ..."); [`FmiError::MissingFunction`] naming
     /// `<the .fmu>/<entry>` and the first mandatory function it lacks;
     /// [`FmiError::Io`] if the file cannot be read.
-    pub fn check_library(&self) -> Result<binary::SharedLibrary> {
-        let path = self.library_path()?;
+    pub fn check_library_for(&self, interface: Interface) -> Result<binary::SharedLibrary> {
+        let path = self.library_path_for(interface)?;
         let library = binary::check_shared_library_file(&path)
             .map_err(|error| FmiError::Io {
                 path: self.shown(&path),
@@ -234,7 +334,7 @@ impl Fmu {
                 reason,
             })?;
         if let Some(function) =
-            binary::missing_mandatory_function(&library, self.inner.md.fmi_version)
+            binary::missing_function(&library, self.inner.md.fmi_version, interface)
         {
             return Err(FmiError::MissingFunction {
                 library: self.shown(&path),
@@ -265,21 +365,27 @@ impl Fmu {
         }))
     }
 
-    /// Loads the shared library now (it is otherwise loaded on the first
-    /// instantiation) and returns the names of the optional FMI functions it
-    /// exports. Fails naming a missing mandatory function. This runs the
-    /// library's initialisers; to list its functions without running
-    /// anything, use [`Fmu::exported_fmi_functions`].
+    /// Loads the shared library of the default interface now (it is
+    /// otherwise loaded on the first instantiation) and returns the names
+    /// of the optional FMI functions it exports. Fails naming a missing
+    /// mandatory function. This runs the library's initialisers; to list
+    /// its functions without running anything, use
+    /// [`Fmu::exported_fmi_functions`].
     pub fn load(&self) -> Result<Vec<&'static str>> {
+        self.load_for(self.default_interface()?)
+    }
+
+    /// [`Fmu::load`] of the library of `interface`.
+    pub fn load_for(&self, interface: Interface) -> Result<Vec<&'static str>> {
         let mut guard = self.lock_library()?;
-        let lib = self.ensure_library(&mut guard)?;
+        let lib = self.ensure_library(&mut guard, interface)?;
         Ok(match lib {
             Library::V2(l) => l.optional_functions(),
             Library::V3(l) => l.optional_functions(),
         })
     }
 
-    fn lock_library(&self) -> Result<std::sync::MutexGuard<'_, Option<Library>>> {
+    fn lock_library(&self) -> Result<std::sync::MutexGuard<'_, Libraries>> {
         self.inner
             .library
             .lock()
@@ -289,28 +395,54 @@ impl Fmu {
             })
     }
 
-    fn ensure_library<'a>(&self, slot: &'a mut Option<Library>) -> Result<&'a Library> {
-        if slot.is_none() {
-            let path = self.library_path()?;
+    /// The library of `interface`, loaded now if it is not yet: the
+    /// other interface's where both name the same file.
+    fn ensure_library<'a>(
+        &self,
+        libraries: &'a mut Libraries,
+        interface: Interface,
+    ) -> Result<&'a Library> {
+        if libraries.slot(interface).is_none() {
+            let path = self.library_path_for(interface)?;
             // Checked at open, and again here, right before `dlopen`: an
             // unpacked FMU directory may have changed since.
-            self.check_library()?;
-            // In-process, a crash in the library's initialisers ends the
-            // process: this line (-vv) says what was being loaded.
-            tracing::debug!(
-                "loading the shared library {} (its initialisers run)",
-                self.shown(&path).display()
-            );
-            let loaded = match self.inner.md.fmi_version {
-                FmiVersion::V2 => Fmi2Library::load(&path).map(Library::V2),
-                FmiVersion::V3 => Fmi3Library::load(&path).map(Library::V3),
+            self.check_library_for(interface)?;
+            let library = match libraries.loaded_from(&path) {
+                Some(library) => library,
+                None => {
+                    // In-process, a crash in the library's initialisers
+                    // ends the process: this line (-vv) says what was
+                    // being loaded.
+                    tracing::debug!(
+                        "loading the shared library {} (its initialisers run)",
+                        self.shown(&path).display()
+                    );
+                    let loaded = match self.inner.md.fmi_version {
+                        FmiVersion::V2 => Fmi2Library::load(&path).map(Library::V2),
+                        FmiVersion::V3 => Fmi3Library::load(&path).map(Library::V3),
+                    };
+                    loaded.map_err(|e| self.name_the_archive(e))?
+                }
             };
-            *slot = Some(loaded.map_err(|e| self.name_the_archive(e))?);
+            // (Named after this FMU's file: a copy from the pool has
+            // another's path.)
+            library.require(interface).map_err(|e| match e {
+                FmiError::MissingFunction { function, .. } => FmiError::MissingFunction {
+                    library: self.shown(&path),
+                    function,
+                },
+                other => other,
+            })?;
+            *libraries.slot(interface) = Some((path, library));
         }
-        slot.as_ref().ok_or_else(|| FmiError::Unsupported {
-            fmu: self.inner.source.display().to_string(),
-            reason: "library not loaded".into(),
-        })
+        libraries
+            .slot(interface)
+            .as_ref()
+            .map(|(_, library)| library)
+            .ok_or_else(|| FmiError::Unsupported {
+                fmu: self.inner.source.display().to_string(),
+                reason: "library not loaded".into(),
+            })
     }
 
     /// A loader error about the extracted library, rewritten to name
@@ -336,11 +468,45 @@ impl Fmu {
         }
     }
 
-    /// Creates a co-simulation instance named `name`.
+    /// Creates an instance named `name` for the interface of `options`
+    /// (Co-Simulation by default).
     pub fn instantiate(&self, name: &str, options: &InstantiateOptions) -> Result<Instance> {
-        let cs = self.co_simulation()?.clone();
+        let interface = options.interface;
         let md = &self.inner.md;
-        let once_guard = if cs.can_be_instantiated_only_once_per_process {
+        let (only_once, caps) = match interface {
+            Interface::CoSimulation => {
+                let cs = self.co_simulation()?;
+                (
+                    cs.can_be_instantiated_only_once_per_process,
+                    Capabilities {
+                        can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
+                        can_serialize_fmu_state: cs.can_serialize_fmu_state,
+                        provides_directional_derivatives: cs.provides_directional_derivatives,
+                        can_interpolate_inputs: cs.can_interpolate_inputs,
+                        max_output_derivative_order: cs.max_output_derivative_order,
+                        has_event_mode: cs.has_event_mode,
+                        provides_intermediate_update: cs.provides_intermediate_update,
+                    },
+                )
+            }
+            Interface::ModelExchange => {
+                let me = self.model_exchange()?;
+                (
+                    me.can_be_instantiated_only_once_per_process,
+                    Capabilities {
+                        can_get_and_set_fmu_state: me.can_get_and_set_fmu_state,
+                        can_serialize_fmu_state: me.can_serialize_fmu_state,
+                        provides_directional_derivatives: me.provides_directional_derivatives,
+                        ..Capabilities::default()
+                    },
+                )
+            }
+        };
+        let counts = (
+            md.number_of_continuous_states(),
+            md.number_of_event_indicators(),
+        );
+        let once_guard = if only_once {
             let mut map = once_registry().lock().map_err(|_| FmiError::Unsupported {
                 fmu: self.inner.source.display().to_string(),
                 reason: "instance registry poisoned by an earlier panic".into(),
@@ -365,39 +531,20 @@ impl Fmu {
             .as_ref()
             .map(|sink| Arc::new(CallLog::new(sink.clone(), name, md)));
         let mut guard = self.lock_library()?;
-        let library = self.ensure_library(&mut guard)?;
+        let library = self.ensure_library(&mut guard, interface)?;
+        let how = Instantiation {
+            name,
+            token: &md.instantiation_token,
+            resources: &resources,
+            caps,
+            interface,
+            counts,
+            logging_on: options.logging_on,
+            call_log,
+        };
         let inner = match library {
-            Library::V2(lib) => Inner::V2(Fmi2Instance::instantiate(
-                Arc::clone(lib),
-                name,
-                &md.instantiation_token,
-                &resources,
-                Fmi2Capabilities {
-                    can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
-                    can_serialize_fmu_state: cs.can_serialize_fmu_state,
-                    provides_directional_derivative: cs.provides_directional_derivatives,
-                    can_interpolate_inputs: cs.can_interpolate_inputs,
-                    max_output_derivative_order: cs.max_output_derivative_order,
-                },
-                options.logging_on,
-                call_log,
-            )?),
-            Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(
-                Arc::clone(lib),
-                name,
-                &md.instantiation_token,
-                &resources,
-                Fmi3Capabilities {
-                    can_get_and_set_fmu_state: cs.can_get_and_set_fmu_state,
-                    can_serialize_fmu_state: cs.can_serialize_fmu_state,
-                    provides_directional_derivatives: cs.provides_directional_derivatives,
-                    max_output_derivative_order: cs.max_output_derivative_order,
-                    has_event_mode: cs.has_event_mode,
-                    provides_intermediate_update: cs.provides_intermediate_update,
-                },
-                options.logging_on,
-                call_log,
-            )?),
+            Library::V2(lib) => Inner::V2(Fmi2Instance::instantiate(Arc::clone(lib), how)?),
+            Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(Arc::clone(lib), how)?),
         };
         drop(guard);
         let mut instance = Instance {
@@ -412,6 +559,21 @@ impl Fmu {
             instance.set_debug_logging(true, &cats)?;
         }
         Ok(instance)
+    }
+}
+
+/// The interfaces `md` declares, in words: "<CoSimulation>", "no
+/// interface".
+fn declared(md: &ModelDescription) -> String {
+    let names: Vec<String> = md
+        .interfaces()
+        .iter()
+        .map(|i| format!("<{}>", i.interface))
+        .collect();
+    if names.is_empty() {
+        "no interface".to_string()
+    } else {
+        names.join(" and ")
     }
 }
 

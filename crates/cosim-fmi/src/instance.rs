@@ -3,7 +3,9 @@
 use crate::error::{FmiError, Result};
 use crate::ffi::fmi2::Fmi2Instance;
 use crate::ffi::fmi3::Fmi3Instance;
-use crate::ffi::{Phase, StateHandle, StepCall, StepOutcome};
+use crate::ffi::{
+    CompletedStep, DiscreteStatesUpdate, Interface, Phase, StateHandle, StepCall, StepOutcome,
+};
 use crate::model_description::FmiVersion;
 
 /// Options for [`Fmu::instantiate`](crate::Fmu::instantiate).
@@ -21,6 +23,9 @@ pub struct InstantiateOptions {
     /// (`docs/fmi-call-log.md`). `None` (default): nothing is logged, and
     /// the calls pay one branch each.
     pub call_log: Option<crate::CallLogSink>,
+    /// The interface to instantiate (default Co-Simulation): its element's
+    /// `modelIdentifier` names the library loaded.
+    pub interface: Interface,
 }
 
 impl Default for InstantiateOptions {
@@ -29,6 +34,7 @@ impl Default for InstantiateOptions {
             logging_on: true,
             debug_categories: None,
             call_log: None,
+            interface: Interface::CoSimulation,
         }
     }
 }
@@ -286,6 +292,12 @@ impl std::fmt::Debug for Instance {
 }
 
 macro_rules! dispatch {
+    (&$self:ident, $i:ident => $e:expr) => {
+        match &$self.inner {
+            Inner::V2($i) => $e,
+            Inner::V3($i) => $e,
+        }
+    };
     ($self:ident, $i:ident => $e:expr) => {
         match &mut $self.inner {
             Inner::V2($i) => $e,
@@ -297,10 +309,7 @@ macro_rules! dispatch {
 impl Instance {
     /// The instance name given at instantiation.
     pub fn name(&self) -> &str {
-        match &self.inner {
-            Inner::V2(i) => i.name(),
-            Inner::V3(i) => i.name(),
-        }
+        dispatch!(&self, i => i.name())
     }
 
     /// The model description of the FMU.
@@ -325,10 +334,13 @@ impl Instance {
 
     /// Where the instance is in the standard's state machine.
     pub fn phase(&self) -> Phase {
-        match &self.inner {
-            Inner::V2(i) => i.phase(),
-            Inner::V3(i) => i.phase(),
-        }
+        dispatch!(&self, i => i.phase())
+    }
+
+    /// The interface the instance was created for
+    /// ([`InstantiateOptions::interface`]).
+    pub fn interface(&self) -> Interface {
+        dispatch!(&self, i => i.interface())
     }
 
     /// Sets up the run (state Instantiated): FMI 2 calls
@@ -395,14 +407,16 @@ impl Instance {
         }
     }
 
-    /// Leaves initialization mode; the instance is then ready to step.
+    /// Leaves Initialization Mode: an instance for Co-Simulation is then
+    /// ready to step, one for Model Exchange in Event Mode.
     pub fn exit_initialization_mode(&mut self) -> Result<()> {
         dispatch!(self, i => i.exit_initialization_mode())
     }
 
     /// Terminates the simulation run of this instance, where the state
-    /// machine allows it (after initialization, before an Error); else it
-    /// is only freed when dropped. Idempotent.
+    /// machine allows it (after initialization, before an Error: Step
+    /// Mode, Event Mode, Continuous-Time Mode); else it is only freed when
+    /// dropped. Idempotent.
     pub fn terminate(&mut self) -> Result<()> {
         dispatch!(self, i => i.terminate())
     }
@@ -559,9 +573,9 @@ impl Instance {
 
     /// The calls of [`Instance::set_step_get_f64`] bound once to `values`,
     /// for a run of macro steps that make nothing else ([`HeldStep`]).
-    /// `None` where the version's binding gives none
-    /// ([`crate::ffi::fmi2::Fmi2Instance::held_step`],
-    /// [`crate::ffi::fmi3::Fmi3Instance::held_step`]).
+    /// `None` where the binding gives none
+    /// ([`crate::ffi::common::FmiInstance::held_step`]: an instance for
+    /// Model Exchange, one that logs its calls, ...).
     pub fn held_step<'a>(&'a mut self, values: HeldValues<'a>) -> Option<HeldStep<'a>> {
         Some(match &mut self.inner {
             Inner::V2(i) => HeldStep::V2(i.held_step(values)?),
@@ -802,7 +816,8 @@ impl Instance {
     /// `noSetFMUStatePriorToCurrentPoint`: true when no state saved before
     /// `t` will be restored (every master that never rolls back); false
     /// only where a restore may follow. Some FMUs misbehave with false
-    /// (they keep history, or freeze), so pass true wherever possible.
+    /// (they keep history, or freeze), so pass true wherever possible. An
+    /// instance for Model Exchange refuses (its importer integrates it).
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         dispatch!(self, i => i.do_step(t, h, no_set_prior))
@@ -879,10 +894,7 @@ impl Instance {
         order: i32,
         values: &mut [f64],
     ) -> Result<()> {
-        match &mut self.inner {
-            Inner::V2(i) => i.get_real_output_derivatives(vrs, order, values),
-            Inner::V3(i) => i.get_output_derivatives(vrs, order, values),
-        }
+        dispatch!(self, i => i.get_output_derivatives(vrs, order, values))
     }
 
     /// `sensitivity = d(unknowns)/d(knowns) * seed`.
@@ -894,5 +906,85 @@ impl Instance {
         sensitivity: &mut [f64],
     ) -> Result<()> {
         dispatch!(self, i => i.get_directional_derivative(unknowns, knowns, seed, sensitivity))
+    }
+
+    /// The number of continuous states: FMI 2 the model description's
+    /// `<Derivatives>`; FMI 3, for Model Exchange, what
+    /// `fmi3GetNumberOfContinuousStates` said (at instantiation, and after
+    /// Configuration Mode), else the model description's
+    /// `<ContinuousStateDerivative>` elements.
+    pub fn number_of_continuous_states(&self) -> usize {
+        dispatch!(&self, i => i.number_of_continuous_states())
+    }
+
+    /// The number of event indicators: FMI 2 `numberOfEventIndicators`;
+    /// FMI 3, for Model Exchange, what `fmi3GetNumberOfEventIndicators`
+    /// said, else the model description's `<EventIndicator>` elements.
+    pub fn number_of_event_indicators(&self) -> usize {
+        dispatch!(&self, i => i.number_of_event_indicators())
+    }
+
+    /// Model Exchange: `fmi*SetTime` (Event Mode or Continuous-Time
+    /// Mode).
+    #[inline]
+    pub fn set_time(&mut self, t: f64) -> Result<()> {
+        dispatch!(self, i => i.set_time(t))
+    }
+
+    /// Model Exchange: `fmi*SetContinuousStates` (Continuous-Time Mode),
+    /// one value per continuous state.
+    #[inline]
+    pub fn set_continuous_states(&mut self, x: &[f64]) -> Result<()> {
+        dispatch!(self, i => i.set_continuous_states(x))
+    }
+
+    /// Model Exchange: `fmi*GetContinuousStates`, one value per continuous
+    /// state.
+    #[inline]
+    pub fn get_continuous_states(&mut self, x: &mut [f64]) -> Result<()> {
+        dispatch!(self, i => i.get_continuous_states(x))
+    }
+
+    /// Model Exchange: the derivatives of the continuous states (FMI 2
+    /// `fmi2GetDerivatives`, FMI 3 `fmi3GetContinuousStateDerivatives`).
+    #[inline]
+    pub fn get_derivatives(&mut self, dx: &mut [f64]) -> Result<()> {
+        dispatch!(self, i => i.get_derivatives(dx))
+    }
+
+    /// Model Exchange: `fmi*GetEventIndicators`, one value per event
+    /// indicator.
+    #[inline]
+    pub fn get_event_indicators(&mut self, z: &mut [f64]) -> Result<()> {
+        dispatch!(self, i => i.get_event_indicators(z))
+    }
+
+    /// Model Exchange: `fmi*GetNominalsOfContinuousStates`.
+    pub fn get_nominals_of_continuous_states(&mut self, nominals: &mut [f64]) -> Result<()> {
+        dispatch!(self, i => i.get_nominals_of_continuous_states(nominals))
+    }
+
+    /// Model Exchange: `fmi*EnterEventMode` (from Continuous-Time Mode).
+    pub fn enter_event_mode(&mut self) -> Result<()> {
+        dispatch!(self, i => i.enter_event_mode())
+    }
+
+    /// Model Exchange: one step of the event iteration in Event Mode
+    /// (`fmi2NewDiscreteStates`, `fmi3UpdateDiscreteStates`).
+    pub fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
+        dispatch!(self, i => i.update_discrete_states())
+    }
+
+    /// Model Exchange: `fmi*EnterContinuousTimeMode` (from Event Mode).
+    pub fn enter_continuous_time_mode(&mut self) -> Result<()> {
+        dispatch!(self, i => i.enter_continuous_time_mode())
+    }
+
+    /// Model Exchange: `fmi*CompletedIntegratorStep` after an accepted
+    /// integrator step (Continuous-Time Mode); `no_set_prior` is
+    /// `noSetFMUStatePriorToCurrentPoint`.
+    #[inline]
+    pub fn completed_integrator_step(&mut self, no_set_prior: bool) -> Result<CompletedStep> {
+        dispatch!(self, i => i.completed_integrator_step(no_set_prior))
     }
 }

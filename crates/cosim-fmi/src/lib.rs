@@ -1,4 +1,5 @@
-//! FMI 2.0 and 3.0 co-simulation import for `cosim`.
+//! FMI 2.0 and 3.0 import for `cosim`: Co-Simulation, and Model Exchange
+//! at the level of the binding.
 //!
 //! This crate turns an `.fmu` file into something a master can drive:
 //!
@@ -34,7 +35,9 @@ pub mod text;
 pub use error::{FmiError, Result};
 pub use ffi::Status;
 pub use ffi::call_log::{CallLogSink, CallLogTarget};
-pub use ffi::{Phase, StateHandle, StepCall, StepOutcome};
+pub use ffi::{
+    CompletedStep, DiscreteStatesUpdate, Interface, Phase, StateHandle, StepCall, StepOutcome,
+};
 pub use fmu::Fmu;
 pub use instance::{BoundStep, HeldStep, HeldValues, Instance, InstantiateOptions, Value};
 pub use model_description::{FmiVersion, ModelDescription};

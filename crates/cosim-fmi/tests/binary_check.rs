@@ -13,11 +13,11 @@ use std::process::Command;
 
 use cosim_fmi::binary::{
     FMI2_MANDATORY_FUNCTIONS, FMI3_MANDATORY_FUNCTIONS, check_shared_library,
-    check_shared_library_file,
+    check_shared_library_file, mandatory_functions,
 };
 use cosim_fmi::ffi::fmi2::Fmi2Library;
 use cosim_fmi::ffi::fmi3::Fmi3Library;
-use cosim_fmi::{FmiError, Fmu, InstantiateOptions};
+use cosim_fmi::{FmiError, FmiVersion, Fmu, InstantiateOptions, Interface};
 
 fn dist() -> PathBuf {
     fmu_kit::dist::ensure_built().expect("building the project FMUs")
@@ -490,46 +490,52 @@ fn a_missing_mandatory_function_is_found_without_running_the_library() {
     assert!(marker.exists(), "the test's marker does not work");
 }
 
-/// The binding's mandatory functions are exactly the lists the check uses:
-/// a library with all of them loads, one without any one of them does not.
+/// The binding's mandatory functions are exactly the lists the check uses,
+/// for each interface: a library with all of them loads and can be
+/// instantiated for it, one without any one of them cannot (the
+/// interface's own functions are checked for it, the others at load).
 #[test]
 fn the_mandatory_lists_agree_with_the_binding() {
     let tmp = tempfile::tempdir().unwrap();
-    type Load = fn(&Path) -> Result<(), FmiError>;
-    let load2: Load = |p| Fmi2Library::load(p).map(drop);
-    let load3: Load = |p| Fmi3Library::load(p).map(drop);
-    for (tag, list, load) in [
-        ("fmi2", FMI2_MANDATORY_FUNCTIONS, load2),
-        ("fmi3", FMI3_MANDATORY_FUNCTIONS, load3),
+    type Load = fn(&Path, Interface) -> Result<(), FmiError>;
+    let load2: Load = |p, i| Fmi2Library::load(p)?.require(i);
+    let load3: Load = |p, i| Fmi3Library::load(p)?.require(i);
+    for (tag, version, load) in [
+        ("fmi2", FmiVersion::V2, load2),
+        ("fmi3", FmiVersion::V3, load3),
     ] {
-        let all = tmp.path().join(format!("{tag}_all.so"));
-        cc_shared(&stubs(list), &all, &[]);
-        load(&all).unwrap_or_else(|e| panic!("{tag}: {e}"));
-        let threads: Vec<_> = list
-            .iter()
-            .enumerate()
-            .map(|(i, omitted)| {
-                let so = tmp.path().join(format!("{tag}_{i}.so"));
-                let source = stubs(
-                    &list
-                        .iter()
-                        .copied()
-                        .filter(|f| f != omitted)
-                        .collect::<Vec<_>>(),
-                );
-                std::thread::spawn(move || {
-                    cc_shared(&source, &so, &[]);
-                    so
+        for interface in [Interface::CoSimulation, Interface::ModelExchange] {
+            let list: Vec<&str> = mandatory_functions(version, interface).collect();
+            let tag = format!("{tag}_{}", interface.element());
+            let all = tmp.path().join(format!("{tag}_all.so"));
+            cc_shared(&stubs(&list), &all, &[]);
+            load(&all, interface).unwrap_or_else(|e| panic!("{tag}: {e}"));
+            let threads: Vec<_> = list
+                .iter()
+                .enumerate()
+                .map(|(i, omitted)| {
+                    let so = tmp.path().join(format!("{tag}_{i}.so"));
+                    let source = stubs(
+                        &list
+                            .iter()
+                            .copied()
+                            .filter(|f| f != omitted)
+                            .collect::<Vec<_>>(),
+                    );
+                    std::thread::spawn(move || {
+                        cc_shared(&source, &so, &[]);
+                        so
+                    })
                 })
-            })
-            .collect();
-        for (thread, omitted) in threads.into_iter().zip(list.iter()) {
-            let so = thread.join().unwrap();
-            match load(&so) {
-                Err(FmiError::MissingFunction { function, .. }) => {
-                    assert_eq!(&function, omitted, "{tag}");
+                .collect();
+            for (thread, omitted) in threads.into_iter().zip(list.iter()) {
+                let so = thread.join().unwrap();
+                match load(&so, interface) {
+                    Err(FmiError::MissingFunction { function, .. }) => {
+                        assert_eq!(&function, omitted, "{tag}");
+                    }
+                    other => panic!("{tag} without {omitted}: {other:?}"),
                 }
-                other => panic!("{tag} without {omitted}: {other:?}"),
             }
         }
     }

@@ -271,7 +271,22 @@ fn fmi3_identity_and_capabilities() {
         md.instantiation_token,
         "{a1b2c3d4-0000-4000-8000-000000000003}"
     );
-    assert_eq!(md.model_exchange.as_deref(), Some("drive"));
+    let me = md.model_exchange_info().expect("ModelExchange");
+    assert_eq!(me.model_identifier, "drive");
+    // Not declared: the FMI 3 defaults.
+    assert!(!me.needs_completed_integrator_step);
+    assert!(!me.can_get_and_set_fmu_state);
+    // One <EventIndicator>, one <ContinuousStateDerivative> (der(phi) of
+    // phi, vr 15).
+    assert_eq!(me.number_of_event_indicators, 1);
+    assert_eq!(md.number_of_event_indicators(), 1);
+    assert_eq!(md.continuous_states(), vec![(15, 16)]);
+    assert_eq!(md.number_of_continuous_states(), 1);
+    assert_eq!(md.continuous_state_nominals(), vec![1.0]);
+    assert_eq!(
+        md.default_interface(),
+        Some(cosim_fmi::Interface::CoSimulation)
+    );
     let cs = md.co_simulation.as_ref().expect("CoSimulation");
     assert_eq!(cs.model_identifier, "drive");
     assert!(cs.needs_execution_tool);
@@ -539,4 +554,58 @@ fn model_description_serializes() {
     let md = load("fmi3_drive.xml");
     let json = serde_json::to_string(&md).expect("json");
     assert!(json.contains("\"model_name\":\"Drive\""));
+}
+
+/// FMI 2 `<ModelExchange>`: its identifier and flags (the standard's
+/// defaults where absent), `numberOfEventIndicators` of the root, the
+/// states from `<Derivatives>` and the `derivative` attributes, nominals.
+#[test]
+fn fmi2_model_exchange() {
+    let xml = r#"<fmiModelDescription fmiVersion="2.0" modelName="M" guid="g" numberOfEventIndicators="3">
+  <ModelExchange modelIdentifier=" m_me " completedIntegratorStepNotNeeded="true" canGetAndSetFMUstate="true" providesDirectionalDerivative="true" canNotUseMemoryManagementFunctions="true"/>
+  <ModelVariables>
+    <ScalarVariable name="x" valueReference="4"><Real start="1" nominal="0.01"/></ScalarVariable>
+    <ScalarVariable name="der(x)" valueReference="5"><Real derivative="1"/></ScalarVariable>
+    <ScalarVariable name="y" valueReference="6"><Real/></ScalarVariable>
+    <ScalarVariable name="der(y)" valueReference="7"><Real derivative="3"/></ScalarVariable>
+  </ModelVariables>
+  <ModelStructure>
+    <Derivatives><Unknown index="4"/><Unknown index="2"/></Derivatives>
+  </ModelStructure>
+</fmiModelDescription>"#;
+    let md = parse_model_description(xml, Path::new("m.xml")).expect("parses");
+    assert!(md.co_simulation.is_none());
+    assert_eq!(
+        md.default_interface(),
+        Some(cosim_fmi::Interface::ModelExchange)
+    );
+    let me = md.model_exchange_info().expect("ModelExchange");
+    assert_eq!(me.model_identifier, "m_me");
+    assert!(!me.needs_completed_integrator_step);
+    assert!(me.can_get_and_set_fmu_state && !me.can_serialize_fmu_state);
+    assert!(me.provides_directional_derivatives);
+    assert!(me.can_not_use_memory_management_functions);
+    assert_eq!(me.number_of_event_indicators, 3);
+    assert_eq!(md.number_of_event_indicators(), 3);
+    assert_eq!(
+        md.model_identifier(cosim_fmi::Interface::ModelExchange),
+        Some("m_me")
+    );
+    assert_eq!(
+        md.model_identifier(cosim_fmi::Interface::CoSimulation),
+        None
+    );
+    // In the order of <Derivatives>: y first.
+    assert_eq!(md.continuous_states(), vec![(6, 7), (4, 5)]);
+    assert_eq!(md.number_of_continuous_states(), 2);
+    assert_eq!(md.continuous_state_nominals(), vec![1.0, 0.01]);
+    // A flag that is no Boolean is an error, as in <CoSimulation>.
+    let bad = xml.replace(
+        r#"completedIntegratorStepNotNeeded="true""#,
+        r#"completedIntegratorStepNotNeeded="yes""#,
+    );
+    let err = parse_model_description(&bad, Path::new("m.xml"))
+        .expect_err("refused")
+        .to_string();
+    assert!(err.contains("completedIntegratorStepNotNeeded"), "{err}");
 }

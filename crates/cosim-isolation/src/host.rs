@@ -566,6 +566,7 @@ impl Host<'_> {
                     logging_on,
                     debug_categories,
                     call_log,
+                    ..InstantiateOptions::default()
                 };
                 let sub = FmuSubsystem::instantiate(
                     &fmu, &self.name, &inputs, &observed, n_outputs, &options,

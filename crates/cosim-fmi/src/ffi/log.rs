@@ -16,7 +16,7 @@ const RECENT_LINES: usize = 16;
 /// Per-instance logging context. Boxed by the instance so that its address,
 /// handed to the FMU as the environment pointer, stays fixed.
 #[derive(Debug)]
-pub(crate) struct LogContext {
+pub struct LogContext {
     instance: String,
     recent: Mutex<VecDeque<String>>,
 }

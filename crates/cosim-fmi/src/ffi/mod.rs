@@ -1,12 +1,16 @@
 //! The dynamic-library binding: the only place in `cosim` with `unsafe`.
 //!
 //! [`fmi2`] and [`fmi3`] each resolve their standard's C functions from a
-//! shared library with `libloading` and wrap one FMU instance in a safe
-//! struct whose methods check slice lengths, translate statuses into
-//! [`FmiError`](crate::FmiError) values and route the FMU's log messages into
-//! `tracing`. Everything above this module is safe Rust.
+//! shared library with `libloading`; one FMU instance of either is a
+//! [`common::FmiInstance`], a safe struct whose methods check slice
+//! lengths and the state machine, translate statuses into
+//! [`FmiError`](crate::FmiError) values and route the FMU's log messages
+//! into `tracing`. What both versions do alike ([`common`]) is written
+//! once, generic over the version ([`common::Api`]); [`fmi2`] and [`fmi3`]
+//! hold only what differs. Everything above this module is safe Rust.
 
 pub mod call_log;
+pub mod common;
 pub mod fmi2;
 pub mod fmi3;
 mod log;
@@ -137,8 +141,9 @@ pub enum StepOutcome {
 
 /// Where an instance is in the standard's state machine, as far as the
 /// importer has driven it. Used to make only the calls the state allows
-/// (`fmi*Terminate` only in Step Mode, never in Instantiated or
-/// Initialization Mode, nothing after Error but freeing).
+/// (`fmi*Terminate` only in Step Mode, Event Mode or Continuous-Time
+/// Mode, never in Instantiated or Initialization Mode, nothing after Error
+/// but freeing; the Model Exchange calls in the modes the standard names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// After instantiation or reset (FMI 2: before and after
@@ -148,8 +153,16 @@ pub enum Phase {
     Configuration,
     /// Initialization Mode.
     Initialization,
-    /// FMI 2 stepComplete / stepFailed, FMI 3 Step Mode / Step Discarded.
+    /// Co-Simulation: FMI 2 stepComplete / stepFailed, FMI 3 Step Mode /
+    /// Step Discarded.
     Stepping,
+    /// Model Exchange: Event Mode (after `fmi*ExitInitializationMode` and
+    /// `fmi*EnterEventMode`), where discrete states are updated.
+    EventMode,
+    /// Model Exchange: Continuous-Time Mode (after
+    /// `fmi*EnterContinuousTimeMode`), where the importer integrates the
+    /// continuous states.
+    ContinuousTimeMode,
     /// After `fmi*Terminate`.
     Terminated,
     /// After a call returned Error: only freeing (or reset) is allowed.
@@ -166,11 +179,77 @@ impl Phase {
             Phase::Configuration => "Configuration Mode",
             Phase::Initialization => "Initialization Mode",
             Phase::Stepping => "Step Mode",
+            Phase::EventMode => "Event Mode",
+            Phase::ContinuousTimeMode => "Continuous-Time Mode",
             Phase::Terminated => "Terminated",
             Phase::Error => "Error",
             Phase::Fatal => "Fatal",
         }
     }
+}
+
+/// The interface an FMU is instantiated for (FMI 2 `fmi2Type`, FMI 3 the
+/// `fmi3Instantiate...` function called): the element of
+/// `modelDescription.xml` whose `modelIdentifier` names the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum Interface {
+    /// Co-Simulation: the FMU advances itself (`fmi*DoStep`).
+    #[default]
+    CoSimulation,
+    /// Model Exchange: the importer's integrator advances the FMU's
+    /// continuous states.
+    ModelExchange,
+}
+
+impl Interface {
+    /// The element that declares it: `CoSimulation`, `ModelExchange`.
+    pub fn element(self) -> &'static str {
+        match self {
+            Interface::CoSimulation => "CoSimulation",
+            Interface::ModelExchange => "ModelExchange",
+        }
+    }
+
+    /// Its name in the standard's prose: `Co-Simulation`, `Model Exchange`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Interface::CoSimulation => "Co-Simulation",
+            Interface::ModelExchange => "Model Exchange",
+        }
+    }
+}
+
+impl std::fmt::Display for Interface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What `fmi2NewDiscreteStates` (its `fmi2EventInfo`) or
+/// `fmi3UpdateDiscreteStates` returned, in Event Mode.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DiscreteStatesUpdate {
+    /// FMI 2 `newDiscreteStatesNeeded`, FMI 3 `discreteStatesNeedUpdate`:
+    /// the event iteration goes on (another update in Event Mode).
+    pub discrete_states_need_update: bool,
+    /// `terminateSimulation`: the FMU ends the simulation.
+    pub terminate_simulation: bool,
+    /// `nominalsOfContinuousStatesChanged`.
+    pub nominals_changed: bool,
+    /// `valuesOfContinuousStatesChanged`: the continuous states are to be
+    /// read again.
+    pub values_changed: bool,
+    /// `nextEventTime` where `nextEventTimeDefined`: the next time event.
+    pub next_event_time: Option<f64>,
+}
+
+/// What `fmi*CompletedIntegratorStep` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompletedStep {
+    /// `enterEventMode`: a step event; the importer enters Event Mode.
+    pub enter_event_mode: bool,
+    /// `terminateSimulation`: the FMU ends the simulation.
+    pub terminate_simulation: bool,
 }
 
 /// Where a state handle came from: the instance id and the slot.
@@ -305,26 +384,10 @@ pub(crate) fn check_len(
     }
 }
 
-/// FMI 3 getters and setters: an array variable has several values, so
-/// `values` holds at least one per value reference (`nValues >= nvr`; the
-/// FMU checks that it is the sum of the variables' sizes).
-#[inline]
-pub(crate) fn check_values_len(
-    instance: &str,
-    function: &'static str,
-    n_vrs: usize,
-    n_values: usize,
-) -> crate::Result<()> {
-    if n_values >= n_vrs {
-        Ok(())
-    } else {
-        Err(length_mismatch(instance, function, n_vrs, n_values))
-    }
-}
-
+/// The error of `n_values` values given for `n_vrs` value references.
 #[cold]
 #[inline(never)]
-fn length_mismatch(
+pub(crate) fn length_mismatch(
     instance: &str,
     function: &'static str,
     n_vrs: usize,

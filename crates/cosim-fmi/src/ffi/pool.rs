@@ -61,7 +61,7 @@ impl Key {
 /// The loaded copies of one kind of library (FMI 2 or FMI 3 function
 /// tables), never dropped: a copy is free when the pool holds its only
 /// reference.
-pub(crate) struct Pool<L> {
+pub struct Pool<L> {
     copies: Mutex<Vec<(Key, Arc<L>)>>,
 }
 

@@ -1,10 +1,12 @@
 //! The interfaces an FMU declares (`<ModelExchange>`, `<CoSimulation>`,
-//! FMI 3 `<ScheduledExecution>`) and why `cosim` cannot run one without
-//! `<CoSimulation>`.
+//! FMI 3 `<ScheduledExecution>`), what Model Exchange needs of the model
+//! (its continuous states and event indicators), and why `cosim` cannot
+//! yet run one without `<CoSimulation>`.
 
 use serde::Serialize;
 
-use super::ModelDescription;
+use super::{ModelDescription, ModelExchange, Variable};
+use crate::ffi::Interface;
 
 /// One interface an FMU declares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,10 +23,10 @@ impl ModelDescription {
     /// (Model Exchange, Co-Simulation, Scheduled Execution).
     pub fn interfaces(&self) -> Vec<DeclaredInterface> {
         let mut out = Vec::new();
-        if let Some(id) = &self.model_exchange {
+        if let Some(me) = &self.model_exchange {
             out.push(DeclaredInterface {
                 interface: "ModelExchange",
-                model_identifier: id.clone(),
+                model_identifier: me.model_identifier.clone(),
             });
         }
         if let Some(cs) = &self.co_simulation {
@@ -40,6 +42,99 @@ impl ModelDescription {
             });
         }
         out
+    }
+
+    /// The interface an FMU is instantiated for when nothing says which:
+    /// Co-Simulation where it declares it, else Model Exchange; `None`
+    /// when it declares neither.
+    pub fn default_interface(&self) -> Option<Interface> {
+        if self.co_simulation.is_some() {
+            Some(Interface::CoSimulation)
+        } else if self.model_exchange.is_some() {
+            Some(Interface::ModelExchange)
+        } else {
+            None
+        }
+    }
+
+    /// The FMU declares `interface`.
+    pub fn declares(&self, interface: Interface) -> bool {
+        match interface {
+            Interface::CoSimulation => self.co_simulation.is_some(),
+            Interface::ModelExchange => self.model_exchange.is_some(),
+        }
+    }
+
+    /// The `modelIdentifier` of `interface`, where the FMU declares it.
+    pub fn model_identifier(&self, interface: Interface) -> Option<&str> {
+        match interface {
+            Interface::CoSimulation => self
+                .co_simulation
+                .as_ref()
+                .map(|cs| cs.model_identifier.as_str()),
+            Interface::ModelExchange => self
+                .model_exchange
+                .as_ref()
+                .map(|me| me.model_identifier.as_str()),
+        }
+    }
+
+    /// The `<ModelExchange>` element: its identifier and capabilities
+    /// ([`ModelExchange`]), `None` when the FMU does not declare it.
+    pub fn model_exchange_info(&self) -> Option<&ModelExchange> {
+        self.model_exchange.as_ref()
+    }
+
+    /// The continuous states, in the order of the state vector of Model
+    /// Exchange: `(value reference of the state, value reference of its
+    /// derivative)` for each FMI 2 `<Derivatives><Unknown>` / FMI 3
+    /// `<ContinuousStateDerivative>`, the state being the variable the
+    /// derivative's `derivative` attribute names (a derivative without it
+    /// is left out).
+    pub fn continuous_states(&self) -> Vec<(u32, u32)> {
+        self.states_and_derivatives()
+            .map(|(state, derivative)| (state.value_reference, derivative.value_reference))
+            .collect()
+    }
+
+    /// Each continuous state and its derivative, in the order of the
+    /// model structure (a derivative without a state left out).
+    fn states_and_derivatives(&self) -> impl Iterator<Item = (&Variable, &Variable)> {
+        self.model_structure.derivatives.iter().filter_map(|u| {
+            let derivative = self.variables.get(u.variable)?;
+            let state = self.variables.get(derivative.derivative_of?)?;
+            Some((state, derivative))
+        })
+    }
+
+    /// The number of continuous states the model structure declares (FMI
+    /// 2 `<Derivatives>`, FMI 3 `<ContinuousStateDerivative>`; an FMI 3
+    /// array state counts once here, the FMU's
+    /// `fmi3GetNumberOfContinuousStates` counts its elements).
+    pub fn number_of_continuous_states(&self) -> usize {
+        self.model_structure.derivatives.len()
+    }
+
+    /// The nominal value of each continuous state, in the order of
+    /// [`ModelDescription::continuous_states`]: its `nominal` (or its
+    /// declared type's), 1 where none is given (the standard's default).
+    pub fn continuous_state_nominals(&self) -> Vec<f64> {
+        self.states_and_derivatives()
+            .map(|(state, _)| state.nominal.unwrap_or(1.0))
+            .collect()
+    }
+
+    /// The number of event indicators: FMI 2 `numberOfEventIndicators`
+    /// (read with `<ModelExchange>`), FMI 3 the `<EventIndicator>`
+    /// elements of `<ModelStructure>`.
+    pub fn number_of_event_indicators(&self) -> usize {
+        match self.fmi_version {
+            super::FmiVersion::V2 => self
+                .model_exchange
+                .as_ref()
+                .map_or(0, |me| me.number_of_event_indicators),
+            super::FmiVersion::V3 => self.model_structure.event_indicators.len(),
+        }
     }
 
     /// Why `cosim` cannot run this FMU, and what would: `None` when it

@@ -4,8 +4,10 @@
 //! [`parse_model_description`]).
 //! Where the versions differ, the field documents how each version maps onto
 //! it. Everything a master needs to decide what it may do with an FMU lives
-//! here: the co-simulation capability flags, the variables with their units,
-//! and the `<ModelStructure>` dependencies (feed-through).
+//! here: the capability flags of each interface (Co-Simulation, Model
+//! Exchange), the variables with their units, the `<ModelStructure>`
+//! dependencies (feed-through), the continuous states and event
+//! indicators.
 
 mod interfaces;
 mod names;
@@ -70,11 +72,10 @@ pub struct ModelDescription {
     /// `variableNamingConvention` ("flat" or "structured").
     pub variable_naming_convention: Option<String>,
     /// The `<CoSimulation>` element; `None` for an FMU `cosim` cannot run
-    /// (see [`ModelDescription::co_simulation_refusal`]).
+    /// as co-simulation (see [`ModelDescription::co_simulation_refusal`]).
     pub co_simulation: Option<CoSimulation>,
-    /// The `modelIdentifier` of `<ModelExchange>`, when the FMU declares it
-    /// (reported, never used).
-    pub model_exchange: Option<String>,
+    /// The `<ModelExchange>` element, when the FMU declares it.
+    pub model_exchange: Option<ModelExchange>,
     /// The `modelIdentifier` of FMI 3 `<ScheduledExecution>`, when the FMU
     /// declares it (reported, never used).
     pub scheduled_execution: Option<String>,
@@ -147,6 +148,45 @@ pub struct CoSimulation {
     pub fixed_internal_step_size: Option<f64>,
     /// FMI 3 `recommendedIntermediateInputSmoothness`.
     pub recommended_intermediate_input_smoothness: Option<i32>,
+    /// `<SourceFiles>` listed (FMI 2) or present (FMI 3 `sources/`): the FMU
+    /// could be compiled; `cosim` only loads binaries.
+    pub has_source_files: bool,
+}
+
+/// The `<ModelExchange>` element: identity of the binary and capability
+/// flags. Flags absent from the file take the standard's default.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ModelExchange {
+    /// `modelIdentifier`: the shared library's file name without extension
+    /// (it may differ from `<CoSimulation>`'s).
+    pub model_identifier: String,
+    /// `needsExecutionTool`.
+    pub needs_execution_tool: bool,
+    /// `fmi*CompletedIntegratorStep` must be called after every accepted
+    /// step of the integrator: FMI 2 `completedIntegratorStepNotNeeded`
+    /// false (its default), FMI 3 `needsCompletedIntegratorStep` true
+    /// (default false).
+    pub needs_completed_integrator_step: bool,
+    /// `canBeInstantiatedOnlyOncePerProcess`.
+    pub can_be_instantiated_only_once_per_process: bool,
+    /// FMI 2 `canNotUseMemoryManagementFunctions`.
+    pub can_not_use_memory_management_functions: bool,
+    /// `canGetAndSetFMUstate` (FMI 2) / `canGetAndSetFMUState` (FMI 3).
+    pub can_get_and_set_fmu_state: bool,
+    /// `canSerializeFMUstate` (FMI 2) / `canSerializeFMUState` (FMI 3).
+    pub can_serialize_fmu_state: bool,
+    /// FMI 2 `providesDirectionalDerivative`, FMI 3 `providesDirectionalDerivatives`.
+    pub provides_directional_derivatives: bool,
+    /// FMI 3 `providesAdjointDerivatives`.
+    pub provides_adjoint_derivatives: bool,
+    /// FMI 3 `providesPerElementDependencies`.
+    pub provides_per_element_dependencies: bool,
+    /// FMI 3 `providesEvaluateDiscreteStates`.
+    pub provides_evaluate_discrete_states: bool,
+    /// The number of event indicators: FMI 2 the `numberOfEventIndicators`
+    /// attribute of `<fmiModelDescription>`, FMI 3 the `<EventIndicator>`
+    /// elements of `<ModelStructure>`.
+    pub number_of_event_indicators: usize,
     /// `<SourceFiles>` listed (FMI 2) or present (FMI 3 `sources/`): the FMU
     /// could be compiled; `cosim` only loads binaries.
     pub has_source_files: bool,

@@ -17,9 +17,9 @@ use quick_xml::reader::Reader;
 
 use super::{
     Alias, BaseUnit, Causality, CoSimulation, DefaultExperiment, Dependencies, Dependency,
-    DependencyKind, Dimension, FmiVersion, Initial, LogCategory, ModelDescription, ModelStructure,
-    NameIndex, StartValue, TypeDefinition, Unit, Unknown, Variability, Variable, VariableIndex,
-    VariableType,
+    DependencyKind, Dimension, FmiVersion, Initial, LogCategory, ModelDescription, ModelExchange,
+    ModelStructure, NameIndex, StartValue, TypeDefinition, Unit, Unknown, Variability, Variable,
+    VariableIndex, VariableType,
 };
 use crate::error::{FmiError, Result};
 
@@ -594,7 +594,9 @@ fn interpret(ctx: &Ctx<'_>, root: &Elem) -> Result<ModelDescription> {
             .trim()
             .to_string()
     };
-    md.model_exchange = section("ModelExchange")?.map(identifier);
+    if let Some(me) = section("ModelExchange")? {
+        md.model_exchange = Some(parse_model_exchange(ctx, me, root, v3)?);
+    }
     if v3 {
         md.scheduled_execution = section("ScheduledExecution")?.map(identifier);
     }
@@ -634,7 +636,77 @@ fn interpret(ctx: &Ctx<'_>, root: &Elem) -> Result<ModelDescription> {
     if let Some(ms) = section("ModelStructure")? {
         md.model_structure = parse_model_structure(ctx, ms, &resolver, v3)?;
     }
+    if let Some(me) = &mut md.model_exchange
+        && v3
+    {
+        me.number_of_event_indicators = md.model_structure.event_indicators.len();
+    }
     Ok(md)
+}
+
+/// The attributes of the FMU-state and directional-derivative
+/// capabilities, as each version spells them.
+fn capability_attributes(v3: bool) -> [&'static str; 3] {
+    if v3 {
+        [
+            "canGetAndSetFMUState",
+            "canSerializeFMUState",
+            "providesDirectionalDerivatives",
+        ]
+    } else {
+        [
+            "canGetAndSetFMUstate",
+            "canSerializeFMUstate",
+            "providesDirectionalDerivative",
+        ]
+    }
+}
+
+/// FMI 2: the interface element lists files to compile under
+/// `<SourceFiles>`.
+fn lists_source_files(e: &Elem) -> bool {
+    e.children_named("SourceFiles")
+        .any(|s| s.children_named("File").next().is_some())
+}
+
+/// `<ModelExchange>` (`root` is `<fmiModelDescription>`, which holds FMI
+/// 2's `numberOfEventIndicators`; FMI 3 counts its `<EventIndicator>`
+/// elements once the model structure is read). Its `modelIdentifier` is
+/// checked where the interface is used.
+fn parse_model_exchange(ctx: &Ctx<'_>, me: &Elem, root: &Elem, v3: bool) -> Result<ModelExchange> {
+    let [state, serialize, directional] = capability_attributes(v3);
+    Ok(ModelExchange {
+        model_identifier: me
+            .attr("modelIdentifier")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        needs_execution_tool: me.bool_attr(ctx, "needsExecutionTool")?,
+        needs_completed_integrator_step: if v3 {
+            me.bool_attr(ctx, "needsCompletedIntegratorStep")?
+        } else {
+            !me.bool_attr(ctx, "completedIntegratorStepNotNeeded")?
+        },
+        can_be_instantiated_only_once_per_process: me
+            .bool_attr(ctx, "canBeInstantiatedOnlyOncePerProcess")?,
+        can_not_use_memory_management_functions: !v3
+            && me.bool_attr(ctx, "canNotUseMemoryManagementFunctions")?,
+        can_get_and_set_fmu_state: me.bool_attr(ctx, state)?,
+        can_serialize_fmu_state: me.bool_attr(ctx, serialize)?,
+        provides_directional_derivatives: me.bool_attr(ctx, directional)?,
+        provides_adjoint_derivatives: v3 && me.bool_attr(ctx, "providesAdjointDerivatives")?,
+        provides_per_element_dependencies: v3
+            && me.bool_attr(ctx, "providesPerElementDependencies")?,
+        provides_evaluate_discrete_states: v3
+            && me.bool_attr(ctx, "providesEvaluateDiscreteStates")?,
+        number_of_event_indicators: if v3 {
+            0
+        } else {
+            root.int_attr::<usize>(ctx, "numberOfEventIndicators")?
+                .unwrap_or(0)
+        },
+        has_source_files: !v3 && lists_source_files(me),
+    })
 }
 
 fn parse_co_simulation(ctx: &Ctx<'_>, cs: &Elem, v3: bool) -> Result<CoSimulation> {
@@ -642,23 +714,8 @@ fn parse_co_simulation(ctx: &Ctx<'_>, cs: &Elem, v3: bool) -> Result<CoSimulatio
     if model_identifier.is_empty() {
         return Err(ctx.err(cs.pos, "<CoSimulation> has an empty modelIdentifier"));
     }
-    let (state, serialize, directional) = if v3 {
-        (
-            "canGetAndSetFMUState",
-            "canSerializeFMUState",
-            "providesDirectionalDerivatives",
-        )
-    } else {
-        (
-            "canGetAndSetFMUstate",
-            "canSerializeFMUstate",
-            "providesDirectionalDerivative",
-        )
-    };
-    let has_source_files = !v3
-        && cs
-            .children_named("SourceFiles")
-            .any(|s| s.children_named("File").next().is_some());
+    let [state, serialize, directional] = capability_attributes(v3);
+    let has_source_files = !v3 && lists_source_files(cs);
     Ok(CoSimulation {
         model_identifier,
         needs_execution_tool: cs.bool_attr(ctx, "needsExecutionTool")?,
