@@ -9,12 +9,14 @@
 //! execution, clocks, event mode and Reconfiguration Mode are exported and
 //! answer `fmi3Error` (or NULL for instantiation).
 
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 use super::intermediate::{Importer, IntermediateUpdate};
+pub(crate) use super::shared::check_n;
+use super::shared::{self, ERROR, FMI3, Seeded, simple};
 use super::{
     cstr, free, guard, lookup, register, slice, slice_mut, with_free_instance, with_handle,
-    with_instance, with_instance_cell, write_out,
+    with_instance_cell,
 };
 use crate::caps::{FmiVersion, resolve};
 use crate::instance::{Cap, Fail, Instance, LogSink, Mode, R, Status};
@@ -46,26 +48,11 @@ const M_TERMINATE: u32 = STEP | DISCARDED;
 const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM;
 const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
 
-pub(super) fn c_string(s: &str) -> CString {
-    CString::new(s.replace('\0', " ")).unwrap_or_default()
-}
-
 fn sink(importer: Importer, logging_on: bool) -> LogSink {
     let logger = importer.log.map(|_| {
         Box::new(move |s: Status, c: &str, m: &str| importer.log(s, c, m)) as crate::instance::LogFn
     });
     LogSink::new(logger, FmiVersion::Fmi3, logging_on)
-}
-
-const ERROR: c_int = Status::Error as c_int;
-
-fn simple(c: *mut c_void, fname: &str, mask: u32, f: impl FnOnce(&mut Instance) -> R<()>) -> c_int {
-    guard(ERROR, || {
-        with_instance(c, fname, mask, |inst| {
-            f(inst)?;
-            Ok(Status::Ok)
-        }) as c_int
-    })
 }
 
 fn refuse(c: *mut c_void, fname: &str, why: &str) -> c_int {
@@ -92,16 +79,8 @@ pub unsafe fn set_debug_logging(
     n: usize,
     cats: *const *const c_char,
 ) -> c_int {
-    simple(i, "fmi3SetDebugLogging", M_ANY, |inst| {
-        // SAFETY: FMI calling convention: `cats` holds `n` strings.
-        let ptrs = unsafe { slice(cats, n, "categories")? };
-        let mut names = Vec::with_capacity(n);
-        for &p in ptrs {
-            // SAFETY: each category is a NUL-terminated string.
-            names.push(unsafe { cstr(p, "category")? });
-        }
-        inst.set_debug_logging(on, &names)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::set_debug_logging(i, "fmi3SetDebugLogging", M_ANY, on, (cats, n)) }
 }
 
 fn refuse_instantiation(
@@ -327,16 +306,6 @@ pub unsafe fn reset(i: *mut c_void) -> c_int {
     simple(i, "fmi3Reset", M_ANY, |inst| inst.reset())
 }
 
-pub(super) fn check_n(nvr: usize, n: usize) -> R<()> {
-    if nvr == n {
-        Ok(())
-    } else {
-        Err(Fail::usage(format!(
-            "nValues ({n}) differs from nValueReferences ({nvr}); all variables are scalars"
-        )))
-    }
-}
-
 fn no_variables_of_type(inst: &Instance, vrs: &[u32], type_name: &str) -> R<()> {
     match vrs.first() {
         None => Ok(()),
@@ -358,15 +327,20 @@ pub unsafe fn get_float64(
     v: *mut f64,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetFloat64", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Real, &mut |k, x| out[k] = x)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetFloat64",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Real,
+            |x| x,
+        )
+    }
 }
 
 /// `fmi3GetInt32`.
@@ -380,15 +354,20 @@ pub unsafe fn get_int32(
     v: *mut i32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetInt32", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Integer, &mut |k, x| out[k] = x as i32)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetInt32",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Integer,
+            |x| x as i32,
+        )
+    }
 }
 
 /// `fmi3SetFloat64`.
@@ -404,12 +383,9 @@ pub unsafe fn set_float64(
 ) -> c_int {
     guard(ERROR, || {
         let set = |inst: &mut Instance, _: &std::sync::Arc<super::intermediate::Cell>| {
-            // SAFETY: FMI calling convention: nvr value references.
-            let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-            // nValues: the sum of the variables' current sizes.
-            inst.check_value_count(vrs, n)?;
-            // SAFETY: FMI calling convention: n values.
-            let vals = unsafe { slice(v, n, "values")? };
+            // SAFETY: the caller's FMI calling convention, passed on
+            // (nValues: the sum of the variables' current sizes).
+            let (vrs, vals) = unsafe { shared::numbers_in(inst, &FMI3, (vr, nvr), (v, Some(n)))? };
             inst.set(vrs, VarType::Real, vals)?;
             Ok(Status::Ok)
         };
@@ -443,16 +419,22 @@ pub unsafe fn set_int32(
     v: *const i32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetInt32", M_SET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let vals = unsafe { slice(v, n, "values")? };
-        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
-        inst.set(vrs, VarType::Integer, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::set_numbers(
+            i,
+            &FMI3,
+            "fmi3SetInt32",
+            M_SET,
+            (vr, nvr),
+            (v, Some(n)),
+            |inst, vrs, vals: &[i32]| {
+                let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+                inst.set(vrs, VarType::Integer, &vals)
+            },
+        )
+    }
 }
 
 /// `fmi3GetBoolean`.
@@ -466,15 +448,20 @@ pub unsafe fn get_boolean(
     v: *mut bool,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetBoolean", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Boolean, &mut |k, x| out[k] = x != 0.0)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetBoolean",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Boolean,
+            |x| x != 0.0,
+        )
+    }
 }
 
 /// `fmi3SetBoolean`. The values are read as bytes (a C `bool` other than
@@ -489,20 +476,26 @@ pub unsafe fn set_boolean(
     v: *const bool,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetBoolean", M_SET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values; a `bool` has the size
-        // and alignment of a `u8`.
-        let bytes = unsafe { slice(v.cast::<u8>(), n, "values")? };
-        let vals: Vec<f64> = bytes
-            .iter()
-            .map(|&b| crate::model::bool_value(b != 0))
-            .collect();
-        inst.set(vrs, VarType::Boolean, &vals)
-    })
+    // (A `bool` has the size and alignment of a `u8`.)
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::set_numbers(
+            i,
+            &FMI3,
+            "fmi3SetBoolean",
+            M_SET,
+            (vr, nvr),
+            (v.cast::<u8>(), Some(n)),
+            |inst, vrs, vals: &[u8]| {
+                let vals: Vec<f64> = vals
+                    .iter()
+                    .map(|&b| crate::model::bool_value(b != 0))
+                    .collect();
+                inst.set(vrs, VarType::Boolean, &vals)
+            },
+        )
+    }
 }
 
 /// `fmi3GetString`: the returned strings are owned by the instance and
@@ -518,17 +511,8 @@ pub unsafe fn get_string(
     v: *mut *const c_char,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetString", M_GET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, out) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice_mut(v, n, "values")?,
-            )
-        };
-        inst.get_c_strings(vrs, out)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::get_strings(i, &FMI3, "fmi3GetString", M_GET, (vr, nvr), (v, Some(n))) }
 }
 
 /// `fmi3SetString`: the strings are copied (NULL or invalid UTF-8 is
@@ -543,15 +527,8 @@ pub unsafe fn set_string(
     v: *const *const c_char,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetString", M_SET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, ptrs) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
-        // SAFETY: FMI calling convention: each value is a NUL-terminated
-        // string valid for the call (NULL is refused by `cstr`).
-        let vals = unsafe { super::cstrs(ptrs, "values")? };
-        inst.set_strings(vrs, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::set_strings(i, &FMI3, "fmi3SetString", M_SET, (vr, nvr), (v, Some(n))) }
 }
 
 /// `fmi3GetFloat32`: the stored values are `f32` values (rounded when set).
@@ -565,15 +542,20 @@ pub unsafe fn get_float32(
     v: *mut f32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetFloat32", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Float32, &mut |k, x| out[k] = x as f32)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetFloat32",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Float32,
+            |x| x as f32,
+        )
+    }
 }
 
 /// `fmi3SetFloat32`.
@@ -587,16 +569,22 @@ pub unsafe fn set_float32(
     v: *const f32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetFloat32", M_SET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let vals = unsafe { slice(v, n, "values")? };
-        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
-        inst.set(vrs, VarType::Float32, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::set_numbers(
+            i,
+            &FMI3,
+            "fmi3SetFloat32",
+            M_SET,
+            (vr, nvr),
+            (v, Some(n)),
+            |inst, vrs, vals: &[f32]| {
+                let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+                inst.set(vrs, VarType::Float32, &vals)
+            },
+        )
+    }
 }
 
 /// The getters and setters of the FMI 3 integer types other than `Int32`.
@@ -608,17 +596,12 @@ macro_rules! integer_access {
             /// # Safety
             /// FMI calling convention.
             pub unsafe fn $get(i: *mut c_void, vr: *const u32, nvr: usize, v: *mut $t, n: usize) -> c_int {
-                simple(i, concat!("fmi3Get", $tname), M_GET, |inst| {
-                    // SAFETY: FMI calling convention: nvr value references.
-                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    // nValues: the sum of the variables' current sizes.
-                    inst.check_value_count(vrs, n)?;
-                    // SAFETY: FMI calling convention: n values.
-                    let out = unsafe { slice_mut(v, n, "values")? };
-                    // `Instance::get` hands out whole values within the
-                    // type's range only, so the conversion is exact.
-                    inst.get(vrs, $ty, &mut |k, x| out[k] = x as $t)
-                })
+                // `Instance::get` hands out whole values within the type's
+                // range only, so the conversion is exact.
+                // SAFETY: the caller's FMI calling convention, passed on.
+                unsafe {
+                    shared::get_numbers(i, &FMI3, concat!("fmi3Get", $tname), M_GET, (vr, nvr), (v, Some(n)), $ty, |x| x as $t)
+                }
             }
 
             #[doc = concat!("`fmi3Set", $tname, "`: values an `f64` cannot hold exactly are refused (see `Instance::set_integers`).")]
@@ -626,16 +609,13 @@ macro_rules! integer_access {
             /// # Safety
             /// FMI calling convention.
             pub unsafe fn $set(i: *mut c_void, vr: *const u32, nvr: usize, v: *const $t, n: usize) -> c_int {
-                simple(i, concat!("fmi3Set", $tname), M_SET, |inst| {
-                    // SAFETY: FMI calling convention: an array of length nvr.
-                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    // nValues: the sum of the variables' current sizes.
-                    inst.check_value_count(vrs, n)?;
-                    // SAFETY: FMI calling convention: an array of length n.
-                    let vals = unsafe { slice(v, n, "values")? };
-                    let vals: Vec<i128> = vals.iter().map(|&x| i128::from(x)).collect();
-                    inst.set_integers(vrs, $ty, &vals)
-                })
+                // SAFETY: the caller's FMI calling convention, passed on.
+                unsafe {
+                    shared::set_numbers(i, &FMI3, concat!("fmi3Set", $tname), M_SET, (vr, nvr), (v, Some(n)), |inst, vrs, vals| {
+                        let vals: Vec<i128> = vals.iter().map(|&x| i128::from(x)).collect();
+                        inst.set_integers(vrs, $ty, &vals)
+                    })
+                }
             }
         )*
     };
@@ -745,15 +725,8 @@ pub unsafe fn get_variable_dependencies(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(i, "fmi3GetFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::State)?;
-        // SAFETY: FMI calling convention: s points to one fmi3FMUState.
-        let slot = unsafe { slice_mut(s, 1, "FMUState")? };
-        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
-        let id = inst.get_state(existing)?;
-        slot[0] = id as *mut c_void;
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::get_fmu_state(i, &FMI3, "fmi3GetFMUState", M_STATE, s) }
 }
 
 /// `fmi3SetFMUState`.
@@ -761,13 +734,7 @@ pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
-    simple(i, "fmi3SetFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::State)?;
-        if s.is_null() {
-            return Err(Fail::usage("FMUState is NULL"));
-        }
-        inst.set_state(s as usize)
-    })
+    shared::set_fmu_state(i, &FMI3, "fmi3SetFMUState", M_STATE, s)
 }
 
 /// `fmi3FreeFMUState`.
@@ -775,17 +742,8 @@ pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(i, "fmi3FreeFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::State)?;
-        // SAFETY: FMI calling convention: s points to one fmi3FMUState.
-        let slot = unsafe { slice_mut(s, 1, "FMUState")? };
-        if slot[0].is_null() {
-            return Ok(());
-        }
-        inst.free_state(slot[0] as usize)?;
-        slot[0] = std::ptr::null_mut();
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::free_fmu_state(i, &FMI3, "fmi3FreeFMUState", M_STATE, s) }
 }
 
 /// `fmi3SerializedFMUStateSize`.
@@ -793,11 +751,8 @@ pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn serialized_fmu_state_size(i: *mut c_void, s: *mut c_void, size: *mut usize) -> c_int {
-    simple(i, "fmi3SerializedFMUStateSize", M_STATE, |inst| {
-        let n = inst.serialized_size(s as usize)?;
-        // SAFETY: FMI calling convention: size points to one size_t.
-        unsafe { write_out(size, n, "size") }
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::serialized_fmu_state_size(i, "fmi3SerializedFMUStateSize", M_STATE, s, size) }
 }
 
 /// `fmi3SerializeFMUState`.
@@ -810,12 +765,8 @@ pub unsafe fn serialize_fmu_state(
     bytes: *mut u8,
     size: usize,
 ) -> c_int {
-    simple(i, "fmi3SerializeFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::Serialize)?;
-        // SAFETY: FMI calling convention: `bytes` has `size` writable bytes.
-        let buf = unsafe { slice_mut(bytes, size, "serializedState")? };
-        inst.serialize(s as usize, buf)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::serialize_fmu_state(i, "fmi3SerializeFMUState", M_STATE, s, (bytes, size)) }
 }
 
 /// `fmi3DeserializeFMUState`.
@@ -828,20 +779,17 @@ pub unsafe fn deserialize_fmu_state(
     size: usize,
     s: *mut *mut c_void,
 ) -> c_int {
-    simple(i, "fmi3DeserializeFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::Serialize)?;
-        // SAFETY: FMI calling convention: `bytes` has `size` bytes, `s` one slot.
-        let (data, slot) = unsafe {
-            (
-                slice(bytes, size, "serializedState")?,
-                slice_mut(s, 1, "FMUState")?,
-            )
-        };
-        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
-        let id = inst.deserialize(data, existing)?;
-        slot[0] = id as *mut c_void;
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::deserialize_fmu_state(
+            i,
+            &FMI3,
+            "fmi3DeserializeFMUState",
+            M_STATE,
+            (bytes, size),
+            s,
+        )
+    }
 }
 
 /// `fmi3GetDirectionalDerivative`.
@@ -860,24 +808,49 @@ pub unsafe fn get_directional_derivative(
     sens: *mut f64,
     n_sens: usize,
 ) -> c_int {
-    simple(i, "fmi3GetDirectionalDerivative", M_DIRDER, |inst| {
-        inst.require_cap(Cap::Directional)?;
-        if n_seed != n_knowns || n_sens != n_unknowns {
-            return Err(Fail::usage(format!(
-                "nSeed ({n_seed}) must equal nKnowns ({n_knowns}) and nSensitivity ({n_sens}) nUnknowns ({n_unknowns})"
-            )));
-        }
-        // SAFETY: FMI calling convention: arrays of the given lengths.
-        let (u, k, sd, out) = unsafe {
-            (
-                slice(unknowns, n_unknowns, "unknowns")?,
-                slice(knowns, n_knowns, "knowns")?,
-                slice(seed, n_seed, "seed")?,
-                slice_mut(sens, n_sens, "sensitivity")?,
-            )
-        };
-        inst.directional_derivative(u, k, sd, out)
-    })
+    let arrays = seeded(
+        (unknowns, n_unknowns),
+        (knowns, n_knowns),
+        (seed, n_seed),
+        (sens, n_sens),
+        false,
+    );
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::seeded_derivative(i, "fmi3GetDirectionalDerivative", M_DIRDER, arrays, false) }
+}
+
+/// The arrays of `fmi3GetDirectionalDerivative` (`adjoint`:
+/// `fmi3GetAdjointDerivative`), with the check of `nSeed` and
+/// `nSensitivity`: the seed has an element per known (per unknown for the
+/// adjoint), the sensitivity one per unknown (per known).
+fn seeded(
+    unknowns: (*const u32, usize),
+    knowns: (*const u32, usize),
+    seed: (*const f64, usize),
+    sens: (*mut f64, usize),
+    adjoint: bool,
+) -> Seeded {
+    let (n_unknowns, n_knowns, n_seed, n_sens) = (unknowns.1, knowns.1, seed.1, sens.1);
+    let (seed_of, sens_of) = if adjoint {
+        (("nUnknowns", n_unknowns), ("nKnowns", n_knowns))
+    } else {
+        (("nKnowns", n_knowns), ("nUnknowns", n_unknowns))
+    };
+    let lengths = if n_seed != seed_of.1 || n_sens != sens_of.1 {
+        Err(Fail::usage(format!(
+            "nSeed ({n_seed}) must equal {} ({}) and nSensitivity ({n_sens}) {} ({})",
+            seed_of.0, seed_of.1, sens_of.0, sens_of.1
+        )))
+    } else {
+        Ok(())
+    };
+    Seeded {
+        unknowns: (unknowns.0, n_unknowns, "unknowns"),
+        knowns: (knowns.0, n_knowns, "knowns"),
+        seed: (seed.0, n_seed, "seed"),
+        sensitivity: (sens.0, n_sens, "sensitivity"),
+        lengths,
+    }
 }
 
 /// `fmi3GetAdjointDerivative`.
@@ -896,24 +869,15 @@ pub unsafe fn get_adjoint_derivative(
     sens: *mut f64,
     n_sens: usize,
 ) -> c_int {
-    simple(i, "fmi3GetAdjointDerivative", M_DIRDER, |inst| {
-        inst.require_cap(Cap::Directional)?;
-        if n_seed != n_unknowns || n_sens != n_knowns {
-            return Err(Fail::usage(format!(
-                "nSeed ({n_seed}) must equal nUnknowns ({n_unknowns}) and nSensitivity ({n_sens}) nKnowns ({n_knowns})"
-            )));
-        }
-        // SAFETY: FMI calling convention: arrays of the given lengths.
-        let (u, k, sd, out) = unsafe {
-            (
-                slice(unknowns, n_unknowns, "unknowns")?,
-                slice(knowns, n_knowns, "knowns")?,
-                slice(seed, n_seed, "seed")?,
-                slice_mut(sens, n_sens, "sensitivity")?,
-            )
-        };
-        inst.adjoint_derivative(u, k, sd, out)
-    })
+    let arrays = seeded(
+        (unknowns, n_unknowns),
+        (knowns, n_knowns),
+        (seed, n_seed),
+        (sens, n_sens),
+        true,
+    );
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::seeded_derivative(i, "fmi3GetAdjointDerivative", M_DIRDER, arrays, true) }
 }
 
 /// `fmi3EnterConfigurationMode`: Instantiated -> Configuration Mode, for a

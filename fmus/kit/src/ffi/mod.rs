@@ -32,6 +32,7 @@ pub mod intermediate;
 mod intermediate_tests;
 #[cfg(test)]
 mod quirk_tests;
+mod shared;
 #[cfg(test)]
 mod strict_tests;
 #[cfg(test)]
@@ -415,6 +416,11 @@ pub(crate) unsafe fn cstrs<'a>(ptrs: &[*const c_char], what: &str) -> R<Vec<&'a 
         // SAFETY: the caller's contract, element by element.
         .map(|(i, &p)| unsafe { cstr(p, &format!("{what}[{i}]")) })
         .collect()
+}
+
+/// A C string of `s` (a NUL inside becomes a space).
+pub(crate) fn c_string(s: &str) -> std::ffi::CString {
+    std::ffi::CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
 /// Checks the `instanceName` argument of instantiation: not NULL, valid
