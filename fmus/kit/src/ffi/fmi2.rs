@@ -1,13 +1,16 @@
-//! FMI 2.0 co-simulation functions (called by the exports of
+//! FMI 2.0 functions (called by the exports of
 //! [`export_fmi!`](crate::export_fmi)). State masks follow the FMI 2.0
-//! co-simulation state machine (section 4.2.4).
+//! co-simulation state machine (section 4.2.4) and, for the functions both
+//! interfaces have, the Model Exchange one (section 3.2.3); the Model
+//! Exchange functions are `super::model_exchange`'s.
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
+use super::model_exchange::{self as me, NO_ME};
 use super::shared::{self, FMI2, Seeded, simple, status_call};
 use super::{c_string, cstr, free, guard, register, slice, slice_mut, write_out};
 use crate::caps::{FmiVersion, resolve};
-use crate::instance::{Fail, Instance, LogSink, Mode, R, Status};
+use crate::instance::{Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
 use crate::model::{ModelSpec, VarType};
 
 /// `fmi2CallbackLogger`: C-variadic.
@@ -42,15 +45,19 @@ const STEP: u32 = Mode::StepComplete.bit();
 const FAILED: u32 = Mode::StepFailed.bit();
 const TERM: u32 = Mode::Terminated.bit();
 const ERR: u32 = Mode::Error.bit();
+/// Model Exchange's Event Mode and Continuous-Time Mode (FMI 2.0 sec. 3.2.3).
+const EVENT: u32 = Mode::EventMode.bit();
+const CONT: u32 = Mode::ContinuousTimeMode.bit();
 
-const M_ANY: u32 = INST | INIT | STEP | FAILED | TERM | ERR;
+const M_ANY: u32 = INST | INIT | STEP | FAILED | TERM | ERR | EVENT | CONT;
 const M_SETUP: u32 = INST;
 const M_EXIT: u32 = INIT;
-const M_TERMINATE: u32 = STEP | FAILED;
-const M_GET: u32 = INIT | STEP | FAILED | TERM | ERR;
-const M_SET: u32 = INST | INIT | STEP;
+const M_TERMINATE: u32 = STEP | FAILED | EVENT | CONT;
+const M_GET: u32 = INIT | STEP | FAILED | TERM | ERR | EVENT | CONT;
+/// Which variable in which state: `Instance::check_settable`.
+const M_SET: u32 = INST | INIT | STEP | EVENT | CONT;
 const M_STATE: u32 = M_ANY;
-const M_DIRDER: u32 = INIT | STEP | FAILED | TERM | ERR;
+const M_DIRDER: u32 = INIT | STEP | FAILED | TERM | ERR | EVENT | CONT;
 const M_IN_DER: u32 = INST | INIT | STEP;
 const M_OUT_DER: u32 = STEP | FAILED | TERM | ERR;
 const M_DOSTEP: u32 = STEP;
@@ -163,23 +170,42 @@ pub unsafe fn instantiate(
         if let Err(e) = super::check_instance_name(name_arg) {
             return refuse(e);
         }
-        if fmu_type != 1 {
-            return refuse(format!(
-                "fmuType {fmu_type} requested, but this FMU supports co-simulation (1) only"
-            ));
-        }
+        let interface = match fmu_type {
+            0 => Interface::ModelExchange,
+            1 => Interface::CoSimulation,
+            other => {
+                return refuse(format!(
+                    "fmuType {other} is neither fmi2ModelExchange (0) nor fmi2CoSimulation (1)"
+                ));
+            }
+        };
         // SAFETY: as above.
         let guid = match unsafe { cstr(guid, "fmuGUID") } {
             Ok(g) => g,
             Err(e) => return refuse(e.message),
         };
-        match resolve(registry, guid, FmiVersion::Fmi2) {
-            Ok((spec, caps)) => register(
-                Instance::new(spec, caps, FmiVersion::Fmi2, name, sink),
-                None,
-            ),
-            Err(e) => refuse(e),
+        let (spec, caps) = match resolve(registry, guid, FmiVersion::Fmi2) {
+            Ok(x) => x,
+            Err(e) => return refuse(e),
+        };
+        let supported = match interface {
+            Interface::ModelExchange => spec.has_model_exchange(),
+            Interface::CoSimulation => spec.has_co_simulation(),
+        };
+        if !supported {
+            let only = if spec.has_co_simulation() {
+                "co-simulation (1)"
+            } else {
+                "model exchange (0)"
+            };
+            return refuse(format!(
+                "fmuType {fmu_type} requested, but this FMU supports {only} only"
+            ));
         }
+        register(
+            Instance::with_interface(spec, caps, FmiVersion::Fmi2, interface, name, sink),
+            None,
+        )
     })
 }
 
@@ -683,63 +709,143 @@ pub unsafe fn get_string_status(c: *mut c_void, kind: c_int, _v: *mut *const c_c
     })
 }
 
-fn me(c: *mut c_void) -> c_int {
-    simple(c, "fmi2 model exchange function", M_ANY, |_| {
-        Err(Fail::usage(
-            "model exchange is not supported by this FMU (co-simulation only)",
-        ))
-    })
+/// `fmi2EventInfo`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EventInfo {
+    /// `newDiscreteStatesNeeded`.
+    pub new_discrete_states_needed: c_int,
+    /// `terminateSimulation`.
+    pub terminate_simulation: c_int,
+    /// `nominalsOfContinuousStatesChanged` (always false: nominals are
+    /// fixed).
+    pub nominals_of_continuous_states_changed: c_int,
+    /// `valuesOfContinuousStatesChanged`.
+    pub values_of_continuous_states_changed: c_int,
+    /// `nextEventTimeDefined`.
+    pub next_event_time_defined: c_int,
+    /// `nextEventTime`.
+    pub next_event_time: f64,
 }
 
-/// Model-exchange function: refused.
+/// `fmi2EnterEventMode` (Continuous-Time Mode, or Event Mode for a new
+/// event instant).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_0(c: *mut c_void) -> c_int {
-    me(c)
+pub unsafe fn enter_event_mode(c: *mut c_void) -> c_int {
+    me::enter_event_mode(c, FmiVersion::Fmi2, NO_ME)
 }
 
-/// Model-exchange function: refused.
+/// `fmi2NewDiscreteStates` (Event Mode): the model's event update; the
+/// event info is written only when the update succeeded.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_p(c: *mut c_void, _p: *mut c_void) -> c_int {
-    me(c)
+pub unsafe fn new_discrete_states(c: *mut c_void, info: *mut EventInfo) -> c_int {
+    me::call(
+        c,
+        FmiVersion::Fmi2,
+        MeCall::UpdateDiscreteStates,
+        NO_ME,
+        |inst| {
+            // SAFETY: FMI calling convention: `info` points to one fmi2EventInfo.
+            let out = unsafe { slice_mut(info, 1, "fmi2eventInfo")? };
+            let u = inst.update_discrete_states()?;
+            out[0] = EventInfo {
+                new_discrete_states_needed: c_int::from(u.discrete_states_need_update),
+                terminate_simulation: c_int::from(u.terminate_simulation),
+                nominals_of_continuous_states_changed: 0,
+                values_of_continuous_states_changed: c_int::from(
+                    u.values_of_continuous_states_changed,
+                ),
+                next_event_time_defined: c_int::from(u.next_event_time.is_some()),
+                next_event_time: u.next_event_time.unwrap_or(0.0),
+            };
+            Ok(())
+        },
+    )
 }
 
-/// Model-exchange function: refused.
+/// `fmi2EnterContinuousTimeMode` (Event Mode, after the event iteration).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_completed_integrator_step(
+pub unsafe fn enter_continuous_time_mode(c: *mut c_void) -> c_int {
+    me::enter_continuous_time_mode(c, FmiVersion::Fmi2)
+}
+
+/// `fmi2CompletedIntegratorStep` (Continuous-Time Mode).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn completed_integrator_step(
     c: *mut c_void,
-    _no_set_prior: c_int,
-    _enter_event: *mut c_int,
-    _terminate: *mut c_int,
+    no_set_prior: c_int,
+    enter_event_mode: *mut c_int,
+    terminate: *mut c_int,
 ) -> c_int {
-    me(c)
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        me::completed_integrator_step(
+            c,
+            FmiVersion::Fmi2,
+            no_set_prior != 0,
+            enter_event_mode,
+            terminate,
+        )
+    }
 }
 
-/// Model-exchange function: refused.
+/// `fmi2SetTime` (Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_set_time(c: *mut c_void, _t: f64) -> c_int {
-    me(c)
+pub unsafe fn set_time(c: *mut c_void, t: f64) -> c_int {
+    me::set_time(c, FmiVersion::Fmi2, t)
 }
 
-/// Model-exchange function: refused.
+/// `fmi2SetContinuousStates` (Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_cn(c: *mut c_void, _x: *const f64, _n: usize) -> c_int {
-    me(c)
+pub unsafe fn set_continuous_states(c: *mut c_void, x: *const f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::set_continuous_states(c, FmiVersion::Fmi2, x, n) }
 }
 
-/// Model-exchange function: refused.
+/// `fmi2GetDerivatives`.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_n(c: *mut c_void, _x: *mut f64, _n: usize) -> c_int {
-    me(c)
+pub unsafe fn get_derivatives(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetDerivatives, x, n) }
+}
+
+/// `fmi2GetEventIndicators`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_event_indicators(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetEventIndicators, x, n) }
+}
+
+/// `fmi2GetContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_continuous_states(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetContinuousStates, x, n) }
+}
+
+/// `fmi2GetNominalsOfContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_nominals_of_continuous_states(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetNominals, x, n) }
 }

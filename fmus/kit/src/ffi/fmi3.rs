@@ -1,17 +1,20 @@
 //! FMI 3.0 functions (called by the exports of
-//! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented, with
+//! [`export_fmi!`](crate::export_fmi)). Co-simulation and, for models that
+//! declare it, Model Exchange (the functions of `super::model_exchange`)
+//! are implemented, with
 //! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
 //! UInt32, Int64, UInt64, Boolean and String (Binary and Clock variables do
 //! not exist: their functions answer `fmi3Error`), arrays of the numeric
 //! types and Boolean (`nValues` the sum of the variables' current sizes,
 //! `Instance::check_value_count`), and Configuration Mode
-//! for models with structural parameters; model exchange, scheduled
-//! execution, clocks, event mode and Reconfiguration Mode are exported and
+//! for models with structural parameters; scheduled execution, clocks,
+//! co-simulation's Event Mode and Reconfiguration Mode are exported and
 //! answer `fmi3Error` (or NULL for instantiation).
 
 use std::ffi::{c_char, c_int, c_void};
 
 use super::intermediate::{Importer, IntermediateUpdate};
+use super::model_exchange as me;
 pub(crate) use super::shared::check_n;
 use super::shared::{self, ERROR, FMI3, Seeded, simple};
 use super::{
@@ -19,7 +22,7 @@ use super::{
     with_instance_cell,
 };
 use crate::caps::{FmiVersion, resolve};
-use crate::instance::{Cap, Fail, Instance, LogSink, Mode, R, Status};
+use crate::instance::{Cap, Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
 use crate::model::{ModelSpec, VarType};
 
 pub use super::intermediate::LogMessage;
@@ -31,21 +34,24 @@ const DISCARDED: u32 = Mode::StepFailed.bit();
 const TERM: u32 = Mode::Terminated.bit();
 const ERR: u32 = Mode::Error.bit();
 const CONFIG: u32 = Mode::Configuration.bit();
+/// Model Exchange's Event Mode and Continuous-Time Mode (FMI 3.0 sec. 2.3.5, 3.2.1).
+const EVENT: u32 = Mode::EventMode.bit();
+const CONT: u32 = Mode::ContinuousTimeMode.bit();
 
-const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG;
+const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT;
 /// The FMU-state functions: any state but Configuration Mode (FMI 3.0 sec.
 /// 2.3.6 lists only the structural parameters' setters and getters and
 /// `fmi3ExitConfigurationMode` there, besides reset, free and logging).
 const M_STATE: u32 = M_ANY & !CONFIG;
 /// Getters: in Configuration Mode of structural parameters only (checked
 /// by `Instance::get`).
-const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG;
+const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT;
 /// Setters: which variable in which state is checked by
 /// `Instance::check_settable` (structural parameters in Configuration Mode
 /// only, and nothing else there).
-const M_SET: u32 = INST | INIT | STEP | CONFIG;
-const M_TERMINATE: u32 = STEP | DISCARDED;
-const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM;
+const M_SET: u32 = INST | INIT | STEP | CONFIG | EVENT | CONT;
+const M_TERMINATE: u32 = STEP | DISCARDED | EVENT | CONT;
+const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM | EVENT | CONT;
 const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
 
 fn sink(importer: Importer, logging_on: bool) -> LogSink {
@@ -98,14 +104,16 @@ fn refuse_instantiation(
     std::ptr::null_mut()
 }
 
-/// `fmi3InstantiateModelExchange`: not supported, returns NULL.
+/// `fmi3InstantiateModelExchange`: an instance of a model that declares
+/// Model Exchange (NULL, with a log line, for the others).
 ///
 /// # Safety
 /// FMI calling convention.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn instantiate_model_exchange(
-    _name: *const c_char,
-    _token: *const c_char,
+    registry: &'static [ModelSpec],
+    name: *const c_char,
+    token: *const c_char,
     _res: *const c_char,
     _visible: bool,
     logging_on: bool,
@@ -113,12 +121,41 @@ pub unsafe fn instantiate_model_exchange(
     log: Option<LogMessage>,
 ) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
-        refuse_instantiation(
-            log,
+        let fname = "fmi3InstantiateModelExchange";
+        let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
+        // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
+        let name_arg = unsafe { cstr(name, "instanceName") };
+        let name = name_arg.as_ref().map_or("?", |n| *n);
+        // FMI 3.0 sec. 2.3.1: "instanceName must be a non empty string".
+        if let Err(e) = super::check_instance_name(name_arg) {
+            return bad(e);
+        }
+        // SAFETY: as above.
+        let token = match unsafe { cstr(token, "instantiationToken") } {
+            Ok(t) => t,
+            Err(e) => return bad(e.message),
+        };
+        let (spec, caps) = match resolve(registry, token, FmiVersion::Fmi3) {
+            Ok(x) => x,
+            Err(e) => return bad(e),
+        };
+        if !spec.has_model_exchange() {
+            return bad("this FMU supports co-simulation only".into());
+        }
+        let importer = Importer {
             env,
-            logging_on,
-            "fmi3InstantiateModelExchange: this FMU supports co-simulation only",
-        )
+            log,
+            intermediate: None,
+        };
+        let inst = Instance::with_interface(
+            spec,
+            caps,
+            FmiVersion::Fmi3,
+            Interface::ModelExchange,
+            name,
+            sink(importer, logging_on),
+        );
+        register(inst, Some(importer))
     })
 }
 
@@ -164,6 +201,12 @@ pub unsafe fn instantiate_co_simulation(
             Ok(x) => x,
             Err(e) => return bad(e),
         };
+        if !spec.has_co_simulation() {
+            return bad(
+                "this FMU supports model exchange only (no <CoSimulation>: fmi3InstantiateModelExchange)"
+                    .into(),
+            );
+        }
         if n_required > 0 {
             if !caps.intermediate_update {
                 return bad(
@@ -268,7 +311,8 @@ pub unsafe fn enter_initialization_mode(
     })
 }
 
-/// `fmi3ExitInitializationMode`: goes to Step Mode (no event mode).
+/// `fmi3ExitInitializationMode`: goes to Step Mode (co-simulation: no
+/// event mode) or Event Mode (Model Exchange).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -278,14 +322,15 @@ pub unsafe fn exit_initialization_mode(i: *mut c_void) -> c_int {
     })
 }
 
-/// `fmi3EnterEventMode`: refused (hasEventMode=false).
+/// `fmi3EnterEventMode`: Model Exchange, from Continuous-Time Mode; refused
+/// by co-simulation instances (hasEventMode=false).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_event_mode(i: *mut c_void) -> c_int {
-    refuse(
+    me::enter_event_mode(
         i,
-        "fmi3EnterEventMode",
+        FmiVersion::Fmi3,
         "this FMU has no event mode (hasEventMode=false)",
     )
 }
@@ -1026,75 +1071,152 @@ pub unsafe fn evaluate_discrete_states(i: *mut c_void) -> c_int {
     )
 }
 
-/// `fmi3UpdateDiscreteStates`: refused (no event mode).
+/// `fmi3UpdateDiscreteStates` (Model Exchange, Event Mode): the model's
+/// event update; the out-arguments are checked before the model is called
+/// and written only when it succeeded. Refused by co-simulation instances
+/// (no event mode).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn update_discrete_states(
     i: *mut c_void,
-    _a: *mut bool,
-    _b: *mut bool,
-    _c: *mut bool,
-    _d: *mut bool,
-    _e: *mut bool,
-    _f: *mut f64,
+    need_update: *mut bool,
+    terminate: *mut bool,
+    nominals_changed: *mut bool,
+    values_changed: *mut bool,
+    next_defined: *mut bool,
+    next_time: *mut f64,
 ) -> c_int {
-    refuse(i, "fmi3UpdateDiscreteStates", "this FMU has no event mode")
+    me::call(
+        i,
+        FmiVersion::Fmi3,
+        MeCall::UpdateDiscreteStates,
+        "this FMU has no event mode",
+        |inst| {
+            // SAFETY: FMI calling convention: each points to one value.
+            let (need, term, nominals, values, defined, next) = unsafe {
+                (
+                    slice_mut(need_update, 1, "discreteStatesNeedUpdate")?,
+                    slice_mut(terminate, 1, "terminateSimulation")?,
+                    slice_mut(nominals_changed, 1, "nominalsOfContinuousStatesChanged")?,
+                    slice_mut(values_changed, 1, "valuesOfContinuousStatesChanged")?,
+                    slice_mut(next_defined, 1, "nextEventTimeDefined")?,
+                    slice_mut(next_time, 1, "nextEventTime")?,
+                )
+            };
+            let u = inst.update_discrete_states()?;
+            need[0] = u.discrete_states_need_update;
+            term[0] = u.terminate_simulation;
+            // Nominals are fixed.
+            nominals[0] = false;
+            values[0] = u.values_of_continuous_states_changed;
+            defined[0] = u.next_event_time.is_some();
+            next[0] = u.next_event_time.unwrap_or(0.0);
+            Ok(())
+        },
+    )
 }
 
-const NO_ME: &str = "model exchange is not supported by this FMU (co-simulation only)";
-
-/// `fmi3EnterContinuousTimeMode`: model exchange, refused.
+/// `fmi3EnterContinuousTimeMode` (Model Exchange, Event Mode, after the
+/// event iteration).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_continuous_time_mode(i: *mut c_void) -> c_int {
-    refuse(i, "fmi3EnterContinuousTimeMode", NO_ME)
+    me::enter_continuous_time_mode(i, FmiVersion::Fmi3)
 }
 
-/// `fmi3CompletedIntegratorStep`: model exchange, refused.
+/// `fmi3CompletedIntegratorStep` (Model Exchange, Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn completed_integrator_step(
     i: *mut c_void,
-    _p: bool,
-    _e: *mut bool,
-    _t: *mut bool,
+    no_set_prior: bool,
+    enter_event_mode: *mut bool,
+    terminate: *mut bool,
 ) -> c_int {
-    refuse(i, "fmi3CompletedIntegratorStep", NO_ME)
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        me::completed_integrator_step(
+            i,
+            FmiVersion::Fmi3,
+            no_set_prior,
+            enter_event_mode,
+            terminate,
+        )
+    }
 }
 
-/// `fmi3SetTime`: model exchange, refused.
+/// `fmi3SetTime` (Model Exchange, Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_time(i: *mut c_void, _t: f64) -> c_int {
-    refuse(i, "fmi3SetTime", NO_ME)
+pub unsafe fn set_time(i: *mut c_void, t: f64) -> c_int {
+    me::set_time(i, FmiVersion::Fmi3, t)
 }
 
-/// `fmi3SetContinuousStates`: model exchange, refused.
+/// `fmi3SetContinuousStates` (Model Exchange, Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_continuous_states(i: *mut c_void, _x: *const f64, _n: usize) -> c_int {
-    refuse(i, "fmi3SetContinuousStates", NO_ME)
+pub unsafe fn set_continuous_states(i: *mut c_void, x: *const f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::set_continuous_states(i, FmiVersion::Fmi3, x, n) }
 }
 
-/// Model-exchange getters of arrays: refused.
+/// `fmi3GetContinuousStateDerivatives`.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_n(i: *mut c_void, _x: *mut f64, _n: usize) -> c_int {
-    refuse(i, "fmi3 model exchange function", NO_ME)
+pub unsafe fn get_continuous_state_derivatives(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetDerivatives, x, n) }
 }
 
-/// `fmi3GetNumberOf...`: model exchange, refused.
+/// `fmi3GetEventIndicators`.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_count(i: *mut c_void, _n: *mut usize) -> c_int {
-    refuse(i, "fmi3 model exchange function", NO_ME)
+pub unsafe fn get_event_indicators(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetEventIndicators, x, n) }
+}
+
+/// `fmi3GetContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_continuous_states(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetContinuousStates, x, n) }
+}
+
+/// `fmi3GetNominalsOfContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_nominals_of_continuous_states(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetNominals, x, n) }
+}
+
+/// `fmi3GetNumberOfEventIndicators` (fixed: no arrays of indicators).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_number_of_event_indicators(i: *mut c_void, n: *mut usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_number(i, MeCall::GetNumberOfEventIndicators, n) }
+}
+
+/// `fmi3GetNumberOfContinuousStates` (fixed: no arrays of states).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_number_of_continuous_states(i: *mut c_void, n: *mut usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_number(i, MeCall::GetNumberOfContinuousStates, n) }
 }
 
 /// `fmi3EnterStepMode`: only reachable from event mode, which this FMU has not.
