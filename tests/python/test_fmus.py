@@ -47,10 +47,11 @@ def cargo_fmu(var):
 
 
 def every_fmu():
-    """Every FMU the project builds: fmus/dist/{fmi2,fmi3,variants,quirks}
-    (`cargo xtask fmus`) and those of CARGO_FMUS."""
-    return (fmus("fmi2") + fmus("fmi3") + fmus("variants") + fmus("quirks")
-            + [cargo_fmu(var) for var in CARGO_FMUS])
+    """Every FMU the project builds: fmus/dist/{fmi2,fmi3,me/fmi2,me/fmi3,
+    variants,quirks} (`cargo xtask fmus`; me/: the Model Exchange only ones)
+    and those of CARGO_FMUS."""
+    return (fmus("fmi2") + fmus("fmi3") + fmus("me/fmi2") + fmus("me/fmi3") + fmus("variants")
+            + fmus("quirks") + [cargo_fmu(var) for var in CARGO_FMUS])
 
 
 def shown(path):
@@ -94,26 +95,34 @@ def test_every_fmu_passes_fmpy_validation():
 # FMU3Slave made (its constructor resolves every function of the FMI
 # version's co-simulation API in the binary, FMI 3.0: every fmi3* function,
 # as the standard requires of any binary), instantiated, freed, the library
-# unloaded. Prints `loaded<TAB>path` or `FAIL<TAB>path<TAB>why` per FMU. In
+# unloaded; an FMU with a Model Exchange interface likewise as FMU2Model /
+# FMU3Model (the Model Exchange API). Prints `loaded<TAB>path` or
+# `FAIL<TAB>path<TAB>why` per FMU. In
 # a child process ended with os._exit: Integrator-crashes-at-exit (quirks/)
 # registers in fmi2FreeInstance an exit handler that kills its process, by
 # design (quirk builds are only loaded here, never simulated).
 LOAD_CHILD = r"""
 import os, shutil, sys
 from fmpy import extract, read_model_description
-from fmpy.fmi2 import FMU2Slave
-from fmpy.fmi3 import FMU3Slave
+from fmpy.fmi2 import FMU2Model, FMU2Slave
+from fmpy.fmi3 import FMU3Model, FMU3Slave
 for path in sys.argv[1:]:
     d = None
     try:
         md = read_model_description(path, validate=True)
         d = extract(path)
-        cls = FMU3Slave if md.fmiVersion.startswith("3") else FMU2Slave
-        fmu = cls(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier,
-                  instanceName="load")
-        fmu.instantiate()
-        fmu.freeInstance()
-        fmu.freeLibrary()
+        fmi3 = md.fmiVersion.startswith("3")
+        interfaces = []
+        if md.coSimulation is not None:
+            interfaces.append((FMU3Slave if fmi3 else FMU2Slave, md.coSimulation.modelIdentifier))
+        if md.modelExchange is not None:
+            interfaces.append((FMU3Model if fmi3 else FMU2Model, md.modelExchange.modelIdentifier))
+        assert interfaces, "no interface"
+        for cls, identifier in interfaces:
+            fmu = cls(guid=md.guid, unzipDirectory=d, modelIdentifier=identifier, instanceName="load")
+            fmu.instantiate()
+            fmu.freeInstance()
+            fmu.freeLibrary()
         print("loaded", path, sep="\t", flush=True)
     except Exception as e:
         print("FAIL", path, f"{type(e).__name__}: {e}", sep="\t", flush=True)
@@ -389,6 +398,98 @@ def test_faulty_discard_reports_last_successful_time():
     finally:
         import shutil
         shutil.rmtree(d, ignore_errors=True)
+
+
+# ----------------------------------------------------------- Model Exchange
+# The kit's Model Exchange FMUs (fmus/dist/me/: Model Exchange only; the
+# quarter car halves of fmus/dist/fmi2, fmi3 have both interfaces) run by
+# FMPy's Model Exchange importer (CVode, its root finding for state events,
+# time events, completedIntegratorStep after each output point) against
+# their references (cosim_models::reference, written here again from the
+# equations).
+
+
+def simulate_me(path, **kw):
+    return simulate(path, fmi_type="ModelExchange", **kw)
+
+
+def last_per_time(r):
+    """The rows of a result, the last of each time (FMPy records an event's
+    time twice: before and after the event)."""
+    t = r["time"]
+    keep = np.append(t[1:] != t[:-1], True)
+    return r[keep]
+
+
+def bouncing_ball_contacts(h0=1.0, e=0.7, g=9.81, v_min=0.1):
+    t = math.sqrt(2 * h0 / g)
+    v1 = math.sqrt(2 * g * h0)
+    out = [t]
+    k = 1
+    while e ** k * v1 >= v_min:
+        t += 2 * e ** k * v1 / g
+        out.append(t)
+        k += 1
+    return out
+
+
+def test_model_exchange_fmus_match_their_references_in_fmpy():
+    for kind in ("fmi2", "fmi3"):
+        me = os.path.join(DIST, "me", kind)
+        # BouncingBallME: the contact times (state events) to 1e-5 at
+        # rtol 1e-8 (CVode's state error moves the later ones), 11 contacts,
+        # then at rest.
+        r = simulate_me(os.path.join(me, "BouncingBallME.fmu"), stop_time=3.0, output_interval=0.01,
+                        relative_tolerance=1e-8, record_events=True, output=["h", "v", "contacts"])
+        c = r["contacts"]
+        found = [r["time"][i] for i in range(1, len(c)) if c[i] != c[i - 1]]
+        exact = bouncing_ball_contacts()
+        assert len(found) == len(exact) == 11, (kind, found)
+        err = max(abs(a - b) for a, b in zip(found, exact))
+        assert err < 1e-5, f"{kind}/BouncingBallME: contact times off by {err:.2e}"
+        assert r["v"][-1] == 0.0 and 0.0 < r["h"][-1] < 1e-300, (kind, r["h"][-1], r["v"][-1])
+        # Robertson (stiff): y(40) of Hairer & Wanner to rtol.
+        lit = {"y1": 0.7158270687, "y2": 9.185534764e-6, "y3": 0.2841637457}
+        r = simulate_me(os.path.join(me, "Robertson.fmu"), stop_time=40.0, output_interval=0.1,
+                        relative_tolerance=1e-8, output=list(lit))
+        for name, y in lit.items():
+            rel = abs(r[name][-1] - y) / y
+            assert rel < 1e-7, f"{kind}/Robertson: {name}(40) = {r[name][-1]!r}, relative error {rel:.1e}"
+        # TimeEvents: y = floor(t / 0.25) changed at the announced time
+        # events, x = its integral (piecewise linear: exact).
+        r = last_per_time(simulate_me(os.path.join(me, "TimeEvents.fmu"), stop_time=2.0,
+                                      output_interval=0.01, output=["y", "x"]))
+        t = r["time"]
+        n = np.floor(t / 0.25 + 1e-9)
+        x = 0.25 * n * (n - 1) / 2 + n * (t - n * 0.25)
+        assert np.max(np.abs(r["y"] - n)) == 0.0, kind
+        assert np.max(np.abs(r["x"] - x)) < 1e-9, (kind, np.max(np.abs(r["x"] - x)))
+        # StepEvents: FMPy completes a step at each output point (0.01), so
+        # x (slope 1) is reset at the first one with x >= 0.255: every 26
+        # points.
+        r = last_per_time(simulate_me(os.path.join(me, "StepEvents.fmu"), stop_time=1.0,
+                                      output_interval=0.01, output=["x", "resets"]))
+        k = np.floor(r["time"] / 0.01 + 1e-9)
+        assert np.max(np.abs(r["x"] - 0.01 * (k % 26))) < 1e-9, kind
+        assert r["resets"][-1] == 3, kind
+        # The quarter car halves, as Model Exchange FMUs on their own:
+        # the chassis under F = 400 N (v_c = t), the wheel and suspension
+        # with v_c = 0 (a damped oscillator towards k_w z_road / (k_w + k_c)).
+        qc = os.path.join(DIST, kind)
+        r = simulate_me(os.path.join(qc, "QuarterCarChassis.fmu"), stop_time=0.5, output_interval=1e-3,
+                        relative_tolerance=1e-9, input=const_input("F", 400.0, 0.5), output=["v_c", "z_c"])
+        assert np.max(np.abs(r["v_c"] - r["time"])) < 1e-9, kind
+        assert np.max(np.abs(r["z_c"] - r["time"] ** 2 / 2)) < 1e-7, kind
+        r = simulate_me(os.path.join(qc, "QuarterCarWheelSuspension.fmu"), stop_time=0.5,
+                        output_interval=1e-3, relative_tolerance=1e-9,
+                        input=const_input("v_c", 0.0, 0.5), output=["z_w"])
+        m, d, k_ = 40.0, 1000.0, 165000.0
+        w0 = math.sqrt(k_ / m)
+        zeta = d / (2 * math.sqrt(k_ * m))
+        wd = w0 * math.sqrt(1 - zeta * zeta)
+        t = r["time"]
+        x = 150000 * 0.1 / k_ * (1 - np.exp(-zeta * w0 * t) * (np.cos(wd * t) + zeta * w0 / wd * np.sin(wd * t)))
+        assert np.max(np.abs(r["z_w"] - x)) < 1e-6, (kind, np.max(np.abs(r["z_w"] - x)))
 
 
 # ------------------------------------------------------------------ libcosim

@@ -351,13 +351,13 @@ fn a_column_cap_leaves_a_note() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        stderr(&o).contains("note: 9 columns selected; the first 4 are plotted"),
+        stderr(&o).contains("note: 12 columns selected; the first 4 are plotted"),
         "{}",
         text(&o)
     );
     let svg = std::fs::read_to_string(&plot).unwrap();
     assert_eq!(texts(&svg, "legend-label").len(), 4);
-    assert!(texts(&svg, "note")[0].contains("9 columns selected"));
+    assert!(texts(&svg, "note")[0].contains("12 columns selected"));
 }
 
 #[test]

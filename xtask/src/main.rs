@@ -3,7 +3,9 @@
 //! - `fmus`: builds `cosim-models` (release), strips the library, packages
 //!   every model as FMI 2 (`fmus/dist/fmi2/<Model>.fmu`; not the models with
 //!   FMI 3 only variable types, `ModelSpec::supports`) and FMI 3
-//!   (`fmus/dist/fmi3/<Model>.fmu`), the FMI 2 and FMI 3 capability variants
+//!   (`fmus/dist/fmi3/<Model>.fmu`; the Model Exchange only models in
+//!   `fmus/dist/me/fmi2/` and `me/fmi3/`, `fmu_kit::dist::packaged_path`),
+//!   the FMI 2 and FMI 3 capability variants
 //!   of `cosim_models::VARIANT_MODELS` (`fmu_kit::dist::variant_path`: FMI 2
 //!   in `fmus/dist/variants/<Model>-<suffix>.fmu`, FMI 3 in
 //!   `fmus/dist/fmi3/<Model>-fmi3-<suffix>.fmu`), the quirk builds of
@@ -243,7 +245,9 @@ fn fmus() -> io::Result<()> {
             .filter(|v| spec.supports(*v))
         {
             let req = PackageRequest::variant(spec, version, Variant::Full);
-            let out = dist::fmu_path(version, spec.name);
+            // Model Exchange only FMUs go to `me/`, apart from what tools
+            // load as co-simulation FMUs.
+            let out = dist::packaged_path(version, spec);
             package(&req, &lib, &out)?;
             written.insert(out);
             count += 1;
@@ -293,14 +297,15 @@ fn fmus() -> io::Result<()> {
     Ok(())
 }
 
-/// Removes the `.fmu` files in `fmi2/`, `fmi3/`, `variants/` and `quirks/` that this
-/// run did not write (e.g. FMI 3 variants of an older layout in `variants/`,
-/// where FMI 2-only tools would load them).
+/// Removes the `.fmu` files in `fmi2/`, `fmi3/`, `me/fmi2/`, `me/fmi3/`,
+/// `variants/` and `quirks/` that this run did not write (e.g. FMI 3
+/// variants of an older layout in `variants/`, where FMI 2-only tools
+/// would load them).
 fn remove_stale_fmus(
     dist_dir: &Path,
     written: &std::collections::HashSet<PathBuf>,
 ) -> io::Result<()> {
-    for sub in ["fmi2", "fmi3", "variants", "quirks"] {
+    for sub in ["fmi2", "fmi3", "me/fmi2", "me/fmi3", "variants", "quirks"] {
         let Ok(entries) = fs::read_dir(dist_dir.join(sub)) else {
             continue;
         };
@@ -446,13 +451,47 @@ fn catalog() -> String {
             spec.experiment.stop_time,
             spec.experiment.step_size
         );
+        if let Some(me) = &spec.model_exchange {
+            let name = |vr| spec.variable(vr).map_or("?", |v| v.name);
+            let states: Vec<String> = me
+                .states
+                .iter()
+                .map(|s| format!("{}' = {}", name(s.state), name(s.derivative)))
+                .collect();
+            let indicators: Vec<&str> = me.event_indicators.iter().map(|&z| name(z)).collect();
+            let _ = writeln!(
+                out,
+                "Model Exchange{}: states {}; event indicators {}; completedIntegratorStep {}; directional derivatives {}.\n",
+                if me.co_simulation {
+                    " (beside Co-Simulation)"
+                } else {
+                    " only"
+                },
+                states.join(", "),
+                if indicators.is_empty() {
+                    "none".to_string()
+                } else {
+                    indicators.join(", ")
+                },
+                if me.needs_completed_integrator_step {
+                    "needed"
+                } else {
+                    "not needed"
+                },
+                yes_no(caps.directional_derivatives && me.partial_derivatives),
+            );
+        }
         out.push_str("| vr | name | causality | unit | start | depends on | description |\n|---|---|---|---|---|---|---|\n");
         for v in spec.variables.iter().skip(1) {
             let deps = if v.causality == Causality::Output {
+                // The inputs (feed-through): Model Exchange states among
+                // the dependencies are listed on the model's line.
                 let names: Vec<&str> = v
                     .dependencies
                     .iter()
-                    .filter_map(|(d, _)| spec.variable(*d).map(|x| x.name))
+                    .filter_map(|(d, _)| spec.variable(*d))
+                    .filter(|x| x.causality == Causality::Input)
+                    .map(|x| x.name)
                     .collect();
                 if names.is_empty() {
                     "(none)".to_string()

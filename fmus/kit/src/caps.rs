@@ -244,8 +244,23 @@ impl Variant {
 }
 
 impl Capabilities {
-    /// Everything the model supports, for a version.
+    /// Everything the model supports, for a version. A Model Exchange only
+    /// model has none of the co-simulation capabilities (output
+    /// derivatives, input interpolation, intermediate update), and its
+    /// directional derivatives are those of its Model Exchange equations.
     pub fn full(spec: &ModelSpec, version: FmiVersion) -> Self {
+        if let Some(me) = spec.model_exchange.as_ref().filter(|me| !me.co_simulation) {
+            return Capabilities {
+                get_set_state: true,
+                serialize_state: true,
+                max_output_derivative_order: 0,
+                interpolate_inputs: false,
+                intermediate_update: false,
+                variable_step: true,
+                directional_derivatives: me.partial_derivatives,
+                quirk: None,
+            };
+        }
         Capabilities {
             get_set_state: true,
             serialize_state: true,
@@ -329,7 +344,14 @@ impl Capabilities {
                 version.tag()
             ));
         }
-        if self.directional_derivatives && !spec.provides_directional_derivatives {
+        let directional = if spec.has_co_simulation() {
+            spec.provides_directional_derivatives
+        } else {
+            spec.model_exchange
+                .as_ref()
+                .is_some_and(|me| me.partial_derivatives)
+        };
+        if self.directional_derivatives && !directional {
             return Err(format!("{} provides no directional derivatives", spec.name));
         }
         if let Some(q) = self.quirk

@@ -33,9 +33,32 @@ pub fn dist_dir() -> PathBuf {
     workspace_root().join("fmus").join("dist")
 }
 
-/// Path of a packaged FMU: `fmus/dist/fmi2/<Model>.fmu`, `fmus/dist/fmi3/<Model>.fmu`.
+/// Path of a packaged FMU with a Co-Simulation interface (and maybe Model
+/// Exchange too): `fmus/dist/fmi2/<Model>.fmu`, `fmus/dist/fmi3/<Model>.fmu`.
 pub fn fmu_path(version: crate::FmiVersion, model: &str) -> PathBuf {
     dist_dir().join(version.tag()).join(format!("{model}.fmu"))
+}
+
+/// Path of a packaged Model Exchange only FMU (no `<CoSimulation>`):
+/// `fmus/dist/me/fmi2/<Model>.fmu`, `fmus/dist/me/fmi3/<Model>.fmu`; apart
+/// from `fmi2/` and `fmi3/`, whose FMUs tools and tests load as
+/// co-simulation FMUs (libcosim, FMPy's co-simulation runs in
+/// `tests/python`).
+pub fn model_exchange_fmu_path(version: crate::FmiVersion, model: &str) -> PathBuf {
+    dist_dir()
+        .join("me")
+        .join(version.tag())
+        .join(format!("{model}.fmu"))
+}
+
+/// Where `cargo xtask fmus` packages the full build of `spec`: [`fmu_path`],
+/// or [`model_exchange_fmu_path`] for a Model Exchange only model.
+pub fn packaged_path(version: crate::FmiVersion, spec: &crate::ModelSpec) -> PathBuf {
+    if spec.has_co_simulation() {
+        fmu_path(version, spec.name)
+    } else {
+        model_exchange_fmu_path(version, spec.name)
+    }
 }
 
 /// Path of a capability variant, `<Model>-<suffix>.fmu`:

@@ -9,7 +9,8 @@
 //! which only getters, reset, free and FMU-state restore are accepted.
 //!
 //! Strictness: every call is checked against the FMI 2.0 / FMI 3.0
-//! co-simulation state machines and the standards' rules on call sequences,
+//! co-simulation state machines (Model Exchange: [`model_exchange`]) and
+//! the standards' rules on call sequences,
 //! and a call they forbid is refused with a log line
 //! `<fmiFunction>: Illegal call sequence: <why>` ([`Fail::sequence`]):
 //! a function called in a state that does not allow it
@@ -34,6 +35,20 @@ use crate::model::{
     Causality, Dimension, Initial, LogLevel, MAX_ARRAY_ELEMENTS, Model, ModelSpec, StepError, TIME,
     Values, VarType, Variability, Variable, Vr, element_count, resized,
 };
+
+mod model_exchange;
+
+pub use model_exchange::{MeCall, MeState};
+
+/// The interface an instance was made for (FMI 2 `fmuType`, FMI 3 the
+/// instantiation function).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interface {
+    /// Co-Simulation (`fmi2CoSimulation`, `fmi3InstantiateCoSimulation`).
+    CoSimulation,
+    /// Model Exchange (`fmi2ModelExchange`, `fmi3InstantiateModelExchange`).
+    ModelExchange,
+}
 
 /// FMI status (same numbering in FMI 2 and FMI 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -101,6 +116,13 @@ pub enum Mode {
     /// Instantiated, `fmi3ExitConfigurationMode` back): only structural
     /// parameters can be set and read.
     Configuration = 7,
+    /// Model Exchange Event Mode: after initialization and
+    /// `fmi2EnterEventMode` / `fmi3EnterEventMode`; discrete states are
+    /// updated (`fmi2NewDiscreteStates` / `fmi3UpdateDiscreteStates`).
+    EventMode = 8,
+    /// Model Exchange Continuous-Time Mode (`fmi2EnterContinuousTimeMode` /
+    /// `fmi3EnterContinuousTimeMode`): the importer integrates.
+    ContinuousTimeMode = 9,
 }
 
 impl Mode {
@@ -119,6 +141,8 @@ impl Mode {
             Mode::Error,
             Mode::Fatal,
             Mode::Configuration,
+            Mode::EventMode,
+            Mode::ContinuousTimeMode,
         ]
         .into_iter()
         .find(|m| *m as u8 == b)
@@ -136,6 +160,8 @@ impl Mode {
             (Mode::Error, _) => "Error",
             (Mode::Fatal, _) => "Fatal",
             (Mode::Configuration, _) => "Configuration Mode",
+            (Mode::EventMode, _) => "Event Mode",
+            (Mode::ContinuousTimeMode, _) => "Continuous-Time Mode",
         }
     }
 }
@@ -271,6 +297,8 @@ pub struct Snapshot {
     stop_time: Option<f64>,
     experiment_set: bool,
     terminate_requested: bool,
+    /// The Model Exchange bookkeeping (default for co-simulation).
+    me: MeState,
 }
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"COSIMFS2";
@@ -285,6 +313,8 @@ pub struct Instance {
     pub caps: Capabilities,
     /// FMI version of the interface used.
     pub version: FmiVersion,
+    /// Co-Simulation or Model Exchange.
+    interface: Interface,
     /// Instance name given by the importer.
     pub name: String,
     token_hash: u64,
@@ -320,6 +350,9 @@ pub struct Instance {
     /// out: valid until the next such call (the standards ask for "until
     /// the next call on the instance").
     c_strings: Vec<CString>,
+    /// Model Exchange: the times and event iteration the call-sequence
+    /// rules need (default for co-simulation).
+    me: MeState,
 }
 
 impl std::fmt::Debug for Instance {
@@ -330,6 +363,65 @@ impl std::fmt::Debug for Instance {
             .field("mode", &self.mode)
             .field("time", &self.time)
             .finish_non_exhaustive()
+    }
+}
+
+/// Computes the outputs and locals ([`Model::outputs`]) and, for a model
+/// with Model Exchange equations, the state derivatives
+/// ([`crate::ContinuousModel::derivatives`]).
+fn evaluate(model: &mut dyn Model, t: f64, values: &mut Values, inputs: &Inputs) {
+    model.outputs(t, values, inputs);
+    if let Some(me) = model.model_exchange() {
+        me.derivatives(t, values, inputs);
+    }
+}
+
+/// The entries of [`Instance::jacobian`], once the variables are checked:
+/// 0 where the unknown does not list the known among its dependencies, 1
+/// for a state with respect to itself (an output or state derivative that
+/// is a state depends on itself, FMI 3.0 sec. 2.4.8), else the model's
+/// partial derivative.
+fn jacobian_of(
+    spec: &ModelSpec,
+    interface: Interface,
+    model: &mut dyn Model,
+    (t, values, inputs): (f64, &Values, &Inputs),
+    unknowns: &[Vr],
+    knowns: &[Vr],
+) -> Vec<f64> {
+    let me_spec = spec.model_exchange.as_ref();
+    let mut jac = Vec::with_capacity(unknowns.len() * knowns.len());
+    for &u in unknowns {
+        let deps = spec.variable(u).map(|v| &v.dependencies);
+        for &k in knowns {
+            let declared = deps.is_some_and(|d| d.iter().any(|(i, _)| *i == k));
+            let x = match interface {
+                Interface::CoSimulation if declared => model.partial_derivative(u, k, values),
+                Interface::ModelExchange
+                    if u == k && me_spec.is_some_and(|me| me.state_of(k).is_some()) =>
+                {
+                    1.0
+                }
+                Interface::ModelExchange if declared => model
+                    .model_exchange()
+                    .map_or(0.0, |me| me.partial_derivative(u, k, t, values, inputs)),
+                _ => 0.0,
+            };
+            jac.push(x);
+        }
+    }
+    jac
+}
+
+/// The log function handed to a model's step and event calls.
+fn model_log(sink: &LogSink) -> impl Fn(LogLevel, &str) + '_ {
+    move |level: LogLevel, msg: &str| {
+        let status = match level {
+            LogLevel::Info => Status::Ok,
+            LogLevel::Warning => Status::Warning,
+            LogLevel::Error => Status::Error,
+        };
+        sink.log(status, msg);
     }
 }
 
@@ -407,11 +499,25 @@ pub fn settable_in(v: &Variable, mode: Mode) -> Result<(), &'static str> {
 }
 
 impl Instance {
-    /// A new instance in state `Instantiated`, with start values.
+    /// A new Co-Simulation instance in state `Instantiated`, with start values.
     pub fn new(
         spec: &'static ModelSpec,
         caps: Capabilities,
         version: FmiVersion,
+        name: &str,
+        sink: LogSink,
+    ) -> Self {
+        Self::with_interface(spec, caps, version, Interface::CoSimulation, name, sink)
+    }
+
+    /// A new instance of `interface` in state `Instantiated`, with start
+    /// values (Model Exchange: for a model with
+    /// [`ModelSpec::model_exchange`], else its calls are refused).
+    pub fn with_interface(
+        spec: &'static ModelSpec,
+        caps: Capabilities,
+        version: FmiVersion,
+        interface: Interface,
         name: &str,
         sink: LogSink,
     ) -> Self {
@@ -422,6 +528,7 @@ impl Instance {
             spec,
             caps,
             version,
+            interface,
             name: name.to_string(),
             token_hash: h.finish(),
             has_arrays: spec.has_arrays(),
@@ -444,9 +551,15 @@ impl Instance {
             early_return: false,
             states: HashMap::new(),
             c_strings: Vec::new(),
+            me: MeState::default(),
         };
         inst.reset_values();
         inst
+    }
+
+    /// The interface the instance was made for.
+    pub fn interface(&self) -> Interface {
+        self.interface
     }
 
     fn reset_values(&mut self) {
@@ -531,7 +644,12 @@ impl Instance {
     #[inline(never)]
     fn illegal_in_mode(&self, fname: &str) -> R<()> {
         let mut why = format!("called in state {}", self.mode.name(self.version));
-        if self.terminate_requested && matches!(self.mode, Mode::StepComplete | Mode::StepFailed) {
+        if self.terminate_requested
+            && matches!(
+                self.mode,
+                Mode::StepComplete | Mode::StepFailed | Mode::EventMode | Mode::ContinuousTimeMode
+            )
+        {
             why.push_str(&format!(
                 " (the FMU requested termination at t = {})",
                 self.last_successful_time
@@ -588,12 +706,11 @@ impl Instance {
                 "maxOutputDerivativeOrder",
             ),
             (Cap::Interpolate, _) => (self.caps.interpolate_inputs, "canInterpolateInputs"),
-            (Cap::Directional, FmiVersion::Fmi2) => (
-                self.caps.directional_derivatives,
-                "providesDirectionalDerivative",
-            ),
+            (Cap::Directional, FmiVersion::Fmi2) => {
+                (self.directional_provided(), "providesDirectionalDerivative")
+            }
             (Cap::Directional, FmiVersion::Fmi3) => (
-                self.caps.directional_derivatives,
+                self.directional_provided(),
                 "providesDirectionalDerivatives",
             ),
         };
@@ -693,16 +810,31 @@ impl Instance {
         (self.spec.factory)(&self.values)
     }
 
-    /// Initialization -> StepComplete: validates the parameters, initializes states.
+    /// Initialization -> StepComplete (Co-Simulation) / Event Mode (Model
+    /// Exchange): validates the parameters, initializes states.
     pub fn exit_initialization(&mut self) -> R<()> {
         let mut model = self.build_model().map_err(Fail::failure)?;
+        if self.interface == Interface::ModelExchange && model.model_exchange().is_none() {
+            return Err(Fail::failure(format!(
+                "{} declares Model Exchange but its model has no Model Exchange equations (Model::model_exchange)",
+                self.spec.name
+            )));
+        }
         self.values[TIME] = self.time;
         model.init(&mut self.values);
-        model.outputs(self.time, &mut self.values, &self.inputs);
+        evaluate(model.as_mut(), self.time, &mut self.values, &self.inputs);
         self.model = Some(model);
         self.dirty = false;
-        self.mode = Mode::StepComplete;
         self.last_successful_time = self.time;
+        self.mode = match self.interface {
+            Interface::CoSimulation => Mode::StepComplete,
+            Interface::ModelExchange => {
+                // The initial event instant (FMI 2.0 sec. 3.2.3, FMI 3.0
+                // sec. 2.3.4: initialization ends in Event Mode).
+                self.me = MeState::at_event(self.time);
+                Mode::EventMode
+            }
+        };
         Ok(())
     }
 
@@ -785,6 +917,7 @@ impl Instance {
         self.no_set_prior_from = None;
         self.terminate_requested = false;
         self.early_return = false;
+        self.me = MeState::default();
         self.reset_values();
         self.dirty = true;
         Ok(())
@@ -801,11 +934,11 @@ impl Instance {
             Mode::Initialization => {
                 let mut model = self.build_model().map_err(Fail::usage)?;
                 model.init(&mut self.values);
-                model.outputs(self.time, &mut self.values, &self.inputs);
+                evaluate(model.as_mut(), self.time, &mut self.values, &self.inputs);
             }
             _ => {
-                if let Some(model) = &self.model {
-                    model.outputs(self.time, &mut self.values, &self.inputs);
+                if let Some(model) = &mut self.model {
+                    evaluate(model.as_mut(), self.time, &mut self.values, &self.inputs);
                 }
             }
         }
@@ -1092,7 +1225,7 @@ impl Instance {
     pub fn check_settable(&self, vrs: &[Vr], ty: VarType) -> R<()> {
         for &vr in vrs {
             let v = self.lookup(vr, ty)?;
-            if let Err(rule) = settable_in(v, self.mode) {
+            if let Err(rule) = self.settable(v) {
                 return Err(self.unsettable(v, rule));
             }
         }
@@ -1141,7 +1274,7 @@ impl Instance {
         // A tunable parameter set at a communication point: the model is
         // rebuilt from the new values (refused, changing nothing, if they
         // are invalid).
-        if self.mode == Mode::StepComplete
+        if self.tunes_model()
             && vrs.iter().any(|&vr| {
                 self.spec.variable(vr).is_some_and(|v| {
                     v.causality == Causality::Parameter && v.variability == Variability::Tunable
@@ -1257,7 +1390,7 @@ impl Instance {
         // A tunable parameter set at a communication point: the model is
         // rebuilt from the new values (refused, changing nothing, if they
         // are invalid).
-        if self.mode == Mode::StepComplete
+        if self.tunes_model()
             && vrs.iter().any(|&vr| {
                 self.spec.variable(vr).is_some_and(|v| {
                     v.causality == Causality::Parameter && v.variability == Variability::Tunable
@@ -1393,7 +1526,7 @@ impl Instance {
     /// holds its value until set again (no derivatives).
     pub fn set_strings(&mut self, vrs: &[Vr], vals: &[&str]) -> R<()> {
         self.check_settable(vrs, VarType::String)?;
-        let retuned = if self.mode == Mode::StepComplete
+        let retuned = if self.tunes_model()
             && vrs.iter().any(|&vr| {
                 self.spec
                     .variable(vr)
@@ -1476,68 +1609,70 @@ impl Instance {
     }
 
     /// The partial derivative matrix d(unknowns)/d(knowns), row-major.
+    /// Co-Simulation: d(output)/d(input). Model Exchange: unknowns are
+    /// outputs or state derivatives, knowns inputs or continuous states
+    /// (FMI 2.0 sec. 3.2.1, FMI 3.0 sec. 3.2.1).
     fn jacobian(&mut self, unknowns: &[Vr], knowns: &[Vr]) -> R<Vec<f64>> {
         self.require_cap(Cap::Directional)?;
+        let me = match self.interface {
+            Interface::ModelExchange => self.spec.model_exchange.as_ref(),
+            Interface::CoSimulation => None,
+        };
+        let (unknown_rule, known_rule) = if me.is_some() {
+            (
+                "is neither an output nor a state derivative",
+                "is neither an input nor a continuous state",
+            )
+        } else {
+            (
+                "is not an output (only d(output)/d(input) is provided)",
+                "is not an input (only d(output)/d(input) is provided)",
+            )
+        };
         for &u in unknowns {
             let v = self.lookup_float(u, "directional derivatives", true)?;
-            if v.causality != Causality::Output {
-                return Err(Fail::usage(format!(
-                    "unknown {} is not an output (only d(output)/d(input) is provided)",
-                    v.name
-                )));
+            let ok = v.causality == Causality::Output
+                || me.is_some_and(|me| me.derivative_of(u).is_some());
+            if !ok {
+                return Err(Fail::usage(format!("unknown {} {unknown_rule}", v.name)));
             }
         }
         for &k in knowns {
             let v = self.lookup_float(k, "directional derivatives", true)?;
-            if v.causality != Causality::Input {
-                return Err(Fail::usage(format!(
-                    "known {} is not an input (only d(output)/d(input) is provided)",
-                    v.name
-                )));
+            let ok =
+                v.causality == Causality::Input || me.is_some_and(|me| me.state_of(k).is_some());
+            if !ok {
+                return Err(Fail::usage(format!("known {} {known_rule}", v.name)));
             }
         }
         self.refresh()?;
-        let model = match &self.model {
-            Some(m) => m,
+        let (t, spec, interface) = (self.time, self.spec, self.interface);
+        match &mut self.model {
+            Some(model) => Ok(jacobian_of(
+                spec,
+                interface,
+                model.as_mut(),
+                (t, &self.values, &self.inputs),
+                unknowns,
+                knowns,
+            )),
             None => {
                 // During initialization: evaluate with a model built from the
                 // current parameters.
-                return self.jacobian_uninitialized(unknowns, knowns);
-            }
-        };
-        let mut jac = Vec::with_capacity(unknowns.len() * knowns.len());
-        for &u in unknowns {
-            let deps = self.spec.variable(u).map(|v| &v.dependencies);
-            for &k in knowns {
-                let declared = deps.is_some_and(|d| d.iter().any(|(i, _)| *i == k));
-                jac.push(if declared {
-                    model.partial_derivative(u, k, &self.values)
-                } else {
-                    0.0
-                });
-            }
-        }
-        Ok(jac)
-    }
-
-    fn jacobian_uninitialized(&mut self, unknowns: &[Vr], knowns: &[Vr]) -> R<Vec<f64>> {
-        let mut model = self.build_model().map_err(Fail::usage)?;
-        let mut values = self.values.clone();
-        model.init(&mut values);
-        model.outputs(self.time, &mut values, &self.inputs);
-        let mut jac = Vec::with_capacity(unknowns.len() * knowns.len());
-        for &u in unknowns {
-            let deps = self.spec.variable(u).map(|v| &v.dependencies);
-            for &k in knowns {
-                let declared = deps.is_some_and(|d| d.iter().any(|(i, _)| *i == k));
-                jac.push(if declared {
-                    model.partial_derivative(u, k, &values)
-                } else {
-                    0.0
-                });
+                let mut model = self.build_model().map_err(Fail::usage)?;
+                let mut values = self.values.clone();
+                model.init(&mut values);
+                evaluate(model.as_mut(), t, &mut values, &self.inputs);
+                Ok(jacobian_of(
+                    spec,
+                    interface,
+                    model.as_mut(),
+                    (t, &values, &self.inputs),
+                    unknowns,
+                    knowns,
+                ))
             }
         }
-        Ok(jac)
     }
 
     /// Forward mode: `out[i] = sum_j d(unknown_i)/d(known_j) * seed[j]`.
@@ -1659,15 +1794,7 @@ impl Instance {
         self.time = t;
         self.inputs.set_t0(t);
         self.values[TIME] = t;
-        let sink = &self.sink;
-        let log = |level: LogLevel, msg: &str| {
-            let status = match level {
-                LogLevel::Info => Status::Ok,
-                LogLevel::Warning => Status::Warning,
-                LogLevel::Error => Status::Error,
-            };
-            sink.log(status, msg);
-        };
+        let log = model_log(&self.sink);
         let live = match source {
             Some(src) if self.takes_intermediate_inputs() => Some(self.inputs.with_source(
                 src,
@@ -1754,7 +1881,7 @@ impl Instance {
             self.values[v.vr] = self.inputs.value(v.vr);
         }
         self.values[TIME] = reached;
-        model.outputs(reached, &mut self.values, &self.inputs);
+        evaluate(model.as_mut(), reached, &mut self.values, &self.inputs);
         self.model = Some(model);
         self.dirty = false;
         self.last_step_status = status;
@@ -1828,6 +1955,7 @@ impl Instance {
             stop_time: self.stop_time,
             experiment_set: self.experiment_set,
             terminate_requested: self.terminate_requested,
+            me: self.me,
         }
     }
 
@@ -1905,12 +2033,18 @@ impl Instance {
         self.stop_time = snap.stop_time;
         self.experiment_set = snap.experiment_set;
         self.terminate_requested = snap.terminate_requested;
+        self.me = snap.me;
         self.early_return = false;
         self.dirty = true;
         self.model = None;
         if matches!(
             self.mode,
-            Mode::StepComplete | Mode::StepFailed | Mode::Terminated | Mode::Error
+            Mode::StepComplete
+                | Mode::StepFailed
+                | Mode::Terminated
+                | Mode::Error
+                | Mode::EventMode
+                | Mode::ContinuousTimeMode
         ) {
             // The parameters are part of the state: rebuild the model from them.
             match self.build_model() {
@@ -2018,6 +2152,10 @@ impl Instance {
                 b.extend_from_slice(&x.to_le_bytes());
             }
         }
+        // Model Exchange instances only: their event and step times.
+        if self.interface == Interface::ModelExchange {
+            s.me.to_bytes(&mut b);
+        }
         b
     }
 
@@ -2085,6 +2223,18 @@ impl Instance {
                 arrays.push(a);
             }
         }
+        let me = if self.interface == Interface::ModelExchange {
+            MeState::from_reader(&mut r)?
+        } else {
+            MeState::default()
+        };
+        if !self.mode_fits_interface(mode) {
+            return Err(format!(
+                "serialized FMU state is in state {}, which an instance of this interface never is \
+                 (a Co-Simulation state restored into a Model Exchange instance, or back)",
+                mode.name(self.version)
+            ));
+        }
         if r.pos != bytes.len() {
             return Err("serialized FMU state has trailing bytes".into());
         }
@@ -2112,6 +2262,7 @@ impl Instance {
             stop_time: if stop.is_nan() { None } else { Some(stop) },
             experiment_set: flags & 1 != 0,
             terminate_requested: flags & 2 != 0,
+            me,
         })
     }
 }

@@ -1,5 +1,5 @@
 //! `fmu-kit`: turns a Rust model into a real FMI 2.0 and FMI 3.0
-//! co-simulation FMU.
+//! co-simulation FMU, Model Exchange FMU, or FMU with both interfaces.
 //!
 //! What it is for:
 //! - the model API ([`Model`], [`ModelSpec`], [`Variable`], [`Inputs`]):
@@ -15,17 +15,22 @@
 //!   the parameter, inputs as polynomials (FMI 2 input derivatives; FMI 3
 //!   intermediate update, see [`input`]), analytic output derivatives and
 //!   d(output)/d(input);
+//! - Model Exchange ([`model_exchange`]: [`ModelExchangeSpec`] declares the
+//!   continuous states, event indicators and step events, a
+//!   [`ContinuousModel`] computes the state derivatives and handles the
+//!   events), with or without the Co-Simulation interface;
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
-//!   with the standards' state machines, panics contained, and NULL / stale
-//!   pointers refused with `Error` instead of undefined behaviour;
+//!   with the standards' state machines (co-simulation and Model Exchange,
+//!   strict: every call they forbid refused), panics contained, and NULL /
+//!   stale pointers refused with `Error` instead of undefined behaviour;
 //! - `modelDescription.xml` for both versions ([`xml`]), capability variants
 //!   and quirk builds (reproduced misbehaviours of real exporters,
 //!   [`Quirk`]) encoded in the GUID / instantiation token ([`caps`]), and
 //!   packaging into `.fmu` archives ([`package()`]);
 //! - [`dist::ensure_built`], which keeps `fmus/dist` up to date for tests.
 //!
-//! What it is not: an importer (see `cosim-fmi`), or a model-exchange FMU
-//! generator (model-exchange functions are exported and refuse).
+//! What it is not: an importer (see `cosim-fmi`; [`testing::model_exchange`]
+//! is a fixed-step Model Exchange importer for tests only).
 
 pub mod caps;
 pub mod dist;
@@ -33,6 +38,7 @@ pub mod ffi;
 pub mod input;
 pub mod instance;
 pub mod model;
+pub mod model_exchange;
 pub mod package;
 pub mod testing;
 pub mod units;
@@ -40,10 +46,13 @@ pub mod xml;
 
 pub use caps::{Capabilities, FmiVersion, Quirk, Variant, parse_token, resolve, token};
 pub use input::{InputSource, Inputs};
-pub use instance::{Instance, Status};
+pub use instance::{Instance, Interface, Status};
 pub use model::{
     ArrayStart, Causality, DefaultExperiment, DependencyKind, Dimension, Factory, Initial,
     LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Variability, Variable, Vr,
     bool_value,
+};
+pub use model_exchange::{
+    ContinuousModel, ContinuousState, EventUpdate, ModelExchangeSpec, StepEvent,
 };
 pub use package::{PackageRequest, model_identifier, package};

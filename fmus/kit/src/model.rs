@@ -10,6 +10,7 @@
 use std::ops::{Index, IndexMut};
 
 use crate::input::Inputs;
+use crate::model_exchange::{ContinuousModel, ModelExchangeSpec};
 use crate::units::{self, Unit};
 
 /// Value reference.
@@ -899,6 +900,9 @@ pub struct ModelSpec {
     /// description), other names of a variable's value
     /// ([`ModelSpec::alias`]).
     pub aliases: Vec<(Vr, &'static str, &'static str)>,
+    /// The Model Exchange interface, if the model has one
+    /// ([`ModelSpec::model_exchange`]).
+    pub model_exchange: Option<ModelExchangeSpec>,
 }
 
 impl std::fmt::Debug for ModelSpec {
@@ -949,7 +953,31 @@ impl ModelSpec {
             might_return_early: false,
             factory,
             aliases: Vec::new(),
+            model_exchange: None,
         }
+    }
+
+    /// Declares a Model Exchange interface (FMI 2.0 sec. 3, FMI 3.0 sec.
+    /// 3): the continuous states, event indicators and step events of
+    /// `me`; the model implements [`Model::model_exchange`]. The FMU keeps
+    /// its Co-Simulation interface unless `me` says
+    /// [`ModelExchangeSpec::without_co_simulation`].
+    pub fn model_exchange(mut self, me: ModelExchangeSpec) -> Self {
+        self.model_exchange = Some(me);
+        self
+    }
+
+    /// Whether the FMU has a Model Exchange interface.
+    pub fn has_model_exchange(&self) -> bool {
+        self.model_exchange.is_some()
+    }
+
+    /// Whether the FMU has a Co-Simulation interface (every model but the
+    /// Model Exchange only ones).
+    pub fn has_co_simulation(&self) -> bool {
+        self.model_exchange
+            .as_ref()
+            .is_none_or(|me| me.co_simulation)
     }
 
     /// Adds a variable.
@@ -1317,34 +1345,45 @@ impl ModelSpec {
                     v.name
                 ));
             }
-            if !v.dependencies.is_empty() && v.causality != Causality::Output {
+            let me_derivative = self
+                .model_exchange
+                .as_ref()
+                .is_some_and(|me| me.derivative_of(v.vr).is_some());
+            if !v.dependencies.is_empty() && v.causality != Causality::Output && !me_derivative {
                 return Err(format!(
-                    "{}: {} has dependencies but is no output",
+                    "{}: {} has dependencies but is no output (or state derivative)",
                     self.name, v.name
                 ));
             }
             for (d, kind) in &v.dependencies {
                 match self.variable(*d) {
-                    Some(inp) if inp.causality == Causality::Input => {
+                    Some(k) if self.is_known(k) => {
                         // FMI 2.0 sec. 2.2.8 / FMI 3.0 sec. 2.4.8: the kinds
                         // constant, fixed, tunable, discrete are defined for
                         // Real (float) unknowns and knowns only.
-                        if (v.ty.is_discrete() || inp.ty.is_discrete())
+                        if (v.ty.is_discrete() || k.ty.is_discrete())
                             && *kind != DependencyKind::Dependent
                         {
                             return Err(format!(
                                 "{}: output {} depends on {} with kind {}, but only \"dependent\" is allowed unless both are Real",
                                 self.name,
                                 v.name,
-                                inp.name,
+                                k.name,
                                 kind.as_str()
                             ));
                         }
                     }
                     _ => {
                         return Err(format!(
-                            "{}: output {} depends on vr {} which is no input",
-                            self.name, v.name, d
+                            "{}: output {} depends on vr {} which is no input{}",
+                            self.name,
+                            v.name,
+                            d,
+                            if self.has_model_exchange() {
+                                ", continuous state or discrete state"
+                            } else {
+                                ""
+                            }
                         ));
                     }
                 }
@@ -1364,6 +1403,9 @@ impl ModelSpec {
                 }
             }
         }
+        if let Some(me) = &self.model_exchange {
+            self.check_model_exchange(me)?;
+        }
         match self.variables.first() {
             Some(t) if t.causality == Causality::Independent => Ok(()),
             _ => Err(format!(
@@ -1371,6 +1413,89 @@ impl ModelSpec {
                 self.name
             )),
         }
+    }
+
+    /// Whether `k` can be a known of an output's or state derivative's
+    /// `dependencies`: an input; with Model Exchange also a continuous
+    /// state or a discrete state (a discrete local or output; FMI 3.0 sec.
+    /// 2.4.8: the knowns in Event and Continuous-Time Mode).
+    fn is_known(&self, k: &Variable) -> bool {
+        if k.causality == Causality::Input {
+            return true;
+        }
+        let Some(me) = &self.model_exchange else {
+            return false;
+        };
+        me.state_of(k.vr).is_some()
+            || (k.variability == Variability::Discrete
+                && matches!(k.causality, Causality::Local | Causality::Output))
+    }
+
+    /// The rules of a Model Exchange interface: states and their
+    /// derivatives continuous scalar Real (Float64) locals or outputs, each
+    /// state once, a derivative with `initial` calculated unless it is a
+    /// state itself (der(s) = v with v a state), nominal values finite and
+    /// > 0, event indicators continuous scalar Real locals or outputs.
+    fn check_model_exchange(&self, me: &ModelExchangeSpec) -> Result<(), String> {
+        let continuous = |vr: Vr, what: &str| -> Result<&Variable, String> {
+            match self.variable(vr) {
+                Some(v)
+                    if v.ty == VarType::Real
+                        && v.variability == Variability::Continuous
+                        && !v.is_array()
+                        && matches!(v.causality, Causality::Local | Causality::Output) =>
+                {
+                    Ok(v)
+                }
+                Some(v) => Err(format!(
+                    "{}: {what} {} must be a continuous scalar Real local or output",
+                    self.name, v.name
+                )),
+                None => Err(format!("{}: {what} vr {vr} is no variable", self.name)),
+            }
+        };
+        let mut seen = std::collections::HashSet::new();
+        for s in &me.states {
+            let x = continuous(s.state, "state")?;
+            let dx = continuous(s.derivative, "state derivative")?;
+            if !seen.insert(s.state) {
+                return Err(format!("{}: state {} is declared twice", self.name, x.name));
+            }
+            if s.state == s.derivative {
+                return Err(format!(
+                    "{}: state {} cannot be its own derivative",
+                    self.name, x.name
+                ));
+            }
+            if me.state_of(s.derivative).is_none()
+                && dx.effective_initial() != Some(Initial::Calculated)
+            {
+                return Err(format!(
+                    "{}: state derivative {} must have initial calculated",
+                    self.name, dx.name
+                ));
+            }
+            if let Some(n) = s.nominal
+                && !(n.is_finite() && n > 0.0)
+            {
+                return Err(format!(
+                    "{}: state {} has nominal {n} (must be finite and > 0)",
+                    self.name, x.name
+                ));
+            }
+        }
+        let derivatives: std::collections::HashSet<Vr> =
+            me.states.iter().map(|s| s.derivative).collect();
+        if derivatives.len() != me.states.len() {
+            return Err(format!(
+                "{}: two states share a derivative variable",
+                self.name
+            ));
+        }
+        for &z in &me.event_indicators {
+            continuous(z, "event indicator")?;
+        }
+        Ok(())
     }
 
     /// The rules of an array variable: a numeric or Boolean type, no
@@ -1474,6 +1599,26 @@ impl ModelSpec {
                     h.bytes(&x.to_bits().to_le_bytes());
                 }
             }
+        }
+        // Only a model with Model Exchange has this: the hashes of the
+        // others are what they were before Model Exchange existed.
+        if let Some(me) = &self.model_exchange {
+            h.str("me");
+            for st in &me.states {
+                h.bytes(&st.state.to_le_bytes());
+                h.bytes(&st.derivative.to_le_bytes());
+                h.bytes(&st.nominal_value().to_bits().to_le_bytes());
+                h.bytes(&[u8::from(st.reinit)]);
+            }
+            h.str("z");
+            for z in &me.event_indicators {
+                h.bytes(&z.to_le_bytes());
+            }
+            h.bytes(&[
+                u8::from(me.needs_completed_integrator_step),
+                u8::from(me.partial_derivatives),
+                u8::from(me.co_simulation),
+            ]);
         }
         h.finish()
     }
@@ -1724,7 +1869,9 @@ pub trait Model: Send {
     fn init(&mut self, v: &mut Values);
 
     /// Integrates from `t` to `t + h` with the model's own solver. `u`
-    /// gives the inputs as polynomials expanded at `t`.
+    /// gives the inputs as polynomials expanded at `t`. A Model Exchange
+    /// only model (no Co-Simulation interface, never stepped) keeps the
+    /// default, which fails.
     fn do_step(
         &mut self,
         t: f64,
@@ -1732,7 +1879,12 @@ pub trait Model: Send {
         v: &mut Values,
         u: &Inputs,
         log: &dyn Fn(LogLevel, &str),
-    ) -> Result<(), StepError>;
+    ) -> Result<(), StepError> {
+        let _ = (t, h, v, u, log);
+        Err(StepError::Error(
+            "this model has no co-simulation step (Model Exchange only)".into(),
+        ))
+    }
 
     /// Computes the outputs (and input-dependent locals) at time `t` from the
     /// states in `v` and the current input values.
@@ -1750,5 +1902,11 @@ pub trait Model: Send {
     fn partial_derivative(&self, output: Vr, input: Vr, v: &Values) -> f64 {
         let _ = (output, input, v);
         0.0
+    }
+
+    /// The Model Exchange equations, for a model whose spec declares
+    /// [`ModelSpec::model_exchange`] (`None`: co-simulation only).
+    fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+        None
     }
 }

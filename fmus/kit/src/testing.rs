@@ -5,8 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::caps::{Capabilities, FmiVersion};
 use crate::input::{InputSource, Inputs, MAX_INPUT_ORDER};
-use crate::instance::{Instance, LogSink, R, Status};
+use crate::instance::{Instance, Interface, LogSink, R, Status};
 use crate::model::{ModelSpec, VarType, Vr};
+
+pub mod model_exchange;
 
 /// Messages logged by an instance: (status, category, message).
 pub type Log = Arc<Mutex<Vec<(Status, String, String)>>>;
@@ -17,6 +19,16 @@ pub fn instance(
     version: FmiVersion,
     caps: Capabilities,
 ) -> (Instance, Log) {
+    instance_of(spec, version, caps, Interface::CoSimulation)
+}
+
+/// [`instance`] of an interface (Model Exchange or Co-Simulation).
+pub fn instance_of(
+    spec: &'static ModelSpec,
+    version: FmiVersion,
+    caps: Capabilities,
+    interface: Interface,
+) -> (Instance, Log) {
     let log: Log = Arc::new(Mutex::new(Vec::new()));
     let sink_log = Arc::clone(&log);
     let logger: crate::instance::LogFn = Box::new(move |s: Status, c: &str, m: &str| {
@@ -24,10 +36,11 @@ pub fn instance(
             l.push((s, c.to_string(), m.to_string()));
         }
     });
-    let inst = Instance::new(
+    let inst = Instance::with_interface(
         spec,
         caps,
         version,
+        interface,
         "test",
         LogSink::new(Some(logger), version, true),
     );
@@ -40,7 +53,18 @@ pub fn initialized(
     version: FmiVersion,
     params: &[(Vr, f64)],
 ) -> R<(Instance, Log)> {
-    let (mut inst, log) = instance(spec, version, Capabilities::full(spec, version));
+    initialized_as(spec, version, Interface::CoSimulation, params)
+}
+
+/// [`initialized`] for an interface: a Model Exchange instance ends in
+/// Event Mode, ready for [`model_exchange::simulate`].
+pub fn initialized_as(
+    spec: &'static ModelSpec,
+    version: FmiVersion,
+    interface: Interface,
+    params: &[(Vr, f64)],
+) -> R<(Instance, Log)> {
+    let (mut inst, log) = instance_of(spec, version, Capabilities::full(spec, version), interface);
     inst.setup_experiment(spec.experiment.start_time, None)?;
     inst.enter_initialization()?;
     for &(vr, x) in params {

@@ -51,6 +51,16 @@ pub const M_PER_S: Unit = Unit {
     offset: 0.0,
     quantity: "Velocity",
 };
+/// Metre per second squared.
+pub const M_PER_S2: Unit = Unit {
+    name: "m/s2",
+    kg: 0,
+    m: 1,
+    s: -2,
+    k: 0,
+    offset: 0.0,
+    quantity: "Acceleration",
+};
 /// Kilogram.
 pub const KG: Unit = Unit {
     name: "kg",

@@ -1,5 +1,5 @@
-//! `modelDescription.xml` for FMI 2.0 and FMI 3.0 co-simulation, in the
-//! element order of the standard's schema.
+//! `modelDescription.xml` for FMI 2.0 and FMI 3.0 (Co-Simulation and Model
+//! Exchange), in the element order of the standard's schema.
 
 use std::fmt::Write as _;
 
@@ -263,46 +263,102 @@ fn header(out: &mut String, spec: &ModelSpec, version: FmiVersion, caps: &Capabi
         escape(spec.description),
         env!("CARGO_PKG_VERSION"),
         if version == FmiVersion::Fmi2 {
-            " numberOfEventIndicators=\"0\""
+            format!(
+                " numberOfEventIndicators=\"{}\"",
+                spec.model_exchange
+                    .as_ref()
+                    .map_or(0, |me| me.event_indicators.len())
+            )
         } else {
-            ""
+            String::new()
         }
     );
+}
+
+/// The attributes of a continuous state and of a state derivative: the
+/// `derivative` of a derivative variable (`reference` turns the state's
+/// value reference into what the version refers by: FMI 2 the 1-based
+/// index, FMI 3 the value reference), the `reinit` and `nominal` of a state.
+fn state_attrs(spec: &ModelSpec, v: &Variable, reference: &dyn Fn(u32) -> u32) -> String {
+    let Some(me) = &spec.model_exchange else {
+        return String::new();
+    };
+    let mut a = String::new();
+    if let Some(s) = me.derivative_of(v.vr) {
+        let _ = write!(a, " derivative=\"{}\"", reference(s.state));
+    }
+    if let Some(s) = me.state_of(v.vr) {
+        if s.reinit {
+            a.push_str(" reinit=\"true\"");
+        }
+        if let Some(n) = s.nominal {
+            let _ = write!(a, " nominal=\"{}\"", num(n));
+        }
+    }
+    a
+}
+
+/// The `InitialUnknowns`: outputs with `initial` approx or calculated and,
+/// with Model Exchange, the continuous states and state derivatives with
+/// `initial` approx or calculated (FMI 2.0 sec. 2.2.8, FMI 3.0 sec.
+/// 2.4.8), each once, in variable order.
+fn initial_unknowns(spec: &ModelSpec) -> impl Iterator<Item = &Variable> {
+    spec.variables.iter().filter(move |v| {
+        v.is_initial_unknown()
+            || spec.model_exchange.as_ref().is_some_and(|me| {
+                (me.state_of(v.vr).is_some() || me.derivative_of(v.vr).is_some())
+                    && matches!(
+                        v.effective_initial(),
+                        Some(crate::model::Initial::Approx | crate::model::Initial::Calculated)
+                    )
+            })
+    })
+}
+
+/// The state derivatives in the order of the state vector.
+fn state_derivatives(spec: &ModelSpec) -> impl Iterator<Item = &Variable> {
+    spec.model_exchange
+        .iter()
+        .flat_map(|me| me.states.iter())
+        .filter_map(|s| spec.variable(s.derivative))
 }
 
 fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
     let mut out = String::new();
     header(&mut out, spec, FmiVersion::Fmi2, caps);
-    let _ = writeln!(
-        out,
-        "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"{}\" \
-         canInterpolateInputs=\"{}\" maxOutputDerivativeOrder=\"{}\" canRunAsynchronuously=\"false\" \
-         canBeInstantiatedOnlyOncePerProcess=\"false\" canNotUseMemoryManagementFunctions=\"true\" \
-         canGetAndSetFMUstate=\"{}\" canSerializeFMUstate=\"{}\" providesDirectionalDerivative=\"{}\"/>",
-        escape(id),
-        caps.variable_step,
-        caps.interpolate_inputs,
-        caps.max_output_derivative_order,
-        caps.get_set_state,
-        caps.serialize_state,
-        caps.directional_derivatives
-    );
+    if let Some(me) = &spec.model_exchange {
+        let _ = writeln!(
+            out,
+            "  <ModelExchange modelIdentifier=\"{}\" needsExecutionTool=\"false\" \
+             completedIntegratorStepNotNeeded=\"{}\" canBeInstantiatedOnlyOncePerProcess=\"false\" \
+             canNotUseMemoryManagementFunctions=\"true\" canGetAndSetFMUstate=\"{}\" \
+             canSerializeFMUstate=\"{}\" providesDirectionalDerivative=\"{}\"/>",
+            escape(id),
+            !me.needs_completed_integrator_step,
+            caps.get_set_state,
+            caps.serialize_state,
+            caps.directional_derivatives && me.partial_derivatives
+        );
+    }
+    if spec.has_co_simulation() {
+        let _ = writeln!(
+            out,
+            "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"{}\" \
+             canInterpolateInputs=\"{}\" maxOutputDerivativeOrder=\"{}\" canRunAsynchronuously=\"false\" \
+             canBeInstantiatedOnlyOncePerProcess=\"false\" canNotUseMemoryManagementFunctions=\"true\" \
+             canGetAndSetFMUstate=\"{}\" canSerializeFMUstate=\"{}\" providesDirectionalDerivative=\"{}\"/>",
+            escape(id),
+            caps.variable_step,
+            caps.interpolate_inputs,
+            caps.max_output_derivative_order,
+            caps.get_set_state,
+            caps.serialize_state,
+            caps.directional_derivatives
+        );
+    }
     write_units(&mut out, spec);
     write_log_categories(&mut out);
     write_experiment(&mut out, spec);
-    out.push_str("  <ModelVariables>\n");
-    for (i, v) in spec.variables.iter().enumerate() {
-        let _ = writeln!(out, "    <!-- index {} -->", i + 1);
-        let _ = writeln!(out, "    <ScalarVariable {}>", common_attrs(v));
-        let attrs = if v.ty == VarType::String {
-            fmi2_string_attrs(v)
-        } else {
-            type_attrs(v)
-        };
-        let _ = writeln!(out, "      <{}{attrs}/>", v.ty.fmi2_name());
-        out.push_str("    </ScalarVariable>\n");
-    }
-    out.push_str("  </ModelVariables>\n");
     // FMI 2 refers to variables by 1-based index in ModelVariables.
     let index_of = |vr: u32| {
         spec.variables
@@ -310,6 +366,19 @@ fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
             .position(|v| v.vr == vr)
             .map_or(0, |p| p as u32 + 1)
     };
+    out.push_str("  <ModelVariables>\n");
+    for (i, v) in spec.variables.iter().enumerate() {
+        let _ = writeln!(out, "    <!-- index {} -->", i + 1);
+        let _ = writeln!(out, "    <ScalarVariable {}>", common_attrs(v));
+        let attrs = if v.ty == VarType::String {
+            fmi2_string_attrs(v)
+        } else {
+            type_attrs(v) + &state_attrs(spec, v, &index_of)
+        };
+        let _ = writeln!(out, "      <{}{attrs}/>", v.ty.fmi2_name());
+        out.push_str("    </ScalarVariable>\n");
+    }
+    out.push_str("  </ModelVariables>\n");
     out.push_str("  <ModelStructure>\n");
     let outputs: Vec<&Variable> = spec.with_causality(Causality::Output).collect();
     if !outputs.is_empty() {
@@ -324,11 +393,20 @@ fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         }
         out.push_str("    </Outputs>\n");
     }
-    let initial: Vec<&Variable> = spec
-        .variables
-        .iter()
-        .filter(|v| v.is_initial_unknown())
-        .collect();
+    let derivatives: Vec<&Variable> = state_derivatives(spec).collect();
+    if !derivatives.is_empty() {
+        out.push_str("    <Derivatives>\n");
+        for v in derivatives {
+            let _ = writeln!(
+                out,
+                "      <Unknown index=\"{}\"{}/>",
+                index_of(v.vr),
+                dependency_attrs(v, &index_of)
+            );
+        }
+        out.push_str("    </Derivatives>\n");
+    }
+    let initial: Vec<&Variable> = initial_unknowns(spec).collect();
     if !initial.is_empty() {
         out.push_str("    <InitialUnknowns>\n");
         for v in initial {
@@ -349,25 +427,42 @@ fn fmi2(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
 fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
     let mut out = String::new();
     header(&mut out, spec, FmiVersion::Fmi3, caps);
-    let _ = writeln!(
-        out,
-        "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"{}\" \
+    if let Some(me) = &spec.model_exchange {
+        let dd = caps.directional_derivatives && me.partial_derivatives;
+        let _ = writeln!(
+            out,
+            "  <ModelExchange modelIdentifier=\"{}\" needsExecutionTool=\"false\" \
+             canBeInstantiatedOnlyOncePerProcess=\"false\" canGetAndSetFMUState=\"{}\" \
+             canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"{dd}\" \
+             providesAdjointDerivatives=\"{dd}\" providesPerElementDependencies=\"false\" \
+             needsCompletedIntegratorStep=\"{}\" providesEvaluateDiscreteStates=\"false\"/>",
+            escape(id),
+            caps.get_set_state,
+            caps.serialize_state,
+            me.needs_completed_integrator_step
+        );
+    }
+    if spec.has_co_simulation() {
+        let _ = writeln!(
+            out,
+            "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"{}\" \
          maxOutputDerivativeOrder=\"{}\" canBeInstantiatedOnlyOncePerProcess=\"false\" \
          canGetAndSetFMUState=\"{}\" canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"{}\" \
          providesAdjointDerivatives=\"{}\" providesPerElementDependencies=\"false\" \
          providesIntermediateUpdate=\"{}\" mightReturnEarlyFromDoStep=\"{}\" \
          canReturnEarlyAfterIntermediateUpdate=\"false\" hasEventMode=\"false\" \
          providesEvaluateDiscreteStates=\"false\"/>",
-        escape(id),
-        caps.variable_step,
-        caps.max_output_derivative_order,
-        caps.get_set_state,
-        caps.serialize_state,
-        caps.directional_derivatives,
-        caps.directional_derivatives,
-        caps.intermediate_update,
-        spec.might_return_early
-    );
+            escape(id),
+            caps.variable_step,
+            caps.max_output_derivative_order,
+            caps.get_set_state,
+            caps.serialize_state,
+            caps.directional_derivatives,
+            caps.directional_derivatives,
+            caps.intermediate_update,
+            spec.might_return_early
+        );
+    }
     write_units(&mut out, spec);
     write_log_categories(&mut out);
     write_experiment(&mut out, spec);
@@ -413,10 +508,11 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
         }
         let _ = writeln!(
             out,
-            "    <{} {}{intermediate}{}{}",
+            "    <{} {}{intermediate}{}{}{}",
             v.ty.fmi3_name(),
             common_attrs(v),
             type_attrs(v),
+            state_attrs(spec, v, &|vr| vr),
             fmi3_aliases(spec, v)
         );
     }
@@ -431,13 +527,28 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
             dependency_attrs(v, &by_vr)
         );
     }
-    for v in spec.variables.iter().filter(|v| v.is_initial_unknown()) {
+    for v in state_derivatives(spec) {
+        let _ = writeln!(
+            out,
+            "    <ContinuousStateDerivative valueReference=\"{}\"{}/>",
+            v.vr,
+            dependency_attrs(v, &by_vr)
+        );
+    }
+    for v in initial_unknowns(spec) {
         let _ = writeln!(
             out,
             "    <InitialUnknown valueReference=\"{}\"{}/>",
             v.vr,
             initial_dependency_attrs(v, &by_vr)
         );
+    }
+    for z in spec
+        .model_exchange
+        .iter()
+        .flat_map(|me| &me.event_indicators)
+    {
+        let _ = writeln!(out, "    <EventIndicator valueReference=\"{z}\"/>");
     }
     out.push_str("  </ModelStructure>\n");
     out.push_str("</fmiModelDescription>\n");

@@ -13,25 +13,34 @@
 //!   (FMI 3 only: the FMI 3 types FMI 2 lacks), [`structural_gain`] (FMI 3
 //!   only: a structural parameter, set in Configuration Mode),
 //!   [`state_space`] (FMI 3 only: arrays sized by structural parameters,
-//!   as the Modelica Reference FMU `StateSpace`): the models,
+//!   as the Modelica Reference FMU `StateSpace`), and the Model Exchange
+//!   only ones [`bouncing_ball`] (state events), [`robertson`] (stiff),
+//!   [`time_events`] and [`step_events`] (the quarter car halves have a
+//!   Model Exchange interface beside their Co-Simulation one): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
 pub mod b2;
+pub mod bouncing_ball;
 mod ffi;
 pub mod generic;
 pub mod greeting;
+#[cfg(test)]
+mod me_tests;
 pub mod oscillator;
 pub mod quarter_car;
 pub mod reference;
+pub mod robertson;
 pub mod solvers;
 pub mod state_space;
+pub mod step_events;
 pub mod structural_gain;
 #[cfg(test)]
 mod tests;
 pub mod thermostat;
 pub mod three_mass;
+pub mod time_events;
 pub mod two_mass;
 pub mod type_mirror;
 
@@ -76,6 +85,10 @@ pub fn registry() -> &'static [ModelSpec] {
             type_mirror::spec(),
             structural_gain::spec(),
             state_space::spec(),
+            bouncing_ball::spec(),
+            robertson::spec(),
+            time_events::spec(),
+            step_events::spec(),
         ]
     })
 }

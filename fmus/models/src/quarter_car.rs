@@ -8,10 +8,24 @@
 //! and `QuarterCarWheelSuspension` (input v_c, output F_c, forward Euler).
 //! Reticulation B: `QuarterCarChassisSuspension` (input v_w, output F_c) and
 //! `QuarterCarWheel` (input F = +F_c, output v_w), both forward Euler.
+//!
+//! Each half also has a Model Exchange interface beside its Co-Simulation
+//! one: its states and their derivatives are those of the monolithic
+//! reference ([`crate::reference::b1_linear`], `b1_nonlinear`: z_c' = v_c,
+//! z_w' = v_w, m_c v_c' = -F_c, m_w v_w' = -F_w + F_c), each half the
+//! equations of its own states; a half that integrates a position from a
+//! velocity input has it as a state with derivative = the input (z_c of
+//! `QuarterCarWheelSuspension`, z_w of `QuarterCarChassisSuspension`).
+//! Integrated together as one ODE with the couplings resolved in every
+//! evaluation, the two halves of a reticulation are the monolithic
+//! reference (the duplicated position following the same equation as its
+//! original). Directional derivatives give the partial derivatives of the
+//! state derivatives and outputs with respect to the states and inputs.
 
-use fmu_kit::units::{KG, M, M_PER_S, N, N_PER_M, N_S_PER_M};
+use fmu_kit::units::{KG, M, M_PER_S, M_PER_S2, N, N_PER_M, N_S_PER_M};
 use fmu_kit::{
-    DependencyKind, Inputs, LogLevel, Model, ModelSpec, StepError, Values, Variable, Vr,
+    ContinuousModel, ContinuousState, DependencyKind, Inputs, LogLevel, Model, ModelExchangeSpec,
+    ModelSpec, StepError, Values, Variable, Vr,
 };
 
 use crate::solvers::euler_n;
@@ -86,6 +100,11 @@ impl Susp {
     fn force_rate(&self, v_c: f64, v_w: f64, a_c: f64, a_w: f64) -> f64 {
         self.k_c * (v_c - v_w) + self.d_c * damper_slope(v_c - v_w, self.n_d) * (a_c - a_w)
     }
+    /// d F_c / d(z_c, z_w, v_c, v_w) at the velocities `v_c`, `v_w`.
+    fn force_partials(&self, v_c: f64, v_w: f64) -> [f64; 4] {
+        let slope = self.d_c * damper_slope(v_c - v_w, self.n_d);
+        [self.k_c, -self.k_c, slope, -slope]
+    }
 }
 
 /// Reticulation A, S1: the chassis alone, m_c v_c' = F, exact for polynomial F.
@@ -100,6 +119,8 @@ pub mod chassis {
     pub const Z_C: Vr = 3;
     /// Chassis mass.
     pub const M_C: Vr = 4;
+    /// Local: der(v_c) = F / m_c (Model Exchange; v_c is der(z_c)).
+    pub const DER_V_C: Vr = 5;
 
     /// The spec.
     pub fn spec() -> ModelSpec {
@@ -112,12 +133,45 @@ pub mod chassis {
         .var(Variable::output(V_C, "v_c", "Chassis velocity").unit(M_PER_S).depends_on(&[]).initial_depends_on(&[]))
         .var(Variable::local(Z_C, "z_c", "Chassis position").unit(M))
         .var(Variable::parameter(M_C, "m_c", defaults::M_C, "Chassis mass").unit(KG).min(0.0))
+        .var(
+            Variable::local(DER_V_C, "der(v_c)", "Chassis acceleration F / m_c")
+                .unit(M_PER_S2)
+                .depends_on(&[(F, DependencyKind::Fixed)])
+                .initial_depends_on(&[F, M_C]),
+        )
         .experiment(0.0, 10.0, 1e-3)
         .output_derivatives(3)
+        .model_exchange(
+            ModelExchangeSpec::new()
+                .state(ContinuousState::new(Z_C, V_C))
+                .state(ContinuousState::new(V_C, DER_V_C))
+                .partial_derivatives(),
+        )
     }
 
     struct Chassis {
         m_c: f64,
+    }
+
+    impl ContinuousModel for Chassis {
+        fn derivatives(&mut self, _t: f64, v: &mut Values, u: &Inputs) {
+            v[DER_V_C] = u.value(F) / self.m_c;
+        }
+
+        fn partial_derivative(
+            &self,
+            unknown: Vr,
+            known: Vr,
+            _t: f64,
+            _v: &Values,
+            _u: &Inputs,
+        ) -> f64 {
+            if (unknown, known) == (DER_V_C, F) {
+                1.0 / self.m_c
+            } else {
+                0.0
+            }
+        }
     }
 
     fn build(v: &Values) -> Result<Box<dyn Model>, String> {
@@ -158,6 +212,10 @@ pub mod chassis {
         ) -> Option<f64> {
             (vr == V_C && order >= 1).then(|| u.derivative(F, order as usize - 1, t) / self.m_c)
         }
+
+        fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+            Some(self)
+        }
     }
 }
 
@@ -191,6 +249,10 @@ pub mod wheel_suspension {
     pub const Z_ROAD: Vr = 12;
     /// Micro steps.
     pub const MICRO_STEPS: Vr = 13;
+    /// Local: der(z_c) = v_c, the input (Model Exchange).
+    pub const DER_Z_C: Vr = 14;
+    /// Local: der(v_w) = (-F_w + F_c) / m_w (Model Exchange; v_w is der(z_w)).
+    pub const DER_V_W: Vr = 15;
 
     /// The spec.
     pub fn spec() -> ModelSpec {
@@ -203,7 +265,12 @@ pub mod wheel_suspension {
         .var(
             Variable::output(F_C, "F_c", "Suspension force k_c (z_c - z_w) + d_c g(v_c - v_w)")
                 .unit(N)
-                .depends_on(&[(V_C, DependencyKind::Dependent)])
+                .depends_on(&[
+                    (V_C, DependencyKind::Dependent),
+                    (Z_C, DependencyKind::Fixed),
+                    (Z_W, DependencyKind::Fixed),
+                    (V_W, DependencyKind::Dependent),
+                ])
                 .initial_depends_on(&[V_C, D_C, N_D]),
         )
         .var(Variable::local(Z_C, "z_c", "Chassis position (integrated from v_c)").unit(M))
@@ -217,8 +284,70 @@ pub mod wheel_suspension {
         .var(Variable::parameter(N_D, "n_d", defaults::N_D, "Damping linearity (0.5: linear)").min(0.0))
         .var(Variable::parameter(Z_ROAD, "z_road", defaults::Z_ROAD, "Road height (step at t = 0)").unit(M))
         .var(micro_param(MICRO_STEPS))
+        .var(
+            Variable::local(DER_Z_C, "der(z_c)", "Chassis velocity v_c (the input)")
+                .unit(M_PER_S)
+                .depends_on(&[(V_C, DependencyKind::Constant)])
+                .initial_depends_on(&[V_C]),
+        )
+        .var(
+            Variable::local(DER_V_W, "der(v_w)", "Wheel acceleration (-F_w + F_c) / m_w")
+                .unit(M_PER_S2)
+                .depends_on(&[
+                    (V_C, DependencyKind::Dependent),
+                    (Z_C, DependencyKind::Fixed),
+                    (Z_W, DependencyKind::Fixed),
+                    (V_W, DependencyKind::Dependent),
+                ])
+                .initial_depends_on(&[V_C, M_W, K_C, K_W, D_C, N_D, Z_ROAD]),
+        )
         .experiment(0.0, 10.0, 1e-3)
         .output_derivatives(1)
+        .model_exchange(
+            ModelExchangeSpec::new()
+                .state(ContinuousState::new(Z_C, DER_Z_C))
+                .state(ContinuousState::new(Z_W, V_W))
+                .state(ContinuousState::new(V_W, DER_V_W))
+                .partial_derivatives(),
+        )
+    }
+
+    impl WheelSusp {
+        /// d F_c / d known (the suspension force's partial derivatives).
+        fn force_partial(&self, known: Vr, v: &Values) -> f64 {
+            let d = self.susp.force_partials(v[V_C], v[V_W]);
+            [Z_C, Z_W, V_C, V_W]
+                .iter()
+                .position(|&k| k == known)
+                .map_or(0.0, |i| d[i])
+        }
+    }
+
+    impl ContinuousModel for WheelSusp {
+        fn derivatives(&mut self, _t: f64, v: &mut Values, u: &Inputs) {
+            let v_c = u.value(V_C);
+            let f_c = self.susp.force(v[Z_C], v[Z_W], v_c, v[V_W]);
+            let f_w = self.k_w * (v[Z_W] - self.z_road);
+            v[DER_Z_C] = v_c;
+            v[DER_V_W] = (-f_w + f_c) / self.m_w;
+        }
+
+        fn partial_derivative(
+            &self,
+            unknown: Vr,
+            known: Vr,
+            _t: f64,
+            v: &Values,
+            _u: &Inputs,
+        ) -> f64 {
+            match (unknown, known) {
+                (DER_Z_C, V_C) => 1.0,
+                (F_C, k) => self.force_partial(k, v),
+                (DER_V_W, Z_W) => (-self.k_w + self.force_partial(Z_W, v)) / self.m_w,
+                (DER_V_W, k) => self.force_partial(k, v) / self.m_w,
+                _ => 0.0,
+            }
+        }
     }
 
     struct WheelSusp {
@@ -297,6 +426,10 @@ pub mod wheel_suspension {
                 0.0
             }
         }
+
+        fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+            Some(self)
+        }
     }
 }
 
@@ -324,6 +457,10 @@ pub mod chassis_suspension {
     pub const N_D: Vr = 9;
     /// Micro steps.
     pub const MICRO_STEPS: Vr = 10;
+    /// Local: der(v_c) = -F_c / m_c (Model Exchange; v_c is der(z_c)).
+    pub const DER_V_C: Vr = 11;
+    /// Local: der(z_w) = v_w, the input (Model Exchange).
+    pub const DER_Z_W: Vr = 12;
 
     /// The spec.
     pub fn spec() -> ModelSpec {
@@ -336,7 +473,12 @@ pub mod chassis_suspension {
         .var(
             Variable::output(F_C, "F_c", "Suspension force k_c (z_c - z_w) + d_c g(v_c - v_w)")
                 .unit(N)
-                .depends_on(&[(V_W, DependencyKind::Dependent)])
+                .depends_on(&[
+                    (V_W, DependencyKind::Dependent),
+                    (Z_C, DependencyKind::Fixed),
+                    (V_C, DependencyKind::Dependent),
+                    (Z_W, DependencyKind::Fixed),
+                ])
                 .initial_depends_on(&[V_W, D_C, N_D]),
         )
         .var(Variable::local(Z_C, "z_c", "Chassis position").unit(M))
@@ -347,8 +489,68 @@ pub mod chassis_suspension {
         .var(Variable::parameter(D_C, "d_c", defaults::D_C, "Damping constant").unit(N_S_PER_M).min(0.0))
         .var(Variable::parameter(N_D, "n_d", defaults::N_D, "Damping linearity (0.5: linear)").min(0.0))
         .var(micro_param(MICRO_STEPS))
+        .var(
+            Variable::local(DER_V_C, "der(v_c)", "Chassis acceleration -F_c / m_c")
+                .unit(M_PER_S2)
+                .depends_on(&[
+                    (V_W, DependencyKind::Dependent),
+                    (Z_C, DependencyKind::Fixed),
+                    (V_C, DependencyKind::Dependent),
+                    (Z_W, DependencyKind::Fixed),
+                ])
+                .initial_depends_on(&[V_W, M_C, D_C, N_D]),
+        )
+        .var(
+            Variable::local(DER_Z_W, "der(z_w)", "Wheel velocity v_w (the input)")
+                .unit(M_PER_S)
+                .depends_on(&[(V_W, DependencyKind::Constant)])
+                .initial_depends_on(&[V_W]),
+        )
         .experiment(0.0, 10.0, 1e-3)
         .output_derivatives(1)
+        .model_exchange(
+            ModelExchangeSpec::new()
+                .state(ContinuousState::new(Z_C, V_C))
+                .state(ContinuousState::new(V_C, DER_V_C))
+                .state(ContinuousState::new(Z_W, DER_Z_W))
+                .partial_derivatives(),
+        )
+    }
+
+    impl ChassisSusp {
+        /// d F_c / d known (the suspension force's partial derivatives).
+        fn force_partial(&self, known: Vr, v: &Values) -> f64 {
+            let d = self.susp.force_partials(v[V_C], v[V_W]);
+            [Z_C, Z_W, V_C, V_W]
+                .iter()
+                .position(|&k| k == known)
+                .map_or(0.0, |i| d[i])
+        }
+    }
+
+    impl ContinuousModel for ChassisSusp {
+        fn derivatives(&mut self, _t: f64, v: &mut Values, u: &Inputs) {
+            let v_w = u.value(V_W);
+            let f_c = self.susp.force(v[Z_C], v[Z_W], v[V_C], v_w);
+            v[DER_V_C] = -f_c / self.m_c;
+            v[DER_Z_W] = v_w;
+        }
+
+        fn partial_derivative(
+            &self,
+            unknown: Vr,
+            known: Vr,
+            _t: f64,
+            v: &Values,
+            _u: &Inputs,
+        ) -> f64 {
+            match (unknown, known) {
+                (DER_Z_W, V_W) => 1.0,
+                (F_C, k) => self.force_partial(k, v),
+                (DER_V_C, k) => -self.force_partial(k, v) / self.m_c,
+                _ => 0.0,
+            }
+        }
     }
 
     struct ChassisSusp {
@@ -420,6 +622,10 @@ pub mod chassis_suspension {
                 0.0
             }
         }
+
+        fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+            Some(self)
+        }
     }
 }
 
@@ -443,6 +649,8 @@ pub mod wheel {
     pub const Z_ROAD: Vr = 7;
     /// Micro steps.
     pub const MICRO_STEPS: Vr = 8;
+    /// Local: der(v_w) = (-F_w + F) / m_w (Model Exchange; v_w is der(z_w)).
+    pub const DER_V_W: Vr = 9;
 
     /// The spec.
     pub fn spec() -> ModelSpec {
@@ -459,8 +667,41 @@ pub mod wheel {
         .var(Variable::parameter(K_W, "k_w", defaults::K_W, "Tyre stiffness").unit(N_PER_M).min(0.0))
         .var(Variable::parameter(Z_ROAD, "z_road", defaults::Z_ROAD, "Road height (step at t = 0)").unit(M))
         .var(micro_param(MICRO_STEPS))
+        .var(
+            Variable::local(DER_V_W, "der(v_w)", "Wheel acceleration (-F_w + F) / m_w")
+                .unit(M_PER_S2)
+                .depends_on(&[(F, DependencyKind::Fixed), (Z_W, DependencyKind::Fixed)])
+                .initial_depends_on(&[F, M_W, K_W, Z_ROAD]),
+        )
         .experiment(0.0, 10.0, 1e-3)
         .output_derivatives(3)
+        .model_exchange(
+            ModelExchangeSpec::new()
+                .state(ContinuousState::new(Z_W, V_W))
+                .state(ContinuousState::new(V_W, DER_V_W))
+                .partial_derivatives(),
+        )
+    }
+
+    impl ContinuousModel for Wheel {
+        fn derivatives(&mut self, _t: f64, v: &mut Values, u: &Inputs) {
+            v[DER_V_W] = (-self.k_w * (v[Z_W] - self.z_road) + u.value(F)) / self.m_w;
+        }
+
+        fn partial_derivative(
+            &self,
+            unknown: Vr,
+            known: Vr,
+            _t: f64,
+            _v: &Values,
+            _u: &Inputs,
+        ) -> f64 {
+            match (unknown, known) {
+                (DER_V_W, F) => 1.0 / self.m_w,
+                (DER_V_W, Z_W) => -self.k_w / self.m_w,
+                _ => 0.0,
+            }
+        }
     }
 
     struct Wheel {
@@ -527,6 +768,10 @@ pub mod wheel {
                 3 => Some(s),
                 _ => None,
             }
+        }
+
+        fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+            Some(self)
         }
     }
 }

@@ -577,6 +577,108 @@ pub fn oscillator(m: f64, k: f64, d: f64, x0: f64, v0: f64, times: &[f64]) -> Tr
     }
 }
 
+// ------------------------------------------------------------ Model Exchange
+
+/// The first `n` contact times of a ball dropped from `h0` (at rest) onto
+/// the floor, gravity `g`, coefficient of restitution `e`, bouncing for
+/// ever (`BouncingBallME` stops at a rebound slower than its `v_min`, see
+/// [`bouncing_ball_contact_count`]): t1 = sqrt(2 h0 / g), the impact speed
+/// v1 = sqrt(2 g h0), and after contact k the flight 2 e^k v1 / g.
+pub fn bouncing_ball_contacts(h0: f64, e: f64, g: f64, n: usize) -> Vec<f64> {
+    let t1 = (2.0 * h0 / g).sqrt();
+    let v1 = (2.0 * g * h0).sqrt();
+    let mut out = Vec::with_capacity(n);
+    let mut t = t1;
+    let mut rebound = v1;
+    for _ in 0..n {
+        out.push(t);
+        rebound *= e;
+        t += 2.0 * rebound / g;
+    }
+    out
+}
+
+/// How many contacts `BouncingBallME` makes before it rests: up to and
+/// including the first one whose rebound speed e^k v1 is below `v_min`.
+pub fn bouncing_ball_contact_count(h0: f64, e: f64, g: f64, v_min: f64) -> usize {
+    let v1 = (2.0 * g * h0).sqrt();
+    let mut k = 1;
+    let mut rebound = e * v1;
+    while rebound >= v_min && k < 10_000 {
+        k += 1;
+        rebound *= e;
+    }
+    k
+}
+
+/// The height of `BouncingBallME` at `t` (free fall between the contacts
+/// of [`bouncing_ball_contacts`], 0 once at rest).
+pub fn bouncing_ball_height(h0: f64, e: f64, g: f64, v_min: f64, t: f64) -> f64 {
+    let n = bouncing_ball_contact_count(h0, e, g, v_min);
+    let contacts = bouncing_ball_contacts(h0, e, g, n);
+    let v1 = (2.0 * g * h0).sqrt();
+    match contacts.iter().rposition(|&tc| tc <= t) {
+        None => h0 - 0.5 * g * t * t,
+        Some(k) if k + 1 == n => 0.0,
+        Some(k) => {
+            let s = t - contacts[k];
+            let up = e.powi(k as i32 + 1) * v1;
+            up * s - 0.5 * g * s * s
+        }
+    }
+}
+
+/// Robertson's kinetics at t = 40 (y1, y2, y3), as Hairer & Wanner give
+/// them (Solving ODEs II, sec. IV.10, Table 10.1 reference solution):
+/// checked against [`robertson`] with small steps in the tests.
+pub const ROBERTSON_T40: [f64; 3] = [0.7158270687, 9.185534764e-6, 0.2841637457];
+
+/// Robertson's kinetics (k1 = 0.04, k2 = 3e7, k3 = 1e4, y(0) = (1, 0, 0))
+/// at `t_end`, by classical RK4 with steps of at most `h`: stable for h
+/// below about 8e-4 (the stiff eigenvalue stays above -3.5e3 on [0, 40]),
+/// accurate to about 1e-12 with h = 1e-4.
+pub fn robertson(t_end: f64, h: f64) -> [f64; 3] {
+    let f = |y: &[f64; 3]| -> [f64; 3] {
+        let (k1, k2, k3) = (0.04, 3e7, 1e4);
+        [
+            -k1 * y[0] + k3 * y[1] * y[2],
+            k1 * y[0] - k3 * y[1] * y[2] - k2 * y[1] * y[1],
+            k2 * y[1] * y[1],
+        ]
+    };
+    let n = (t_end / h).ceil().max(1.0) as usize;
+    let dt = t_end / n as f64;
+    let mut y = [1.0, 0.0, 0.0];
+    let at =
+        |y: &[f64; 3], a: f64, k: &[f64; 3]| [y[0] + a * k[0], y[1] + a * k[1], y[2] + a * k[2]];
+    for _ in 0..n {
+        let k1 = f(&y);
+        let k2 = f(&at(&y, 0.5 * dt, &k1));
+        let k3 = f(&at(&y, 0.5 * dt, &k2));
+        let k4 = f(&at(&y, dt, &k3));
+        for j in 0..3 {
+            y[j] += dt / 6.0 * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j]);
+        }
+    }
+    y
+}
+
+/// `TimeEvents` at `t` (from t = 0): (y, x) with n = floor(t / period),
+/// y = n and x = period n (n - 1) / 2 + n (t - n period).
+pub fn time_events(period: f64, t: f64) -> (f64, f64) {
+    let n = (t / period + 1e-12).floor();
+    (n, period * n * (n - 1.0) / 2.0 + n * (t - n * period))
+}
+
+/// `StepEvents` at `t` (from t = 0, x(0) = 0) for an importer that
+/// completes its steps at the multiples of `h`: (x, resets), a reset every
+/// m = ceil(x_max / (rate h)) steps.
+pub fn step_events(rate: f64, x_max: f64, h: f64, t: f64) -> (f64, f64) {
+    let n = (t / h + 1e-9).floor() as u64;
+    let m = (x_max / (rate * h) - 1e-9).ceil().max(1.0) as u64;
+    ((rate * h) * (n % m) as f64, (n / m) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,9 +63,24 @@ fn step(inst: &mut Instance, h: f64) {
     assert_eq!(ok(inst.do_step(t, h)), Status::Ok);
 }
 
+/// The models with a Co-Simulation interface (all but the Model Exchange
+/// only ones, which `me_tests` covers).
+fn co_simulation_models() -> impl Iterator<Item = &'static ModelSpec> {
+    registry().iter().filter(|s| s.has_co_simulation())
+}
+
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 28);
+    assert_eq!(registry().len(), 32);
+    let me_only: Vec<&str> = registry()
+        .iter()
+        .filter(|s| !s.has_co_simulation())
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(
+        me_only,
+        ["BouncingBallME", "Robertson", "TimeEvents", "StepEvents"]
+    );
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror (FMI 3 only types), StructuralGain (a
@@ -99,8 +114,9 @@ fn every_spec_is_consistent_and_every_variant_possible() {
             }
         }
         // Output derivatives exist for scalar Real outputs; every model
-        // with one provides at least the first derivative.
-        let real_outputs = !real_vrs(s, Causality::Output).is_empty();
+        // with one provides at least the first derivative (co-simulation:
+        // a Model Exchange only model has none).
+        let real_outputs = s.has_co_simulation() && !real_vrs(s, Causality::Output).is_empty();
         assert_eq!(
             s.max_output_derivative_order >= 1,
             real_outputs,
@@ -481,7 +497,7 @@ fn run(inst: &mut Instance, s: &ModelSpec, n: usize, h: f64) -> Vec<u64> {
 
 #[test]
 fn fmu_state_restore_and_serialization_continue_bit_identically() {
-    for s in registry() {
+    for s in co_simulation_models() {
         let h = s.experiment.step_size;
         let mut inst = ok(initialized(s, version_of(s), &[])).0;
         run(&mut inst, s, 3, h);
@@ -550,7 +566,7 @@ fn fd_derivative(inst: &mut Instance, vr: Vr, order: u32, d: f64) -> f64 {
 
 #[test]
 fn output_derivatives_match_finite_differences_of_the_trajectory() {
-    for s in registry() {
+    for s in co_simulation_models() {
         let mut inst = ok(initialized(s, version_of(s), &[])).0;
         let h = s.experiment.step_size;
         for _ in 0..5 {
@@ -591,10 +607,7 @@ fn output_derivatives_match_finite_differences_of_the_trajectory() {
 
 #[test]
 fn directional_derivatives_match_finite_differences() {
-    for s in registry()
-        .iter()
-        .filter(|s| s.provides_directional_derivatives)
-    {
+    for s in co_simulation_models().filter(|s| s.provides_directional_derivatives) {
         let mut inst = ok(initialized(s, version_of(s), &[])).0;
         set_all_inputs(&mut inst, s, 1.0);
         step(&mut inst, s.experiment.step_size);
@@ -885,7 +898,7 @@ fn fmi3_instances_step_without_input_derivatives() {
 
 #[test]
 fn outputs_without_declared_feed_through_ignore_inputs_until_the_step() {
-    for s in registry() {
+    for s in co_simulation_models() {
         let mut inst = ok(initialized(s, version_of(s), &[])).0;
         set_all_inputs(&mut inst, s, 1.0);
         step(&mut inst, s.experiment.step_size);
@@ -1211,7 +1224,7 @@ fn input_poly(k: usize, vr: Vr, h: f64) -> [f64; 4] {
 fn fmi3_intermediate_update_steps_like_fmi2_input_derivatives_in_every_model() {
     use fmu_kit::testing::PolynomialSource;
     let mut checked = 0;
-    for s in registry() {
+    for s in co_simulation_models() {
         let ins = continuous_inputs(s);
         let caps3 = Capabilities::full(s, FmiVersion::Fmi3);
         assert_eq!(
@@ -1382,7 +1395,7 @@ fn fmi3_without_intermediate_update_never_asks_and_holds_inputs() {
 #[test]
 fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates() {
     use fmu_kit::xml::model_description;
-    for s in registry() {
+    for s in co_simulation_models() {
         let n_cont = continuous_inputs(s).len();
         let full3 = Capabilities::full(s, FmiVersion::Fmi3);
         let x3 = model_description(s, FmiVersion::Fmi3, &full3, s.name);

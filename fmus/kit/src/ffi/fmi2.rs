@@ -1,12 +1,16 @@
-//! FMI 2.0 co-simulation functions (called by the exports of
+//! FMI 2.0 functions (called by the exports of
 //! [`export_fmi!`](crate::export_fmi)). State masks follow the FMI 2.0
-//! co-simulation state machine (section 4.2.4).
+//! co-simulation state machine (section 4.2.4) and, for the functions both
+//! interfaces have, the Model Exchange one (section 3.2.3); the Model
+//! Exchange functions are `super::model_exchange`'s.
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
-use super::{cstr, free, guard, register, slice, slice_mut, with_instance, write_out};
+use super::model_exchange::{self as me, NO_ME};
+use super::shared::{self, FMI2, Seeded, simple, status_call};
+use super::{c_string, cstr, free, guard, register, slice, slice_mut, write_out};
 use crate::caps::{FmiVersion, resolve};
-use crate::instance::{Fail, Instance, LogSink, Mode, R, Status};
+use crate::instance::{Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
 use crate::model::{ModelSpec, VarType};
 
 /// `fmi2CallbackLogger`: C-variadic.
@@ -41,15 +45,19 @@ const STEP: u32 = Mode::StepComplete.bit();
 const FAILED: u32 = Mode::StepFailed.bit();
 const TERM: u32 = Mode::Terminated.bit();
 const ERR: u32 = Mode::Error.bit();
+/// Model Exchange's Event Mode and Continuous-Time Mode (FMI 2.0 sec. 3.2.3).
+const EVENT: u32 = Mode::EventMode.bit();
+const CONT: u32 = Mode::ContinuousTimeMode.bit();
 
-const M_ANY: u32 = INST | INIT | STEP | FAILED | TERM | ERR;
+const M_ANY: u32 = INST | INIT | STEP | FAILED | TERM | ERR | EVENT | CONT;
 const M_SETUP: u32 = INST;
 const M_EXIT: u32 = INIT;
-const M_TERMINATE: u32 = STEP | FAILED;
-const M_GET: u32 = INIT | STEP | FAILED | TERM | ERR;
-const M_SET: u32 = INST | INIT | STEP;
+const M_TERMINATE: u32 = STEP | FAILED | EVENT | CONT;
+const M_GET: u32 = INIT | STEP | FAILED | TERM | ERR | EVENT | CONT;
+/// Which variable in which state: `Instance::check_settable`.
+const M_SET: u32 = INST | INIT | STEP | EVENT | CONT;
 const M_STATE: u32 = M_ANY;
-const M_DIRDER: u32 = INIT | STEP | FAILED | TERM | ERR;
+const M_DIRDER: u32 = INIT | STEP | FAILED | TERM | ERR | EVENT | CONT;
 const M_IN_DER: u32 = INST | INIT | STEP;
 const M_OUT_DER: u32 = STEP | FAILED | TERM | ERR;
 const M_DOSTEP: u32 = STEP;
@@ -66,10 +74,6 @@ struct Callback {
 // logger; FMI 2.0 lets the importer call an instance from any thread as long
 // as calls are not concurrent, which the instance mutex enforces.
 unsafe impl Send for Callback {}
-
-fn c_string(s: &str) -> CString {
-    CString::new(s.replace('\0', " ")).unwrap_or_default()
-}
 
 impl Callback {
     fn log(&self, status: Status, category: &str, message: &str) {
@@ -102,12 +106,6 @@ fn sink(functions: &CallbackFunctions, name: &str, logging_on: bool) -> LogSink 
     LogSink::new(logger, FmiVersion::Fmi2, logging_on)
 }
 
-fn st(s: Status) -> c_int {
-    s as c_int
-}
-
-const ERROR: c_int = Status::Error as c_int;
-
 /// `fmi2GetTypesPlatform`.
 ///
 /// # Safety
@@ -134,19 +132,8 @@ pub unsafe fn set_debug_logging(
     n: usize,
     cats: *const *const c_char,
 ) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2SetDebugLogging", M_ANY, |inst| {
-            // SAFETY: FMI calling convention: `cats` holds `n` strings.
-            let ptrs = unsafe { slice(cats, n, "categories")? };
-            let mut names = Vec::with_capacity(n);
-            for &p in ptrs {
-                // SAFETY: each category is a NUL-terminated string.
-                names.push(unsafe { cstr(p, "category")? });
-            }
-            inst.set_debug_logging(on != 0, &names)?;
-            Ok(Status::Ok)
-        }))
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::set_debug_logging(c, "fmi2SetDebugLogging", M_ANY, on != 0, (cats, n)) }
 }
 
 /// `fmi2Instantiate`.
@@ -183,23 +170,42 @@ pub unsafe fn instantiate(
         if let Err(e) = super::check_instance_name(name_arg) {
             return refuse(e);
         }
-        if fmu_type != 1 {
-            return refuse(format!(
-                "fmuType {fmu_type} requested, but this FMU supports co-simulation (1) only"
-            ));
-        }
+        let interface = match fmu_type {
+            0 => Interface::ModelExchange,
+            1 => Interface::CoSimulation,
+            other => {
+                return refuse(format!(
+                    "fmuType {other} is neither fmi2ModelExchange (0) nor fmi2CoSimulation (1)"
+                ));
+            }
+        };
         // SAFETY: as above.
         let guid = match unsafe { cstr(guid, "fmuGUID") } {
             Ok(g) => g,
             Err(e) => return refuse(e.message),
         };
-        match resolve(registry, guid, FmiVersion::Fmi2) {
-            Ok((spec, caps)) => register(
-                Instance::new(spec, caps, FmiVersion::Fmi2, name, sink),
-                None,
-            ),
-            Err(e) => refuse(e),
+        let (spec, caps) = match resolve(registry, guid, FmiVersion::Fmi2) {
+            Ok(x) => x,
+            Err(e) => return refuse(e),
+        };
+        let supported = match interface {
+            Interface::ModelExchange => spec.has_model_exchange(),
+            Interface::CoSimulation => spec.has_co_simulation(),
+        };
+        if !supported {
+            let only = if spec.has_co_simulation() {
+                "co-simulation (1)"
+            } else {
+                "model exchange (0)"
+            };
+            return refuse(format!(
+                "fmuType {fmu_type} requested, but this FMU supports {only} only"
+            ));
         }
+        register(
+            Instance::with_interface(spec, caps, FmiVersion::Fmi2, interface, name, sink),
+            None,
+        )
     })
 }
 
@@ -211,15 +217,6 @@ pub unsafe fn free_instance(c: *mut c_void) {
     guard((), || {
         free(c, "fmi2FreeInstance");
     });
-}
-
-fn simple(c: *mut c_void, fname: &str, mask: u32, f: impl FnOnce(&mut Instance) -> R<()>) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, fname, mask, |inst| {
-            f(inst)?;
-            Ok(Status::Ok)
-        }))
-    })
 }
 
 /// `fmi2SetupExperiment`: sets the start time and, with `stopTimeDefined`,
@@ -281,11 +278,19 @@ pub unsafe fn reset(c: *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_real(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut f64) -> c_int {
-    simple(c, "fmi2GetReal", M_GET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
-        inst.get(vrs, VarType::Real, &mut |i, x| out[i] = x)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::get_numbers(
+            c,
+            &FMI2,
+            "fmi2GetReal",
+            M_GET,
+            (vr, nvr),
+            (v, None),
+            VarType::Real,
+            |x| x,
+        )
+    }
 }
 
 /// `fmi2GetInteger`.
@@ -293,11 +298,19 @@ pub unsafe fn get_real(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut f64) 
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_int) -> c_int {
-    simple(c, "fmi2GetInteger", M_GET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
-        inst.get(vrs, VarType::Integer, &mut |i, x| out[i] = x as c_int)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::get_numbers(
+            c,
+            &FMI2,
+            "fmi2GetInteger",
+            M_GET,
+            (vr, nvr),
+            (v, None),
+            VarType::Integer,
+            |x| x as c_int,
+        )
+    }
 }
 
 /// `fmi2GetBoolean`: `fmi2True` (1) / `fmi2False` (0).
@@ -305,13 +318,19 @@ pub unsafe fn get_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_boolean(c: *mut c_void, vr: *const u32, nvr: usize, v: *mut c_int) -> c_int {
-    simple(c, "fmi2GetBoolean", M_GET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
-        inst.get(vrs, VarType::Boolean, &mut |i, x| {
-            out[i] = c_int::from(x != 0.0);
-        })
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::get_numbers(
+            c,
+            &FMI2,
+            "fmi2GetBoolean",
+            M_GET,
+            (vr, nvr),
+            (v, None),
+            VarType::Boolean,
+            |x| c_int::from(x != 0.0),
+        )
+    }
 }
 
 /// `fmi2GetString`: the returned strings are owned by the instance and
@@ -326,11 +345,8 @@ pub unsafe fn get_string(
     nvr: usize,
     v: *mut *const c_char,
 ) -> c_int {
-    simple(c, "fmi2GetString", M_GET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, out) = unsafe { (slice(vr, nvr, "vr[]")?, slice_mut(v, nvr, "value[]")?) };
-        inst.get_c_strings(vrs, out)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::get_strings(c, &FMI2, "fmi2GetString", M_GET, (vr, nvr), (v, None)) }
 }
 
 /// `fmi2SetReal`.
@@ -338,11 +354,18 @@ pub unsafe fn get_string(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_real(c: *mut c_void, vr: *const u32, nvr: usize, v: *const f64) -> c_int {
-    simple(c, "fmi2SetReal", M_SET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, vals) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
-        inst.set(vrs, VarType::Real, vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::set_numbers(
+            c,
+            &FMI2,
+            "fmi2SetReal",
+            M_SET,
+            (vr, nvr),
+            (v, None),
+            |inst, vrs, vals| inst.set(vrs, VarType::Real, vals),
+        )
+    }
 }
 
 /// `fmi2SetInteger`.
@@ -350,12 +373,21 @@ pub unsafe fn set_real(c: *mut c_void, vr: *const u32, nvr: usize, v: *const f64
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *const c_int) -> c_int {
-    simple(c, "fmi2SetInteger", M_SET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, vals) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
-        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
-        inst.set(vrs, VarType::Integer, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::set_numbers(
+            c,
+            &FMI2,
+            "fmi2SetInteger",
+            M_SET,
+            (vr, nvr),
+            (v, None),
+            |inst, vrs, vals| {
+                let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+                inst.set(vrs, VarType::Integer, &vals)
+            },
+        )
+    }
 }
 
 /// `fmi2SetBoolean`: any non-zero `fmi2Boolean` is true.
@@ -363,15 +395,24 @@ pub unsafe fn set_integer(c: *mut c_void, vr: *const u32, nvr: usize, v: *const 
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_boolean(c: *mut c_void, vr: *const u32, nvr: usize, v: *const c_int) -> c_int {
-    simple(c, "fmi2SetBoolean", M_SET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, vals) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
-        let vals: Vec<f64> = vals
-            .iter()
-            .map(|&x| crate::model::bool_value(x != 0))
-            .collect();
-        inst.set(vrs, VarType::Boolean, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::set_numbers(
+            c,
+            &FMI2,
+            "fmi2SetBoolean",
+            M_SET,
+            (vr, nvr),
+            (v, None),
+            |inst, vrs, vals| {
+                let vals: Vec<f64> = vals
+                    .iter()
+                    .map(|&x| crate::model::bool_value(x != 0))
+                    .collect();
+                inst.set(vrs, VarType::Boolean, &vals)
+            },
+        )
+    }
 }
 
 /// `fmi2SetString`: the strings are copied (NULL or invalid UTF-8 is
@@ -385,14 +426,8 @@ pub unsafe fn set_string(
     nvr: usize,
     v: *const *const c_char,
 ) -> c_int {
-    simple(c, "fmi2SetString", M_SET, |inst| {
-        // SAFETY: FMI calling convention: arrays of length nvr.
-        let (vrs, ptrs) = unsafe { (slice(vr, nvr, "vr[]")?, slice(v, nvr, "value[]")?) };
-        // SAFETY: FMI calling convention: each value is a NUL-terminated
-        // string valid for the call (NULL is refused by `cstr`).
-        let vals = unsafe { super::cstrs(ptrs, "value")? };
-        inst.set_strings(vrs, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::set_strings(c, &FMI2, "fmi2SetString", M_SET, (vr, nvr), (v, None)) }
 }
 
 /// `fmi2GetFMUstate`.
@@ -400,14 +435,8 @@ pub unsafe fn set_string(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_fmu_state(c: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(c, "fmi2GetFMUstate", M_STATE, |inst| {
-        // SAFETY: FMI calling convention: s points to one fmi2FMUstate.
-        let slot = unsafe { slice_mut(s, 1, "FMUstate")? };
-        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
-        let id = inst.get_state(existing)?;
-        slot[0] = id as *mut c_void;
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::get_fmu_state(c, &FMI2, "fmi2GetFMUstate", M_STATE, s) }
 }
 
 /// `fmi2SetFMUstate`.
@@ -415,13 +444,7 @@ pub unsafe fn get_fmu_state(c: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_fmu_state(c: *mut c_void, s: *mut c_void) -> c_int {
-    simple(c, "fmi2SetFMUstate", M_STATE, |inst| {
-        if s.is_null() {
-            inst.require_cap(crate::instance::Cap::State)?;
-            return Err(Fail::usage("FMUstate is NULL"));
-        }
-        inst.set_state(s as usize)
-    })
+    shared::set_fmu_state(c, &FMI2, "fmi2SetFMUstate", M_STATE, s)
 }
 
 /// `fmi2FreeFMUstate`.
@@ -429,17 +452,8 @@ pub unsafe fn set_fmu_state(c: *mut c_void, s: *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn free_fmu_state(c: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(c, "fmi2FreeFMUstate", M_STATE, |inst| {
-        inst.require_cap(crate::instance::Cap::State)?;
-        // SAFETY: FMI calling convention: s points to one fmi2FMUstate.
-        let slot = unsafe { slice_mut(s, 1, "FMUstate")? };
-        if slot[0].is_null() {
-            return Ok(());
-        }
-        inst.free_state(slot[0] as usize)?;
-        slot[0] = std::ptr::null_mut();
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::free_fmu_state(c, &FMI2, "fmi2FreeFMUstate", M_STATE, s) }
 }
 
 /// `fmi2SerializedFMUstateSize`.
@@ -447,11 +461,8 @@ pub unsafe fn free_fmu_state(c: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn serialized_fmu_state_size(c: *mut c_void, s: *mut c_void, size: *mut usize) -> c_int {
-    simple(c, "fmi2SerializedFMUstateSize", M_STATE, |inst| {
-        let n = inst.serialized_size(s as usize)?;
-        // SAFETY: FMI calling convention: size points to one size_t.
-        unsafe { write_out(size, n, "size") }
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::serialized_fmu_state_size(c, "fmi2SerializedFMUstateSize", M_STATE, s, size) }
 }
 
 /// `fmi2SerializeFMUstate`.
@@ -464,12 +475,10 @@ pub unsafe fn serialize_fmu_state(
     bytes: *mut c_char,
     size: usize,
 ) -> c_int {
-    simple(c, "fmi2SerializeFMUstate", M_STATE, |inst| {
-        inst.require_cap(crate::instance::Cap::Serialize)?;
-        // SAFETY: FMI calling convention: `bytes` has `size` writable bytes.
-        let buf = unsafe { slice_mut(bytes.cast::<u8>(), size, "serializedState")? };
-        inst.serialize(s as usize, buf)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::serialize_fmu_state(c, "fmi2SerializeFMUstate", M_STATE, s, (bytes.cast(), size))
+    }
 }
 
 /// `fmi2DeSerializeFMUstate`.
@@ -482,20 +491,17 @@ pub unsafe fn deserialize_fmu_state(
     size: usize,
     s: *mut *mut c_void,
 ) -> c_int {
-    simple(c, "fmi2DeSerializeFMUstate", M_STATE, |inst| {
-        inst.require_cap(crate::instance::Cap::Serialize)?;
-        // SAFETY: FMI calling convention: `bytes` has `size` bytes, `s` one slot.
-        let (data, slot) = unsafe {
-            (
-                slice(bytes.cast::<u8>(), size, "serializedState")?,
-                slice_mut(s, 1, "FMUstate")?,
-            )
-        };
-        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
-        let id = inst.deserialize(data, existing)?;
-        slot[0] = id as *mut c_void;
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::deserialize_fmu_state(
+            c,
+            &FMI2,
+            "fmi2DeSerializeFMUstate",
+            M_STATE,
+            (bytes.cast(), size),
+            s,
+        )
+    }
 }
 
 /// `fmi2GetDirectionalDerivative`.
@@ -511,19 +517,15 @@ pub unsafe fn get_directional_derivative(
     dv_known: *const f64,
     dv_unknown: *mut f64,
 ) -> c_int {
-    simple(c, "fmi2GetDirectionalDerivative", M_DIRDER, |inst| {
-        inst.require_cap(crate::instance::Cap::Directional)?;
-        // SAFETY: FMI calling convention: arrays of the given lengths.
-        let (u, k, seed, out) = unsafe {
-            (
-                slice(unknowns, n_unknowns, "vUnknown_ref[]")?,
-                slice(knowns, n_knowns, "vKnown_ref[]")?,
-                slice(dv_known, n_knowns, "dvKnown[]")?,
-                slice_mut(dv_unknown, n_unknowns, "dvUnknown[]")?,
-            )
-        };
-        inst.directional_derivative(u, k, seed, out)
-    })
+    let arrays = Seeded {
+        unknowns: (unknowns, n_unknowns, "vUnknown_ref[]"),
+        knowns: (knowns, n_knowns, "vKnown_ref[]"),
+        seed: (dv_known, n_knowns, "dvKnown[]"),
+        sensitivity: (dv_unknown, n_unknowns, "dvUnknown[]"),
+        lengths: Ok(()),
+    };
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::seeded_derivative(c, "fmi2GetDirectionalDerivative", M_DIRDER, arrays, false) }
 }
 
 /// `fmi2SetRealInputDerivatives`.
@@ -581,10 +583,8 @@ pub unsafe fn get_real_output_derivatives(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn do_step(c: *mut c_void, t: f64, h: f64, no_set_prior: c_int) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2DoStep", M_DOSTEP, |inst| {
-            inst.step(t, h, no_set_prior != 0, None)
-        }))
+    status_call(c, "fmi2DoStep", M_DOSTEP, |inst| {
+        inst.step(t, h, no_set_prior != 0, None)
     })
 }
 
@@ -644,13 +644,11 @@ fn check_kind(kind: c_int, fname: &str, expected: Option<c_int>) -> R<()> {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2GetStatus", M_STATUS, |inst| {
-            check_kind(kind, "fmi2GetStatus", Some(DO_STEP_STATUS))?;
-            // SAFETY: FMI calling convention: v points to one fmi2Status.
-            unsafe { write_out(v, inst.last_step_status() as c_int, "value")? };
-            Ok(Status::Ok)
-        }))
+    status_call(c, "fmi2GetStatus", M_STATUS, |inst| {
+        check_kind(kind, "fmi2GetStatus", Some(DO_STEP_STATUS))?;
+        // SAFETY: FMI calling convention: v points to one fmi2Status.
+        unsafe { write_out(v, inst.last_step_status() as c_int, "value")? };
+        Ok(Status::Ok)
     })
 }
 
@@ -660,13 +658,11 @@ pub unsafe fn get_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_real_status(c: *mut c_void, kind: c_int, v: *mut f64) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2GetRealStatus", M_STATUS, |inst| {
-            check_kind(kind, "fmi2GetRealStatus", Some(LAST_SUCCESSFUL_TIME))?;
-            // SAFETY: FMI calling convention: v points to one fmi2Real.
-            unsafe { write_out(v, inst.last_successful_time(), "value")? };
-            Ok(Status::Ok)
-        }))
+    status_call(c, "fmi2GetRealStatus", M_STATUS, |inst| {
+        check_kind(kind, "fmi2GetRealStatus", Some(LAST_SUCCESSFUL_TIME))?;
+        // SAFETY: FMI calling convention: v points to one fmi2Real.
+        unsafe { write_out(v, inst.last_successful_time(), "value")? };
+        Ok(Status::Ok)
     })
 }
 
@@ -676,11 +672,9 @@ pub unsafe fn get_real_status(c: *mut c_void, kind: c_int, v: *mut f64) -> c_int
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_integer_status(c: *mut c_void, kind: c_int, _v: *mut c_int) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2GetIntegerStatus", M_STATUS, |_| {
-            check_kind(kind, "fmi2GetIntegerStatus", None)?;
-            Ok(Status::Ok)
-        }))
+    status_call(c, "fmi2GetIntegerStatus", M_STATUS, |_| {
+        check_kind(kind, "fmi2GetIntegerStatus", None)?;
+        Ok(Status::Ok)
     })
 }
 
@@ -690,14 +684,12 @@ pub unsafe fn get_integer_status(c: *mut c_void, kind: c_int, _v: *mut c_int) ->
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_boolean_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2GetBooleanStatus", M_STATUS, |inst| {
-            check_kind(kind, "fmi2GetBooleanStatus", Some(TERMINATED))?;
-            let terminated = c_int::from(inst.terminate_requested());
-            // SAFETY: FMI calling convention: v points to one fmi2Boolean.
-            unsafe { write_out(v, terminated, "value")? };
-            Ok(Status::Ok)
-        }))
+    status_call(c, "fmi2GetBooleanStatus", M_STATUS, |inst| {
+        check_kind(kind, "fmi2GetBooleanStatus", Some(TERMINATED))?;
+        let terminated = c_int::from(inst.terminate_requested());
+        // SAFETY: FMI calling convention: v points to one fmi2Boolean.
+        unsafe { write_out(v, terminated, "value")? };
+        Ok(Status::Ok)
     })
 }
 
@@ -707,75 +699,153 @@ pub unsafe fn get_boolean_status(c: *mut c_void, kind: c_int, v: *mut c_int) -> 
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_string_status(c: *mut c_void, kind: c_int, _v: *mut *const c_char) -> c_int {
-    guard(ERROR, || {
-        st(with_instance(c, "fmi2GetStringStatus", M_STATUS, |inst| {
-            check_kind(kind, "fmi2GetStringStatus", Some(PENDING_STATUS))?;
-            inst.log(
-                Status::Discard,
-                "fmi2GetStringStatus: fmi2PendingStatus is not available: steps never return fmi2Pending",
-            );
-            Ok(Status::Discard)
-        }))
+    status_call(c, "fmi2GetStringStatus", M_STATUS, |inst| {
+        check_kind(kind, "fmi2GetStringStatus", Some(PENDING_STATUS))?;
+        inst.log(
+            Status::Discard,
+            "fmi2GetStringStatus: fmi2PendingStatus is not available: steps never return fmi2Pending",
+        );
+        Ok(Status::Discard)
     })
 }
 
-fn me(c: *mut c_void) -> c_int {
-    simple(c, "fmi2 model exchange function", M_ANY, |_| {
-        Err(Fail::usage(
-            "model exchange is not supported by this FMU (co-simulation only)",
-        ))
-    })
+/// `fmi2EventInfo`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EventInfo {
+    /// `newDiscreteStatesNeeded`.
+    pub new_discrete_states_needed: c_int,
+    /// `terminateSimulation`.
+    pub terminate_simulation: c_int,
+    /// `nominalsOfContinuousStatesChanged` (always false: nominals are
+    /// fixed).
+    pub nominals_of_continuous_states_changed: c_int,
+    /// `valuesOfContinuousStatesChanged`.
+    pub values_of_continuous_states_changed: c_int,
+    /// `nextEventTimeDefined`.
+    pub next_event_time_defined: c_int,
+    /// `nextEventTime`.
+    pub next_event_time: f64,
 }
 
-/// Model-exchange function: refused.
+/// `fmi2EnterEventMode` (Continuous-Time Mode, or Event Mode for a new
+/// event instant).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_0(c: *mut c_void) -> c_int {
-    me(c)
+pub unsafe fn enter_event_mode(c: *mut c_void) -> c_int {
+    me::enter_event_mode(c, FmiVersion::Fmi2, NO_ME)
 }
 
-/// Model-exchange function: refused.
+/// `fmi2NewDiscreteStates` (Event Mode): the model's event update; the
+/// event info is written only when the update succeeded.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_p(c: *mut c_void, _p: *mut c_void) -> c_int {
-    me(c)
+pub unsafe fn new_discrete_states(c: *mut c_void, info: *mut EventInfo) -> c_int {
+    me::call(
+        c,
+        FmiVersion::Fmi2,
+        MeCall::UpdateDiscreteStates,
+        NO_ME,
+        |inst| {
+            // SAFETY: FMI calling convention: `info` points to one fmi2EventInfo.
+            let out = unsafe { slice_mut(info, 1, "fmi2eventInfo")? };
+            let u = inst.update_discrete_states()?;
+            out[0] = EventInfo {
+                new_discrete_states_needed: c_int::from(u.discrete_states_need_update),
+                terminate_simulation: c_int::from(u.terminate_simulation),
+                nominals_of_continuous_states_changed: 0,
+                values_of_continuous_states_changed: c_int::from(
+                    u.values_of_continuous_states_changed,
+                ),
+                next_event_time_defined: c_int::from(u.next_event_time.is_some()),
+                next_event_time: u.next_event_time.unwrap_or(0.0),
+            };
+            Ok(())
+        },
+    )
 }
 
-/// Model-exchange function: refused.
+/// `fmi2EnterContinuousTimeMode` (Event Mode, after the event iteration).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_completed_integrator_step(
+pub unsafe fn enter_continuous_time_mode(c: *mut c_void) -> c_int {
+    me::enter_continuous_time_mode(c, FmiVersion::Fmi2)
+}
+
+/// `fmi2CompletedIntegratorStep` (Continuous-Time Mode).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn completed_integrator_step(
     c: *mut c_void,
-    _no_set_prior: c_int,
-    _enter_event: *mut c_int,
-    _terminate: *mut c_int,
+    no_set_prior: c_int,
+    enter_event_mode: *mut c_int,
+    terminate: *mut c_int,
 ) -> c_int {
-    me(c)
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        me::completed_integrator_step(
+            c,
+            FmiVersion::Fmi2,
+            no_set_prior != 0,
+            enter_event_mode,
+            terminate,
+        )
+    }
 }
 
-/// Model-exchange function: refused.
+/// `fmi2SetTime` (Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_set_time(c: *mut c_void, _t: f64) -> c_int {
-    me(c)
+pub unsafe fn set_time(c: *mut c_void, t: f64) -> c_int {
+    me::set_time(c, FmiVersion::Fmi2, t)
 }
 
-/// Model-exchange function: refused.
+/// `fmi2SetContinuousStates` (Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_cn(c: *mut c_void, _x: *const f64, _n: usize) -> c_int {
-    me(c)
+pub unsafe fn set_continuous_states(c: *mut c_void, x: *const f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::set_continuous_states(c, FmiVersion::Fmi2, x, n) }
 }
 
-/// Model-exchange function: refused.
+/// `fmi2GetDerivatives`.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_n(c: *mut c_void, _x: *mut f64, _n: usize) -> c_int {
-    me(c)
+pub unsafe fn get_derivatives(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetDerivatives, x, n) }
+}
+
+/// `fmi2GetEventIndicators`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_event_indicators(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetEventIndicators, x, n) }
+}
+
+/// `fmi2GetContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_continuous_states(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetContinuousStates, x, n) }
+}
+
+/// `fmi2GetNominalsOfContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_nominals_of_continuous_states(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(c, FmiVersion::Fmi2, MeCall::GetNominals, x, n) }
 }

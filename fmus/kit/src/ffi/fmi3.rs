@@ -1,23 +1,28 @@
 //! FMI 3.0 functions (called by the exports of
-//! [`export_fmi!`](crate::export_fmi)). Co-simulation is implemented, with
+//! [`export_fmi!`](crate::export_fmi)). Co-simulation and, for models that
+//! declare it, Model Exchange (the functions of `super::model_exchange`)
+//! are implemented, with
 //! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
 //! UInt32, Int64, UInt64, Boolean and String (Binary and Clock variables do
 //! not exist: their functions answer `fmi3Error`), arrays of the numeric
 //! types and Boolean (`nValues` the sum of the variables' current sizes,
 //! `Instance::check_value_count`), and Configuration Mode
-//! for models with structural parameters; model exchange, scheduled
-//! execution, clocks, event mode and Reconfiguration Mode are exported and
+//! for models with structural parameters; scheduled execution, clocks,
+//! co-simulation's Event Mode and Reconfiguration Mode are exported and
 //! answer `fmi3Error` (or NULL for instantiation).
 
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 use super::intermediate::{Importer, IntermediateUpdate};
+use super::model_exchange as me;
+pub(crate) use super::shared::check_n;
+use super::shared::{self, ERROR, FMI3, Seeded, simple};
 use super::{
     cstr, free, guard, lookup, register, slice, slice_mut, with_free_instance, with_handle,
-    with_instance, with_instance_cell, write_out,
+    with_instance_cell,
 };
 use crate::caps::{FmiVersion, resolve};
-use crate::instance::{Cap, Fail, Instance, LogSink, Mode, R, Status};
+use crate::instance::{Cap, Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
 use crate::model::{ModelSpec, VarType};
 
 pub use super::intermediate::LogMessage;
@@ -29,43 +34,31 @@ const DISCARDED: u32 = Mode::StepFailed.bit();
 const TERM: u32 = Mode::Terminated.bit();
 const ERR: u32 = Mode::Error.bit();
 const CONFIG: u32 = Mode::Configuration.bit();
+/// Model Exchange's Event Mode and Continuous-Time Mode (FMI 3.0 sec. 2.3.5, 3.2.1).
+const EVENT: u32 = Mode::EventMode.bit();
+const CONT: u32 = Mode::ContinuousTimeMode.bit();
 
-const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG;
+const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT;
 /// The FMU-state functions: any state but Configuration Mode (FMI 3.0 sec.
 /// 2.3.6 lists only the structural parameters' setters and getters and
 /// `fmi3ExitConfigurationMode` there, besides reset, free and logging).
 const M_STATE: u32 = M_ANY & !CONFIG;
 /// Getters: in Configuration Mode of structural parameters only (checked
 /// by `Instance::get`).
-const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG;
+const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT;
 /// Setters: which variable in which state is checked by
 /// `Instance::check_settable` (structural parameters in Configuration Mode
 /// only, and nothing else there).
-const M_SET: u32 = INST | INIT | STEP | CONFIG;
-const M_TERMINATE: u32 = STEP | DISCARDED;
-const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM;
+const M_SET: u32 = INST | INIT | STEP | CONFIG | EVENT | CONT;
+const M_TERMINATE: u32 = STEP | DISCARDED | EVENT | CONT;
+const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM | EVENT | CONT;
 const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
-
-pub(super) fn c_string(s: &str) -> CString {
-    CString::new(s.replace('\0', " ")).unwrap_or_default()
-}
 
 fn sink(importer: Importer, logging_on: bool) -> LogSink {
     let logger = importer.log.map(|_| {
         Box::new(move |s: Status, c: &str, m: &str| importer.log(s, c, m)) as crate::instance::LogFn
     });
     LogSink::new(logger, FmiVersion::Fmi3, logging_on)
-}
-
-const ERROR: c_int = Status::Error as c_int;
-
-fn simple(c: *mut c_void, fname: &str, mask: u32, f: impl FnOnce(&mut Instance) -> R<()>) -> c_int {
-    guard(ERROR, || {
-        with_instance(c, fname, mask, |inst| {
-            f(inst)?;
-            Ok(Status::Ok)
-        }) as c_int
-    })
 }
 
 fn refuse(c: *mut c_void, fname: &str, why: &str) -> c_int {
@@ -92,16 +85,8 @@ pub unsafe fn set_debug_logging(
     n: usize,
     cats: *const *const c_char,
 ) -> c_int {
-    simple(i, "fmi3SetDebugLogging", M_ANY, |inst| {
-        // SAFETY: FMI calling convention: `cats` holds `n` strings.
-        let ptrs = unsafe { slice(cats, n, "categories")? };
-        let mut names = Vec::with_capacity(n);
-        for &p in ptrs {
-            // SAFETY: each category is a NUL-terminated string.
-            names.push(unsafe { cstr(p, "category")? });
-        }
-        inst.set_debug_logging(on, &names)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::set_debug_logging(i, "fmi3SetDebugLogging", M_ANY, on, (cats, n)) }
 }
 
 fn refuse_instantiation(
@@ -119,14 +104,16 @@ fn refuse_instantiation(
     std::ptr::null_mut()
 }
 
-/// `fmi3InstantiateModelExchange`: not supported, returns NULL.
+/// `fmi3InstantiateModelExchange`: an instance of a model that declares
+/// Model Exchange (NULL, with a log line, for the others).
 ///
 /// # Safety
 /// FMI calling convention.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn instantiate_model_exchange(
-    _name: *const c_char,
-    _token: *const c_char,
+    registry: &'static [ModelSpec],
+    name: *const c_char,
+    token: *const c_char,
     _res: *const c_char,
     _visible: bool,
     logging_on: bool,
@@ -134,12 +121,41 @@ pub unsafe fn instantiate_model_exchange(
     log: Option<LogMessage>,
 ) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
-        refuse_instantiation(
-            log,
+        let fname = "fmi3InstantiateModelExchange";
+        let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
+        // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
+        let name_arg = unsafe { cstr(name, "instanceName") };
+        let name = name_arg.as_ref().map_or("?", |n| *n);
+        // FMI 3.0 sec. 2.3.1: "instanceName must be a non empty string".
+        if let Err(e) = super::check_instance_name(name_arg) {
+            return bad(e);
+        }
+        // SAFETY: as above.
+        let token = match unsafe { cstr(token, "instantiationToken") } {
+            Ok(t) => t,
+            Err(e) => return bad(e.message),
+        };
+        let (spec, caps) = match resolve(registry, token, FmiVersion::Fmi3) {
+            Ok(x) => x,
+            Err(e) => return bad(e),
+        };
+        if !spec.has_model_exchange() {
+            return bad("this FMU supports co-simulation only".into());
+        }
+        let importer = Importer {
             env,
-            logging_on,
-            "fmi3InstantiateModelExchange: this FMU supports co-simulation only",
-        )
+            log,
+            intermediate: None,
+        };
+        let inst = Instance::with_interface(
+            spec,
+            caps,
+            FmiVersion::Fmi3,
+            Interface::ModelExchange,
+            name,
+            sink(importer, logging_on),
+        );
+        register(inst, Some(importer))
     })
 }
 
@@ -185,6 +201,12 @@ pub unsafe fn instantiate_co_simulation(
             Ok(x) => x,
             Err(e) => return bad(e),
         };
+        if !spec.has_co_simulation() {
+            return bad(
+                "this FMU supports model exchange only (no <CoSimulation>: fmi3InstantiateModelExchange)"
+                    .into(),
+            );
+        }
         if n_required > 0 {
             if !caps.intermediate_update {
                 return bad(
@@ -289,7 +311,8 @@ pub unsafe fn enter_initialization_mode(
     })
 }
 
-/// `fmi3ExitInitializationMode`: goes to Step Mode (no event mode).
+/// `fmi3ExitInitializationMode`: goes to Step Mode (co-simulation: no
+/// event mode) or Event Mode (Model Exchange).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -299,14 +322,15 @@ pub unsafe fn exit_initialization_mode(i: *mut c_void) -> c_int {
     })
 }
 
-/// `fmi3EnterEventMode`: refused (hasEventMode=false).
+/// `fmi3EnterEventMode`: Model Exchange, from Continuous-Time Mode; refused
+/// by co-simulation instances (hasEventMode=false).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_event_mode(i: *mut c_void) -> c_int {
-    refuse(
+    me::enter_event_mode(
         i,
-        "fmi3EnterEventMode",
+        FmiVersion::Fmi3,
         "this FMU has no event mode (hasEventMode=false)",
     )
 }
@@ -325,16 +349,6 @@ pub unsafe fn terminate(i: *mut c_void) -> c_int {
 /// FMI calling convention.
 pub unsafe fn reset(i: *mut c_void) -> c_int {
     simple(i, "fmi3Reset", M_ANY, |inst| inst.reset())
-}
-
-pub(super) fn check_n(nvr: usize, n: usize) -> R<()> {
-    if nvr == n {
-        Ok(())
-    } else {
-        Err(Fail::usage(format!(
-            "nValues ({n}) differs from nValueReferences ({nvr}); all variables are scalars"
-        )))
-    }
 }
 
 fn no_variables_of_type(inst: &Instance, vrs: &[u32], type_name: &str) -> R<()> {
@@ -358,15 +372,20 @@ pub unsafe fn get_float64(
     v: *mut f64,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetFloat64", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Real, &mut |k, x| out[k] = x)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetFloat64",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Real,
+            |x| x,
+        )
+    }
 }
 
 /// `fmi3GetInt32`.
@@ -380,15 +399,20 @@ pub unsafe fn get_int32(
     v: *mut i32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetInt32", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Integer, &mut |k, x| out[k] = x as i32)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetInt32",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Integer,
+            |x| x as i32,
+        )
+    }
 }
 
 /// `fmi3SetFloat64`.
@@ -404,12 +428,9 @@ pub unsafe fn set_float64(
 ) -> c_int {
     guard(ERROR, || {
         let set = |inst: &mut Instance, _: &std::sync::Arc<super::intermediate::Cell>| {
-            // SAFETY: FMI calling convention: nvr value references.
-            let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-            // nValues: the sum of the variables' current sizes.
-            inst.check_value_count(vrs, n)?;
-            // SAFETY: FMI calling convention: n values.
-            let vals = unsafe { slice(v, n, "values")? };
+            // SAFETY: the caller's FMI calling convention, passed on
+            // (nValues: the sum of the variables' current sizes).
+            let (vrs, vals) = unsafe { shared::numbers_in(inst, &FMI3, (vr, nvr), (v, Some(n)))? };
             inst.set(vrs, VarType::Real, vals)?;
             Ok(Status::Ok)
         };
@@ -443,16 +464,22 @@ pub unsafe fn set_int32(
     v: *const i32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetInt32", M_SET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let vals = unsafe { slice(v, n, "values")? };
-        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
-        inst.set(vrs, VarType::Integer, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::set_numbers(
+            i,
+            &FMI3,
+            "fmi3SetInt32",
+            M_SET,
+            (vr, nvr),
+            (v, Some(n)),
+            |inst, vrs, vals: &[i32]| {
+                let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+                inst.set(vrs, VarType::Integer, &vals)
+            },
+        )
+    }
 }
 
 /// `fmi3GetBoolean`.
@@ -466,15 +493,20 @@ pub unsafe fn get_boolean(
     v: *mut bool,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetBoolean", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Boolean, &mut |k, x| out[k] = x != 0.0)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetBoolean",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Boolean,
+            |x| x != 0.0,
+        )
+    }
 }
 
 /// `fmi3SetBoolean`. The values are read as bytes (a C `bool` other than
@@ -489,20 +521,26 @@ pub unsafe fn set_boolean(
     v: *const bool,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetBoolean", M_SET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values; a `bool` has the size
-        // and alignment of a `u8`.
-        let bytes = unsafe { slice(v.cast::<u8>(), n, "values")? };
-        let vals: Vec<f64> = bytes
-            .iter()
-            .map(|&b| crate::model::bool_value(b != 0))
-            .collect();
-        inst.set(vrs, VarType::Boolean, &vals)
-    })
+    // (A `bool` has the size and alignment of a `u8`.)
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::set_numbers(
+            i,
+            &FMI3,
+            "fmi3SetBoolean",
+            M_SET,
+            (vr, nvr),
+            (v.cast::<u8>(), Some(n)),
+            |inst, vrs, vals: &[u8]| {
+                let vals: Vec<f64> = vals
+                    .iter()
+                    .map(|&b| crate::model::bool_value(b != 0))
+                    .collect();
+                inst.set(vrs, VarType::Boolean, &vals)
+            },
+        )
+    }
 }
 
 /// `fmi3GetString`: the returned strings are owned by the instance and
@@ -518,17 +556,8 @@ pub unsafe fn get_string(
     v: *mut *const c_char,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetString", M_GET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, out) = unsafe {
-            (
-                slice(vr, nvr, "valueReferences")?,
-                slice_mut(v, n, "values")?,
-            )
-        };
-        inst.get_c_strings(vrs, out)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::get_strings(i, &FMI3, "fmi3GetString", M_GET, (vr, nvr), (v, Some(n))) }
 }
 
 /// `fmi3SetString`: the strings are copied (NULL or invalid UTF-8 is
@@ -543,15 +572,8 @@ pub unsafe fn set_string(
     v: *const *const c_char,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetString", M_SET, |inst| {
-        check_n(nvr, n)?;
-        // SAFETY: FMI calling convention: arrays of length nvr (= n).
-        let (vrs, ptrs) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, n, "values")?) };
-        // SAFETY: FMI calling convention: each value is a NUL-terminated
-        // string valid for the call (NULL is refused by `cstr`).
-        let vals = unsafe { super::cstrs(ptrs, "values")? };
-        inst.set_strings(vrs, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::set_strings(i, &FMI3, "fmi3SetString", M_SET, (vr, nvr), (v, Some(n))) }
 }
 
 /// `fmi3GetFloat32`: the stored values are `f32` values (rounded when set).
@@ -565,15 +587,20 @@ pub unsafe fn get_float32(
     v: *mut f32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3GetFloat32", M_GET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let out = unsafe { slice_mut(v, n, "values")? };
-        inst.get(vrs, VarType::Float32, &mut |k, x| out[k] = x as f32)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::get_numbers(
+            i,
+            &FMI3,
+            "fmi3GetFloat32",
+            M_GET,
+            (vr, nvr),
+            (v, Some(n)),
+            VarType::Float32,
+            |x| x as f32,
+        )
+    }
 }
 
 /// `fmi3SetFloat32`.
@@ -587,16 +614,22 @@ pub unsafe fn set_float32(
     v: *const f32,
     n: usize,
 ) -> c_int {
-    simple(i, "fmi3SetFloat32", M_SET, |inst| {
-        // SAFETY: FMI calling convention: nvr value references.
-        let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-        // nValues: the sum of the variables' current sizes.
-        inst.check_value_count(vrs, n)?;
-        // SAFETY: FMI calling convention: n values.
-        let vals = unsafe { slice(v, n, "values")? };
-        let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
-        inst.set(vrs, VarType::Float32, &vals)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on (nValues: the
+    // sum of the variables' current sizes).
+    unsafe {
+        shared::set_numbers(
+            i,
+            &FMI3,
+            "fmi3SetFloat32",
+            M_SET,
+            (vr, nvr),
+            (v, Some(n)),
+            |inst, vrs, vals: &[f32]| {
+                let vals: Vec<f64> = vals.iter().map(|&x| f64::from(x)).collect();
+                inst.set(vrs, VarType::Float32, &vals)
+            },
+        )
+    }
 }
 
 /// The getters and setters of the FMI 3 integer types other than `Int32`.
@@ -608,17 +641,12 @@ macro_rules! integer_access {
             /// # Safety
             /// FMI calling convention.
             pub unsafe fn $get(i: *mut c_void, vr: *const u32, nvr: usize, v: *mut $t, n: usize) -> c_int {
-                simple(i, concat!("fmi3Get", $tname), M_GET, |inst| {
-                    // SAFETY: FMI calling convention: nvr value references.
-                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    // nValues: the sum of the variables' current sizes.
-                    inst.check_value_count(vrs, n)?;
-                    // SAFETY: FMI calling convention: n values.
-                    let out = unsafe { slice_mut(v, n, "values")? };
-                    // `Instance::get` hands out whole values within the
-                    // type's range only, so the conversion is exact.
-                    inst.get(vrs, $ty, &mut |k, x| out[k] = x as $t)
-                })
+                // `Instance::get` hands out whole values within the type's
+                // range only, so the conversion is exact.
+                // SAFETY: the caller's FMI calling convention, passed on.
+                unsafe {
+                    shared::get_numbers(i, &FMI3, concat!("fmi3Get", $tname), M_GET, (vr, nvr), (v, Some(n)), $ty, |x| x as $t)
+                }
             }
 
             #[doc = concat!("`fmi3Set", $tname, "`: values an `f64` cannot hold exactly are refused (see `Instance::set_integers`).")]
@@ -626,16 +654,13 @@ macro_rules! integer_access {
             /// # Safety
             /// FMI calling convention.
             pub unsafe fn $set(i: *mut c_void, vr: *const u32, nvr: usize, v: *const $t, n: usize) -> c_int {
-                simple(i, concat!("fmi3Set", $tname), M_SET, |inst| {
-                    // SAFETY: FMI calling convention: an array of length nvr.
-                    let vrs = unsafe { slice(vr, nvr, "valueReferences")? };
-                    // nValues: the sum of the variables' current sizes.
-                    inst.check_value_count(vrs, n)?;
-                    // SAFETY: FMI calling convention: an array of length n.
-                    let vals = unsafe { slice(v, n, "values")? };
-                    let vals: Vec<i128> = vals.iter().map(|&x| i128::from(x)).collect();
-                    inst.set_integers(vrs, $ty, &vals)
-                })
+                // SAFETY: the caller's FMI calling convention, passed on.
+                unsafe {
+                    shared::set_numbers(i, &FMI3, concat!("fmi3Set", $tname), M_SET, (vr, nvr), (v, Some(n)), |inst, vrs, vals| {
+                        let vals: Vec<i128> = vals.iter().map(|&x| i128::from(x)).collect();
+                        inst.set_integers(vrs, $ty, &vals)
+                    })
+                }
             }
         )*
     };
@@ -745,15 +770,8 @@ pub unsafe fn get_variable_dependencies(
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(i, "fmi3GetFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::State)?;
-        // SAFETY: FMI calling convention: s points to one fmi3FMUState.
-        let slot = unsafe { slice_mut(s, 1, "FMUState")? };
-        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
-        let id = inst.get_state(existing)?;
-        slot[0] = id as *mut c_void;
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::get_fmu_state(i, &FMI3, "fmi3GetFMUState", M_STATE, s) }
 }
 
 /// `fmi3SetFMUState`.
@@ -761,13 +779,7 @@ pub unsafe fn get_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
-    simple(i, "fmi3SetFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::State)?;
-        if s.is_null() {
-            return Err(Fail::usage("FMUState is NULL"));
-        }
-        inst.set_state(s as usize)
-    })
+    shared::set_fmu_state(i, &FMI3, "fmi3SetFMUState", M_STATE, s)
 }
 
 /// `fmi3FreeFMUState`.
@@ -775,17 +787,8 @@ pub unsafe fn set_fmu_state(i: *mut c_void, s: *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
-    simple(i, "fmi3FreeFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::State)?;
-        // SAFETY: FMI calling convention: s points to one fmi3FMUState.
-        let slot = unsafe { slice_mut(s, 1, "FMUState")? };
-        if slot[0].is_null() {
-            return Ok(());
-        }
-        inst.free_state(slot[0] as usize)?;
-        slot[0] = std::ptr::null_mut();
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::free_fmu_state(i, &FMI3, "fmi3FreeFMUState", M_STATE, s) }
 }
 
 /// `fmi3SerializedFMUStateSize`.
@@ -793,11 +796,8 @@ pub unsafe fn free_fmu_state(i: *mut c_void, s: *mut *mut c_void) -> c_int {
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn serialized_fmu_state_size(i: *mut c_void, s: *mut c_void, size: *mut usize) -> c_int {
-    simple(i, "fmi3SerializedFMUStateSize", M_STATE, |inst| {
-        let n = inst.serialized_size(s as usize)?;
-        // SAFETY: FMI calling convention: size points to one size_t.
-        unsafe { write_out(size, n, "size") }
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::serialized_fmu_state_size(i, "fmi3SerializedFMUStateSize", M_STATE, s, size) }
 }
 
 /// `fmi3SerializeFMUState`.
@@ -810,12 +810,8 @@ pub unsafe fn serialize_fmu_state(
     bytes: *mut u8,
     size: usize,
 ) -> c_int {
-    simple(i, "fmi3SerializeFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::Serialize)?;
-        // SAFETY: FMI calling convention: `bytes` has `size` writable bytes.
-        let buf = unsafe { slice_mut(bytes, size, "serializedState")? };
-        inst.serialize(s as usize, buf)
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::serialize_fmu_state(i, "fmi3SerializeFMUState", M_STATE, s, (bytes, size)) }
 }
 
 /// `fmi3DeserializeFMUState`.
@@ -828,20 +824,17 @@ pub unsafe fn deserialize_fmu_state(
     size: usize,
     s: *mut *mut c_void,
 ) -> c_int {
-    simple(i, "fmi3DeserializeFMUState", M_STATE, |inst| {
-        inst.require_cap(Cap::Serialize)?;
-        // SAFETY: FMI calling convention: `bytes` has `size` bytes, `s` one slot.
-        let (data, slot) = unsafe {
-            (
-                slice(bytes, size, "serializedState")?,
-                slice_mut(s, 1, "FMUState")?,
-            )
-        };
-        let existing = (!slot[0].is_null()).then_some(slot[0] as usize);
-        let id = inst.deserialize(data, existing)?;
-        slot[0] = id as *mut c_void;
-        Ok(())
-    })
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        shared::deserialize_fmu_state(
+            i,
+            &FMI3,
+            "fmi3DeserializeFMUState",
+            M_STATE,
+            (bytes, size),
+            s,
+        )
+    }
 }
 
 /// `fmi3GetDirectionalDerivative`.
@@ -860,24 +853,49 @@ pub unsafe fn get_directional_derivative(
     sens: *mut f64,
     n_sens: usize,
 ) -> c_int {
-    simple(i, "fmi3GetDirectionalDerivative", M_DIRDER, |inst| {
-        inst.require_cap(Cap::Directional)?;
-        if n_seed != n_knowns || n_sens != n_unknowns {
-            return Err(Fail::usage(format!(
-                "nSeed ({n_seed}) must equal nKnowns ({n_knowns}) and nSensitivity ({n_sens}) nUnknowns ({n_unknowns})"
-            )));
-        }
-        // SAFETY: FMI calling convention: arrays of the given lengths.
-        let (u, k, sd, out) = unsafe {
-            (
-                slice(unknowns, n_unknowns, "unknowns")?,
-                slice(knowns, n_knowns, "knowns")?,
-                slice(seed, n_seed, "seed")?,
-                slice_mut(sens, n_sens, "sensitivity")?,
-            )
-        };
-        inst.directional_derivative(u, k, sd, out)
-    })
+    let arrays = seeded(
+        (unknowns, n_unknowns),
+        (knowns, n_knowns),
+        (seed, n_seed),
+        (sens, n_sens),
+        false,
+    );
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::seeded_derivative(i, "fmi3GetDirectionalDerivative", M_DIRDER, arrays, false) }
+}
+
+/// The arrays of `fmi3GetDirectionalDerivative` (`adjoint`:
+/// `fmi3GetAdjointDerivative`), with the check of `nSeed` and
+/// `nSensitivity`: the seed has an element per known (per unknown for the
+/// adjoint), the sensitivity one per unknown (per known).
+fn seeded(
+    unknowns: (*const u32, usize),
+    knowns: (*const u32, usize),
+    seed: (*const f64, usize),
+    sens: (*mut f64, usize),
+    adjoint: bool,
+) -> Seeded {
+    let (n_unknowns, n_knowns, n_seed, n_sens) = (unknowns.1, knowns.1, seed.1, sens.1);
+    let (seed_of, sens_of) = if adjoint {
+        (("nUnknowns", n_unknowns), ("nKnowns", n_knowns))
+    } else {
+        (("nKnowns", n_knowns), ("nUnknowns", n_unknowns))
+    };
+    let lengths = if n_seed != seed_of.1 || n_sens != sens_of.1 {
+        Err(Fail::usage(format!(
+            "nSeed ({n_seed}) must equal {} ({}) and nSensitivity ({n_sens}) {} ({})",
+            seed_of.0, seed_of.1, sens_of.0, sens_of.1
+        )))
+    } else {
+        Ok(())
+    };
+    Seeded {
+        unknowns: (unknowns.0, n_unknowns, "unknowns"),
+        knowns: (knowns.0, n_knowns, "knowns"),
+        seed: (seed.0, n_seed, "seed"),
+        sensitivity: (sens.0, n_sens, "sensitivity"),
+        lengths,
+    }
 }
 
 /// `fmi3GetAdjointDerivative`.
@@ -896,24 +914,15 @@ pub unsafe fn get_adjoint_derivative(
     sens: *mut f64,
     n_sens: usize,
 ) -> c_int {
-    simple(i, "fmi3GetAdjointDerivative", M_DIRDER, |inst| {
-        inst.require_cap(Cap::Directional)?;
-        if n_seed != n_unknowns || n_sens != n_knowns {
-            return Err(Fail::usage(format!(
-                "nSeed ({n_seed}) must equal nUnknowns ({n_unknowns}) and nSensitivity ({n_sens}) nKnowns ({n_knowns})"
-            )));
-        }
-        // SAFETY: FMI calling convention: arrays of the given lengths.
-        let (u, k, sd, out) = unsafe {
-            (
-                slice(unknowns, n_unknowns, "unknowns")?,
-                slice(knowns, n_knowns, "knowns")?,
-                slice(seed, n_seed, "seed")?,
-                slice_mut(sens, n_sens, "sensitivity")?,
-            )
-        };
-        inst.adjoint_derivative(u, k, sd, out)
-    })
+    let arrays = seeded(
+        (unknowns, n_unknowns),
+        (knowns, n_knowns),
+        (seed, n_seed),
+        (sens, n_sens),
+        true,
+    );
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { shared::seeded_derivative(i, "fmi3GetAdjointDerivative", M_DIRDER, arrays, true) }
 }
 
 /// `fmi3EnterConfigurationMode`: Instantiated -> Configuration Mode, for a
@@ -1062,75 +1071,152 @@ pub unsafe fn evaluate_discrete_states(i: *mut c_void) -> c_int {
     )
 }
 
-/// `fmi3UpdateDiscreteStates`: refused (no event mode).
+/// `fmi3UpdateDiscreteStates` (Model Exchange, Event Mode): the model's
+/// event update; the out-arguments are checked before the model is called
+/// and written only when it succeeded. Refused by co-simulation instances
+/// (no event mode).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn update_discrete_states(
     i: *mut c_void,
-    _a: *mut bool,
-    _b: *mut bool,
-    _c: *mut bool,
-    _d: *mut bool,
-    _e: *mut bool,
-    _f: *mut f64,
+    need_update: *mut bool,
+    terminate: *mut bool,
+    nominals_changed: *mut bool,
+    values_changed: *mut bool,
+    next_defined: *mut bool,
+    next_time: *mut f64,
 ) -> c_int {
-    refuse(i, "fmi3UpdateDiscreteStates", "this FMU has no event mode")
+    me::call(
+        i,
+        FmiVersion::Fmi3,
+        MeCall::UpdateDiscreteStates,
+        "this FMU has no event mode",
+        |inst| {
+            // SAFETY: FMI calling convention: each points to one value.
+            let (need, term, nominals, values, defined, next) = unsafe {
+                (
+                    slice_mut(need_update, 1, "discreteStatesNeedUpdate")?,
+                    slice_mut(terminate, 1, "terminateSimulation")?,
+                    slice_mut(nominals_changed, 1, "nominalsOfContinuousStatesChanged")?,
+                    slice_mut(values_changed, 1, "valuesOfContinuousStatesChanged")?,
+                    slice_mut(next_defined, 1, "nextEventTimeDefined")?,
+                    slice_mut(next_time, 1, "nextEventTime")?,
+                )
+            };
+            let u = inst.update_discrete_states()?;
+            need[0] = u.discrete_states_need_update;
+            term[0] = u.terminate_simulation;
+            // Nominals are fixed.
+            nominals[0] = false;
+            values[0] = u.values_of_continuous_states_changed;
+            defined[0] = u.next_event_time.is_some();
+            next[0] = u.next_event_time.unwrap_or(0.0);
+            Ok(())
+        },
+    )
 }
 
-const NO_ME: &str = "model exchange is not supported by this FMU (co-simulation only)";
-
-/// `fmi3EnterContinuousTimeMode`: model exchange, refused.
+/// `fmi3EnterContinuousTimeMode` (Model Exchange, Event Mode, after the
+/// event iteration).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_continuous_time_mode(i: *mut c_void) -> c_int {
-    refuse(i, "fmi3EnterContinuousTimeMode", NO_ME)
+    me::enter_continuous_time_mode(i, FmiVersion::Fmi3)
 }
 
-/// `fmi3CompletedIntegratorStep`: model exchange, refused.
+/// `fmi3CompletedIntegratorStep` (Model Exchange, Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn completed_integrator_step(
     i: *mut c_void,
-    _p: bool,
-    _e: *mut bool,
-    _t: *mut bool,
+    no_set_prior: bool,
+    enter_event_mode: *mut bool,
+    terminate: *mut bool,
 ) -> c_int {
-    refuse(i, "fmi3CompletedIntegratorStep", NO_ME)
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe {
+        me::completed_integrator_step(
+            i,
+            FmiVersion::Fmi3,
+            no_set_prior,
+            enter_event_mode,
+            terminate,
+        )
+    }
 }
 
-/// `fmi3SetTime`: model exchange, refused.
+/// `fmi3SetTime` (Model Exchange, Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_time(i: *mut c_void, _t: f64) -> c_int {
-    refuse(i, "fmi3SetTime", NO_ME)
+pub unsafe fn set_time(i: *mut c_void, t: f64) -> c_int {
+    me::set_time(i, FmiVersion::Fmi3, t)
 }
 
-/// `fmi3SetContinuousStates`: model exchange, refused.
+/// `fmi3SetContinuousStates` (Model Exchange, Continuous-Time Mode).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_continuous_states(i: *mut c_void, _x: *const f64, _n: usize) -> c_int {
-    refuse(i, "fmi3SetContinuousStates", NO_ME)
+pub unsafe fn set_continuous_states(i: *mut c_void, x: *const f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::set_continuous_states(i, FmiVersion::Fmi3, x, n) }
 }
 
-/// Model-exchange getters of arrays: refused.
+/// `fmi3GetContinuousStateDerivatives`.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_n(i: *mut c_void, _x: *mut f64, _n: usize) -> c_int {
-    refuse(i, "fmi3 model exchange function", NO_ME)
+pub unsafe fn get_continuous_state_derivatives(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetDerivatives, x, n) }
 }
 
-/// `fmi3GetNumberOf...`: model exchange, refused.
+/// `fmi3GetEventIndicators`.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn me_unsupported_count(i: *mut c_void, _n: *mut usize) -> c_int {
-    refuse(i, "fmi3 model exchange function", NO_ME)
+pub unsafe fn get_event_indicators(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetEventIndicators, x, n) }
+}
+
+/// `fmi3GetContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_continuous_states(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetContinuousStates, x, n) }
+}
+
+/// `fmi3GetNominalsOfContinuousStates`.
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_nominals_of_continuous_states(i: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_vector(i, FmiVersion::Fmi3, MeCall::GetNominals, x, n) }
+}
+
+/// `fmi3GetNumberOfEventIndicators` (fixed: no arrays of indicators).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_number_of_event_indicators(i: *mut c_void, n: *mut usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_number(i, MeCall::GetNumberOfEventIndicators, n) }
+}
+
+/// `fmi3GetNumberOfContinuousStates` (fixed: no arrays of states).
+///
+/// # Safety
+/// FMI calling convention.
+pub unsafe fn get_number_of_continuous_states(i: *mut c_void, n: *mut usize) -> c_int {
+    // SAFETY: the caller's FMI calling convention, passed on.
+    unsafe { me::get_number(i, MeCall::GetNumberOfContinuousStates, n) }
 }
 
 /// `fmi3EnterStepMode`: only reachable from event mode, which this FMU has not.

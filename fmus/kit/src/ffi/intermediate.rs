@@ -41,7 +41,8 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::fmi3::{c_string, check_n};
+use super::c_string;
+use super::shared::check_n;
 use super::slice;
 use crate::input::InputSource;
 use crate::instance::{Fail, Instance, R, Status};

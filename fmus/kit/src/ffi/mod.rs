@@ -31,7 +31,11 @@ pub mod intermediate;
 #[cfg(test)]
 mod intermediate_tests;
 #[cfg(test)]
+mod me_tests;
+mod model_exchange;
+#[cfg(test)]
 mod quirk_tests;
+mod shared;
 #[cfg(test)]
 mod strict_tests;
 #[cfg(test)]
@@ -417,6 +421,11 @@ pub(crate) unsafe fn cstrs<'a>(ptrs: &[*const c_char], what: &str) -> R<Vec<&'a 
         .collect()
 }
 
+/// A C string of `s` (a NUL inside becomes a space).
+pub(crate) fn c_string(s: &str) -> std::ffi::CString {
+    std::ffi::CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
 /// Checks the `instanceName` argument of instantiation: not NULL, valid
 /// UTF-8, and with at least one character that is not white space (FMI 2.0
 /// sec. 2.1.5, FMI 3.0 sec. 2.3.1).
@@ -471,6 +480,7 @@ macro_rules! export_fmi {
             $registry;
             fn fmi2Instantiate(name: *const ::std::ffi::c_char, ty: i32, guid: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, functions: *const $crate::ffi::fmi2::CallbackFunctions, visible: i32, logging_on: i32) -> *mut ::std::ffi::c_void = fmi2::instantiate;
             fn fmi3InstantiateCoSimulation(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, event_mode_used: bool, early_return_allowed: bool, required: *const u32, n_required: usize, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, intermediate: ::std::option::Option<$crate::ffi::intermediate::IntermediateUpdate>) -> *mut ::std::ffi::c_void = fmi3::instantiate_co_simulation;
+            fn fmi3InstantiateModelExchange(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>) -> *mut ::std::ffi::c_void = fmi3::instantiate_model_exchange;
         }
         $crate::__export_fns! {
             // ---------------------------------------------------------- FMI 2
@@ -507,21 +517,20 @@ macro_rules! export_fmi {
             fn fmi2GetIntegerStatus(c: *mut ::std::ffi::c_void, kind: i32, v: *mut i32) -> i32 = fmi2::get_integer_status;
             fn fmi2GetBooleanStatus(c: *mut ::std::ffi::c_void, kind: i32, v: *mut i32) -> i32 = fmi2::get_boolean_status;
             fn fmi2GetStringStatus(c: *mut ::std::ffi::c_void, kind: i32, v: *mut *const ::std::ffi::c_char) -> i32 = fmi2::get_string_status;
-            // Model exchange: not supported, answered with fmi2Error.
-            fn fmi2EnterEventMode(c: *mut ::std::ffi::c_void) -> i32 = fmi2::me_unsupported_0;
-            fn fmi2NewDiscreteStates(c: *mut ::std::ffi::c_void, info: *mut ::std::ffi::c_void) -> i32 = fmi2::me_unsupported_p;
-            fn fmi2EnterContinuousTimeMode(c: *mut ::std::ffi::c_void) -> i32 = fmi2::me_unsupported_0;
-            fn fmi2CompletedIntegratorStep(c: *mut ::std::ffi::c_void, no_set_prior: i32, enter_event: *mut i32, terminate: *mut i32) -> i32 = fmi2::me_completed_integrator_step;
-            fn fmi2SetTime(c: *mut ::std::ffi::c_void, t: f64) -> i32 = fmi2::me_set_time;
-            fn fmi2SetContinuousStates(c: *mut ::std::ffi::c_void, x: *const f64, n: usize) -> i32 = fmi2::me_unsupported_cn;
-            fn fmi2GetDerivatives(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::me_unsupported_n;
-            fn fmi2GetEventIndicators(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::me_unsupported_n;
-            fn fmi2GetContinuousStates(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::me_unsupported_n;
-            fn fmi2GetNominalsOfContinuousStates(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::me_unsupported_n;
+            // Model Exchange (refused by co-simulation instances).
+            fn fmi2EnterEventMode(c: *mut ::std::ffi::c_void) -> i32 = fmi2::enter_event_mode;
+            fn fmi2NewDiscreteStates(c: *mut ::std::ffi::c_void, info: *mut $crate::ffi::fmi2::EventInfo) -> i32 = fmi2::new_discrete_states;
+            fn fmi2EnterContinuousTimeMode(c: *mut ::std::ffi::c_void) -> i32 = fmi2::enter_continuous_time_mode;
+            fn fmi2CompletedIntegratorStep(c: *mut ::std::ffi::c_void, no_set_prior: i32, enter_event: *mut i32, terminate: *mut i32) -> i32 = fmi2::completed_integrator_step;
+            fn fmi2SetTime(c: *mut ::std::ffi::c_void, t: f64) -> i32 = fmi2::set_time;
+            fn fmi2SetContinuousStates(c: *mut ::std::ffi::c_void, x: *const f64, n: usize) -> i32 = fmi2::set_continuous_states;
+            fn fmi2GetDerivatives(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::get_derivatives;
+            fn fmi2GetEventIndicators(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::get_event_indicators;
+            fn fmi2GetContinuousStates(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::get_continuous_states;
+            fn fmi2GetNominalsOfContinuousStates(c: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi2::get_nominals_of_continuous_states;
             // ---------------------------------------------------------- FMI 3
             fn fmi3GetVersion() -> *const ::std::ffi::c_char = fmi3::get_version;
             fn fmi3SetDebugLogging(i: *mut ::std::ffi::c_void, on: bool, n: usize, cats: *const *const ::std::ffi::c_char) -> i32 = fmi3::set_debug_logging;
-            fn fmi3InstantiateModelExchange(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>) -> *mut ::std::ffi::c_void = fmi3::instantiate_model_exchange;
             fn fmi3InstantiateScheduledExecution(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, clock_update: *mut ::std::ffi::c_void, lock: *mut ::std::ffi::c_void, unlock: *mut ::std::ffi::c_void) -> *mut ::std::ffi::c_void = fmi3::instantiate_scheduled_execution;
             fn fmi3FreeInstance(i: *mut ::std::ffi::c_void) -> () = fmi3::free_instance;
             fn fmi3EnterInitializationMode(i: *mut ::std::ffi::c_void, tol_defined: bool, tol: f64, start: f64, stop_defined: bool, stop: f64) -> i32 = fmi3::enter_initialization_mode;
@@ -583,12 +592,12 @@ macro_rules! export_fmi {
             fn fmi3CompletedIntegratorStep(i: *mut ::std::ffi::c_void, no_set_prior: bool, enter_event: *mut bool, terminate: *mut bool) -> i32 = fmi3::completed_integrator_step;
             fn fmi3SetTime(i: *mut ::std::ffi::c_void, t: f64) -> i32 = fmi3::set_time;
             fn fmi3SetContinuousStates(i: *mut ::std::ffi::c_void, x: *const f64, n: usize) -> i32 = fmi3::set_continuous_states;
-            fn fmi3GetContinuousStateDerivatives(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::me_unsupported_n;
-            fn fmi3GetEventIndicators(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::me_unsupported_n;
-            fn fmi3GetContinuousStates(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::me_unsupported_n;
-            fn fmi3GetNominalsOfContinuousStates(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::me_unsupported_n;
-            fn fmi3GetNumberOfEventIndicators(i: *mut ::std::ffi::c_void, n: *mut usize) -> i32 = fmi3::me_unsupported_count;
-            fn fmi3GetNumberOfContinuousStates(i: *mut ::std::ffi::c_void, n: *mut usize) -> i32 = fmi3::me_unsupported_count;
+            fn fmi3GetContinuousStateDerivatives(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::get_continuous_state_derivatives;
+            fn fmi3GetEventIndicators(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::get_event_indicators;
+            fn fmi3GetContinuousStates(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::get_continuous_states;
+            fn fmi3GetNominalsOfContinuousStates(i: *mut ::std::ffi::c_void, x: *mut f64, n: usize) -> i32 = fmi3::get_nominals_of_continuous_states;
+            fn fmi3GetNumberOfEventIndicators(i: *mut ::std::ffi::c_void, n: *mut usize) -> i32 = fmi3::get_number_of_event_indicators;
+            fn fmi3GetNumberOfContinuousStates(i: *mut ::std::ffi::c_void, n: *mut usize) -> i32 = fmi3::get_number_of_continuous_states;
             fn fmi3EnterStepMode(i: *mut ::std::ffi::c_void) -> i32 = fmi3::enter_step_mode;
             fn fmi3GetOutputDerivatives(i: *mut ::std::ffi::c_void, vr: *const u32, nvr: usize, orders: *const i32, v: *mut f64, n: usize) -> i32 = fmi3::get_output_derivatives;
             fn fmi3DoStep(i: *mut ::std::ffi::c_void, t: f64, h: f64, no_set_prior: bool, event_needed: *mut bool, terminate: *mut bool, early_return: *mut bool, last_successful: *mut f64) -> i32 = fmi3::do_step;

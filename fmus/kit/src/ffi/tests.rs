@@ -279,6 +279,8 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::config_tests::spec(),
             super::strings_tests::spec(),
             super::arrays_tests::spec(),
+            super::me_tests::spec(),
+            super::me_tests::dual_spec(),
         ]
     })
 }
