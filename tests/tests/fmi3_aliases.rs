@@ -225,31 +225,16 @@ fn fmu_declaring(dir: &Path, name: &str, interfaces: &str) -> PathBuf {
 }
 
 #[test]
-fn fmus_without_co_simulation_are_refused_saying_what_runs_them() {
+fn fmus_without_co_simulation_or_model_exchange_are_refused_saying_what_runs_them() {
     let dir = tempfile::tempdir().unwrap();
-    let cases = [
-        (
-            "MeOnly",
-            r#"<ModelExchange modelIdentifier="MeOnly"/>"#,
-            "the FMU has no <CoSimulation> interface: it is Model Exchange only (cosim drives co-simulation FMUs only)",
-            "a Model Exchange importer runs it, integrating the model with a solver of its own (FMPy: `fmpy simulate --interface-type ModelExchange FMU`, or `simulate_fmu('FMU', fmi_type='ModelExchange')` in Python); or export the model again with a Co-Simulation interface",
-            "ModelExchange (MeOnly)",
-        ),
-        (
-            "Clocked",
-            r#"<ScheduledExecution modelIdentifier="Clocked"/>"#,
-            "the FMU has no <CoSimulation> interface: it is Scheduled Execution only (cosim drives co-simulation FMUs only)",
-            "a Scheduled Execution importer runs it, activating its model partitions as their clocks tick (FMPy instantiates it: `instantiate_fmu(<unzipped dir>, <model description>, fmi_type='ScheduledExecution')`, the scheduling is the caller's); or export the model again with a Co-Simulation interface",
-            "ScheduledExecution (Clocked)",
-        ),
-        (
-            "Both",
-            r#"<ModelExchange modelIdentifier="Both"/><ScheduledExecution modelIdentifier="BothSE"/>"#,
-            "the FMU has no <CoSimulation> interface: it is Model Exchange and Scheduled Execution only (cosim drives co-simulation FMUs only)",
-            "a Model Exchange importer runs it",
-            "ModelExchange (Both), ScheduledExecution (BothSE)",
-        ),
-    ];
+    // (Model Exchange FMUs run: tests/tests/me_runs.rs.)
+    let cases = [(
+        "Clocked",
+        r#"<ScheduledExecution modelIdentifier="Clocked"/>"#,
+        "the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only (cosim runs Co-Simulation and Model Exchange FMUs)",
+        "a Scheduled Execution importer runs it, activating its model partitions as their clocks tick (FMPy instantiates it: `instantiate_fmu(<unzipped dir>, <model description>, fmi_type='ScheduledExecution')`, the scheduling is the caller's); or export the model again with a Co-Simulation or Model Exchange interface",
+        "ScheduledExecution (Clocked)",
+    )];
     for (name, interfaces, why, what, listed) in cases {
         let fmu = fmu_declaring(dir.path(), name, interfaces);
         let what = what.replace("FMU", s(&fmu));

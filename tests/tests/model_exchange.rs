@@ -495,7 +495,7 @@ fn a_model_exchange_instance_refuses_do_step() {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("the FMU has no <CoSimulation> interface: it is Model Exchange only"),
+            err.contains("the FMU has no <CoSimulation> interface (it declares <ModelExchange>): run it as Model Exchange"),
             "{err}"
         );
         let mut ball = initialized(&fmu, None);

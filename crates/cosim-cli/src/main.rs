@@ -86,7 +86,13 @@ fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => "info",
         (false, _) => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("COSIM_LOG")
+    let mut directives = std::env::var("COSIM_LOG").unwrap_or_else(|_| default.to_string());
+    if !directives.contains("diffsol") && !matches!(directives.as_str(), "debug" | "trace") {
+        // The Model Exchange solver's own statistics at each restart (its
+        // `info` lines) are for `-vv`; `-v` gives the run's totals.
+        directives.push_str(",diffsol=warn");
+    }
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // A log line that cannot be written (standard error closed or full) is
     // dropped; the subscriber would otherwise report it with `eprintln!`,

@@ -326,6 +326,24 @@ fn report_decisions(s: &cosim_core::RunSummary) {
             c.state_saves,
             c.state_restores
         );
+        if let Some(m) = &c.solver {
+            let e = &m.events;
+            say!(
+                "    Model Exchange solver: {} steps ({} rejected), {} derivative evaluations, {} Jacobians, {} event indicator evaluations ({} root-finding iterations); events: {} state, {} time, {} step, {} input ({} event iterations); {} restarts",
+                m.steps,
+                m.rejected_steps,
+                m.derivative_evaluations,
+                m.jacobian_evaluations,
+                m.event_indicator_evaluations,
+                m.root_finding_iterations,
+                e.state_events,
+                e.time_events,
+                e.step_events,
+                e.input_events,
+                e.event_iterations,
+                e.restarts
+            );
+        }
     }
 }
 

@@ -379,6 +379,10 @@ pub struct CallCounters {
     /// Simulated time covered by `doStep` calls, s (work for subsystems
     /// whose internal solver has a fixed micro step).
     pub stepped_time: f64,
+    /// A Model Exchange FMU integrated by `cosim`: its solver's and
+    /// events' figures over the whole run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solver: Option<cosim_fmi::ModelExchangeStatistics>,
 }
 
 /// An opaque saved state of a subsystem.
@@ -1649,7 +1653,10 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn counters(&self) -> CallCounters {
-        self.counters
+        CallCounters {
+            solver: self.instance.model_exchange_statistics(),
+            ..self.counters
+        }
     }
 
     fn step_function(&self) -> &'static str {

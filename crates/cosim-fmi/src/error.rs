@@ -132,6 +132,22 @@ pub enum FmiError {
         existing: String,
     },
 
+    /// The integrator of a Model Exchange instance could not go on (step
+    /// size too small, Newton failure, ...).
+    #[error("FMU instance '{instance}': the Model Exchange solver failed: {reason}")]
+    Integration {
+        /// The instance name.
+        instance: String,
+        /// The solver's message, with the time it stopped at.
+        reason: String,
+    },
+
+    /// A call reached the binding of a Model Exchange instance while its
+    /// integrator held it (never happens: the driver holds the instance
+    /// for the whole time it lends the binding).
+    #[error("the FMU instance is held by its Model Exchange integrator")]
+    Lent,
+
     /// A slice argument had the wrong length, or an argument was invalid.
     #[error("FMU instance '{instance}': {function}: {reason}")]
     InvalidArgument {

@@ -76,6 +76,9 @@ struct FmuInner {
 #[derive(Clone)]
 pub struct Fmu {
     inner: Arc<FmuInner>,
+    /// Set by [`Fmu::as_model_exchange`]: the FMU's Model Exchange
+    /// interface, driven by `cosim`'s integrator, seen as co-simulation.
+    view: Option<Arc<crate::model_exchange::ModelExchangeView>>,
 }
 
 impl std::fmt::Debug for Fmu {
@@ -83,6 +86,7 @@ impl std::fmt::Debug for Fmu {
         f.debug_struct("Fmu")
             .field("source", &self.inner.source)
             .field("model", &self.inner.md.model_name)
+            .field("model_exchange", &self.view.is_some())
             .finish()
     }
 }
@@ -171,6 +175,7 @@ impl Fmu {
                 md,
                 library: Mutex::new(Libraries::default()),
             }),
+            view: None,
         };
         // A library that is missing (or not named validly) is an error
         // only where it is needed; one that is there must be loadable.
@@ -190,13 +195,48 @@ impl Fmu {
         self.inner.root.path()
     }
 
-    /// The parsed model description.
+    /// The parsed model description; for an FMU seen through
+    /// [`Fmu::as_model_exchange`], with the `<CoSimulation>` capabilities
+    /// of `cosim`'s integrator driving its Model Exchange interface.
     pub fn model_description(&self) -> &ModelDescription {
-        &self.inner.md
+        match &self.view {
+            Some(view) => &view.md,
+            None => &self.inner.md,
+        }
+    }
+
+    /// The FMU's Model Exchange interface driven by `cosim`'s integrator
+    /// with `settings`, seen as a Co-Simulation FMU: its instances step
+    /// (`Instance::do_step`) by integrating the model, and its model
+    /// description declares what the integrator provides (variable steps,
+    /// input derivatives, state save and restore).
+    ///
+    /// # Errors
+    ///
+    /// The FMU declares no `<ModelExchange>`.
+    pub fn as_model_exchange(&self, settings: crate::SolverSettings) -> Result<Fmu> {
+        let me = self.model_exchange()?;
+        Ok(Fmu {
+            inner: Arc::clone(&self.inner),
+            view: Some(Arc::new(crate::model_exchange::ModelExchangeView::new(
+                &self.inner.md,
+                me,
+                settings,
+            ))),
+        })
+    }
+
+    /// The interface this `Fmu` runs: Model Exchange when seen through
+    /// [`Fmu::as_model_exchange`], else its default.
+    pub fn runs_model_exchange(&self) -> Option<crate::SolverSettings> {
+        self.view.as_ref().map(|v| v.settings)
     }
 
     /// The `<CoSimulation>` element, or an error naming the FMU if it has none.
     pub fn co_simulation(&self) -> Result<&CoSimulation> {
+        if let Some(cs) = self.view.as_ref().and_then(|v| v.md.co_simulation.as_ref()) {
+            return Ok(cs);
+        }
         self.inner
             .md
             .co_simulation
@@ -206,8 +246,13 @@ impl Fmu {
                 reason: self
                     .inner
                     .md
-                    .co_simulation_refusal_text(&self.inner.source.display().to_string())
-                    .unwrap_or_default(),
+                    .refusal_text(&self.inner.source.display().to_string())
+                    .unwrap_or_else(|| {
+                        format!(
+                            "the FMU has no <CoSimulation> interface (it declares {}): run it as Model Exchange",
+                            declared(&self.inner.md)
+                        )
+                    }),
             })
     }
 
@@ -234,6 +279,9 @@ impl Fmu {
     ///
     /// As [`Fmu::co_simulation`], for an FMU that declares neither.
     pub fn default_interface(&self) -> Result<Interface> {
+        if self.view.is_some() {
+            return Ok(Interface::ModelExchange);
+        }
         match self.inner.md.default_interface() {
             Some(interface) => Ok(interface),
             None => self.co_simulation().map(|_| Interface::CoSimulation),
@@ -469,9 +517,24 @@ impl Fmu {
     }
 
     /// Creates an instance named `name` for the interface of `options`
-    /// (Co-Simulation by default).
+    /// (Co-Simulation by default); for an FMU seen through
+    /// [`Fmu::as_model_exchange`], a Model Exchange instance with its
+    /// integrator.
     pub fn instantiate(&self, name: &str, options: &InstantiateOptions) -> Result<Instance> {
-        let interface = options.interface;
+        let Some(view) = &self.view else {
+            return self.instantiate_interface(name, options, options.interface);
+        };
+        let mut instance = self.instantiate_interface(name, options, Interface::ModelExchange)?;
+        instance.me = Some(Box::new(view.driver(&self.inner.md, &instance)?));
+        Ok(instance)
+    }
+
+    fn instantiate_interface(
+        &self,
+        name: &str,
+        options: &InstantiateOptions,
+        interface: Interface,
+    ) -> Result<Instance> {
         let md = &self.inner.md;
         let (only_once, caps) = match interface {
             Interface::CoSimulation => {
@@ -553,6 +616,7 @@ impl Fmu {
             experiment: None,
             _once_guard: once_guard,
             _fmu: self.clone(),
+            me: None,
         };
         if let Some(categories) = &options.debug_categories {
             let cats: Vec<&str> = categories.iter().map(String::as_str).collect();

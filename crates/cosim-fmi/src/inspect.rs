@@ -205,7 +205,7 @@ impl InspectReport {
             co_simulation: md.co_simulation.clone(),
             model_exchange: md.model_exchange.is_some(),
             interfaces: md.interfaces(),
-            not_runnable: md.co_simulation_refusal_text(&source.display().to_string()),
+            not_runnable: md.refusal_text(&source.display().to_string()),
             default_experiment: md.default_experiment.clone(),
             platforms: platforms.map(<[String]>::to_vec),
             variables,

@@ -7,6 +7,7 @@ use crate::ffi::{
     CompletedStep, DiscreteStatesUpdate, Interface, Phase, StateHandle, StepCall, StepOutcome,
 };
 use crate::model_description::FmiVersion;
+use crate::model_exchange::{ModelExchangeDriver, ModelExchangeStatistics, SolverSettings, lent};
 
 /// Options for [`Fmu::instantiate`](crate::Fmu::instantiate).
 #[derive(Debug, Clone)]
@@ -262,6 +263,62 @@ impl BoundStep for HeldStep<'_> {
 pub(crate) enum Inner {
     V2(Fmi2Instance),
     V3(Fmi3Instance),
+    /// A Model Exchange instance's binding while its integrator holds it
+    /// (inside one driver call, which holds the whole [`Instance`]: never
+    /// seen by a caller).
+    Lent,
+}
+
+impl Inner {
+    /// The binding's phase (`None` while lent).
+    pub(crate) fn phase(&self) -> Option<Phase> {
+        match self {
+            Inner::V2(i) => Some(i.phase()),
+            Inner::V3(i) => Some(i.phase()),
+            Inner::Lent => None,
+        }
+    }
+}
+
+/// What a call on a lent binding gives ([`Inner::Lent`]; unreachable from
+/// outside a driver call, answered without panicking all the same).
+pub(crate) trait WhenLent {
+    fn when_lent() -> Self;
+}
+
+impl<T> WhenLent for Result<T> {
+    fn when_lent() -> Self {
+        Err(FmiError::Lent)
+    }
+}
+
+impl<T> WhenLent for Option<T> {
+    fn when_lent() -> Self {
+        None
+    }
+}
+
+impl WhenLent for &str {
+    fn when_lent() -> Self {
+        ""
+    }
+}
+
+macro_rules! when_lent_default {
+    ($($t:ty),*) => {$(
+        impl WhenLent for $t {
+            fn when_lent() -> Self {
+                <$t>::default()
+            }
+        }
+    )*};
+}
+when_lent_default!(usize, u64, bool, Vec<String>, Interface);
+
+impl WhenLent for Phase {
+    fn when_lent() -> Self {
+        Phase::Error
+    }
 }
 
 /// One instance of an FMU, in either FMI version.
@@ -280,6 +337,10 @@ pub struct Instance {
     pub(crate) _once_guard: Option<crate::fmu::OnceGuard>,
     /// Keeps the extracted files (resources) alive as long as the instance.
     pub(crate) _fmu: crate::Fmu,
+    /// A Model Exchange instance's driver: its integrator advances the
+    /// instance in [`Instance::do_step`] (`None`: Co-Simulation, or Model
+    /// Exchange driven by the caller through the binding's calls).
+    pub(crate) me: Option<Box<ModelExchangeDriver>>,
 }
 
 impl std::fmt::Debug for Instance {
@@ -296,12 +357,14 @@ macro_rules! dispatch {
         match &$self.inner {
             Inner::V2($i) => $e,
             Inner::V3($i) => $e,
+            Inner::Lent => WhenLent::when_lent(),
         }
     };
     ($self:ident, $i:ident => $e:expr) => {
         match &mut $self.inner {
             Inner::V2($i) => $e,
             Inner::V3($i) => $e,
+            Inner::Lent => WhenLent::when_lent(),
         }
     };
 }
@@ -379,6 +442,7 @@ impl Instance {
         match &mut self.inner {
             Inner::V2(i) => i.enter_initialization_mode(),
             Inner::V3(i) => i.enter_initialization_mode(e.tolerance, e.start_time, e.stop_time),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -392,6 +456,7 @@ impl Instance {
                 function: "fmi3EnterConfigurationMode",
                 reason: "FMI 2.0 has no structural parameters".into(),
             }),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -404,13 +469,21 @@ impl Instance {
                 function: "fmi3ExitConfigurationMode",
                 reason: "FMI 2.0 has no structural parameters".into(),
             }),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Leaves Initialization Mode: an instance for Co-Simulation is then
     /// ready to step, one for Model Exchange in Event Mode.
     pub fn exit_initialization_mode(&mut self) -> Result<()> {
-        dispatch!(self, i => i.exit_initialization_mode())
+        dispatch!(self, i => i.exit_initialization_mode())?;
+        if let Some(me) = &mut self.me {
+            // Event Mode now: the initial event iteration, then the
+            // integrator starts.
+            let t0 = self.experiment.map_or(0.0, |e| e.start_time);
+            lent!(me, self, me.start(t0))?;
+        }
+        Ok(())
     }
 
     /// Terminates the simulation run of this instance, where the state
@@ -424,7 +497,11 @@ impl Instance {
     /// Resets the instance to the state after instantiation.
     pub fn reset(&mut self) -> Result<()> {
         self.experiment = None;
-        dispatch!(self, i => i.reset())
+        dispatch!(self, i => i.reset())?;
+        if let Some(me) = &mut self.me {
+            me.reset_run();
+        }
+        Ok(())
     }
 
     /// Sets one variable of any type through the matching FMI call.
@@ -524,6 +601,7 @@ impl Instance {
         match &mut self.inner {
             Inner::V2(i) => i.get_real(vrs, values),
             Inner::V3(i) => i.get_float64(vrs, values),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -550,6 +628,9 @@ impl Instance {
         y: &mut [f64],
         mut mark: impl FnMut(StepCall),
     ) -> Result<StepOutcome> {
+        if self.me.is_some() {
+            return self.set_step_get_model_exchange(in_vrs, u, t, h, out_vrs, y, mark);
+        }
         match &mut self.inner {
             Inner::V2(i) => i.set_step_get_real(in_vrs, u, t, h, no_set_prior, out_vrs, y, mark),
             Inner::V3(i) => {
@@ -568,7 +649,38 @@ impl Instance {
                 }
                 Ok(outcome)
             }
+            Inner::Lent => WhenLent::when_lent(),
         }
+    }
+
+    /// [`Instance::set_step_get_f64`] of a Model Exchange instance: the
+    /// inputs, the integrator's step, the outputs.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn set_step_get_model_exchange(
+        &mut self,
+        in_vrs: &[u32],
+        u: &[f64],
+        t: f64,
+        h: f64,
+        out_vrs: &[u32],
+        y: &mut [f64],
+        mut mark: impl FnMut(StepCall),
+    ) -> Result<StepOutcome> {
+        if !in_vrs.is_empty() {
+            mark(StepCall::SetInputs);
+            self.set_f64(in_vrs, u)?;
+        }
+        mark(StepCall::DoStep);
+        let outcome = self.do_step(t, h, true)?;
+        if outcome == StepOutcome::Completed {
+            if !out_vrs.is_empty() {
+                mark(StepCall::GetOutputs);
+                self.get_f64(out_vrs, y)?;
+            }
+            mark(StepCall::Completed);
+        }
+        Ok(outcome)
     }
 
     /// The calls of [`Instance::set_step_get_f64`] bound once to `values`,
@@ -580,6 +692,7 @@ impl Instance {
         Some(match &mut self.inner {
             Inner::V2(i) => HeldStep::V2(i.held_step(values)?),
             Inner::V3(i) => HeldStep::V3(i.held_step(values)?),
+            Inner::Lent => return None,
         })
     }
 
@@ -591,6 +704,7 @@ impl Instance {
         match &mut self.inner {
             Inner::V2(i) => i.held_step(values),
             Inner::V3(_) => None,
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -602,15 +716,42 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.held_step(values),
             Inner::V2(_) => None,
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes float variables (FMI 2 Real, FMI 3 Float64).
     #[inline]
     pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V2(i) => i.set_real(vrs, values),
             Inner::V3(i) => i.set_float64(vrs, values),
+            Inner::Lent => WhenLent::when_lent(),
+        }?;
+        if let Some(me) = &mut self.me {
+            // The value holds over the step until derivatives are given.
+            me.inputs_set(vrs, values);
+        }
+        Ok(())
+    }
+
+    /// Before `vrs` of a Model Exchange instance are set: a discrete input
+    /// may be set in Event Mode only, so a change in Continuous-Time Mode
+    /// enters it (the event iteration follows at the next step).
+    #[inline]
+    fn before_set(&mut self, vrs: &[u32]) -> Result<()> {
+        match &mut self.me {
+            None => Ok(()),
+            Some(me) => {
+                if me.any_discrete_input(vrs)
+                    && self.inner.phase() == Some(Phase::ContinuousTimeMode)
+                {
+                    lent!(me, self, me.enter_event_mode_for_inputs())
+                } else {
+                    Ok(())
+                }
+            }
         }
     }
 
@@ -619,14 +760,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V2(i) => i.get_integer(vrs, values),
             Inner::V3(i) => i.get_int32(vrs, values),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes 32-bit integers (FMI 2 Integer/Enumeration, FMI 3 Int32).
     pub fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V2(i) => i.set_integer(vrs, values),
             Inner::V3(i) => i.set_int32(vrs, values),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -639,11 +783,13 @@ impl Instance {
                 reason: "FMI 2.0 has no 64-bit integers".into(),
             }),
             Inner::V3(i) => i.get_int64(vrs, values),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes 64-bit integers (FMI 3 Int64/Enumeration only).
     pub fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V2(i) => Err(FmiError::NotSupported {
                 instance: i.name().to_string(),
@@ -651,6 +797,7 @@ impl Instance {
                 reason: "FMI 2.0 has no 64-bit integers".into(),
             }),
             Inner::V3(i) => i.set_int64(vrs, values),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -669,14 +816,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_float32(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetFloat32")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 Float32 variables.
     pub fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_float32(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetFloat32")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -685,14 +835,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_int8(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetInt8")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 Int8 variables.
     pub fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_int8(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetInt8")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -701,14 +854,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_uint8(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt8")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 UInt8 variables.
     pub fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_uint8(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt8")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -717,14 +873,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_int16(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetInt16")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 Int16 variables.
     pub fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_int16(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetInt16")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -733,14 +892,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_uint16(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt16")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 UInt16 variables.
     pub fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_uint16(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt16")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -749,14 +911,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_uint32(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt32")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 UInt32 variables.
     pub fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_uint32(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt32")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -765,14 +930,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_uint64(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetUInt64")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 UInt64 variables.
     pub fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_uint64(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt64")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -783,6 +951,7 @@ impl Instance {
 
     /// Writes Booleans.
     pub fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
+        self.before_set(vrs)?;
         dispatch!(self, i => i.set_boolean(vrs, values))
     }
 
@@ -793,6 +962,7 @@ impl Instance {
 
     /// Writes strings.
     pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
+        self.before_set(vrs)?;
         dispatch!(self, i => i.set_string(vrs, values))
     }
 
@@ -801,14 +971,17 @@ impl Instance {
         match &mut self.inner {
             Inner::V3(i) => i.get_binary(vrs),
             Inner::V2(_) => Err(self.fmi3_only("fmi3GetBinary")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
     /// Writes FMI 3 Binary variables.
     pub fn set_binary(&mut self, vrs: &[u32], values: &[&[u8]]) -> Result<()> {
+        self.before_set(vrs)?;
         match &mut self.inner {
             Inner::V3(i) => i.set_binary(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetBinary")),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -820,31 +993,68 @@ impl Instance {
     /// instance for Model Exchange refuses (its importer integrates it).
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
+        if let Some(me) = &mut self.me {
+            return lent!(me, self, me.step(t, h));
+        }
         dispatch!(self, i => i.do_step(t, h, no_set_prior))
+    }
+
+    /// A Model Exchange instance driven by `cosim`'s integrator: the whole
+    /// run's solver and event figures (`None` for Co-Simulation).
+    pub fn model_exchange_statistics(&self) -> Option<ModelExchangeStatistics> {
+        self.me.as_ref().map(|me| me.statistics())
+    }
+
+    /// The solver of a Model Exchange instance driven by `cosim`.
+    pub fn solver_settings(&self) -> Option<SolverSettings> {
+        self.me.as_ref().map(|me| *me.settings())
     }
 
     /// Saves the FMU state, into a new handle or overwriting `reuse`.
     pub fn get_state(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
+        if let Some(me) = &mut self.me {
+            return lent!(me, self, me.save(reuse));
+        }
         dispatch!(self, i => i.get_fmu_state(reuse))
     }
 
     /// Restores a saved FMU state.
     pub fn set_state(&mut self, state: StateHandle) -> Result<()> {
+        if let Some(me) = &mut self.me {
+            return lent!(me, self, me.restore(state));
+        }
         dispatch!(self, i => i.set_fmu_state(state))
     }
 
     /// Frees a saved FMU state.
     pub fn free_state(&mut self, state: StateHandle) -> Result<()> {
+        if let Some(me) = &mut self.me {
+            return lent!(me, self, me.free(state));
+        }
         dispatch!(self, i => i.free_fmu_state(state))
     }
 
     /// Serializes a saved FMU state into bytes.
     pub fn serialize_state(&mut self, state: StateHandle) -> Result<Vec<u8>> {
+        if self.me.is_some() {
+            return Err(FmiError::NotSupported {
+                instance: self.name().to_string(),
+                function: "fmi2SerializeFMUstate",
+                reason: "the state of a Model Exchange instance driven by cosim holds its solver's, which is not serialized".into(),
+            });
+        }
         dispatch!(self, i => i.serialize_fmu_state(state))
     }
 
     /// Recreates a saved FMU state from serialized bytes.
     pub fn deserialize_state(&mut self, bytes: &[u8]) -> Result<StateHandle> {
+        if self.me.is_some() {
+            return Err(FmiError::NotSupported {
+                instance: self.name().to_string(),
+                function: "fmi2DeSerializeFMUstate",
+                reason: "the state of a Model Exchange instance driven by cosim holds its solver's, which is not serialized".into(),
+            });
+        }
         dispatch!(self, i => i.deserialize_fmu_state(bytes))
     }
 
@@ -855,9 +1065,16 @@ impl Instance {
     /// [`Instance::use_intermediate_inputs`].
     #[inline]
     pub fn set_input_derivatives(&mut self, vrs: &[u32], order: i32, values: &[f64]) -> Result<()> {
+        if let Some(me) = &mut self.me {
+            // Model Exchange has no input derivatives: the driver sets the
+            // polynomial's values at each evaluation.
+            me.input_derivatives_set(vrs, order, values);
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V2(i) => i.set_real_input_derivatives(vrs, order, values),
             Inner::V3(i) => i.set_input_derivatives(vrs, order, values),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -875,6 +1092,7 @@ impl Instance {
                 reason: "FMI 2.0 has no intermediate update (it takes input derivatives)".into(),
             }),
             Inner::V3(i) => i.use_intermediate_inputs(vrs),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 
@@ -884,6 +1102,7 @@ impl Instance {
         match &self.inner {
             Inner::V2(_) => 0,
             Inner::V3(i) => i.intermediate_updates(),
+            Inner::Lent => WhenLent::when_lent(),
         }
     }
 

@@ -30,6 +30,7 @@ mod fmu;
 pub mod inspect;
 mod instance;
 pub mod model_description;
+mod model_exchange;
 pub mod text;
 
 pub use error::{FmiError, Result};
@@ -41,3 +42,7 @@ pub use ffi::{
 pub use fmu::Fmu;
 pub use instance::{BoundStep, HeldStep, HeldValues, Instance, InstantiateOptions, Value};
 pub use model_description::{FmiVersion, ModelDescription};
+pub use model_exchange::{
+    DEFAULT_RELATIVE_TOLERANCE, EventStatistics, ModelExchangeStatistics, SolverMethod,
+    SolverSettings,
+};

@@ -270,53 +270,36 @@ fn interfaces_and_why_an_fmu_cannot_run() {
             ("ScheduledExecution", "se")
         ]
     );
-    assert!(md.co_simulation_refusal().is_none());
+    assert!(md.refusal().is_none());
 
+    // Model Exchange runs (an integrator of cosim drives it).
     let me = with_interfaces(r#"<ModelExchange modelIdentifier="me"/>"#);
-    let (why, what) = me.co_simulation_refusal().expect("refused");
-    assert_eq!(
-        why,
-        "the FMU has no <CoSimulation> interface: it is Model Exchange only (cosim drives co-simulation FMUs only)"
-    );
-    assert!(
-        what.contains("fmpy simulate --interface-type ModelExchange <fmu>"),
-        "{what}"
-    );
-    let text = me.co_simulation_refusal_text("m.fmu").expect("refused");
-    assert!(
-        text.starts_with(&format!("{why}; a Model Exchange importer")),
-        "{text}"
-    );
-    assert!(
-        text.contains("simulate_fmu('m.fmu', fmi_type='ModelExchange')"),
-        "{text}"
-    );
-
-    let se = with_interfaces(r#"<ScheduledExecution modelIdentifier="se"/>"#);
-    assert_eq!(se.scheduled_execution.as_deref(), Some("se"));
-    let (why, what) = se.co_simulation_refusal().expect("refused");
-    assert_eq!(
-        why,
-        "the FMU has no <CoSimulation> interface: it is Scheduled Execution only (cosim drives co-simulation FMUs only)"
-    );
-    assert!(what.contains("fmi_type='ScheduledExecution'"), "{what}");
-
+    assert!(me.refusal().is_none());
     let both = with_interfaces(
         r#"<ModelExchange modelIdentifier="me"/><ScheduledExecution modelIdentifier="se"/>"#,
     );
-    let (why, what) = both.co_simulation_refusal().expect("refused");
-    assert!(
-        why.ends_with("it is Model Exchange and Scheduled Execution only (cosim drives co-simulation FMUs only)"),
-        "{why}"
+    assert!(both.refusal().is_none());
+
+    let se = with_interfaces(r#"<ScheduledExecution modelIdentifier="se"/>"#);
+    assert_eq!(se.scheduled_execution.as_deref(), Some("se"));
+    let (why, what) = se.refusal().expect("refused");
+    assert_eq!(
+        why,
+        "the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only (cosim runs Co-Simulation and Model Exchange FMUs)"
     );
-    assert!(what.starts_with("a Model Exchange importer"), "{what}");
+    assert!(what.contains("fmi_type='ScheduledExecution'"), "{what}");
+    let text = se.refusal_text("m.fmu").expect("refused");
+    assert!(
+        text.starts_with(&format!("{why}; a Scheduled Execution importer")),
+        "{text}"
+    );
 
     let none = with_interfaces("");
-    let (why, what) = none.co_simulation_refusal().expect("refused");
+    let (why, what) = none.refusal().expect("refused");
     assert!(why.starts_with("the FMU declares no interface"), "{why}");
     assert_eq!(
         what,
-        "export the model again with a Co-Simulation interface"
+        "export the model again with a Co-Simulation or Model Exchange interface"
     );
 
     // inspect lists what is declared and says why cosim cannot run it.
@@ -327,7 +310,7 @@ fn interfaces_and_why_an_fmu_cannot_run() {
         "{text}"
     );
     assert!(
-        text.contains("Runs in cosim:  no: the FMU has no <CoSimulation>"),
+        text.contains("Runs in cosim:  no: the FMU has no <CoSimulation> or <ModelExchange>"),
         "{text}"
     );
     let json = serde_json::to_value(&report).expect("json");

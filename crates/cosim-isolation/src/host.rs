@@ -531,6 +531,7 @@ impl Host<'_> {
                 logging_on,
                 debug_categories,
                 call_log,
+                model_exchange,
             } => {
                 let n_outputs = usize::try_from(n_outputs).unwrap_or(usize::MAX);
                 self.calling(Call::Load, t);
@@ -540,6 +541,10 @@ impl Host<'_> {
                     None => Fmu::open(&self.fmu_path),
                 }
                 .map_err(fmi)?;
+                let fmu = match model_exchange {
+                    Some(settings) => fmu.as_model_exchange(settings).map_err(fmi)?,
+                    None => fmu,
+                };
                 let md = fmu.model_description();
                 if inputs
                     .iter()

@@ -341,6 +341,7 @@ impl IsolatedSubsystem {
                 logging_on: options.logging_on,
                 debug_categories: options.debug_categories.clone(),
                 call_log,
+                model_exchange: fmu.runs_model_exchange(),
             },
             Call::Instantiate,
         );

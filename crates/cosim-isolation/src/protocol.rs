@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 // ----- control words (u32, one per cache line) ----------------------------
 
@@ -199,6 +199,9 @@ pub enum Control {
         /// the host opens the file for appending, or writes to its
         /// standard error, which the master forwards.
         call_log: Option<cosim_fmi::CallLogTarget>,
+        /// The FMU's Model Exchange interface, driven by the host's
+        /// integrator with these settings (`None`: Co-Simulation).
+        model_exchange: Option<cosim_fmi::SolverSettings>,
     },
     /// The parameters and start values, set by the host during
     /// `EnterInitialization` in the states the standard names for them.
@@ -309,6 +312,11 @@ pub enum WireError {
         function: String,
         reason: String,
     },
+    Integration {
+        instance: String,
+        reason: String,
+    },
+    Lent,
     /// `CoreError::Config` (e.g. an unknown state id).
     Config(String),
     /// Anything else, as its message.
@@ -495,6 +503,10 @@ impl WireError {
                 function: function.to_string(),
                 reason,
             },
+            FmiError::Integration { instance, reason } => {
+                WireError::Integration { instance, reason }
+            }
+            FmiError::Lent => WireError::Lent,
         }
     }
 
@@ -600,6 +612,10 @@ impl WireError {
                 function: static_name(&function),
                 reason,
             },
+            WireError::Integration { instance, reason } => {
+                FmiError::Integration { instance, reason }
+            }
+            WireError::Lent => FmiError::Lent,
         };
         CoreError::Fmi(fmi)
     }

@@ -14,9 +14,10 @@ use cosim_fmi::model_description::{
     Alias, Causality, CoSimulation, Dependencies, Dependency, FmiVersion, ModelDescription,
     ModelStructure, Unknown, Variability, Variable, VariableIndex,
 };
-use cosim_fmi::{Fmu, model_description::VariableType};
+use cosim_fmi::{Fmu, SolverSettings, model_description::VariableType};
 
-use crate::{ResolvedScenario, Scenario, ScenarioError};
+use crate::settings::{FmuInterface, SolverMethod, SolverSpec};
+use crate::{ResolvedScenario, Scenario, ScenarioError, SubsystemSpec};
 
 /// What a subsystem of a level is made of.
 pub enum Node {
@@ -71,9 +72,9 @@ pub fn prepare_nodes(
                                 format!("cannot open the FMU of subsystem '{}': {e}", s.name.value),
                             )
                         })?;
-                        // Refused before anything else looks at it: only a
-                        // <CoSimulation> interface can run here.
-                        if let Some((why, what)) = f.model_description().co_simulation_refusal() {
+                        // Refused before anything else looks at it: an
+                        // FMU with neither Co-Simulation nor Model Exchange.
+                        if let Some((why, what)) = f.model_description().refusal() {
                             return Err(scenario
                                 .error_at(
                                     s.fmu.span,
@@ -88,7 +89,7 @@ pub fn prepare_nodes(
                         f
                     }
                 };
-                nodes.push(Node::Fmu(fmu));
+                nodes.push(Node::Fmu(with_interface(scenario, s, fmu)?));
             }
             Some(inner) => {
                 let mut inner = (**inner).clone();
@@ -116,6 +117,105 @@ pub fn prepare_nodes(
         }
     }
     Ok(nodes)
+}
+
+/// The interface subsystem `s` runs of its FMU: `interface` (or
+/// `--interface`) where given, else Co-Simulation where the FMU has it,
+/// else Model Exchange, which an integrator of `cosim` drives with the
+/// subsystem's `[subsystems.solver]` settings.
+fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fmu, ScenarioError> {
+    let md = fmu.model_description();
+    let (has_cs, has_me) = (md.co_simulation.is_some(), md.model_exchange.is_some());
+    let written = s.interface.as_ref();
+    let asked = scenario.interface_override.or(written.map(|l| l.value));
+    let interface = asked.unwrap_or(if has_cs {
+        FmuInterface::CoSimulation
+    } else {
+        FmuInterface::ModelExchange
+    });
+    let name = &s.name.value;
+    let missing = |element: &str, other: &str| {
+        let message = format!(
+            "subsystem '{name}' runs the FMU's {element} interface, which the FMU does not declare (it declares <{other}> only)"
+        );
+        let err = match (written, scenario.interface_override) {
+            (_, Some(i)) => ScenarioError::argument(
+                &scenario.source.path,
+                &format!(
+                    "--interface {}",
+                    if i == FmuInterface::ModelExchange {
+                        "me"
+                    } else {
+                        "cs"
+                    }
+                ),
+                message,
+            ),
+            (Some(l), None) => scenario.error_at(l.span, message),
+            (None, None) => scenario.error_at(s.fmu.span, message),
+        };
+        err.with_help(format!(
+            "remove the interface choice: the FMU runs its {other} interface"
+        ))
+    };
+    match interface {
+        FmuInterface::CoSimulation if !has_cs => Err(missing("Co-Simulation", "ModelExchange")),
+        FmuInterface::ModelExchange if !has_me => Err(missing("Model Exchange", "CoSimulation")),
+        FmuInterface::CoSimulation => {
+            if let Some(solver) = &s.solver {
+                return Err(scenario
+                    .error_at(
+                        solver.span,
+                        format!("subsystem '{name}' runs the FMU's Co-Simulation interface (the default where the FMU has one), which integrates itself: [subsystems.solver] is for Model Exchange"),
+                    )
+                    .with_help("set interface = \"model-exchange\" to integrate the FMU's Model Exchange interface with this solver"));
+            }
+            Ok(fmu)
+        }
+        FmuInterface::ModelExchange => {
+            let settings = solver_settings(
+                md,
+                s.solver.as_ref().map(|l| &l.value),
+                &scenario.solver_override,
+            );
+            fmu.as_model_exchange(settings).map_err(|e| {
+                scenario.error_at(
+                    s.fmu.span,
+                    format!("cannot run the FMU of subsystem '{name}' as Model Exchange: {e}"),
+                )
+            })
+        }
+    }
+}
+
+/// The solver of a Model Exchange subsystem: `--solver`,
+/// `--relative-tolerance`, then `[subsystems.solver]`, then the defaults
+/// (BDF; the relative tolerance of the FMU's DefaultExperiment, else
+/// 1e-5; the absolute tolerance equal to the relative one, scaled by the
+/// states' nominals, as FMPy sets CVODE).
+pub fn solver_settings(
+    md: &ModelDescription,
+    spec: Option<&SolverSpec>,
+    overrides: &SolverSpec,
+) -> SolverSettings {
+    let spec = spec.copied().unwrap_or_default();
+    let pick = |o: Option<f64>, s: Option<f64>| o.or(s);
+    let rtol = pick(overrides.relative_tolerance, spec.relative_tolerance)
+        .or(md.default_experiment.as_ref().and_then(|d| d.tolerance))
+        .filter(|x| *x > 0.0 && *x < 1.0)
+        .unwrap_or(cosim_fmi::DEFAULT_RELATIVE_TOLERANCE);
+    SolverSettings {
+        method: match overrides.method.or(spec.method) {
+            Some(SolverMethod::Rk45) => cosim_fmi::SolverMethod::Rk45,
+            _ => cosim_fmi::SolverMethod::Bdf,
+        },
+        relative_tolerance: rtol,
+        absolute_tolerance: pick(overrides.absolute_tolerance, spec.absolute_tolerance)
+            .unwrap_or(rtol),
+        max_step: pick(overrides.max_step, spec.max_step),
+        max_order: overrides.max_order.or(spec.max_order),
+        initial_step: pick(overrides.initial_step, spec.initial_step),
+    }
 }
 
 /// An inner variable the nested system exposes: (subsystem, variable,

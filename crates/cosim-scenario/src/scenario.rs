@@ -2147,8 +2147,16 @@ fn solver(t: &Table<'_, '_>) -> Result<SolverSpec> {
         if s.method == Some(SolverMethod::Rk45) {
             return Err(t.err(
                 span,
-                "'max_order' is for method \"bdf\" (orders 1 to 5); \"rk45\" has a fixed order",
+                "'max_order' is for method \"bdf\"; \"rk45\" has a fixed order",
             ));
+        }
+        if k < 5 {
+            return Err(t
+                .err(
+                    span,
+                    format!("'max_order' {k}: the BDF of cosim's solver (diffsol) always uses orders 1 to 5 and cannot be capped lower"),
+                )
+                .with_help("leave 'max_order' out (or 5), or use method = \"rk45\" for a non-stiff model"));
         }
         s.max_order = u32::try_from(k).ok();
     }

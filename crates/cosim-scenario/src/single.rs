@@ -140,7 +140,7 @@ fn model_description(fmu: &Path) -> Result<ModelDescription, ScenarioError> {
     }
     let opened =
         cosim_fmi::Fmu::open(fmu).map_err(|e| file_error(format!("cannot open the FMU: {e}")))?;
-    if let Some((why, what)) = opened.model_description().co_simulation_refusal() {
+    if let Some((why, what)) = opened.model_description().refusal() {
         return Err(file_error(format!("cannot run the FMU: {why}"))
             .with_help(what.replace("<fmu>", &fmu.display().to_string())));
     }

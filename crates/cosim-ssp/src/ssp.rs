@@ -933,7 +933,7 @@ impl Reader<'_> {
                 return skipped;
             }
         };
-        if let Some((why, _)) = md.co_simulation_refusal() {
+        if let Some((why, _)) = md.refusal() {
             self.ctx.error(
                 source_src,
                 format!("the FMU of component '{name}' ({}): {why}", md.model_name),

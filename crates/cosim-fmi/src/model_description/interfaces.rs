@@ -138,48 +138,38 @@ impl ModelDescription {
     }
 
     /// Why `cosim` cannot run this FMU, and what would: `None` when it
-    /// declares `<CoSimulation>` (the only interface a co-simulation
-    /// master drives), else (what it declares instead, the importers that
-    /// run that). `<fmu>` in the second stands for the FMU's path.
-    pub fn co_simulation_refusal(&self) -> Option<(String, String)> {
-        if self.co_simulation.is_some() {
+    /// declares `<CoSimulation>` or `<ModelExchange>` (an integrator of
+    /// `cosim` drives the latter), else (what it declares instead, the
+    /// importers that run that). `<fmu>` in the second stands for the
+    /// FMU's path.
+    pub fn refusal(&self) -> Option<(String, String)> {
+        if self.co_simulation.is_some() || self.model_exchange.is_some() {
             return None;
         }
-        const CS: &str = "cosim drives co-simulation FMUs only";
-        const EXPORT: &str = "or export the model again with a Co-Simulation interface";
-        let only = |what: &str| {
-            format!("the FMU has no <CoSimulation> interface: it is {what} only ({CS})")
-        };
-        let me = format!(
-            "a Model Exchange importer runs it, integrating the model with a solver of its own (FMPy: `fmpy simulate --interface-type ModelExchange <fmu>`, or `simulate_fmu('<fmu>', fmi_type='ModelExchange')` in Python); {EXPORT}"
-        );
-        Some(
-            match (
-                self.model_exchange.is_some(),
-                self.scheduled_execution.is_some(),
-            ) {
-                (true, false) => (only("Model Exchange"), me),
-                (false, true) => (
-                    only("Scheduled Execution"),
-                    format!(
-                        "a Scheduled Execution importer runs it, activating its model partitions as their clocks tick (FMPy instantiates it: `instantiate_fmu(<unzipped dir>, <model description>, fmi_type='ScheduledExecution')`, the scheduling is the caller's); {EXPORT}"
-                    ),
+        const RUNS: &str = "cosim runs Co-Simulation and Model Exchange FMUs";
+        const EXPORT: &str =
+            "or export the model again with a Co-Simulation or Model Exchange interface";
+        Some(match self.scheduled_execution {
+            Some(_) => (
+                format!(
+                    "the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only ({RUNS})"
                 ),
-                (true, true) => (only("Model Exchange and Scheduled Execution"), me),
-                (false, false) => (
-                    format!(
-                        "the FMU declares no interface (no <CoSimulation>, <ModelExchange> or <ScheduledExecution> element; {CS})"
-                    ),
-                    EXPORT.trim_start_matches("or ").to_string(),
+                format!(
+                    "a Scheduled Execution importer runs it, activating its model partitions as their clocks tick (FMPy instantiates it: `instantiate_fmu(<unzipped dir>, <model description>, fmi_type='ScheduledExecution')`, the scheduling is the caller's); {EXPORT}"
                 ),
-            },
-        )
+            ),
+            None => (
+                format!(
+                    "the FMU declares no interface (no <CoSimulation>, <ModelExchange> or <ScheduledExecution> element; {RUNS})"
+                ),
+                EXPORT.trim_start_matches("or ").to_string(),
+            ),
+        })
     }
 
-    /// [`ModelDescription::co_simulation_refusal`] in one sentence, for
-    /// the FMU at `fmu`.
-    pub fn co_simulation_refusal_text(&self, fmu: &str) -> Option<String> {
-        self.co_simulation_refusal()
+    /// [`ModelDescription::refusal`] in one sentence, for the FMU at `fmu`.
+    pub fn refusal_text(&self, fmu: &str) -> Option<String> {
+        self.refusal()
             .map(|(why, what)| format!("{why}; {}", what.replace("<fmu>", fmu)))
     }
 }

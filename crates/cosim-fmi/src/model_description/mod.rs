@@ -72,7 +72,7 @@ pub struct ModelDescription {
     /// `variableNamingConvention` ("flat" or "structured").
     pub variable_naming_convention: Option<String>,
     /// The `<CoSimulation>` element; `None` for an FMU `cosim` cannot run
-    /// as co-simulation (see [`ModelDescription::co_simulation_refusal`]).
+    /// as co-simulation (see [`ModelDescription::refusal`]).
     pub co_simulation: Option<CoSimulation>,
     /// The `<ModelExchange>` element, when the FMU declares it.
     pub model_exchange: Option<ModelExchange>,

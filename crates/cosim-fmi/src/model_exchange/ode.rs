@@ -1,0 +1,186 @@
+//! The model as the integrator sees it: x' = f(t, x) and the event
+//! indicators g(t, x) of the FMU, each evaluation preceded by the time, the
+//! inputs of the master's polynomial at that time and the states (the
+//! order fmusim and FMPy use).
+
+use cosim_ode::{OdeProblem, StepAction};
+
+use crate::error::{FmiError, Result};
+use crate::ffi::{CompletedStep, DiscreteStatesUpdate, StateHandle};
+use crate::instance::Inner;
+
+use super::InputPolynomials;
+
+/// Calls the binding of either version; a lent-out binding (never seen
+/// here: the driver lends it to this model) is an error.
+macro_rules! raw {
+    ($self:ident, $i:ident => $e:expr) => {
+        match &mut $self.inner {
+            Inner::V2($i) => $e,
+            Inner::V3($i) => $e,
+            Inner::Lent => Err(FmiError::Lent),
+        }
+    };
+}
+
+/// The FMU instance inside the integrator.
+pub(crate) struct FmuOde {
+    /// The binding, lent by the instance for each driver call.
+    pub(crate) inner: Inner,
+    /// The continuous inputs' polynomials of the current step.
+    pub(crate) inputs: InputPolynomials,
+    n: usize,
+    nz: usize,
+    needs_completed_step: bool,
+    /// Time last set in the instance (NaN: to be set).
+    time_set: f64,
+    /// `CompletedIntegratorStep` asked for Event Mode.
+    step_event: bool,
+    /// The FMU asked to end the simulation.
+    terminate: bool,
+}
+
+impl FmuOde {
+    pub(crate) fn new(
+        n: usize,
+        nz: usize,
+        inputs: InputPolynomials,
+        needs_completed_step: bool,
+    ) -> Self {
+        FmuOde {
+            inner: Inner::Lent,
+            inputs,
+            n,
+            nz,
+            needs_completed_step,
+            time_set: f64::NAN,
+            step_event: false,
+            terminate: false,
+        }
+    }
+
+    /// The instance name, for messages.
+    pub(crate) fn name(&self) -> &str {
+        match &self.inner {
+            Inner::V2(i) => i.name(),
+            Inner::V3(i) => i.name(),
+            Inner::Lent => "",
+        }
+    }
+
+    /// Time, inputs at that time, states.
+    pub(crate) fn set_point(&mut self, t: f64, x: &[f64]) -> Result<()> {
+        if t != self.time_set {
+            raw!(self, i => i.set_time(t))?;
+            self.time_set = t;
+            if self.inputs.any_varying() {
+                let (vrs, values) = self.inputs.at(t);
+                match &mut self.inner {
+                    Inner::V2(i) => i.set_real(vrs, values),
+                    Inner::V3(i) => i.set_float64(vrs, values),
+                    Inner::Lent => Err(FmiError::Lent),
+                }?;
+            }
+        }
+        if !x.is_empty() {
+            raw!(self, i => i.set_continuous_states(x))?;
+        }
+        Ok(())
+    }
+
+    /// (a step event was asked for, the FMU asked to terminate).
+    pub(crate) fn take_requests(&mut self) -> (bool, bool) {
+        (
+            std::mem::take(&mut self.step_event),
+            std::mem::take(&mut self.terminate),
+        )
+    }
+
+    pub(crate) fn enter_event_mode(&mut self) -> Result<()> {
+        raw!(self, i => i.enter_event_mode())
+    }
+
+    pub(crate) fn enter_continuous_time_mode(&mut self) -> Result<()> {
+        // The event may have changed what the FMU holds: set the time again
+        // before the next evaluation.
+        self.time_set = f64::NAN;
+        raw!(self, i => i.enter_continuous_time_mode())
+    }
+
+    pub(crate) fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
+        raw!(self, i => i.update_discrete_states())
+    }
+
+    pub(crate) fn get_continuous_states(&mut self, x: &mut [f64]) -> Result<()> {
+        if x.is_empty() {
+            return Ok(());
+        }
+        raw!(self, i => i.get_continuous_states(x))
+    }
+
+    pub(crate) fn get_nominals(&mut self, nominals: &mut [f64]) -> Result<()> {
+        raw!(self, i => i.get_nominals_of_continuous_states(nominals))
+    }
+
+    pub(crate) fn get_fmu_state(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
+        raw!(self, i => i.get_fmu_state(reuse))
+    }
+
+    pub(crate) fn set_fmu_state(&mut self, h: StateHandle) -> Result<()> {
+        self.time_set = f64::NAN;
+        raw!(self, i => i.set_fmu_state(h))
+    }
+
+    pub(crate) fn free_fmu_state(&mut self, h: StateHandle) -> Result<()> {
+        raw!(self, i => i.free_fmu_state(h))
+    }
+
+    fn completed_integrator_step(&mut self) -> Result<CompletedStep> {
+        raw!(self, i => i.completed_integrator_step(true))
+    }
+}
+
+impl OdeProblem for FmuOde {
+    type Error = FmiError;
+
+    fn dimension(&self) -> usize {
+        self.n
+    }
+
+    fn roots(&self) -> usize {
+        self.nz
+    }
+
+    fn rhs(&mut self, t: f64, x: &[f64], dx: &mut [f64]) -> Result<()> {
+        self.set_point(t, x)?;
+        if dx.is_empty() {
+            return Ok(());
+        }
+        raw!(self, i => i.get_derivatives(dx))
+    }
+
+    fn root_functions(&mut self, t: f64, x: &[f64], g: &mut [f64]) -> Result<()> {
+        self.set_point(t, x)?;
+        if g.is_empty() {
+            return Ok(());
+        }
+        raw!(self, i => i.get_event_indicators(g))
+    }
+
+    fn step_completed(&mut self, t: f64, x: &[f64]) -> Result<StepAction> {
+        if !self.needs_completed_step {
+            return Ok(StepAction::Continue);
+        }
+        // The FMU is told of the accepted point itself, with its inputs
+        // (not the last trial point the solver evaluated).
+        self.set_point(t, x)?;
+        let done = self.completed_integrator_step()?;
+        self.terminate |= done.terminate_simulation;
+        self.step_event |= done.enter_event_mode;
+        Ok(if done.enter_event_mode || done.terminate_simulation {
+            StepAction::Stop
+        } else {
+            StepAction::Continue
+        })
+    }
+}
