@@ -210,6 +210,9 @@ pub trait Api: Sized + 'static {
     /// The C Boolean of `b`.
     fn boolean(b: bool) -> Self::Bool;
 
+    /// The Rust Boolean of the C Boolean `b`.
+    fn is_true(b: Self::Bool) -> bool;
+
     /// Every library of this version the process loaded (`super::pool`).
     fn pool() -> &'static Pool<FmiLibrary<Self>>;
 
@@ -985,13 +988,11 @@ impl<A: Api> FmiInstance<A> {
         self.unsupported(function, what)
     }
 
-    /// `doStep`, or the error of an instance for Model Exchange.
-    #[inline]
-    pub(crate) fn do_step_fn(&self) -> Result<A::DoStep> {
-        match self.do_step {
-            Some(f) => Ok(f),
-            None => Err(self.wrong_interface(A::NAMES.do_step)),
-        }
+    /// `doStep`: `None` for an instance for Model Exchange (the caller
+    /// returns [`FmiInstance::wrong_interface`], out of line).
+    #[inline(always)]
+    pub(crate) fn do_step_fn(&self) -> Option<A::DoStep> {
+        self.do_step
     }
 
     /// The Model Exchange function `pick` takes for `function`, called in
@@ -1692,8 +1693,7 @@ impl<A: Api> FmiInstance<A> {
             u,
             out_vrs,
             y,
-            no_set_prior,
-            no_set_prior_c: A::boolean(no_set_prior),
+            no_set_prior: A::boolean(no_set_prior),
             owner: self,
             failure: None,
         })
@@ -1722,9 +1722,8 @@ pub struct HeldStepOf<'a, A: Api> {
     /// The two buffers the outputs are read into, by turns (a step's
     /// `side`): the other one keeps the values the step before read.
     y: [&'a mut [f64]; 2],
-    /// `noSetFMUStatePriorToCurrentPoint`, and as the C Boolean passed.
-    no_set_prior: bool,
-    no_set_prior_c: A::Bool,
+    /// `noSetFMUStatePriorToCurrentPoint`, as the C Boolean passed.
+    no_set_prior: A::Bool,
     owner: &'a mut FmiInstance<A>,
     /// The call at which the last step that did not complete stopped, and
     /// what it returned (boxed: the bound steps of a run lie side by side,
@@ -1795,7 +1794,7 @@ impl<A: Api> crate::instance::BoundStep for HeldStepOf<'_, A> {
         mark(StepCall::DoStep);
         // SAFETY: the instance is live (as above).
         let (code, flags) =
-            unsafe { A::do_step(self.do_step, self.component, t, h, self.no_set_prior_c) };
+            unsafe { A::do_step(self.do_step, self.component, t, h, self.no_set_prior) };
         if !A::step_ok(code, &flags) && !self.do_step_returned(code, t, h, flags) {
             return false;
         }
@@ -1884,7 +1883,8 @@ impl<A: Api> HeldStepOf<'_, A> {
     fn do_step_returned(&mut self, code: c_int, t: f64, h: f64, flags: A::StepFlags) -> bool {
         // (The time of an error in the step is its start.)
         self.owner.time = t;
-        let outcome = A::step_returned(&mut *self.owner, code, t, h, self.no_set_prior, flags);
+        let no_set_prior = A::is_true(self.no_set_prior);
+        let outcome = A::step_returned(&mut *self.owner, code, t, h, no_set_prior, flags);
         if matches!(outcome, Ok(StepOutcome::Completed)) {
             return true;
         }

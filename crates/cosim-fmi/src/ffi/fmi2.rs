@@ -295,6 +295,10 @@ impl Api for Fmi2 {
         c_int::from(b)
     }
 
+    fn is_true(b: Fmi2Boolean) -> bool {
+        b != 0
+    }
+
     fn pool() -> &'static Pool<Fmi2Library> {
         &POOL
     }
@@ -633,7 +637,9 @@ impl Fmi2Instance {
     ) -> Result<StepOutcome> {
         check_len(&self.name, "fmi2SetReal", in_vrs.len(), u.len())?;
         check_len(&self.name, "fmi2GetReal", out_vrs.len(), y.len())?;
-        let do_step = self.do_step_fn()?;
+        let Some(do_step) = self.do_step_fn() else {
+            return Err(self.wrong_interface("fmi2DoStep"));
+        };
         let logged = self.call_log.is_some();
         // Only a status checked out of line can end the instance, and then
         // the call returns its error: alive once is alive for all three.
@@ -799,7 +805,9 @@ impl Fmi2Instance {
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi2DoStep")?;
-        let do_step = self.do_step_fn()?;
+        let Some(do_step) = self.do_step_fn() else {
+            return Err(self.wrong_interface("fmi2DoStep"));
+        };
         // SAFETY: component is live.
         let code = unsafe { do_step(self.component, t, h, c_int::from(no_set_prior)) };
         if code == 0 && self.call_log.is_none() {

@@ -362,6 +362,10 @@ impl Api for Fmi3 {
         b
     }
 
+    fn is_true(b: bool) -> bool {
+        b
+    }
+
     fn pool() -> &'static Pool<Fmi3Library> {
         &POOL
     }
@@ -1157,7 +1161,9 @@ impl Fmi3Instance {
     #[inline]
     pub fn do_step(&mut self, t: f64, h: f64, no_set_prior: bool) -> Result<StepOutcome> {
         self.alive("fmi3DoStep")?;
-        let do_step = self.do_step_fn()?;
+        let Some(do_step) = self.do_step_fn() else {
+            return Err(self.wrong_interface("fmi3DoStep"));
+        };
         self.time = t;
         self.env.intermediate.borrow_mut().t0 = t;
         let mut event_handling_needed = false;
