@@ -623,6 +623,10 @@ impl Host<'_> {
                     .map_err(WireError::from_core)?;
                 Ok(Some(Reply::Jacobian(known.then_some(jacobian))))
             }
+            Control::SolverStatistics => {
+                let stats = self.sub()?.instance_mut().model_exchange_statistics();
+                Ok(Some(Reply::SolverStatistics(stats)))
+            }
             Control::TraceStrings(vars) => {
                 let sub = self.sub()?;
                 let n = sub.instance_mut().model_description().variables.len();

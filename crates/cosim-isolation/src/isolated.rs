@@ -1112,6 +1112,18 @@ impl Subsystem for IsolatedSubsystem {
             // The host died: there is nothing left to terminate.
             return Ok(());
         }
+        if self
+            .fmu
+            .as_ref()
+            .is_some_and(|f| f.runs_model_exchange().is_some())
+        {
+            // The solver's figures of the run, kept for the summary.
+            if let Some(Reply::SolverStatistics(stats)) =
+                self.control(Control::SolverStatistics, Call::Idle)?
+            {
+                self.counters.solver = stats;
+            }
+        }
         self.sync(Op::Terminate, 0, &[], None, Call::Terminate)?;
         Ok(())
     }

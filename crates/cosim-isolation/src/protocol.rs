@@ -217,6 +217,8 @@ pub enum Control {
     /// The direct feed-through Jacobian at the current point
     /// (`Subsystem::feedthrough_jacobian`).
     FeedthroughJacobian,
+    /// The figures of a Model Exchange FMU's solver so far.
+    SolverStatistics,
     /// Trace these variables as text: String, Binary, Int64, UInt64
     /// (indices into the model description; `cosim_core::traced_text`).
     TraceStrings(Vec<u64>),
@@ -250,6 +252,8 @@ pub enum Reply {
     Jacobian(Option<Vec<f64>>),
     /// The traced String values.
     Strings(Vec<String>),
+    /// A Model Exchange FMU's solver figures (`None`: Co-Simulation).
+    SolverStatistics(Option<cosim_fmi::ModelExchangeStatistics>),
 }
 
 /// A [`cosim_core::CoreError`] (an FMI error, mostly) sent across: every

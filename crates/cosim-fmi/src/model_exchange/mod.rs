@@ -164,13 +164,15 @@ impl ModelExchangeView {
         }
         ModelExchangeDriver::new(
             self.settings,
-            instance.number_of_continuous_states(),
-            instance.number_of_event_indicators(),
-            &md.continuous_state_nominals(),
-            continuous,
-            discrete,
-            me.is_some_and(|m| m.needs_completed_integrator_step),
-            me.is_some_and(|m| m.can_get_and_set_fmu_state),
+            ModelShape {
+                n: instance.number_of_continuous_states(),
+                nz: instance.number_of_event_indicators(),
+                nominals: md.continuous_state_nominals(),
+                continuous_inputs: continuous,
+                discrete_inputs: discrete,
+                needs_completed_step: me.is_some_and(|m| m.needs_completed_integrator_step),
+                can_save_fmu_state: me.is_some_and(|m| m.can_get_and_set_fmu_state),
+            },
         )
         .map_err(|e| match e {
             FmiError::InvalidArgument {
@@ -186,7 +188,7 @@ impl ModelExchangeView {
 }
 
 /// What the model's events did over a run (beside the solver's figures).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EventStatistics {
     /// Time events (`nextEventTime` reached).
     pub time_events: u64,
@@ -204,7 +206,7 @@ pub struct EventStatistics {
 }
 
 /// The whole run's figures of a Model Exchange subsystem.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ModelExchangeStatistics {
     /// Accepted solver steps.
     pub steps: u64,
@@ -232,6 +234,24 @@ struct DriverSnapshot {
     /// the FMU's own state.
     events: u64,
     fmu: Option<StateHandle>,
+}
+
+/// What the driver needs to know of the model.
+pub(crate) struct ModelShape {
+    /// Continuous states.
+    n: usize,
+    /// Event indicators.
+    nz: usize,
+    /// The states' nominals (their absolute tolerances scale with them).
+    nominals: Vec<f64>,
+    /// Value references of the continuous Float64 inputs.
+    continuous_inputs: Vec<u32>,
+    /// Value references of the other inputs.
+    discrete_inputs: Vec<u32>,
+    /// `CompletedIntegratorStep` after every accepted solver step.
+    needs_completed_step: bool,
+    /// `canGetAndSetFMUstate`.
+    can_save_fmu_state: bool,
 }
 
 /// Drives one Model Exchange instance.
@@ -269,18 +289,17 @@ macro_rules! lent {
 pub(crate) use lent;
 
 impl ModelExchangeDriver {
-    /// A driver for an instance of `n` states and `nz` event indicators,
-    /// `continuous_inputs` and `discrete_inputs` by value reference.
-    pub(crate) fn new(
-        settings: SolverSettings,
-        n: usize,
-        nz: usize,
-        nominals: &[f64],
-        continuous_inputs: Vec<u32>,
-        mut discrete_inputs: Vec<u32>,
-        needs_completed_step: bool,
-        can_save_fmu_state: bool,
-    ) -> Result<Self> {
+    /// A driver for an instance of `shape`.
+    pub(crate) fn new(settings: SolverSettings, shape: ModelShape) -> Result<Self> {
+        let ModelShape {
+            n,
+            nz,
+            nominals,
+            continuous_inputs,
+            mut discrete_inputs,
+            needs_completed_step,
+            can_save_fmu_state,
+        } = shape;
         discrete_inputs.sort_unstable();
         let model = FmuOde::new(
             n,
@@ -288,7 +307,7 @@ impl ModelExchangeDriver {
             InputPolynomials::new(continuous_inputs),
             needs_completed_step,
         );
-        let integrator = Integrator::new(settings.for_solver(nominals), model).map_err(|e| {
+        let integrator = Integrator::new(settings.for_solver(&nominals), model).map_err(|e| {
             FmiError::InvalidArgument {
                 instance: String::new(),
                 function: "[subsystems.solver]",
