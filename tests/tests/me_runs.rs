@@ -385,3 +385,35 @@ fn the_kits_model_exchange_fmus_run_alone_and_match_their_references() {
         }
     }
 }
+
+/// The solver's Jacobian comes from the FMU's directional derivatives where
+/// it provides them (Robertson: `providesDirectionalDerivative`): a column
+/// per call, the derivatives by the states with a unit seed, at t = 0
+/// exactly the kinetics' first column (-k1, k1, 0).
+#[test]
+fn the_solver_jacobian_comes_from_directional_derivatives() {
+    for fmi in [2u8, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls.log");
+        let log_arg = format!("--log-fmi-calls={}", log.display());
+        run_fmu(&me_only(fmi, "Robertson"), &["--step", "10", &log_arg]);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let function = format!("fmi{fmi}GetDirectionalDerivative(");
+        let calls: Vec<&str> = text.lines().filter(|l| l.contains(&function)).collect();
+        assert!(
+            calls.len() >= 3 && calls.len() % 3 == 0,
+            "FMI {fmi}: {} calls",
+            calls.len()
+        );
+        let first = calls[0];
+        let (seed, sensitivity) = if fmi == 2 {
+            ("dvKnown={1, 0, 0}", "dvUnknown={-0.04, 0.04, 0}")
+        } else {
+            ("seed={1, 0, 0}", "sensitivity={-0.04, 0.04, 0}")
+        };
+        assert!(
+            first.contains(seed) && first.contains(sensitivity),
+            "FMI {fmi}: {first}"
+        );
+    }
+}

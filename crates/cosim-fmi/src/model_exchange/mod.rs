@@ -32,7 +32,7 @@ use crate::model_description::{
     Causality, CoSimulation, ModelDescription, ModelExchange, Variability, VariableType,
 };
 pub(crate) use inputs::InputPolynomials;
-use ode::FmuOde;
+use ode::{DirectionalJacobian, FmuOde};
 
 /// The solver of a Model Exchange subsystem (`[subsystems.solver]`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -172,6 +172,10 @@ impl ModelExchangeView {
                 discrete_inputs: discrete,
                 needs_completed_step: me.is_some_and(|m| m.needs_completed_integrator_step),
                 can_save_fmu_state: me.is_some_and(|m| m.can_get_and_set_fmu_state),
+                jacobian: me.filter(|m| m.provides_directional_derivatives).map(|_| {
+                    let (states, derivatives) = md.continuous_states().into_iter().unzip();
+                    DirectionalJacobian::new(states, derivatives)
+                }),
             },
         )
         .map_err(|e| match e {
@@ -252,6 +256,9 @@ pub(crate) struct ModelShape {
     needs_completed_step: bool,
     /// `canGetAndSetFMUstate`.
     can_save_fmu_state: bool,
+    /// The solver's Jacobian from the FMU's directional derivatives, where
+    /// it provides them.
+    jacobian: Option<DirectionalJacobian>,
 }
 
 /// Drives one Model Exchange instance.
@@ -299,6 +306,7 @@ impl ModelExchangeDriver {
             mut discrete_inputs,
             needs_completed_step,
             can_save_fmu_state,
+            jacobian,
         } = shape;
         discrete_inputs.sort_unstable();
         let model = FmuOde::new(
@@ -306,6 +314,7 @@ impl ModelExchangeDriver {
             nz,
             InputPolynomials::new(continuous_inputs),
             needs_completed_step,
+            jacobian,
         );
         let integrator = Integrator::new(settings.for_solver(&nominals), model).map_err(|e| {
             FmiError::InvalidArgument {

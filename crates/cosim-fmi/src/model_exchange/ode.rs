@@ -38,6 +38,29 @@ pub(crate) struct FmuOde {
     step_event: bool,
     /// The FMU asked to end the simulation.
     terminate: bool,
+    /// With directional derivatives: the states' and their derivatives'
+    /// value references (the Jacobian's knowns and unknowns), a unit seed
+    /// and a column; empty without them (difference quotients).
+    jacobian: Option<DirectionalJacobian>,
+}
+
+/// The Jacobian of the derivatives by the states from the FMU's directional
+/// derivatives, one column per call.
+pub(crate) struct DirectionalJacobian {
+    pub(crate) states: Vec<u32>,
+    pub(crate) derivatives: Vec<u32>,
+    seed: Vec<f64>,
+}
+
+impl DirectionalJacobian {
+    pub(crate) fn new(states: Vec<u32>, derivatives: Vec<u32>) -> Self {
+        let n = states.len();
+        DirectionalJacobian {
+            states,
+            derivatives,
+            seed: vec![0.0; n],
+        }
+    }
 }
 
 impl FmuOde {
@@ -46,6 +69,7 @@ impl FmuOde {
         nz: usize,
         inputs: InputPolynomials,
         needs_completed_step: bool,
+        jacobian: Option<DirectionalJacobian>,
     ) -> Self {
         FmuOde {
             inner: Inner::Lent,
@@ -56,6 +80,7 @@ impl FmuOde {
             time_set: f64::NAN,
             step_event: false,
             terminate: false,
+            jacobian: jacobian.filter(|j| j.states.len() == n && j.derivatives.len() == n),
         }
     }
 
@@ -135,6 +160,30 @@ impl FmuOde {
         raw!(self, i => i.free_fmu_state(h))
     }
 
+    /// Column j of df/dx is the directional derivative of the derivatives
+    /// with the unit seed e_j on the states (column-major `jac`).
+    fn directional_jacobian(&mut self, t: f64, x: &[f64], jac: &mut [f64]) -> Result<()> {
+        self.set_point(t, x)?;
+        let Some(d) = self.jacobian.as_mut() else {
+            return Ok(());
+        };
+        let n = d.states.len();
+        for (j, column) in jac.chunks_exact_mut(n).enumerate() {
+            d.seed.fill(0.0);
+            d.seed[j] = 1.0;
+            match &mut self.inner {
+                Inner::V2(i) => {
+                    i.get_directional_derivative(&d.derivatives, &d.states, &d.seed, column)
+                }
+                Inner::V3(i) => {
+                    i.get_directional_derivative(&d.derivatives, &d.states, &d.seed, column)
+                }
+                Inner::Lent => Err(FmiError::Lent),
+            }?;
+        }
+        Ok(())
+    }
+
     fn completed_integrator_step(&mut self) -> Result<CompletedStep> {
         raw!(self, i => i.completed_integrator_step(true))
     }
@@ -165,6 +214,11 @@ impl OdeProblem for FmuOde {
             return Ok(());
         }
         raw!(self, i => i.get_event_indicators(g))
+    }
+
+    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut [f64]) -> Option<Result<()>> {
+        self.jacobian.as_ref()?;
+        Some(self.directional_jacobian(t, x, jac))
     }
 
     fn step_completed(&mut self, t: f64, x: &[f64]) -> Result<StepAction> {
