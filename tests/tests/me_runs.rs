@@ -401,7 +401,7 @@ fn the_solver_jacobian_comes_from_directional_derivatives() {
         let function = format!("fmi{fmi}GetDirectionalDerivative(");
         let calls: Vec<&str> = text.lines().filter(|l| l.contains(&function)).collect();
         assert!(
-            calls.len() >= 3 && calls.len() % 3 == 0,
+            calls.len() >= 3 && calls.len().is_multiple_of(3),
             "FMI {fmi}: {} calls",
             calls.len()
         );
