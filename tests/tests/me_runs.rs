@@ -417,3 +417,61 @@ fn the_solver_jacobian_comes_from_directional_derivatives() {
         );
     }
 }
+
+/// A Model Exchange FMU's output derivatives (for the masters'
+/// extrapolation and ECCO) come from its derivatives and directional
+/// derivatives: dF_c/dt of the wheel-suspension half, whose force depends
+/// on its states and on its input v_c (here a ramp, given as the input's
+/// slope), equals the force's difference quotient over a short step.
+#[test]
+fn output_derivatives_of_model_exchange_come_from_directional_derivatives() {
+    use cosim_fmi::{Fmu, InstantiateOptions, SolverMethod, SolverSettings};
+    const V_C: u32 = 1;
+    const F_C: u32 = 2;
+    for fmu in [
+        cosim_tests::fmi2("QuarterCarWheelSuspension"),
+        cosim_tests::fmi3("QuarterCarWheelSuspension"),
+    ] {
+        let settings = SolverSettings {
+            method: SolverMethod::Rk45,
+            relative_tolerance: 1e-12,
+            absolute_tolerance: 1e-12,
+            max_step: None,
+            max_order: None,
+            initial_step: None,
+        };
+        let fmu = Fmu::open(&fmu)
+            .unwrap()
+            .as_model_exchange(settings)
+            .unwrap();
+        assert_eq!(fmu.co_simulation().unwrap().max_output_derivative_order, 1);
+        let mut wheel = fmu
+            .instantiate("wheel", &InstantiateOptions::default())
+            .unwrap();
+        wheel.setup_experiment(None, 0.0, Some(1.0)).unwrap();
+        wheel.enter_initialization_mode().unwrap();
+        wheel.exit_initialization_mode().unwrap();
+        // v_c(t) = 0.5 + 2 t over [0, 0.1]: the input's value and slope.
+        wheel.set_f64(&[V_C], &[0.5]).unwrap();
+        wheel.set_input_derivatives(&[V_C], 1, &[2.0]).unwrap();
+        wheel.do_step(0.0, 0.1, true).unwrap();
+        let mut slope = [0.0];
+        wheel.get_output_derivatives(&[F_C], 1, &mut slope).unwrap();
+        let mut f = [0.0; 2];
+        wheel.get_f64(&[F_C], &mut f[..1]).unwrap();
+        // The same ramp on over a short step: the difference quotient.
+        let dt = 1e-6;
+        wheel.set_f64(&[V_C], &[0.5 + 2.0 * 0.1]).unwrap();
+        wheel.set_input_derivatives(&[V_C], 1, &[2.0]).unwrap();
+        wheel.do_step(0.1, dt, true).unwrap();
+        wheel.get_f64(&[F_C], &mut f[1..]).unwrap();
+        let quotient = (f[1] - f[0]) / dt;
+        assert!(
+            (slope[0] - quotient).abs() < 1e-4 * quotient.abs().max(1.0),
+            "{}: dF_c/dt = {}, difference quotient {quotient}",
+            fmu.source().display(),
+            slope[0]
+        );
+        assert!(slope[0].abs() > 10.0, "{}", slope[0]);
+    }
+}

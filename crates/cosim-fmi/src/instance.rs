@@ -1113,6 +1113,9 @@ impl Instance {
         order: i32,
         values: &mut [f64],
     ) -> Result<()> {
+        if let Some(me) = &mut self.me {
+            return lent!(me, self, me.output_derivatives(vrs, order, values));
+        }
         dispatch!(self, i => i.get_output_derivatives(vrs, order, values))
     }
 

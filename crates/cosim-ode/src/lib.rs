@@ -292,6 +292,9 @@ impl<P: OdeProblem + 'static> Solver<'_, P> {
     fn step(&mut self) -> Result<OdeSolverStopReason<f64>, DiffsolError> {
         both!(self, s => s.step())
     }
+    fn set_h(&mut self, h: f64) {
+        both!(self, s => *s.state_mut().h = h)
+    }
     fn set_stop_time(&mut self, t: f64) -> Result<(), DiffsolError> {
         both!(self, s => s.set_stop_time(t))
     }
@@ -773,6 +776,14 @@ impl Work<'_> {
                 t,
                 message: e.to_string(),
             };
+            if h <= 0.0 {
+                // diffsol reached the last stop a rounding error past it and
+                // left a negative sliver as its next step, which it then
+                // refuses any later stop with (seen: t = 2.156 + 4.8e-14,
+                // h = -4.8e-14). Its state edited with a forward step (a
+                // first-order restart, only in this case).
+                solver.set_h(remaining);
+            }
             solver.set_stop_time(stop).map_err(|e| solver_error(t, e))?;
             let reason = solver.step();
             if let Some(e) = model_error(solver.t()) {

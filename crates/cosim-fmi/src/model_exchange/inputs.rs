@@ -131,6 +131,22 @@ impl InputPolynomials {
         (&self.set_vrs, &self.set_values)
     }
 
+    /// The varying inputs' value references and their first derivatives at
+    /// `t`, for one batched directional derivative.
+    pub(crate) fn slopes_at(&mut self, t: f64) -> (&[u32], &[f64]) {
+        let dt = t - self.origin;
+        self.set_vrs.clear();
+        self.set_values.clear();
+        for &i in &self.varying {
+            let d = &self.polys[i].derivatives;
+            // d/dt of the Taylor expansion: d1 + d2 dt + d3 dt^2 / 2.
+            let slope = d[0] + d[1] * dt + d[2] * dt * dt / 2.0;
+            self.set_vrs.push(self.vrs[i]);
+            self.set_values.push(slope);
+        }
+        (&self.set_vrs, &self.set_values)
+    }
+
     /// The time the polynomials are expanded at.
     #[cfg(test)]
     pub(crate) fn origin(&self) -> f64 {
@@ -152,6 +168,19 @@ mod tests {
         assert_eq!(vrs, &[3]);
         // 2 + 4 * 0.5 + 6 * 0.25 / 2
         assert_eq!(values, &[2.0 + 2.0 + 0.75]);
+    }
+
+    #[test]
+    fn slopes_are_the_expansions_derivative() {
+        let mut p = InputPolynomials::new(vec![3]);
+        p.set_values(1.0, &[3], &[2.0]);
+        p.set_derivatives(&[3], 1, &[4.0]);
+        p.set_derivatives(&[3], 2, &[6.0]);
+        p.set_derivatives(&[3], 3, &[8.0]);
+        let (vrs, slopes) = p.slopes_at(1.5);
+        assert_eq!(vrs, &[3]);
+        // 4 + 6 * 0.5 + 8 * 0.25 / 2
+        assert_eq!(slopes, &[4.0 + 3.0 + 1.0]);
     }
 
     #[test]

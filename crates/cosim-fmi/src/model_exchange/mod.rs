@@ -128,7 +128,8 @@ impl ModelExchangeView {
             can_handle_variable_communication_step_size: true,
             // Inputs are set at each evaluation from their polynomial.
             can_interpolate_inputs: true,
-            max_output_derivative_order: 0,
+            // dy/dt from the derivatives and the directional derivatives.
+            max_output_derivative_order: u32::from(me.provides_directional_derivatives),
             can_be_instantiated_only_once_per_process: me.can_be_instantiated_only_once_per_process,
             can_not_use_memory_management_functions: me.can_not_use_memory_management_functions,
             // The driver saves the states and the solver; the FMU's own
@@ -265,8 +266,13 @@ pub(crate) struct ModelShape {
 pub(crate) struct ModelExchangeDriver {
     integrator: Integrator<FmuOde>,
     settings: SolverSettings,
-    /// Continuous states (scratch), nominals.
+    /// Continuous states and their derivatives (scratch), nominals.
     x: Vec<f64>,
+    dx: Vec<f64>,
+    /// One value per output whose derivative is asked (scratch).
+    scratch: Vec<f64>,
+    /// The FMU provides directional derivatives: output derivatives.
+    directional: bool,
     nominals: Vec<f64>,
     /// Value references of the discrete inputs, sorted: setting one in
     /// Continuous-Time Mode needs Event Mode.
@@ -309,6 +315,7 @@ impl ModelExchangeDriver {
             jacobian,
         } = shape;
         discrete_inputs.sort_unstable();
+        let directional = jacobian.is_some();
         let model = FmuOde::new(
             n,
             nz,
@@ -327,6 +334,9 @@ impl ModelExchangeDriver {
             integrator,
             settings,
             x: vec![0.0; n],
+            dx: vec![0.0; n],
+            scratch: Vec::new(),
+            directional,
             nominals: vec![1.0; n],
             discrete_inputs,
             time: 0.0,
@@ -588,6 +598,44 @@ impl ModelExchangeDriver {
         StepOutcome::Terminated {
             last_successful_time: t,
         }
+    }
+
+    /// The `order`-th time derivative of outputs `vrs` at the driver's time
+    /// (binding lent): order 1, from the model's derivatives and the FMU's
+    /// directional derivatives (the subsystem declares
+    /// `maxOutputDerivativeOrder` 1 only where it provides them).
+    pub(crate) fn output_derivatives(
+        &mut self,
+        vrs: &[u32],
+        order: i32,
+        values: &mut [f64],
+    ) -> Result<()> {
+        let name = self.integrator.problem().name().to_string();
+        let unsupported = |reason: &str| FmiError::NotSupported {
+            instance: name.clone(),
+            function: "output derivatives of a Model Exchange FMU",
+            reason: reason.to_string(),
+        };
+        if order != 1 {
+            return Err(unsupported(
+                "only the first derivative is computed (from the model's derivatives)",
+            ));
+        }
+        if !self.directional {
+            return Err(unsupported("the FMU provides no directional derivatives"));
+        }
+        if vrs.len() != values.len() {
+            return Err(FmiError::InvalidArgument {
+                instance: name,
+                function: "output derivatives of a Model Exchange FMU",
+                reason: format!("{} value references, {} values", vrs.len(), values.len()),
+            });
+        }
+        self.scratch.resize(vrs.len(), 0.0);
+        let t = self.time;
+        self.x.copy_from_slice(self.integrator.state());
+        let mut p = self.integrator.problem_mut();
+        p.output_derivatives(t, &self.x, &mut self.dx, vrs, values, &mut self.scratch)
     }
 
     /// Saves the driver's state, and the FMU's where it can, for a

@@ -160,6 +160,49 @@ impl FmuOde {
         raw!(self, i => i.free_fmu_state(h))
     }
 
+    /// The first time derivative of outputs `vrs` at `(t, x)`: dy/dt =
+    /// dy/dx x' + dy/du u' (the FMU's directional derivatives, with the
+    /// derivatives and the inputs' slopes of the master's polynomial as
+    /// seeds); `scratch` holds one value per output.
+    pub(crate) fn output_derivatives(
+        &mut self,
+        t: f64,
+        x: &[f64],
+        dx: &mut [f64],
+        vrs: &[u32],
+        values: &mut [f64],
+        scratch: &mut [f64],
+    ) -> Result<()> {
+        self.set_point(t, x)?;
+        values.fill(0.0);
+        if !dx.is_empty() {
+            raw!(self, i => i.get_derivatives(dx))?;
+            let Some(d) = self.jacobian.as_ref() else {
+                return Err(FmiError::InvalidArgument {
+                    instance: self.name().to_string(),
+                    function: "output derivatives of a Model Exchange FMU",
+                    reason:
+                        "the model description's states do not match the FMU's number of states"
+                            .into(),
+                });
+            };
+            let states = &d.states;
+            raw!(self, i => i.get_directional_derivative(vrs, states, dx, values))?;
+        }
+        if self.inputs.any_varying() {
+            let (u, slopes) = self.inputs.slopes_at(t);
+            match &mut self.inner {
+                Inner::V2(i) => i.get_directional_derivative(vrs, u, slopes, scratch),
+                Inner::V3(i) => i.get_directional_derivative(vrs, u, slopes, scratch),
+                Inner::Lent => Err(FmiError::Lent),
+            }?;
+            for (v, s) in values.iter_mut().zip(scratch.iter()) {
+                *v += s;
+            }
+        }
+        Ok(())
+    }
+
     /// Column j of df/dx is the directional derivative of the derivatives
     /// with the unit seed e_j on the states (column-major `jac`).
     fn directional_jacobian(&mut self, t: f64, x: &[f64], jac: &mut [f64]) -> Result<()> {
