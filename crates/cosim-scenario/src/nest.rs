@@ -201,9 +201,8 @@ pub fn solver_settings(
     let spec = spec.copied().unwrap_or_default();
     let pick = |o: Option<f64>, s: Option<f64>| o.or(s);
     let rtol = pick(overrides.relative_tolerance, spec.relative_tolerance)
-        .or(md.default_experiment.as_ref().and_then(|d| d.tolerance))
         .filter(|x| *x > 0.0 && *x < 1.0)
-        .unwrap_or(cosim_fmi::DEFAULT_RELATIVE_TOLERANCE);
+        .unwrap_or_else(|| md.default_relative_tolerance().value);
     SolverSettings {
         method: match overrides.method.or(spec.method) {
             Some(SolverMethod::Rk45) => cosim_fmi::SolverMethod::Rk45,
