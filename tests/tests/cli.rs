@@ -958,3 +958,97 @@ fmu = "{wheel}"
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("interfaces:"), "{}", stderr(&out));
 }
+
+/// The Model Exchange example of docs/scenario.md, as it is written there
+/// (FMU paths from `scenarios/`): it runs, the chassis and the ball
+/// through cosim's solver, the wheel through its own Co-Simulation; the
+/// quarter car as the Co-Simulation run of the same system (to the
+/// solver's tolerance), the ball in free fall until its first contact.
+#[test]
+fn the_model_exchange_example_of_the_scenario_docs_runs() {
+    let doc = std::fs::read_to_string(root().join("docs/scenario.md")).unwrap();
+    let at = doc
+        .find("The B1 quarter car with its chassis through the FMU's Model Exchange")
+        .expect("the example's paragraph");
+    let body = &doc[at..];
+    let start = body.find("```toml\n").unwrap() + "```toml\n".len();
+    let example = &body[start..start + body[start..].find("```").unwrap()];
+    let dist = fmus().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let me = dir.path().join("me.toml");
+    std::fs::write(&me, example.replace("../fmus/dist", &dist)).unwrap();
+    let out_me = dir.path().join("me");
+    let out = cosim(&[
+        "run",
+        me.to_str().unwrap(),
+        "--no-progress",
+        "-o",
+        out_me.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_me.join("summary.json")).unwrap())
+            .unwrap();
+    let integrated: Vec<(&str, bool)> = summary["subsystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["calls"]["solver"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        integrated,
+        [("chassis", true), ("wheel", false), ("ball", true)]
+    );
+    // The same system with every FMU through Co-Simulation (the ball,
+    // which has no other interface, left out).
+    let ball = example.find("[[subsystems]]\nname = \"ball\"").unwrap();
+    let connections = example.find("[[connections]]").unwrap();
+    let cs_text = format!("{}{}", &example[..ball], &example[connections..]).replace(
+        "interface = \"model-exchange\"",
+        "interface = \"co-simulation\"",
+    );
+    let solver = cs_text.find("[subsystems.solver]").unwrap();
+    let next = solver + cs_text[solver..].find("\n\n").unwrap();
+    let cs_text =
+        format!("{}{}", &cs_text[..solver], &cs_text[next..]).replace("../fmus/dist", &dist);
+    let cs = dir.path().join("cs.toml");
+    std::fs::write(&cs, cs_text).unwrap();
+    let out_cs = dir.path().join("cs");
+    let out = cosim(&[
+        "run",
+        cs.to_str().unwrap(),
+        "--no-progress",
+        "-o",
+        out_cs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = Table::read(&out_me.join("trace.csv")).unwrap();
+    let b = Table::read(&out_cs.join("trace.csv")).unwrap();
+    assert_eq!(a.time(), b.time());
+    for name in ["chassis.v_c", "wheel.F_c"] {
+        let (x, y) = (a.column(name).unwrap(), b.column(name).unwrap());
+        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = x
+            .iter()
+            .zip(y)
+            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+        // The solver's error, grown over 3000 coupled steps (measured
+        // 1e-5 of the largest value; it shrinks with the tolerance).
+        assert!(err < 1e-4 * scale, "{name}: {err} against {scale}");
+    }
+    // The ball: h = 1 - g t^2 / 2 until it first touches the floor.
+    let (t, h) = (a.time(), a.column("ball.h").unwrap());
+    let contact = (2.0f64 / 9.81).sqrt();
+    for (&t, &h) in t.iter().zip(h).filter(|(t, _)| **t < contact) {
+        assert!(
+            (h - (1.0 - 9.81 * t * t / 2.0)).abs() < 1e-6,
+            "h({t}) = {h}"
+        );
+    }
+    assert!(*a.column("ball.contacts").unwrap().last().unwrap() >= 3.0);
+}
