@@ -223,6 +223,152 @@ fn inspect_works_on_every_fmu_the_project_builds() {
     assert_eq!(c["domain"], "Translational");
 }
 
+/// `cosim inspect` on the kit's Model Exchange FMUs (FMI 2 and 3) and on
+/// a quarter-car half that has both interfaces: the interface `cosim run`
+/// uses (and the run agrees), the default solver, the continuous states
+/// with their derivatives and nominals, the event indicators and the
+/// capabilities that matter to the integrator.
+#[test]
+fn inspect_shows_the_model_exchange_interface_and_what_runs() {
+    let json_of = |fmu: &Path| -> serde_json::Value {
+        let out = cosim(&["inspect", "--json", fmu.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let states = |json: &serde_json::Value| -> Vec<(String, String, f64)> {
+        json["model_exchange_interface"]["continuous_states"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["state"].as_str().unwrap().to_string(),
+                    x["derivative"].as_str().unwrap().to_string(),
+                    x["nominal"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let owned = |v: &[(&str, &str, f64)]| -> Vec<(String, String, f64)> {
+        v.iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), *c))
+            .collect()
+    };
+    for version in ["fmi2", "fmi3"] {
+        let me = fmus().join("me").join(version);
+        let ball = me.join("BouncingBallME.fmu");
+        let out = cosim(&["inspect", ball.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for needle in [
+            "Interfaces:     ModelExchange (BouncingBallME)\n",
+            "Runs in cosim:  yes: Model Exchange, integrated by cosim's solver (BDF, relative tolerance 1e-5: cosim's default; the FMU's DefaultExperiment gives no tolerance)",
+            "\nModel Exchange\n",
+            "continuous states:              2\n",
+            "event indicators:               1\n",
+            "needs completedIntegratorStep:  no\n",
+            "get/set state:                  yes\n",
+            "directional derivatives:        yes\n",
+            "\nContinuous states (2)\n",
+        ] {
+            assert!(
+                text.contains(needle),
+                "{version}: missing {needle:?} in:\n{text}"
+            );
+        }
+        assert!(!text.contains("\nCo-Simulation\n"), "{text}");
+        let json = json_of(&ball);
+        assert_eq!(json["runs_as"]["interface"], "model-exchange");
+        assert!(json["runs_as"]["other"].is_null());
+        assert!(json["co_simulation"].is_null());
+        assert_eq!(
+            states(&json),
+            owned(&[("h", "der(h)", 1.0), ("v", "der(v)", 1.0)])
+        );
+        let rob = json_of(&me.join("Robertson.fmu"));
+        assert_eq!(
+            states(&rob),
+            owned(&[
+                ("y1", "der(y1)", 1.0),
+                ("y2", "der(y2)", 1e-5),
+                ("y3", "der(y3)", 1.0)
+            ])
+        );
+        assert_eq!(
+            rob["model_exchange_interface"]["number_of_event_indicators"],
+            0
+        );
+        // Step events need completedIntegratorStep; time events do not.
+        let step = json_of(&me.join("StepEvents.fmu"));
+        assert_eq!(
+            step["model_exchange_interface"]["needs_completed_integrator_step"],
+            true
+        );
+        let time = json_of(&me.join("TimeEvents.fmu"));
+        assert_eq!(
+            time["model_exchange_interface"]["needs_completed_integrator_step"],
+            false
+        );
+        // Every FMU of the directory, as a list.
+        let out = cosim(&["inspect", "--json", me.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let all = all.as_array().unwrap();
+        assert_eq!(all.len(), 4);
+        assert!(
+            all.iter()
+                .all(|r| r["runs_as"]["interface"] == "model-exchange"),
+            "{all:?}"
+        );
+
+        // Both interfaces: Co-Simulation, and the option for the other.
+        let chassis = fmus().join(version).join("QuarterCarChassis.fmu");
+        let out = cosim(&["inspect", chassis.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            text.contains("Runs in cosim:  yes: Co-Simulation; `--interface me` (a scenario's interface = \"model-exchange\") runs its Model Exchange interface instead, integrated by cosim's solver (BDF, relative tolerance 1e-5"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nCo-Simulation\n") && text.contains("\nModel Exchange\n"),
+            "{text}"
+        );
+        let json = json_of(&chassis);
+        assert_eq!(json["runs_as"]["interface"], "co-simulation");
+        assert_eq!(json["runs_as"]["other"], "--interface me");
+        assert_eq!(
+            states(&json),
+            owned(&[("z_c", "v_c", 1.0), ("v_c", "der(v_c)", 1.0)])
+        );
+        // What inspect says is what `cosim run` does: the solver's
+        // figures only where Model Exchange runs.
+        let dir = tempfile::tempdir().unwrap();
+        for (args, me_runs) in [(vec![], false), (vec!["--interface", "me"], true)] {
+            let o = dir.path().join(format!("o{}", args.len()));
+            let mut all = vec![
+                "run",
+                chassis.to_str().unwrap(),
+                "--stop",
+                "0.01",
+                "--no-progress",
+                "-o",
+                o.to_str().unwrap(),
+            ];
+            all.extend(args);
+            let out = cosim(&all);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let summary: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(o.join("summary.json")).unwrap())
+                    .unwrap();
+            assert_eq!(
+                summary["subsystems"][0]["calls"]["solver"].is_object(),
+                me_runs,
+                "{summary}"
+            );
+        }
+    }
+}
+
 #[test]
 fn run_reports_the_bonds_it_uses_and_writes_all_outputs() {
     let dir = tempfile::tempdir().unwrap();
@@ -716,4 +862,193 @@ fn progress_is_said_at_every_tenth_of_the_run_with_or_without_outputs() {
             assert_eq!(out_dir.join("trace.csv").exists(), file == &scenario);
         }
     }
+}
+
+/// `cosim inspect scenario.toml` (and `cosim check`) name the interface
+/// each FMU subsystem runs where its FMU has Model Exchange, with the
+/// solver settings in effect, at every level.
+#[test]
+fn inspect_of_a_scenario_names_the_interface_each_subsystem_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = fmus().join("me").join("fmi3");
+    let scenario = dir.path().join("mixed.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+
+[[subsystems]]
+name = "steps"
+fmu = "{steps}"
+
+[[subsystems]]
+name = "chassis"
+fmu = "{chassis}"
+interface = "model-exchange"
+
+[subsystems.solver]
+method = "rk45"
+relative_tolerance = 1e-6
+max_step = 0.005
+
+[[subsystems]]
+name = "plain"
+fmu = "{gain}"
+
+[[subsystems]]
+name = "nest"
+
+[subsystems.system.master]
+step = 0.01
+
+[[subsystems.system.subsystems]]
+name = "wheel"
+fmu = "{wheel}"
+"#,
+            steps = me.join("TimeEvents.fmu").display(),
+            chassis = fmi2("QuarterCarChassis").display(),
+            gain = fmi2("Gain").display(),
+            wheel = fmi2("QuarterCarWheel").display(),
+        ),
+    )
+    .unwrap();
+    let expected = [
+        "interfaces:\n",
+        "  steps: Model Exchange, integrated by cosim's solver (bdf, relative tolerance 1e-5, absolute tolerance 1e-5 times the smallest state nominal)\n",
+        "  chassis: Model Exchange, integrated by cosim's solver (rk45, relative tolerance 1e-6, absolute tolerance 1e-6 times the smallest state nominal, max step 0.005 s)\n",
+        "  nest.wheel: Co-Simulation (its FMU has Model Exchange too: interface = \"model-exchange\" or --interface me runs it)\n",
+    ];
+    for command in ["inspect", "check"] {
+        let out = cosim(&[command, scenario.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{command}: {err}");
+        for line in expected {
+            assert!(err.contains(line), "{command}: missing {line:?} in:\n{err}");
+        }
+        // Gain has Co-Simulation only: nothing to choose, not listed.
+        assert!(!err.contains("  plain:"), "{err}");
+    }
+    // --interface me at every level: refused for the FMU without it ...
+    let out = cosim(&["check", scenario.to_str().unwrap(), "--interface", "me"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: in command-line argument '--interface me': subsystem 'plain' runs the FMU's Model Exchange interface, which the FMU does not declare"),
+        "{err}"
+    );
+    // ... and taken in the nest once that one is gone.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let start = text.find("[[subsystems]]\nname = \"plain\"").unwrap();
+    let end = start + text[start..].find("\n\n").unwrap() + 2;
+    let without = dir.path().join("without_plain.toml");
+    std::fs::write(&without, format!("{}{}", &text[..start], &text[end..])).unwrap();
+    let out = cosim(&["check", without.to_str().unwrap(), "--interface", "me"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("  nest.wheel: Model Exchange, integrated by cosim's solver (bdf, relative tolerance 1e-5"),
+        "{err}"
+    );
+    // A scenario of Co-Simulation only FMUs has no such lines.
+    let out = cosim(&["inspect", "scenarios/b5_mass_spring.toml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("interfaces:"), "{}", stderr(&out));
+}
+
+/// The Model Exchange example of docs/scenario.md, as it is written there
+/// (FMU paths from `scenarios/`): it runs, the chassis and the ball
+/// through cosim's solver, the wheel through its own Co-Simulation; the
+/// quarter car as the Co-Simulation run of the same system (to the
+/// solver's tolerance), the ball in free fall until its first contact.
+#[test]
+fn the_model_exchange_example_of_the_scenario_docs_runs() {
+    let doc = std::fs::read_to_string(root().join("docs/scenario.md")).unwrap();
+    let at = doc
+        .find("The B1 quarter car with its chassis through the FMU's Model Exchange")
+        .expect("the example's paragraph");
+    let body = &doc[at..];
+    let start = body.find("```toml\n").unwrap() + "```toml\n".len();
+    let example = &body[start..start + body[start..].find("```").unwrap()];
+    let dist = fmus().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let me = dir.path().join("me.toml");
+    std::fs::write(&me, example.replace("../fmus/dist", &dist)).unwrap();
+    let out_me = dir.path().join("me");
+    let out = cosim(&[
+        "run",
+        me.to_str().unwrap(),
+        "--no-progress",
+        "-o",
+        out_me.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_me.join("summary.json")).unwrap())
+            .unwrap();
+    let integrated: Vec<(&str, bool)> = summary["subsystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["calls"]["solver"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        integrated,
+        [("chassis", true), ("wheel", false), ("ball", true)]
+    );
+    // The same system with every FMU through Co-Simulation (the ball,
+    // which has no other interface, left out).
+    let ball = example.find("[[subsystems]]\nname = \"ball\"").unwrap();
+    let connections = example.find("[[connections]]").unwrap();
+    let cs_text = format!("{}{}", &example[..ball], &example[connections..]).replace(
+        "interface = \"model-exchange\"",
+        "interface = \"co-simulation\"",
+    );
+    let solver = cs_text.find("[subsystems.solver]").unwrap();
+    let next = solver + cs_text[solver..].find("\n\n").unwrap();
+    let cs_text =
+        format!("{}{}", &cs_text[..solver], &cs_text[next..]).replace("../fmus/dist", &dist);
+    let cs = dir.path().join("cs.toml");
+    std::fs::write(&cs, cs_text).unwrap();
+    let out_cs = dir.path().join("cs");
+    let out = cosim(&[
+        "run",
+        cs.to_str().unwrap(),
+        "--no-progress",
+        "-o",
+        out_cs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = Table::read(&out_me.join("trace.csv")).unwrap();
+    let b = Table::read(&out_cs.join("trace.csv")).unwrap();
+    assert_eq!(a.time(), b.time());
+    for name in ["chassis.v_c", "wheel.F_c"] {
+        let (x, y) = (a.column(name).unwrap(), b.column(name).unwrap());
+        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = x
+            .iter()
+            .zip(y)
+            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+        // The solver's error, grown over 3000 coupled steps (measured
+        // 1e-5 of the largest value; it shrinks with the tolerance).
+        assert!(err < 1e-4 * scale, "{name}: {err} against {scale}");
+    }
+    // The ball: h = 1 - g t^2 / 2 until it first touches the floor.
+    let (t, h) = (a.time(), a.column("ball.h").unwrap());
+    let contact = (2.0f64 / 9.81).sqrt();
+    for (&t, &h) in t.iter().zip(h).filter(|(t, _)| **t < contact) {
+        assert!(
+            (h - (1.0 - 9.81 * t * t / 2.0)).abs() < 1e-6,
+            "h({t}) = {h}"
+        );
+    }
+    assert!(*a.column("ball.contacts").unwrap().last().unwrap() >= 3.0);
 }

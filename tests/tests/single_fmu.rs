@@ -360,3 +360,295 @@ fn the_library_runs_an_fmu_path_like_a_scenario() {
     assert_eq!(trace.time(), [0.0, 0.25, 0.5, 0.75, 1.0]);
     assert_eq!(trace.column("Integrator.x").unwrap()[4], 2.0);
 }
+
+/// A copy of the FMU `fmu` in `dir` whose modelDescription.xml has its
+/// text edited by `edit` (the other entries as they are).
+fn repackaged(fmu: &Path, dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
+    let to = dir.join(fmu.file_name().unwrap());
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(fmu).unwrap()).unwrap();
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&to).unwrap());
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).unwrap();
+        let name = entry.name().unwrap().to_string();
+        if entry.is_dir() {
+            zip.add_directory(name, opts).unwrap();
+            continue;
+        }
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        if name == "modelDescription.xml" {
+            let text = edit(&String::from_utf8(bytes).unwrap());
+            bytes = text.into_bytes();
+        }
+        zip.start_file(name, opts).unwrap();
+        zip.write_all(&bytes).unwrap();
+    }
+    zip.finish().unwrap();
+    to
+}
+
+/// `cosim convert <fmu> <options> -o s.toml`, then `cosim run s.toml` and
+/// `cosim run <fmu> <options>`: the scenario's text, and the two output
+/// directories after checking that their traces are equal, byte for byte,
+/// and so are the solver's figures in their summaries.
+fn convert_and_run_both(dir: &Path, fmu: &Path, options: &[&str], tag: &str) -> (String, PathBuf) {
+    let scenario = dir.join(format!("{tag}.toml"));
+    let mut args = vec!["convert", s(fmu), "-o", s(&scenario)];
+    args.extend_from_slice(options);
+    status(&cosim(&args), 0, &[]);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let from_scenario = dir.join(format!("{tag}-scenario"));
+    status(
+        &cosim(&[
+            "run",
+            s(&scenario),
+            "--no-progress",
+            "-o",
+            s(&from_scenario),
+        ]),
+        0,
+        &[],
+    );
+    let direct = dir.join(format!("{tag}-fmu"));
+    let mut args = vec!["-o", s(&direct)];
+    args.extend_from_slice(options);
+    status(&run(fmu, &args), 0, &[]);
+    let a = std::fs::read_to_string(from_scenario.join("trace.csv")).unwrap();
+    let b = std::fs::read_to_string(direct.join("trace.csv")).unwrap();
+    assert!(a.lines().count() > 10, "{tag}: {a}");
+    assert_eq!(a, b, "{tag}: the converted scenario's trace differs");
+    let solver = |d: &Path| -> serde_json::Value {
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap())
+                .unwrap();
+        j["subsystems"][0]["calls"]["solver"].clone()
+    };
+    assert_eq!(solver(&from_scenario), solver(&direct), "{tag}");
+    (text, from_scenario)
+}
+
+/// The solver's figures of a run's summary.
+fn solver_steps(out: &Path) -> u64 {
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    j["subsystems"][0]["calls"]["solver"]["steps"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no solver figures in {j}"))
+}
+
+#[track_caller]
+fn has_lines(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(
+            text.lines().any(|l| l == *line),
+            "missing the line {line:?} in:\n{text}"
+        );
+    }
+}
+
+/// `cosim convert` of a Model Exchange only FMU (FMI 2 and 3) writes
+/// `interface = "model-exchange"` and the `[subsystems.solver]` in effect,
+/// each setting saying where it comes from; the scenario runs as the FMU
+/// does, with and without `--solver` and `--relative-tolerance`, and its
+/// results are the time events' staircase integral.
+#[test]
+fn convert_of_a_model_exchange_fmu_writes_its_solver_and_runs_the_same() {
+    for version in ["fmi2", "fmi3"] {
+        let dir = tempfile::tempdir().unwrap();
+        let fmu = copy(
+            &cosim_tests::fmus()
+                .join("me")
+                .join(version)
+                .join("TimeEvents.fmu"),
+            dir.path(),
+        );
+        let (text, out) = convert_and_run_both(dir.path(), &fmu, &[], "default");
+        has_lines(
+            &text,
+            &[
+                "interface = \"model-exchange\"     # the FMU has Model Exchange only, integrated by cosim's solver",
+                "[subsystems.solver]",
+                "method = \"bdf\"                   # the default (stiff models); \"rk45\": an explicit Runge-Kutta pair, for non-stiff ones",
+                "relative_tolerance = 1e-5        # cosim's default; the FMU's DefaultExperiment gives no tolerance",
+                "# absolute_tolerance = 1e-5      # default: the relative tolerance; times the smallest state nominal",
+                "# max_step = ...                 # s; default: no limit",
+                "# max_order = 5                  # the default and the only value: BDF orders 1 to 5",
+            ],
+        );
+        // The solver table comes after the subsystem's keys and before
+        // [outputs].
+        let solver_at = text.find("[subsystems.solver]").unwrap();
+        assert!(text.find("interface =").unwrap() < solver_at);
+        assert!(solver_at < text.find("[outputs]").unwrap(), "{text}");
+        // x = 0.25 n (n - 1) / 2 + n (t - 0.25 n), n = floor(t / 0.25).
+        let trace = Table::read(&out.join("trace.csv")).unwrap();
+        let x = trace.column("TimeEvents.x").unwrap();
+        for (&t, &x) in trace.time().iter().zip(x) {
+            let (_, want) = cosim_models::reference::time_events(0.25, t);
+            assert!(
+                (x - want).abs() < 1e-9,
+                "{version}: x({t}) = {x}, not {want}"
+            );
+        }
+        assert_eq!(*trace.time().last().unwrap(), 2.0);
+
+        let options = ["--solver", "rk45", "--relative-tolerance", "1e-8"];
+        let (text, rk) = convert_and_run_both(dir.path(), &fmu, &options, "rk45");
+        has_lines(
+            &text,
+            &[
+                "method = \"rk45\"                  # --solver",
+                "relative_tolerance = 1e-8        # --relative-tolerance",
+                "# absolute_tolerance = 1e-8      # default: the relative tolerance; times the smallest state nominal",
+            ],
+        );
+        assert!(
+            !text.contains("max_order"),
+            "rk45 has no order to set:\n{text}"
+        );
+        // Another solver: other steps, the same staircase.
+        assert_ne!(solver_steps(&rk), solver_steps(&out));
+        let trace = Table::read(&rk.join("trace.csv")).unwrap();
+        let x = trace.column("TimeEvents.x").unwrap();
+        for (&t, &x) in trace.time().iter().zip(x) {
+            let (_, want) = cosim_models::reference::time_events(0.25, t);
+            assert!(
+                (x - want).abs() < 1e-9,
+                "{version} rk45: x({t}) = {x}, not {want}"
+            );
+        }
+
+        // The DefaultExperiment's tolerance is the default, and says so.
+        let tol_dir = dir.path().join("tol");
+        std::fs::create_dir_all(&tol_dir).unwrap();
+        let tolerant = repackaged(&fmu, &tol_dir, |xml| {
+            assert!(xml.contains("<DefaultExperiment "), "{xml}");
+            xml.replacen(
+                "<DefaultExperiment ",
+                "<DefaultExperiment tolerance=\"1e-7\" ",
+                1,
+            )
+        });
+        let (text, _) = convert_and_run_both(&tol_dir, &tolerant, &[], "tolerance");
+        has_lines(
+            &text,
+            &["relative_tolerance = 1e-7        # the FMU's DefaultExperiment tolerance"],
+        );
+        let out = cosim(&["inspect", s(&tolerant)]);
+        let inspected = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            inspected
+                .contains("(BDF, relative tolerance 1e-7: the FMU's DefaultExperiment tolerance)"),
+            "{inspected}"
+        );
+        // A Model Exchange only FMU has no Co-Simulation to convert to.
+        let out = cosim(&["convert", s(&fmu), "--interface", "cs"]);
+        status(
+            &out,
+            2,
+            &[
+                "--interface cs",
+                "runs the FMU's Co-Simulation interface, which the FMU does not declare (it declares <ModelExchange> only)",
+            ],
+        );
+    }
+}
+
+/// `cosim convert --interface me` of an FMU with both interfaces (the
+/// quarter car's chassis, FMI 2 and 3) writes the interface and the solver
+/// and runs as `cosim run --interface me` does: v_c = F / m_c t for a
+/// constant force. Without the option it writes Co-Simulation, which
+/// runs without the solver.
+#[test]
+fn convert_with_interface_me_of_a_two_interface_fmu_runs_the_same() {
+    for chassis in [fmi2("QuarterCarChassis"), fmi3("QuarterCarChassis")] {
+        let dir = tempfile::tempdir().unwrap();
+        let fmu = copy(&chassis, dir.path());
+        let options = [
+            "--interface",
+            "me",
+            "--solver",
+            "rk45",
+            "--relative-tolerance",
+            "1e-7",
+            "--stop",
+            "1",
+            "--set",
+            "F=100",
+        ];
+        let (text, out) = convert_and_run_both(dir.path(), &fmu, &options, "me");
+        has_lines(
+            &text,
+            &[
+                "interface = \"model-exchange\"     # --interface me; \"co-simulation\" (the default) runs the FMU's own Co-Simulation",
+                "method = \"rk45\"                  # --solver",
+                "relative_tolerance = 1e-7        # --relative-tolerance",
+                "start = { F = 100.0 }",
+            ],
+        );
+        assert!(solver_steps(&out) > 0);
+        let trace = Table::read(&out.join("trace.csv")).unwrap();
+        let v = trace.column("QuarterCarChassis.v_c").unwrap();
+        for (&t, &v) in trace.time().iter().zip(v) {
+            assert!(
+                (v - 0.25 * t).abs() < 1e-9,
+                "v_c({t}) = {v}, not {}",
+                0.25 * t
+            );
+        }
+        // The default: Co-Simulation, named, no solver.
+        let options = ["--stop", "1", "--set", "F=100"];
+        let (text, cs) = convert_and_run_both(dir.path(), &fmu, &options, "cs");
+        has_lines(
+            &text,
+            &[
+                "interface = \"co-simulation\"      # the default where the FMU has it; \"model-exchange\" integrates the FMU's Model Exchange with cosim's solver ([subsystems.solver])",
+            ],
+        );
+        assert!(!text.lines().any(|l| l == "[subsystems.solver]"), "{text}");
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(cs.join("summary.json")).unwrap())
+                .unwrap();
+        assert!(j["subsystems"][0]["calls"]["solver"].is_null(), "{j}");
+        // The converted Co-Simulation scenario refuses a solver table:
+        // the run's message, at the table.
+        let scenario = dir.path().join("cs.toml");
+        let grown = format!(
+            "{}\n[subsystems.solver]\nmethod = \"rk45\"\n",
+            std::fs::read_to_string(&scenario)
+                .unwrap()
+                .split("\n[outputs]")
+                .next()
+                .unwrap()
+        );
+        std::fs::write(&scenario, grown).unwrap();
+        let out = cosim(&["check", s(&scenario)]);
+        status(
+            &out,
+            2,
+            &["[subsystems.solver] is for interface = \"model-exchange\""],
+        );
+    }
+    // A Co-Simulation only FMU: no interface line, and --interface me is
+    // refused as `cosim run` refuses it.
+    let out = cosim(&["convert", s(&fmi2("Gain"))]);
+    status(&out, 0, &[]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("interface"));
+    let out = cosim(&["convert", s(&fmi2("Gain")), "--interface", "me"]);
+    status(
+        &out,
+        2,
+        &[
+            "--interface me",
+            "which the FMU does not declare (it declares <CoSimulation> only)",
+        ],
+    );
+    let out = cosim(&["convert", s(&fmi2("Gain")), "--relative-tolerance", "0"]);
+    status(&out, 2, &["--relative-tolerance 0", "must be in (0, 1)"]);
+    // For systems, these options are refused as the other FMU options.
+    let ssd = cosim_tests::root().join("crates/cosim-ssp/tests/data/quarter_car.ssd");
+    let out = cosim(&["convert", s(&ssd), "--solver", "rk45"]);
+    status(&out, 2, &["are for converting an FMU"]);
+}

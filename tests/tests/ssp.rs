@@ -576,3 +576,173 @@ fn convert_always_converts_while_run_and_check_refuse_with_the_same_messages() {
         text(&out.stderr)
     );
 }
+
+/// An SSP component's `implementation` picks the FMU's interface:
+/// `"ModelExchange"` becomes `interface = "model-exchange"` (cosim's
+/// solver integrates it), and a Model Exchange only FMU without the
+/// attribute runs its Model Exchange interface. The SSD runs as its
+/// conversion does, and as the project's B1 scenario with the chassis's
+/// Model Exchange; an implementation the FMU does not declare is an error
+/// at the attribute.
+#[test]
+fn ssp_implementation_picks_the_interface_and_model_exchange_fmus_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = fmus();
+    let original = std::fs::read_to_string(root().join(data("quarter_car.ssd"))).unwrap();
+    let ssd_text = original
+        .replace("../../../../fmus/dist/", &format!("{}/", dist.display()))
+        .replace(
+            "<ssd:Component name=\"chassis\" ",
+            "<ssd:Component name=\"chassis\" implementation=\"ModelExchange\" ",
+        )
+        .replace(
+            "<ssd:Component name=\"wheel\" ",
+            "<ssd:Component name=\"wheel\" implementation=\"any\" ",
+        )
+        .replace(
+            "    </ssd:Elements>",
+            &format!(
+                "      <ssd:Component name=\"steps\" source=\"{}\"/>\n    </ssd:Elements>",
+                dist.join("me/fmi3/TimeEvents.fmu").display()
+            ),
+        );
+    assert_ne!(ssd_text, original);
+    let ssd = tmp.path().join("qc.ssd");
+    std::fs::write(&ssd, &ssd_text).unwrap();
+    std::fs::copy(root().join(data("wheel.ssv")), tmp.path().join("wheel.ssv")).unwrap();
+    let line = ssd_text
+        .lines()
+        .position(|l| l.contains("implementation=\"ModelExchange\""))
+        .unwrap()
+        + 1;
+
+    let toml = tmp.path().join("qc.toml");
+    ok(&cosim(&["convert", &path(&ssd), "-o", &path(&toml)]));
+    let written = std::fs::read_to_string(&toml).unwrap();
+    assert!(
+        written.contains(&format!(
+            "interface = \"model-exchange\"  # qc.ssd:{line}\n"
+        )),
+        "{written}"
+    );
+    // Only the chassis names an interface ("any" is the importer's choice).
+    assert_eq!(written.matches("interface = ").count(), 1, "{written}");
+    run(&path(&ssd), &tmp.path().join("a"), &[]);
+    run(&path(&toml), &tmp.path().join("b"), &[]);
+    same_files(&tmp.path().join("a"), &tmp.path().join("b"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("a/summary.json")).unwrap())
+            .unwrap();
+    let integrated: Vec<(&str, bool)> = summary["subsystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["calls"]["solver"].is_object(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        integrated,
+        [("chassis", true), ("wheel", false), ("steps", true)]
+    );
+    // The time events' staircase integral, x = 0.25 n (n - 1) / 2 + n (t - 0.25 n).
+    let trace = Table::read(&tmp.path().join("a/trace.csv")).unwrap();
+    let x = trace.column("steps.x").unwrap();
+    for (&t, &x) in trace.time().iter().zip(x) {
+        let n = (t / 0.25 + 1e-12).floor();
+        let want = 0.25 * n * (n - 1.0) / 2.0 + n * (t - 0.25 * n);
+        assert!((x - want).abs() < 1e-9, "x({t}) = {x}, not {want}");
+    }
+    // The project's B1 scenario with the chassis's Model Exchange: the
+    // same quarter car, value for value.
+    let b1 = std::fs::read_to_string(scenario("b1_quarter_car_a.toml"))
+        .unwrap()
+        .replace("../fmus/dist", &dist.display().to_string())
+        .replace(
+            "QuarterCarChassis.fmu\"\n",
+            "QuarterCarChassis.fmu\"\ninterface = \"model-exchange\"\n",
+        );
+    assert!(b1.contains("interface = \"model-exchange\""), "{b1}");
+    let b1_path = tmp.path().join("b1.toml");
+    std::fs::write(&b1_path, b1).unwrap();
+    run(&path(&b1_path), &tmp.path().join("c"), &[]);
+    let b1 = Table::read(&tmp.path().join("c/trace.csv")).unwrap();
+    assert_eq!(b1.time(), trace.time());
+    for name in ["chassis.v_c", "wheel.F_c"] {
+        assert!(b1.column(name).is_some(), "{name} missing: {:?}", b1.names);
+        assert_eq!(b1.column(name), trace.column(name), "{name} differs");
+    }
+
+    // An implementation the FMU does not declare: an error at the attribute.
+    let bad = tmp.path().join("bad.ssd");
+    std::fs::write(
+        &bad,
+        ssd_text.replace(
+            "<ssd:Component name=\"steps\" ",
+            "<ssd:Component name=\"steps\" implementation=\"CoSimulation\" ",
+        ),
+    )
+    .unwrap();
+    for command in ["run", "convert"] {
+        let out = cosim(&[command, &path(&bad)]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("error: component 'steps' asks for implementation 'CoSimulation', which its FMU (TimeEvents) does not declare (it declares <ModelExchange>)"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("bad.ssd:"), "{stderr}");
+    }
+}
+
+/// An OSP system of Model Exchange only FMUs (OSP has no interface
+/// choice): they run their Model Exchange interface, directly and from the
+/// conversion alike.
+#[test]
+fn osp_of_model_exchange_only_fmus_runs_as_its_conversion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dist = fmus();
+    let dir = tmp.path().join("osp");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("OspSystemStructure.xml"),
+        format!(
+            r#"<?xml version="1.0" encoding="utf-8"?>
+<OspSystemStructure xmlns="http://opensimulationplatform.com/MSMI/OSPSystemStructure" version="0.1">
+    <StartTime>0.0</StartTime>
+    <EndTime>1.0</EndTime>
+    <BaseStepSize>0.01</BaseStepSize>
+    <Simulators>
+        <Simulator name="steps" source="{}"/>
+        <Simulator name="ball" source="{}"/>
+    </Simulators>
+</OspSystemStructure>
+"#,
+            dist.join("me/fmi3/TimeEvents.fmu").display(),
+            dist.join("me/fmi2/BouncingBallME.fmu").display()
+        ),
+    )
+    .unwrap();
+    let toml = tmp.path().join("osp.toml");
+    ok(&cosim(&["convert", &path(&dir), "-o", &path(&toml)]));
+    run(&path(&dir), &tmp.path().join("a"), &[]);
+    run(&path(&toml), &tmp.path().join("b"), &[]);
+    let a = std::fs::read_to_string(tmp.path().join("a/trace.csv")).unwrap();
+    assert_eq!(a.lines().count(), 102, "{a}");
+    assert_eq!(
+        a,
+        std::fs::read_to_string(tmp.path().join("b/trace.csv")).unwrap()
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("a/summary.json")).unwrap())
+            .unwrap();
+    let events =
+        |i: usize, kind: &str| summary["subsystems"][i]["calls"]["solver"]["events"][kind].as_u64();
+    // Time events at 0.25, 0.5, 0.75 and 1; the ball's first contact
+    // (h0 = 1 m, g = 9.81: t = 0.4515 s).
+    assert_eq!(events(0, "time_events"), Some(4), "{summary}");
+    assert_eq!(events(1, "state_events"), Some(1), "{summary}");
+}

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use cosim_scenario::{FmuInterface, SolverMethod, SolverSpec};
 use cosim_ssp::{Diagnostic, ImportOptions, Severity};
 
 use crate::console::{out, say};
@@ -58,6 +59,20 @@ pub struct FmuOptions {
     /// An FMU: an input file (CSV of time and values), repeatable.
     #[arg(long, value_name = "FILE")]
     pub input_file: Vec<PathBuf>,
+    /// An FMU with both interfaces: the one to run, `cs` (Co-Simulation,
+    /// the default) or `me` (Model Exchange, integrated by cosim's
+    /// solver), written as `interface`.
+    #[arg(long, value_parser = ["cs", "me"])]
+    pub interface: Option<String>,
+    /// A Model Exchange FMU: the solver, `bdf` (the default) or `rk45`,
+    /// written into `[subsystems.solver]`.
+    #[arg(long, value_parser = ["bdf", "rk45"])]
+    pub solver: Option<String>,
+    /// A Model Exchange FMU: the solver's relative tolerance (default: the
+    /// FMU's DefaultExperiment tolerance, else 1e-5), written into
+    /// `[subsystems.solver]`.
+    #[arg(long, value_name = "TOL", allow_negative_numbers = true)]
+    pub relative_tolerance: Option<f64>,
 }
 
 impl FmuOptions {
@@ -68,6 +83,9 @@ impl FmuOptions {
             || !self.output_variables.is_empty()
             || !self.set.is_empty()
             || !self.input_file.is_empty()
+            || self.interface.is_some()
+            || self.solver.is_some()
+            || self.relative_tolerance.is_some()
     }
 }
 
@@ -110,7 +128,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
     }
     if args.fmu.given() {
         return Err(fail([
-            "error: --start, --output-interval, --output-variables, --set and --input-file are for converting an FMU (a system takes --stop and --step)".to_string(),
+            "error: --start, --output-interval, --output-variables, --set, --input-file, --interface, --solver and --relative-tolerance are for converting an FMU (a system takes --stop and --step)".to_string(),
         ]));
     }
     let is_package = input.is_file()
@@ -217,6 +235,18 @@ fn convert_fmu(args: &Args, quiet: bool) -> Result<()> {
         output_interval: o.output_interval,
         output_variables: o.output_variables.clone(),
         input_files: o.input_file.clone(),
+        interface: o.interface.as_deref().map(|s| match s {
+            "me" => FmuInterface::ModelExchange,
+            _ => FmuInterface::CoSimulation,
+        }),
+        solver: SolverSpec {
+            method: o.solver.as_deref().map(|s| match s {
+                "rk45" => SolverMethod::Rk45,
+                _ => SolverMethod::Bdf,
+            }),
+            relative_tolerance: o.relative_tolerance,
+            ..SolverSpec::default()
+        },
         ..cosim_scenario::Overrides::default()
     };
     if let Some(parent) = args.output.as_deref().and_then(Path::parent)

@@ -446,6 +446,12 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
         .map_err(|e| bad_input(format!("error: zero-stability check: {e}")))?
         .unwrap_or_default();
     if !quiet {
+        if !report.interfaces.is_empty() {
+            say!("interfaces:");
+            for line in &report.interfaces {
+                say!("  {line}");
+            }
+        }
         for f in &report.feedthrough {
             say!("feed-through: {f}");
         }

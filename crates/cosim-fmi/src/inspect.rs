@@ -1,6 +1,7 @@
-//! A summary of an FMU for `cosim inspect`: identity, capabilities,
-//! variables by causality, feed-through of each output and power-bond
-//! candidates. [`InspectReport`] serialises to JSON (`--json`) and renders
+//! A summary of an FMU for `cosim inspect`: identity, the interfaces and
+//! which one `cosim run` uses, capabilities (Co-Simulation; Model
+//! Exchange with its continuous states and event indicators), variables by
+//! causality, feed-through of each output and power-bond candidates. [`InspectReport`] serialises to JSON (`--json`) and renders
 //! as aligned plain text ([`InspectReport::render_text`]).
 
 use std::fmt::Write as _;
@@ -11,7 +12,7 @@ use serde::Serialize;
 use crate::bonds::{BondCandidate, find_bond_candidates};
 use crate::model_description::{
     Causality, CoSimulation, DeclaredInterface, DefaultExperiment, Dependencies, Dimension,
-    Initial, ModelDescription, StartValue, Variable,
+    Initial, ModelDescription, ModelExchange, StartValue, Variable,
 };
 
 /// The summary of one FMU.
@@ -28,9 +29,15 @@ pub struct InspectReport {
     /// Every interface the FMU declares (Model Exchange, Co-Simulation,
     /// Scheduled Execution) with its `modelIdentifier`.
     pub interfaces: Vec<DeclaredInterface>,
-    /// Why `cosim` cannot run the FMU (it has no `<CoSimulation>`), and
-    /// what would; `None` when it can.
+    /// Why `cosim` cannot run the FMU (it has neither `<CoSimulation>` nor
+    /// `<ModelExchange>`), and what would; `None` when it can.
     pub not_runnable: Option<String>,
+    /// How `cosim run` runs the FMU when nothing chooses the interface;
+    /// `None` when it cannot run it (`not_runnable`).
+    pub runs_as: Option<RunsAs>,
+    /// `<ModelExchange>`: its capabilities, continuous states and event
+    /// indicators; `None` for an FMU without it.
+    pub model_exchange_interface: Option<ModelExchangeReport>,
     /// `<DefaultExperiment>`.
     pub default_experiment: Option<DefaultExperiment>,
     /// Platform directories found under `binaries/`, when known.
@@ -42,6 +49,65 @@ pub struct InspectReport {
     pub feedthrough: Vec<OutputFeedthrough>,
     /// Power-bond candidates on the interface.
     pub bond_candidates: Vec<BondCandidate>,
+}
+
+/// The interface `cosim run` uses when neither the scenario (`interface`)
+/// nor the command line (`--interface`) chooses: Co-Simulation where the
+/// FMU has it, else Model Exchange, integrated by cosim's solver.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunsAs {
+    /// `"co-simulation"` or `"model-exchange"` (the scenario's names).
+    pub interface: &'static str,
+    /// The option that runs the FMU's other interface, where it has both
+    /// (`--interface me`, `--interface cs`).
+    pub other: Option<&'static str>,
+    /// The solver that integrates the Model Exchange interface by
+    /// default, where the FMU has one.
+    pub model_exchange_solver: Option<DefaultSolver>,
+    /// The same as the text shows it.
+    pub text: String,
+}
+
+/// The default solver of a Model Exchange interface (`[subsystems.solver]`
+/// left out).
+#[derive(Debug, Clone, Serialize)]
+pub struct DefaultSolver {
+    /// `"bdf"`.
+    pub method: &'static str,
+    /// The relative tolerance (the absolute one is the same, times the
+    /// smallest of the states' nominals).
+    pub relative_tolerance: f64,
+    /// Where the tolerance comes from.
+    pub relative_tolerance_from: &'static str,
+}
+
+/// The Model Exchange interface of an FMU.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelExchangeReport {
+    /// The `<ModelExchange>` attributes (`model_identifier`,
+    /// `needs_completed_integrator_step`, `can_get_and_set_fmu_state`,
+    /// `provides_directional_derivatives`, `number_of_event_indicators`, ...).
+    #[serde(flatten)]
+    pub capabilities: ModelExchange,
+    /// The continuous states, in the order of the state vector.
+    pub continuous_states: Vec<ContinuousStateRow>,
+}
+
+/// One continuous state of a Model Exchange FMU.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContinuousStateRow {
+    /// The state variable.
+    pub state: String,
+    /// The variable holding its derivative.
+    pub derivative: String,
+    /// Type (with array dimensions, as in the variable tables).
+    pub var_type: String,
+    /// The state's unit.
+    pub unit: Option<String>,
+    /// Its nominal value (1 when the FMU declares none).
+    pub nominal: f64,
+    /// The FMU declares the nominal (else 1, the standard's default).
+    pub nominal_declared: bool,
 }
 
 /// Identity of the model.
@@ -206,6 +272,24 @@ impl InspectReport {
             model_exchange: md.model_exchange.is_some(),
             interfaces: md.interfaces(),
             not_runnable: md.refusal_text(&source.display().to_string()),
+            runs_as: runs_as(md),
+            model_exchange_interface: md.model_exchange.as_ref().map(|me| ModelExchangeReport {
+                capabilities: ModelExchange {
+                    number_of_event_indicators: md.number_of_event_indicators(),
+                    ..me.clone()
+                },
+                continuous_states: md
+                    .states_and_derivatives()
+                    .map(|(state, derivative)| ContinuousStateRow {
+                        state: state.name.clone(),
+                        derivative: derivative.name.clone(),
+                        var_type: variable_row(md, state).var_type,
+                        unit: state.unit.clone(),
+                        nominal: state.nominal.unwrap_or(1.0),
+                        nominal_declared: state.nominal.is_some(),
+                    })
+                    .collect(),
+            }),
             default_experiment: md.default_experiment.clone(),
             platforms: platforms.map(<[String]>::to_vec),
             variables,
@@ -251,6 +335,9 @@ impl InspectReport {
         ));
         if let Some(reason) = &self.not_runnable {
             fields.push(("Runs in cosim", format!("no: {reason}")));
+        }
+        if let Some(runs) = &self.runs_as {
+            fields.push(("Runs in cosim", format!("yes: {}", runs.text)));
         }
         if let Some(platforms) = &self.platforms {
             fields.push((
@@ -306,6 +393,10 @@ impl InspectReport {
                 flags.push(("fixed internal step size", format_f64(h)));
             }
             push_fields(&mut out, &flags);
+        }
+
+        if let Some(me) = &self.model_exchange_interface {
+            render_model_exchange(&mut out, me);
         }
 
         if let Some(de) = &self.default_experiment {
@@ -399,6 +490,117 @@ impl InspectReport {
         }
         out
     }
+}
+
+/// How `cosim run` runs the FMU by default (`None`: it cannot).
+fn runs_as(md: &ModelDescription) -> Option<RunsAs> {
+    let (cs, me) = (md.co_simulation.is_some(), md.model_exchange.is_some());
+    let solver = me.then(|| {
+        let tolerance = md.default_relative_tolerance();
+        DefaultSolver {
+            method: "bdf",
+            relative_tolerance: tolerance.value,
+            relative_tolerance_from: tolerance.origin(),
+        }
+    });
+    let integrated = |s: &DefaultSolver| {
+        format!(
+            "integrated by cosim's solver (BDF, relative tolerance {}: {})",
+            format_tolerance(s.relative_tolerance),
+            s.relative_tolerance_from
+        )
+    };
+    let (interface, other, text) = match (cs, &solver) {
+        (true, Some(s)) => (
+            "co-simulation",
+            Some("--interface me"),
+            format!(
+                "Co-Simulation; `--interface me` (a scenario's interface = \"model-exchange\") runs its Model Exchange interface instead, {}",
+                integrated(s)
+            ),
+        ),
+        (true, None) => ("co-simulation", None, "Co-Simulation".to_string()),
+        (false, Some(s)) => (
+            "model-exchange",
+            None,
+            format!("Model Exchange, {}", integrated(s)),
+        ),
+        (false, None) => return None,
+    };
+    Some(RunsAs {
+        interface,
+        other,
+        model_exchange_solver: solver,
+        text,
+    })
+}
+
+/// The Model Exchange section of the text: the capabilities an
+/// integrator needs, then the continuous states.
+fn render_model_exchange(out: &mut String, me: &ModelExchangeReport) {
+    let c = &me.capabilities;
+    out.push_str("\nModel Exchange\n");
+    let mut flags: Vec<(&str, String)> = vec![
+        ("modelIdentifier", c.model_identifier.clone()),
+        ("continuous states", me.continuous_states.len().to_string()),
+        ("event indicators", c.number_of_event_indicators.to_string()),
+        (
+            "needs completedIntegratorStep",
+            yes_no(c.needs_completed_integrator_step),
+        ),
+        ("get/set state", yes_no(c.can_get_and_set_fmu_state)),
+        ("serialize state", yes_no(c.can_serialize_fmu_state)),
+        (
+            "directional derivatives",
+            yes_no(c.provides_directional_derivatives),
+        ),
+        (
+            "only one instance per process",
+            yes_no(c.can_be_instantiated_only_once_per_process),
+        ),
+        ("needs execution tool", yes_no(c.needs_execution_tool)),
+    ];
+    let extra = [
+        ("adjoint derivatives", c.provides_adjoint_derivatives),
+        (
+            "per-element dependencies",
+            c.provides_per_element_dependencies,
+        ),
+        (
+            "evaluate discrete states",
+            c.provides_evaluate_discrete_states,
+        ),
+        ("source files", c.has_source_files),
+    ];
+    for (k, v) in extra {
+        if v {
+            flags.push((k, "yes".to_string()));
+        }
+    }
+    push_fields(out, &flags);
+    if me.continuous_states.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nContinuous states ({})", me.continuous_states.len());
+    let header = ["state", "derivative", "type", "unit", "nominal"];
+    let rows: Vec<[String; 5]> = me
+        .continuous_states
+        .iter()
+        .map(|x| {
+            [
+                x.state.clone(),
+                x.derivative.clone(),
+                x.var_type.clone(),
+                x.unit.clone().unwrap_or_else(|| "-".to_string()),
+                if x.nominal_declared {
+                    format_f64(x.nominal)
+                } else {
+                    format!("{} (default)", format_f64(x.nominal))
+                },
+            ]
+        })
+        .collect();
+    push_table(out, &header, &rows);
 }
 
 /// The cells of a variable's row in the text table.
@@ -526,6 +728,15 @@ fn feedthrough_of(md: &ModelDescription, output: usize) -> Feedthrough {
 
 fn format_f64(x: f64) -> String {
     format!("{x}")
+}
+
+/// A tolerance as it is usually written: `1e-5`, not `0.00001`.
+fn format_tolerance(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-3 {
+        format!("{x:e}")
+    } else {
+        format_f64(x)
+    }
 }
 
 fn format_start(s: &StartValue) -> String {

@@ -162,3 +162,157 @@ fn minimal_and_odd_descriptions_never_panic() {
         serde_json::to_string(&report).expect("json");
     }
 }
+
+/// A Model Exchange only FMI 2 model: two states (one with a declared
+/// nominal, through its type), two event indicators, the DefaultExperiment
+/// tolerance, completedIntegratorStep needed (FMI 2's default).
+const FMI2_ME_ONLY: &str = r#"<fmiModelDescription fmiVersion="2.0" modelName="Ball" guid="g" numberOfEventIndicators="2">
+  <ModelExchange modelIdentifier="ball" canGetAndSetFMUstate="true"/>
+  <TypeDefinitions><SimpleType name="Height"><Real unit="m" nominal="0.5"/></SimpleType></TypeDefinitions>
+  <DefaultExperiment stopTime="3" tolerance="1e-7"/>
+  <ModelVariables>
+    <ScalarVariable name="h" valueReference="1" causality="output" variability="continuous" initial="exact"><Real declaredType="Height" start="1"/></ScalarVariable>
+    <ScalarVariable name="der(h)" valueReference="2" causality="local" variability="continuous"><Real derivative="1"/></ScalarVariable>
+    <ScalarVariable name="v" valueReference="3" causality="output" variability="continuous" initial="exact"><Real unit="m/s" start="0"/></ScalarVariable>
+    <ScalarVariable name="der(v)" valueReference="4" causality="local" variability="continuous"><Real derivative="3"/></ScalarVariable>
+  </ModelVariables>
+  <ModelStructure>
+    <Outputs><Unknown index="1" dependencies=""/><Unknown index="3" dependencies=""/></Outputs>
+    <Derivatives><Unknown index="2" dependencies="3"/><Unknown index="4" dependencies=""/></Derivatives>
+  </ModelStructure>
+</fmiModelDescription>"#;
+
+#[test]
+fn model_exchange_only_fmi2_runs_as_model_exchange_with_its_states() {
+    let md = parse_model_description(FMI2_ME_ONLY, Path::new("ball.xml")).expect("parse");
+    let report = InspectReport::new(Path::new("ball.fmu"), &md, None);
+    assert!(report.not_runnable.is_none());
+    let runs = report.runs_as.as_ref().expect("runs");
+    assert_eq!(runs.interface, "model-exchange");
+    assert_eq!(runs.other, None);
+    let solver = runs.model_exchange_solver.as_ref().expect("solver");
+    assert_eq!(solver.method, "bdf");
+    assert_eq!(solver.relative_tolerance, 1e-7);
+    assert_eq!(
+        solver.relative_tolerance_from,
+        "the FMU's DefaultExperiment tolerance"
+    );
+    let me = report.model_exchange_interface.as_ref().expect("ME");
+    assert_eq!(me.capabilities.number_of_event_indicators, 2);
+    // FMI 2: completedIntegratorStepNotNeeded defaults to false.
+    assert!(me.capabilities.needs_completed_integrator_step);
+    assert!(me.capabilities.can_get_and_set_fmu_state);
+    assert!(!me.capabilities.provides_directional_derivatives);
+    let states: Vec<(&str, &str, f64, bool, Option<&str>)> = me
+        .continuous_states
+        .iter()
+        .map(|x| {
+            (
+                x.state.as_str(),
+                x.derivative.as_str(),
+                x.nominal,
+                x.nominal_declared,
+                x.unit.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("h", "der(h)", 0.5, true, Some("m")),
+            ("v", "der(v)", 1.0, false, Some("m/s"))
+        ]
+    );
+
+    let text = report.render_text();
+    for needle in [
+        "Runs in cosim:  yes: Model Exchange, integrated by cosim's solver (BDF, relative tolerance 1e-7: the FMU's DefaultExperiment tolerance)",
+        "\nModel Exchange\n",
+        "continuous states:              2",
+        "event indicators:               2",
+        "needs completedIntegratorStep:  yes",
+        "get/set state:                  yes",
+        "directional derivatives:        no",
+        "Continuous states (2)",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    // The states' table: state, derivative, type, unit, nominal.
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no row {name}:\n{text}"))
+    };
+    assert_eq!(row("h"), ["h", "der(h)", "Float64", "m", "0.5"]);
+    assert_eq!(
+        row("v"),
+        ["v", "der(v)", "Float64", "m/s", "1", "(default)"]
+    );
+    assert!(!text.contains("\nCo-Simulation\n"), "{text}");
+
+    let json = serde_json::to_value(&report).expect("json");
+    assert_eq!(json["runs_as"]["interface"], "model-exchange");
+    assert_eq!(
+        json["runs_as"]["model_exchange_solver"]["relative_tolerance"],
+        1e-7
+    );
+    let me = &json["model_exchange_interface"];
+    assert_eq!(me["model_identifier"], "ball");
+    assert_eq!(me["number_of_event_indicators"], 2);
+    assert_eq!(me["needs_completed_integrator_step"], true);
+    assert_eq!(me["continuous_states"][0]["derivative"], "der(h)");
+    assert_eq!(me["continuous_states"][0]["nominal"], 0.5);
+    assert!(json["co_simulation"].is_null());
+    assert_eq!(json["model_exchange"], true);
+}
+
+#[test]
+fn both_interfaces_run_co_simulation_and_name_the_option_for_the_other() {
+    // fmi3_drive.xml declares both, no DefaultExperiment tolerance.
+    let md = fixture("fmi3_drive.xml");
+    let report = InspectReport::new(Path::new("drive.fmu"), &md, None);
+    let runs = report.runs_as.as_ref().expect("runs");
+    assert_eq!(runs.interface, "co-simulation");
+    assert_eq!(runs.other, Some("--interface me"));
+    let solver = runs.model_exchange_solver.as_ref().expect("solver");
+    assert_eq!(solver.relative_tolerance, 1e-5);
+    let text = report.render_text();
+    assert!(
+        text.contains("Runs in cosim:  yes: Co-Simulation; `--interface me` (a scenario's interface = \"model-exchange\") runs its Model Exchange interface instead, integrated by cosim's solver (BDF, relative tolerance 1e-5: cosim's default; the FMU's DefaultExperiment gives no tolerance)"),
+        "{text}"
+    );
+    // FMI 3: needsCompletedIntegratorStep defaults to false.
+    assert!(
+        text.contains("needs completedIntegratorStep:  no"),
+        "{text}"
+    );
+    // A Co-Simulation only FMU: no Model Exchange section, no option.
+    let md = fixture("fmi2_chassis.xml");
+    let report = InspectReport::new(Path::new("chassis.fmu"), &md, None);
+    let runs = report.runs_as.as_ref().expect("runs");
+    assert_eq!((runs.interface, runs.other), ("co-simulation", None));
+    assert!(runs.model_exchange_solver.is_none());
+    assert!(report.model_exchange_interface.is_none());
+    let text = report.render_text();
+    assert!(
+        text.contains("Runs in cosim:  yes: Co-Simulation\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Model Exchange"), "{text}");
+}
+
+#[test]
+fn an_fmu_without_an_interface_cosim_runs_says_no() {
+    let xml = r#"<fmiModelDescription fmiVersion="3.0" modelName="S" instantiationToken="t"><ScheduledExecution modelIdentifier="s"/><ModelVariables/></fmiModelDescription>"#;
+    let md = parse_model_description(xml, Path::new("s.xml")).expect("parse");
+    let report = InspectReport::new(Path::new("s.fmu"), &md, None);
+    assert!(report.runs_as.is_none());
+    assert!(report.model_exchange_interface.is_none());
+    let text = report.render_text();
+    assert!(
+        text.contains("Runs in cosim:  no: the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only"),
+        "{text}"
+    );
+    assert!(!text.contains("yes:"), "{text}");
+}

@@ -25,7 +25,7 @@ use cosim_fmi::archive::platform_directories;
 use cosim_fmi::inspect::InspectReport;
 use cosim_scenario::runner::{self, PrepareError, Prepared};
 use cosim_scenario::session::{Session, SessionError};
-use cosim_scenario::{Overrides, Scenario};
+use cosim_scenario::{FmuInterface, Overrides, Scenario, SolverMethod, SolverSpec};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
@@ -128,20 +128,57 @@ enum Target {
     Text(String),
 }
 
-/// The overrides of `cosim run` that the Python API takes.
+/// The options of `cosim run` that choose and set up the interface of
+/// the FMUs (`--interface`, `--solver`, `--relative-tolerance`).
+#[derive(Debug, Clone, Default)]
+struct InterfaceOptions {
+    interface: Option<String>,
+    solver: Option<String>,
+    relative_tolerance: Option<f64>,
+}
+
+/// The overrides of `cosim run` that the Python API takes; an error (the
+/// message) for an interface or solver it does not know.
 fn overrides(
     stop: Option<f64>,
     step: Option<f64>,
     set: Vec<String>,
     out: Option<PathBuf>,
-) -> Overrides {
-    Overrides {
+    options: InterfaceOptions,
+) -> Result<Overrides, String> {
+    let interface = match options.interface.as_deref() {
+        None => None,
+        Some("me" | "model-exchange") => Some(FmuInterface::ModelExchange),
+        Some("cs" | "co-simulation") => Some(FmuInterface::CoSimulation),
+        Some(other) => {
+            return Err(format!(
+                "error: interface must be \"cs\" (Co-Simulation) or \"me\" (Model Exchange, integrated by cosim's solver), not {other:?}"
+            ));
+        }
+    };
+    let method = match options.solver.as_deref() {
+        None => None,
+        Some("bdf") => Some(SolverMethod::Bdf),
+        Some("rk45") => Some(SolverMethod::Rk45),
+        Some(other) => {
+            return Err(format!(
+                "error: solver must be \"bdf\" or \"rk45\", not {other:?}"
+            ));
+        }
+    };
+    Ok(Overrides {
         set,
         stop,
         step,
         out,
+        interface,
+        solver: SolverSpec {
+            method,
+            relative_tolerance: options.relative_tolerance,
+            ..SolverSpec::default()
+        },
         ..Overrides::default()
-    }
+    })
 }
 
 /// A sweep file given to `run`: the command's message.
@@ -285,11 +322,16 @@ struct Ran {
 /// `warnings`, `interrupted`, `lock` (the output directory's, to release
 /// once the outputs are read).
 ///
+/// `interface` (`"cs"`, `"me"`), `solver` (`"bdf"`, `"rk45"`) and
+/// `relative_tolerance` are `cosim run`'s `--interface`, `--solver` and
+/// `--relative-tolerance`.
+///
 /// Raises ScenarioError for bad input (nothing ran), OutputInUseError
 /// for an output directory another run holds, KeyboardInterrupt never:
 /// an interrupted run comes back with status "interrupted".
 #[pyfunction]
-#[pyo3(signature = (target, is_text, stop=None, step=None, set=Vec::new(), out=None))]
+#[pyo3(signature = (target, is_text, stop=None, step=None, set=Vec::new(), out=None, interface=None, solver=None, relative_tolerance=None))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     target: &str,
@@ -298,9 +340,17 @@ fn run(
     step: Option<f64>,
     set: Vec<String>,
     out: Option<PathBuf>,
+    interface: Option<String>,
+    solver: Option<String>,
+    relative_tolerance: Option<f64>,
 ) -> PyResult<Py<PyDict>> {
     let target = target_of(target, is_text);
-    let overrides = overrides(stop, step, set, out);
+    let options = InterfaceOptions {
+        interface,
+        solver,
+        relative_tolerance,
+    };
+    let overrides = overrides(stop, step, set, out, options).map_err(ScenarioError::new_err)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     isolation_flag().store(false, Ordering::SeqCst);
     let flag = Arc::clone(&interrupt);
@@ -654,7 +704,8 @@ impl Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (target, is_text, stop=None, step=None, set=Vec::new()))]
+    #[pyo3(signature = (target, is_text, stop=None, step=None, set=Vec::new(), interface=None, solver=None, relative_tolerance=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         target: &str,
@@ -662,9 +713,18 @@ impl Simulation {
         stop: Option<f64>,
         step: Option<f64>,
         set: Vec<String>,
+        interface: Option<String>,
+        solver: Option<String>,
+        relative_tolerance: Option<f64>,
     ) -> PyResult<Self> {
         let target = target_of(target, is_text);
-        let overrides = overrides(stop, step, set, None);
+        let options = InterfaceOptions {
+            interface,
+            solver,
+            relative_tolerance,
+        };
+        let overrides =
+            overrides(stop, step, set, None, options).map_err(ScenarioError::new_err)?;
         let (prepared, warnings) = py
             .detach(|| prepare(&target, &overrides))
             .map_err(ScenarioError::new_err)?;
@@ -831,6 +891,20 @@ impl Simulation {
     #[getter]
     fn master(&self) -> PyResult<&'static str> {
         Ok(self.lock()?.session.master())
+    }
+
+    /// The solver figures of each Model Exchange subsystem so far, as the
+    /// JSON text of an object by subsystem name (the summary's
+    /// `calls.solver`).
+    fn solver_statistics(&self) -> PyResult<String> {
+        let stats: serde_json::Map<String, serde_json::Value> = self
+            .lock()?
+            .session
+            .solver_statistics()
+            .into_iter()
+            .map(|(name, s)| (name, serde_json::to_value(s).unwrap_or_default()))
+            .collect();
+        Ok(serde_json::Value::Object(stats).to_string())
     }
 
     /// `(bond, cumulative residual energy J, cumulative transmitted

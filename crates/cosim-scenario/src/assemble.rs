@@ -78,6 +78,52 @@ pub struct AssemblyReport {
     pub feedthrough: Vec<String>,
     /// Algebraic loops (cycles through feed-through outputs).
     pub algebraic_loops: Vec<String>,
+    /// The interface each FMU subsystem runs, at every level
+    /// (`nest.inner: ...`), where its FMU has Model Exchange (the others
+    /// run Co-Simulation, the only interface they have).
+    pub interfaces: Vec<String>,
+}
+
+/// The lines of [`AssemblyReport::interfaces`] for the subsystems of
+/// `resolved` (`nodes[i]` is subsystem `i`) and the levels below, each
+/// name after `prefix`.
+fn interface_lines(
+    resolved: &ResolvedScenario,
+    nodes: &[Node],
+    prefix: &str,
+    out: &mut Vec<String>,
+) {
+    use cosim_core::text::number;
+    for (sub, node) in resolved.subsystems.iter().zip(nodes) {
+        let name = format!("{prefix}{}", sub.name);
+        match node {
+            Node::Fmu(fmu) => {
+                if let Some(s) = fmu.runs_model_exchange() {
+                    let mut line = format!(
+                        "{name}: Model Exchange, integrated by cosim's solver ({}, relative tolerance {}, absolute tolerance {} times the smallest state nominal",
+                        s.method.name(),
+                        number(s.relative_tolerance),
+                        number(s.absolute_tolerance)
+                    );
+                    if let Some(h) = s.max_step {
+                        line.push_str(&format!(", max step {} s", number(h)));
+                    }
+                    if let Some(h) = s.initial_step {
+                        line.push_str(&format!(", initial step {} s", number(h)));
+                    }
+                    line.push(')');
+                    out.push(line);
+                } else if fmu.model_description().model_exchange.is_some() {
+                    out.push(format!(
+                        "{name}: Co-Simulation (its FMU has Model Exchange too: interface = \"model-exchange\" or --interface me runs it)"
+                    ));
+                }
+            }
+            Node::Nest(nest) => {
+                interface_lines(&nest.resolved, &nest.nodes, &format!("{name}."), out);
+            }
+        }
+    }
 }
 
 /// A system ready to run.
@@ -538,6 +584,7 @@ pub fn assemble_nodes(
     report.feedthrough = feedthrough_report(&infos);
     let loops: Vec<AlgebraicLoop> = algebraic_loops(&infos, system.couplings());
     report.algebraic_loops = loops.iter().map(|l| l.to_string()).collect();
+    interface_lines(resolved, nodes, "", &mut report.interfaces);
     system.set_time_base(base);
     if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
         system.set_divergence_limit(limit);

@@ -125,6 +125,35 @@ pub fn prepare_nodes(
 /// subsystem's `[subsystems.solver]` settings.
 fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fmu, ScenarioError> {
     let md = fmu.model_description();
+    match interface_of(scenario, s, md)? {
+        FmuInterface::CoSimulation => Ok(fmu),
+        FmuInterface::ModelExchange => {
+            let settings = solver_settings(
+                md,
+                s.solver.as_ref().map(|l| &l.value),
+                &scenario.solver_override,
+            );
+            fmu.as_model_exchange(settings).map_err(|e| {
+                scenario.error_at(
+                    s.fmu.span,
+                    format!(
+                        "cannot run the FMU of subsystem '{}' as Model Exchange: {e}",
+                        s.name.value
+                    ),
+                )
+            })
+        }
+    }
+}
+
+/// The interface FMU subsystem `s` runs of the FMU described by `md`
+/// ([`with_interface`]); an error where the interface asked is not the
+/// FMU's, or a `[subsystems.solver]` is given for Co-Simulation.
+pub(crate) fn interface_of(
+    scenario: &Scenario,
+    s: &SubsystemSpec,
+    md: &ModelDescription,
+) -> Result<FmuInterface, ScenarioError> {
     let (has_cs, has_me) = (md.co_simulation.is_some(), md.model_exchange.is_some());
     let written = s.interface.as_ref();
     let asked = scenario.interface_override.or(written.map(|l| l.value));
@@ -170,21 +199,9 @@ fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fm
                     )
                     .with_help("set interface = \"model-exchange\" to integrate the FMU's Model Exchange interface with this solver"));
             }
-            Ok(fmu)
+            Ok(FmuInterface::CoSimulation)
         }
-        FmuInterface::ModelExchange => {
-            let settings = solver_settings(
-                md,
-                s.solver.as_ref().map(|l| &l.value),
-                &scenario.solver_override,
-            );
-            fmu.as_model_exchange(settings).map_err(|e| {
-                scenario.error_at(
-                    s.fmu.span,
-                    format!("cannot run the FMU of subsystem '{name}' as Model Exchange: {e}"),
-                )
-            })
-        }
+        FmuInterface::ModelExchange => Ok(FmuInterface::ModelExchange),
     }
 }
 
@@ -201,9 +218,8 @@ pub fn solver_settings(
     let spec = spec.copied().unwrap_or_default();
     let pick = |o: Option<f64>, s: Option<f64>| o.or(s);
     let rtol = pick(overrides.relative_tolerance, spec.relative_tolerance)
-        .or(md.default_experiment.as_ref().and_then(|d| d.tolerance))
         .filter(|x| *x > 0.0 && *x < 1.0)
-        .unwrap_or(cosim_fmi::DEFAULT_RELATIVE_TOLERANCE);
+        .unwrap_or_else(|| md.default_relative_tolerance().value);
     SolverSettings {
         method: match overrides.method.or(spec.method) {
             Some(SolverMethod::Rk45) => cosim_fmi::SolverMethod::Rk45,

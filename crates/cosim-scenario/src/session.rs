@@ -424,6 +424,17 @@ impl Session {
             .collect()
     }
 
+    /// The figures of the solver of each Model Exchange subsystem so far
+    /// (steps, evaluations, events; as in the run summary), by subsystem
+    /// name; Co-Simulation subsystems are left out.
+    pub fn solver_statistics(&self) -> Vec<(String, cosim_fmi::ModelExchangeStatistics)> {
+        self.system
+            .subsystems()
+            .iter()
+            .filter_map(|s| Some((s.info().name.clone(), s.counters().solver?)))
+            .collect()
+    }
+
     /// Terminates the FMUs (once; the session then takes no more steps).
     ///
     /// # Errors

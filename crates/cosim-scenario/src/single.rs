@@ -18,7 +18,7 @@ use cosim_fmi::model_description::{Causality, ModelDescription, StartValue, Vari
 
 use crate::error::{ScenarioError, Source};
 use crate::scenario::{Scenario, SingleFmu};
-use crate::settings::Sampling;
+use crate::settings::{FmuInterface, Sampling};
 use crate::{Overrides, ResolvedScenario};
 
 /// The macro step when the FMU's DefaultExperiment gives none, s.
@@ -82,6 +82,11 @@ struct Settings {
     start_values: Vec<(String, String)>,
     /// (file as written, [(input path, column)])
     inputs: Vec<(String, Vec<(String, String)>)>,
+    /// The `interface` line, with its comment, for an FMU with Model
+    /// Exchange (the choice an FMU with Co-Simulation only does not have).
+    interface: Option<String>,
+    /// The `[subsystems.solver]` table of a Model Exchange run.
+    solver: Option<String>,
 }
 
 /// The times and step of the FMU's DefaultExperiment, with the defaults;
@@ -239,6 +244,15 @@ pub fn convert(
     }
     settings.variables = scenario.output_variables.as_ref().map(|(v, _)| v.clone());
     fill_values(&mut settings, &resolved);
+    if let Some(spec) = scenario.subsystems().first() {
+        let interface =
+            crate::nest::interface_of(&scenario, spec, &md).map_err(|e| unplaced(e, fmu))?;
+        settings.interface = interface_line(&md, interface, overrides.interface.is_some());
+        if interface == FmuInterface::ModelExchange {
+            let effective = crate::nest::solver_settings(&md, None, &scenario.solver_override);
+            settings.solver = Some(solver_table(&md, &effective, &scenario.solver_override));
+        }
+    }
     for f in &resolved.inputs {
         let columns = f
             .feeds
@@ -251,6 +265,117 @@ pub fn convert(
         settings.inputs.push((shown(&f.file), columns));
     }
     Ok(toml(&md, &name, &shown(fmu), &settings, true))
+}
+
+/// `key = value`, then its comment in the column of the others.
+fn commented(key_value: &str, note: &str) -> String {
+    format!("{key_value:<32} # {note}\n")
+}
+
+/// The `interface` line for an FMU that has Model Exchange (`None` for
+/// one with Co-Simulation only: there is nothing to choose).
+fn interface_line(md: &ModelDescription, interface: FmuInterface, given: bool) -> Option<String> {
+    md.model_exchange.as_ref()?;
+    let has_cs = md.co_simulation.is_some();
+    let value = format!("interface = {}", string(interface.name()));
+    let option = match interface {
+        FmuInterface::CoSimulation => "--interface cs",
+        FmuInterface::ModelExchange => "--interface me",
+    };
+    let note = match (interface, has_cs) {
+        (FmuInterface::ModelExchange, false) => format!(
+            "{}the FMU has Model Exchange only, integrated by cosim's solver",
+            if given {
+                format!("{option}; ")
+            } else {
+                String::new()
+            }
+        ),
+        (FmuInterface::ModelExchange, true) => {
+            format!("{option}; \"co-simulation\" (the default) runs the FMU's own Co-Simulation")
+        }
+        (FmuInterface::CoSimulation, _) => format!(
+            "{}; \"model-exchange\" integrates the FMU's Model Exchange with cosim's solver ([subsystems.solver])",
+            if given {
+                option
+            } else {
+                "the default where the FMU has it"
+            }
+        ),
+    };
+    Some(commented(&value, &note))
+}
+
+/// The `[subsystems.solver]` table with the settings `effective` of a
+/// Model Exchange run, each with where it comes from (`given`: the
+/// command line's), the defaults of the others commented out.
+fn solver_table(
+    md: &ModelDescription,
+    effective: &cosim_fmi::SolverSettings,
+    given: &crate::settings::SolverSpec,
+) -> String {
+    let mut o = String::from(
+        "\n# cosim's integrator of the FMU's Model Exchange interface (docs/scenario.md)\n[subsystems.solver]\n",
+    );
+    let method = effective.method.name();
+    o.push_str(&commented(
+        &format!("method = {}", string(method)),
+        if given.method.is_some() {
+            "--solver"
+        } else {
+            "the default (stiff models); \"rk45\": an explicit Runge-Kutta pair, for non-stiff ones"
+        },
+    ));
+    o.push_str(&commented(
+        &format!(
+            "relative_tolerance = {}",
+            float(effective.relative_tolerance)
+        ),
+        if given.relative_tolerance.is_some() {
+            "--relative-tolerance"
+        } else {
+            md.default_relative_tolerance().origin()
+        },
+    ));
+    let rest = [
+        (
+            "absolute_tolerance",
+            given.absolute_tolerance,
+            Some(effective.absolute_tolerance),
+            "",
+            "default: the relative tolerance; times the smallest state nominal",
+        ),
+        ("max_step", given.max_step, None, "s; ", "default: no limit"),
+        (
+            "initial_step",
+            given.initial_step,
+            None,
+            "s; ",
+            "default: estimated at the start and after each event",
+        ),
+    ];
+    for (key, given, default, unit, note) in rest {
+        match given {
+            Some(x) => o.push_str(&commented(
+                &format!("{key} = {}", float(x)),
+                &format!("{unit}given"),
+            )),
+            None => {
+                let value = default.map_or_else(|| "...".to_string(), float);
+                o.push_str(&commented(
+                    &format!("# {key} = {value}"),
+                    &format!("{unit}{note}"),
+                ));
+            }
+        }
+    }
+    if effective.method == cosim_fmi::SolverMethod::Bdf {
+        o.push_str(&commented(
+            "# max_order = 5",
+            "the default and the only value: BDF orders 1 to 5",
+        ));
+    }
+    o
 }
 
 /// The parameters and start values of the resolved single subsystem.
@@ -420,6 +545,9 @@ fn toml(md: &ModelDescription, name: &str, fmu: &str, s: &Settings, converted: b
     o.push_str("[[subsystems]]\n");
     let _ = writeln!(o, "name = {}", string(name));
     let _ = writeln!(o, "fmu = {}", string(fmu));
+    if let Some(line) = &s.interface {
+        o.push_str(line);
+    }
     let table = |pairs: &[(String, String)]| {
         let items: Vec<String> = pairs
             .iter()
@@ -474,6 +602,9 @@ fn toml(md: &ModelDescription, name: &str, fmu: &str, s: &Settings, converted: b
             false,
             fmu,
         );
+    }
+    if let Some(table) = &s.solver {
+        o.push_str(table);
     }
     for (file, columns) in &s.inputs {
         o.push('\n');

@@ -52,6 +52,9 @@ pub(crate) struct SubDraft {
     /// For a nested system: `exposes`.
     pub exposes: Vec<Val<String>>,
     pub step_multiple: Option<Val<u32>>,
+    /// `interface` (`"co-simulation"`, `"model-exchange"`): an SSP
+    /// component's `implementation`, where it names one.
+    pub interface: Option<Val<&'static str>>,
     pub parameters: Vec<Assign>,
     pub start: Vec<Assign>,
     /// The element (`<ssd:Component>`, `<Simulator>`).

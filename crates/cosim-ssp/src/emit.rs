@@ -408,6 +408,13 @@ impl Out<'_> {
                 o.text("]\n");
                 o.map.push(start, o.s.len(), s.src);
             }
+            if let Some(i) = &s.interface {
+                let start = o.s.len();
+                let _ = write!(o.s, "interface = {}", toml_string(i.value));
+                o.map.push(start, o.s.len(), i.src);
+                o.comment_place(i.src);
+                o.text("\n");
+            }
             if let Some(k) = &s.step_multiple {
                 let start = o.s.len();
                 let _ = write!(o.s, "step_multiple = {}", k.value);

@@ -423,6 +423,7 @@ impl Reader<'_> {
             system: None,
             exposes: Vec::new(),
             step_multiple,
+            interface: None,
             parameters,
             start,
             src: s.src(f),

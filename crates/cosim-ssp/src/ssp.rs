@@ -714,6 +714,7 @@ impl Reader<'_> {
             system: None,
             exposes: Vec::new(),
             step_multiple: None,
+            interface: None,
             parameters: Vec::new(),
             start: Vec::new(),
             src: e.src(f),
@@ -877,15 +878,22 @@ impl Reader<'_> {
             self.unsupported(e, &why);
             return skipped;
         }
-        if let Some(imp) = e.value("implementation")
-            && !matches!(imp.trim(), "any" | "CoSimulation")
-        {
-            self.unsupported(
-                e,
-                &format!("implementation '{imp}' is not supported (cosim runs co-simulation FMUs)"),
-            );
-            return skipped;
-        }
+        // The FMU kind to use where the FMU has several: the scenario's
+        // `interface` (checked against the FMU below).
+        let interface = match e.value("implementation").map(str::trim) {
+            None | Some("any") => None,
+            Some("CoSimulation") => Some("CoSimulation"),
+            Some("ModelExchange") => Some("ModelExchange"),
+            Some(imp) => {
+                self.unsupported(
+                    e,
+                    &format!(
+                        "implementation '{imp}' is not supported (cosim runs the CoSimulation and ModelExchange kinds of FMUs)"
+                    ),
+                );
+                return skipped;
+            }
+        };
         let Some(source) = e.value("source") else {
             self.unsupported(
                 e,
@@ -940,6 +948,32 @@ impl Reader<'_> {
             );
             return skipped;
         }
+        let interface = match interface {
+            None => None,
+            Some(kind) => {
+                let (declared, value) = match kind {
+                    "ModelExchange" => (md.model_exchange.is_some(), "model-exchange"),
+                    _ => (md.co_simulation.is_some(), "co-simulation"),
+                };
+                let src = e.attr_src(f, "implementation");
+                if !declared {
+                    self.ctx.error(
+                        src,
+                        format!(
+                            "component '{name}' asks for implementation '{kind}', which its FMU ({}) does not declare (it declares {})",
+                            md.model_name,
+                            md.interfaces()
+                                .iter()
+                                .map(|i| format!("<{}>", i.interface))
+                                .collect::<Vec<_>>()
+                                .join(" and ")
+                        ),
+                    );
+                    return skipped;
+                }
+                Some(Val::new(value, src))
+            }
+        };
         let scenario = scenario_name(&name, &self.lv.taken);
         self.lv.taken.insert(scenario.clone());
         if scenario != name {
@@ -957,6 +991,7 @@ impl Reader<'_> {
             system: None,
             exposes: Vec::new(),
             step_multiple: None,
+            interface,
             parameters: Vec::new(),
             start: Vec::new(),
             src: e.src(f),

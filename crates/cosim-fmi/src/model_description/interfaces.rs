@@ -1,7 +1,8 @@
 //! The interfaces an FMU declares (`<ModelExchange>`, `<CoSimulation>`,
 //! FMI 3 `<ScheduledExecution>`), what Model Exchange needs of the model
-//! (its continuous states and event indicators), and why `cosim` cannot
-//! yet run one without `<CoSimulation>`.
+//! (its continuous states and event indicators, the default tolerance of
+//! the solver that integrates it), and why `cosim` cannot run an FMU with
+//! neither.
 
 use serde::Serialize;
 
@@ -16,6 +17,27 @@ pub struct DeclaredInterface {
     pub interface: &'static str,
     /// Its `modelIdentifier`.
     pub model_identifier: String,
+}
+
+/// The default relative tolerance of a Model Exchange FMU's solver
+/// ([`ModelDescription::default_relative_tolerance`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DefaultTolerance {
+    /// The tolerance.
+    pub value: f64,
+    /// It is the DefaultExperiment's `tolerance` (else cosim's default).
+    pub from_default_experiment: bool,
+}
+
+impl DefaultTolerance {
+    /// Where it comes from, for messages and comments.
+    pub fn origin(&self) -> &'static str {
+        if self.from_default_experiment {
+            "the FMU's DefaultExperiment tolerance"
+        } else {
+            "cosim's default; the FMU's DefaultExperiment gives no tolerance"
+        }
+    }
 }
 
 impl ModelDescription {
@@ -99,7 +121,7 @@ impl ModelDescription {
 
     /// Each continuous state and its derivative, in the order of the
     /// model structure (a derivative without a state left out).
-    fn states_and_derivatives(&self) -> impl Iterator<Item = (&Variable, &Variable)> {
+    pub fn states_and_derivatives(&self) -> impl Iterator<Item = (&Variable, &Variable)> {
         self.model_structure.derivatives.iter().filter_map(|u| {
             let derivative = self.variables.get(u.variable)?;
             let state = self.variables.get(derivative.derivative_of?)?;
@@ -134,6 +156,29 @@ impl ModelDescription {
                 .as_ref()
                 .map_or(0, |me| me.number_of_event_indicators),
             super::FmiVersion::V3 => self.model_structure.event_indicators.len(),
+        }
+    }
+
+    /// The relative tolerance of cosim's solver for this FMU's Model
+    /// Exchange interface when the scenario and the command line give
+    /// none: the DefaultExperiment `tolerance` where it is in (0, 1),
+    /// else [`crate::DEFAULT_RELATIVE_TOLERANCE`] (FMPy's and fmusim's
+    /// habit).
+    pub fn default_relative_tolerance(&self) -> DefaultTolerance {
+        match self
+            .default_experiment
+            .as_ref()
+            .and_then(|d| d.tolerance)
+            .filter(|x| *x > 0.0 && *x < 1.0)
+        {
+            Some(value) => DefaultTolerance {
+                value,
+                from_default_experiment: true,
+            },
+            None => DefaultTolerance {
+                value: crate::DEFAULT_RELATIVE_TOLERANCE,
+                from_default_experiment: false,
+            },
         }
     }
 

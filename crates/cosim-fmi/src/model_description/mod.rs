@@ -14,7 +14,7 @@ mod names;
 mod parse;
 pub mod units;
 
-pub use interfaces::DeclaredInterface;
+pub use interfaces::{DeclaredInterface, DefaultTolerance};
 pub use names::{Alias, NameIndex};
 pub use parse::{parse_model_description, parse_model_description_file};
 

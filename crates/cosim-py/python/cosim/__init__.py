@@ -68,6 +68,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 Value = Union[float, int, bool, str]
 #: The ``set`` argument: ``{"chassis.m_c": 500}`` or ``["chassis.m_c=500"]``.
 Assignments = Union[Mapping[str, Value], Sequence[str], None]
+#: The ``interface`` argument: ``"cs"`` (Co-Simulation) or ``"me"`` (Model
+#: Exchange, integrated by cosim's solver); the scenario's names
+#: ``"co-simulation"`` and ``"model-exchange"`` too.
+Interface = Optional[str]
 
 
 class CosimWarning(UserWarning):
@@ -201,6 +205,23 @@ class Result:
     def status(self) -> str:
         """``summary["status"]``."""
         return str(self.summary.get("status"))
+
+    @property
+    def solver(self) -> Dict[str, Dict[str, Any]]:
+        """The figures of the solver of each Model Exchange subsystem, by
+        subsystem name (``summary["subsystems"][i]["calls"]["solver"]``:
+        ``steps``, ``rejected_steps``, ``derivative_evaluations``,
+        ``jacobian_evaluations``, ``event_indicator_evaluations``,
+        ``root_finding_iterations``, and ``events``: ``time_events``,
+        ``state_events``, ``step_events``, ``input_events``,
+        ``event_iterations``, ``restarts``). Co-Simulation subsystems are
+        not in it."""
+        out: Dict[str, Dict[str, Any]] = {}
+        for sub in self.summary.get("subsystems") or []:
+            figures = (sub.get("calls") or {}).get("solver")
+            if figures is not None:
+                out[str(sub.get("name"))] = figures
+        return out
 
     def __getitem__(self, name: str) -> np.ndarray:
         """A column of the trace: ``result["chassis.v_c"]``."""
@@ -375,6 +396,15 @@ def _sweep_stale_runs(temp: str) -> int:
     return removed
 
 
+def _tolerance(x: Optional[float]) -> Optional[float]:
+    """A tolerance argument as a float (``None`` stays ``None``)."""
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"relative_tolerance must be a number, not {type(x).__name__}")
+    return float(x)
+
+
 def _warn(messages: Sequence[str], stacklevel: int = 3) -> None:
     for w in messages:
         warnings.warn(w, CosimWarning, stacklevel=stacklevel)
@@ -387,6 +417,9 @@ def run(
     step: Optional[float] = None,
     set: Assignments = None,
     out: Optional[PathLike] = None,
+    interface: Interface = None,
+    solver: Optional[str] = None,
+    relative_tolerance: Optional[float] = None,
 ) -> Result:
     """Runs a scenario as ``cosim run`` does, in this process.
 
@@ -403,9 +436,22 @@ def run(
         out: keep the output files (trace, energy and step logs, summary)
             in this directory (``--out``); by default they go to a temporary
             directory that is removed once read.
+        interface: the interface every FMU runs, at every level, replacing
+            each ``interface`` of the scenario (``--interface``): ``"cs"``
+            (Co-Simulation, the default where an FMU has it) or ``"me"``
+            (Model Exchange, integrated by cosim's solver). An FMU with
+            Model Exchange only runs it without this; an FMU without the
+            interface asked is a ScenarioError.
+        solver: the solver of every Model Exchange FMU (``--solver``):
+            ``"bdf"`` (the default; stiff models) or ``"rk45"`` (an
+            explicit Runge-Kutta pair).
+        relative_tolerance: the relative tolerance of every Model Exchange
+            FMU's solver, in (0, 1) (``--relative-tolerance``; default the
+            FMU's DefaultExperiment tolerance, else 1e-5).
 
     Returns:
-        The :class:`Result`.
+        The :class:`Result` (``result.solver``: the figures of each Model
+        Exchange FMU's solver).
 
     Raises:
         ScenarioError: bad input (nothing ran); the message is the
@@ -425,7 +471,17 @@ def run(
     else:
         out_dir = os.fspath(out)
     try:
-        d = _cosim.run(target, is_text, stop, step, _assignments(set), out_dir)
+        d = _cosim.run(
+            target,
+            is_text,
+            stop,
+            step,
+            _assignments(set),
+            out_dir,
+            interface,
+            solver,
+            _tolerance(relative_tolerance),
+        )
         try:
             _warn(d["warnings"])
             result = _result_of(d, keep=tmp is None)
@@ -455,7 +511,8 @@ class Simulation:
 
     ``get`` reads the outputs, the traced variables (``[outputs]
     variables``) and the coupled inputs; ``set`` sets parameters and start
-    values before the first step (as ``--set``). Use it as a context
+    values before the first step (as ``--set``). ``interface``, ``solver``
+    and ``relative_tolerance`` are those of :func:`run`. Use it as a context
     manager, or call :meth:`close`, to terminate the FMUs.
 
     >>> with cosim.Simulation("scenarios/b1_quarter_car_a.toml") as sim:  # doctest: +SKIP
@@ -471,9 +528,21 @@ class Simulation:
         stop: Optional[float] = None,
         step: Optional[float] = None,
         set: Assignments = None,
+        interface: Interface = None,
+        solver: Optional[str] = None,
+        relative_tolerance: Optional[float] = None,
     ) -> None:
         target, is_text = _target(path_or_toml)
-        self._sim = _cosim.Simulation(target, is_text, stop, step, _assignments(set))
+        self._sim = _cosim.Simulation(
+            target,
+            is_text,
+            stop,
+            step,
+            _assignments(set),
+            interface,
+            solver,
+            _tolerance(relative_tolerance),
+        )
         _warn(self._sim.warnings, stacklevel=2)
 
     @property
@@ -570,6 +639,12 @@ class Simulation:
     def energy(self) -> Dict[str, float]:
         """The cumulative residual energy of each power bond so far, J."""
         return {name: residual for name, residual, _ in self._sim.energy()}
+
+    @property
+    def solver(self) -> Dict[str, Dict[str, Any]]:
+        """The figures of the solver of each Model Exchange subsystem so
+        far, by subsystem name (as :attr:`Result.solver`)."""
+        return json.loads(self._sim.solver_statistics())
 
     def close(self) -> None:
         """Terminates the FMUs (no more steps)."""
@@ -698,7 +773,10 @@ def sweep(
 def inspect(fmu: PathLike) -> Any:
     """What ``cosim inspect --json`` prints for an FMU (a ``.fmu`` file or
     an unpacked FMU directory), as a dict: model name, FMI version,
-    capabilities, variables, ...; a list of them for a directory of FMUs.
+    interfaces and the one ``run`` uses (``runs_as``), capabilities, the
+    Model Exchange interface's continuous states and event indicators
+    (``model_exchange_interface``), variables, ...; a list of them for a
+    directory of FMUs.
 
     Raises:
         ScenarioError: the FMU cannot be read (the command's message).
