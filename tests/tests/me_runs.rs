@@ -494,3 +494,48 @@ fn output_derivatives_of_model_exchange_come_from_directional_derivatives() {
         assert!(slope[0].abs() > 10.0, "{}", slope[0]);
     }
 }
+
+/// The solver options set Model Exchange subsystems' solvers: where none
+/// runs Model Exchange they would change nothing, and are refused naming
+/// the argument; an interface the FMU does not declare is refused too.
+#[test]
+fn solver_options_without_model_exchange_and_missing_interfaces_are_refused() {
+    let chassis = cosim_tests::fmi2("QuarterCarChassis");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (args, message) in [
+        (
+            vec!["--solver", "rk45"],
+            "error: in command-line argument '--solver rk45': no subsystem runs a Model Exchange interface",
+        ),
+        (
+            vec!["--relative-tolerance", "1e-6"],
+            "error: in command-line argument '--relative-tolerance 1e-6': no subsystem runs a Model Exchange interface",
+        ),
+    ] {
+        let mut all = vec!["run", "--no-progress", s(&chassis), "--out", s(&out)];
+        all.extend(args);
+        let output = cosim(&all);
+        assert_eq!(output.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(err.contains(message), "{err}");
+        assert!(err.contains("add --interface me"), "{err}");
+    }
+    // Robertson has no Co-Simulation interface.
+    let robertson = me_only(2, "Robertson");
+    let output = cosim(&[
+        "run",
+        "--no-progress",
+        s(&robertson),
+        "--out",
+        s(&out),
+        "--interface",
+        "cs",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("runs the FMU's Co-Simulation interface, which the FMU does not declare (it declares <ModelExchange> only)"),
+        "{err}"
+    );
+}

@@ -83,11 +83,11 @@ pub struct RunArgs {
     /// that crashes or hangs then fails the run cleanly), `none` in this one.
     #[arg(long, value_parser = ["none", "process"])]
     pub isolation: Option<String>,
-    /// Which interface every FMU runs where it has both, at every level,
-    /// overriding each `interface` of the scenario: `cs` (Co-Simulation,
-    /// the default where the FMU has it) or `me` (Model Exchange,
-    /// integrated by cosim's solver). An FMU with only Model Exchange runs
-    /// it without this option.
+    /// Which interface every FMU runs, at every level, overriding each
+    /// `interface` of the scenario: `cs` (Co-Simulation, the default where
+    /// the FMU has it) or `me` (Model Exchange, integrated by cosim's
+    /// solver); an FMU without it is an error. An FMU with only Model
+    /// Exchange runs it without this option.
     #[arg(long, value_parser = ["cs", "me"])]
     pub interface: Option<String>,
     /// The solver of every Model Exchange FMU, overriding `[subsystems.solver]

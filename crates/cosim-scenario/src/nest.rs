@@ -119,6 +119,33 @@ pub fn prepare_nodes(
     Ok(nodes)
 }
 
+/// `--solver` and `--relative-tolerance` set the solver of Model Exchange
+/// subsystems: given where no subsystem of any level runs Model Exchange,
+/// they would change nothing, and are refused naming the argument.
+pub fn solver_options_used(scenario: &Scenario, nodes: &[Node]) -> Result<(), ScenarioError> {
+    fn any_model_exchange(nodes: &[Node]) -> bool {
+        nodes.iter().any(|n| match n {
+            Node::Fmu(f) => f.runs_model_exchange().is_some(),
+            Node::Nest(nest) => any_model_exchange(&nest.nodes),
+        })
+    }
+    let o = &scenario.solver_override;
+    let argument = match (o.method, o.relative_tolerance) {
+        (Some(m), _) => format!("--solver {}", m.name()),
+        (None, Some(x)) => format!("--relative-tolerance {}", cosim_core::text::number(x)),
+        (None, None) => return Ok(()),
+    };
+    if any_model_exchange(nodes) {
+        return Ok(());
+    }
+    Err(ScenarioError::argument(
+        &scenario.source.path,
+        &argument,
+        "no subsystem runs a Model Exchange interface, whose solver this sets (Co-Simulation FMUs integrate themselves)",
+    )
+    .with_help("add --interface me to run the FMUs' Model Exchange interface, or leave the option out"))
+}
+
 /// The interface subsystem `s` runs of its FMU: `interface` (or
 /// `--interface`) where given, else Co-Simulation where the FMU has it,
 /// else Model Exchange, which an integrator of `cosim` drives with the

@@ -134,6 +134,7 @@ fn load_and_resolve(
         (a, _) => (a.unwrap_or(0.0), a.unwrap_or(0.0) + 1.0),
     };
     let nodes = nest::prepare_nodes(scenario, Some(nest_start), Some(nest_stop))?;
+    nest::solver_options_used(scenario, &nodes)?;
     let names: Vec<String> = scenario
         .subsystems()
         .iter()
