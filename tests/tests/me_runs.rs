@@ -365,7 +365,7 @@ fn the_kits_model_exchange_fmus_run_alone_and_match_their_references() {
         // 326 steps in one advance to t = 40; each of the 40 communication
         // points costs the BDF a few steps more (it lands on the point
         // with a shortened step and builds its order up again after it:
-        // docs/ode-solvers.md): 594 measured.
+        // docs/model-exchange.md, block me-cost): 555 measured.
         assert!(steps < 650, "FMI {fmi}: {steps} steps");
 
         // Time events: the staircase integral.
@@ -538,4 +538,76 @@ fn solver_options_without_model_exchange_and_missing_interfaces_are_refused() {
         err.contains("runs the FMU's Co-Simulation interface, which the FMU does not declare (it declares <ModelExchange> only)"),
         "{err}"
     );
+}
+
+/// The solver's work per communication point (docs/model-exchange.md,
+/// block `me-cost`): Robertson at rtol 1e-8 to t = 40 with fewer and more
+/// points, and the chassis alone under a constant force at 1 ms with both
+/// methods. The BDF builds its step up again after each point it lands on:
+/// more points, more steps (a regression that restarted the solver at the
+/// points would multiply them again).
+#[test]
+fn the_solver_work_per_communication_point_is_what_the_docs_say() {
+    let solver = |fmu: &Path, args: &[&str]| -> serde_json::Value {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut all = vec!["run", "--no-progress", s(fmu), "--out", s(&out)];
+        all.extend(args);
+        let output = cosim(&all);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        summary["subsystems"][0]["calls"]["solver"].clone()
+    };
+    let mut table = String::from(
+        "| run | communication points | solver steps | derivative evaluations |\n|---|---|---|---|\n",
+    );
+    let robertson = me_only(2, "Robertson");
+    let mut steps = Vec::new();
+    for step in ["40", "1", "0.1"] {
+        let s = solver(
+            &robertson,
+            &[
+                "--relative-tolerance",
+                "1e-8",
+                "--step",
+                step,
+                "--stop",
+                "40",
+            ],
+        );
+        let points = (40.0 / step.parse::<f64>().unwrap()).round();
+        steps.push(s["steps"].as_u64().unwrap());
+        table.push_str(&format!(
+            "| Robertson, BDF, rtol 1e-8, to t = 40 | {points} | {} | {} |\n",
+            s["steps"], s["derivative_evaluations"]
+        ));
+    }
+    assert!(steps[0] < steps[1] && steps[1] < steps[2], "{steps:?}");
+    let chassis = cosim_tests::fmi2("QuarterCarChassis");
+    for method in ["bdf", "rk45"] {
+        let s = solver(
+            &chassis,
+            &[
+                "--interface",
+                "me",
+                "--solver",
+                method,
+                "--set",
+                "QuarterCarChassis.F=100",
+                "--stop",
+                "1",
+            ],
+        );
+        table.push_str(&format!(
+            "| QuarterCarChassis, {method}, constant force, 1 ms steps, 1 s | 1000 | {} | {} |\n",
+            s["steps"], s["derivative_evaluations"]
+        ));
+    }
+    cosim_tests::check_doc_block("model-exchange.md", "me-cost", &table);
 }
