@@ -444,6 +444,7 @@ def main() -> int:
     ap.add_argument("--fmi", default="2,3")
     ap.add_argument("--only", default="", help="comma-separated FMU names")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--json", type=Path, help="also every run's figures, as JSON")
     args = ap.parse_args()
 
     rtols = [float(x) for x in args.rtol.split(",")]
@@ -657,10 +658,8 @@ def main() -> int:
             "contenders": {n: {"wall_s": row[n]["wall"], "cpu_s": row[n]["cpu"], "own_s": row[n]["own"], "error": row[n]["error"],
                                "stats": row[n]["stats"]} for n in names_}}
            for case, v, rtol, row in results]
-    w("\n<details><summary>Every run (JSON)</summary>\n")
-    w("```json")
-    w(json.dumps({"load_start": load_start, "load_end": load_end, "runs": raw}, separators=(",", ":")))
-    w("```\n</details>")
+    if args.json:
+        args.json.write_text(json.dumps({"load_start": load_start, "load_end": load_end, "runs": raw}))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(out) + "\n")
     print(f"report: {args.out}", file=sys.stderr)
