@@ -19,6 +19,9 @@ pub const CRATE: &str = "crates/cosim-py";
 pub const WHEEL_DIR: &str = "target/wheels/cosim-py";
 /// The pytest directory, relative to the workspace root.
 pub const TESTS: &str = "tests/python/cosim_py";
+/// FMPy against `cosim` on the kit's Model Exchange FMUs (needs the
+/// `cosim` binary only, run with the package's tests).
+pub const FMPY_TESTS: &str = "tests/python/test_fmpy_model_exchange.py";
 
 /// The one `.whl` file in `dir`, if exactly one is there.
 pub fn only_wheel(dir: &Path) -> io::Result<PathBuf> {
@@ -108,9 +111,17 @@ pub fn cosim_binary(root: &Path) -> io::Result<PathBuf> {
 
 /// Runs pytest on the package's tests; `Ok(false)` when a test failed.
 pub fn pytest(root: &Path, python: &Path, wheel: &Path, cosim: &Path) -> io::Result<bool> {
-    eprintln!("xtask: {} -m pytest {TESTS}", python.display());
+    eprintln!("xtask: {} -m pytest {TESTS} {FMPY_TESTS}", python.display());
     let status = Command::new(python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", TESTS])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            TESTS,
+            FMPY_TESTS,
+        ])
         .env("COSIM_WHEEL", wheel)
         .env("COSIM_BIN", cosim)
         .current_dir(root)

@@ -4,7 +4,7 @@ each against the model's analytic or literature reference, and against each
 other by the cross-check rule; and the quarter car halves, which have both
 interfaces, run by cosim as Co-Simulation and as Model Exchange FMUs.
 
-`.venv/bin/python -m pytest tests/python/test_model_exchange.py -q`
+`.venv/bin/python -m pytest tests/python/test_fmpy_model_exchange.py -q`
 
 The cosim binary is `COSIM_BIN`, else target/release/cosim, else
 target/debug/cosim (`cargo build --release -p cosim-cli`); the FMUs are
@@ -449,8 +449,11 @@ def test_quarter_car_chassis_me_equals_its_exact_co_simulation(cosim_bin: Path, 
     force = input_csv(tmp_path, "F", 400.0, stop)
     runs = {}
     for interface in ("cs", "me"):
+        # (The tolerance is the Model Exchange solver's: refused for a
+        # Co-Simulation run, whose FMU integrates itself.)
+        tolerance = ("--relative-tolerance", 1e-9) if interface == "me" else ()
         runs[interface] = run_cosim(cosim_bin, tmp_path / interface, path, "--interface", interface,
-                                    "--stop", stop, "--input-file", force, "--relative-tolerance", 1e-9,
+                                    "--stop", stop, "--input-file", force, *tolerance,
                                     "--output-variables", "v_c", "z_c").trace
     cs, me = runs["cs"], runs["me"]
     assert np.array_equal(cs["time"], me["time"]) and len(cs["time"]) == 501
