@@ -101,18 +101,6 @@ fn the_ball_integrated_between_communication_points_follows_the_analytic_traject
     }
 }
 
-#[test]
-#[ignore]
-fn build_ball_for_manual_runs() {
-    let dir = std::path::Path::new("/tmp/ballfmu");
-    std::fs::create_dir_all(dir).unwrap();
-    for fmi in [2, 3] {
-        for i in [BallInterfaces::ModelExchange, BallInterfaces::Both] {
-            println!("{}", bouncing_ball_fmu(dir, fmi, i, &[]).display());
-        }
-    }
-}
-
 /// A restored state repeats the run: the driver's snapshot holds the
 /// solver's history and the FMU's own state (the ball can save it), also
 /// across a bounce.
