@@ -519,13 +519,8 @@ impl ModelExchangeDriver {
     /// Advances the instance (binding lent) from the driver's time to
     /// `t + h`.
     pub(crate) fn step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
-        if self.event_pending {
-            self.event_pending = false;
-            self.events.input_events += 1;
-            let now = self.time;
-            if self.handle_event(now, false)? {
-                return Ok(self.terminated_at(now));
-            }
+        if self.settle_inputs()? {
+            return Ok(self.terminated_at(self.time));
         }
         if self.terminated {
             return Ok(self.terminated_at(self.time));
@@ -579,6 +574,19 @@ impl ModelExchangeDriver {
         Ok(StepOutcome::Completed)
     }
 
+    /// A discrete input set at this communication point left the instance in
+    /// Event Mode: the event iteration there, back to Continuous-Time Mode
+    /// (the only mode that takes states). True when the FMU asked to end.
+    fn settle_inputs(&mut self) -> Result<bool> {
+        if !self.event_pending {
+            return Ok(false);
+        }
+        self.event_pending = false;
+        self.events.input_events += 1;
+        let now = self.time;
+        self.handle_event(now, false)
+    }
+
     /// Sets time, inputs and states of the solver's point `t`, then handles
     /// the event there.
     fn event_at(&mut self, t: f64) -> Result<bool> {
@@ -630,6 +638,11 @@ impl ModelExchangeDriver {
                 function: "output derivatives of a Model Exchange FMU",
                 reason: format!("{} value references, {} values", vrs.len(), values.len()),
             });
+        }
+        // (Event Mode for a discrete input just set: settled first, as the
+        // states are set only in Continuous-Time Mode.)
+        if self.settle_inputs()? || self.terminated {
+            return Err(unsupported("the FMU ended the simulation (terminateSimulation)"));
         }
         self.scratch.resize(vrs.len(), 0.0);
         let t = self.time;
