@@ -642,7 +642,9 @@ impl ModelExchangeDriver {
         // (Event Mode for a discrete input just set: settled first, as the
         // states are set only in Continuous-Time Mode.)
         if self.settle_inputs()? || self.terminated {
-            return Err(unsupported("the FMU ended the simulation (terminateSimulation)"));
+            return Err(unsupported(
+                "the FMU ended the simulation (terminateSimulation)",
+            ));
         }
         self.scratch.resize(vrs.len(), 0.0);
         let t = self.time;
