@@ -308,6 +308,10 @@ fn report_decisions(s: &cosim_core::RunSummary) {
         significant(s.init_time_s, 3),
         significant(s.wall_time_s, 3)
     );
+    if let Some(m) = &st.solver {
+        // A strongly coupled level: the master integrates its FMUs.
+        say_solver(m);
+    }
     for sub in &s.subsystems {
         let c = &sub.calls;
         let time = sub.step_wall_time_s.map_or(String::new(), |t| {
@@ -327,24 +331,30 @@ fn report_decisions(s: &cosim_core::RunSummary) {
             c.state_restores
         );
         if let Some(m) = &c.solver {
-            let e = &m.events;
-            say!(
-                "    Model Exchange solver: {} steps ({} rejected), {} derivative evaluations, {} Jacobians, {} event indicator evaluations ({} root-finding iterations); events: {} state, {} time, {} step, {} input ({} event iterations); {} restarts",
-                m.steps,
-                m.rejected_steps,
-                m.derivative_evaluations,
-                m.jacobian_evaluations,
-                m.event_indicator_evaluations,
-                m.root_finding_iterations,
-                e.state_events,
-                e.time_events,
-                e.step_events,
-                e.input_events,
-                e.event_iterations,
-                e.restarts
-            );
+            say_solver(m);
         }
     }
+}
+
+/// The figures of a Model Exchange integrator (a subsystem's, or a
+/// strongly coupled level's).
+fn say_solver(m: &cosim_fmi::ModelExchangeStatistics) {
+    let e = &m.events;
+    say!(
+        "    Model Exchange solver: {} steps ({} rejected), {} derivative evaluations, {} Jacobians, {} event indicator evaluations ({} root-finding iterations); events: {} state, {} time, {} step, {} input ({} event iterations); {} restarts",
+        m.steps,
+        m.rejected_steps,
+        m.derivative_evaluations,
+        m.jacobian_evaluations,
+        m.event_indicator_evaluations,
+        m.root_finding_iterations,
+        e.state_events,
+        e.time_events,
+        e.step_events,
+        e.input_events,
+        e.event_iterations,
+        e.restarts
+    );
 }
 
 /// A sweep file given to `run` or `check`: say which command runs it,

@@ -358,8 +358,13 @@ impl Subsystem for NestedSystem {
     }
 
     fn counters(&self) -> CallCounters {
-        // What the FMUs inside were asked to do.
-        self.system.counters()
+        // What the FMUs inside were asked to do (and, for a strongly
+        // coupled level, what its integrator did).
+        let mut counters = self.system.counters();
+        if let Some(solver) = self.master.stats().solver {
+            counters.solver = Some(solver);
+        }
+        counters
     }
 
     fn feedthrough_jacobian(&mut self, jacobian: &mut [f64]) -> Result<bool> {

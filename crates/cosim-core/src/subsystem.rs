@@ -993,6 +993,22 @@ impl FmuSubsystem {
         self.texts = TracedTexts::new(self.instance.model_description(), vars);
     }
 
+    /// The value reference of input slot `slot` where it is a scalar
+    /// Float64 (FMI 2 Real) variable.
+    pub fn float_input_vr(&self, slot: usize) -> Option<u32> {
+        let md = self.instance.model_description();
+        let vr = *self.input_vrs.get(slot)?;
+        (self.typed_inputs.is_none() && is_float64(md, vr)).then_some(vr)
+    }
+
+    /// The value reference of observed slot `slot` where it is a scalar
+    /// Float64 (FMI 2 Real) variable.
+    pub fn float_observed_vr(&self, slot: usize) -> Option<u32> {
+        let md = self.instance.model_description();
+        let vr = *self.observed_vrs.get(slot)?;
+        (self.typed_observed.is_none() && is_float64(md, vr)).then_some(vr)
+    }
+
     /// The FMU instance, for setup work outside the hot path.
     pub fn instance_mut(&mut self) -> &mut Instance {
         &mut self.instance
@@ -1695,6 +1711,15 @@ impl Subsystem for FmuSubsystem {
         }
         Ok(true)
     }
+}
+
+/// Whether `vr` is a scalar Float64 (FMI 2 Real) variable of `md`.
+fn is_float64(md: &ModelDescription, vr: u32) -> bool {
+    md.variables.iter().any(|v| {
+        v.value_reference == vr
+            && v.var_type == cosim_fmi::model_description::VariableType::Float64
+            && v.dimensions.is_empty()
+    })
 }
 
 #[cfg(test)]

@@ -809,6 +809,16 @@ impl System {
         Ok(())
     }
 
+    /// Reads every subsystem's observed values, publishes and exchanges
+    /// them: after a master changed the subsystems other than by their
+    /// steps (a strongly coupled level's integration).
+    pub fn read_publish_exchange_all(&mut self) -> Result<()> {
+        self.read_all_observed()?;
+        self.publish_all();
+        self.exchange_all();
+        Ok(())
+    }
+
     /// Sets subsystem `s`'s coupled inputs from its buffer (setup work).
     pub fn set_inputs_of(&mut self, s: usize) -> Result<()> {
         let b = &self.buffers[s];

@@ -226,10 +226,37 @@ impl Fmu {
         })
     }
 
+    /// The FMU's Model Exchange interface as a member of a strongly coupled
+    /// group ([`crate::StronglyCoupled`]): its instances are Model Exchange
+    /// instances with no integrator of their own (the group integrates
+    /// them), and its model description declares what a member is to the
+    /// level it is in (the group steps it; inputs held over a step; state
+    /// save and restore where the FMU has them).
+    ///
+    /// # Errors
+    ///
+    /// The FMU declares no `<ModelExchange>`.
+    pub fn as_strongly_coupled_member(&self) -> Result<Fmu> {
+        let me = self.model_exchange()?;
+        Ok(Fmu {
+            inner: Arc::clone(&self.inner),
+            view: Some(Arc::new(crate::model_exchange::ModelExchangeView::member(
+                &self.inner.md,
+                me,
+            ))),
+        })
+    }
+
+    /// Whether this `Fmu` is a member of a strongly coupled group
+    /// ([`Fmu::as_strongly_coupled_member`]).
+    pub fn is_strongly_coupled_member(&self) -> bool {
+        self.view.as_ref().is_some_and(|v| v.member)
+    }
+
     /// The interface this `Fmu` runs: Model Exchange when seen through
     /// [`Fmu::as_model_exchange`], else its default.
     pub fn runs_model_exchange(&self) -> Option<crate::SolverSettings> {
-        self.view.as_ref().map(|v| v.settings)
+        self.view.as_ref().filter(|v| !v.member).map(|v| v.settings)
     }
 
     /// The `<CoSimulation>` element, or an error naming the FMU if it has none.
@@ -525,7 +552,9 @@ impl Fmu {
             return self.instantiate_interface(name, options, options.interface);
         };
         let mut instance = self.instantiate_interface(name, options, Interface::ModelExchange)?;
-        instance.me = Some(Box::new(view.driver(&self.inner.md, &instance)?));
+        if !view.member {
+            instance.me = Some(Box::new(view.driver(&self.inner.md, &instance)?));
+        }
         Ok(instance)
     }
 

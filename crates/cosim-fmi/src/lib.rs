@@ -43,6 +43,6 @@ pub use fmu::Fmu;
 pub use instance::{BoundStep, HeldStep, HeldValues, Instance, InstantiateOptions, Value};
 pub use model_description::{FmiVersion, ModelDescription};
 pub use model_exchange::{
-    DEFAULT_RELATIVE_TOLERANCE, EventStatistics, ModelExchangeStatistics, SolverMethod,
-    SolverSettings,
+    DEFAULT_RELATIVE_TOLERANCE, EventStatistics, InternalConnection, MemberShape,
+    ModelExchangeStatistics, SolverMethod, SolverSettings, StronglyCoupled,
 };

@@ -19,7 +19,7 @@ use cosim_core::indicators::{
 use cosim_core::input_file::{FileFeed, FileInputs, ValueFeed, ValueSchedule};
 use cosim_core::master::{
     Adaptive, Estimate, FixedStep, Interpolation, Iterative, IterativeSettings, Master, Richardson,
-    RichardsonSettings, Scheme as CoreScheme,
+    RichardsonSettings, Scheme as CoreScheme, StronglyCoupled,
 };
 use cosim_core::nested::NestedSystem;
 use cosim_core::observer::{
@@ -97,6 +97,11 @@ fn interface_lines(
     for (sub, node) in resolved.subsystems.iter().zip(nodes) {
         let name = format!("{prefix}{}", sub.name);
         match node {
+            Node::Fmu(fmu) if fmu.is_strongly_coupled_member() => {
+                out.push(format!(
+                    "{name}: Model Exchange, integrated with every FMU of its level as one ODE by the strongly-coupled master"
+                ));
+            }
             Node::Fmu(fmu) => {
                 if let Some(s) = fmu.runs_model_exchange() {
                     let mut line = format!(
@@ -492,7 +497,10 @@ impl Level {
 /// error at `[master]`.
 pub fn time_base(resolved: &ResolvedScenario, nodes: &[Node]) -> Result<TimeBase, ScenarioError> {
     fn collect(resolved: &ResolvedScenario, nodes: &[Node], out: &mut Vec<(String, f64)>) {
-        if resolved.master.kind == MasterKind::FixedStep {
+        if matches!(
+            resolved.master.kind,
+            MasterKind::FixedStep | MasterKind::StronglyCoupled
+        ) {
             out.push((
                 format!("the step of {}", resolved.path().display()),
                 resolved.master.step,
@@ -589,7 +597,9 @@ pub fn assemble_nodes(
     if let Some(limit) = resolved.master.divergence_limit.or(level.divergence_limit) {
         system.set_divergence_limit(limit);
     }
-    let master = build_master(resolved, &system)?;
+    let group_solver = (resolved.master.kind == MasterKind::StronglyCoupled)
+        .then(|| crate::nest::group_solver_settings(resolved.master.solver, nodes));
+    let master = build_master(resolved, &system, group_solver)?;
     let (trace_columns, trace_text_columns) = trace_columns(resolved, &mds, &plan, &system);
     // The energy indicator of a system without power bonds is always 0:
     // not computed, and no column in the step log.
@@ -1529,6 +1539,7 @@ fn indicator(resolved: &ResolvedScenario, which: Indicator) -> Box<dyn ErrorIndi
 fn build_master(
     resolved: &ResolvedScenario,
     system: &System,
+    group_solver: Option<cosim_fmi::SolverSettings>,
 ) -> Result<Box<dyn Master>, AssembleError> {
     let m = &resolved.master;
     let scheme = match m.scheme {
@@ -1603,6 +1614,12 @@ fn build_master(
                 max_rejections: m.max_rejections,
             })))
         }
+        MasterKind::StronglyCoupled => Ok(Box::new(StronglyCoupled::new(
+            m.step,
+            group_solver.unwrap_or_else(|| {
+                cosim_fmi::SolverSettings::with_tolerance(cosim_fmi::DEFAULT_RELATIVE_TOLERANCE)
+            }),
+        ))),
         MasterKind::Ifosmondi | MasterKind::IterativeAffine => {
             if m.scheme != Scheme::Jacobi {
                 return Err(AssembleError::Scenario(resolved.master_error(format!(

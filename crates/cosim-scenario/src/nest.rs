@@ -16,7 +16,7 @@ use cosim_fmi::model_description::{
 };
 use cosim_fmi::{Fmu, SolverSettings, model_description::VariableType};
 
-use crate::settings::{FmuInterface, SolverMethod, SolverSpec};
+use crate::settings::{FmuInterface, Isolation, MasterKind, SolverMethod, SolverSpec};
 use crate::{ResolvedScenario, Scenario, ScenarioError, SubsystemSpec};
 
 /// What a subsystem of a level is made of.
@@ -91,6 +91,15 @@ pub fn prepare_nodes(
                 };
                 nodes.push(Node::Fmu(with_interface(scenario, s, fmu)?));
             }
+            Some(_) if strongly_coupled(scenario) => {
+                return Err(scenario.error_at(
+                    s.span,
+                    format!(
+                        "subsystem '{}' is a nested system, and the strongly-coupled master integrates Model Exchange FMUs only",
+                        s.name.value
+                    ),
+                ).with_help("list its FMUs in this level, or make this level's master another kind (a strongly coupled nest is one subsystem to the level above)"));
+            }
             Some(inner) => {
                 let mut inner = (**inner).clone();
                 inner.set_times(t_start, t_stop);
@@ -125,7 +134,7 @@ pub fn prepare_nodes(
 pub fn solver_options_used(scenario: &Scenario, nodes: &[Node]) -> Result<(), ScenarioError> {
     fn any_model_exchange(nodes: &[Node]) -> bool {
         nodes.iter().any(|n| match n {
-            Node::Fmu(f) => f.runs_model_exchange().is_some(),
+            Node::Fmu(f) => f.runs_model_exchange().is_some() || f.is_strongly_coupled_member(),
             Node::Nest(nest) => any_model_exchange(&nest.nodes),
         })
     }
@@ -151,6 +160,9 @@ pub fn solver_options_used(scenario: &Scenario, nodes: &[Node]) -> Result<(), Sc
 /// else Model Exchange, which an integrator of `cosim` drives with the
 /// subsystem's `[subsystems.solver]` settings.
 fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fmu, ScenarioError> {
+    if strongly_coupled(scenario) {
+        return as_member(scenario, s, fmu);
+    }
     let md = fmu.model_description();
     match interface_of(scenario, s, md)? {
         FmuInterface::CoSimulation => Ok(fmu),
@@ -171,6 +183,94 @@ fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fm
             })
         }
     }
+}
+
+/// Whether the level's master integrates all its FMUs as one ODE.
+pub(crate) fn strongly_coupled(scenario: &Scenario) -> bool {
+    scenario.master.settings.kind == MasterKind::StronglyCoupled
+}
+
+/// FMU subsystem `s` of a strongly coupled level: its Model Exchange
+/// interface, integrated by the level's master; an error where it asks for
+/// anything else.
+fn as_member(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fmu, ScenarioError> {
+    let name = &s.name.value;
+    let help = "the strongly-coupled master integrates the Model Exchange interface of every FMU of its level in this process, with the solver of [master.solver]";
+    if let Some(i) = s
+        .interface
+        .as_ref()
+        .filter(|i| i.value == FmuInterface::CoSimulation)
+    {
+        return Err(scenario
+            .error_at(i.span, format!("subsystem '{name}' asks for the Co-Simulation interface in a strongly coupled level"))
+            .with_help(help));
+    }
+    if let Some(solver) = &s.solver {
+        return Err(scenario
+            .error_at(solver.span, format!("subsystem '{name}' has a solver of its own in a strongly coupled level"))
+            .with_help("move the settings to [master.solver]: one integrator advances every FMU of the level"));
+    }
+    let written = s
+        .isolation
+        .as_ref()
+        .map(|l| l.value)
+        .unwrap_or(scenario.master.settings.isolation);
+    if written == Isolation::Process {
+        let span = s.isolation.as_ref().map_or(s.span, |l| l.span);
+        return Err(scenario
+            .error_at(span, format!("subsystem '{name}' is to run in a host process (isolation = \"process\") in a strongly coupled level"))
+            .with_help(help));
+    }
+    if scenario.isolation_override == Some(Isolation::Process) {
+        // `--isolation process` (and `cosim check`, which initializes every
+        // FMU in a host): the Model Exchange interface on its own in a
+        // host; the master refuses to run such a level, naming it.
+        let settings = solver_settings(
+            fmu.model_description(),
+            scenario.master.settings.solver.as_ref(),
+            &SolverSpec::default(),
+        );
+        return fmu.as_model_exchange(settings).map_err(|e| {
+            scenario.error_at(
+                s.fmu.span,
+                format!(
+                    "subsystem '{name}' cannot be integrated by the strongly-coupled master: {e}"
+                ),
+            )
+        });
+    }
+    fmu.as_strongly_coupled_member().map_err(|e| {
+        scenario
+            .error_at(
+                s.fmu.span,
+                format!(
+                    "subsystem '{name}' cannot be integrated by the strongly-coupled master: {e}"
+                ),
+            )
+            .with_help(help)
+    })
+}
+
+/// The integrator of a strongly coupled level: `[master.solver]` (with
+/// `--solver` and `--relative-tolerance` merged in), then the defaults of
+/// [`solver_settings`], the relative tolerance the smallest its FMUs'
+/// DefaultExperiments give.
+pub fn group_solver_settings(spec: Option<SolverSpec>, nodes: &[Node]) -> SolverSettings {
+    let spec = spec.unwrap_or_default();
+    let mut settings: Option<SolverSettings> = None;
+    for node in nodes {
+        let s = solver_settings(
+            node.model_description(),
+            Some(&spec),
+            &SolverSpec::default(),
+        );
+        settings = Some(match settings {
+            Some(t) if t.relative_tolerance <= s.relative_tolerance => t,
+            _ => s,
+        });
+    }
+    settings
+        .unwrap_or_else(|| SolverSettings::with_tolerance(cosim_fmi::DEFAULT_RELATIVE_TOLERANCE))
 }
 
 /// The interface FMU subsystem `s` runs of the FMU described by `md`

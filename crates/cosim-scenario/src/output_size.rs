@@ -96,6 +96,16 @@ pub fn estimate(resolved: &ResolvedScenario, assembly: &Assembly) -> OutputEstim
                 format!("at the fixed step {} s", cosim_core::text::number(m.step)),
             )
         }
+        MasterKind::StronglyCoupled => {
+            let n = ceil(span / m.step);
+            (
+                (n, n),
+                format!(
+                    "at the communication step {} s",
+                    cosim_core::text::number(m.step)
+                ),
+            )
+        }
         MasterKind::Ifosmondi | MasterKind::IterativeAffine => {
             let n = ceil(span / m.step);
             (

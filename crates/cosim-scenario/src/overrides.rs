@@ -326,6 +326,16 @@ impl Scenario {
         o.max_step = solver.max_step.or(o.max_step);
         o.max_order = solver.max_order.or(o.max_order);
         o.initial_step = solver.initial_step.or(o.initial_step);
+        if self.master.settings.kind == crate::MasterKind::StronglyCoupled {
+            // The level's one integrator.
+            let spec = self.master.settings.solver.get_or_insert_default();
+            spec.method = solver.method.or(spec.method);
+            spec.relative_tolerance = solver.relative_tolerance.or(spec.relative_tolerance);
+            spec.absolute_tolerance = solver.absolute_tolerance.or(spec.absolute_tolerance);
+            spec.max_step = solver.max_step.or(spec.max_step);
+            spec.max_order = solver.max_order.or(spec.max_order);
+            spec.initial_step = solver.initial_step.or(spec.initial_step);
+        }
         for s in &mut self.subsystems {
             if let Some(inner) = &mut s.system {
                 inner.set_interface_overrides(interface, solver);

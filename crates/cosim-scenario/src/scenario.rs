@@ -29,6 +29,7 @@ const ROOT_KEYS: &[&str] = &[
 const SIMULATION_KEYS: &[&str] = &["start", "stop", "real_time"];
 const MASTER_KEYS: &[&str] = &[
     "kind",
+    "solver",
     "step",
     "scheme",
     "order",
@@ -915,6 +916,7 @@ impl<'a> Parser<'a> {
             eps_rel: defaults::EPS_REL,
             max_iterations: defaults::MAX_ITERATIONS,
             controller: Controller::default(),
+            solver: None,
             isolation: Isolation::None,
             isolation_timeout: defaults::ISOLATION_TIMEOUT,
             step_timeout: None,
@@ -1136,6 +1138,21 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
+        }
+        if let Some(st) = t.table("solver", "[master.solver]", SOLVER_KEYS)? {
+            if s.kind != MasterKind::StronglyCoupled {
+                return Err(t
+                    .src
+                    .error(
+                        Some(st.span),
+                        format!(
+                            "[master.solver] sets the integrator of kind = \"strongly-coupled\"; the {} master integrates nothing itself",
+                            s.kind
+                        ),
+                    )
+                    .with_help("for a Model Exchange subsystem, set [subsystems.solver] on it"));
+            }
+            s.solver = Some(solver(&st)?);
         }
         self.check_ecco_bonds(&s, t.get("discover_bonds").map(span_of), bonds)?;
         Ok(MasterSpec {

@@ -24,11 +24,14 @@ pub enum MasterKind {
     /// `"iterative-affine"`: the same iteration with affine inputs
     /// (Kuebler-Schiehlen).
     IterativeAffine,
+    /// `"strongly-coupled"`: every subsystem a Model Exchange FMU, all
+    /// integrated as one ODE (the monolithic solution).
+    StronglyCoupled,
 }
 
 impl MasterKind {
     /// Every kind, in the order of [`MasterKind::NAMES`].
-    pub const ALL: [MasterKind; 7] = [
+    pub const ALL: [MasterKind; 8] = [
         MasterKind::FixedStep,
         MasterKind::Ecco,
         MasterKind::PredictorCorrector,
@@ -36,9 +39,10 @@ impl MasterKind {
         MasterKind::Richardson,
         MasterKind::Ifosmondi,
         MasterKind::IterativeAffine,
+        MasterKind::StronglyCoupled,
     ];
     /// The names used in scenario files.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "fixed-step",
         "ecco",
         "predictor-corrector",
@@ -46,6 +50,7 @@ impl MasterKind {
         "richardson",
         "ifosmondi",
         "iterative-affine",
+        "strongly-coupled",
     ];
 
     /// The name used in scenario files.
@@ -58,12 +63,13 @@ impl MasterKind {
             MasterKind::Richardson => "richardson",
             MasterKind::Ifosmondi => "ifosmondi",
             MasterKind::IterativeAffine => "iterative-affine",
+            MasterKind::StronglyCoupled => "strongly-coupled",
         }
     }
 
     /// True for the masters that choose their own step size.
     pub fn is_adaptive(self) -> bool {
-        self != MasterKind::FixedStep
+        !matches!(self, MasterKind::FixedStep | MasterKind::StronglyCoupled)
     }
 
     /// True for the masters whose step is chosen by the PI controller
@@ -98,7 +104,7 @@ impl MasterKind {
             ],
             MasterKind::Richardson => &["alpha", "dt_min", "dt_max", "theta_min", "theta_max"],
             MasterKind::Ifosmondi | MasterKind::IterativeAffine => &["dt_min"],
-            MasterKind::FixedStep => &[],
+            MasterKind::FixedStep | MasterKind::StronglyCoupled => &[],
         }
     }
 
@@ -385,6 +391,8 @@ pub struct MasterSettings {
     pub max_iterations: u32,
     /// PI step controller.
     pub controller: Controller,
+    /// `[master.solver]`: the integrator of a strongly coupled level.
+    pub solver: Option<SolverSpec>,
     /// Default isolation of this level's FMU subsystems.
     pub isolation: Isolation,
     /// Default `isolation_timeout`: longest FMU call of an isolated

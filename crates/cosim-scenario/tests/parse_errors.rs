@@ -275,7 +275,7 @@ fn misspelt_master_kind() {
     let e = parse(&text).unwrap_err();
     assert_eq!(
         e.message,
-        "unknown kind \"eco\": expected one of \"fixed-step\", \"ecco\", \"predictor-corrector\", \"nepce\", \"richardson\", \"ifosmondi\", \"iterative-affine\""
+        "unknown kind \"eco\": expected one of \"fixed-step\", \"ecco\", \"predictor-corrector\", \"nepce\", \"richardson\", \"ifosmondi\", \"iterative-affine\", \"strongly-coupled\""
     );
     assert_eq!((e.line, e.column), (Some(5), Some(8)));
     assert_eq!(e.help.as_deref(), Some("did you mean 'ecco'?"));

@@ -14,11 +14,13 @@ mod fixed_step;
 mod iterative;
 mod richardson;
 pub mod stepper;
+mod strongly_coupled;
 
 pub use adaptive::Adaptive;
 pub use fixed_step::{FixedStep, Scheme};
 pub use iterative::{Interpolation, Iterative, IterativeSettings};
 pub use richardson::{Estimate, Richardson, RichardsonSettings};
+pub use strongly_coupled::StronglyCoupled;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -89,6 +91,10 @@ pub struct MasterStats {
     pub iterations: u64,
     /// Step halvings (IFOSMONDI).
     pub halvings: u64,
+    /// The integrator's figures of a strongly coupled level (its FMUs are
+    /// integrated by the master).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solver: Option<cosim_fmi::ModelExchangeStatistics>,
 }
 
 /// A stretch of quiet macro steps ([`Master::advance_quiet`]): the run

@@ -20,6 +20,7 @@
 //! ([`ModelExchangeDriver::lend`]) and taken back after, so the instance
 //! reads and writes values as any other between calls.
 
+mod coupled;
 mod inputs;
 mod ode;
 
@@ -31,8 +32,9 @@ use crate::instance::{Inner, Instance};
 use crate::model_description::{
     Causality, CoSimulation, ModelDescription, ModelExchange, Variability, VariableType,
 };
+pub use coupled::{InternalConnection, MemberShape, StronglyCoupled};
 pub(crate) use inputs::InputPolynomials;
-use ode::{DirectionalJacobian, FmuOde};
+use ode::{DirectionalJacobian, DrivenModel, FmuOde};
 
 /// The solver of a Model Exchange subsystem (`[subsystems.solver]`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -116,9 +118,30 @@ pub(crate) struct ModelExchangeView {
     /// The model description with the `<CoSimulation>` the driver provides.
     pub(crate) md: ModelDescription,
     pub(crate) settings: SolverSettings,
+    /// Integrated by a strongly coupled group ([`StronglyCoupled`]), not by
+    /// a driver of its own: its instances have none.
+    pub(crate) member: bool,
 }
 
 impl ModelExchangeView {
+    /// What a member of a strongly coupled group is to the level it is in:
+    /// the group steps it, its inputs are held over a step (set before the
+    /// group integrates), its state is the FMU's own.
+    pub(crate) fn member(md: &ModelDescription, me: &ModelExchange) -> Self {
+        let mut view = Self::new(
+            md,
+            me,
+            SolverSettings::with_tolerance(DEFAULT_RELATIVE_TOLERANCE),
+        );
+        if let Some(cs) = view.md.co_simulation.as_mut() {
+            cs.can_interpolate_inputs = false;
+            cs.max_output_derivative_order = 0;
+            cs.can_get_and_set_fmu_state = me.can_get_and_set_fmu_state;
+        }
+        view.member = true;
+        view
+    }
+
     pub(crate) fn new(md: &ModelDescription, me: &ModelExchange, settings: SolverSettings) -> Self {
         let mut md = md.clone();
         md.co_simulation = Some(CoSimulation {
@@ -140,7 +163,11 @@ impl ModelExchangeView {
             has_source_files: me.has_source_files,
             ..CoSimulation::default()
         });
-        ModelExchangeView { md, settings }
+        ModelExchangeView {
+            md,
+            settings,
+            member: false,
+        }
     }
 
     /// The driver of a new instance of the FMU (`md`: its own description).
@@ -229,6 +256,30 @@ pub struct ModelExchangeStatistics {
     pub events: EventStatistics,
 }
 
+impl ModelExchangeStatistics {
+    /// The figures of two runs' stretches added up.
+    pub fn plus(&self, other: &Self) -> Self {
+        let (a, b) = (&self.events, &other.events);
+        ModelExchangeStatistics {
+            steps: self.steps + other.steps,
+            rejected_steps: self.rejected_steps + other.rejected_steps,
+            derivative_evaluations: self.derivative_evaluations + other.derivative_evaluations,
+            jacobian_evaluations: self.jacobian_evaluations + other.jacobian_evaluations,
+            event_indicator_evaluations: self.event_indicator_evaluations
+                + other.event_indicator_evaluations,
+            root_finding_iterations: self.root_finding_iterations + other.root_finding_iterations,
+            events: EventStatistics {
+                time_events: a.time_events + b.time_events,
+                state_events: a.state_events + b.state_events,
+                step_events: a.step_events + b.step_events,
+                input_events: a.input_events + b.input_events,
+                event_iterations: a.event_iterations + b.event_iterations,
+                restarts: a.restarts + b.restarts,
+            },
+        }
+    }
+}
+
 /// The state the driver saves beside the FMU's (a rollback restores both).
 struct DriverSnapshot {
     integrator: Snapshot,
@@ -262,9 +313,10 @@ pub(crate) struct ModelShape {
     jacobian: Option<DirectionalJacobian>,
 }
 
-/// Drives one Model Exchange instance.
-pub(crate) struct ModelExchangeDriver {
-    integrator: Integrator<FmuOde>,
+/// Drives one Model Exchange instance ([`FmuOde`]), or several integrated
+/// as one ODE ([`coupled::CoupledOde`]).
+pub(crate) struct ModelExchangeDriver<M: DrivenModel = FmuOde> {
+    integrator: Integrator<M>,
     settings: SolverSettings,
     /// Continuous states and their derivatives (scratch), nominals.
     x: Vec<f64>,
@@ -301,7 +353,7 @@ macro_rules! lent {
 }
 pub(crate) use lent;
 
-impl ModelExchangeDriver {
+impl ModelExchangeDriver<FmuOde> {
     /// A driver for an instance of `shape`.
     pub(crate) fn new(settings: SolverSettings, shape: ModelShape) -> Result<Self> {
         let ModelShape {
@@ -323,31 +375,11 @@ impl ModelExchangeDriver {
             needs_completed_step,
             jacobian,
         );
-        let integrator = Integrator::new(settings.for_solver(&nominals), model).map_err(|e| {
-            FmiError::InvalidArgument {
-                instance: String::new(),
-                function: "[subsystems.solver]",
-                reason: e.to_string(),
-            }
-        })?;
-        Ok(ModelExchangeDriver {
-            integrator,
-            settings,
-            x: vec![0.0; n],
-            dx: vec![0.0; n],
-            scratch: Vec::new(),
-            directional,
-            nominals: vec![1.0; n],
-            discrete_inputs,
-            time: 0.0,
-            next_event_time: None,
-            can_save_fmu_state,
-            event_pending: false,
-            terminated: false,
-            events: EventStatistics::default(),
-            snapshots: Vec::new(),
-            id: crate::ffi::next_instance_id(),
-        })
+        let mut driver = Self::with_model(settings, model, &nominals, "[subsystems.solver]")?;
+        driver.directional = directional;
+        driver.discrete_inputs = discrete_inputs;
+        driver.can_save_fmu_state = can_save_fmu_state;
+        Ok(driver)
     }
 
     /// Moves the binding into the integrator's model (`Inner::Lent` left).
@@ -361,29 +393,12 @@ impl ModelExchangeDriver {
         *inner = std::mem::replace(&mut self.integrator.problem_mut().inner, Inner::Lent);
     }
 
-    /// The instance was reset: the next initialization starts a new run.
-    pub(crate) fn reset_run(&mut self) {
-        self.time = 0.0;
-        self.next_event_time = None;
-        self.event_pending = false;
-        self.terminated = false;
-    }
-
     /// Whether any of `vrs` is a discrete input.
     pub(crate) fn any_discrete_input(&self, vrs: &[u32]) -> bool {
         !self.discrete_inputs.is_empty()
             && vrs
                 .iter()
                 .any(|vr| self.discrete_inputs.binary_search(vr).is_ok())
-    }
-
-    /// A discrete input is about to be set in Continuous-Time Mode: Event
-    /// Mode first (the standard allows it only there), the iteration at the
-    /// next step.
-    pub(crate) fn enter_event_mode_for_inputs(&mut self) -> Result<()> {
-        self.integrator.problem_mut().enter_event_mode()?;
-        self.event_pending = true;
-        Ok(())
     }
 
     /// Continuous input values set at the driver's time.
@@ -401,6 +416,204 @@ impl ModelExchangeDriver {
             .problem_mut()
             .inputs
             .set_derivatives(vrs, order, values);
+    }
+
+    /// The `order`-th time derivative of outputs `vrs` at the driver's time
+    /// (binding lent): order 1, from the model's derivatives and the FMU's
+    /// directional derivatives (the subsystem declares
+    /// `maxOutputDerivativeOrder` 1 only where it provides them).
+    pub(crate) fn output_derivatives(
+        &mut self,
+        vrs: &[u32],
+        order: i32,
+        values: &mut [f64],
+    ) -> Result<()> {
+        let name = self.integrator.problem().name().to_string();
+        let unsupported = |reason: &str| FmiError::NotSupported {
+            instance: name.clone(),
+            function: "output derivatives of a Model Exchange FMU",
+            reason: reason.to_string(),
+        };
+        if order != 1 {
+            return Err(unsupported(
+                "only the first derivative is computed (from the model's derivatives)",
+            ));
+        }
+        if !self.directional {
+            return Err(unsupported("the FMU provides no directional derivatives"));
+        }
+        if vrs.len() != values.len() {
+            return Err(FmiError::InvalidArgument {
+                instance: name,
+                function: "output derivatives of a Model Exchange FMU",
+                reason: format!("{} value references, {} values", vrs.len(), values.len()),
+            });
+        }
+        // (Event Mode for a discrete input just set: settled first, as the
+        // states are set only in Continuous-Time Mode.)
+        if self.settle_inputs()? || self.terminated {
+            return Err(unsupported(
+                "the FMU ended the simulation (terminateSimulation)",
+            ));
+        }
+        self.scratch.resize(vrs.len(), 0.0);
+        let t = self.time;
+        self.x.copy_from_slice(self.integrator.state());
+        let mut p = self.integrator.problem_mut();
+        p.output_derivatives(t, &self.x, &mut self.dx, vrs, values, &mut self.scratch)
+    }
+
+    /// Saves the driver's state, and the FMU's where it can, for a
+    /// rollback (binding lent).
+    pub(crate) fn save(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
+        let slot = match reuse {
+            Some(h) => self.slot(h, "fmi2GetFMUstate")?,
+            None => {
+                self.snapshots.push(None);
+                self.snapshots.len() - 1
+            }
+        };
+        let old_fmu = self.snapshots[slot].as_ref().and_then(|s| s.fmu);
+        let fmu = if self.can_save_fmu_state {
+            Some(self.integrator.problem_mut().get_fmu_state(old_fmu)?)
+        } else {
+            None
+        };
+        let inputs = self.integrator.problem().inputs.clone();
+        self.snapshots[slot] = Some(DriverSnapshot {
+            integrator: self.integrator.snapshot(),
+            time: self.time,
+            next_event_time: self.next_event_time,
+            inputs,
+            events: self.total_events(),
+            fmu,
+        });
+        Ok(StateHandle {
+            instance_id: self.id,
+            slot,
+        })
+    }
+
+    /// Restores a state saved by [`ModelExchangeDriver::save`] (binding
+    /// lent).
+    pub(crate) fn restore(&mut self, h: StateHandle) -> Result<()> {
+        let slot = self.slot(h, "fmi2SetFMUstate")?;
+        let name = self.integrator.problem().name().to_string();
+        let events_now = self.total_events();
+        let Some(s) = self.snapshots[slot].as_ref() else {
+            return Err(bad_handle(&name, "fmi2SetFMUstate"));
+        };
+        match s.fmu {
+            Some(fmu) => self.integrator.problem_mut().set_fmu_state(fmu)?,
+            None if s.events != events_now => {
+                return Err(FmiError::NotSupported {
+                    instance: name,
+                    function: "fmi2SetFMUstate",
+                    reason: format!(
+                        "a Model Exchange FMU without canGetAndSetFMUstate cannot be taken back across an event (its discrete states are its own): an event happened after t = {}",
+                        s.time
+                    ),
+                });
+            }
+            None => {}
+        }
+        let (integrator, time, next_event_time, inputs) = (
+            s.integrator.clone(),
+            s.time,
+            s.next_event_time,
+            s.inputs.clone(),
+        );
+        self.integrator
+            .restore(&integrator)
+            .map_err(|e| FmiError::InvalidArgument {
+                instance: name,
+                function: "fmi2SetFMUstate",
+                reason: e.to_string(),
+            })?;
+        self.time = time;
+        self.next_event_time = next_event_time;
+        self.integrator.problem_mut().inputs = inputs;
+        self.event_pending = false;
+        self.terminated = false;
+        self.sync(time)
+    }
+
+    /// Frees a saved state (binding lent).
+    pub(crate) fn free(&mut self, h: StateHandle) -> Result<()> {
+        let slot = self.slot(h, "fmi2FreeFMUstate")?;
+        if let Some(fmu) = self.snapshots[slot].take().and_then(|s| s.fmu) {
+            self.integrator.problem_mut().free_fmu_state(fmu)?;
+        }
+        Ok(())
+    }
+
+    fn slot(&self, h: StateHandle, function: &'static str) -> Result<usize> {
+        if h.instance_id == self.id && h.slot < self.snapshots.len() {
+            Ok(h.slot)
+        } else {
+            Err(bad_handle(self.integrator.problem().name(), function))
+        }
+    }
+}
+
+impl<M: DrivenModel> ModelExchangeDriver<M> {
+    /// A driver of `model`, whose states have `nominals` (the absolute
+    /// tolerance scales with them); `settings_name` names the settings in
+    /// a message about them.
+    pub(crate) fn with_model(
+        settings: SolverSettings,
+        model: M,
+        nominals: &[f64],
+        settings_name: &'static str,
+    ) -> Result<Self> {
+        let n = model.dimension();
+        let integrator = Integrator::new(settings.for_solver(nominals), model).map_err(|e| {
+            FmiError::InvalidArgument {
+                instance: String::new(),
+                function: settings_name,
+                reason: e.to_string(),
+            }
+        })?;
+        Ok(ModelExchangeDriver {
+            integrator,
+            settings,
+            x: vec![0.0; n],
+            dx: vec![0.0; n],
+            scratch: Vec::new(),
+            directional: false,
+            nominals: vec![1.0; n],
+            discrete_inputs: Vec::new(),
+            time: 0.0,
+            next_event_time: None,
+            can_save_fmu_state: false,
+            event_pending: false,
+            terminated: false,
+            events: EventStatistics::default(),
+            snapshots: Vec::new(),
+            id: crate::ffi::next_instance_id(),
+        })
+    }
+
+    /// The model integrated.
+    pub(crate) fn model_mut(&mut self) -> cosim_ode::ProblemMut<'_, M> {
+        self.integrator.problem_mut()
+    }
+
+    /// The instance was reset: the next initialization starts a new run.
+    pub(crate) fn reset_run(&mut self) {
+        self.time = 0.0;
+        self.next_event_time = None;
+        self.event_pending = false;
+        self.terminated = false;
+    }
+
+    /// A discrete input is about to be set in Continuous-Time Mode: Event
+    /// Mode first (the standard allows it only there), the iteration at the
+    /// next step.
+    pub(crate) fn enter_event_mode_for_inputs(&mut self) -> Result<()> {
+        self.integrator.problem_mut().enter_event_mode()?;
+        self.event_pending = true;
+        Ok(())
     }
 
     /// The solver settings.
@@ -432,10 +645,7 @@ impl ModelExchangeDriver {
     /// the integrator started from the initial states at `t0`.
     pub(crate) fn start(&mut self, t0: f64) -> Result<()> {
         self.time = t0;
-        self.integrator
-            .problem_mut()
-            .inputs
-            .set_values(t0, &[], &[]);
+        self.integrator.problem_mut().start_inputs(t0);
         if self.event_iteration(t0)? {
             return Ok(());
         }
@@ -605,143 +815,6 @@ impl ModelExchangeDriver {
         self.terminated = true;
         StepOutcome::Terminated {
             last_successful_time: t,
-        }
-    }
-
-    /// The `order`-th time derivative of outputs `vrs` at the driver's time
-    /// (binding lent): order 1, from the model's derivatives and the FMU's
-    /// directional derivatives (the subsystem declares
-    /// `maxOutputDerivativeOrder` 1 only where it provides them).
-    pub(crate) fn output_derivatives(
-        &mut self,
-        vrs: &[u32],
-        order: i32,
-        values: &mut [f64],
-    ) -> Result<()> {
-        let name = self.integrator.problem().name().to_string();
-        let unsupported = |reason: &str| FmiError::NotSupported {
-            instance: name.clone(),
-            function: "output derivatives of a Model Exchange FMU",
-            reason: reason.to_string(),
-        };
-        if order != 1 {
-            return Err(unsupported(
-                "only the first derivative is computed (from the model's derivatives)",
-            ));
-        }
-        if !self.directional {
-            return Err(unsupported("the FMU provides no directional derivatives"));
-        }
-        if vrs.len() != values.len() {
-            return Err(FmiError::InvalidArgument {
-                instance: name,
-                function: "output derivatives of a Model Exchange FMU",
-                reason: format!("{} value references, {} values", vrs.len(), values.len()),
-            });
-        }
-        // (Event Mode for a discrete input just set: settled first, as the
-        // states are set only in Continuous-Time Mode.)
-        if self.settle_inputs()? || self.terminated {
-            return Err(unsupported(
-                "the FMU ended the simulation (terminateSimulation)",
-            ));
-        }
-        self.scratch.resize(vrs.len(), 0.0);
-        let t = self.time;
-        self.x.copy_from_slice(self.integrator.state());
-        let mut p = self.integrator.problem_mut();
-        p.output_derivatives(t, &self.x, &mut self.dx, vrs, values, &mut self.scratch)
-    }
-
-    /// Saves the driver's state, and the FMU's where it can, for a
-    /// rollback (binding lent).
-    pub(crate) fn save(&mut self, reuse: Option<StateHandle>) -> Result<StateHandle> {
-        let slot = match reuse {
-            Some(h) => self.slot(h, "fmi2GetFMUstate")?,
-            None => {
-                self.snapshots.push(None);
-                self.snapshots.len() - 1
-            }
-        };
-        let old_fmu = self.snapshots[slot].as_ref().and_then(|s| s.fmu);
-        let fmu = if self.can_save_fmu_state {
-            Some(self.integrator.problem_mut().get_fmu_state(old_fmu)?)
-        } else {
-            None
-        };
-        let inputs = self.integrator.problem().inputs.clone();
-        self.snapshots[slot] = Some(DriverSnapshot {
-            integrator: self.integrator.snapshot(),
-            time: self.time,
-            next_event_time: self.next_event_time,
-            inputs,
-            events: self.total_events(),
-            fmu,
-        });
-        Ok(StateHandle {
-            instance_id: self.id,
-            slot,
-        })
-    }
-
-    /// Restores a state saved by [`ModelExchangeDriver::save`] (binding
-    /// lent).
-    pub(crate) fn restore(&mut self, h: StateHandle) -> Result<()> {
-        let slot = self.slot(h, "fmi2SetFMUstate")?;
-        let name = self.integrator.problem().name().to_string();
-        let events_now = self.total_events();
-        let Some(s) = self.snapshots[slot].as_ref() else {
-            return Err(bad_handle(&name, "fmi2SetFMUstate"));
-        };
-        match s.fmu {
-            Some(fmu) => self.integrator.problem_mut().set_fmu_state(fmu)?,
-            None if s.events != events_now => {
-                return Err(FmiError::NotSupported {
-                    instance: name,
-                    function: "fmi2SetFMUstate",
-                    reason: format!(
-                        "a Model Exchange FMU without canGetAndSetFMUstate cannot be taken back across an event (its discrete states are its own): an event happened after t = {}",
-                        s.time
-                    ),
-                });
-            }
-            None => {}
-        }
-        let (integrator, time, next_event_time, inputs) = (
-            s.integrator.clone(),
-            s.time,
-            s.next_event_time,
-            s.inputs.clone(),
-        );
-        self.integrator
-            .restore(&integrator)
-            .map_err(|e| FmiError::InvalidArgument {
-                instance: name,
-                function: "fmi2SetFMUstate",
-                reason: e.to_string(),
-            })?;
-        self.time = time;
-        self.next_event_time = next_event_time;
-        self.integrator.problem_mut().inputs = inputs;
-        self.event_pending = false;
-        self.terminated = false;
-        self.sync(time)
-    }
-
-    /// Frees a saved state (binding lent).
-    pub(crate) fn free(&mut self, h: StateHandle) -> Result<()> {
-        let slot = self.slot(h, "fmi2FreeFMUstate")?;
-        if let Some(fmu) = self.snapshots[slot].take().and_then(|s| s.fmu) {
-            self.integrator.problem_mut().free_fmu_state(fmu)?;
-        }
-        Ok(())
-    }
-
-    fn slot(&self, h: StateHandle, function: &'static str) -> Result<usize> {
-        if h.instance_id == self.id && h.slot < self.snapshots.len() {
-            Ok(h.slot)
-        } else {
-            Err(bad_handle(self.integrator.problem().name(), function))
         }
     }
 }

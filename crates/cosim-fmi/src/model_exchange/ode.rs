@@ -63,6 +63,57 @@ impl DirectionalJacobian {
     }
 }
 
+/// What the driver needs of the model it integrates beyond `x' = f(t, x)`
+/// and the event indicators: the FMI calls of an event and of a restart.
+/// One FMU ([`FmuOde`]) or several integrated as one ODE
+/// ([`super::coupled::CoupledOde`]).
+pub(crate) trait DrivenModel: OdeProblem<Error = FmiError> + 'static {
+    /// The name for messages (the instance's, or the group's).
+    fn name(&self) -> &str;
+    /// Time, inputs at that time and states of the point `(t, x)`.
+    fn set_point(&mut self, t: f64, x: &[f64]) -> Result<()>;
+    /// (a step event was asked for, the simulation is to end).
+    fn take_requests(&mut self) -> (bool, bool);
+    fn enter_event_mode(&mut self) -> Result<()>;
+    fn enter_continuous_time_mode(&mut self) -> Result<()>;
+    /// One round of the event iteration.
+    fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate>;
+    fn get_continuous_states(&mut self, x: &mut [f64]) -> Result<()>;
+    fn get_nominals(&mut self, nominals: &mut [f64]) -> Result<()>;
+    /// The run starts at `t0`: inputs constant from there until set.
+    fn start_inputs(&mut self, t0: f64);
+}
+
+impl DrivenModel for FmuOde {
+    fn name(&self) -> &str {
+        FmuOde::name(self)
+    }
+    fn set_point(&mut self, t: f64, x: &[f64]) -> Result<()> {
+        FmuOde::set_point(self, t, x)
+    }
+    fn take_requests(&mut self) -> (bool, bool) {
+        FmuOde::take_requests(self)
+    }
+    fn enter_event_mode(&mut self) -> Result<()> {
+        FmuOde::enter_event_mode(self)
+    }
+    fn enter_continuous_time_mode(&mut self) -> Result<()> {
+        FmuOde::enter_continuous_time_mode(self)
+    }
+    fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
+        FmuOde::update_discrete_states(self)
+    }
+    fn get_continuous_states(&mut self, x: &mut [f64]) -> Result<()> {
+        FmuOde::get_continuous_states(self, x)
+    }
+    fn get_nominals(&mut self, nominals: &mut [f64]) -> Result<()> {
+        FmuOde::get_nominals(self, nominals)
+    }
+    fn start_inputs(&mut self, t0: f64) {
+        self.inputs.set_values(t0, &[], &[]);
+    }
+}
+
 impl FmuOde {
     pub(crate) fn new(
         n: usize,
@@ -111,6 +162,11 @@ impl FmuOde {
             raw!(self, i => i.set_continuous_states(x))?;
         }
         Ok(())
+    }
+
+    /// The time is set again at the next evaluation.
+    pub(crate) fn forget_time(&mut self) {
+        self.time_set = f64::NAN;
     }
 
     /// (a step event was asked for, the FMU asked to terminate).
@@ -225,6 +281,50 @@ impl FmuOde {
             }?;
         }
         Ok(())
+    }
+
+    /// The derivatives at the point last set.
+    pub(crate) fn derivatives(&mut self, dx: &mut [f64]) -> Result<()> {
+        if dx.is_empty() {
+            return Ok(());
+        }
+        raw!(self, i => i.get_derivatives(dx))
+    }
+
+    /// The event indicators at the point last set.
+    pub(crate) fn event_indicators(&mut self, g: &mut [f64]) -> Result<()> {
+        if g.is_empty() {
+            return Ok(());
+        }
+        raw!(self, i => i.get_event_indicators(g))
+    }
+
+    /// Float64 (FMI 2 Real) values.
+    pub(crate) fn get_f64(&mut self, vrs: &[u32], values: &mut [f64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.get_real(vrs, values),
+            Inner::V3(i) => i.get_float64(vrs, values),
+            Inner::Lent => Err(FmiError::Lent),
+        }
+    }
+
+    /// Sets Float64 (FMI 2 Real) values.
+    pub(crate) fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
+        match &mut self.inner {
+            Inner::V2(i) => i.set_real(vrs, values),
+            Inner::V3(i) => i.set_float64(vrs, values),
+            Inner::Lent => Err(FmiError::Lent),
+        }
+    }
+
+    /// `CompletedIntegratorStep` where the FMU needs it, at the point last
+    /// set: (enter Event Mode, terminate).
+    pub(crate) fn completed_step_at_point(&mut self) -> Result<(bool, bool)> {
+        if !self.needs_completed_step {
+            return Ok((false, false));
+        }
+        let done = self.completed_integrator_step()?;
+        Ok((done.enter_event_mode, done.terminate_simulation))
     }
 
     fn completed_integrator_step(&mut self) -> Result<CompletedStep> {
