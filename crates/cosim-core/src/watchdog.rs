@@ -311,10 +311,12 @@ const PERIOD: Duration = Duration::from_millis(50);
 const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
 
 /// Watches every tracked call of the process from a thread of its own.
-/// Dropping it stops the thread.
+/// Dropping it stops the thread at once: the thread waits for its next
+/// look on a channel that the drop closes, so the end of a run never waits
+/// out a period.
 #[derive(Debug)]
 pub struct Watchdog {
-    stop: Arc<AtomicBool>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -328,13 +330,12 @@ impl Watchdog {
         interrupt: Option<Arc<AtomicBool>>,
         on_hang: Box<dyn FnOnce(Hang) + Send>,
     ) -> std::io::Result<Watchdog> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
+        let (stop, stopped) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("cosim-watchdog".into())
             .spawn(move || watch(timeout, interrupt, &stopped, on_hang))?;
         Ok(Watchdog {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         })
     }
@@ -342,7 +343,8 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        // (The channel closed wakes the thread, which ends.)
+        drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -353,13 +355,13 @@ impl Drop for Watchdog {
 fn watch(
     timeout: Timeouts,
     interrupt: Option<Arc<AtomicBool>>,
-    stop: &AtomicBool,
+    stop: &std::sync::mpsc::Receiver<()>,
     on_hang: Box<dyn FnOnce(Hang) + Send>,
 ) {
     let mut seen: Vec<(Weak<Shared>, u64, Instant)> = Vec::new();
     let mut interrupted_at: Option<Instant> = None;
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(PERIOD);
+    // Each look a period after the last, until the watchdog is dropped.
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(PERIOD) {
         let now = Instant::now();
         if interrupted_at.is_none()
             && interrupt

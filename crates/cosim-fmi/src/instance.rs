@@ -280,6 +280,37 @@ impl Inner {
     }
 }
 
+/// A value's bits, for comparing a discrete input with the value last set.
+pub(crate) trait InputBits: Copy {
+    fn bits(self) -> u64;
+}
+
+macro_rules! input_bits {
+    ($($t:ty => |$x:ident| $e:expr),* $(,)?) => {
+        $(impl InputBits for $t {
+            #[inline]
+            fn bits(self) -> u64 {
+                let $x = self;
+                $e
+            }
+        })*
+    };
+}
+
+input_bits! {
+    f64 => |x| x.to_bits(),
+    f32 => |x| u64::from(x.to_bits()),
+    i8 => |x| x as u64,
+    u8 => |x| u64::from(x),
+    i16 => |x| x as u64,
+    u16 => |x| u64::from(x),
+    i32 => |x| x as u64,
+    u32 => |x| u64::from(x),
+    i64 => |x| x as u64,
+    u64 => |x| x,
+    bool => |x| u64::from(x),
+}
+
 /// What a call on a lent binding gives ([`Inner::Lent`]; unreachable from
 /// outside a driver call, answered without panicking all the same).
 pub(crate) trait WhenLent {
@@ -723,7 +754,9 @@ impl Instance {
     /// Writes float variables (FMI 2 Real, FMI 3 Float64).
     #[inline]
     pub fn set_f64(&mut self, vrs: &[u32], values: &[f64]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V2(i) => i.set_real(vrs, values),
             Inner::V3(i) => i.set_float64(vrs, values),
@@ -736,23 +769,49 @@ impl Instance {
         Ok(())
     }
 
-    /// Before `vrs` of a Model Exchange instance are set: a discrete input
-    /// may be set in Event Mode only, so a change in Continuous-Time Mode
-    /// enters it (the event iteration follows at the next step).
+    /// Before `vrs` of a Model Exchange instance are set to `values`: a
+    /// discrete input may be set in Event Mode only, so a change in
+    /// Continuous-Time Mode enters it (the event iteration follows at the
+    /// next step). A value equal to the one last set is no change: a
+    /// coupled discrete input set again at every communication point makes
+    /// an event only when its value changes, and is not set again (the FMU
+    /// would refuse it in Continuous-Time Mode). False when there is
+    /// nothing to set.
     #[inline]
-    fn before_set(&mut self, vrs: &[u32]) -> Result<()> {
-        match &mut self.me {
-            None => Ok(()),
-            Some(me) => {
-                if me.any_discrete_input(vrs)
-                    && self.inner.phase() == Some(Phase::ContinuousTimeMode)
-                {
-                    lent!(me, self, me.enter_event_mode_for_inputs())
-                } else {
-                    Ok(())
-                }
-            }
+    fn before_set_values<T: InputBits>(&mut self, vrs: &[u32], values: &[T]) -> Result<bool> {
+        self.before_set_bits(vrs, values.iter().map(|v| Some(v.bits())))
+    }
+
+    /// [`Instance::before_set_values`] for values not compared (strings,
+    /// binaries): each set is a change.
+    #[inline]
+    fn before_set(&mut self, vrs: &[u32]) -> Result<bool> {
+        self.before_set_bits(vrs, vrs.iter().map(|_| None))
+    }
+
+    #[inline]
+    fn before_set_bits(
+        &mut self,
+        vrs: &[u32],
+        bits: impl Iterator<Item = Option<u64>>,
+    ) -> Result<bool> {
+        let Some(me) = &mut self.me else {
+            return Ok(true);
+        };
+        if !me.any_discrete_input(vrs) {
+            return Ok(true);
         }
+        let (changed, all_discrete) = me.discrete_inputs_change(vrs, bits);
+        if self.inner.phase() != Some(Phase::ContinuousTimeMode) {
+            return Ok(true);
+        }
+        if !changed && all_discrete {
+            return Ok(false);
+        }
+        // (Unchanged discrete inputs set together with continuous ones
+        // take Event Mode too: the call sets them all.)
+        lent!(me, self, me.enter_event_mode_for_inputs())?;
+        Ok(true)
     }
 
     /// Reads 32-bit integers (FMI 2 Integer/Enumeration, FMI 3 Int32).
@@ -766,7 +825,9 @@ impl Instance {
 
     /// Writes 32-bit integers (FMI 2 Integer/Enumeration, FMI 3 Int32).
     pub fn set_i32(&mut self, vrs: &[u32], values: &[i32]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V2(i) => i.set_integer(vrs, values),
             Inner::V3(i) => i.set_int32(vrs, values),
@@ -789,7 +850,9 @@ impl Instance {
 
     /// Writes 64-bit integers (FMI 3 Int64/Enumeration only).
     pub fn set_i64(&mut self, vrs: &[u32], values: &[i64]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V2(i) => Err(FmiError::NotSupported {
                 instance: i.name().to_string(),
@@ -822,7 +885,9 @@ impl Instance {
 
     /// Writes FMI 3 Float32 variables.
     pub fn set_f32(&mut self, vrs: &[u32], values: &[f32]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_float32(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetFloat32")),
@@ -841,7 +906,9 @@ impl Instance {
 
     /// Writes FMI 3 Int8 variables.
     pub fn set_i8(&mut self, vrs: &[u32], values: &[i8]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_int8(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetInt8")),
@@ -860,7 +927,9 @@ impl Instance {
 
     /// Writes FMI 3 UInt8 variables.
     pub fn set_u8(&mut self, vrs: &[u32], values: &[u8]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_uint8(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt8")),
@@ -879,7 +948,9 @@ impl Instance {
 
     /// Writes FMI 3 Int16 variables.
     pub fn set_i16(&mut self, vrs: &[u32], values: &[i16]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_int16(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetInt16")),
@@ -898,7 +969,9 @@ impl Instance {
 
     /// Writes FMI 3 UInt16 variables.
     pub fn set_u16(&mut self, vrs: &[u32], values: &[u16]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_uint16(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt16")),
@@ -917,7 +990,9 @@ impl Instance {
 
     /// Writes FMI 3 UInt32 variables.
     pub fn set_u32(&mut self, vrs: &[u32], values: &[u32]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_uint32(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt32")),
@@ -936,7 +1011,9 @@ impl Instance {
 
     /// Writes FMI 3 UInt64 variables.
     pub fn set_u64(&mut self, vrs: &[u32], values: &[u64]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_uint64(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetUInt64")),
@@ -951,7 +1028,9 @@ impl Instance {
 
     /// Writes Booleans.
     pub fn set_bool(&mut self, vrs: &[u32], values: &[bool]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set_values(vrs, values)? {
+            return Ok(());
+        }
         dispatch!(self, i => i.set_boolean(vrs, values))
     }
 
@@ -962,7 +1041,9 @@ impl Instance {
 
     /// Writes strings.
     pub fn set_string(&mut self, vrs: &[u32], values: &[&str]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set(vrs)? {
+            return Ok(());
+        }
         dispatch!(self, i => i.set_string(vrs, values))
     }
 
@@ -977,7 +1058,9 @@ impl Instance {
 
     /// Writes FMI 3 Binary variables.
     pub fn set_binary(&mut self, vrs: &[u32], values: &[&[u8]]) -> Result<()> {
-        self.before_set(vrs)?;
+        if !self.before_set(vrs)? {
+            return Ok(());
+        }
         match &mut self.inner {
             Inner::V3(i) => i.set_binary(vrs, values),
             Inner::V2(_) => Err(self.fmi3_only("fmi3SetBinary")),

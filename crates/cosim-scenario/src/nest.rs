@@ -59,6 +59,13 @@ pub fn prepare_nodes(
 ) -> Result<Vec<Node>, ScenarioError> {
     let mut nodes = Vec::new();
     let mut opened: Vec<(std::path::PathBuf, Fmu)> = Vec::new();
+    // `cosim run Model.fmu`: the FMU opened to make the scenario.
+    if let (Some(fmu), Some(s)) = (
+        scenario.single.as_ref().and_then(|x| x.fmu.as_ref()),
+        scenario.subsystems().first(),
+    ) {
+        opened.push((s.fmu.value.clone(), fmu.clone()));
+    }
     for s in scenario.subsystems() {
         match &s.system {
             None => {

@@ -400,6 +400,9 @@ pub(crate) struct SingleFmu {
     pub subsystem: String,
     /// The FMU's variable names, and its aliases.
     pub names: std::collections::HashSet<String>,
+    /// The FMU, opened (extracted) once to make the scenario: the run
+    /// uses it, not a second extraction.
+    pub fmu: Option<cosim_fmi::Fmu>,
 }
 
 impl SingleFmu {

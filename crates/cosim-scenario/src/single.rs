@@ -130,9 +130,8 @@ fn default_settings(md: &ModelDescription, start: Option<f64>) -> Settings {
     }
 }
 
-/// Opens `fmu` for its model description (the scenario opens it again to
-/// run it); errors name the file.
-fn model_description(fmu: &Path) -> Result<ModelDescription, ScenarioError> {
+/// Opens `fmu` (the run uses it as opened); errors name the file.
+fn open(fmu: &Path) -> Result<cosim_fmi::Fmu, ScenarioError> {
     let file_error =
         |message: String| Source::new(fmu.to_path_buf(), String::new()).error(None, message);
     if !fmu.is_file() {
@@ -149,7 +148,7 @@ fn model_description(fmu: &Path) -> Result<ModelDescription, ScenarioError> {
         return Err(file_error(format!("cannot run the FMU: {why}"))
             .with_help(what.replace("<fmu>", &fmu.display().to_string())));
     }
-    Ok(opened.model_description().clone())
+    Ok(opened)
 }
 
 /// The scenario `cosim run Model.fmu` runs: one subsystem, the FMU's
@@ -162,17 +161,19 @@ fn model_description(fmu: &Path) -> Result<ModelDescription, ScenarioError> {
 ///
 /// The FMU cannot be opened (its model description read).
 pub fn scenario(fmu: &Path, start: Option<f64>) -> Result<Scenario, ScenarioError> {
-    let md = model_description(fmu)?;
+    let opened = open(fmu)?;
+    let md = opened.model_description();
     let name = subsystem_name(fmu);
     let file_name = fmu
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let text = toml(&md, &name, &file_name, &default_settings(&md, start), false);
+    let text = toml(md, &name, &file_name, &default_settings(md, start), false);
     let mut scenario = Scenario::from_str(&text, fmu)?;
     scenario.single = Some(SingleFmu {
         subsystem: name,
         names: md.all_names().map(str::to_string).collect(),
+        fmu: Some(opened.clone()),
     });
     Ok(scenario)
 }
@@ -204,16 +205,21 @@ pub fn convert(
     overrides: &Overrides,
     written_to: Option<&Path>,
 ) -> Result<String, ScenarioError> {
-    let md = model_description(fmu)?;
-    let name = subsystem_name(fmu);
     let mut scenario = scenario(fmu, overrides.start)?;
+    // (The FMU as the scenario opened it: not extracted twice.)
+    let opened = match scenario.single.as_ref().and_then(|s| s.fmu.clone()) {
+        Some(f) => f,
+        None => open(fmu)?,
+    };
+    let md = opened.model_description();
+    let name = subsystem_name(fmu);
     let overrides = Overrides {
         out: None,
         ..overrides.clone()
     };
     scenario.apply_overrides(&overrides)?;
     let resolved = scenario
-        .resolve(&[(name.as_str(), &md)])
+        .resolve(&[(name.as_str(), md)])
         .map_err(|e| unplaced(e, fmu))?;
     let base = written_to.map(|p| crate::scenario::absolute(p.parent().unwrap_or(Path::new(""))));
     let shown = |p: &Path| -> String {
@@ -224,7 +230,7 @@ pub fn convert(
             .unwrap_or(abs);
         rel.to_string_lossy().replace('\\', "/")
     };
-    let mut settings = default_settings(&md, overrides.start);
+    let mut settings = default_settings(md, overrides.start);
     settings.start = resolved.start;
     settings.stop = resolved.stop;
     settings.step = resolved.master.step;
@@ -246,11 +252,11 @@ pub fn convert(
     fill_values(&mut settings, &resolved);
     if let Some(spec) = scenario.subsystems().first() {
         let interface =
-            crate::nest::interface_of(&scenario, spec, &md).map_err(|e| unplaced(e, fmu))?;
-        settings.interface = interface_line(&md, interface, overrides.interface.is_some());
+            crate::nest::interface_of(&scenario, spec, md).map_err(|e| unplaced(e, fmu))?;
+        settings.interface = interface_line(md, interface, overrides.interface.is_some());
         if interface == FmuInterface::ModelExchange {
-            let effective = crate::nest::solver_settings(&md, None, &scenario.solver_override);
-            settings.solver = Some(solver_table(&md, &effective, &scenario.solver_override));
+            let effective = crate::nest::solver_settings(md, None, &scenario.solver_override);
+            settings.solver = Some(solver_table(md, &effective, &scenario.solver_override));
         }
     }
     for f in &resolved.inputs {
@@ -264,7 +270,7 @@ pub fn convert(
             .collect();
         settings.inputs.push((shown(&f.file), columns));
     }
-    Ok(toml(&md, &name, &shown(fmu), &settings, true))
+    Ok(toml(md, &name, &shown(fmu), &settings, true))
 }
 
 /// `key = value`, then its comment in the column of the others.

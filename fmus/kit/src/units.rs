@@ -121,6 +121,16 @@ pub const K: Unit = Unit {
     offset: 0.0,
     quantity: "TemperatureDifference",
 };
+/// Kelvin per second (a rate of temperature).
+pub const K_PER_S: Unit = Unit {
+    name: "K/s",
+    kg: 0,
+    m: 0,
+    s: -1,
+    k: 1,
+    offset: 0.0,
+    quantity: "TemperatureRate",
+};
 /// Degree Celsius (`<BaseUnit K="1" offset="273.15"/>`).
 pub const DEG_C: Unit = Unit {
     name: "degC",

@@ -23,7 +23,10 @@
 //! thresholds 19 and 21 degC.
 
 use fmu_kit::units::{DEG_C, K, S};
-use fmu_kit::{Inputs, LogLevel, Model, ModelSpec, StepError, Values, Variable, Vr};
+use fmu_kit::{
+    ContinuousModel, ContinuousState, Inputs, LogLevel, Model, ModelExchangeSpec, ModelSpec,
+    StepError, Values, Variable, Vr,
+};
 
 /// `ThermostatRoom`: T' = (T_amb + q - T) / tau with
 /// q = heater_on ? level * P_unit : 0, solved exactly over each step with
@@ -45,6 +48,8 @@ pub mod room {
     pub const P_UNIT: Vr = 6;
     /// Initial room temperature.
     pub const T0: Vr = 7;
+    /// Local: der(T) (Model Exchange).
+    pub const DER_T: Vr = 8;
 
     /// The spec.
     pub fn spec() -> ModelSpec {
@@ -83,6 +88,12 @@ pub mod room {
             .unit(K),
         )
         .var(Variable::parameter(T0, "T0", 15.0, "Initial room temperature").unit(DEG_C))
+        .var(
+            Variable::local(DER_T, "der(T)", "Rate of the room temperature (T_amb + q - T) / tau")
+                .unit(fmu_kit::units::K_PER_S)
+                .depends_on(&[])
+                .initial_depends_on(&[T0]),
+        )
         .experiment(0.0, 600.0, 1.0)
         .output_derivatives(1)
         // It has only discrete inputs, so it takes no input derivatives;
@@ -90,6 +101,9 @@ pub mod room {
         // sends a discrete input one (the kit refuses it with Error).
         .interpolate_inputs(true)
         .directional_derivatives(false)
+        // Model Exchange too: a continuous state driven by discrete
+        // inputs (an importer sets them in Event Mode only).
+        .model_exchange(ModelExchangeSpec::new().state(ContinuousState::new(T, DER_T)))
     }
 
     struct Room {
@@ -120,9 +134,19 @@ pub mod room {
         }
     }
 
+    impl ContinuousModel for Room {
+        fn derivatives(&mut self, _t: f64, v: &mut Values, u: &Inputs) {
+            v[DER_T] = (self.equilibrium(u) - v[T]) / self.tau;
+        }
+    }
+
     impl Model for Room {
         fn init(&mut self, v: &mut Values) {
             v[T] = self.t0;
+        }
+
+        fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+            Some(self)
         }
 
         fn do_step(

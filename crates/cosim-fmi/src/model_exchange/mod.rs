@@ -329,6 +329,9 @@ pub(crate) struct ModelExchangeDriver<M: DrivenModel = FmuOde> {
     /// Value references of the discrete inputs, sorted: setting one in
     /// Continuous-Time Mode needs Event Mode.
     discrete_inputs: Vec<u32>,
+    /// The bits of the value each discrete input was last set to (`None`:
+    /// not known).
+    discrete_last: Vec<Option<u64>>,
     time: f64,
     next_event_time: Option<f64>,
     can_save_fmu_state: bool,
@@ -377,6 +380,7 @@ impl ModelExchangeDriver<FmuOde> {
         );
         let mut driver = Self::with_model(settings, model, &nominals, "[subsystems.solver]")?;
         driver.directional = directional;
+        driver.discrete_last = vec![None; discrete_inputs.len()];
         driver.discrete_inputs = discrete_inputs;
         driver.can_save_fmu_state = can_save_fmu_state;
         Ok(driver)
@@ -391,6 +395,29 @@ impl ModelExchangeDriver<FmuOde> {
     /// Moves the binding back.
     pub(crate) fn take_back(&mut self, inner: &mut Inner) {
         *inner = std::mem::replace(&mut self.integrator.problem_mut().inner, Inner::Lent);
+    }
+
+    /// Records the values (their bits; `None`: not comparable) about to be
+    /// set for `vrs`: (a discrete input among them gets a value other than
+    /// the one last set, or one not known: the first, or the first after a
+    /// restore; every one of `vrs` is a discrete input).
+    pub(crate) fn discrete_inputs_change(
+        &mut self,
+        vrs: &[u32],
+        bits: impl Iterator<Item = Option<u64>>,
+    ) -> (bool, bool) {
+        let (mut changed, mut all_discrete) = (false, true);
+        for (vr, b) in vrs.iter().zip(bits) {
+            match self.discrete_inputs.binary_search(vr) {
+                Ok(k) => {
+                    let last = &mut self.discrete_last[k];
+                    changed |= b.is_none() || *last != b;
+                    *last = b;
+                }
+                Err(_) => all_discrete = false,
+            }
+        }
+        (changed, all_discrete)
     }
 
     /// Whether any of `vrs` is a discrete input.
@@ -533,6 +560,8 @@ impl ModelExchangeDriver<FmuOde> {
         self.time = time;
         self.next_event_time = next_event_time;
         self.integrator.problem_mut().inputs = inputs;
+        // The FMU holds the inputs of the saved state now.
+        self.discrete_last.fill(None);
         self.event_pending = false;
         self.terminated = false;
         self.sync(time)
@@ -583,6 +612,7 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
             directional: false,
             nominals: vec![1.0; n],
             discrete_inputs: Vec::new(),
+            discrete_last: Vec::new(),
             time: 0.0,
             next_event_time: None,
             can_save_fmu_state: false,
@@ -601,6 +631,7 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
 
     /// The instance was reset: the next initialization starts a new run.
     pub(crate) fn reset_run(&mut self) {
+        self.discrete_last.fill(None);
         self.time = 0.0;
         self.next_event_time = None;
         self.event_pending = false;
