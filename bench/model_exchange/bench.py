@@ -12,11 +12,6 @@ output interval, its result written to a CSV file:
               --output-interval DT --stop T` (BDF, cosim-ode on diffsol; the
               solver never steps past a communication point, every DT)
 - cosim rk45: the same with `--solver rk45` (for information: not CVode's method)
-- cosim, short wait: cosim (BDF) with bench/model_exchange/shortsleep.c in
-              LD_PRELOAD (--sleep-shim): its watchdog's 50 ms sleeps last
-              0.5 ms, so the run no longer waits for the watchdog's sleep
-              to end when it joins the thread at exit (for information:
-              what a watchdog woken at the end would give)
 - fmusim:     `fmusim --interface-type me --solver cvode --tolerance R
               --output-interval DT --stop-time T --output-file F FMU` (CVODE
               BDF, integrating past output points and interpolating)
@@ -248,9 +243,6 @@ print(json.dumps({"calls": calls, "cvode": total}))
 """
 
 
-SHIM = "cosim, short wait"
-
-
 def run_timed(cmd: List[str], capture: bool = False, env=None):
     """Runs cmd: (wall s, CPU s of the process and its children (user +
     system, from wait4), its standard output)."""
@@ -333,11 +325,8 @@ class Contender:
         elif out.exists():
             out.unlink()
         cmd = self.command(fmu, case, rtol, out)
-        env = None
-        if self.name == SHIM:
-            env = dict(os.environ, LD_PRELOAD=str(self.args.sleep_shim))
         cpu0 = cpu_children()
-        wall, stdout = run_timed(cmd, capture=self.name == "FMPy", env=env)
+        wall, stdout = run_timed(cmd, capture=self.name == "FMPy")
         cpu = cpu_children() - cpu0
         own = None
         if self.name.startswith("cosim"):
@@ -437,7 +426,6 @@ def main() -> int:
     ap.add_argument("--ref-fmus", type=Path, required=True,
                     help="directory with fmi2/ and fmi3/ holding the Reference FMUs' VanDerPol, BouncingBall, Dahlquist")
     ap.add_argument("--ref-version", default="?", help="the Reference FMUs' version (for the report)")
-    ap.add_argument("--sleep-shim", type=Path, help="shortsleep.so: adds the contender 'cosim, short wait'")
     ap.add_argument("--python", type=Path, default=ROOT / ".venv" / "bin" / "python")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--rtol", default="1e-4,1e-6,1e-8")
@@ -451,8 +439,7 @@ def main() -> int:
     versions = [int(x) for x in args.fmi.split(",")]
     cases = [c for c in CASES if not args.only or c.name in args.only.split(",")]
     work = Path(tempfile.mkdtemp(prefix="me-bench-"))
-    names = ["cosim"] + (["fmusim"] if args.fmusim else []) + ["FMPy", "cosim rk45"] + \
-        ([SHIM] if args.sleep_shim else [])
+    names = ["cosim"] + (["fmusim"] if args.fmusim else []) + ["FMPy", "cosim rk45"]
     contenders = [Contender(n, args, work) for n in names]
 
     def fmu_path(case: Case, v: int) -> Path:
@@ -490,10 +477,7 @@ def main() -> int:
                         if r == args.runs - 1 or "error" not in row[c.name]:
                             row[c.name]["error"] = case.error(read_csv(out), case.dt)
                 for c in contenders:
-                    if c.name == SHIM:  # the same run as cosim's, but for the sleep
-                        row[c.name]["stats"] = row["cosim"]["stats"]
-                    else:
-                        row[c.name]["stats"] = c.stats(fmu, case, rtol)
+                    row[c.name]["stats"] = c.stats(fmu, case, rtol)
                 results.append((case, v, rtol, row))
                 print(f"{case.name} FMI {v} rtol {rtol:g}: " + ", ".join(
                     f"{n} {fmt_ms(statistics.median(row[n]['wall']))} ms err {fmt_e(row[n]['error'])}"
@@ -504,7 +488,7 @@ def main() -> int:
 
     has_fmusim = args.fmusim is not None
     names_ = [c.name for c in contenders]
-    solvers_ = [n for n in names_ if n != SHIM]
+    solvers_ = names_
     others = (["fmusim"] if has_fmusim else []) + ["FMPy"]
 
     def med(row, n, key="wall"):
@@ -533,10 +517,7 @@ def main() -> int:
     w("## Time per run\n")
     w("Milliseconds, process start to exit (median). *cosim own*: initialization and stepping from "
       "summary.json (no process start, FMU extraction and loading, output files, exit); *FMPy own*: "
-      "`simulate_fmu` alone (no interpreter start and imports, no CSV)." +
-      (f" *{SHIM}*: cosim with its watchdog's 50 ms sleep cut to 0.5 ms (LD_PRELOAD shim, "
-       "bench/model_exchange/shortsleep.c): the exit no longer waits for the watchdog thread." if SHIM in names_ else "")
-      + "\n")
+      "`simulate_fmu` alone (no interpreter start and imports, no CSV).\n")
     head = ["FMU", "FMI", "rtol", "DT"] + names_ + ["cosim own", "FMPy own"] + [f"{o} / cosim" for o in others] + \
         ["FMPy own / cosim own"]
     w("| " + " | ".join(head) + " |")
@@ -598,8 +579,6 @@ def main() -> int:
     for o in others:
         head += [f"{o} / cosim time", f"cosim / {o} error"]
     head += ["FMPy own / cosim own"] + [f"{o} / cosim CPU" for o in others]
-    if SHIM in names_:
-        head += [f"{o} / cosim, short wait" for o in others]
     head += ["cosim / cosim rk45 time"]
     w("| " + " | ".join(head) + " |")
     w("|---|" + "--:|" * (len(head) - 1))
@@ -611,19 +590,15 @@ def main() -> int:
             cells.append(f"{geomean([r['cosim']['error'] / r[o]['error'] for case, r in rows if case.name != 'TimeEvents' and r[o]['error'] > 0 and r['cosim']['error'] > 0]):.2g}")
         cells.append(f"{geomean([med(r, 'FMPy', 'own') / med(r, 'cosim', 'own') for _, r in rows]):.1f}")
         cells += [f"{geomean([med(r, o, 'cpu') / med(r, 'cosim', 'cpu') for _, r in rows]):.2f}" for o in others]
-        if SHIM in names_:
-            cells += [f"{geomean([med(r, o) / med(r, SHIM) for _, r in rows]):.2f}" for o in others]
         cells.append(f"{geomean([med(r, 'cosim') / med(r, 'cosim rk45') for _, r in rows]):.2f}")
         w("| " + " | ".join(cells) + " |")
     w("\n## At equal accuracy\n")
     w("For each run of fmusim and FMPy (at each rtol), cosim's cheapest run (of those at the tolerances "
       "above) that is at least as accurate: the other's median time over that cosim run's (above 1: cosim "
       "faster at equal or better accuracy; `-`: no cosim run is as accurate). Whole process; for FMPy "
-      "also the in-process times (*own*); and against cosim with the watchdog's wait cut (*short wait*). "
+      "also the in-process times (*own*). "
       "TimeEvents left out (all exact to rounding but fmusim).\n")
     groups = [(o, "wall", "cosim") for o in others] + [("FMPy", "own", "cosim")]
-    if SHIM in names_:
-        groups += [(o, "wall", SHIM) for o in others]
 
     def label(o, key, base):
         if key == "own":

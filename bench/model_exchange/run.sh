@@ -84,9 +84,6 @@ else
 fi
 [ -z "$why" ] || echo "fmusim: not built ($why); comparing against FMPy only" >&2
 
-# The measurement shim of the contender "cosim, short wait" (see shortsleep.c).
-gcc -O2 -shared -fPIC -o "$work/shortsleep.so" bench/model_exchange/shortsleep.c -ldl
-
 cargo build --release --quiet -p cosim-cli
 [ -f fmus/dist/.stamp ] || cargo xtask fmus   # as tests/python/cosim_py does
 
@@ -95,6 +92,5 @@ for a in "$@"; do
     case "$a" in --out | --out=*) out=() ;; esac
 done
 exec "$PYTHON" bench/model_exchange/bench.py --cosim target/release/cosim "${fmusim[@]}" \
-    --sleep-shim "$work/shortsleep.so" \
     --no-fmusim-why "$why" --ref-fmus "$work/ref" --ref-version "$ref_version" --python "$PYTHON" \
     "${out[@]}" "$@"

@@ -512,6 +512,7 @@ impl Instance {
             // Event Mode now: the initial event iteration, then the
             // integrator starts.
             let t0 = self.experiment.map_or(0.0, |e| e.start_time);
+            me.set_stop_time(self.experiment.and_then(|e| e.stop_time));
             lent!(me, self, me.start(t0))?;
         }
         Ok(())
@@ -798,6 +799,10 @@ impl Instance {
         let Some(me) = &mut self.me else {
             return Ok(true);
         };
+        if vrs.is_empty() {
+            return Ok(true);
+        }
+        me.note_value_set();
         if !me.any_discrete_input(vrs) {
             return Ok(true);
         }

@@ -545,6 +545,37 @@ impl<P: OdeProblem + 'static> Integrator<P> {
     /// Integrates towards `t_end`, never past it, and stops early at the
     /// first zero crossing of an indicator or where `step_completed` asks.
     pub fn advance(&mut self, t_end: f64) -> Result<Advance, SolveError<P::Error>> {
+        self.advance_until(t_end, None)
+    }
+
+    /// Integrates until `time()` reaches `t_end` or passes it, with the
+    /// steps the tolerance allows (none cut short at `t_end`: the state
+    /// there is `interpolate(t_end)`), never past `stop`; stops early at
+    /// the first zero crossing of an indicator (which may lie past `t_end`)
+    /// or where `step_completed` asks; a `stop` before `t_end` is reached
+    /// exactly, as `advance` reaches its end. At a crossing the solver stays at
+    /// the end of the step that crossed (`time()`), the crossing at the
+    /// `t` of [`Advance::Root`], and any point of that step can be
+    /// interpolated: the caller restarts it there (`reset`). For a model whose right-hand side
+    /// does not change at `t_end` (no inputs set there): CVODE's normal
+    /// mode, without the cost of landing on every output point.
+    pub fn advance_over(
+        &mut self,
+        t_end: f64,
+        stop: Option<f64>,
+    ) -> Result<Advance, SolveError<P::Error>> {
+        match stop {
+            // A hard stop first: landed on, as `advance` does.
+            Some(stop) if stop <= t_end => self.advance_until(stop, None),
+            _ => self.advance_until(t_end, Some(stop.unwrap_or(f64::INFINITY))),
+        }
+    }
+
+    fn advance_until(
+        &mut self,
+        t_end: f64,
+        over: Option<f64>,
+    ) -> Result<Advance, SolveError<P::Error>> {
         match self.status {
             Status::NotStarted => return Err(SolveError::NotStarted),
             Status::Failed => return Err(SolveError::Failed),
@@ -553,7 +584,7 @@ impl<P: OdeProblem + 'static> Integrator<P> {
         if t_end.is_nan() || t_end < self.t {
             return Err(SolveError::Backwards { t: self.t, t_end });
         }
-        if t_end == self.t {
+        if t_end == self.t || (over.is_some() && self.t >= t_end) {
             return Ok(Advance::Reached);
         }
         let mut work = Work {
@@ -566,7 +597,7 @@ impl<P: OdeProblem + 'static> Integrator<P> {
             max_step: self.settings.max_step,
         };
         let outcome = self.core.with_mut(|f| match f.solvers.live.as_mut() {
-            Some(solver) => work.run(&f.problem.eqn, solver, t_end),
+            Some(solver) => work.run(&f.problem.eqn, solver, t_end, over),
             None => Err(SolveError::NotStarted),
         });
         if matches!(
@@ -727,11 +758,14 @@ struct Work<'w> {
 }
 
 impl Work<'_> {
+    /// Steps to `t_end`; with `over`, past it up to that hard stop
+    /// (`advance_over`).
     fn run<P: OdeProblem + 'static>(
         &mut self,
         eqn: &Model<P>,
         solver: &mut Solver<'_, P>,
         t_end: f64,
+        over: Option<f64>,
     ) -> Result<Advance, SolveError<P::Error>> {
         let model_error = |t: f64| {
             eqn.shared()
@@ -760,9 +794,11 @@ impl Work<'_> {
                 *self.t = t_end;
                 return Ok(Advance::Reached);
             }
+            // (Past `t_end`: only the hard stop, or the longest step, cuts.)
+            let limit = over.unwrap_or(t_end);
             let target = match self.max_step {
-                Some(m) if t + m < t_end - tol => t + m,
-                _ => t_end,
+                Some(m) if t + m < limit - tol => t + m,
+                _ => limit,
             };
             let remaining = target - t;
             let (stop, lands) = if (h - remaining).abs() <= tol && t + h <= target {
@@ -784,7 +820,9 @@ impl Work<'_> {
                 // first-order restart, only in this case).
                 solver.set_h(remaining);
             }
-            solver.set_stop_time(stop).map_err(|e| solver_error(t, e))?;
+            if stop.is_finite() {
+                solver.set_stop_time(stop).map_err(|e| solver_error(t, e))?;
+            }
             let reason = solver.step();
             if let Some(e) = model_error(solver.t()) {
                 return Err(e);
@@ -816,6 +854,20 @@ impl Work<'_> {
                 base.root_function_evaluations += iterations;
                 base.root_finding_iterations += iterations;
                 if let Some(t_root) = found? {
+                    if over.is_some() {
+                        // The solver stays at the end of the step, so that
+                        // any point of it can be interpolated (the caller
+                        // restarts it at the crossing; diffsol interpolates
+                        // no more once moved back).
+                        self.roots.g_prev.copy_from_slice(&self.roots.g_hi);
+                        self.base.roots_found += 1;
+                        *self.step_start = t;
+                        *self.t = t_new;
+                        return Ok(Advance::Root {
+                            t: t_root,
+                            which: self.roots.which.clone(),
+                        });
+                    }
                     if t_root < t_new {
                         solver
                             .move_back(t_root)
@@ -841,7 +893,12 @@ impl Work<'_> {
                 Ok(StepAction::Continue) => {}
                 Err(error) => return Err(SolveError::Model { t: t_new, error }),
             }
-            if reason == OdeSolverStopReason::TstopReached && lands && target == t_end {
+            if over.is_some() {
+                if t_new >= t_end - tol {
+                    *self.t = t_new.max(t_end);
+                    return Ok(Advance::Reached);
+                }
+            } else if reason == OdeSolverStopReason::TstopReached && lands && target == t_end {
                 *self.t = t_end;
                 return Ok(Advance::Reached);
             }

@@ -407,6 +407,7 @@ impl StronglyCoupled {
         d.next_event_time = next_event_time;
         d.terminated = false;
         d.event_pending = false;
+        d.pending = None;
         d.model_mut().enter_continuous_time_mode_again();
         d.restart(t)?;
         d.sync(t)

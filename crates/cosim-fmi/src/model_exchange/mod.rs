@@ -280,11 +280,23 @@ impl ModelExchangeStatistics {
     }
 }
 
+/// An event found past a communication point, handled at the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// An event indicator crossed zero.
+    State,
+    /// `CompletedIntegratorStep` asked for Event Mode.
+    Step,
+    /// The FMU asked to end the simulation.
+    Terminate,
+}
+
 /// The state the driver saves beside the FMU's (a rollback restores both).
 struct DriverSnapshot {
     integrator: Snapshot,
     time: f64,
     next_event_time: Option<f64>,
+    pending: Option<(Pending, f64)>,
     inputs: InputPolynomials,
     /// Events handled before the snapshot: a restore across an event needs
     /// the FMU's own state.
@@ -339,6 +351,17 @@ pub(crate) struct ModelExchangeDriver<M: DrivenModel = FmuOde> {
     /// the event iteration is due before the next step.
     event_pending: bool,
     terminated: bool,
+    /// The model has no inputs: the solver steps past communication points
+    /// ([`Integrator::advance_over`]).
+    step_over: bool,
+    /// An event the solver found past the last communication point: its
+    /// kind and time.
+    pending: Option<(Pending, f64)>,
+    /// A value was set since the last step (the solver, stepped past the
+    /// point, goes on from the point).
+    values_set: bool,
+    /// The FMU's stop time, if it was given one.
+    stop_time: Option<f64>,
     events: EventStatistics,
     snapshots: Vec<Option<DriverSnapshot>>,
     id: u64,
@@ -371,6 +394,7 @@ impl ModelExchangeDriver<FmuOde> {
         } = shape;
         discrete_inputs.sort_unstable();
         let directional = jacobian.is_some();
+        let no_inputs = continuous_inputs.is_empty() && discrete_inputs.is_empty();
         let model = FmuOde::new(
             n,
             nz,
@@ -379,6 +403,7 @@ impl ModelExchangeDriver<FmuOde> {
             jacobian,
         );
         let mut driver = Self::with_model(settings, model, &nominals, "[subsystems.solver]")?;
+        driver.step_over = no_inputs;
         driver.directional = directional;
         driver.discrete_last = vec![None; discrete_inputs.len()];
         driver.discrete_inputs = discrete_inputs;
@@ -418,6 +443,19 @@ impl ModelExchangeDriver<FmuOde> {
             }
         }
         (changed, all_discrete)
+    }
+
+    /// The stop time the FMU was given (`stopTimeDefined`): the solver
+    /// never steps past it.
+    pub(crate) fn set_stop_time(&mut self, t_stop: Option<f64>) {
+        self.stop_time = t_stop;
+    }
+
+    /// A value is about to be set: where the solver stepped past the
+    /// communication point, it goes on from the point at the next step.
+    #[inline]
+    pub(crate) fn note_value_set(&mut self) {
+        self.values_set = true;
     }
 
     /// Whether any of `vrs` is a discrete input.
@@ -485,7 +523,7 @@ impl ModelExchangeDriver<FmuOde> {
         }
         self.scratch.resize(vrs.len(), 0.0);
         let t = self.time;
-        self.x.copy_from_slice(self.integrator.state());
+        self.state_at(t)?;
         let mut p = self.integrator.problem_mut();
         p.output_derivatives(t, &self.x, &mut self.dx, vrs, values, &mut self.scratch)
     }
@@ -511,6 +549,7 @@ impl ModelExchangeDriver<FmuOde> {
             integrator: self.integrator.snapshot(),
             time: self.time,
             next_event_time: self.next_event_time,
+            pending: self.pending,
             inputs,
             events: self.total_events(),
             fmu,
@@ -544,10 +583,11 @@ impl ModelExchangeDriver<FmuOde> {
             }
             None => {}
         }
-        let (integrator, time, next_event_time, inputs) = (
+        let (integrator, time, next_event_time, pending, inputs) = (
             s.integrator.clone(),
             s.time,
             s.next_event_time,
+            s.pending,
             s.inputs.clone(),
         );
         self.integrator
@@ -559,6 +599,8 @@ impl ModelExchangeDriver<FmuOde> {
             })?;
         self.time = time;
         self.next_event_time = next_event_time;
+        self.pending = pending;
+        self.values_set = false;
         self.integrator.problem_mut().inputs = inputs;
         // The FMU holds the inputs of the saved state now.
         self.discrete_last.fill(None);
@@ -618,6 +660,10 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
             can_save_fmu_state: false,
             event_pending: false,
             terminated: false,
+            step_over: false,
+            pending: None,
+            values_set: false,
+            stop_time: None,
             events: EventStatistics::default(),
             snapshots: Vec::new(),
             id: crate::ffi::next_instance_id(),
@@ -632,6 +678,8 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
     /// The instance was reset: the next initialization starts a new run.
     pub(crate) fn reset_run(&mut self) {
         self.discrete_last.fill(None);
+        self.pending = None;
+        self.values_set = false;
         self.time = 0.0;
         self.next_event_time = None;
         self.event_pending = false;
@@ -766,11 +814,34 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
         if self.terminated {
             return Ok(self.terminated_at(self.time));
         }
+        if std::mem::take(&mut self.values_set) && self.integrator.time() > self.time {
+            // A value was set at the point the solver had stepped past:
+            // it goes on from the point (the instance holds its states).
+            self.pending = None;
+            let now = self.time;
+            self.restart(now)?;
+        }
         let t_end = t + h;
         loop {
             let t_now = self.integrator.time();
+            if let Some((kind, te)) = self.pending {
+                // An event the solver found past the last point.
+                if te > t_end {
+                    break;
+                }
+                self.pending = None;
+                if kind == Pending::Terminate {
+                    return Ok(self.terminated_at(te));
+                }
+                self.count_event(kind);
+                if self.event_at(te)? {
+                    return Ok(self.terminated_at(te));
+                }
+                continue;
+            }
             if let Some(te) = self.next_event_time
                 && te <= t_now
+                && te <= t_end
             {
                 self.events.time_events += 1;
                 if self.event_at(t_now)? {
@@ -781,31 +852,36 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
             if t_now >= t_end {
                 break;
             }
-            let stop = match self.next_event_time {
-                Some(te) if te < t_end => te,
-                _ => t_end,
+            let advance = if self.step_over {
+                // Nothing the master sets changes the model at `t_end`:
+                // steps as long as the tolerance allows, the point
+                // interpolated (time events still landed on).
+                let stop = match (self.next_event_time, self.stop_time) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.integrator.advance_over(t_end, stop)
+            } else {
+                let stop = match self.next_event_time {
+                    Some(te) if te < t_end => te,
+                    _ => t_end,
+                };
+                self.integrator.advance(stop)
             };
-            let advance = self.integrator.advance(stop);
             let (step_event, terminate) = self.integrator.problem_mut().take_requests();
             let advance = advance.map_err(|e| solver_error(e, self.integrator.problem().name()))?;
             let reached = self.integrator.time();
-            if terminate {
-                self.terminated = true;
-                return Ok(self.terminated_at(reached));
-            }
             let event = match advance {
-                Advance::Root { .. } => {
-                    self.events.state_events += 1;
-                    true
-                }
-                Advance::Stopped { .. } if step_event => {
-                    self.events.step_events += 1;
-                    true
-                }
-                Advance::Stopped { .. } | Advance::Reached => false,
+                _ if terminate => Some((Pending::Terminate, reached)),
+                // (Stepping past points, the solver stays at the end of
+                // the step that crossed: the crossing is the root's time.)
+                Advance::Root { t, .. } => Some((Pending::State, t)),
+                Advance::Stopped { .. } if step_event => Some((Pending::Step, reached)),
+                Advance::Stopped { .. } | Advance::Reached => None,
             };
-            if event && self.event_at(reached)? {
-                return Ok(self.terminated_at(reached));
+            if event.is_some() {
+                // (Past the point: handled by the step that reaches it.)
+                self.pending = event;
             }
         }
         // The model at the communication point: its outputs are read now,
@@ -813,6 +889,14 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
         self.sync(t_end)?;
         self.time = t_end;
         Ok(StepOutcome::Completed)
+    }
+
+    fn count_event(&mut self, kind: Pending) {
+        match kind {
+            Pending::State => self.events.state_events += 1,
+            Pending::Step => self.events.step_events += 1,
+            Pending::Terminate => {}
+        }
     }
 
     /// A discrete input set at this communication point left the instance in
@@ -837,8 +921,23 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
 
     /// The instance at the solver's current point `t`: time, inputs, states.
     fn sync(&mut self, t: f64) -> Result<()> {
-        self.x.copy_from_slice(self.integrator.state());
+        self.state_at(t)?;
         self.integrator.problem_mut().set_point(t, &self.x)
+    }
+
+    /// `self.x` = the states at `t`: the solver's, or interpolated in its
+    /// last step where it stepped past `t`.
+    fn state_at(&mut self, t: f64) -> Result<()> {
+        if t == self.integrator.time() {
+            self.x.copy_from_slice(self.integrator.state());
+            return Ok(());
+        }
+        self.integrator
+            .interpolate(t, &mut self.x)
+            .map_err(|e| FmiError::Integration {
+                instance: self.integrator.problem().name().to_string(),
+                reason: e.to_string(),
+            })
     }
 
     fn terminated_at(&mut self, t: f64) -> StepOutcome {
