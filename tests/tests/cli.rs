@@ -918,8 +918,8 @@ fmu = "{wheel}"
     .unwrap();
     let expected = [
         "interfaces:\n",
-        "  steps: Model Exchange, integrated by cosim's solver (bdf, relative tolerance 1e-5, absolute tolerance 1e-5 times the smallest state nominal)\n",
-        "  chassis: Model Exchange, integrated by cosim's solver (rk45, relative tolerance 1e-6, absolute tolerance 1e-6 times the smallest state nominal, max step 0.005 s)\n",
+        "  steps: Model Exchange, integrated by cosim's solver (bdf, relative tolerance 1e-5, absolute tolerance 1e-5 times each state's nominal)\n",
+        "  chassis: Model Exchange, integrated by cosim's solver (rk45, relative tolerance 1e-6, absolute tolerance 1e-6 times each state's nominal, max step 0.005 s)\n",
         "  nest.wheel: Co-Simulation (its FMU has Model Exchange too: interface = \"model-exchange\" or --interface me runs it)\n",
     ];
     for command in ["inspect", "check"] {

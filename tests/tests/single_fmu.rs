@@ -472,7 +472,7 @@ fn convert_of_a_model_exchange_fmu_writes_its_solver_and_runs_the_same() {
                 "[subsystems.solver]",
                 "method = \"bdf\"                   # the default (stiff models); \"rk45\": an explicit Runge-Kutta pair, for non-stiff ones",
                 "relative_tolerance = 1e-5        # cosim's default; the FMU's DefaultExperiment gives no tolerance",
-                "# absolute_tolerance = 1e-5      # default: the relative tolerance; times the smallest state nominal",
+                "# absolute_tolerance = 1e-5      # default: the relative tolerance; times each state's nominal",
                 "# max_step = ...                 # s; default: no limit",
                 "# max_order = 5                  # the default and the only value: BDF orders 1 to 5",
             ],
@@ -501,7 +501,7 @@ fn convert_of_a_model_exchange_fmu_writes_its_solver_and_runs_the_same() {
             &[
                 "method = \"rk45\"                  # --solver",
                 "relative_tolerance = 1e-8        # --relative-tolerance",
-                "# absolute_tolerance = 1e-8      # default: the relative tolerance; times the smallest state nominal",
+                "# absolute_tolerance = 1e-8      # default: the relative tolerance; times each state's nominal",
             ],
         );
         assert!(

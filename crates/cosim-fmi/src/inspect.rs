@@ -74,8 +74,8 @@ pub struct RunsAs {
 pub struct DefaultSolver {
     /// `"bdf"`.
     pub method: &'static str,
-    /// The relative tolerance (the absolute one is the same, times the
-    /// smallest of the states' nominals).
+    /// The relative tolerance (the absolute one is the same, times each
+    /// state's nominal).
     pub relative_tolerance: f64,
     /// Where the tolerance comes from.
     pub relative_tolerance_from: &'static str,

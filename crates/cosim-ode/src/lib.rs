@@ -46,7 +46,13 @@ pub enum Method {
 pub struct Settings {
     pub method: Method,
     pub relative_tolerance: f64,
+    /// The absolute tolerance of every state, unless `state_absolute_tolerances`.
     pub absolute_tolerance: f64,
+    /// One absolute tolerance per state (FMI: the tolerance times each
+    /// state's nominal), where given; `absolute_tolerance` is then their
+    /// smallest, for what takes one value (the first step, the floor of
+    /// difference quotients).
+    pub state_absolute_tolerances: Option<Vec<f64>>,
     /// Longest internal step.
     pub max_step: Option<f64>,
     /// Highest BDF order: diffsol's BDF always goes up to 5, so only 5 (or
@@ -62,6 +68,7 @@ impl Default for Settings {
             method: Method::Bdf,
             relative_tolerance: 1e-4,
             absolute_tolerance: 1e-8,
+            state_absolute_tolerances: None,
             max_step: None,
             max_order: None,
             initial_step: None,
@@ -361,6 +368,18 @@ impl<P: OdeProblem + 'static> Integrator<P> {
         if !(s.absolute_tolerance > 0.0 && s.absolute_tolerance.is_finite()) {
             return Err(SettingsError::AbsoluteTolerance(s.absolute_tolerance));
         }
+        if let Some(a) = &s.state_absolute_tolerances {
+            if a.len() != problem.dimension() {
+                return Err(SettingsError::Solver(format!(
+                    "{} absolute tolerances for {} states",
+                    a.len(),
+                    problem.dimension()
+                )));
+            }
+            if let Some(&x) = a.iter().find(|x| !(**x > 0.0 && x.is_finite())) {
+                return Err(SettingsError::AbsoluteTolerance(x));
+            }
+        }
         if let Some(h) = s.max_step.filter(|h| h.is_nan() || *h <= 0.0) {
             return Err(SettingsError::MaxStep(h));
         }
@@ -378,7 +397,11 @@ impl<P: OdeProblem + 'static> Integrator<P> {
         let model = Model::new(Shared::new(problem, n, fd_floor), n);
         let mut ode = OdeBuilder::<equations::M>::new()
             .rtol(s.relative_tolerance)
-            .atol([s.absolute_tolerance])
+            .atol(match &s.state_absolute_tolerances {
+                // (diffsol takes one value for all states, or one each.)
+                Some(a) if !a.is_empty() => a.clone(),
+                _ => vec![s.absolute_tolerance],
+            })
             .build_from_eqn(model)
             .map_err(|e| SettingsError::Solver(e.to_string()))?;
         // diffsol compares its Newton failure limit with the failures of the

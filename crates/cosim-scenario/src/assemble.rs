@@ -105,7 +105,7 @@ fn interface_lines(
             Node::Fmu(fmu) => {
                 if let Some(s) = fmu.runs_model_exchange() {
                     let mut line = format!(
-                        "{name}: Model Exchange, integrated by cosim's solver ({}, relative tolerance {}, absolute tolerance {} times the smallest state nominal",
+                        "{name}: Model Exchange, integrated by cosim's solver ({}, relative tolerance {}, absolute tolerance {} times each state's nominal",
                         s.method.name(),
                         number(s.relative_tolerance),
                         number(s.absolute_tolerance)

@@ -349,7 +349,7 @@ fn solver_table(
             given.absolute_tolerance,
             Some(effective.absolute_tolerance),
             "",
-            "default: the relative tolerance; times the smallest state nominal",
+            "default: the relative tolerance; times each state's nominal",
         ),
         ("max_step", given.max_step, None, "s; ", "default: no limit"),
         (

@@ -44,8 +44,7 @@ pub struct SolverSettings {
     /// Relative tolerance.
     pub relative_tolerance: f64,
     /// Absolute tolerance of a state whose nominal is 1: each state's is
-    /// this times its nominal (the smallest nominal is used for all, as
-    /// the solver takes one value).
+    /// this times its nominal.
     pub absolute_tolerance: f64,
     /// Longest solver step, s.
     pub max_step: Option<f64>,
@@ -92,13 +91,22 @@ impl SolverSettings {
         }
     }
 
-    fn for_solver(&self, nominals: &[f64]) -> cosim_ode::Settings {
+    /// The integrator's settings for `n` states with `nominals`: each
+    /// state's absolute tolerance this one times its nominal (a nominal
+    /// that is not positive and finite counts as 1), as FMPy sets CVODE.
+    fn for_solver(&self, nominals: &[f64], n: usize) -> cosim_ode::Settings {
+        let nominal = |x: f64| if x.is_finite() && x > 0.0 { x } else { 1.0 };
         let scale = nominals
             .iter()
-            .copied()
-            .filter(|x| x.is_finite() && *x > 0.0)
+            .map(|&x| nominal(x))
             .fold(f64::INFINITY, f64::min);
         let scale = if scale.is_finite() { scale } else { 1.0 };
+        let per_state = (nominals.len() == n && n > 0).then(|| {
+            nominals
+                .iter()
+                .map(|&x| self.absolute_tolerance * nominal(x))
+                .collect()
+        });
         cosim_ode::Settings {
             method: match self.method {
                 SolverMethod::Bdf => cosim_ode::Method::Bdf,
@@ -106,6 +114,7 @@ impl SolverSettings {
             },
             relative_tolerance: self.relative_tolerance,
             absolute_tolerance: self.absolute_tolerance * scale,
+            state_absolute_tolerances: per_state,
             max_step: self.max_step,
             max_order: self.max_order.map(|k| k as usize),
             initial_step: self.initial_step,
@@ -638,7 +647,7 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
         settings_name: &'static str,
     ) -> Result<Self> {
         let n = model.dimension();
-        let integrator = Integrator::new(settings.for_solver(nominals), model).map_err(|e| {
+        let integrator = Integrator::new(settings.for_solver(nominals, n), model).map_err(|e| {
             FmiError::InvalidArgument {
                 instance: String::new(),
                 function: settings_name,
