@@ -98,7 +98,9 @@ impl Roots {
                         thi = tmid;
                         self.g_hi.copy_from_slice(&self.g_mid);
                         imax = i;
-                        alpha = if side_prev == 1 { alpha * 2.0 } else { 1.0 };
+                        // (Illinois: the low end stuck twice, the next guess
+                        // weighted towards it; CVODE's cvRootfind.)
+                        alpha = if side_prev == 1 { alpha * 0.5 } else { 1.0 };
                         side_prev = 1;
                     }
                     Some((_, false)) => {
@@ -110,7 +112,7 @@ impl Roots {
                     None => {
                         tlo = tmid;
                         self.g_lo.copy_from_slice(&self.g_mid);
-                        alpha = if side_prev == 2 { alpha * 0.5 } else { 1.0 };
+                        alpha = if side_prev == 2 { alpha * 2.0 } else { 1.0 };
                         side_prev = 2;
                     }
                 }
