@@ -34,6 +34,9 @@ pub struct StronglyCoupled {
     stats: MasterStats,
     /// The solver's figures of groups replaced by a restore.
     solver_before: ModelExchangeStatistics,
+    /// The subsystems with inputs no connection of the level feeds (a
+    /// nest's exposed inputs): set from their buffers at each step.
+    fed_from_outside: Vec<usize>,
 }
 
 impl StronglyCoupled {
@@ -46,12 +49,23 @@ impl StronglyCoupled {
             resume: None,
             stats: MasterStats::default(),
             solver_before: ModelExchangeStatistics::default(),
+            fed_from_outside: Vec::new(),
         }
     }
 
     /// The group of `sys`'s subsystems, its connections in evaluation order.
-    fn build(&self, sys: &mut System) -> Result<Group> {
+    fn build(&mut self, sys: &mut System) -> Result<Group> {
         refuse_what_it_cannot_drive(sys)?;
+        self.fed_from_outside = (0..sys.len())
+            .filter(|&s| {
+                let n_inputs = sys.subsystems()[s].info().inputs.len();
+                (0..n_inputs).any(|slot| {
+                    !sys.connections()
+                        .iter()
+                        .any(|c| c.to_subsystem == s && c.to_slot == slot)
+                })
+            })
+            .collect();
         let mut shapes = Vec::with_capacity(sys.len());
         for s in 0..sys.len() {
             let Some(fmu) = sys.subsystem_mut(s).as_fmu() else {
@@ -271,7 +285,7 @@ impl Master for StronglyCoupled {
         let t_end = base.seconds(end);
         // Inputs from outside the level (a nest's exposed inputs), held
         // over the step; the connected ones are set at every evaluation.
-        for s in 0..sys.len() {
+        for &s in &self.fed_from_outside {
             sys.set_inputs_of(s)?;
         }
         let outcome = with_members(sys, &mut group, |g| g.step(t, t_end - t));
@@ -323,6 +337,7 @@ impl Master for StronglyCoupled {
             }),
             stats: self.stats,
             solver_before: self.solver_statistics(),
+            fed_from_outside: self.fed_from_outside.clone(),
         })
     }
 }
