@@ -1083,8 +1083,8 @@ impl Drop for Reaped {
 
 /// A sweep killed outright keeps the rows of the runs that finished: each
 /// row is in `summary.csv` as its run ends. Its worker, whose run hangs,
-/// ends too (the end of its input interrupts it) and removes its
-/// extraction directories.
+/// ends too (the end of its input interrupts it) and removes the
+/// extraction directories: its own, and those the dead sweep lent it.
 #[test]
 fn a_killed_sweep_keeps_the_rows_of_its_finished_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -1267,4 +1267,79 @@ fn a_sweep_leaves_a_run_directory_in_use_alone() {
     assert!(!runs[0].join("stale.txt").exists());
     assert!(runs[1].join("theirs.txt").exists());
     drop(held);
+}
+
+/// Issue 42, item 2: a sweep extracts each FMU once (the check and every
+/// worker use that extraction), and its runs reuse the instances of the
+/// run before, reset (`fmi2Reset`, `fmi3Reset`), with the same bits as
+/// new instances (`--fresh-instances`): the summaries but for the wall
+/// time, and every run's trace, byte for byte. Fixed-step FMI 2 and
+/// FMI 3, and Richardson's rollback (saved FMU states freed between runs);
+/// nothing is left in the temporary directory.
+#[test]
+fn reused_instances_give_the_bits_of_new_ones_and_each_fmu_is_extracted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (name, fmus) in [
+        ("b1_quarter_car_a.toml", 2),
+        ("b1_quarter_car_a_fmi3.toml", 2),
+        ("b2_richardson.toml", 2),
+    ] {
+        let file = dir.path().join(format!("reuse_{name}"));
+        std::fs::write(
+            &file,
+            format!(
+                "[sweep]\nscenario = \"{}\"\n[[sweep.axes]]\nkey = \"simulation.stop\"\nvalues = [0.2, 0.5, 1.0]\n[[sweep.axes]]\nkey = \"outputs.decimation\"\nvalues = [1, 3]\n",
+                scenario(name).display()
+            ),
+        )
+        .unwrap();
+        let sweep = |out: &Path, extra: &[&str]| {
+            let mut args = vec![
+                "-vv",
+                "sweep",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--jobs",
+                "1",
+                "--no-progress",
+                "--no-plot",
+            ];
+            args.extend(extra);
+            let o = cosim_in(&tmp, &args);
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+            stderr(&o)
+        };
+        let (reused, fresh) = (dir.path().join("reused"), dir.path().join("fresh"));
+        let log = sweep(&reused, &[]);
+        sweep(&fresh, &["--fresh-instances"]);
+        let extracted = log.lines().filter(|l| l.contains("extracted ")).count();
+        assert_eq!(extracted, fmus, "{name}: {log}");
+        // One worker: every run but the first on the instances of the one before.
+        let reused_instances = log
+            .lines()
+            .filter(|l| l.contains("reused an instance"))
+            .count();
+        assert_eq!(reused_instances, 5 * fmus, "{name}: {log}");
+        let summary = |d: &Path| std::fs::read_to_string(d.join("summary.csv")).unwrap();
+        assert_eq!(
+            without_wall_time(&summary(&reused)),
+            without_wall_time(&summary(&fresh)),
+            "{name}"
+        );
+        assert_eq!(summary(&reused).lines().count(), 7, "{name}");
+        let mut traces = 0;
+        for run in std::fs::read_dir(reused.join("runs")).unwrap() {
+            let run = run.unwrap().path();
+            let run_name = run.file_name().unwrap();
+            let a = std::fs::read(run.join("trace.csv")).unwrap();
+            let b = std::fs::read(fresh.join("runs").join(run_name).join("trace.csv")).unwrap();
+            assert!(a == b, "{name}: {} differs", run.display());
+            traces += 1;
+        }
+        assert_eq!(traces, 6, "{name}");
+        assert!(extractions(&tmp).is_empty(), "{:?}", extractions(&tmp));
+    }
 }

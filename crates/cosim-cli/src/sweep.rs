@@ -52,6 +52,11 @@ pub struct Args {
     /// are in the summary (keeps its summary.json).
     #[arg(long)]
     prune: bool,
+    /// Instantiate every run's FMUs anew instead of resetting and reusing
+    /// the instances of the run before (for an FMU whose fmi2Reset /
+    /// fmi3Reset does not give back a new instance's state).
+    #[arg(long)]
+    fresh_instances: bool,
     /// Check the sweep and the first run's scenario with its FMUs, and list
     /// the runs, without running them.
     #[arg(long)]
@@ -200,6 +205,8 @@ pub fn run(args: &Args, quiet: bool, verbose: u8) -> Result<()> {
         }
     };
     let spec = SweepSpec::load(path).map_err(bad_input)?;
+    // The FMUs the check opens are the ones the runs use: extracted once.
+    let _keep = cosim_fmi::reuse::keep_open();
     let warnings = cosim_sweep::check(&spec).map_err(bad_input)?;
     for w in warnings.iter().filter(|_| !quiet) {
         say!("{w}");
@@ -248,6 +255,7 @@ pub fn run(args: &Args, quiet: bool, verbose: u8) -> Result<()> {
         // Each run in a worker process: an FMU that crashes or calls
         // exit() costs its run, not the sweep.
         worker: Some(worker_command(quiet, verbose)?),
+        fresh_instances: args.fresh_instances,
     };
     if shard.is_some() && spec.refine.is_some() && !args.no_refine {
         say!("note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)");

@@ -70,6 +70,32 @@ pub struct ExtractStats {
     /// The files listed more than once whose copies are the same bytes,
     /// written once each (see [`identical_duplicates`]).
     pub identical_duplicates: Vec<String>,
+    /// The files left out ([`extract_archive_parts`]), as the archive names
+    /// them.
+    pub skipped: Vec<String>,
+}
+
+/// The name of the file an FMU extraction that left files out
+/// ([`FmuRoot::open`]) writes at its root, one archive entry name per
+/// line: what the archive has that the directory does not. (Not an FMU
+/// file name: those are `modelDescription.xml` and directories.)
+pub const SKIPPED_LIST: &str = ".cosim-skipped-entries";
+
+/// Whether an instance may need the archive entry at `relative`: the model
+/// description, the binaries and the resources (FMI 2.0 sec. 2.3, FMI 3.0
+/// sec. 2.5: the instance is given the resources directory, and its
+/// library lives under `binaries/`). Sources, documentation, icons,
+/// `extra/` and anything else are for tools, not for a running instance.
+pub fn needed_by_an_instance(relative: &Path) -> bool {
+    let mut parts = relative.components();
+    match parts.next() {
+        Some(std::path::Component::Normal(first)) => {
+            (first == MODEL_DESCRIPTION && parts.next().is_none())
+                || first == "binaries"
+                || first == "resources"
+        }
+        _ => false,
+    }
 }
 
 /// Removes every FMU (and SSP) extraction directory of this process, for
@@ -90,9 +116,30 @@ pub struct FmuRoot {
     dir: Option<ExtractionDir>,
 }
 
+/// Whether the FMU at `root` has a regular file under `sources/`: in the
+/// directory, or left out of its extraction ([`SKIPPED_LIST`]).
+fn has_source_files_at(root: &Path) -> bool {
+    has_files(&root.join("sources"), 8)
+        || fs::read_to_string(root.join(SKIPPED_LIST))
+            .is_ok_and(|list| list.lines().any(|l| l.starts_with("sources/")))
+}
+
+/// True when `dir` holds a regular file, looking `depth` levels down.
+fn has_files(dir: &Path, depth: usize) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| match e.file_type() {
+        Ok(t) if t.is_file() => true,
+        Ok(t) if t.is_dir() && depth > 0 => has_files(&e.path(), depth - 1),
+        _ => false,
+    })
+}
+
 impl FmuRoot {
-    /// Opens an `.fmu` archive (extracting it with the default
-    /// [`ArchiveLimits`]) or an unpacked FMU directory.
+    /// Opens an `.fmu` archive (extracting what an instance needs, with the
+    /// default [`ArchiveLimits`]: [`needed_by_an_instance`]) or an unpacked
+    /// FMU directory.
     ///
     /// # Errors
     ///
@@ -133,7 +180,21 @@ impl FmuRoot {
                 error,
             }
         })?;
-        extract_archive(path, dir.path(), limits)?;
+        let stats = extract_archive_parts(path, dir.path(), limits, &needed_by_an_instance)?;
+        tracing::debug!(
+            "extracted {} into {} ({} files, {} left out)",
+            path.display(),
+            dir.path().display(),
+            stats.files,
+            stats.skipped.len()
+        );
+        if !stats.skipped.is_empty() {
+            let list = dir.path().join(SKIPPED_LIST);
+            fs::write(&list, stats.skipped.join("\n")).map_err(|error| FmiError::Io {
+                path: list.clone(),
+                error,
+            })?;
+        }
         Ok(FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),
@@ -236,10 +297,9 @@ impl FmuRoot {
         dir.is_dir().then_some(dir)
     }
 
-    /// True when the FMU ships sources (`sources/`, FMI 3 layout; FMI 2
-    /// lists them in `<SourceFiles>` instead).
-    pub fn has_sources_dir(&self) -> bool {
-        self.root.join("sources").is_dir()
+    /// True when the FMU ships a file under `sources/` (extracted or not).
+    pub fn has_source_files(&self) -> bool {
+        has_source_files_at(&self.root)
     }
 }
 
@@ -353,6 +413,23 @@ pub fn extract_archive(
     dest: &Path,
     limits: &ArchiveLimits,
 ) -> Result<ExtractStats> {
+    extract_archive_parts(archive, dest, limits, &|_| true)
+}
+
+/// Like [`extract_archive`], writing only the files whose relative path
+/// `keep` accepts (and the directories they are in); the others are
+/// listed in the stats' `skipped`. Every entry is checked all the same: an
+/// archive refused whole is refused whatever is kept.
+///
+/// # Errors
+///
+/// As [`extract_archive`].
+pub fn extract_archive_parts(
+    archive: &Path,
+    dest: &Path,
+    limits: &ArchiveLimits,
+    keep: &dyn Fn(&Path) -> bool,
+) -> Result<ExtractStats> {
     let file = File::open(archive).map_err(|error| FmiError::Io {
         path: archive.to_path_buf(),
         error,
@@ -383,8 +460,9 @@ pub fn extract_archive(
         ..ExtractStats::default()
     };
     let mut buf = vec![0u8; 64 * 1024];
+    let into = Destination { dest, limits, keep };
     for i in 0..count {
-        extract_entry(archive, &mut zip, i, dest, limits, &mut stats, &mut buf)?;
+        extract_entry(archive, &mut zip, i, &into, &mut stats, &mut buf)?;
     }
     Ok(stats)
 }
@@ -521,23 +599,36 @@ fn creating(archive: &Path, name: &str, path: &Path, error: std::io::Error) -> F
     }
 }
 
-/// Writes entry `i` of `zip` under `dest`, counting its decompressed bytes
-/// against `limits` as they come (the chunk that would cross one is not
-/// written).
+/// Where [`extract_entry`] writes, within which limits, and which files.
+struct Destination<'a> {
+    dest: &'a Path,
+    limits: &'a ArchiveLimits,
+    keep: &'a dyn Fn(&Path) -> bool,
+}
+
+/// Writes entry `i` of `zip` under `dest` if `keep` accepts it, counting
+/// its decompressed bytes against `limits` as they come (the chunk that
+/// would cross one is not written).
 fn extract_entry<R: Read + Seek>(
     archive: &Path,
     zip: &mut zip::ZipArchive<R>,
     i: usize,
-    dest: &Path,
-    limits: &ArchiveLimits,
+    into: &Destination<'_>,
     stats: &mut ExtractStats,
     buf: &mut [u8],
 ) -> Result<()> {
+    let Destination { dest, limits, keep } = *into;
     let mut entry = zip
         .by_index(i)
         .map_err(|e| refusal(archive, None, format!("cannot read entry #{i}: {e}")))?;
     let (name, relative) = entry_name(archive, &entry, i)?;
     check_file_type(archive, &entry, &name)?;
+    if !keep(&relative) {
+        if !entry.is_dir() {
+            stats.skipped.push(name);
+        }
+        return Ok(());
+    }
     let refuse = |reason: String| refusal(archive, Some(&name), reason);
     let target = dest.join(&relative);
     if entry.is_dir() {

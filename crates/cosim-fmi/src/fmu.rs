@@ -15,7 +15,7 @@ use crate::ffi::call_log::CallLog;
 use crate::ffi::common::{Capabilities, Instantiation};
 use crate::ffi::fmi2::{Fmi2Instance, Fmi2Library};
 use crate::ffi::fmi3::{Fmi3Instance, Fmi3Library};
-use crate::instance::{Inner, Instance, InstantiateOptions};
+use crate::instance::{Inner, Instance, InstantiateOptions, ReuseKey};
 use crate::model_description::{
     CoSimulation, FmiVersion, ModelDescription, ModelExchange, parse_model_description_file,
 };
@@ -67,6 +67,12 @@ struct FmuInner {
     root: archive::FmuRoot,
     md: ModelDescription,
     library: Mutex<Libraries>,
+    /// Kept from run to run ([`crate::reuse`]): its instances are parked
+    /// when dropped.
+    keeps_instances: std::sync::atomic::AtomicBool,
+    /// Instances whose run is over, reset, for the next instantiation
+    /// with the same name and options (freed when the FMU is).
+    parked: Mutex<Vec<(ReuseKey, Inner)>>,
 }
 
 /// An opened `.fmu` archive (or unpacked FMU directory).
@@ -125,9 +131,48 @@ impl Fmu {
     /// Those of [`archive::FmuRoot::open`], [`FmiError::ModelDescription`],
     /// and those of [`Fmu::check_library`] for a library that is there (a
     /// missing one is an error only when the library is needed).
+    ///
+    /// While FMUs are kept from run to run ([`crate::reuse::keep_open`]),
+    /// an FMU opened before from the same file that nothing uses any more
+    /// is handed out instead, extracted and checked already.
     pub fn open(path: impl AsRef<Path>) -> Result<Fmu> {
         let path = path.as_ref();
+        match crate::reuse::open(path) {
+            Some(opened) => opened,
+            None => Fmu::open_here(path),
+        }
+    }
+
+    /// [`Fmu::open`], extracting the FMU in this process.
+    pub(crate) fn open_here(path: &Path) -> Result<Fmu> {
         Fmu::with_root(archive::FmuRoot::open(path)?, path)
+    }
+
+    /// Nothing but the caller holds this FMU (no clone, no instance).
+    pub(crate) fn is_unused(&self) -> bool {
+        Arc::strong_count(&self.inner) == 1
+    }
+
+    /// From now on, instances of this FMU are parked when dropped
+    /// ([`crate::reuse`]).
+    pub(crate) fn keep_instances(&self) {
+        self.inner
+            .keeps_instances
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Parks `inner`, an instance readied for reuse, under `key`.
+    pub(crate) fn park(&self, key: ReuseKey, inner: Inner) {
+        if let Ok(mut parked) = self.inner.parked.lock() {
+            parked.push((key, inner));
+        }
+    }
+
+    /// The parked instance for `key`, if any, taken.
+    fn unpark(&self, key: &ReuseKey) -> Option<Inner> {
+        let mut parked = self.inner.parked.lock().ok()?;
+        let i = parked.iter().position(|(k, _)| k == key)?;
+        Some(parked.swap_remove(i).1)
     }
 
     /// Opens an FMU that another process already extracted into `dir`
@@ -163,10 +208,10 @@ impl Fmu {
             other => other,
         })?;
         if let Some(cs) = &mut md.co_simulation {
-            cs.has_source_files = source_files(root.path(), md.fmi_version, cs.has_source_files);
+            cs.has_source_files = source_files(&root, md.fmi_version, cs.has_source_files);
         }
         if let Some(me) = &mut md.model_exchange {
-            me.has_source_files = source_files(root.path(), md.fmi_version, me.has_source_files);
+            me.has_source_files = source_files(&root, md.fmi_version, me.has_source_files);
         }
         let fmu = Fmu {
             inner: Arc::new(FmuInner {
@@ -174,6 +219,8 @@ impl Fmu {
                 root,
                 md,
                 library: Mutex::new(Libraries::default()),
+                keeps_instances: std::sync::atomic::AtomicBool::new(false),
+                parked: Mutex::new(Vec::new()),
             }),
             view: None,
         };
@@ -598,6 +645,32 @@ impl Fmu {
             md.number_of_continuous_states(),
             md.number_of_event_indicators(),
         );
+        // Kept from run to run: a parked instance of the same name and
+        // options, or this one parked when dropped. (Not an FMU that can
+        // be instantiated only once: its parked instance would hold the
+        // process's one slot.)
+        let reuse = (interface == Interface::CoSimulation
+            && options.call_log.is_none()
+            && !only_once
+            && self
+                .inner
+                .keeps_instances
+                .load(std::sync::atomic::Ordering::Relaxed)
+            && crate::reuse::parking())
+        .then(|| ReuseKey {
+            name: name.to_string(),
+            logging_on: options.logging_on,
+            debug_categories: options.debug_categories.clone(),
+        });
+        if let Some(inner) = reuse.as_ref().and_then(|key| self.unpark(key)) {
+            crate::reuse::count_reused();
+            tracing::debug!(
+                instance = name,
+                "reused an instance of {} (reset after its run)",
+                self.inner.source.display()
+            );
+            return self.instance(inner, None, reuse, options);
+        }
         let once_guard = if only_once {
             let mut map = once_registry().lock().map_err(|_| FmiError::Unsupported {
                 fmu: self.inner.source.display().to_string(),
@@ -639,13 +712,26 @@ impl Fmu {
             Library::V3(lib) => Inner::V3(Fmi3Instance::instantiate(Arc::clone(lib), how)?),
         };
         drop(guard);
+        self.instance(inner, once_guard, reuse, options)
+    }
+
+    /// The [`Instance`] of `inner`, instantiated or taken back from the
+    /// parked ones, with its debug logging set.
+    fn instance(
+        &self,
+        inner: Inner,
+        once_guard: Option<OnceGuard>,
+        reuse: Option<ReuseKey>,
+        options: &InstantiateOptions,
+    ) -> Result<Instance> {
         let mut instance = Instance {
             inner,
-            version: md.fmi_version,
+            version: self.inner.md.fmi_version,
             experiment: None,
             _once_guard: once_guard,
             _fmu: self.clone(),
             me: None,
+            reuse: reuse.map(Box::new),
         };
         if let Some(categories) = &options.debug_categories {
             let cats: Vec<&str> = categories.iter().map(String::as_str).collect();
@@ -676,22 +762,10 @@ fn declared(md: &ModelDescription) -> String {
 /// `<CoSimulation><SourceFiles>` (`listed`: FMI 2.0 sec. 2.3 asks for the
 /// files to compile to be listed there) that the archive has under
 /// `sources/`.
-fn source_files(root: &Path, version: FmiVersion, listed: bool) -> bool {
-    let present = has_files(&root.join("sources"), 8);
+fn source_files(root: &archive::FmuRoot, version: FmiVersion, listed: bool) -> bool {
+    let present = root.has_source_files();
     match version {
         FmiVersion::V3 => present,
         FmiVersion::V2 => listed && present,
     }
-}
-
-/// True when `dir` holds a regular file, looking `depth` levels down.
-fn has_files(dir: &Path, depth: usize) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|e| match e.file_type() {
-        Ok(t) if t.is_file() => true,
-        Ok(t) if t.is_dir() && depth > 0 => has_files(&e.path(), depth - 1),
-        _ => false,
-    })
 }

@@ -372,6 +372,38 @@ pub struct Instance {
     /// instance in [`Instance::do_step`] (`None`: Co-Simulation, or Model
     /// Exchange driven by the caller through the binding's calls).
     pub(crate) me: Option<Box<ModelExchangeDriver>>,
+    /// Parked on its FMU when dropped, under this key, if its run is over
+    /// ([`crate::reuse`]); `None`: freed.
+    pub(crate) reuse: Option<Box<ReuseKey>>,
+}
+
+/// What a parked instance must have been instantiated with to serve an
+/// instantiation ([`crate::reuse`]): Co-Simulation, no call log, and these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReuseKey {
+    pub(crate) name: String,
+    pub(crate) logging_on: bool,
+    pub(crate) debug_categories: Option<Vec<String>>,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let Some(key) = self.reuse.take() else {
+            return;
+        };
+        if self.me.is_some() || !crate::reuse::parking() {
+            return;
+        }
+        let mut inner = std::mem::replace(&mut self.inner, Inner::Lent);
+        let ready = match &mut inner {
+            Inner::V2(i) => i.ready_for_reuse(),
+            Inner::V3(i) => i.ready_for_reuse(),
+            Inner::Lent => false,
+        };
+        if ready {
+            self._fmu.park(*key, inner);
+        }
+    }
 }
 
 impl std::fmt::Debug for Instance {

@@ -31,6 +31,7 @@ pub mod inspect;
 mod instance;
 pub mod model_description;
 mod model_exchange;
+pub mod reuse;
 pub mod text;
 
 pub use error::{FmiError, Result};

@@ -554,11 +554,13 @@ fn inspect_json(path: &Path) -> Result<String, String> {
 /// `worker_env` its environment) that starts a worker process running
 /// [`sweep_worker`]; each run goes to one, so that an FMU that ends its
 /// process is a `crashed` row; `None` runs them in this process.
+/// `fresh_instances`: instantiate every run's FMUs anew instead of
+/// resetting and reusing the instances of the run before.
 ///
 /// Raises ScenarioError for bad input, OutputInUseError for an output
 /// directory another run or sweep holds.
 #[pyfunction]
-#[pyo3(signature = (path, shard=None, out=None, jobs=None, plot=true, worker=None, worker_env=Vec::new()))]
+#[pyo3(signature = (path, shard=None, out=None, jobs=None, plot=true, worker=None, worker_env=Vec::new(), fresh_instances=false))]
 #[allow(clippy::too_many_arguments)]
 fn sweep(
     py: Python<'_>,
@@ -569,6 +571,7 @@ fn sweep(
     plot: bool,
     worker: Option<Vec<String>>,
     worker_env: Vec<(String, String)>,
+    fresh_instances: bool,
 ) -> PyResult<Py<PyDict>> {
     let shard = match shard {
         None => None,
@@ -609,10 +612,13 @@ fn sweep(
         plot,
         interrupt: Some(Arc::clone(&interrupt)),
         worker,
+        fresh_instances,
         ..cosim_sweep::Options::default()
     };
     let work = move || -> Result<(cosim_sweep::Outcome, Vec<String>), NotRun> {
         let spec = cosim_sweep::SweepSpec::load(&path).map_err(NotRun::of_sweep)?;
+        // The FMUs the check opens are the ones the runs use.
+        let _keep = cosim_fmi::reuse::keep_open();
         let warnings = cosim_sweep::check(&spec).map_err(NotRun::of_sweep)?;
         let outcome =
             cosim_sweep::run(&spec, &options, &cosim_sweep::Silent).map_err(NotRun::of_sweep)?;

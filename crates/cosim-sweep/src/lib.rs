@@ -121,6 +121,11 @@ pub struct Options {
     /// the sweep. `None`: in this process, on threads (an FMU's crash
     /// ends the sweep; `step_timeout` does not apply).
     pub worker: Option<WorkerCommand>,
+    /// Instantiate every run's FMUs anew, instead of resetting the
+    /// instances of the run before (`fmi2Reset`, `fmi3Reset`) and reusing
+    /// them ([`cosim_fmi::reuse`]): for an FMU whose reset does not bring
+    /// it back to the state of a new instance.
+    pub fresh_instances: bool,
 }
 
 impl Default for Options {
@@ -135,6 +140,7 @@ impl Default for Options {
             prune: false,
             interrupt: None,
             worker: None,
+            fresh_instances: false,
         }
     }
 }
@@ -584,6 +590,11 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Outcome, SweepError> {
     check_metrics(spec, &options.fail_if)?;
+    // Each FMU extracted once for the sweep (its workers open this
+    // process's extraction), instances reset and reused from run to run.
+    let _keep = cosim_fmi::reuse::keep_open();
+    cosim_fmi::reuse::fresh_instances(options.fresh_instances);
+    open_the_fmus(spec);
     let out = options.out.clone().unwrap_or_else(|| spec.out.clone());
     // Held until the plot is written: the directory is this sweep's.
     let lock = lock_output(&out, options.shard)?;
@@ -614,6 +625,7 @@ pub fn run(
             spec,
             &out,
             options.prune,
+            options.fresh_instances,
             jobs,
         )?),
         None => Runner::InProcess { jobs },
@@ -666,6 +678,18 @@ pub fn run(
         violations,
         records,
     })
+}
+
+/// Opens the FMUs of the sweep's first run (their model descriptions,
+/// nothing instantiated) so that they are extracted in this process, once,
+/// before the workers start: [`cosim_fmi::reuse::extracted`] hands them
+/// over. (Already done when [`check`] ran under the same guard. A failure
+/// is the first run's to report.)
+fn open_the_fmus(spec: &SweepSpec) {
+    let values = spec.grid_values(0);
+    if let Ok((scenario, _)) = edit::build(spec, &values, &spec.out.join("check")) {
+        let _ = cosim_scenario::runner::resolve_scenario(&scenario);
+    }
 }
 
 /// Locks a sweep's output directory: the whole of it for a sweep, shared

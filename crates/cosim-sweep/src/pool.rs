@@ -69,6 +69,7 @@ impl Pool {
         spec: &SweepSpec,
         out: &Path,
         prune: bool,
+        fresh_instances: bool,
         jobs: usize,
     ) -> Result<Pool, SweepError> {
         let setup = serde_json::to_string(&ToWorker::Setup {
@@ -76,6 +77,8 @@ impl Pool {
             text: spec.source.text.clone(),
             out: out.to_path_buf(),
             prune,
+            extracted: cosim_fmi::reuse::extracted(),
+            fresh_instances,
         })
         .map_err(|e| SweepError::Other(format!("the sweep's worker setup: {e}")))?;
         let pool = Pool {

@@ -21,6 +21,11 @@
 //! watchdog does the same). A segfault or an abort kills the worker: the
 //! parent records the run as crashed and starts another worker, whose
 //! first act is to remove the extraction directories the dead one left.
+//!
+//! The worker opens the FMUs from the parent's extraction (each FMU is
+//! extracted once per sweep) and keeps them from run to run, with their
+//! instances reset and reused ([`cosim_fmi::reuse`]); a worker whose
+//! parent was killed removes those directories as it ends.
 
 use std::fs::File;
 use std::io::{BufRead, Write};
@@ -53,6 +58,11 @@ pub(crate) enum ToWorker {
         out: PathBuf,
         /// Delete each run's trace and logs once its row is made.
         prune: bool,
+        /// The FMUs the parent extracted (and keeps while the sweep runs):
+        /// opened there, not extracted again.
+        extracted: Vec<cosim_fmi::reuse::Extracted>,
+        /// Instantiate anew every run (no reset and reuse).
+        fresh_instances: bool,
     },
     /// A run to make.
     Run {
@@ -201,14 +211,24 @@ pub fn serve() -> u8 {
         complain(&format!("cannot start a thread: {e}"));
         return 2;
     }
+    // FMUs kept from run to run; dropped at the end (parked instances freed).
+    let keep = cosim_fmi::reuse::keep_open();
     let sweep = match rx.recv() {
         Ok(ToWorker::Setup {
             file,
             text,
             out,
             prune,
+            extracted,
+            fresh_instances,
         }) => match SweepSpec::from_str(&text, &file) {
-            Ok(spec) => SWEEP.get_or_init(|| Sweep { spec, out, prune }),
+            Ok(spec) => {
+                let roots = extracted.iter().map(|e| e.root.clone()).collect();
+                let _ = LENT.set((rustix::process::getppid(), roots));
+                cosim_fmi::reuse::use_extracted(extracted);
+                cosim_fmi::reuse::fresh_instances(fresh_instances);
+                SWEEP.get_or_init(|| Sweep { spec, out, prune })
+            }
             Err(e) => {
                 complain(&e.to_string());
                 return 2;
@@ -242,7 +262,25 @@ pub fn serve() -> u8 {
             send(&FromWorker::done(record, false));
         }
     }
+    drop(keep);
+    remove_lent_extractions_of_a_dead_parent();
     0
+}
+
+/// The parent's process id and the extraction directories it lent.
+static LENT: OnceLock<(Option<rustix::process::Pid>, Vec<PathBuf>)> = OnceLock::new();
+
+/// The parent killed (the worker's input ended without it): the
+/// extraction directories it lent are removed here, as a host removes its
+/// master's (the next process to extract would otherwise).
+fn remove_lent_extractions_of_a_dead_parent() {
+    if let Some((parent, roots)) = LENT.get()
+        && rustix::process::getppid() != *parent
+    {
+        for root in roots {
+            cosim_fmi::extraction::remove_orphaned(root);
+        }
+    }
 }
 
 /// The watchdog of hung FMU calls, kept from run to run while the runs'
@@ -353,6 +391,7 @@ fn end_run(status: Status, message: &str, summary_status: RunStatus) -> ! {
         send(&FromWorker::done(record, true));
     }
     cosim_fmi::archive::remove_extractions();
+    remove_lent_extractions_of_a_dead_parent();
     cosim_fmi::ffi::exit_process(ENDED_WITH_ITS_RUN)
 }
 

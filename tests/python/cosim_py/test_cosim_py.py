@@ -432,6 +432,10 @@ def test_sweep_equals_the_cli(cosim_bin: Path, tmp_path: Path) -> None:
     assert sorted(set(s.table["master.step"])) == [2e-3, 0.01, 0.07]
     df = s.to_pandas()
     assert len(df) == 6
+    # New instances every run instead of the reset ones: the same cells.
+    fresh = cosim.sweep(spec, out=tmp_path / "fresh", plot=False, fresh_instances=True)
+    fresh_rows = [l.rsplit(",", 1)[0] for l in fresh.summary_path.read_text().splitlines()[1:]]
+    assert fresh_rows == cli_rows
     # A shard.
     shard = cosim.sweep(spec, shard="2/3", out=tmp_path / "py", plot=False)
     assert len(shard) == 2 and shard.summary_path.name == "summary.shard-2-of-3.csv"

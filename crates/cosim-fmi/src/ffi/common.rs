@@ -1138,6 +1138,49 @@ impl<A: Api> FmiInstance<A> {
         self.change_mode(self.lib.common.terminate, function, Phase::Terminated)
     }
 
+    /// Readies a Co-Simulation instance whose run is over for another run,
+    /// as a new instance would start it: its saved FMU states freed, reset
+    /// (`fmi*Reset`) if it was set up, its recent log lines dropped. False
+    /// (the instance is then only to be freed) for a Model Exchange
+    /// instance, one with an FMI call log (a new instance's log starts at
+    /// its instantiation), one whose run did not end with `fmi*Terminate`
+    /// (an error, an interrupted run), and one that refuses the reset.
+    pub(crate) fn ready_for_reuse(&mut self) -> bool {
+        if self.interface != Interface::CoSimulation || self.call_log.is_some() {
+            return false;
+        }
+        let reset = match self.phase {
+            Phase::Terminated => true,
+            Phase::Instantiated => self.setup_done,
+            _ => return false,
+        };
+        self.free_saved_states();
+        if reset && self.reset().is_err() {
+            return false;
+        }
+        drop(self.env.log().take_recent());
+        true
+    }
+
+    /// Frees every FMU state saved and not freed yet.
+    fn free_saved_states(&mut self) {
+        let Some(free) = self.lib.common.free_fmu_state else {
+            return;
+        };
+        for (state, _) in &mut self.states {
+            if !state.is_null() {
+                let handle = *state;
+                // SAFETY: the state was obtained from this live instance
+                // and is freed once (the call nulls it).
+                let code = unsafe { free(self.component, state) };
+                if let Some(log) = &self.call_log {
+                    log_state::<A>(log, code, A::NAMES.free_fmu_state, handle);
+                }
+            }
+        }
+        self.states.clear();
+    }
+
     /// `fmi*Reset`: back to Instantiated (setup, parameters and start
     /// values again).
     pub fn reset(&mut self) -> Result<()> {
@@ -1899,19 +1942,7 @@ impl<A: Api> Drop for FmiInstance<A> {
             // The standard forbids every call after Fatal, even freeing.
             return;
         }
-        if let Some(free) = self.lib.common.free_fmu_state {
-            for (state, _) in &mut self.states {
-                if !state.is_null() {
-                    let handle = *state;
-                    // SAFETY: the state was obtained from this live
-                    // instance.
-                    let code = unsafe { free(self.component, state) };
-                    if let Some(log) = &self.call_log {
-                        log_state::<A>(log, code, A::NAMES.free_fmu_state, handle);
-                    }
-                }
-            }
-        }
+        self.free_saved_states();
         // SAFETY: the instance is live and is not used after this call;
         // its environment outlives it (fields drop after this function).
         unsafe { (self.lib.common.free_instance)(self.component) };

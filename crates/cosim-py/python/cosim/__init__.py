@@ -736,6 +736,7 @@ def sweep(
     out: Optional[PathLike] = None,
     jobs: Optional[int] = None,
     plot: bool = True,
+    fresh_instances: bool = False,
 ) -> Sweep:
     """Runs a sweep file as ``cosim sweep`` does (runs in parallel, output
     files in the sweep's ``out`` or ``out=``). Each run goes to a worker
@@ -750,6 +751,10 @@ def sweep(
         out: the output directory, replacing the sweep file's (``--out``).
         jobs: runs at the same time (default: one per core).
         plot: draw the SVG plot (``--no-plot`` is ``plot=False``).
+        fresh_instances: instantiate every run's FMUs anew instead of
+            resetting and reusing the instances of the run before
+            (``--fresh-instances``). Each FMU is extracted once per sweep
+            either way.
 
     Raises:
         ScenarioError: a bad sweep file or scenario, a bad shard.
@@ -765,6 +770,7 @@ def sweep(
         plot,
         [sys.executable, "-m", "cosim._sweep_worker"] if sys.executable else None,
         _worker_env(),
+        fresh_instances,
     )
     _warn(d["warnings"])
     return Sweep(d)

@@ -44,6 +44,7 @@ def sweep(
     plot: bool = True,
     worker: Optional[Sequence[str]] = None,
     worker_env: Sequence[Tuple[str, str]] = ...,
+    fresh_instances: bool = False,
 ) -> Dict[str, Any]: ...
 def sweep_worker() -> None: ...
 
