@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cosim_core::master::{FixedStep, Master, QuietSteps, Scheme, StepReport};
+use cosim_core::master::{FixedStep, Master, QuietRows, QuietSteps, Scheme, StepReport};
 use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions};
 use cosim_tests::{cosim_bin, fmus, hostile_fmu, root};
@@ -105,6 +105,7 @@ fn quiet_steps(limit: u64, interrupt: &std::sync::atomic::AtomicBool) -> QuietSt
         macro_steps: 0,
         interrupt,
         outputs: None,
+        rows: QuietRows::default(),
     }
 }
 
@@ -297,8 +298,9 @@ fn assert_quiet_run_fails_as_steps_one_by_one(
     what: &str,
 ) -> serde_json::Value {
     let mut results = Vec::new();
-    // (Every 0.1 s unless the scenario says.)
-    let interval = if scenario.contains("\ninterval = ") {
+    // (Every 0.1 s unless the scenario says, or says to keep its own.)
+    let interval = if scenario.contains("\ninterval = ") || scenario.contains("# sampling as given")
+    {
         ""
     } else {
         "interval = 0.1\n"
@@ -625,4 +627,97 @@ fn an_array_input_takes_quiet_runs_as_step_by_step() {
     );
     let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, "array");
     assert_eq!(summary["status"], "completed", "{summary}");
+}
+
+/// Issue 42, item 4: a trace of a few numbers (every step, decimated, at
+/// an interval) is written on the quiet path: its columns are read by
+/// every step with what the coupling reads, and its rows written as the
+/// quiet run goes (`Observer::quiet_row`); a trace at an interval keeps
+/// the quiet runs between its rows. The rows, errors and summary are
+/// those of the steps one by one (a step log makes every step take the
+/// slow path), FMI 2.0 and 3.0, with traced values the coupling does not
+/// read (an input, and an output nothing is connected to), and with an
+/// FMU failing in the middle of the run.
+#[test]
+fn a_trace_takes_the_quiet_path_with_the_bits_of_the_steps_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["fmi2", "fmi3"] {
+        let fmu = |m: &str| fmu(version, m).display().to_string();
+        let scenario = format!(
+            r#"[simulation]
+stop = 1.0
+[master]
+step = 0.005
+[[subsystems]]
+name = "integrator"
+fmu = "{}"
+parameters = {{ fail_mode = 1, fail_at = -1.0, x0 = 1.0 }}
+[[subsystems]]
+name = "gain"
+fmu = "{}"
+parameters = {{ k = -0.5 }}
+[[subsystems]]
+name = "probe"
+fmu = "{}"
+parameters = {{ k = 3.0 }}
+[[connections]]
+from = "integrator.x"
+to = "gain.u"
+[[connections]]
+from = "gain.y"
+to = "integrator.u"
+[[connections]]
+from = "integrator.x"
+to = "probe.u"
+[outputs]
+variables = ["integrator.x", "probe.y", "gain.u"]
+"#,
+            fmu("Faulty"),
+            fmu("Gain"),
+            fmu("Gain")
+        );
+        for (what, sampling) in [
+            ("every", "# sampling as given\n"),
+            ("decimated", "# sampling as given\ndecimation = 3\n"),
+            ("interval", "interval = 0.05\n"),
+        ] {
+            let name = format!("trace_{version}_{what}");
+            let summary = assert_quiet_run_fails_as_steps_one_by_one(
+                dir.path(),
+                &format!("{scenario}{sampling}"),
+                &name,
+            );
+            assert_eq!(summary["status"], "completed", "{name}: {summary}");
+            // The rows show the traced values that the coupling does not
+            // read: probe.y = 3 probe.u, and probe.u = gain.u (both the
+            // integrator's x of the step before, Jacobi).
+            let trace =
+                std::fs::read_to_string(dir.path().join(format!("out_{name}_false/trace.csv")))
+                    .unwrap();
+            let mut rows = 0;
+            for line in trace.lines().skip(1) {
+                let v: Vec<f64> = line.split(',').map(|c| c.parse().unwrap()).collect();
+                assert_eq!(v[2], 3.0 * v[3], "{name}: {line}");
+                rows += 1;
+            }
+            let expected = match what {
+                "every" => 201,
+                "decimated" => 1 + 66 + 1,
+                _ => 21,
+            };
+            assert_eq!(rows, expected, "{name}");
+        }
+        // The integrator failing in the middle of the quiet run (an Error
+        // at 0.555 s): the same rows, error and summary as step by step.
+        let failing = scenario.replace("fail_at = -1.0", "fail_at = 0.555");
+        let name = format!("trace_{version}_failing");
+        let summary = assert_quiet_run_fails_as_steps_one_by_one(
+            dir.path(),
+            &format!("{failing}# sampling as given\n"),
+            &name,
+        );
+        assert_eq!(summary["status"], "error", "{name}: {summary}");
+        let t_reached = summary["t_reached"].as_f64().unwrap();
+        assert!((0.5..0.56).contains(&t_reached), "{name}: {summary}");
+    }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::{CoreError, Result};
 use crate::indicators::{EnergyAccount, ErrorIndicator};
-use crate::master::{Master, MasterStats, QuietSteps, StepReport};
+use crate::master::{Master, MasterStats, QuietRows, QuietSteps, StepReport};
 use crate::observer::{Next, Observer, Sampling, StepContext};
 use crate::output::OutputsHandle;
 use crate::subsystem::CallCounters;
@@ -156,10 +156,12 @@ pub struct Execution {
 /// From when one of `observers` is due ([`Observer::due`]): the first
 /// communication point in ticks and the first macro step number (the
 /// step that reaches either; `(i64::MAX, u64::MAX)` for none).
-fn next_due(observers: &[Box<dyn Observer>], sys: &System) -> (i64, u64) {
+fn next_due(observers: &[Box<dyn Observer>], quiet_rows: &[usize], sys: &System) -> (i64, u64) {
     observers
         .iter()
-        .map(|o| o.due(sys).bounds())
+        .enumerate()
+        .filter(|(i, _)| !quiet_rows.contains(i))
+        .map(|(_, o)| o.due(sys).bounds())
         .fold((i64::MAX, u64::MAX), |(t, n), (ot, on)| {
             (t.min(ot), n.min(on))
         })
@@ -281,10 +283,23 @@ impl Execution {
             && self.diagnostics.is_empty()
             && self.real_time.is_none()
             && self.system.bonds().is_empty();
-        // (With no observer every step is quiet: one test of a flag.)
-        let always_quiet = can_be_quiet && self.observers.is_empty();
+        // Observers whose rows show a few numbers (a trace) write them on
+        // the quiet path, those values read by every step: they do not
+        // make a step leave it.
+        let mut quiet_rows: Vec<usize> = Vec::new();
+        for (i, o) in self.observers.iter().enumerate() {
+            if can_be_quiet
+                && let Some(columns) = o.quiet_columns()
+                && self.system.read_every_step(columns)
+            {
+                quiet_rows.push(i);
+            }
+        }
+        // (With no observer but those every step is quiet: one test of a
+        // flag.)
+        let always_quiet = can_be_quiet && self.observers.len() == quiet_rows.len();
         let mut quiet_until = if can_be_quiet {
-            next_due(&self.observers, &self.system)
+            next_due(&self.observers, &quiet_rows, &self.system)
         } else {
             (i64::MIN, 0)
         };
@@ -318,6 +333,11 @@ impl Execution {
                         .as_deref()
                         .unwrap_or(&crate::master::NEVER_INTERRUPTED),
                     outputs,
+                    rows: QuietRows {
+                        observers: &mut self.observers,
+                        which: &quiet_rows,
+                        failed: None,
+                    },
                 };
                 let outcome =
                     self.master
@@ -325,6 +345,9 @@ impl Execution {
                 if quiet.macro_steps > run.macro_steps {
                     run.progress.note(&report);
                     run.macro_steps = quiet.macro_steps;
+                }
+                if let Some(e) = quiet.rows.failed {
+                    return Err(e);
                 }
                 match outcome {
                     Some(Ok(())) => continue,
@@ -390,10 +413,22 @@ impl Execution {
                 || (self.system.ticks() < quiet_until.0 && run.macro_steps + 1 < quiet_until.1)
             {
                 run.progress.note(&report);
+                if !quiet_rows.is_empty() {
+                    let mut rows = QuietRows {
+                        observers: &mut self.observers,
+                        which: &quiet_rows,
+                        failed: None,
+                    };
+                    let (t, ticks) = (self.system.time(), self.system.ticks());
+                    rows.write(t, ticks, run.macro_steps + 1, &self.system.published());
+                    if let Some(e) = rows.failed {
+                        return Err(e);
+                    }
+                }
             } else {
                 self.after_step(run, &mut report, t_step, &mut event_text)?;
                 if can_be_quiet {
-                    quiet_until = next_due(&self.observers, &self.system);
+                    quiet_until = next_due(&self.observers, &quiet_rows, &self.system);
                 }
             }
             run.macro_steps += 1;

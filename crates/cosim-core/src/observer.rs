@@ -20,8 +20,16 @@ use std::time::{Duration, Instant};
 use crate::error::{CoreError, Result};
 use crate::indicators::EnergyAccount;
 use crate::master::{StepFields, StepReport};
-use crate::output::{Column, CsvFile, OutputsHandle};
+use crate::output::{Column, CsvFile, OutputsHandle, RowRing};
 use crate::system::System;
+
+/// The observed values at the end of a macro step, by subsystem and
+/// observed slot ([`Observer::quiet_row`]): the published ones, or those
+/// a quiet run's step just read.
+pub trait ObservedValues {
+    /// Observed slot `slot` of subsystem `subsystem`.
+    fn observed(&self, subsystem: usize, slot: usize) -> f64;
+}
 
 /// What observers get after an accepted macro step.
 #[derive(Debug, Clone, Copy)]
@@ -139,6 +147,32 @@ pub trait Observer: Send {
         None
     }
 
+    /// The observed values, as (subsystem, observed slot), that this
+    /// observer's rows show, when that is all they show (numbers: no
+    /// String, no function value): the run can then keep to its quiet
+    /// path with it (a trace of a few columns every step costs those
+    /// values, not a step of every FMU the slow way), reading these values
+    /// every step and calling [`Observer::quiet_row`] after each quiet
+    /// step instead of [`Observer::step`]. `None` (default): called as
+    /// [`Observer::due`] says.
+    fn quiet_columns(&self) -> Option<&[(usize, usize)]> {
+        None
+    }
+
+    /// After accepted macro step number `macro_step`, ending at `t` (in
+    /// ticks `ticks`), taken on the quiet path: for an observer with
+    /// [`Observer::quiet_columns`], what [`Observer::step`] would do, with
+    /// those columns' values from `values`.
+    fn quiet_row(
+        &mut self,
+        _t: f64,
+        _ticks: i64,
+        _macro_step: u64,
+        _values: &dyn ObservedValues,
+    ) -> Result<()> {
+        Ok(())
+    }
+
     /// Whether the coming call `next` (a [`Observer::step`] after the
     /// step that just ended, the run at `sys.ticks()`, or
     /// [`Observer::finish`]) writes String values: the run then reads them
@@ -183,7 +217,12 @@ const DIRECT_PERIOD: Duration = Duration::from_millis(500);
 /// energy logs of nested systems, created before the run's outputs) a
 /// file written from the stepping thread itself.
 enum Sink {
-    Writer { outputs: OutputsHandle, file: u32 },
+    Writer {
+        outputs: OutputsHandle,
+        file: u32,
+    },
+    /// Rows of numbers only, through the file's own ring.
+    Ring(Box<RowRing>),
     Direct(Box<DirectFile>),
 }
 
@@ -207,6 +246,17 @@ impl Sink {
         })
     }
 
+    fn ring(
+        outputs: &OutputsHandle,
+        path: &Path,
+        header: &[String],
+        columns: Vec<Column>,
+    ) -> Result<Self> {
+        Ok(Sink::Ring(Box::new(
+            outputs.add_csv_ring(path, header, columns)?,
+        )))
+    }
+
     fn direct(path: &Path, header: &[String], columns: Vec<Column>) -> Result<Self> {
         Ok(Sink::Direct(Box::new(DirectFile {
             file: CsvFile::create(path, header, columns)?,
@@ -217,13 +267,18 @@ impl Sink {
 
     #[inline]
     fn push(&mut self, values: &[f64]) -> Result<()> {
-        self.push_text(values, &[])
+        match self {
+            Sink::Ring(r) => r.push(values),
+            _ => self.push_text(values, &[]),
+        }
     }
 
     /// A row whose [`Column::Str`] cells are `texts`, in column order.
     fn push_text(&mut self, values: &[f64], texts: &[String]) -> Result<()> {
         match self {
             Sink::Writer { outputs, file } => outputs.push_row_text(*file, values, texts),
+            // (Only numbers go to a ring: a trace with text has none.)
+            Sink::Ring(r) => r.push(values),
             Sink::Direct(d) => {
                 d.file
                     .format_row_text(values, &mut texts.iter().map(String::as_str));
@@ -245,7 +300,7 @@ impl Sink {
     /// writer thread's are written when the run closes its outputs.
     fn finish(&mut self) -> Result<()> {
         match self {
-            Sink::Writer { .. } => Ok(()),
+            Sink::Writer { .. } | Sink::Ring(_) => Ok(()),
             Sink::Direct(d) => d.file.flush_direct(),
         }
     }
@@ -292,6 +347,10 @@ pub struct TraceWriter {
     warned: bool,
     /// Ticks of the last row written (none yet: `None`).
     last_written: Option<i64>,
+    /// Its rows show numbers of subsystems only ([`Observer::quiet_columns`]).
+    quiet: bool,
+    /// The run's time base (for the warning of a missed output point).
+    time_base: crate::time::TimeBase,
 }
 
 impl TraceWriter {
@@ -386,8 +445,15 @@ impl TraceWriter {
             header.insert(at, format!("{}.{name}", sub.info().name));
             kinds.insert(at, if quoted { Column::Str } else { Column::Raw });
         }
+        let quiet = text_columns.is_empty() && columns.iter().all(|&(s, _)| s < sys.len());
+        // Numbers only: the file's own ring, no lock per row.
+        let sink = if text_columns.is_empty() {
+            Sink::ring(outputs, path, &header, kinds)?
+        } else {
+            Sink::writer(outputs, path, &header, kinds)?
+        };
         Ok(TraceWriter {
-            sink: Sink::writer(outputs, path, &header, kinds)?,
+            sink,
             row: Vec::with_capacity(columns.len() + text_columns.len() + 1),
             texts: vec![String::new(); text_columns.len()],
             text_columns,
@@ -399,7 +465,40 @@ impl TraceWriter {
             next_output: i64::MAX,
             warned: false,
             last_written: None,
+            quiet,
+            time_base: sys.time_base(),
         })
+    }
+
+    /// Whether a row is written after macro step number `macro_step`,
+    /// which ends at `now` (ticks): by the sampling.
+    fn writes_after(&mut self, macro_step: u64, now: i64) -> bool {
+        // (The run's count, not this observer's calls: the run leaves out
+        // the calls before it is due.)
+        self.steps = macro_step;
+        match self.sampling {
+            Sampling::EveryStep => true,
+            Sampling::Decimation(n) => self.steps.is_multiple_of(n.max(1)),
+            Sampling::Interval(dt) => {
+                if now < self.next_output {
+                    return false;
+                }
+                if now > self.next_output && !self.warned {
+                    // Only where the master does not end steps on the
+                    // output points and its grid misses them (a library
+                    // caller; scenarios refuse such an interval).
+                    self.warned = true;
+                    tracing::warn!(
+                        "trace: the communication point t = {} passed the output point t = {} (interval {dt} s): rows are written at the first communication point at or after each output point",
+                        self.time_base.seconds(now),
+                        self.time_base.seconds(self.next_output)
+                    );
+                }
+                let k = (now - self.t0) / self.interval + 1;
+                self.next_output = self.t0.saturating_add(k.saturating_mul(self.interval));
+                true
+            }
+        }
     }
 
     fn row(&mut self, sys: &System) -> Result<()> {
@@ -435,6 +534,7 @@ impl TraceWriter {
 
 impl Observer for TraceWriter {
     fn start(&mut self, sys: &System) -> Result<()> {
+        self.time_base = sys.time_base();
         if let Sampling::Interval(dt) = self.sampling {
             let base = sys.time_base();
             self.interval = base.exact_ticks(dt).filter(|&n| n > 0).ok_or_else(|| {
@@ -450,35 +550,41 @@ impl Observer for TraceWriter {
     }
 
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
-        // (The run's count, not this observer's calls: the run leaves out
-        // the calls before it is due.)
-        self.steps = ctx.macro_step;
-        let write = match self.sampling {
+        if self.writes_after(ctx.macro_step, sys.ticks()) {
+            self.row(sys)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn quiet_columns(&self) -> Option<&[(usize, usize)]> {
+        // Every step, or nearly: a sparser trace is cheaper the old way
+        // (quiet runs between its rows, its values read for the rows only).
+        let dense = match self.sampling {
             Sampling::EveryStep => true,
-            Sampling::Decimation(n) => self.steps.is_multiple_of(n.max(1)),
-            Sampling::Interval(dt) => {
-                let now = sys.ticks();
-                if now >= self.next_output {
-                    if now > self.next_output && !self.warned {
-                        // Only where the master does not end steps on the
-                        // output points and its grid misses them (a library
-                        // caller; scenarios refuse such an interval).
-                        self.warned = true;
-                        tracing::warn!(
-                            "trace: the communication point t = {} passed the output point t = {} (interval {dt} s): rows are written at the first communication point at or after each output point",
-                            sys.time(),
-                            sys.time_base().seconds(self.next_output)
-                        );
-                    }
-                    let k = (now - self.t0) / self.interval + 1;
-                    self.next_output = self.t0.saturating_add(k.saturating_mul(self.interval));
-                    true
-                } else {
-                    false
-                }
-            }
+            Sampling::Decimation(n) => n < 8,
+            Sampling::Interval(_) => false,
         };
-        if write { self.row(sys) } else { Ok(()) }
+        (self.quiet && dense).then_some(&self.columns[..])
+    }
+
+    fn quiet_row(
+        &mut self,
+        t: f64,
+        ticks: i64,
+        macro_step: u64,
+        values: &dyn ObservedValues,
+    ) -> Result<()> {
+        if !self.writes_after(macro_step, ticks) {
+            return Ok(());
+        }
+        self.row.clear();
+        self.row.push(t);
+        self.row
+            .extend(self.columns.iter().map(|&(s, k)| values.observed(s, k)));
+        self.sink.push(&self.row)?;
+        self.last_written = Some(ticks);
+        Ok(())
     }
 
     fn finish(&mut self, sys: &System) -> Result<()> {

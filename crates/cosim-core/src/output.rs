@@ -24,6 +24,15 @@
 //! the summary (the reserve is overwritten in place, which needs no new
 //! blocks).
 //!
+//! A file whose rows are numbers only (a trace without String columns)
+//! has a queue of its own instead, a wait-free single-producer ring
+//! ([`RowRing`], the `rtrb` crate): a row is copied in and published with
+//! one release store, no lock, so a trace written every step costs a few
+//! nanoseconds a row; the writer drains the rings with the queue, by the
+//! same rules (every [`WRITE_PERIOD`], sooner when a ring is half full, a
+//! full one makes the stepping thread wait), and a row in a ring is as
+//! safe from a hung step as one in the queue.
+//!
 //! [`OutputsHandle`] is the same set of outputs seen from another thread:
 //! a watchdog that finds the stepping thread stuck in an FMU call can
 //! write every queued row, close the files and write the summary
@@ -32,7 +41,7 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -287,6 +296,88 @@ impl CsvFile {
     }
 }
 
+/// The stepping thread's end of a file's own queue
+/// ([`OutputsHandle::add_csv_ring`]): rows of numbers, each published
+/// whole with one release store.
+pub struct RowRing {
+    producer: rtrb::Producer<f64>,
+    shared: Arc<Shared>,
+    /// Rows pushed since the last look at how full the ring is.
+    since_look: u32,
+}
+
+impl std::fmt::Debug for RowRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowRing")
+            .field("free", &self.producer.slots())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RowRing {
+    /// Queues one row (one value per column). Waits only when the ring
+    /// is full; refused as [`OutputsHandle::push_row`] is.
+    #[inline]
+    pub fn push(&mut self, values: &[f64]) -> Result<()> {
+        if self.shared.refusing.load(Ordering::Relaxed) {
+            return Err(self.refusal());
+        }
+        // (Element by element: a copy of a few values, not a call of
+        // `memcpy`.)
+        match self.producer.write_chunk_uninit(values.len()) {
+            Ok(chunk) => {
+                chunk.fill_from_iter(values.iter().copied());
+            }
+            Err(_) => self.wait_for_room(values)?,
+        }
+        // Every 64 rows, a look (an atomic load) at how full it is.
+        self.since_look += 1;
+        if self.since_look >= 64 {
+            self.since_look = 0;
+            if self.producer.slots() * 2 < self.producer.buffer().capacity() {
+                self.shared.ring_wake.store(true, Ordering::Relaxed);
+                self.shared.writer_wake.notify_one();
+            }
+        }
+        Ok(())
+    }
+
+    /// Why rows are refused: the write failure, or the files closed.
+    #[cold]
+    fn refusal(&self) -> CoreError {
+        match &lock(&self.shared.state).failure {
+            Some(f) => f.to_error(),
+            None => closed_error(&self.shared.dir),
+        }
+    }
+
+    /// A full ring: wakes the writer and waits until the row fits.
+    #[cold]
+    fn wait_for_room(&mut self, values: &[f64]) -> Result<()> {
+        let mut st = lock(&self.shared.state);
+        loop {
+            if self.shared.refusing.load(Ordering::Relaxed) {
+                drop(st);
+                return Err(self.refusal());
+            }
+            if self.producer.push_entire_slice(values).is_ok() {
+                return Ok(());
+            }
+            st.producers_waiting += 1;
+            self.shared.ring_wake.store(true, Ordering::Relaxed);
+            self.shared.writer_wake.notify_one();
+            // (With a timeout: the writer may have drained the ring
+            // between the try and the wait.)
+            st = self
+                .shared
+                .producer_wake
+                .wait_timeout(st, Duration::from_millis(5))
+                .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+            st.producers_waiting -= 1;
+        }
+    }
+}
+
 /// The first field of the last row of `rows` (complete rows), as a
 /// number (the time, in every file cosim writes).
 fn last_row_time(rows: &[u8]) -> Option<f64> {
@@ -338,8 +429,38 @@ impl Batch {
     }
 }
 
+/// The writer's end of a [`RowRing`].
+struct RingReader {
+    file: u32,
+    width: usize,
+    consumer: rtrb::Consumer<f64>,
+}
+
+impl RingReader {
+    /// Formats every row in the ring into its file.
+    fn drain(&mut self, files: &mut [CsvFile], row: &mut Vec<f64>) {
+        // (Rows are pushed whole: the slots are a multiple of the width.)
+        let n = self.consumer.slots() / self.width.max(1) * self.width;
+        let Ok(chunk) = self.consumer.read_chunk(n) else {
+            return;
+        };
+        if let Some(f) = files.get_mut(self.file as usize) {
+            let (a, b) = chunk.as_slices();
+            let mut values = a.iter().chain(b).copied();
+            for _ in 0..n / self.width.max(1) {
+                row.clear();
+                row.extend(values.by_ref().take(self.width));
+                f.format_row_text(row, &mut std::iter::empty());
+            }
+        }
+        chunk.commit_all();
+    }
+}
+
 struct State {
     queue: Batch,
+    /// Rings registered, not yet taken over by the writer.
+    new_rings: Vec<RingReader>,
     /// Capacity of the queue, in numbers (and in rows).
     cap: usize,
     /// Files registered, not yet taken over by the writer.
@@ -375,6 +496,11 @@ struct SummarySlot {
 
 struct Shared {
     state: Mutex<State>,
+    /// Set with the state's `failure`, `close_requested` or `writer_gone`:
+    /// a ring's producer looks at this, not the lock, for every row.
+    refusing: AtomicBool,
+    /// A ring is half full: the writer is to write now.
+    ring_wake: AtomicBool,
     writer_wake: Condvar,
     producer_wake: Condvar,
     summary: Mutex<SummarySlot>,
@@ -433,8 +559,11 @@ impl Outputs {
             }
         }
         let shared = Arc::new(Shared {
+            refusing: AtomicBool::new(false),
+            ring_wake: AtomicBool::new(false),
             state: Mutex::new(State {
                 queue: Batch::default(),
+                new_rings: Vec::new(),
                 cap: QUEUE_VALUES,
                 new_files: Vec::new(),
                 files: 0,
@@ -525,6 +654,36 @@ impl OutputsHandle {
         Ok(id)
     }
 
+    /// Registers a CSV file of numbers only (created now, header written)
+    /// whose rows go through a ring of their own ([`RowRing`]).
+    pub fn add_csv_ring(
+        &self,
+        path: &Path,
+        header: &[String],
+        columns: Vec<Column>,
+    ) -> Result<RowRing> {
+        let file = CsvFile::create(path, header, columns)?;
+        let width = file.width();
+        let (producer, consumer) = rtrb::RingBuffer::new(QUEUE_VALUES.max(width * 64));
+        let mut st = lock(&self.shared.state);
+        if st.close_requested {
+            return Err(closed_error(&self.shared.dir));
+        }
+        let id = st.files;
+        st.files += 1;
+        st.new_files.push(file);
+        st.new_rings.push(RingReader {
+            file: id,
+            width,
+            consumer,
+        });
+        Ok(RowRing {
+            producer,
+            shared: Arc::clone(&self.shared),
+            since_look: 0,
+        })
+    }
+
     /// Queues one row of file `file` (one value per column). Nothing is
     /// allocated or formatted here; the call waits only when the queue is
     /// full. Refused with the write failure once a write has failed, and
@@ -600,6 +759,7 @@ impl OutputsHandle {
     pub fn close_files(&self) -> Result<()> {
         let mut st = lock(&self.shared.state);
         st.close_requested = true;
+        self.shared.refusing.store(true, Ordering::Relaxed);
         self.shared.writer_wake.notify_one();
         while !st.closed && !st.writer_gone {
             st = self
@@ -819,6 +979,7 @@ struct Gone<'a>(&'a Shared);
 impl Drop for Gone<'_> {
     fn drop(&mut self) {
         lock(&self.0.state).writer_gone = true;
+        self.0.refusing.store(true, Ordering::Relaxed);
         self.0.producer_wake.notify_all();
     }
 }
@@ -828,16 +989,21 @@ impl Drop for Gone<'_> {
 fn write_loop(shared: &Shared) {
     let _gone = Gone(shared);
     let mut files: Vec<CsvFile> = Vec::new();
+    let mut rings: Vec<RingReader> = Vec::new();
+    let mut ring_row: Vec<f64> = Vec::new();
     let mut batch = Batch::default();
     let mut last_write = Instant::now();
     let mut size_warning: Option<(u64, String)> = None;
     loop {
         let mut st = lock(&shared.state);
         loop {
-            let work = !st.queue.is_empty() || !st.new_files.is_empty();
+            let work = !st.queue.is_empty()
+                || !st.new_files.is_empty()
+                || rings.iter().any(|r| !r.consumer.is_empty());
+            let ring_wake = shared.ring_wake.swap(false, Ordering::Relaxed);
             // (A producer still counted as waiting after the swap has not
             // woken up yet: an empty queue is no reason to swap again.)
-            let urgent = (work && (st.wake_sent || st.producers_waiting > 0))
+            let urgent = (work && (st.wake_sent || ring_wake || st.producers_waiting > 0))
                 || st.flush_requested > st.flush_done
                 || st.close_requested;
             let elapsed = last_write.elapsed();
@@ -861,6 +1027,7 @@ fn write_loop(shared: &Shared) {
         std::mem::swap(&mut st.queue, &mut batch);
         st.wake_sent = false;
         files.append(&mut st.new_files);
+        rings.append(&mut st.new_rings);
         let flush = st.flush_requested;
         let close = st.close_requested;
         let producers = st.producers_waiting > 0;
@@ -888,6 +1055,9 @@ fn write_loop(shared: &Shared) {
         batch.rows.clear();
         batch.text.clear();
         batch.text_ends.clear();
+        for r in &mut rings {
+            r.drain(&mut files, &mut ring_row);
+        }
         let mut failure = None;
         for f in &mut files {
             let result = if close { f.close() } else { f.write_out() };
@@ -918,6 +1088,7 @@ fn write_loop(shared: &Shared) {
             && st.failure.is_none()
         {
             st.failure = Some(f);
+            shared.refusing.store(true, Ordering::Relaxed);
         }
         st.flush_done = flush;
         if close {

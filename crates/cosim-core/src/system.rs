@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::error::{CoreError, Result};
 use crate::extrapolation::MAX_POINTS;
 use crate::function::{FunctionLink, FunctionSpec, Functions};
+use crate::observer::ObservedValues;
 use crate::parallel::{PoolChooser, Way};
 use crate::subsystem::{
     AnyVersion, BindHeld, CallCounters, Fmi2Only, Fmi3Only, HeldFmu, StateId, Subsystem,
@@ -639,6 +640,36 @@ impl System {
         self.rest_read_at = self.time;
     }
 
+    /// Reads observed values `slots` ((subsystem, observed slot)) after
+    /// every step too, with those the coupling uses: the quiet path's
+    /// rows show them ([`crate::observer::Observer::quiet_columns`]).
+    /// False (and nothing changed) where a quiet run could not read one
+    /// of them (not an FMU's, or not a Float64 it reads with the others).
+    pub fn read_every_step(&mut self, slots: &[(usize, usize)]) -> bool {
+        let readable = slots.iter().all(|&(s, k)| {
+            self.subsystems
+                .get_mut(s)
+                .and_then(|sub| sub.as_fmu())
+                .is_some_and(|f| f.held_readable(k))
+        });
+        if !readable {
+            return false;
+        }
+        for &(s, k) in slots {
+            if let Some(b) = self.buffers.get_mut(s) {
+                b.hot = b.hot.max(k + 1).min(b.y.len());
+            }
+        }
+        self.lazy = self.buffers.iter().any(|b| b.hot < b.y.len());
+        true
+    }
+
+    /// The values published after the last step, for
+    /// [`crate::observer::Observer::quiet_row`].
+    pub fn published(&self) -> Published<'_> {
+        Published(&self.buffers)
+    }
+
     /// True when some observed values are read only on demand
     /// ([`System::read_needed_only`]).
     #[inline]
@@ -1253,7 +1284,7 @@ impl System {
         &mut self,
         steps: u64,
         h_ticks: i64,
-        after_step: impl FnMut(f64) -> bool,
+        after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> Option<(u64, Result<()>)> {
         use cosim_fmi::FmiVersion;
         // The FMUs' calls bound in their one FMI version where they share
@@ -1275,7 +1306,7 @@ impl System {
         &mut self,
         steps: u64,
         h_ticks: i64,
-        mut after_step: impl FnMut(f64) -> bool,
+        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> Option<(u64, Result<()>)> {
         const EXACT: i64 = 1 << 53;
         let last = i64::try_from(steps)
@@ -1400,7 +1431,7 @@ impl System {
         self.publish_read();
         self.exchange();
         self.set_time_at(next, t_next);
-        after_step(t_next);
+        after_step(t_next, next, &self.published());
         Some((taken + 1, Ok(())))
     }
 
@@ -1603,6 +1634,32 @@ impl System {
 
 /// What the steps of a run of held macro steps ([`System::step_held_run`])
 /// change, and what they go by.
+/// The values a held run's step just read, as the published ones would
+/// be: the step's outputs in the buffers of its side (the observed slots
+/// below `hot`, which [`System::read_every_step`] extends to those the
+/// quiet rows show).
+struct HeldOutputs<'r, 'a, S> {
+    held: &'r [(HeldFmu<'a, S>, &'a mut Vec<f64>)],
+    side: usize,
+}
+
+impl<S: BoundStep> ObservedValues for HeldOutputs<'_, '_, S> {
+    #[inline]
+    fn observed(&self, subsystem: usize, slot: usize) -> f64 {
+        self.held[subsystem].0.outputs(self.side)[slot]
+    }
+}
+
+/// The published observed values of a system ([`System::published`]).
+pub struct Published<'a>(&'a [Buffers]);
+
+impl ObservedValues for Published<'_> {
+    #[inline]
+    fn observed(&self, subsystem: usize, slot: usize) -> f64 {
+        self.0[subsystem].y[slot]
+    }
+}
+
 struct HeldSteps<'r, 'a, S> {
     held: &'r mut [(HeldFmu<'a, S>, &'a mut Vec<f64>)],
     routes: &'r [Route],
@@ -1631,7 +1688,10 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
     /// (0: `y_new`, 1: `y`; steps take turns), then `after_step` at its
     /// end: whether to go on.
     #[inline(always)]
-    fn step<const SIDE: usize>(&mut self, after_step: &mut impl FnMut(f64) -> bool) -> bool {
+    fn step<const SIDE: usize>(
+        &mut self,
+        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> bool {
         // (No step is asked for after the last: the step before said.)
         debug_assert!(self.taken < self.steps);
         let next = self.ticks + self.h_ticks;
@@ -1651,7 +1711,11 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         self.taken += 1;
         self.since = t + h;
         (self.ticks, self.t) = (next, t_next);
-        let go_on = after_step(t_next) && self.taken < self.steps;
+        let read = HeldOutputs {
+            held: self.held,
+            side: SIDE,
+        };
+        let go_on = after_step(t_next, next, &read) && self.taken < self.steps;
         if !go_on {
             for (fmu, u_end) in self.held.iter_mut() {
                 copy_values(u_end, fmu.inputs_mut());

@@ -97,7 +97,8 @@ fn extracts_a_valid_fmu_and_cleans_up() {
             Entry::Dir("binaries/linux64/"),
             Entry::File("binaries/linux64/m.so", b"\x7fELF"),
             Entry::File("resources/data/table.csv", b"a,b\n1,2\n"),
-            Entry::File("./documentation\\index.html", b"<html/>"),
+            Entry::File("./resources\\doc\\index.html", b"<html/>"),
+            Entry::File("documentation/index.html", b"<html/>"),
         ],
     );
     let root = FmuRoot::open(&fmu).expect("open");
@@ -109,7 +110,13 @@ fn extracts_a_valid_fmu_and_cleans_up() {
         b"a,b\n1,2\n"
     );
     // Backslashes are separators.
-    assert!(dir.join("documentation/index.html").is_file());
+    assert!(dir.join("resources/doc/index.html").is_file());
+    // What no instance needs is left in the archive, and listed.
+    assert!(!dir.join("documentation").exists());
+    assert_eq!(
+        fs::read_to_string(dir.join(cosim_fmi::archive::SKIPPED_LIST)).expect("skipped list"),
+        "documentation/index.html"
+    );
     assert_eq!(root.resources_dir(), Some(dir.join("resources")));
     assert_eq!(root.platform_directories(), ["linux64"]);
     assert_eq!(

@@ -514,7 +514,9 @@ impl Master for FixedStep {
             return None;
         }
         let t = sys.time();
-        let Some((taken, result)) = sys.step_held_run(steps, h, |t| quiet.after_step(t)) else {
+        let Some((taken, result)) = sys.step_held_run(steps, h, |t, ticks, values| {
+            quiet.after_step(t, ticks, values)
+        }) else {
             run.quiet_runs = false;
             return None;
         };

@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{CoreError, Result};
+use crate::observer::{ObservedValues, Observer};
 use crate::output::OutputsHandle;
 use crate::system::System;
 
@@ -112,20 +113,70 @@ pub struct QuietSteps<'a> {
     pub interrupt: &'a AtomicBool,
     /// Told the time reached and the steps after each step.
     pub outputs: Option<&'a OutputsHandle>,
+    /// The observers that write their rows on the quiet path.
+    pub rows: QuietRows<'a>,
+}
+
+/// The observers that write their rows on the quiet path
+/// ([`Observer::quiet_row`]): after every quiet step, with the values
+/// that step read.
+#[derive(Default)]
+pub struct QuietRows<'a> {
+    /// The run's observers.
+    pub observers: &'a mut [Box<dyn Observer>],
+    /// Which of them (their rows are written here).
+    pub which: &'a [usize],
+    /// The error of a row that could not be written: the stretch stops
+    /// at that step.
+    pub failed: Option<CoreError>,
+}
+
+impl std::fmt::Debug for QuietRows<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuietRows")
+            .field("which", &self.which)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QuietRows<'_> {
+    /// The rows after accepted macro step number `macro_step`, which
+    /// ended at `t` (`ticks`): false when one failed.
+    #[inline]
+    pub fn write(
+        &mut self,
+        t: f64,
+        ticks: i64,
+        macro_step: u64,
+        values: &dyn ObservedValues,
+    ) -> bool {
+        for &i in self.which {
+            if let Some(o) = self.observers.get_mut(i)
+                && let Err(e) = o.quiet_row(t, ticks, macro_step, values)
+            {
+                self.failed = Some(e);
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// The interrupt of a run that has none (never set).
 pub(crate) static NEVER_INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 impl QuietSteps<'_> {
-    /// A step ended at `t`: counts it, and says whether to go on.
+    /// A step ended at `t` (`ticks`), `values` what it read: counts it,
+    /// writes the quiet rows, and says whether to go on.
     #[inline]
-    pub fn after_step(&mut self, t: f64) -> bool {
+    pub fn after_step(&mut self, t: f64, ticks: i64, values: &dyn ObservedValues) -> bool {
         self.macro_steps += 1;
         if let Some(o) = self.outputs {
             o.record_step(t, self.macro_steps);
         }
-        !self.interrupt.load(Ordering::Relaxed)
+        self.rows.write(t, ticks, self.macro_steps, values)
+            && !self.interrupt.load(Ordering::Relaxed)
     }
 }
 
