@@ -84,6 +84,13 @@ else
 fi
 [ -z "$why" ] || echo "fmusim: not built ($why); comparing against FMPy only" >&2
 
+# BUILD_ONLY=1: the peers and the FMUs only (bench/whole_run/run.sh uses them).
+if [ -n "${BUILD_ONLY:-}" ]; then
+    rm -f "$work/fmusim-why"
+    [ -z "$why" ] || echo "$why" > "$work/fmusim-why"
+    exit 0
+fi
+
 cargo build --release --quiet -p cosim-cli
 [ -f fmus/dist/.stamp ] || cargo xtask fmus   # as tests/python/cosim_py does
 
