@@ -296,3 +296,54 @@ fn the_capability_gate_names_the_fmus_without_state_support() {
     );
     assert!(!err.contains("'s2'"), "only s1 lacks state support: {err}");
 }
+
+/// The coupling of every accepted step, checked from outside the master
+/// (issue 46): from the traced inputs and outputs of B4, every row after
+/// the start has each connection's input within the tolerance of eq. 27
+/// of the output feeding it, `|u - y| < eps_rel |u| + eps_abs`, as the
+/// master says of its final iterate (the `residual` column is its own
+/// figure; this recomputes it from the values the FMUs had).
+#[test]
+fn the_traced_inputs_match_the_outputs_within_the_tolerance_at_every_step() {
+    // (input, the output feeding it), as the scenario connects them.
+    let connections = [("s1.f2", "s2.f2"), ("s2.x1", "s1.x1"), ("s2.v1", "s1.v1")];
+    let variables = "[\"s1.x1\", \"s1.v1\", \"s2.f2\", \"s1.f2\", \"s2.x1\", \"s2.v1\"]";
+    for kind in ["ifosmondi", "iterative-affine"] {
+        let (eps_abs, eps_rel) = (1e-3, 1e-3);
+        let dir = tempfile::tempdir().unwrap();
+        let master = format!(
+            "kind = \"{kind}\"\nstep = 2e-3\neps_abs = {eps_abs:e}\neps_rel = {eps_rel:e}\nmax_iterations = 10\n[master.controller]\ndt_min = 1e-7"
+        );
+        let path = b4(dir.path(), kind, &master);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let start = text.find("\nvariables = ").unwrap() + 1;
+        let end = start + text[start..].find('\n').unwrap();
+        let text = format!("{}variables = {variables}{}", &text[..start], &text[end..]);
+        std::fs::write(&path, text).unwrap();
+        let r = run(&path, &[], Some(0.5), None);
+        assert!(r.error.is_none(), "{kind}: {:?}", r.error);
+        let trace = r.trace();
+        let rows = trace.time().len();
+        assert!(rows > 100, "{kind}: {rows} rows");
+        let mut worst: f64 = 0.0;
+        for (u_name, y_name) in connections {
+            let (u, y) = (trace.column(u_name).unwrap(), trace.column(y_name).unwrap());
+            for k in 1..rows {
+                let tolerance = eps_rel * u[k].abs() + eps_abs;
+                let gap = (u[k] - y[k]).abs();
+                worst = worst.max(gap / tolerance);
+                assert!(
+                    gap < tolerance,
+                    "{kind}: t = {}: |{u_name} - {y_name}| = {gap:e} >= {tolerance:e}",
+                    trace.time()[k]
+                );
+            }
+        }
+        // (The check has teeth: the iterates are not trivially equal.)
+        assert!(
+            worst > 1e-3,
+            "{kind}: largest |u - y| / tolerance {worst:e}"
+        );
+        println!("{kind}: largest |u - y| / tolerance {worst:.3} over {rows} rows");
+    }
+}

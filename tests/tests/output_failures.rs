@@ -240,14 +240,49 @@ fn a_file_size_limit_stops_the_run_with_status_1_and_every_output_whole() {
     assert!(steps.len() >= trace.len() - 1, "{}", steps.len());
 }
 
-/// A device that fills up (a 3 MB tmpfs, mounted in a mount namespace of
-/// its own, when the system allows one: `unshare`, as root or with user
-/// namespaces): every file ends on a complete row, and the summary, whose
-/// space was reserved at the start, is written on the full device.
+/// A device that fills up: every file ends on a complete row, and the
+/// summary, whose space was reserved at the start, is written on the full
+/// device. Two full devices: an `LD_PRELOAD` shim over `write` that fails
+/// with ENOSPC once the output directory's files have grown by 3 MB
+/// (`tests/data/enospc_shim.c`: no privileges needed, so this test never
+/// passes by skipping), and, where the system allows a mount namespace
+/// (`unshare`, as root or with user namespaces), a real 3 MB tmpfs.
 #[test]
 fn a_full_device_stops_the_run_with_status_1_and_the_summary_written() {
     let dir = tempfile::tempdir().unwrap();
     fmus();
+    // The shim: a full device for any user.
+    let shim = dir.path().join("enospc_shim.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&shim)
+        .arg(root().join("tests/data/enospc_shim.c"))
+        .args(["-ldl", "-lpthread"])
+        .output()
+        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+    assert!(built.status.success(), "{}", stderr(&built));
+    let out_dir = dir.path().join("shim_out");
+    let out = Command::new(cosim_bin())
+        .args([
+            "run",
+            "--no-progress",
+            "scenarios/b1_quarter_car_a.toml",
+            "--stop",
+            "20",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .env("LD_PRELOAD", &shim)
+        .env("COSIM_ENOSPC_DIR", &out_dir)
+        .env("COSIM_ENOSPC_BYTES", (3 << 20).to_string())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_write_failure(out.status.code(), &err, &out_dir, "No space left on device");
+
+    // A real tmpfs, where a mount namespace can be had.
     let mount = dir.path().join("full");
     let copy = dir.path().join("copy");
     std::fs::create_dir_all(&mount).unwrap();
@@ -274,7 +309,7 @@ cp -r "$1/out/." "$2/""#;
     .any(|flags| matches!(attempt(flags), Ok(o) if o.status.success()));
     if !ran {
         eprintln!(
-            "skipped: no mount namespace with a tmpfs here (unshare); see the file size limit test"
+            "note: no mount namespace with a tmpfs here (unshare): the full device was the write shim's only"
         );
         return;
     }

@@ -70,6 +70,15 @@ fn same_columns(a: &Path, b: &Path) {
         Table::read(&a.join("trace.csv")).unwrap(),
         Table::read(&b.join("trace.csv")).unwrap(),
     );
+    // The same columns both ways (not only those of the first), the same
+    // rows, the same values.
+    let (mut na, mut nb) = (ta.names.clone(), tb.names.clone());
+    na.sort();
+    nb.sort();
+    assert_eq!(na, nb, "the traces have different columns");
+    assert!(na.len() > 1, "a trace of the time alone: {na:?}");
+    assert_eq!(ta.time().len(), tb.time().len(), "row counts differ");
+    assert!(ta.time().len() > 1, "a trace without rows");
     assert_eq!(ta.time(), tb.time());
     for name in ta.names.iter().skip(1) {
         assert_eq!(ta.column(name), tb.column(name), "column {name} differs");

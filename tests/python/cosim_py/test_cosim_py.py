@@ -138,7 +138,7 @@ def test_run_scenario_text(tmp_path: Path) -> None:
 
 
 def test_to_pandas() -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # in tests/python/requirements.txt: never skipped
     r = cosim.run(B1, stop=0.2)
     df = r.to_pandas()
     assert isinstance(df, pd.DataFrame)
