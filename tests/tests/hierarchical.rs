@@ -44,7 +44,9 @@ fn b3(dir: &Path, file: &str, k: u32, stop: f64, h1: f64, h2: f64, extra: &str) 
 fn max_error(r: &Run, k: u32) -> f64 {
     let trace = r.trace();
     let reference = reference(&format!("b3_scenario{k}"));
-    let pairs = match_columns(&trace, &reference, &[]);
+    // (s1's states by name: a trace may show the nest's inputs x1, v1 too.)
+    let map = [("s1.x1", "x1"), ("s1.v1", "v1")].map(|(a, b)| (a.to_string(), b.to_string()));
+    let pairs = match_columns(&trace, &reference, &map);
     assert_eq!(pairs.len(), 6, "{pairs:?}");
     compare_columns(&trace, &reference, &pairs, f64::NEG_INFINITY, f64::INFINITY)
         .unwrap()
@@ -317,11 +319,19 @@ fn masters_with_rollback_and_iteration_drive_a_nest() {
             0.025,
             "",
         );
-        let text = std::fs::read_to_string(&path).unwrap().replacen(
-            "[master]\nstep = 1e-1 ",
-            &format!("[master]\nstep = 1e-1\n{master}#"),
-            1,
-        );
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen(
+                "[master]\nstep = 1e-1 ",
+                &format!("[master]\nstep = 1e-1\n{master}#"),
+                1,
+            )
+            // The coupled inputs and outputs too, for the check from
+            // outside the master.
+            .replace(
+                "\"nest.s3.v3\"]",
+                "\"nest.s3.v3\", \"s1.l12\", \"nest.s2.l12\", \"nest.s2.x1\", \"nest.s2.v1\"]",
+            );
         let p = dir.path().join(format!("{name}.toml"));
         std::fs::write(&p, &text).unwrap();
         let r = run(&p, &[], None, None);
@@ -368,6 +378,34 @@ fn masters_with_rollback_and_iteration_drive_a_nest() {
             let residual = r.steps().column("residual").unwrap().to_vec();
             assert!(residual.iter().all(|&x| x < 1.0), "{name}: {residual:?}");
             assert!(e < 2.0 * e_plain, "{name}: {e}");
+            // And from outside the master: at every row, each input of
+            // the top level against the output feeding it (eq. 27, eps
+            // 1e-6), from the traced values.
+            let trace = r.trace();
+            let mut worst: f64 = 0.0;
+            for (u_name, y_name) in [
+                ("s1.l12", "nest.s2.l12"),
+                ("nest.s2.x1", "s1.x1"),
+                ("nest.s2.v1", "s1.v1"),
+            ] {
+                let u = trace.column(u_name).unwrap();
+                let y = trace.column(y_name).unwrap();
+                for k in 1..u.len() {
+                    let tolerance = 1e-6 * u[k].abs() + 1e-6;
+                    let gap = (u[k] - y[k]).abs();
+                    worst = worst.max(gap / tolerance);
+                    assert!(
+                        gap < tolerance,
+                        "{name}: t = {}: |{u_name} - {y_name}| = {gap:e} >= {tolerance:e}",
+                        trace.time()[k]
+                    );
+                }
+            }
+            assert!(
+                worst > 1e-3,
+                "{name}: largest |u - y| / tolerance {worst:e}"
+            );
+            println!("{name} over a nest: largest |u - y| / tolerance {worst:.3}");
         }
     }
 }
