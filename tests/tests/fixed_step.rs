@@ -37,12 +37,31 @@ fn power_at_wheel(r: &Table, t: f64) -> f64 {
     -r.interpolate(col(r, "F_c"), t) * r.interpolate(col(r, "v_w"), t)
 }
 
+/// The linear B1 rows that `cosim_tests::b1_jacobi` computes: the
+/// reticulation (B: true) and the micro steps of the chassis and the wheel.
+fn independent(file: &str) -> Option<(bool, [usize; 2])> {
+    match file {
+        "b1_quarter_car_a.toml" => Some((false, [10, 10])),
+        "b1_quarter_car_b.toml" => Some((true, [10, 10])),
+        "b1_quarter_car_b_coarse_wheel.toml" => Some((true, [10, 1])),
+        _ => None,
+    }
+}
+
 fn within_factor(value: f64, published: f64, factor: f64) -> bool {
     value >= published / factor && value <= published * factor
 }
 
+/// The constant-step rows of B1 (sadjina2016 Table III): mean |dP| and
+/// the integral of dP against the monolithic reference. The linear rows
+/// equal what the same co-simulation computed from the model equations
+/// gives (`cosim_tests::b1_jacobi`, to 1e-6: a 5 % error in a coupled
+/// value is a factor 9 here); every row is within a factor 1.5 of the
+/// paper's two-digit figure. The nonlinear rows have the paper's band
+/// only (the model equations' co-simulation is written for the linear
+/// damper).
 #[test]
-fn b1_constant_step_rows_reproduce_within_a_factor_1_5() {
+fn b1_constant_step_rows_equal_the_model_equations_and_the_paper() {
     // (scenario, reference, power, end time, published mean |dP| W, integral dP J)
     type Power = fn(&Table, f64) -> f64;
     let rows: [(&str, &str, Power, f64, f64, f64); 5] = [
@@ -100,6 +119,32 @@ fn b1_constant_step_rows_reproduce_within_a_factor_1_5() {
             m.integral_residual_power
         ));
         assert!((m.mean_step - 1e-3).abs() < 1e-12);
+        // The linear rows against the same co-simulation computed from the
+        // model equations, not by the master (cosim_tests::b1_jacobi):
+        // equal to the rounding, where a 5 % regression shows 50 000
+        // times over.
+        if let Some((b, micro)) = independent(file) {
+            let points = cosim_tests::b1_jacobi::run(b, 1e-3, micro, t_end);
+            let reference = reference(reference_name);
+            let n = points.len() as f64;
+            let mean_dp = points
+                .iter()
+                .map(|q| (q.transmitted - power(&reference, q.t)).abs())
+                .sum::<f64>()
+                / n;
+            let integral: f64 = points.iter().map(|q| q.residual * 1e-3).sum();
+            report.push_str(&format!(
+                "  from the model equations: mean |dP| {mean_dp:.6} W, integral dP {integral:.6} J\n"
+            ));
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1e-9);
+            assert!(
+                close(m.mean_abs_power_error, mean_dp)
+                    && close(m.integral_residual_power, integral),
+                "{file}: mean |dP| {} W and integral dP {} J, the model equations give {mean_dp} and {integral}",
+                m.mean_abs_power_error,
+                m.integral_residual_power
+            );
+        }
         if !within_factor(m.mean_abs_power_error, dp, 1.5)
             || !within_factor(m.integral_residual_power, e, 1.5)
         {

@@ -616,12 +616,10 @@ fn shard_auto_reads_slurm_and_kubernetes_variables_and_names_them_when_unset() {
 }
 
 /// B1's linear one-step map of the Jacobi/ZOH co-simulation at macro step
-/// `h`, from the model equations (`fmus/models/src/quarter_car.rs`, Table
-/// II parameters, forward Euler with 10 micro steps, the chassis of A exact
-/// for its held force), on the states of both FMUs and the held inputs. The
-/// feed-through output `F_c` is evaluated right after `doStep` with the
-/// held input (what this master does), or, with `fresh`, with the other
-/// FMU's velocity of the new communication point.
+/// `h`, from the model equations (`cosim_tests::b1_jacobi::step`, 10 micro
+/// steps), on the states of both FMUs and the held inputs; with `fresh`,
+/// `F_c` evaluated with the other FMU's velocity of the new communication
+/// point instead of the held one.
 ///
 /// Each reticulation integrates one position twice (A: the chassis and the
 /// wheel's copy of it; B: the wheel and the chassis's copy), and an offset
@@ -630,38 +628,9 @@ fn shard_auto_reads_slurm_and_kubernetes_variables_and_names_them_when_unset() {
 /// position is left out, nothing reads it; B: the suspension's deflection
 /// `z_c - z_w` replaces the two positions it is made of).
 fn one_step_map(b: bool, h: f64, fresh: bool) -> [[f64; 6]; 6] {
-    use cosim_models::quarter_car::defaults::{D_C, K_C, K_W, M_C, M_W, MICRO_STEPS};
+    use cosim_models::quarter_car::defaults::MICRO_STEPS;
     let n = MICRO_STEPS as usize;
-    let dt = h / n as f64;
-    let step = |x: [f64; 6]| -> [f64; 6] {
-        if !b {
-            // A: [v_c | z_c copy, z_w, v_w | F held, v_c held].
-            let [v_c, mut zc, mut z_w, mut v_w, f, vh] = x;
-            let v_c1 = v_c + f * h / M_C;
-            for _ in 0..n {
-                let f_c = K_C * (zc - z_w) + D_C * (vh - v_w);
-                let a_w = (-K_W * z_w + f_c) / M_W;
-                (zc, z_w, v_w) = (zc + dt * vh, z_w + dt * v_w, v_w + dt * a_w);
-            }
-            let v_in = if fresh { v_c1 } else { vh };
-            let f_c = K_C * (zc - z_w) + D_C * (v_in - v_w);
-            [v_c1, zc, z_w, v_w, -f_c, v_c1]
-        } else {
-            // B: [z_c - z_w copy, v_c | z_w, v_w | F held, v_w held].
-            let [mut d, mut v_c, mut z_w, mut v_w, f, vh] = x;
-            for _ in 0..n {
-                let f_c = K_C * d + D_C * (v_c - vh);
-                (d, v_c) = (d + dt * (v_c - vh), v_c - dt * f_c / M_C);
-            }
-            for _ in 0..n {
-                let a_w = (-K_W * z_w + f) / M_W;
-                (z_w, v_w) = (z_w + dt * v_w, v_w + dt * a_w);
-            }
-            let v_in = if fresh { v_w } else { vh };
-            let f_c = K_C * d + D_C * (v_c - v_in);
-            [d, v_c, z_w, v_w, f_c, v_w]
-        }
-    };
+    let step = |x: [f64; 6]| cosim_tests::b1_jacobi::step(b, h, [n, n], fresh, x);
     // Columns: the images of the unit vectors (the map is linear).
     let mut m = [[0.0; 6]; 6];
     for j in 0..6 {

@@ -1,0 +1,106 @@
+//! B1 (the linear quarter car) co-simulated by the fixed-step master's
+//! scheme, Jacobi with zero-order hold, written from the model equations
+//! (`fmus/models/src/quarter_car.rs`, Table II parameters: forward Euler
+//! with `micro_steps` micro steps, the chassis of reticulation A exact for
+//! its held force) independently of the master and of the FMUs: what the
+//! master's figures are checked against (`tests/fixed_step.rs`), and the
+//! one-step map whose spectral radius gives the stability limits
+//! (`tests/sweep.rs`).
+//!
+//! States are taken relative to the road (the road step of 0.1 m is an
+//! initial offset of the positions); each reticulation keeps both copies
+//! of the position its two subsystems integrate.
+
+use cosim_models::quarter_car::defaults::{D_C, K_C, K_W, M_C, M_W, Z_ROAD};
+
+/// One macro step `h` of reticulation A (`b = false`) or B (`b = true`)
+/// from state `x`, `micro` the forward-Euler micro steps of the chassis
+/// (B) and of the wheel. The feed-through output `F_c` is evaluated right
+/// after `doStep` with the held input (what the fixed-step master does),
+/// or, with `fresh`, with the other FMU's velocity of the new
+/// communication point.
+///
+/// A: `x = [v_c | z_c copy, z_w, v_w | F held, v_c held]`;
+/// B: `x = [z_c - z_w copy, v_c | z_w, v_w | F held, v_w held]`.
+pub fn step(b: bool, h: f64, micro: [usize; 2], fresh: bool, x: [f64; 6]) -> [f64; 6] {
+    let [n_chassis, n_wheel] = micro;
+    if !b {
+        let [v_c, mut zc, mut z_w, mut v_w, f, vh] = x;
+        let v_c1 = v_c + f * h / M_C;
+        let dt = h / n_wheel as f64;
+        for _ in 0..n_wheel {
+            let f_c = K_C * (zc - z_w) + D_C * (vh - v_w);
+            let a_w = (-K_W * z_w + f_c) / M_W;
+            (zc, z_w, v_w) = (zc + dt * vh, z_w + dt * v_w, v_w + dt * a_w);
+        }
+        let v_in = if fresh { v_c1 } else { vh };
+        let f_c = K_C * (zc - z_w) + D_C * (v_in - v_w);
+        [v_c1, zc, z_w, v_w, -f_c, v_c1]
+    } else {
+        let [mut d, mut v_c, mut z_w, mut v_w, f, vh] = x;
+        let dt = h / n_chassis as f64;
+        for _ in 0..n_chassis {
+            let f_c = K_C * d + D_C * (v_c - vh);
+            (d, v_c) = (d + dt * (v_c - vh), v_c - dt * f_c / M_C);
+        }
+        let dt = h / n_wheel as f64;
+        for _ in 0..n_wheel {
+            let a_w = (-K_W * z_w + f) / M_W;
+            (z_w, v_w) = (z_w + dt * v_w, v_w + dt * a_w);
+        }
+        let v_in = if fresh { v_w } else { vh };
+        let f_c = K_C * d + D_C * (v_c - v_in);
+        [d, v_c, z_w, v_w, f_c, v_w]
+    }
+}
+
+/// The state at the start: everything at rest, the wheel (and A's copy of
+/// the chassis position) `Z_ROAD` below the road that has just stepped up.
+pub fn start(b: bool) -> [f64; 6] {
+    if b {
+        [0.0, 0.0, -Z_ROAD, 0.0, 0.0, 0.0]
+    } else {
+        [0.0, -Z_ROAD, -Z_ROAD, 0.0, 0.0, 0.0]
+    }
+}
+
+/// One communication point of a run: its time, the power the bond
+/// transmits there (A: `F_c v_c`; B: `-F_c v_w`, the power at the wheel)
+/// and the residual power of the step to it (eq. 10a, `u0 y0 + c u1 y1`
+/// with the inputs held over the step and the outputs at its end).
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    /// Time, s.
+    pub t: f64,
+    /// Transmitted power, W.
+    pub transmitted: f64,
+    /// Residual power of the step, W.
+    pub residual: f64,
+}
+
+/// Runs B1 from its start to `t_end` at macro step `h`: every
+/// communication point after the start.
+pub fn run(b: bool, h: f64, micro: [usize; 2], t_end: f64) -> Vec<Point> {
+    let steps = (t_end / h).round() as usize;
+    let mut x = start(b);
+    let mut out = Vec::with_capacity(steps);
+    for k in 0..steps {
+        let x1 = step(b, h, micro, false, x);
+        let (transmitted, residual) = if b {
+            // Wheel: input F (the held x[4]), output v_w; chassis: input
+            // v_w (held x[5]), output F_c; c = -1.
+            (-x1[4] * x1[3], x[4] * x1[3] - x[5] * x1[4])
+        } else {
+            // Chassis: input F = -F_c (held x[4]), output v_c; wheel:
+            // input v_c (held x[5]), output F_c = -x1[4]; c = 1.
+            (-x1[4] * x1[0], x[4] * x1[0] - x[5] * x1[4])
+        };
+        out.push(Point {
+            t: (k + 1) as f64 * h,
+            transmitted,
+            residual,
+        });
+        x = x1;
+    }
+    out
+}
