@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod b1_jacobi;
+pub mod b3_jacobi;
 pub mod libcosim;
 
 use std::path::{Path, PathBuf};

@@ -360,6 +360,19 @@ fn nested_ssd_runs_like_its_conversion_and_the_hierarchical_scenario() {
         .map(|e| e.max_abs)
         .fold(0.0, f64::max);
     println!("nested SSD, B3 scenario 1: max error {max:.3e} (hafner: 2.14e-2)");
+    // The same co-simulation from the model equations (to the rounding),
+    // and hafner's figure (within a factor 2).
+    let rows = cosim_tests::b3_jacobi::hierarchical(
+        &cosim_tests::b3_jacobi::Params::scenario(1),
+        0.1,
+        0.025,
+        25.0,
+    );
+    let expected = cosim_tests::b3_jacobi::max_error(&rows, &reference);
+    assert!(
+        (max - expected).abs() <= 1e-9 * expected,
+        "max error {max}, the model equations give {expected}"
+    );
     assert!(max > 2.14e-2 / 2.0 && max < 2.14e-2 * 2.0, "{max}");
     let summary = std::fs::read_to_string(a.join("summary.json")).unwrap();
     assert!(summary.contains("\"nest\""), "{summary}");
