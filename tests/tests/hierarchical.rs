@@ -202,6 +202,14 @@ fn b3_scenario_2_traditional_fails_hierarchical_stays_accurate() {
     );
     assert!(et > 1.0, "traditional error {et}");
     assert!(within_factor_2(eh, 0.29), "hierarchical error {eh}");
+    let expected = b3_jacobi::max_error(
+        &b3_jacobi::hierarchical(&Params::scenario(2), 0.1, 0.025, 100.0),
+        &reference("b3_scenario2"),
+    );
+    assert!(
+        (eh - expected).abs() <= 1e-9 * expected,
+        "hierarchical error {eh}, the model equations give {expected}"
+    );
 }
 
 #[test]
@@ -670,6 +678,19 @@ fn b3_table_in_the_docs_is_what_the_build_gives() {
         );
         assert!(r.error.is_none(), "{:?}", r.error);
         let e = max_error(&r, k);
+        // The row's own check (not only the blessed text): the same
+        // co-simulation computed from the model equations.
+        let p = Params::scenario(k);
+        let rows = if hier {
+            b3_jacobi::hierarchical(&p, h1, h2, stop)
+        } else {
+            b3_jacobi::traditional(&p, h1, stop)
+        };
+        let expected = b3_jacobi::max_error(&rows, &reference(&format!("b3_scenario{k}")));
+        assert!(
+            (e - expected).abs() <= 1e-9 * expected,
+            "scenario {k} ({h1}, {h2}): max error {e}, the model equations give {expected}"
+        );
         if k == 1 && !hier {
             trad1_states = state_errors(&r, 1);
         }
