@@ -468,3 +468,37 @@ pub fn bouncing_ball_fmu(
     pack_fmu(&fmu, md.as_bytes(), &built);
     fmu
 }
+
+/// The coupling of every accepted step, checked from outside the master:
+/// at every row of `trace` after the start, each input `u` within the
+/// tolerance of eq. 27 (ifosmondi2019) of the output `y` feeding it,
+/// `|u - y| < eps_rel |u| + eps_abs`, for `connections` as (u, y) column
+/// names. Returns the largest `|u - y| / tolerance` (panics, naming `what`,
+/// the row and the connection, where one is not below 1).
+pub fn assert_coupled_within(
+    trace: &Table,
+    connections: &[(&str, &str)],
+    (eps_abs, eps_rel): (f64, f64),
+    what: &str,
+) -> f64 {
+    let column = |name: &str| {
+        trace
+            .column(name)
+            .unwrap_or_else(|| panic!("{what}: the trace has no column {name}: {:?}", trace.names))
+    };
+    let mut worst: f64 = 0.0;
+    for &(u_name, y_name) in connections {
+        let (u, y) = (column(u_name), column(y_name));
+        for k in 1..u.len() {
+            let tolerance = eps_rel * u[k].abs() + eps_abs;
+            let gap = (u[k] - y[k]).abs();
+            worst = worst.max(gap / tolerance);
+            assert!(
+                gap < tolerance,
+                "{what}: t = {}: |{u_name} - {y_name}| = {gap:e} >= {tolerance:e}",
+                trace.time()[k]
+            );
+        }
+    }
+    worst
+}

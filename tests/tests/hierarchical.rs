@@ -416,25 +416,16 @@ fn masters_with_rollback_and_iteration_drive_a_nest() {
             // the top level against the output feeding it (eq. 27, eps
             // 1e-6), from the traced values.
             let trace = r.trace();
-            let mut worst: f64 = 0.0;
-            for (u_name, y_name) in [
-                ("s1.l12", "nest.s2.l12"),
-                ("nest.s2.x1", "s1.x1"),
-                ("nest.s2.v1", "s1.v1"),
-            ] {
-                let u = trace.column(u_name).unwrap();
-                let y = trace.column(y_name).unwrap();
-                for k in 1..u.len() {
-                    let tolerance = 1e-6 * u[k].abs() + 1e-6;
-                    let gap = (u[k] - y[k]).abs();
-                    worst = worst.max(gap / tolerance);
-                    assert!(
-                        gap < tolerance,
-                        "{name}: t = {}: |{u_name} - {y_name}| = {gap:e} >= {tolerance:e}",
-                        trace.time()[k]
-                    );
-                }
-            }
+            let worst = cosim_tests::assert_coupled_within(
+                &trace,
+                &[
+                    ("s1.l12", "nest.s2.l12"),
+                    ("nest.s2.x1", "s1.x1"),
+                    ("nest.s2.v1", "s1.v1"),
+                ],
+                (1e-6, 1e-6),
+                name,
+            );
             assert!(
                 worst > 1e-3,
                 "{name}: largest |u - y| / tolerance {worst:e}"

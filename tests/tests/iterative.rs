@@ -325,20 +325,8 @@ fn the_traced_inputs_match_the_outputs_within_the_tolerance_at_every_step() {
         let trace = r.trace();
         let rows = trace.time().len();
         assert!(rows > 100, "{kind}: {rows} rows");
-        let mut worst: f64 = 0.0;
-        for (u_name, y_name) in connections {
-            let (u, y) = (trace.column(u_name).unwrap(), trace.column(y_name).unwrap());
-            for k in 1..rows {
-                let tolerance = eps_rel * u[k].abs() + eps_abs;
-                let gap = (u[k] - y[k]).abs();
-                worst = worst.max(gap / tolerance);
-                assert!(
-                    gap < tolerance,
-                    "{kind}: t = {}: |{u_name} - {y_name}| = {gap:e} >= {tolerance:e}",
-                    trace.time()[k]
-                );
-            }
-        }
+        let worst =
+            cosim_tests::assert_coupled_within(&trace, &connections, (eps_abs, eps_rel), kind);
         // (The check has teeth: the iterates are not trivially equal.)
         assert!(
             worst > 1e-3,
