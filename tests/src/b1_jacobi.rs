@@ -1,10 +1,11 @@
-//! B1 (the linear quarter car) co-simulated by the fixed-step master's
-//! scheme, Jacobi with zero-order hold, written from the model equations
-//! (`fmus/models/src/quarter_car.rs`, Table II parameters: forward Euler
-//! with `micro_steps` micro steps, the chassis of reticulation A exact for
-//! its held force) independently of the master and of the FMUs: what the
-//! master's figures are checked against (`tests/fixed_step.rs`), and the
-//! one-step map whose spectral radius gives the stability limits
+//! B1 (the quarter car, linear or with the nonlinear damper) co-simulated
+//! by the fixed-step master's scheme, Jacobi with zero-order hold, written
+//! from the model equations (`fmus/models/src/quarter_car.rs`, Table II
+//! parameters: forward Euler with `micro_steps` micro steps, the chassis
+//! of reticulation A exact for its held force) independently of the master
+//! and of the FMUs: what the master's figures are checked against
+//! (`tests/fixed_step.rs`, and through `ecco` `tests/adaptive.rs`), and the
+//! linear one-step map whose spectral radius gives the stability limits
 //! (`tests/sweep.rs`).
 //!
 //! States are taken relative to the road (the road step of 0.1 m is an
@@ -23,24 +24,62 @@ use cosim_models::quarter_car::defaults::{D_C, K_C, K_W, M_C, M_W, Z_ROAD};
 /// A: `x = [v_c | z_c copy, z_w, v_w | F held, v_c held]`;
 /// B: `x = [z_c - z_w copy, v_c | z_w, v_w | F held, v_w held]`.
 pub fn step(b: bool, h: f64, micro: [usize; 2], fresh: bool, x: [f64; 6]) -> [f64; 6] {
+    step_with(Damper::LINEAR, b, h, micro, fresh, x)
+}
+
+/// The suspension's damper: force `d_c g(v)` with the law of the B1
+/// paper's nonlinear case, `g(v) = sign(v) |v|^p`, `p = 2 / (1 + 2 n_d)`
+/// (`n_d = 0.5`: linear).
+#[derive(Debug, Clone, Copy)]
+pub struct Damper {
+    /// Damping constant d_c.
+    pub d_c: f64,
+    /// Damping linearity n_d.
+    pub n_d: f64,
+}
+
+impl Damper {
+    /// The linear damper of Table II.
+    pub const LINEAR: Damper = Damper { d_c: D_C, n_d: 0.5 };
+
+    /// The damper force at relative velocity `v`.
+    pub fn force(&self, v: f64) -> f64 {
+        let p = 2.0 / (1.0 + 2.0 * self.n_d);
+        if p == 1.0 {
+            self.d_c * v
+        } else {
+            self.d_c * v.signum() * v.abs().powf(p)
+        }
+    }
+}
+
+/// [`step`] with the damper `damper`.
+pub fn step_with(
+    damper: Damper,
+    b: bool,
+    h: f64,
+    micro: [usize; 2],
+    fresh: bool,
+    x: [f64; 6],
+) -> [f64; 6] {
     let [n_chassis, n_wheel] = micro;
     if !b {
         let [v_c, mut zc, mut z_w, mut v_w, f, vh] = x;
         let v_c1 = v_c + f * h / M_C;
         let dt = h / n_wheel as f64;
         for _ in 0..n_wheel {
-            let f_c = K_C * (zc - z_w) + D_C * (vh - v_w);
+            let f_c = K_C * (zc - z_w) + damper.force(vh - v_w);
             let a_w = (-K_W * z_w + f_c) / M_W;
             (zc, z_w, v_w) = (zc + dt * vh, z_w + dt * v_w, v_w + dt * a_w);
         }
         let v_in = if fresh { v_c1 } else { vh };
-        let f_c = K_C * (zc - z_w) + D_C * (v_in - v_w);
+        let f_c = K_C * (zc - z_w) + damper.force(v_in - v_w);
         [v_c1, zc, z_w, v_w, -f_c, v_c1]
     } else {
         let [mut d, mut v_c, mut z_w, mut v_w, f, vh] = x;
         let dt = h / n_chassis as f64;
         for _ in 0..n_chassis {
-            let f_c = K_C * d + D_C * (v_c - vh);
+            let f_c = K_C * d + damper.force(v_c - vh);
             (d, v_c) = (d + dt * (v_c - vh), v_c - dt * f_c / M_C);
         }
         let dt = h / n_wheel as f64;
@@ -49,7 +88,7 @@ pub fn step(b: bool, h: f64, micro: [usize; 2], fresh: bool, x: [f64; 6]) -> [f6
             (z_w, v_w) = (z_w + dt * v_w, v_w + dt * a_w);
         }
         let v_in = if fresh { v_w } else { vh };
-        let f_c = K_C * d + D_C * (v_c - v_in);
+        let f_c = K_C * d + damper.force(v_c - v_in);
         [d, v_c, z_w, v_w, f_c, v_w]
     }
 }
@@ -81,11 +120,16 @@ pub struct Point {
 /// Runs B1 from its start to `t_end` at macro step `h`: every
 /// communication point after the start.
 pub fn run(b: bool, h: f64, micro: [usize; 2], t_end: f64) -> Vec<Point> {
+    run_with(Damper::LINEAR, b, h, micro, t_end)
+}
+
+/// [`run`] with the damper `damper`.
+pub fn run_with(damper: Damper, b: bool, h: f64, micro: [usize; 2], t_end: f64) -> Vec<Point> {
     let steps = (t_end / h).round() as usize;
     let mut x = start(b);
     let mut out = Vec::with_capacity(steps);
     for k in 0..steps {
-        let x1 = step(b, h, micro, false, x);
+        let x1 = step_with(damper, b, h, micro, false, x);
         let (transmitted, residual) = if b {
             // Wheel: input F (the held x[4]), output v_w; chassis: input
             // v_w (held x[5]), output F_c; c = -1.

@@ -3,6 +3,7 @@
 //! outputs back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod b1_adaptive;
 pub mod b1_jacobi;
 pub mod b3_jacobi;
 pub mod libcosim;
