@@ -93,6 +93,28 @@ pub fn step_with(
     }
 }
 
+/// [`step`] of reticulation A with both subsystems integrated exactly
+/// (the wheel's linear equations with the input held, by the matrix
+/// exponential of `cosim_models::reference`): the coupling error alone,
+/// what a master reaches with Model Exchange halves integrated to a tight
+/// tolerance.
+pub fn step_exact_a(h: f64, x: [f64; 6]) -> [f64; 6] {
+    use cosim_models::reference::{Mat, affine_solution};
+    let [v_c, zc, z_w, v_w, f, vh] = x;
+    let v_c1 = v_c + f * h / M_C;
+    // [z_c copy, z_w, v_w]' = A [..] + b for the held chassis velocity.
+    let mut a = Mat::zeros(3);
+    a.set(1, 2, 1.0);
+    a.set(2, 0, K_C / M_W);
+    a.set(2, 1, -(K_W + K_C) / M_W);
+    a.set(2, 2, -D_C / M_W);
+    let b = [vh, 0.0, D_C * vh / M_W];
+    let end = affine_solution(&a, &b, &[zc, z_w, v_w], 0.0, &[h]).remove(0);
+    let [zc, z_w, v_w] = [end[0], end[1], end[2]];
+    let f_c = K_C * (zc - z_w) + D_C * (vh - v_w);
+    [v_c1, zc, z_w, v_w, -f_c, v_c1]
+}
+
 /// The state at the start: everything at rest, the wheel (and A's copy of
 /// the chassis position) `Z_ROAD` below the road that has just stepped up.
 pub fn start(b: bool) -> [f64; 6] {
