@@ -115,6 +115,25 @@ pub fn step_exact_a(h: f64, x: [f64; 6]) -> [f64; 6] {
     [v_c1, zc, z_w, v_w, -f_c, v_c1]
 }
 
+/// The project's B1 scenarios (`scenarios/b1_quarter_car_*.toml`) this
+/// module computes: the damper, the reticulation (B: true) and the micro
+/// steps of the chassis and the wheel.
+pub fn of_scenario(file: &str) -> Option<(Damper, bool, [usize; 2])> {
+    // The nonlinear scenarios' suspension parameters.
+    let nonlinear = Damper {
+        d_c: 900.0,
+        n_d: 1.5,
+    };
+    match file {
+        "b1_quarter_car_a.toml" => Some((Damper::LINEAR, false, [10, 10])),
+        "b1_quarter_car_a_nonlinear.toml" => Some((nonlinear, false, [10, 10])),
+        "b1_quarter_car_b.toml" => Some((Damper::LINEAR, true, [10, 10])),
+        "b1_quarter_car_b_nonlinear.toml" => Some((nonlinear, true, [10, 10])),
+        "b1_quarter_car_b_coarse_wheel.toml" => Some((Damper::LINEAR, true, [10, 1])),
+        _ => None,
+    }
+}
+
 /// The state at the start: everything at rest, the wheel (and A's copy of
 /// the chassis position) `Z_ROAD` below the road that has just stepped up.
 pub fn start(b: bool) -> [f64; 6] {

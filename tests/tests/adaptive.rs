@@ -7,7 +7,7 @@ use std::path::Path;
 
 use cosim_core::metrics::{BondMetrics, ColumnProduct, Table, bond_metrics};
 use cosim_tests::b1_adaptive;
-use cosim_tests::b1_jacobi::Damper;
+use cosim_tests::b1_jacobi;
 use cosim_tests::{Run, reference, run, scenario, with_master};
 
 #[derive(Clone, Copy)]
@@ -226,29 +226,10 @@ fn constant_step(row: &Row) -> BondMetrics {
     metrics(&r, row)
 }
 
-/// The B1 rows that `cosim_tests::b1_adaptive` computes: the damper, the
-/// reticulation (B: true) and the micro steps of the chassis and the
-/// wheel.
-fn independent(file: &str) -> Option<(Damper, bool, [usize; 2])> {
-    // The nonlinear scenarios' wheel parameters.
-    let nonlinear = Damper {
-        d_c: 900.0,
-        n_d: 1.5,
-    };
-    match file {
-        "b1_quarter_car_a.toml" => Some((Damper::LINEAR, false, [10, 10])),
-        "b1_quarter_car_a_nonlinear.toml" => Some((nonlinear, false, [10, 10])),
-        "b1_quarter_car_b.toml" => Some((Damper::LINEAR, true, [10, 10])),
-        "b1_quarter_car_b_nonlinear.toml" => Some((nonlinear, true, [10, 10])),
-        "b1_quarter_car_b_coarse_wheel.toml" => Some((Damper::LINEAR, true, [10, 1])),
-        _ => None,
-    }
-}
-
 /// The row's master written from the paper (`cosim_tests::b1_adaptive`)
 /// at tolerance `tol`.
 fn independent_run(row: &Row, tol: f64) -> Option<Vec<b1_adaptive::Step>> {
-    let (damper, b, micro) = independent(row.file)?;
+    let (damper, b, micro) = b1_jacobi::of_scenario(row.file)?;
     let indicator = if row.kind == "ecco" {
         b1_adaptive::Indicator::Ecco {
             tolerance: tol,
@@ -307,7 +288,7 @@ fn adaptive_steps_equal_the_masters_written_from_the_paper() {
     let mut compared = 0;
     for row in rows {
         let row = &row;
-        let Some((_, _, micro)) = independent(row.file) else {
+        let Some((_, _, micro)) = b1_jacobi::of_scenario(row.file) else {
             continue;
         };
         compared += 1;

@@ -37,29 +37,16 @@ fn power_at_wheel(r: &Table, t: f64) -> f64 {
     -r.interpolate(col(r, "F_c"), t) * r.interpolate(col(r, "v_w"), t)
 }
 
-/// The linear B1 rows that `cosim_tests::b1_jacobi` computes: the
-/// reticulation (B: true) and the micro steps of the chassis and the wheel.
-fn independent(file: &str) -> Option<(bool, [usize; 2])> {
-    match file {
-        "b1_quarter_car_a.toml" => Some((false, [10, 10])),
-        "b1_quarter_car_b.toml" => Some((true, [10, 10])),
-        "b1_quarter_car_b_coarse_wheel.toml" => Some((true, [10, 1])),
-        _ => None,
-    }
-}
-
 fn within_factor(value: f64, published: f64, factor: f64) -> bool {
     value >= published / factor && value <= published * factor
 }
 
 /// The constant-step rows of B1 (sadjina2016 Table III): mean |dP| and
-/// the integral of dP against the monolithic reference. The linear rows
-/// equal what the same co-simulation computed from the model equations
-/// gives (`cosim_tests::b1_jacobi`, to 1e-6: a 5 % error in a coupled
-/// value is a factor 9 here); every row is within a factor 1.5 of the
-/// paper's two-digit figure. The nonlinear rows have the paper's band
-/// only (the model equations' co-simulation is written for the linear
-/// damper).
+/// the integral of dP against the monolithic reference. Every row equals
+/// what the same co-simulation computed from the model equations gives
+/// (`cosim_tests::b1_jacobi`, to 1e-6: a 5 % error in a coupled value is
+/// a factor 9 here), and is within a factor 1.5 of the paper's two-digit
+/// figure.
 #[test]
 fn b1_constant_step_rows_equal_the_model_equations_and_the_paper() {
     // (scenario, reference, power, end time, published mean |dP| W, integral dP J)
@@ -119,12 +106,12 @@ fn b1_constant_step_rows_equal_the_model_equations_and_the_paper() {
             m.integral_residual_power
         ));
         assert!((m.mean_step - 1e-3).abs() < 1e-12);
-        // The linear rows against the same co-simulation computed from the
-        // model equations, not by the master (cosim_tests::b1_jacobi):
-        // equal to the rounding, where a 5 % regression shows 50 000
-        // times over.
-        if let Some((b, micro)) = independent(file) {
-            let points = cosim_tests::b1_jacobi::run(b, 1e-3, micro, t_end);
+        // Against the same co-simulation computed from the model
+        // equations, not by the master (cosim_tests::b1_jacobi): equal to
+        // the rounding, where a 5 % regression shows 50 000 times over.
+        {
+            let (damper, b, micro) = cosim_tests::b1_jacobi::of_scenario(file).unwrap();
+            let points = cosim_tests::b1_jacobi::run_with(damper, b, 1e-3, micro, t_end);
             let reference = reference(reference_name);
             let n = points.len() as f64;
             let mean_dp = points
