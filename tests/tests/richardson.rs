@@ -447,6 +447,55 @@ fn richardson_on_b1_at_the_accuracy_of_ecco() {
         }
     }
     let (rtol, rich, m) = found.expect("a tolerance reaching ECCO's mean |dP|");
+    // The run equals Richardson written from the paper and the model
+    // equations (`cosim_tests::b1_richardson`), double step by double
+    // step, and so do the counts the block gives.
+    let expected = cosim_tests::b1_richardson::run(
+        [10, 10],
+        cosim_tests::b1_richardson::Settings {
+            atol: rtol,
+            rtol,
+            initial_step: 1e-4,
+            dt: (1e-6, 1e-2),
+        },
+        4.0,
+    );
+    let (log, trace) = (rich.steps(), rich.trace());
+    let column = |t: &cosim_core::metrics::Table, name: &str| t.column(name).unwrap().to_vec();
+    let (time, dt, eps, rejected) = (
+        log.time().to_vec(),
+        column(&log, "step"),
+        column(&log, "indicator"),
+        column(&log, "rejections"),
+    );
+    let (v_c, f_c) = (column(&trace, "chassis.v_c"), column(&trace, "wheel.F_c"));
+    assert_eq!(time.len(), expected.len(), "double steps");
+    assert_eq!(v_c.len(), expected.len() + 1, "trace rows (and the start)");
+    let close = |a: f64, b: f64, scale: f64| (a - b).abs() <= 1e-6 * (scale + b.abs());
+    for (i, e) in expected.iter().enumerate() {
+        assert!(
+            time[i] == e.t
+                && dt[i] == e.dt
+                && rejected[i] == f64::from(e.rejections)
+                && close(eps[i], e.indicator, 1e-6)
+                && close(v_c[i + 1], e.v_c, 1e-6)
+                && close(f_c[i + 1], e.f_c, 1e-3),
+            "double step {i}: t {} 2H {:e} eps {:e} rejections {} v_c {} F_c {}; written from the paper: {e:?}",
+            time[i],
+            dt[i],
+            eps[i],
+            rejected[i],
+            v_c[i + 1],
+            f_c[i + 1]
+        );
+    }
+    let rejections: u64 = expected.iter().map(|e| u64::from(e.rejections)).sum();
+    assert_eq!(rich.summary.stats.rejected_steps, rejections);
+    // Per attempt one step of 2H and two of H of each FMU; one state
+    // saved per FMU and double step.
+    let attempts = expected.len() as u64 + rejections;
+    assert_eq!(rich.summary.calls.do_step, 6 * attempts);
+    assert_eq!(rich.summary.calls.state_saves, 2 * expected.len() as u64);
     let (ce, cr) = (ecco.summary.calls, rich.summary.calls);
     println!(
         "ECCO r = 2.8e-6: mean |dP| {target:.3} W, {} macro steps, {} doStep calls, {} state saves\n\
