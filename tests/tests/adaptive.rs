@@ -568,7 +568,22 @@ fn predictor_corrector_steps_are_smooth_once_the_feedthrough_lag_is_corrected() 
             let (tol, m) = tuned(row, 0.02, dir.path());
             let (r, _) = run_row(row, tol, dir.path());
             let steps = r.steps();
-            let (h, reversals) = ratio_histogram(steps.column("step").unwrap());
+            let dt = steps.column("step").unwrap();
+            // The steps are those of the predictor/corrector written from
+            // the paper (`cosim_tests::b1_adaptive`).
+            let expected: Vec<f64> = independent_run(row, tol)
+                .unwrap()
+                .iter()
+                .map(|s| s.dt)
+                .collect();
+            assert!(
+                dt == expected.as_slice(),
+                "{} (lag correction {lag_correction}) at TOL {tol:e}: {} steps, {} written from the paper",
+                row.file,
+                dt.len(),
+                expected.len()
+            );
+            let (h, reversals) = ratio_histogram(dt);
             let lower = run_row(row, tol * 0.98, dir.path()).1.mean_abs_power_error;
             let higher = run_row(row, tol * 1.02, dir.path()).1.mean_abs_power_error;
             let dp = m.mean_abs_power_error;
@@ -713,6 +728,8 @@ fn ecco_needs_at_most_40_percent_of_the_steps_for_equal_power_error() {
         }
     }
     let (tol, steps, m) = best.expect("some r reaches the constant-step error");
+    // As many steps as ECCO written from the paper takes at that r.
+    assert_eq!(steps as usize, independent_run(row, tol).unwrap().len());
     let share = steps as f64 / steps_constant as f64;
     println!(
         "constant 1 ms: {steps_constant} steps, mean |dP| {target:.3} W; ECCO r = {tol:.3e}: {steps} steps ({:.1} %), mean |dP| {:.3} W, mean step {:.3} ms",
