@@ -14,22 +14,27 @@
 //! start, see [`Input`]). The polynomials are evaluated here in Lagrange
 //! form at absolute time, not as the Taylor expansion the master sends, so
 //! that the two agree only up to rounding if both are right.
+//!
+//! One Jacobi step from a given state with given input polynomials,
+//! [`jacobi_step`], is public, with [`Input`], the equations and `rk4`
+//! for the crate: the Richardson double step of `crate::b2_richardson` is
+//! made of such steps.
 
 use cosim_models::b2::defaults::{D_C, D_W, H_MAX, K_C, K_W, M_C, M_W, Z_ROAD};
 
 /// Suspension force on the chassis, `k_c (x_w - x_c) + d_c (v_w - v_c)`.
-fn f_susp(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
+pub(crate) fn f_susp(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
     K_C * (x_w - x_c) + D_C * (v_w - v_c)
 }
 
 /// Chassis acceleration, `m_c x_c'' = F_susp`.
-fn a_chassis(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
+pub(crate) fn a_chassis(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
     f_susp(x_c, v_c, x_w, v_w) / M_C
 }
 
 /// Wheel acceleration, `m_w x_w'' = F_tire - F_susp` with the road at
 /// `Z_ROAD` from t = 0 on (so `z' = 0` in the tyre's damping).
-fn a_wheel(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
+pub(crate) fn a_wheel(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
     (K_W * (Z_ROAD - x_w) - D_W * v_w - f_susp(x_c, v_c, x_w, v_w)) / M_W
 }
 
@@ -38,7 +43,7 @@ fn a_wheel(x_c: f64, v_c: f64, x_w: f64, v_w: f64) -> f64 {
 /// form, `u(s) = sum_j w_j prod_{k != j} (s - t_k)` with the weights
 /// `w_j = y_j / prod_{k != j} (t_j - t_k)` computed once per step (one
 /// point is a held value), or the start-up's tangent.
-enum Input {
+pub enum Input {
     Lagrange {
         /// Communication points (the first `len`).
         times: [f64; 3],
@@ -62,8 +67,8 @@ enum Input {
 }
 
 impl Input {
-    /// The polynomial through `(times[j], values[j])`.
-    fn lagrange(times: &[f64], values: impl Iterator<Item = f64>) -> Input {
+    /// The polynomial through `(times[j], values[j])` (1 to 3 points).
+    pub fn lagrange(times: &[f64], values: impl Iterator<Item = f64>) -> Input {
         let len = times.len();
         assert!((1..=3).contains(&len));
         let (mut t, mut weights) = ([0.0; 3], [0.0; 3]);
@@ -82,7 +87,8 @@ impl Input {
         }
     }
 
-    fn at(&self, s: f64) -> f64 {
+    /// The value at time `s`.
+    pub fn at(&self, s: f64) -> f64 {
         match self {
             Input::Lagrange {
                 times,
@@ -111,7 +117,7 @@ impl Input {
 /// steps, not 401), the last ending at `t + h`. The inputs are evaluated
 /// once per distinct stage time (the end of one micro step is the start of
 /// the next), which halves the cost in a debug build.
-fn rk4(
+pub(crate) fn rk4(
     t: f64,
     h: f64,
     [mut x, mut v]: [f64; 2],
@@ -217,23 +223,8 @@ pub fn run(m: usize, h: f64, t_end: f64) -> Vec<Point> {
                 Input::lagrange(&times[first..=n], y[first..=n].iter().map(|p| p[i]))
             }
         };
-        let (xw_in, vw_in, xc_in, vc_in) = (input(2), input(3), input(0), input(1));
-        let [x_c, v_c, x_w, v_w] = y[n];
-        let chassis = rk4(
-            t,
-            h,
-            [x_c, v_c],
-            |s| [xw_in.at(s), vw_in.at(s)],
-            |x_c, v_c, [x_w, v_w]| a_chassis(x_c, v_c, x_w, v_w),
-        );
-        let wheel = rk4(
-            t,
-            h,
-            [x_w, v_w],
-            |s| [xc_in.at(s), vc_in.at(s)],
-            |x_w, v_w, [x_c, v_c]| a_wheel(x_c, v_c, x_w, v_w),
-        );
-        y.push([chassis[0], chassis[1], wheel[0], wheel[1]]);
+        let inputs = [input(0), input(1), input(2), input(3)];
+        y.push(jacobi_step(t, h, y[n], &inputs));
     }
     times
         .iter()
@@ -246,4 +237,33 @@ pub fn run(m: usize, h: f64, t_end: f64) -> Vec<Point> {
             v_w,
         })
         .collect()
+}
+
+/// One Jacobi step of both subsystems from `t` over `h`, from the outputs
+/// (= states) `[x_c, v_c, x_w, v_w]`, each subsystem's inputs the
+/// polynomials `inputs` of the other's outputs, in the same order (the
+/// chassis reads those of x_w, v_w, the wheel those of x_c, v_c): the
+/// outputs at `t + h`.
+pub fn jacobi_step(
+    t: f64,
+    h: f64,
+    [x_c, v_c, x_w, v_w]: [f64; 4],
+    inputs: &[Input; 4],
+) -> [f64; 4] {
+    let [xc_in, vc_in, xw_in, vw_in] = inputs;
+    let chassis = rk4(
+        t,
+        h,
+        [x_c, v_c],
+        |s| [xw_in.at(s), vw_in.at(s)],
+        |x_c, v_c, [x_w, v_w]| a_chassis(x_c, v_c, x_w, v_w),
+    );
+    let wheel = rk4(
+        t,
+        h,
+        [x_w, v_w],
+        |s| [xc_in.at(s), vc_in.at(s)],
+        |x_w, v_w, [x_c, v_c]| a_wheel(x_c, v_c, x_w, v_w),
+    );
+    [chassis[0], chassis[1], wheel[0], wheel[1]]
 }

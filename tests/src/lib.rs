@@ -7,6 +7,7 @@ pub mod b1_adaptive;
 pub mod b1_jacobi;
 pub mod b1_richardson;
 pub mod b2_extrapolation;
+pub mod b2_richardson;
 pub mod b3_jacobi;
 pub mod libcosim;
 
