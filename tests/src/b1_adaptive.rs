@@ -13,8 +13,15 @@
 //! rows of the B1 table are checked against (`tests/adaptive.rs`): a
 //! change of the indicator, the controller or the coupling moves every
 //! step after it.
+//!
+//! Beyond the paper ([`run_coupled`]): ECCO with first-order input
+//! extrapolation and with Gauss-Seidel, from docs/algorithms.md ("Input
+//! extrapolation", "Start-up at full order", "Step", "Energy account",
+//! "ECCO") and the subsystems' steps with polynomial inputs
+//! ([`crate::b1_jacobi::step_mass`], `step_suspension`): what the table
+//! `b1-beyond` is checked against.
 
-use crate::b1_jacobi::{Damper, start, step_with};
+use crate::b1_jacobi::{Damper, Line, outputs, start, step_mass, step_suspension, step_with};
 
 /// The error indicator driving the controller.
 #[derive(Debug, Clone, Copy)]
@@ -40,13 +47,35 @@ pub enum Indicator {
 }
 
 impl Indicator {
-    /// Its order in the step, for the gains `kI = 0.3 / p`, `kP = 0.4 / p`.
-    fn order(&self) -> f64 {
+    /// Its order in the step, for the gains `kI = 0.3 / p`, `kP = 0.4 / p`,
+    /// with input extrapolation of order `m`.
+    fn order(&self, m: u32) -> f64 {
         match self {
-            Indicator::Ecco { .. } => 2.0,
+            Indicator::Ecco { .. } => f64::from(m) + 2.0,
             Indicator::PredictorCorrector { .. } => 1.0,
         }
     }
+}
+
+/// How the two subsystems are coupled in a macro step (docs/algorithms.md,
+/// "Input extrapolation", "Step").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coupling {
+    /// Gauss-Seidel in the derived order: the subsystem whose coupled
+    /// output has no feed-through (the mass's velocity: A's chassis, B's
+    /// wheel) first, then the suspension with the velocity it has just
+    /// published. Otherwise Jacobi.
+    pub gauss_seidel: bool,
+    /// Input extrapolation order m: 0 (zero-order hold) or 1.
+    pub order: u32,
+}
+
+impl Coupling {
+    /// The paper's: Jacobi with zero-order hold.
+    pub const PAPER: Coupling = Coupling {
+        gauss_seidel: false,
+        order: 0,
+    };
 }
 
 /// One accepted macro step: where it ends, its size, the power the bond
@@ -100,12 +129,33 @@ pub fn run(
     indicator: Indicator,
     t_end: f64,
 ) -> Vec<Step> {
+    run_coupled(damper, b, micro, indicator, Coupling::PAPER, t_end)
+}
+
+/// [`run`] with the subsystems coupled by `coupling` (the
+/// predictor/corrector only as in the paper, [`Coupling::PAPER`]).
+pub fn run_coupled(
+    damper: Damper,
+    b: bool,
+    micro: [usize; 2],
+    indicator: Indicator,
+    coupling: Coupling,
+    t_end: f64,
+) -> Vec<Step> {
+    assert!(
+        coupling.order <= 1
+            && (coupling == Coupling::PAPER || matches!(indicator, Indicator::Ecco { .. })),
+        "{coupling:?} with {indicator:?}"
+    );
     const NS: f64 = 1e9;
     let end = (t_end * NS).round() as i64;
     let (mut now, mut x) = (0i64, start(b));
     let mut dt = DT_MIN;
     let mut previous: Option<f64> = None;
-    let p = indicator.order();
+    // The coupled values [force, velocity] at the communication point
+    // before the current one, once there is one.
+    let mut before: Option<(f64, [f64; 2])> = None;
+    let p = indicator.order(coupling.order);
     let (k_i, k_p) = (0.3 / p, 0.4 / p);
     // An indicator below the one at which the PI law already asks for
     // theta_max (with the previous equal to it) is raised to it: a step
@@ -128,12 +178,19 @@ pub fn run(
         };
         let (t0, t1) = (now as f64 / NS, next as f64 / NS);
         let h = t1 - t0;
-        let x1 = step_with(damper, b, h, micro, false, x);
+        // The new state and the inputs as the subsystems held them at the
+        // step end, [force, velocity].
+        let (x1, [u_force, u_velocity]) = if coupling == Coupling::PAPER {
+            (step_with(damper, b, h, micro, false, x), [x[4], x[5]])
+        } else {
+            coupled_step(damper, b, micro, coupling, before, (t0, t1), x)
+        };
+        before = Some((t0, [x[4], x[5]]));
         // As b1_jacobi::run: the power at the new point and eq. 10a.
         let (transmitted, residual) = if b {
-            (-x1[4] * x1[3], x[4] * x1[3] - x[5] * x1[4])
+            (-x1[4] * x1[3], u_force * x1[3] - u_velocity * x1[4])
         } else {
-            (-x1[4] * x1[0], x[4] * x1[0] - x[5] * x1[4])
+            (-x1[4] * x1[0], u_force * x1[0] - u_velocity * x1[4])
         };
         let eps = match indicator {
             Indicator::Ecco {
@@ -200,4 +257,56 @@ pub fn run(
         (now, x) = (next, x1);
     }
     out
+}
+
+/// One macro step from `t0` to `t1` coupled by `coupling` from the state
+/// `x` (the layout of [`crate::b1_jacobi::step`], the last two entries the
+/// current coupled force and velocity), `before` the coupled values at
+/// the previous communication point: the new state, and the inputs at the
+/// step end as the subsystems held them (eq. 10a's `u`).
+///
+/// Extrapolated inputs (order 1) follow the line through their last two
+/// coupled values, held on the first step (one point). With
+/// Gauss-Seidel the suspension steps after the mass has published its new
+/// velocity, which it interpolates instead: held at that value (order 0),
+/// or the line from the velocity at `t0` to it (order 1, the first step
+/// included).
+fn coupled_step(
+    damper: Damper,
+    b: bool,
+    micro: [usize; 2],
+    coupling: Coupling,
+    before: Option<(f64, [f64; 2])>,
+    (t0, t1): (f64, f64),
+    x: [f64; 6],
+) -> ([f64; 6], [f64; 2]) {
+    let h = t1 - t0;
+    let extrapolated = |i: usize| match before {
+        Some((t_a, a)) if coupling.order == 1 => Line::through(t_a, a[i], t0, x[4 + i]),
+        _ => Line::held(x[4 + i]),
+    };
+    let states = [x[0], x[1], x[2], x[3]];
+    let force = extrapolated(0);
+    let states = step_mass(b, h, micro, states, force);
+    let velocity = if coupling.gauss_seidel {
+        // The mass's velocity (its output does not feed through).
+        let fresh = outputs(damper, b, states, 0.0)[0];
+        if coupling.order == 1 {
+            Line {
+                value: x[5],
+                slope: (fresh - x[5]) / h,
+            }
+        } else {
+            Line::held(fresh)
+        }
+    } else {
+        extrapolated(1)
+    };
+    let states = step_suspension(damper, b, h, micro, states, velocity);
+    let v_end = velocity.at(h);
+    let [v, f_c] = outputs(damper, b, states, v_end);
+    // The couplings: A's chassis takes -F_c, B's wheel +F_c.
+    let f = if b { f_c } else { -f_c };
+    let [s0, s1, s2, s3] = states;
+    ([s0, s1, s2, s3, f, v], [force.at(h), v_end])
 }

@@ -189,3 +189,111 @@ pub fn run_with(damper: Damper, b: bool, h: f64, micro: [usize; 2], t_end: f64) 
     }
     out
 }
+
+/// An input over one macro step as the FMU integrates it: its value at the
+/// step start and its slope there, the first-order polynomial the master
+/// delivers as value and first input derivative
+/// (`fmi2SetRealInputDerivatives`; slope 0: zero-order hold). The FMUs
+/// evaluate it at the offset `tau` from the step start
+/// (`fmus/kit/src/input.rs`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line {
+    /// Value at the step start.
+    pub value: f64,
+    /// Slope over the step, per second.
+    pub slope: f64,
+}
+
+impl Line {
+    /// The value `value` held over the step.
+    pub fn held(value: f64) -> Line {
+        Line { value, slope: 0.0 }
+    }
+
+    /// The line through `(t_a, a)` and `(t_b, b)`, seen from the step
+    /// start `t_b` (first-order extrapolation: `t_a` the communication
+    /// point before).
+    pub fn through(t_a: f64, a: f64, t_b: f64, b: f64) -> Line {
+        Line {
+            value: b,
+            slope: (b - a) / (t_b - t_a),
+        }
+    }
+
+    /// The value at `tau` after the step start.
+    pub fn at(&self, tau: f64) -> f64 {
+        self.value + self.slope * tau
+    }
+}
+
+/// One macro step `h` of the subsystem whose coupled input is the force
+/// and whose output the mass's velocity (A: the chassis, whose velocity
+/// integrates the force line exactly; B: the wheel, forward Euler with
+/// `micro[1]` micro steps, the force evaluated at each micro step's start,
+/// as `solvers::euler_n` does), from the states `x` (the first four
+/// entries of [`step`]'s layout; the other subsystem's are left as they
+/// are). Independent of the other subsystem's step: Gauss-Seidel takes it
+/// first.
+pub fn step_mass(b: bool, h: f64, micro: [usize; 2], x: [f64; 4], force: Line) -> [f64; 4] {
+    let mut x = x;
+    if !b {
+        x[0] += (force.value * h + force.slope * h * h / 2.0) / M_C;
+    } else {
+        let (mut z_w, mut v_w) = (x[2], x[3]);
+        let dt = h / micro[1] as f64;
+        for i in 0..micro[1] {
+            let a_w = (-K_W * z_w + force.at(i as f64 * dt)) / M_W;
+            (z_w, v_w) = (z_w + dt * v_w, v_w + dt * a_w);
+        }
+        (x[2], x[3]) = (z_w, v_w);
+    }
+    x
+}
+
+/// One macro step `h` of the subsystem whose coupled input is the other
+/// mass's velocity and whose output the suspension force (A: wheel and
+/// suspension, `micro[1]` micro steps; B: chassis and suspension,
+/// `micro[0]`), forward Euler with the velocity evaluated at each micro
+/// step's start; `x` as in [`step_mass`].
+pub fn step_suspension(
+    damper: Damper,
+    b: bool,
+    h: f64,
+    micro: [usize; 2],
+    x: [f64; 4],
+    velocity: Line,
+) -> [f64; 4] {
+    if !b {
+        let [v_c, mut zc, mut z_w, mut v_w] = x;
+        let dt = h / micro[1] as f64;
+        for i in 0..micro[1] {
+            let vh = velocity.at(i as f64 * dt);
+            let f_c = K_C * (zc - z_w) + damper.force(vh - v_w);
+            let a_w = (-K_W * z_w + f_c) / M_W;
+            (zc, z_w, v_w) = (zc + dt * vh, z_w + dt * v_w, v_w + dt * a_w);
+        }
+        [v_c, zc, z_w, v_w]
+    } else {
+        let [mut d, mut v_c, z_w, v_w] = x;
+        let dt = h / micro[0] as f64;
+        for i in 0..micro[0] {
+            let vh = velocity.at(i as f64 * dt);
+            let f_c = K_C * d + damper.force(v_c - vh);
+            (d, v_c) = (d + dt * (v_c - vh), v_c - dt * f_c / M_C);
+        }
+        [d, v_c, z_w, v_w]
+    }
+}
+
+/// The coupled outputs at the states `x`: the mass's velocity (A: `v_c`,
+/// B: `v_w`) and the suspension force `F_c`, which feeds through from the
+/// velocity input: `v_in` is that input's value at the step end (the FMU
+/// carries its input polynomial on to the step end, fmu_kit's rule 3, and
+/// computes `F_c` with it).
+pub fn outputs(damper: Damper, b: bool, x: [f64; 4], v_in: f64) -> [f64; 2] {
+    if !b {
+        [x[0], K_C * (x[1] - x[2]) + damper.force(v_in - x[3])]
+    } else {
+        [x[3], K_C * x[0] + damper.force(x[1] - v_in)]
+    }
+}
