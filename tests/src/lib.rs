@@ -9,6 +9,7 @@ pub mod b1_richardson;
 pub mod b2_extrapolation;
 pub mod b2_richardson;
 pub mod b3_jacobi;
+pub mod b4_reference;
 pub mod libcosim;
 
 use std::path::{Path, PathBuf};

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cosim_tests::b4_reference::{self, Delivery, Kind, Params};
 use cosim_tests::{Table, cosim, fmus, run, scenario};
 use fmu_kit::Variant;
 
@@ -131,7 +132,8 @@ fn ifosmondi_gives_fmi3_fmus_its_hermite_inputs_through_intermediate_update() {
     // it from the input polynomial), and the Hermite slopes differ. The
     // mean relative errors of the FMI 2 builds, the FMI 3 builds and the
     // values-only variants of both are written into docs/algorithms.md
-    // (block `b4-fmi-variants`).
+    // (block `b4-fmi-variants`), each checked against the same run from
+    // the model equations.
     let dir = tempfile::tempdir().unwrap();
     let f = "b4_two_mass_ifosmondi.toml";
     let smooth = run(&with_fmus(dir.path(), "fmi3", f, "", fmi3), &[], None, None);
@@ -185,6 +187,33 @@ fn ifosmondi_gives_fmi3_fmus_its_hermite_inputs_through_intermediate_update() {
     // FMI 2 is best (its Hermite slopes are exact), values only is worst
     // whichever FMI version.
     assert!(e_two < e_smooth && e_smooth < e_two_held.min(e_held));
+    // Each figure, and the doStep calls behind it, is that of B4
+    // co-simulated from the model equations and the master's description
+    // (`cosim_tests::b4_reference`), to rounding.
+    let reference = cosim_tests::reference("b4");
+    let expected = |delivery| {
+        b4_reference::iterative(
+            &Params::default(),
+            Kind::Ifosmondi,
+            delivery,
+            b4_reference::SCENARIO,
+            1.0,
+        )
+    };
+    let values = expected(Delivery::Values);
+    for (what, r, e, want) in [
+        ("FMI 2", &two, e_two, &expected(Delivery::Fmi2)),
+        ("FMI 3", &smooth, e_smooth, &expected(Delivery::Fmi3)),
+        ("FMI 2 -nointerp", &two_held, e_two_held, &values),
+        ("FMI 3 without intermediate update", &held, e_held, &values),
+    ] {
+        let (do_steps, want) = (want.do_steps, want.mean_relative_error(&reference));
+        assert!(
+            (e - want).abs() <= 1e-8 * want,
+            "{what}: mean relative error {e:e}, the reference's {want:e}"
+        );
+        assert_eq!(r.summary.calls.do_step, do_steps, "{what}: doStep calls");
+    }
     let pct = |e: f64| {
         let p = e * 100.0;
         let digits = (1 - p.abs().log10().floor() as i32).max(0) as usize;
