@@ -13,7 +13,9 @@
 //!   is taken twice from the state saved at `T_n + H`, once with the input
 //!   polynomial of the first step continued, giving `y_tilde_bar`, once
 //!   with the newly exchanged data, giving `y_bar`;
-//!   `EST = (y_bar - y_tilde_bar) / (c_k - 1)`, `c_k = 2, 14/5, 32/9`.
+//!   `EST = (y_tilde_bar - y_bar) / (c_k - 1)`, `c_k = 2, 14/5, 32/9`
+//!   (the opposite of eq. 26's sign, so that both estimates approximate
+//!   `y_bar - y_exact`).
 //!
 //! The estimate is normalised per coupled output (`atol + rtol |y|`) and
 //! aggregated; above 1 the double step is rejected: every subsystem is
