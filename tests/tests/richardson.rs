@@ -220,6 +220,17 @@ fn local_error_orders_and_estimates_on_b2_match_arnold2013() {
                 list(&modified)
             ));
             assert!((slope - expected).abs() <= 0.3, "{report}");
+            // Each doubling of H multiplies the local error by 2^order,
+            // within 10 % (the force coupling's k = 0 drifts to 1.91 at the
+            // largest H).
+            for pair in errors.windows(2) {
+                let ratio = pair[1] / pair[0];
+                let order = 2f64.powf(expected);
+                assert!(
+                    (ratio / order - 1.0).abs() <= 0.1,
+                    "{file} k={k}: doubling H multiplies ||l|| by {ratio}, not {order}\n{report}"
+                );
+            }
             slopes.push(slope);
             if !feedthrough {
                 for i in 0..steps.len() {
