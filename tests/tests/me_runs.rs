@@ -75,6 +75,47 @@ fn errors(r: &cosim_tests::Run) -> (f64, f64) {
     )
 }
 
+/// The step ends of B1 (linear, A) under the master `name` of [`MASTERS`]
+/// written from the papers and the model equations
+/// (`cosim_tests::b1_adaptive`, `cosim_tests::b1_richardson`), where one
+/// is written.
+fn independent_steps(name: &str) -> Option<Vec<f64>> {
+    use cosim_tests::b1_adaptive::{Indicator, run};
+    use cosim_tests::b1_jacobi::Damper;
+    let adaptive = |indicator| {
+        run(Damper::LINEAR, false, [10, 10], indicator, 4.0)
+            .iter()
+            .map(|s| s.t)
+            .collect()
+    };
+    match name {
+        "ecco" => Some(adaptive(Indicator::Ecco {
+            tolerance: 1e-4,
+            energy_scale: 750.0,
+        })),
+        "predictor-corrector" => Some(adaptive(Indicator::PredictorCorrector {
+            tolerance: 1e-4,
+            lag_correction: true,
+        })),
+        "richardson" => Some(
+            cosim_tests::b1_richardson::run(
+                [10, 10],
+                cosim_tests::b1_richardson::Settings {
+                    atol: 1e-3,
+                    rtol: 1e-3,
+                    initial_step: 1e-4,
+                    dt: (1e-6, 1e-2),
+                },
+                4.0,
+            )
+            .iter()
+            .map(|s| s.t)
+            .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// The largest error of the chassis velocity against the monolithic
 /// reference of B1 (linear, A) co-simulated by Jacobi with zero-order hold
 /// at step `h` to `t_end`, both halves integrated exactly
@@ -106,6 +147,8 @@ fn exact_subsystems_v_c_error(h: f64, t_end: f64) -> f64 {
 /// The fixed-step row is also computed from the model equations: with the
 /// solver at rtol 1e-10 its v_c error is that of Jacobi with exactly
 /// integrated halves (`cosim_tests::b1_jacobi::step_exact_a`) to 1e-3.
+/// The Co-Simulation runs of ECCO, the predictor/corrector and Richardson
+/// take the steps of those masters written from the papers.
 #[test]
 fn every_master_drives_model_exchange_halves_as_it_drives_co_simulation_ones() {
     let mut table = String::from(
@@ -127,6 +170,17 @@ fn every_master_drives_model_exchange_halves_as_it_drives_co_simulation_ones() {
             None,
         );
         let ((me_v, me_f), (cs_v, cs_f)) = (errors(&me), errors(&cs));
+        // The Co-Simulation column of the adaptive masters is the run
+        // written from the papers and the model equations: the same steps.
+        if let Some(expected) = independent_steps(name) {
+            let steps = cs.steps();
+            assert!(
+                steps.time() == expected.as_slice(),
+                "{name}: the Co-Simulation run's {} step ends are not the {} of the master written from the paper",
+                steps.time().len(),
+                expected.len()
+            );
+        }
         if *name == "fixed-step" {
             // Integrated to a tight tolerance, the halves leave only the
             // coupling error: that of Jacobi with exactly integrated
