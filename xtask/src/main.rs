@@ -79,8 +79,10 @@ fn demo() -> io::Result<()> {
     fmus()?;
     let root = dist::workspace_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // Cargo's own progress: the first build takes minutes.
+    eprintln!("xtask: building cosim (cargo build --release -p cosim-cli)");
     let status = Command::new(&cargo)
-        .args(["build", "--release", "--quiet", "-p", "cosim-cli"])
+        .args(["build", "--release", "-p", "cosim-cli"])
         .current_dir(&root)
         .status()?;
     if !status.success() {
@@ -323,6 +325,7 @@ fn remove_stale_fmus(
 /// `cargo build --release -p cosim-models`; returns the cdylib's path.
 fn build_library(root: &Path) -> io::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("xtask: building the project's FMUs' library (cargo build --release -p cosim-models)");
     let out = Command::new(cargo)
         .current_dir(root)
         .args([

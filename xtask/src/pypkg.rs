@@ -59,7 +59,7 @@ pub fn build_wheel(root: &Path, python: &Path) -> io::Result<PathBuf> {
     eprintln!("xtask: building the Python wheel (maturin build --release, {CRATE})");
     let started = Instant::now();
     let status = Command::new(python)
-        .args(["-m", "maturin", "build", "--release", "--quiet", "-m"])
+        .args(["-m", "maturin", "build", "--release", "-m"])
         .arg(root.join(CRATE).join("Cargo.toml"))
         .arg("-o")
         .arg(&dir)
@@ -101,8 +101,9 @@ pub fn install(root: &Path, python: &Path, wheel: &Path) -> io::Result<()> {
 /// Builds the release `cosim` binary the tests compare with; returns it.
 pub fn cosim_binary(root: &Path) -> io::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("xtask: building cosim (cargo build --release -p cosim-cli)");
     let status = Command::new(&cargo)
-        .args(["build", "--release", "--quiet", "-p", "cosim-cli"])
+        .args(["build", "--release", "-p", "cosim-cli"])
         .current_dir(root)
         .status()?;
     check(status, "building cosim")?;

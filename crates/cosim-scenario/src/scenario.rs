@@ -609,7 +609,8 @@ impl Scenario {
                     )
                     .with_note(
                         "relative paths are resolved against the scenario file's directory",
-                    ));
+                    )
+                    .with_help_opt(project_fmu_help(p)));
             }
         }
         Ok(())
@@ -2389,4 +2390,29 @@ pub(crate) fn port_list(f: &cosim_core::FunctionSpec) -> String {
         input_names(f),
         output_names(f)
     )
+}
+
+/// The help for a missing FMU that is one of the project's own (a path
+/// `<checkout>/fmus/dist/...` of a cosim checkout, which a fresh clone does
+/// not have until they are built): the one command that builds them.
+pub(crate) fn project_fmu_help(path: &Path) -> Option<String> {
+    let parts: Vec<_> = path.components().collect();
+    let at = parts
+        .windows(2)
+        .position(|w| w[0].as_os_str() == "fmus" && w[1].as_os_str() == "dist")?;
+    let root: PathBuf = parts[..at].iter().collect();
+    let root = if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root
+    };
+    // A cosim checkout: the kit's models and the xtask that builds them.
+    if !(root.join("xtask").is_dir() && root.join("fmus").join("models").is_dir()) {
+        return None;
+    }
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    Some(format!(
+        "this is one of the project's own FMUs, which are built, not checked in: run `cargo xtask fmus` in {} (it builds them all into fmus/dist/; `cargo xtask demo` does too)",
+        root.display()
+    ))
 }

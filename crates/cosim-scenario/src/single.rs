@@ -140,7 +140,8 @@ fn open(fmu: &Path) -> Result<cosim_fmi::Fmu, ScenarioError> {
         } else {
             "does not exist"
         };
-        return Err(file_error(format!("the FMU {what}")));
+        return Err(file_error(format!("the FMU {what}"))
+            .with_help_opt(crate::scenario::project_fmu_help(fmu)));
     }
     let opened =
         cosim_fmi::Fmu::open(fmu).map_err(|e| file_error(format!("cannot open the FMU: {e}")))?;
