@@ -226,7 +226,7 @@ PARAMS = {
                       x_w0=0.0, v_w0=0.0),
     "B2WheelFD": dict(m_w=40.0, k_c=15000.0, d_c=1000.0, k_w=150000.0, d_w=0.0, z_road=0.1, h_max=1e-5,
                       x_w0=0.0, v_w0=0.0),
-    # B4 (BENCHMARKS.md's parameter set), B3 (hafner scenario 1), B5.
+    # B4 (the parameter set of docs/benchmarks.md), B3 (hafner scenario 1), B5.
     "TwoMassS1": dict(m1=1.0, c1=1e3, d1=1.0, x1_0=0.1, v1_0=0.0, h_max=1e-5),
     "TwoMassS2": dict(m2=1.0, c2=1e5, d2=10.0, ck=1e5, dk=10.0, x2_0=0.0, v2_0=0.0, h_max=1e-5),
     "ThreeMassS1": dict(m1=10.0, c1=1e-2, d1=0.1, x1_0=1.0, v1_0=0.0, h=0.005),

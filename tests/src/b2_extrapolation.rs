@@ -3,7 +3,7 @@
 //! master's scheme, Jacobi with input extrapolation of order m, written
 //! from the model equations and the algorithm's description
 //! (`docs/algorithms.md`, "Input extrapolation" and "Start-up at full
-//! order"; `ALGORITHMS.md` sec. 1-2) independently of the master and of
+//! order") independently of the master and of
 //! the FMUs: what the master's figures of the `b2-slopes` table are checked
 //! against (`tests/fixed_step.rs`).
 //!

@@ -3,7 +3,7 @@
 //! Co-Simulation V2.0", Arnold, Clauß, Schierz: Example 1, sec. 4-5),
 //! written from the model equations (`fmus/models/src/b2.rs`) and the
 //! algorithm as `docs/algorithms.md` ("richardson", "Input extrapolation")
-//! and `ALGORITHMS.md` sec. 1 and 6 state it, independently of the master
+//! and docs/algorithms.md state it, independently of the master
 //! and of the FMUs: what the figures of the `richardson-b2` block
 //! (`tests/richardson.rs`) are checked against.
 //!

@@ -1,5 +1,5 @@
 //! The adaptive masters (ECCO, predictor/corrector, NEPCE) against the
-//! published figures of sadjina2016 (BENCHMARKS.md B1) and the PI
+//! published figures of sadjina2016 (docs/benchmarks.md B1) and the PI
 //! controller's limits.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -365,7 +365,7 @@ fn adaptive_steps_equal_the_masters_written_from_the_paper() {
     assert_eq!(compared, ROWS.len() + 3);
 }
 
-/// Every adaptive row of BENCHMARKS.md B1, at the paper's mean step: the
+/// Every adaptive row of docs/benchmarks.md B1, at the paper's mean step: the
 /// reduction of mean |dP| and of the integral of dP against the published
 /// constant-step figure reaches at least 80 % of the published reduction
 /// (the example: linear A at 1 ms, mean |dP| at most about 0.6 W

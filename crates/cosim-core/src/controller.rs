@@ -1,6 +1,6 @@
 //! The PI step controller shared by every adaptive master
 //! (sadjina2016 eq. 15 in the log form kyllingstad recommends;
-//! ALGORITHMS.md sec. 5).
+//! docs/algorithms.md).
 //!
 //! ```text
 //! dt_{i+1} = alpha * eps_i^-(kI + kP) * eps_{i-1}^kP * dt_i

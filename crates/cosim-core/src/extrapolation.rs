@@ -1,4 +1,4 @@
-//! Input extrapolation and interpolation (ALGORITHMS.md sec. 1): Lagrange
+//! Input extrapolation and interpolation (docs/algorithms.md): Lagrange
 //! polynomials through the last coupling values on non-uniform times,
 //! delivered to an FMU as a Taylor expansion at the step start, and cubic
 //! Hermite interpolation on normalised time.

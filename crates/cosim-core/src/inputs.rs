@@ -1,7 +1,7 @@
 //! Preparing each subsystem's inputs for its next step: zero-order hold or
 //! Lagrange extrapolation of order m through the last coupled values,
 //! delivered through input derivatives where the subsystem can interpolate
-//! (ALGORITHMS.md sec. 1). Shared by every master.
+//! (docs/algorithms.md). Shared by every master.
 
 use crate::extrapolation::{History, MAX_POINTS, taylor_at, taylor_at_with_slope};
 use crate::system::System;

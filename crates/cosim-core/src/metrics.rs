@@ -1,6 +1,6 @@
 //! Accuracy metrics of a run against a reference: reading the CSV outputs
 //! back, interpolating a reference, and the metrics of sadjina2016 sec. IV
-//! (BENCHMARKS.md B1): mean macro step, mean transmitted power, mean
+//! (docs/benchmarks.md B1): mean macro step, mean transmitted power, mean
 //! absolute power error and integral of residual power.
 
 use std::path::Path;

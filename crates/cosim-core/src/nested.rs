@@ -1,5 +1,5 @@
 //! A nested co-simulation as a subsystem of the level above (hafner sec.
-//! 2-3; ALGORITHMS.md sec. 8).
+//! 2-3; docs/algorithms.md).
 //!
 //! A [`NestedSystem`] owns a [`System`] and its own [`Master`]: stepping it
 //! over `[t, t + H]` runs the inner master from `t` to exactly `t + H` with

@@ -1,4 +1,4 @@
-//! Structural checks before a run (ALGORITHMS.md sec. 9, arnold2013 sec. 2):
+//! Structural checks before a run (docs/algorithms.md, arnold2013 sec. 2):
 //! direct feed-through per output and algebraic loops, i.e. cycles in the
 //! graph whose vertices are the coupled inputs and whose edges run from an
 //! input to every input fed by an output that depends on it directly.

@@ -1,5 +1,5 @@
-//! Nested systems (hierarchical co-simulation, hafner; ALGORITHMS.md sec.
-//! 8): a `[[subsystems]]` entry with `system = ...` instead of `fmu = ...`.
+//! Nested systems (hierarchical co-simulation, hafner; docs/algorithms.md):
+//! a `[[subsystems]]` entry with `system = ...` instead of `fmu = ...`.
 //!
 //! A nested system is resolved on its own first, then presented to the
 //! level above through a synthetic model description: its `exposes` become

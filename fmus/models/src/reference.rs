@@ -1,5 +1,5 @@
 //! Monolithic reference solutions of the benchmark systems, written from
-//! the equations in `shared/BENCHMARKS.md` independently of the model code
+//! the equations in docs/benchmarks.md independently of the model code
 //! (nothing here calls a model struct), so a model bug cannot hide in the
 //! reference.
 //!
@@ -470,7 +470,7 @@ pub fn three_mass(p: &ThreeMass, times: &[f64]) -> Trajectory {
     }
 }
 
-/// B4 (ifosmondi2019, BENCHMARKS.md parameter set) parameters.
+/// B4 (ifosmondi2019, docs/benchmarks.md parameter set) parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TwoMass {
     /// Mass 1.
@@ -494,7 +494,7 @@ pub struct TwoMass {
 }
 
 impl TwoMass {
-    /// The stiff, unbalanced set of BENCHMARKS.md B4.
+    /// The stiff, unbalanced set of docs/benchmarks.md B4.
     pub const DEFAULT: TwoMass = TwoMass {
         m1: 1.0,
         m2: 1.0,

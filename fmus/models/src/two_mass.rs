@@ -1,5 +1,5 @@
 //! B4: the two-mass oscillator of ifosmondi2019 sec. 4, with the stiff,
-//! unbalanced parameter set of BENCHMARKS.md (the paper's figure was lost):
+//! unbalanced parameter set of docs/benchmarks.md (the paper's figure was lost):
 //! m1 = m2 = 1, c1 = 1e3, c2 = 1e5, ck = 1e5, d1 = 1, d2 = 10, dk = 10,
 //! x1(0) = 0.1, other initial values 0. Accurate RK4 (micro step <= h_max).
 //!

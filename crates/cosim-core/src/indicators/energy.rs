@@ -1,5 +1,4 @@
-//! Energy residuals over power bonds (sadjina2016 sec. II-III; ALGORITHMS.md
-//! sec. 3a).
+//! Energy residuals over power bonds (sadjina2016 sec. II-III; docs/algorithms.md).
 
 use serde::Serialize;
 

@@ -1,5 +1,5 @@
 //! Error indicators computed from coupling data after each macro step
-//! (ALGORITHMS.md sec. 3-4). None needs rollback or FMU internals.
+//! (docs/algorithms.md). None needs rollback or FMU internals.
 //!
 //! - [`energy`]: ECCO residual energies over power bonds (eq. 14), and the
 //!   [`EnergyAccount`] that accumulates them for the energy log;

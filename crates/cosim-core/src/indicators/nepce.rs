@@ -1,4 +1,4 @@
-//! NEPCE local input error (kyllingstad sec. 2.3.1; ALGORITHMS.md sec. 3c).
+//! NEPCE local input error (kyllingstad sec. 2.3.1; docs/algorithms.md).
 //!
 //! For each physically coupled input, the difference between the value it
 //! should have had at `t_{i+1}` (the newly coupled value) and the value the

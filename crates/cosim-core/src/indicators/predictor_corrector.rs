@@ -1,5 +1,5 @@
 //! Explicit predictor/corrector indicator (Busch; sadjina2016 sec. III D,
-//! eqs. 16-17; ALGORITHMS.md sec. 3b).
+//! eqs. 16-17; docs/algorithms.md).
 //!
 //! Each coupled output is predicted at `t_{i+1}` by the Lagrange polynomial
 //! of degree `r = m + 1` through its last `r + 1` values (non-uniform

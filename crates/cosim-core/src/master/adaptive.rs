@@ -1,4 +1,4 @@
-//! The non-rejecting adaptive master (ALGORITHMS.md sec. 3-5): after each
+//! The non-rejecting adaptive master (docs/algorithms.md): after each
 //! macro step an error indicator is evaluated from the coupling data and
 //! the PI controller chooses the next step. Steps are never rejected or
 //! repeated, so no FMU needs state save/restore.

@@ -1,5 +1,5 @@
 //! Fixed macro step, Jacobi or Gauss-Seidel (kyllingstad sec. 3.1,
-//! Algorithm 1; ALGORITHMS.md sec. 2).
+//! Algorithm 1; docs/algorithms.md).
 
 use super::stepper::{StepPlan, Stepper};
 use super::{Master, MasterStats, QuietSteps, StepReport};

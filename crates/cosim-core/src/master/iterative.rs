@@ -1,4 +1,4 @@
-//! Fixed-point iteration per macro step (ALGORITHMS.md sec. 7):
+//! Fixed-point iteration per macro step (docs/algorithms.md):
 //! IFOSMONDI (ifosmondi2019 sec. 3, Algorithm 1) with C1 cubic Hermite
 //! inputs, and the Kübler-Schiehlen variant with affine inputs.
 //!

@@ -1,5 +1,5 @@
 //! Richardson extrapolation with rollback (arnold2013 sec. 4;
-//! ALGORITHMS.md sec. 6).
+//! docs/algorithms.md).
 //!
 //! Each accepted unit is a double step `T_n -> T_n + 2H` of two Jacobi
 //! macro steps of size `H` (exchange at `T_n + H`), giving `y_bar`. The
