@@ -637,7 +637,7 @@ fn malformed_and_misspelt_scenarios_are_located_with_a_suggestion() {
             format!("{BASE}parameters = {{ k = \"two\" }}\n"),
             vec![
                 "value_type.toml:10:20:",
-                "'k' is of type Float64: expected a number",
+                "'k' is of type Real: expected a number",
             ],
         ),
         (

@@ -282,11 +282,11 @@ fn check_skipped(o: &Outcome) {
     }
     assert_eq!(o.cosim.values("chassis.z_c")[0], 0.0);
     for w in [
-        "parameter 'm_c' is an integer but 'chassis.m_c' is of type Float64: ignored",
+        "parameter 'm_c' is an integer but 'chassis.m_c' is of type Real: ignored",
         "parameter 'z_c': 'chassis.z_c' is a variable of causality local, neither a parameter nor an input: ignored",
         "parameter 'not_a_variable' names no variable of 'chassis'",
-        "parameter 'micro_steps' is a real number but 'wheel.micro_steps' is of type Int32: ignored",
-        "parameter 'n_d' is a boolean but 'wheel.n_d' is of type Float64: ignored",
+        "parameter 'micro_steps' is a real number but 'wheel.micro_steps' is of type Integer: ignored",
+        "parameter 'n_d' is a boolean but 'wheel.n_d' is of type Real: ignored",
     ] {
         assert!(o.stderr.contains(w), "no warning {w:?} in:\n{}", o.stderr);
     }

@@ -2,7 +2,8 @@
 //! the same double (`1.023`, not `1.0230000000000001`; `1e-300`, not three
 //! hundred digits; `7.0857e21`, not `7085651502347456610304.000`), or the
 //! shortest form of the value rounded to a few significant digits for
-//! figures that are estimates (`39.78`, not `3.9780e1`).
+//! figures that are estimates (`39.78`, not `3.9780e1`). Paths in
+//! messages: normalised lexically ([`path`]).
 
 /// `x` in its shortest exact form: plain between 1e-4 and 1e15 in
 /// magnitude, with an exponent outside (`1e-300`, `7.085651502347457e21`).
@@ -34,6 +35,38 @@ pub fn significant(x: f64, digits: usize) -> String {
     number(rounded)
 }
 
+/// `n` and the noun that goes with it: `1 subsystem`, `2 subsystems`,
+/// `0 subsystems`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `path` as messages show it: normalised lexically (`.` left out, `a/..`
+/// taken back: `scenarios/sweeps/../out/x` is `scenarios/out/x`), without
+/// looking at the file system (symbolic links are not resolved). A `..`
+/// at the start of a relative path stays; one after the root is dropped.
+pub fn path(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match parts.last() {
+                Some(Component::Normal(_)) => {
+                    parts.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => parts.push(c),
+            },
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return std::path::PathBuf::from(".");
+    }
+    parts.iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +87,19 @@ mod tests {
         assert_eq!(significant(7_085_651_502_347_456_610_304.0, 5), "7.0857e21");
         assert_eq!(significant(0.1 + 0.2, 3), "0.3");
         assert_eq!(significant(-1234.5678, 3), "-1230");
+    }
+
+    #[test]
+    fn paths_are_shown_normalised_lexically() {
+        let s = |p: &str| super::path(std::path::Path::new(p)).display().to_string();
+        assert_eq!(
+            s("scenarios/sweeps/../out/sweeps/b1"),
+            "scenarios/out/sweeps/b1"
+        );
+        assert_eq!(s("./a/./b/"), "a/b");
+        assert_eq!(s("../x/../y"), "../y");
+        assert_eq!(s("a/.."), ".");
+        assert_eq!(s("/../a/b/../c"), "/a/c");
+        assert_eq!(s("a/../../b"), "../b");
     }
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::bonds::{BondCandidate, find_bond_candidates};
 use crate::model_description::{
     Causality, CoSimulation, DeclaredInterface, DefaultExperiment, Dependencies, Dimension,
-    Initial, ModelDescription, ModelExchange, StartValue, Variable,
+    FmiVersion, Initial, ModelDescription, ModelExchange, StartValue, Variable, VariableType,
 };
 
 /// The summary of one FMU.
@@ -145,8 +145,10 @@ pub struct VariableGroup {
 pub struct VariableRow {
     /// `name`.
     pub name: String,
-    /// Data type (`Float64`, ...), with array dimensions (`Float64[3]`, or
-    /// the structural parameter and its start, `Float64[n=3,m=3]`).
+    /// Data type as the FMU's FMI version names it (FMI 2: `Real`,
+    /// `Integer`, `Boolean`, `String`, `Enumeration`; FMI 3: `Float64`,
+    /// `Int32`, ...), with array dimensions (`Float64[3]`, or the
+    /// structural parameter and its start, `Float64[n=3,m=3]`).
     pub var_type: String,
     /// `valueReference`.
     pub value_reference: u32,
@@ -644,6 +646,18 @@ fn alias_cells(v: &VariableRow) -> impl Iterator<Item = [String; 8]> + '_ {
     })
 }
 
+/// The name of type `t` in FMI `version`: FMI 2 calls its types `Real`,
+/// `Integer`, `Boolean`, `String` and `Enumeration` (cosim reads them as
+/// Float64, Int32, ...); FMI 3 names them as cosim does. What messages
+/// about a variable call its type.
+pub fn type_name(version: FmiVersion, t: VariableType) -> String {
+    match (version, t) {
+        (FmiVersion::V2, VariableType::Float64) => "Real".to_string(),
+        (FmiVersion::V2, VariableType::Int32) => "Integer".to_string(),
+        _ => t.to_string(),
+    }
+}
+
 fn variable_row(md: &ModelDescription, v: &Variable) -> VariableRow {
     let dims = if v.dimensions.is_empty() {
         String::new()
@@ -672,7 +686,7 @@ fn variable_row(md: &ModelDescription, v: &Variable) -> VariableRow {
     };
     VariableRow {
         name: v.name.clone(),
-        var_type: format!("{}{dims}", v.var_type),
+        var_type: format!("{}{dims}", type_name(md.fmi_version, v.var_type)),
         value_reference: v.value_reference,
         unit: v.unit.clone(),
         start: v.start.as_ref().map(format_start),

@@ -49,7 +49,8 @@ fn fmi2_report_renders_and_serializes() {
     assert_eq!(v.aliases[0].causality.as_deref(), Some("local"));
     let f = &report.variables[0].variables[0];
     assert_eq!(f.name, "F");
-    assert_eq!(f.var_type, "Float64");
+    // FMI 2's name of the type (cosim reads it as Float64).
+    assert_eq!(f.var_type, "Real");
     assert_eq!(f.unit.as_deref(), Some("N"));
     assert_eq!(f.start.as_deref(), Some("0"));
 
@@ -104,7 +105,7 @@ fn fmi2_report_renders_and_serializes() {
     assert!(
         lines[header + 2]
             .get(col..)
-            .is_some_and(|s| s.starts_with("Float64")),
+            .is_some_and(|s| s.starts_with("Real")),
         "{text}"
     );
 
@@ -244,11 +245,8 @@ fn model_exchange_only_fmi2_runs_as_model_exchange_with_its_states() {
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
             .unwrap_or_else(|| panic!("no row {name}:\n{text}"))
     };
-    assert_eq!(row("h"), ["h", "der(h)", "Float64", "m", "0.5"]);
-    assert_eq!(
-        row("v"),
-        ["v", "der(v)", "Float64", "m/s", "1", "(default)"]
-    );
+    assert_eq!(row("h"), ["h", "der(h)", "Real", "m", "0.5"]);
+    assert_eq!(row("v"), ["v", "der(v)", "Real", "m/s", "1", "(default)"]);
     assert!(!text.contains("\nCo-Simulation\n"), "{text}");
 
     let json = serde_json::to_value(&report).expect("json");

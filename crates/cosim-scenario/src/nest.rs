@@ -422,8 +422,8 @@ fn synthesize(
         model_name: nest.clone(),
         instantiation_token: format!("nested:{nest}"),
         description: Some(format!(
-            "nested co-simulation '{nest}' ({} subsystems, master {})",
-            inner.subsystems.len(),
+            "nested co-simulation '{nest}' ({}, master {})",
+            cosim_core::text::count(inner.subsystems.len(), "subsystem", "subsystems"),
             inner.master.kind
         )),
         author: None,

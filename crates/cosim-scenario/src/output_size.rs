@@ -244,11 +244,15 @@ pub fn warning(
     if low <= threshold {
         return None;
     }
-    let steps = if e.steps.0 == e.steps.1 {
-        format!("{:.0}", e.steps.1)
-    } else {
-        format!("{:.0} to {:.0}", e.steps.0, e.steps.1)
+    // A count and its noun, singular only for exactly one.
+    let counted = |n: (f64, f64), one: &str, many: &str| {
+        if n.0 == n.1 {
+            format!("{:.0} {}", n.1, if n.1 == 1.0 { one } else { many })
+        } else {
+            format!("{:.0} to {:.0} {many}", n.0, n.1)
+        }
     };
+    let steps = counted(e.steps, "macro step", "macro steps");
     let total = if low == high {
         format!("about {}", human_bytes(high))
     } else {
@@ -263,23 +267,23 @@ pub fn warning(
         .iter()
         .map(|f| {
             let (lo, hi) = f.bytes();
-            let rows = if f.rows.0 == f.rows.1 {
-                format!("{:.0}", f.rows.1)
-            } else {
-                format!("{:.0} to {:.0}", f.rows.0, f.rows.1)
-            };
+            let rows = counted(f.rows, "row", "rows");
             let size = if lo == hi {
                 human_bytes(hi)
             } else {
                 format!("up to {}", human_bytes(hi))
             };
-            format!("{} {size} ({rows} rows x {} columns)", f.name, f.columns)
+            format!(
+                "{} {size} ({rows} x {})",
+                f.name,
+                cosim_core::text::count(f.columns, "column", "columns")
+            )
         })
         .collect();
     Some(
         resolved
             .outputs_warning(format!(
-                "the outputs of this run will take {total}, more than {}: {} ({steps} macro steps {} over {} s, about {:.0} bytes per number)",
+                "the outputs of this run will take {total}, more than {}: {} ({steps} {} over {} s, about {:.0} bytes per number)",
                 human_bytes(threshold),
                 files.join(", "),
                 e.why,

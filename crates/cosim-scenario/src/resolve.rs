@@ -10,7 +10,8 @@ use cosim_fmi::ModelDescription;
 use cosim_fmi::bonds::check_effort_flow_pair;
 use cosim_fmi::model_description::units::{POWER, variable_base_unit};
 use cosim_fmi::model_description::{
-    Causality, Initial, StartValue, Variability, Variable, VariableIndex, VariableType,
+    Causality, FmiVersion, Initial, StartValue, Variability, Variable, VariableIndex,
+    VariableType,
 };
 use serde::Serialize;
 
@@ -394,9 +395,6 @@ pub(crate) fn causality_phrase(v: &Variable) -> String {
     }
 }
 
-fn type_name(t: VariableType) -> String {
-    t.to_string()
-}
 
 fn is_parameter(v: &Variable) -> bool {
     matches!(
@@ -501,6 +499,7 @@ fn int_range(t: VariableType) -> (i128, i128) {
 /// array's value is nested as its shape: `[[1, 2], [3, 4]]` for 2x2); `Err`
 /// says why it does not fit.
 fn typed_value(
+    version: FmiVersion,
     v: &Variable,
     raw: &RawValue,
     shape: &[usize],
@@ -510,7 +509,8 @@ fn typed_value(
         RawValue::Array(_) if v.is_scalar() => {
             return Err(format!(
                 "'{}' is a scalar {}, but the value is an array",
-                v.name, v.var_type
+                v.name,
+                cosim_fmi::inspect::type_name(version, v.var_type)
             ));
         }
         _ if !v.is_scalar() => {
@@ -536,7 +536,7 @@ fn typed_value(
         format!(
             "'{}' is of type {}: expected {expected}, found {}",
             v.name,
-            type_name(v.var_type),
+            cosim_fmi::inspect::type_name(version, v.var_type),
             found.describe()
         )
     };
@@ -655,7 +655,8 @@ fn typed_value(
             .map(StartValue::Binary),
         VariableType::Clock => Err(format!(
             "'{}' is of type {}, which a scenario cannot set",
-            v.name, v.var_type
+            v.name,
+            cosim_fmi::inspect::type_name(version, v.var_type)
         )),
     }
 }
@@ -1554,7 +1555,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
             _ => &a.value,
         };
         let value =
-            typed_value(v, raw, &shape, items).map_err(|m| self.origin_err(&a.value_origin, m))?;
+            typed_value(md.fmi_version, v, raw, &shape, items)
+                .map_err(|m| self.origin_err(&a.value_origin, m))?;
         let origin = match &a.value_origin {
             Origin::File(span) => ValueOrigin::File(*span),
             Origin::Argument(arg) => ValueOrigin::Argument(arg.clone()),

@@ -604,7 +604,7 @@ impl Scenario {
                         format!(
                             "the FMU of subsystem '{}' {what}: {}",
                             s.name.value,
-                            p.display()
+                            cosim_core::text::path(p).display()
                         ),
                     )
                     .with_note(

@@ -409,34 +409,3 @@ variables = ["a.y_local", "a.y"]
     );
 }
 
-/// The example of docs/scenario.md ("Variable names and aliases") resolves
-/// as it says, against a ball whose `h` has the alias `h_ft`.
-#[test]
-fn the_documented_alias_example_resolves() {
-    let doc = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/scenario.md"
-    ))
-    .unwrap();
-    let start = doc
-        .find("```toml\n[[subsystems]]\nname = \"ball\"")
-        .expect("the alias example");
-    let body = &doc[start + 8..];
-    let text = format!(
-        "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\n\n{}",
-        &body[..body.find("```").unwrap()]
-    );
-    let ball = fmi3(
-        "Ball",
-        r#"
-    <Float64 name="h" valueReference="1" causality="output" variability="continuous" initial="exact" start="1" unit="m"><Alias name="h_ft" displayUnit="ft"/></Float64>"#,
-    );
-    let s = parse(&text).unwrap();
-    let r = s
-        .resolve(&[("ball", &ball)])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let st = &r.subsystems[0].start_values[0];
-    assert_eq!((st.variable, st.name.as_str()), (0, "h_ft"));
-    assert_eq!(st.value, StartValue::Float(vec![2.0]));
-    assert_eq!(r.outputs.trace_names, [None, Some("h_ft".to_string())]);
-}

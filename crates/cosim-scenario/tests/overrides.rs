@@ -131,7 +131,7 @@ fn set_wrong_type() {
     let e = resolve_scenario(&s).unwrap_err();
     assert_eq!(
         e.message,
-        "'m_c' is of type Float64: expected a number, found the string \"heavy\""
+        "'m_c' is of type Real: expected a number, found the string \"heavy\""
     );
     assert_eq!(e.argument.as_deref(), Some("--set chassis.m_c=heavy"));
 }

@@ -320,7 +320,7 @@ fn parameter_of_wrong_type() {
     let e = error(&text);
     assert_eq!(
         e.message,
-        "'m_c' is of type Float64: expected a number, found the string \"heavy\""
+        "'m_c' is of type Real: expected a number, found the string \"heavy\""
     );
     assert_at(&e, &text, "\"heavy\"");
 }
@@ -331,7 +331,7 @@ fn parameter_wrong_type_for_integer_boolean_string() {
     let e = error(&text);
     assert_eq!(
         e.message,
-        "'n_sub' is of type Int32: expected an integer, found the float 2.5"
+        "'n_sub' is of type Integer: expected an integer, found the float 2.5"
     );
     assert_at(&e, &text, "2.5");
     let e = error(&with_wheel("parameters = { nonlinear = 1 }"));

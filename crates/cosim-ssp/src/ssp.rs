@@ -1513,7 +1513,7 @@ impl Reader<'_> {
                 b.name,
                 value_kind(&b.value),
                 v.name,
-                v.var_type
+                cosim_fmi::inspect::type_name(md.fmi_version, v.var_type)
             ))
         } else {
             None
