@@ -10,6 +10,10 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A scenario with a Faulty integrator fed back through a gain.
 fn faulty_scenario(dir: &Path, mode: i32, fail_at: f64) -> std::path::PathBuf {
     let text = format!(
@@ -939,15 +943,40 @@ fmu = "{wheel}"
         "  chassis: Model Exchange, integrated by cosim's solver (rk45, relative tolerance 1e-6, absolute tolerance 1e-6 times each state's nominal, max step 0.005 s)\n",
         "  nest.wheel: Co-Simulation (its FMU has Model Exchange too: interface = \"model-exchange\" or --interface me runs it)\n",
     ];
-    for command in ["inspect", "check"] {
-        let out = cosim(&[command, scenario.to_str().unwrap()]);
-        let err = stderr(&out);
-        assert!(out.status.success(), "{command}: {err}");
-        for line in expected {
-            assert!(err.contains(line), "{command}: missing {line:?} in:\n{err}");
-        }
-        // Gain has Co-Simulation only: nothing to choose, not listed.
-        assert!(!err.contains("  plain:"), "{err}");
+    let out = cosim(&["check", scenario.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "check: {err}");
+    for line in expected {
+        assert!(err.contains(line), "check: missing {line:?} in:\n{err}");
+    }
+    // Gain has Co-Simulation only: nothing to choose, not listed.
+    assert!(!err.contains("  plain:"), "{err}");
+    // inspect: each subsystem with its FMU and the interface it runs (the
+    // Co-Simulation only Gain too), on standard output, level by level.
+    let out = cosim(&["inspect", scenario.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "inspect: {}", stderr(&out));
+    for line in [
+        format!(
+            "    steps: FMU {} (TimeEvents, FMI 3.0), Model Exchange, integrated by cosim's solver (bdf, relative tolerance 1e-5, absolute tolerance 1e-5 times each state's nominal)\n",
+            me.join("TimeEvents.fmu").display()
+        ),
+        format!(
+            "    chassis: FMU {} (QuarterCarChassis, FMI 2.0), Model Exchange, integrated by cosim's solver (rk45, relative tolerance 1e-6, absolute tolerance 1e-6 times each state's nominal, max step 0.005 s)\n",
+            fmi2("QuarterCarChassis").display()
+        ),
+        format!(
+            "    plain: FMU {} (Gain, FMI 2.0), Co-Simulation\n",
+            fmi2("Gain").display()
+        ),
+        "    nest: nested system, level nest below\n".to_string(),
+        "\nlevel nest (nested system 'nest'): 1 subsystem, 0 connections, 0 power bonds\n  subsystems:\n".to_string(),
+        format!(
+            "    wheel: FMU {} (QuarterCarWheel, FMI 2.0), Co-Simulation (its FMU has Model Exchange too: interface = \"model-exchange\" or --interface me runs it)\n",
+            fmi2("QuarterCarWheel").display()
+        ),
+    ] {
+        assert!(text.contains(&line), "inspect: missing {line:?} in:\n{text}");
     }
     // --interface me at every level: refused for the FMU without it ...
     let out = cosim(&["check", scenario.to_str().unwrap(), "--interface", "me"]);
@@ -971,7 +1000,7 @@ fmu = "{wheel}"
         "{err}"
     );
     // A scenario of Co-Simulation only FMUs has no such lines.
-    let out = cosim(&["inspect", "scenarios/b5_mass_spring.toml"]);
+    let out = cosim(&["check", "scenarios/b5_mass_spring.toml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("interfaces:"), "{}", stderr(&out));
 }
@@ -1068,4 +1097,543 @@ fn the_model_exchange_example_of_the_scenario_docs_runs() {
         );
     }
     assert!(*a.column("ball.contacts").unwrap().last().unwrap() >= 3.0);
+}
+
+/// Issue 43, item 6: `cosim inspect scenario.toml` writes its report to
+/// standard output (`> file` keeps it) and shows what `cosim check` does
+/// not: every level, the routes, the power bonds and the step plan.
+#[test]
+fn inspect_of_a_scenario_prints_its_levels_routes_bonds_and_step_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("inspect.txt");
+    fmus();
+    let status = std::process::Command::new(cosim_tests::cosim_bin())
+        .args(["inspect", "scenarios/b3_three_mass_hierarchical.toml"])
+        .current_dir(root())
+        .stdout(std::fs::File::create(&file).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let fmu = |m: &str| fmi2(m).display().to_string();
+    let expected = format!(
+        "scenarios/b3_three_mass_hierarchical.toml: 2 levels, t = 0 .. 25 s
+
+level top: 2 subsystems (1 nested system), 3 connections, 1 power bond
+  subsystems:
+    s1: FMU {s1} (ThreeMassS1, FMI 2.0), Co-Simulation
+    nest: nested system, level nest below
+  routes (output -> input; a gain or offset as in `input = gain * output + offset`):
+    nest.s2.l12 -> s1.l12
+    s1.x1 -> nest.s2.x1
+    s1.v1 -> nest.s2.v1
+  power bonds:
+    s1.l12~nest.s2.v1 (discovered): s1.l12 [N] / s1.v1 [m/s] <-> nest.s2.v1 [m/s] / nest.s2.l12 [N] (gains 1 into s1, 1 into nest); translational bond found from units/quantities of both FMUs
+  step plan:
+    master fixed-step: macro step 0.1 s
+    order: Jacobi: every subsystem steps at once, from the outputs of the step before
+    inputs: extrapolated with order 0 (held over the step)
+    s1: every macro step
+    nest: every macro step, in 4 steps of 0.025 s of its own master (level nest)
+  feed-through:
+    nest.s2.l12 depends directly on nest.s2.x1, nest.s2.v1
+  algebraic loops: none
+  zero-stability: structurally zero: no loop through direct feed-through, rho(D) = 0, ||D||inf = 0.5
+
+level nest (nested system 'nest'): 2 subsystems, 3 connections, 1 power bond
+  subsystems:
+    s2: FMU {s2} (ThreeMassS2, FMI 2.0), Co-Simulation
+    s3: FMU {s3} (ThreeMassS3, FMI 2.0), Co-Simulation
+  routes (output -> input; a gain or offset as in `input = gain * output + offset`):
+    (from the level above) -> s2.x1
+    (from the level above) -> s2.v1
+    s3.l23 -> s2.l23
+    s2.x2 -> s3.x2
+    s2.v2 -> s3.v2
+    s2.l12 -> (the level above)
+  power bonds:
+    s2.l23~s3.v2 (discovered): s2.l23 [N] / s2.v2 [m/s] <-> s3.v2 [m/s] / s3.l23 [N]
+  step plan:
+    master fixed-step: macro step 0.025 s
+    order: Jacobi: every subsystem steps at once, from the outputs of the step before
+    inputs: extrapolated with order 0 (held over the step)
+    s2: every macro step
+    s3: every macro step
+  feed-through:
+    s2.l12 depends directly on s2.x1, s2.v1
+    s3.l23 depends directly on s3.x2, s3.v2
+  algebraic loops: none
+  zero-stability: structurally zero: no loop through direct feed-through, rho(D) = 0, ||D||inf = 2
+",
+        s1 = fmu("ThreeMassS1"),
+        s2 = fmu("ThreeMassS2"),
+        s3 = fmu("ThreeMassS3"),
+    );
+    assert_eq!(text, expected);
+    // `check` reports on standard error, and none of this.
+    let check = cosim(&["check", "scenarios/b3_three_mass_hierarchical.toml"]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert_eq!(stdout(&check), "");
+    for part in ["routes", "step plan", "level nest", "s3.l23 -> s2.l23"] {
+        assert!(!stderr(&check).contains(part), "{}", stderr(&check));
+    }
+    // A scenario's report is text: --json is for FMUs.
+    let json = cosim(&[
+        "inspect",
+        "--json",
+        "scenarios/b3_three_mass_hierarchical.toml",
+    ]);
+    assert_eq!(json.status.code(), Some(2));
+    assert_eq!(
+        stderr(&json),
+        "error: --json is for FMUs; for a scenario, `cosim inspect` prints its structure as text\n"
+    );
+}
+
+/// Routes through a function with gains, a Gauss-Seidel order derived from
+/// the connections and a step multiple, as `cosim inspect` shows them; an
+/// OSP system's vector sums; `inspect --help` names every input it takes.
+#[test]
+fn inspect_shows_routes_through_functions_and_the_gauss_seidel_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 1e-3
+scheme = "gauss-seidel"
+extrapolation = 1
+
+[[subsystems]]
+name = "chassis"
+fmu = "{chassis}"
+step_multiple = 2
+
+[[subsystems]]
+name = "wheel"
+fmu = "{wheel}"
+
+[[subsystems]]
+name = "g"
+fmu = "{gain}"
+start = {{ u = 1.0 }}
+
+[[functions]]
+name = "forces"
+kind = "sum"
+inputs = 2
+
+[[connections]]
+from = "wheel.F_c"
+to = "forces.in[0]"
+
+[[connections]]
+from = "g.y"
+to = "forces.in[1]"
+gain = 0.5
+
+[[connections]]
+from = "forces.out"
+to = "chassis.F"
+gain = -1.0
+
+[[connections]]
+from = "chassis.v_c"
+to = "wheel.v_c"
+offset = 0.25
+"#,
+            chassis = fmi2("QuarterCarChassis").display(),
+            wheel = fmi2("QuarterCarWheelSuspension").display(),
+            gain = fmi2("Gain").display(),
+        ),
+    )
+    .unwrap();
+    let out = cosim(&["inspect", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        format!(
+            "{}: 1 level, t = 0 .. 1 s\n\nlevel top: 3 subsystems, 1 function, 4 connections, 0 power bonds\n",
+            path.display()
+        ),
+        "    forces: function sum of 2 inputs\n".to_string(),
+        "    chassis.v_c -> wheel.v_c (offset 0.25)\n".to_string(),
+        "    wheel.F_c, g.y (gain 0.5) -> forces.out (sum) -> chassis.F (gain -1)\n".to_string(),
+        "  power bonds: none\n".to_string(),
+        "  step plan:
+    master fixed-step: macro step 0.001 s
+    order: Gauss-Seidel: g, chassis, wheel, one after the other, each from the newest outputs (derived from the connections: producers first)
+    inputs: extrapolated with order 1 (linear)
+    chassis: every 2nd macro step (step 0.002 s)
+    wheel: every macro step
+    g: every macro step
+  feed-through:
+    wheel.F_c depends directly on wheel.v_c
+  algebraic loops: none
+"
+        .to_string(),
+    ] {
+        assert!(text.contains(&line), "missing {line:?} in:\n{text}");
+    }
+    // An OSP system: a vector sum, one route per component.
+    let osp = root().join("tests/python/osp/functions");
+    let out = cosim(&["inspect", osp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "    vsum: function vector-sum of 2 inputs of 3 components each\n",
+        "    d1.x, d2.x -> sum.out (sum) -> g.u\n",
+        "    w1.y1, w2.y1 -> vsum.out[0] (vector-sum) -> w3.u1\n",
+        "    w1.y3, w2.y3 -> vsum.out[2] (vector-sum) -> w3.u3\n",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    // The help names every input.
+    let help = stdout(&cosim(&["inspect", "--help"]));
+    assert!(
+        help.contains("What to inspect: an FMU (.fmu file or unpacked FMU directory), a directory of .fmu files, a scenario (.toml), an SSP (.ssp package or .ssd file) or OSP (OspSystemStructure.xml, or a directory holding it or a SystemStructure.ssd) system"),
+        "{help}"
+    );
+    assert!(
+        help.contains("the routes (which output feeds which input, through which functions, gains and offsets;"),
+        "{help}"
+    );
+}
+
+/// The cells of the variable table row of `name` in `cosim inspect`'s text.
+fn variable_row(text: &str, name: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.first() == Some(&name) && w.len() > 2 && w[2].parse::<u32>().is_ok())
+        .unwrap_or_else(|| panic!("no row of {name} in:\n{text}"))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// Issue 43, item 6: FMI 2 variables are of FMI 2's types (`Real`,
+/// `Integer`, `Boolean`, `String`), in the text and the JSON; FMI 3's keep
+/// their own names.
+#[test]
+fn inspect_names_fmi2_types_as_fmi2_does() {
+    let text = |fmu: &Path| {
+        let out = cosim(&["inspect", fmu.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let gain = text(&fmi2("Gain"));
+    assert_eq!(variable_row(&gain, "u")[..2], ["u", "Real"]);
+    assert_eq!(variable_row(&gain, "y")[..2], ["y", "Real"]);
+    assert!(!gain.contains("Float64"), "{gain}");
+    let faulty = text(&fmi2("Faulty"));
+    assert_eq!(
+        variable_row(&faulty, "fail_mode")[..2],
+        ["fail_mode", "Integer"]
+    );
+    let thermostat = text(&fmi2("ThermostatController"));
+    assert_eq!(
+        variable_row(&thermostat, "heater_on")[..2],
+        ["heater_on", "Boolean"]
+    );
+    let greeting = text(&fmi2("Greeting"));
+    assert_eq!(variable_row(&greeting, "name")[..2], ["name", "String"]);
+    // The continuous states' table too.
+    let chassis = text(&fmi2("QuarterCarChassis"));
+    assert!(
+        chassis
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["z_c", "v_c", "Real", "m", "1", "(default)"]),
+        "{chassis}"
+    );
+    let out = cosim(&["inspect", "--json", fmi2("Gain").to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let types: Vec<&str> = json["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["variables"].as_array().unwrap())
+        .map(|v| v["var_type"].as_str().unwrap())
+        .collect();
+    // (u, y, k, time: Real; busy_work: Integer.)
+    assert!(
+        types.contains(&"Real") && types.contains(&"Integer"),
+        "{types:?}"
+    );
+    assert!(
+        types.iter().all(|t| ["Real", "Integer"].contains(t)),
+        "{types:?}"
+    );
+    let fmi3 = text(&cosim_tests::fmi3("Gain"));
+    assert_eq!(variable_row(&fmi3, "u")[..2], ["u", "Float64"]);
+}
+
+/// Issue 43, item 7: `--log-fmi-calls calls.log`, with a space as fmusim's
+/// users write it, logs to the file; a scenario after the option is the
+/// scenario (the log on standard error); another word is refused, saying
+/// to write `=`.
+#[test]
+fn log_fmi_calls_takes_a_log_file_after_a_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let gain = fmi2("Gain");
+    let log = dir.path().join("calls.log");
+    let out = cosim(&[
+        "run",
+        gain.to_str().unwrap(),
+        "--stop",
+        "0.02",
+        "--out",
+        dir.path().join("o1").to_str().unwrap(),
+        "--log-fmi-calls",
+        log.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.starts_with(
+            "[OK] Gain: fmi2Instantiate(instanceName=\"Gain\", fmuType=1 /* fmi2CoSimulation */"
+        ),
+        "{calls}"
+    );
+    assert!(calls.contains("[OK] Gain: fmi2DoStep("), "{calls}");
+    assert!(!stderr(&out).contains("fmi2DoStep"), "{}", stderr(&out));
+    // Before the FMU: the same.
+    let txt = dir.path().join("calls.TXT");
+    let out = cosim(&[
+        "run",
+        "--log-fmi-calls",
+        txt.to_str().unwrap(),
+        gain.to_str().unwrap(),
+        "--stop",
+        "0.02",
+        "--out",
+        dir.path().join("o2").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(&txt)
+            .unwrap()
+            .contains("fmi2DoStep")
+    );
+    // The FMU after the option: the option alone, the log on standard error.
+    let out = cosim(&[
+        "run",
+        "--log-fmi-calls",
+        gain.to_str().unwrap(),
+        "--stop",
+        "0.02",
+        "--out",
+        dir.path().join("o3").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[OK] Gain: fmi2DoStep("),
+        "{}",
+        stderr(&out)
+    );
+    // Neither: refused before anything runs, with the hint.
+    let out = cosim(&[
+        "run",
+        gain.to_str().unwrap(),
+        "--log-fmi-calls",
+        "calls",
+        "--out",
+        dir.path().join("o4").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: --log-fmi-calls calls: is 'calls' the file of the FMI call log or the scenario? For the log, write --log-fmi-calls=calls (with a space, the file's name must end in .log or .txt); --log-fmi-calls alone logs to standard error\n"
+    );
+    assert!(!dir.path().join("o4").exists());
+    let help = stdout(&cosim(&["run", "--help"]));
+    assert!(
+        help.contains("`--log-fmi-calls=FILE`, or `--log-fmi-calls FILE` when FILE's name ends in .log or .txt"),
+        "{help}"
+    );
+}
+
+/// Issue 43, item 7: `cosim run Model.fmu -o result.csv` writes the trace
+/// to result.csv, as fmusim's `--output-file` does, and nothing else (no
+/// directory named result.csv, no summary beside it, no lock left in the
+/// temporary directory); `--plot` draws result.svg beside it. A scenario's
+/// `-o x.csv` is still its output directory, with a warning.
+#[test]
+fn a_single_fmu_run_writes_its_trace_to_o_file_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    fmus();
+    let run = |args: &[&str]| {
+        std::process::Command::new(cosim_tests::cosim_bin())
+            .args(args)
+            .current_dir(&work)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap()
+    };
+    let gain = fmi2("Gain");
+    let out = run(&[
+        "run",
+        gain.to_str().unwrap(),
+        "--stop",
+        "0.03",
+        "--set",
+        "k=2",
+        "--set",
+        "u=1.5",
+        "--no-progress",
+        "-o",
+        "result.csv",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let csv = work.join("result.csv");
+    assert!(csv.is_file(), "result.csv is not a file");
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "time [s],Gain.y\n0.0,3.0\n0.01,3.0\n0.02,3.0\n0.03,3.0\n"
+    );
+    assert!(
+        err.contains("done: t = 0.03 reached in 3 macro steps (")
+            && err.ends_with(" s); trace in result.csv\n"),
+        "{err}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["result.csv"]);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "left in TMPDIR"
+    );
+    // Into a new directory, with the plot beside it.
+    let out = run(&[
+        "run",
+        gain.to_str().unwrap(),
+        "--stop",
+        "0.03",
+        "--no-progress",
+        "--plot",
+        "-o",
+        "sub/r.CSV",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut names: Vec<String> = std::fs::read_dir(work.join("sub"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["r.CSV", "r.svg"]);
+    assert!(
+        stderr(&out).contains("plot: sub/r.svg ("),
+        "{}",
+        stderr(&out)
+    );
+    // An existing directory stays a directory.
+    std::fs::create_dir(work.join("d.csv")).unwrap();
+    let out = run(&[
+        "run",
+        gain.to_str().unwrap(),
+        "--stop",
+        "0.03",
+        "--no-progress",
+        "-o",
+        "d.csv",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(work.join("d.csv/trace.csv").is_file());
+    assert!(work.join("d.csv/summary.json").is_file());
+    // A scenario: the directory, as asked, and a warning.
+    let out = run(&[
+        "run",
+        root()
+            .join("scenarios/b1_quarter_car_a.toml")
+            .to_str()
+            .unwrap(),
+        "--stop",
+        "0.01",
+        "--no-progress",
+        "-o",
+        "s.csv",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(work.join("s.csv/trace.csv").is_file());
+    assert!(
+        stderr(&out).contains("warning: -o s.csv: a scenario's outputs go into a directory of that name (trace.csv, energy.csv, steps.csv, summary.json); only a single FMU's run writes its trace alone to FILE.csv\n"),
+        "{}",
+        stderr(&out)
+    );
+    let help = stdout(&run(&["run", "--help"]));
+    assert!(
+        help.contains("For a single FMU, `-o FILE.csv` (a name ending in .csv that is not a directory) writes the trace alone to FILE.csv, as fmusim's --output-file does: no energy log, step log or summary"),
+        "{help}"
+    );
+}
+
+/// Issue 43, item 8: counts agree with their nouns (`1 subsystem`, `1 power
+/// bond`, `1 macro step`), paths are shown normalised (`a/../b` is `b`),
+/// and the top-level help says `convert` takes FMUs too.
+#[test]
+fn counts_agree_with_their_nouns_and_paths_are_shown_normalised() {
+    let dir = tempfile::tempdir().unwrap();
+    // One subsystem, no connection, no bond.
+    let gain = fmi2("Gain");
+    let out = cosim(&["check", gain.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "{}: ok (1 subsystem, 0 connections, 0 power bonds, master fixed-step, t = 0 .. 10)\n",
+            gain.display()
+        )),
+        "{err}"
+    );
+    // Two subsystems, one bond.
+    let out = cosim(&["check", "scenarios/b1_quarter_car_a.toml"]);
+    let err = stderr(&out);
+    assert!(
+        err.ends_with("scenarios/b1_quarter_car_a.toml: ok (2 subsystems, 2 connections, 1 power bond, master fixed-step, t = 0 .. 4)\n"),
+        "{err}"
+    );
+    // One macro step, into a path with `..` in it, shown normalised.
+    let out_dir = dir.path().join("a").join("..").join("b");
+    let out = cosim(&[
+        "run",
+        "scenarios/sweeps/../b1_quarter_car_a.toml",
+        "--stop",
+        "0.001",
+        "--no-progress",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("done: t = 0.001 reached in 1 macro step ("),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            " s); outputs in {}\n",
+            dir.path().join("b").display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("/../"), "{err}");
+    // The top-level help: convert takes FMUs.
+    let help = stdout(&cosim(&["--help"]));
+    assert!(
+        help.contains("convert  Convert an SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) system description, or an FMU (the scenario `cosim run Model.fmu` runs), into a cosim TOML scenario"),
+        "{help}"
+    );
 }

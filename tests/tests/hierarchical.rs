@@ -1,5 +1,5 @@
 //! Hierarchical co-simulation: nested systems as subsystems (hafner sec.
-//! 2-3; BENCHMARKS.md B3), zero-stability per level, masters with rollback
+//! 2-3; docs/benchmarks.md B3), zero-stability per level, masters with rollback
 //! driving a nest.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -502,8 +502,9 @@ fn zero_stability_is_reported_per_level() {
     let err = ring(2.0, 2.0);
     assert!(err.contains("needs attention: rho(D) = 2 > 1"), "{err}");
     // B3, hierarchical: no loop on either level (hafner eqs. 16-17).
+    // (`inspect` reports on standard output.)
     let out = cosim(&[
-        "inspect",
+        "check",
         scenario("b3_three_mass_hierarchical.toml")
             .to_str()
             .unwrap(),
@@ -626,7 +627,7 @@ fn state_errors(r: &Run, k: u32) -> Vec<f64> {
 /// The B3 table of docs/algorithms.md (block `b3-table`), every row from a
 /// run: scenarios 1 and 2, traditional and hierarchical, against hafner's
 /// Table 2 (with its scenario-2 rows for H1 = 0.2 read with their H2 labels
-/// swapped, BENCHMARKS.md B3), and the times at which scenario 3 passes the
+/// swapped, docs/benchmarks.md B3), and the times at which scenario 3 passes the
 /// divergence limit.
 #[test]
 fn b3_table_in_the_docs_is_what_the_build_gives() {

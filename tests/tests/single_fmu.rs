@@ -322,7 +322,7 @@ fn convert_without_options_and_to_standard_output() {
 #[test]
 fn check_runs_on_an_fmu() {
     let out = cosim(&["check", s(&fmi3("Integrator"))]);
-    let err = status(&out, 0, &["ok (1 subsystems"]);
+    let err = status(&out, 0, &["ok (1 subsystem, "]);
     assert!(err.contains("t = 0 .. 10"), "{err}");
 }
 

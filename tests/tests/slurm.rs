@@ -566,7 +566,7 @@ fn sweep_submitted_to_a_real_slurm_merges_to_the_unsharded_summary_skipped_only_
     assert!(err.contains("slurm: 3/3 shards done"), "{err}");
     assert!(
         err.contains(
-            "2 run(s) fail the thresholds: 002-extrapolation=0_step=0.07, 005-extrapolation=1_step=0.07"
+            "2 runs fail the thresholds: 002-extrapolation=0_step=0.07, 005-extrapolation=1_step=0.07"
         ),
         "{err}"
     );

@@ -377,7 +377,7 @@ fn a_threshold_violation_exits_non_zero_and_names_the_run() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("1 run(s) fail the thresholds: 001-step=0.01"),
+        err.contains("1 run fails the thresholds: 001-step=0.01"),
         "{err}"
     );
     assert!(
@@ -411,7 +411,7 @@ fn a_threshold_violation_exits_non_zero_and_names_the_run() {
     let o = cosim(&quiet);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("1 run(s) fail the thresholds"),
+        stderr(&o).contains("1 run fails the thresholds"),
         "{}",
         stderr(&o)
     );
@@ -1311,4 +1311,208 @@ fn reused_instances_give_the_bits_of_new_ones_and_each_fmu_is_extracted_once() {
         assert_eq!(traces, 6, "{name}");
         assert!(extractions(&tmp).is_empty(), "{:?}", extractions(&tmp));
     }
+}
+
+/// A sweep of B1 A along `master.step` (`steps`, 2 s runs against the
+/// reference) with `[sweep.refine]` of 3 stages, into `out`.
+fn refined_sweep(dir: &Path, steps: &str, out: &Path) -> PathBuf {
+    let text = format!(
+        r#"[sweep]
+scenario = "{}"
+set = {{ "simulation.stop" = 2.0 }}
+out = "{}"
+[[sweep.axes]]
+key = "master.step"
+values = [{steps}]
+[sweep.reference]
+file = "{}"
+columns = {{ "chassis.v_c" = "v_c" }}
+power = "F_c*v_c"
+[sweep.refine]
+axis = "master.step"
+iterations = 3
+"#,
+        scenario("b1_quarter_car_a.toml").display(),
+        out.display(),
+        fmus().join("references").join("b1_linear.csv").display()
+    );
+    let path = dir.join(format!("refined_{}.toml", steps.len()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The progress lines of a sweep (`run K/N ...`), up to the status.
+fn progress_lines(err: &str) -> Vec<String> {
+    err.lines()
+        .filter(|l| l.starts_with("run "))
+        .map(|l| {
+            let words: Vec<&str> = l.split(' ').collect();
+            let end = words
+                .iter()
+                .position(|w| ["ok", "diverged", "error", "crashed", "interrupted"].contains(w))
+                .unwrap_or(words.len() - 1);
+            words[..=end].join(" ")
+        })
+        .collect()
+}
+
+/// Issue 43, item 8: the sweep's counter counts the bisection's runs to
+/// come (at their most: a run per group and stage) and names each stage,
+/// instead of reading `run 3/3` and going on; a bisection that has no
+/// bracket to narrow lowers the total to the runs made. The summary's
+/// path is shown normalised.
+#[test]
+fn the_sweep_counter_counts_the_bisection_runs_to_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x").join("..").join("out");
+    let file = refined_sweep(dir.path(), "2e-3, 0.03, 0.07", &out);
+    let o = cosim(&["sweep", file.to_str().unwrap(), "--jobs", "1", "--no-plot"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        progress_lines(&err),
+        [
+            "run 1/6 000-step=0.002 ok",
+            "run 2/6 001-step=0.03 ok",
+            "run 3/6 002-step=0.07 diverged",
+            "run 4/6 (bisection 1/3) 003-step=0.05 ok",
+            "run 5/6 (bisection 2/3) 004-step=0.06 diverged",
+            "run 6/6 (bisection 3/3) 005-step=0.055 ok",
+        ],
+        "{err}"
+    );
+    assert!(
+        err.contains("sweep: 6 runs (4 ok, 2 diverged, 0 failed) in "),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "  summary: {}\n",
+            dir.path().join("out").join("summary.csv").display()
+        )),
+        "{err}"
+    );
+    // No run diverges: nothing to bisect, the total comes down to the grid.
+    let out = dir.path().join("stable");
+    let file = refined_sweep(dir.path(), "2e-3, 0.01", &out);
+    let o = cosim(&["sweep", file.to_str().unwrap(), "--jobs", "1", "--no-plot"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        progress_lines(&err),
+        ["run 1/5 000-step=0.002 ok", "run 2/5 001-step=0.01 ok"],
+        "{err}"
+    );
+    assert!(
+        err.contains("sweep: 2 runs (2 ok, 0 diverged, 0 failed) in "),
+        "{err}"
+    );
+}
+
+/// A sweep of three long B1 runs (10 min of simulated time each).
+fn long_sweep(dir: &Path) -> PathBuf {
+    let sweep = dir.join("long.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "[sweep]\nscenario = \"{}\"\nset = {{ \"simulation.stop\" = 600.0 }}\n[[sweep.axes]]\nkey = \"master.step\"\nvalues = [1e-4, 2e-4, 3e-4]\n",
+            scenario("b1_quarter_car_a.toml").display()
+        ),
+    )
+    .unwrap();
+    sweep
+}
+
+/// Waits (at most a minute) until the first run of the sweep into `out`
+/// has its directory.
+fn wait_for_the_first_run(out: &Path) {
+    let started = Instant::now();
+    while !std::fs::read_dir(out.join("runs")).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the first run did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+/// Issue 43, item 8: the runs of an interrupted sweep are `interrupted`
+/// in its summary and its report, not `error` / failed: the one running
+/// (stopped at a macro step), and those not started.
+#[test]
+fn an_interrupted_sweep_lists_its_runs_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = long_sweep(dir.path());
+    // In this process.
+    fmus();
+    let out = dir.path().join("in_process");
+    let spec = SweepSpec::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let options = Options {
+        out: Some(out.clone()),
+        jobs: Some(1),
+        plot: false,
+        interrupt: Some(flag.clone()),
+        ..Options::default()
+    };
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| {
+            wait_for_the_first_run(&out);
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        cosim_sweep::run(&spec, &options, &cosim_sweep::Silent).unwrap()
+    });
+    let s = &outcome.summary;
+    assert_eq!(
+        s.column("status").unwrap(),
+        ["interrupted", "interrupted", "interrupted"]
+    );
+    let message = s.column("message").unwrap();
+    assert!(message[0].starts_with("interrupted at t = "), "{message:?}");
+    assert_eq!(
+        message[1..],
+        [
+            "interrupted before it started",
+            "interrupted before it started"
+        ]
+    );
+    let c = outcome.meta.counts;
+    assert_eq!((c.ok, c.diverged, c.error, c.interrupted), (0, 0, 0, 3));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["counts"]["interrupted"], 3, "{json}");
+    // The command, its runs in worker processes: SIGINT.
+    let out = dir.path().join("command");
+    let child = std::process::Command::new(cosim_tests::cosim_bin())
+        .args(["sweep", file.to_str().unwrap(), "--jobs", "1", "--no-plot"])
+        .arg("--out")
+        .arg(&out)
+        .current_dir(cosim_tests::root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_the_first_run(&out);
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("run 1/3 000-step=0.0001 interrupted ("),
+        "{err}"
+    );
+    assert!(
+        err.contains("sweep: 3 runs (0 ok, 0 diverged, 0 failed, 3 interrupted) in "),
+        "{err}"
+    );
+    let s = Summary::read(&out.join("summary.csv")).unwrap();
+    assert_eq!(
+        s.column("status").unwrap(),
+        ["interrupted", "interrupted", "interrupted"]
+    );
 }

@@ -10,7 +10,7 @@ use cosim_core::metrics::{
 };
 use serde::Serialize;
 
-use crate::console::{out, say};
+use crate::console::{count, out, say};
 use crate::run::{Failed, exit};
 
 /// Arguments of `cosim compare`.
@@ -231,9 +231,9 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         let _ = writeln!(text, "power bond {}:", b.name);
         let _ = writeln!(
             text,
-            "  mean macro step            {:.6} ms ({} steps)",
+            "  mean macro step            {:.6} ms ({})",
             m.mean_step * 1e3,
-            m.steps
+            count(m.steps, "step", "steps")
         );
         let _ = writeln!(
             text,
@@ -262,10 +262,10 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         for f in failures {
             let _ = writeln!(
                 text,
-                "out of tolerance: {} ({}): {} values beyond atol {atol} + rtol {rtol} |reference|; first at t = {}: {} vs {}; worst at t = {}: {} vs {}",
+                "out of tolerance: {} ({}): {} beyond atol {atol} + rtol {rtol} |reference|; first at t = {}: {} vs {}; worst at t = {}: {} vs {}",
                 f.column,
                 f.reference,
-                f.count,
+                count(f.count, "value", "values"),
                 f.first.t,
                 f.first.value,
                 f.first.reference,

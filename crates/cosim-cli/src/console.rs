@@ -61,3 +61,26 @@ fn stdout_failed(e: std::io::Error) -> anyhow::Error {
     stderr_line(&format!("error: cannot write to standard output: {e}"));
     anyhow::Error::new(Failed(exit::RUN_FAILED))
 }
+
+/// `n` and the noun that goes with it ([`cosim_core::text::count`]).
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    cosim_core::text::count(n, one, many)
+}
+
+/// `path` as messages show it: normalised lexically
+/// ([`cosim_core::text::path`]).
+pub fn shown(path: &std::path::Path) -> std::path::PathBuf {
+    cosim_core::text::path(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count;
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(count(0, "power bond", "power bonds"), "0 power bonds");
+        assert_eq!(count(1, "power bond", "power bonds"), "1 power bond");
+        assert_eq!(count(2, "axis", "axes"), "2 axes");
+    }
+}

@@ -6,7 +6,7 @@ use anyhow::Result;
 use cosim_scenario::{FmuInterface, SolverMethod, SolverSpec};
 use cosim_ssp::{Diagnostic, ImportOptions, Severity};
 
-use crate::console::{out, say};
+use crate::console::{count, out, say, shown};
 use crate::run::{Failed, exit};
 
 /// Arguments of `cosim convert`.
@@ -210,12 +210,12 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
                 .map_err(|e| fail([format!("error: cannot write {}: {e}", out.display())]))?;
             let resolved = &conversion.resolved;
             say!(
-                "{}: written from {} ({} subsystems, {} connections, {} bonds)",
-                out.display(),
-                import.source().display(),
-                resolved.subsystems.len(),
-                resolved.connections.len(),
-                resolved.bonds.len()
+                "{}: written from {} ({}, {}, {})",
+                shown(out).display(),
+                shown(import.source()).display(),
+                count(resolved.subsystems.len(), "subsystem", "subsystems"),
+                count(resolved.connections.len(), "connection", "connections"),
+                count(resolved.bonds.len(), "bond", "bonds")
             );
         }
         None => out!("{}", conversion.toml)?,

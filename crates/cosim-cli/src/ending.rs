@@ -68,18 +68,29 @@ pub fn end_now(status: RunStatus, message: &str, code: u8) -> ! {
                 .summary_now(status, Some(message.to_string()))
                 .map(|summary| run.outputs.finish_now(&summary));
             say!("error: {message}");
+            // `-o FILE.csv`: the trace alone, no summary.
+            let (outputs, hold, and_summary) = if PRIVATE_DIR.get().is_some() {
+                ("the trace", "holds", "")
+            } else {
+                ("the outputs", "hold", " and the summary")
+            };
             match written {
                 Some(Ok(())) if steps == 0 => say!(
-                    "no step was made; the outputs hold their headers only, and the summary ({})",
+                    "no step was made; {outputs} {hold} their headers only{and_summary} ({})",
                     run.dir.display()
                 ),
                 Some(Ok(())) => say!(
-                    "the outputs hold every completed step up to t = {t} ({steps} macro steps) and the summary ({})",
+                    "{outputs} {hold} every completed step up to t = {t} ({}){and_summary} ({})",
+                    crate::console::count(
+                        usize::try_from(steps).unwrap_or(usize::MAX),
+                        "macro step",
+                        "macro steps"
+                    ),
                     run.dir.display()
                 ),
                 Some(Err(e)) => say!("writing the outputs failed: {e}"),
                 None => say!(
-                    "no step was made; the outputs hold their headers only ({})",
+                    "no step was made; {outputs} {hold} their headers only ({})",
                     run.dir.display()
                 ),
             }
@@ -103,15 +114,41 @@ fn after_the_run(run: &Run, ended: RunStatus, message: &str) -> ! {
         RunStatus::Error => ("failed", exit::RUN_FAILED),
     };
     say!("warning: {message}");
+    let written = if PRIVATE_DIR.get().is_some() {
+        "its trace is written"
+    } else {
+        "its outputs and summary are written"
+    };
     say!(
-        "the run had {word} and its outputs and summary are written ({}): freeing the FMUs is not waited for",
+        "the run had {word} and {written} ({}): freeing the FMUs is not waited for",
         run.dir.display()
     );
     leave(code)
 }
 
+/// The private output directory of a run that writes its trace alone
+/// (`-o FILE.csv`): it holds the run's lock only.
+static PRIVATE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Creates the private output directory of this process's run (in the
+/// temporary directory, named after the process id).
+pub fn private_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("cosim-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let _ = PRIVATE_DIR.set(dir.clone());
+    Ok(dir)
+}
+
+/// Removes the private output directory, if there is one.
+pub fn remove_private_dir() {
+    if let Some(dir) = PRIVATE_DIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// Ends the process with `code`, without the FMUs.
 fn leave(code: u8) -> ! {
+    remove_private_dir();
     // The stuck thread holds the FMUs: their extraction directories are
     // not dropped, so they are removed here (hosts clean up after
     // themselves when this process is gone).

@@ -41,10 +41,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run a scenario: write the trace, energy log, step log and summary.
+    /// Run a scenario (TOML, SSP, OSP) or a single FMU: write the trace,
+    /// energy log, step log and summary.
     Run(run::RunArgs),
-    /// Check a scenario without stepping: parse, load the FMUs, instantiate,
-    /// initialise, structural checks, power bonds.
+    /// Check a scenario (TOML, SSP, OSP) or a single FMU without stepping:
+    /// parse, load the FMUs, instantiate, initialise, structural checks,
+    /// power bonds.
     Check(run::RunArgs),
     /// Accuracy of a run against a reference: errors per column and the
     /// power-bond metrics of sadjina2016 (mean step, mean transmitted power,
@@ -58,7 +60,8 @@ enum Command {
     /// and plots.
     Sweep(sweep::Args),
     /// Convert an SSP (.ssp, .ssd) or OSP (OspSystemStructure.xml) system
-    /// description into a cosim TOML scenario.
+    /// description, or an FMU (the scenario `cosim run Model.fmu` runs),
+    /// into a cosim TOML scenario.
     Convert(convert::Args),
     /// Host one FMU for a cosim master in another process (internal: used
     /// by `isolation = "process"`).
@@ -69,11 +72,18 @@ enum Command {
     #[command(hide = true)]
     SweepWorker,
     /// Summarise an FMU (or every FMU in a directory): identity, capabilities,
-    /// variables, feed-through, power-bond candidates.
+    /// variables, feed-through, power-bond candidates; or a system (scenario,
+    /// SSP, OSP): its levels, routes, power bonds and step plan.
+    #[command(
+        long_about = "Summarise an FMU (or every FMU in a directory): identity, interfaces and the one that runs, capabilities, continuous states and event indicators, variables and their aliases, feed-through, power-bond candidates.\n\nOr a system (a scenario TOML, an SSP or OSP file): checked as `cosim check` checks it (its warnings on standard error), then every level of it on standard output: the subsystems (FMU, interface it runs, or nested system), the routes (which output feeds which input, through which functions, gains and offsets; input files, events, what crosses a nested level's boundary), the power bonds, the step plan (master, step, order of the subsystems, input extrapolation, step multiples, a nested master's steps), feed-through, algebraic loops and zero-stability."
+    )]
     Inspect {
-        /// An .fmu file, an unpacked FMU directory, or a directory of .fmu files.
+        /// What to inspect: an FMU (.fmu file or unpacked FMU directory), a
+        /// directory of .fmu files, a scenario (.toml), an SSP (.ssp
+        /// package or .ssd file) or OSP (OspSystemStructure.xml, or a
+        /// directory holding it or a SystemStructure.ssd) system.
         path: PathBuf,
-        /// Machine-readable JSON instead of text.
+        /// Machine-readable JSON instead of text (FMUs only).
         #[arg(long)]
         json: bool,
     },
@@ -144,7 +154,14 @@ fn ignore_file_size_signal() {
 /// Runs the command line's command; its exit status.
 fn run_command() -> u8 {
     ignore_file_size_signal();
-    let cli = Cli::parse();
+    let args = match log_file_after_a_space(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(message) => {
+            say!("{message}");
+            return run::exit::BAD_INPUT;
+        }
+    };
+    let cli = Cli::parse_from(args);
     init_logging(cli.verbose, cli.quiet);
     let result = match &cli.command {
         Command::Run(args) => run::run(args, cli.quiet, cli.verbose),
@@ -155,7 +172,7 @@ fn run_command() -> u8 {
         Command::SweepWorker => return cosim_sweep::worker::serve(),
         Command::Convert(args) => convert::run(args, cli.quiet),
         Command::Host(args) => host::run(args),
-        Command::Inspect { path, json } => inspect::run(path, *json),
+        Command::Inspect { path, json } => inspect::run(path, *json, cli.quiet),
     };
     match result {
         Ok(()) => 0,
@@ -167,6 +184,87 @@ fn run_command() -> u8 {
             }
         },
     }
+}
+
+/// What a word after `--log-fmi-calls` is, by its name.
+#[derive(Debug, PartialEq, Eq)]
+enum After {
+    /// A scenario, SSP/OSP file or FMU (`.toml`, `.ssp`, `.ssd`, `.xml`,
+    /// `.fmu`, or a directory): the command's input; the option has no
+    /// value (standard error).
+    Input,
+    /// A log file (`.log`, `.txt`), or `-` (standard error): the option's
+    /// value.
+    Log,
+    /// Something else: ambiguous.
+    Unknown,
+}
+
+fn after_log_option(word: &std::ffi::OsStr) -> After {
+    if word == "-" {
+        return After::Log;
+    }
+    let path = std::path::Path::new(word);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("toml" | "fmu" | "ssp" | "ssd" | "xml") => After::Input,
+        _ if path.is_dir() => After::Input,
+        Some("log" | "txt") => After::Log,
+        _ => After::Unknown,
+    }
+}
+
+/// `--log-fmi-calls FILE` with a space, as fmusim's users write it, for
+/// `run` and `check`: the option's value is optional (alone it logs to
+/// standard error), so the word after it is taken as its file when that
+/// ends in `.log` or `.txt` (or is `-`), left as the scenario when it
+/// names one (`.toml`, `.ssp`, `.ssd`, `.xml`, `.fmu`, a directory), and
+/// anything else is refused as ambiguous, saying to write `=FILE`.
+fn log_file_after_a_space(
+    args: Vec<std::ffi::OsString>,
+) -> Result<Vec<std::ffi::OsString>, String> {
+    let command = args
+        .iter()
+        .skip(1)
+        .position(|a| !a.to_string_lossy().starts_with('-'))
+        .map(|i| i + 1);
+    let Some(first) = command.filter(|&i| args[i] == "run" || args[i] == "check") else {
+        return Ok(args);
+    };
+    let mut out: Vec<std::ffi::OsString> = args[..=first].to_vec();
+    let mut rest = args[first + 1..].iter().peekable();
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            out.push(a.clone());
+            out.extend(rest.cloned());
+            break;
+        }
+        let next = rest
+            .peek()
+            .filter(|n| **n == "-" || !n.to_string_lossy().starts_with('-'));
+        match (a == "--log-fmi-calls", next) {
+            (true, Some(word)) => match after_log_option(word) {
+                After::Input => out.push(a.clone()),
+                After::Log => {
+                    let mut joined = std::ffi::OsString::from("--log-fmi-calls=");
+                    joined.push(word);
+                    out.push(joined);
+                    rest.next();
+                }
+                After::Unknown => {
+                    let w = word.to_string_lossy();
+                    return Err(format!(
+                        "error: --log-fmi-calls {w}: is '{w}' the file of the FMI call log or the scenario? For the log, write --log-fmi-calls={w} (with a space, the file's name must end in .log or .txt); --log-fmi-calls alone logs to standard error"
+                    ));
+                }
+            },
+            _ => out.push(a.clone()),
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -181,6 +279,43 @@ mod tests {
                 .find(|(n, _)| *n == name)
                 .map(|(_, v)| OsString::from(v))
         }
+    }
+
+    fn words(line: &str) -> Vec<OsString> {
+        line.split(' ').map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_log_file_after_a_space_is_the_option_s_value() {
+        let f = |line: &str| super::log_file_after_a_space(words(line));
+        assert_eq!(
+            f("cosim run s.toml --log-fmi-calls calls.log").unwrap(),
+            words("cosim run s.toml --log-fmi-calls=calls.log")
+        );
+        assert_eq!(
+            f("cosim -v check --log-fmi-calls CALLS.TXT s.toml").unwrap(),
+            words("cosim -v check --log-fmi-calls=CALLS.TXT s.toml")
+        );
+        assert_eq!(
+            f("cosim run --log-fmi-calls - s.toml").unwrap(),
+            words("cosim run --log-fmi-calls=- s.toml")
+        );
+        // The scenario after it, another option, nothing: standard error.
+        for line in [
+            "cosim run --log-fmi-calls s.toml",
+            "cosim run --log-fmi-calls Model.fmu",
+            "cosim run s.toml --log-fmi-calls --out o",
+            "cosim run s.toml --log-fmi-calls",
+            "cosim run s.toml --log-fmi-calls=x.csv",
+            "cosim run s.toml -- --log-fmi-calls calls",
+            "cosim plot --log-fmi-calls calls",
+        ] {
+            assert_eq!(f(line).unwrap(), words(line), "{line}");
+        }
+        assert_eq!(
+            f("cosim run s.toml --log-fmi-calls calls").unwrap_err(),
+            "error: --log-fmi-calls calls: is 'calls' the file of the FMI call log or the scenario? For the log, write --log-fmi-calls=calls (with a space, the file's name must end in .log or .txt); --log-fmi-calls alone logs to standard error"
+        );
     }
 
     #[test]

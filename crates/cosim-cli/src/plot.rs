@@ -83,7 +83,7 @@ fn report(plot: &trace::Plot, output: &Path, quiet: bool) {
     if !quiet {
         say!(
             "plot: {} ({} panel{}, {} column{})",
-            output.display(),
+            crate::console::shown(output).display(),
             plot.units.len(),
             if plot.units.len() == 1 { "" } else { "s" },
             plot.columns.len(),
@@ -98,7 +98,7 @@ pub fn requested(
     wanted: bool,
     scenario: &Path,
     prepared: &cosim_scenario::runner::Prepared,
-) -> Result<Option<(PathBuf, String)>> {
+) -> Result<Option<Requested>> {
     if !wanted {
         return Ok(None);
     }
@@ -110,26 +110,46 @@ pub fn requested(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Ok(Some((trace, title)))
+    Ok(Some(Requested {
+        svg: trace.with_file_name("plot.svg"),
+        trace,
+        title,
+    }))
 }
 
-/// `cosim run --plot`, after the run: the trace to `plot.svg` beside it,
-/// unless the run was interrupted. A run that failed is plotted as far as
+/// What `cosim run --plot` plots: the trace, the SVG and the title.
+pub struct Requested {
+    /// The trace.
+    pub trace: PathBuf,
+    /// The SVG: `plot.svg` beside the trace (a single FMU's `-o
+    /// result.csv`: `result.svg`).
+    pub svg: PathBuf,
+    /// The title.
+    pub title: String,
+}
+
+/// `cosim run --plot`, after the run: the trace to its SVG, unless the
+/// run was interrupted. A run that failed is plotted as far as
 /// it went, and keeps its exit status; a plot that fails after a
 /// successful run fails the command (1: not written, 2: bad trace).
 pub fn after_run(
-    plot: Option<(PathBuf, String)>,
+    plot: Option<Requested>,
     interrupted: bool,
     quiet: bool,
     result: Result<()>,
 ) -> Result<()> {
-    let Some((trace_csv, title)) = plot else {
+    let Some(Requested {
+        trace: trace_csv,
+        svg: output,
+        title,
+    }) = plot
+    else {
         return result;
     };
     if interrupted {
         return result;
     }
-    let output = trace_csv.with_file_name("plot.svg");
+
     let options = Options {
         title: Some(title),
         ..Options::default()

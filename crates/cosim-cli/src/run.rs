@@ -8,13 +8,15 @@ use anyhow::Result;
 use cosim_core::System;
 use cosim_core::execution::RunStatus;
 use cosim_core::observer::{Due, Next, Observer, StepContext};
+use cosim_core::structure::LevelStability;
 use cosim_core::watchdog::{Hang, Timeouts, Watchdog};
 use cosim_fmi::CallLogTarget;
-use cosim_scenario::assemble::{Assembly, BondSource};
+use cosim_scenario::ResolvedScenario;
+use cosim_scenario::assemble::{Assembly, AssemblyReport, BondSource};
 use cosim_scenario::runner::{self, Prepared};
 use cosim_scenario::{FmuInterface, Isolation, Overrides, SolverMethod, SolverSpec};
 
-use crate::console::say;
+use crate::console::{count, say};
 use crate::ending;
 use crate::interrupt::Interrupt;
 
@@ -37,7 +39,10 @@ pub struct RunArgs {
     /// Macro step (initial step for adaptive masters), overriding the scenario.
     #[arg(long, allow_negative_numbers = true)]
     pub step: Option<f64>,
-    /// Output directory, overriding the scenario.
+    /// Output directory, overriding the scenario. For a single FMU,
+    /// `-o FILE.csv` (a name ending in .csv that is not a directory)
+    /// writes the trace alone to FILE.csv, as fmusim's --output-file does:
+    /// no energy log, step log or summary.
     #[arg(short = 'o', long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Start time, overriding the scenario (an FMU: its DefaultExperiment).
@@ -101,8 +106,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TOL", allow_negative_numbers = true)]
     pub relative_tolerance: Option<f64>,
     /// Log every FMI call (arguments, variable names, status; one line per
-    /// call, fmusim style) to standard error, or with `=FILE` to FILE.
-    /// Every FMU, every level, every isolation mode.
+    /// call, fmusim style) to standard error, or to FILE:
+    /// `--log-fmi-calls=FILE`, or `--log-fmi-calls FILE` when FILE's name
+    /// ends in .log or .txt (a scenario or FMU after the option is the
+    /// command's input, and any other word is refused as ambiguous). Every
+    /// FMU, every level, every isolation mode.
     #[arg(
         long,
         value_name = "FILE",
@@ -177,20 +185,44 @@ fn bad_input(msg: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Failed(exit::BAD_INPUT))
 }
 
+/// What preparing a scenario says on standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Say {
+    /// Nothing (`-q`).
+    Nothing,
+    /// The warnings of reading and resolving only (`cosim inspect`, whose
+    /// report shows the rest on standard output).
+    Warnings,
+    /// The warnings, the power bonds found and the algebraic loops.
+    Everything,
+}
+
+impl Say {
+    fn from_quiet(quiet: bool) -> Say {
+        if quiet { Say::Nothing } else { Say::Everything }
+    }
+}
+
 /// Loads, resolves and assembles a scenario; prints warnings and, unless
 /// quiet, what the assembly found.
 fn prepare(args: &RunArgs, quiet: bool) -> Result<Prepared> {
-    prepare_in(args, quiet, None)
+    prepare_in(args, Say::from_quiet(quiet), None)
 }
 
 /// [`prepare`], with every FMU in `isolation` when given (whatever the
 /// scenario and `--isolation` say).
-fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Result<Prepared> {
+fn prepare_in(args: &RunArgs, say: Say, isolation: Option<Isolation>) -> Result<Prepared> {
+    let quiet = say == Say::Nothing;
     let overrides = Overrides {
         set: args.set.clone(),
         stop: args.stop,
         step: args.step,
-        out: args.out.clone(),
+        // `-o FILE.csv` of a single FMU: the trace's file, set after.
+        out: if trace_file(args).is_some() {
+            None
+        } else {
+            args.out.clone()
+        },
         isolation: isolation.or(args.isolation.as_deref().map(|s| match s {
             "process" => Isolation::Process,
             _ => Isolation::None,
@@ -233,6 +265,8 @@ fn prepare_in(args: &RunArgs, quiet: bool, isolation: Option<Isolation>) -> Resu
         for w in &prepared.resolved.warnings {
             say!("{w}");
         }
+    }
+    if say == Say::Everything {
         let r = &prepared.assembly.report;
         if r.bonds.is_empty() {
             // (One subsystem has no bonds to report.)
@@ -293,15 +327,15 @@ fn report_decisions(s: &cosim_core::RunSummary) {
     use cosim_core::text::{number, significant};
     let st = &s.stats;
     say!(
-        "master {}: {} macro steps of {} s on average (from {} to {} s), {} rejected, {} iterations, {} halvings",
+        "master {}: {} of {} s on average (from {} to {} s), {} rejected, {}, {}",
         s.master,
-        st.macro_steps,
+        macro_steps(st.macro_steps),
         significant(s.mean_step, 6),
         number(s.min_step),
         number(s.max_step),
         st.rejected_steps,
-        st.iterations,
-        st.halvings
+        counted(st.iterations, "iteration", "iterations"),
+        counted(st.halvings, "halving", "halvings")
     );
     say!(
         "  initialization {} s, stepping {} s",
@@ -322,13 +356,13 @@ fn report_decisions(s: &cosim_core::RunSummary) {
             )
         });
         say!(
-            "  {}: {} doStep, {} set, {} get, {} state saves, {} restores{time}",
+            "  {}: {} doStep, {} set, {} get, {}, {}{time}",
             sub.name,
             c.do_step,
             c.set_inputs,
             c.get_outputs,
-            c.state_saves,
-            c.state_restores
+            counted(c.state_saves, "state save", "state saves"),
+            counted(c.state_restores, "restore", "restores")
         );
         if let Some(m) = &c.solver {
             say_solver(m);
@@ -341,19 +375,31 @@ fn report_decisions(s: &cosim_core::RunSummary) {
 fn say_solver(m: &cosim_fmi::ModelExchangeStatistics) {
     let e = &m.events;
     say!(
-        "    Model Exchange solver: {} steps ({} rejected), {} derivative evaluations, {} Jacobians, {} event indicator evaluations ({} root-finding iterations); events: {} state, {} time, {} step, {} input ({} event iterations); {} restarts",
-        m.steps,
+        "    Model Exchange solver: {} ({} rejected), {}, {}, {} ({}); events: {} state, {} time, {} step, {} input ({}); {}",
+        counted(m.steps, "step", "steps"),
         m.rejected_steps,
-        m.derivative_evaluations,
-        m.jacobian_evaluations,
-        m.event_indicator_evaluations,
-        m.root_finding_iterations,
+        counted(
+            m.derivative_evaluations,
+            "derivative evaluation",
+            "derivative evaluations"
+        ),
+        counted(m.jacobian_evaluations, "Jacobian", "Jacobians"),
+        counted(
+            m.event_indicator_evaluations,
+            "event indicator evaluation",
+            "event indicator evaluations"
+        ),
+        counted(
+            m.root_finding_iterations,
+            "root-finding iteration",
+            "root-finding iterations"
+        ),
         e.state_events,
         e.time_events,
         e.step_events,
         e.input_events,
-        e.event_iterations,
-        e.restarts
+        counted(e.event_iterations, "event iteration", "event iterations"),
+        counted(e.restarts, "restart", "restarts")
     );
 }
 
@@ -394,6 +440,13 @@ fn start_call_log(args: &RunArgs) -> Result<()> {
 
 /// `cosim check`: everything but stepping.
 pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
+    checking(args, |args| check_scenario(args, quiet))
+}
+
+/// Runs `what` (a check of `args`' scenario) as `cosim check` does: with
+/// the call log started, Ctrl-C ending it at once, an interruption
+/// reported as such.
+pub fn checking(args: &RunArgs, what: impl FnOnce(&RunArgs) -> Result<()>) -> Result<()> {
     // Ctrl-C ends a check at once (it makes no steps to stop between),
     // leaving no extraction directory behind.
     let interrupt = Interrupt::install()
@@ -411,7 +464,7 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
         })
         .map_err(|e| bad_input(format!("error: cannot start a thread: {e}")))?;
     start_call_log(args)?;
-    let result = check_scenario(args, quiet);
+    let result = what(args);
     // A signal that cut a host's call short made the check fail, and one
     // that came as it finished found nothing left to stop: either way the
     // check was interrupted (130 / 143), not refused as bad input (2) or
@@ -426,12 +479,24 @@ pub fn check(args: &RunArgs, quiet: bool) -> Result<()> {
     result
 }
 
-/// `cosim check` once the call log is started. No FMU code runs in this
-/// process: every FMU is initialised in a host process of its own
+/// What checking a scenario found: everything but stepping.
+pub struct Checked {
+    /// The scenario, resolved.
+    pub resolved: ResolvedScenario,
+    /// Its system, initialised and terminated (its structure stays).
+    pub system: System,
+    /// What assembly found (bonds, feed-through, loops, interfaces).
+    pub report: AssemblyReport,
+    /// The zero-stability of every level.
+    pub stability: Vec<LevelStability>,
+}
+
+/// Checks a scenario once the call log is started. No FMU code runs in
+/// this process: every FMU is initialised in a host process of its own
 /// (`--isolation process`), so a check cannot crash, hang or be taken
 /// over by an FMU it checks.
-fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
-    let Prepared { resolved, assembly } = prepare_in(args, quiet, Some(Isolation::Process))?;
+pub fn check_structure(args: &RunArgs, say: Say) -> Result<Checked> {
+    let Prepared { resolved, assembly } = prepare_in(args, say, Some(Isolation::Process))?;
     let Assembly {
         mut system,
         master,
@@ -455,6 +520,23 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
         .transpose()
         .map_err(|e| bad_input(format!("error: zero-stability check: {e}")))?
         .unwrap_or_default();
+    Ok(Checked {
+        resolved,
+        system,
+        report,
+        stability,
+    })
+}
+
+/// `cosim check` once the call log is started: [`check_structure`], then
+/// what it found on standard error.
+fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
+    let Checked {
+        resolved,
+        system,
+        report,
+        stability,
+    } = check_structure(args, Say::from_quiet(quiet))?;
     if !quiet {
         if !report.interfaces.is_empty() {
             say!("interfaces:");
@@ -470,16 +552,20 @@ fn check_scenario(args: &RunArgs, quiet: bool) -> Result<()> {
         }
         let functions = system.functions().specs().len();
         say!(
-            "{}: ok ({} subsystems, {}{} connections, {} power bonds, master {}, t = {} .. {})",
-            args.scenario.display(),
-            system.len(),
+            "{}: ok ({}, {}{}, {}, master {}, t = {} .. {})",
+            crate::console::shown(&args.scenario).display(),
+            count(system.len(), "subsystem", "subsystems"),
             if functions > 0 {
-                format!("{functions} functions, ")
+                format!("{}, ", count(functions, "function", "functions"))
             } else {
                 String::new()
             },
-            system.connections().len() + system.functions().links().len(),
-            system.bonds().len(),
+            count(
+                system.connections().len() + system.functions().links().len(),
+                "connection",
+                "connections"
+            ),
+            count(system.bonds().len(), "power bond", "power bonds"),
             resolved.master.kind,
             resolved.start,
             resolved.stop
@@ -534,11 +620,28 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
         check_scenario(args, quiet).map_err(|e| unless_interrupted(e, &interrupt))?;
     }
     let mut prepared = prepare(args, quiet).map_err(|e| unless_interrupted(e, &interrupt))?;
+    // `-o FILE.csv` of a single FMU: the trace alone, into FILE.csv.
+    let _remove = RemovePrivateDir;
+    let trace_only = trace_file(args);
+    if let Some(file) = &trace_only {
+        trace_only_into(file, &mut prepared)?;
+    } else {
+        warn_csv_directory(args, quiet);
+    }
+    // Where messages say the outputs are.
+    let place = match &trace_only {
+        Some(file) => crate::console::shown(file),
+        None => crate::console::shown(&prepared.resolved.outputs.dir),
+    };
     if verbose >= 1 && !quiet {
         // -v reports the time spent in each subsystem's steps.
         prepared.assembly.system.enable_step_timing();
     }
-    let plot = crate::plot::requested(args.plot, &args.scenario, &prepared)?;
+    let mut plot = crate::plot::requested(args.plot, &args.scenario, &prepared)?;
+    if let (Some(p), Some(_)) = (&mut plot, &trace_only) {
+        // `-o result.csv`: `result.svg` beside it.
+        p.svg = p.trace.with_extension("svg");
+    }
     let (t0, t1) = (prepared.resolved.start, prepared.resolved.stop);
     let mut extra: Vec<Box<dyn Observer>> = Vec::new();
     // A progress bar would be torn by call-log lines on the same stream.
@@ -565,7 +668,7 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
         limit(step),
         limit(init)
     );
-    let out_dir = prepared.resolved.outputs.dir.clone();
+    let out_dir = place.clone();
     let flag = interrupt.flag();
     let signal = interrupt.clone();
     let mut watchdog = None;
@@ -592,11 +695,11 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     let result = match (summary.status, outcome.error) {
         (RunStatus::Interrupted, _) => {
             say!(
-                "interrupted by {} at t = {} after {} macro steps: FMUs terminated; the outputs hold every completed step ({})",
+                "interrupted by {} at t = {} after {}: FMUs terminated; the outputs hold every completed step ({})",
                 interrupt.signal_name().unwrap_or("a signal"),
                 summary.t_reached,
-                summary.stats.macro_steps,
-                outcome.output_dir.display()
+                macro_steps(summary.stats.macro_steps),
+                place.display()
             );
             Err(anyhow::Error::new(Failed(interrupt.exit_status())))
         }
@@ -612,11 +715,16 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
             }
             if !quiet {
                 say!(
-                    "done: t = {} reached in {} macro steps ({:.3} s); outputs in {}",
+                    "done: t = {} reached in {} ({:.3} s); {} in {}",
                     summary.t_reached,
-                    summary.stats.macro_steps,
+                    macro_steps(summary.stats.macro_steps),
                     summary.wall_time_s,
-                    outcome.output_dir.display()
+                    if trace_only.is_some() {
+                        "trace"
+                    } else {
+                        "outputs"
+                    },
+                    place.display()
                 );
                 for b in &summary.bonds {
                     say!(
@@ -648,18 +756,18 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
                 say!(
                     "the run stopped at t = {}; the other outputs hold the completed steps up to the failure, each ending on a complete row ({})",
                     summary.t_reached,
-                    outcome.output_dir.display()
+                    place.display()
                 );
             } else if !summary.initialized {
                 say!(
                     "initialization failed: no step was made ({})",
-                    outcome.output_dir.display()
+                    place.display()
                 );
             } else {
                 say!(
                     "the outputs hold every completed step up to t = {} ({})",
                     summary.t_reached,
-                    outcome.output_dir.display()
+                    place.display()
                 );
             }
             Err(anyhow::Error::new(Failed(code)))
@@ -669,6 +777,75 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     let result = crate::plot::after_run(plot, interrupted, quiet, result);
     drop(lock);
     result
+}
+
+/// Removes the private output directory of `-o FILE.csv` (it holds the
+/// run's lock only) when the run ends, however `run` returns.
+struct RemovePrivateDir;
+
+impl Drop for RemovePrivateDir {
+    fn drop(&mut self) {
+        ending::remove_private_dir();
+    }
+}
+
+/// `1 macro step`, `3 macro steps`.
+fn macro_steps(n: u64) -> String {
+    counted(n, "macro step", "macro steps")
+}
+
+/// [`count`] of any unsigned count (a statistic's `u64`, `u32`).
+fn counted(n: impl TryInto<usize>, one: &str, many: &str) -> String {
+    count(n.try_into().unwrap_or(usize::MAX), one, many)
+}
+
+/// True for a path whose name ends in `.csv` (any case).
+fn names_a_csv(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+}
+
+/// `-o FILE.csv` on a single-FMU run (not an existing directory): the
+/// file the trace alone goes to, as fmusim's `--output-file` writes it.
+fn trace_file(args: &RunArgs) -> Option<PathBuf> {
+    let out = args.out.as_ref()?;
+    (names_a_csv(out) && cosim_scenario::single::is_fmu(&args.scenario) && !out.is_dir())
+        .then(|| out.clone())
+}
+
+/// Makes `prepared` write its trace to `file` and nothing else (no energy
+/// log, step log or summary): the output directory, which the run locks,
+/// is a private one, removed after the run.
+fn trace_only_into(file: &std::path::Path, prepared: &mut Prepared) -> Result<()> {
+    let cannot = |e: std::io::Error| bad_input(format!("error: -o {}: {e}", file.display()));
+    if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(cannot)?;
+    }
+    let private = ending::private_dir().map_err(|e| {
+        bad_input(format!(
+            "error: cannot create a private directory for the run's lock: {e}"
+        ))
+    })?;
+    let o = &mut prepared.resolved.outputs;
+    o.dir = private;
+    o.trace = Some(file.to_path_buf());
+    o.energy_log = None;
+    o.step_log = None;
+    o.summary = None;
+    Ok(())
+}
+
+/// `-o DIR.csv` of a scenario (not a single FMU): the directory is made
+/// as asked, and a warning says so (a user of fmusim may expect a file).
+fn warn_csv_directory(args: &RunArgs, quiet: bool) {
+    let Some(out) = &args.out else { return };
+    if quiet || !names_a_csv(out) || out.is_dir() {
+        return;
+    }
+    say!(
+        "warning: -o {}: a scenario's outputs go into a directory of that name (trace.csv, energy.csv, steps.csv, summary.json); only a single FMU's run writes its trace alone to FILE.csv",
+        crate::console::shown(out).display()
+    );
 }
 
 /// Progress over simulated time: a bar on a terminal, a line every 10 %

@@ -9,7 +9,7 @@ use anyhow::Result;
 use cosim_sweep::slurm::{self, Phase, Submission};
 use cosim_sweep::{Options, Outcome, Record, ShardArg, Status, SweepSpec, Threshold};
 
-use crate::console::{out, say};
+use crate::console::{count, out, say, shown};
 use crate::interrupt::Interrupt;
 use crate::run::{Failed, exit};
 
@@ -218,14 +218,15 @@ pub fn run(args: &Args, quiet: bool, verbose: u8) -> Result<()> {
             .filter(|&i| shard.is_none_or(|s| s.owns(i)))
             .count();
         say!(
-            "{}: ok ({} axes, {total} runs{}, scenario {})",
-            path.display(),
-            spec.axes.len(),
+            "{}: ok ({}, {}{}, scenario {})",
+            shown(path).display(),
+            count(spec.axes.len(), "axis", "axes"),
+            count(total, "run", "runs"),
             shard.map_or(String::new(), |s| format!(
                 ", {mine} in shard {}/{}",
                 s.k, s.n
             )),
-            spec.scenario.display()
+            shown(&spec.scenario).display()
         );
         for i in (0..total).filter(|&i| shard.is_none_or(|s| s.owns(i))) {
             let planned = cosim_sweep::Planned {
@@ -261,7 +262,12 @@ pub fn run(args: &Args, quiet: bool, verbose: u8) -> Result<()> {
         say!("note: [sweep.refine] is skipped in a shard (the bisection needs every run's result)");
     }
     let started = Instant::now();
-    let progress = Progress::new(!args.no_progress && !quiet);
+    // The bisection's stages, when it runs (the progress lines name them).
+    let stages = spec
+        .refine
+        .filter(|_| !args.no_refine && shard.is_none())
+        .map_or(0, |r| r.iterations);
+    let progress = Progress::new(!args.no_progress && !quiet, stages);
     let outcome = cosim_sweep::run(&spec, &options, &progress).map_err(bad_input)?;
     progress.finish();
     if !quiet {
@@ -270,7 +276,7 @@ pub fn run(args: &Args, quiet: bool, verbose: u8) -> Result<()> {
     if let Some(signal) = interrupt.signal_name() {
         say!(
             "interrupted by {signal}: the summary lists the runs interrupted and those not started ({})",
-            outcome.summary_path.display()
+            shown(&outcome.summary_path).display()
         );
         return Err(anyhow::Error::new(Failed(interrupt.exit_status())));
     }
@@ -300,8 +306,10 @@ fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
     let runs = spec.grid_len();
     if a.shards == 0 || a.shards > runs {
         return Err(bad_input(format!(
-            "error: --shards {}: the sweep has {runs} runs, so 1 to {runs} shards",
-            a.shards
+            "error: --shards {}: the sweep has {}, so 1 to {runs} {}",
+            a.shards,
+            count(runs, "run", "runs"),
+            if runs == 1 { "shard" } else { "shards" }
         )));
     }
     if !(a.poll.is_finite() && a.poll > 0.0) {
@@ -360,9 +368,10 @@ fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
     }
     let ids = slurm::submit(&sub).map_err(|e| bad_input(format!("error: {e}")))?;
     say!(
-        "submitted: job array {} ({} shards of {runs} runs; logs {}), merge job {} after it",
+        "submitted: job array {} ({} of {}; logs {}), merge job {} after it",
         ids.array,
-        sub.shards,
+        count(sub.shards, "shard", "shards"),
+        count(runs, "run", "runs"),
         sub.dir()
             .join(format!("shard-{}_K.log", ids.array))
             .display(),
@@ -450,9 +459,9 @@ fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
     if !finished.failed.is_empty() {
         let list: Vec<String> = finished.failed.iter().map(ToString::to_string).collect();
         say!(
-            "error: {} of {} shards failed ({}); the merge job {} is cancelled",
+            "error: {} of {} failed ({}); the merge job {} is cancelled",
             list.len(),
-            sub.shards,
+            count(sub.shards, "shard", "shards"),
             list.join(", "),
             ids.merge
         );
@@ -544,17 +553,23 @@ impl StatusLine {
 
 fn report(outcome: &Outcome, wall: Option<f64>) {
     let c = outcome.meta.counts;
-    let runs = c.ok + c.diverged + c.error;
+    let runs = c.ok + c.diverged + c.error + c.interrupted;
     let time = wall.map_or(String::new(), |w| format!(" in {w:.1} s"));
+    let interrupted = if c.interrupted > 0 {
+        format!(", {} interrupted", c.interrupted)
+    } else {
+        String::new()
+    };
     say!(
-        "sweep: {runs} runs ({} ok, {} diverged, {} failed){time}",
+        "sweep: {} ({} ok, {} diverged, {} failed{interrupted}){time}",
+        count(runs, "run", "runs"),
         c.ok,
         c.diverged,
         c.error
     );
-    say!("  summary: {}", outcome.summary_path.display());
+    say!("  summary: {}", shown(&outcome.summary_path).display());
     if let Some(p) = &outcome.plot_path {
-        say!("  plot:    {}", p.display());
+        say!("  plot:    {}", shown(p).display());
     }
     let fmt = |x: Option<f64>| x.map_or("-".to_string(), cosim_sweep::axis::format_float);
     for l in outcome.limits() {
@@ -602,8 +617,9 @@ fn violations(outcome: &Outcome) -> Result<()> {
         .collect();
     let runs: Vec<&str> = runs.into_iter().map(|(_, r)| r).collect();
     say!(
-        "error: {} run(s) fail the thresholds: {}",
-        runs.len(),
+        "error: {} {} the thresholds: {}",
+        count(runs.len(), "run", "runs"),
+        if runs.len() == 1 { "fails" } else { "fail" },
         runs.join(", ")
     );
     for v in &outcome.violations {
@@ -637,16 +653,21 @@ fn violations(outcome: &Outcome) -> Result<()> {
     Err(anyhow::Error::new(Failed(exit::RUN_FAILED)))
 }
 
-/// Progress over the runs: a bar on a terminal, a line per run otherwise.
+/// Progress over the runs: a bar on a terminal, a line per run otherwise
+/// (`run 18/21 (bisection 2/5) <name> <status> (<time> s)`: the runs made,
+/// of those planned so far, counting the bisection's stages to come at
+/// their most).
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
     done: std::sync::atomic::AtomicUsize,
     total: std::sync::atomic::AtomicUsize,
     plain: bool,
+    /// The bisection's stages (0: none).
+    stages: u32,
 }
 
 impl Progress {
-    fn new(enabled: bool) -> Self {
+    fn new(enabled: bool, stages: u32) -> Self {
         let terminal = std::io::stderr().is_terminal();
         let bar = (enabled && terminal).then(|| {
             let bar = indicatif::ProgressBar::new(0);
@@ -663,6 +684,7 @@ impl Progress {
             done: Default::default(),
             total: Default::default(),
             plain: enabled && !terminal,
+            stages,
         }
     }
 
@@ -674,11 +696,11 @@ impl Progress {
 }
 
 impl cosim_sweep::Progress for Progress {
-    fn planned(&self, runs: usize) {
+    fn planned(&self, total: usize) {
         use std::sync::atomic::Ordering;
-        self.total.fetch_add(runs, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
-            bar.inc_length(runs as u64);
+            bar.set_length(total as u64);
         }
     }
 
@@ -687,9 +709,14 @@ impl cosim_sweep::Progress for Progress {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let total = self.total.load(Ordering::Relaxed);
         let status = r.status.as_str();
+        let stage = if r.planned.stage > 0 {
+            format!(" (bisection {}/{})", r.planned.stage, self.stages)
+        } else {
+            String::new()
+        };
         if let Some(bar) = &self.bar {
             bar.inc(1);
-            bar.set_message(format!("{} {status}", r.name));
+            bar.set_message(format!("{}{stage} {status}", r.name));
         } else if self.plain {
             let why = if r.status == Status::Ok || r.message.is_empty() {
                 String::new()
@@ -697,7 +724,7 @@ impl cosim_sweep::Progress for Progress {
                 format!(": {}", r.message)
             };
             say!(
-                "run {done}/{total} {} {status} ({:.2} s){why}",
+                "run {done}/{total}{stage} {} {status} ({:.2} s){why}",
                 r.name,
                 r.wall_time_s
             );

@@ -26,31 +26,34 @@ use cosim_fmi::inspect::InspectReport;
 use cosim_scenario::runner::{self, PrepareError, Prepared};
 use cosim_scenario::session::{Session, SessionError};
 use cosim_scenario::{FmuInterface, Overrides, Scenario, SolverMethod, SolverSpec};
+// The exceptions' module is `cosim`, the package that exports them (the
+// native module `cosim._cosim` is an implementation detail): tracebacks
+// and repr show `cosim.ScenarioError`, and pickling finds them there.
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 create_exception!(
-    _cosim,
+    cosim,
     CosimError,
     PyException,
     "Base class of the errors of cosim."
 );
 create_exception!(
-    _cosim,
+    cosim,
     ScenarioError,
     CosimError,
     "Bad input: a scenario, FMU, sweep or argument that cosim refuses before running (the command's exit status 2)."
 );
 create_exception!(
-    _cosim,
+    cosim,
     OutputInUseError,
     ScenarioError,
     "The output directory is in use by another run or sweep (it holds the directory's lock): nothing was written. `path` is the directory, `pid` the holder's process id (None when unknown)."
 );
 create_exception!(
-    _cosim,
+    cosim,
     RunError,
     CosimError,
     "A run that started and failed: an FMU error, a divergence (the command's exit status 1)."
@@ -635,7 +638,7 @@ fn sweep(
     d.set_item("summary_path", outcome.summary_path.clone())?;
     d.set_item("plot_path", outcome.plot_path.clone())?;
     let c = outcome.meta.counts;
-    d.set_item("counts", (c.ok, c.diverged, c.error))?;
+    d.set_item("counts", (c.ok, c.diverged, c.error, c.interrupted))?;
     d.set_item(
         "limits",
         serde_json::to_string(&outcome.meta.limits).unwrap_or_else(|_| "[]".into()),

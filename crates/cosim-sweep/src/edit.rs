@@ -258,7 +258,10 @@ pub(crate) fn check_values(spec: &SweepSpec) -> Result<(), SweepError> {
                 format!("{} = {}: {message}", axis.key, value.toml_text()),
             )
             .with_help(help)
-            .with_note(format!("in the scenario {}", spec.scenario.display()));
+            .with_note(format!(
+                "in the scenario {}",
+                crate::shown(&spec.scenario).display()
+            ));
         e.into()
     };
     for a in &spec.set {

@@ -145,10 +145,21 @@ impl Default for Options {
     }
 }
 
+/// `path` as messages show it: normalised lexically
+/// ([`cosim_core::text::path`]).
+pub(crate) fn shown(path: &Path) -> PathBuf {
+    cosim_core::text::path(path)
+}
+
 /// Told about the progress of a sweep (from several threads).
 pub trait Progress: Sync {
-    /// `runs` more runs are planned.
-    fn planned(&self, runs: usize);
+    /// The runs planned so far: `total` in all, those made and those to
+    /// come, the bisection's stages ([sweep.refine]) counted at their most:
+    /// a run per group (the other axes' values) and stage before the grid
+    /// is made, then a run per bracket the grid found and stage (a bracket
+    /// is never gained), lowered to the runs made when the bisection ends
+    /// early (no bracket, or every bracket as narrow as it can be).
+    fn planned(&self, total: usize);
     /// A run finished.
     fn finished(&self, record: &Record);
 }
@@ -157,7 +168,7 @@ pub trait Progress: Sync {
 pub struct Silent;
 
 impl Progress for Silent {
-    fn planned(&self, _runs: usize) {}
+    fn planned(&self, _total: usize) {}
     fn finished(&self, _record: &Record) {}
 }
 
@@ -222,8 +233,11 @@ pub struct Counts {
     pub ok: usize,
     /// Diverged.
     pub diverged: usize,
-    /// Failed otherwise.
+    /// Failed otherwise (an error, a crash).
     pub error: usize,
+    /// Interrupted by SIGINT or SIGTERM, or not started because of one.
+    #[serde(default)]
+    pub interrupted: usize,
 }
 
 impl Counts {
@@ -233,6 +247,7 @@ impl Counts {
             match Status::parse(s) {
                 Some(Status::Ok) => c.ok += 1,
                 Some(Status::Diverged) => c.diverged += 1,
+                Some(Status::Interrupted) => c.interrupted += 1,
                 _ => c.error += 1,
             }
         }
@@ -324,7 +339,10 @@ fn check_every_value(spec: &SweepSpec, first: &[AxisValue]) -> Result<(), SweepE
                 span,
                 format!("{} = {}: {message}", axis.key, values[a].cell()),
             )
-            .with_note(format!("in the scenario {}", spec.scenario.display()))
+            .with_note(format!(
+                "in the scenario {}",
+                shown(&spec.scenario).display()
+            ))
             .into()
         };
         let (scenario, _) = edit::build(spec, &values, &dir).map_err(&at)?;
@@ -367,7 +385,10 @@ fn check_first_run(
                 Some(a) => Err(spec
                     .error_at(a.key_span.clone(), format!("{}: {}", a.key, e.message))
                     .with_help(e.help.clone())
-                    .with_note(format!("in the scenario {}", spec.scenario.display()))
+                    .with_note(format!(
+                        "in the scenario {}",
+                        shown(&spec.scenario).display()
+                    ))
                     .into()),
                 None => Err(e.into()),
             }
@@ -412,7 +433,7 @@ impl Batch<'_> {
     /// Run `p` on job slot `slot`; its row goes into the summary at once.
     fn execute(&self, slot: usize, p: &Planned) -> Record {
         let record = if self.interrupted() {
-            runs::skipped(self.spec, p, "interrupted before it started")
+            runs::not_started(self.spec, p)
         } else {
             match self.runner {
                 Runner::InProcess { .. } => runs::execute(
@@ -437,7 +458,6 @@ impl Batch<'_> {
 /// Makes the `planned` runs, `jobs` at a time, each job slot taking the
 /// next run not taken; the records in the order of `planned`.
 fn execute_all(batch: &Batch<'_>, planned: &[Planned]) -> Result<Vec<Record>, SweepError> {
-    batch.progress.planned(planned.len());
     let next = AtomicUsize::new(0);
     let done = AtomicBool::new(false);
     let records: Vec<Mutex<Option<Record>>> = planned.iter().map(|_| Mutex::new(None)).collect();
@@ -715,9 +735,24 @@ fn execute_stages(batch: &Batch<'_>) -> Result<Vec<Record>, SweepError> {
             values: spec.grid_values(index),
         })
         .collect();
-    let mut records = execute_all(batch, &grid)?;
     let keys = spec.axis_keys();
-    if let (Some(refine), true, None) = (spec.refine, options.refine, options.shard) {
+    let refine = spec
+        .refine
+        .filter(|_| options.refine && options.shard.is_none());
+    // At most a bisection run per group and stage.
+    let most = refine.map_or(0, |r| {
+        let groups: std::collections::HashSet<String> = grid
+            .iter()
+            .map(|p| {
+                let cells: Vec<String> = p.values.iter().map(AxisValue::cell).collect();
+                limits::group_label(&keys, &cells, r.axis)
+            })
+            .collect();
+        groups.len() * r.iterations as usize
+    });
+    batch.progress.planned(grid.len() + most);
+    let mut records = execute_all(batch, &grid)?;
+    if let Some(refine) = refine {
         let scale = spec
             .axes
             .get(refine.axis)
@@ -730,8 +765,14 @@ fn execute_stages(batch: &Batch<'_>) -> Result<Vec<Record>, SweepError> {
                 .unwrap_or(0);
             let planned = limits::bisect(&records, &keys, refine.axis, scale, stage, next);
             if planned.is_empty() {
+                batch.progress.planned(records.len());
                 break;
             }
+            // At most as many runs in each stage to come as in this one.
+            let stages_left = (refine.iterations - stage + 1) as usize;
+            batch
+                .progress
+                .planned(records.len() + planned.len() * stages_left);
             records.extend(execute_all(batch, &planned)?);
         }
     }

@@ -24,7 +24,7 @@ use crate::summary::{Cells, MAX_ABS, RESIDUAL_ENERGY, RMS};
 pub enum Status {
     /// Completed and not diverged.
     Ok,
-    /// Failed: a scenario value the FMUs reject, an FMU error, interruption.
+    /// Failed: a scenario value the FMUs reject, an FMU error.
     Error,
     /// Stopped at a NaN/Inf output, or completed with outputs beyond the
     /// bound or a growing residual power (see `docs/sweep.md`).
@@ -32,6 +32,9 @@ pub enum Status {
     /// Its process died under it: an FMU called `exit()`, segfaulted or
     /// aborted (a run in a worker process; the sweep goes on).
     Crashed,
+    /// Stopped by SIGINT or SIGTERM at a macro step (its outputs hold the
+    /// steps made), or not started because the sweep was interrupted.
+    Interrupted,
 }
 
 impl Status {
@@ -42,6 +45,7 @@ impl Status {
             Status::Error => "error",
             Status::Diverged => "diverged",
             Status::Crashed => "crashed",
+            Status::Interrupted => "interrupted",
         }
     }
 
@@ -52,6 +56,7 @@ impl Status {
             "error" => Some(Status::Error),
             "diverged" => Some(Status::Diverged),
             "crashed" => Some(Status::Crashed),
+            "interrupted" => Some(Status::Interrupted),
             _ => None,
         }
     }
@@ -165,8 +170,24 @@ fn record(
     }
 }
 
-/// The record of a run that was not executed (the sweep was interrupted).
+/// The record of a run that could not be executed (`why`: no worker
+/// process for it ...), status `error`.
 pub fn skipped(spec: &SweepSpec, planned: &Planned, why: &str) -> Record {
+    not_run(spec, planned, Status::Error, why)
+}
+
+/// The record of a run not started because the sweep was interrupted,
+/// status `interrupted`.
+pub fn not_started(spec: &SweepSpec, planned: &Planned) -> Record {
+    not_run(
+        spec,
+        planned,
+        Status::Interrupted,
+        "interrupted before it started",
+    )
+}
+
+fn not_run(spec: &SweepSpec, planned: &Planned, status: Status, why: &str) -> Record {
     let name = run_name(spec, planned);
     let cells = first_cells(spec, planned, &name);
     record(
@@ -174,7 +195,7 @@ pub fn skipped(spec: &SweepSpec, planned: &Planned, why: &str) -> Record {
         &name,
         Path::new(""),
         cells,
-        Status::Error,
+        status,
         why,
         Instant::now(),
     )
@@ -279,6 +300,7 @@ pub fn execute_watched(
         // An FMU ended the run (a normal end, before the stop time).
         Some(e @ CoreError::TerminatedByFmu { .. }) => (Status::Ok, e.to_string()),
         Some(e @ CoreError::NonFinite { .. }) => (Status::Diverged, e.to_string()),
+        Some(e @ CoreError::Interrupted { .. }) => (Status::Interrupted, e.to_string()),
         Some(e) => (Status::Error, e.to_string()),
     };
     let ran = Ran {

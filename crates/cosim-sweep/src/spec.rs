@@ -524,7 +524,10 @@ impl SweepSpec {
                 let stext = std::fs::read_to_string(&file).map_err(|e| {
                     r.err(
                         span,
-                        format!("cannot read the scenario {}: {e}", file.display()),
+                        format!(
+                            "cannot read the scenario {}: {e}",
+                            crate::shown(&file).display()
+                        ),
                     )
                 })?;
                 (file, stext, false)
@@ -604,13 +607,21 @@ impl SweepSpec {
             && let Some(a) = axes.iter().find(|a| a.values.len() != axes[0].values.len())
         {
             return Err(r
-                .err(a.key_span.clone(), format!(
-                    "combine = \"zip\" needs axes of equal length: '{}' has {} values, '{}' has {}",
-                    a.key,
-                    a.values.len(),
-                    axes[0].key,
-                    axes[0].values.len()
-                ))
+                .err(
+                    a.key_span.clone(),
+                    format!(
+                        "combine = \"zip\" needs axes of equal length: '{}' has {} {}, '{}' has {}",
+                        a.key,
+                        a.values.len(),
+                        if a.values.len() == 1 {
+                            "value"
+                        } else {
+                            "values"
+                        },
+                        axes[0].key,
+                        axes[0].values.len()
+                    ),
+                )
                 .into());
         }
 

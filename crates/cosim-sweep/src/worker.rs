@@ -336,12 +336,12 @@ fn watch(
     interrupt: &Arc<AtomicBool>,
 ) -> Option<Watchdog> {
     let on_hang = Box::new(|hang: Hang| {
-        let status = if hang.interrupted {
-            RunStatus::Interrupted
+        let (row, status) = if hang.interrupted {
+            (Status::Interrupted, RunStatus::Interrupted)
         } else {
-            RunStatus::Error
+            (Status::Error, RunStatus::Error)
         };
-        end_run(Status::Error, &hang.to_string(), status)
+        end_run(row, &hang.to_string(), status)
     });
     let timeouts = Timeouts {
         step: step.map(Duration::from_secs_f64),

@@ -174,6 +174,31 @@ def test_bad_scenario_raises_the_command_message(cosim_bin: Path, tmp_path: Path
         cosim.run(42)  # type: ignore[arg-type]
 
 
+def test_exceptions_are_shown_as_cosim_names(tmp_path: Path) -> None:
+    """Issue 43, item 8: the exceptions are ``cosim.ScenarioError`` ... in
+    their repr and in tracebacks, not ``_cosim.ScenarioError`` (the native
+    module is an implementation detail), and they pickle as such."""
+    import pickle
+
+    for cls in (cosim.CosimError, cosim.ScenarioError, cosim.RunError, cosim.OutputInUseError):
+        assert cls.__module__ == "cosim", cls
+        assert repr(cls) == f"<class 'cosim.{cls.__name__}'>"
+    with pytest.raises(cosim.ScenarioError) as e:
+        cosim.run(tmp_path / "missing.toml")
+    back = pickle.loads(pickle.dumps(e.value))
+    assert type(back) is cosim.ScenarioError and str(back) == str(e.value)
+    p = subprocess.run(
+        [sys.executable, "-c", f"import cosim; cosim.run({str(tmp_path / 'missing.toml')!r})"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert p.returncode == 1
+    last = [l for l in p.stderr.splitlines() if "ScenarioError" in l]
+    assert last and last[-1].startswith("cosim.ScenarioError: "), p.stderr
+    assert "_cosim.ScenarioError" not in p.stderr, p.stderr
+
+
 def test_failed_run_raises_with_the_partial_result(cosim_bin: Path, tmp_path: Path) -> None:
     faulty = "fmus/dist/fmi2/Faulty.fmu"
     args = ["--set", "fail_at=0.5", "--set", "fail_mode=1"]
@@ -318,6 +343,10 @@ values = [1e-3, 2e-3, 4e-3]
         p.wait()
     assert time.monotonic() - sent < 5, "Ctrl-C did not stop the sweep promptly"
     assert out.strip() == "interrupted", out + err
+    # The summary lists every run as interrupted (issue 43, item 8).
+    lines = (tmp_path / "out" / "summary.csv").read_text().splitlines()
+    status = lines[0].split(",").index("status")
+    assert [l.split(",")[status] for l in lines[1:]] == ["interrupted"] * 3, lines
 
 
 INTERRUPT_SCRIPT = """
@@ -425,7 +454,7 @@ def test_sweep_equals_the_cli(cosim_bin: Path, tmp_path: Path) -> None:
     assert py_rows == cli_rows  # every cell but the wall time
     status = lines[0].split(",").index("status")
     cli_status = [l.split(",")[status] for l in lines[1:]]
-    assert s.counts == {k: cli_status.count(k) for k in ("ok", "diverged", "error")}
+    assert s.counts == {k: cli_status.count(k) for k in ("ok", "diverged", "error", "interrupted")}
     assert s.counts["diverged"] >= 1  # the file's step of 0.07 s is past the limit
     assert list(s.table["status"]) == [r[s.columns.index("status")] for r in s.rows]
     assert s.table["master.step"].dtype == np.float64
@@ -500,7 +529,7 @@ def test_sweep_survives_runs_that_end_their_process(tmp_path: Path, monkeypatch:
     assert "called exit()" in message[1]
     assert "segmentation fault (SIGSEGV)" in message[2]
     assert "aborted (SIGABRT)" in message[3]
-    assert s.counts == {"ok": 2, "diverged": 0, "error": 3}
+    assert s.counts == {"ok": 2, "diverged": 0, "error": 3, "interrupted": 0}
     # exit(): every completed row, t = 0 .. 0.3.
     run = tmp_path / "out" / "runs" / s.rows[1][s.columns.index("run")]
     lines = (run / "trace.csv").read_text().splitlines()

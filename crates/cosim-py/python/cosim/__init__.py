@@ -689,8 +689,9 @@ class Sweep:
             numeric columns, str for the others).
         summary_path: the summary CSV.
         plot_path: the SVG plot, when drawn.
-        counts: runs by status (``ok``, ``diverged``, ``error``; a
-            ``crashed`` run counts as an error).
+        counts: runs by status (``ok``, ``diverged``, ``error``,
+            ``interrupted``; a ``crashed`` run counts as an error, a run not
+            started because of an interruption as interrupted).
         limits: the stability limits along the plot's axis.
         violations: rows that failed a threshold (``fail_if``), as the
             command lists them (the command then exits with status 1).
@@ -703,8 +704,13 @@ class Sweep:
         self.table: np.ndarray = _sweep_table(self.columns, self.rows)
         self.summary_path = Path(d["summary_path"])
         self.plot_path = Path(d["plot_path"]) if d["plot_path"] is not None else None
-        ok, diverged, error = d["counts"]
-        self.counts: Dict[str, int] = {"ok": ok, "diverged": diverged, "error": error}
+        ok, diverged, error, interrupted = d["counts"]
+        self.counts: Dict[str, int] = {
+            "ok": ok,
+            "diverged": diverged,
+            "error": error,
+            "interrupted": interrupted,
+        }
         self.limits: List[Dict[str, Any]] = json.loads(d["limits"])
         self.violations: List[str] = list(d["violations"])
         self.warnings: List[str] = list(d["warnings"])
