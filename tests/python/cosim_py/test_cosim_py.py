@@ -174,6 +174,21 @@ def test_bad_scenario_raises_the_command_message(cosim_bin: Path, tmp_path: Path
         cosim.run(42)  # type: ignore[arg-type]
 
 
+def test_a_fresh_clone_names_the_command_that_builds_the_fmus(cosim_bin: Path, tmp_path: Path) -> None:
+    """Issue 43, item 1: on a fresh clone (nothing built), a shipped
+    scenario raises the command's message, which names the one command
+    that builds the project's FMUs."""
+    clone = tmp_path / "cosim"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    assert not (clone / "fmus" / "dist").exists()
+    p = cli(cosim_bin, "run", clone / B1, "--no-progress")
+    assert p.returncode == 2
+    with pytest.raises(cosim.ScenarioError) as e:
+        cosim.run(clone / B1)
+    assert str(e.value) == p.stderr.strip()
+    assert f"run `cargo xtask fmus` in {clone.resolve()}" in str(e.value)
+
+
 def test_exceptions_are_shown_as_cosim_names(tmp_path: Path) -> None:
     """Issue 43, item 8: the exceptions are ``cosim.ScenarioError`` ... in
     their repr and in tracebacks, not ``_cosim.ScenarioError`` (the native
