@@ -268,6 +268,20 @@ fn independent_run_coupled(
     ))
 }
 
+/// The master's metrics `m` equal `e`, those of the master written from the
+/// paper: the same step count, the rest to 1e-6 (rounding only; a 5 %
+/// change is 50 000 times more).
+fn assert_same_metrics(m: &BondMetrics, e: &BondMetrics, what: &str) {
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
+    assert!(
+        m.steps == e.steps
+            && same(m.mean_step, e.mean_step)
+            && same(m.mean_abs_power_error, e.mean_abs_power_error)
+            && same(m.integral_residual_power, e.integral_residual_power),
+        "{what}: {m:?}; written from the paper: {e:?}"
+    );
+}
+
 /// The metrics of [`metrics`] from the row's master written from the
 /// paper (coupled by `coupling`) instead of the master's logs.
 fn independent_metrics(row: &Row, tol: f64, coupling: Coupling) -> Option<BondMetrics> {
@@ -426,15 +440,7 @@ fn b1_adaptive_rows_reproduce_the_published_reductions() {
             // (`cosim_tests::b1_adaptive`); see
             // `adaptive_steps_equal_the_masters_written_from_the_paper`.
             if let Some(e) = independent_metrics(row, tol, Coupling::PAPER) {
-                let same = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
-                assert!(
-                    m.steps == e.steps
-                        && same(m.mean_step, e.mean_step)
-                        && same(m.mean_abs_power_error, e.mean_abs_power_error)
-                        && same(m.integral_residual_power, e.integral_residual_power),
-                    "{} at r = {tol:e}: {m:?}; written from the paper: {e:?}",
-                    row.file
-                );
+                assert_same_metrics(&m, &e, &format!("{} at r = {tol:e}", row.file));
             }
             let (dp_share, e_share) = match (pc, lag_correction, row.file) {
                 // The levels reached (see above), so that a regression
@@ -705,15 +711,7 @@ fn ecco_with_extrapolation_and_gauss_seidel_beats_the_paper_at_equal_steps() {
         // wheel included: 1e-6 is still 50 000 times below a 5 % change.)
         for ((name, _, coupling), (tol, m)) in variants.iter().zip(&results) {
             let e = independent_metrics(row, *tol, *coupling).unwrap();
-            let same = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
-            assert!(
-                m.steps == e.steps
-                    && same(m.mean_step, e.mean_step)
-                    && same(m.mean_abs_power_error, e.mean_abs_power_error)
-                    && same(m.integral_residual_power, e.integral_residual_power),
-                "{} {name} at r = {tol:e}: {m:?}; written from the docs: {e:?}",
-                row.file
-            );
+            assert_same_metrics(m, &e, &format!("{} {name} at r = {tol:e}", row.file));
         }
         let best = (0..results.len())
             .min_by(|&a, &b| {
