@@ -325,7 +325,9 @@ fn remove_stale_fmus(
 /// `cargo build --release -p cosim-models`; returns the cdylib's path.
 fn build_library(root: &Path) -> io::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("xtask: building the project's FMUs' library (cargo build --release -p cosim-models)");
+    eprintln!(
+        "xtask: building the project's FMUs' library (cargo build --release -p cosim-models)"
+    );
     let out = Command::new(cargo)
         .current_dir(root)
         .args([

@@ -10,8 +10,7 @@ use cosim_fmi::ModelDescription;
 use cosim_fmi::bonds::check_effort_flow_pair;
 use cosim_fmi::model_description::units::{POWER, variable_base_unit};
 use cosim_fmi::model_description::{
-    Causality, FmiVersion, Initial, StartValue, Variability, Variable, VariableIndex,
-    VariableType,
+    Causality, FmiVersion, Initial, StartValue, Variability, Variable, VariableIndex, VariableType,
 };
 use serde::Serialize;
 
@@ -394,7 +393,6 @@ pub(crate) fn causality_phrase(v: &Variable) -> String {
         Causality::Local => "is a local variable".into(),
     }
 }
-
 
 fn is_parameter(v: &Variable) -> bool {
     matches!(
@@ -1554,9 +1552,8 @@ impl<'s, 'm> Resolver<'s, 'm> {
             }
             _ => &a.value,
         };
-        let value =
-            typed_value(md.fmi_version, v, raw, &shape, items)
-                .map_err(|m| self.origin_err(&a.value_origin, m))?;
+        let value = typed_value(md.fmi_version, v, raw, &shape, items)
+            .map_err(|m| self.origin_err(&a.value_origin, m))?;
         let origin = match &a.value_origin {
             Origin::File(span) => ValueOrigin::File(*span),
             Origin::Argument(arg) => ValueOrigin::Argument(arg.clone()),

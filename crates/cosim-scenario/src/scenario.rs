@@ -607,9 +607,7 @@ impl Scenario {
                             cosim_core::text::path(p).display()
                         ),
                     )
-                    .with_note(
-                        "relative paths are resolved against the scenario file's directory",
-                    )
+                    .with_note("relative paths are resolved against the scenario file's directory")
                     .with_help_opt(project_fmu_help(p)));
             }
         }

@@ -408,4 +408,3 @@ variables = ["a.y_local", "a.y"]
         ["input of subsystem 'a' not connected (keeps its start value): u"]
     );
 }
-
