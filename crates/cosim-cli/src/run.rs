@@ -692,7 +692,42 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
     // The output directory stays this run's until the plot is written.
     let lock = outcome.lock.take();
     let summary = &outcome.summary;
-    let result = match (summary.status, outcome.error) {
+    let result = report_outcome(
+        summary,
+        outcome.error,
+        &interrupt,
+        &Shown {
+            place: &place,
+            trace_only: trace_only.is_some(),
+        },
+        quiet,
+        verbose,
+    );
+    let interrupted = summary.status == RunStatus::Interrupted;
+    let result = crate::plot::after_run(plot, interrupted, quiet, result);
+    drop(lock);
+    result
+}
+
+/// Where a run's messages say its outputs are: the output directory, or
+/// the trace file of `-o FILE.csv`.
+struct Shown<'a> {
+    place: &'a std::path::Path,
+    trace_only: bool,
+}
+
+/// Says how the run ended (interrupted, completed or terminated by an FMU,
+/// failed) and where its outputs are; the error carries the exit status.
+fn report_outcome(
+    summary: &cosim_core::RunSummary,
+    error: Option<cosim_core::CoreError>,
+    interrupt: &Interrupt,
+    shown: &Shown<'_>,
+    quiet: bool,
+    verbose: u8,
+) -> Result<()> {
+    let place = shown.place;
+    match (summary.status, error) {
         (RunStatus::Interrupted, _) => {
             say!(
                 "interrupted by {} at t = {} after {}: FMUs terminated; the outputs hold every completed step ({})",
@@ -719,11 +754,7 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
                     summary.t_reached,
                     macro_steps(summary.stats.macro_steps),
                     summary.wall_time_s,
-                    if trace_only.is_some() {
-                        "trace"
-                    } else {
-                        "outputs"
-                    },
+                    if shown.trace_only { "trace" } else { "outputs" },
                     place.display()
                 );
                 for b in &summary.bonds {
@@ -772,11 +803,7 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
             }
             Err(anyhow::Error::new(Failed(code)))
         }
-    };
-    let interrupted = summary.status == RunStatus::Interrupted;
-    let result = crate::plot::after_run(plot, interrupted, quiet, result);
-    drop(lock);
-    result
+    }
 }
 
 /// Removes the private output directory of `-o FILE.csv` (it holds the
