@@ -8,11 +8,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cosim_core::Subsystem;
 use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
-use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
+use cosim_isolation::{HostPool, IsolatedSubsystem, IsolationSettings};
 use cosim_tests::{cosim_bin, fmus, root, run_logged};
 
 fn stderr(out: &Output) -> String {
@@ -302,6 +303,30 @@ fn a_healthy_isolated_run_is_bit_identical_to_the_in_process_run() {
         scenario_variant(dir.path(), name, "both_overlapped", |t| {
             isolate_all(t).replacen("[master]\n", "[master]\nthreads = 1\n", 1)
         }),
+        // Both FMUs in one host process: served one after the other, also
+        // when two worker threads call them at once.
+        scenario_variant(dir.path(), name, "one_host", |t| {
+            isolate_all(t).replacen(
+                "[master]\n",
+                "[master]\nisolation_hosts = 1\nthreads = 1\n",
+                1,
+            )
+        }),
+        scenario_variant(dir.path(), name, "one_host_threads", |t| {
+            isolate_all(t).replacen(
+                "[master]\n",
+                "[master]\nisolation_hosts = 1\nthreads = 2\n",
+                1,
+            )
+        }),
+        // A host each.
+        scenario_variant(dir.path(), name, "two_hosts", |t| {
+            isolate_all(t).replacen(
+                "[master]\n",
+                "[master]\nisolation_hosts = 2\nthreads = 1\n",
+                1,
+            )
+        }),
     ];
     assert_identical_runs(&variants, &["trace.csv", "energy.csv", "steps.csv"]);
 }
@@ -329,6 +354,44 @@ fn a_crash_among_overlapped_isolated_steps_is_reported_and_the_others_end_cleanl
             )) && err.contains("died of a segmentation fault (SIGSEGV)"),
             "{v}: {err}"
         );
+    }
+}
+
+#[test]
+fn a_crash_in_a_shared_host_names_the_fmu_that_crashed() {
+    // Both FMUs in one host: the Faulty one crashes it in its step; the
+    // Gain's instance dies with it, and the error names the Faulty FMU's
+    // subsystem and call, whichever subsystem's wait found the host gone.
+    let dir = tempfile::tempdir().unwrap();
+    for (v, order) in [("fmi2", "faulty first"), ("fmi3", "gain first")] {
+        let (scenario, fmu_copy) = faulty_scenario(dir.path(), v, 4);
+        let mut text = std::fs::read_to_string(&scenario).unwrap().replacen(
+            "[master]\n",
+            "[master]\nthreads = 1\nisolation_hosts = 1\n",
+            1,
+        );
+        if order == "gain first" {
+            // The Gain is declared (and added to the host) first.
+            let i = text.find("[[subsystems]]\nname = \"faulty\"").unwrap();
+            let j = text.find("[[subsystems]]\nname = \"gain\"").unwrap();
+            let k = text.find("[[connections]]").unwrap();
+            text = format!("{}{}{}{}", &text[..i], &text[j..k], &text[i..j], &text[k..]);
+        }
+        std::fs::write(&scenario, isolate(text, "gain")).unwrap();
+        let out_dir = dir.path().join(format!("out_shared_{v}"));
+        let out = run_cli(&scenario, &out_dir);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{v}: {err}");
+        assert_eq!(trace_times(&out_dir.join("trace.csv")).len(), 31, "{v}");
+        assert!(
+            err.contains(&format!(
+                "error: subsystem 'faulty': {v}DoStep at t = 0.3: the FMU's host process (pid "
+            )) && err.contains("died of a segmentation fault (SIGSEGV)"),
+            "{v} ({order}): {err}"
+        );
+        assert!(!err.contains("subsystem 'gain': "), "{v} ({order}): {err}");
+        let left = processes_mentioning(&fmu_copy);
+        assert!(left.is_empty(), "host processes left behind: {left:?}");
     }
 }
 
@@ -376,18 +439,24 @@ fn richardson_saves_and_restores_isolated_fmu_states_with_identical_results() {
 
 /// An isolated Integrator (x' = u), initialised at t = 0 with x0 = 1.
 fn integrator() -> IsolatedSubsystem {
-    cosim_isolation::set_host_program(cosim_bin());
     let fmu = Fmu::open(fmus().join("fmi2").join("Integrator.fmu")).unwrap();
+    integrator_of(&fmu, "integrator", &IsolationSettings::default())
+}
+
+/// An Integrator of `fmu` in a host process as `settings` say, initialised
+/// at t = 0 with x0 = 1.
+fn integrator_of(fmu: &Fmu, name: &str, settings: &IsolationSettings) -> IsolatedSubsystem {
+    cosim_isolation::set_host_program(cosim_bin());
     let md = fmu.model_description();
     let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
     let mut s = IsolatedSubsystem::spawn(
-        &fmu,
-        "integrator",
+        fmu,
+        name,
         &[cosim_core::SlotVar::scalar(find("u"))],
         &[cosim_core::SlotVar::scalar(find("x"))],
         1,
         &InstantiateOptions::default(),
-        &IsolationSettings::default(),
+        settings,
     )
     .unwrap();
     s.set_start_values(vec![cosim_core::subsystem::StartValue {
@@ -440,6 +509,130 @@ fn fmu_states_are_saved_restored_and_serialized_across_the_boundary() {
     assert_eq!((counters.do_step, counters.state_restores), (1, 1));
     a.terminate().unwrap();
     b.terminate().unwrap();
+}
+
+#[test]
+fn a_pool_shares_its_hosts_in_turn_and_keeps_apart_what_runs_once_per_process() {
+    let fmu = Fmu::open(fmus().join("fmi2").join("Integrator.fmu")).unwrap();
+    let pool = |n| IsolationSettings {
+        pool: Some(Arc::new(HostPool::new(n))),
+        ..IsolationSettings::default()
+    };
+    // Two hosts, four FMUs: the first and the third in one, the others in
+    // the other; each instance its own values.
+    let two = pool(2);
+    let mut subs: Vec<_> = (0..4)
+        .map(|i| integrator_of(&fmu, &format!("i{i}"), &two))
+        .collect();
+    let pids: Vec<u32> = subs.iter().map(|s| s.host_pid().unwrap()).collect();
+    assert_eq!((pids[0], pids[1]), (pids[2], pids[3]), "{pids:?}");
+    assert_ne!(pids[0], pids[1]);
+    for (i, s) in subs.iter_mut().enumerate() {
+        let u = i as f64;
+        // x = 1 + u h, each instance its own.
+        assert_eq!(step(s, u, 0.0, 0.5), 1.0 + 0.5 * u, "i{i}");
+    }
+    // Started together, answered each to its own.
+    for s in subs.iter_mut() {
+        s.set_inputs(&[1.0]).unwrap();
+        assert!(s.start_step(0.5, 0.5).unwrap());
+    }
+    for (i, s) in subs.iter_mut().enumerate() {
+        assert_eq!(s.finish_step().unwrap(), StepOutcome::Completed);
+        let mut x = [0.0];
+        s.get_observed(&mut x).unwrap();
+        assert_eq!(x[0], 1.5 + 0.5 * i as f64, "i{i}");
+    }
+    for s in &mut subs {
+        s.terminate().unwrap();
+    }
+
+    // An FMU that can be instantiated only once per process: every
+    // instance in a host of its own, even in a pool of one.
+    let unpacked = tempfile::tempdir().unwrap();
+    let mut archive = zip::ZipArchive::new(
+        std::fs::File::open(fmus().join("fmi2").join("Integrator.fmu")).unwrap(),
+    )
+    .unwrap();
+    archive.extract(unpacked.path()).unwrap();
+    let md_path = unpacked.path().join("modelDescription.xml");
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    let flag = "canBeInstantiatedOnlyOncePerProcess=\"false\"";
+    assert!(md.contains(flag), "{md}");
+    std::fs::write(
+        &md_path,
+        md.replace(flag, "canBeInstantiatedOnlyOncePerProcess=\"true\""),
+    )
+    .unwrap();
+    let once = Fmu::open(unpacked.path()).unwrap();
+    let one = pool(1);
+    let a = integrator_of(&once, "a", &one);
+    let b = integrator_of(&once, "b", &one);
+    let c = integrator_of(&fmu, "c", &one);
+    assert_ne!(a.host_pid(), b.host_pid());
+    // Other FMUs still share.
+    assert_eq!(c.host_pid(), a.host_pid());
+}
+
+/// A Faulty integrator (fail mode 4: a segmentation fault in the step
+/// over t = 0.05) and an Integrator sharing one host: the Faulty one's
+/// step is served first and crashes the host while the master waits for
+/// the Integrator's answer; that wait reports the crash as the Faulty
+/// FMU's, and so does every later call of either.
+#[test]
+fn a_crash_found_by_another_fmus_wait_names_the_fmu_that_crashed() {
+    cosim_isolation::set_host_program(cosim_bin());
+    let one = IsolationSettings {
+        pool: Some(Arc::new(HostPool::new(1))),
+        ..IsolationSettings::default()
+    };
+    let fmu = Fmu::open(fmus().join("fmi2").join("Faulty.fmu")).unwrap();
+    let md = fmu.model_description();
+    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
+    let mut faulty = IsolatedSubsystem::spawn(
+        &fmu,
+        "faulty",
+        &[cosim_core::SlotVar::scalar(find("u"))],
+        &[cosim_core::SlotVar::scalar(find("x"))],
+        1,
+        &InstantiateOptions::default(),
+        &one,
+    )
+    .unwrap();
+    let value = |n: &str, value| cosim_core::subsystem::StartValue {
+        variable: find(n),
+        value,
+        origin: "the test".into(),
+    };
+    faulty
+        .set_start_values(vec![
+            value("fail_mode", cosim_fmi::Value::I32(4)),
+            value("fail_at", cosim_fmi::Value::F64(0.05)),
+        ])
+        .unwrap();
+    faulty.enter_initialization(0.0, Some(1.0)).unwrap();
+    faulty.exit_initialization().unwrap();
+    let integrator = Fmu::open(fmus().join("fmi2").join("Integrator.fmu")).unwrap();
+    let mut other = integrator_of(&integrator, "other", &one);
+    assert_eq!(faulty.host_pid(), other.host_pid());
+    let pid = faulty.host_pid().unwrap();
+    faulty.set_inputs(&[1.0]).unwrap();
+    assert!(faulty.start_step(0.0, 0.1).unwrap());
+    other.set_inputs(&[1.0]).unwrap();
+    assert!(other.start_step(0.0, 0.1).unwrap());
+    let expected = format!(
+        "subsystem 'faulty': fmi2DoStep at t = 0: the FMU's host process (pid {pid}) died of a segmentation fault (SIGSEGV)"
+    );
+    let err = other.finish_step().unwrap_err();
+    assert!(
+        matches!(err, cosim_core::CoreError::HostProcess { .. })
+            && err.to_string().starts_with(&expected),
+        "{err}"
+    );
+    let err = faulty.finish_step().unwrap_err().to_string();
+    assert!(err.starts_with(&expected), "{err}");
+    // Gone with the host: not terminated, no error.
+    other.terminate().unwrap();
 }
 
 #[test]
@@ -502,6 +695,22 @@ fn isolation_keys_are_checked_like_every_other_key() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("isolation_timeout"), "{err}");
+    for bad in ["0", "1.5", "\"many\""] {
+        let hosts = scenario_variant(dir.path(), "b1_quarter_car_a.toml", "bad_hosts", |t| {
+            t.replacen(
+                "[master]\n",
+                &format!("[master]\nisolation_hosts = {bad}\n"),
+                1,
+            )
+        });
+        let out = cosim_tests::cosim(&["check", hosts.to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("isolation_hosts") && err.contains("bad_hosts.toml"),
+            "{bad}: {err}"
+        );
+    }
     // `cosim check` instantiates and initialises isolated FMUs too.
     let good = scenario_variant(dir.path(), "b1_quarter_car_a.toml", "good", isolate_all);
     let out = cosim_tests::cosim(&["check", good.to_str().unwrap()]);

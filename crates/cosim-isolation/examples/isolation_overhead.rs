@@ -3,8 +3,10 @@
 //! A chain of `n` Gain FMUs (`fmus/dist/fmi2/Gain.fmu`, y = k u, k = 1),
 //! `gain0.u` fixed, `gain{i}.y -> gain{i+1}.u`, run by the fixed-step
 //! master (Jacobi, one thread, no outputs written) at 1 ms for 10^5
-//! macro steps: once in-process, once with every FMU isolated (and, for
-//! n > 1, with only the first one isolated). Prints the wall time of the
+//! macro steps: once in-process, once with every FMU isolated in the
+//! hosts `cosim run` would use (one per processor beyond the master's),
+//! once with a host each (and, for n > 1, with only the first one
+//! isolated). Prints the wall time of the
 //! run per FMU per macro step, best of `--repeat` runs, and the ratio.
 //!
 //!     cargo xtask fmus            # once: builds fmus/dist/
@@ -12,13 +14,16 @@
 //!     cargo run --release -p cosim-isolation --example isolation_overhead -- \
 //!         --chain 1,2,4,8 --steps 100000 --repeat 3
 //!
-//! The program is its own host: started as `<it> host --fmu ..
-//! [--extracted ..] --name ..`, it serves the FMU like `cosim host`.
+//! The program is its own host: started as `<it> host`, it serves the
+//! FMUs like `cosim host`. Each subsystem has a host of its own here
+//! (`IsolationSettings::default()`); a scenario's isolated FMUs share the
+//! run's hosts (`[master] isolation_hosts`).
 //! `COSIM_ISOLATION_SPIN_US` sets the spin budget of both sides (default
 //! 50 µs; 0 = sleep at once).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cosim_core::execution::{Execution, RunStatus};
@@ -26,7 +31,7 @@ use cosim_core::master::{FixedStep, Scheme};
 use cosim_core::subsystem::StartValue;
 use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
 use cosim_fmi::{Fmu, InstantiateOptions, Value};
-use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
+use cosim_isolation::{HostPool, IsolatedSubsystem, IsolationSettings};
 
 const H: f64 = 1e-3;
 
@@ -36,8 +41,13 @@ fn arg(args: &[String], name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-/// Builds the chain; `isolated(i)` says whether FMU `i` runs in a host.
-fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
+/// Builds the chain; `isolated(i)` says whether FMU `i` runs in a host;
+/// the isolated ones share at most `hosts` host processes.
+fn chain(fmu: &Fmu, n: usize, hosts: usize, isolated: impl Fn(usize) -> bool) -> System {
+    let settings = IsolationSettings {
+        pool: Some(Arc::new(HostPool::new(hosts))),
+        ..IsolationSettings::default()
+    };
     let md = fmu.model_description();
     let find = |name: &str| md.variables.iter().position(|v| v.name == name).unwrap();
     let (u, y, k) = (find("u"), find("y"), find("k"));
@@ -63,16 +73,9 @@ fn chain(fmu: &Fmu, n: usize, isolated: impl Fn(usize) -> bool) -> System {
                 vec![value(k)]
             };
             if isolated(i) {
-                let mut s = IsolatedSubsystem::spawn(
-                    fmu,
-                    &name,
-                    &inputs,
-                    &outputs,
-                    1,
-                    &options,
-                    &IsolationSettings::default(),
-                )
-                .unwrap();
+                let mut s =
+                    IsolatedSubsystem::spawn(fmu, &name, &inputs, &outputs, 1, &options, &settings)
+                        .unwrap();
                 s.set_start_values(values).unwrap();
                 Box::new(s) as Box<dyn Subsystem>
             } else {
@@ -133,10 +136,7 @@ fn best(repeat: usize, mut f: impl FnMut() -> Duration) -> Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("host") {
-        let fmu = arg(&args, "--fmu").expect("--fmu");
-        let name = arg(&args, "--name").expect("--name");
-        let extracted = arg(&args, "--extracted").map(PathBuf::from);
-        if let Err(e) = cosim_isolation::host::serve(fmu.as_ref(), extracted.as_deref(), &name) {
+        if let Err(e) = cosim_isolation::host::serve() {
             eprintln!("{e}");
             std::process::exit(2);
         }
@@ -167,23 +167,29 @@ fn main() {
             .map(|v| format!("{v} us"))
             .unwrap_or_else(|_| "default".into())
     );
-    println!("ns per FMU per macro step:");
+    let shared = HostPool::default_hosts();
+    println!("ns per FMU per macro step (isolated FMUs sharing {shared} host(s), or a host each):");
     println!(
-        "{:>3}  {:>11}  {:>12}  {:>6}  {:>15}  {:>6}",
-        "n", "in-process", "all isolated", "ratio", "first isolated", "ratio"
+        "{:>3}  {:>11}  {:>13}  {:>6}  {:>10}  {:>6}  {:>15}  {:>6}",
+        "n", "in-process", "shared hosts", "ratio", "host each", "ratio", "first isolated", "ratio"
     );
     let per = |d: Duration, n: usize| d.as_nanos() as f64 / (steps * n) as f64;
     for &n in &lengths {
-        let t_in = best(repeat, || run(chain(&fmu, n, |_| false), steps));
-        let t_iso = best(repeat, || run(chain(&fmu, n, |_| true), steps));
-        let (a, b) = (per(t_in, n), per(t_iso, n));
+        let t_in = best(repeat, || run(chain(&fmu, n, 1, |_| false), steps));
+        let t_shared = best(repeat, || run(chain(&fmu, n, shared, |_| true), steps));
+        let t_each = best(repeat, || run(chain(&fmu, n, n, |_| true), steps));
+        let (a, b, c) = (per(t_in, n), per(t_shared, n), per(t_each, n));
         let first = if n > 1 {
-            let t = best(repeat, || run(chain(&fmu, n, |i| i == 0), steps));
-            let c = per(t, n);
-            format!("{c:>15.0}  {:>6.1}", c / a)
+            let t = best(repeat, || run(chain(&fmu, n, 1, |i| i == 0), steps));
+            let d = per(t, n);
+            format!("{d:>15.0}  {:>6.1}", d / a)
         } else {
             String::new()
         };
-        println!("{n:>3}  {a:>11.0}  {b:>12.0}  {:>6.1}  {first}", b / a);
+        println!(
+            "{n:>3}  {a:>11.0}  {b:>13.0}  {:>6.1}  {c:>10.0}  {:>6.1}  {first}",
+            b / a,
+            c / a
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! The shared-memory handshake: one side posts a sequence number and wakes
-//! the other if it sleeps; the other spins briefly, then sleeps on a futex.
+//! The shared-memory handshake: one side publishes a word and rings a bell
+//! if the other sleeps; the other spins briefly, then sleeps on the bell
+//! (a futex word).
 //!
 //! Spinning is what makes a round trip cost a fraction of a microsecond
 //! instead of the several microseconds of a futex wake-up; it is bounded
@@ -78,18 +79,35 @@ fn cores() -> usize {
         .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
 }
 
-/// Publishes `seq` in `word` and wakes the other side if it sleeps on it.
-pub fn post(word: &AtomicU32, sleeping: &AtomicU32, seq: u32) {
-    // SeqCst on both sides (store seq, load flag here; store flag, load seq
-    // in `wait`): at least one of the two sees the other's store, so a
-    // sleeper is never missed.
-    word.store(seq, Ordering::SeqCst);
-    if sleeping.load(Ordering::SeqCst) != 0 {
-        let _ = futex::wake(word, futex::Flags::empty(), 1);
+/// Wakes the other side if it sleeps: call right after the store
+/// (Release) that publishes what it waits for. `sleepers` counts the other
+/// side's sleeping threads; `bell` is the word they sleep on.
+pub fn ring(bell: &AtomicU32, sleepers: &AtomicU32) {
+    // Publish, fence, load `sleepers` here; count a sleeper (SeqCst), check
+    // `ready` in `wait_until`: at least one of the two sees the other's
+    // store, so a sleeper is never missed.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    if sleepers.load(Ordering::Relaxed) != 0 {
+        bell.fetch_add(1, Ordering::SeqCst);
+        let _ = futex::wake(bell, futex::Flags::empty(), u32::MAX);
     }
 }
 
-/// What [`wait`] asks its caller between sleeps.
+/// Spins between two yields of the processor (a system call, during which
+/// an answer may come): often (some 1 µs) while the master and its hosts
+/// outnumber the processors, so that the one the others wait for gets a
+/// processor soon; else rarely (some 20 µs), so that yielding does not
+/// slow the round trip. The hosts get the master's choice with each
+/// request (`HOST_YIELD_EVERY`).
+pub fn yield_every() -> u32 {
+    if HOSTS.load(Ordering::Relaxed) + 1 > cores() {
+        64
+    } else {
+        1024
+    }
+}
+
+/// What [`wait_until`] asks its caller between sleeps.
 pub enum Check {
     /// Keep waiting.
     Continue,
@@ -97,35 +115,36 @@ pub enum Check {
     Stop,
 }
 
-/// Waits until `word` differs from `old`: spins for `spin`, then sleeps in
-/// slices of at most `slice`, calling `check` after each. Returns the new
-/// value, or `None` when `check` said stop.
-pub fn wait(
-    word: &AtomicU32,
-    sleeping: &AtomicU32,
-    old: u32,
+/// Waits until `ready()`: spins for `spin` (yielding the processor as it
+/// goes), then sleeps on `bell` (counted in `sleepers`) in slices of at
+/// most `slice`, calling `check` after each. Returns false when `check`
+/// said stop.
+pub fn wait_until(
+    mut ready: impl FnMut() -> bool,
+    bell: &AtomicU32,
+    sleepers: &AtomicU32,
     spin: Duration,
     slice: Duration,
     mut check: impl FnMut() -> Check,
-) -> Option<u32> {
-    let v = word.load(Ordering::Acquire);
-    if v != old {
-        return Some(v);
+) -> bool {
+    if ready() {
+        return true;
     }
     if !spin.is_zero() {
         let start = Instant::now();
         let mut i: u32 = 0;
         loop {
-            let v = word.load(Ordering::Acquire);
-            if v != old {
-                return Some(v);
+            if ready() {
+                return true;
             }
             i = i.wrapping_add(1);
             if i.is_multiple_of(64) {
                 if start.elapsed() >= spin {
                     break;
                 }
-                std::thread::yield_now();
+                if i.is_multiple_of(yield_every()) {
+                    std::thread::yield_now();
+                }
             } else {
                 std::hint::spin_loop();
             }
@@ -135,23 +154,22 @@ pub fn wait(
         tv_sec: 1,
         tv_nsec: 0,
     });
-    loop {
-        sleeping.store(1, Ordering::SeqCst);
-        let v = word.load(Ordering::SeqCst);
-        if v != old {
-            sleeping.store(0, Ordering::Relaxed);
-            return Some(v);
+    sleepers.fetch_add(1, Ordering::SeqCst);
+    let done = loop {
+        let rung = bell.load(Ordering::SeqCst);
+        if ready() {
+            break true;
         }
         // Returns at a wake-up, at the timeout, on a signal, or at once if
-        // the word changed meanwhile; all are handled by re-reading.
-        let _ = futex::wait(word, futex::Flags::empty(), old, Some(&timeout));
-        sleeping.store(0, Ordering::Relaxed);
-        let v = word.load(Ordering::Acquire);
-        if v != old {
-            return Some(v);
+        // the bell rang meanwhile; all are handled by checking again.
+        let _ = futex::wait(bell, futex::Flags::empty(), rung, Some(&timeout));
+        if ready() {
+            break true;
         }
         if let Check::Stop = check() {
-            return None;
+            break false;
         }
-    }
+    };
+    sleepers.fetch_sub(1, Ordering::SeqCst);
+    done
 }

@@ -1,29 +1,32 @@
-//! The host process (`cosim host --fmu PATH [--extracted DIR] --name
-//! NAME`): loads one FMU and serves the master's requests until told to
-//! stop or until the master is gone.
+//! The host process (`cosim host`): loads the FMUs of its group of
+//! subsystems and serves the master's requests until every instance is
+//! shut down or the master is gone.
 //!
 //! The master extracts each `.fmu` once and hands its hosts the extracted
-//! directory (`--extracted`), which it keeps while they run and removes
-//! when it is done with them, also after a host died. Only when the master
-//! itself is gone (killed: it had no chance to clean up) does a host remove
-//! that directory, and then kill its own process group (itself and any
-//! process the FMU started) rather than serve nobody.
+//! directory (in each instance's `Instantiate` request), which it keeps
+//! while they run and removes when it is done with them, also after a host
+//! died. Only when the master itself is gone (killed: it had no chance to
+//! clean up) does a host remove those directories, and then kill its own
+//! process group (itself and any process the FMUs started) rather than
+//! serve nobody.
 //!
-//! Its standard input is a Unix socket to the master, on which the shared
-//! memory region arrives first (`SCM_RIGHTS`); standard input is then
-//! replaced by `/dev/null`, so an FMU that reads it does not read the
-//! protocol. Standard output is the master's; standard error goes to the
-//! master, which forwards it and keeps its last lines for error messages
-//! (all but the FMI call log's lines, when that goes to standard error:
-//! those are only forwarded).
+//! Its standard input is a Unix socket to the master, on which the group's
+//! shared memory region arrives first (`SCM_RIGHTS`), then each member's;
+//! standard input is then replaced by `/dev/null`, so an FMU that reads it
+//! does not read the protocol. Standard output is the master's; standard
+//! error goes to the master, which forwards it and keeps its last lines for
+//! error messages (all but the FMI call log's lines, when that goes to
+//! standard error: those are only forwarded).
 
+use std::collections::VecDeque;
 use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use cosim_core::FmuSubsystem;
 use cosim_core::subsystem::{RollbackTo, Subsystem};
@@ -32,10 +35,11 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
 use crate::channel;
 use crate::protocol::{
-    CALL, CALL_TIME, Call, Control, HOST_SLEEPING, HOST_SPIN_NS, Layout, MAGIC, MASTER_SLEEPING,
-    Op, REQ_SEQ, RESP_SEQ, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED,
-    STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError,
-    read_frame, write_frame,
+    ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, GROUP_WORDS, HOST_SLEEPING,
+    HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_SLEEPERS, MEMBERS_ADDED, Op, RESP_AUX,
+    RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK,
+    STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION,
+    WireError, read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -54,34 +58,38 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> HostError + '_ {
     move |e| HostError::Io(format!("{what}: {e}"))
 }
 
-/// Serves one FMU (the file `fmu`, extracted by the master into
-/// `extracted` unless `fmu` is a directory; instance `name`) until the
-/// master sends Shutdown or goes away. Called by `cosim host`.
-pub fn serve(fmu: &Path, extracted: Option<&Path>, name: &str) -> Result<(), HostError> {
+/// The master's extraction directories this host loads FMUs from, removed
+/// by [`master_gone`].
+static EXTRACTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Serves the master's group of FMU instances until every one is shut
+/// down or the master goes away. Called by `cosim host`.
+pub fn serve() -> Result<(), HostError> {
     crate::sys::default_fault_signals().map_err(io("resetting the fault signals"))?;
-    let extracted = extracted.map(Path::to_path_buf);
     let master = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get().unsigned_abs());
     // Die with the master even when an FMU call never returns, and clean
     // up after it.
     let watch = crate::sys::watch_master(master).map_err(io("watching the master process"))?;
     let stdin = rustix::stdio::stdin();
-    let (layout, region_fd, sender) = match receive_hello(stdin) {
+    let (hello, region_fd, sender) = match receive_region(stdin) {
         Ok(hello) => hello,
         Err(e) if master_alive(master) => return Err(e),
-        Err(_) => master_gone(extracted.as_deref()),
+        Err(_) => master_gone(),
     };
     // A master that died before this host asked for its parent: the
     // parent seen is a reaper, not the sender of the hello.
     if matches!(watch, crate::sys::MasterWatch::Gone) || (sender != 0 && sender != master) {
-        master_gone(extracted.as_deref());
+        master_gone();
+    }
+    if hello != (0, 0) {
+        return Err(HostError::Protocol("bad start-up message".into()));
     }
     if let crate::sys::MasterWatch::PidFd(fd) = watch {
-        let dir = extracted.clone();
         std::thread::Builder::new()
             .name("master-watch".into())
             .spawn(move || {
                 crate::sys::wait_pidfd(&fd);
-                master_gone(dir.as_deref());
+                master_gone();
             })
             .map_err(io("starting the thread watching the master"))?;
     }
@@ -93,36 +101,72 @@ pub fn serve(fmu: &Path, extracted: Option<&Path>, name: &str) -> Result<(), Hos
     let null = std::fs::File::open("/dev/null").map_err(io("/dev/null"))?;
     rustix::stdio::dup2_stdin(&null).map_err(|e| HostError::Io(format!("/dev/null: {e}")))?;
     let region = SharedRegion::open(region_fd).map_err(io("mapping the shared memory"))?;
-    if region.data().len() < layout.data_words() {
+    if region.data().len() < GROUP_WORDS {
         return Err(HostError::Protocol(
             "the shared memory region is smaller than its layout".into(),
         ));
     }
     let mut host = Host {
-        region: &region,
-        layout,
-        socket,
-        fmu_path: fmu.to_path_buf(),
-        extracted: extracted.clone(),
-        name: name.to_string(),
-        sub: None,
-        pending: None,
-        states: Vec::new(),
-        prefetch_error: None,
-        time: 0.0,
-        values: Vec::new(),
-        out: Vec::new(),
+        control: region.control(),
+        group: region.data(),
+        io: Io {
+            socket,
+            inbox: Vec::new(),
+        },
+        members: Vec::new(),
     };
     let control = region.control();
-    // Sequence numbers start at 0 (a new memfd is zeroed); the master may
-    // have posted its first request already.
-    let mut last = 0;
+    let mut idle_since: Option<Instant> = None;
+    let mut idle_scans: u32 = 0;
+    let mut posted: Vec<(usize, u64)> = Vec::new();
     loop {
-        let seq = channel::wait(
-            &control[REQ_SEQ],
+        host.add_members()?;
+        // Which members have a request: all their request words read
+        // first (the loads overlap, where reading one and serving it
+        // before the next would wait for each in turn), then served in
+        // member order.
+        posted.clear();
+        posted.extend(
+            host.members
+                .iter()
+                .enumerate()
+                .map(|(m, member)| (m, member.request_word()))
+                .filter(|&(_, word)| word as u32 != 0),
+        );
+        let served = !posted.is_empty();
+        for &(m, word) in &posted {
+            host.serve(m, word)?;
+        }
+        if !host.members.is_empty() && host.members.iter().all(|m| !m.open) {
+            return Ok(());
+        }
+        if served {
+            idle_since = None;
+            continue;
+        }
+        // Nothing to do: spin a while (the master's next request is often
+        // a few hundred nanoseconds away), then sleep on the doorbell.
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        idle_scans = idle_scans.wrapping_add(1);
+        if !idle_scans.is_multiple_of(64) {
+            std::hint::spin_loop();
+            continue;
+        }
+        if since.elapsed() < Duration::from_nanos(host.group[HOST_SPIN_NS].load(Ordering::Relaxed))
+        {
+            let every = u32::try_from(host.group[HOST_YIELD_EVERY].load(Ordering::Relaxed))
+                .unwrap_or(64)
+                .max(64);
+            if idle_scans.is_multiple_of(every) {
+                std::thread::yield_now();
+            }
+            continue;
+        }
+        let awake = channel::wait_until(
+            || host.has_work(),
+            &control[DOORBELL],
             &control[HOST_SLEEPING],
-            last,
-            Duration::from_nanos(host.word(HOST_SPIN_NS)),
+            Duration::ZERO,
             Duration::from_millis(100),
             || {
                 if master_alive(master) {
@@ -132,20 +176,10 @@ pub fn serve(fmu: &Path, extracted: Option<&Path>, name: &str) -> Result<(), Hos
                 }
             },
         );
-        let Some(seq) = seq else {
-            master_gone(extracted.as_deref());
-        };
-        last = seq;
-        if host.batch()? == Flow::Exit {
-            return Ok(());
+        if !awake {
+            master_gone();
         }
-        // Answer (the frame, if any, goes after the sequence number: a large
-        // one may exceed the socket buffer and needs the master reading).
-        let frame = host.reply_frame();
-        channel::post(&control[RESP_SEQ], &control[MASTER_SLEEPING], seq);
-        if let Some(frame) = frame {
-            write_frame(&mut host.socket, &frame).map_err(io("writing to the master"))?;
-        }
+        idle_since = None;
     }
 }
 
@@ -155,13 +189,14 @@ fn master_alive(master: u32) -> bool {
 }
 
 /// The master is gone without having cleaned up (it was killed): removes
-/// the extraction directory it shared with this host (only one named as
-/// an extraction directory), and the master's other extraction directories
+/// the extraction directories it shared with this host (only ones named as
+/// extraction directories), and the master's other extraction directories
 /// and its lock file now that no process holds it
 /// (`cosim_fmi::extraction::remove_orphaned`), then kills this host's
-/// process group: the host, mid-call or not, and whatever the FMU started.
-fn master_gone(extracted: Option<&Path>) -> ! {
-    if let Some(dir) = extracted {
+/// process group: the host, mid-call or not, and whatever the FMUs started.
+fn master_gone() -> ! {
+    let dirs = EXTRACTED.lock().map(|d| d.clone()).unwrap_or_default();
+    for dir in &dirs {
         // Other hosts of the same master may be removing them too.
         cosim_fmi::extraction::remove_orphaned(dir);
     }
@@ -169,9 +204,10 @@ fn master_gone(extracted: Option<&Path>) -> ! {
     cosim_fmi::ffi::exit_process(1)
 }
 
-/// Reads the start-up message: magic, version, the layout, the master's
-/// process id, and the shared memory file descriptor.
-fn receive_hello(socket: impl std::os::fd::AsFd) -> Result<(Layout, OwnedFd, u32), HostError> {
+/// Reads a region message (the group's at start-up, a member's when it is
+/// added): magic and version, two words, the master's process id, and the
+/// shared memory file descriptor.
+fn receive_region(socket: impl std::os::fd::AsFd) -> Result<((u64, u64), OwnedFd, u32), HostError> {
     let mut payload = [0u8; 32];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
@@ -179,11 +215,11 @@ fn receive_hello(socket: impl std::os::fd::AsFd) -> Result<(Layout, OwnedFd, u32
         &socket,
         &mut [IoSliceMut::new(&mut payload)],
         &mut cmsg,
-        RecvFlags::CMSG_CLOEXEC,
+        RecvFlags::CMSG_CLOEXEC | RecvFlags::WAITALL,
     )
     .map_err(|e| {
         HostError::Io(format!(
-            "reading the start-up message from standard input (cosim host is started by cosim run, not by hand): {e}"
+            "reading a start-up message from standard input (cosim host is started by cosim run, not by hand): {e}"
         ))
     })?;
     let mut fd = None;
@@ -205,30 +241,142 @@ fn receive_hello(socket: impl std::os::fd::AsFd) -> Result<(Layout, OwnedFd, u32
     }
     let fd =
         fd.ok_or_else(|| HostError::Protocol("no shared memory in the start-up message".into()))?;
-    let req = usize::try_from(word(8)).unwrap_or(usize::MAX);
-    let resp = usize::try_from(word(16)).unwrap_or(usize::MAX);
-    if req > 1 << 28 || resp > 1 << 28 {
-        return Err(HostError::Protocol(
-            "bad layout in the start-up message".into(),
-        ));
-    }
     let sender = u32::try_from(word(24)).unwrap_or(0);
-    Ok((Layout::from_words(req, resp), fd, sender))
+    Ok(((word(8), word(16)), fd, sender))
 }
 
 #[derive(Debug, PartialEq, Eq)]
 enum Flow {
     Continue,
-    Exit,
+    /// The member was shut down.
+    Closed,
 }
 
+/// The host: its group region, its socket, its members.
 struct Host<'r> {
-    region: &'r SharedRegion,
-    layout: Layout,
+    /// The group region's control words ([`DOORBELL`], ...).
+    control: &'r [AtomicU32],
+    /// The group region's data words ([`CALL`], ...).
+    group: &'r [AtomicU64],
+    io: Io,
+    members: Vec<Member<'r>>,
+}
+
+/// The socket, and the control frames read for other members than the
+/// one being served (tagged frames may arrive in another order than the
+/// batches are served).
+struct Io {
     socket: UnixStream,
-    fmu_path: PathBuf,
-    /// Where the master extracted the FMU (its directory, not ours).
-    extracted: Option<PathBuf>,
+    inbox: Vec<VecDeque<Control>>,
+}
+
+impl Io {
+    /// The next control frame for `member`.
+    fn control_for(&mut self, member: usize) -> std::io::Result<Control> {
+        if let Some(c) = self.inbox.get_mut(member).and_then(VecDeque::pop_front) {
+            return Ok(c);
+        }
+        loop {
+            let (tag, control): (u32, Control) = read_frame(&mut self.socket)?;
+            let tag = tag as usize;
+            if tag == member {
+                return Ok(control);
+            }
+            if tag >= self.inbox.len() {
+                if tag > 1 << 20 {
+                    return Err(std::io::Error::other(format!("a request for member {tag}")));
+                }
+                self.inbox.resize_with(tag + 1, VecDeque::new);
+            }
+            self.inbox[tag].push_back(control);
+        }
+    }
+}
+
+impl<'r> Host<'r> {
+    /// Maps the regions of the members the master added since the last
+    /// look (each a message on the socket).
+    fn add_members(&mut self) -> Result<(), HostError> {
+        let added = self.group[MEMBERS_ADDED].load(Ordering::Acquire);
+        while (self.members.len() as u64) < added {
+            let ((index, words), fd, _) = receive_region(&self.io.socket)?;
+            if index != self.members.len() as u64 {
+                return Err(HostError::Protocol(format!(
+                    "member {index} added as member {}",
+                    self.members.len()
+                )));
+            }
+            let layout = Layout::from_words((words >> 32) as usize, words as u32 as usize);
+            if layout.request_words > 1 << 28 || layout.response_words > 1 << 28 {
+                return Err(HostError::Protocol("bad member layout".into()));
+            }
+            let region = SharedRegion::open(fd).map_err(io("mapping a member's shared memory"))?;
+            if region.data().len() < layout.data_words() {
+                return Err(HostError::Protocol(
+                    "a member's shared memory region is smaller than its layout".into(),
+                ));
+            }
+            self.members.push(Member {
+                group: self.group,
+                index: self.members.len(),
+                region,
+                layout,
+                open: true,
+                name: String::new(),
+                sub: None,
+                pending: None,
+                states: Vec::new(),
+                prefetch_error: None,
+                time: 0.0,
+                values: Vec::new(),
+                out: Vec::new(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether a member has a request or a member was added (the host's
+    /// condition to wake up).
+    fn has_work(&self) -> bool {
+        self.group[MEMBERS_ADDED].load(Ordering::SeqCst) != self.members.len() as u64
+            || self
+                .members
+                .iter()
+                .any(|m| m.region.data()[m.layout.request].load(Ordering::SeqCst) as u32 != 0)
+    }
+
+    /// Serves member `m`'s batch (`word`: its request's first word) and
+    /// answers it.
+    fn serve(&mut self, m: usize, word: u64) -> Result<(), HostError> {
+        let member = &mut self.members[m];
+        let seq = word >> 32;
+        let flow = member.batch(word as u32 as u64, &mut self.io)?;
+        let req = member.layout.request;
+        member.set_word(req, 0);
+        if flow == Flow::Closed {
+            return Ok(()); // not answered
+        }
+        // Answer (the frame, if any, goes after the answer: a large one may
+        // exceed the socket buffer and needs the master reading).
+        let frame = member.pending.take();
+        member.region.data()[member.layout.response].store(seq, Ordering::Release);
+        channel::ring(&self.control[ANSWER_BELL], &self.control[MASTER_SLEEPERS]);
+        if let Some(frame) = frame {
+            write_frame(&mut self.io.socket, &(m as u32, frame))
+                .map_err(io("writing to the master"))?;
+        }
+        Ok(())
+    }
+}
+
+/// One FMU instance of the host's group.
+struct Member<'r> {
+    group: &'r [AtomicU64],
+    index: usize,
+    region: SharedRegion,
+    layout: Layout,
+    /// Not shut down yet.
+    open: bool,
     name: String,
     sub: Option<FmuSubsystem>,
     /// The answer frame of the last batch, if it has one.
@@ -247,7 +395,7 @@ struct Host<'r> {
 /// The answer of a batch beyond the response area.
 type Answer = Result<Option<Reply>, WireError>;
 
-impl Host<'_> {
+impl Member<'_> {
     fn data(&self) -> &[AtomicU64] {
         self.region.data()
     }
@@ -260,9 +408,15 @@ impl Host<'_> {
         self.data()[i].store(v, Ordering::Relaxed);
     }
 
+    /// The first word of the request area (non-zero: a batch is posted).
+    fn request_word(&self) -> u64 {
+        self.data()[self.layout.request].load(Ordering::Acquire)
+    }
+
     fn calling(&self, call: Call, t: f64) {
-        self.set_word(CALL, call as u64);
-        self.set_word(CALL_TIME, t.to_bits());
+        self.group[CALL_MEMBER].store(self.index as u64, Ordering::Relaxed);
+        self.group[CALL].store(call as u64, Ordering::Relaxed);
+        self.group[CALL_TIME].store(t.to_bits(), Ordering::Relaxed);
     }
 
     fn sub(&mut self) -> Result<&mut FmuSubsystem, WireError> {
@@ -271,17 +425,16 @@ impl Host<'_> {
             .ok_or_else(|| WireError::Other("the FMU is not instantiated yet".into()))
     }
 
-    /// Runs one batch; leaves its answer in the response area and, when it
-    /// has a frame, in `self.pending`.
-    fn batch(&mut self) -> Result<Flow, HostError> {
+    /// Runs one batch of `n_ops` ops; leaves its answer in the response
+    /// area and, when it has a frame, in `self.pending`.
+    fn batch(&mut self, n_ops: u64, io: &mut Io) -> Result<Flow, HostError> {
         let req = self.layout.request;
         let end = req + self.layout.request_words;
-        let n_ops = self.word(req);
         let stash = self.prefetch_error.take();
         let resp = self.layout.response;
-        self.set_word(resp, STATUS_OK);
-        self.set_word(resp + 1, 0);
-        self.set_word(resp + 3, 0);
+        self.set_word(resp + RESP_STATUS, STATUS_OK);
+        self.set_word(resp + RESP_AUX, 0);
+        self.set_word(resp + RESP_N, 0);
         let mut pos = req + 1;
         let mut reply = None;
         for i in 0..n_ops {
@@ -295,11 +448,13 @@ impl Host<'_> {
             if op == Op::Shutdown {
                 self.calling(Call::FreeInstance, self.time);
                 drop(self.sub.take());
-                return Ok(Flow::Exit);
+                self.calling(Call::Idle, self.time);
+                self.open = false;
+                return Ok(Flow::Closed);
             }
             let result = match (i == 0 && op == Op::GetObserved, &stash) {
                 (true, Some(e)) => Err(e.clone()),
-                _ => self.op(op, arg, p, len),
+                _ => self.op(op, arg, p, len, io),
             };
             match result {
                 Ok(None) => {}
@@ -316,14 +471,10 @@ impl Host<'_> {
         }
         self.calling(Call::Idle, self.time);
         if reply.is_some() {
-            self.set_word(resp, STATUS_FRAME);
+            self.set_word(resp + RESP_STATUS, STATUS_FRAME);
         }
         self.pending = reply;
         Ok(Flow::Continue)
-    }
-
-    fn reply_frame(&mut self) -> Option<Reply> {
-        self.pending.take()
     }
 
     fn read_values(&mut self, p: usize, len: usize) {
@@ -339,7 +490,7 @@ impl Host<'_> {
         for (i, v) in values.iter().enumerate() {
             self.set_word(base + i, v.to_bits());
         }
-        self.set_word(self.layout.response + 3, values.len() as u64);
+        self.set_word(self.layout.response + RESP_N, values.len() as u64);
     }
 
     fn state(&self, id: u64) -> Result<StateHandle, WireError> {
@@ -355,7 +506,7 @@ impl Host<'_> {
     }
 
     /// Runs one op of a batch.
-    fn op(&mut self, op: Op, arg: u8, p: usize, len: usize) -> Answer {
+    fn op(&mut self, op: Op, arg: u8, p: usize, len: usize, io: &mut Io) -> Answer {
         let core = WireError::from_core;
         let fmi = WireError::from_fmi;
         let t = self.time;
@@ -389,7 +540,7 @@ impl Host<'_> {
                         self.time = t + h;
                         let mut code = STEP_COMPLETED;
                         if self.sub()?.info().observed.is_empty() {
-                            self.set_word(resp + 1, code);
+                            self.set_word(resp + RESP_AUX, code);
                             return Ok(None);
                         }
                         // The master reads the observed values right after
@@ -405,14 +556,14 @@ impl Host<'_> {
                             Err(e) => self.prefetch_error = Some(core(e)),
                         }
                         self.out = out;
-                        self.set_word(resp + 1, code);
+                        self.set_word(resp + RESP_AUX, code);
                         Ok(None)
                     }
                     StepOutcome::EarlyReturn {
                         last_successful_time,
                     } => {
-                        self.set_word(resp + 1, STEP_EARLY_RETURN);
-                        self.set_word(resp + 2, last_successful_time.to_bits());
+                        self.set_word(resp + RESP_AUX, STEP_EARLY_RETURN);
+                        self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
                         Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
                     }
                     StepOutcome::Discarded {
@@ -427,8 +578,8 @@ impl Host<'_> {
                             STEP_DISCARDED
                         };
                         self.time = last_successful_time;
-                        self.set_word(resp + 1, code);
-                        self.set_word(resp + 2, last_successful_time.to_bits());
+                        self.set_word(resp + RESP_AUX, code);
+                        self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
                         Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
                     }
                 }
@@ -471,7 +622,7 @@ impl Host<'_> {
                     self.sub()?.instance_mut().get_state(Some(h)).map_err(fmi)?;
                     reuse
                 };
-                self.set_word(self.layout.response + 1, id);
+                self.set_word(self.layout.response + RESP_AUX, id);
                 Ok(None)
             }
             Op::RestoreState => {
@@ -513,7 +664,8 @@ impl Host<'_> {
             }
             Op::Flush | Op::Shutdown => Ok(None),
             Op::Control => {
-                let request: Control = read_frame(&mut self.socket)
+                let request = io
+                    .control_for(self.index)
                     .map_err(|e| WireError::Other(format!("reading a request: {e}")))?;
                 self.control(request)
             }
@@ -525,6 +677,9 @@ impl Host<'_> {
         let t = self.time;
         match request {
             Control::Instantiate {
+                fmu,
+                extracted,
+                name,
                 inputs,
                 observed,
                 n_outputs,
@@ -535,10 +690,18 @@ impl Host<'_> {
             } => {
                 let n_outputs = usize::try_from(n_outputs).unwrap_or(usize::MAX);
                 self.calling(Call::Load, t);
-                let fmu = match &self.extracted {
+                self.name = name;
+                let fmu = match &extracted {
                     // The master's extraction, validated again here.
-                    Some(dir) => Fmu::open_extracted(dir, &self.fmu_path),
-                    None => Fmu::open(&self.fmu_path),
+                    Some(dir) => {
+                        if let Ok(mut dirs) = EXTRACTED.lock()
+                            && !dirs.contains(dir)
+                        {
+                            dirs.push(dir.clone());
+                        }
+                        Fmu::open_extracted(dir, &fmu)
+                    }
+                    None => Fmu::open(&fmu),
                 }
                 .map_err(fmi)?;
                 let fmu = match model_exchange {

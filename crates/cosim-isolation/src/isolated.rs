@@ -1,6 +1,7 @@
 //! The master's side: [`IsolatedSubsystem`], a [`Subsystem`] whose FMU
 //! lives in a host process.
 
+use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
@@ -9,7 +10,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use cosim_core::subsystem::{
@@ -21,10 +22,11 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
 use crate::channel;
 use crate::protocol::{
-    CALL, CALL_TIME, Call, Control, HOST_SLEEPING, HOST_SPIN_NS, Layout, MAGIC, MASTER_SLEEPING,
-    Op, QUEUED_SETS, REQ_SEQ, RESP_SEQ, RESPONSE_HEADER, Reply, STATUS_FRAME, STEP_COMPLETED,
-    STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION, read_frame,
-    write_frame,
+    ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, GROUP_WORDS, HOST_SLEEPING,
+    HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_SLEEPERS, MEMBERS_ADDED, Op, QUEUED_SETS,
+    RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME,
+    STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION,
+    read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 use crate::tail::Tail;
@@ -38,12 +40,16 @@ pub struct IsolationSettings {
     /// Longest time one request (one trait call) may take; the host is
     /// then killed and the call reported.
     pub timeout: Duration,
+    /// The host processes this subsystem may share (those of its run);
+    /// `None`: a host of its own.
+    pub pool: Option<Arc<HostPool>>,
 }
 
 impl Default for IsolationSettings {
     fn default() -> Self {
         IsolationSettings {
             timeout: DEFAULT_TIMEOUT,
+            pool: None,
         }
     }
 }
@@ -81,68 +87,420 @@ fn host_program() -> Result<PathBuf> {
     }
 }
 
-/// The host process and the channels to it.
-struct Link {
-    _count: channel::HostCount,
-    /// The host, leader of its own process group. It is reaped only by
-    /// [`Link::end`], after its group is killed: until then its process id
-    /// names its group and nothing else.
-    child: Child,
-    /// The host's exit status, once reaped.
-    reaped: Option<ExitStatus>,
-    socket: UnixStream,
-    region: SharedRegion,
-    seq: u32,
-    tail: Arc<Tail>,
-    /// How long to wait, when the host has exited, for the rest of its
-    /// standard error to be forwarded.
-    drain: Duration,
+/// The host processes of a run. Isolated FMUs share them, assigned in
+/// turn, so that with more FMUs than cores the hosts do not outnumber the
+/// processors (a host with a processor of its own spins between requests
+/// and answers in a fraction of a microsecond; one that must be woken
+/// costs several microseconds per call). An FMU that can be instantiated
+/// only once per process never shares a host with another instance of
+/// itself.
+#[derive(Debug)]
+pub struct HostPool {
+    max_hosts: usize,
+    state: Mutex<PoolState>,
 }
 
-impl Link {
-    fn data(&self) -> &[AtomicU64] {
-        self.region.data()
+#[derive(Debug, Default)]
+struct PoolState {
+    groups: Vec<Weak<HostGroup>>,
+    next: usize,
+}
+
+impl HostPool {
+    /// A pool of at most `max_hosts` host processes (more only for FMUs
+    /// that can be instantiated once per process).
+    pub fn new(max_hosts: usize) -> HostPool {
+        HostPool {
+            max_hosts: max_hosts.max(1),
+            state: Mutex::new(PoolState::default()),
+        }
+    }
+
+    /// One host per processor beyond the master's, at least one.
+    pub fn default_hosts() -> usize {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .saturating_sub(1)
+            .max(1)
+    }
+
+    /// The host for the next FMU (`only_once`: its instantiation token, if
+    /// it can be instantiated only once per process).
+    fn group_for(&self, name: &str, fmu: &Fmu, only_once: Option<&str>) -> Result<Arc<HostGroup>> {
+        let mut st = self
+            .state
+            .lock()
+            .map_err(|_| config(name, "the host pool was poisoned by a panic"))?;
+        let n = self.max_hosts;
+        let first = st.next % n;
+        st.next = st.next.wrapping_add(1);
+        let order = (0..n).map(|k| (first + k) % n).chain(n..st.groups.len());
+        for i in order.collect::<Vec<_>>() {
+            let live = st.groups.get(i).and_then(Weak::upgrade);
+            match live {
+                Some(g) if !g.holds(only_once) => return Ok(g),
+                Some(_) => {}
+                None => {
+                    let g = HostGroup::spawn(name, fmu)?;
+                    if st.groups.len() <= i {
+                        st.groups.resize_with(i + 1, Weak::new);
+                    }
+                    st.groups[i] = Arc::downgrade(&g);
+                    return Ok(g);
+                }
+            }
+        }
+        let g = HostGroup::spawn(name, fmu)?;
+        st.groups.push(Arc::downgrade(&g));
+        Ok(g)
+    }
+}
+
+/// A host process, shared by its members (the [`IsolatedSubsystem`]s it
+/// serves).
+struct HostGroup {
+    _count: channel::HostCount,
+    /// The host, leader of its own process group. It is reaped only by
+    /// [`HostGroup::end`], after its group is killed: until then its
+    /// process id names its group and nothing else.
+    pid: u32,
+    child: Mutex<Child>,
+    /// The host's exit status, once reaped.
+    reaped: Mutex<Option<ExitStatus>>,
+    /// Futex words and what the host is doing.
+    region: SharedRegion,
+    io: Mutex<GroupIo>,
+    tail: Arc<Tail>,
+    members: Mutex<Vec<MemberInfo>>,
+    /// Why the host is gone, once a member found out.
+    failure: Mutex<Option<Failure>>,
+    /// How long to wait, when the host has exited, for the rest of its
+    /// standard error to be forwarded (ms).
+    drain_ms: AtomicU64,
+}
+
+/// The socket, and answer frames read for other members than the one
+/// reading.
+struct GroupIo {
+    socket: UnixStream,
+    inbox: Vec<VecDeque<Reply>>,
+}
+
+/// A member as its host group knows it.
+struct MemberInfo {
+    name: String,
+    version: FmiVersion,
+    /// The master's opened FMU: its extraction directory, which the host
+    /// loads, lives until the host is gone.
+    fmu: Fmu,
+    only_once: Option<String>,
+}
+
+/// How a host ended, as every member of its group reports it.
+#[derive(Clone)]
+struct Failure {
+    subsystem: String,
+    function: &'static str,
+    t: Option<f64>,
+    cause: String,
+    log: Vec<String>,
+    interrupted: bool,
+}
+
+impl HostGroup {
+    /// Starts a host process for its first member, subsystem `name` of
+    /// FMU `fmu` (named on its command line, for process listings).
+    fn spawn(name: &str, fmu: &Fmu) -> Result<Arc<HostGroup>> {
+        let (region, region_fd) = SharedRegion::create(GROUP_WORDS)
+            .map_err(|e| config(name, format_args!("creating shared memory: {e}")))?;
+        let program = host_program()?;
+        let (socket, theirs) =
+            UnixStream::pair().map_err(|e| config(name, format_args!("socketpair: {e}")))?;
+        let mut command = Command::new(&program);
+        command
+            .arg("host")
+            .arg("--fmu")
+            .arg(fmu.source())
+            // Its own process group: a Ctrl-C at the terminal reaches the
+            // master only, which then ends the run and its hosts cleanly.
+            .process_group(0)
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::piped());
+        if std::env::var_os("COSIM_LOG").is_none() {
+            // The host logs (the FMUs' messages) at the master's level.
+            let level = tracing::level_filters::LevelFilter::current().to_string();
+            command.env("COSIM_LOG", level.to_lowercase());
+        }
+        let mut child = command.spawn().map_err(|e| {
+            config(
+                name,
+                format_args!("cannot start the host process {}: {e}", program.display()),
+            )
+        })?;
+        let tail = match child.stderr.take() {
+            Some(stderr) => Tail::start(stderr, name),
+            None => Tail::start_closed(),
+        };
+        let hello = send_region(&socket, region_fd.as_fd(), 0, 0);
+        drop(region_fd);
+        let group = Arc::new(HostGroup {
+            _count: channel::HostCount::register(),
+            pid: child.id(),
+            child: Mutex::new(child),
+            reaped: Mutex::new(None),
+            region,
+            io: Mutex::new(GroupIo {
+                socket,
+                inbox: Vec::new(),
+            }),
+            tail,
+            members: Mutex::new(Vec::new()),
+            failure: Mutex::new(None),
+            drain_ms: AtomicU64::new(200),
+        });
+        if let Err(e) = hello {
+            let f = group.fail(HostEnd::Io(e), Call::Load, name, FmiVersion::V2, None);
+            return Err(f.into_error());
+        }
+        Ok(group)
+    }
+
+    /// Whether a member is an instance of the FMU with this token.
+    fn holds(&self, only_once: Option<&str>) -> bool {
+        only_once.is_some_and(|token| {
+            self.members
+                .lock()
+                .is_ok_and(|m| m.iter().any(|x| x.only_once.as_deref() == Some(token)))
+        })
+    }
+
+    /// Adds a member with this layout: its region, sent to the host.
+    fn add_member(
+        &self,
+        info: MemberInfo,
+        layout: &Layout,
+    ) -> std::io::Result<(u32, SharedRegion)> {
+        let (region, fd) = SharedRegion::create(layout.data_words())?;
+        let mut members = self
+            .members
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let index = members.len() as u64;
+        {
+            let io = self
+                .io
+                .lock()
+                .map_err(|_| std::io::Error::other("poisoned"))?;
+            let words = ((layout.request_words as u64) << 32) | layout.response_words as u64;
+            send_region(&io.socket, fd.as_fd(), index, words)?;
+        }
+        members.push(info);
+        self.region.data()[MEMBERS_ADDED].store(index + 1, Ordering::SeqCst);
+        let control = self.region.control();
+        channel::ring(&control[DOORBELL], &control[HOST_SLEEPING]);
+        Ok((index as u32, region))
     }
 
     /// The host's exit status if it has ended (without reaping it).
     fn ended(&self) -> std::io::Result<Option<ExitStatus>> {
-        match self.reaped {
-            Some(status) => Ok(Some(status)),
-            None => crate::sys::peek_exit(self.child.id()),
+        if let Some(status) = self.reaped.lock().ok().and_then(|r| *r) {
+            return Ok(Some(status));
         }
+        crate::sys::peek_exit(self.pid)
     }
 
     /// Kills the host's process group (the host, if it still runs, and
-    /// every process the FMU started in it, which would otherwise outlive
+    /// every process the FMUs started in it, which would otherwise outlive
     /// the host), then reaps the host; returns its exit status.
-    fn end(&mut self) -> std::io::Result<ExitStatus> {
-        if let Some(status) = self.reaped {
+    fn end(&self) -> std::io::Result<ExitStatus> {
+        let mut reaped = self
+            .reaped
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        if let Some(status) = *reaped {
             return Ok(status);
         }
-        let killed = crate::sys::kill_group(self.child.id());
-        if let Err(e) = killed {
-            tracing::debug!("killing the process group {}: {e}", self.child.id());
-            let _ = self.child.kill();
+        let mut child = self
+            .child
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        if let Err(e) = crate::sys::kill_group(self.pid) {
+            tracing::debug!("killing the process group {}: {e}", self.pid);
+            let _ = child.kill();
         }
-        let status = self.child.wait()?;
-        self.reaped = Some(status);
+        let status = child.wait()?;
+        *reaped = Some(status);
         Ok(status)
+    }
+
+    /// The host ended (or must be ended): the first member to find out
+    /// reaps it and describes what happened, naming the subsystem and the
+    /// FMI call in progress and its time; every member reports the same.
+    fn fail(
+        &self,
+        end: HostEnd,
+        fallback: Call,
+        caller: &str,
+        caller_version: FmiVersion,
+        timeout: Option<Duration>,
+    ) -> Failure {
+        let Ok(mut failure) = self.failure.lock() else {
+            return Failure {
+                subsystem: caller.to_string(),
+                function: fallback.name(caller_version),
+                t: None,
+                cause: "the host process is gone".into(),
+                log: Vec::new(),
+                interrupted: false,
+            };
+        };
+        if let Some(f) = failure.as_ref() {
+            return f.clone();
+        }
+        let pid = self.pid;
+        let interrupted = matches!(end, HostEnd::Interrupted);
+        let status = match end {
+            HostEnd::Exited(status) => Ok(status),
+            HostEnd::Timeout => Err(format!(
+                "no answer within {} s (isolation_timeout): the FMU's host process (pid {pid}) was killed",
+                timeout.unwrap_or(DEFAULT_TIMEOUT).as_secs_f64()
+            )),
+            HostEnd::Interrupted => Err(format!(
+                "interrupted while the FMU had not answered: its host process (pid {pid}) was killed"
+            )),
+            HostEnd::Io(e) => {
+                // The socket failed: the host is most likely dying; give it
+                // a moment to be reaped with its real status.
+                let start = Instant::now();
+                loop {
+                    match self.ended() {
+                        Ok(Some(status)) => break Ok(status),
+                        Ok(None) if start.elapsed() < Duration::from_secs(2) => {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                        _ => {
+                            break Err(format!(
+                                "the channel to the FMU's host process (pid {pid}) failed ({e}); the host was killed"
+                            ));
+                        }
+                    }
+                }
+            }
+        };
+        // The host (if it still runs) and whatever the FMUs started die
+        // with its process group; the host is reaped.
+        let _ = self.end();
+        let mut cause = match status {
+            Ok(status) => format!(
+                "the FMU's host process (pid {pid}) {}",
+                describe_exit(status)
+            ),
+            Err(cause) => cause,
+        };
+        let data = self.region.data();
+        let mut call = Call::decode(data[CALL].load(Ordering::Relaxed));
+        let t = f64::from_bits(data[CALL_TIME].load(Ordering::Relaxed));
+        let member = usize::try_from(data[CALL_MEMBER].load(Ordering::Relaxed)).unwrap_or(0);
+        let members = self.members.lock().ok();
+        let named = members.as_ref().and_then(|m| m.get(member));
+        let (subsystem, version, fmu) = match named {
+            Some(m) if call != Call::Idle => (m.name.clone(), m.version, Some(&m.fmu)),
+            _ => {
+                call = fallback;
+                let mine = members
+                    .as_ref()
+                    .and_then(|m| m.iter().find(|x| x.name == caller));
+                (caller.to_string(), caller_version, mine.map(|m| &m.fmu))
+            }
+        };
+        if call == Call::LoadLibrary {
+            cause = format!(
+                "{}: {cause} (in the library's initialisers: no FMI function had been called)",
+                library_shown(fmu)
+            );
+        }
+        let t = (!matches!(call, Call::Load | Call::LoadLibrary | Call::Instantiate)).then_some(t);
+        drop(members);
+        self.tail.wait_closed(Duration::from_millis(500));
+        let f = Failure {
+            subsystem,
+            function: call.name(version),
+            t,
+            cause,
+            log: self.tail.take(),
+            interrupted,
+        };
+        if interrupted {
+            // The run ends as interrupted; what was cut off is said here.
+            tracing::warn!(
+                "subsystem '{}': {}{}: {}",
+                f.subsystem,
+                f.function,
+                f.t.map(|t| format!(" at t = {t}")).unwrap_or_default(),
+                f.cause
+            );
+        }
+        *failure = Some(f.clone());
+        f
+    }
+
+    /// Member `member`'s answer frame: from the inbox, else read from the
+    /// socket (keeping the other members' frames for them).
+    fn frame_for(&self, member: u32, timeout: Duration) -> std::io::Result<Reply> {
+        let mut io = self
+            .io
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        if let Some(r) = io
+            .inbox
+            .get_mut(member as usize)
+            .and_then(VecDeque::pop_front)
+        {
+            return Ok(r);
+        }
+        io.socket.set_read_timeout(Some(timeout))?;
+        loop {
+            let (tag, reply): (u32, Reply) = read_frame(&mut io.socket)?;
+            if tag == member {
+                return Ok(reply);
+            }
+            let tag = tag as usize;
+            // (The count of members, not the members' lock: `add_member`
+            // takes that one before this one.)
+            if tag as u64 >= self.region.data()[MEMBERS_ADDED].load(Ordering::Relaxed) {
+                return Err(std::io::Error::other(format!("an answer for member {tag}")));
+            }
+            if io.inbox.len() <= tag {
+                io.inbox.resize_with(tag + 1, VecDeque::new);
+            }
+            io.inbox[tag].push_back(reply);
+        }
+    }
+
+    /// Sends member `member`'s control request.
+    fn send_control(
+        &self,
+        member: u32,
+        request: &Control,
+        timeout: Duration,
+    ) -> std::io::Result<()> {
+        let mut io = self
+            .io
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        io.socket.set_write_timeout(Some(timeout))?;
+        write_frame(&mut io.socket, &(member, request))
     }
 }
 
-impl Drop for Link {
-    /// Asks the host to free the instance and exit; kills it if it has not
-    /// within a second. Either way, kills what is left of its process
-    /// group.
+impl Drop for HostGroup {
+    /// Waits (at most a second) for the host to exit after its members
+    /// were shut down; kills it if it has not. Either way, kills what is
+    /// left of its process group.
     fn drop(&mut self) {
-        if let Ok(None) = self.ended() {
-            let layout_request = crate::protocol::Layout::from_words(0, 0).request;
-            let data = self.region.data();
-            data[layout_request].store(1, Ordering::Relaxed);
-            data[layout_request + 1].store(Op::Shutdown.header(0, 0), Ordering::Relaxed);
-            self.seq = self.seq.wrapping_add(1);
-            let control = self.region.control();
-            channel::post(&control[REQ_SEQ], &control[HOST_SLEEPING], self.seq);
+        let had_members = self.members.lock().is_ok_and(|m| !m.is_empty());
+        if had_members {
             let start = Instant::now();
             while let Ok(None) = self.ended() {
                 if start.elapsed() > Duration::from_secs(1) {
@@ -152,7 +510,66 @@ impl Drop for Link {
             }
         }
         let _ = self.end();
-        self.tail.wait_closed(self.drain);
+        self.tail
+            .wait_closed(Duration::from_millis(self.drain_ms.load(Ordering::Relaxed)));
+    }
+}
+
+/// The shared library of `fmu` as the user knows it: `<the .fmu>/<entry>`.
+fn library_shown(fmu: Option<&Fmu>) -> String {
+    match fmu {
+        Some(fmu) => match fmu.library_entry() {
+            Ok(entry) => format!("{}/{entry}", fmu.source().display()),
+            Err(_) => format!("the shared library of {}", fmu.source().display()),
+        },
+        None => "the FMU's shared library".to_string(),
+    }
+}
+
+impl Failure {
+    fn into_error(self) -> CoreError {
+        if self.interrupted {
+            return CoreError::Interrupted {
+                t: self.t.unwrap_or(f64::NAN),
+            };
+        }
+        CoreError::HostProcess {
+            subsystem: self.subsystem,
+            function: self.function,
+            t: self.t,
+            cause: self.cause,
+            log: self.log,
+        }
+    }
+}
+
+/// A member's link to its host.
+struct MemberLink {
+    group: Arc<HostGroup>,
+    index: u32,
+    region: SharedRegion,
+    /// Number of the last request posted.
+    seq: u32,
+}
+
+impl MemberLink {
+    fn data(&self) -> &[AtomicU64] {
+        self.region.data()
+    }
+}
+
+impl Drop for MemberLink {
+    /// Asks the host to free the instance (not answered); the host exits
+    /// when its last member is freed.
+    fn drop(&mut self) {
+        if let Ok(None) = self.group.ended() {
+            let data = self.region.data();
+            data[1].store(Op::Shutdown.header(0, 0), Ordering::Relaxed);
+            let seq = u64::from(self.seq.wrapping_add(1));
+            data[0].store(seq << 32 | 1, Ordering::SeqCst);
+            let control = self.group.region.control();
+            channel::ring(&control[DOORBELL], &control[HOST_SLEEPING]);
+        }
     }
 }
 
@@ -167,17 +584,14 @@ struct Answer {
 /// host`), driven over shared memory. Same slots and information as the
 /// [`cosim_core::FmuSubsystem`] it replaces; an FMU that crashes, aborts,
 /// exits or hangs ends the host, not the master, and the call is reported
-/// as a [`CoreError::HostProcess`].
+/// as a [`CoreError::HostProcess`] naming that FMU's subsystem (every
+/// subsystem of that host then reports the same).
 pub struct IsolatedSubsystem {
     info: SubsystemInfo,
     /// Names of the traced String variables.
     string_names: Vec<String>,
     version: FmiVersion,
-    link: Option<Link>,
-    /// The master's opened FMU: its extraction directory, which the host
-    /// loads, lives (at least) as long as this subsystem and is removed
-    /// after the host is gone, whatever ended it.
-    fmu: Option<Fmu>,
+    link: Option<MemberLink>,
     /// Why the host is gone, once it is.
     gone: Option<String>,
     /// A SIGINT / SIGTERM came while the FMU was being loaded (or before):
@@ -200,15 +614,8 @@ pub struct IsolatedSubsystem {
     /// The op of the last batch that failed (an FMU error), if any.
     failed_op: Option<usize>,
     recent_log: Vec<String>,
-}
-
-impl Drop for IsolatedSubsystem {
-    /// Ends the host (and its process group) first; the extraction
-    /// directory goes with the last clone of the FMU, after it.
-    fn drop(&mut self) {
-        drop(self.link.take());
-        drop(self.fmu.take());
-    }
+    /// This FMU runs its Model Exchange interface.
+    model_exchange: bool,
 }
 
 impl std::fmt::Debug for IsolatedSubsystem {
@@ -225,9 +632,9 @@ fn config(name: &str, what: impl std::fmt::Display) -> CoreError {
 }
 
 impl IsolatedSubsystem {
-    /// Starts a host process for `fmu` and instantiates it there as
-    /// subsystem `name`, with the given slots (as
-    /// [`cosim_core::FmuSubsystem::instantiate`]).
+    /// Loads `fmu` into a host process (one of `settings.pool`'s, else one
+    /// of its own) and instantiates it there as subsystem `name`, with the
+    /// given slots (as [`cosim_core::FmuSubsystem::instantiate`]).
     pub fn spawn(
         fmu: &Fmu,
         name: &str,
@@ -238,7 +645,7 @@ impl IsolatedSubsystem {
         settings: &IsolationSettings,
     ) -> Result<IsolatedSubsystem> {
         let md = fmu.model_description();
-        fmu.co_simulation()?;
+        let cs = fmu.co_simulation()?;
         let info = SubsystemInfo::from_model_description(
             md,
             name,
@@ -248,75 +655,11 @@ impl IsolatedSubsystem {
             fmu.source().display().to_string(),
         );
         let layout = Layout::new(info.inputs.len(), info.observed.len());
-        if interrupt_requested() {
-            // Interrupted while loading: start no more hosts. The run ends
-            // as interrupted when it initializes this subsystem.
-            tracing::debug!("subsystem '{name}': interrupted before its host process was started");
-            return Ok(IsolatedSubsystem::unloaded(
-                info,
-                md.fmi_version,
-                layout,
-                settings,
-                "the run was interrupted before its host process was started",
-            ));
-        }
-        let (region, region_fd) = SharedRegion::create(layout.data_words())
-            .map_err(|e| config(name, format_args!("creating shared memory: {e}")))?;
-        let program = host_program()?;
-        let (socket, theirs) =
-            UnixStream::pair().map_err(|e| config(name, format_args!("socketpair: {e}")))?;
-        let mut command = Command::new(&program);
-        command.arg("host").arg("--fmu").arg(fmu.source());
-        if fmu.is_extracted() {
-            // One extraction for the master and all its hosts: the host
-            // loads this process's directory, which outlives it.
-            command.arg("--extracted").arg(fmu.root());
-        }
-        command
-            .arg("--name")
-            .arg(name)
-            // Its own process group: a Ctrl-C at the terminal reaches the
-            // master only, which then ends the run and its hosts cleanly.
-            .process_group(0)
-            .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .stdout(Stdio::inherit())
-            .stderr(Stdio::piped());
-        if std::env::var_os("COSIM_LOG").is_none() {
-            // The host logs (the FMU's messages) at the master's level.
-            let level = tracing::level_filters::LevelFilter::current().to_string();
-            command.env("COSIM_LOG", level.to_lowercase());
-        }
-        let mut child = command.spawn().map_err(|e| {
-            config(
-                name,
-                format_args!("cannot start the host process {}: {e}", program.display()),
-            )
-        })?;
-        let call_log = options.call_log.as_ref().map(|s| s.target().clone());
-        let call_log_on_stderr = call_log == Some(cosim_fmi::CallLogTarget::Stderr);
-        let tail = match child.stderr.take() {
-            Some(stderr) => Tail::start(stderr, name, call_log_on_stderr),
-            None => Tail::start_closed(),
-        };
-        let hello = send_hello(&socket, region_fd.as_fd(), &layout);
-        drop(region_fd);
         let mut sub = IsolatedSubsystem {
             info,
             string_names: Vec::new(),
             version: md.fmi_version,
-            link: Some(Link {
-                _count: channel::HostCount::register(),
-                child,
-                reaped: None,
-                socket,
-                region,
-                seq: 0,
-                tail,
-                // The FMI call log on standard error: its last lines (the
-                // instance being freed) must not be lost.
-                drain: Duration::from_millis(if call_log_on_stderr { 5000 } else { 200 }),
-            }),
-            fmu: Some(fmu.clone()),
+            link: None,
             gone: None,
             loading_interrupted: false,
             layout,
@@ -329,12 +672,57 @@ impl IsolatedSubsystem {
             pending_step: None,
             failed_op: None,
             recent_log: Vec::new(),
+            model_exchange: fmu.runs_model_exchange().is_some(),
         };
-        if let Err(e) = hello {
-            return Err(sub.host_failed(HostEnd::Io(e), Call::Load));
+        if interrupt_requested() {
+            // Interrupted while loading: start no more hosts. The run ends
+            // as interrupted when it initializes this subsystem.
+            tracing::debug!("subsystem '{name}': interrupted before its host process was started");
+            sub.gone = Some("the run was interrupted before its host process was started".into());
+            sub.loading_interrupted = true;
+            return Ok(sub);
+        }
+        let only_once = cs
+            .can_be_instantiated_only_once_per_process
+            .then(|| md.instantiation_token.clone());
+        let group = match &settings.pool {
+            Some(pool) => pool.group_for(name, fmu, only_once.as_deref())?,
+            None => HostGroup::spawn(name, fmu)?,
+        };
+        let call_log = options.call_log.as_ref().map(|s| s.target().clone());
+        if call_log == Some(cosim_fmi::CallLogTarget::Stderr) {
+            // The FMI call log on standard error: its last lines (the
+            // instance being freed) must not be lost.
+            group.drain_ms.store(5000, Ordering::Relaxed);
+            group.tail.skip_call_log_of(name);
+        }
+        let member = MemberInfo {
+            name: name.to_string(),
+            version: md.fmi_version,
+            fmu: fmu.clone(),
+            only_once,
+        };
+        match group.add_member(member, &layout) {
+            Ok((index, region)) => {
+                sub.link = Some(MemberLink {
+                    group,
+                    index,
+                    region,
+                    seq: 0,
+                });
+            }
+            Err(e) => {
+                let f = group.fail(HostEnd::Io(e), Call::Load, name, md.fmi_version, None);
+                return Err(f.into_error());
+            }
         }
         let instantiated = sub.control(
             Control::Instantiate {
+                fmu: fmu.source().to_path_buf(),
+                // One extraction for the master and all its hosts: the
+                // host loads this process's directory, which outlives it.
+                extracted: fmu.is_extracted().then(|| fmu.root().to_path_buf()),
+                name: name.to_string(),
                 inputs: inputs.to_vec(),
                 observed: observed.to_vec(),
                 n_outputs: n_outputs as u64,
@@ -355,39 +743,9 @@ impl IsolatedSubsystem {
         }
     }
 
-    /// A subsystem without a host: the run was interrupted before it was
-    /// loaded.
-    fn unloaded(
-        info: SubsystemInfo,
-        version: FmiVersion,
-        layout: Layout,
-        settings: &IsolationSettings,
-        why: &str,
-    ) -> IsolatedSubsystem {
-        IsolatedSubsystem {
-            info,
-            string_names: Vec::new(),
-            version,
-            link: None,
-            fmu: None,
-            gone: Some(why.to_string()),
-            loading_interrupted: true,
-            layout,
-            timeout: settings.timeout,
-            counters: CallCounters::default(),
-            batch_words: 0,
-            batch_ops: 0,
-            queued: 0,
-            prefetched: false,
-            pending_step: None,
-            failed_op: None,
-            recent_log: Vec::new(),
-        }
-    }
-
     /// The host's process id (while it runs).
     pub fn host_pid(&self) -> Option<u32> {
-        self.link.as_ref().map(|l| l.child.id())
+        self.link.as_ref().map(|l| l.group.pid)
     }
 
     /// The parameters and start values the host sets during
@@ -552,43 +910,54 @@ impl IsolatedSubsystem {
         for (w, &v) in data[at + 1..at + 1 + payload.len()].iter().zip(payload) {
             w.store(v, Ordering::Relaxed);
         }
-        data[request].store(ops, Ordering::Relaxed);
-        data[HOST_SPIN_NS].store(channel::host_spin_ns(), Ordering::Relaxed);
-        let seq = link.seq.wrapping_add(1);
+        let seq = link.seq.wrapping_add(1).max(1);
         link.seq = seq;
-        let control_words = link.region.control();
-        channel::post(&control_words[REQ_SEQ], &control_words[HOST_SLEEPING], seq);
+        let group = &link.group;
+        // How the host waits, written only when it changes: the line is
+        // the host's to read at every spin.
+        let gdata = group.region.data();
+        for (word, value) in [
+            (HOST_SPIN_NS, channel::host_spin_ns()),
+            (HOST_YIELD_EVERY, u64::from(channel::yield_every())),
+        ] {
+            if gdata[word].load(Ordering::Relaxed) != value {
+                gdata[word].store(value, Ordering::Relaxed);
+            }
+        }
+        // Posted: the host may serve it from here on.
+        data[request].store(u64::from(seq) << 32 | ops, Ordering::Release);
+        let control_words = group.region.control();
+        channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
         if let Some(request) = control
-            && let Err(e) = link
-                .socket
-                .set_write_timeout(Some(self.timeout))
-                .and_then(|()| write_frame(&mut link.socket, request))
+            && let Err(e) = group.send_control(link.index, request, self.timeout)
         {
-            return Err(self.fail(HostEnd::Io(e), call));
+            return Err(self.host_failed(HostEnd::Io(e), call));
         }
         Ok(seq)
     }
 
     /// Waits for the answer to the request posted as `seq`.
     fn answer(&mut self, seq: u32, call: Call) -> Result<Answer> {
-        let Some(link) = &mut self.link else {
+        let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
         let data = link.region.data();
-        let control_words = link.region.control();
+        let response = self.layout.response;
+        let group = &*link.group;
+        let control_words = group.region.control();
         // The deadline is fixed at the first check, after the spin and the
         // first sleep (at most 5 ms late): no clock read on the fast path.
         let timeout = self.timeout;
         let mut deadline = None;
         let mut ended = None;
-        let host = &*link;
-        let answered = channel::wait(
-            &control_words[RESP_SEQ],
-            &control_words[MASTER_SLEEPING],
-            seq.wrapping_sub(1),
+        let done = &data[response];
+        let answered = channel::wait_until(
+            || done.load(Ordering::SeqCst) == u64::from(seq),
+            &control_words[ANSWER_BELL],
+            &control_words[MASTER_SLEEPERS],
             channel::spin_budget(),
             Duration::from_millis(5),
-            || match host.ended() {
+            || match group.ended() {
                 Ok(Some(status)) => {
                     ended = Some(HostEnd::Exited(status));
                     channel::Check::Stop
@@ -611,13 +980,12 @@ impl IsolatedSubsystem {
                 Ok(None) => channel::Check::Continue,
             },
         );
-        if answered.is_none() {
-            return Err(self.fail(ended.unwrap_or(HostEnd::Timeout), call));
+        if !answered {
+            return Err(self.host_failed(ended.unwrap_or(HostEnd::Timeout), call));
         }
-        let response = self.layout.response;
-        let status = data[response].load(Ordering::Relaxed);
-        let aux = data[response + 1].load(Ordering::Relaxed);
-        let aux_f64 = f64::from_bits(data[response + 2].load(Ordering::Relaxed));
+        let status = data[response + RESP_STATUS].load(Ordering::Relaxed);
+        let aux = data[response + RESP_AUX].load(Ordering::Relaxed);
+        let aux_f64 = f64::from_bits(data[response + RESP_AUX_F64].load(Ordering::Relaxed));
         if status != STATUS_FRAME {
             return Ok(Answer {
                 aux,
@@ -625,15 +993,11 @@ impl IsolatedSubsystem {
                 frame: None,
             });
         }
-        let remaining = deadline.map_or(timeout, |d| {
+        let remaining = deadline.map_or(timeout, |d: Instant| {
             d.saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(1))
         });
-        let frame = link
-            .socket
-            .set_read_timeout(Some(remaining))
-            .and_then(|()| read_frame::<Reply>(&mut link.socket));
-        match frame {
+        match group.frame_for(link.index, remaining) {
             Ok(Reply::Failed { op: failed, error }) => {
                 self.failed_op = Some(failed as usize);
                 Err(error.into_core())
@@ -652,119 +1016,28 @@ impl IsolatedSubsystem {
                 } else {
                     HostEnd::Io(e)
                 };
-                Err(self.fail(end, call))
+                Err(self.host_failed(end, call))
             }
         }
     }
 
-    fn fail(&mut self, end: HostEnd, call: Call) -> CoreError {
-        self.host_failed(end, call)
-    }
-
-    /// The host ended (or must be ended): reaps it and describes what
-    /// happened, naming the FMI call in progress and its time.
+    /// The host ended (or must be ended): the error every member of its
+    /// group reports (see [`HostGroup::fail`]).
     fn host_failed(&mut self, end: HostEnd, fallback: Call) -> CoreError {
         let name = self.info.name.clone();
-        let Some(mut link) = self.link.take() else {
+        let Some(link) = self.link.take() else {
             return self.gone_error();
         };
-        let pid = link.child.id();
-        let interrupted = matches!(end, HostEnd::Interrupted);
-        let status = match end {
-            HostEnd::Exited(status) => Ok(status),
-            HostEnd::Timeout => {
-                // Killed (with its process group) by `end` below.
-                Err(format!(
-                    "no answer within {} s (isolation_timeout): the FMU's host process (pid {pid}) was killed",
-                    self.timeout.as_secs_f64()
-                ))
-            }
-            HostEnd::Interrupted => {
-                // Killed (with its process group) by `end` below.
-                Err(format!(
-                    "interrupted while the FMU had not answered: its host process (pid {pid}) was killed"
-                ))
-            }
-            HostEnd::Io(e) => {
-                // The socket failed: the host is most likely dying; give it
-                // a moment to be reaped with its real status.
-                let start = Instant::now();
-                loop {
-                    match link.ended() {
-                        Ok(Some(status)) => break Ok(status),
-                        Ok(None) if start.elapsed() < Duration::from_secs(2) => {
-                            std::thread::sleep(Duration::from_millis(2));
-                        }
-                        _ => {
-                            break Err(format!(
-                                "the channel to the FMU's host process (pid {pid}) failed ({e}); the host was killed"
-                            ));
-                        }
-                    }
-                }
-            }
-        };
-        // The host (if it still runs) and whatever the FMU started die with
-        // its process group; the host is reaped.
-        let _ = link.end();
-        let mut cause = match status {
-            Ok(status) => format!(
-                "the FMU's host process (pid {pid}) {}",
-                describe_exit(status)
-            ),
-            Err(cause) => cause,
-        };
-        let data = link.region.data();
-        let mut call = Call::decode(data[CALL].load(Ordering::Relaxed));
-        let t = f64::from_bits(data[CALL_TIME].load(Ordering::Relaxed));
-        if call == Call::Idle {
-            call = fallback;
+        let f = link
+            .group
+            .fail(end, fallback, &name, self.version, Some(self.timeout));
+        self.gone = Some(f.cause.clone());
+        if f.interrupted && f.t.is_none() {
+            // Cut off while loading: the run ends as interrupted when it
+            // initializes this subsystem.
+            self.loading_interrupted = true;
         }
-        if call == Call::LoadLibrary {
-            cause = format!(
-                "{}: {cause} (in the library's initialisers: no FMI function had been called)",
-                self.library_shown()
-            );
-        }
-        let t = (!matches!(call, Call::Load | Call::LoadLibrary | Call::Instantiate)).then_some(t);
-        link.tail.wait_closed(Duration::from_millis(500));
-        let log = link.tail.take();
-        self.gone = Some(cause.clone());
-        drop(link);
-        if interrupted {
-            if t.is_none() {
-                // Cut off while loading: the run ends as interrupted when
-                // it initializes this subsystem.
-                self.loading_interrupted = true;
-            }
-            // The run ends as interrupted; what was cut off is said here.
-            tracing::warn!(
-                "subsystem '{name}': {}{}: {cause}",
-                call.name(self.version),
-                t.map(|t| format!(" at t = {t}")).unwrap_or_default()
-            );
-            return CoreError::Interrupted {
-                t: t.unwrap_or(f64::NAN),
-            };
-        }
-        CoreError::HostProcess {
-            subsystem: name,
-            function: call.name(self.version),
-            t,
-            cause,
-            log,
-        }
-    }
-
-    /// The FMU's shared library as the user knows it: `<the .fmu>/<entry>`.
-    fn library_shown(&self) -> String {
-        match &self.fmu {
-            Some(fmu) => match fmu.library_entry() {
-                Ok(entry) => format!("{}/{entry}", fmu.source().display()),
-                Err(_) => format!("the shared library of {}", fmu.source().display()),
-            },
-            None => "the FMU's shared library".to_string(),
-        }
+        f.into_error()
     }
 
     /// Copies `values.len()` values of the response area into `values`.
@@ -774,7 +1047,7 @@ impl IsolatedSubsystem {
         };
         let data = link.data();
         let base = self.layout.response;
-        let n = data[base + 3].load(Ordering::Relaxed) as usize;
+        let n = data[base + RESP_N].load(Ordering::Relaxed) as usize;
         if n != values.len() {
             return Err(config(
                 &self.info.name,
@@ -845,19 +1118,21 @@ pub fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
-/// Sends the start-up message: magic and version, the layout, and the
-/// shared memory file descriptor.
-fn send_hello(
+/// Sends a region message: magic and version, two words (0, 0 for the
+/// group region at start-up; a member's index and area lengths when it is
+/// added), the master's process id, and the shared memory file descriptor.
+fn send_region(
     socket: &UnixStream,
     region: std::os::fd::BorrowedFd<'_>,
-    layout: &Layout,
+    first: u64,
+    second: u64,
 ) -> std::io::Result<()> {
     let mut payload = [0u8; 32];
     let head = u64::from(MAGIC) | (u64::from(VERSION) << 32);
     for (i, w) in [
         head,
-        layout.request_words as u64,
-        layout.response_words as u64,
+        first,
+        second,
         // The master: a host whose parent is another process (a reaper,
         // the master having died before the host looked) cleans up.
         u64::from(std::process::id()),
@@ -1112,11 +1387,26 @@ impl Subsystem for IsolatedSubsystem {
             // The host died: there is nothing left to terminate.
             return Ok(());
         }
-        if self
-            .fmu
-            .as_ref()
-            .is_some_and(|f| f.runs_model_exchange().is_some())
-        {
+        let failed = self.link.as_ref().and_then(|l| {
+            l.group
+                .failure
+                .lock()
+                .ok()?
+                .as_ref()
+                .map(|f| f.cause.clone())
+        });
+        if let Some(cause) = failed {
+            // The host this FMU shared died (another FMU's fault, reported
+            // as that FMU's): this instance went with it.
+            tracing::debug!(
+                "subsystem '{}': not terminated: its host process is gone ({cause})",
+                self.info.name
+            );
+            self.link = None;
+            self.gone = Some(cause);
+            return Ok(());
+        }
+        if self.model_exchange {
             // The solver's figures of the run, kept for the summary.
             if let Some(Reply::SolverStatistics(stats)) =
                 self.control(Control::SolverStatistics, Call::Idle)?

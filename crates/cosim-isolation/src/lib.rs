@@ -6,7 +6,9 @@
 //!   [`cosim_core::Subsystem`] with the same slots and information as the
 //!   in-process [`cosim_core::FmuSubsystem`];
 //! - [`host::serve`] (child side) is what `cosim host` runs: it loads the
-//!   FMU with `cosim-fmi` and serves the master's requests.
+//!   FMUs of its group with `cosim-fmi` and serves the master's requests;
+//! - [`HostPool`]: the host processes of a run, which its isolated FMUs
+//!   share (one per processor beyond the master's by default).
 //!
 //! The channel is a shared memory region with a futex handshake (spinning
 //! briefly first) for the per-step calls, in a fixed binary layout, and a
@@ -21,6 +23,6 @@ mod sys;
 mod tail;
 
 pub use isolated::{
-    DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, describe_exit, set_host_program,
-    watch_interrupt,
+    DEFAULT_TIMEOUT, HostPool, IsolatedSubsystem, IsolationSettings, describe_exit,
+    set_host_program, watch_interrupt,
 };

@@ -1,18 +1,27 @@
 //! What the master and a host process exchange.
 //!
-//! Two channels join them:
+//! A host process serves a *group* of FMU instances (one or several
+//! subsystems; see [`crate::HostPool`]). Two channels join it to the
+//! master:
 //!
-//! - a shared memory region (see [`crate::sys::SharedRegion`]): futex words
-//!   for the handshake, then a request area and a response area in a fixed
-//!   binary layout of 64-bit words (f64 as bits). Every trait call of the
-//!   master is one *batch* there: the set-input calls are queued (no round
+//! - shared memory (see [`crate::sys::SharedRegion`]): a *group region*
+//!   with the futex words of the handshake and what the host is doing (for
+//!   the report when it dies), and one *member region* per instance with a
+//!   request area and a response area in a fixed binary layout of 64-bit
+//!   words (f64 as bits). Every trait call of the master is one *batch* in
+//!   its member's request area: the set-input calls are queued (no round
 //!   trip) and go with the next call that needs an answer, so a macro step
 //!   is a single round trip (set inputs, derivatives, `doStep`, and the
-//!   observed values read right after the step);
+//!   observed values read right after the step). The host scans its
+//!   members' request words, serves every posted batch, and answers each
+//!   in its member's response area, so the batches of all the FMUs of a
+//!   host that a Jacobi macro step starts are served one after the other
+//!   while the master is still posting the next ones;
 //! - a Unix socket (the host's standard input) for what has no fixed size:
-//!   the shared memory file descriptor at start-up, then setup requests,
-//!   errors, log lines and serialized FMU states, each a length-prefixed
-//!   `postcard` frame.
+//!   the group region's file descriptor at start-up and each member
+//!   region's when it is added, then setup requests, errors, log lines and
+//!   serialized FMU states, each a length-prefixed `postcard` frame tagged
+//!   with its member.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -24,20 +33,20 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 
-// ----- control words (u32, one per cache line) ----------------------------
+// ----- group control words (u32, one per cache line) ----------------------
 
-/// Request sequence number, written by the master.
-pub const REQ_SEQ: usize = 0;
-/// Response sequence number, written by the host.
-pub const RESP_SEQ: usize = 16;
-/// Non-zero while the host sleeps on `REQ_SEQ`.
-pub const HOST_SLEEPING: usize = 32;
-/// Non-zero while the master sleeps on `RESP_SEQ`.
-pub const MASTER_SLEEPING: usize = 48;
+/// Non-zero while the host sleeps on [`DOORBELL`].
+pub const HOST_SLEEPING: usize = 0;
+/// Rung by the master after posting a request while the host sleeps.
+pub const DOORBELL: usize = 16;
+/// Master threads asleep on [`ANSWER_BELL`].
+pub const MASTER_SLEEPERS: usize = 32;
+/// Rung by the host after answering while a master thread sleeps.
+pub const ANSWER_BELL: usize = 48;
 
-// ----- data words (u64) ---------------------------------------------------
+// ----- group data words (u64) ---------------------------------------------
 
 /// The FMI call the host is in ([`Call`] code; 0 between calls), for the
 /// report when the host dies.
@@ -45,19 +54,36 @@ pub const CALL: usize = 0;
 /// The simulation time of that call (f64 bits).
 pub const CALL_TIME: usize = 1;
 /// How long the host may spin waiting for the next request, in ns
-/// (written by the master with every request; see `channel`).
-pub const HOST_SPIN_NS: usize = 2;
-/// First word of the request area.
-const REQUEST: usize = 8;
+/// (written by the master when it changes; see `channel`). On a cache
+/// line of its own, away from the words the host writes at every call.
+pub const HOST_SPIN_NS: usize = 9;
+/// How many spins the host makes between two yields of the processor
+/// (`channel::yield_every`, written with [`HOST_SPIN_NS`]).
+pub const HOST_YIELD_EVERY: usize = 10;
+/// The member whose FMU the host is calling (with [`CALL`]).
+pub const CALL_MEMBER: usize = 3;
+/// Members added so far (written by the master; each addition is a
+/// message with the member region on the socket).
+pub const MEMBERS_ADDED: usize = 8;
+/// Data words of the group region.
+pub const GROUP_WORDS: usize = 16;
 
-/// Where the request and response areas are.
+// ----- member region ------------------------------------------------------
+
+/// Where a member's request and response areas are in its region.
+///
+/// The request area is `[seq << 32 | n_ops, op, payload.., op, ..]`: the
+/// master writes the ops, then the first word (non-zero `n_ops` posts the
+/// batch); the host clears it when done. The response area is `[seq,
+/// status, aux, aux_f64, n, values..]`: the host writes everything, then
+/// `seq` (the answer to the request of that number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
-    /// First word of the request area (`[n_ops, op, payload.., op, ..]`).
+    /// First word of the request area.
     pub request: usize,
     /// Its length in words.
     pub request_words: usize,
-    /// First word of the response area (`[status, aux, aux_f64, n, values..]`).
+    /// First word of the response area (on a cache line of its own).
     pub response: usize,
     /// Its length in words.
     pub response_words: usize,
@@ -68,8 +94,17 @@ pub struct Layout {
 pub const QUEUED_SETS: usize = 4;
 /// Words of the largest answered op (header + 3 payload words).
 pub const SYNC_WORDS: usize = 4;
-/// Response words before the values.
-pub const RESPONSE_HEADER: usize = 4;
+/// Response words before the values: the answered sequence number, the
+/// status, `aux`, `aux_f64` and the number of values.
+pub const RESPONSE_HEADER: usize = 5;
+/// Response word: the status ([`STATUS_OK`], [`STATUS_FRAME`]).
+pub const RESP_STATUS: usize = 1;
+/// Response word: the op's result (step outcome, state id).
+pub const RESP_AUX: usize = 2;
+/// Response word: the op's f64 result (last successful time).
+pub const RESP_AUX_F64: usize = 3;
+/// Response word: how many values follow.
+pub const RESP_N: usize = 4;
 
 impl Layout {
     /// The layout for a subsystem with `n_inputs` input slots and
@@ -81,12 +116,14 @@ impl Layout {
         )
     }
 
-    /// The layout with the given area lengths (as sent at start-up).
+    /// The layout with the given area lengths (as sent when the member is
+    /// added): the request area first, the response area on the next
+    /// cache line (the master writes one, the host the other).
     pub fn from_words(request_words: usize, response_words: usize) -> Layout {
         Layout {
-            request: REQUEST,
+            request: 0,
             request_words,
-            response: REQUEST + request_words,
+            response: request_words.next_multiple_of(8),
             response_words,
         }
     }
@@ -128,7 +165,8 @@ pub enum Op {
     Control = 12,
     /// Runs the queued set calls only.
     Flush = 13,
-    /// Free the instance and exit (not answered).
+    /// Free the instance (not answered); the host exits when every
+    /// member is shut down.
     Shutdown = 14,
 }
 
@@ -180,11 +218,22 @@ pub const STEP_TERMINATED: u64 = 3;
 pub const STEP_PREFETCHED: u64 = 1 << 8;
 
 /// Setup and other requests of no fixed size (a frame on the socket).
+// A request is built, sent and dropped once per call outside the stepping
+// loop: the size of its largest variant costs nothing that matters.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Control {
-    /// Open the FMU given on the command line and instantiate it with
-    /// these slots (variable indices of the model description).
+    /// Open the FMU and instantiate it with these slots (variable indices of the model description).
     Instantiate {
+        /// The FMU (.fmu file or unpacked directory); with `extracted`,
+        /// the .fmu file, named in messages.
+        fmu: PathBuf,
+        /// The directory the master extracted the .fmu into (the
+        /// master's: it keeps it while the host runs and removes it),
+        /// loaded instead of extracting the archive again.
+        extracted: Option<PathBuf>,
+        /// The instance name (the subsystem's name).
+        name: String,
         /// The variables of the input slots.
         inputs: Vec<cosim_core::SlotVar>,
         /// The variables of the observed slots (outputs first).
@@ -808,7 +857,8 @@ mod tests {
     fn layout_fits_queued_sets() {
         let l = Layout::new(3, 5);
         assert!(l.request_words >= 1 + QUEUED_SETS * 4 + SYNC_WORDS);
-        assert_eq!(l.response, l.request + l.request_words);
+        assert!(l.response >= l.request + l.request_words);
+        assert_eq!(l.response % 8, 0, "the response starts a cache line");
         assert_eq!(l.data_words(), l.response + RESPONSE_HEADER + 5);
     }
 }

@@ -29,23 +29,20 @@ const PIECE: usize = KEPT_LINE_MAX;
 pub(crate) struct Tail {
     lines: Mutex<(VecDeque<String>, bool)>,
     done: Condvar,
+    /// The instances whose FMI call log goes to the host's standard error.
+    call_logs: Mutex<Vec<String>>,
 }
 
 impl Tail {
-    /// Starts forwarding `stderr` of host `name` on a thread of its own;
-    /// `call_log` says the host writes its FMI call log to its standard
-    /// error.
-    pub(crate) fn start(
-        stderr: std::process::ChildStderr,
-        name: &str,
-        call_log: bool,
-    ) -> Arc<Tail> {
+    /// Starts forwarding `stderr` of the host of `name` (its first
+    /// instance) on a thread of its own.
+    pub(crate) fn start(stderr: std::process::ChildStderr, name: &str) -> Arc<Tail> {
         let tail = Arc::new(Tail {
             lines: Mutex::new((VecDeque::new(), false)),
             done: Condvar::new(),
+            call_logs: Mutex::new(Vec::new()),
         });
         let t = Arc::clone(&tail);
-        let instance = name.to_string();
         let spawned = std::thread::Builder::new()
             .name(format!("host-stderr-{name}"))
             .spawn(move || {
@@ -55,8 +52,7 @@ impl Tail {
                         let _ = std::io::stderr().lock().write_all(bytes);
                     },
                     |line| {
-                        if call_log && cosim_fmi::ffi::call_log::is_call_log_line(&line, &instance)
-                        {
+                        if t.is_call_log_line(&line) {
                             return;
                         }
                         t.keep(strip_ansi(&line));
@@ -80,6 +76,23 @@ impl Tail {
         Arc::new(Tail {
             lines: Mutex::new((VecDeque::new(), true)),
             done: Condvar::new(),
+            call_logs: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Instance `name` writes its FMI call log to the host's standard
+    /// error: its lines are forwarded, not kept.
+    pub(crate) fn skip_call_log_of(&self, name: &str) {
+        if let Ok(mut names) = self.call_logs.lock() {
+            names.push(name.to_string());
+        }
+    }
+
+    fn is_call_log_line(&self, line: &str) -> bool {
+        self.call_logs.lock().is_ok_and(|names| {
+            names
+                .iter()
+                .any(|n| cosim_fmi::ffi::call_log::is_call_log_line(line, n))
         })
     }
 

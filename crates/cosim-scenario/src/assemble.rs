@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use cosim_core::controller::{PiSettings, PiVariant};
 use cosim_core::events::{EventSchedule, EventSlot, EventSubsystem, SlotEvent};
@@ -41,7 +42,7 @@ use cosim_fmi::model_description::{
     Causality, ModelDescription, StartValue as ModelStart, VariableIndex, VariableType,
 };
 use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, Value};
-use cosim_isolation::{IsolatedSubsystem, IsolationSettings};
+use cosim_isolation::{HostPool, IsolatedSubsystem, IsolationSettings};
 
 use crate::nest::{NestNode, Node};
 use crate::{
@@ -236,6 +237,7 @@ fn nested(
         isolation: level.isolation,
         call_log: level.call_log.clone(),
         time_base: level.time_base,
+        hosts: level.hosts.clone(),
     };
     let child = assemble_nodes(&nest.resolved, &nest.nodes, &inner_level)?;
     let input_map = layout
@@ -475,6 +477,9 @@ pub struct Level {
     /// The resolution of simulation time, the same at every level (chosen
     /// at the top, [`time_base`], when `None`).
     pub time_base: Option<TimeBase>,
+    /// The host processes the isolated FMUs of this level and the levels
+    /// below share (made at the top, when `None`).
+    pub hosts: Option<Arc<HostPool>>,
 }
 
 impl Level {
@@ -541,8 +546,22 @@ pub fn assemble_nodes(
         Some(base) => base,
         None => time_base(resolved, nodes)?,
     };
+    if level.hosts.is_some() && resolved.master.isolation_hosts.is_some() {
+        tracing::warn!(
+            "{}: [master] isolation_hosts applies to the whole run and is read at its top level: the value of this nested scenario is not used",
+            resolved.path().display()
+        );
+    }
     let level = &Level {
         time_base: Some(base),
+        hosts: Some(level.hosts.clone().unwrap_or_else(|| {
+            Arc::new(HostPool::new(
+                resolved
+                    .master
+                    .isolation_hosts
+                    .unwrap_or_else(HostPool::default_hosts),
+            ))
+        })),
         ..level.clone()
     };
     refuse_uncoupled_types(resolved, &mds)?;
@@ -887,6 +906,7 @@ fn instantiate(
                 options,
                 &IsolationSettings {
                     timeout: std::time::Duration::from_secs_f64(sub.isolation_timeout),
+                    pool: level.hosts.clone(),
                 },
             )
             .map_err(fmu_error)?;

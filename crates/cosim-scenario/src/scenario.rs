@@ -56,6 +56,7 @@ const MASTER_KEYS: &[&str] = &[
     "controller",
     "isolation",
     "isolation_timeout",
+    "isolation_hosts",
     "step_timeout",
     "init_timeout",
 ];
@@ -921,6 +922,7 @@ impl<'a> Parser<'a> {
             solver: None,
             isolation: Isolation::None,
             isolation_timeout: defaults::ISOLATION_TIMEOUT,
+            isolation_hosts: None,
             step_timeout: None,
             init_timeout: None,
         };
@@ -1098,6 +1100,9 @@ impl<'a> Parser<'a> {
             isolation_timeout_ok,
         )? {
             s.isolation_timeout = x;
+        }
+        if let Some((n, _)) = t.int_in("isolation_hosts", 1, 4096)? {
+            s.isolation_hosts = usize::try_from(n).ok();
         }
         for (key, slot) in [
             ("step_timeout", &mut s.step_timeout),

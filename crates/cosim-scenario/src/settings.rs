@@ -398,6 +398,9 @@ pub struct MasterSettings {
     /// Default `isolation_timeout`: longest FMU call of an isolated
     /// subsystem, in s.
     pub isolation_timeout: f64,
+    /// `isolation_hosts`: the most host processes the isolated FMUs of the
+    /// run share (`None`: one per processor beyond the master's).
+    pub isolation_hosts: Option<usize>,
     /// `step_timeout` as given (scenario or `--step-timeout`): longest FMU
     /// call in this process outside initialization, in s, after which the
     /// run ends without waiting for it; 0: no limit. `None`: not given,
