@@ -137,6 +137,12 @@ pub fn serve() -> Result<(), HostError> {
         for &(m, word) in &posted {
             host.serve(m, word)?;
         }
+        if served {
+            // Once for the answers of the scan (a fence waits for every
+            // store before it to reach the other processor): a sleeping
+            // master is woken after the scan's last answer, not its first.
+            host.ring();
+        }
         if !host.members.is_empty() && host.members.iter().all(|m| !m.open) {
             return Ok(());
         }
@@ -347,6 +353,11 @@ impl<'r> Host<'r> {
 
     /// Serves member `m`'s batch (`word`: its request's first word) and
     /// answers it.
+    /// Wakes the master's threads that sleep waiting for an answer.
+    fn ring(&self) {
+        channel::ring(&self.control[ANSWER_BELL], &self.control[MASTER_SLEEPERS]);
+    }
+
     fn serve(&mut self, m: usize, word: u64) -> Result<(), HostError> {
         let member = &mut self.members[m];
         let seq = word >> 32;
@@ -360,7 +371,12 @@ impl<'r> Host<'r> {
         // exceed the socket buffer and needs the master reading).
         let frame = member.pending.take();
         member.region.data()[member.layout.response].store(seq, Ordering::Release);
-        channel::ring(&self.control[ANSWER_BELL], &self.control[MASTER_SLEEPERS]);
+        if frame.is_some() || self.control[MASTER_SLEEPERS].load(Ordering::Relaxed) != 0 {
+            // A master seen asleep is woken now (also one that reads a
+            // frame after the answer); one that may just be falling asleep
+            // after the scan (`serve`'s caller).
+            self.ring();
+        }
         if let Some(frame) = frame {
             write_frame(&mut self.io.socket, &(m as u32, frame))
                 .map_err(io("writing to the master"))?;

@@ -916,18 +916,31 @@ impl IsolatedSubsystem {
         // How the host waits, written only when it changes: the line is
         // the host's to read at every spin.
         let gdata = group.region.data();
+        let host_spin = channel::host_spin_ns();
         for (word, value) in [
-            (HOST_SPIN_NS, channel::host_spin_ns()),
+            (HOST_SPIN_NS, host_spin),
             (HOST_YIELD_EVERY, u64::from(channel::yield_every())),
         ] {
             if gdata[word].load(Ordering::Relaxed) != value {
                 gdata[word].store(value, Ordering::Relaxed);
             }
         }
-        // Posted: the host may serve it from here on.
+        // Posted: the host may serve it from here on. A host seen asleep,
+        // or one that sleeps as soon as it is idle, is woken now; a
+        // spinning one that may just be falling asleep is woken (if it
+        // did) when the answer is awaited (`answer`): the fence that
+        // needs waits for the stores before it to reach the other
+        // processor, so it is made once for all the steps a Jacobi macro
+        // step starts rather than once each.
         data[request].store(u64::from(seq) << 32 | ops, Ordering::Release);
         let control_words = group.region.control();
-        channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
+        if host_spin == 0 || control_words[HOST_SLEEPING].load(Ordering::Relaxed) != 0 {
+            channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
+        }
+        if control.is_some() {
+            // The host must be awake to read the frame.
+            channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
+        }
         if let Some(request) = control
             && let Err(e) = group.send_control(link.index, request, self.timeout)
         {
@@ -951,6 +964,11 @@ impl IsolatedSubsystem {
         let mut deadline = None;
         let mut ended = None;
         let done = &data[response];
+        if done.load(Ordering::Acquire) != u64::from(seq) {
+            // Not answered yet: the host may have fallen asleep before it
+            // saw the request (see `post`).
+            channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
+        }
         let answered = channel::wait_until(
             || done.load(Ordering::SeqCst) == u64::from(seq),
             &control_words[ANSWER_BELL],
