@@ -84,8 +84,9 @@ pub struct RunArgs {
     #[arg(long, value_parser = thread_count)]
     pub threads: Option<usize>,
     /// Where every FMU runs, at every level, overriding each `isolation` of
-    /// the scenario: `process` loads each in its own host process (an FMU
-    /// that crashes or hangs then fails the run cleanly), `none` in this one.
+    /// the scenario: `process` loads each in a host process (an FMU that
+    /// crashes or hangs then fails the run cleanly; the FMUs share at most
+    /// `[master] isolation_hosts` hosts), `none` in this one.
     #[arg(long, value_parser = ["none", "process"])]
     pub isolation: Option<String>,
     /// Which interface every FMU runs, at every level, overriding each
@@ -492,7 +493,7 @@ pub struct Checked {
 }
 
 /// Checks a scenario once the call log is started. No FMU code runs in
-/// this process: every FMU is initialised in a host process of its own
+/// this process: every FMU is initialised in a host process
 /// (`--isolation process`), so a check cannot crash, hang or be taken
 /// over by an FMU it checks.
 pub fn check_structure(args: &RunArgs, say: Say) -> Result<Checked> {
