@@ -114,78 +114,92 @@ pub fn serve() -> Result<(), HostError> {
             inbox: Vec::new(),
         },
         members: Vec::new(),
+        open: 0,
     };
-    let control = region.control();
-    let mut idle_since: Option<Instant> = None;
-    let mut idle_scans: u32 = 0;
-    let mut posted: Vec<(usize, u64)> = Vec::new();
-    loop {
-        host.add_members()?;
-        // Which members have a request: all their request words read
-        // first (the loads overlap, where reading one and serving it
-        // before the next would wait for each in turn), then served in
-        // member order.
+    host.run(master)
+}
+
+impl Host<'_> {
+    /// Serves the members' requests until every member is shut down;
+    /// between requests spins a while, then sleeps on the doorbell.
+    fn run(&mut self, master: u32) -> Result<(), HostError> {
+        let mut idle_since: Option<Instant> = None;
+        let mut idle_scans: u32 = 0;
+        let mut posted: Vec<(usize, u64)> = Vec::new();
+        loop {
+            self.add_members()?;
+            let served = self.serve_posted(&mut posted)?;
+            if !self.members.is_empty() && self.open == 0 {
+                return Ok(());
+            }
+            if served {
+                idle_since = None;
+                continue;
+            }
+            // Nothing to do: spin a while (the master's next request is
+            // often a few hundred nanoseconds away), then sleep.
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            idle_scans = idle_scans.wrapping_add(1);
+            if !idle_scans.is_multiple_of(64) {
+                std::hint::spin_loop();
+                continue;
+            }
+            let spin = Duration::from_nanos(self.group[HOST_SPIN_NS].load(Ordering::Relaxed));
+            if since.elapsed() < spin {
+                let every = u32::try_from(self.group[HOST_YIELD_EVERY].load(Ordering::Relaxed))
+                    .unwrap_or(64)
+                    .max(64);
+                if idle_scans.is_multiple_of(every) {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            let control = self.control;
+            let awake = channel::wait_until(
+                || self.has_work(),
+                &control[DOORBELL],
+                &control[HOST_SLEEPING],
+                Duration::ZERO,
+                Duration::from_millis(100),
+                || {
+                    if master_alive(master) {
+                        channel::Check::Continue
+                    } else {
+                        channel::Check::Stop
+                    }
+                },
+            );
+            if !awake {
+                master_gone();
+            }
+            idle_since = None;
+        }
+    }
+
+    /// Serves every posted request; returns whether there was one. All
+    /// the members' request words are read first (the loads overlap,
+    /// where reading one and serving it before the next would wait for
+    /// each in turn), then the posted ones served in member order.
+    fn serve_posted(&mut self, posted: &mut Vec<(usize, u64)>) -> Result<bool, HostError> {
         posted.clear();
         posted.extend(
-            host.members
+            self.members
                 .iter()
                 .enumerate()
                 .map(|(m, member)| (m, member.request_word()))
                 .filter(|&(_, word)| word as u32 != 0),
         );
-        let served = !posted.is_empty();
-        for &(m, word) in &posted {
-            host.serve(m, word)?;
+        for &(m, word) in posted.iter() {
+            self.serve(m, word)?;
         }
-        if served {
-            // Once for the answers of the scan (a fence waits for every
-            // store before it to reach the other processor): a sleeping
-            // master is woken after the scan's last answer, not its first.
-            host.ring();
+        if posted.is_empty() {
+            return Ok(false);
         }
-        if !host.members.is_empty() && host.members.iter().all(|m| !m.open) {
-            return Ok(());
-        }
-        if served {
-            idle_since = None;
-            continue;
-        }
-        // Nothing to do: spin a while (the master's next request is often
-        // a few hundred nanoseconds away), then sleep on the doorbell.
-        let since = *idle_since.get_or_insert_with(Instant::now);
-        idle_scans = idle_scans.wrapping_add(1);
-        if !idle_scans.is_multiple_of(64) {
-            std::hint::spin_loop();
-            continue;
-        }
-        if since.elapsed() < Duration::from_nanos(host.group[HOST_SPIN_NS].load(Ordering::Relaxed))
-        {
-            let every = u32::try_from(host.group[HOST_YIELD_EVERY].load(Ordering::Relaxed))
-                .unwrap_or(64)
-                .max(64);
-            if idle_scans.is_multiple_of(every) {
-                std::thread::yield_now();
-            }
-            continue;
-        }
-        let awake = channel::wait_until(
-            || host.has_work(),
-            &control[DOORBELL],
-            &control[HOST_SLEEPING],
-            Duration::ZERO,
-            Duration::from_millis(100),
-            || {
-                if master_alive(master) {
-                    channel::Check::Continue
-                } else {
-                    channel::Check::Stop
-                }
-            },
-        );
-        if !awake {
-            master_gone();
-        }
-        idle_since = None;
+        // Once for the answers of the scan (a fence waits for every store
+        // before it to reach the other processor): a sleeping master is
+        // woken after the scan's last answer, not its first.
+        self.ring();
+        Ok(true)
     }
 }
 
@@ -266,6 +280,8 @@ struct Host<'r> {
     group: &'r [AtomicU64],
     io: Io,
     members: Vec<Member<'r>>,
+    /// Members not shut down yet.
+    open: usize,
 }
 
 /// The socket, and the control frames read for other members than the
@@ -327,7 +343,6 @@ impl<'r> Host<'r> {
                 index: self.members.len(),
                 region,
                 layout,
-                open: true,
                 name: String::new(),
                 sub: None,
                 pending: None,
@@ -337,6 +352,7 @@ impl<'r> Host<'r> {
                 values: Vec::new(),
                 out: Vec::new(),
             });
+            self.open += 1;
         }
         Ok(())
     }
@@ -365,6 +381,7 @@ impl<'r> Host<'r> {
         let req = member.layout.request;
         member.set_word(req, 0);
         if flow == Flow::Closed {
+            self.open = self.open.saturating_sub(1);
             return Ok(()); // not answered
         }
         // Answer (the frame, if any, goes after the answer: a large one may
@@ -391,8 +408,6 @@ struct Member<'r> {
     index: usize,
     region: SharedRegion,
     layout: Layout,
-    /// Not shut down yet.
-    open: bool,
     name: String,
     sub: Option<FmuSubsystem>,
     /// The answer frame of the last batch, if it has one.
@@ -465,7 +480,6 @@ impl Member<'_> {
                 self.calling(Call::FreeInstance, self.time);
                 drop(self.sub.take());
                 self.calling(Call::Idle, self.time);
-                self.open = false;
                 return Ok(Flow::Closed);
             }
             let result = match (i == 0 && op == Op::GetObserved, &stash) {

@@ -334,32 +334,10 @@ impl HostGroup {
         Ok(status)
     }
 
-    /// The host ended (or must be ended): the first member to find out
-    /// reaps it and describes what happened, naming the subsystem and the
-    /// FMI call in progress and its time; every member reports the same.
-    fn fail(
-        &self,
-        end: HostEnd,
-        fallback: Call,
-        caller: &str,
-        caller_version: FmiVersion,
-        timeout: Option<Duration>,
-    ) -> Failure {
-        let Ok(mut failure) = self.failure.lock() else {
-            return Failure {
-                subsystem: caller.to_string(),
-                function: fallback.name(caller_version),
-                t: None,
-                cause: "the host process is gone".into(),
-                log: Vec::new(),
-                interrupted: false,
-            };
-        };
-        if let Some(f) = failure.as_ref() {
-            return f.clone();
-        }
+    /// Ends the host for `end` (its process group killed, the host
+    /// reaped) and says what happened to it.
+    fn end_for(&self, end: HostEnd, timeout: Option<Duration>) -> String {
         let pid = self.pid;
-        let interrupted = matches!(end, HostEnd::Interrupted);
         let status = match end {
             HostEnd::Exited(status) => Ok(status),
             HostEnd::Timeout => Err(format!(
@@ -391,13 +369,41 @@ impl HostGroup {
         // The host (if it still runs) and whatever the FMUs started die
         // with its process group; the host is reaped.
         let _ = self.end();
-        let mut cause = match status {
+        match status {
             Ok(status) => format!(
                 "the FMU's host process (pid {pid}) {}",
                 describe_exit(status)
             ),
             Err(cause) => cause,
+        }
+    }
+
+    /// The host ended (or must be ended): the first member to find out
+    /// reaps it and describes what happened, naming the subsystem and the
+    /// FMI call in progress and its time; every member reports the same.
+    fn fail(
+        &self,
+        end: HostEnd,
+        fallback: Call,
+        caller: &str,
+        caller_version: FmiVersion,
+        timeout: Option<Duration>,
+    ) -> Failure {
+        let Ok(mut failure) = self.failure.lock() else {
+            return Failure {
+                subsystem: caller.to_string(),
+                function: fallback.name(caller_version),
+                t: None,
+                cause: "the host process is gone".into(),
+                log: Vec::new(),
+                interrupted: false,
+            };
         };
+        if let Some(f) = failure.as_ref() {
+            return f.clone();
+        }
+        let interrupted = matches!(end, HostEnd::Interrupted);
+        let mut cause = self.end_for(end, timeout);
         let data = self.region.data();
         let mut call = Call::decode(data[CALL].load(Ordering::Relaxed));
         let t = f64::from_bits(data[CALL_TIME].load(Ordering::Relaxed));
