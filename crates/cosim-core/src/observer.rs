@@ -29,6 +29,15 @@ use crate::system::System;
 pub trait ObservedValues {
     /// Observed slot `slot` of subsystem `subsystem`.
     fn observed(&self, subsystem: usize, slot: usize) -> f64;
+
+    /// The values of `columns` ((subsystem, observed slot) pairs) written
+    /// into `row`, which has room for them: one call per row, not one per
+    /// column (a row is written after every quiet step).
+    fn observed_into(&self, columns: &[(usize, usize)], row: &mut [f64]) {
+        for (v, &(s, k)) in row.iter_mut().zip(columns) {
+            *v = self.observed(s, k);
+        }
+    }
 }
 
 /// What observers get after an accepted macro step.
@@ -578,10 +587,12 @@ impl Observer for TraceWriter {
         if !self.writes_after(macro_step, ticks) {
             return Ok(());
         }
-        self.row.clear();
-        self.row.push(t);
-        self.row
-            .extend(self.columns.iter().map(|&(s, k)| values.observed(s, k)));
+        // (The row has its width from the header row on: no pushes.)
+        self.row.resize(self.columns.len() + 1, 0.0);
+        if let Some((time, rest)) = self.row.split_first_mut() {
+            *time = t;
+            values.observed_into(&self.columns, rest);
+        }
         self.sink.push(&self.row)?;
         self.last_written = Some(ticks);
         Ok(())
