@@ -459,7 +459,8 @@ impl Batch<'_> {
 /// next run not taken; the records in the order of `planned`.
 fn execute_all(batch: &Batch<'_>, planned: &[Planned]) -> Result<Vec<Record>, SweepError> {
     let next = AtomicUsize::new(0);
-    let done = AtomicBool::new(false);
+    // (Dropped when every run is made: the interrupt forwarder ends.)
+    let (done, done_rx) = std::sync::mpsc::channel::<()>();
     let records: Vec<Mutex<Option<Record>>> = planned.iter().map(|_| Mutex::new(None)).collect();
     let threads = batch.runner.jobs().min(planned.len());
     std::thread::scope(|scope| -> Result<(), SweepError> {
@@ -482,13 +483,12 @@ fn execute_all(batch: &Batch<'_>, planned: &[Planned]) -> Result<Vec<Record>, Sw
             handles.push(handle);
         }
         if let (Runner::Workers(pool), Some(flag)) = (batch.runner, &batch.options.interrupt) {
-            let done = &done;
-            scope.spawn(move || pool::forward_interrupt(pool, flag, done));
+            scope.spawn(move || pool::forward_interrupt(pool, flag, &done_rx));
         }
         for h in handles {
             let _ = h.join();
         }
-        done.store(true, Ordering::Relaxed);
+        drop(done);
         Ok(())
     })?;
     Ok(records

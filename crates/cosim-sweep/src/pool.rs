@@ -10,8 +10,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::SweepError;
 use crate::runs::{self, Planned, Ran, Record, RunFiles, Status};
@@ -304,15 +305,19 @@ fn describe_exit(status: ExitStatus) -> String {
     cosim_isolation::describe_exit(status)
 }
 
-/// Forwards `flag` to the pool's workers while `done` is not set: the
-/// parent's Ctrl-C (or SIGTERM) stops every worker's run at its next
-/// macro step.
-pub(crate) fn forward_interrupt(pool: &Pool, flag: &AtomicBool, done: &AtomicBool) {
-    while !done.load(Ordering::Relaxed) {
+/// Forwards `flag` to the pool's workers until `done` is closed (its
+/// sender dropped): the parent's Ctrl-C (or SIGTERM) stops every worker's
+/// run at its next macro step. The flag (set by a signal handler) is
+/// looked at every 50 ms; the end of the sweep does not wait out that
+/// period, the closed channel wakes this thread at once.
+pub(crate) fn forward_interrupt(pool: &Pool, flag: &AtomicBool, done: &Receiver<()>) {
+    loop {
         if flag.load(Ordering::Relaxed) {
             pool.interrupt();
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        if let Err(RecvTimeoutError::Disconnected) = done.recv_timeout(Duration::from_millis(50)) {
+            return;
+        }
     }
 }
