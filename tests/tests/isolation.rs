@@ -747,3 +747,48 @@ fn check_loads_no_fmu_library_in_its_own_process() {
         assert_ne!(loader, pid, "loaded by cosim check itself: {l}");
     }
 }
+
+/// `[master] isolation_hosts` is read at the top level only: a nested
+/// scenario file that sets it gets a warning naming that file, and the
+/// run goes on with the top level's value; without it, no warning.
+#[test]
+fn a_nested_isolation_hosts_is_named_in_a_warning_and_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = scenario_variant(dir.path(), "b3_three_mass_hierarchical.toml", "top", |t| {
+        let t = t.replacen(
+            "[master]\n",
+            "[master]\nisolation = \"process\"\nisolation_hosts = 2\n",
+            1,
+        );
+        // The nest from a file of its own.
+        let start = t.find("[subsystems.system.master]").unwrap();
+        let end = t.find("[[connections]]").unwrap();
+        let inner = t[start..end]
+            .replace("[subsystems.system.master]", "[master]")
+            .replace("[[subsystems.system.subsystems]]", "[[subsystems]]")
+            .replace("[[subsystems.system.connections]]", "[[connections]]");
+        std::fs::write(dir.path().join("nest.toml"), inner).unwrap();
+        format!("{}system = \"nest.toml\"\n\n{}", &t[..start], &t[end..])
+    });
+    let nest = dir.path().join("nest.toml");
+    let warning = "isolation_hosts applies to the whole run and is read at its top level";
+    let out = cosim_tests::cosim(&["check", top.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains(warning), "{err}");
+
+    let text = std::fs::read_to_string(&nest).unwrap();
+    std::fs::write(
+        &nest,
+        text.replacen("[master]\n", "[master]\nisolation_hosts = 1\n", 1),
+    )
+    .unwrap();
+    let out = cosim_tests::cosim(&["check", top.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains(warning))
+        .unwrap_or_else(|| panic!("no warning about the nested isolation_hosts: {err}"));
+    assert!(line.contains(&nest.display().to_string()), "{line}");
+}

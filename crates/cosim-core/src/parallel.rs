@@ -15,7 +15,18 @@
 //! results do not depend on the choice: in a Jacobi step every subsystem
 //! reads only its own buffers.
 
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The processors this process may use
+/// ([`std::thread::available_parallelism`], 1 if unknown), looked up once:
+/// the lookup reads the cgroup files (tens of microseconds), and a sweep
+/// asks for every run.
+pub fn processors() -> usize {
+    static PROCESSORS: OnceLock<usize> = OnceLock::new();
+    *PROCESSORS
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+}
 
 /// Consecutive macro steps run one way in a calibration block; the first
 /// of each block is a warm-up, not timed.

@@ -329,9 +329,7 @@ impl System {
             route_ranges[s + 1] += route_ranges[s];
         }
         let threads = if spec.threads == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
+            crate::parallel::processors()
         } else {
             spec.threads
         };

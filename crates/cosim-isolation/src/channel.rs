@@ -74,9 +74,7 @@ pub fn host_spin_ns() -> u64 {
 }
 
 fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES
-        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+    cosim_core::parallel::processors()
 }
 
 /// Wakes the other side if it sleeps: call right after the store

@@ -118,10 +118,7 @@ impl HostPool {
 
     /// One host per processor beyond the master's, at least one.
     pub fn default_hosts() -> usize {
-        std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .saturating_sub(1)
-            .max(1)
+        cosim_core::parallel::processors().saturating_sub(1).max(1)
     }
 
     /// The host for the next FMU (`only_once`: its instantiation token, if

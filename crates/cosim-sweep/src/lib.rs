@@ -280,9 +280,8 @@ impl Outcome {
 }
 
 fn threads(jobs: Option<usize>) -> usize {
-    jobs.filter(|&j| j > 0).unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    })
+    jobs.filter(|&j| j > 0)
+        .unwrap_or_else(cosim_core::parallel::processors)
 }
 
 /// Prepares the first run of the grid with its FMUs (opened, resolved,
