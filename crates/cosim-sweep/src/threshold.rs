@@ -73,7 +73,8 @@ pub struct Threshold {
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bound = match &self.bound {
-            Bound::Number(x) => crate::axis::format_float(*x),
+            // (As a person writes it: `1000`, not `1000.0`.)
+            Bound::Number(x) => cosim_core::text::number(*x),
             Bound::Text(s) => s.clone(),
         };
         write!(f, "{} {} {}", self.metric, self.op.text(), bound)
@@ -203,6 +204,19 @@ impl Threshold {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thresholds_are_shown_as_written() {
+        for (text, shown) in [
+            ("mean_abs_power_error > 1000", "mean_abs_power_error > 1000"),
+            ("max_abs:chassis.v_c>=1e-2", "max_abs:chassis.v_c >= 0.01"),
+            ("growth < 2.5", "growth < 2.5"),
+            ("status != ok", "status != ok"),
+        ] {
+            let t: Threshold = text.parse().unwrap();
+            assert_eq!(t.to_string(), shown);
+        }
+    }
 
     #[test]
     fn thresholds_parse() {
