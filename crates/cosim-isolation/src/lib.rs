@@ -8,7 +8,8 @@
 //! - [`host::serve`] (child side) is what `cosim host` runs: it loads the
 //!   FMUs of its group with `cosim-fmi` and serves the master's requests;
 //! - [`HostPool`]: the host processes of a run, which its isolated FMUs
-//!   share (one per processor beyond the master's by default).
+//!   share (one per processor beyond the master's by default); each host
+//!   is a group of FMUs on the master's side (`group`).
 //!
 //! The channel is a shared memory region with a futex handshake (spinning
 //! briefly first) for the per-step calls, in a fixed binary layout, and a
@@ -16,13 +17,12 @@
 //! [`protocol`].
 
 mod channel;
+mod group;
 pub mod host;
 mod isolated;
 pub mod protocol;
 mod sys;
 mod tail;
 
-pub use isolated::{
-    DEFAULT_TIMEOUT, HostPool, IsolatedSubsystem, IsolationSettings, describe_exit,
-    set_host_program, watch_interrupt,
-};
+pub use group::{HostPool, describe_exit, set_host_program};
+pub use isolated::{DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, watch_interrupt};
