@@ -297,6 +297,55 @@ fn merge(m: &MergeArgs) -> Result<()> {
 
 /// `cosim sweep submit --slurm`.
 fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
+    let (sub, runs) = submission(a, quiet)?;
+    if a.dry_run {
+        out!(
+            "# {}: sbatch --parsable {}\n{}\n# {}: sbatch --parsable --dependency=afterok:<the array's job id> {}\n{}",
+            sub.array_script_path().display(),
+            sub.array_script_path().display(),
+            sub.array_script(),
+            sub.merge_script_path().display(),
+            sub.merge_script_path().display(),
+            sub.merge_script()
+        )?;
+        return Ok(());
+    }
+    let ids = slurm::submit(&sub).map_err(|e| bad_input(format!("error: {e}")))?;
+    say!(
+        "submitted: job array {} ({} of {}; logs {}), merge job {} after it",
+        ids.array,
+        count(sub.shards, "shard", "shards"),
+        count(runs, "run", "runs"),
+        sub.dir()
+            .join(format!("shard-{}_K.log", ids.array))
+            .display(),
+        ids.merge
+    );
+    if a.no_wait {
+        say!("  follow: squeue -j {},{}", ids.array, ids.merge);
+        say!("  cancel: scancel {} {}", ids.array, ids.merge);
+        say!(
+            "  the merge job runs once every shard has succeeded ({}): {}",
+            sub.merge_log(&ids.merge).display(),
+            sub.merge_command()
+        );
+        out!("{} {}\n", ids.array, ids.merge)?;
+        return Ok(());
+    }
+    if !quiet {
+        say!(
+            "  waiting (Ctrl-C stops the waiting, not the jobs: scancel {} {})",
+            ids.array,
+            ids.merge
+        );
+    }
+    let finished = wait_for_jobs(&sub, &ids, a.poll, quiet)?;
+    report_finished(&sub, &ids, &finished, quiet)
+}
+
+/// The submission `a` asks for, checked (the sweep, its thresholds, the
+/// shard count, the paths made absolute), and the sweep's number of runs.
+fn submission(a: &SubmitArgs, quiet: bool) -> Result<(Submission, usize)> {
     let spec = SweepSpec::load(&a.sweep).map_err(bad_input)?;
     let warnings = cosim_sweep::check(&spec).map_err(bad_input)?;
     for w in warnings.iter().filter(|_| !quiet) {
@@ -353,53 +402,22 @@ fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
     };
     sub.validate()
         .map_err(|e| bad_input(format!("error: {e}")))?;
-    let array_script = sub.array_script_path();
-    if a.dry_run {
-        out!(
-            "# {}: sbatch --parsable {}\n{}\n# {}: sbatch --parsable --dependency=afterok:<the array's job id> {}\n{}",
-            array_script.display(),
-            array_script.display(),
-            sub.array_script(),
-            sub.merge_script_path().display(),
-            sub.merge_script_path().display(),
-            sub.merge_script()
-        )?;
-        return Ok(());
-    }
-    let ids = slurm::submit(&sub).map_err(|e| bad_input(format!("error: {e}")))?;
-    say!(
-        "submitted: job array {} ({} of {}; logs {}), merge job {} after it",
-        ids.array,
-        count(sub.shards, "shard", "shards"),
-        count(runs, "run", "runs"),
-        sub.dir()
-            .join(format!("shard-{}_K.log", ids.array))
-            .display(),
-        ids.merge
-    );
-    if a.no_wait {
-        say!("  follow: squeue -j {},{}", ids.array, ids.merge);
-        say!("  cancel: scancel {} {}", ids.array, ids.merge);
-        say!(
-            "  the merge job runs once every shard has succeeded ({}): {}",
-            sub.merge_log(&ids.merge).display(),
-            sub.merge_command()
-        );
-        out!("{} {}\n", ids.array, ids.merge)?;
-        return Ok(());
-    }
-    if !quiet {
-        say!(
-            "  waiting (Ctrl-C stops the waiting, not the jobs: scancel {} {})",
-            ids.array,
-            ids.merge
-        );
-    }
+    Ok((sub, runs))
+}
+
+/// Waits for the submitted jobs, showing their progress every `poll`
+/// seconds and each failed shard with the end of its log.
+fn wait_for_jobs(
+    sub: &Submission,
+    ids: &slurm::Submitted,
+    poll: f64,
+    quiet: bool,
+) -> Result<slurm::Finished> {
     let mut line = StatusLine::new(!quiet);
     let finished = slurm::wait(
-        &sub,
-        &ids,
-        std::time::Duration::from_secs_f64(a.poll),
+        sub,
+        ids,
+        std::time::Duration::from_secs_f64(poll),
         &mut |event| match event {
             slurm::Event::Poll {
                 tasks,
@@ -456,6 +474,17 @@ fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
         anyhow::Error::new(Failed(exit::RUN_FAILED))
     })?;
     line.break_line();
+    Ok(finished)
+}
+
+/// What the finished jobs did: the failed shards and how to rerun them,
+/// else the merge job's log and its verdict as the exit status.
+fn report_finished(
+    sub: &Submission,
+    ids: &slurm::Submitted,
+    finished: &slurm::Finished,
+    quiet: bool,
+) -> Result<()> {
     if !finished.failed.is_empty() {
         let list: Vec<String> = finished.failed.iter().map(ToString::to_string).collect();
         say!(
@@ -468,7 +497,7 @@ fn submit(a: &SubmitArgs, quiet: bool) -> Result<()> {
         say!(
             "  rerun them: sbatch --array={} {}",
             list.join(","),
-            array_script.display()
+            sub.array_script_path().display()
         );
         say!("  then merge: {}", sub.merge_command());
         return Err(anyhow::Error::new(Failed(exit::RUN_FAILED)));
