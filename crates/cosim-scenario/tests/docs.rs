@@ -24,7 +24,7 @@ fn toml_blocks() -> Vec<String> {
 }
 
 // Every block of the docs runs (or is classified) in
-// tests/tests/doc_examples.rs; here, the complete example resolves against
+// tests/tests/doc_examples/; here, the complete example resolves against
 // FMUs written to match it.
 #[test]
 fn complete_example_resolves() {
