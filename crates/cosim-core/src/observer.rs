@@ -32,7 +32,8 @@ pub trait ObservedValues {
 
     /// The values of `columns` ((subsystem, observed slot) pairs) written
     /// into `row`, which has room for them: one call per row, not one per
-    /// column (a row is written after every quiet step).
+    /// column (a row is written after every quiet step; this default is
+    /// compiled for each implementation, its `observed` calls inlined).
     fn observed_into(&self, columns: &[(usize, usize)], row: &mut [f64]) {
         for (v, &(s, k)) in row.iter_mut().zip(columns) {
             *v = self.observed(s, k);

@@ -1646,13 +1646,6 @@ impl<S: BoundStep> ObservedValues for HeldOutputs<'_, '_, S> {
     fn observed(&self, subsystem: usize, slot: usize) -> f64 {
         self.held[subsystem].0.outputs(self.side)[slot]
     }
-
-    #[inline]
-    fn observed_into(&self, columns: &[(usize, usize)], row: &mut [f64]) {
-        for (v, &(s, k)) in row.iter_mut().zip(columns) {
-            *v = self.observed(s, k);
-        }
-    }
 }
 
 /// The published observed values of a system ([`System::published`]).
@@ -1662,13 +1655,6 @@ impl ObservedValues for Published<'_> {
     #[inline]
     fn observed(&self, subsystem: usize, slot: usize) -> f64 {
         self.0[subsystem].y[slot]
-    }
-
-    #[inline]
-    fn observed_into(&self, columns: &[(usize, usize)], row: &mut [f64]) {
-        for (v, &(s, k)) in row.iter_mut().zip(columns) {
-            *v = self.observed(s, k);
-        }
     }
 }
 

@@ -1102,7 +1102,7 @@ mod tests {
         let s = load(&d, &text).unwrap();
         assert!(s.embedded);
         assert_eq!(s.scenario, d.path().join("sweep.toml"));
-        assert_eq!(s.fail_if[0].to_string(), "growth > 2.0");
+        assert_eq!(s.fail_if[0].to_string(), "growth > 2");
         assert_eq!(s.scenario_text.lines().count(), text.lines().count());
     }
 }
