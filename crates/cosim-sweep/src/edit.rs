@@ -175,11 +175,8 @@ fn apply<'a>(
         let r = match &axis.target {
             Target::Table { path } => set_path(doc.as_table_mut(), path, value.toml()),
             Target::Subsystem { name, key } => set_in_subsystem(&mut doc, name, key, value.toml()),
-            Target::Variable {
-                subsystem,
-                variable,
-            } => {
-                set.push(format!("{subsystem}.{variable}={}", value.toml_text()));
+            Target::Variable { .. } => {
+                set.extend(variable_setting(axis, value));
                 Ok(())
             }
         };
@@ -199,6 +196,18 @@ fn apply<'a>(
         }
     }
     Ok((doc.to_string(), set))
+}
+
+/// The `--set` argument of a parameter or start value axis
+/// (`subsystem.variable=value`); `None` for the other targets.
+fn variable_setting(axis: &Axis, value: &AxisValue) -> Option<String> {
+    match &axis.target {
+        Target::Variable {
+            subsystem,
+            variable,
+        } => Some(format!("{subsystem}.{variable}={}", value.toml_text())),
+        Target::Table { .. } | Target::Subsystem { .. } => None,
+    }
 }
 
 fn scenario_message(e: &ScenarioError) -> String {
@@ -221,18 +230,41 @@ pub(crate) fn build(
         .iter()
         .filter_map(|a| a.values.first().map(|v| (a, v)))
         .chain(spec.axes.iter().zip(values));
-    let (text, set) = apply(&spec.scenario_text, pairs).map_err(|(message, _)| message)?;
+    // Values that are all parameters and start values leave the scenario's
+    // text as it is: the run starts from the scenario parsed once for the
+    // sweep, not from its text edited and parsed again.
+    let settings: Option<Vec<String>> =
+        pairs.clone().map(|(a, v)| variable_setting(a, v)).collect();
+    let (mut scenario, set) = match settings {
+        Some(set) => (base_scenario(spec)?, set),
+        None => {
+            let (text, set) = apply(&spec.scenario_text, pairs).map_err(|(message, _)| message)?;
+            let scenario =
+                Scenario::from_str(&text, &spec.scenario).map_err(|e| scenario_message(&e))?;
+            (scenario, set)
+        }
+    };
     let overrides = Overrides {
         set,
         out: Some(out.to_path_buf()),
         ..Overrides::default()
     };
-    let mut scenario =
-        Scenario::from_str(&text, &spec.scenario).map_err(|e| scenario_message(&e))?;
     scenario
         .apply_overrides(&overrides)
         .map_err(|e| scenario_message(&e))?;
     Ok((scenario, overrides))
+}
+
+/// The scenario with no axis applied (its outputs on, as [`apply`] makes
+/// them): parsed at the first call, a copy of it after.
+fn base_scenario(spec: &SweepSpec) -> Result<Scenario, String> {
+    spec.base
+        .get_or_init(|| {
+            let (text, _) =
+                apply(&spec.scenario_text, std::iter::empty()).map_err(|(message, _)| message)?;
+            Scenario::from_str(&text, &spec.scenario).map_err(|e| scenario_message(&e))
+        })
+        .clone()
 }
 
 /// Checks every `[sweep.set]` value and every axis value on its own against
@@ -319,6 +351,49 @@ pub(crate) fn check_values(spec: &SweepSpec) -> Result<(), SweepError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of a sweep whose values are all parameters and start values
+    /// starts from the scenario parsed once; its scenario is the one the
+    /// text edited and parsed again gives, run by run (and a sweep of a
+    /// `[master]` key still edits the text).
+    #[test]
+    fn runs_of_parameters_start_from_the_scenario_parsed_once() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("s.toml"),
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 1e-3\n\n[outputs]\ntrace = false\n\n[[subsystems]]\nname = \"a\"\nfmu = \"a.fmu\"\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("a.fmu"), "").unwrap();
+        let sweep = d.path().join("sweep.toml");
+        for (axes, cached) in [
+            ("key = \"a.k\"\nvalues = [1.5, 2, -3e-7]", true),
+            ("key = \"master.step\"\nvalues = [1e-3, 2e-3]", false),
+        ] {
+            std::fs::write(
+                &sweep,
+                format!("[sweep]\nscenario = \"s.toml\"\n[sweep.set]\n\"a.x0\" = 0.25\n[[sweep.axes]]\n{axes}\n"),
+            )
+            .unwrap();
+            let spec = SweepSpec::load(&sweep).unwrap();
+            for i in 0..spec.grid_len() {
+                let values = spec.grid_values(i);
+                let out = d.path().join(format!("run{i}"));
+                let (scenario, overrides) = build(&spec, &values, &out).unwrap();
+                let pairs = spec
+                    .set
+                    .iter()
+                    .filter_map(|a| a.values.first().map(|v| (a, v)))
+                    .chain(spec.axes.iter().zip(&values));
+                let (text, set) = apply(&spec.scenario_text, pairs).unwrap();
+                assert_eq!(overrides.set, set);
+                let mut edited = Scenario::from_str(&text, &spec.scenario).unwrap();
+                edited.apply_overrides(&overrides).unwrap();
+                assert_eq!(format!("{scenario:?}"), format!("{edited:?}"), "{axes}");
+            }
+            assert_eq!(spec.base.get().is_some(), cached, "{axes}");
+        }
+    }
 
     #[test]
     fn paths_are_set_keeping_comments_and_creating_tables() {

@@ -144,6 +144,10 @@ pub struct SweepSpec {
     pub(crate) source: Source,
     /// The scenario text the axes are applied to.
     pub(crate) scenario_text: String,
+    /// The scenario with no axis applied, parsed once for the sweep: the
+    /// runs of a sweep whose values are all parameters and start values
+    /// start from a copy of it ([`crate::edit::build`]).
+    pub(crate) base: std::sync::OnceLock<Result<Scenario, String>>,
 }
 
 struct Reader<'a> {
@@ -911,6 +915,7 @@ impl SweepSpec {
             plot,
             source: src.clone(),
             scenario_text,
+            base: std::sync::OnceLock::new(),
         };
         edit::check_values(&spec)?;
         Ok(spec)
