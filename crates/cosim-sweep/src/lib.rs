@@ -458,11 +458,13 @@ impl Batch<'_> {
 /// next run not taken; the records in the order of `planned`.
 fn execute_all(batch: &Batch<'_>, planned: &[Planned]) -> Result<Vec<Record>, SweepError> {
     let next = AtomicUsize::new(0);
-    // (Dropped when every run is made: the interrupt forwarder ends.)
-    let (done, done_rx) = std::sync::mpsc::channel::<()>();
     let records: Vec<Mutex<Option<Record>>> = planned.iter().map(|_| Mutex::new(None)).collect();
     let threads = batch.runner.jobs().min(planned.len());
     std::thread::scope(|scope| -> Result<(), SweepError> {
+        // The interrupt forwarder ends when `done` is dropped: when every
+        // run is made, or at any return from here, before the scope waits
+        // for its threads.
+        let (done, done_rx) = std::sync::mpsc::channel::<()>();
         let mut handles = Vec::new();
         for slot in 0..threads {
             let (next, records) = (&next, &records);
