@@ -59,9 +59,9 @@ const QUEUE_VALUES: usize = 1 << 15;
 /// 64th of this): 1 MiB, touched only as rows fill it. The writer is woken
 /// when it is half full, and each wake-up costs the stepping thread some
 /// microseconds (a syscall, an interrupt to the other processor): with a
-/// trace of two numbers a row written every step, a ring of 2^15 numbers
-/// cost 2-5 % more stepping time than this one (`bench/whole_run`, chain
-/// of 10), one of 2^12 about 10 % more.
+/// trace of two numbers a row written every step, builds with a ring of
+/// 2^15 numbers stepped 2-5 % slower than with this one (the benchmark's
+/// chain of 10, 2 * 10^6 steps, alternating runs), 2^12 about 10 %.
 const RING_VALUES: usize = 1 << 17;
 
 /// How one CSV column is written.
