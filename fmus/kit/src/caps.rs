@@ -524,6 +524,52 @@ pub fn resolve<'a>(
     Ok((spec, tok.caps))
 }
 
+/// Where the C layer finds the model an instantiation names: a static
+/// registry (the project's FMUs), or a [`Resolver`] that builds the model
+/// from the FMU's resources (an exported co-simulation).
+pub trait ModelSource: Copy {
+    /// The model `token` names and the capabilities of its build;
+    /// `resources`: the FMU's `resources` directory, where the importer
+    /// gave one.
+    fn resolve(
+        self,
+        token: &str,
+        version: FmiVersion,
+        resources: Option<&std::path::Path>,
+    ) -> Result<(&'static ModelSpec, Capabilities), String>;
+}
+
+impl ModelSource for &'static [ModelSpec] {
+    fn resolve(
+        self,
+        token: &str,
+        version: FmiVersion,
+        _resources: Option<&std::path::Path>,
+    ) -> Result<(&'static ModelSpec, Capabilities), String> {
+        resolve(self, token, version)
+    }
+}
+
+/// What a [`ModelSource`] answers: the model and its build's capabilities,
+/// or why there is none.
+pub type Resolved = Result<(&'static ModelSpec, Capabilities), String>;
+
+/// A [`ModelSource`] that is a function of the token, the version and the
+/// resources directory.
+#[derive(Clone, Copy)]
+pub struct Resolver(pub fn(&str, FmiVersion, Option<&std::path::Path>) -> Resolved);
+
+impl ModelSource for Resolver {
+    fn resolve(
+        self,
+        token: &str,
+        version: FmiVersion,
+        resources: Option<&std::path::Path>,
+    ) -> Result<(&'static ModelSpec, Capabilities), String> {
+        (self.0)(token, version, resources)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,7 +44,9 @@ pub mod testing;
 pub mod units;
 pub mod xml;
 
-pub use caps::{Capabilities, FmiVersion, Quirk, Variant, parse_token, resolve, token};
+pub use caps::{
+    Capabilities, FmiVersion, ModelSource, Quirk, Resolver, Variant, parse_token, resolve, token,
+};
 pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Interface, Status};
 pub use model::{
@@ -55,4 +57,4 @@ pub use model::{
 pub use model_exchange::{
     ContinuousModel, ContinuousState, EventUpdate, ModelExchangeSpec, StepEvent,
 };
-pub use package::{PackageRequest, model_identifier, package};
+pub use package::{PackageRequest, model_identifier, package, package_with_resources};

@@ -818,7 +818,9 @@ impl Variable {
 
     /// The quantity written into the XML.
     pub fn effective_quantity(&self) -> Option<&'static str> {
-        self.quantity.or(self.unit.map(|u| u.quantity))
+        self.quantity
+            .or(self.unit.map(|u| u.quantity))
+            .filter(|q| !q.is_empty())
     }
 
     /// True for continuous scalar Real inputs: the inputs an FMI 3 build that
@@ -869,8 +871,10 @@ pub struct DefaultExperiment {
 
 /// Builds a model from the current variable values (the parameters):
 /// validates them and returns the prepared model, or a message naming the
-/// offending parameter (`"m_c must be > 0, got -1"`).
-pub type Factory = fn(&Values) -> Result<Box<dyn Model>, String>;
+/// offending parameter (`"m_c must be > 0, got -1"`). Shared, so that a
+/// model built at run time (an exported co-simulation, whose model knows
+/// the system it runs) can capture what it builds from.
+pub type Factory = std::sync::Arc<dyn Fn(&Values) -> Result<Box<dyn Model>, String> + Send + Sync>;
 
 /// Everything static about a model: its variables, what it can do, and how
 /// to build it.
@@ -937,7 +941,11 @@ impl ModelSpec {
 
 impl ModelSpec {
     /// A new spec with only the `time` variable.
-    pub fn new(name: &'static str, description: &'static str, factory: Factory) -> Self {
+    pub fn new(
+        name: &'static str,
+        description: &'static str,
+        factory: impl Fn(&Values) -> Result<Box<dyn Model>, String> + Send + Sync + 'static,
+    ) -> Self {
         ModelSpec {
             name,
             description,
@@ -951,7 +959,7 @@ impl ModelSpec {
             can_interpolate_inputs: true,
             provides_directional_derivatives: true,
             might_return_early: false,
-            factory,
+            factory: std::sync::Arc::new(factory),
             aliases: Vec::new(),
             model_exchange: None,
         }

@@ -57,6 +57,17 @@ fn invalid(msg: String) -> io::Error {
 /// to a temporary file and renamed, so readers never see half an FMU, and
 /// entries carry a fixed timestamp so identical inputs give identical bytes.
 pub fn package(req: &PackageRequest<'_>, library: &Path, out: &Path) -> io::Result<()> {
+    package_with_resources(req, library, None, out)
+}
+
+/// [`package()`], with the files under `resources` (a directory) packed
+/// as the FMU's `resources/`, in name order.
+pub fn package_with_resources(
+    req: &PackageRequest<'_>,
+    library: &Path,
+    resources: Option<&Path>,
+    out: &Path,
+) -> io::Result<()> {
     req.spec.check().map_err(invalid)?;
     req.caps.check(req.spec, req.version).map_err(invalid)?;
     let id = &req.model_identifier;
@@ -94,6 +105,13 @@ pub fn package(req: &PackageRequest<'_>, library: &Path, out: &Path) -> io::Resu
         zip.start_file(lib_path, opts.unix_permissions(0o755))
             .map_err(io::Error::other)?;
         zip.write_all(&lib)?;
+        if let Some(dir) = resources {
+            for (name, path) in files_under(dir)? {
+                zip.start_file(format!("resources/{name}"), opts.unix_permissions(0o644))
+                    .map_err(io::Error::other)?;
+                io::copy(&mut fs::File::open(&path)?, &mut zip)?;
+            }
+        }
         zip.finish().map_err(io::Error::other)?.sync_all()?;
         Ok(())
     })();
@@ -104,4 +122,35 @@ pub fn package(req: &PackageRequest<'_>, library: &Path, out: &Path) -> io::Resu
             Err(e)
         }
     }
+}
+
+/// The files under `dir`, as (`/`-separated path relative to `dir`,
+/// path), sorted by name; symbolic links are refused.
+fn files_under(dir: &Path) -> io::Result<Vec<(String, std::path::PathBuf)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), dir.to_path_buf())];
+    while let Some((prefix, d)) = stack.pop() {
+        for entry in fs::read_dir(&d)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push((rel, entry.path()));
+            } else if kind.is_file() {
+                out.push((rel, entry.path()));
+            } else {
+                return Err(invalid(format!(
+                    "{} is neither a file nor a directory",
+                    entry.path().display()
+                )));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }

@@ -15,6 +15,19 @@ pub struct Unit {
     pub s: i32,
     /// Exponent of kelvin.
     pub k: i32,
+    /// Exponent of ampere.
+    pub a: i32,
+    /// Exponent of mole.
+    pub mol: i32,
+    /// Exponent of candela.
+    pub cd: i32,
+    /// Exponent of radian.
+    pub rad: i32,
+    /// `factor` of `<BaseUnit>` (1 for the SI units).
+    pub factor: f64,
+    /// Whether the unit has a `<BaseUnit>` (a unit taken from an FMU that
+    /// declares none has not).
+    pub has_base: bool,
     /// `offset` of `<BaseUnit>` (273.15 for degC, else 0).
     pub offset: f64,
     /// Default `quantity` attribute of a variable with this unit.
@@ -28,6 +41,12 @@ pub const S: Unit = Unit {
     m: 0,
     s: 1,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Time",
 };
@@ -38,6 +57,12 @@ pub const M: Unit = Unit {
     m: 1,
     s: 0,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Length",
 };
@@ -48,6 +73,12 @@ pub const M_PER_S: Unit = Unit {
     m: 1,
     s: -1,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Velocity",
 };
@@ -58,6 +89,12 @@ pub const M_PER_S2: Unit = Unit {
     m: 1,
     s: -2,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Acceleration",
 };
@@ -68,6 +105,12 @@ pub const KG: Unit = Unit {
     m: 0,
     s: 0,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Mass",
 };
@@ -78,6 +121,12 @@ pub const N: Unit = Unit {
     m: 1,
     s: -2,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Force",
 };
@@ -88,6 +137,12 @@ pub const N_PER_M: Unit = Unit {
     m: 0,
     s: -2,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "TranslationalSpringConstant",
 };
@@ -98,6 +153,12 @@ pub const N_S_PER_M: Unit = Unit {
     m: 0,
     s: -1,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "TranslationalDampingConstant",
 };
@@ -108,6 +169,12 @@ pub const PER_S: Unit = Unit {
     m: 0,
     s: -1,
     k: 0,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "Frequency",
 };
@@ -118,6 +185,12 @@ pub const K: Unit = Unit {
     m: 0,
     s: 0,
     k: 1,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "TemperatureDifference",
 };
@@ -128,6 +201,12 @@ pub const K_PER_S: Unit = Unit {
     m: 0,
     s: -1,
     k: 1,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 0.0,
     quantity: "TemperatureRate",
 };
@@ -138,6 +217,12 @@ pub const DEG_C: Unit = Unit {
     m: 0,
     s: 0,
     k: 1,
+    a: 0,
+    mol: 0,
+    cd: 0,
+    rad: 0,
+    factor: 1.0,
+    has_base: true,
     offset: 273.15,
     quantity: "ThermodynamicTemperature",
 };

@@ -53,11 +53,28 @@ fn write_units(out: &mut String, spec: &ModelSpec) {
     }
     out.push_str("  <UnitDefinitions>\n");
     for u in units {
+        if !u.has_base {
+            let _ = writeln!(out, "    <Unit name=\"{}\"/>", escape(u.name));
+            continue;
+        }
         let mut base = String::new();
-        for (name, e) in [("kg", u.kg), ("m", u.m), ("s", u.s), ("K", u.k)] {
+        let exponents = [
+            ("kg", u.kg),
+            ("m", u.m),
+            ("s", u.s),
+            ("A", u.a),
+            ("K", u.k),
+            ("mol", u.mol),
+            ("cd", u.cd),
+            ("rad", u.rad),
+        ];
+        for (name, e) in exponents {
             if e != 0 {
                 let _ = write!(base, " {name}=\"{e}\"");
             }
+        }
+        if u.factor != 1.0 {
+            let _ = write!(base, " factor=\"{}\"", num(u.factor));
         }
         if u.offset != 0.0 {
             let _ = write!(base, " offset=\"{}\"", num(u.offset));

@@ -562,3 +562,30 @@ fn a_model_without_structural_parameters_has_no_configuration_mode() {
     assert_eq!(enter_config(i), 3);
     assert_eq!(exit_config(i), 3);
 }
+
+/// The resources directory from what importers pass: FMPy and fmusim give
+/// FMI 2 `file:///...` URIs (percent-encoded), some tools `file:/...`.
+#[test]
+fn resource_locations_become_directories() {
+    use crate::FmiVersion::{Fmi2, Fmi3};
+    use std::path::PathBuf;
+    let p = |v, s| super::resource_path(v, s);
+    assert_eq!(
+        p(Fmi2, "file:///tmp/a%20b/resources/"),
+        Some(PathBuf::from("/tmp/a b/resources/"))
+    );
+    assert_eq!(
+        p(Fmi2, "file:/tmp/x/resources"),
+        Some(PathBuf::from("/tmp/x/resources"))
+    );
+    assert_eq!(
+        p(Fmi2, "file://localhost/tmp/x"),
+        Some(PathBuf::from("/tmp/x"))
+    );
+    assert_eq!(p(Fmi2, "http://example.invalid/r"), None);
+    assert_eq!(p(Fmi2, ""), None);
+    assert_eq!(
+        p(Fmi3, "/tmp/x/resources/"),
+        Some(PathBuf::from("/tmp/x/resources/"))
+    );
+}

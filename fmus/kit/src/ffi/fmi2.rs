@@ -9,9 +9,9 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use super::model_exchange::{self as me, NO_ME};
 use super::shared::{self, FMI2, Seeded, simple, status_call};
 use super::{c_string, cstr, free, guard, register, slice, slice_mut, write_out};
-use crate::caps::{FmiVersion, resolve};
+use crate::caps::{FmiVersion, ModelSource};
 use crate::instance::{Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
-use crate::model::{ModelSpec, VarType};
+use crate::model::VarType;
 
 /// `fmi2CallbackLogger`: C-variadic.
 pub type Logger = unsafe extern "C" fn(
@@ -142,11 +142,11 @@ pub unsafe fn set_debug_logging(
 /// FMI calling convention.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn instantiate(
-    registry: &'static [ModelSpec],
+    models: impl ModelSource,
     name: *const c_char,
     fmu_type: c_int,
     guid: *const c_char,
-    _resource_location: *const c_char,
+    resource_location: *const c_char,
     functions: *const CallbackFunctions,
     _visible: c_int,
     logging_on: c_int,
@@ -184,7 +184,9 @@ pub unsafe fn instantiate(
             Ok(g) => g,
             Err(e) => return refuse(e.message),
         };
-        let (spec, caps) = match resolve(registry, guid, FmiVersion::Fmi2) {
+        // SAFETY: as above.
+        let resources = unsafe { super::resource_dir(FmiVersion::Fmi2, resource_location) };
+        let (spec, caps) = match models.resolve(guid, FmiVersion::Fmi2, resources.as_deref()) {
             Ok(x) => x,
             Err(e) => return refuse(e),
         };

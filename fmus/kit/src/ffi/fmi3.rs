@@ -21,9 +21,9 @@ use super::{
     cstr, free, guard, lookup, register, slice, slice_mut, with_free_instance, with_handle,
     with_instance_cell,
 };
-use crate::caps::{FmiVersion, resolve};
+use crate::caps::{FmiVersion, ModelSource};
 use crate::instance::{Cap, Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
-use crate::model::{ModelSpec, VarType};
+use crate::model::VarType;
 
 pub use super::intermediate::LogMessage;
 
@@ -111,10 +111,10 @@ fn refuse_instantiation(
 /// FMI calling convention.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn instantiate_model_exchange(
-    registry: &'static [ModelSpec],
+    models: impl ModelSource,
     name: *const c_char,
     token: *const c_char,
-    _res: *const c_char,
+    res: *const c_char,
     _visible: bool,
     logging_on: bool,
     env: *mut c_void,
@@ -135,7 +135,9 @@ pub unsafe fn instantiate_model_exchange(
             Ok(t) => t,
             Err(e) => return bad(e.message),
         };
-        let (spec, caps) = match resolve(registry, token, FmiVersion::Fmi3) {
+        // SAFETY: as above.
+        let resources = unsafe { super::resource_dir(FmiVersion::Fmi3, res) };
+        let (spec, caps) = match models.resolve(token, FmiVersion::Fmi3, resources.as_deref()) {
             Ok(x) => x,
             Err(e) => return bad(e),
         };
@@ -165,10 +167,10 @@ pub unsafe fn instantiate_model_exchange(
 /// FMI calling convention.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn instantiate_co_simulation(
-    registry: &'static [ModelSpec],
+    models: impl ModelSource,
     name: *const c_char,
     token: *const c_char,
-    _res: *const c_char,
+    res: *const c_char,
     _visible: bool,
     logging_on: bool,
     event_mode_used: bool,
@@ -197,7 +199,9 @@ pub unsafe fn instantiate_co_simulation(
             Ok(t) => t,
             Err(e) => return bad(e.message),
         };
-        let (spec, caps) = match resolve(registry, token, FmiVersion::Fmi3) {
+        // SAFETY: as above.
+        let resources = unsafe { super::resource_dir(FmiVersion::Fmi3, res) };
+        let (spec, caps) = match models.resolve(token, FmiVersion::Fmi3, resources.as_deref()) {
             Ok(x) => x,
             Err(e) => return bad(e),
         };

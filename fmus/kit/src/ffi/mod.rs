@@ -421,6 +421,57 @@ pub(crate) unsafe fn cstrs<'a>(ptrs: &[*const c_char], what: &str) -> R<Vec<&'a 
         .collect()
 }
 
+/// The FMU's `resources` directory from the location the importer passed
+/// to instantiation: FMI 2 a URI (`file:///dir/resources` or
+/// `file:/dir/resources`, percent-encoded, an optional `localhost`), FMI 3
+/// an absolute path. `None` for NULL, an empty string or another scheme.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string (FMI calling convention).
+pub(crate) unsafe fn resource_dir(
+    version: crate::caps::FmiVersion,
+    p: *const c_char,
+) -> Option<std::path::PathBuf> {
+    // SAFETY: as the caller guarantees.
+    let text = unsafe { cstr(p, "resource location") }.ok()?;
+    resource_path(version, text)
+}
+
+/// [`resource_dir`] of a location read.
+pub fn resource_path(version: crate::caps::FmiVersion, text: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    if text.is_empty() {
+        return None;
+    }
+    if version == crate::caps::FmiVersion::Fmi3 {
+        return Some(text.into());
+    }
+    let rest = text
+        .strip_prefix("file://localhost/")
+        .map(|r| format!("/{r}"))
+        .or_else(|| text.strip_prefix("file:///").map(|r| format!("/{r}")))
+        .or_else(|| text.strip_prefix("file:/").map(|r| format!("/{r}")))?;
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(std::ffi::OsString::from_vec(out).into())
+}
+
 /// A C string of `s` (a NUL inside becomes a space).
 pub(crate) fn c_string(s: &str) -> std::ffi::CString {
     std::ffi::CString::new(s.replace('\0', " ")).unwrap_or_default()
@@ -472,7 +523,8 @@ pub fn raise_segfault() {
 /// fmu_kit::export_fmi!(crate::registry::all());
 /// ```
 ///
-/// `$registry` must evaluate to `&'static [fmu_kit::ModelSpec]`.
+/// `$registry` must evaluate to a [`ModelSource`](crate::ModelSource):
+/// `&'static [fmu_kit::ModelSpec]`, or a [`Resolver`](crate::Resolver).
 #[macro_export]
 macro_rules! export_fmi {
     ($registry:expr) => {
