@@ -177,9 +177,35 @@ impl Assembly {
     }
 }
 
+/// Refuses a fixed-step nest under a fixed-step level whose step it does
+/// not divide: both must meet at every outer communication point.
+fn check_nested_step(
+    resolved: &ResolvedScenario,
+    s: usize,
+    nest: &NestNode,
+) -> Result<(), AssembleError> {
+    let sub = &resolved.subsystems[s];
+    let (outer, inner) = (&resolved.master, &nest.resolved.master);
+    if outer.kind == MasterKind::FixedStep && inner.kind == MasterKind::FixedStep {
+        let ratio = outer.step / inner.step;
+        if (ratio - ratio.round()).abs() > 1e-9 * ratio.max(1.0) || ratio.round() < 1.0 {
+            return Err(resolved
+                .error_at(
+                    sub.span,
+                    format!(
+                        "the step {} s of nested system '{}' does not divide the step {} s of the level above",
+                        inner.step, sub.name, outer.step
+                    ),
+                )
+                .into());
+        }
+    }
+    Ok(())
+}
+
 /// Builds nested system `nest`, subsystem `s` of `resolved`, with the slots
 /// of `layout` (variables of its synthetic model description).
-fn nested(
+pub(crate) fn nested(
     resolved: &ResolvedScenario,
     s: usize,
     nest: &NestNode,
@@ -202,23 +228,6 @@ fn nested(
                 ),
             )
             .into());
-    }
-    // A fixed-step level above a fixed-step nest: the inner step must divide
-    // the outer one, so both meet at every outer communication point.
-    let (outer, inner) = (&resolved.master, &nest.resolved.master);
-    if outer.kind == MasterKind::FixedStep && inner.kind == MasterKind::FixedStep {
-        let ratio = outer.step / inner.step;
-        if (ratio - ratio.round()).abs() > 1e-9 * ratio.max(1.0) || ratio.round() < 1.0 {
-            return Err(resolved
-                .error_at(
-                    sub.span,
-                    format!(
-                        "the step {} s of nested system '{}' does not divide the step {} s of the level above",
-                        inner.step, sub.name, outer.step
-                    ),
-                )
-                .into());
-        }
     }
     let to_inner = |v: &VariableIndex| {
         let (is, iv) = nest.map[*v];
@@ -333,7 +342,7 @@ pub fn open_fmus(scenario: &crate::Scenario) -> Result<Vec<Fmu>, AssembleError> 
 /// Per-subsystem slot layout: the variables of the input and observed
 /// slots (each once; an FMI 3 array fills one slot per element).
 #[derive(Debug, Default)]
-struct Layout {
+pub(crate) struct Layout {
     inputs: Vec<VariableIndex>,
     observed: Vec<VariableIndex>,
     /// How many of `observed` are outputs.
@@ -343,6 +352,17 @@ struct Layout {
 }
 
 impl Layout {
+    /// The layout of scalar `inputs` and outputs `observed` (a nest on its
+    /// own: [`crate::export`]).
+    pub(crate) fn scalars(inputs: Vec<VariableIndex>, observed: Vec<VariableIndex>) -> Layout {
+        Layout {
+            n_outputs: observed.len(),
+            inputs,
+            observed,
+            shapes: HashMap::new(),
+        }
+    }
+
     /// Slots of variable `v`.
     fn len_of(&self, v: VariableIndex) -> usize {
         self.shapes.get(&v).map_or(1, |s| s.iter().product())
@@ -860,6 +880,7 @@ fn instantiate(
     let fmu = match &nodes[s] {
         Node::Fmu(fmu) => fmu,
         Node::Nest(nest) => {
+            check_nested_step(resolved, s, nest)?;
             let inner = nested(resolved, s, nest, l, level, &full_name)?;
             let inner = fed_from_files(
                 inner,

@@ -32,6 +32,7 @@
 pub mod assemble;
 mod error;
 pub mod events;
+pub mod export;
 mod input_csv;
 mod long_arrays;
 pub mod nest;

@@ -544,7 +544,7 @@ fn exposed_variable(
 
 /// Whether input `v` of inner subsystem `s` is fed inside the nested
 /// system: by a connection, a function or an input file.
-fn fed_inside(inner: &ResolvedScenario, s: usize, v: VariableIndex) -> bool {
+pub(crate) fn fed_inside(inner: &ResolvedScenario, s: usize, v: VariableIndex) -> bool {
     let fed = |r: &crate::VariableRef| r.subsystem == s && r.variable == v;
     inner.connections.iter().any(|c| fed(&c.to))
         || inner

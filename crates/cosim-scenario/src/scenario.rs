@@ -660,6 +660,11 @@ impl Scenario {
         }
     }
 
+    /// The subsystems, to change (a nested system's scenario).
+    pub(crate) fn subsystems_mut(&mut self) -> &mut [SubsystemSpec] {
+        &mut self.subsystems
+    }
+
     /// The scenario file's path as given.
     pub fn path(&self) -> &Path {
         &self.source.path
