@@ -105,11 +105,16 @@ pub fn cosim_bin() -> PathBuf {
             Some(other) => other,
         };
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "cosim-cli", "--profile", profile])
+            // (cosim-fmu: the library `cosim export` packs, beside `cosim`.)
+            .args(["build", "--quiet", "-p", "cosim-cli", "-p", "cosim-fmu"])
+            .args(["--profile", profile])
             .current_dir(root())
             .status()
-            .expect("running cargo build -p cosim-cli");
-        assert!(status.success(), "cargo build -p cosim-cli failed");
+            .expect("running cargo build -p cosim-cli -p cosim-fmu");
+        assert!(
+            status.success(),
+            "cargo build -p cosim-cli -p cosim-fmu failed"
+        );
         let bin = profile_dir.join(format!("cosim{}", std::env::consts::EXE_SUFFIX));
         assert!(bin.exists(), "{} missing after cargo build", bin.display());
         bin

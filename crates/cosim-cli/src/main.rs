@@ -8,6 +8,7 @@ mod compare;
 mod console;
 mod convert;
 mod ending;
+mod export;
 mod host;
 mod inspect;
 mod interrupt;
@@ -63,6 +64,9 @@ enum Command {
     /// description, or an FMU (the scenario `cosim run Model.fmu` runs),
     /// into a cosim TOML scenario.
     Convert(convert::Args),
+    /// Pack a system (scenario, SSP, OSP) as one FMU (FMI 2.0 or 3.0) that
+    /// any importer runs, its master inside (docs/export.md).
+    Export(export::Args),
     /// Host one FMU for a cosim master in another process (internal: used
     /// by `isolation = "process"`).
     #[command(hide = true)]
@@ -171,6 +175,7 @@ fn run_command() -> u8 {
         Command::Sweep(args) => sweep::run(args, cli.quiet, cli.verbose),
         Command::SweepWorker => return cosim_sweep::worker::serve(),
         Command::Convert(args) => convert::run(args, cli.quiet),
+        Command::Export(args) => export::run(args, cli.quiet),
         Command::Host(args) => host::run(args),
         Command::Inspect { path, json } => inspect::run(path, *json, cli.quiet),
     };

@@ -1,0 +1,353 @@
+//! The library side of an exported FMU: the model an instantiation names,
+//! found from the FMU's resources ([`resolve`]), and the system it runs
+//! ([`SystemModel`]).
+//!
+//! The kit's C layer keeps the importer to the standard's state machine;
+//! this model sees only what a legal call sequence makes of it: built
+//! (the whole system instantiated and initialised, inputs and parameters
+//! as the importer set them) when initialization ends, or whenever the
+//! importer reads a value in Initialization Mode (then built again for the
+//! read, and dropped); stepped by [`cosim_core::Subsystem::do_step`] of
+//! the nest, whose master advances the inner system to the end of the
+//! importer's step; terminated and freed when the instance is freed.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use cosim_core::{CoreError, Subsystem};
+use cosim_fmi::StepOutcome;
+use cosim_scenario::export::ExportSpec;
+use fmu_kit::{
+    Capabilities, Factory, FmiVersion, Inputs, LogLevel, Model, ModelSpec, StepError, TIME, Values,
+    VarType,
+};
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::interface::{exposed_vr, model_spec};
+use crate::manifest::Manifest;
+
+/// The interfaces built in this process, one per resources directory.
+static INTERFACES: Mutex<Vec<(PathBuf, &'static ModelSpec)>> = Mutex::new(Vec::new());
+
+/// The kit's [`fmu_kit::Resolver`] of `cosim-fmu`: the model of the FMU
+/// whose resources are `resources`, checked against `token`.
+pub fn resolve(
+    token: &str,
+    version: FmiVersion,
+    resources: Option<&Path>,
+) -> Result<(&'static ModelSpec, Capabilities), String> {
+    let dir = resources.ok_or(
+        "no resource location was given: an exported co-simulation reads its system from the FMU's resources",
+    )?;
+    let spec = interface_of(dir)?;
+    fmu_kit::resolve(std::slice::from_ref(spec), token, version)
+}
+
+/// The interface of the FMU whose resources are `dir` (built once per
+/// process: the kit's instances refer to it for as long as they live).
+fn interface_of(dir: &Path) -> Result<&'static ModelSpec, String> {
+    let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut known = INTERFACES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, spec)) = known.iter().find(|(d, _)| *d == key) {
+        return Ok(spec);
+    }
+    let manifest = Manifest::read(&key)?;
+    let export = Arc::new(ExportSpec {
+        system: key.join(&manifest.system),
+        name: manifest.name.clone(),
+        exposes: manifest.exposes.clone(),
+        parameters: manifest.parameters.clone(),
+    });
+    let (exported, messages) = captured(|| cosim_scenario::export::describe(&export));
+    let exported = exported.map_err(|e| with_messages(e.to_string(), &messages))?;
+    let layout = Arc::new(Layout::of(&exported));
+    let factory: Factory = Arc::new(move |values: &Values| {
+        SystemModel::build(&export, &layout, values).map(|m| Box::new(m) as Box<dyn Model>)
+    });
+    let spec: &'static ModelSpec =
+        Box::leak(Box::new(model_spec(&exported, &manifest.name, factory)?));
+    known.push((key, spec));
+    Ok(spec)
+}
+
+/// Where the exported variables are: value references of the inputs (in
+/// the nest's input slot order) and outputs (observed slot order), and of
+/// the parameters with their types.
+#[derive(Debug)]
+struct Layout {
+    inputs: Vec<u32>,
+    outputs: Vec<u32>,
+    parameters: Vec<(u32, VarType)>,
+}
+
+impl Layout {
+    fn of(exported: &cosim_scenario::export::Exported) -> Layout {
+        use cosim_fmi::model_description::Causality;
+        let of = |c: Causality| {
+            exported
+                .exposed()
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.causality == c)
+                .map(|(k, _)| exposed_vr(k))
+                .collect()
+        };
+        let n = exported.n_exposed;
+        Layout {
+            inputs: of(Causality::Input),
+            outputs: of(Causality::Output),
+            parameters: exported
+                .parameters
+                .iter()
+                .enumerate()
+                .map(|(j, p)| {
+                    let ty = match p.variable.var_type {
+                        t if t.is_float() => VarType::Real,
+                        cosim_fmi::model_description::VariableType::Boolean => VarType::Boolean,
+                        _ => VarType::Integer,
+                    };
+                    (exposed_vr(n + j), ty)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The exported system, running: the nest and the values crossing it.
+pub struct SystemModel {
+    inner: Box<dyn Subsystem>,
+    layout: Arc<Layout>,
+    /// The exposed inputs, in slot order.
+    u: Vec<f64>,
+    /// The exposed outputs, in slot order.
+    y: Vec<f64>,
+    /// What the inner FMUs and the master said while the model was built,
+    /// passed to the importer's logger at the first step.
+    pending: Vec<(LogLevel, String)>,
+}
+
+impl SystemModel {
+    /// Builds the system with the parameters and inputs of `values` and
+    /// initialises it at `values[TIME]`.
+    fn build(export: &ExportSpec, layout: &Arc<Layout>, values: &Values) -> Result<Self, String> {
+        let parameters = layout
+            .parameters
+            .iter()
+            .map(|&(vr, ty)| toml_value(&export.parameters, layout, vr, ty, values[vr]))
+            .collect::<Result<Vec<_>, _>>()?;
+        let t0 = values[TIME];
+        let u: Vec<f64> = layout.inputs.iter().map(|&vr| values[vr]).collect();
+        let (built, messages) = captured(|| -> Result<_, String> {
+            let text = |e: CoreError| e.to_string();
+            let mut inner = cosim_scenario::export::build(export, &parameters, t0)
+                .map_err(|e| e.to_string())?;
+            inner.enter_initialization(t0, None).map_err(text)?;
+            inner.set_inputs(&u).map_err(text)?;
+            inner.exit_initialization().map_err(text)?;
+            let mut y = vec![0.0; inner.info().observed.len()];
+            inner.get_observed(&mut y).map_err(text)?;
+            Ok((inner, y))
+        });
+        let (inner, y) = built.map_err(|e| with_messages(e, &messages))?;
+        Ok(SystemModel {
+            inner,
+            layout: Arc::clone(layout),
+            u,
+            y,
+            pending: messages,
+        })
+    }
+
+    fn write_outputs(&self, v: &mut Values) {
+        for (&vr, &x) in self.layout.outputs.iter().zip(&self.y) {
+            v[vr] = x;
+        }
+    }
+
+    /// The outputs after a step, and why the step ended if not at `t + h`.
+    fn step(&mut self, t: f64, h: f64) -> Result<(), StepError> {
+        let error = |e: CoreError| StepError::Error(e.to_string());
+        self.inner.set_inputs(&self.u).map_err(error)?;
+        match self.inner.do_step(t, h) {
+            Ok(StepOutcome::Completed) => {}
+            Ok(StepOutcome::EarlyReturn {
+                last_successful_time: reached,
+            })
+            | Ok(StepOutcome::Terminated {
+                last_successful_time: reached,
+            }) => {
+                self.inner.get_observed(&mut self.y).map_err(error)?;
+                return Err(StepError::Terminate {
+                    reached,
+                    message: format!("the system ended its simulation at t = {reached}"),
+                });
+            }
+            Ok(StepOutcome::Discarded {
+                last_successful_time: reached,
+            }) => {
+                return Err(StepError::Discard {
+                    reached,
+                    message: format!(
+                        "the system could not complete the step (reached t = {reached})"
+                    ),
+                });
+            }
+            Err(e @ CoreError::TerminatedByFmu { t: reached, .. }) => {
+                self.inner.get_observed(&mut self.y).map_err(error)?;
+                return Err(StepError::Terminate {
+                    reached,
+                    message: e.to_string(),
+                });
+            }
+            Err(e) => return Err(error(e)),
+        }
+        self.inner.get_observed(&mut self.y).map_err(error)
+    }
+}
+
+impl Drop for SystemModel {
+    fn drop(&mut self) {
+        // Terminates every inner FMU the state machine allows to be; they
+        // are freed with the nest.
+        let _ = self.inner.terminate();
+    }
+}
+
+impl Model for SystemModel {
+    fn init(&mut self, v: &mut Values) {
+        self.write_outputs(v);
+    }
+
+    fn do_step(
+        &mut self,
+        t: f64,
+        h: f64,
+        v: &mut Values,
+        u: &Inputs,
+        log: &dyn Fn(LogLevel, &str),
+    ) -> Result<(), StepError> {
+        for (level, message) in self.pending.drain(..) {
+            log(level, &message);
+        }
+        for (slot, &vr) in self.u.iter_mut().zip(&self.layout.inputs) {
+            *slot = u.value(vr);
+        }
+        let (result, messages) = captured(|| self.step(t, h));
+        // A failed step's message quotes what the inner FMU logged last:
+        // its error lines are not passed twice.
+        let failed = matches!(result, Err(StepError::Error(_) | StepError::Fatal(_)));
+        for (level, message) in &messages {
+            if !(failed && *level == LogLevel::Error) {
+                log(*level, message);
+            }
+        }
+        self.write_outputs(v);
+        result
+    }
+
+    fn outputs(&self, _t: f64, v: &mut Values, _u: &Inputs) {
+        // The outputs change when the system steps: a value the importer
+        // sets reaches the system at the next step (the exported variables
+        // declare no direct feed-through).
+        self.write_outputs(v);
+    }
+}
+
+/// A parameter's value as `--set` reads it.
+fn toml_value(
+    names: &[String],
+    layout: &Layout,
+    vr: u32,
+    ty: VarType,
+    x: f64,
+) -> Result<String, String> {
+    let name = layout
+        .parameters
+        .iter()
+        .position(|&(p, _)| p == vr)
+        .and_then(|j| names.get(j))
+        .map_or("?", String::as_str);
+    match ty {
+        VarType::Boolean => Ok((x != 0.0).to_string()),
+        VarType::Integer => Ok(format!("{}", x as i64)),
+        _ if x.is_finite() => Ok(format!("{x:?}")),
+        _ => Err(format!("parameter {name} = {x} is not a finite number")),
+    }
+}
+
+fn with_messages(error: String, messages: &[(LogLevel, String)]) -> String {
+    if messages.is_empty() {
+        return error;
+    }
+    let said: Vec<&str> = messages.iter().map(|(_, m)| m.as_str()).collect();
+    format!("{error}\n{}", said.join("\n"))
+}
+
+thread_local! {
+    /// Where [`Collect`] puts the events of this thread's call.
+    static COLLECTED: RefCell<Vec<(LogLevel, String)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's `tracing` events collected: the inner
+/// FMUs' messages (target `fmu`, with their instance and category) and
+/// the engine's warnings and errors, for the importer's logger.
+fn captured<T>(f: impl FnOnce() -> T) -> (T, Vec<(LogLevel, String)>) {
+    let before = COLLECTED.with(|c| c.borrow_mut().len());
+    let subscriber = tracing_subscriber::registry().with(Collect);
+    let result = tracing::subscriber::with_default(subscriber, f);
+    let messages = COLLECTED.with(|c| c.borrow_mut().split_off(before));
+    (result, messages)
+}
+
+/// A `tracing` layer that keeps events as the importer's log lines.
+struct Collect;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Collect {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let meta = event.metadata();
+        let from_fmu = meta.target() == "fmu";
+        let level = match *meta.level() {
+            tracing::Level::ERROR => LogLevel::Error,
+            tracing::Level::WARN => LogLevel::Warning,
+            _ if from_fmu => LogLevel::Info,
+            _ => return,
+        };
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let line = match (fields.instance, fields.category) {
+            (Some(i), Some(c)) => format!("[{i}] {c}: {}", fields.message),
+            (Some(i), None) => format!("[{i}] {}", fields.message),
+            _ => fields.message,
+        };
+        COLLECTED.with(|c| c.borrow_mut().push((level, line)));
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    message: String,
+    instance: Option<String>,
+    category: Option<String>,
+}
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "instance" => self.instance = Some(value.to_string()),
+            "category" => self.category = Some(value.to_string()),
+            "message" => self.message = value.to_string(),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let text = format!("{value:?}");
+        match field.name() {
+            "instance" => self.instance = Some(text),
+            "category" => self.category = Some(text),
+            "message" => self.message = text,
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! `resources/cosim-export.toml`: what the exported FMU runs.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's file name, in the FMU's `resources` directory.
+pub const FILE: &str = "cosim-export.toml";
+
+/// The format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// What an exported FMU runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// The model's name (`modelName`, `modelIdentifier`).
+    pub name: String,
+    /// The system's scenario, relative to the `resources` directory.
+    pub system: String,
+    /// The exposed inputs and outputs, `<subsystem>.<variable>`.
+    pub exposes: Vec<String>,
+    /// The exposed parameters, `<subsystem>.<parameter>`.
+    pub parameters: Vec<String>,
+}
+
+impl Manifest {
+    /// Reads the manifest of the `resources` directory `dir`.
+    pub fn read(dir: &Path) -> Result<Manifest, String> {
+        let path = dir.join(FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let manifest: Manifest =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if manifest.format != FORMAT {
+            return Err(format!(
+                "{}: format {} is not the format {FORMAT} this library reads (the FMU was exported by another version of cosim)",
+                path.display(),
+                manifest.format
+            ));
+        }
+        Ok(manifest)
+    }
+
+    /// The manifest as TOML text.
+    pub fn to_text(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}

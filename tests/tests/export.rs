@@ -1,0 +1,354 @@
+//! `cosim export` end to end (docs/export.md): a system packed as one FMU
+//! runs in cosim, FMPy and libcosim as the system runs itself, the bits
+//! the same at the same communication points; its parameters, two
+//! instances in one process, an inner FMU's error, and bad exports.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cosim_tests::libcosim::{self, Trace, compare_exact};
+
+/// The exposed variables of the B3 nest: S1's coupling, and states to trace.
+const NEST_EXPOSES: &[&str] = &[
+    "s2.x1", "s2.v1", "s2.l12", "s2.x2", "s2.v2", "s3.x3", "s3.v3",
+];
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `cosim export SYSTEM -o OUT --fmi FMI` with `extra` arguments.
+fn export(system: &Path, out: &Path, fmi: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "export",
+        system.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--fmi",
+        fmi,
+    ];
+    args.extend(extra);
+    cosim_tests::cosim(&args)
+}
+
+/// scenarios/b3_three_mass_nest.toml exported as `dir/Nest<fmi>.fmu`,
+/// with `extra` arguments after the nest's exposes.
+fn exported_nest(dir: &Path, fmi: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(format!("Nest{fmi}.fmu"));
+    let mut args: Vec<&str> = NEST_EXPOSES.iter().flat_map(|e| ["--expose", e]).collect();
+    args.extend(extra);
+    let o = export(
+        &cosim_tests::scenario("b3_three_mass_nest.toml"),
+        &out,
+        fmi,
+        &args,
+    );
+    assert!(o.status.success(), "cosim export failed:\n{}", text(&o));
+    out
+}
+
+/// `cosim run` of `scenario` into `out` (quiet), asserting success.
+fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--no-progress",
+        "-q",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let o = cosim_tests::cosim(&args);
+    assert!(
+        o.status.success(),
+        "cosim run {} failed:\n{}",
+        scenario.display(),
+        text(&o)
+    );
+    o
+}
+
+/// b3_three_mass_hierarchical.toml with its nest (inline, the system of
+/// b3_three_mass_nest.toml) replaced by the FMU `fmu`, written into `dir`.
+fn hierarchical_with(fmu: &Path, dir: &Path) -> PathBuf {
+    let original = cosim_tests::scenario("b3_three_mass_hierarchical.toml");
+    let text = std::fs::read_to_string(&original).unwrap();
+    let nest = text
+        .find("exposes = [")
+        .expect("the nest's exposes in b3_three_mass_hierarchical.toml");
+    let end = nest
+        + text[nest..]
+            .find("\n[[connections]]")
+            .expect("the top level's connections after the nest");
+    let text = format!(
+        "{}fmu = {:?}\n{}",
+        &text[..nest],
+        fmu.display().to_string(),
+        &text[end..]
+    )
+    .replace("../fmus/dist", &cosim_tests::fmus().display().to_string());
+    assert!(!text.contains("subsystems.system"), "{text}");
+    let path = dir.join("hierarchical_exported.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The nest of B3's hierarchical co-simulation, exported (FMI 2.0 and 3.0)
+/// and put in its place, gives the hierarchical run's trace byte for
+/// byte: the FMU's master steps the nest as the nested level does.
+#[test]
+fn an_exported_nest_gives_the_bits_of_the_nest_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("nested");
+    run(
+        &cosim_tests::scenario("b3_three_mass_hierarchical.toml"),
+        &nested,
+        &[],
+    );
+    let expected = std::fs::read(nested.join("trace.csv")).unwrap();
+    for fmi in ["2", "3"] {
+        let fmu = exported_nest(dir.path(), fmi, &[]);
+        let scenario = hierarchical_with(&fmu, dir.path());
+        let out = dir.path().join(format!("exported{fmi}"));
+        run(&scenario, &out, &[]);
+        let got = std::fs::read(out.join("trace.csv")).unwrap();
+        assert!(
+            got == expected,
+            "FMI {fmi}: the exported nest's trace differs from the nested run's:\n{}\n---\n{}",
+            String::from_utf8_lossy(&got[..got.len().min(600)]),
+            String::from_utf8_lossy(&expected[..expected.len().min(600)])
+        );
+    }
+}
+
+/// An exposed parameter set by the importer reaches the inner FMU, and two
+/// instances of one exported FMU in one process keep to their own values:
+/// each equals the system run directly with that value.
+#[test]
+fn two_instances_with_their_own_parameters_run_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = exported_nest(dir.path(), "2", &["--parameter", "s3.c3"]);
+    let scenario = dir.path().join("two.toml");
+    let fmu_path = fmu.display().to_string();
+    std::fs::write(
+        &scenario,
+        format!(
+            "[simulation]\nstop = 5.0\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"a\"\nfmu = {fmu_path:?}\n\n\
+             [[subsystems]]\nname = \"b\"\nfmu = {fmu_path:?}\nparameters = {{ \"s3.c3\" = 20.0 }}\n\n\
+             [outputs]\nvariables = [\"a.s3.x3\", \"b.s3.x3\"]\n"
+        ),
+    )
+    .unwrap();
+    let both = dir.path().join("both");
+    run(&scenario, &both, &[]);
+    let both = Trace::read(&both.join("trace.csv"));
+    let nest = cosim_tests::scenario("b3_three_mass_nest.toml");
+    for (column, c3) in [("a.s3.x3", "10.0"), ("b.s3.x3", "20.0")] {
+        let out = dir.path().join(format!("direct_{c3}"));
+        let set = format!("s3.c3={c3}");
+        run(
+            &nest,
+            &out,
+            &[
+                "--stop",
+                "5",
+                "--set",
+                &set,
+                "--output-interval",
+                "0.1",
+                "--output-variables",
+                "s3.x3",
+            ],
+        );
+        let direct = Trace::read(&out.join("trace.csv"));
+        let (ours, theirs) = (both.values(column), direct.values("s3.x3"));
+        assert_eq!(ours.len(), theirs.len(), "{column}");
+        for (k, (x, y)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(x.to_bits(), y.to_bits(), "{column} row {k}: {x} vs {y}");
+        }
+    }
+    // The two values differ: the parameter does reach each instance.
+    assert_ne!(both.values("a.s3.x3"), both.values("b.s3.x3"));
+}
+
+/// An inner FMU's Error becomes the exported FMU's Error, with the inner
+/// FMU's message on the importer's logger; the importer's outputs keep the
+/// steps before it.
+#[test]
+fn an_inner_error_reaches_the_importer_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("faulty.toml");
+    std::fs::write(
+        &system,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"f\"\nfmu = {:?}\nparameters = {{ fail_at = 0.45, fail_mode = 1 }}\n",
+            cosim_tests::fmi2("Faulty").display().to_string()
+        ),
+    )
+    .unwrap();
+    let fmu = dir.path().join("Faulty.fmu");
+    let o = export(&system, &fmu, "3", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.path().join("out");
+    let o = cosim_tests::cosim(&[
+        "run",
+        "--no-progress",
+        fmu.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("fmi3DoStep returned Error at t = 0.4")
+            && said.contains("Faulty: fail_at = 0.45 reached in the step from 0.4 to 0.5"),
+        "{said}"
+    );
+    let trace = Trace::read(&out.join("trace.csv"));
+    assert_eq!(trace.times().last().copied(), Some(0.4), "{said}");
+}
+
+/// Exports that cannot be made are refused, each saying what is wrong.
+#[test]
+fn bad_exports_are_refused_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let nest = cosim_tests::scenario("b3_three_mass_nest.toml");
+    let out = dir.path().join("x.fmu");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--expose", "s2.x9"],
+            "subsystem 's2' of nested system 'b3_three_mass_nest' has no variable 'x9'",
+        ),
+        (
+            &["--expose", "s2.l23"],
+            "'s2.l23' is fed by a connection or an input file inside nested system",
+        ),
+        (
+            &["--parameter", "s2.x1"],
+            "cannot export parameter 's2.x1': it is a input",
+        ),
+        (&["--parameter", "s9.c"], "the system has no subsystem 's9'"),
+        (
+            &["--name", "3d"],
+            "--name 3d: the model identifier must be a C identifier",
+        ),
+    ];
+    for (args, expected) in cases {
+        let o = export(&nest, &out, "2", args);
+        assert!(!o.status.success(), "{args:?} was accepted");
+        assert!(text(&o).contains(expected), "{args:?}:\n{}", text(&o));
+        assert!(!out.exists(), "{args:?} left {}", out.display());
+    }
+    let o = Command::new(cosim_tests::cosim_bin())
+        .args([
+            "export",
+            nest.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .env("COSIM_FMU_LIBRARY", dir.path().join("missing.so"))
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success() && text(&o).contains("missing.so is missing"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// The exported B3 nest passes FMPy's validation and, simulated by FMPy
+/// (FMI 2.0 and 3.0), gives at every communication point the bits of the
+/// system run directly by cosim; libcosim runs the exported FMU beside S1
+/// from an OSP file step for step as cosim runs the same file.
+#[test]
+fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let direct = dir.path().join("direct");
+    run(
+        &cosim_tests::scenario("b3_three_mass_nest.toml"),
+        &direct,
+        &[
+            "--output-interval",
+            "0.1",
+            "--output-variables",
+            "s3.x3",
+            "s2.l12",
+        ],
+    );
+    for fmi in ["2", "3"] {
+        let fmu = exported_nest(dir.path(), fmi, &[]);
+        let o = Command::new(&python)
+            .arg(cosim_tests::root().join("tests/python/export_check.py"))
+            .arg(&fmu)
+            .arg(direct.join("trace.csv"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "FMI {fmi}:\n{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("251 rows, 0 differing"),
+            "FMI {fmi}:\n{}",
+            text(&o)
+        );
+    }
+    // libcosim imports FMI 2.0 only.
+    let fmu = exported_nest(dir.path(), "2", &[]);
+    let osp = dir.path().join("osp");
+    std::fs::create_dir_all(&osp).unwrap();
+    std::fs::write(
+        osp.join("OspSystemStructure.xml"),
+        osp_system(&cosim_tests::fmi2("ThreeMassS1"), &fmu),
+    )
+    .unwrap();
+    let (theirs, _) = libcosim::run(&osp, 25.0, false, dir.path());
+    let columns: Vec<String> = theirs
+        .header
+        .iter()
+        .filter(|h| *h != "time" && !h.ends_with(".time"))
+        .cloned()
+        .collect();
+    let ours_dir = dir.path().join("ours");
+    let mut args = vec!["--output-variables"];
+    args.extend(columns.iter().map(String::as_str));
+    run(&osp, &ours_dir, &args);
+    let ours = Trace::read(&ours_dir.join("trace.csv"));
+    // (Each FMU's `time` variable is a column of libcosim's only.)
+    let cmp = compare_exact(&ours, &theirs, &["nest.time", "s1.time"]);
+    assert!(cmp.values > 1000, "{} values compared", cmp.values);
+    assert_eq!(cmp.n_differing, 0, "{:?}", cmp.differing);
+}
+
+/// An OSP system of S1 and the exported nest, coupled as B3 scenario 1,
+/// fixed step 0.1 s.
+fn osp_system(s1: &Path, nest: &Path) -> String {
+    let connection = |from: (&str, &str), to: (&str, &str)| {
+        format!(
+            "    <VariableConnection><Variable simulator=\"{}\" name=\"{}\"/><Variable simulator=\"{}\" name=\"{}\"/></VariableConnection>\n",
+            from.0, from.1, to.0, to.1
+        )
+    };
+    format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
+         <OspSystemStructure xmlns=\"http://opensimulationplatform.com/MSMI/OSPSystemStructure\" version=\"0.1\">\n\
+         <StartTime>0.0</StartTime>\n<EndTime>25.0</EndTime>\n<BaseStepSize>0.1</BaseStepSize>\n<Algorithm>fixedStep</Algorithm>\n\
+         <Simulators>\n\
+         <Simulator name=\"s1\" source=\"{}\"><InitialValues>\
+         <InitialValue variable=\"c1\"><Real value=\"0.01\"/></InitialValue>\
+         <InitialValue variable=\"d1\"><Real value=\"0.1\"/></InitialValue>\
+         </InitialValues></Simulator>\n\
+         <Simulator name=\"nest\" source=\"{}\"/>\n\
+         </Simulators>\n<Connections>\n{}{}{}</Connections>\n</OspSystemStructure>\n",
+        s1.display(),
+        nest.display(),
+        connection(("nest", "s2.l12"), ("s1", "l12")),
+        connection(("s1", "x1"), ("nest", "s2.x1")),
+        connection(("s1", "v1"), ("nest", "s2.v1")),
+    )
+}
