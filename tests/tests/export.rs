@@ -14,7 +14,7 @@ const NEST_EXPOSES: &[&str] = &[
     "s2.x1", "s2.v1", "s2.l12", "s2.x2", "s2.v2", "s3.x3", "s3.v3",
 ];
 
-fn text(o: &Output) -> String {
+fn text_of(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -48,7 +48,7 @@ fn exported_nest(dir: &Path, fmi: &str, extra: &[&str]) -> PathBuf {
         fmi,
         &args,
     );
-    assert!(o.status.success(), "cosim export failed:\n{}", text(&o));
+    assert!(o.status.success(), "cosim export failed:\n{}", text_of(&o));
     out
 }
 
@@ -68,7 +68,7 @@ fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
         o.status.success(),
         "cosim run {} failed:\n{}",
         scenario.display(),
-        text(&o)
+        text_of(&o)
     );
     o
 }
@@ -195,7 +195,7 @@ fn an_inner_error_reaches_the_importer_with_its_message() {
     .unwrap();
     let fmu = dir.path().join("Faulty.fmu");
     let o = export(&system, &fmu, "3", &[]);
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", text_of(&o));
     let out = dir.path().join("out");
     let o = cosim_tests::cosim(&[
         "run",
@@ -204,8 +204,8 @@ fn an_inner_error_reaches_the_importer_with_its_message() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let said = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    let said = text_of(&o);
     assert!(
         said.contains("fmi3DoStep returned Error at t = 0.4")
             && said.contains("Faulty: fail_at = 0.45 reached in the step from 0.4 to 0.5"),
@@ -243,7 +243,7 @@ fn bad_exports_are_refused_naming_what_is_wrong() {
     for (args, expected) in cases {
         let o = export(&nest, &out, "2", args);
         assert!(!o.status.success(), "{args:?} was accepted");
-        assert!(text(&o).contains(expected), "{args:?}:\n{}", text(&o));
+        assert!(text_of(&o).contains(expected), "{args:?}:\n{}", text_of(&o));
         assert!(!out.exists(), "{args:?} left {}", out.display());
     }
     let o = Command::new(cosim_tests::cosim_bin())
@@ -257,9 +257,9 @@ fn bad_exports_are_refused_naming_what_is_wrong() {
         .output()
         .unwrap();
     assert!(
-        !o.status.success() && text(&o).contains("missing.so is missing"),
+        !o.status.success() && text_of(&o).contains("missing.so is missing"),
         "{}",
-        text(&o)
+        text_of(&o)
     );
 }
 
@@ -291,11 +291,11 @@ fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
             .arg(direct.join("trace.csv"))
             .output()
             .unwrap();
-        assert!(o.status.success(), "FMI {fmi}:\n{}", text(&o));
+        assert!(o.status.success(), "FMI {fmi}:\n{}", text_of(&o));
         assert!(
             String::from_utf8_lossy(&o.stdout).contains("251 rows, 0 differing"),
             "FMI {fmi}:\n{}",
-            text(&o)
+            text_of(&o)
         );
     }
     // libcosim imports FMI 2.0 only.
@@ -304,7 +304,7 @@ fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
     std::fs::create_dir_all(&osp).unwrap();
     std::fs::write(
         osp.join("OspSystemStructure.xml"),
-        osp_system(&cosim_tests::fmi2("ThreeMassS1"), &fmu),
+        osp_system(&cosim_tests::fmi2("ThreeMassS1"), &fmu, None),
     )
     .unwrap();
     let (theirs, _) = libcosim::run(&osp, 25.0, false, dir.path());
@@ -325,9 +325,94 @@ fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
     assert_eq!(cmp.n_differing, 0, "{:?}", cmp.differing);
 }
 
+/// The B3 nest under ECCO (its S2-S3 bond found from the units, steps of
+/// 0.1 ms to 50 ms), exported, run by libcosim's fixed-step master at
+/// 0.1 s beside S1 as cosim runs the same OSP file, value for value; the
+/// nest's energy log, asked for by the exported String parameter
+/// `cosim.energy_log_dir`, is written at every inner step (more than the
+/// outer steps) by both, byte for byte the same.
+#[test]
+fn libcosim_runs_an_exported_ecco_system_at_a_coarser_step_logging_its_energy() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(cosim_tests::scenario("b3_three_mass_nest.toml"))
+        .unwrap()
+        .replace("../fmus/dist", &cosim_tests::fmus().display().to_string())
+        .replace(
+            "[master]\nstep = 0.025             # H2\n",
+            "[master]\nkind = \"ecco\"\ntolerance = 1e-4\n\n[master.controller]\ndt_min = 1e-4\ndt_max = 0.05\n",
+        );
+    assert!(text.contains("\"ecco\""), "{text}");
+    let system = dir.path().join("nest_ecco.toml");
+    std::fs::write(&system, text).unwrap();
+    let fmu = dir.path().join("NestEcco.fmu");
+    let o = export(
+        &system,
+        &fmu,
+        "2",
+        &[
+            "--expose", "s2.x1", "--expose", "s2.v1", "--expose", "s2.l12", "--expose", "s3.x3",
+        ],
+    );
+    assert!(o.status.success(), "{}", text_of(&o));
+    let s1 = cosim_tests::fmi2("ThreeMassS1");
+    let mut traces = Vec::new();
+    let mut logs = Vec::new();
+    for who in ["libcosim", "cosim"] {
+        let osp = dir.path().join(format!("osp_{who}"));
+        let energy = dir.path().join(format!("energy_{who}"));
+        std::fs::create_dir_all(&osp).unwrap();
+        std::fs::write(
+            osp.join("OspSystemStructure.xml"),
+            osp_system(&s1, &fmu, Some(&energy)),
+        )
+        .unwrap();
+        if who == "libcosim" {
+            traces.push(libcosim::run(&osp, 25.0, false, dir.path()).0);
+        } else {
+            let columns: Vec<String> = traces[0]
+                .header
+                .iter()
+                .filter(|h| *h != "time" && !h.ends_with(".time"))
+                .cloned()
+                .collect();
+            let out = dir.path().join("ours_ecco");
+            let mut args = vec!["--output-variables"];
+            args.extend(columns.iter().map(String::as_str));
+            run(&osp, &out, &args);
+            traces.push(Trace::read(&out.join("trace.csv")));
+        }
+        logs.push(std::fs::read_to_string(energy.join("energy.nest_ecco.csv")).unwrap());
+    }
+    let cmp = compare_exact(&traces[1], &traces[0], &["nest.time", "s1.time"]);
+    assert!(cmp.values > 1000, "{} values compared", cmp.values);
+    assert_eq!(cmp.n_differing, 0, "{:?}", cmp.differing);
+    assert_eq!(logs[0], logs[1], "the energy logs differ");
+    let rows = logs[0].lines().count() - 1;
+    assert!(
+        rows > 2 * 250,
+        "{rows} inner steps logged for 250 outer steps:\n{}",
+        &logs[0][..logs[0].len().min(800)]
+    );
+    assert!(
+        logs[0]
+            .lines()
+            .next()
+            .unwrap()
+            .contains("s2.l23~s3.v2.cumulative_residual_energy [J]"),
+        "{}",
+        logs[0].lines().next().unwrap()
+    );
+}
+
 /// An OSP system of S1 and the exported nest, coupled as B3 scenario 1,
-/// fixed step 0.1 s.
-fn osp_system(s1: &Path, nest: &Path) -> String {
+/// fixed step 0.1 s; with `energy`, the nest's energy log directory.
+fn osp_system(s1: &Path, nest: &Path, energy: Option<&Path>) -> String {
+    let nest_values = energy.map_or(String::new(), |d| {
+        format!(
+            "<InitialValues><InitialValue variable=\"cosim.energy_log_dir\"><String value=\"{}\"/></InitialValue></InitialValues>",
+            d.display()
+        )
+    });
     let connection = |from: (&str, &str), to: (&str, &str)| {
         format!(
             "    <VariableConnection><Variable simulator=\"{}\" name=\"{}\"/><Variable simulator=\"{}\" name=\"{}\"/></VariableConnection>\n",
@@ -343,7 +428,7 @@ fn osp_system(s1: &Path, nest: &Path) -> String {
          <InitialValue variable=\"c1\"><Real value=\"0.01\"/></InitialValue>\
          <InitialValue variable=\"d1\"><Real value=\"0.1\"/></InitialValue>\
          </InitialValues></Simulator>\n\
-         <Simulator name=\"nest\" source=\"{}\"/>\n\
+         <Simulator name=\"nest\" source=\"{}\">{nest_values}</Simulator>\n\
          </Simulators>\n<Connections>\n{}{}{}</Connections>\n</OspSystemStructure>\n",
         s1.display(),
         nest.display(),

@@ -79,6 +79,8 @@ struct Layout {
     inputs: Vec<u32>,
     outputs: Vec<u32>,
     parameters: Vec<(u32, VarType)>,
+    /// [`crate::interface::ENERGY_LOG`].
+    energy_log: u32,
 }
 
 impl Layout {
@@ -110,6 +112,7 @@ impl Layout {
                     (exposed_vr(n + j), ty)
                 })
                 .collect(),
+            energy_log: crate::interface::energy_log_vr(exported),
         }
     }
 }
@@ -138,9 +141,12 @@ impl SystemModel {
             .collect::<Result<Vec<_>, _>>()?;
         let t0 = values[TIME];
         let u: Vec<f64> = layout.inputs.iter().map(|&vr| values[vr]).collect();
+        let energy_dir = Some(values.str(layout.energy_log))
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from);
         let (built, messages) = captured(|| -> Result<_, String> {
             let text = |e: CoreError| e.to_string();
-            let mut inner = cosim_scenario::export::build(export, &parameters, t0)
+            let mut inner = cosim_scenario::export::build(export, &parameters, t0, energy_dir)
                 .map_err(|e| e.to_string())?;
             inner.enter_initialization(t0, None).map_err(text)?;
             inner.set_inputs(&u).map_err(text)?;
@@ -244,6 +250,16 @@ impl Model for SystemModel {
         }
         self.write_outputs(v);
         result
+    }
+
+    fn terminate(&mut self, log: &dyn Fn(LogLevel, &str)) {
+        let (result, messages) = captured(|| self.inner.terminate());
+        for (level, message) in &messages {
+            log(*level, message);
+        }
+        if let Err(e) = result {
+            log(LogLevel::Warning, &format!("terminating the system: {e}"));
+        }
     }
 
     fn outputs(&self, _t: f64, v: &mut Values, _u: &Inputs) {

@@ -46,7 +46,21 @@ pub fn model_spec(exported: &Exported, name: &str, factory: Factory) -> Result<M
         var = with_range(var, &exported.md, &p.variable);
         spec = spec.var(var);
     }
+    spec = spec.var(Variable::string_parameter(
+        energy_log_vr(exported),
+        ENERGY_LOG,
+        "",
+        "A directory: where the system's power bonds log their residual and transmitted energy at every inner step (energy.<model>.csv); empty: no log",
+    ));
     Ok(spec)
+}
+
+/// The String parameter naming the directory of the inner energy log.
+pub const ENERGY_LOG: &str = "cosim.energy_log_dir";
+
+/// Its value reference: after the exposed variables and parameters.
+pub fn energy_log_vr(exported: &Exported) -> u32 {
+    exposed_vr(exported.n_exposed + exported.parameters.len())
 }
 
 /// The capabilities an exported model declares: what is true of its inside

@@ -136,11 +136,14 @@ pub fn describe(spec: &ExportSpec) -> Result<Exported, AssembleError> {
 /// The exported system as one subsystem, instantiated (not initialized):
 /// `parameters` gives the value of each [`ExportSpec::parameters`] entry
 /// (as a TOML value: `0.5`, `3`, `true`), `t_start` the importer's start
-/// time.
+/// time; with `energy_dir`, the residual and transmitted energy of the
+/// system's power bonds are logged at every inner step into
+/// `<energy_dir>/energy.<name>.csv` (as a nest's are beside a run's).
 pub fn build(
     spec: &ExportSpec,
     parameters: &[String],
     t_start: f64,
+    energy_dir: Option<PathBuf>,
 ) -> Result<Box<dyn Subsystem>, AssembleError> {
     let sets: Vec<String> = spec
         .parameters
@@ -162,7 +165,11 @@ pub fn build(
     };
     let (inputs, observed) = (of(Causality::Input), of(Causality::Output));
     let layout = Layout::scalars(inputs, observed);
-    nested(&resolved, 0, nest, &layout, &Level::default(), &spec.name)
+    let level = Level {
+        energy_dir,
+        ..Level::default()
+    };
+    nested(&resolved, 0, nest, &layout, &level, &spec.name)
 }
 
 /// The exposed parameters of `spec`, checked against the inner level.

@@ -894,9 +894,13 @@ impl Instance {
         Ok(())
     }
 
-    /// -> Terminated.
+    /// -> Terminated; the model ends its run ([`Model::terminate`]).
     pub fn terminate(&mut self) -> R<()> {
         self.mode = Mode::Terminated;
+        let log = model_log(&self.sink);
+        if let Some(model) = self.model.as_mut() {
+            model.terminate(&log);
+        }
         Ok(())
     }
 

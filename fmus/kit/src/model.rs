@@ -1912,6 +1912,13 @@ pub trait Model: Send {
         0.0
     }
 
+    /// The run ends (`fmi2Terminate` / `fmi3Terminate`): a model that holds
+    /// resources of its own releases them, and may say a last word.
+    /// Default: nothing.
+    fn terminate(&mut self, log: &dyn Fn(LogLevel, &str)) {
+        let _ = log;
+    }
+
     /// The Model Exchange equations, for a model whose spec declares
     /// [`ModelSpec::model_exchange`] (`None`: co-simulation only).
     fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
