@@ -232,7 +232,7 @@ fn bad_exports_are_refused_naming_what_is_wrong() {
         ),
         (
             &["--parameter", "s2.x1"],
-            "cannot export parameter 's2.x1': it is a input",
+            "cannot export parameter 's2.x1': it is not a scalar numeric or Boolean parameter (causality input",
         ),
         (&["--parameter", "s9.c"], "the system has no subsystem 's9'"),
         (

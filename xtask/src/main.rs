@@ -80,9 +80,10 @@ fn demo() -> io::Result<()> {
     let root = dist::workspace_root();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // Cargo's own progress: the first build takes minutes.
-    eprintln!("xtask: building cosim (cargo build --release -p cosim-cli)");
+    // (cosim-fmu: the library `cosim export` packs, beside `cosim`.)
+    eprintln!("xtask: building cosim (cargo build --release -p cosim-cli -p cosim-fmu)");
     let status = Command::new(&cargo)
-        .args(["build", "--release", "-p", "cosim-cli"])
+        .args(["build", "--release", "-p", "cosim-cli", "-p", "cosim-fmu"])
         .current_dir(&root)
         .status()?;
     if !status.success() {

@@ -90,6 +90,13 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
     } else {
         req.exposes.clone()
     };
+    // Checked on the system as given first: errors name its own files.
+    describe(&ExportSpec {
+        system: req.system.clone(),
+        name: name.clone(),
+        exposes: exposes.clone(),
+        parameters: req.parameters.clone(),
+    })?;
     let staging = tempfile::Builder::new()
         .prefix("cosim-export-")
         .tempdir()

@@ -211,7 +211,7 @@ fn exposed_parameters(
                 || !variable.is_scalar()
             {
                 return Err(refuse(format!(
-                    "it is a {} {} variable; scalar numeric and Boolean parameters can be exported",
+                    "it is not a scalar numeric or Boolean parameter (causality {}, type {})",
                     variable.causality, variable.var_type
                 )));
             }
@@ -249,15 +249,40 @@ fn wrapped(
         exposes.join(", ")
     );
     let path = dir.join(format!("(export of {})", spec.name));
-    let mut wrapper = Scenario::from_str(&text, &path)?;
+    let located = |e: ScenarioError| as_argument(spec, &path, e);
+    let mut wrapper = Scenario::from_str(&text, &path).map_err(located)?;
     if let Some(inner) = wrapper.subsystems_mut()[0].system.as_mut() {
         inner.apply_overrides(&Overrides {
             set: sets.to_vec(),
             ..Overrides::default()
         })?;
     }
-    let nodes = prepare_nodes(&wrapper, t_start, None)?;
+    let nodes = prepare_nodes(&wrapper, t_start, None).map_err(located)?;
     Ok((wrapper, nodes))
+}
+
+/// An error located in the generated scenario of [`wrapped`] (at
+/// `wrapper`): about an `exposes` entry, as an error of its `--expose`
+/// argument; others as they are.
+fn as_argument(spec: &ExportSpec, wrapper: &Path, e: ScenarioError) -> AssembleError {
+    if e.file != wrapper {
+        return e.into();
+    }
+    let named = spec
+        .exposes
+        .iter()
+        .find(|x| e.message.contains(&format!("'{x}'")))
+        .or_else(|| {
+            spec.exposes.iter().find(|x| {
+                x.split_once('.').is_some_and(|(s, v)| {
+                    e.message.contains(&format!("'{s}'")) || e.message.contains(&format!("'{v}'"))
+                })
+            })
+        });
+    let argument = named.map_or_else(|| "--expose".to_string(), |x| format!("--expose {x}"));
+    ScenarioError::argument(&spec.system, &argument, e.message.clone())
+        .with_help_opt(e.help.clone())
+        .into()
 }
 
 fn internal(spec: &ExportSpec) -> AssembleError {
