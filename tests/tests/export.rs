@@ -437,3 +437,102 @@ fn osp_system(s1: &Path, nest: &Path, energy: Option<&Path>) -> String {
         connection(("s1", "v1"), ("nest", "s2.v1")),
     )
 }
+
+/// A system whose FMUs run in host processes (`isolation = "process"`)
+/// exports with the host program: in FMPy (not cosim) an inner FMU's
+/// segmentation fault kills its host only, and the importer gets Error
+/// with a message naming the subsystem, the call and the signal. Without
+/// the fault the isolated system gives the bits of the same system run
+/// in-process.
+#[test]
+fn isolated_inner_fmus_run_in_hosts_shipped_in_the_fmu() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let system = |isolation: &str, fail_at: f64| {
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\nisolation = {isolation:?}\n\n\
+             [[subsystems]]\nname = \"f\"\nfmu = {:?}\nparameters = {{ fail_at = {fail_at:?}, fail_mode = 4 }}\n\n\
+             [[subsystems]]\nname = \"g\"\nfmu = {:?}\n\n\
+             [[connections]]\nfrom = \"g.x\"\nto = \"f.u\"\n",
+            cosim_tests::fmi2("Faulty").display().to_string(),
+            cosim_tests::fmi2("Integrator").display().to_string(),
+        )
+    };
+    let mut outputs = Vec::new();
+    // (fail_at -1: never.)
+    for (name, isolation, fail_at) in [
+        ("crash", "process", 0.45),
+        ("isolated", "process", -1.0),
+        ("inline", "none", -1.0),
+    ] {
+        let toml = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&toml, system(isolation, fail_at)).unwrap();
+        let fmu = dir.path().join(format!("{name}.fmu"));
+        let o = export(&toml, &fmu, "3", &[]);
+        assert!(o.status.success(), "{}", text_of(&o));
+        let o = Command::new(&python)
+            .arg("-c")
+            .arg(
+                "import sys, fmpy\n\
+                 said = []\n\
+                 try:\n    r = fmpy.simulate_fmu(sys.argv[1], output_interval=0.1, debug_logging=True, logger=lambda *a: said.append(a[-1].decode()))\n    print('values', [repr(float(x)) for x in r['f.x']])\n\
+                 except Exception as e:\n    print('error', e)\n\
+                 print('logged', *said, sep='\\n')\n",
+            )
+            .arg(&fmu)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{name}: {}", text_of(&o));
+        outputs.push(out);
+    }
+    let crash = &outputs[0];
+    assert!(
+        crash.contains("error fmi3DoStep failed")
+            && crash.contains("subsystem 'crash.f': fmi2DoStep at t = 0.4")
+            && crash.contains("died of a segmentation fault (SIGSEGV)"),
+        "{crash}"
+    );
+    let values = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("values"))
+            .unwrap_or_else(|| panic!("no values: {out}"))
+            .to_string()
+    };
+    assert_eq!(values(&outputs[1]), values(&outputs[2]));
+}
+
+/// The exported String parameter `cosim.fmi_call_log` logs every FMI call
+/// made on the inner FMUs, in the format of `--log-fmi-calls`.
+#[test]
+fn the_fmi_call_log_of_the_inner_fmus_is_written_where_the_parameter_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = exported_nest(dir.path(), "2", &[]);
+    let log = dir.path().join("calls.log");
+    let scenario = dir.path().join("logged.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[simulation]\nstop = 0.2\n\n[master]\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"nest\"\nfmu = {:?}\nparameters = {{ \"cosim.fmi_call_log\" = {:?} }}\n",
+            fmu.display().to_string(),
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    run(&scenario, &dir.path().join("out"), &[]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    for expected in [
+        "b3_three_mass_nest.s2: fmi2Instantiate(",
+        "b3_three_mass_nest.s3: fmi2DoStep(",
+        "b3_three_mass_nest.s2: fmi2Terminate(",
+    ] {
+        assert!(text.contains(expected), "{expected} not in:\n{text}");
+    }
+    // Inner steps of 0.025 s: four per step of the importer, two steps.
+    let steps = text
+        .lines()
+        .filter(|l| l.contains("b3_three_mass_nest.s3: fmi2DoStep("))
+        .count();
+    assert_eq!(steps, 8, "{text}");
+}

@@ -67,6 +67,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         exposes: args.expose.clone(),
         parameters: args.parameter.clone(),
         library: library()?,
+        host: std::env::current_exe().ok(),
     };
     let report = match cosim_export::export(&request) {
         Ok(r) => r,

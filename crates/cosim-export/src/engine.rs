@@ -53,6 +53,7 @@ fn interface_of(dir: &Path) -> Result<&'static ModelSpec, String> {
         return Ok(spec);
     }
     let manifest = Manifest::read(&key)?;
+    host_program(&key)?;
     let export = Arc::new(ExportSpec {
         system: key.join(&manifest.system),
         name: manifest.name.clone(),
@@ -71,6 +72,30 @@ fn interface_of(dir: &Path) -> Result<&'static ModelSpec, String> {
     Ok(spec)
 }
 
+/// The host program of isolated inner FMUs: `resources/host/cosim`, packed
+/// when the system isolates one, made executable here (importers extract
+/// archives without the files' modes).
+fn host_program(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let host = dir.join(crate::manifest::HOST);
+    let Ok(meta) = std::fs::metadata(&host) else {
+        return Ok(());
+    };
+    if meta.permissions().mode() & 0o111 != 0o111 {
+        std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o755)).map_err(|e| {
+            format!(
+                "the host program of the isolated inner FMUs, {}, is not executable and cannot be made so: {e}",
+                host.display()
+            )
+        })?;
+    }
+    cosim_isolation::set_host_program(host);
+    // The hosts' warnings and errors reach the importer's standard error;
+    // what their FMUs say reaches its logger through the error messages.
+    cosim_isolation::set_host_log("warn");
+    Ok(())
+}
+
 /// Where the exported variables are: value references of the inputs (in
 /// the nest's input slot order) and outputs (observed slot order), and of
 /// the parameters with their types.
@@ -81,6 +106,8 @@ struct Layout {
     parameters: Vec<(u32, VarType)>,
     /// [`crate::interface::ENERGY_LOG`].
     energy_log: u32,
+    /// [`crate::interface::CALL_LOG`].
+    call_log: u32,
 }
 
 impl Layout {
@@ -113,6 +140,7 @@ impl Layout {
                 })
                 .collect(),
             energy_log: crate::interface::energy_log_vr(exported),
+            call_log: crate::interface::call_log_vr(exported),
         }
     }
 }
@@ -141,12 +169,18 @@ impl SystemModel {
             .collect::<Result<Vec<_>, _>>()?;
         let t0 = values[TIME];
         let u: Vec<f64> = layout.inputs.iter().map(|&vr| values[vr]).collect();
-        let energy_dir = Some(values.str(layout.energy_log))
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from);
+        let path = |vr: u32| {
+            Some(values.str(vr))
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+        };
+        let options = cosim_scenario::export::BuildOptions {
+            energy_dir: path(layout.energy_log),
+            call_log: path(layout.call_log),
+        };
         let (built, messages) = captured(|| -> Result<_, String> {
             let text = |e: CoreError| e.to_string();
-            let mut inner = cosim_scenario::export::build(export, &parameters, t0, energy_dir)
+            let mut inner = cosim_scenario::export::build(export, &parameters, t0, &options)
                 .map_err(|e| e.to_string())?;
             inner.enter_initialization(t0, None).map_err(text)?;
             inner.set_inputs(&u).map_err(text)?;

@@ -52,7 +52,21 @@ pub fn model_spec(exported: &Exported, name: &str, factory: Factory) -> Result<M
         "",
         "A directory: where the system's power bonds log their residual and transmitted energy at every inner step (energy.<model>.csv); empty: no log",
     ));
+    spec = spec.var(Variable::string_parameter(
+        call_log_vr(exported),
+        CALL_LOG,
+        "",
+        "A file: every FMI call made on the inner FMUs is appended to it (the format of cosim's --log-fmi-calls); empty: no log",
+    ));
     Ok(spec)
+}
+
+/// The String parameter naming the file of the inner FMI call log.
+pub const CALL_LOG: &str = "cosim.fmi_call_log";
+
+/// Its value reference: after [`ENERGY_LOG`].
+pub fn call_log_vr(exported: &Exported) -> u32 {
+    energy_log_vr(exported) + 1
 }
 
 /// The String parameter naming the directory of the inner energy log.

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 /// The manifest's file name, in the FMU's `resources` directory.
 pub const FILE: &str = "cosim-export.toml";
 
+/// The host program of isolated inner FMUs (`cosim`, run as `cosim
+/// host`), in the FMU's `resources` directory when the system isolates one.
+pub const HOST: &str = "host/cosim";
+
 /// The format this build writes and reads.
 pub const FORMAT: u32 = 1;
 

@@ -30,6 +30,9 @@ pub struct ExportRequest {
     pub parameters: Vec<String>,
     /// The `cosim-fmu` library.
     pub library: PathBuf,
+    /// The `cosim` executable, packed as the host program when the system
+    /// isolates an FMU (`isolation = "process"`).
+    pub host: Option<PathBuf>,
 }
 
 /// What was exported.
@@ -91,7 +94,7 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
         req.exposes.clone()
     };
     // Checked on the system as given first: errors name its own files.
-    describe(&ExportSpec {
+    let checked = describe(&ExportSpec {
         system: req.system.clone(),
         name: name.clone(),
         exposes: exposes.clone(),
@@ -116,6 +119,15 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
         parameters: req.parameters.clone(),
     };
     std::fs::write(resources.join(crate::manifest::FILE), manifest.to_text()).map_err(other)?;
+    if checked.uses_isolation {
+        let host = req.host.as_ref().ok_or_else(|| {
+            other("the system runs an FMU in a host process (isolation = \"process\"), and no host program was given")
+        })?;
+        let packed = resources.join(crate::manifest::HOST);
+        std::fs::create_dir_all(packed.parent().unwrap_or(&resources)).map_err(other)?;
+        std::fs::copy(host, &packed)
+            .map_err(|e| other(format!("copying the host program {}: {e}", host.display())))?;
+    }
     // Described from the packed copy: what the FMU will find is what was
     // checked.
     let spec = ExportSpec {

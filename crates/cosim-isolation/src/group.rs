@@ -40,6 +40,16 @@ pub fn set_host_program(program: PathBuf) -> bool {
     PROGRAM.set(program).is_ok()
 }
 
+static HOST_LOG: OnceLock<String> = OnceLock::new();
+
+/// The log filter of the hosts this process starts (`COSIM_LOG` of the
+/// host; `warn`, `debug`, ...); returns false if one was set already.
+/// Without it, `COSIM_LOG` of this process, else its level. An exported
+/// FMU sets it: its importer's level means nothing to the hosts.
+pub fn set_host_log(filter: &str) -> bool {
+    HOST_LOG.set(filter.to_string()).is_ok()
+}
+
 fn host_program() -> Result<PathBuf> {
     if let Some(p) = PROGRAM.get() {
         return Ok(p.clone());
@@ -204,7 +214,9 @@ impl HostGroup {
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped());
-        if std::env::var_os("COSIM_LOG").is_none() {
+        if let Some(filter) = HOST_LOG.get() {
+            command.env("COSIM_LOG", filter);
+        } else if std::env::var_os("COSIM_LOG").is_none() {
             // The host logs (the FMUs' messages) at the master's level.
             let level = tracing::level_filters::LevelFilter::current().to_string();
             command.env("COSIM_LOG", level.to_lowercase());

@@ -24,5 +24,5 @@ pub mod protocol;
 mod sys;
 mod tail;
 
-pub use group::{HostPool, describe_exit, set_host_program};
+pub use group::{HostPool, describe_exit, set_host_log, set_host_program};
 pub use isolated::{DEFAULT_TIMEOUT, IsolatedSubsystem, IsolationSettings, watch_interrupt};

@@ -59,6 +59,19 @@ pub struct Exported {
     pub experiment: (f64, f64, f64),
     /// Whether every inner FMU can save and restore its state.
     pub can_save_state: bool,
+    /// Whether a subsystem of some level runs in a host process
+    /// (`isolation = "process"`): the FMU then needs the host program.
+    pub uses_isolation: bool,
+}
+
+/// What an exported FMU's run asks of the system beyond its parameters.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Where the power bonds log their energy (`energy.<name>.csv`).
+    pub energy_dir: Option<PathBuf>,
+    /// The FMI call log of every inner FMU (docs/fmi-call-log.md), appended
+    /// to this file.
+    pub call_log: Option<PathBuf>,
 }
 
 impl Exported {
@@ -130,20 +143,31 @@ pub fn describe(spec: &ExportSpec) -> Result<Exported, AssembleError> {
         parameters,
         experiment: (inner.start, inner.stop, inner.master.step),
         can_save_state: all_cs,
+        uses_isolation: isolated(nest),
     })
+}
+
+/// Whether a subsystem of `nest` or of a level below runs isolated.
+fn isolated(nest: &NestNode) -> bool {
+    nest.resolved
+        .subsystems
+        .iter()
+        .zip(&nest.nodes)
+        .any(|(s, node)| match node {
+            Node::Fmu(_) => s.isolation == crate::Isolation::Process,
+            Node::Nest(inner) => isolated(inner),
+        })
 }
 
 /// The exported system as one subsystem, instantiated (not initialized):
 /// `parameters` gives the value of each [`ExportSpec::parameters`] entry
 /// (as a TOML value: `0.5`, `3`, `true`), `t_start` the importer's start
-/// time; with `energy_dir`, the residual and transmitted energy of the
-/// system's power bonds are logged at every inner step into
-/// `<energy_dir>/energy.<name>.csv` (as a nest's are beside a run's).
+/// time; `options` the energy log and the FMI call log.
 pub fn build(
     spec: &ExportSpec,
     parameters: &[String],
     t_start: f64,
-    energy_dir: Option<PathBuf>,
+    options: &BuildOptions,
 ) -> Result<Box<dyn Subsystem>, AssembleError> {
     let sets: Vec<String> = spec
         .parameters
@@ -165,8 +189,23 @@ pub fn build(
     };
     let (inputs, observed) = (of(Causality::Input), of(Causality::Output));
     let layout = Layout::scalars(inputs, observed);
+    let call_log = match &options.call_log {
+        Some(path) => Some(
+            cosim_fmi::CallLogTarget::File(path.clone())
+                .open()
+                .map_err(|e| {
+                    ScenarioError::argument(
+                        &spec.system,
+                        "cosim.fmi_call_log",
+                        format!("cannot open the FMI call log {}: {e}", path.display()),
+                    )
+                })?,
+        ),
+        None => None,
+    };
     let level = Level {
-        energy_dir,
+        energy_dir: options.energy_dir.clone(),
+        call_log,
         ..Level::default()
     };
     nested(&resolved, 0, nest, &layout, &level, &spec.name)

@@ -107,7 +107,10 @@ pub fn package_with_resources(
         zip.write_all(&lib)?;
         if let Some(dir) = resources {
             for (name, path) in files_under(dir)? {
-                zip.start_file(format!("resources/{name}"), opts.unix_permissions(0o644))
+                // (An executable keeps its mode: importers that extract
+                // modes can run it.)
+                let mode = if is_executable(&path)? { 0o755 } else { 0o644 };
+                zip.start_file(format!("resources/{name}"), opts.unix_permissions(mode))
                     .map_err(io::Error::other)?;
                 io::copy(&mut fs::File::open(&path)?, &mut zip)?;
             }
@@ -122,6 +125,11 @@ pub fn package_with_resources(
             Err(e)
         }
     }
+}
+
+fn is_executable(path: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(fs::metadata(path)?.permissions().mode() & 0o100 != 0)
 }
 
 /// The files under `dir`, as (`/`-separated path relative to `dir`,
