@@ -536,3 +536,64 @@ fn the_fmi_call_log_of_the_inner_fmus_is_written_where_the_parameter_says() {
         .count();
     assert_eq!(steps, 8, "{text}");
 }
+
+/// Where every inner FMU can save its state, so can the exported FMU
+/// (`canGetAndSetFMUstate`): masters that roll back (Richardson) or
+/// iterate (IFOSMONDI) drive the exported B3 nest as they drive the nest
+/// itself, to the byte.
+#[test]
+fn masters_that_roll_back_drive_an_exported_nest_as_the_nest_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = exported_nest(dir.path(), "2", &[]);
+    let md = std::process::Command::new("unzip")
+        .args(["-p", fmu.to_str().unwrap(), "modelDescription.xml"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&md.stdout).contains("canGetAndSetFMUstate=\"true\""),
+        "{}",
+        String::from_utf8_lossy(&md.stdout)
+    );
+    let exported = std::fs::read_to_string(hierarchical_with(&fmu, dir.path())).unwrap();
+    let nested = std::fs::read_to_string(cosim_tests::scenario("b3_three_mass_hierarchical.toml"))
+        .unwrap()
+        .replace("../fmus/dist", &cosim_tests::fmus().display().to_string());
+    for (name, master) in [
+        (
+            "richardson",
+            "kind = \"richardson\"\natol = 1e-5\nrtol = 1e-4\n[master.controller]\ndt_min = 1e-3\ndt_max = 0.1\n",
+        ),
+        (
+            "ifosmondi",
+            "kind = \"ifosmondi\"\nstep = 0.1\neps_abs = 1e-6\neps_rel = 1e-6\n",
+        ),
+    ] {
+        let mut traces = Vec::new();
+        for (which, text) in [("nested", &nested), ("exported", &exported)] {
+            let text = text
+                .replacen(
+                    "[master]\nstep = 0.1               # H1\n",
+                    &format!("[master]\n{master}\n"),
+                    1,
+                )
+                .replace("stop = 25.0", "stop = 5.0");
+            assert!(text.contains(name), "{text}");
+            let path = dir.path().join(format!("{name}_{which}.toml"));
+            std::fs::write(&path, text).unwrap();
+            let out = dir.path().join(format!("{name}_{which}"));
+            run(&path, &out, &[]);
+            traces.push(std::fs::read_to_string(out.join("trace.csv")).unwrap());
+        }
+        assert!(traces[0].lines().count() > 10, "{}", traces[0]);
+        let first = traces[0]
+            .lines()
+            .zip(traces[1].lines())
+            .position(|(a, b)| a != b);
+        assert!(
+            first.is_none() && traces[0].len() == traces[1].len(),
+            "{name}: the traces differ from row {first:?}:\n{:?}\n{:?}",
+            first.and_then(|k| traces[0].lines().nth(k)),
+            first.and_then(|k| traces[1].lines().nth(k))
+        );
+    }
+}

@@ -15,12 +15,13 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use cosim_core::subsystem::{RollbackTo, StateId};
 use cosim_core::{CoreError, Subsystem};
 use cosim_fmi::StepOutcome;
 use cosim_scenario::export::ExportSpec;
 use fmu_kit::{
-    Capabilities, Factory, FmiVersion, Inputs, LogLevel, Model, ModelSpec, StepError, TIME, Values,
-    VarType,
+    Capabilities, Factory, FmiVersion, Inputs, LogLevel, Model, ModelSpec, ModelState, StepError,
+    TIME, Values, VarType,
 };
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -156,6 +157,19 @@ pub struct SystemModel {
     /// What the inner FMUs and the master said while the model was built,
     /// passed to the importer's logger at the first step.
     pending: Vec<(LogLevel, String)>,
+    /// The inner states the importer's FMU states hold: freed once no FMU
+    /// state holds them any more (looked at when a state is saved).
+    saved: Vec<(std::sync::Weak<Saved>, StateId)>,
+    /// Whether the inner FMUs were told a state may be restored.
+    rollback_allowed: bool,
+}
+
+/// A saved state of the system: the nest's state and the values crossing
+/// it then.
+struct Saved {
+    id: StateId,
+    u: Vec<f64>,
+    y: Vec<f64>,
 }
 
 impl SystemModel {
@@ -196,6 +210,8 @@ impl SystemModel {
             u,
             y,
             pending: messages,
+            saved: Vec::new(),
+            rollback_allowed: false,
         })
     }
 
@@ -254,7 +270,68 @@ impl Drop for SystemModel {
     }
 }
 
+impl SystemModel {
+    /// Frees the inner states no FMU state of the importer holds any more.
+    fn free_unheld(&mut self) -> Result<(), CoreError> {
+        let mut result = Ok(());
+        let inner = &mut self.inner;
+        self.saved.retain(|(held, id)| {
+            if held.strong_count() > 0 {
+                return true;
+            }
+            if let Err(e) = inner.free_state(*id) {
+                result = Err(e);
+            }
+            false
+        });
+        result
+    }
+
+    fn save(&mut self) -> Result<ModelState, String> {
+        let text = |e: CoreError| e.to_string();
+        self.free_unheld().map_err(text)?;
+        if !self.rollback_allowed {
+            // From now on the importer may go back to a state it saved:
+            // the inner FMUs step without promising not to.
+            self.inner
+                .allow_rollback(RollbackTo::Earlier)
+                .map_err(text)?;
+            self.rollback_allowed = true;
+        }
+        let id = self.inner.save_state(None).map_err(text)?;
+        let saved = Arc::new(Saved {
+            id,
+            u: self.u.clone(),
+            y: self.y.clone(),
+        });
+        self.saved.push((Arc::downgrade(&saved), id));
+        Ok(ModelState(saved))
+    }
+}
+
 impl Model for SystemModel {
+    fn save_state(&mut self) -> Option<Result<ModelState, String>> {
+        Some(self.save())
+    }
+
+    fn restore_state(&mut self, state: &ModelState) -> Result<(), String> {
+        let saved = state
+            .0
+            .downcast_ref::<Saved>()
+            .ok_or("the FMU state is not one of this system's")?;
+        if !self.saved.iter().any(|(_, id)| *id == saved.id) {
+            return Err(
+                "the FMU state was saved before the system was built again (a reset)".into(),
+            );
+        }
+        self.inner
+            .restore_state(saved.id)
+            .map_err(|e| e.to_string())?;
+        self.u.clone_from(&saved.u);
+        self.y.clone_from(&saved.y);
+        Ok(())
+    }
+
     fn init(&mut self, v: &mut Values) {
         self.write_outputs(v);
     }

@@ -34,7 +34,8 @@ pub fn model_spec(exported: &Exported, name: &str, factory: Factory) -> Result<M
         .interpolate_inputs(false)
         .directional_derivatives(false);
     for (i, v) in exported.exposed().iter().enumerate() {
-        spec = spec.var(exposed_variable(&exported.md, v, exposed_vr(i))?);
+        let var = exposed_variable(&exported.md, v, exposed_vr(i))?;
+        spec = spec.var(var.depends_on(&feedthrough(&exported.md, i)));
     }
     let n = exported.n_exposed;
     for (j, p) in exported.parameters.iter().enumerate() {
@@ -79,13 +80,12 @@ pub fn energy_log_vr(exported: &Exported) -> u32 {
 
 /// The capabilities an exported model declares: what is true of its inside
 /// (a variable step size, which every master handles at the nest's
-/// boundary); no FMU state (the kit's state is its variables, the inner
-/// FMUs' states are not), no output or directional derivatives, inputs
-/// held over each step (extrapolated inside as the system's master
-/// extrapolates a nest's inputs).
-pub fn capabilities() -> Capabilities {
+/// boundary; the FMU state where every inner FMU can save its own, not
+/// serialized); no output or directional derivatives, inputs held over
+/// each step (as a nest holds its inputs over the outer step).
+pub fn capabilities(exported: &Exported) -> Capabilities {
     Capabilities {
-        get_set_state: false,
+        get_set_state: exported.can_save_state,
         serialize_state: false,
         max_output_derivative_order: 0,
         interpolate_inputs: false,
@@ -109,6 +109,31 @@ fn exposed_variable(md: &ModelDescription, v: &MdVariable, vr: u32) -> Result<Va
         _ => Variable::output(vr, name, described).typed(ty),
     };
     Ok(with_range(var, md, v))
+}
+
+/// The exposed inputs exposed output `i` depends on directly, as the nest
+/// declares them (its inner subsystem's feed-through): what a nest is to
+/// the level above, for its structural analyses and error orders. Like a
+/// nest, the exported FMU settles its inputs into its outputs in
+/// Initialization Mode; after it, an input set reaches the outputs at the
+/// next step (docs/export.md).
+fn feedthrough(md: &ModelDescription, i: usize) -> Vec<(u32, fmu_kit::DependencyKind)> {
+    use cosim_fmi::model_description::Dependencies;
+    md.model_structure
+        .outputs
+        .iter()
+        .filter(|u| u.variable == i)
+        .flat_map(|u| match &u.dependencies {
+            Dependencies::Listed(list) => list
+                .iter()
+                .map(|d| (exposed_vr(d.variable), fmu_kit::DependencyKind::Dependent))
+                .collect::<Vec<_>>(),
+            Dependencies::All => (0..md.variables.len())
+                .filter(|&j| md.variables[j].causality == MdCausality::Input)
+                .map(|j| (exposed_vr(j), fmu_kit::DependencyKind::Dependent))
+                .collect(),
+        })
+        .collect()
 }
 
 /// `var` with the unit, quantity and range of inner variable `v`.

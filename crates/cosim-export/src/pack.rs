@@ -146,7 +146,7 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
     let request = PackageRequest {
         spec: &model,
         version: req.version,
-        caps: capabilities(),
+        caps: capabilities(&exported),
         model_identifier: name.clone(),
     };
     fmu_kit::package_with_resources(&request, &req.library, Some(&resources), &req.output)

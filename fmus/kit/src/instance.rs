@@ -299,6 +299,8 @@ pub struct Snapshot {
     terminate_requested: bool,
     /// The Model Exchange bookkeeping (default for co-simulation).
     me: MeState,
+    /// The model's own state ([`Model::save_state`]), if it keeps one.
+    model: Option<crate::model::ModelState>,
 }
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"COSIMFS2";
@@ -1944,8 +1946,13 @@ impl Instance {
         self.last_successful_time
     }
 
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
+    fn snapshot(&mut self) -> R<Snapshot> {
+        let model = match self.model.as_mut().and_then(|m| m.save_state()) {
+            Some(saved) => Some(saved.map_err(Fail::failure)?),
+            None => None,
+        };
+        Ok(Snapshot {
+            model,
             mode: self.mode,
             time: self.time,
             start_time: self.start_time,
@@ -1960,13 +1967,16 @@ impl Instance {
             experiment_set: self.experiment_set,
             terminate_requested: self.terminate_requested,
             me: self.me,
-        }
+        })
     }
 
     /// Saves the FMU state; overwrites `existing` if given.
     pub fn get_state(&mut self, existing: Option<usize>) -> R<usize> {
         self.require_cap(Cap::State)?;
-        let snap = self.snapshot();
+        if let Some(id) = existing {
+            self.state(id)?;
+        }
+        let snap = self.snapshot()?;
         match existing {
             Some(id) => match self.states.get_mut(&id) {
                 Some(slot) => {
@@ -2040,6 +2050,12 @@ impl Instance {
         self.me = snap.me;
         self.early_return = false;
         self.dirty = true;
+        // A model with a state of its own keeps its instance and restores
+        // it; the others are rebuilt from the restored parameters.
+        let kept = match &snap.model {
+            Some(_) => self.model.take(),
+            None => None,
+        };
         self.model = None;
         if matches!(
             self.mode,
@@ -2051,15 +2067,26 @@ impl Instance {
                 | Mode::ContinuousTimeMode
         ) {
             // The parameters are part of the state: rebuild the model from them.
-            match self.build_model() {
-                Ok(m) => self.model = Some(m),
+            let built = match kept {
+                Some(m) => Ok(m),
+                None => self.build_model(),
+            };
+            let mut model = match built {
+                Ok(m) => m,
                 Err(e) => {
                     self.mode = Mode::Error;
                     return Err(Fail::failure(format!(
                         "restored state has invalid parameters: {e}"
                     )));
                 }
+            };
+            if let Some(state) = &snap.model
+                && let Err(e) = model.restore_state(state)
+            {
+                self.mode = Mode::Error;
+                return Err(Fail::failure(format!("restoring the model's state: {e}")));
             }
+            self.model = Some(model);
         }
         Ok(())
     }
@@ -2077,13 +2104,25 @@ impl Instance {
     /// Size of the serialized state.
     pub fn serialized_size(&self, id: usize) -> R<usize> {
         self.require_cap(Cap::Serialize)?;
-        Ok(self.serialize_snapshot(self.state(id)?).len())
+        Ok(self.serialize_snapshot(self.serializable(id)?).len())
+    }
+
+    /// Saved state `id`, refused when the model keeps a state of its own
+    /// (it has no bytes).
+    fn serializable(&self, id: usize) -> R<&Snapshot> {
+        let s = self.state(id)?;
+        if s.model.is_some() {
+            return Err(Fail::usage(
+                "this FMU state holds the model's own state, which cannot be serialized",
+            ));
+        }
+        Ok(s)
     }
 
     /// Serializes a saved state into `buf` (which must have exactly the size).
     pub fn serialize(&self, id: usize, buf: &mut [u8]) -> R<()> {
         self.require_cap(Cap::Serialize)?;
-        let bytes = self.serialize_snapshot(self.state(id)?);
+        let bytes = self.serialize_snapshot(self.serializable(id)?);
         if buf.len() != bytes.len() {
             return Err(Fail::usage(format!(
                 "buffer size {} differs from the serialized state size {}",
@@ -2253,6 +2292,7 @@ impl Instance {
             }
         }
         Ok(Snapshot {
+            model: None,
             mode,
             time,
             start_time,

@@ -51,8 +51,8 @@ pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Interface, Status};
 pub use model::{
     ArrayStart, Causality, DefaultExperiment, DependencyKind, Dimension, Factory, Initial,
-    LogLevel, Model, ModelSpec, StepError, TIME, Values, VarType, Variability, Variable, Vr,
-    bool_value,
+    LogLevel, Model, ModelSpec, ModelState, StepError, TIME, Values, VarType, Variability,
+    Variable, Vr, bool_value,
 };
 pub use model_exchange::{
     ContinuousModel, ContinuousState, EventUpdate, ModelExchangeSpec, StepEvent,

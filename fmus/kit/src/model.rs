@@ -1839,6 +1839,23 @@ pub enum LogLevel {
     Error,
 }
 
+/// A model's own state ([`Model::save_state`]): shared by the copies of
+/// the FMU state that holds it, and compared by identity.
+#[derive(Clone)]
+pub struct ModelState(pub std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl PartialEq for ModelState {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for ModelState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelState(..)")
+    }
+}
+
 /// Why a step did not complete.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepError {
@@ -1910,6 +1927,21 @@ pub trait Model: Send {
     fn partial_derivative(&self, output: Vr, input: Vr, v: &Values) -> f64 {
         let _ = (output, input, v);
         0.0
+    }
+
+    /// What get-FMU-state saves of a model that keeps state outside its
+    /// variables (an exported co-simulation: its inner FMUs). `None` (the
+    /// default): the variables are the whole state, and a restored state
+    /// rebuilds the model from them.
+    fn save_state(&mut self) -> Option<Result<ModelState, String>> {
+        None
+    }
+
+    /// Restores what [`Model::save_state`] saved (the variables are restored
+    /// by the kit).
+    fn restore_state(&mut self, state: &ModelState) -> Result<(), String> {
+        let _ = state;
+        Err("this model saves no state of its own".into())
     }
 
     /// The run ends (`fmi2Terminate` / `fmi3Terminate`): a model that holds
