@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Check an FMU made by `cosim export` with FMPy (tests/tests/export.rs).
 
-    python3 tests/python/export_check.py FMU TRACE.csv
+    python3 tests/python/export_check.py FMU TRACE.csv [INTERVAL]
 
 FMU: an exported system; TRACE.csv: cosim's trace of the same system run
-directly (`cosim run`), one row every 0.1 s over its DefaultExperiment.
+directly (`cosim run`), one row every INTERVAL s (default 0.1) over its
+DefaultExperiment; a column `<subsystem>.<variable>` is the FMU's
+`<variable>` where the FMU has no variable of the column's name (one FMU
+wrapped).
 The FMU must pass FMPy's validation (no problem reported); FMPy's
-simulation of it (`simulate_fmu`, output interval 0.1 s) must give, at
+simulation of it (`simulate_fmu`, output interval INTERVAL) must give, at
 every row time of the trace (to the nanosecond), the trace's values of its columns bit for
 bit. Prints `N rows, K differing` and exits non-zero on any difference.
 """
@@ -30,7 +33,13 @@ def main():
     # (FMPy counts time in floats, cosim in ticks: a row is matched by its
     # time to the nanosecond.)
     expected = {round(float(r[0]), 9): [float(x) for x in r[1:]] for r in rows[1:]}
-    result = simulate_fmu(fmu, output_interval=0.1, output=names[1:])
+    interval = float(sys.argv[3]) if len(sys.argv) > 3 else 0.1
+    # A wrapped FMU's variables keep their names: the trace's
+    # `<subsystem>.<variable>` is then `<variable>` in the FMU.
+    from fmpy import read_model_description
+    known = {v.name for v in read_model_description(fmu).modelVariables}
+    names = [n if n in known or "." not in n else n.split(".", 1)[1] for n in names]
+    result = simulate_fmu(fmu, output_interval=interval, output=names[1:])
     compared, differing = 0, []
     for row in result:
         want = expected.get(round(float(row["time"]), 9))

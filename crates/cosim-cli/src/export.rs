@@ -14,7 +14,8 @@ use crate::run::{Failed, exit};
 pub struct Args {
     /// The system: a scenario (.toml), an SSP (.ssp package or .ssd file)
     /// or an OSP system structure (OspSystemStructure.xml, or a directory
-    /// holding it).
+    /// holding it); or one FMU, wrapped (a Model Exchange FMU integrated by
+    /// cosim's solver inside a Co-Simulation FMU).
     pub system: PathBuf,
     /// The FMU to write.
     #[arg(short, long, value_name = "FILE")]
@@ -26,27 +27,68 @@ pub struct Args {
     #[arg(long)]
     pub name: Option<String>,
     /// An inner input fed from outside or an inner output read outside,
-    /// `<subsystem>.<variable>` (repeatable; default: every input nothing
-    /// feeds inside, and every output).
+    /// `<subsystem>.<variable>` (an FMU's own: `<variable>`; repeatable;
+    /// default: every input nothing feeds inside, and every output).
     #[arg(long, value_name = "SUBSYSTEM.VARIABLE")]
     pub expose: Vec<String>,
     /// A parameter of an inner subsystem the importer may set,
     /// `<subsystem>.<parameter>` (repeatable).
     #[arg(long, value_name = "SUBSYSTEM.PARAMETER")]
     pub parameter: Vec<String>,
+    /// The interface of the FMU written: `cs` (Co-Simulation), the one an
+    /// exported FMU has.
+    #[arg(long, value_parser = ["cs"], default_value = "cs")]
+    pub interface: String,
+    /// SYSTEM an FMU with Model Exchange: the solver inside, `bdf` (the
+    /// default) or `rk45`.
+    #[arg(long, value_parser = ["bdf", "rk45"])]
+    pub solver: Option<String>,
+    /// SYSTEM an FMU with Model Exchange: the solver's relative tolerance
+    /// (default: the FMU's DefaultExperiment tolerance, else 1e-5).
+    #[arg(long, value_name = "TOL", allow_negative_numbers = true)]
+    pub relative_tolerance: Option<f64>,
 }
 
 /// Runs `cosim export`.
 pub fn run(args: &Args, quiet: bool) -> Result<()> {
     let staging;
-    let system = if cosim_ssp::is_system_structure(&args.system) {
+    let is_fmu = !cosim_ssp::is_system_structure(&args.system)
+        && cosim_scenario::single::is_fmu(&args.system);
+    if !is_fmu && (args.solver.is_some() || args.relative_tolerance.is_some()) {
+        say!(
+            "error: --solver and --relative-tolerance are for an FMU given as SYSTEM; a scenario sets the solver of each Model Exchange subsystem in [subsystems.solver]"
+        );
+        return Err(Failed(exit::BAD_INPUT).into());
+    }
+    let system = if cosim_ssp::is_system_structure(&args.system) || is_fmu {
         staging = tempfile::Builder::new()
-            .prefix("cosim-export-ssp-")
+            .prefix("cosim-export-system-")
             .tempdir()?;
-        from_system_structure(&args.system, staging.path())?
+        if is_fmu {
+            from_fmu(args, staging.path())?
+        } else {
+            from_system_structure(&args.system, staging.path())?
+        }
     } else {
         args.system.clone()
     };
+    // One FMU wrapped: its variables are named as in the FMU.
+    let sub = match is_fmu {
+        true => Some(
+            cosim_scenario::Scenario::load(&system)?.subsystems()[0]
+                .name
+                .value
+                .clone(),
+        ),
+        false => None,
+    };
+    let inner = |names: &[String]| -> Vec<String> {
+        match &sub {
+            Some(sub) => names.iter().map(|n| format!("{sub}.{n}")).collect(),
+            None => names.to_vec(),
+        }
+    };
+    let (exposes, parameters) = (inner(&args.expose), inner(&args.parameter));
     let request = ExportRequest {
         system,
         output: args.output.clone(),
@@ -56,7 +98,7 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
             fmu_kit::FmiVersion::Fmi2
         },
         name: args.name.clone().or_else(|| {
-            cosim_ssp::is_system_structure(&args.system)
+            (cosim_ssp::is_system_structure(&args.system) || is_fmu)
                 .then(|| args.system.file_stem())
                 .flatten()
                 .map(|s| {
@@ -64,15 +106,27 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
                         .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
                 })
         }),
-        exposes: args.expose.clone(),
-        parameters: args.parameter.clone(),
+        exposes,
+        parameters,
+        wrapped: is_fmu,
         library: library()?,
         host: std::env::current_exe().ok(),
     };
     let report = match cosim_export::export(&request) {
         Ok(r) => r,
         Err(ExportError::System(e)) => {
-            say!("{e}");
+            let mut text = e.to_string();
+            if let Some(sub) = &sub {
+                // Said of the FMU as given, its variables by their names.
+                text = text
+                    .replace(
+                        &request.system.display().to_string(),
+                        &args.system.display().to_string(),
+                    )
+                    .replace(&format!("--expose {sub}."), "--expose ")
+                    .replace(&format!("--parameter {sub}."), "--parameter ");
+            }
+            say!("{text}");
             return Err(Failed(exit::BAD_INPUT).into());
         }
         Err(e) => return Err(e.into()),
@@ -105,6 +159,32 @@ fn library() -> Result<PathBuf> {
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     )))
+}
+
+/// The scenario of one FMU (`cosim convert Model.fmu`), written into
+/// `dir`: its Model Exchange interface where it has one, integrated by the
+/// solver the options name.
+fn from_fmu(args: &Args, dir: &Path) -> Result<PathBuf> {
+    let path = dir.join("system.toml");
+    let fmu = cosim_fmi::Fmu::open(&args.system)
+        .with_context(|| format!("cannot open {}", args.system.display()))?;
+    let has_me = fmu.model_description().model_exchange.is_some();
+    let overrides = cosim_scenario::Overrides {
+        interface: has_me.then_some(cosim_scenario::FmuInterface::ModelExchange),
+        solver: cosim_scenario::SolverSpec {
+            method: args.solver.as_deref().map(|s| match s {
+                "rk45" => cosim_scenario::SolverMethod::Rk45,
+                _ => cosim_scenario::SolverMethod::Bdf,
+            }),
+            relative_tolerance: args.relative_tolerance,
+            ..cosim_scenario::SolverSpec::default()
+        },
+        ..cosim_scenario::Overrides::default()
+    };
+    let text = cosim_scenario::single::convert(&args.system, &overrides, Some(&path))
+        .map_err(|e| anyhow::anyhow!(e))?;
+    std::fs::write(&path, text)?;
+    Ok(path)
 }
 
 /// The TOML scenario of an SSP/OSP system, written into `dir` with its

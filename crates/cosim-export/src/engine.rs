@@ -67,8 +67,12 @@ fn interface_of(dir: &Path) -> Result<&'static ModelSpec, String> {
     let factory: Factory = Arc::new(move |values: &Values| {
         SystemModel::build(&export, &layout, values).map(|m| Box::new(m) as Box<dyn Model>)
     });
-    let spec: &'static ModelSpec =
-        Box::leak(Box::new(model_spec(&exported, &manifest.name, factory)?));
+    let spec: &'static ModelSpec = Box::leak(Box::new(model_spec(
+        &exported,
+        &manifest.name,
+        factory,
+        manifest.wrapped,
+    )?));
     known.push((key, spec));
     Ok(spec)
 }

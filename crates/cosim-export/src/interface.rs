@@ -14,9 +14,21 @@ pub fn exposed_vr(i: usize) -> u32 {
 }
 
 /// The interface of `exported`, named `name`, whose models `factory`
-/// builds. Fails on an exposed variable of a type the export does not
-/// carry, naming it.
-pub fn model_spec(exported: &Exported, name: &str, factory: Factory) -> Result<ModelSpec, String> {
+/// builds; `wrapped`: one FMU, whose variables keep their own names.
+/// Fails on an exposed variable of a type the export does not carry,
+/// naming it.
+pub fn model_spec(
+    exported: &Exported,
+    name: &str,
+    factory: Factory,
+    wrapped: bool,
+) -> Result<ModelSpec, String> {
+    let shown = |full: &str| -> String {
+        match full.split_once('.') {
+            Some((_, bare)) if wrapped => bare.to_string(),
+            _ => full.to_string(),
+        }
+    };
     let (start, stop, step) = exported.experiment;
     let description = leak(
         exported
@@ -34,7 +46,7 @@ pub fn model_spec(exported: &Exported, name: &str, factory: Factory) -> Result<M
         .interpolate_inputs(false)
         .directional_derivatives(false);
     for (i, v) in exported.exposed().iter().enumerate() {
-        let var = exposed_variable(&exported.md, v, exposed_vr(i))?;
+        let var = exposed_variable(&exported.md, v, exposed_vr(i), &shown(&v.name))?;
         spec = spec.var(var.depends_on(&feedthrough(&exported.md, i)));
     }
     let n = exported.n_exposed;
@@ -43,7 +55,7 @@ pub fn model_spec(exported: &Exported, name: &str, factory: Factory) -> Result<M
         let ty = kit_type(&p.variable)?;
         let described = leak(p.variable.description.clone().unwrap_or_default());
         let start = p.start.unwrap_or(0.0);
-        let mut var = Variable::parameter(vr, leak(p.name.clone()), start, described).typed(ty);
+        let mut var = Variable::parameter(vr, leak(shown(&p.name)), start, described).typed(ty);
         var = with_range(var, &exported.md, &p.variable);
         spec = spec.var(var);
     }
@@ -97,9 +109,14 @@ pub fn capabilities(exported: &Exported) -> Capabilities {
 }
 
 /// The exported variable of exposed inner variable `v`.
-fn exposed_variable(md: &ModelDescription, v: &MdVariable, vr: u32) -> Result<Variable, String> {
+fn exposed_variable(
+    md: &ModelDescription,
+    v: &MdVariable,
+    vr: u32,
+    name: &str,
+) -> Result<Variable, String> {
     let ty = kit_type(v)?;
-    let name = leak(v.name.clone());
+    let name = leak(name.to_string());
     let described = leak(v.description.clone().unwrap_or_default());
     let var = match v.causality {
         MdCausality::Input => {

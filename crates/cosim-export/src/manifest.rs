@@ -28,6 +28,10 @@ pub struct Manifest {
     pub exposes: Vec<String>,
     /// The exposed parameters, `<subsystem>.<parameter>`.
     pub parameters: Vec<String>,
+    /// One FMU wrapped (`cosim export Model.fmu`): the exported variables
+    /// keep the FMU's names, without the subsystem's.
+    #[serde(default)]
+    pub wrapped: bool,
 }
 
 impl Manifest {

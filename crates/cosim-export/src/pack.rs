@@ -28,6 +28,8 @@ pub struct ExportRequest {
     pub exposes: Vec<String>,
     /// `<subsystem>.<parameter>` exposed as parameters.
     pub parameters: Vec<String>,
+    /// One FMU wrapped: the exported variables keep its names.
+    pub wrapped: bool,
     /// The `cosim-fmu` library.
     pub library: PathBuf,
     /// The `cosim` executable, packed as the host program when the system
@@ -117,6 +119,7 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
         system: format!("system/{system}"),
         exposes,
         parameters: req.parameters.clone(),
+        wrapped: req.wrapped,
     };
     std::fs::write(resources.join(crate::manifest::FILE), manifest.to_text()).map_err(other)?;
     if checked.uses_isolation {
@@ -141,6 +144,7 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
         &exported,
         &name,
         std::sync::Arc::new(|_: &fmu_kit::Values| Err("not run by the exporter".to_string())),
+        req.wrapped,
     )
     .map_err(other)?;
     let request = PackageRequest {
