@@ -657,3 +657,36 @@ fn a_model_exchange_fmu_wrapped_as_co_simulation_runs_in_fmpy_as_in_cosim() {
     let c: Vec<&str> = contacts.split_whitespace().collect();
     assert_eq!(c[1], c[2], "{out}");
 }
+
+/// An OSP and an SSP system export as they run: FMPy's simulation of the
+/// exported FMU gives `cosim run` of the system file at every point (every
+/// free input and every output exposed; an input's start value the one the
+/// system gives it, here from the SSP's parameter values).
+#[test]
+fn ssp_and_osp_systems_export_and_run_as_the_system_files_do() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let root = cosim_tests::root();
+    for system in [
+        root.join("tests/python/osp/b1_quarter_car_a"),
+        root.join("tests/python/ssp/parameters"),
+    ] {
+        let name = system.file_name().unwrap().to_string_lossy().to_string();
+        let direct = dir.path().join(format!("{name}_direct"));
+        run(&system, &direct, &["--output-interval", "0.1"]);
+        let fmu = dir.path().join(format!("{name}.fmu"));
+        let o = export(&system, &fmu, "2", &[]);
+        assert!(o.status.success(), "{name}: {}", text_of(&o));
+        let o = Command::new(&python)
+            .arg(root.join("tests/python/export_check.py"))
+            .arg(&fmu)
+            .arg(direct.join("trace.csv"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(" 0 differing"),
+            "{name}:\n{}",
+            text_of(&o)
+        );
+    }
+}

@@ -131,6 +131,19 @@ pub fn describe(spec: &ExportSpec) -> Result<Exported, AssembleError> {
             .is_some_and(|c| c.can_get_and_set_fmu_state)
     });
     let mut md = nest.md.clone();
+    // An exposed input starts at the value the system gives it, which the
+    // importer sets before initialization as the declared start.
+    for (k, var) in md.variables[..spec.exposes.len()].iter_mut().enumerate() {
+        let (s, v) = nest.map[k];
+        if var.causality == Causality::Input
+            && let Some(a) = inner.subsystems[s]
+                .start_values
+                .iter()
+                .find(|a| a.variable == v)
+        {
+            var.start = Some(a.value.clone());
+        }
+    }
     md.description = Some(format!(
         "co-simulation '{}' exported by cosim ({}, master {})",
         spec.name,
