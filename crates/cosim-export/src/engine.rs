@@ -424,9 +424,12 @@ thread_local! {
 /// FMUs' messages (target `fmu`, with their instance and category) and
 /// the engine's warnings and errors, for the importer's logger.
 fn captured<T>(f: impl FnOnce() -> T) -> (T, Vec<(LogLevel, String)>) {
+    // One subscriber for the process: a step allocates nothing for it.
+    static DISPATCH: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    let dispatch = DISPATCH
+        .get_or_init(|| tracing::Dispatch::new(tracing_subscriber::registry().with(Collect)));
     let before = COLLECTED.with(|c| c.borrow_mut().len());
-    let subscriber = tracing_subscriber::registry().with(Collect);
-    let result = tracing::subscriber::with_default(subscriber, f);
+    let result = tracing::dispatcher::with_default(dispatch, f);
     let messages = COLLECTED.with(|c| c.borrow_mut().split_off(before));
     (result, messages)
 }
