@@ -690,3 +690,74 @@ fn ssp_and_osp_systems_export_and_run_as_the_system_files_do() {
         );
     }
 }
+
+/// An inner FMU that ends the simulation (`Terminating`, at 0.55 s, inside
+/// an importer step of 0.1 s) ends the exported FMU's step there: cosim
+/// importing the FMI 2.0 and the FMI 3.0 export ends its run normally at
+/// 0.55 s, status `terminated`, the last row the inner FMU's value there.
+#[test]
+fn an_inner_fmu_ending_the_simulation_ends_the_exported_fmus_run_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("term.toml");
+    std::fs::write(
+        &system,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.05\n\n\
+             [[subsystems]]\nname = \"term\"\nfmu = {:?}\nparameters = {{ t_end = 0.55 }}\nstart = {{ u = 1.0 }}\n",
+            cosim_tests::fmi2("Terminating").display().to_string()
+        ),
+    )
+    .unwrap();
+    for fmi in ["2", "3"] {
+        let fmu = dir.path().join(format!("Term{fmi}.fmu"));
+        let o = export(&system, &fmu, fmi, &["--expose", "term.y"]);
+        assert!(o.status.success(), "{}", text_of(&o));
+        let out = dir.path().join(format!("out{fmi}"));
+        let o = run(&fmu, &out, &["--step", "0.1"]);
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            summary["status"],
+            "terminated",
+            "FMI {fmi}: {}",
+            text_of(&o)
+        );
+        assert_eq!(summary["t_reached"], 0.55, "FMI {fmi}: {summary}");
+        let trace = Trace::read(&out.join("trace.csv"));
+        assert_eq!(trace.times().last().copied(), Some(0.55), "FMI {fmi}");
+        let y = *trace.values(&format!("Term{fmi}.term.y")).last().unwrap();
+        assert!((y - 0.55).abs() < 1e-12, "FMI {fmi}: y = {y}");
+    }
+}
+
+/// The exported FMU's C layer is the kit's, strict about the standard's
+/// state machine: FMPy's `fmi2DoStep` before initialization is refused
+/// with Error and a message naming the call and the state.
+#[test]
+fn the_exported_fmu_refuses_an_illegal_call_sequence() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = exported_nest(dir.path(), "2", &[]);
+    let o = Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import sys\n\
+             from fmpy import read_model_description, extract\n\
+             from fmpy.fmi2 import FMU2Slave\n\
+             md = read_model_description(sys.argv[1])\n\
+             s = FMU2Slave(guid=md.guid, unzipDirectory=extract(sys.argv[1]), modelIdentifier=md.coSimulation.modelIdentifier, instanceName='x')\n\
+             s.instantiate(loggingOn=True)\n\
+             try:\n    s.doStep(0.0, 0.1)\n    print('accepted')\n\
+             except Exception as e:\n    print('refused:', e)\n",
+        )
+        .arg(&fmu)
+        .output()
+        .unwrap();
+    let said = text_of(&o);
+    assert!(
+        said.contains("fmi2DoStep: Illegal call sequence: called in state Instantiated")
+            && said.contains("refused: fmi2DoStep failed with status 3 (error)"),
+        "{said}"
+    );
+}
