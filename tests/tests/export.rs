@@ -761,3 +761,107 @@ fn the_exported_fmu_refuses_an_illegal_call_sequence() {
         "{said}"
     );
 }
+
+/// Any master inside: the B3 nest under ECCO, the predictor/corrector,
+/// Richardson and IFOSMONDI, exported and put in the place of the same
+/// nest inline, gives the hierarchical run's trace byte for byte (5 s);
+/// and so does the exported fixed-step nest run by cosim in a host process
+/// (`--isolation process`).
+#[test]
+fn any_master_inside_and_an_isolated_export_give_the_nests_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let fmus = cosim_tests::fmus().display().to_string();
+    let hierarchical =
+        std::fs::read_to_string(cosim_tests::scenario("b3_three_mass_hierarchical.toml"))
+            .unwrap()
+            .replace("../fmus/dist", &fmus)
+            .replace("stop = 25.0", "stop = 5.0");
+    let nest = std::fs::read_to_string(cosim_tests::scenario("b3_three_mass_nest.toml"))
+        .unwrap()
+        .replace("../fmus/dist", &fmus);
+    let controller = "dt_min = 1e-4\ndt_max = 0.05\n";
+    let masters = [
+        ("fixed-step", "step = 0.025\n".to_string(), String::new()),
+        (
+            "ecco",
+            "kind = \"ecco\"\ntolerance = 1e-4\n".into(),
+            controller.into(),
+        ),
+        (
+            "predictor-corrector",
+            "kind = \"predictor-corrector\"\ntolerance = 1e-3\n".into(),
+            controller.into(),
+        ),
+        (
+            "richardson",
+            "kind = \"richardson\"\natol = 1e-4\nrtol = 1e-3\n".into(),
+            controller.into(),
+        ),
+        (
+            "ifosmondi",
+            "kind = \"ifosmondi\"\nstep = 0.025\neps_abs = 1e-6\neps_rel = 1e-6\n".into(),
+            String::new(),
+        ),
+    ];
+    for (kind, master, controller) in &masters {
+        let with_controller = |table: &str| match controller.is_empty() {
+            true => String::new(),
+            false => format!("[{table}.controller]\n{controller}"),
+        };
+        let inline = hierarchical.replacen(
+            "[subsystems.system.master]\nstep = 0.025             # H2, divides H1\n",
+            &format!(
+                "[subsystems.system.master]\n{master}{}",
+                with_controller("subsystems.system.master")
+            ),
+            1,
+        );
+        assert!(inline.contains(master.as_str()), "{inline}");
+        let system = nest.replacen(
+            "[master]\nstep = 0.025             # H2\n",
+            &format!("[master]\n{master}{}", with_controller("master")),
+            1,
+        );
+        assert!(system.contains(master.as_str()), "{system}");
+        let system_path = dir.path().join(format!("nest_{kind}.toml"));
+        std::fs::write(&system_path, system).unwrap();
+        let fmu = dir.path().join(format!("Nest_{kind}.fmu"));
+        let mut args: Vec<&str> = NEST_EXPOSES.iter().flat_map(|e| ["--expose", e]).collect();
+        args.extend(["--name", "nest"]);
+        let o = export(&system_path, &fmu, "2", &args);
+        assert!(o.status.success(), "{kind}: {}", text_of(&o));
+        let inline_path = dir.path().join(format!("inline_{kind}.toml"));
+        std::fs::write(&inline_path, &inline).unwrap();
+        let exported_text = std::fs::read_to_string(hierarchical_with(&fmu, dir.path()))
+            .unwrap()
+            .replace("stop = 25.0", "stop = 5.0");
+        let exported_path = dir.path().join(format!("exported_{kind}.toml"));
+        std::fs::write(&exported_path, exported_text).unwrap();
+        let mut runs = vec![
+            (inline_path, Vec::new()),
+            (exported_path.clone(), Vec::new()),
+        ];
+        if *kind == "fixed-step" {
+            runs.push((exported_path, vec!["--isolation", "process"]));
+        }
+        let traces: Vec<String> = runs
+            .iter()
+            .enumerate()
+            .map(|(k, (path, extra))| {
+                let out = dir.path().join(format!("{kind}_{k}"));
+                run(path, &out, extra);
+                std::fs::read_to_string(out.join("trace.csv")).unwrap()
+            })
+            .collect();
+        assert!(traces[0].lines().count() > 40, "{kind}: {}", traces[0]);
+        for (k, t) in traces.iter().enumerate().skip(1) {
+            let first = traces[0].lines().zip(t.lines()).position(|(a, b)| a != b);
+            assert!(
+                first.is_none() && t.len() == traces[0].len(),
+                "{kind}, run {k}: differs from the inline nest at row {first:?}:\n{:?}\n{:?}",
+                first.and_then(|r| traces[0].lines().nth(r)),
+                first.and_then(|r| t.lines().nth(r))
+            );
+        }
+    }
+}
