@@ -34,195 +34,59 @@ pub struct Unit {
     pub quantity: &'static str,
 }
 
+impl Unit {
+    /// An SI unit of kilogram, metre, second and kelvin exponents, with its
+    /// usual quantity (no offset, factor 1).
+    pub const fn si(
+        name: &'static str,
+        kg: i32,
+        m: i32,
+        s: i32,
+        k: i32,
+        quantity: &'static str,
+    ) -> Unit {
+        Unit {
+            name,
+            kg,
+            m,
+            s,
+            k,
+            a: 0,
+            mol: 0,
+            cd: 0,
+            rad: 0,
+            factor: 1.0,
+            offset: 0.0,
+            quantity,
+            has_base: true,
+        }
+    }
+}
+
 /// Second.
-pub const S: Unit = Unit {
-    name: "s",
-    kg: 0,
-    m: 0,
-    s: 1,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Time",
-};
+pub const S: Unit = Unit::si("s", 0, 0, 1, 0, "Time");
 /// Metre.
-pub const M: Unit = Unit {
-    name: "m",
-    kg: 0,
-    m: 1,
-    s: 0,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Length",
-};
+pub const M: Unit = Unit::si("m", 0, 1, 0, 0, "Length");
 /// Metre per second.
-pub const M_PER_S: Unit = Unit {
-    name: "m/s",
-    kg: 0,
-    m: 1,
-    s: -1,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Velocity",
-};
+pub const M_PER_S: Unit = Unit::si("m/s", 0, 1, -1, 0, "Velocity");
 /// Metre per second squared.
-pub const M_PER_S2: Unit = Unit {
-    name: "m/s2",
-    kg: 0,
-    m: 1,
-    s: -2,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Acceleration",
-};
+pub const M_PER_S2: Unit = Unit::si("m/s2", 0, 1, -2, 0, "Acceleration");
 /// Kilogram.
-pub const KG: Unit = Unit {
-    name: "kg",
-    kg: 1,
-    m: 0,
-    s: 0,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Mass",
-};
+pub const KG: Unit = Unit::si("kg", 1, 0, 0, 0, "Mass");
 /// Newton.
-pub const N: Unit = Unit {
-    name: "N",
-    kg: 1,
-    m: 1,
-    s: -2,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Force",
-};
+pub const N: Unit = Unit::si("N", 1, 1, -2, 0, "Force");
 /// Newton per metre (spring stiffness).
-pub const N_PER_M: Unit = Unit {
-    name: "N/m",
-    kg: 1,
-    m: 0,
-    s: -2,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "TranslationalSpringConstant",
-};
+pub const N_PER_M: Unit = Unit::si("N/m", 1, 0, -2, 0, "TranslationalSpringConstant");
 /// Newton second per metre (damping coefficient).
-pub const N_S_PER_M: Unit = Unit {
-    name: "N.s/m",
-    kg: 1,
-    m: 0,
-    s: -1,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "TranslationalDampingConstant",
-};
+pub const N_S_PER_M: Unit = Unit::si("N.s/m", 1, 0, -1, 0, "TranslationalDampingConstant");
 /// Reciprocal second (rate, eigenvalue).
-pub const PER_S: Unit = Unit {
-    name: "1/s",
-    kg: 0,
-    m: 0,
-    s: -1,
-    k: 0,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "Frequency",
-};
+pub const PER_S: Unit = Unit::si("1/s", 0, 0, -1, 0, "Frequency");
 /// Kelvin, as a temperature difference (e.g. a heating rise).
-pub const K: Unit = Unit {
-    name: "K",
-    kg: 0,
-    m: 0,
-    s: 0,
-    k: 1,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "TemperatureDifference",
-};
+pub const K: Unit = Unit::si("K", 0, 0, 0, 1, "TemperatureDifference");
 /// Kelvin per second (a rate of temperature).
-pub const K_PER_S: Unit = Unit {
-    name: "K/s",
-    kg: 0,
-    m: 0,
-    s: -1,
-    k: 1,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
-    offset: 0.0,
-    quantity: "TemperatureRate",
-};
+pub const K_PER_S: Unit = Unit::si("K/s", 0, 0, -1, 1, "TemperatureRate");
 /// Degree Celsius (`<BaseUnit K="1" offset="273.15"/>`).
 pub const DEG_C: Unit = Unit {
-    name: "degC",
-    kg: 0,
-    m: 0,
-    s: 0,
-    k: 1,
-    a: 0,
-    mol: 0,
-    cd: 0,
-    rad: 0,
-    factor: 1.0,
-    has_base: true,
     offset: 273.15,
-    quantity: "ThermodynamicTemperature",
+    ..Unit::si("degC", 0, 0, 0, 1, "ThermodynamicTemperature")
 };
