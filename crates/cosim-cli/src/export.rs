@@ -51,82 +51,12 @@ pub struct Args {
 
 /// Runs `cosim export`.
 pub fn run(args: &Args, quiet: bool) -> Result<()> {
-    let staging;
-    let is_fmu = !cosim_ssp::is_system_structure(&args.system)
-        && cosim_scenario::single::is_fmu(&args.system);
-    if !is_fmu && (args.solver.is_some() || args.relative_tolerance.is_some()) {
-        say!(
-            "error: --solver and --relative-tolerance are for an FMU given as SYSTEM; a scenario sets the solver of each Model Exchange subsystem in [subsystems.solver]"
-        );
-        return Err(Failed(exit::BAD_INPUT).into());
-    }
-    let system = if cosim_ssp::is_system_structure(&args.system) || is_fmu {
-        staging = tempfile::Builder::new()
-            .prefix("cosim-export-system-")
-            .tempdir()?;
-        if is_fmu {
-            from_fmu(args, staging.path())?
-        } else {
-            from_system_structure(&args.system, staging.path())?
-        }
-    } else {
-        args.system.clone()
-    };
-    // One FMU wrapped: its variables are named as in the FMU.
-    let sub = match is_fmu {
-        true => Some(
-            cosim_scenario::Scenario::load(&system)?.subsystems()[0]
-                .name
-                .value
-                .clone(),
-        ),
-        false => None,
-    };
-    let inner = |names: &[String]| -> Vec<String> {
-        match &sub {
-            Some(sub) => names.iter().map(|n| format!("{sub}.{n}")).collect(),
-            None => names.to_vec(),
-        }
-    };
-    let (exposes, parameters) = (inner(&args.expose), inner(&args.parameter));
-    let request = ExportRequest {
-        system,
-        output: args.output.clone(),
-        version: if args.fmi == "3" {
-            fmu_kit::FmiVersion::Fmi3
-        } else {
-            fmu_kit::FmiVersion::Fmi2
-        },
-        name: args.name.clone().or_else(|| {
-            (cosim_ssp::is_system_structure(&args.system) || is_fmu)
-                .then(|| args.system.file_stem())
-                .flatten()
-                .map(|s| {
-                    s.to_string_lossy()
-                        .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-                })
-        }),
-        exposes,
-        parameters,
-        wrapped: is_fmu,
-        library: library()?,
-        host: std::env::current_exe().ok(),
-    };
+    let system = System::of(args)?;
+    let request = request(args, &system)?;
     let report = match cosim_export::export(&request) {
         Ok(r) => r,
         Err(ExportError::System(e)) => {
-            let mut text = e.to_string();
-            if let Some(sub) = &sub {
-                // Said of the FMU as given, its variables by their names.
-                text = text
-                    .replace(
-                        &request.system.display().to_string(),
-                        &args.system.display().to_string(),
-                    )
-                    .replace(&format!("--expose {sub}."), "--expose ")
-                    .replace(&format!("--parameter {sub}."), "--parameter ");
-            }
-            say!("{text}");
+            say!("{}", system.as_given(args, &request, e.to_string()));
             return Err(Failed(exit::BAD_INPUT).into());
         }
         Err(e) => return Err(e.into()),
@@ -144,6 +74,108 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The system to export, as a scenario file: SYSTEM itself, or the
+/// scenario an SSP/OSP system or one FMU makes, written into a directory
+/// that lives as long as this.
+struct System {
+    scenario: PathBuf,
+    /// One FMU wrapped: the name of its subsystem in the scenario.
+    wrapped: Option<String>,
+    /// Where a made scenario lives (removed when this is dropped).
+    made: Option<tempfile::TempDir>,
+}
+
+impl System {
+    fn of(args: &Args) -> Result<System> {
+        let structure = cosim_ssp::is_system_structure(&args.system);
+        let is_fmu = !structure && cosim_scenario::single::is_fmu(&args.system);
+        if !is_fmu && (args.solver.is_some() || args.relative_tolerance.is_some()) {
+            say!(
+                "error: --solver and --relative-tolerance are for an FMU given as SYSTEM; a scenario sets the solver of each Model Exchange subsystem in [subsystems.solver]"
+            );
+            return Err(Failed(exit::BAD_INPUT).into());
+        }
+        if !structure && !is_fmu {
+            return Ok(System {
+                scenario: args.system.clone(),
+                wrapped: None,
+                made: None,
+            });
+        }
+        let made = tempfile::Builder::new()
+            .prefix("cosim-export-system-")
+            .tempdir()?;
+        let scenario = if is_fmu {
+            from_fmu(args, made.path())?
+        } else {
+            from_system_structure(&args.system, made.path())?
+        };
+        let wrapped = match is_fmu {
+            true => Some(
+                cosim_scenario::Scenario::load(&scenario)?.subsystems()[0]
+                    .name
+                    .value
+                    .clone(),
+            ),
+            false => None,
+        };
+        Ok(System {
+            scenario,
+            wrapped,
+            made: Some(made),
+        })
+    }
+
+    /// `names` of variables as the system names them: an FMU's own names
+    /// prefixed with its subsystem's.
+    fn inner(&self, names: &[String]) -> Vec<String> {
+        match &self.wrapped {
+            Some(sub) => names.iter().map(|n| format!("{sub}.{n}")).collect(),
+            None => names.to_vec(),
+        }
+    }
+
+    /// An error's `text` said of SYSTEM as given (an FMU's variables by
+    /// their own names).
+    fn as_given(&self, args: &Args, request: &ExportRequest, text: String) -> String {
+        let Some(sub) = &self.wrapped else {
+            return text;
+        };
+        text.replace(
+            &request.system.display().to_string(),
+            &args.system.display().to_string(),
+        )
+        .replace(&format!("--expose {sub}."), "--expose ")
+        .replace(&format!("--parameter {sub}."), "--parameter ")
+    }
+}
+
+/// What to export, from the arguments.
+fn request(args: &Args, system: &System) -> Result<ExportRequest> {
+    // A made scenario's file name says nothing: the model is named after
+    // SYSTEM.
+    let made = system.made.is_some();
+    Ok(ExportRequest {
+        system: system.scenario.clone(),
+        output: args.output.clone(),
+        version: if args.fmi == "3" {
+            fmu_kit::FmiVersion::Fmi3
+        } else {
+            fmu_kit::FmiVersion::Fmi2
+        },
+        name: args.name.clone().or_else(|| {
+            made.then(|| args.system.file_stem())
+                .flatten()
+                .map(|s| cosim_export::pack::identifier(&s.to_string_lossy()))
+        }),
+        exposes: system.inner(&args.expose),
+        parameters: system.inner(&args.parameter),
+        wrapped: system.wrapped.is_some(),
+        library: library()?,
+        host: std::env::current_exe().ok(),
+    })
 }
 
 /// The `cosim-fmu` library the FMU carries: `COSIM_FMU_LIBRARY`, else

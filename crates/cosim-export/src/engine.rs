@@ -11,7 +11,6 @@
 //! the nest, whose master advances the inner system to the end of the
 //! importer's step; terminated and freed when the instance is freed.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -23,10 +22,10 @@ use fmu_kit::{
     Capabilities, Factory, FmiVersion, Inputs, LogLevel, Model, ModelSpec, ModelState, StepError,
     TIME, Values, VarType,
 };
-use tracing_subscriber::layer::SubscriberExt;
 
 use crate::interface::{exposed_vr, model_spec};
 use crate::manifest::Manifest;
+use crate::messages::captured;
 
 /// The interfaces built in this process, one per resources directory.
 static INTERFACES: Mutex<Vec<(PathBuf, &'static ModelSpec)>> = Mutex::new(Vec::new());
@@ -413,84 +412,4 @@ fn with_messages(error: String, messages: &[(LogLevel, String)]) -> String {
     }
     let said: Vec<&str> = messages.iter().map(|(_, m)| m.as_str()).collect();
     format!("{error}\n{}", said.join("\n"))
-}
-
-thread_local! {
-    /// Where [`Collect`] puts the events of this thread's call.
-    static COLLECTED: RefCell<Vec<(LogLevel, String)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` with this thread's `tracing` events collected: the inner
-/// FMUs' messages (target `fmu`, with their instance and category) and
-/// the engine's warnings and errors, for the importer's logger.
-fn captured<T>(f: impl FnOnce() -> T) -> (T, Vec<(LogLevel, String)>) {
-    // One subscriber for the process: a step allocates nothing for it.
-    static DISPATCH: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    let dispatch = DISPATCH
-        .get_or_init(|| tracing::Dispatch::new(tracing_subscriber::registry().with(Collect)));
-    let before = COLLECTED.with(|c| c.borrow_mut().len());
-    let result = tracing::dispatcher::with_default(dispatch, f);
-    let messages = COLLECTED.with(|c| {
-        let mut c = c.borrow_mut();
-        // (`split_off` at the end would still allocate: a quiet call takes
-        // nothing.)
-        if c.len() == before {
-            Vec::new()
-        } else {
-            c.split_off(before)
-        }
-    });
-    (result, messages)
-}
-
-/// A `tracing` layer that keeps events as the importer's log lines.
-struct Collect;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Collect {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        let meta = event.metadata();
-        let from_fmu = meta.target() == "fmu";
-        let level = match *meta.level() {
-            tracing::Level::ERROR => LogLevel::Error,
-            tracing::Level::WARN => LogLevel::Warning,
-            _ if from_fmu => LogLevel::Info,
-            _ => return,
-        };
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let line = match (fields.instance, fields.category) {
-            (Some(i), Some(c)) => format!("[{i}] {c}: {}", fields.message),
-            (Some(i), None) => format!("[{i}] {}", fields.message),
-            _ => fields.message,
-        };
-        COLLECTED.with(|c| c.borrow_mut().push((level, line)));
-    }
-}
-
-#[derive(Default)]
-struct Fields {
-    message: String,
-    instance: Option<String>,
-    category: Option<String>,
-}
-
-impl tracing::field::Visit for Fields {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        match field.name() {
-            "instance" => self.instance = Some(value.to_string()),
-            "category" => self.category = Some(value.to_string()),
-            "message" => self.message = value.to_string(),
-            _ => {}
-        }
-    }
-
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        let text = format!("{value:?}");
-        match field.name() {
-            "instance" => self.instance = Some(text),
-            "category" => self.category = Some(text),
-            "message" => self.message = text,
-            _ => {}
-        }
-    }
 }

@@ -19,6 +19,7 @@
 pub mod engine;
 pub mod interface;
 pub mod manifest;
+mod messages;
 pub mod pack;
 
 pub use pack::{ExportError, ExportReport, ExportRequest, export};

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use cosim_fmi::model_description::Causality;
 use cosim_scenario::assemble::AssembleError;
 use cosim_scenario::export::{ExportSpec, describe};
 use fmu_kit::{FmiVersion, PackageRequest};
@@ -70,20 +71,7 @@ fn other(e: impl std::fmt::Display) -> ExportError {
 
 /// Exports `req.system` as one FMU at `req.output`.
 pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
-    let name = match &req.name {
-        Some(n) => n.clone(),
-        None => identifier(
-            &req.system
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        ),
-    };
-    if !is_identifier(&name) {
-        return Err(other(format!(
-            "--name {name}: the model identifier must be a C identifier (letters, digits, '_'; not starting with a digit)"
-        )));
-    }
+    let name = model_name(req)?;
     if !req.library.is_file() {
         return Err(other(format!(
             "the exported FMU's library {} is missing: build it with `cargo build --release -p cosim-fmu` (or set COSIM_FMU_LIBRARY)",
@@ -107,39 +95,15 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
         .tempdir()
         .map_err(other)?;
     let resources = staging.path().join("resources");
-    let mut stager = Stager {
-        root: resources.join("system"),
-        copies: BTreeMap::new(),
-        names: Vec::new(),
-    };
-    let system = stager.scenario(&req.system)?;
-    let manifest = Manifest {
-        format: FORMAT,
-        name: name.clone(),
-        system: format!("system/{system}"),
-        exposes,
-        parameters: req.parameters.clone(),
-        wrapped: req.wrapped,
-    };
-    std::fs::write(resources.join(crate::manifest::FILE), manifest.to_text()).map_err(other)?;
-    if checked.uses_isolation {
-        let host = req.host.as_ref().ok_or_else(|| {
-            other("the system runs an FMU in a host process (isolation = \"process\"), and no host program was given")
-        })?;
-        let packed = resources.join(crate::manifest::HOST);
-        std::fs::create_dir_all(packed.parent().unwrap_or(&resources)).map_err(other)?;
-        std::fs::copy(host, &packed)
-            .map_err(|e| other(format!("copying the host program {}: {e}", host.display())))?;
-    }
+    let (manifest, packed) = stage(req, &resources, &name, exposes, checked.uses_isolation)?;
     // Described from the packed copy: what the FMU will find is what was
     // checked.
-    let spec = ExportSpec {
+    let exported = describe(&ExportSpec {
         system: resources.join(&manifest.system),
         name: name.clone(),
         exposes: manifest.exposes.clone(),
         parameters: manifest.parameters.clone(),
-    };
-    let exported = describe(&spec)?;
+    })?;
     let model = model_spec(
         &exported,
         &name,
@@ -155,7 +119,7 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
     };
     fmu_kit::package_with_resources(&request, &req.library, Some(&resources), &req.output)
         .map_err(|e| other(format!("writing {}: {e}", req.output.display())))?;
-    let named = |c: cosim_fmi::model_description::Causality| {
+    let named = |c: Causality| {
         exported
             .exposed()
             .iter()
@@ -165,11 +129,68 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
     };
     Ok(ExportReport {
         name,
-        inputs: named(cosim_fmi::model_description::Causality::Input),
-        outputs: named(cosim_fmi::model_description::Causality::Output),
+        inputs: named(Causality::Input),
+        outputs: named(Causality::Output),
         parameters: req.parameters.clone(),
-        packed: stager.copies.into_keys().collect(),
+        packed,
     })
+}
+
+/// The model identifier: `--name`, else the system file's stem made a C
+/// identifier.
+fn model_name(req: &ExportRequest) -> Result<String, ExportError> {
+    let name = match &req.name {
+        Some(n) => n.clone(),
+        None => identifier(
+            &req.system
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
+    };
+    if !is_identifier(&name) {
+        return Err(other(format!(
+            "--name {name}: the model identifier must be a C identifier (letters, digits, '_'; not starting with a digit)"
+        )));
+    }
+    Ok(name)
+}
+
+/// Writes the FMU's resources into `resources`: the system and what it
+/// names, the manifest, the host program where an FMU is isolated. Returns
+/// the manifest and the sources of the packed files.
+fn stage(
+    req: &ExportRequest,
+    resources: &Path,
+    name: &str,
+    exposes: Vec<String>,
+    isolated: bool,
+) -> Result<(Manifest, Vec<PathBuf>), ExportError> {
+    let mut stager = Stager {
+        root: resources.join("system"),
+        copies: BTreeMap::new(),
+        names: Vec::new(),
+    };
+    let system = stager.scenario(&req.system)?;
+    let manifest = Manifest {
+        format: FORMAT,
+        name: name.to_string(),
+        system: format!("system/{system}"),
+        exposes,
+        parameters: req.parameters.clone(),
+        wrapped: req.wrapped,
+    };
+    std::fs::write(resources.join(crate::manifest::FILE), manifest.to_text()).map_err(other)?;
+    if isolated {
+        let host = req.host.as_ref().ok_or_else(|| {
+            other("the system runs an FMU in a host process (isolation = \"process\"), and no host program was given")
+        })?;
+        let packed = resources.join(crate::manifest::HOST);
+        std::fs::create_dir_all(packed.parent().unwrap_or(resources)).map_err(other)?;
+        std::fs::copy(host, &packed)
+            .map_err(|e| other(format!("copying the host program {}: {e}", host.display())))?;
+    }
+    Ok((manifest, stager.copies.into_keys().collect()))
 }
 
 /// Copies scenario files and what they use under `root`, rewriting paths.
@@ -285,7 +306,7 @@ impl Stager {
 
 /// `stem` made a C identifier: other characters become `_`, a leading digit
 /// gets a `_` before it.
-fn identifier(stem: &str) -> String {
+pub fn identifier(stem: &str) -> String {
     let mut id: String = stem
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
