@@ -865,3 +865,35 @@ fn any_master_inside_and_an_isolated_export_give_the_nests_bits() {
         }
     }
 }
+
+/// One instance run twice (FMPy's `simulate_fmu` with `fmu_instance`,
+/// `fmi2Reset` between the runs) gives the same results twice: a reset
+/// frees the system, the next initialization builds it afresh.
+#[test]
+fn a_reset_instance_runs_again_from_the_start() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = exported_nest(dir.path(), "2", &[]);
+    let o = Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import sys\n\
+             from fmpy import read_model_description, extract, simulate_fmu\n\
+             from fmpy.fmi2 import FMU2Slave\n\
+             md = read_model_description(sys.argv[1])\n\
+             d = extract(sys.argv[1])\n\
+             s = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier, instanceName='x')\n\
+             s.instantiate()\n\
+             run = lambda: simulate_fmu(d, model_description=md, fmu_instance=s, stop_time=2.0, output_interval=0.1, output=['s3.x3'])\n\
+             first = run()\n\
+             s.reset()\n\
+             runs = [first, run()]\n\
+             s.freeInstance()\n\
+             print('rows', len(runs[0]), 'same', runs[0].tobytes() == runs[1].tobytes(), 'moved', runs[0]['s3.x3'][-1] != runs[0]['s3.x3'][0])\n",
+        )
+        .arg(&fmu)
+        .output()
+        .unwrap();
+    let said = text_of(&o);
+    assert!(said.contains("rows 21 same True moved True"), "{said}");
+}
