@@ -266,7 +266,8 @@ fn bad_exports_are_refused_naming_what_is_wrong() {
 /// The exported B3 nest passes FMPy's validation and, simulated by FMPy
 /// (FMI 2.0 and 3.0), gives at every communication point the bits of the
 /// system run directly by cosim; libcosim runs the exported FMU beside S1
-/// from an OSP file step for step as cosim runs the same file.
+/// from an OSP file step for step as cosim runs the same file, and as
+/// cosim runs the system with the nest inline.
 #[test]
 fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
     let python = cosim_tests::python();
@@ -321,6 +322,18 @@ fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
     let ours = Trace::read(&ours_dir.join("trace.csv"));
     // (Each FMU's `time` variable is a column of libcosim's only.)
     let cmp = compare_exact(&ours, &theirs, &["nest.time", "s1.time"]);
+    assert!(cmp.values > 1000, "{} values compared", cmp.values);
+    assert_eq!(cmp.n_differing, 0, "{:?}", cmp.differing);
+    // And as cosim runs the system directly: the nest inline in
+    // b3_three_mass_hierarchical.toml.
+    let direct_dir = dir.path().join("direct_hierarchical");
+    run(
+        &cosim_tests::scenario("b3_three_mass_hierarchical.toml"),
+        &direct_dir,
+        &args,
+    );
+    let direct = Trace::read(&direct_dir.join("trace.csv"));
+    let cmp = compare_exact(&direct, &theirs, &["nest.time", "s1.time"]);
     assert!(cmp.values > 1000, "{} values compared", cmp.values);
     assert_eq!(cmp.n_differing, 0, "{:?}", cmp.differing);
 }
