@@ -910,3 +910,45 @@ fn a_reset_instance_runs_again_from_the_start() {
     let said = text_of(&o);
     assert!(said.contains("rows 21 same True moved True"), "{said}");
 }
+
+/// An exported FMU is an FMU like any other: the hierarchical B3 system
+/// with the exported nest in its place, exported again (two engines in one
+/// importer, one inside the other), runs in FMPy as cosim runs that system.
+#[test]
+fn a_system_holding_an_exported_fmu_exports_again() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let nest = exported_nest(dir.path(), "2", &["--name", "nest"]);
+    let outer = hierarchical_with(&nest, dir.path());
+    let direct = dir.path().join("direct");
+    run(
+        &outer,
+        &direct,
+        &[
+            "--output-interval",
+            "0.1",
+            "--output-variables",
+            "s1.x1",
+            "nest.s3.x3",
+        ],
+    );
+    let fmu = dir.path().join("Outer.fmu");
+    let o = export(
+        &outer,
+        &fmu,
+        "3",
+        &["--expose", "s1.x1", "--expose", "nest.s3.x3"],
+    );
+    assert!(o.status.success(), "{}", text_of(&o));
+    let o = Command::new(&python)
+        .arg(cosim_tests::root().join("tests/python/export_check.py"))
+        .arg(&fmu)
+        .arg(direct.join("trace.csv"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("251 rows, 0 differing"),
+        "{}",
+        text_of(&o)
+    );
+}
