@@ -394,7 +394,8 @@ fn libcosim_runs_an_exported_ecco_system_at_a_coarser_step_logging_its_energy() 
             run(&osp, &out, &args);
             traces.push(Trace::read(&out.join("trace.csv")));
         }
-        logs.push(std::fs::read_to_string(energy.join("energy.nest_ecco.csv")).unwrap());
+        // (Named after the importer's instance, `nest` in the OSP file.)
+        logs.push(std::fs::read_to_string(energy.join("energy.nest.csv")).unwrap());
     }
     let cmp = compare_exact(&traces[1], &traces[0], &["nest.time", "s1.time"]);
     assert!(cmp.values > 1000, "{} values compared", cmp.values);
@@ -516,7 +517,8 @@ fn isolated_inner_fmus_run_in_hosts_shipped_in_the_fmu() {
 }
 
 /// The exported String parameter `cosim.fmi_call_log` logs every FMI call
-/// made on the inner FMUs, in the format of `--log-fmi-calls`.
+/// made on the inner FMUs, in the format of `--log-fmi-calls`, each inner
+/// instance named after the importer's instance (`nest.s2`).
 #[test]
 fn the_fmi_call_log_of_the_inner_fmus_is_written_where_the_parameter_says() {
     let dir = tempfile::tempdir().unwrap();
@@ -536,16 +538,16 @@ fn the_fmi_call_log_of_the_inner_fmus_is_written_where_the_parameter_says() {
     run(&scenario, &dir.path().join("out"), &[]);
     let text = std::fs::read_to_string(&log).unwrap();
     for expected in [
-        "b3_three_mass_nest.s2: fmi2Instantiate(",
-        "b3_three_mass_nest.s3: fmi2DoStep(",
-        "b3_three_mass_nest.s2: fmi2Terminate(",
+        "nest.s2: fmi2Instantiate(",
+        "nest.s3: fmi2DoStep(",
+        "nest.s2: fmi2Terminate(",
     ] {
         assert!(text.contains(expected), "{expected} not in:\n{text}");
     }
     // Inner steps of 0.025 s: four per step of the importer, two steps.
     let steps = text
         .lines()
-        .filter(|l| l.contains("b3_three_mass_nest.s3: fmi2DoStep("))
+        .filter(|l| l.contains("] nest.s3: fmi2DoStep("))
         .count();
     assert_eq!(steps, 8, "{text}");
 }

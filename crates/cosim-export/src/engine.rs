@@ -63,8 +63,9 @@ fn interface_of(dir: &Path) -> Result<&'static ModelSpec, String> {
     let (exported, messages) = captured(|| cosim_scenario::export::describe(&export));
     let exported = exported.map_err(|e| with_messages(e.to_string(), &messages))?;
     let layout = Arc::new(Layout::of(&exported));
-    let factory: Factory = Arc::new(move |values: &Values| {
-        SystemModel::build(&export, &layout, values).map(|m| Box::new(m) as Box<dyn Model>)
+    let factory: Factory = Arc::new(move |values: &Values, instance: &str| {
+        SystemModel::build(&export, &layout, values, instance)
+            .map(|m| Box::new(m) as Box<dyn Model>)
     });
     let spec: &'static ModelSpec = Box::leak(Box::new(model_spec(
         &exported,
@@ -177,8 +178,14 @@ struct Saved {
 
 impl SystemModel {
     /// Builds the system with the parameters and inputs of `values` and
-    /// initialises it at `values[TIME]`.
-    fn build(export: &ExportSpec, layout: &Arc<Layout>, values: &Values) -> Result<Self, String> {
+    /// initialises it at `values[TIME]`, under the name of the importer's
+    /// `instance` (what a file name cannot hold made `_`).
+    fn build(
+        export: &ExportSpec,
+        layout: &Arc<Layout>,
+        values: &Values,
+        instance: &str,
+    ) -> Result<Self, String> {
         let parameters = layout
             .parameters
             .iter()
@@ -194,6 +201,15 @@ impl SystemModel {
         let options = cosim_scenario::export::BuildOptions {
             energy_dir: path(layout.energy_log),
             call_log: path(layout.call_log),
+            instance: Some(
+                instance
+                    .chars()
+                    .map(|c| match c {
+                        'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' | '.' => c,
+                        _ => '_',
+                    })
+                    .collect(),
+            ),
         };
         let (built, messages) = captured(|| -> Result<_, String> {
             let text = |e: CoreError| e.to_string();

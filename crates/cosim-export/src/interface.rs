@@ -63,7 +63,7 @@ pub fn model_spec(
         energy_log_vr(exported),
         ENERGY_LOG,
         "",
-        "A directory: where the system's power bonds log their residual and transmitted energy at every inner step (energy.<model>.csv); empty: no log",
+        "A directory: where the system's power bonds log their residual and transmitted energy at every inner step (energy.<instance name>.csv); empty: no log",
     ));
     spec = spec.var(Variable::string_parameter(
         call_log_vr(exported),

@@ -107,7 +107,9 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
     let model = model_spec(
         &exported,
         &name,
-        std::sync::Arc::new(|_: &fmu_kit::Values| Err("not run by the exporter".to_string())),
+        std::sync::Arc::new(|_: &fmu_kit::Values, _: &str| {
+            Err("not run by the exporter".to_string())
+        }),
         req.wrapped,
     )
     .map_err(other)?;

@@ -67,11 +67,15 @@ pub struct Exported {
 /// What an exported FMU's run asks of the system beyond its parameters.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
-    /// Where the power bonds log their energy (`energy.<name>.csv`).
+    /// Where the power bonds log their energy (`energy.<instance>.csv`).
     pub energy_dir: Option<PathBuf>,
     /// The FMI call log of every inner FMU (docs/fmi-call-log.md), appended
     /// to this file.
     pub call_log: Option<PathBuf>,
+    /// The name the system runs under (the importer's instance name): its
+    /// inner instances are `<instance>.<subsystem>`, its energy log
+    /// `energy.<instance>.csv`; the model's name when `None`.
+    pub instance: Option<String>,
 }
 
 impl Exported {
@@ -221,7 +225,8 @@ pub fn build(
         call_log,
         ..Level::default()
     };
-    nested(&resolved, 0, nest, &layout, &level, &spec.name)
+    let name = options.instance.as_deref().unwrap_or(&spec.name);
+    nested(&resolved, 0, nest, &layout, &level, name)
 }
 
 /// The exposed parameters of `spec`, checked against the inner level.

@@ -809,7 +809,7 @@ impl Instance {
     }
 
     fn build_model(&self) -> Result<Box<dyn Model>, String> {
-        (self.spec.factory)(&self.values)
+        (self.spec.factory)(&self.values, &self.name)
     }
 
     /// Initialization -> StepComplete (Co-Simulation) / Event Mode (Model
@@ -1291,7 +1291,7 @@ impl Instance {
             for (&vr, &x) in vrs.iter().zip(vals) {
                 trial[vr] = self.stored_value(ty, vr, x)?;
             }
-            self.model = Some((self.spec.factory)(&trial).map_err(Fail::usage)?);
+            self.model = Some((self.spec.factory)(&trial, &self.name).map_err(Fail::usage)?);
         }
         for (&vr, &x) in vrs.iter().zip(vals) {
             let x = self.stored_value(ty, vr, x)?;
@@ -1403,7 +1403,7 @@ impl Instance {
                 })
             })
         {
-            self.model = Some((self.spec.factory)(&trial).map_err(Fail::usage)?);
+            self.model = Some((self.spec.factory)(&trial, &self.name).map_err(Fail::usage)?);
         }
         for (v, x) in inputs {
             if self.inputs.set_value(v.vr, x) {
@@ -1542,7 +1542,7 @@ impl Instance {
             for (&vr, s) in vrs.iter().zip(vals) {
                 trial.set_str(vr, s);
             }
-            Some((self.spec.factory)(&trial).map_err(Fail::usage)?)
+            Some((self.spec.factory)(&trial, &self.name).map_err(Fail::usage)?)
         } else {
             None
         };

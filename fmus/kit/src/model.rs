@@ -871,10 +871,12 @@ pub struct DefaultExperiment {
 
 /// Builds a model from the current variable values (the parameters):
 /// validates them and returns the prepared model, or a message naming the
-/// offending parameter (`"m_c must be > 0, got -1"`). Shared, so that a
-/// model built at run time (an exported co-simulation, whose model knows
+/// offending parameter (`"m_c must be > 0, got -1"`); the second argument
+/// is the instance's name (the importer's `instanceName`). Shared, so that
+/// a model built at run time (an exported co-simulation, whose model knows
 /// the system it runs) can capture what it builds from.
-pub type Factory = std::sync::Arc<dyn Fn(&Values) -> Result<Box<dyn Model>, String> + Send + Sync>;
+pub type Factory =
+    std::sync::Arc<dyn Fn(&Values, &str) -> Result<Box<dyn Model>, String> + Send + Sync>;
 
 /// Everything static about a model: its variables, what it can do, and how
 /// to build it.
@@ -959,7 +961,7 @@ impl ModelSpec {
             can_interpolate_inputs: true,
             provides_directional_derivatives: true,
             might_return_early: false,
-            factory: std::sync::Arc::new(factory),
+            factory: std::sync::Arc::new(move |values: &Values, _: &str| factory(values)),
             aliases: Vec::new(),
             model_exchange: None,
         }
