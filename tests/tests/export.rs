@@ -954,3 +954,48 @@ fn a_system_holding_an_exported_fmu_exports_again() {
         text_of(&o)
     );
 }
+
+/// What an inner FMU logs reaches the importer's logger with its instance
+/// and category, and so do the system's warnings: `Faulty`'s warning that
+/// its output becomes NaN, and the master's about the NaN (`nonfinite =
+/// "warn"`), in FMPy's logger at the warning status.
+#[test]
+fn inner_messages_reach_the_importers_logger_with_instance_and_category() {
+    let python = cosim_tests::python();
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("nan.toml");
+    std::fs::write(
+        &system,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\nnonfinite = \"warn\"\n\n\
+             [[subsystems]]\nname = \"f\"\nfmu = {:?}\nparameters = {{ fail_at = 0.45, fail_mode = 3 }}\n",
+            cosim_tests::fmi2("Faulty").display().to_string()
+        ),
+    )
+    .unwrap();
+    let fmu = dir.path().join("Nan.fmu");
+    let o = export(&system, &fmu, "2", &[]);
+    assert!(o.status.success(), "{}", text_of(&o));
+    let o = Command::new(&python)
+        .arg("-c")
+        .arg(
+            "import sys, fmpy\n\
+             said = []\n\
+             fmpy.simulate_fmu(sys.argv[1], output_interval=0.1, debug_logging=True, logger=lambda c, i, s, cat, m: said.append(f'{s} {cat.decode()} {m.decode()}'))\n\
+             print(*said, sep='\\n')\n",
+        )
+        .arg(&fmu)
+        .output()
+        .unwrap();
+    let said = text_of(&o);
+    assert!(o.status.success(), "{said}");
+    // fmi2Warning is status 1, the kit's category for it logStatusWarning;
+    // the instance is FMPy's (the model identifier, `nan`): the FMU's own
+    // message, then the system's warning about the value.
+    for line in [
+        "1 logStatusWarning [nan.f] logStatusWarning: Faulty: output x becomes NaN at fail_at = 0.45",
+        "1 logStatusWarning subsystem 'nan.f': variable 'x' is NaN at t = 0.5",
+    ] {
+        assert!(said.contains(line), "{line} not in:\n{said}");
+    }
+}
