@@ -429,3 +429,22 @@ fn with_messages(error: String, messages: &[(LogLevel, String)]) -> String {
     let said: Vec<&str> = messages.iter().map(|(_, m)| m.as_str()).collect();
     format!("{error}\n{}", said.join("\n"))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// What the library answers an instantiation it cannot serve.
+    #[test]
+    fn an_instantiation_without_the_fmus_resources_is_refused_saying_why() {
+        let e = resolve("cosim:x:fmi2:s0:0", FmiVersion::Fmi2, None).unwrap_err();
+        assert!(e.contains("no resource location was given"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let e = resolve("cosim:x:fmi2:s0:0", FmiVersion::Fmi2, Some(dir.path())).unwrap_err();
+        assert!(
+            e.contains("cannot read") && e.contains("cosim-export.toml"),
+            "{e}"
+        );
+    }
+}

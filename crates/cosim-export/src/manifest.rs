@@ -57,3 +57,31 @@ impl Manifest {
         toml::to_string(self).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_manifest_reads_back_as_written_and_another_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Manifest {
+            format: FORMAT,
+            name: "nest".into(),
+            system: "system/nest.toml".into(),
+            exposes: vec!["s2.x1".into(), "s2.l12".into()],
+            parameters: vec!["s3.c3".into()],
+            wrapped: false,
+        };
+        std::fs::write(dir.path().join(FILE), m.to_text()).unwrap();
+        assert_eq!(Manifest::read(dir.path()).unwrap(), m);
+        let other = m.to_text().replace("format = 1", "format = 7");
+        std::fs::write(dir.path().join(FILE), other).unwrap();
+        let e = Manifest::read(dir.path()).unwrap_err();
+        assert!(e.contains("format 7 is not the format 1"), "{e}");
+        std::fs::write(dir.path().join(FILE), "format = 1\nunknown = 2\n").unwrap();
+        let e = Manifest::read(dir.path()).unwrap_err();
+        assert!(e.contains("unknown"), "{e}");
+    }
+}
