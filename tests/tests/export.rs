@@ -999,3 +999,40 @@ fn inner_messages_reach_the_importers_logger_with_instance_and_category() {
         assert!(said.contains(line), "{line} not in:\n{said}");
     }
 }
+
+/// The system's warnings are said at export, located in its file, once
+/// each: an input neither fed inside nor exposed keeps its start value in
+/// the FMU; an exposed one is no warning; the `[outputs]` an exported
+/// system leaves out is not one either.
+#[test]
+fn the_systems_warnings_are_said_at_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("warned.toml");
+    std::fs::write(
+        &system,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nstep = 0.1\nscheme = \"gauss-seidel\"\nthreads = 2\n\n\
+             [[subsystems]]\nname = \"f\"\nfmu = {:?}\nparameters = {{ fail_at = -1.0 }}\n\n\
+             [outputs]\nvariables = [\"f.x\"]\n",
+            cosim_tests::fmi2("Faulty").display().to_string()
+        ),
+    )
+    .unwrap();
+    let fmu = dir.path().join("w.fmu");
+    for (exposes, unexposed) in [(&[][..], false), (&["--expose", "f.x"][..], true)] {
+        let o = export(&system, &fmu, "2", exposes);
+        let said = text_of(&o);
+        assert!(o.status.success(), "{said}");
+        let threads =
+            "warned.toml:7:11: warning: 'threads' has no effect with scheme \"gauss-seidel\"";
+        assert_eq!(said.matches(threads).count(), 1, "{said}");
+        assert_eq!(
+            said.contains(
+                "warned.toml:9:1: warning: input of subsystem 'f' not connected and not exposed (keeps its start value): u"
+            ),
+            unexposed,
+            "{exposes:?}: {said}"
+        );
+        assert!(!said.contains("[outputs]"), "{said}");
+    }
+}

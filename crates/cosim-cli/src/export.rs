@@ -61,6 +61,9 @@ pub fn run(args: &Args, quiet: bool) -> Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
+    for w in &report.warnings {
+        say!("{w}");
+    }
     if !quiet {
         say!(
             "{}: {} (FMI {}) with {}, {}, {}; {} packed",

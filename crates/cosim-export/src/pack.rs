@@ -52,6 +52,8 @@ pub struct ExportReport {
     /// The files packed into `resources/system/` (scenarios, FMUs, input
     /// files), as their sources.
     pub packed: Vec<PathBuf>,
+    /// The system's warnings, located in its files.
+    pub warnings: Vec<cosim_scenario::ScenarioError>,
 }
 
 /// Why an export failed.
@@ -135,6 +137,7 @@ pub fn export(req: &ExportRequest) -> Result<ExportReport, ExportError> {
         outputs: named(Causality::Output),
         parameters: req.parameters.clone(),
         packed,
+        warnings: checked.warnings,
     })
 }
 

@@ -62,6 +62,10 @@ pub struct Exported {
     /// Whether a subsystem of some level runs in a host process
     /// (`isolation = "process"`): the FMU then needs the host program.
     pub uses_isolation: bool,
+    /// The system's warnings (its files', its resolution's), as `cosim
+    /// check` gives them; not the one about its `[outputs]`, which an
+    /// exported system leaves out on purpose.
+    pub warnings: Vec<ScenarioError>,
 }
 
 /// What an exported FMU's run asks of the system beyond its parameters.
@@ -122,7 +126,7 @@ pub fn default_exposes(system: &Path) -> Result<Vec<String>, AssembleError> {
 
 /// The exported system, described without instantiating anything.
 pub fn describe(spec: &ExportSpec) -> Result<Exported, AssembleError> {
-    let (_, nodes) = wrapped(spec, &[], None)?;
+    let (wrapper, nodes) = wrapped(spec, &[], None)?;
     let Some(Node::Nest(nest)) = nodes.first() else {
         return Err(internal(spec));
     };
@@ -161,7 +165,67 @@ pub fn describe(spec: &ExportSpec) -> Result<Exported, AssembleError> {
         experiment: (inner.start, inner.stop, inner.master.step),
         can_save_state: all_cs,
         uses_isolation: isolated(nest),
+        warnings: system_warnings(spec, &wrapper, inner),
     })
+}
+
+/// The warnings of the system, each once: those of its files, and of its
+/// resolution without the inputs it exposes (fed from outside) and the
+/// one about its `[outputs]` (left out on purpose).
+fn system_warnings(
+    spec: &ExportSpec,
+    wrapper: &Scenario,
+    inner: &crate::ResolvedScenario,
+) -> Vec<ScenarioError> {
+    let mut out: Vec<ScenarioError> = Vec::new();
+    for w in wrapper.warnings().iter().chain(&inner.warnings) {
+        if w.message.starts_with("[outputs] of nested system") {
+            continue;
+        }
+        let Some(w) = without_exposed_inputs(spec, w) else {
+            continue;
+        };
+        if !out
+            .iter()
+            .any(|o| (&o.file, o.line, &o.message) == (&w.file, w.line, &w.message))
+        {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Warning `w`, or, if it lists inputs of a subsystem that nothing feeds
+/// (`input(s) of subsystem 'S' not connected (...): a, b`), without those
+/// the system exposes; `None` when it lists nothing else.
+fn without_exposed_inputs(spec: &ExportSpec, w: &ScenarioError) -> Option<ScenarioError> {
+    let rest = w
+        .message
+        .strip_prefix("inputs of subsystem '")
+        .or_else(|| w.message.strip_prefix("input of subsystem '"));
+    let Some((sub, names)) = rest.and_then(|r| r.split_once("' not connected (")) else {
+        return Some(w.clone());
+    };
+    let Some((_, names)) = names.split_once("): ") else {
+        return Some(w.clone());
+    };
+    let left: Vec<&str> = names
+        .split(", ")
+        .filter(|n| !spec.exposes.iter().any(|e| *e == format!("{sub}.{n}")))
+        .collect();
+    if left.is_empty() {
+        return None;
+    }
+    let mut w = w.clone();
+    let (word, verb) = match left.len() {
+        1 => ("input", "keeps its start value"),
+        _ => ("inputs", "keep their start values"),
+    };
+    w.message = format!(
+        "{word} of subsystem '{sub}' not connected and not exposed ({verb}): {}",
+        left.join(", ")
+    );
+    Some(w)
 }
 
 /// Whether a subsystem of `nest` or of a level below runs isolated.
