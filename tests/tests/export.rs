@@ -73,6 +73,29 @@ fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
     o
 }
 
+/// Asserts that FMPy's simulation of `fmu` (`tests/python/export_check.py`,
+/// output interval `interval`) gives cosim's `trace` at every row, bit for
+/// bit, and that it compared `rows` rows (any number when `None`).
+fn assert_fmpy_gives(fmu: &Path, trace: &Path, interval: &str, rows: Option<usize>) {
+    let o = Command::new(cosim_tests::python())
+        .arg(cosim_tests::root().join("tests/python/export_check.py"))
+        .args([fmu, trace])
+        .arg(interval)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let expected = match rows {
+        Some(n) => format!("{n} rows, 0 differing"),
+        None => " rows, 0 differing".to_string(),
+    };
+    assert!(
+        o.status.success() && out.contains(&expected),
+        "{}: {}",
+        fmu.display(),
+        text_of(&o)
+    );
+}
+
 /// b3_three_mass_hierarchical.toml with its nest (inline, the system of
 /// b3_three_mass_nest.toml) replaced by the FMU `fmu`, written into `dir`.
 fn hierarchical_with(fmu: &Path, dir: &Path) -> PathBuf {
@@ -270,7 +293,6 @@ fn bad_exports_are_refused_naming_what_is_wrong() {
 /// cosim runs the system with the nest inline.
 #[test]
 fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let direct = dir.path().join("direct");
     run(
@@ -286,18 +308,7 @@ fn fmpy_and_libcosim_run_an_exported_system_as_cosim_does() {
     );
     for fmi in ["2", "3"] {
         let fmu = exported_nest(dir.path(), fmi, &[]);
-        let o = Command::new(&python)
-            .arg(cosim_tests::root().join("tests/python/export_check.py"))
-            .arg(&fmu)
-            .arg(direct.join("trace.csv"))
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "FMI {fmi}:\n{}", text_of(&o));
-        assert!(
-            String::from_utf8_lossy(&o.stdout).contains("251 rows, 0 differing"),
-            "FMI {fmi}:\n{}",
-            text_of(&o)
-        );
+        assert_fmpy_gives(&fmu, &direct.join("trace.csv"), "0.1", Some(251));
     }
     // libcosim imports FMI 2.0 only.
     let fmu = exported_nest(dir.path(), "2", &[]);
@@ -630,19 +641,7 @@ fn a_model_exchange_fmu_wrapped_as_co_simulation_runs_in_fmpy_as_in_cosim() {
         let fmu = dir.path().join(format!("BouncingBall{fmi}.fmu"));
         let o = export(&model, &fmu, fmi, &["--interface", "cs"]);
         assert!(o.status.success(), "{}", text_of(&o));
-        let o = Command::new(&python)
-            .arg(cosim_tests::root().join("tests/python/export_check.py"))
-            .arg(&fmu)
-            .arg(&direct)
-            .arg("0.01")
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success()
-                && String::from_utf8_lossy(&o.stdout).contains("301 rows, 0 differing"),
-            "FMI {fmi}:\n{}",
-            text_of(&o)
-        );
+        assert_fmpy_gives(&fmu, &direct, "0.01", Some(301));
     }
     let o = Command::new(&python)
         .arg("-c")
@@ -679,7 +678,6 @@ fn a_model_exchange_fmu_wrapped_as_co_simulation_runs_in_fmpy_as_in_cosim() {
 /// system gives it, here from the SSP's parameter values).
 #[test]
 fn ssp_and_osp_systems_export_and_run_as_the_system_files_do() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let root = cosim_tests::root();
     for system in [
@@ -692,17 +690,7 @@ fn ssp_and_osp_systems_export_and_run_as_the_system_files_do() {
         let fmu = dir.path().join(format!("{name}.fmu"));
         let o = export(&system, &fmu, "2", &[]);
         assert!(o.status.success(), "{name}: {}", text_of(&o));
-        let o = Command::new(&python)
-            .arg(root.join("tests/python/export_check.py"))
-            .arg(&fmu)
-            .arg(direct.join("trace.csv"))
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(" 0 differing"),
-            "{name}:\n{}",
-            text_of(&o)
-        );
+        assert_fmpy_gives(&fmu, &direct.join("trace.csv"), "0.1", None);
     }
 }
 
@@ -918,7 +906,6 @@ fn a_reset_instance_runs_again_from_the_start() {
 /// importer, one inside the other), runs in FMPy as cosim runs that system.
 #[test]
 fn a_system_holding_an_exported_fmu_exports_again() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let nest = exported_nest(dir.path(), "2", &["--name", "nest"]);
     let outer = hierarchical_with(&nest, dir.path());
@@ -942,17 +929,7 @@ fn a_system_holding_an_exported_fmu_exports_again() {
         &["--expose", "s1.x1", "--expose", "nest.s3.x3"],
     );
     assert!(o.status.success(), "{}", text_of(&o));
-    let o = Command::new(&python)
-        .arg(cosim_tests::root().join("tests/python/export_check.py"))
-        .arg(&fmu)
-        .arg(direct.join("trace.csv"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("251 rows, 0 differing"),
-        "{}",
-        text_of(&o)
-    );
+    assert_fmpy_gives(&fmu, &direct.join("trace.csv"), "0.1", Some(251));
 }
 
 /// What an inner FMU logs reaches the importer's logger with its instance
