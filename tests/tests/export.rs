@@ -96,6 +96,16 @@ fn assert_fmpy_gives(fmu: &Path, trace: &Path, interval: &str, rows: Option<usiz
     );
 }
 
+/// `python -c script args...` with the project's Python, its output.
+fn python_c(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    Command::new(cosim_tests::python())
+        .arg("-c")
+        .arg(script)
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .unwrap()
+}
+
 /// b3_three_mass_hierarchical.toml with its nest (inline, the system of
 /// b3_three_mass_nest.toml) replaced by the FMU `fmu`, written into `dir`.
 fn hierarchical_with(fmu: &Path, dir: &Path) -> PathBuf {
@@ -471,7 +481,6 @@ fn osp_system(s1: &Path, nest: &Path, energy: Option<&Path>) -> String {
 /// in-process.
 #[test]
 fn isolated_inner_fmus_run_in_hosts_shipped_in_the_fmu() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let system = |isolation: &str, fail_at: f64| {
         format!(
@@ -495,18 +504,14 @@ fn isolated_inner_fmus_run_in_hosts_shipped_in_the_fmu() {
         let fmu = dir.path().join(format!("{name}.fmu"));
         let o = export(&toml, &fmu, "3", &[]);
         assert!(o.status.success(), "{}", text_of(&o));
-        let o = Command::new(&python)
-            .arg("-c")
-            .arg(
-                "import sys, fmpy\n\
+        let o = python_c(
+            "import sys, fmpy\n\
                  said = []\n\
                  try:\n    r = fmpy.simulate_fmu(sys.argv[1], output_interval=0.1, debug_logging=True, logger=lambda *a: said.append(a[-1].decode()))\n    print('values', [repr(float(x)) for x in r['f.x']])\n\
                  except Exception as e:\n    print('error', e)\n\
                  print('logged', *said, sep='\\n')\n",
-            )
-            .arg(&fmu)
-            .output()
-            .unwrap();
+            &[&fmu],
+        );
         let out = String::from_utf8_lossy(&o.stdout).to_string();
         assert!(o.status.success(), "{name}: {}", text_of(&o));
         outputs.push(out);
@@ -632,7 +637,6 @@ fn masters_that_roll_back_drive_an_exported_nest_as_the_nest_itself() {
 /// many bounces.
 #[test]
 fn a_model_exchange_fmu_wrapped_as_co_simulation_runs_in_fmpy_as_in_cosim() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let model = cosim_tests::fmus().join("me/fmi2/BouncingBallME.fmu");
     let direct = dir.path().join("direct.csv");
@@ -643,20 +647,15 @@ fn a_model_exchange_fmu_wrapped_as_co_simulation_runs_in_fmpy_as_in_cosim() {
         assert!(o.status.success(), "{}", text_of(&o));
         assert_fmpy_gives(&fmu, &direct, "0.01", Some(301));
     }
-    let o = Command::new(&python)
-        .arg("-c")
-        .arg(
-            "import sys, fmpy\n\
+    let o = python_c(
+        "import sys, fmpy\n\
              me = fmpy.simulate_fmu(sys.argv[1], fmi_type='ModelExchange', output_interval=0.01)\n\
              cs = fmpy.simulate_fmu(sys.argv[2], output_interval=0.01)\n\
              at = {round(float(r['time']), 9): float(r['h']) for r in me}\n\
              print('max_dh', max(abs(at[round(float(r['time']), 9)] - float(r['h'])) for r in cs))\n\
              print('contacts', me['contacts'][-1], cs['contacts'][-1])\n",
-        )
-        .arg(&model)
-        .arg(dir.path().join("BouncingBall2.fmu"))
-        .output()
-        .unwrap();
+        &[&model, &dir.path().join("BouncingBall2.fmu")],
+    );
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success(), "{}", text_of(&o));
     let max_dh: f64 = out
@@ -739,13 +738,10 @@ fn an_inner_fmu_ending_the_simulation_ends_the_exported_fmus_run_there() {
 /// with Error and a message naming the call and the state.
 #[test]
 fn the_exported_fmu_refuses_an_illegal_call_sequence() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let fmu = exported_nest(dir.path(), "2", &[]);
-    let o = Command::new(&python)
-        .arg("-c")
-        .arg(
-            "import sys\n\
+    let o = python_c(
+        "import sys\n\
              from fmpy import read_model_description, extract\n\
              from fmpy.fmi2 import FMU2Slave\n\
              md = read_model_description(sys.argv[1])\n\
@@ -753,10 +749,8 @@ fn the_exported_fmu_refuses_an_illegal_call_sequence() {
              s.instantiate(loggingOn=True)\n\
              try:\n    s.doStep(0.0, 0.1)\n    print('accepted')\n\
              except Exception as e:\n    print('refused:', e)\n",
-        )
-        .arg(&fmu)
-        .output()
-        .unwrap();
+        &[&fmu],
+    );
     let said = text_of(&o);
     assert!(
         said.contains("fmi2DoStep: Illegal call sequence: called in state Instantiated")
@@ -874,13 +868,10 @@ fn any_master_inside_and_an_isolated_export_give_the_nests_bits() {
 /// frees the system, the next initialization builds it afresh.
 #[test]
 fn a_reset_instance_runs_again_from_the_start() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let fmu = exported_nest(dir.path(), "2", &[]);
-    let o = Command::new(&python)
-        .arg("-c")
-        .arg(
-            "import sys\n\
+    let o = python_c(
+        "import sys\n\
              from fmpy import read_model_description, extract, simulate_fmu\n\
              from fmpy.fmi2 import FMU2Slave\n\
              md = read_model_description(sys.argv[1])\n\
@@ -893,10 +884,8 @@ fn a_reset_instance_runs_again_from_the_start() {
              runs = [first, run()]\n\
              s.freeInstance()\n\
              print('rows', len(runs[0]), 'same', runs[0].tobytes() == runs[1].tobytes(), 'moved', runs[0]['s3.x3'][-1] != runs[0]['s3.x3'][0])\n",
-        )
-        .arg(&fmu)
-        .output()
-        .unwrap();
+        &[&fmu],
+    );
     let said = text_of(&o);
     assert!(said.contains("rows 21 same True moved True"), "{said}");
 }
@@ -938,7 +927,6 @@ fn a_system_holding_an_exported_fmu_exports_again() {
 /// "warn"`), in FMPy's logger at the warning status.
 #[test]
 fn inner_messages_reach_the_importers_logger_with_instance_and_category() {
-    let python = cosim_tests::python();
     let dir = tempfile::tempdir().unwrap();
     let system = dir.path().join("nan.toml");
     std::fs::write(
@@ -953,17 +941,13 @@ fn inner_messages_reach_the_importers_logger_with_instance_and_category() {
     let fmu = dir.path().join("Nan.fmu");
     let o = export(&system, &fmu, "2", &[]);
     assert!(o.status.success(), "{}", text_of(&o));
-    let o = Command::new(&python)
-        .arg("-c")
-        .arg(
-            "import sys, fmpy\n\
+    let o = python_c(
+        "import sys, fmpy\n\
              said = []\n\
              fmpy.simulate_fmu(sys.argv[1], output_interval=0.1, debug_logging=True, logger=lambda c, i, s, cat, m: said.append(f'{s} {cat.decode()} {m.decode()}'))\n\
              print(*said, sep='\\n')\n",
-        )
-        .arg(&fmu)
-        .output()
-        .unwrap();
+        &[&fmu],
+    );
     let said = text_of(&o);
     assert!(o.status.success(), "{said}");
     // fmi2Warning is status 1, the kit's category for it logStatusWarning;
