@@ -241,6 +241,9 @@ PARAMS = {
     "Faulty": dict(x0=0.0, fail_at=-1.0, fail_mode=1),
     "Greeting": dict(prefix="Hello", name="world"),
     "StructuralGain": dict(k=1.0, n=1),
+    "Ticker": dict(period=0.35),
+    "Ballistic": dict(g=9.81, e=0.7, h0=1.0),
+    "SampleHold": dict(),
     "StateSpace": dict(A=np.eye(3).ravel().tolist(), B=np.eye(3).ravel().tolist(), C=np.eye(3).ravel().tolist(),
                        D=np.eye(3).ravel().tolist(), x0=[0.0, 0.0, 0.0], u=[1.0, 2.0, 3.0]),
     # Inputs (held at their start values) and the largest value of each type.
@@ -577,6 +580,49 @@ def linear_exact(a, b, x0, t):
 
 # StateSpace: x' = A x + B u, x(0) = x0, y = C x + D u (3 x 3 arrays, u held
 # at its start value), exact.
+# The FMI 3 event-mode models (docs/events.md), run as FMPy runs them by
+# default (no event mode): each handles its events inside its steps.
+# Ticker (ticker.rs): count = floor(t / period) (a tick within 1e-9 of t
+# counts), last = count period.
+def ref_ticker(p, t, u):
+    count = np.floor(t / p["period"] + 1e-9)
+    return {"count": count, "last": count * p["period"]}
+
+
+# Ballistic (ballistic.rs): dropped from h0, h'' = -g, the rebound speed e
+# times the impact speed, at rest once below 1e-6 m/s; in closed form
+# between the bounces t_1 = sqrt(2 h0 / g), t_(k+1) = t_k + 2 v_k / g.
+def ref_ballistic(p, t, u):
+    g, e, h0 = p["g"], p["e"], p["h0"]
+    bounces, tb, speed = [], math.sqrt(2 * h0 / g), math.sqrt(2 * g * h0)
+    while len(bounces) < 1000:
+        speed *= e
+        if speed < 1e-6:
+            bounces.append((tb, 0.0))
+            break
+        bounces.append((tb, speed))
+        tb += 2 * speed / g
+    h, v, n = [], [], []
+    for s in t:
+        k = sum(1 for b, _ in bounces if b <= s + 1e-9 * max(abs(s), 1.0))
+        if k == 0:
+            h.append(h0 - 0.5 * g * s * s)
+            v.append(-g * s)
+        else:
+            b, up = bounces[k - 1]
+            d = s - b
+            h.append(up * d - 0.5 * g * d * d if up else 0.0)
+            v.append(up - g * d if up else 0.0)
+        n.append(k)
+    return {"h": np.array(h), "v": np.array(v), "bounces": np.array(n, dtype=np.float64)}
+
+
+# SampleHold (sample_hold.rs): without event mode y after the step from
+# t_i is the u set at t_i (y(0) = u(0)).
+def ref_sample_hold(p, t, u):
+    return {"y": np.array([u.value("u", t[max(i - 1, 0)]) for i in range(len(t))])}
+
+
 def ref_state_space(p, t, u):
     a, b, c, d = (np.reshape(p[k], (3, 3)) for k in "ABCD")
     uu = np.array(p["u"])
@@ -661,6 +707,11 @@ VALUES = [
                         "C": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
                         "D": [0.5, 0.0, 0.0, 0.0, 0.25, 0.0, 0.0, 0.0, -0.5],
                         "x0": [1.0, 0.0, 2.0], "u": [0.5, -1.0, 2.0]}, {}, 2.0, 0.01, ref_state_space, EXACT),
+    case("Ticker", {}, {}, 1.5, 0.1, ref_ticker, 0.0),
+    case("Ticker", {"period": 0.25}, {}, 1.0, 0.1, ref_ticker, 0.0),
+    case("Ballistic", {}, {}, 1.5, 0.1, ref_ballistic, EXACT),
+    case("Ballistic", {"e": 0.5, "h0": 0.5}, {}, 2.0, 0.05, ref_ballistic, EXACT),
+    case("SampleHold", {}, {"u": [(0.0, 0.0), (1.0, 1.0)]}, 1.0, 0.1, ref_sample_hold, 0.0),
     case("TypeMirror", {"u_f32": 0.3, "u_i8": 127, "u_u16": 65535, "u_i64": -(2 ** 40)}, {}, 0.1, 0.01,
          ref_type_mirror, 0.0),
 ]

@@ -23,7 +23,10 @@
 //! last one ended, that ends after the stop time the importer defined, or
 //! that follows the FMU's request to terminate; restoring an FMU state from
 //! before a point where a step was started with
-//! `noSetFMUStatePriorToCurrentPoint = true`.
+//! `noSetFMUStatePriorToCurrentPoint = true`; Co-Simulation with events
+//! ([`crate::event_mode`]): Event Mode only with `eventModeUsed`, Step Mode only
+//! after the event iteration converged, no step after
+//! `eventHandlingNeeded = true` before Event Mode.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -36,8 +39,10 @@ use crate::model::{
     Values, VarType, Variability, Variable, Vr, element_count, resized,
 };
 
+mod event_mode;
 mod model_exchange;
 
+pub use event_mode::CsEvents;
 pub use model_exchange::{MeCall, MeState};
 
 /// The interface an instance was made for (FMI 2 `fmuType`, FMI 3 the
@@ -297,8 +302,11 @@ pub struct Snapshot {
     stop_time: Option<f64>,
     experiment_set: bool,
     terminate_requested: bool,
-    /// The Model Exchange bookkeeping (default for co-simulation).
+    /// The Model Exchange bookkeeping (default for co-simulation; the
+    /// event iteration of Co-Simulation's Event Mode too).
     me: MeState,
+    /// Co-Simulation events: a pending event, the next time event.
+    cs_event: CsEvents,
     /// The model's own state ([`Model::save_state`]), if it keeps one.
     model: Option<crate::model::ModelState>,
 }
@@ -347,6 +355,13 @@ pub struct Instance {
     early_return_allowed: bool,
     /// FMI 3: the last step returned early (`earlyReturn`).
     early_return: bool,
+    /// FMI 3 `eventModeUsed` of the instantiation (a model with
+    /// [`ModelSpec::event_mode`] only): the importer handles the events in
+    /// Event Mode.
+    event_mode_used: bool,
+    /// Co-Simulation events ([`ModelSpec::event_mode`]): a pending event,
+    /// the next time event (part of the FMU state).
+    cs_event: CsEvents,
     states: HashMap<usize, Snapshot>,
     /// The C strings the last `fmi2GetString` / `fmi3GetString` handed
     /// out: valid until the next such call (the standards ask for "until
@@ -551,6 +566,8 @@ impl Instance {
             terminate_requested: false,
             early_return_allowed: false,
             early_return: false,
+            event_mode_used: false,
+            cs_event: CsEvents::default(),
             states: HashMap::new(),
             c_strings: Vec::new(),
             me: MeState::default(),
@@ -822,13 +839,30 @@ impl Instance {
                 self.spec.name
             )));
         }
+        if self.steps_through_events() && model.event_mode().is_none() {
+            return Err(Fail::failure(format!(
+                "{} declares event mode but its model has no event equations (Model::event_mode)",
+                self.spec.name
+            )));
+        }
         self.values[TIME] = self.time;
         model.init(&mut self.values);
         evaluate(model.as_mut(), self.time, &mut self.values, &self.inputs);
+        self.cs_event = CsEvents::default();
+        if self.steps_through_events() && !self.event_mode_used {
+            // The initial event iteration, in the importer's place.
+            self.initial_events(model.as_mut()).map_err(Fail::failure)?;
+        }
         self.model = Some(model);
         self.dirty = false;
         self.last_successful_time = self.time;
         self.mode = match self.interface {
+            Interface::CoSimulation if self.event_mode_used => {
+                // FMI 3.0 sec. 4.2: with eventModeUsed, initialization
+                // ends in Event Mode.
+                self.me = MeState::at_event(self.time);
+                Mode::EventMode
+            }
             Interface::CoSimulation => Mode::StepComplete,
             Interface::ModelExchange => {
                 // The initial event instant (FMI 2.0 sec. 3.2.3, FMI 3.0
@@ -924,6 +958,7 @@ impl Instance {
         self.terminate_requested = false;
         self.early_return = false;
         self.me = MeState::default();
+        self.cs_event = CsEvents::default();
         self.reset_values();
         self.dirty = true;
         Ok(())
@@ -1766,6 +1801,9 @@ impl Instance {
         no_set_prior: bool,
         source: Option<Box<dyn InputSource>>,
     ) -> R<Status> {
+        if self.cs_event.pending {
+            return Err(self.pending_event_refusal());
+        }
         let beyond_stop = self
             .stop_time
             .is_some_and(|stop| t + h > stop + tolerance(stop));
@@ -1800,29 +1838,36 @@ impl Instance {
         self.time = t;
         self.inputs.set_t0(t);
         self.values[TIME] = t;
-        let log = model_log(&self.sink);
         let live = match source {
-            Some(src) if self.takes_intermediate_inputs() => Some(self.inputs.with_source(
-                src,
-                h,
-                self.intermediate_update_mask(),
-            )),
+            Some(src) if self.takes_intermediate_inputs() && !self.steps_through_events() => Some(
+                self.inputs
+                    .with_source(src, h, self.intermediate_update_mask()),
+            ),
             _ => None,
         };
-        let u = live.as_ref().unwrap_or(&self.inputs);
         // The reproduced exporter bug: after the first step of the run, a
         // step without the promise leaves the states as they are.
         let frozen = self.caps.quirk == Some(Quirk::FreezesWithoutNoSetPrior)
             && !no_set_prior
             && (t - self.start_time).abs() > tolerance(self.start_time);
-        let result = if frozen {
-            Ok(())
-        } else {
-            model.do_step(t, h, &mut self.values, u, &log)
-        };
         let end = t + h;
+        let result = if frozen {
+            Ok(end)
+        } else if self.steps_through_events() {
+            self.advance_through_events(model.as_mut(), t, end)
+        } else {
+            let log = model_log(&self.sink);
+            let u = live.as_ref().unwrap_or(&self.inputs);
+            model.do_step(t, h, &mut self.values, u, &log).map(|()| end)
+        };
         let (status, reached) = match result {
-            Ok(()) => (Status::Ok, end),
+            Ok(reached) if reached < end => {
+                // Stopped at an event the importer handles (FMI 3, early
+                // return allowed).
+                self.early_return = true;
+                (Status::Ok, reached)
+            }
+            Ok(_) => (Status::Ok, end),
             Err(StepError::Terminate { reached, message }) => {
                 let reached = if !reached.is_finite() {
                     t
@@ -1967,6 +2012,7 @@ impl Instance {
             experiment_set: self.experiment_set,
             terminate_requested: self.terminate_requested,
             me: self.me,
+            cs_event: self.cs_event,
         })
     }
 
@@ -2048,6 +2094,7 @@ impl Instance {
         self.experiment_set = snap.experiment_set;
         self.terminate_requested = snap.terminate_requested;
         self.me = snap.me;
+        self.cs_event = snap.cs_event;
         self.early_return = false;
         self.dirty = true;
         // A model with a state of its own keeps its instance and restores
@@ -2198,6 +2245,10 @@ impl Instance {
         // Model Exchange instances only: their event and step times.
         if self.interface == Interface::ModelExchange {
             s.me.to_bytes(&mut b);
+        } else if self.spec.event_mode {
+            // Co-Simulation with events: the event iteration and events.
+            s.me.to_bytes(&mut b);
+            s.cs_event.to_bytes(&mut b);
         }
         b
     }
@@ -2266,10 +2317,15 @@ impl Instance {
                 arrays.push(a);
             }
         }
-        let me = if self.interface == Interface::ModelExchange {
+        let me = if self.interface == Interface::ModelExchange || self.spec.event_mode {
             MeState::from_reader(&mut r)?
         } else {
             MeState::default()
+        };
+        let cs_event = if self.interface == Interface::CoSimulation && self.spec.event_mode {
+            CsEvents::from_reader(&mut r)?
+        } else {
+            CsEvents::default()
         };
         if !self.mode_fits_interface(mode) {
             return Err(format!(
@@ -2307,6 +2363,7 @@ impl Instance {
             experiment_set: flags & 1 != 0,
             terminate_requested: flags & 2 != 0,
             me,
+            cs_event,
         })
     }
 }

@@ -19,6 +19,10 @@
 //!   continuous states, event indicators and step events, a
 //!   [`ContinuousModel`] computes the state derivatives and handles the
 //!   events), with or without the Co-Simulation interface;
+//! - Co-Simulation with events ([`event_mode`]: a model declaring
+//!   [`ModelSpec::event_mode`] steps to its events and updates its
+//!   discrete states in FMI 3 Event Mode, [`EventModel`]; handled inside
+//!   the step without Event Mode);
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
 //!   with the standards' state machines (co-simulation and Model Exchange,
 //!   strict: every call they forbid refused), panics contained, and NULL /
@@ -34,6 +38,7 @@
 
 pub mod caps;
 pub mod dist;
+pub mod event_mode;
 pub mod ffi;
 pub mod input;
 pub mod instance;
@@ -47,6 +52,7 @@ pub mod xml;
 pub use caps::{
     Capabilities, FmiVersion, ModelSource, Quirk, Resolver, Variant, parse_token, resolve, token,
 };
+pub use event_mode::{EventModel, EventStep};
 pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Interface, Status};
 pub use model::{

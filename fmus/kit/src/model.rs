@@ -909,6 +909,9 @@ pub struct ModelSpec {
     /// The Model Exchange interface, if the model has one
     /// ([`ModelSpec::model_exchange`]).
     pub model_exchange: Option<ModelExchangeSpec>,
+    /// Whether the model has events in Co-Simulation
+    /// ([`ModelSpec::event_mode`]): FMI 3 `hasEventMode`.
+    pub event_mode: bool,
 }
 
 impl std::fmt::Debug for ModelSpec {
@@ -964,7 +967,21 @@ impl ModelSpec {
             factory: std::sync::Arc::new(move |values: &Values, _: &str| factory(values)),
             aliases: Vec::new(),
             model_exchange: None,
+            event_mode: false,
         }
+    }
+
+    /// Declares events in Co-Simulation (FMI 3.0 sec. 4.2): the model
+    /// implements [`Model::event_mode`]. FMI 3 `hasEventMode="true"` (the
+    /// importer may instantiate with `eventModeUsed = true` and handle the
+    /// events in Event Mode) and `mightReturnEarlyFromDoStep="true"` (a
+    /// step stops at an event, with early return, where the importer
+    /// allows it). Without Event Mode (FMI 2 too) the kit handles the
+    /// events inside the step.
+    pub fn event_mode(mut self) -> Self {
+        self.event_mode = true;
+        self.might_return_early = true;
+        self
     }
 
     /// Declares a Model Exchange interface (FMI 2.0 sec. 3, FMI 3.0 sec.
@@ -1179,6 +1196,12 @@ impl ModelSpec {
     /// variables that are not continuous and carry no unit, and dependency
     /// kinds other than `dependent` only between float variables.
     pub fn check(&self) -> Result<(), String> {
+        if self.event_mode && !self.has_co_simulation() {
+            return Err(format!(
+                "{}: event mode (ModelSpec::event_mode) is a Co-Simulation feature, and the model has no Co-Simulation interface",
+                self.name
+            ));
+        }
         let mut names = std::collections::HashSet::new();
         for (i, v) in self.variables.iter().enumerate() {
             if v.vr as usize != i {
@@ -1956,6 +1979,14 @@ pub trait Model: Send {
     /// The Model Exchange equations, for a model whose spec declares
     /// [`ModelSpec::model_exchange`] (`None`: co-simulation only).
     fn model_exchange(&mut self) -> Option<&mut dyn ContinuousModel> {
+        None
+    }
+
+    /// The Co-Simulation event equations, for a model whose spec declares
+    /// [`ModelSpec::event_mode`] (`None`: steps without events,
+    /// [`Model::do_step`]). A model with them is stepped through them
+    /// only: its [`Model::do_step`] is not called.
+    fn event_mode(&mut self) -> Option<&mut dyn crate::event_mode::EventModel> {
         None
     }
 }

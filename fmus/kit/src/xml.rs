@@ -467,7 +467,7 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
          canGetAndSetFMUState=\"{}\" canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"{}\" \
          providesAdjointDerivatives=\"{}\" providesPerElementDependencies=\"false\" \
          providesIntermediateUpdate=\"{}\" mightReturnEarlyFromDoStep=\"{}\" \
-         canReturnEarlyAfterIntermediateUpdate=\"false\" hasEventMode=\"false\" \
+         canReturnEarlyAfterIntermediateUpdate=\"false\" hasEventMode=\"{}\" \
          providesEvaluateDiscreteStates=\"false\"/>",
             escape(id),
             caps.variable_step,
@@ -477,7 +477,8 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
             caps.directional_derivatives,
             caps.directional_derivatives,
             caps.intermediate_update,
-            spec.might_return_early
+            spec.might_return_early,
+            spec.event_mode
         );
     }
     write_units(&mut out, spec);

@@ -16,13 +16,19 @@
 //!   as the Modelica Reference FMU `StateSpace`), and the Model Exchange
 //!   only ones [`bouncing_ball`] (state events), [`robertson`] (stiff),
 //!   [`time_events`] and [`step_events`] (the quarter car halves have a
-//!   Model Exchange interface beside their Co-Simulation one): the models,
+//!   Model Exchange interface beside their Co-Simulation one), and the
+//!   Co-Simulation models with FMI 3 event mode [`ticker`] (time events),
+//!   [`ballistic`] (state events) and [`sample_hold`] (events from
+//!   inputs): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
 pub mod b2;
+pub mod ballistic;
 pub mod bouncing_ball;
+#[cfg(test)]
+mod cs_event_tests;
 mod ffi;
 pub mod generic;
 pub mod greeting;
@@ -32,6 +38,7 @@ pub mod oscillator;
 pub mod quarter_car;
 pub mod reference;
 pub mod robertson;
+pub mod sample_hold;
 pub mod solvers;
 pub mod state_space;
 pub mod step_events;
@@ -40,6 +47,7 @@ pub mod structural_gain;
 mod tests;
 pub mod thermostat;
 pub mod three_mass;
+pub mod ticker;
 pub mod time_events;
 pub mod two_mass;
 pub mod type_mirror;
@@ -89,6 +97,9 @@ pub fn registry() -> &'static [ModelSpec] {
             robertson::spec(),
             time_events::spec(),
             step_events::spec(),
+            ticker::spec(),
+            ballistic::spec(),
+            sample_hold::spec(),
         ]
     })
 }

@@ -679,6 +679,63 @@ pub fn step_events(rate: f64, x_max: f64, h: f64, t: f64) -> (f64, f64) {
     ((rate * h) * (n % m) as f64, (n / m) as f64)
 }
 
+// --------------------------------------------- Co-Simulation with events
+
+/// `Ticker`'s count at `t` after the event there: floor(t / period), a
+/// time within 1e-9 (relative) of a tick k period counting as the tick.
+pub fn ticker_count(period: f64, t: f64) -> f64 {
+    let x = t / period;
+    let k = x.round();
+    if (x - k).abs() <= 1e-9 * k.abs().max(1.0) {
+        k
+    } else {
+        x.floor()
+    }
+}
+
+/// `Ballistic`'s bounces, dropped from `h0` at rest (gravity `g`,
+/// restitution `e`): (time, rebound speed) of each, up to and including
+/// the one whose rebound is below `v_rest` (then at rest, speed 0). The
+/// first at t_1 = sqrt(2 h0 / g) with impact speed v_1 = sqrt(2 g h0); the
+/// k-th rebound e^k v_1, the next bounce 2 e^k v_1 / g later. `limit`
+/// bounds the count (e = 1 bounces for ever).
+pub fn ballistic_bounces(h0: f64, g: f64, e: f64, v_rest: f64, limit: usize) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    if h0 <= 0.0 {
+        return out;
+    }
+    let mut t = (2.0 * h0 / g).sqrt();
+    let mut speed = (2.0 * g * h0).sqrt();
+    while out.len() < limit {
+        speed *= e;
+        if speed < v_rest {
+            out.push((t, 0.0));
+            break;
+        }
+        out.push((t, speed));
+        t += 2.0 * speed / g;
+    }
+    out
+}
+
+/// `Ballistic`'s (h, v, bounces) at `t` after the events there, from the
+/// bounces of [`ballistic_bounces`] (the model's closed form, written
+/// independently; a bounce within 1e-9 relative of `t` is at `t`).
+pub fn ballistic_state(h0: f64, g: f64, bounces: &[(f64, f64)], t: f64) -> (f64, f64, usize) {
+    let at = t + 1e-9 * t.abs().max(1.0);
+    match bounces.iter().rposition(|&(tb, _)| tb <= at) {
+        None => (h0 - 0.5 * g * t * t, -g * t, 0),
+        Some(k) => {
+            let (tb, up) = bounces[k];
+            if up == 0.0 {
+                return (0.0, 0.0, k + 1);
+            }
+            let s = t - tb;
+            (up * s - 0.5 * g * s * s, up - g * s, k + 1)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,7 +71,7 @@ fn co_simulation_models() -> impl Iterator<Item = &'static ModelSpec> {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 32);
+    assert_eq!(registry().len(), 35);
     let me_only: Vec<&str> = registry()
         .iter()
         .filter(|s| !s.has_co_simulation())
@@ -1423,9 +1423,22 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
             s.name
         );
         assert!(x3.contains("canReturnEarlyAfterIntermediateUpdate=\"false\""));
-        // Only Terminating ends a step early (at t_end).
-        let might = format!("mightReturnEarlyFromDoStep=\"{}\"", s.name == "Terminating");
+        // Only Terminating ends a step early (at t_end), and the models
+        // with events (at an event, in Event Mode), which alone have
+        // Event Mode.
+        let might = format!(
+            "mightReturnEarlyFromDoStep=\"{}\"",
+            s.name == "Terminating" || s.event_mode
+        );
         assert!(x3.contains(&might), "{}", s.name);
+        let event_mode = format!("hasEventMode=\"{}\"", s.event_mode);
+        assert!(x3.contains(&event_mode), "{}", s.name);
+        assert_eq!(
+            s.event_mode,
+            matches!(s.name, "Ticker" | "Ballistic" | "SampleHold"),
+            "{}",
+            s.name
+        );
         let expected = if s.can_interpolate_inputs { n_cont } else { 0 };
         assert_eq!(
             x3.matches("intermediateUpdate=\"true\"").count(),

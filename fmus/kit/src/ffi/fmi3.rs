@@ -191,9 +191,6 @@ pub unsafe fn instantiate_co_simulation(
         if let Err(e) = super::check_instance_name(name_arg) {
             return bad(e);
         }
-        if event_mode_used {
-            return bad("eventModeUsed=true, but this FMU has hasEventMode=false".into());
-        }
         // SAFETY: as above.
         let token = match unsafe { cstr(token, "instantiationToken") } {
             Ok(t) => t,
@@ -210,6 +207,9 @@ pub unsafe fn instantiate_co_simulation(
                 "this FMU supports model exchange only (no <CoSimulation>: fmi3InstantiateModelExchange)"
                     .into(),
             );
+        }
+        if event_mode_used && !spec.event_mode {
+            return bad("eventModeUsed=true, but this FMU has hasEventMode=false".into());
         }
         if n_required > 0 {
             if !caps.intermediate_update {
@@ -258,6 +258,9 @@ pub unsafe fn instantiate_co_simulation(
             sink(importer, logging_on),
         );
         inst.set_early_return_allowed(early_return_allowed);
+        if let Err(e) = inst.set_event_mode_used(event_mode_used) {
+            return bad(e.message);
+        }
         register(inst, Some(importer))
     })
 }
@@ -326,17 +329,25 @@ pub unsafe fn exit_initialization_mode(i: *mut c_void) -> c_int {
     })
 }
 
-/// `fmi3EnterEventMode`: Model Exchange, from Continuous-Time Mode; refused
-/// by co-simulation instances (hasEventMode=false).
+/// `fmi3EnterEventMode`: Model Exchange, from Continuous-Time Mode;
+/// Co-Simulation with `eventModeUsed` (a model with event mode), from Step
+/// Mode; refused by the other co-simulation instances.
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_event_mode(i: *mut c_void) -> c_int {
-    me::enter_event_mode(
-        i,
-        FmiVersion::Fmi3,
-        "this FMU has no event mode (hasEventMode=false)",
-    )
+    let fname = "fmi3EnterEventMode";
+    simple(i, fname, !0, |inst| {
+        if inst.steps_through_events() {
+            inst.check_cs_event_call(fname, STEP)?;
+        } else {
+            inst.check_me_call(
+                MeCall::EnterEventMode,
+                "this FMU has no event mode (hasEventMode=false)",
+            )?;
+        }
+        inst.enter_event_mode()
+    })
 }
 
 /// `fmi3Terminate`.
@@ -1075,10 +1086,11 @@ pub unsafe fn evaluate_discrete_states(i: *mut c_void) -> c_int {
     )
 }
 
-/// `fmi3UpdateDiscreteStates` (Model Exchange, Event Mode): the model's
-/// event update; the out-arguments are checked before the model is called
-/// and written only when it succeeded. Refused by co-simulation instances
-/// (no event mode).
+/// `fmi3UpdateDiscreteStates` (Event Mode of Model Exchange, and of
+/// Co-Simulation with `eventModeUsed`): the model's event update; the
+/// out-arguments are checked before the model is called and written only
+/// when it succeeded. Refused by the other co-simulation instances (no
+/// event mode).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -1091,12 +1103,14 @@ pub unsafe fn update_discrete_states(
     next_defined: *mut bool,
     next_time: *mut f64,
 ) -> c_int {
-    me::call(
-        i,
-        FmiVersion::Fmi3,
-        MeCall::UpdateDiscreteStates,
-        "this FMU has no event mode",
-        |inst| {
+    let fname = "fmi3UpdateDiscreteStates";
+    simple(i, fname, !0, |inst| {
+        if inst.steps_through_events() {
+            inst.check_cs_event_call(fname, EVENT)?;
+        } else {
+            inst.check_me_call(MeCall::UpdateDiscreteStates, "this FMU has no event mode")?;
+        }
+        {
             // SAFETY: FMI calling convention: each points to one value.
             let (need, term, nominals, values, defined, next) = unsafe {
                 (
@@ -1117,8 +1131,8 @@ pub unsafe fn update_discrete_states(
             defined[0] = u.next_event_time.is_some();
             next[0] = u.next_event_time.unwrap_or(0.0);
             Ok(())
-        },
-    )
+        }
+    })
 }
 
 /// `fmi3EnterContinuousTimeMode` (Model Exchange, Event Mode, after the
@@ -1223,16 +1237,23 @@ pub unsafe fn get_number_of_continuous_states(i: *mut c_void, n: *mut usize) -> 
     unsafe { me::get_number(i, MeCall::GetNumberOfContinuousStates, n) }
 }
 
-/// `fmi3EnterStepMode`: only reachable from event mode, which this FMU has not.
+/// `fmi3EnterStepMode`: Co-Simulation with `eventModeUsed`, from Event
+/// Mode once the event iteration converged; refused by the other
+/// instances (no event mode: `fmi3ExitInitializationMode` enters Step Mode).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn enter_step_mode(i: *mut c_void) -> c_int {
-    refuse(
-        i,
-        "fmi3EnterStepMode",
-        "no event mode: fmi3ExitInitializationMode already enters Step Mode",
-    )
+    let fname = "fmi3EnterStepMode";
+    simple(i, fname, M_ANY | Mode::Fatal.bit(), |inst| {
+        if !inst.steps_through_events() {
+            return Err(Fail::usage(
+                "no event mode: fmi3ExitInitializationMode already enters Step Mode",
+            ));
+        }
+        inst.check_cs_event_call(fname, EVENT)?;
+        inst.enter_step_mode()
+    })
 }
 
 /// `fmi3GetOutputDerivatives`.
@@ -1300,6 +1321,7 @@ pub unsafe fn do_step(
             let result = inst.step(t, h, no_set_prior, source);
             last[0] = inst.last_successful_time();
             if result.is_ok() {
+                e[0] = inst.event_handling_needed();
                 term[0] = inst.terminate_requested();
                 early[0] = inst.early_return();
             }

@@ -25,6 +25,8 @@
 mod arrays_tests;
 #[cfg(test)]
 mod config_tests;
+#[cfg(test)]
+mod cs_event_tests;
 pub mod fmi2;
 pub mod fmi3;
 pub mod intermediate;

@@ -281,6 +281,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::arrays_tests::spec(),
             super::me_tests::spec(),
             super::me_tests::dual_spec(),
+            super::cs_event_tests::spec(),
         ]
     })
 }

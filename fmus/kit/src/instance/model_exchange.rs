@@ -262,7 +262,7 @@ impl Instance {
 
     /// Refuses a call that would integrate further after the model asked
     /// to terminate.
-    fn refuse_after_termination(&self) -> R<()> {
+    pub(super) fn refuse_after_termination(&self) -> R<()> {
         if self.terminate_requested {
             return Err(Fail::sequence(format!(
                 "the FMU requested termination at t = {} (terminateSimulation): the simulation must end \
@@ -294,10 +294,14 @@ impl Instance {
     /// Continuous-Time Mode -> Event Mode (`fmi2EnterEventMode` /
     /// `fmi3EnterEventMode`; FMI 2 also from Event Mode: a new event
     /// instant). Time cannot go back before this event afterwards.
+    /// Co-Simulation (FMI 3, `eventModeUsed`): Step Mode -> Event Mode,
+    /// at a communication point; the event a step reported
+    /// (`eventHandlingNeeded`) is handled here.
     pub fn enter_event_mode(&mut self) -> R<()> {
         self.refuse_after_termination()?;
         self.refuse_after_stop("an event")?;
         self.me = MeState::at_event(self.time);
+        self.cs_event.pending = false;
         self.mode = Mode::EventMode;
         self.dirty = true;
         Ok(())
@@ -314,24 +318,23 @@ impl Instance {
         let Some(mut model) = self.model.take() else {
             return Err(Fail::usage("the model is not initialized"));
         };
-        let update = match model.model_exchange() {
-            Some(me) => {
-                let log = model_log(&self.sink);
-                me.update_discrete_states(t, &mut self.values, &self.inputs, &log)
-            }
-            None => EventUpdate::default(),
-        };
+        let log = model_log(&self.sink);
+        let update = discrete_update(
+            model.as_mut(),
+            self.interface,
+            t,
+            &mut self.values,
+            &self.inputs,
+            &log,
+        );
         self.model = Some(model);
         self.dirty = true;
-        if let Some(next) = update.next_event_time
-            && !(next.is_finite() && next >= t - tolerance(t))
-        {
-            return Err(Fail::failure(format!(
-                "the model announced the next time event at t = {next}, which is not after the current time {t} (a model error)"
-            )));
-        }
+        let update = update.map_err(Fail::failure)?;
         self.me.updated = true;
         self.me.need_update = update.discrete_states_need_update;
+        if self.interface == Interface::CoSimulation {
+            self.cs_event.next_event_time = update.next_event_time;
+        }
         if update.terminate_simulation {
             self.terminate_requested = true;
         }
@@ -342,6 +345,17 @@ impl Instance {
     /// `fmi3EnterContinuousTimeMode`), once the event iteration converged.
     pub fn enter_continuous_time_mode(&mut self) -> R<()> {
         self.refuse_after_termination()?;
+        self.require_event_iteration_converged("Continuous-Time Mode")?;
+        self.mode = Mode::ContinuousTimeMode;
+        Ok(())
+    }
+
+    /// Refuses to leave Event Mode for `target` unless the event iteration
+    /// converged: the discrete states were updated in this Event Mode and
+    /// the last update did not ask for another (FMI 3.0 sec. 2.3.5:
+    /// "When discreteStatesNeedUpdate = fmi3True, the importer must stay
+    /// in Event Mode for another event iteration").
+    pub(super) fn require_event_iteration_converged(&self, target: &str) -> R<()> {
         let update = MeCall::UpdateDiscreteStates.name(self.version);
         let (flag, yes) = match self.version {
             FmiVersion::Fmi2 => ("newDiscreteStatesNeeded", "fmi2True"),
@@ -350,16 +364,15 @@ impl Instance {
         if !self.me.updated {
             return Err(Fail::sequence(format!(
                 "{update} was not called in this Event Mode (the event iteration ends with it, \
-                 returning {flag} = false, before Continuous-Time Mode)"
+                 returning {flag} = false, before {target})"
             )));
         }
         if self.me.need_update {
             return Err(Fail::sequence(format!(
                 "{update} returned {flag} = {yes}: the event iteration goes on (call {update} again) \
-                 before Continuous-Time Mode"
+                 before {target}"
             )));
         }
-        self.mode = Mode::ContinuousTimeMode;
         Ok(())
     }
 
@@ -552,10 +565,45 @@ impl Instance {
     pub(super) fn mode_fits_interface(&self, mode: Mode) -> bool {
         match mode {
             Mode::StepComplete | Mode::StepFailed => self.interface == Interface::CoSimulation,
-            Mode::EventMode | Mode::ContinuousTimeMode => {
+            Mode::EventMode => {
                 self.interface == Interface::ModelExchange
+                    || (self.spec.event_mode && self.event_mode_used)
             }
+            Mode::ContinuousTimeMode => self.interface == Interface::ModelExchange,
             _ => true,
         }
     }
+}
+
+/// The model's event update at `t` (one call of `fmi2NewDiscreteStates` /
+/// `fmi3UpdateDiscreteStates`, by the importer or by the kit in its
+/// place): the Model Exchange equations of a Model Exchange instance, the
+/// Co-Simulation event equations ([`crate::EventModel`]) of a
+/// Co-Simulation one (nothing happens for a model without them). A next
+/// event time that is not finite or lies before `t` is a model error.
+pub(super) fn discrete_update(
+    model: &mut dyn crate::Model,
+    interface: Interface,
+    t: f64,
+    values: &mut crate::Values,
+    inputs: &crate::Inputs,
+    log: &dyn Fn(crate::LogLevel, &str),
+) -> Result<EventUpdate, String> {
+    let update = match interface {
+        Interface::ModelExchange => model
+            .model_exchange()
+            .map(|me| me.update_discrete_states(t, values, inputs, log)),
+        Interface::CoSimulation => model
+            .event_mode()
+            .map(|em| em.update_discrete_states(t, values, inputs, log)),
+    }
+    .unwrap_or_default();
+    if let Some(next) = update.next_event_time
+        && !(next.is_finite() && next >= t - tolerance(t))
+    {
+        return Err(format!(
+            "the model announced the next time event at t = {next}, which is not after the current time {t} (a model error)"
+        ));
+    }
+    Ok(update)
 }
