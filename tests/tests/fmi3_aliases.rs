@@ -540,7 +540,7 @@ fn an_fmu_with_clocks_runs_with_a_warning_naming_them() {
         &out,
         0,
         &[
-            "warning: subsystem 'g' declares clocks (tick): cosim runs FMI 3 Co-Simulation without Event Mode (eventModeUsed = false), in which clocks do not tick, so the variables they clock are not updated",
+            "warning: subsystem 'g' declares clocks (tick): cosim does not tick clocks yet (no clock is set or read, also in Event Mode), so the variables they clock are not updated",
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);

@@ -19,9 +19,13 @@ pub const CRATE: &str = "crates/cosim-py";
 pub const WHEEL_DIR: &str = "target/wheels/cosim-py";
 /// The pytest directory, relative to the workspace root.
 pub const TESTS: &str = "tests/python/cosim_py";
-/// FMPy against `cosim` on the kit's Model Exchange FMUs (needs the
-/// `cosim` binary only, run with the package's tests).
-pub const FMPY_TESTS: &str = "tests/python/test_fmpy_model_exchange.py";
+/// FMPy against `cosim` on the kit's Model Exchange FMUs and its FMI 3
+/// event-mode FMUs (need the `cosim` binary only, run with the package's
+/// tests).
+pub const FMPY_TESTS: [&str; 2] = [
+    "tests/python/test_fmpy_model_exchange.py",
+    "tests/python/test_fmpy_events.py",
+];
 
 /// The one `.whl` file in `dir`, if exactly one is there.
 pub fn only_wheel(dir: &Path) -> io::Result<PathBuf> {
@@ -112,17 +116,14 @@ pub fn cosim_binary(root: &Path) -> io::Result<PathBuf> {
 
 /// Runs pytest on the package's tests; `Ok(false)` when a test failed.
 pub fn pytest(root: &Path, python: &Path, wheel: &Path, cosim: &Path) -> io::Result<bool> {
-    eprintln!("xtask: {} -m pytest {TESTS} {FMPY_TESTS}", python.display());
+    eprintln!(
+        "xtask: {} -m pytest {TESTS} {}",
+        python.display(),
+        FMPY_TESTS.join(" ")
+    );
     let status = Command::new(python)
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            TESTS,
-            FMPY_TESTS,
-        ])
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", TESTS])
+        .args(FMPY_TESTS)
         .env("COSIM_WHEEL", wheel)
         .env("COSIM_BIN", cosim)
         .current_dir(root)

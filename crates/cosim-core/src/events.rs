@@ -166,6 +166,9 @@ pub struct EventSubsystem {
     /// The current communication point.
     now: f64,
     initializing: bool,
+    /// The inner subsystem is in Event Mode (FMI 3 event mode): inputs
+    /// set count at once, as in Initialization Mode.
+    event_mode: bool,
     started: Option<(f64, f64)>,
     /// The communication point of each saved state.
     saved_times: HashMap<usize, f64>,
@@ -221,6 +224,7 @@ impl EventSubsystem {
             unfed,
             now: 0.0,
             initializing: false,
+            event_mode: false,
             started: None,
             saved_times: HashMap::new(),
             name,
@@ -299,16 +303,40 @@ impl Subsystem for EventSubsystem {
 
     fn exit_initialization(&mut self) -> Result<()> {
         self.initializing = false;
-        self.inner.exit_initialization()
+        self.inner.exit_initialization()?;
+        // (With event mode, the inner subsystem leaves initialization
+        // into Event Mode.)
+        self.event_mode = self.inner.event_handling().event_mode_used;
+        Ok(())
+    }
+
+    fn event_handling(&self) -> cosim_fmi::EventHandling {
+        self.inner.event_handling()
+    }
+
+    fn enter_event_mode(&mut self) -> Result<()> {
+        self.inner.enter_event_mode()?;
+        self.event_mode = true;
+        Ok(())
+    }
+
+    fn update_discrete_states(&mut self) -> Result<cosim_fmi::DiscreteStatesUpdate> {
+        self.inner.update_discrete_states()
+    }
+
+    fn enter_step_mode(&mut self) -> Result<()> {
+        self.inner.enter_step_mode()?;
+        self.event_mode = false;
+        Ok(())
     }
 
     fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
         let n = self.u.len().min(values.len());
         self.u[..n].copy_from_slice(&values[..n]);
         self.orders = 0;
-        if self.initializing {
-            // In Initialization Mode the values count at once (the
-            // initial exchange reads the outputs right after).
+        if self.initializing || self.event_mode {
+            // In Initialization and Event Mode the values count at once
+            // (the outputs are read right after).
             return self.apply_inputs(self.now);
         }
         // Else they are set, modified, when the step starts.

@@ -375,6 +375,13 @@ impl Execution {
             {
                 target = base.round(te);
             }
+            // A time event an FMU announced (FMI 3 event mode) ends the
+            // step, for every master.
+            if let Some(te) = self.system.next_event_ticks()
+                && te < target
+            {
+                target = te;
+            }
             let t_target = if target == stop {
                 t_stop
             } else {

@@ -444,6 +444,35 @@ pub trait Subsystem: Send {
     /// Advances from `t` by `h`.
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome>;
 
+    /// FMI 3 Co-Simulation event mode: with `eventModeUsed`, the
+    /// subsystem's steps may end at events it asks the importer to handle
+    /// ([`StepOutcome::EventHandlingNeeded`]; before the step's end where
+    /// `earlyReturnAllowed`), and it is in Event Mode after
+    /// [`Subsystem::exit_initialization`]. The system handles its events
+    /// ([`crate::system::System::handle_events`]). Default: neither.
+    fn event_handling(&self) -> cosim_fmi::EventHandling {
+        cosim_fmi::EventHandling::default()
+    }
+
+    /// From Step Mode into Event Mode at the current communication point
+    /// (`fmi3EnterEventMode`). Only with `eventModeUsed`.
+    fn enter_event_mode(&mut self) -> Result<()> {
+        Err(no_event_mode(self.info(), "fmi3EnterEventMode"))
+    }
+
+    /// In Event Mode: the event iteration at the current communication
+    /// point, `fmi3UpdateDiscreteStates` until it no longer says
+    /// `discreteStatesNeedUpdate` (with the inputs set before it). Only
+    /// with `eventModeUsed`.
+    fn update_discrete_states(&mut self) -> Result<cosim_fmi::DiscreteStatesUpdate> {
+        Err(no_event_mode(self.info(), "fmi3UpdateDiscreteStates"))
+    }
+
+    /// From Event Mode back into Step Mode (`fmi3EnterStepMode`).
+    fn enter_step_mode(&mut self) -> Result<()> {
+        Err(no_event_mode(self.info(), "fmi3EnterStepMode"))
+    }
+
     /// One step with inputs held over it (zero-order hold, the common
     /// case): [`Subsystem::set_inputs`] with `u`, [`Subsystem::do_step`]
     /// from `t` by `h`, and, when the step completed,
@@ -573,6 +602,14 @@ pub trait Subsystem: Send {
     }
 }
 
+/// The error of an event-mode call on a subsystem without event mode.
+fn no_event_mode(info: &SubsystemInfo, function: &str) -> crate::CoreError {
+    crate::CoreError::Config(format!(
+        "subsystem '{}': {function} called, but it was not instantiated with eventModeUsed = true",
+        info.name
+    ))
+}
+
 /// The communication point a subsystem is at after a step from `t` by `h`
 /// that ended with `outcome` (`now` if the step failed): for wrappers that
 /// keep the time of the subsystem they wrap.
@@ -585,6 +622,9 @@ pub fn time_after_step(outcome: &Result<cosim_fmi::StepOutcome>, t: f64, h: f64,
                 last_successful_time,
             }
             | StepOutcome::EarlyReturn {
+                last_successful_time,
+            }
+            | StepOutcome::EventHandlingNeeded {
                 last_successful_time,
             }
             | StepOutcome::Discarded {
@@ -1539,6 +1579,31 @@ impl Subsystem for FmuSubsystem {
         y: &mut [f64],
     ) -> Result<StepOutcome> {
         self.step_held_direct(u, t, h, n, y, &mut false)
+    }
+
+    fn event_handling(&self) -> cosim_fmi::EventHandling {
+        self.instance.event_handling()
+    }
+
+    fn enter_event_mode(&mut self) -> Result<()> {
+        self.tracker.begin(Call::EventMode);
+        let result = self.instance.enter_event_mode();
+        self.tracker.end();
+        Ok(result?)
+    }
+
+    fn update_discrete_states(&mut self) -> Result<cosim_fmi::DiscreteStatesUpdate> {
+        self.tracker.begin(Call::EventMode);
+        let result = self.instance.event_iteration();
+        self.tracker.end();
+        Ok(result?)
+    }
+
+    fn enter_step_mode(&mut self) -> Result<()> {
+        self.tracker.begin(Call::EventMode);
+        let result = self.instance.enter_step_mode();
+        self.tracker.end();
+        Ok(result?)
     }
 
     fn as_fmu(&mut self) -> Option<&mut FmuSubsystem> {

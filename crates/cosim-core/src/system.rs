@@ -24,6 +24,9 @@ use crate::subsystem::{
 };
 use crate::time::TimeBase;
 
+mod events;
+pub use events::EventsHandled;
+
 /// A connection between an observed output slot and an input slot:
 /// `u = gain * y + offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -146,6 +149,11 @@ pub struct Buffers {
     /// unless [`System::read_needed_only`] left the others (read only by
     /// [`System::read_rest`]).
     hot: usize,
+    /// The subsystem's last step ended at an event it asks the importer
+    /// to handle, at this time ([`StepOutcome::EventHandlingNeeded`]; FMI
+    /// 3 event mode): the system enters Event Mode there
+    /// ([`System::handle_events`]).
+    pub event_at: Option<f64>,
 }
 
 impl Buffers {
@@ -163,6 +171,7 @@ impl Buffers {
             y_new: vec![0.0; n_obs],
             step_wall_time: None,
             hot: n_obs,
+            event_at: None,
         }
     }
 
@@ -250,6 +259,9 @@ pub struct System {
     rest_stale: bool,
     /// When they were last read (for the errors about them).
     rest_read_at: f64,
+    /// FMI 3 event mode: which subsystems use it, their time events, the
+    /// end of a macro step an early return shortened.
+    events: events::EventState,
 }
 
 impl std::fmt::Debug for System {
@@ -361,6 +373,7 @@ impl System {
             .map(|s| vec![String::new(); s.traced_strings().len()])
             .collect();
         let any_strings = strings.iter().any(|s| !s.is_empty());
+        let events = events::EventState::new(&spec.subsystems);
         Ok(System {
             subsystems: spec.subsystems,
             buffers,
@@ -390,6 +403,7 @@ impl System {
             lazy: false,
             rest_stale: false,
             rest_read_at: f64::NAN,
+            events,
         })
     }
 
@@ -891,6 +905,9 @@ impl System {
         for s in &mut self.subsystems {
             s.exit_initialization()?;
         }
+        // (Event-mode subsystems are now in Event Mode: their initial
+        // event iteration.)
+        self.initial_events()?;
         self.read_all_observed()?;
         self.publish_all();
         self.exchange_all();
@@ -1096,6 +1113,9 @@ impl System {
     /// the pool is measured to pay off ([`PoolChooser`]), else inline. The
     /// results are the same either way.
     pub fn step_jacobi(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
+        if self.events.any {
+            return self.step_jacobi_events(t, h, due, false);
+        }
         self.rest_stale |= self.lazy;
         let policy = (self.nonfinite, self.divergence_limit);
         type Item<'a> = (
@@ -1185,6 +1205,9 @@ impl System {
     /// them, Jacobi: [`System::hold_inputs`] then [`System::step_jacobi`],
     /// in one pass over the subsystems where they step inline.
     pub fn step_jacobi_held(&mut self, t: f64, h: &[f64], due: &[bool]) -> Result<()> {
+        if self.events.any {
+            return self.step_jacobi_events(t, h, due, true);
+        }
         if self.pool.is_some() || self.background.iter().any(|&b| b) {
             self.hold_inputs(due);
             return self.step_jacobi(t, h, due);
@@ -1285,6 +1308,10 @@ impl System {
         after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> Option<(u64, Result<()>)> {
         use cosim_fmi::FmiVersion;
+        if self.events.any {
+            // (A step may end at an event: steps one by one.)
+            return None;
+        }
         // The FMUs' calls bound in their one FMI version where they share
         // it (no dispatch by version per call), else in either.
         let mut versions = self
@@ -1916,17 +1943,17 @@ fn step_subsystem(
                 std::mem::forget(outcome);
                 return check_step_outputs(fmu, b, t, h, policy, warned);
             }
-            return step_not_completed(fmu, outcome, t, h);
+            return step_ended_otherwise(fmu, b, outcome, (t, h), policy, warned);
         }
         return match sub.step_held(&b.u_end, t, h, hot, &mut b.y_new) {
             Ok(StepOutcome::Completed) => check_step_outputs(sub, b, t, h, policy, warned),
-            other => step_not_completed(sub, other, t, h),
+            other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
         };
     }
     set_step_inputs(sub, b, h)?;
     match sub.do_step(t, h) {
         Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
-        other => step_not_completed(sub, other, t, h),
+        other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
     }
 }
 
@@ -1945,7 +1972,7 @@ fn step_subsystem_timed(
     let started = Instant::now();
     let result = set_step_inputs(sub, b, h).and_then(|()| match sub.do_step(t, h) {
         Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
-        other => step_not_completed(sub, other, t, h),
+        other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
     });
     if let Some(total) = &mut b.step_wall_time {
         *total += started.elapsed().as_secs_f64();
@@ -1998,8 +2025,31 @@ fn finish_subsystem_step(
 ) -> Result<()> {
     match outcome {
         Ok(StepOutcome::Completed) => read_step_outputs(sub, b, t, h, policy, warned),
-        other => step_not_completed(sub, other, t, h),
+        other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
     }
+}
+
+/// A step that did not complete as asked: one that ended at an event to
+/// handle (FMI 3 event mode) reads its outputs there and records the
+/// event's time in `b.event_at`; any other is [`step_not_completed`].
+#[cold]
+#[inline(never)]
+fn step_ended_otherwise(
+    sub: &mut dyn Subsystem,
+    b: &mut Buffers,
+    outcome: Result<StepOutcome>,
+    (t, h): (f64, f64),
+    policy: (NonFinitePolicy, f64),
+    warned: &mut [bool],
+) -> Result<()> {
+    if let Ok(StepOutcome::EventHandlingNeeded {
+        last_successful_time,
+    }) = outcome
+    {
+        b.event_at = Some(last_successful_time);
+        return read_step_outputs(sub, b, t, last_successful_time - t, policy, warned);
+    }
+    step_not_completed(sub, outcome, t, h)
 }
 
 /// After a completed step: reads the observed values into `y_new` and
@@ -2082,6 +2132,9 @@ fn step_not_completed(
             })
         }
         StepOutcome::EarlyReturn {
+            last_successful_time,
+        }
+        | StepOutcome::EventHandlingNeeded {
             last_successful_time,
         } => Err(CoreError::Discarded {
             subsystem: sub.info().name.clone(),

@@ -38,6 +38,8 @@ pub enum Call {
     Terminate = 7,
     /// `fmi*FreeInstance`.
     FreeInstance = 8,
+    /// Entering or leaving Event Mode, or its event iteration.
+    EventMode = 9,
 }
 
 /// The longest calls: those of initialization, the others (`None`: no
@@ -76,6 +78,7 @@ impl Call {
             Call::State,
             Call::Terminate,
             Call::FreeInstance,
+            Call::EventMode,
         ]
         .get(usize::from(b))
         .copied()
@@ -100,6 +103,7 @@ impl Call {
             Call::State => pick("fmi2Get/SetFMUstate", "fmi3Get/SetFMUState"),
             Call::Terminate => pick("fmi2Terminate", "fmi3Terminate"),
             Call::FreeInstance => pick("fmi2FreeInstance", "fmi3FreeInstance"),
+            Call::EventMode => "fmi3EnterEventMode / fmi3UpdateDiscreteStates / fmi3EnterStepMode",
         }
     }
 }

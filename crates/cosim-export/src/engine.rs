@@ -258,6 +258,12 @@ impl SystemModel {
                     message: format!("the system ended its simulation at t = {reached}"),
                 });
             }
+            Ok(StepOutcome::EventHandlingNeeded { .. }) => {
+                // (A nest handles its FMUs' events inside its steps.)
+                return Err(StepError::Error(
+                    "the system asked for event handling, which a nest does not".into(),
+                ));
+            }
             Ok(StepOutcome::Discarded {
                 last_successful_time: reached,
             }) => {

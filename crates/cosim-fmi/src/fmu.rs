@@ -661,6 +661,7 @@ impl Fmu {
             name: name.to_string(),
             logging_on: options.logging_on,
             debug_categories: options.debug_categories.clone(),
+            events: options.events,
         });
         if let Some(inner) = reuse.as_ref().and_then(|key| self.unpark(key)) {
             crate::reuse::count_reused();
@@ -706,6 +707,7 @@ impl Fmu {
             counts,
             logging_on: options.logging_on,
             call_log,
+            events: options.events,
         };
         let inner = match library {
             Library::V2(lib) => Inner::V2(Fmi2Instance::instantiate(Arc::clone(lib), how)?),

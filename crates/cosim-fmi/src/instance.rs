@@ -27,6 +27,9 @@ pub struct InstantiateOptions {
     /// The interface to instantiate (default Co-Simulation): its element's
     /// `modelIdentifier` names the library loaded.
     pub interface: Interface,
+    /// FMI 3 Co-Simulation: event mode and early return (off by default;
+    /// event mode only for an FMU that declares `hasEventMode`).
+    pub events: crate::EventHandling,
 }
 
 impl Default for InstantiateOptions {
@@ -36,6 +39,7 @@ impl Default for InstantiateOptions {
             debug_categories: None,
             call_log: None,
             interface: Interface::CoSimulation,
+            events: crate::EventHandling::default(),
         }
     }
 }
@@ -384,6 +388,7 @@ pub(crate) struct ReuseKey {
     pub(crate) name: String,
     pub(crate) logging_on: bool,
     pub(crate) debug_categories: Option<Vec<String>>,
+    pub(crate) events: crate::EventHandling,
 }
 
 impl Drop for Instance {
@@ -1306,15 +1311,54 @@ impl Instance {
         dispatch!(self, i => i.get_nominals_of_continuous_states(nominals))
     }
 
-    /// Model Exchange: `fmi*EnterEventMode` (from Continuous-Time Mode).
+    /// `fmi*EnterEventMode`: Model Exchange (from Continuous-Time Mode),
+    /// FMI 3 Co-Simulation with `eventModeUsed` (from Step Mode).
     pub fn enter_event_mode(&mut self) -> Result<()> {
         dispatch!(self, i => i.enter_event_mode())
     }
 
-    /// Model Exchange: one step of the event iteration in Event Mode
-    /// (`fmi2NewDiscreteStates`, `fmi3UpdateDiscreteStates`).
+    /// One step of the event iteration in Event Mode: Model Exchange
+    /// (`fmi2NewDiscreteStates`, `fmi3UpdateDiscreteStates`), FMI 3
+    /// Co-Simulation with `eventModeUsed`.
     pub fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
         dispatch!(self, i => i.update_discrete_states())
+    }
+
+    /// The event iteration at the instance's time, in Event Mode (FMI 3
+    /// Co-Simulation with `eventModeUsed`; Model Exchange's driver makes
+    /// its own with the same [`crate::events::iterate`]): the last
+    /// update's answer.
+    pub fn event_iteration(&mut self) -> Result<DiscreteStatesUpdate> {
+        let (name, t) = match &self.inner {
+            Inner::V2(i) => (i.name().to_string(), i.time),
+            Inner::V3(i) => (i.name().to_string(), i.time),
+            Inner::Lent => return WhenLent::when_lent(),
+        };
+        Ok(crate::events::iterate(&name, t, || self.update_discrete_states())?.last)
+    }
+
+    /// FMI 3 Co-Simulation with `eventModeUsed`: `fmi3EnterStepMode`
+    /// (from Event Mode; FMI 2 has no event mode in Co-Simulation).
+    pub fn enter_step_mode(&mut self) -> Result<()> {
+        match &mut self.inner {
+            Inner::V3(i) => i.enter_step_mode(),
+            Inner::V2(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function: "fmi3EnterStepMode",
+                reason: "FMI 2.0 Co-Simulation has no event mode".into(),
+            }),
+            Inner::Lent => WhenLent::when_lent(),
+        }
+    }
+
+    /// FMI 3 Co-Simulation: `eventModeUsed` and `earlyReturnAllowed` as
+    /// instantiated (off for FMI 2, Model Exchange, and an FMU without
+    /// `hasEventMode`).
+    pub fn event_handling(&self) -> crate::EventHandling {
+        match &self.inner {
+            Inner::V3(i) => i.events,
+            _ => crate::EventHandling::default(),
+        }
     }
 
     /// Model Exchange: `fmi*EnterContinuousTimeMode` (from Event Mode).

@@ -24,6 +24,7 @@ pub mod archive;
 pub mod binary;
 pub mod bonds;
 pub mod error;
+pub mod events;
 pub mod extraction;
 pub mod ffi;
 mod fmu;
@@ -38,7 +39,8 @@ pub use error::{FmiError, Result};
 pub use ffi::Status;
 pub use ffi::call_log::{CallLogSink, CallLogTarget};
 pub use ffi::{
-    CompletedStep, DiscreteStatesUpdate, Interface, Phase, StateHandle, StepCall, StepOutcome,
+    CompletedStep, DiscreteStatesUpdate, EventHandling, Interface, Phase, StateHandle, StepCall,
+    StepOutcome,
 };
 pub use fmu::Fmu;
 pub use instance::{BoundStep, HeldStep, HeldValues, Instance, InstantiateOptions, Value};

@@ -589,7 +589,12 @@ impl Member<'_> {
                         self.set_word(resp + RESP_AUX, code);
                         Ok(None)
                     }
+                    // (Hosted FMUs are instantiated without event mode:
+                    // an event to handle is not expected of them.)
                     StepOutcome::EarlyReturn {
+                        last_successful_time,
+                    }
+                    | StepOutcome::EventHandlingNeeded {
                         last_successful_time,
                     } => {
                         self.set_word(resp + RESP_AUX, STEP_EARLY_RETURN);

@@ -590,8 +590,15 @@ pub fn assemble_nodes(
         call_log: level.call_log.clone(),
         ..InstantiateOptions::default()
     };
+    let events = event_handling(resolved, nodes, level)?;
     let subsystems = (0..n)
-        .map(|s| instantiate(resolved, nodes, &plan, level, &options, s))
+        .map(|s| {
+            let options = InstantiateOptions {
+                events: events[s],
+                ..options.clone()
+            };
+            instantiate(resolved, nodes, &plan, level, &options, s)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let (connections, gains) = slot_connections(resolved, &plan.layouts)?;
     let mut report = AssemblyReport::default();
@@ -865,6 +872,80 @@ fn traced_as_text(v: &cosim_fmi::model_description::Variable, node: &Node) -> bo
 /// Subsystem `s`: its FMU instantiated (in this process or a host
 /// process) with its slots, parameters and start values, or its nested
 /// system built; then its input files and events wrapped around it.
+/// FMI 3 Co-Simulation event mode of each subsystem of a level
+/// (`eventModeUsed`, `earlyReturnAllowed`; docs/events.md): used where the
+/// FMU declares `hasEventMode`, the subsystem does not say
+/// `event_mode = false`, it runs in this process, and the master handles
+/// events (those stepping through the shared stepper: fixed-step, ECCO,
+/// predictor-corrector, NEPCE). Early return where the level steps
+/// Jacobi at a single rate and only one subsystem uses event mode (two
+/// could return early at different times, and one would have to be
+/// taken back). `event_mode = true` where that cannot be is an error.
+fn event_handling(
+    resolved: &ResolvedScenario,
+    nodes: &[Node],
+    level: &Level,
+) -> Result<Vec<cosim_fmi::EventHandling>, AssembleError> {
+    let m = &resolved.master;
+    let master_handles = matches!(
+        m.kind,
+        MasterKind::FixedStep
+            | MasterKind::Ecco
+            | MasterKind::PredictorCorrector
+            | MasterKind::Nepce
+    );
+    let mut out = vec![cosim_fmi::EventHandling::default(); nodes.len()];
+    for (s, node) in nodes.iter().enumerate() {
+        let Node::Fmu(fmu) = node else {
+            continue;
+        };
+        let sub = &resolved.subsystems[s];
+        let md = fmu.model_description();
+        let has = fmu.runs_model_exchange().is_none()
+            && md.fmi_version == FmiVersion::V3
+            && md
+                .co_simulation
+                .as_ref()
+                .is_some_and(|cs| cs.has_event_mode);
+        let isolated = level.isolation.unwrap_or(sub.isolation) == Isolation::Process;
+        let refuse = |why: String| {
+            AssembleError::Scenario(resolved.error_at(
+                sub.span,
+                format!("subsystem '{}': event_mode = true, but {why}", sub.name),
+            ))
+        };
+        match sub.event_mode {
+            Some(false) => continue,
+            Some(true) if !has => {
+                return Err(refuse(
+                    "its FMU does not declare hasEventMode (FMI 3 Co-Simulation)".into(),
+                ));
+            }
+            Some(true) if !master_handles => {
+                return Err(refuse(format!(
+                    "the {} master does not handle FMU events (fixed-step, ecco, predictor-corrector and nepce do)",
+                    m.kind.name()
+                )));
+            }
+            Some(true) if isolated => {
+                return Err(refuse(
+                    "it is isolated in a host process, which does not handle FMU events: set isolation = \"none\" or event_mode = false".into(),
+                ));
+            }
+            None if !has || !master_handles || isolated => continue,
+            _ => out[s].event_mode_used = true,
+        }
+    }
+    let single_rate = resolved.subsystems.iter().all(|s| s.step_multiple <= 1);
+    let early = master_handles && m.scheme == Scheme::Jacobi && single_rate;
+    if early && out.iter().filter(|h| h.event_mode_used).count() == 1 {
+        for h in out.iter_mut().filter(|h| h.event_mode_used) {
+            h.early_return_allowed = true;
+        }
+    }
+    Ok(out)
+}
+
 fn instantiate(
     resolved: &ResolvedScenario,
     nodes: &[Node],

@@ -72,6 +72,9 @@ pub struct ResolvedSubsystem {
     pub isolation: Isolation,
     /// Longest FMU call when isolated, s (`isolation_timeout`).
     pub isolation_timeout: f64,
+    /// `event_mode` as given (`None`: the default, event mode where the
+    /// FMU has it and the master handles events).
+    pub event_mode: Option<bool>,
     /// Values for variables of causality `parameter` (or FMI 3
     /// `structuralParameter`), in the order given.
     pub parameters: Vec<Assignment>,
@@ -1436,6 +1439,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     .isolation_timeout
                     .as_ref()
                     .map_or(master.isolation_timeout, |l| l.value),
+                event_mode: s.event_mode.as_ref().map(|l| l.value),
                 parameters,
                 start_values,
                 span: s.span,
@@ -2226,9 +2230,9 @@ impl<'s, 'm> Resolver<'s, 'm> {
         }
     }
 
-    /// Warns once per subsystem whose FMU declares clocks: cosim runs
-    /// FMI 3 Co-Simulation without Event Mode (`eventModeUsed = false`),
-    /// where no clock ticks, so what they clock is never updated.
+    /// Warns once per subsystem whose FMU declares clocks: cosim does not
+    /// tick clocks yet (not even in Event Mode), so what they clock is
+    /// never updated.
     fn clocks(&mut self) {
         let mut warnings = Vec::new();
         for (s, spec) in self.scenario.subsystems.iter().enumerate() {
@@ -2243,7 +2247,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 warnings.push((
                     spec.span,
                     format!(
-                        "subsystem '{}' declares clocks ({}): cosim runs FMI 3 Co-Simulation without Event Mode (eventModeUsed = false), in which clocks do not tick, so the variables they clock are not updated",
+                        "subsystem '{}' declares clocks ({}): cosim does not tick clocks yet (no clock is set or read, also in Event Mode), so the variables they clock are not updated",
                         spec.name.value,
                         names.join(", ")
                     ),

@@ -82,6 +82,7 @@ const SUBSYSTEM_KEYS: &[&str] = &[
     "isolation_timeout",
     "interface",
     "solver",
+    "event_mode",
 ];
 /// `[subsystems.solver]`.
 const SOLVER_KEYS: &[&str] = &[
@@ -233,6 +234,10 @@ pub struct SubsystemSpec {
     pub interface: Option<Located<FmuInterface>>,
     /// `[subsystems.solver]`, when given (Model Exchange only).
     pub solver: Option<Located<SolverSpec>>,
+    /// `event_mode`, when given: FMI 3 Co-Simulation event mode
+    /// (`eventModeUsed`) for an FMU that declares `hasEventMode` (default
+    /// true where the master handles events).
+    pub event_mode: Option<Located<bool>>,
     /// The `[[subsystems]]` header (or inline table).
     pub span: Span,
     pub(crate) assignments: Vec<AssignSpec>,
@@ -1375,6 +1380,15 @@ impl<'a> Parser<'a> {
                     )
                     .with_help("remove the solver table, or set interface = \"model-exchange\""));
             }
+            let event_mode = t.bool("event_mode")?.map(|(b, span)| Located::new(b, span));
+            if system.is_some()
+                && let Some(l) = &event_mode
+            {
+                return Err(t.err(
+                    l.span,
+                    "'event_mode' is for FMU subsystems; set it on the subsystems of the nested system",
+                ));
+            }
             let mut assignments = Vec::new();
             for kind in [AssignKind::Parameter, AssignKind::Start] {
                 if let Some(v) = t.get(kind.key()) {
@@ -1421,6 +1435,7 @@ impl<'a> Parser<'a> {
                 isolation_timeout,
                 interface,
                 solver,
+                event_mode,
                 span: t.span,
                 assignments,
             });

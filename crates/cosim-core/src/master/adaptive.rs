@@ -161,10 +161,12 @@ impl Master for Adaptive {
         let t_next = base.step_end(t, run.dt, t_stop);
         // (As libcosim's `to_double_duration(d, t)`: the difference of the
         // two time points in seconds.)
-        let dt = t_next - t;
-        run.plan.all(dt);
-        run.stepper
+        run.plan.all(t_next - t);
+        // (Earlier where a subsystem returned early at an event.)
+        let t_next = run
+            .stepper
             .step(sys, &mut run.inputs, &run.plan, t, t_next)?;
+        let dt = t_next - t;
         self.indicator.sample(sys)?;
         let eps = self.indicator.evaluate(sys, t, dt);
         // The controller works from the nominal step: a step shortened to

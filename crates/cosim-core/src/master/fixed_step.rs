@@ -278,7 +278,7 @@ impl Running {
         (g, done): (u64, Option<u64>),
         (t, next, t_next): (f64, i64, f64),
         point_ticks: impl Fn(u64) -> i64,
-    ) -> Result<()> {
+    ) -> Result<f64> {
         // Which subsystems start a step now, over how long, and who
         // publishes at the end of this macro step. Single rate: everyone,
         // over the macro step (the plan's flags stay all true).
@@ -298,7 +298,7 @@ impl Running {
                 self.plan.publish[s] = self.step_end[s] == next;
             }
         }
-        match &mut self.holds {
+        let end = match &mut self.holds {
             None => self.stepper.step_exchanging(
                 sys,
                 &mut self.inputs,
@@ -315,15 +315,15 @@ impl Running {
                 t_next,
                 |sys| holds.exchange(sys, done),
             )?,
-        }
+        };
         // An input takes a new value where its source published (and,
         // held couplings, where the destination takes it): the history
         // has each value at the time it was published.
         let (publish, holds) = (&self.plan.publish, &self.holds);
-        self.inputs.record_fresh(sys, t_next, |d, src| {
+        self.inputs.record_fresh(sys, end, |d, src| {
             publish[src] && holds.as_ref().is_none_or(|h| h.takes_newest(d, src))
         });
-        Ok(())
+        Ok(end)
     }
 }
 
@@ -360,7 +360,10 @@ impl Master for FixedStep {
             Scheme::Jacobi => Holds::new(sys),
             Scheme::GaussSeidel(_) => None,
         };
+        // (A system with FMI 3 event mode steps through the stepper: a
+        // step may end at an event, and events are handled after it.)
         let held_inline = single_rate
+            && !sys.uses_event_mode()
             && holds.is_none()
             && self.scheme == Scheme::Jacobi
             && self.extrapolation_order == 0;
@@ -419,7 +422,7 @@ impl Master for FixedStep {
         // The step ends on the next grid point after `g` (the grid point
         // at or before now), or at the stop before it.
         let g = run.grid;
-        let (next, t_next) = match run.next_point {
+        let (mut next, mut t_next) = match run.next_point {
             (m, s, ticks, seconds) if m == g + 1 && s == stop => (ticks, seconds),
             _ => {
                 let ticks = point_ticks(g + 1);
@@ -429,7 +432,7 @@ impl Master for FixedStep {
         // On to the next grid point, unless the step ends at a stop time
         // before it (then the next step ends on it). (Tested only where
         // the step ends at the stop: one comparison on the grid.)
-        let off_grid = next == stop && {
+        let mut off_grid = next == stop && {
             let end = t0.saturating_add(((g + 1) as i64).saturating_mul(h));
             (end - next) as f64 > 1e-6 * h as f64
         };
@@ -445,6 +448,12 @@ impl Master for FixedStep {
         } else {
             let done = (!off_grid).then_some(g + 1);
             run.step_planned(sys, (g, done), (t, next, t_next), point_ticks)?;
+            if sys.ticks() < next {
+                // A subsystem returned early at an event (FMI 3 event
+                // mode): the step ended there, off the grid, as at a stop
+                // before the grid point; the next one ends on it.
+                (next, t_next, off_grid) = (sys.ticks(), sys.time(), true);
+            }
         }
         let g = if off_grid { g } else { g + 1 };
         run.grid = g;

@@ -64,6 +64,10 @@ impl Stepper {
     /// each after an exchange with the newest published outputs), outputs
     /// published as planned, every input exchanged at `t_next` and recorded
     /// there (those fed by a subsystem that published).
+    ///
+    /// Returns where the step ended: `t_next`, or earlier where a
+    /// subsystem returned early at an event (FMI 3 event mode); the events
+    /// there are handled ([`System::handle_events`]).
     pub fn step(
         &mut self,
         sys: &mut System,
@@ -71,13 +75,13 @@ impl Stepper {
         plan: &StepPlan,
         t: f64,
         t_next: f64,
-    ) -> Result<()> {
-        self.step_exchanging(sys, inputs, plan, t, t_next, System::exchange)?;
-        inputs.record_fresh(sys, t_next, |_, src| plan.publish[src]);
-        Ok(())
+    ) -> Result<f64> {
+        let end = self.step_exchanging(sys, inputs, plan, t, t_next, System::exchange)?;
+        inputs.record_fresh(sys, end, |_, src| plan.publish[src]);
+        Ok(end)
     }
 
-    /// [`Stepper::step`] with the exchange at `t_next` done by `exchange`
+    /// [`Stepper::step`] with the exchange at its end done by `exchange`
     /// (after the publications) instead of [`System::exchange`], and the
     /// inputs not recorded: the caller records them
     /// ([`InputExtrapolation::record_fresh`]).
@@ -89,7 +93,7 @@ impl Stepper {
         t: f64,
         t_next: f64,
         exchange: impl FnOnce(&mut System),
-    ) -> Result<()> {
+    ) -> Result<f64> {
         match &self.scheme {
             Scheme::Jacobi => {
                 if inputs.order() == 0 {
@@ -133,7 +137,13 @@ impl Stepper {
             }
         }
         exchange(sys);
-        sys.set_time(t_next);
-        Ok(())
+        if !sys.uses_event_mode() {
+            sys.set_time(t_next);
+            return Ok(t_next);
+        }
+        let end = sys.early_end().unwrap_or(t_next);
+        sys.set_time(end);
+        sys.handle_events()?;
+        Ok(sys.time())
     }
 }

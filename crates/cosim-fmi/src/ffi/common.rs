@@ -529,6 +529,8 @@ pub(crate) struct Instantiation<'a> {
     /// With a call log, the instantiation and every later call on the
     /// instance is logged there.
     pub(crate) call_log: Option<Arc<CallLog>>,
+    /// FMI 3 Co-Simulation: `eventModeUsed`, `earlyReturnAllowed`.
+    pub(crate) events: crate::EventHandling,
 }
 
 /// The functions of the interface an instance was created for, resolved
@@ -568,8 +570,8 @@ pub struct Capabilities {
     pub can_interpolate_inputs: bool,
     /// Co-Simulation `maxOutputDerivativeOrder`.
     pub max_output_derivative_order: u32,
-    /// FMI 3 Co-Simulation `hasEventMode`: if set, cosim still
-    /// instantiates with `eventModeUsed = false`.
+    /// FMI 3 Co-Simulation `hasEventMode`: the importer may instantiate
+    /// with `eventModeUsed = true` ([`crate::EventHandling`]).
     pub has_event_mode: bool,
     /// FMI 3 Co-Simulation `providesIntermediateUpdate`: the intermediate
     /// update callback is passed at instantiation.
@@ -610,6 +612,9 @@ pub struct FmiInstance<A: Api> {
     do_step: Option<A::DoStep>,
     /// Model Exchange: its functions (`None` for Co-Simulation).
     me: Option<MeFunctions<A>>,
+    /// FMI 3 Co-Simulation: `eventModeUsed` and `earlyReturnAllowed` of
+    /// the instantiation.
+    pub(crate) events: crate::EventHandling,
     /// What the FMU's callbacks reach, at a fixed address for as long as
     /// the FMU may call back (dropped after `fmi*FreeInstance`).
     pub(crate) env: A::Env,
@@ -823,6 +828,7 @@ impl<A: Api> FmiInstance<A> {
             interface,
             counts: (nx, nz),
             call_log,
+            events,
             ..
         } = how;
         FmiInstance {
@@ -843,6 +849,10 @@ impl<A: Api> FmiInstance<A> {
             call_log,
             do_step: functions.do_step,
             me: functions.me,
+            events: match interface {
+                Interface::CoSimulation => events,
+                Interface::ModelExchange => crate::EventHandling::default(),
+            },
             env,
         }
     }
@@ -1088,9 +1098,11 @@ impl<A: Api> FmiInstance<A> {
         if self.phase != Phase::Initialization {
             return Err(self.out_of_sequence(function, "Initialization Mode"));
         }
+        // (FMI 3.0 sec. 4.2: with eventModeUsed, Co-Simulation leaves
+        // initialization into Event Mode.)
         let to = match self.interface {
-            Interface::CoSimulation => Phase::Stepping,
-            Interface::ModelExchange => Phase::EventMode,
+            Interface::CoSimulation if !self.events.event_mode_used => Phase::Stepping,
+            _ => Phase::EventMode,
         };
         self.change_mode(self.lib.common.exit_initialization_mode, function, to)
     }
@@ -1544,19 +1556,47 @@ impl<A: Api> FmiInstance<A> {
         self.check(function, code).map(|_| ())
     }
 
-    /// `fmi*EnterEventMode` (Model Exchange, from Continuous-Time Mode).
+    /// `fmi*EnterEventMode`: Model Exchange, from Continuous-Time Mode;
+    /// FMI 3 Co-Simulation with `eventModeUsed`, from Step Mode.
     pub fn enter_event_mode(&mut self) -> Result<()> {
         let function = A::NAMES.enter_event_mode;
+        if self.me.is_none() && self.events.event_mode_used {
+            let f =
+                self.cs_event_call(function, Phase::Stepping, |lib| lib.common.enter_event_mode)?;
+            return self.change_mode(f, function, Phase::EventMode);
+        }
         let f = self.me_call(function, &[Phase::ContinuousTimeMode], |m| {
             m.enter_event_mode
         })?;
         self.change_mode(f, function, Phase::EventMode)
     }
 
+    /// The function `pick` takes from the library for `function` of a
+    /// Co-Simulation instance with `eventModeUsed`, called in state
+    /// `allowed`: the error of a dead instance, of the wrong state, or of
+    /// a library without it.
+    pub(crate) fn cs_event_call<F>(
+        &self,
+        function: &'static str,
+        allowed: Phase,
+        pick: impl FnOnce(&FmiLibrary<A>) -> Option<F>,
+    ) -> Result<F> {
+        self.alive(function)?;
+        if self.phase != allowed {
+            return Err(self.out_of_sequence(function, &phases_text(&[allowed])));
+        }
+        pick(&self.lib).ok_or_else(|| self.lib.missing(function))
+    }
+
     /// The update of discrete states in Event Mode
     /// (`fmi2NewDiscreteStates`, `fmi3UpdateDiscreteStates`), checked: the
     /// function to call, or the error.
     pub(crate) fn update_discrete_states_fn(&self) -> Result<A::UpdateDiscreteStates> {
+        if self.me.is_none() && self.events.event_mode_used {
+            return self.cs_event_call(A::NAMES.update_discrete_states, Phase::EventMode, |lib| {
+                A::update_discrete_states_fn(&lib.functions)
+            });
+        }
         self.me_call(A::NAMES.update_discrete_states, &[Phase::EventMode], |m| {
             m.update_discrete_states
         })

@@ -217,6 +217,8 @@ fn_table! {
             // Co-Simulation: mandatory for it.
             instantiate_co_simulation: "fmi3InstantiateCoSimulation" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, bool, bool, *const Vr, usize, *mut c_void, LogMessage, Option<IntermediateUpdate>) -> Component,
             do_step: "fmi3DoStep" => DoStepFn,
+            // Co-Simulation with event mode: mandatory for it.
+            enter_step_mode: "fmi3EnterStepMode" => StatusFn,
             // Model Exchange: mandatory for it.
             instantiate_model_exchange: "fmi3InstantiateModelExchange" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, *mut c_void, LogMessage) -> Component,
             update_discrete_states: "fmi3UpdateDiscreteStates" => UpdateDiscreteStatesFn,
@@ -278,8 +280,9 @@ impl Api for Fmi3 {
     type GetFn<T> = GetFn<T>;
     type SetFn<T> = SetFn<T>;
     type DoStep = DoStepFn;
-    /// `terminateSimulation`, `earlyReturn`, `lastSuccessfulTime`.
-    type StepFlags = (bool, bool, f64);
+    /// `eventHandlingNeeded`, `terminateSimulation`, `earlyReturn`,
+    /// `lastSuccessfulTime`.
+    type StepFlags = (bool, bool, bool, f64);
     type Directional = DirectionalFn;
     type OutputDerivatives = OutputDerivativesFn;
     type UpdateDiscreteStates = UpdateDiscreteStatesFn;
@@ -466,7 +469,7 @@ impl Api for Fmi3 {
         t: f64,
         h: f64,
         no_set_prior: bool,
-    ) -> (c_int, (bool, bool, f64)) {
+    ) -> (c_int, (bool, bool, bool, f64)) {
         let (mut event_handling_needed, mut terminate, mut early_return) = (false, false, false);
         let mut last_successful_time = t;
         // SAFETY: as the caller guarantees; the out-pointers point to
@@ -483,12 +486,23 @@ impl Api for Fmi3 {
                 &mut last_successful_time,
             )
         };
-        (code, (terminate, early_return, last_successful_time))
+        (
+            code,
+            (
+                event_handling_needed,
+                terminate,
+                early_return,
+                last_successful_time,
+            ),
+        )
     }
 
     #[inline(always)]
-    fn step_ok(code: c_int, &(terminate, early_return, _): &(bool, bool, f64)) -> bool {
-        code == 0 && !terminate && !early_return
+    fn step_ok(
+        code: c_int,
+        &(event, terminate, early_return, _): &(bool, bool, bool, f64),
+    ) -> bool {
+        code == 0 && !event && !terminate && !early_return
     }
 
     fn step_returned(
@@ -497,9 +511,15 @@ impl Api for Fmi3 {
         t: f64,
         h: f64,
         _: bool,
-        (terminate, early_return, last_successful_time): (bool, bool, f64),
+        (event, terminate, early_return, last_successful_time): (bool, bool, bool, f64),
     ) -> Result<StepOutcome> {
-        instance.do_step_outcome(code, t, h, (terminate, early_return), last_successful_time)
+        instance.do_step_outcome(
+            code,
+            t,
+            h,
+            (event, terminate, early_return),
+            last_successful_time,
+        )
     }
 
     /// Inputs registered for intermediate update may be bound while they
@@ -650,8 +670,25 @@ impl Fmi3Instance {
     /// instance for Model Exchange then asks the FMU its numbers of
     /// continuous states and event indicators
     /// (`fmi3GetNumberOfContinuousStates`, `fmi3GetNumberOfEventIndicators`).
-    pub(crate) fn instantiate(lib: Arc<Fmi3Library>, how: Instantiation<'_>) -> Result<Self> {
+    pub(crate) fn instantiate(lib: Arc<Fmi3Library>, mut how: Instantiation<'_>) -> Result<Self> {
         let (name, token, interface) = (how.name, how.token, how.interface);
+        // Event mode only where the FMU has it (it must refuse it else).
+        how.events.event_mode_used &= how.caps.has_event_mode;
+        let events = how.events;
+        if events.event_mode_used {
+            for (present, f) in [
+                (lib.common.enter_event_mode.is_some(), "fmi3EnterEventMode"),
+                (
+                    lib.functions.update_discrete_states.is_some(),
+                    "fmi3UpdateDiscreteStates",
+                ),
+                (lib.functions.enter_step_mode.is_some(), "fmi3EnterStepMode"),
+            ] {
+                if !present {
+                    return Err(lib.missing(f));
+                }
+            }
+        }
         let logging_on = how.logging_on;
         let functions = lib.functions_for(interface)?;
         let function = match interface {
@@ -705,8 +742,8 @@ impl Fmi3Instance {
                         c_resources.as_ptr(),
                         false,
                         logging_on,
-                        false,
-                        false,
+                        events.event_mode_used,
+                        events.early_return_allowed,
                         std::ptr::null(),
                         0,
                         env_ptr,
@@ -745,8 +782,8 @@ impl Fmi3Instance {
                 .flag("loggingOn", logging_on);
             match co_simulation_callback {
                 Some(callback) => line
-                    .flag("eventModeUsed", false)
-                    .flag("earlyReturnAllowed", false)
+                    .flag("eventModeUsed", events.event_mode_used)
+                    .flag("earlyReturnAllowed", events.early_return_allowed)
                     .values::<u32>("requiredIntermediateVariables", &[])
                     .arg("nRequiredIntermediateVariables", 0)
                     .ptr("intermediateUpdate", callback)
@@ -1187,21 +1224,28 @@ impl Fmi3Instance {
             let flags = [event_handling_needed, terminate, early_return];
             log_do_step(log, code, t, h, no_set_prior, flags, last_successful_time);
         }
-        self.do_step_outcome(code, t, h, (terminate, early_return), last_successful_time)
+        self.do_step_outcome(
+            code,
+            t,
+            h,
+            (event_handling_needed, terminate, early_return),
+            last_successful_time,
+        )
     }
 
     /// What `fmi3DoStep` from `t` by `h` returning `code` with
-    /// `(terminateSimulation, earlyReturn)` and `lastSuccessfulTime` makes
-    /// of the step (and of the instance's time): its error, an early
-    /// return, a discarded step or the end of the simulation, or a
-    /// completed step; an input that intermediate update failed to set
-    /// during the step is its error.
+    /// `(eventHandlingNeeded, terminateSimulation, earlyReturn)` and
+    /// `lastSuccessfulTime` makes of the step (and of the instance's
+    /// time): its error, an event to handle, an early return, a discarded
+    /// step or the end of the simulation, or a completed step; an input
+    /// that intermediate update failed to set during the step is its
+    /// error.
     fn do_step_outcome(
         &mut self,
         code: Fmi3Status,
         t: f64,
         h: f64,
-        (terminate, early_return): (bool, bool),
+        (event, terminate, early_return): (bool, bool, bool),
         last_successful_time: f64,
     ) -> Result<StepOutcome> {
         let status = Status::from_fmi3(code);
@@ -1235,6 +1279,23 @@ impl Fmi3Instance {
             self.time = at;
             self.check("fmi3SetFloat64 (in Intermediate Update Mode)", code)?;
         }
+        if event && self.events.event_mode_used {
+            // (Where the step ended: its end, unless it returned early.)
+            let at = if early_return {
+                last_successful_time
+            } else {
+                t + h
+            };
+            self.time = at;
+            return Ok(StepOutcome::EventHandlingNeeded {
+                last_successful_time: at,
+            });
+        }
+        if event {
+            // (FMI 3.0 sec. 4.2.2: not to be signalled without event mode;
+            // the FMU handled it inside the step.)
+            tracing::debug!(target: "fmu", instance = %self.name, "fmi3DoStep said eventHandlingNeeded, but the instance was instantiated with eventModeUsed = false: ignored");
+        }
         if early_return {
             self.time = last_successful_time;
             return Ok(StepOutcome::EarlyReturn {
@@ -1245,8 +1306,23 @@ impl Fmi3Instance {
         Ok(StepOutcome::Completed)
     }
 
-    /// `fmi3UpdateDiscreteStates` (Model Exchange, Event Mode): one step
-    /// of the event iteration, and what the FMU says of it.
+    /// `fmi3EnterStepMode`: a Co-Simulation instance with `eventModeUsed`
+    /// leaves Event Mode for Step Mode.
+    pub fn enter_step_mode(&mut self) -> Result<()> {
+        const F: &str = "fmi3EnterStepMode";
+        if self.interface() != Interface::CoSimulation || !self.events.event_mode_used {
+            return Err(self.unsupported(
+                F,
+                "the instance was not instantiated for Co-Simulation with eventModeUsed = true",
+            ));
+        }
+        let f = self.cs_event_call(F, Phase::EventMode, |lib| lib.functions.enter_step_mode)?;
+        self.change_mode(f, F, Phase::Stepping)
+    }
+
+    /// `fmi3UpdateDiscreteStates` (Event Mode: Model Exchange, or
+    /// Co-Simulation with `eventModeUsed`): one step of the event
+    /// iteration, and what the FMU says of it.
     pub fn update_discrete_states(&mut self) -> Result<DiscreteStatesUpdate> {
         const F: &str = "fmi3UpdateDiscreteStates";
         let f = self.update_discrete_states_fn()?;

@@ -116,6 +116,15 @@ pub enum StepCall {
 pub enum StepOutcome {
     /// The step reached `t + h`.
     Completed,
+    /// FMI 3 event mode (`eventHandlingNeeded`): the FMU met an event at
+    /// `last_successful_time` (the end of the step, or earlier where the
+    /// importer allowed early return) and waits in Step Mode for the
+    /// importer to enter Event Mode there
+    /// ([`crate::Instance::enter_event_mode`]).
+    EventHandlingNeeded {
+        /// Where the FMU stopped: the time of the event.
+        last_successful_time: f64,
+    },
     /// FMI 3 early return: the FMU stopped at `last_successful_time`.
     EarlyReturn {
         /// Where the FMU stopped.
@@ -223,6 +232,21 @@ impl std::fmt::Display for Interface {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// How an FMI 3 Co-Simulation instance's importer handles events
+/// (`fmi3InstantiateCoSimulation`'s `eventModeUsed` and
+/// `earlyReturnAllowed`). Both off by default, as FMPy and fmusim
+/// instantiate; ignored by FMI 2 and Model Exchange instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EventHandling {
+    /// `eventModeUsed`: the importer enters Event Mode where the FMU says
+    /// `eventHandlingNeeded`, and after initialization (only for an FMU
+    /// that declares `hasEventMode`).
+    pub event_mode_used: bool,
+    /// `earlyReturnAllowed`: the FMU may end a step before its end, at an
+    /// event.
+    pub early_return_allowed: bool,
 }
 
 /// What `fmi2NewDiscreteStates` (its `fmi2EventInfo`) or

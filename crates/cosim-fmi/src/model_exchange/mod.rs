@@ -764,30 +764,15 @@ impl<M: DrivenModel> ModelExchangeDriver<M> {
     /// simulation. A `nextEventTime` not after the event is an error: it
     /// would never be passed.
     fn event_iteration(&mut self, t: f64) -> Result<bool> {
-        loop {
-            let u = self.integrator.problem_mut().update_discrete_states()?;
-            self.events.event_iterations += 1;
-            self.next_event_time = u.next_event_time;
-            if u.terminate_simulation {
-                self.terminated = true;
-                return Ok(true);
-            }
-            if !u.discrete_states_need_update {
-                break;
-            }
-        }
-        if let Some(te) = self.next_event_time
-            && te <= t
-        {
-            return Err(FmiError::InvalidArgument {
-                instance: self.integrator.problem().name().to_string(),
-                function: "nextEventTime",
-                reason: format!(
-                    "the FMU announced its next time event at t = {te}, not after the event it just handled (t = {t})"
-                ),
-            });
-        }
-        Ok(false)
+        let name = self.integrator.problem().name().to_string();
+        let integrator = &mut self.integrator;
+        let it = crate::events::iterate(&name, t, || {
+            integrator.problem_mut().update_discrete_states()
+        })?;
+        self.events.event_iterations += it.updates as u64;
+        self.next_event_time = it.last.next_event_time;
+        self.terminated |= it.last.terminate_simulation;
+        Ok(it.last.terminate_simulation)
     }
 
     /// Handles an event at `t` (time, inputs and states of `t` set): Event
