@@ -39,9 +39,11 @@ use crate::model::{
     Values, VarType, Variability, Variable, Vr, element_count, resized,
 };
 
+mod clocks;
 mod event_mode;
 mod model_exchange;
 
+pub use clocks::{ClockRt, ClockState, INTERVAL_UNCHANGED, Preemption};
 pub use event_mode::CsEvents;
 pub use model_exchange::{MeCall, MeState};
 
@@ -128,6 +130,10 @@ pub enum Mode {
     /// Model Exchange Continuous-Time Mode (`fmi2EnterContinuousTimeMode` /
     /// `fmi3EnterContinuousTimeMode`): the importer integrates.
     ContinuousTimeMode = 9,
+    /// FMI 3 Scheduled Execution's Clock Activation Mode (after
+    /// initialization): the importer activates model partitions
+    /// (`fmi3ActivateModelPartition`).
+    ClockActivation = 10,
 }
 
 impl Mode {
@@ -148,6 +154,7 @@ impl Mode {
             Mode::Configuration,
             Mode::EventMode,
             Mode::ContinuousTimeMode,
+            Mode::ClockActivation,
         ]
         .into_iter()
         .find(|m| *m as u8 == b)
@@ -167,6 +174,7 @@ impl Mode {
             (Mode::Configuration, _) => "Configuration Mode",
             (Mode::EventMode, _) => "Event Mode",
             (Mode::ContinuousTimeMode, _) => "Continuous-Time Mode",
+            (Mode::ClockActivation, _) => "Clock Activation Mode",
         }
     }
 }
@@ -307,6 +315,8 @@ pub struct Snapshot {
     me: MeState,
     /// Co-Simulation events: a pending event, the next time event.
     cs_event: CsEvents,
+    /// FMI 3 Clocks: intervals, shifts, what this Event Mode saw.
+    clocks: ClockState,
     /// The model's own state ([`Model::save_state`]), if it keeps one.
     model: Option<crate::model::ModelState>,
 }
@@ -362,6 +372,13 @@ pub struct Instance {
     /// Co-Simulation events ([`ModelSpec::event_mode`]): a pending event,
     /// the next time event (part of the FMU state).
     cs_event: CsEvents,
+    /// FMI 3 Clocks (a model with Clocks): their run-time state (the
+    /// activations are the Clocks' values).
+    clocks: ClockState,
+    /// FMI 3 Scheduled Execution (`fmi3InstantiateScheduledExecution`):
+    /// the importer's `lockPreemption` / `unlockPreemption`, called around
+    /// each model partition's computation.
+    scheduled: Option<Preemption>,
     states: HashMap<usize, Snapshot>,
     /// The C strings the last `fmi2GetString` / `fmi3GetString` handed
     /// out: valid until the next such call (the standards ask for "until
@@ -568,6 +585,8 @@ impl Instance {
             early_return: false,
             event_mode_used: false,
             cs_event: CsEvents::default(),
+            clocks: ClockState::new(spec, spec.experiment.start_time),
+            scheduled: None,
             states: HashMap::new(),
             c_strings: Vec::new(),
             me: MeState::default(),
@@ -784,6 +803,7 @@ impl Instance {
         self.last_successful_time = start_time;
         self.stop_time = stop_time;
         self.experiment_set = true;
+        self.clocks.set_start(start_time);
         if self.caps.quirk == Some(Quirk::ResetsInSetup) {
             // The reproduced exporter bug: parameters set before
             // fmi2SetupExperiment are silently lost.
@@ -815,6 +835,12 @@ impl Instance {
             return Err(Fail::sequence(
                 "fmi2SetupExperiment was not called since fmi2Instantiate / fmi2Reset \
                  (it must be called at least once before fmi2EnterInitializationMode)",
+            ));
+        }
+        if self.has_clocks() && !self.event_mode_used {
+            return Err(Fail::sequence(
+                "this FMU has Clocks, and the instance was made with eventModeUsed = fmi3False \
+                 (FMI 3.0 sec. 2.3.1: \"For FMUs that have clocks, eventModeUsed = fmi3True is required\")",
             ));
         }
         self.mode = Mode::Initialization;
@@ -857,6 +883,7 @@ impl Instance {
         self.dirty = false;
         self.last_successful_time = self.time;
         self.mode = match self.interface {
+            Interface::CoSimulation if self.scheduled.is_some() => Mode::ClockActivation,
             Interface::CoSimulation if self.event_mode_used => {
                 // FMI 3.0 sec. 4.2: with eventModeUsed, initialization
                 // ends in Event Mode.
@@ -959,6 +986,7 @@ impl Instance {
         self.early_return = false;
         self.me = MeState::default();
         self.cs_event = CsEvents::default();
+        self.clocks = ClockState::new(self.spec, self.start_time);
         self.reset_values();
         self.dirty = true;
         Ok(())
@@ -991,7 +1019,7 @@ impl Instance {
     fn lookup(&self, vr: Vr, ty: VarType) -> R<&'static crate::model::Variable> {
         let spec: &'static ModelSpec = self.spec;
         match spec.variable(vr) {
-            Some(v) if v.ty == ty => Ok(v),
+            Some(v) if v.ty == ty && v.clock.is_none() => Ok(v),
             found => Err(self.lookup_failure(vr, ty, found)),
         }
     }
@@ -1002,6 +1030,10 @@ impl Instance {
     fn lookup_failure(&self, vr: Vr, ty: VarType, found: Option<&crate::model::Variable>) -> Fail {
         match found {
             None => Fail::usage(format!("unknown value reference {vr}")),
+            Some(v) if v.is_clock() => Fail::usage(format!(
+                "variable {} (vr {vr}) is a Clock: fmi3GetClock / fmi3SetClock read and set it",
+                v.name
+            )),
             Some(v) => Fail::usage(format!(
                 "variable {} (vr {vr}) is of type {}, not {}",
                 v.name,
@@ -1226,6 +1258,8 @@ impl Instance {
             if self.mode == Mode::Configuration && v.causality != Causality::StructuralParameter {
                 return Err(unreadable_in_configuration(v));
             }
+            self.clocked_access(v, false)?;
+            self.scheduled_get_allowed(v)?;
         }
         Ok(())
     }
@@ -1269,6 +1303,8 @@ impl Instance {
             if let Err(rule) = self.settable(v) {
                 return Err(self.unsettable(v, rule));
             }
+            self.clocked_access(v, true)?;
+            self.scheduled_set(v);
         }
         Ok(())
     }
@@ -1622,6 +1658,7 @@ impl Instance {
             if v.causality != Causality::Output {
                 return Err(Fail::usage(format!("variable {} is not an output", v.name)));
             }
+            self.clocked_access(v, false)?;
             if order < 1 || order as u32 > max {
                 return Err(Fail::usage(format!(
                     "derivative order {order} of {} is outside 1..={max} (maxOutputDerivativeOrder)",
@@ -2013,6 +2050,7 @@ impl Instance {
             terminate_requested: self.terminate_requested,
             me: self.me,
             cs_event: self.cs_event,
+            clocks: self.clocks.clone(),
         })
     }
 
@@ -2095,6 +2133,7 @@ impl Instance {
         self.terminate_requested = snap.terminate_requested;
         self.me = snap.me;
         self.cs_event = snap.cs_event;
+        self.clocks = snap.clocks;
         self.early_return = false;
         self.dirty = true;
         // A model with a state of its own keeps its instance and restores
@@ -2112,6 +2151,7 @@ impl Instance {
                 | Mode::Error
                 | Mode::EventMode
                 | Mode::ContinuousTimeMode
+                | Mode::ClockActivation
         ) {
             // The parameters are part of the state: rebuild the model from them.
             let built = match kept {
@@ -2249,6 +2289,7 @@ impl Instance {
             // Co-Simulation with events: the event iteration and events.
             s.me.to_bytes(&mut b);
             s.cs_event.to_bytes(&mut b);
+            s.clocks.to_bytes(&mut b);
         }
         b
     }
@@ -2327,6 +2368,11 @@ impl Instance {
         } else {
             CsEvents::default()
         };
+        let clocks = if self.interface == Interface::CoSimulation && self.spec.event_mode {
+            self.clocks.read(&mut r)?
+        } else {
+            self.clocks.clone()
+        };
         if !self.mode_fits_interface(mode) {
             return Err(format!(
                 "serialized FMU state is in state {}, which an instance of this interface never is \
@@ -2364,6 +2410,7 @@ impl Instance {
             terminate_requested: flags & 2 != 0,
             me,
             cs_event,
+            clocks,
         })
     }
 }

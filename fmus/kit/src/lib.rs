@@ -22,7 +22,12 @@
 //! - Co-Simulation with events ([`event_mode`]: a model declaring
 //!   [`ModelSpec::event_mode`] steps to its events and updates its
 //!   discrete states in FMI 3 Event Mode, [`EventModel`]; handled inside
-//!   the step without Event Mode);
+//!   the step without Event Mode), with FMI 3 Clocks: input Clocks
+//!   (periodic or triggered) and triggered output Clocks
+//!   ([`Variable::input_clock`], [`Variable::output_clock`]), clocked
+//!   variables ([`Variable::clocked_by`]), the Clock functions and their
+//!   access rules (`instance/clocks.rs`), and FMI 3 Scheduled Execution for
+//!   a model that declares it ([`ModelSpec::scheduled_execution`]);
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
 //!   with the standards' state machines (co-simulation and Model Exchange,
 //!   strict: every call they forbid refused), panics contained, and NULL /
@@ -56,9 +61,9 @@ pub use event_mode::{EventModel, EventStep};
 pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Interface, Status};
 pub use model::{
-    ArrayStart, Causality, DefaultExperiment, DependencyKind, Dimension, Factory, Initial,
-    LogLevel, Model, ModelSpec, ModelState, StepError, TIME, Values, VarType, Variability,
-    Variable, Vr, bool_value,
+    ArrayStart, Causality, ClockAttrs, DefaultExperiment, DependencyKind, Dimension, Factory,
+    Initial, IntervalVariability, LogLevel, Model, ModelSpec, ModelState, StepError, TIME, Values,
+    VarType, Variability, Variable, Vr, bool_value,
 };
 pub use model_exchange::{
     ContinuousModel, ContinuousState, EventUpdate, ModelExchangeSpec, StepEvent,

@@ -418,6 +418,72 @@ pub fn resized(
     out
 }
 
+/// FMI 3 `intervalVariability` of a Clock (FMI 3.0 sec. 2.2.9.2, table
+/// "Overview of Clock types").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntervalVariability {
+    /// Periodic, the interval (`intervalDecimal`) fixed in the model
+    /// description.
+    Constant,
+    /// Periodic, the interval fixed at initialization (set by the importer
+    /// with `fmi3SetIntervalDecimal` in Initialization Mode).
+    Fixed,
+    /// Periodic, the interval changeable by the importer in Event Mode too.
+    Tunable,
+    /// Aperiodic: the next interval known when the Clock was just
+    /// activated.
+    Changing,
+    /// Aperiodic: the next interval known by the FMU at some point.
+    Countdown,
+    /// Triggered: no timing known in advance (output Clocks: ticked by the
+    /// model).
+    Triggered,
+}
+
+impl IntervalVariability {
+    /// The attribute value (`constant`, `fixed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntervalVariability::Constant => "constant",
+            IntervalVariability::Fixed => "fixed",
+            IntervalVariability::Tunable => "tunable",
+            IntervalVariability::Changing => "changing",
+            IntervalVariability::Countdown => "countdown",
+            IntervalVariability::Triggered => "triggered",
+        }
+    }
+
+    /// Time-based periodic Clocks (`constant`, `fixed`, `tunable`).
+    pub fn is_periodic(self) -> bool {
+        matches!(
+            self,
+            IntervalVariability::Constant
+                | IntervalVariability::Fixed
+                | IntervalVariability::Tunable
+        )
+    }
+}
+
+/// The attributes of an FMI 3 Clock variable ([`Variable::input_clock`],
+/// [`Variable::output_clock`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClockAttrs {
+    /// The Clock type.
+    pub interval_variability: IntervalVariability,
+    /// `intervalDecimal`: the interval of a periodic Clock (required for
+    /// `constant`; the default the importer may replace for `fixed` and
+    /// `tunable`).
+    pub interval_decimal: Option<f64>,
+    /// `shiftDecimal`: the delay of the first activation after the start
+    /// time (periodic Clocks; 0 when absent).
+    pub shift_decimal: Option<f64>,
+    /// `supportsFraction`: the `...Fraction` functions may be called. The
+    /// kit's Clocks have none (always false, [`ModelSpec::check`]).
+    pub supports_fraction: bool,
+    /// `canBeDeactivated`: `fmi3SetClock(false)` is allowed.
+    pub can_be_deactivated: bool,
+}
+
 /// One model variable and everything `modelDescription.xml` says about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Variable {
@@ -464,6 +530,15 @@ pub struct Variable {
     /// [`Variable::start_elements`]); `None` for scalars, whose start value
     /// is [`Variable::start`].
     pub array_start: Option<ArrayStart>,
+    /// FMI 3 Clocks only ([`Variable::input_clock`],
+    /// [`Variable::output_clock`]): the Clock's attributes. A Clock is
+    /// stored as a Boolean (1 while active) and read and written with
+    /// `fmi3GetClock` / `fmi3SetClock` only.
+    pub clock: Option<ClockAttrs>,
+    /// FMI 3 clocked variables ([`Variable::clocked_by`]): the `clocks`
+    /// attribute, the Clocks whose activation the value changes at (and
+    /// while one of which only it may be read or set).
+    pub clocks: Vec<Vr>,
 }
 
 impl Variable {
@@ -486,6 +561,8 @@ impl Variable {
             initial_dependencies: None,
             dimensions: Vec::new(),
             array_start: None,
+            clock: None,
+            clocks: Vec::new(),
         }
     }
 
@@ -702,6 +779,98 @@ impl Variable {
         }
     }
 
+    /// An FMI 3 input Clock (`<Clock causality="input"
+    /// variability="discrete" intervalVariability=...>`): the importer
+    /// activates it with `fmi3SetClock` in Event Mode. A periodic one
+    /// (`constant`, `fixed`, `tunable`) takes its interval from
+    /// [`Variable::interval`] (required for `constant`) and its shift from
+    /// [`Variable::shift`]. The model sees it active as the value 1
+    /// (`v.bool(vr)`) in its outputs and update. FMI 3 only
+    /// ([`Variable::fmi3_only_reason`]), and only with
+    /// [`ModelSpec::event_mode`].
+    pub fn input_clock(
+        vr: Vr,
+        name: &'static str,
+        interval_variability: IntervalVariability,
+        description: &'static str,
+    ) -> Self {
+        Variable {
+            ty: VarType::Boolean,
+            variability: Variability::Discrete,
+            clock: Some(ClockAttrs {
+                interval_variability,
+                interval_decimal: None,
+                shift_decimal: None,
+                supports_fraction: false,
+                can_be_deactivated: false,
+            }),
+            ..Self::base(vr, name, Causality::Input, description)
+        }
+    }
+
+    /// An FMI 3 output Clock (`intervalVariability="triggered"`, the only
+    /// variability of output Clocks): the model ticks it by setting its
+    /// value to 1 in [`crate::EventModel::step_until_event`] (with an
+    /// event at the time reached) or in its update; the importer reads the
+    /// tick once with `fmi3GetClock` in Event Mode. Declare what it
+    /// depends on with [`Variable::depends_on`].
+    pub fn output_clock(vr: Vr, name: &'static str, description: &'static str) -> Self {
+        Variable {
+            ty: VarType::Boolean,
+            variability: Variability::Discrete,
+            clock: Some(ClockAttrs {
+                interval_variability: IntervalVariability::Triggered,
+                interval_decimal: None,
+                shift_decimal: None,
+                supports_fraction: false,
+                can_be_deactivated: false,
+            }),
+            initial: Some(Initial::Calculated),
+            ..Self::base(vr, name, Causality::Output, description)
+        }
+    }
+
+    /// Sets a Clock's `intervalDecimal`.
+    pub fn interval(mut self, interval: f64) -> Self {
+        if let Some(c) = &mut self.clock {
+            c.interval_decimal = Some(interval);
+        }
+        self
+    }
+
+    /// Sets a Clock's `shiftDecimal`.
+    pub fn shift(mut self, shift: f64) -> Self {
+        if let Some(c) = &mut self.clock {
+            c.shift_decimal = Some(shift);
+        }
+        self
+    }
+
+    /// Declares a Clock `canBeDeactivated="true"`: `fmi3SetClock(false)`
+    /// allowed in Event Mode.
+    pub fn can_be_deactivated(mut self) -> Self {
+        if let Some(c) = &mut self.clock {
+            c.can_be_deactivated = true;
+        }
+        self
+    }
+
+    /// Makes the variable clocked by `clocks` (the `clocks` attribute;
+    /// variability `discrete`): its value changes only when one of them
+    /// ticks, and the importer may read it (and set it, an input) only
+    /// while one of them is active in Event Mode, or in Initialization
+    /// Mode. FMI 3 only.
+    pub fn clocked_by(mut self, clocks: &[Vr]) -> Self {
+        self.clocks = clocks.to_vec();
+        self.variability = Variability::Discrete;
+        self
+    }
+
+    /// True for an FMI 3 Clock.
+    pub fn is_clock(&self) -> bool {
+        self.clock.is_some()
+    }
+
     /// Sets the `initial` attribute (an output or local with `exact` or
     /// `approx` also needs a start value, [`Variable::start`]).
     pub fn initial(mut self, initial: Initial) -> Self {
@@ -842,6 +1011,10 @@ impl Variable {
             Some("is a structural parameter (FMI 3 only)".to_string())
         } else if self.is_array() {
             Some("is an array (FMI 3 only)".to_string())
+        } else if self.is_clock() {
+            Some("is a Clock (FMI 3 only)".to_string())
+        } else if !self.clocks.is_empty() {
+            Some("is a clocked variable (FMI 3 only)".to_string())
         } else {
             None
         }
@@ -849,8 +1022,12 @@ impl Variable {
 
     /// True for outputs and calculated parameters with initial approx or calculated
     /// (the `InitialUnknowns` of a co-simulation FMU).
+    /// Clocked variables are not (declaring them is optional, FMI 3.0
+    /// sec. 2.2.9.5; FMPy's validation expects them not to be), output
+    /// Clocks are (outputs with `initial` calculated implied).
     pub fn is_initial_unknown(&self) -> bool {
-        self.causality == Causality::Output
+        self.clocks.is_empty()
+            && self.causality == Causality::Output
             && matches!(
                 self.initial,
                 Some(Initial::Approx) | Some(Initial::Calculated)
@@ -912,6 +1089,9 @@ pub struct ModelSpec {
     /// Whether the model has events in Co-Simulation
     /// ([`ModelSpec::event_mode`]): FMI 3 `hasEventMode`.
     pub event_mode: bool,
+    /// Whether the model has the FMI 3 Scheduled Execution interface
+    /// ([`ModelSpec::scheduled_execution`]).
+    pub scheduled_execution: bool,
 }
 
 impl std::fmt::Debug for ModelSpec {
@@ -968,7 +1148,21 @@ impl ModelSpec {
             aliases: Vec::new(),
             model_exchange: None,
             event_mode: false,
+            scheduled_execution: false,
         }
+    }
+
+    /// Declares the FMI 3 Scheduled Execution interface (FMI 3.0 sec. 5;
+    /// `<ScheduledExecution>` beside `<CoSimulation>`): each input Clock
+    /// is a model partition the importer activates with
+    /// `fmi3ActivateModelPartition(clock, t)`, which runs the model's
+    /// output equation ([`Model::outputs`]) and update
+    /// ([`crate::EventModel::update_discrete_states`]) with the Clock
+    /// active (its value 1). Needs [`ModelSpec::event_mode`] and input
+    /// Clocks; no output Clocks (the kit has no Clock Update Mode).
+    pub fn scheduled_execution(mut self) -> Self {
+        self.scheduled_execution = true;
+        self
     }
 
     /// Declares events in Co-Simulation (FMI 3.0 sec. 4.2): the model
@@ -1213,7 +1407,7 @@ impl ModelSpec {
             if !names.insert(v.name) {
                 return Err(format!("{}: duplicate variable name {}", self.name, v.name));
             }
-            let needs_start = v.causality == Causality::Input
+            let needs_start = !v.is_clock() && v.causality == Causality::Input
                 || v.causality.is_parameter()
                 || matches!(
                     v.effective_initial(),
@@ -1439,6 +1633,7 @@ impl ModelSpec {
         if let Some(me) = &self.model_exchange {
             self.check_model_exchange(me)?;
         }
+        self.check_clocks()?;
         match self.variables.first() {
             Some(t) if t.causality == Causality::Independent => Ok(()),
             _ => Err(format!(
@@ -1446,6 +1641,176 @@ impl ModelSpec {
                 self.name
             )),
         }
+    }
+
+    /// Whether the model has FMI 3 Clocks ([`Variable::input_clock`],
+    /// [`Variable::output_clock`]).
+    pub fn has_clocks(&self) -> bool {
+        self.variables.iter().any(Variable::is_clock)
+    }
+
+    /// The Clocks, in vr order.
+    pub fn clock_variables(&self) -> impl Iterator<Item = &Variable> {
+        self.variables.iter().filter(|v| v.is_clock())
+    }
+
+    /// The rules of Clocks and clocked variables: Clocks only with
+    /// [`ModelSpec::event_mode`] (Co-Simulation; not with Model
+    /// Exchange), scalar inputs or outputs, discrete, without start value;
+    /// output Clocks `triggered`; input Clocks periodic (`constant`,
+    /// `fixed`, `tunable`, with a finite positive `intervalDecimal` and a
+    /// finite non-negative shift) or `triggered` (the kit has no model API
+    /// for the intervals of `changing` and `countdown` Clocks); no
+    /// `supportsFraction`; interval and shift only on periodic Clocks;
+    /// clocked variables discrete, scalar, no parameters, clocked by
+    /// Clocks (and no Clock clocked).
+    fn check_clocks(&self) -> Result<(), String> {
+        let name = self.name;
+        let has_clocks = self.has_clocks();
+        if self.scheduled_execution {
+            let input_clocks = self
+                .clock_variables()
+                .filter(|v| v.causality == Causality::Input)
+                .count();
+            if !self.event_mode || input_clocks == 0 {
+                return Err(format!(
+                    "{name}: Scheduled Execution needs event mode and input Clocks (its model partitions)"
+                ));
+            }
+            if self
+                .clock_variables()
+                .any(|v| v.causality == Causality::Output)
+            {
+                return Err(format!(
+                    "{name}: Scheduled Execution with output Clocks (Clock Update Mode) is not supported by the kit"
+                ));
+            }
+        }
+        if has_clocks && !self.event_mode {
+            return Err(format!(
+                "{name}: Clocks need event mode (ModelSpec::event_mode; FMI 3.0 sec. 2.3.1: eventModeUsed = true is required for FMUs with clocks)"
+            ));
+        }
+        if has_clocks && self.model_exchange.is_some() {
+            return Err(format!(
+                "{name}: the kit has Clocks in Co-Simulation only, and this model declares Model Exchange"
+            ));
+        }
+        for v in &self.variables {
+            if let Some(c) = &v.clock {
+                let what = format!("{name}: Clock {}", v.name);
+                if !matches!(v.causality, Causality::Input | Causality::Output) {
+                    return Err(format!(
+                        "{what} has causality {} (only input and output Clocks here)",
+                        v.causality.as_str()
+                    ));
+                }
+                if v.ty != VarType::Boolean
+                    || v.variability != Variability::Discrete
+                    || v.is_array()
+                    || v.start.is_some()
+                    || v.unit.is_some()
+                {
+                    return Err(format!(
+                        "{what} must be a scalar discrete Clock without start value or unit (Variable::input_clock / output_clock)"
+                    ));
+                }
+                let iv = c.interval_variability;
+                if v.causality == Causality::Output && iv != IntervalVariability::Triggered {
+                    return Err(format!(
+                        "{what} is an output Clock with intervalVariability {}: output Clocks must be triggered (FMI 3.0 sec. 2.2.9.2)",
+                        iv.as_str()
+                    ));
+                }
+                if v.causality == Causality::Input && !v.dependencies.is_empty() {
+                    return Err(format!("{what} is an input Clock with dependencies"));
+                }
+                if matches!(
+                    iv,
+                    IntervalVariability::Changing | IntervalVariability::Countdown
+                ) {
+                    return Err(format!(
+                        "{what} is {}: the kit has no model API for the intervals of aperiodic Clocks",
+                        iv.as_str()
+                    ));
+                }
+                if c.supports_fraction {
+                    return Err(format!(
+                        "{what} has supportsFraction = true: the kit implements the Decimal functions only"
+                    ));
+                }
+                if iv.is_periodic() {
+                    match c.interval_decimal {
+                        Some(x) if x.is_finite() && x > 0.0 => {}
+                        Some(x) => {
+                            return Err(format!(
+                                "{what} has intervalDecimal {x} (must be finite and > 0)"
+                            ));
+                        }
+                        None => {
+                            return Err(format!(
+                                "{what} is a {} periodic Clock without intervalDecimal (Variable::interval)",
+                                iv.as_str()
+                            ));
+                        }
+                    }
+                    if let Some(s) = c.shift_decimal
+                        && !(s.is_finite() && s >= 0.0)
+                    {
+                        return Err(format!(
+                            "{what} has shiftDecimal {s} (must be finite and >= 0)"
+                        ));
+                    }
+                } else if c.interval_decimal.is_some() || c.shift_decimal.is_some() {
+                    return Err(format!(
+                        "{what} is {}: only periodic Clocks have intervalDecimal / shiftDecimal",
+                        iv.as_str()
+                    ));
+                }
+                if !v.clocks.is_empty() {
+                    return Err(format!(
+                        "{what} is clocked (Clocks of Clocks are not supported here)"
+                    ));
+                }
+            }
+            if v.clocks.is_empty() {
+                continue;
+            }
+            let what = format!("{name}: clocked variable {}", v.name);
+            if v.variability != Variability::Discrete
+                || v.is_array()
+                || v.causality.is_parameter()
+                || v.causality == Causality::Independent
+            {
+                return Err(format!(
+                    "{what} must be a discrete scalar input, output or local (Variable::clocked_by)"
+                ));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for &c in &v.clocks {
+                match self.variable(c) {
+                    Some(k) if k.is_clock() => {}
+                    _ => return Err(format!("{what} is clocked by vr {c}, which is no Clock")),
+                }
+                if !seen.insert(c) {
+                    return Err(format!("{what} names Clock vr {c} twice"));
+                }
+            }
+        }
+        for v in &self.variables {
+            for (d, _) in &v.dependencies {
+                if self
+                    .variable(*d)
+                    .is_some_and(|k| k.is_clock() && k.causality == Causality::Output)
+                {
+                    return Err(format!(
+                        "{name}: {} depends on the output Clock vr {d} (dependencies name knowns)",
+                        v.name
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether `k` can be a known of an output's or state derivative's
@@ -1632,6 +1997,29 @@ impl ModelSpec {
                     h.bytes(&x.to_bits().to_le_bytes());
                 }
             }
+            // Only Clocks and clocked variables have these.
+            if let Some(c) = &v.clock {
+                h.str("clock");
+                h.str(c.interval_variability.as_str());
+                h.bytes(
+                    &c.interval_decimal
+                        .unwrap_or(f64::NAN)
+                        .to_bits()
+                        .to_le_bytes(),
+                );
+                h.bytes(&c.shift_decimal.unwrap_or(f64::NAN).to_bits().to_le_bytes());
+                h.bytes(&[
+                    u8::from(c.supports_fraction),
+                    u8::from(c.can_be_deactivated),
+                ]);
+            }
+            for c in &v.clocks {
+                h.str("clocks");
+                h.bytes(&c.to_le_bytes());
+            }
+        }
+        if self.scheduled_execution {
+            h.str("se");
         }
         // Only a model with Model Exchange has this: the hashes of the
         // others are what they were before Model Exchange existed.

@@ -122,7 +122,36 @@ fn common_attrs(v: &Variable) -> String {
             let _ = write!(a, " initial=\"{}\"", i.as_str());
         }
     }
+    // FMI 3 clocked variables (never in an FMI 2 build).
+    if !v.clocks.is_empty() {
+        let list: Vec<String> = v.clocks.iter().map(u32::to_string).collect();
+        let _ = write!(a, " clocks=\"{}\"", list.join(" "));
+    }
     a
+}
+
+/// An FMI 3 `<Clock>` element (fmi3Variable.xsd `fmi3ClockAttributes`).
+fn fmi3_clock(v: &Variable, c: &crate::model::ClockAttrs) -> String {
+    let mut a = format!("name=\"{}\" valueReference=\"{}\"", escape(v.name), v.vr);
+    if !v.description.is_empty() {
+        let _ = write!(a, " description=\"{}\"", escape(v.description));
+    }
+    let _ = write!(
+        a,
+        " causality=\"{}\" variability=\"discrete\" intervalVariability=\"{}\"",
+        v.causality.as_str(),
+        c.interval_variability.as_str()
+    );
+    if c.can_be_deactivated {
+        a.push_str(" canBeDeactivated=\"true\"");
+    }
+    if let Some(x) = c.interval_decimal {
+        let _ = write!(a, " intervalDecimal=\"{}\"", num(x));
+    }
+    if let Some(x) = c.shift_decimal {
+        let _ = write!(a, " shiftDecimal=\"{}\"", num(x));
+    }
+    format!("    <Clock {a}/>\n")
 }
 
 fn type_attrs(v: &Variable) -> String {
@@ -481,11 +510,27 @@ fn fmi3(spec: &ModelSpec, caps: &Capabilities, id: &str) -> String {
             spec.event_mode
         );
     }
+    if spec.scheduled_execution {
+        let _ = writeln!(
+            out,
+            "  <ScheduledExecution modelIdentifier=\"{}\" needsExecutionTool=\"false\" \
+             canBeInstantiatedOnlyOncePerProcess=\"false\" canGetAndSetFMUState=\"{}\" \
+             canSerializeFMUState=\"{}\" providesDirectionalDerivatives=\"false\" \
+             providesAdjointDerivatives=\"false\" providesPerElementDependencies=\"false\"/>",
+            escape(id),
+            caps.get_set_state,
+            caps.serialize_state
+        );
+    }
     write_units(&mut out, spec);
     write_log_categories(&mut out);
     write_experiment(&mut out, spec);
     out.push_str("  <ModelVariables>\n");
     for v in &spec.variables {
+        if let Some(c) = &v.clock {
+            out.push_str(&fmi3_clock(v, c));
+            continue;
+        }
         // FMI 3.0 fmi3ArrayableVariable: `intermediateUpdate` on the
         // continuous inputs the importer may set in Intermediate Update Mode.
         let intermediate = if caps.intermediate_update && v.is_continuous_real_input() {

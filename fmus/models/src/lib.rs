@@ -19,7 +19,9 @@
 //!   Model Exchange interface beside their Co-Simulation one), and the
 //!   Co-Simulation models with FMI 3 event mode [`ticker`] (time events),
 //!   [`ballistic`] (state events) and [`sample_hold`] (events from
-//!   inputs): the models,
+//!   inputs), and the FMI 3 only models with Clocks [`clocked_controller`]
+//!   (an input Clock: a periodic controller partition) and
+//!   [`threshold_trigger`] (a triggered output Clock): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
@@ -27,6 +29,9 @@
 pub mod b2;
 pub mod ballistic;
 pub mod bouncing_ball;
+#[cfg(test)]
+mod clock_tests;
+pub mod clocked_controller;
 #[cfg(test)]
 mod cs_event_tests;
 mod ffi;
@@ -47,6 +52,7 @@ pub mod structural_gain;
 mod tests;
 pub mod thermostat;
 pub mod three_mass;
+pub mod threshold_trigger;
 pub mod ticker;
 pub mod time_events;
 pub mod two_mass;
@@ -60,7 +66,8 @@ static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 
 /// Every model served by this library, in catalog order. A model with FMI 3
 /// only variable types (`TypeMirror`), structural parameters
-/// (`StructuralGain`) or arrays (`StateSpace`) has no FMI 2 build (see
+/// (`StructuralGain`), arrays (`StateSpace`) or Clocks (`ClockedController`,
+/// `ThresholdTrigger`) has no FMI 2 build (see
 /// `ModelSpec::supports`).
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
@@ -100,6 +107,8 @@ pub fn registry() -> &'static [ModelSpec] {
             ticker::spec(),
             ballistic::spec(),
             sample_hold::spec(),
+            clocked_controller::spec(),
+            threshold_trigger::spec(),
         ]
     })
 }

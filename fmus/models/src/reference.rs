@@ -736,6 +736,38 @@ pub fn ballistic_state(h0: f64, g: f64, bounces: &[(f64, f64)], t: f64) -> (f64,
     }
 }
 
+/// `ClockedController`'s outputs u_k at its ticks, from the samples x_k of
+/// its input at the ticks: I_k = I_{k-1} + T x_k (I_{-1} = 0),
+/// u_k = -(kp x_k + ki I_k).
+pub fn clocked_controller(kp: f64, ki: f64, interval: f64, xs: &[f64]) -> Vec<f64> {
+    let mut integral = 0.0;
+    xs.iter()
+        .map(|&x| {
+            integral += interval * x;
+            -(kp * x + ki * integral)
+        })
+        .collect()
+}
+
+/// `ThresholdTrigger`'s ticks: for steps i = 0, 1, ... from `t[i]` to
+/// `t[i + 1]` with the input `x[i]` held over step i, and `x_init` the
+/// input when initialization ended, the (time, count) of each tick of
+/// `crossed`: at `t[i + 1]` where x_{i-1} < threshold <= x_i (x_{-1} =
+/// `x_init`), count the ticks so far.
+pub fn threshold_ticks(threshold: f64, x_init: f64, t: &[f64], x: &[f64]) -> Vec<(f64, i32)> {
+    let mut last = x_init;
+    let mut count = 0;
+    let mut ticks = Vec::new();
+    for (i, &xi) in x.iter().enumerate() {
+        if last < threshold && xi >= threshold {
+            count += 1;
+            ticks.push((t[i + 1], count));
+        }
+        last = xi;
+    }
+    ticks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,14 +64,18 @@ fn step(inst: &mut Instance, h: f64) {
 }
 
 /// The models with a Co-Simulation interface (all but the Model Exchange
-/// only ones, which `me_tests` covers).
+/// only ones, which `me_tests` covers), except those with Clocks: they run
+/// with event mode only, their clocked variables readable only while a
+/// Clock ticks (`clock_tests` covers them).
 fn co_simulation_models() -> impl Iterator<Item = &'static ModelSpec> {
-    registry().iter().filter(|s| s.has_co_simulation())
+    registry()
+        .iter()
+        .filter(|s| s.has_co_simulation() && !s.has_clocks())
 }
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 35);
+    assert_eq!(registry().len(), 37);
     let me_only: Vec<&str> = registry()
         .iter()
         .filter(|s| !s.has_co_simulation())
@@ -84,11 +88,18 @@ fn every_spec_is_consistent_and_every_variant_possible() {
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror (FMI 3 only types), StructuralGain (a
-        // structural parameter) and StateSpace (arrays), whose FMI 2
-        // builds are refused.
+        // structural parameter), StateSpace (arrays), ClockedController
+        // and ThresholdTrigger (Clocks), whose FMI 2 builds are refused.
         assert_eq!(
             s.supports(FmiVersion::Fmi2),
-            !matches!(s.name, "TypeMirror" | "StructuralGain" | "StateSpace"),
+            !matches!(
+                s.name,
+                "TypeMirror"
+                    | "StructuralGain"
+                    | "StateSpace"
+                    | "ClockedController"
+                    | "ThresholdTrigger"
+            ),
             "{}",
             s.name
         );
@@ -115,8 +126,12 @@ fn every_spec_is_consistent_and_every_variant_possible() {
         }
         // Output derivatives exist for scalar Real outputs; every model
         // with one provides at least the first derivative (co-simulation:
-        // a Model Exchange only model has none).
-        let real_outputs = s.has_co_simulation() && !real_vrs(s, Causality::Output).is_empty();
+        // a Model Exchange only model has none; clocked outputs, discrete,
+        // do not count).
+        let real_outputs = s.has_co_simulation()
+            && real_vrs(s, Causality::Output)
+                .iter()
+                .any(|&vr| s.variable(vr).is_some_and(|v| v.clocks.is_empty()));
         assert_eq!(
             s.max_output_derivative_order >= 1,
             real_outputs,
@@ -1435,7 +1450,10 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
         assert!(x3.contains(&event_mode), "{}", s.name);
         assert_eq!(
             s.event_mode,
-            matches!(s.name, "Ticker" | "Ballistic" | "SampleHold"),
+            matches!(
+                s.name,
+                "Ticker" | "Ballistic" | "SampleHold" | "ClockedController" | "ThresholdTrigger"
+            ),
             "{}",
             s.name
         );

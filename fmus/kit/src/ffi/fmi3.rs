@@ -3,13 +3,17 @@
 //! declare it, Model Exchange (the functions of `super::model_exchange`)
 //! are implemented, with
 //! the variable types Float64, Float32, Int8, UInt8, Int16, UInt16, Int32,
-//! UInt32, Int64, UInt64, Boolean and String (Binary and Clock variables do
-//! not exist: their functions answer `fmi3Error`), arrays of the numeric
+//! UInt32, Int64, UInt64, Boolean and String (Binary variables do not
+//! exist: their functions answer `fmi3Error`), Clocks of Co-Simulation with
+//! event mode (`crate::instance` `clocks`: `fmi3SetClock`,
+//! `fmi3GetClock`, the Decimal interval and shift functions; refused by
+//! FMUs without Clocks), arrays of the numeric
 //! types and Boolean (`nValues` the sum of the variables' current sizes,
 //! `Instance::check_value_count`), and Configuration Mode
-//! for models with structural parameters; scheduled execution, clocks,
-//! co-simulation's Event Mode and Reconfiguration Mode are exported and
-//! answer `fmi3Error` (or NULL for instantiation).
+//! for models with structural parameters, and Scheduled Execution for
+//! models that declare it (`fmi3InstantiateScheduledExecution`,
+//! `fmi3ActivateModelPartition`; no Clock Update Mode); the functions of
+//! Reconfiguration Mode are exported and answer `fmi3Error`.
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -37,20 +41,22 @@ const CONFIG: u32 = Mode::Configuration.bit();
 /// Model Exchange's Event Mode and Continuous-Time Mode (FMI 3.0 sec. 2.3.5, 3.2.1).
 const EVENT: u32 = Mode::EventMode.bit();
 const CONT: u32 = Mode::ContinuousTimeMode.bit();
+/// Scheduled Execution's Clock Activation Mode (FMI 3.0 sec. 5.2.1).
+const CLOCK_ACT: u32 = Mode::ClockActivation.bit();
 
-const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT;
+const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT | CLOCK_ACT;
 /// The FMU-state functions: any state but Configuration Mode (FMI 3.0 sec.
 /// 2.3.6 lists only the structural parameters' setters and getters and
 /// `fmi3ExitConfigurationMode` there, besides reset, free and logging).
 const M_STATE: u32 = M_ANY & !CONFIG;
 /// Getters: in Configuration Mode of structural parameters only (checked
 /// by `Instance::get`).
-const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT;
+const M_GET: u32 = INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT | CLOCK_ACT;
 /// Setters: which variable in which state is checked by
 /// `Instance::check_settable` (structural parameters in Configuration Mode
 /// only, and nothing else there).
-const M_SET: u32 = INST | INIT | STEP | CONFIG | EVENT | CONT;
-const M_TERMINATE: u32 = STEP | DISCARDED | EVENT | CONT;
+const M_SET: u32 = INST | INIT | STEP | CONFIG | EVENT | CONT | CLOCK_ACT;
+const M_TERMINATE: u32 = STEP | DISCARDED | EVENT | CONT | CLOCK_ACT;
 const M_DIRDER: u32 = INIT | STEP | DISCARDED | TERM | EVENT | CONT;
 const M_OUT_DER: u32 = STEP | DISCARDED | TERM | ERR;
 
@@ -124,20 +130,7 @@ pub unsafe fn instantiate_model_exchange(
         let fname = "fmi3InstantiateModelExchange";
         let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
         // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
-        let name_arg = unsafe { cstr(name, "instanceName") };
-        let name = name_arg.as_ref().map_or("?", |n| *n);
-        // FMI 3.0 sec. 2.3.1: "instanceName must be a non empty string".
-        if let Err(e) = super::check_instance_name(name_arg) {
-            return bad(e);
-        }
-        // SAFETY: as above.
-        let token = match unsafe { cstr(token, "instantiationToken") } {
-            Ok(t) => t,
-            Err(e) => return bad(e.message),
-        };
-        // SAFETY: as above.
-        let resources = unsafe { super::resource_dir(FmiVersion::Fmi3, res) };
-        let (spec, caps) = match models.resolve(token, FmiVersion::Fmi3, resources.as_deref()) {
+        let (name, spec, caps) = match unsafe { resolve_model(models, name, token, res) } {
             Ok(x) => x,
             Err(e) => return bad(e),
         };
@@ -159,6 +152,39 @@ pub unsafe fn instantiate_model_exchange(
         );
         register(inst, Some(importer))
     })
+}
+
+/// What every `fmi3Instantiate*` checks first: the instance name (FMI
+/// 3.0 sec. 2.3.1: "a non empty string"), the instantiation token and the
+/// resource path; the model they name and its capabilities (`Err`: why it
+/// is refused).
+///
+/// # Safety
+/// FMI calling convention: `name`, `token` and `res` are NUL-terminated
+/// strings or NULL.
+unsafe fn resolve_model<'a>(
+    models: impl ModelSource,
+    name: *const c_char,
+    token: *const c_char,
+    res: *const c_char,
+) -> Result<
+    (
+        &'a str,
+        &'static crate::model::ModelSpec,
+        crate::caps::Capabilities,
+    ),
+    String,
+> {
+    // SAFETY: as the caller guarantees.
+    let name_arg = unsafe { cstr(name, "instanceName") };
+    let name = name_arg.as_ref().map_or("?", |n| *n);
+    super::check_instance_name(name_arg)?;
+    // SAFETY: as above.
+    let token = unsafe { cstr(token, "instantiationToken") }.map_err(|e| e.message)?;
+    // SAFETY: as above.
+    let resources = unsafe { super::resource_dir(FmiVersion::Fmi3, res) };
+    let (spec, caps) = models.resolve(token, FmiVersion::Fmi3, resources.as_deref())?;
+    Ok((name, spec, caps))
 }
 
 /// `fmi3InstantiateCoSimulation`.
@@ -185,20 +211,7 @@ pub unsafe fn instantiate_co_simulation(
         let fname = "fmi3InstantiateCoSimulation";
         let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
         // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
-        let name_arg = unsafe { cstr(name, "instanceName") };
-        let name = name_arg.as_ref().map_or("?", |n| *n);
-        // FMI 3.0 sec. 2.3.1: "instanceName must be a non empty string".
-        if let Err(e) = super::check_instance_name(name_arg) {
-            return bad(e);
-        }
-        // SAFETY: as above.
-        let token = match unsafe { cstr(token, "instantiationToken") } {
-            Ok(t) => t,
-            Err(e) => return bad(e.message),
-        };
-        // SAFETY: as above.
-        let resources = unsafe { super::resource_dir(FmiVersion::Fmi3, res) };
-        let (spec, caps) = match models.resolve(token, FmiVersion::Fmi3, resources.as_deref()) {
+        let (name, spec, caps) = match unsafe { resolve_model(models, name, token, res) } {
             Ok(x) => x,
             Err(e) => return bad(e),
         };
@@ -265,30 +278,71 @@ pub unsafe fn instantiate_co_simulation(
     })
 }
 
-/// `fmi3InstantiateScheduledExecution`: not supported, returns NULL.
+/// A `fmi3LockPreemptionCallback` / `fmi3UnlockPreemptionCallback` as
+/// the instance calls it (`None` for NULL).
+fn preemption_callback(p: *mut c_void) -> Option<std::sync::Arc<dyn Fn() + Send + Sync>> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: FMI calling convention: a non-NULL argument is a pointer to
+    // a `void (*)(void)` function of the importer.
+    let f: unsafe extern "C" fn() = unsafe { std::mem::transmute(p) };
+    // SAFETY: the importer's function, called without arguments while the
+    // instance lives (FMI 3.0 sec. 5.2.2).
+    Some(std::sync::Arc::new(move || unsafe { f() }))
+}
+
+/// `fmi3InstantiateScheduledExecution`: an instance of a model that
+/// declares Scheduled Execution (`ModelSpec::scheduled_execution`), in
+/// Clock Activation Mode after initialization; NULL, with a log line, for
+/// the others. `lockPreemption` / `unlockPreemption` are called around
+/// every model partition's computation; `clockUpdate` never (the kit's
+/// Scheduled Execution models have no output Clocks).
 ///
 /// # Safety
 /// FMI calling convention.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn instantiate_scheduled_execution(
-    _name: *const c_char,
-    _token: *const c_char,
-    _res: *const c_char,
+    models: impl ModelSource,
+    name: *const c_char,
+    token: *const c_char,
+    res: *const c_char,
     _visible: bool,
     logging_on: bool,
     env: *mut c_void,
     log: Option<LogMessage>,
     _clock_update: *mut c_void,
-    _lock: *mut c_void,
-    _unlock: *mut c_void,
+    lock: *mut c_void,
+    unlock: *mut c_void,
 ) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
-        refuse_instantiation(
-            log,
+        let fname = "fmi3InstantiateScheduledExecution";
+        let bad = |m: String| refuse_instantiation(log, env, logging_on, &format!("{fname}: {m}"));
+        // SAFETY: FMI calling convention (NUL-terminated strings or NULL).
+        let (name, spec, caps) = match unsafe { resolve_model(models, name, token, res) } {
+            Ok(x) => x,
+            Err(e) => return bad(e),
+        };
+        let importer = Importer {
             env,
-            logging_on,
-            "fmi3InstantiateScheduledExecution: this FMU supports co-simulation only",
-        )
+            log,
+            intermediate: None,
+        };
+        let mut inst = Instance::new(
+            spec,
+            caps,
+            FmiVersion::Fmi3,
+            name,
+            sink(importer, logging_on),
+        );
+        let preemption = crate::instance::Preemption {
+            lock: preemption_callback(lock),
+            unlock: preemption_callback(unlock),
+        };
+        if let Err(e) = inst.set_scheduled_execution(preemption) {
+            return bad(e.message);
+        }
+        register(inst, Some(importer))
     })
 }
 
@@ -731,22 +785,47 @@ pub unsafe fn set_binary(
     })
 }
 
-const NO_CLOCKS: &str = "this FMU has no clocks";
-
-/// `fmi3GetClock`: no clocks.
+/// `fmi3GetClock`: output Clocks, in Event Mode (`Instance::get_clocks`);
+/// refused by FMUs without Clocks.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn get_clock(i: *mut c_void, _vr: *const u32, _nvr: usize, _v: *mut bool) -> c_int {
-    refuse(i, "fmi3GetClock", NO_CLOCKS)
+pub unsafe fn get_clock(i: *mut c_void, vr: *const u32, nvr: usize, v: *mut bool) -> c_int {
+    simple(i, "fmi3GetClock", M_ANY, |inst| {
+        inst.has_clocks()
+            .then_some(())
+            .ok_or_else(|| Fail::usage("this FMU has no clocks"))?;
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, out) = unsafe {
+            (
+                slice(vr, nvr, "valueReferences")?,
+                slice_mut(v, nvr, "values")?,
+            )
+        };
+        inst.get_clocks(vrs, out)
+    })
 }
 
-/// `fmi3SetClock`: no clocks.
+/// `fmi3SetClock`: input Clocks, in Event Mode (`Instance::set_clocks`);
+/// refused by FMUs without Clocks.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_clock(i: *mut c_void, _vr: *const u32, _nvr: usize, _v: *const bool) -> c_int {
-    refuse(i, "fmi3SetClock", NO_CLOCKS)
+pub unsafe fn set_clock(i: *mut c_void, vr: *const u32, nvr: usize, v: *const bool) -> c_int {
+    simple(i, "fmi3SetClock", M_ANY, |inst| {
+        inst.has_clocks()
+            .then_some(())
+            .ok_or_else(|| Fail::usage("this FMU has no clocks"))?;
+        if inst.is_scheduled() {
+            return Err(Fail::sequence(
+                "fmi3SetClock must not be called in Scheduled Execution (FMI 3.0 sec. 2.2.9.6): \
+                 fmi3ActivateModelPartition activates a Clock's partition",
+            ));
+        }
+        // SAFETY: FMI calling convention: arrays of length nvr.
+        let (vrs, vals) = unsafe { (slice(vr, nvr, "valueReferences")?, slice(v, nvr, "values")?) };
+        inst.set_clocks(vrs, vals)
+    })
 }
 
 const NO_PER_ELEMENT: &str =
@@ -969,21 +1048,37 @@ pub unsafe fn exit_configuration_mode(i: *mut c_void) -> c_int {
     )
 }
 
-/// `fmi3GetIntervalDecimal`: no clocks.
+/// `fmi3GetIntervalDecimal`: periodic Clocks, in Initialization and Event
+/// Mode (`Instance::get_intervals`).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_interval_decimal(
     i: *mut c_void,
-    _vr: *const u32,
-    _n: usize,
-    _x: *mut f64,
-    _q: *mut c_int,
+    vr: *const u32,
+    n: usize,
+    x: *mut f64,
+    q: *mut c_int,
 ) -> c_int {
-    refuse(i, "fmi3GetIntervalDecimal", NO_CLOCKS)
+    simple(i, "fmi3GetIntervalDecimal", M_ANY, |inst| {
+        // SAFETY: FMI calling convention: arrays of length n.
+        let (vrs, out, qual) = unsafe {
+            (
+                slice(vr, n, "valueReferences")?,
+                slice_mut(x, n, "intervals")?,
+                slice_mut(q, n, "qualifiers")?,
+            )
+        };
+        let mut qs = vec![0i32; n];
+        inst.get_intervals(vrs, out, &mut qs)?;
+        for (slot, q) in qual.iter_mut().zip(qs) {
+            *slot = q as c_int;
+        }
+        Ok(())
+    })
 }
 
-/// `fmi3GetIntervalFraction`: no clocks.
+/// `fmi3GetIntervalFraction`: refused (`supportsFraction = false`).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -995,18 +1090,24 @@ pub unsafe fn get_interval_fraction(
     _r: *mut u64,
     _q: *mut c_int,
 ) -> c_int {
-    refuse(i, "fmi3GetIntervalFraction", NO_CLOCKS)
+    let fname = "fmi3GetIntervalFraction";
+    simple(i, fname, M_ANY, |inst| inst.refuse_fraction(fname))
 }
 
-/// `fmi3GetShiftDecimal`: no clocks.
+/// `fmi3GetShiftDecimal`: periodic Clocks, in Initialization and Event
+/// Mode (`Instance::get_shifts`).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn get_shift_decimal(i: *mut c_void, _vr: *const u32, _n: usize, _x: *mut f64) -> c_int {
-    refuse(i, "fmi3GetShiftDecimal", NO_CLOCKS)
+pub unsafe fn get_shift_decimal(i: *mut c_void, vr: *const u32, n: usize, x: *mut f64) -> c_int {
+    simple(i, "fmi3GetShiftDecimal", M_ANY, |inst| {
+        // SAFETY: FMI calling convention: arrays of length n.
+        let (vrs, out) = unsafe { (slice(vr, n, "valueReferences")?, slice_mut(x, n, "shifts")?) };
+        inst.get_shifts(vrs, out)
+    })
 }
 
-/// `fmi3GetShiftFraction`: no clocks.
+/// `fmi3GetShiftFraction`: refused (`supportsFraction = false`).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -1017,23 +1118,29 @@ pub unsafe fn get_shift_fraction(
     _c: *mut u64,
     _r: *mut u64,
 ) -> c_int {
-    refuse(i, "fmi3GetShiftFraction", NO_CLOCKS)
+    let fname = "fmi3GetShiftFraction";
+    simple(i, fname, M_ANY, |inst| inst.refuse_fraction(fname))
 }
 
-/// `fmi3SetIntervalDecimal`: no clocks.
+/// `fmi3SetIntervalDecimal`: fixed Clocks in Initialization Mode, tunable
+/// ones in Initialization and Event Mode (`Instance::set_intervals`).
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn set_interval_decimal(
     i: *mut c_void,
-    _vr: *const u32,
-    _n: usize,
-    _x: *const f64,
+    vr: *const u32,
+    n: usize,
+    x: *const f64,
 ) -> c_int {
-    refuse(i, "fmi3SetIntervalDecimal", NO_CLOCKS)
+    simple(i, "fmi3SetIntervalDecimal", M_ANY, |inst| {
+        // SAFETY: FMI calling convention: arrays of length n.
+        let (vrs, vals) = unsafe { (slice(vr, n, "valueReferences")?, slice(x, n, "intervals")?) };
+        inst.set_intervals(vrs, vals)
+    })
 }
 
-/// `fmi3SetIntervalFraction`: no clocks.
+/// `fmi3SetIntervalFraction`: refused (`supportsFraction = false`).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -1044,23 +1151,24 @@ pub unsafe fn set_interval_fraction(
     _c: *const u64,
     _r: *const u64,
 ) -> c_int {
-    refuse(i, "fmi3SetIntervalFraction", NO_CLOCKS)
+    let fname = "fmi3SetIntervalFraction";
+    simple(i, fname, M_ANY, |inst| inst.refuse_fraction(fname))
 }
 
-/// `fmi3SetShiftDecimal`: no clocks.
+/// `fmi3SetShiftDecimal`: fixed and tunable Clocks, in Initialization Mode
+/// (`Instance::set_shifts`).
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn set_shift_decimal(
-    i: *mut c_void,
-    _vr: *const u32,
-    _n: usize,
-    _x: *const f64,
-) -> c_int {
-    refuse(i, "fmi3SetShiftDecimal", NO_CLOCKS)
+pub unsafe fn set_shift_decimal(i: *mut c_void, vr: *const u32, n: usize, x: *const f64) -> c_int {
+    simple(i, "fmi3SetShiftDecimal", M_ANY, |inst| {
+        // SAFETY: FMI calling convention: arrays of length n.
+        let (vrs, vals) = unsafe { (slice(vr, n, "valueReferences")?, slice(x, n, "shifts")?) };
+        inst.set_shifts(vrs, vals)
+    })
 }
 
-/// `fmi3SetShiftFraction`: no clocks.
+/// `fmi3SetShiftFraction`: refused (`supportsFraction = false`).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -1071,7 +1179,8 @@ pub unsafe fn set_shift_fraction(
     _c: *const u64,
     _r: *const u64,
 ) -> c_int {
-    refuse(i, "fmi3SetShiftFraction", NO_CLOCKS)
+    let fname = "fmi3SetShiftFraction";
+    simple(i, fname, M_ANY, |inst| inst.refuse_fraction(fname))
 }
 
 /// `fmi3EvaluateDiscreteStates`: refused.
@@ -1330,14 +1439,13 @@ pub unsafe fn do_step(
     })
 }
 
-/// `fmi3ActivateModelPartition`: scheduled execution, refused.
+/// `fmi3ActivateModelPartition`: Scheduled Execution, Clock Activation
+/// Mode (`Instance::activate_partition`); refused by the other instances.
 ///
 /// # Safety
 /// FMI calling convention.
-pub unsafe fn activate_model_partition(i: *mut c_void, _clock: u32, _t: f64) -> c_int {
-    refuse(
-        i,
-        "fmi3ActivateModelPartition",
-        "scheduled execution is not supported",
-    )
+pub unsafe fn activate_model_partition(i: *mut c_void, clock: u32, t: f64) -> c_int {
+    simple(i, "fmi3ActivateModelPartition", M_ANY, |inst| {
+        inst.activate_partition(clock, t)
+    })
 }

@@ -24,6 +24,8 @@
 #[cfg(test)]
 mod arrays_tests;
 #[cfg(test)]
+mod clock_tests;
+#[cfg(test)]
 mod config_tests;
 #[cfg(test)]
 mod cs_event_tests;
@@ -535,6 +537,7 @@ macro_rules! export_fmi {
             fn fmi2Instantiate(name: *const ::std::ffi::c_char, ty: i32, guid: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, functions: *const $crate::ffi::fmi2::CallbackFunctions, visible: i32, logging_on: i32) -> *mut ::std::ffi::c_void = fmi2::instantiate;
             fn fmi3InstantiateCoSimulation(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, event_mode_used: bool, early_return_allowed: bool, required: *const u32, n_required: usize, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, intermediate: ::std::option::Option<$crate::ffi::intermediate::IntermediateUpdate>) -> *mut ::std::ffi::c_void = fmi3::instantiate_co_simulation;
             fn fmi3InstantiateModelExchange(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>) -> *mut ::std::ffi::c_void = fmi3::instantiate_model_exchange;
+            fn fmi3InstantiateScheduledExecution(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, clock_update: *mut ::std::ffi::c_void, lock: *mut ::std::ffi::c_void, unlock: *mut ::std::ffi::c_void) -> *mut ::std::ffi::c_void = fmi3::instantiate_scheduled_execution;
         }
         $crate::__export_fns! {
             // ---------------------------------------------------------- FMI 2
@@ -585,7 +588,6 @@ macro_rules! export_fmi {
             // ---------------------------------------------------------- FMI 3
             fn fmi3GetVersion() -> *const ::std::ffi::c_char = fmi3::get_version;
             fn fmi3SetDebugLogging(i: *mut ::std::ffi::c_void, on: bool, n: usize, cats: *const *const ::std::ffi::c_char) -> i32 = fmi3::set_debug_logging;
-            fn fmi3InstantiateScheduledExecution(name: *const ::std::ffi::c_char, token: *const ::std::ffi::c_char, res: *const ::std::ffi::c_char, visible: bool, logging_on: bool, env: *mut ::std::ffi::c_void, log: ::std::option::Option<$crate::ffi::fmi3::LogMessage>, clock_update: *mut ::std::ffi::c_void, lock: *mut ::std::ffi::c_void, unlock: *mut ::std::ffi::c_void) -> *mut ::std::ffi::c_void = fmi3::instantiate_scheduled_execution;
             fn fmi3FreeInstance(i: *mut ::std::ffi::c_void) -> () = fmi3::free_instance;
             fn fmi3EnterInitializationMode(i: *mut ::std::ffi::c_void, tol_defined: bool, tol: f64, start: f64, stop_defined: bool, stop: f64) -> i32 = fmi3::enter_initialization_mode;
             fn fmi3ExitInitializationMode(i: *mut ::std::ffi::c_void) -> i32 = fmi3::exit_initialization_mode;

@@ -282,6 +282,8 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::me_tests::spec(),
             super::me_tests::dual_spec(),
             super::cs_event_tests::spec(),
+            super::clock_tests::spec(),
+            super::clock_tests::partition::spec(),
         ]
     })
 }

@@ -170,6 +170,36 @@ impl Instance {
         ))
     }
 
+    /// An output Clock the model ticked in a step from `t` (stopped at
+    /// `reached`) must come with an event there, which the importer
+    /// handles: at the step's end `end`, or before it with early return.
+    fn check_clock_ticks(
+        &self,
+        t: f64,
+        reached: f64,
+        end: f64,
+        event: bool,
+        early: bool,
+    ) -> Result<(), StepError> {
+        let ticked = self.ticked_output_clocks();
+        let Some(&vr) = ticked.first() else {
+            return Ok(());
+        };
+        let name = self.spec.variable(vr).map_or("?", |v| v.name);
+        if !event {
+            return Err(StepError::Error(format!(
+                "the model ticked the output Clock {name} in its step from t = {t} to t = {reached} without an event there (a model error)"
+            )));
+        }
+        if reached < end && !early {
+            return Err(StepError::Error(format!(
+                "the output Clock {name} ticked at t = {reached}, inside the step to t = {end}, and earlyReturnAllowed = false: \
+                 the importer cannot see the tick (a Clock tick is handled in Event Mode, never inside the step)"
+            )));
+        }
+        Ok(())
+    }
+
     /// The initial event iteration at the end of initialization, without
     /// Event Mode (the kit in the importer's place).
     pub(super) fn initial_events(&mut self, model: &mut dyn Model) -> Result<(), String> {
@@ -249,6 +279,9 @@ impl Instance {
                         step.reached.clamp(cur, limit)
                     };
                     let time_event = next.is_some_and(|te| (reached - te).abs() <= tolerance(te));
+                    if self.has_clocks() {
+                        self.check_clock_ticks(cur, reached, end, step.event, early)?;
+                    }
                     if !step.event && !time_event && reached < end {
                         return Err(StepError::Error(format!(
                             "the model's step from t = {cur} toward t = {limit} stopped at t = {reached} without an event"

@@ -220,7 +220,10 @@ impl Instance {
     /// Whether setting a tunable parameter now rebuilds the model: at a
     /// communication point (stepComplete / Step Mode) or in Event Mode.
     pub(super) fn tunes_model(&self) -> bool {
-        matches!(self.mode, Mode::StepComplete | Mode::EventMode)
+        matches!(
+            self.mode,
+            Mode::StepComplete | Mode::EventMode | Mode::ClockActivation
+        )
     }
 
     /// Whether `v` may be set now ([`super::settable_in`] for the states
@@ -245,6 +248,15 @@ impl Instance {
                     Err(
                         "only inputs, tunable parameters and continuous states without reinit can be set there",
                     )
+                } else {
+                    Err("only inputs and tunable parameters can be set there")
+                }
+            }
+            Mode::ClockActivation => {
+                let tunable =
+                    v.causality == Causality::Parameter && v.variability == Variability::Tunable;
+                if input || tunable {
+                    Ok(())
                 } else {
                     Err("only inputs and tunable parameters can be set there")
                 }
@@ -302,6 +314,7 @@ impl Instance {
         self.refuse_after_stop("an event")?;
         self.me = MeState::at_event(self.time);
         self.cs_event.pending = false;
+        self.clocks.enter_event_mode();
         self.mode = Mode::EventMode;
         self.dirty = true;
         Ok(())
@@ -318,6 +331,7 @@ impl Instance {
         let Some(mut model) = self.model.take() else {
             return Err(Fail::usage("the model is not initialized"));
         };
+        let active = self.active_clocks();
         let log = model_log(&self.sink);
         let update = discrete_update(
             model.as_mut(),
@@ -327,9 +341,15 @@ impl Instance {
             &self.inputs,
             &log,
         );
+        drop(log);
         self.model = Some(model);
         self.dirty = true;
-        let update = update.map_err(Fail::failure)?;
+        let mut update = update.map_err(Fail::failure)?;
+        if self.has_clocks() && self.deactivate_clocks(&active) {
+            // An output Clock ticked in the update: the importer reads it
+            // (fmi3GetClock) and handles it in another update.
+            update.discrete_states_need_update = true;
+        }
         self.me.updated = true;
         self.me.need_update = update.discrete_states_need_update;
         if self.interface == Interface::CoSimulation {
@@ -564,12 +584,15 @@ impl Instance {
     /// deserialized FMU state of the other interface is refused).
     pub(super) fn mode_fits_interface(&self, mode: Mode) -> bool {
         match mode {
-            Mode::StepComplete | Mode::StepFailed => self.interface == Interface::CoSimulation,
+            Mode::StepComplete | Mode::StepFailed => {
+                self.interface == Interface::CoSimulation && self.scheduled.is_none()
+            }
             Mode::EventMode => {
                 self.interface == Interface::ModelExchange
-                    || (self.spec.event_mode && self.event_mode_used)
+                    || (self.spec.event_mode && self.event_mode_used && self.scheduled.is_none())
             }
             Mode::ContinuousTimeMode => self.interface == Interface::ModelExchange,
+            Mode::ClockActivation => self.scheduled.is_some(),
             _ => true,
         }
     }
