@@ -514,9 +514,10 @@ variables = ["n.g.u_in", "n.g.u", "n.g.y", "src.u_in"]
     }
 }
 
-/// An FMU that declares clocks runs, with a warning naming them: cosim
-/// does not use Event Mode, in which alone clocks tick in Co-Simulation.
-/// An input clock is not said to keep a start value (it has none).
+/// An FMU that declares a triggered input clock runs, with warnings naming
+/// it: nothing activates such a clock (no clock connections yet), and the
+/// FMU has no event mode, in which alone clocks tick in Co-Simulation. An
+/// input clock is not said to keep a start value (it has none).
 #[test]
 fn an_fmu_with_clocks_runs_with_a_warning_naming_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -540,7 +541,8 @@ fn an_fmu_with_clocks_runs_with_a_warning_naming_them() {
         &out,
         0,
         &[
-            "warning: subsystem 'g' declares clocks (tick): cosim does not tick clocks yet (no clock is set or read, also in Event Mode), so the variables they clock are not updated",
+            "warning: subsystem 'g' declares triggered input clocks (tick): nothing activates them in cosim yet (clock connections are not supported), so the variables they clock are not updated",
+            "subsystem 'g' declares clocks (tick) but runs without event mode (its FMU does not declare hasEventMode): they do not tick, and the variables they clock are not updated",
         ],
     );
     let err = String::from_utf8_lossy(&out.stderr);

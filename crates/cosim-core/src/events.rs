@@ -324,6 +324,10 @@ impl Subsystem for EventSubsystem {
         self.inner.update_discrete_states()
     }
 
+    fn next_clock_tick(&self) -> Option<f64> {
+        self.inner.next_clock_tick()
+    }
+
     fn enter_step_mode(&mut self) -> Result<()> {
         self.inner.enter_step_mode()?;
         self.event_mode = false;

@@ -18,7 +18,10 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::traced_text::TracedTexts;
+
+mod clocks;
 use crate::watchdog::{Call, CallTracker, RunMarks};
+use clocks::Clocks;
 
 /// An input set by value ([`Subsystem::set_values`]): a variable of the
 /// subsystem's model description and a value of its type.
@@ -473,6 +476,13 @@ pub trait Subsystem: Send {
         Err(no_event_mode(self.info(), "fmi3EnterStepMode"))
     }
 
+    /// The next activation of a time-based input Clock (FMI 3), s: the
+    /// system enters Event Mode there ([`Subsystem::update_discrete_states`]
+    /// activates it). Default: none.
+    fn next_clock_tick(&self) -> Option<f64> {
+        None
+    }
+
     /// One step with inputs held over it (zero-order hold, the common
     /// case): [`Subsystem::set_inputs`] with `u`, [`Subsystem::do_step`]
     /// from `t` by `h`, and, when the step completed,
@@ -680,6 +690,10 @@ pub struct FmuSubsystem {
     /// after `instance`, so `fmi*FreeInstance` (the instance's drop) is
     /// still tracked.
     tracker: CallTracker,
+    /// FMI 3 Clocks and clocked slots (`None`: none).
+    clocks: Option<Box<Clocks>>,
+    /// The start time (Clocks are scheduled from it).
+    t0: f64,
 }
 
 /// The slots of one FMI type: value references, slot indices and a
@@ -807,6 +821,19 @@ impl TypedSlots {
         {
             return Ok(None);
         }
+        TypedSlots::of(md, vars, n_outputs, name, |_| true).map(Some)
+    }
+
+    /// The slots of the variables of `vars` that `include` selects,
+    /// grouped by type (every slot keeps its index among all of `vars`).
+    fn of(
+        md: &ModelDescription,
+        vars: &[SlotVar],
+        n_outputs: usize,
+        name: &str,
+        include: impl Fn(&cosim_fmi::model_description::Variable) -> bool,
+    ) -> Result<Box<TypedSlots>> {
+        use cosim_fmi::model_description::VariableType as T;
         let v2 = md.fmi_version == cosim_fmi::FmiVersion::V2;
         let mut t = TypedSlots::default();
         let mut slot = 0;
@@ -814,6 +841,10 @@ impl TypedSlots {
             let v = &md.variables[sv.variable];
             let vr = v.value_reference;
             let n = sv.len();
+            if !include(v) {
+                slot += n;
+                continue;
+            }
             if v.var_type.is_float() && slot < n_outputs {
                 t.float_outputs.push(vr, slot, n);
             }
@@ -840,7 +871,7 @@ impl TypedSlots {
             }
             slot += n;
         }
-        Ok(Some(Box::new(t)))
+        Ok(Box::new(t))
     }
 
     fn set(&mut self, inst: &mut Instance, values: &[f64]) -> Result<()> {
@@ -1014,6 +1045,8 @@ impl FmuSubsystem {
             seed: Vec::new(),
             column: Vec::new(),
             tracker,
+            clocks: None,
+            t0: 0.0,
         }
     }
 
@@ -1093,6 +1126,9 @@ impl FmuSubsystem {
             };
             instance.use_intermediate_inputs(&vrs)?;
         }
+        let clocks = Clocks::new(md, inputs, observed, info.n_outputs, name)?;
+        let clocked = clocks.as_ref().is_some_and(|c| c.has_clocked_slots());
+        let n_outputs = info.n_outputs;
         let mut sub = FmuSubsystem::new(info, instance, input_vrs, observed_vrs);
         sub.n_output_vars = n_output_vars;
         sub.typed_inputs = typed_inputs;
@@ -1105,6 +1141,16 @@ impl FmuSubsystem {
                         == cosim_fmi::model_description::VariableType::Float64
             })
             .count();
+        if clocked {
+            // The steps set and read the variables no Clock clocks (the
+            // typed path, whatever their types); the clocked ones are set
+            // and read at their Clocks' activations.
+            let unclocked = |v: &cosim_fmi::model_description::Variable| v.clocks.is_empty();
+            sub.typed_inputs = Some(TypedSlots::of(md, inputs, 0, name, unclocked)?);
+            sub.typed_observed = Some(TypedSlots::of(md, observed, n_outputs, name, unclocked)?);
+            sub.float_prefix = 0;
+        }
+        sub.clocks = clocks;
         Ok(sub)
     }
 
@@ -1136,6 +1182,9 @@ impl FmuSubsystem {
             Some(typed) => typed.get(&mut self.instance, values, (first, end), &self.info),
         };
         self.tracker.end();
+        if let Some(c) = &self.clocks {
+            c.fill_observed(values);
+        }
         result
     }
 
@@ -1489,6 +1538,7 @@ impl Subsystem for FmuSubsystem {
 
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
         self.tracker.begin(Call::EnterInitialization);
+        self.t0 = t0;
         let result = (|| -> Result<()> {
             let name = &self.info.name;
             let inst = &mut self.instance;
@@ -1515,7 +1565,15 @@ impl Subsystem for FmuSubsystem {
 
     fn exit_initialization(&mut self) -> Result<()> {
         self.tracker.begin(Call::ExitInitialization);
-        let result = (|| -> Result<()> { Ok(self.instance.exit_initialization_mode()?) })();
+        let result = (|| -> Result<()> {
+            if let Some(c) = &mut self.clocks {
+                // (In Initialization Mode: the Clocks' schedule, and the
+                // clocked values there.)
+                c.start(&mut self.instance, self.t0)?;
+                c.read_initial(&mut self.instance, &self.info)?;
+            }
+            Ok(self.instance.exit_initialization_mode()?)
+        })();
         self.tracker.end();
         result
     }
@@ -1523,6 +1581,9 @@ impl Subsystem for FmuSubsystem {
     fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
         if self.input_vrs.is_empty() {
             return Ok(());
+        }
+        if let Some(c) = &mut self.clocks {
+            c.remember_inputs(values);
         }
         self.tracker.begin(Call::SetInputs);
         self.counters.set_inputs += 1;
@@ -1594,9 +1655,23 @@ impl Subsystem for FmuSubsystem {
 
     fn update_discrete_states(&mut self) -> Result<cosim_fmi::DiscreteStatesUpdate> {
         self.tracker.begin(Call::EventMode);
-        let result = self.instance.event_iteration();
+        let result = (|| -> Result<cosim_fmi::DiscreteStatesUpdate> {
+            let now = self.instance.time();
+            if let Some(c) = &mut self.clocks {
+                c.activate(&mut self.instance, now, &self.info)?;
+            }
+            let update = self.instance.event_iteration()?;
+            if let Some(c) = &mut self.clocks {
+                c.reschedule(&mut self.instance, now)?;
+            }
+            Ok(update)
+        })();
         self.tracker.end();
-        Ok(result?)
+        result
+    }
+
+    fn next_clock_tick(&self) -> Option<f64> {
+        self.clocks.as_ref().and_then(|c| c.next_tick())
     }
 
     fn enter_step_mode(&mut self) -> Result<()> {

@@ -1351,6 +1351,62 @@ impl Instance {
         }
     }
 
+    /// The FMI 3 instance, for a function FMI 2 does not have
+    /// (`function`, named in the error).
+    fn as_fmi3(&mut self, function: &'static str) -> Result<&mut crate::ffi::fmi3::Fmi3Instance> {
+        match &mut self.inner {
+            Inner::V3(i) => Ok(i),
+            Inner::V2(i) => Err(FmiError::NotSupported {
+                instance: i.name().to_string(),
+                function,
+                reason: "FMI 2.0 has no clocks".into(),
+            }),
+            Inner::Lent => WhenLent::when_lent(),
+        }
+    }
+
+    /// The instance's time: where its last step ended (or started, before
+    /// the first), s (NaN while its binding is lent).
+    pub fn time(&self) -> f64 {
+        match &self.inner {
+            Inner::V2(i) => i.time,
+            Inner::V3(i) => i.time,
+            Inner::Lent => f64::NAN,
+        }
+    }
+
+    /// FMI 3 `fmi3SetClock` (Event Mode): activates (or deactivates) input
+    /// Clocks.
+    pub fn set_clock(&mut self, vrs: &[u32], active: &[bool]) -> Result<()> {
+        self.as_fmi3("fmi3SetClock")?.set_clock(vrs, active)
+    }
+
+    /// FMI 3 `fmi3GetClock` (Event Mode): which Clocks are active.
+    pub fn get_clock(&mut self, vrs: &[u32], active: &mut [bool]) -> Result<()> {
+        self.as_fmi3("fmi3GetClock")?.get_clock(vrs, active)
+    }
+
+    /// FMI 3 `fmi3GetIntervalDecimal`: time-based Clocks' intervals.
+    pub fn get_interval_decimal(
+        &mut self,
+        vrs: &[u32],
+    ) -> Result<Vec<(f64, crate::IntervalQualifier)>> {
+        self.as_fmi3("fmi3GetIntervalDecimal")?
+            .get_interval_decimal(vrs)
+    }
+
+    /// FMI 3 `fmi3GetShiftDecimal`: time-based Clocks' first activations.
+    pub fn get_shift_decimal(&mut self, vrs: &[u32]) -> Result<Vec<f64>> {
+        self.as_fmi3("fmi3GetShiftDecimal")?.get_shift_decimal(vrs)
+    }
+
+    /// FMI 3 `fmi3SetIntervalDecimal`: the intervals of `fixed` or
+    /// `tunable` Clocks.
+    pub fn set_interval_decimal(&mut self, vrs: &[u32], intervals: &[f64]) -> Result<()> {
+        self.as_fmi3("fmi3SetIntervalDecimal")?
+            .set_interval_decimal(vrs, intervals)
+    }
+
     /// FMI 3 Co-Simulation: `eventModeUsed` and `earlyReturnAllowed` as
     /// instantiated (off for FMI 2, Model Exchange, and an FMU without
     /// `hasEventMode`).

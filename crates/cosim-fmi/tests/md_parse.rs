@@ -428,6 +428,19 @@ fn fmi3_variables() {
     let (_, tick) = var(&md, "tick");
     assert_eq!(tick.var_type, VariableType::Clock);
     assert_eq!(tick.start, None);
+    // The Clock's attributes from its declared <ClockType>; `count` is
+    // clocked by it.
+    let clock = tick.clock.expect("a Clock's attributes");
+    assert_eq!(
+        clock.interval_variability,
+        cosim_fmi::model_description::IntervalVariability::Constant
+    );
+    assert_eq!(clock.interval_decimal, Some(0.01));
+    assert_eq!(clock.shift_decimal, 0.0);
+    assert!(!clock.can_be_deactivated && !clock.supports_fraction);
+    let (_, count) = var(&md, "count");
+    assert_eq!(count.clocks, vec![14]);
+    assert_eq!(count.clock, None);
 
     let (phi, _) = var(&md, "phi");
     let (_, der) = var(&md, "der(phi)");
@@ -608,4 +621,58 @@ fn fmi2_model_exchange() {
         .expect_err("refused")
         .to_string();
     assert!(err.contains("completedIntegratorStepNotNeeded"), "{err}");
+}
+
+#[test]
+fn fmi3_clocks_their_attributes_and_clocked_variables() {
+    let xml = r#"<fmiModelDescription fmiVersion="3.0" modelName="M" instantiationToken="t">
+  <CoSimulation modelIdentifier="m" hasEventMode="true"/>
+  <ModelVariables>
+    <Float64 name="time" valueReference="0" causality="independent" variability="continuous"/>
+    <Clock name="tick" valueReference="1" causality="input" intervalVariability="tunable" intervalDecimal="0.1" shiftDecimal="0.05" canBeDeactivated="true" priority="2"/>
+    <Clock name="crossed" valueReference="2" causality="output" intervalVariability="triggered"/>
+    <Float64 name="x" valueReference="3" causality="input" variability="discrete" clocks="1" start="0"/>
+    <Int32 name="n" valueReference="4" causality="output" variability="discrete" clocks="1 2"/>
+  </ModelVariables>
+  <ModelStructure>
+    <Output valueReference="2"/>
+    <Output valueReference="4"/>
+  </ModelStructure>
+</fmiModelDescription>"#;
+    let md = parse_model_description(xml, Path::new("m.xml")).expect("parses");
+    use cosim_fmi::model_description::IntervalVariability as IV;
+    let tick = var(&md, "tick").1.clock.expect("attributes");
+    assert_eq!(tick.interval_variability, IV::Tunable);
+    assert_eq!(tick.interval_decimal, Some(0.1));
+    assert_eq!(tick.shift_decimal, 0.05);
+    assert!(tick.can_be_deactivated && !tick.supports_fraction);
+    assert_eq!(tick.priority, Some(2));
+    assert!(tick.interval_variability.is_time_based());
+    let crossed = var(&md, "crossed").1.clock.expect("attributes");
+    assert_eq!(crossed.interval_variability, IV::Triggered);
+    assert!(!crossed.interval_variability.is_time_based());
+    assert_eq!(var(&md, "x").1.clocks, vec![1]);
+    assert_eq!(var(&md, "n").1.clocks, vec![1, 2]);
+    // A Clock without intervalVariability, one with an unknown value, and
+    // a `clocks` list that is no list of value references are errors
+    // naming the attribute.
+    for (from, to, key) in [
+        (
+            r#" intervalVariability="triggered""#,
+            "",
+            "intervalVariability",
+        ),
+        (
+            r#"intervalVariability="triggered""#,
+            r#"intervalVariability="sometimes""#,
+            "intervalVariability",
+        ),
+        (r#"clocks="1 2""#, r#"clocks="1 two""#, "clocks"),
+    ] {
+        let bad = xml.replace(from, to);
+        let err = parse_model_description(&bad, Path::new("m.xml"))
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains(key) && err.contains("m.xml"), "{err}");
+    }
 }

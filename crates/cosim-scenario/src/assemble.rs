@@ -932,7 +932,30 @@ fn event_handling(
                     "it is isolated in a host process, which does not handle FMU events: set isolation = \"none\" or event_mode = false".into(),
                 ));
             }
-            None if !has || !master_handles || isolated => continue,
+            None if !has || !master_handles || isolated => {
+                let clocks: Vec<&str> = md
+                    .variables
+                    .iter()
+                    .filter(|v| v.clock.is_some())
+                    .map(|v| v.name.as_str())
+                    .collect();
+                if !clocks.is_empty() {
+                    // (Clocks tick only in Event Mode.)
+                    tracing::warn!(
+                        "subsystem '{}' declares clocks ({}) but runs without event mode ({}): they do not tick, and the variables they clock are not updated",
+                        sub.name,
+                        clocks.join(", "),
+                        if isolated {
+                            "it is isolated in a host process".to_string()
+                        } else if !has {
+                            "its FMU does not declare hasEventMode".to_string()
+                        } else {
+                            format!("the {} master does not handle FMU events", m.kind.name())
+                        }
+                    );
+                }
+                continue;
+            }
             _ => out[s].event_mode_used = true,
         }
     }

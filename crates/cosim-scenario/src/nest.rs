@@ -602,6 +602,8 @@ fn nest_variable(
         derivative_of: None,
         dimensions: Vec::new(),
         intermediate_update: false,
+        clocks: Vec::new(),
+        clock: None,
         aliases: nested_aliases(&inner.subsystems[s].name, iv),
         alias_of: None,
         line: iv.line,

@@ -2230,24 +2230,31 @@ impl<'s, 'm> Resolver<'s, 'm> {
         }
     }
 
-    /// Warns once per subsystem whose FMU declares clocks: cosim does not
-    /// tick clocks yet (not even in Event Mode), so what they clock is
-    /// never updated.
+    /// Warns once per subsystem whose FMU declares triggered input clocks:
+    /// nothing activates them in cosim yet (no clock connections), so
+    /// what they clock is never updated. (Time-based input clocks and
+    /// output clocks tick in event mode: docs/events.md.)
     fn clocks(&mut self) {
+        use cosim_fmi::model_description::{Causality, IntervalVariability};
         let mut warnings = Vec::new();
         for (s, spec) in self.scenario.subsystems.iter().enumerate() {
             let Some(md) = self.mds.get(s) else { continue };
             let names: Vec<&str> = md
                 .variables
                 .iter()
-                .filter(|v| v.var_type == VariableType::Clock)
+                .filter(|v| {
+                    v.causality == Causality::Input
+                        && v.clock.is_some_and(|c| {
+                            c.interval_variability == IntervalVariability::Triggered
+                        })
+                })
                 .map(|v| v.name.as_str())
                 .collect();
             if !names.is_empty() {
                 warnings.push((
                     spec.span,
                     format!(
-                        "subsystem '{}' declares clocks ({}): cosim does not tick clocks yet (no clock is set or read, also in Event Mode), so the variables they clock are not updated",
+                        "subsystem '{}' declares triggered input clocks ({}): nothing activates them in cosim yet (clock connections are not supported), so the variables they clock are not updated",
                         spec.name.value,
                         names.join(", ")
                     ),

@@ -104,11 +104,14 @@ impl System {
             return None;
         }
         let base = self.time_base;
+        let ticks = self.subsystems.iter().map(|s| s.next_clock_tick());
         self.events
             .next
             .iter()
+            .copied()
+            .chain(ticks)
             .flatten()
-            .map(|&t| base.round(t))
+            .map(|t| base.round(t))
             .filter(|&t| t > self.ticks)
             .min()
     }
@@ -204,12 +207,13 @@ impl System {
             return Ok(());
         }
         let (now, base) = (self.ticks, self.time_base);
-        let has_event = |s: usize, b: &Buffers, next: &[Option<f64>]| {
-            b.event_at.is_some() || next[s].is_some_and(|te| base.round(te) <= now)
-        };
+        let reached = |t: Option<f64>| t.is_some_and(|te| base.round(te) <= now);
         let mut due: Vec<bool> = Vec::new();
         for (s, b) in self.buffers.iter().enumerate() {
-            if self.events.handling[s].event_mode_used && has_event(s, b, &self.events.next) {
+            let has_event = b.event_at.is_some()
+                || reached(self.events.next[s])
+                || reached(self.subsystems[s].next_clock_tick());
+            if self.events.handling[s].event_mode_used && has_event {
                 due.resize(self.subsystems.len(), false);
                 due[s] = true;
             }

@@ -804,7 +804,7 @@ pub(crate) const READING_PHASES: &[Phase] = &[
 ];
 
 /// `allowed` in words: "Event Mode or Continuous-Time Mode".
-fn phases_text(allowed: &[Phase]) -> String {
+pub(crate) fn phases_text(allowed: &[Phase]) -> String {
     let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),

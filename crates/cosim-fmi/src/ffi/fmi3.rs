@@ -17,7 +17,9 @@ use super::common::{
 };
 use super::log::LogContext;
 use super::pool::Pool;
-use super::{DiscreteStatesUpdate, Interface, Phase, Status, StepOutcome, check_len};
+use super::{
+    DiscreteStatesUpdate, Interface, IntervalQualifier, Phase, Status, StepOutcome, check_len,
+};
 use crate::error::Result;
 
 type Fmi3Status = c_int;
@@ -219,6 +221,13 @@ fn_table! {
             do_step: "fmi3DoStep" => DoStepFn,
             // Co-Simulation with event mode: mandatory for it.
             enter_step_mode: "fmi3EnterStepMode" => StatusFn,
+            // Clocks: mandatory in FMI 3.0, resolved lazily (called only for
+            // an FMU with clocks).
+            get_clock: "fmi3GetClock" => unsafe extern "C" fn(Component, *const Vr, usize, *mut bool) -> Fmi3Status,
+            set_clock: "fmi3SetClock" => unsafe extern "C" fn(Component, *const Vr, usize, *const bool) -> Fmi3Status,
+            get_interval_decimal: "fmi3GetIntervalDecimal" => unsafe extern "C" fn(Component, *const Vr, usize, *mut f64, *mut c_int) -> Fmi3Status,
+            get_shift_decimal: "fmi3GetShiftDecimal" => unsafe extern "C" fn(Component, *const Vr, usize, *mut f64) -> Fmi3Status,
+            set_interval_decimal: "fmi3SetIntervalDecimal" => unsafe extern "C" fn(Component, *const Vr, usize, *const f64) -> Fmi3Status,
             // Model Exchange: mandatory for it.
             instantiate_model_exchange: "fmi3InstantiateModelExchange" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, *mut c_void, LogMessage) -> Component,
             update_discrete_states: "fmi3UpdateDiscreteStates" => UpdateDiscreteStatesFn,
@@ -1304,6 +1313,158 @@ impl Fmi3Instance {
         }
         self.time = t + h;
         Ok(StepOutcome::Completed)
+    }
+
+    /// `fmi3SetClock`: activates the input Clocks `vrs` (`active[i]`
+    /// true), or deactivates them (FMI 3.0: in Event Mode).
+    pub fn set_clock(&mut self, vrs: &[u32], active: &[bool]) -> Result<()> {
+        const F: &str = "fmi3SetClock";
+        check_values::<Fmi3>(&self.name, F, vrs.len(), active.len())?;
+        let f = self.clock_call(self.lib.functions.set_clock, F, &[Phase::EventMode])?;
+        // SAFETY: the instance is live; `vrs` and `active` have nvr
+        // elements each (checked above).
+        let code = unsafe { f(self.component, vrs.as_ptr(), vrs.len(), active.as_ptr()) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("valueReferences", VrKind::Any, vrs)
+                .arg("nValueReferences", vrs.len())
+                .values("values", active)
+                .end();
+        }
+        self.check(F, code).map(|_| ())
+    }
+
+    /// `fmi3GetClock`: whether each Clock of `vrs` is active (an output
+    /// Clock reports an activation once; in Event Mode).
+    pub fn get_clock(&mut self, vrs: &[u32], active: &mut [bool]) -> Result<()> {
+        const F: &str = "fmi3GetClock";
+        check_values::<Fmi3>(&self.name, F, vrs.len(), active.len())?;
+        let f = self.clock_call(self.lib.functions.get_clock, F, &[Phase::EventMode])?;
+        // fmi3Clock is C `bool`: read back as bytes (as fmi3GetBoolean).
+        let mut bytes = vec![0u8; vrs.len()];
+        // SAFETY: the instance is live; `vrs` and `bytes` have nvr
+        // elements; u8 has bool's layout.
+        let code = unsafe {
+            f(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                bytes.as_mut_ptr().cast(),
+            )
+        };
+        for (a, &b) in active.iter_mut().zip(&bytes) {
+            *a = b != 0;
+        }
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("valueReferences", VrKind::Any, vrs)
+                .arg("nValueReferences", vrs.len())
+                .values("values", active)
+                .end();
+        }
+        self.check(F, code).map(|_| ())
+    }
+
+    /// `fmi3GetIntervalDecimal`: each time-based Clock's interval, and
+    /// whether it is known, unchanged or changed (Initialization Mode,
+    /// Event Mode).
+    pub fn get_interval_decimal(&mut self, vrs: &[u32]) -> Result<Vec<(f64, IntervalQualifier)>> {
+        const F: &str = "fmi3GetIntervalDecimal";
+        let f = self.clock_call(
+            self.lib.functions.get_interval_decimal,
+            F,
+            &[Phase::Initialization, Phase::EventMode],
+        )?;
+        let mut intervals = vec![0.0; vrs.len()];
+        let mut qualifiers: Vec<c_int> = vec![0; vrs.len()];
+        // SAFETY: the instance is live; every array has nvr elements.
+        let code = unsafe {
+            f(
+                self.component,
+                vrs.as_ptr(),
+                vrs.len(),
+                intervals.as_mut_ptr(),
+                qualifiers.as_mut_ptr(),
+            )
+        };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("valueReferences", VrKind::Any, vrs)
+                .arg("nValueReferences", vrs.len())
+                .values("intervals", &intervals)
+                .values("qualifiers", &qualifiers)
+                .end();
+        }
+        self.check(F, code)?;
+        intervals
+            .into_iter()
+            .zip(qualifiers)
+            .map(|(i, q)| match IntervalQualifier::from_c(q) {
+                Some(q) => Ok((i, q)),
+                None => Err(self.unsupported(
+                    F,
+                    &format!(
+                        "the FMU returned the interval qualifier {q}, which FMI 3.0 does not define"
+                    ),
+                )),
+            })
+            .collect()
+    }
+
+    /// `fmi3GetShiftDecimal`: each time-based Clock's first activation
+    /// after the start time (Initialization Mode, Event Mode).
+    pub fn get_shift_decimal(&mut self, vrs: &[u32]) -> Result<Vec<f64>> {
+        const F: &str = "fmi3GetShiftDecimal";
+        let f = self.clock_call(
+            self.lib.functions.get_shift_decimal,
+            F,
+            &[Phase::Initialization, Phase::EventMode],
+        )?;
+        let mut shifts = vec![0.0; vrs.len()];
+        // SAFETY: the instance is live; both arrays have nvr elements.
+        let code = unsafe { f(self.component, vrs.as_ptr(), vrs.len(), shifts.as_mut_ptr()) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("valueReferences", VrKind::Any, vrs)
+                .arg("nValueReferences", vrs.len())
+                .values("shifts", &shifts)
+                .end();
+        }
+        self.check(F, code)?;
+        Ok(shifts)
+    }
+
+    /// `fmi3SetIntervalDecimal`: the intervals of `fixed` or `tunable`
+    /// Clocks set by the importer (Initialization Mode, Event Mode).
+    pub fn set_interval_decimal(&mut self, vrs: &[u32], intervals: &[f64]) -> Result<()> {
+        const F: &str = "fmi3SetIntervalDecimal";
+        check_values::<Fmi3>(&self.name, F, vrs.len(), intervals.len())?;
+        let f = self.clock_call(
+            self.lib.functions.set_interval_decimal,
+            F,
+            &[Phase::Initialization, Phase::EventMode],
+        )?;
+        // SAFETY: the instance is live; both arrays have nvr elements.
+        let code = unsafe { f(self.component, vrs.as_ptr(), vrs.len(), intervals.as_ptr()) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("valueReferences", VrKind::Any, vrs)
+                .arg("nValueReferences", vrs.len())
+                .values("intervals", intervals)
+                .end();
+        }
+        self.check(F, code).map(|_| ())
+    }
+
+    /// A Clock function `f` (`function`) of the library, called in one of
+    /// the states `allowed`: the error of a dead instance, of the wrong
+    /// state, or of a library without it.
+    fn clock_call<F>(&self, f: Option<F>, function: &'static str, allowed: &[Phase]) -> Result<F> {
+        self.alive(function)?;
+        if !allowed.contains(&self.phase) {
+            return Err(self.out_of_sequence(function, &super::common::phases_text(allowed)));
+        }
+        f.ok_or_else(|| self.lib.missing(function))
     }
 
     /// `fmi3EnterStepMode`: a Co-Simulation instance with `eventModeUsed`

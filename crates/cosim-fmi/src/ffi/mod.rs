@@ -234,6 +234,31 @@ impl std::fmt::Display for Interface {
     }
 }
 
+/// `fmi3IntervalQualifier`: what `fmi3GetIntervalDecimal` says of a
+/// Clock's interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntervalQualifier {
+    /// `fmi3IntervalNotYetKnown`: no interval now (the Clock is not
+    /// scheduled yet).
+    NotYetKnown,
+    /// `fmi3IntervalUnchanged`: the interval given before still holds.
+    Unchanged,
+    /// `fmi3IntervalChanged`: a new interval, from the current time.
+    Changed,
+}
+
+impl IntervalQualifier {
+    /// The C enumeration's value (0, 1, 2), or `None` outside it.
+    pub(crate) fn from_c(q: i32) -> Option<IntervalQualifier> {
+        Some(match q {
+            0 => IntervalQualifier::NotYetKnown,
+            1 => IntervalQualifier::Unchanged,
+            2 => IntervalQualifier::Changed,
+            _ => return None,
+        })
+    }
+}
+
 /// How an FMI 3 Co-Simulation instance's importer handles events
 /// (`fmi3InstantiateCoSimulation`'s `eventModeUsed` and
 /// `earlyReturnAllowed`). Both off by default, as FMPy and fmusim

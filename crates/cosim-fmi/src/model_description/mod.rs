@@ -281,6 +281,8 @@ pub struct TypeDefinition {
     /// An enumeration's `<Item>`s: name and value, in order (empty for
     /// other types).
     pub items: Vec<(String, i64)>,
+    /// A `<ClockType>`'s Clock attributes (`None` for other types).
+    pub clock: Option<ClockAttributes>,
 }
 
 /// A `<Category>` of `<LogCategories>`.
@@ -487,8 +489,68 @@ pub struct Variable {
     /// variable keeps its own name, causality and attributes; it is listed
     /// under that one. Always `None` in FMI 3.
     pub alias_of: Option<VariableIndex>,
+    /// FMI 3 `clocks`: the value references of the Clocks this variable
+    /// is clocked by (empty: not a clocked variable). A clocked variable
+    /// is set and read only while one of its Clocks is active (and in
+    /// Initialization Mode).
+    pub clocks: Vec<u32>,
+    /// FMI 3 `<Clock>`: its attributes (`None` for every other type).
+    pub clock: Option<ClockAttributes>,
     /// 1-based line of the element in the file, for error messages.
     pub line: usize,
+}
+
+/// FMI 3 `intervalVariability` of a Clock (FMI 3.0 sec. 2.2.8.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntervalVariability {
+    /// Periodic, its interval in the model description.
+    Constant,
+    /// Periodic, its interval fixed at initialization.
+    Fixed,
+    /// Periodic, its interval may change at events.
+    Tunable,
+    /// Aperiodic: the next interval known when the Clock ticks.
+    Changing,
+    /// Aperiodic: the next interval known at any event.
+    Countdown,
+    /// Activated unpredictably: by the importer (input) or the FMU
+    /// (output).
+    Triggered,
+}
+
+impl IntervalVariability {
+    /// The attribute's values, in the order of the variants.
+    pub const NAMES: [&'static str; 6] = [
+        "constant",
+        "fixed",
+        "tunable",
+        "changing",
+        "countdown",
+        "triggered",
+    ];
+
+    /// A time-based Clock: the FMU defines its activation times.
+    pub fn is_time_based(self) -> bool {
+        self != IntervalVariability::Triggered
+    }
+}
+
+/// The attributes of an FMI 3 `<Clock>` (FMI 3.0 sec. 2.4.7.4).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ClockAttributes {
+    /// `intervalVariability`.
+    pub interval_variability: IntervalVariability,
+    /// `intervalDecimal`.
+    pub interval_decimal: Option<f64>,
+    /// `shiftDecimal` (default 0).
+    pub shift_decimal: f64,
+    /// `supportsFraction`.
+    pub supports_fraction: bool,
+    /// `canBeDeactivated`.
+    pub can_be_deactivated: bool,
+    /// `priority` (Scheduled Execution).
+    pub priority: Option<u32>,
 }
 
 impl Variable {

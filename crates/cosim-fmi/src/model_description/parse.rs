@@ -16,10 +16,10 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::reader::Reader;
 
 use super::{
-    Alias, BaseUnit, Causality, CoSimulation, DefaultExperiment, Dependencies, Dependency,
-    DependencyKind, Dimension, FmiVersion, Initial, LogCategory, ModelDescription, ModelExchange,
-    ModelStructure, NameIndex, StartValue, TypeDefinition, Unit, Unknown, Variability, Variable,
-    VariableIndex, VariableType,
+    Alias, BaseUnit, Causality, ClockAttributes, CoSimulation, DefaultExperiment, Dependencies,
+    Dependency, DependencyKind, Dimension, FmiVersion, Initial, IntervalVariability, LogCategory,
+    ModelDescription, ModelExchange, ModelStructure, NameIndex, StartValue, TypeDefinition, Unit,
+    Unknown, Variability, Variable, VariableIndex, VariableType,
 };
 use crate::error::{FmiError, Result};
 
@@ -877,6 +877,11 @@ fn parse_type_definitions(ctx: &Ctx<'_>, types: &Elem, v3: bool) -> Result<Vec<T
                 items.push((item_name, value));
             }
         }
+        let clock = if base_type == VariableType::Clock {
+            Some(parse_clock(ctx, attr_elem, None, &name)?)
+        } else {
+            None
+        };
         out.push(TypeDefinition {
             items,
             name,
@@ -887,6 +892,7 @@ fn parse_type_definitions(ctx: &Ctx<'_>, types: &Elem, v3: bool) -> Result<Vec<T
             min: attr_elem.f64_attr(ctx, "min")?,
             max: attr_elem.f64_attr(ctx, "max")?,
             nominal: attr_elem.f64_attr(ctx, "nominal")?,
+            clock,
         });
     }
     Ok(out)
@@ -1104,6 +1110,86 @@ fn parse_start(
     }))
 }
 
+/// FMI 3 `clocks="vr vr ..."`: the Clocks a variable is clocked by.
+fn parse_clocks_attr(ctx: &Ctx<'_>, e: &Elem) -> Result<Vec<u32>> {
+    let Some(raw) = e.attr("clocks") else {
+        return Ok(Vec::new());
+    };
+    raw.split_whitespace()
+        .map(|t| {
+            t.parse::<u32>()
+                .map_err(|_| e.bad(ctx, "clocks", raw, "a list of value references"))
+        })
+        .collect()
+}
+
+/// The attributes of the `<Clock>` or `<ClockType>` element `e` (named
+/// `name`), each where `e` does not give it from its declared type's
+/// (`declared`).
+fn parse_clock(
+    ctx: &Ctx<'_>,
+    e: &Elem,
+    declared: Option<&ClockAttributes>,
+    name: &str,
+) -> Result<ClockAttributes> {
+    const VARIANTS: [IntervalVariability; 6] = [
+        IntervalVariability::Constant,
+        IntervalVariability::Fixed,
+        IntervalVariability::Tunable,
+        IntervalVariability::Changing,
+        IntervalVariability::Countdown,
+        IntervalVariability::Triggered,
+    ];
+    let interval_variability = match e.attr("intervalVariability") {
+        Some(raw) => IntervalVariability::NAMES
+            .iter()
+            .position(|n| *n == raw.trim())
+            .map(|i| VARIANTS[i])
+            .ok_or_else(|| {
+                e.bad(
+                    ctx,
+                    "intervalVariability",
+                    raw,
+                    "one of constant, fixed, tunable, changing, countdown, triggered",
+                )
+            })?,
+        None => match declared {
+            Some(d) => d.interval_variability,
+            None => {
+                return Err(ctx.err(
+                    e.pos,
+                    format!(
+                        "<{} name=\"{}\"> needs 'intervalVariability'",
+                        e.name,
+                        shorten(name)
+                    ),
+                ));
+            }
+        },
+    };
+    let flag = |key: &str, from: fn(&ClockAttributes) -> bool| -> Result<bool> {
+        Ok(match e.attr(key) {
+            Some(_) => e.bool_attr(ctx, key)?,
+            None => declared.is_some_and(from),
+        })
+    };
+    Ok(ClockAttributes {
+        interval_variability,
+        interval_decimal: e
+            .f64_attr(ctx, "intervalDecimal")?
+            .or(declared.and_then(|d| d.interval_decimal)),
+        shift_decimal: e
+            .f64_attr(ctx, "shiftDecimal")?
+            .or(declared.map(|d| d.shift_decimal))
+            .unwrap_or(0.0),
+        supports_fraction: flag("supportsFraction", |d| d.supports_fraction)?,
+        can_be_deactivated: flag("canBeDeactivated", |d| d.can_be_deactivated)?,
+        priority: e
+            .int_attr::<u32>(ctx, "priority")?
+            .or(declared.and_then(|d| d.priority)),
+    })
+}
+
 /// A parsed variable with its unresolved `derivative` reference (raw value
 /// and element position).
 type ParsedVariable = (Variable, Option<(u64, Loc)>);
@@ -1227,6 +1313,7 @@ fn parse_variable(
         )),
     };
 
+    let name_for_clock = name.clone();
     let variable = Variable {
         name,
         value_reference,
@@ -1252,6 +1339,21 @@ fn parse_variable(
             Vec::new()
         },
         alias_of: None,
+        clocks: if v3 {
+            parse_clocks_attr(ctx, e)?
+        } else {
+            Vec::new()
+        },
+        clock: if var_type == VariableType::Clock {
+            Some(parse_clock(
+                ctx,
+                e,
+                decl.and_then(|t| t.clock.as_ref()),
+                &name_for_clock,
+            )?)
+        } else {
+            None
+        },
         line: e.pos.line,
     };
     Ok(Some((variable, derivative)))

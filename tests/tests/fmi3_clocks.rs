@@ -1,0 +1,191 @@
+//! FMI 3 Clocks in Co-Simulation end to end (docs/events.md, *Clocks*):
+//! the kit's strict `ClockedController`, a PI controller partition on a
+//! constant periodic input Clock `tick` (T = 0.1 s; clocked input `x`,
+//! clocked output `u`), coupled to the kit's `Integrator` plant
+//! (x' = u). At every tick cosim enters Event Mode, activates the Clock,
+//! sets x, reads u, updates; between ticks u holds and x is not set. The
+//! trace is checked against the sampled system computed by hand: with u
+//! held over each interval the integrator is exact, so
+//! x_(k+1) = x_k + T u_k, I_k = I_(k-1) + T x_k, u_k = -(kp x_k + ki I_k).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use cosim_tests::{cosim, fmi3};
+
+const T: f64 = 0.1;
+const KP: f64 = 2.0;
+const KI: f64 = 1.0;
+const X0: f64 = 1.0;
+
+/// The trace's columns and rows.
+fn trace(dir: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(dir.join("trace.csv")).unwrap();
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows = lines
+        .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+        .collect();
+    (header, rows)
+}
+
+/// x_k and u_k of the sampled loop for k = 0..n.
+fn sampled(n: usize) -> Vec<(f64, f64)> {
+    let (mut x, mut integral) = (X0, 0.0);
+    let mut out = Vec::new();
+    for _ in 0..=n {
+        integral += T * x;
+        let u = -(KP * x + KI * integral);
+        out.push((x, u));
+        x += T * u;
+    }
+    out
+}
+
+fn scenario(dir: &Path, step: f64, extra: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("loop_{step}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = {step}\n\n\
+             [[subsystems]]\nname = \"ctrl\"\nfmu = \"{}\"\n{extra}\n\n\
+             [[subsystems]]\nname = \"plant\"\nfmu = \"{}\"\nparameters = {{ x0 = {X0} }}\n\n\
+             [[connections]]\nfrom = \"plant.x\"\nto = \"ctrl.x\"\n\n\
+             [[connections]]\nfrom = \"ctrl.u\"\nto = \"plant.u\"\n",
+            fmi3("ClockedController").display(),
+            fmi3("Integrator").display(),
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_clocked_controller_samples_its_plant_at_its_ticks() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = sampled(10);
+    // On the grid (0.1), finer (0.05), and off it (0.03: every tick ends a
+    // step of its own).
+    for step in [0.1, 0.05, 0.03] {
+        let scenario = scenario(dir.path(), step, "");
+        let out = dir.path().join(format!("out_{step}"));
+        let log = dir.path().join(format!("calls_{step}.log"));
+        let output = cosim(&[
+            "run",
+            "--no-progress",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            &format!("--log-fmi-calls={}", log.display()),
+        ]);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{err}");
+        assert!(!err.contains("Illegal call sequence"), "{err}");
+        let (header, rows) = trace(&out);
+        let col = |name: &str| header.iter().position(|c| c == name).unwrap();
+        let (t, u, x) = (col("time [s]"), col("ctrl.u"), col("plant.x"));
+        for (k, &(xk, uk)) in reference.iter().enumerate() {
+            let tk = (k as f64 * T * 1e9).round() / 1e9;
+            let row = rows
+                .iter()
+                .find(|r| r[t] == tk)
+                .unwrap_or_else(|| panic!("step {step}: no row at the tick {tk}"));
+            assert!(
+                (row[x] - xk).abs() <= 1e-12,
+                "step {step}: x at {tk}: {} vs {xk}",
+                row[x]
+            );
+            assert!(
+                (row[u] - uk).abs() <= 1e-12,
+                "step {step}: u at {tk}: {} vs {uk}",
+                row[u]
+            );
+        }
+        // Between the ticks u holds u_k, and x moves with it.
+        for r in &rows {
+            let k = ((r[t] / T) + 1e-9).floor() as usize;
+            let (xk, uk) = reference[k.min(10)];
+            assert!((r[u] - uk).abs() <= 1e-12, "step {step}: u at {}", r[t]);
+            let dt = r[t] - k as f64 * T;
+            assert!(
+                (r[x] - (xk + dt * uk)).abs() <= 1e-9,
+                "step {step}: x at {}",
+                r[t]
+            );
+        }
+        // The calls at every tick: Event Mode, the Clock, x set, u read,
+        // the update, Step Mode.
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let ticks = calls
+            .lines()
+            .filter(|l| l.contains("] ctrl: fmi3SetClock("))
+            .count();
+        assert_eq!(ticks, 11, "step {step}: ticks at 0, 0.1, ... 1.0:\n{calls}");
+    }
+}
+
+#[test]
+fn an_output_clock_is_read_at_the_event_and_its_clocked_output_with_it() {
+    // ThresholdTrigger ticks its output Clock `crossed` at the end of the
+    // step whose input (the value set at its start) first reaches the
+    // threshold: x = t (an Integrator of the constant 1), threshold 0.45,
+    // steps of 0.1: x_4 = 0.4 < 0.45 <= x_5 = 0.5, so the step from 0.5
+    // ends with the tick, at 0.6. `count` (clocked by it) is read there.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("trigger.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = 0.1\n\n\
+             [[subsystems]]\nname = \"ramp\"\nfmu = \"{}\"\nstart = {{ u = 1.0 }}\n\n\
+             [[subsystems]]\nname = \"trig\"\nfmu = \"{}\"\nparameters = {{ threshold = 0.45 }}\n\n\
+             [[connections]]\nfrom = \"ramp.x\"\nto = \"trig.x\"\n",
+            fmi3("Integrator").display(),
+            fmi3("ThresholdTrigger").display(),
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let log = dir.path().join("calls.log");
+    let output = cosim(&[
+        "run",
+        "--no-progress",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        &format!("--log-fmi-calls={}", log.display()),
+    ]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let (header, rows) = trace(&out);
+    let col = |name: &str| header.iter().position(|c| c == name).unwrap();
+    let (t, count) = (col("time [s]"), col("trig.count"));
+    for r in &rows {
+        let expected = if r[t] >= 0.6 - 1e-9 { 1.0 } else { 0.0 };
+        assert_eq!(r[count], expected, "count at {}: {rows:?}", r[t]);
+    }
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let ticked: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.contains("] trig: fmi3GetClock(") && l.contains("values={1}"))
+        .collect();
+    assert_eq!(ticked.len(), 1, "{calls}");
+    // The tick's Event Mode follows the step that ended at 0.6.
+    let at = calls.find(ticked[0]).unwrap();
+    let before = &calls[..at];
+    let last_step = before
+        .lines()
+        .rev()
+        .find(|l| l.contains("] trig: fmi3DoStep("))
+        .unwrap();
+    assert!(
+        last_step.contains("currentCommunicationPoint=0.5")
+            && last_step.contains("eventHandlingNeeded=1"),
+        "{last_step}"
+    );
+}
