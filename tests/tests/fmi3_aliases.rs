@@ -370,8 +370,10 @@ fn source_files_are_the_sources_directory_in_fmi3_and_the_listed_files_in_fmi2()
 // ----- variables that cannot be traced ----------------------------------------
 
 /// The FMI 3 Gain with an array of Binaries and a Clock output added to
-/// its model description (never read: they are not traced; a scalar
-/// Binary is, as hexadecimal digits: tests/tests/exact_values.rs).
+/// its model description (the array never read: it is not traced, a
+/// scalar Binary is, as hexadecimal digits: tests/tests/exact_values.rs;
+/// the Clock is traced, a column of 0 here: without event mode it never
+/// ticks, and it is not read).
 fn gain_with_untraceable(dir: &Path) -> PathBuf {
     let path = dir.join("Mixed.fmu");
     copy_with(&fmi3("Gain"), &path, &[], |md| {
@@ -420,14 +422,14 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
             "--no-progress",
             s(&fmu),
             "--output-variables",
-            "tick",
+            "blob",
             "-o",
             s(&out_dir),
         ]),
         2,
         &[
             "'--output-variables",
-            "'Mixed.tick' cannot be traced: a Clock has no value of its own to trace, only ticks",
+            "'Mixed.blob' cannot be traced: an array of Binary values",
         ],
     );
     // A pattern: left out, named in a warning; the rest traced.
@@ -437,11 +439,12 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
         &out,
         0,
         &[
-            "warning: \"g.*\" matches variables that cannot be traced, left out of the trace: 'g.blob' (an array of Binary values, of which only scalars are traced (as text)), 'g.tick' (a Clock has no value of its own to trace, only ticks)",
+            "warning: \"g.*\" matches variables that cannot be traced, left out of the trace: 'g.blob' (an array of Binary values, of which only scalars are traced (as text))",
         ],
     );
-    let (header, _) = trace(&out_dir);
-    assert_eq!(header, "time [s],g.u,g.y");
+    let (header, rows) = trace(&out_dir);
+    assert_eq!(header, "time [s],g.u,g.y,g.tick");
+    assert!(rows.iter().all(|r| r[3] == 0.0), "{rows:?}");
     // Every output, by default: the same, for the subsystem.
     std::fs::write(
         &scenario,
@@ -457,7 +460,7 @@ fn a_variable_named_for_the_trace_that_cannot_be_traced_is_an_error() {
         ],
     );
     let (header, _) = trace(&out_dir);
-    assert_eq!(header, "time [s],g.y");
+    assert_eq!(header, "time [s],g.y,g.tick");
 }
 
 /// A nested system exposes an inner variable by alias; the level above
@@ -515,7 +518,7 @@ variables = ["n.g.u_in", "n.g.u", "n.g.y", "src.u_in"]
 }
 
 /// An FMU that declares a triggered input clock runs, with warnings naming
-/// it: nothing activates such a clock (no clock connections yet), and the
+/// it: no connection activates it, and the
 /// FMU has no event mode, in which alone clocks tick in Co-Simulation. An
 /// input clock is not said to keep a start value (it has none).
 #[test]
@@ -541,7 +544,7 @@ fn an_fmu_with_clocks_runs_with_a_warning_naming_them() {
         &out,
         0,
         &[
-            "warning: subsystem 'g' declares triggered input clocks (tick): nothing activates them in cosim yet (clock connections are not supported), so the variables they clock are not updated",
+            "warning: subsystem 'g' declares triggered input clocks (tick) that no connection activates, so the variables they clock are not updated",
             "subsystem 'g' declares clocks (tick) but runs without event mode (its FMU does not declare hasEventMode): they do not tick, and the variables they clock are not updated",
         ],
     );

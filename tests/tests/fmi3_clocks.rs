@@ -189,3 +189,89 @@ fn an_output_clock_is_read_at_the_event_and_its_clocked_output_with_it() {
         "{last_step}"
     );
 }
+
+/// Writes `body` (after a fixed-step master of 0.1 s to 1 s) as a
+/// scenario in `dir` and runs it; returns the output and the trace.
+fn run_loop(dir: &Path, name: &str, body: &str) -> (std::process::Output, std::path::PathBuf) {
+    let scenario = dir.join(name);
+    std::fs::write(
+        &scenario,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = 0.1\n\n{body}"
+        ),
+    )
+    .unwrap();
+    let out = dir.join(format!("{name}.out"));
+    let output = cosim(&[
+        "run",
+        "--no-progress",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (output, out)
+}
+
+#[test]
+fn an_output_clock_activates_a_connected_triggered_clock_and_ticks_are_traced() {
+    // ThresholdTrigger's `crossed` (ticks at 0.6, as above) activates
+    // ClockedCounter's triggered `trigger` in the same instant: its `n`
+    // counts it and `held` takes `value` (the ramp, 0.6) there. The trace
+    // shows each Clock as 1 at its tick and 0 elsewhere.
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "[[subsystems]]\nname = \"ramp\"\nfmu = \"{}\"\nstart = {{ u = 1.0 }}\n\n\
+         [[subsystems]]\nname = \"trig\"\nfmu = \"{}\"\nparameters = {{ threshold = 0.45 }}\n\n\
+         [[subsystems]]\nname = \"cnt\"\nfmu = \"{}\"\n\n\
+         [[connections]]\nfrom = \"ramp.x\"\nto = \"trig.x\"\n\n\
+         [[connections]]\nfrom = \"trig.crossed\"\nto = \"cnt.trigger\"\n\n\
+         [[connections]]\nfrom = \"ramp.x\"\nto = \"cnt.value\"\n\n\
+         [outputs]\nvariables = [\"trig.crossed\", \"cnt.trigger\", \"cnt.n\", \"cnt.held\"]\n",
+        fmi3("Integrator").display(),
+        fmi3("ThresholdTrigger").display(),
+        fmi3("ClockedCounter").display(),
+    );
+    let (output, out) = run_loop(dir.path(), "counter.toml", &body);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(!err.contains("no connection activates"), "{err}");
+    let (header, rows) = trace(&out);
+    assert_eq!(
+        header,
+        [
+            "time [s]",
+            "trig.crossed",
+            "cnt.trigger",
+            "cnt.n",
+            "cnt.held"
+        ]
+    );
+    for r in &rows {
+        let at_tick = (r[0] - 0.6).abs() < 1e-9;
+        let after = r[0] > 0.6 - 1e-9;
+        let tick = if at_tick { 1.0 } else { 0.0 };
+        assert_eq!((r[1], r[2]), (tick, tick), "the Clocks at {}", r[0]);
+        assert_eq!(r[3], if after { 1.0 } else { 0.0 }, "n at {}", r[0]);
+        let held = if after { 0.6 } else { 0.0 };
+        assert!((r[4] - held).abs() <= 1e-12, "held at {}: {}", r[0], r[4]);
+    }
+}
+
+#[test]
+fn a_connection_to_a_clock_its_fmu_schedules_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "[[subsystems]]\nname = \"trig\"\nfmu = \"{}\"\n\n\
+         [[subsystems]]\nname = \"ctrl\"\nfmu = \"{}\"\n\n\
+         [[connections]]\nfrom = \"trig.crossed\"\nto = \"ctrl.tick\"\n",
+        fmi3("ThresholdTrigger").display(),
+        fmi3("ClockedController").display(),
+    );
+    let (output, _) = run_loop(dir.path(), "bad.toml", &body);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("bad.toml:") && err.contains("'ctrl.tick' is a constant input Clock"),
+        "{err}"
+    );
+}

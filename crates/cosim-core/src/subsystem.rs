@@ -654,6 +654,14 @@ pub fn is_slot_type(t: cosim_fmi::model_description::VariableType) -> bool {
     !matches!(t, T::String | T::Binary | T::Clock)
 }
 
+/// Whether variables of type `t` can be coupled and traced: the slot types
+/// and FMI 3 Clocks, whose slot is 1 at the instant the Clock ticks and 0
+/// otherwise (an FMU's Clocks only: [`FmuSubsystem`] sets and reads them
+/// as Clocks, docs/events.md).
+pub fn is_coupled_type(t: cosim_fmi::model_description::VariableType) -> bool {
+    is_slot_type(t) || t == cosim_fmi::model_description::VariableType::Clock
+}
+
 /// A subsystem that is one FMU instance.
 pub struct FmuSubsystem {
     info: SubsystemInfo,
@@ -861,6 +869,8 @@ impl TypedSlots {
                 T::Int64 | T::Enumeration => t.int64.push(vr, slot, n),
                 T::UInt64 => t.uint64.push(vr, slot, n),
                 T::Boolean => t.boolean.push(vr, slot, n),
+                // (A Clock's slot is the Clocks' to set and fill.)
+                T::Clock => {}
                 // (is_slot_type lists the types above.)
                 other => {
                     return Err(crate::CoreError::Config(format!(
@@ -1183,7 +1193,7 @@ impl FmuSubsystem {
         };
         self.tracker.end();
         if let Some(c) = &self.clocks {
-            c.fill_observed(values);
+            c.fill_observed(values, self.instance.time());
         }
         result
     }

@@ -679,12 +679,12 @@ fn refuse_uncoupled_types(
 ) -> Result<(), AssembleError> {
     for c in &resolved.connections {
         let v = &mds[c.from.subsystem].variables[c.from.variable];
-        if !cosim_core::subsystem::is_slot_type(v.var_type) {
+        if !cosim_core::subsystem::is_coupled_type(v.var_type) {
             return Err(resolved
                 .error_at(
                     c.span,
                     format!(
-                        "connections of {} variables are not supported yet: numeric and Boolean values (scalars and arrays) are coupled, not strings, binaries or clocks",
+                        "connections of {} variables are not supported yet: numeric and Boolean values (scalars and arrays) are coupled, and Clocks, not strings or binaries",
                         v.var_type
                     ),
                 )
@@ -837,7 +837,7 @@ fn traced_variables(
                     .into());
             }
             push_once(&mut strings[r.subsystem], r.variable);
-        } else if cosim_core::subsystem::is_slot_type(v.var_type) {
+        } else if cosim_core::subsystem::is_coupled_type(v.var_type) {
             wanted.add(r);
         } else {
             skipped.push(format!(

@@ -742,7 +742,6 @@ fn traceable_by_glob(v: &Variable) -> bool {
 /// (in step with what `assemble` traces).
 fn untraceable(v: &Variable) -> Option<String> {
     Some(match v.var_type {
-        VariableType::Clock => "a Clock has no value of its own to trace, only ticks".into(),
         VariableType::String | VariableType::Binary if !v.is_scalar() => format!(
             "an array of {} values, of which only scalars are traced (as text)",
             v.var_type
@@ -1703,6 +1702,22 @@ impl<'s, 'm> Resolver<'s, 'm> {
                     ),
                 ));
             }
+            // A Clock activates a triggered input Clock (the FMU schedules
+            // its time-based ones itself).
+            if let Some(attrs) = tv.clock
+                && attrs.interval_variability
+                    != cosim_fmi::model_description::IntervalVariability::Triggered
+            {
+                return Err(self.err(
+                    c.to.span,
+                    format!(
+                        "'{}' is a {} input Clock, which its FMU schedules: only a triggered input Clock can be activated by a connection",
+                        c.to.text,
+                        cosim_fmi::model_description::IntervalVariability::NAMES
+                            [attrs.interval_variability as usize]
+                    ),
+                ));
+            }
             if !fv.var_type.is_float()
                 && (c.gain != 1.0 || c.offset != 0.0)
                 && let Some(span) = c.map_span
@@ -2230,10 +2245,10 @@ impl<'s, 'm> Resolver<'s, 'm> {
         }
     }
 
-    /// Warns once per subsystem whose FMU declares triggered input clocks:
-    /// nothing activates them in cosim yet (no clock connections), so
-    /// what they clock is never updated. (Time-based input clocks and
-    /// output clocks tick in event mode: docs/events.md.)
+    /// Warns once per subsystem whose FMU declares triggered input clocks
+    /// no connection activates: what they clock is never updated.
+    /// (Time-based input clocks and output clocks tick in event mode:
+    /// docs/events.md.)
     fn clocks(&mut self) {
         use cosim_fmi::model_description::{Causality, IntervalVariability};
         let mut warnings = Vec::new();
@@ -2247,6 +2262,11 @@ impl<'s, 'm> Resolver<'s, 'm> {
                         && v.clock.is_some_and(|c| {
                             c.interval_variability == IntervalVariability::Triggered
                         })
+                        && !self
+                            .scenario
+                            .connections
+                            .iter()
+                            .any(|c| c.to.subsystem == s && c.to.variable == v.name)
                 })
                 .map(|v| v.name.as_str())
                 .collect();
@@ -2254,7 +2274,7 @@ impl<'s, 'm> Resolver<'s, 'm> {
                 warnings.push((
                     spec.span,
                     format!(
-                        "subsystem '{}' declares triggered input clocks ({}): nothing activates them in cosim yet (clock connections are not supported), so the variables they clock are not updated",
+                        "subsystem '{}' declares triggered input clocks ({}) that no connection activates, so the variables they clock are not updated",
                         spec.name.value,
                         names.join(", ")
                     ),

@@ -1,5 +1,5 @@
-//! The models with FMI 3 Clocks (`ClockedController`, `ThresholdTrigger`)
-//! through the kit's instance API: the call sequence at each tick (Event
+//! The models with FMI 3 Clocks (`ClockedController`, `ThresholdTrigger`,
+//! `ClockedCounter`) through the kit's instance API: the call sequence at each tick (Event
 //! Mode at t_k, `fmi3SetClock`, clocked inputs set, clocked outputs read,
 //! `fmi3UpdateDiscreteStates`, `fmi3EnterStepMode`), against the
 //! hand-computed references of [`crate::reference`].
@@ -7,8 +7,8 @@
 use fmu_kit::testing::{get, get_int, instance, set};
 use fmu_kit::{Capabilities, FmiVersion, Instance, Status, Vr};
 
-use crate::reference::{clocked_controller, threshold_ticks};
-use crate::{clocked_controller as cc, spec, threshold_trigger as tt};
+use crate::reference::{clocked_controller, clocked_counter, threshold_ticks};
+use crate::{clocked_controller as cc, clocked_counter as ck, spec, threshold_trigger as tt};
 
 fn ok<T>(r: Result<T, fmu_kit::instance::Fail>) -> T {
     r.unwrap_or_else(|e| panic!("{}", e.message))
@@ -289,4 +289,172 @@ fn clocked_controller_in_scheduled_execution_matches_the_law() {
         inst.activate_partition(cc::TICK, 1.15),
         "does not tick at t = 1.15",
     );
+}
+
+/// One activation of `ClockedCounter`'s triggered Clock (in Event Mode):
+/// `fmi3SetClock(trigger)`, `value` set, `n` and `held` read,
+/// `fmi3UpdateDiscreteStates`; returns (n, held).
+fn counter_activation(inst: &mut Instance, value: f64) -> (i32, f64) {
+    ok(inst.set_clocks(&[ck::TRIGGER], &[true]));
+    ok(set(inst, &[ck::VALUE], &[value]));
+    let n = ok(get_int(inst, ck::N)) as i32;
+    let held = ok(get(inst, &[ck::HELD]))[0];
+    // The output equation: the same however often it is read.
+    assert_eq!(ok(get_int(inst, ck::N)) as i32, n);
+    assert_eq!(ok(get(inst, &[ck::HELD]))[0], held);
+    update(inst);
+    // Deactivated by the update.
+    refused(get_int(inst, ck::N), "with its Clocks inactive");
+    refused(get(inst, &[ck::HELD]), "with its Clocks inactive");
+    (n, held)
+}
+
+#[test]
+fn clocked_counter_counts_the_activations_of_its_triggered_clock() {
+    let h = 0.05;
+    let times = [0.2, 0.35, 0.9];
+    let values = [1.5, -2.0, 4.0];
+    let mut inst = start("ClockedCounter", false, &[]);
+    // The initial Event Mode at 0: no activation.
+    refused(get_int(&mut inst, ck::N), "with its Clocks inactive");
+    update(&mut inst);
+    ok(inst.enter_step_mode());
+    let mut seen = Vec::new();
+    let mut t = 0.0;
+    for (&ta, &v) in times.iter().zip(&values) {
+        while t < ta - 1e-9 {
+            assert!(!step(&mut inst, t, h), "no events of its own");
+            t = inst.time();
+            refused(get_int(&mut inst, ck::N), "is clocked by trigger");
+            refused(
+                set(&mut inst, &[ck::VALUE], &[9.0]),
+                "is clocked by trigger",
+            );
+        }
+        ok(inst.enter_event_mode());
+        assert!((inst.time() - ta).abs() < 1e-9, "{} vs {ta}", inst.time());
+        seen.push(counter_activation(&mut inst, v));
+        ok(inst.enter_step_mode());
+    }
+    assert_eq!(seen, clocked_counter(&values));
+    assert_eq!(seen, [(1, 1.5), (2, -2.0), (3, 4.0)]);
+}
+
+#[test]
+fn clocked_counter_rules() {
+    let s = spec("ClockedCounter").unwrap_or_else(|| panic!("ClockedCounter"));
+    let (mut inst, _log) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+    ok(inst.set_event_mode_used(true));
+    ok(inst.setup_experiment(0.0, Some(10.0)));
+    // Instantiated: the clocked input's start value can be set.
+    ok(set(&mut inst, &[ck::VALUE], &[7.0]));
+    ok(inst.enter_initialization());
+    // Initialization Mode: the clocked variables readable, 0 before the
+    // first activation (a value set here is none); no fmi3SetClock.
+    assert_eq!(ok(get_int(&mut inst, ck::N)), 0);
+    assert_eq!(ok(get(&mut inst, &[ck::HELD]))[0], 0.0);
+    refused(inst.set_clocks(&[ck::TRIGGER], &[true]), "Event Mode only");
+    ok(inst.exit_initialization());
+    // The initial Event Mode, trigger inactive: value not set, n and held
+    // not read.
+    refused(
+        set(&mut inst, &[ck::VALUE], &[1.0]),
+        "with its Clocks inactive",
+    );
+    refused(get_int(&mut inst, ck::N), "with its Clocks inactive");
+    refused(get(&mut inst, &[ck::HELD]), "with its Clocks inactive");
+    // An input Clock: not read with fmi3GetClock; triggered: no interval;
+    // canBeDeactivated = false.
+    refused(
+        inst.get_clocks(&[ck::TRIGGER], &mut [false]),
+        "is an input Clock",
+    );
+    refused(
+        inst.get_intervals(&[ck::TRIGGER], &mut [0.0], &mut [0]),
+        "triggered",
+    );
+    refused(
+        inst.set_clocks(&[ck::TRIGGER], &[false]),
+        "canBeDeactivated = false",
+    );
+    // An activation at t = 0: held is value (7, its start value) until set.
+    ok(inst.set_clocks(&[ck::TRIGGER], &[true]));
+    assert_eq!(ok(get_int(&mut inst, ck::N)), 1);
+    assert_eq!(ok(get(&mut inst, &[ck::HELD]))[0], 7.0);
+    // Set twice: one activation, held the last value.
+    ok(set(&mut inst, &[ck::VALUE], &[1.0]));
+    ok(set(&mut inst, &[ck::VALUE], &[2.5]));
+    assert_eq!(ok(get_int(&mut inst, ck::N)), 1);
+    assert_eq!(ok(get(&mut inst, &[ck::HELD]))[0], 2.5);
+    update(&mut inst);
+    refused(get_int(&mut inst, ck::N), "with its Clocks inactive");
+    // Triggered: again in the same Event Mode (value kept: 2.5).
+    ok(inst.set_clocks(&[ck::TRIGGER], &[true]));
+    assert_eq!(ok(get_int(&mut inst, ck::N)), 2);
+    assert_eq!(ok(get(&mut inst, &[ck::HELD]))[0], 2.5);
+    update(&mut inst);
+    ok(inst.enter_step_mode());
+    // Step Mode: no fmi3SetClock, no clocked access.
+    refused(inst.set_clocks(&[ck::TRIGGER], &[true]), "Event Mode only");
+    refused(
+        set(&mut inst, &[ck::VALUE], &[1.0]),
+        "is clocked by trigger",
+    );
+    refused(get_int(&mut inst, ck::N), "is clocked by trigger");
+    assert!(!step(&mut inst, 0.0, 0.1));
+    // An Event Mode without an activation changes nothing.
+    ok(inst.enter_event_mode());
+    refused(get_int(&mut inst, ck::N), "with its Clocks inactive");
+    update(&mut inst);
+    ok(inst.enter_step_mode());
+    assert!(!step(&mut inst, 0.1, 0.1));
+    ok(inst.enter_event_mode());
+    assert_eq!(counter_activation(&mut inst, -1.0), (3, -1.0));
+}
+
+#[test]
+fn clocked_counter_fmu_state_across_an_activation() {
+    let mut inst = start("ClockedCounter", false, &[]);
+    update(&mut inst);
+    ok(inst.enter_step_mode());
+    assert!(!step(&mut inst, 0.0, 0.1));
+    ok(inst.enter_event_mode());
+    assert_eq!(counter_activation(&mut inst, 1.5), (1, 1.5));
+    ok(inst.enter_step_mode());
+    assert!(!step(&mut inst, 0.1, 0.1));
+    ok(inst.enter_event_mode());
+    // Saved before the second activation (trigger inactive) and during it
+    // (trigger active, value -2 set).
+    let before = ok(inst.get_state(None));
+    ok(inst.set_clocks(&[ck::TRIGGER], &[true]));
+    ok(set(&mut inst, &[ck::VALUE], &[-2.0]));
+    let during = ok(inst.get_state(None));
+    assert_eq!(ok(get_int(&mut inst, ck::N)), 2);
+    update(&mut inst);
+
+    // Before: one activation committed, trigger inactive.
+    ok(inst.set_state(before));
+    refused(get_int(&mut inst, ck::N), "with its Clocks inactive");
+    assert_eq!(counter_activation(&mut inst, 4.0), (2, 4.0));
+
+    // During (serialized and back): trigger active, value -2, the
+    // activation not committed yet.
+    let bytes = {
+        let n = ok(inst.serialized_size(during));
+        let mut b = vec![0u8; n];
+        ok(inst.serialize(during, &mut b));
+        b
+    };
+    let copy = ok(inst.deserialize(&bytes, None));
+    for id in [during, copy] {
+        ok(inst.set_state(id));
+        assert_eq!(ok(get_int(&mut inst, ck::N)), 2);
+        assert_eq!(ok(get(&mut inst, &[ck::HELD]))[0], -2.0);
+        update(&mut inst);
+        refused(get_int(&mut inst, ck::N), "with its Clocks inactive");
+    }
+    ok(inst.enter_step_mode());
+    assert!(!step(&mut inst, 0.2, 0.1));
+    ok(inst.enter_event_mode());
+    assert_eq!(counter_activation(&mut inst, 4.0), (3, 4.0));
 }

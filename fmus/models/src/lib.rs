@@ -20,8 +20,9 @@
 //!   Co-Simulation models with FMI 3 event mode [`ticker`] (time events),
 //!   [`ballistic`] (state events) and [`sample_hold`] (events from
 //!   inputs), and the FMI 3 only models with Clocks [`clocked_controller`]
-//!   (an input Clock: a periodic controller partition) and
-//!   [`threshold_trigger`] (a triggered output Clock): the models,
+//!   (an input Clock: a periodic controller partition),
+//!   [`threshold_trigger`] (a triggered output Clock) and
+//!   [`clocked_counter`] (a triggered input Clock): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
@@ -32,6 +33,7 @@ pub mod bouncing_ball;
 #[cfg(test)]
 mod clock_tests;
 pub mod clocked_controller;
+pub mod clocked_counter;
 #[cfg(test)]
 mod cs_event_tests;
 mod ffi;
@@ -67,7 +69,7 @@ static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 /// Every model served by this library, in catalog order. A model with FMI 3
 /// only variable types (`TypeMirror`), structural parameters
 /// (`StructuralGain`), arrays (`StateSpace`) or Clocks (`ClockedController`,
-/// `ThresholdTrigger`) has no FMI 2 build (see
+/// `ThresholdTrigger`, `ClockedCounter`) has no FMI 2 build (see
 /// `ModelSpec::supports`).
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
@@ -109,6 +111,7 @@ pub fn registry() -> &'static [ModelSpec] {
             sample_hold::spec(),
             clocked_controller::spec(),
             threshold_trigger::spec(),
+            clocked_counter::spec(),
         ]
     })
 }

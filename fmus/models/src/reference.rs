@@ -768,6 +768,13 @@ pub fn threshold_ticks(threshold: f64, x_init: f64, t: &[f64], x: &[f64]) -> Vec
     ticks
 }
 
+/// `ClockedCounter`'s outputs at its activations, from the values v_k
+/// set at them: at the k-th activation (k = 1, 2, ...) n = k and held =
+/// v_k.
+pub fn clocked_counter(values: &[f64]) -> Vec<(i32, f64)> {
+    (1..).zip(values.iter().copied()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,7 +75,7 @@ fn co_simulation_models() -> impl Iterator<Item = &'static ModelSpec> {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 37);
+    assert_eq!(registry().len(), 38);
     let me_only: Vec<&str> = registry()
         .iter()
         .filter(|s| !s.has_co_simulation())
@@ -88,8 +88,9 @@ fn every_spec_is_consistent_and_every_variant_possible() {
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror (FMI 3 only types), StructuralGain (a
-        // structural parameter), StateSpace (arrays), ClockedController
-        // and ThresholdTrigger (Clocks), whose FMI 2 builds are refused.
+        // structural parameter), StateSpace (arrays), ClockedController,
+        // ThresholdTrigger and ClockedCounter (Clocks), whose FMI 2 builds
+        // are refused.
         assert_eq!(
             s.supports(FmiVersion::Fmi2),
             !matches!(
@@ -99,6 +100,7 @@ fn every_spec_is_consistent_and_every_variant_possible() {
                     | "StateSpace"
                     | "ClockedController"
                     | "ThresholdTrigger"
+                    | "ClockedCounter"
             ),
             "{}",
             s.name
@@ -1452,7 +1454,12 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
             s.event_mode,
             matches!(
                 s.name,
-                "Ticker" | "Ballistic" | "SampleHold" | "ClockedController" | "ThresholdTrigger"
+                "Ticker"
+                    | "Ballistic"
+                    | "SampleHold"
+                    | "ClockedController"
+                    | "ThresholdTrigger"
+                    | "ClockedCounter"
             ),
             "{}",
             s.name

@@ -30,6 +30,10 @@ fn reached(tick: f64, now: f64) -> bool {
     tick <= now + SAME_TIME * now.abs().max(1.0)
 }
 
+fn same_instant(a: f64, b: f64) -> bool {
+    (a - b).abs() <= SAME_TIME * b.abs().max(1.0)
+}
+
 /// A time-based input Clock.
 #[derive(Debug)]
 struct TimedClock {
@@ -59,6 +63,16 @@ struct Partition {
 #[derive(Debug)]
 pub(super) struct Clocks {
     timed: Vec<TimedClock>,
+    /// Triggered input Clocks fed by a connection: (input slot, value
+    /// reference, last activation). The slot's value 1 activates it, once
+    /// per instant.
+    triggered: Vec<(usize, u32, Option<f64>)>,
+    /// Every Clock's last activation (input Clocks set, output Clocks
+    /// read active), s.
+    last: Vec<(u32, Option<f64>)>,
+    /// Observed slots that are Clocks: (slot, value reference); 1 at the
+    /// instant of an activation, else 0.
+    clock_slots: Vec<(usize, u32)>,
     /// Triggered output Clocks' value references.
     outputs: Vec<u32>,
     partitions: Vec<Partition>,
@@ -97,6 +111,19 @@ impl Clocks {
                 .collect()
         };
         let (clocked_inputs, clocked_observed) = (clocked(inputs), clocked(observed));
+        let is_clock = |sv: &SlotVar| md.variables[sv.variable].clock.is_some();
+        let triggered = inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, sv)| is_clock(sv))
+            .map(|(slot, sv)| (slot, md.variables[sv.variable].value_reference, None))
+            .collect();
+        let clock_slots = observed
+            .iter()
+            .enumerate()
+            .filter(|(_, sv)| is_clock(sv))
+            .map(|(slot, sv)| (slot, md.variables[sv.variable].value_reference))
+            .collect();
         if clocks.is_empty() && !clocked_inputs.contains(&true) && !clocked_observed.contains(&true)
         {
             return Ok(None);
@@ -144,6 +171,9 @@ impl Clocks {
             partitions.push(part);
         }
         Ok(Some(Box::new(Clocks {
+            last: clocks.iter().map(|c| (c.value_reference, None)).collect(),
+            triggered,
+            clock_slots,
             timed,
             outputs,
             partitions,
@@ -159,7 +189,10 @@ impl Clocks {
     /// Whether the subsystem has clocked inputs or observed slots (their
     /// steps then set and read the others only).
     pub(super) fn has_clocked_slots(&self) -> bool {
-        self.clocked_inputs.contains(&true) || self.clocked_observed.contains(&true)
+        self.clocked_inputs.contains(&true)
+            || self.clocked_observed.contains(&true)
+            || !self.triggered.is_empty()
+            || !self.clock_slots.is_empty()
     }
 
     /// In Initialization Mode, at the start time `t0`: the first
@@ -221,6 +254,13 @@ impl Clocks {
                 self.active.push(c.vr);
             }
         }
+        for (slot, vr, at) in &mut self.triggered {
+            let already = at.is_some_and(|t| same_instant(t, now));
+            if self.u[*slot] != 0.0 && !already {
+                self.active.push(*vr);
+                *at = Some(now);
+            }
+        }
         if !self.active.is_empty() {
             let on = vec![true; self.active.len()];
             inst.set_clock(&self.active, &on)?;
@@ -234,6 +274,11 @@ impl Clocks {
                 if on {
                     self.active.push(vr);
                 }
+            }
+        }
+        for (vr, at) in &mut self.last {
+            if self.active.contains(vr) {
+                *at = Some(now);
             }
         }
         for (k, &clock) in self.active.iter().enumerate() {
@@ -295,11 +340,21 @@ impl Clocks {
     }
 
     /// Writes the clocked observed values (as read at their Clocks' last
-    /// activation) into `values` (every observed slot).
-    pub(super) fn fill_observed(&self, values: &mut [f64]) {
+    /// activation) into `values` (every observed slot), and each observed
+    /// Clock's: 1 where it was activated at `now`, else 0.
+    pub(super) fn fill_observed(&self, values: &mut [f64], now: f64) {
         for ((v, &y), &c) in values.iter_mut().zip(&self.y).zip(&self.clocked_observed) {
             if c {
                 *v = y;
+            }
+        }
+        for &(slot, vr) in &self.clock_slots {
+            let ticked = self
+                .last
+                .iter()
+                .any(|&(c, at)| c == vr && at.is_some_and(|t| same_instant(t, now)));
+            if let Some(v) = values.get_mut(slot) {
+                *v = if ticked { 1.0 } else { 0.0 };
             }
         }
     }
