@@ -96,7 +96,8 @@ def test_every_fmu_passes_fmpy_validation():
 # version's co-simulation API in the binary, FMI 3.0: every fmi3* function,
 # as the standard requires of any binary), instantiated, freed, the library
 # unloaded; an FMU with a Model Exchange interface likewise as FMU2Model /
-# FMU3Model (the Model Exchange API). Prints `loaded<TAB>path` or
+# FMU3Model (the Model Exchange API), one with Scheduled Execution (FMI 3.0)
+# as FMU3ScheduledExecution (fmi3InstantiateScheduledExecution). Prints `loaded<TAB>path` or
 # `FAIL<TAB>path<TAB>why` per FMU. In
 # a child process ended with os._exit: Integrator-crashes-at-exit (quirks/)
 # registers in fmi2FreeInstance an exit handler that kills its process, by
@@ -105,7 +106,7 @@ LOAD_CHILD = r"""
 import os, shutil, sys
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Model, FMU2Slave
-from fmpy.fmi3 import FMU3Model, FMU3Slave
+from fmpy.fmi3 import FMU3Model, FMU3ScheduledExecution, FMU3Slave
 for path in sys.argv[1:]:
     d = None
     try:
@@ -117,6 +118,8 @@ for path in sys.argv[1:]:
             interfaces.append((FMU3Slave if fmi3 else FMU2Slave, md.coSimulation.modelIdentifier))
         if md.modelExchange is not None:
             interfaces.append((FMU3Model if fmi3 else FMU2Model, md.modelExchange.modelIdentifier))
+        if fmi3 and md.scheduledExecution is not None:
+            interfaces.append((FMU3ScheduledExecution, md.scheduledExecution.modelIdentifier))
         assert interfaces, "no interface"
         for cls, identifier in interfaces:
             fmu = cls(guid=md.guid, unzipDirectory=d, modelIdentifier=identifier, instanceName="load")
@@ -157,6 +160,9 @@ NOT_RUN_BY_FMPY = {
     "ClockedController": "Clocks (fmus/models/src/clock_tests.rs: clocked_controller_*)",
     "ThresholdTrigger": "Clocks (fmus/models/src/clock_tests.rs: threshold_trigger_*)",
     "ClockedCounter": "Clocks (fmus/models/src/clock_tests.rs: clocked_counter_*)",
+    # No <CoSimulation>, no <ModelExchange>: simulate_fmu has no Scheduled
+    # Execution (test_partitions_in_fmpy_scheduled_execution drives it by hand).
+    "Partitions": "Scheduled Execution only (fmus/models/src/clock_tests.rs: partitions_*)",
 }
 
 
@@ -839,6 +845,64 @@ def test_fmpy_cannot_run_the_models_it_does_not_run():
             except Exception:
                 continue
             raise AssertionError(f"FMPy ran {name} with {options}: give it a value check in VALUES")
+
+
+def test_partitions_in_fmpy_scheduled_execution():
+    # Partitions through FMPy's FMU3ScheduledExecution (fmi3InstantiateScheduledExecution,
+    # fmi3ActivateModelPartition), as an importer that follows the priorities
+    # (fast: 1, slow: 2) and then one that does not: pair = 10 * previous id + id
+    # (fast 1, slow 2), fast_n / slow_n count, y = gain * slow_n with gain set
+    # before each slow activation (fmus/models/src/partitions.rs).
+    from fmpy import extract, read_model_description
+    import shutil
+
+    from fmpy.fmi3 import FMU3ScheduledExecution
+
+    path = os.path.join(DIST, "fmi3", "Partitions.fmu")
+    md = read_model_description(path)
+    assert md.coSimulation is None and md.modelExchange is None
+    assert md.scheduledExecution.modelIdentifier == "Partitions"
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    # The Clocks' priorities (FMPy 0.3 does not read the attribute).
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        root = ET.fromstring(z.read("modelDescription.xml"))
+    priorities = {c.get("name"): c.get("priority") for c in root.iter("Clock")}
+    assert priorities == {"fast": "1", "slow": "2"}, priorities
+    d = extract(path)
+    try:
+        for order in ("priority", "reversed"):
+            fmu = FMU3ScheduledExecution(guid=md.guid, unzipDirectory=d,
+                                         modelIdentifier="Partitions", instanceName=order)
+            fmu.instantiate()
+            fmu.enterInitializationMode(startTime=0.0)
+            fmu.exitInitializationMode()
+            pairs, gains = [], []
+            for k in range(6):
+                t = k / 10
+                ticks = ["fast", "slow"] if k % 2 == 0 else ["fast"]
+                if order == "reversed":
+                    ticks.reverse()
+                for clock in ticks:
+                    if clock == "slow":
+                        gains.append(0.5 + k)
+                        fmu.setFloat64([vr["gain"]], [gains[-1]])
+                    fmu.activateModelPartition(vr[clock], t)
+                    pairs.append(fmu.getInt32([vr["pair"]])[0])
+            fast_n, slow_n = fmu.getInt32([vr["fast_n"], vr["slow_n"]])
+            y = fmu.getFloat64([vr["y"]])[0]
+            assert (fast_n, slow_n) == (6, 3), order
+            assert y == gains[-1] * 3, (order, y)
+            if order == "priority":
+                assert pairs == [1, 12, 21, 11, 12, 21, 11, 12, 21], pairs
+            else:
+                assert pairs == [2, 21, 11, 12, 21, 11, 12, 21, 11], pairs
+            fmu.terminate()
+            fmu.freeInstance()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_cgain_output_is_k_times_u_in_fmpy():

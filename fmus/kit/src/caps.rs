@@ -247,8 +247,23 @@ impl Capabilities {
     /// Everything the model supports, for a version. A Model Exchange only
     /// model has none of the co-simulation capabilities (output
     /// derivatives, input interpolation, intermediate update), and its
-    /// directional derivatives are those of its Model Exchange equations.
+    /// directional derivatives are those of its Model Exchange equations;
+    /// a Scheduled Execution only model has none of them either, and no
+    /// directional derivatives.
     pub fn full(spec: &ModelSpec, version: FmiVersion) -> Self {
+        if spec.scheduled_execution_only {
+            // Scheduled Execution only: no steps, no derivatives.
+            return Capabilities {
+                get_set_state: true,
+                serialize_state: true,
+                max_output_derivative_order: 0,
+                interpolate_inputs: false,
+                intermediate_update: false,
+                variable_step: true,
+                directional_derivatives: false,
+                quirk: None,
+            };
+        }
         if let Some(me) = spec.model_exchange.as_ref().filter(|me| !me.co_simulation) {
             return Capabilities {
                 get_set_state: true,

@@ -52,9 +52,10 @@ pub fn model_exchange_fmu_path(version: crate::FmiVersion, model: &str) -> PathB
 }
 
 /// Where `cargo xtask fmus` packages the full build of `spec`: [`fmu_path`],
-/// or [`model_exchange_fmu_path`] for a Model Exchange only model.
+/// or [`model_exchange_fmu_path`] for a Model Exchange only model (a
+/// Scheduled Execution only model goes to [`fmu_path`]: `fmi3/`).
 pub fn packaged_path(version: crate::FmiVersion, spec: &crate::ModelSpec) -> PathBuf {
-    if spec.has_co_simulation() {
+    if spec.has_co_simulation() || !spec.has_model_exchange() {
         fmu_path(version, spec.name)
     } else {
         model_exchange_fmu_path(version, spec.name)

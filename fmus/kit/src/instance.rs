@@ -1838,6 +1838,13 @@ impl Instance {
         no_set_prior: bool,
         source: Option<Box<dyn InputSource>>,
     ) -> R<Status> {
+        if self.scheduled.is_some() {
+            return Err(Fail::sequence(format!(
+                "{} called on a Scheduled Execution instance (no steps: fmi3ActivateModelPartition \
+                 runs the model partitions, FMI 3.0 sec. 5)",
+                self.do_step_name()
+            )));
+        }
         if self.cs_event.pending {
             return Err(self.pending_event_refusal());
         }
@@ -2285,8 +2292,9 @@ impl Instance {
         // Model Exchange instances only: their event and step times.
         if self.interface == Interface::ModelExchange {
             s.me.to_bytes(&mut b);
-        } else if self.spec.event_mode {
-            // Co-Simulation with events: the event iteration and events.
+        } else if self.spec.has_event_equations() {
+            // Co-Simulation with events (and Scheduled Execution only): the
+            // event iteration and events.
             s.me.to_bytes(&mut b);
             s.cs_event.to_bytes(&mut b);
             s.clocks.to_bytes(&mut b);
@@ -2358,17 +2366,19 @@ impl Instance {
                 arrays.push(a);
             }
         }
-        let me = if self.interface == Interface::ModelExchange || self.spec.event_mode {
+        let me = if self.interface == Interface::ModelExchange || self.spec.has_event_equations() {
             MeState::from_reader(&mut r)?
         } else {
             MeState::default()
         };
-        let cs_event = if self.interface == Interface::CoSimulation && self.spec.event_mode {
-            CsEvents::from_reader(&mut r)?
-        } else {
-            CsEvents::default()
-        };
-        let clocks = if self.interface == Interface::CoSimulation && self.spec.event_mode {
+        let cs_event =
+            if self.interface == Interface::CoSimulation && self.spec.has_event_equations() {
+                CsEvents::from_reader(&mut r)?
+            } else {
+                CsEvents::default()
+            };
+        let clocks = if self.interface == Interface::CoSimulation && self.spec.has_event_equations()
+        {
             self.clocks.read(&mut r)?
         } else {
             self.clocks.clone()

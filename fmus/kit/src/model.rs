@@ -482,6 +482,13 @@ pub struct ClockAttrs {
     pub supports_fraction: bool,
     /// `canBeDeactivated`: `fmi3SetClock(false)` is allowed.
     pub can_be_deactivated: bool,
+    /// `priority` (input Clocks; [`Variable::priority`]): the order in
+    /// which an importer in Scheduled Execution activates the model
+    /// partitions of Clocks that tick at the same time, smaller values
+    /// first (FMI 3.0 sec. 2.4.4: mandatory for the input Clocks of
+    /// Scheduled Execution, ignored by Co-Simulation and Model Exchange;
+    /// output Clocks have none).
+    pub priority: Option<u32>,
 }
 
 /// One model variable and everything `modelDescription.xml` says about it.
@@ -787,7 +794,8 @@ impl Variable {
     /// [`Variable::shift`]. The model sees it active as the value 1
     /// (`v.bool(vr)`) in its outputs and update. FMI 3 only
     /// ([`Variable::fmi3_only_reason`]), and only with
-    /// [`ModelSpec::event_mode`].
+    /// [`ModelSpec::event_mode`] or [`ModelSpec::scheduled_execution_only`]
+    /// (Scheduled Execution: with a [`Variable::priority`]).
     pub fn input_clock(
         vr: Vr,
         name: &'static str,
@@ -803,6 +811,7 @@ impl Variable {
                 shift_decimal: None,
                 supports_fraction: false,
                 can_be_deactivated: false,
+                priority: None,
             }),
             ..Self::base(vr, name, Causality::Input, description)
         }
@@ -824,6 +833,7 @@ impl Variable {
                 shift_decimal: None,
                 supports_fraction: false,
                 can_be_deactivated: false,
+                priority: None,
             }),
             initial: Some(Initial::Calculated),
             ..Self::base(vr, name, Causality::Output, description)
@@ -842,6 +852,17 @@ impl Variable {
     pub fn shift(mut self, shift: f64) -> Self {
         if let Some(c) = &mut self.clock {
             c.shift_decimal = Some(shift);
+        }
+        self
+    }
+
+    /// Sets an input Clock's `priority` (smaller values: higher priority;
+    /// required on every input Clock of a model with
+    /// [`ModelSpec::scheduled_execution`] or
+    /// [`ModelSpec::scheduled_execution_only`], FMI 3.0 sec. 2.4.4).
+    pub fn priority(mut self, priority: u32) -> Self {
+        if let Some(c) = &mut self.clock {
+            c.priority = Some(priority);
         }
         self
     }
@@ -1092,6 +1113,9 @@ pub struct ModelSpec {
     /// Whether the model has the FMI 3 Scheduled Execution interface
     /// ([`ModelSpec::scheduled_execution`]).
     pub scheduled_execution: bool,
+    /// Whether Scheduled Execution is the model's only interface
+    /// ([`ModelSpec::scheduled_execution_only`]): no `<CoSimulation>`.
+    pub scheduled_execution_only: bool,
 }
 
 impl std::fmt::Debug for ModelSpec {
@@ -1149,6 +1173,7 @@ impl ModelSpec {
             model_exchange: None,
             event_mode: false,
             scheduled_execution: false,
+            scheduled_execution_only: false,
         }
     }
 
@@ -1162,6 +1187,22 @@ impl ModelSpec {
     /// Clocks; no output Clocks (the kit has no Clock Update Mode).
     pub fn scheduled_execution(mut self) -> Self {
         self.scheduled_execution = true;
+        self
+    }
+
+    /// Declares Scheduled Execution as the model's only interface (as
+    /// [`ModelExchangeSpec::without_co_simulation`] does for Model
+    /// Exchange): `<ScheduledExecution>` without `<CoSimulation>` (and
+    /// without `<ModelExchange>`); `fmi3InstantiateCoSimulation` returns
+    /// NULL, `fmi3InstantiateScheduledExecution` makes the instance. The
+    /// model partitions run as with [`ModelSpec::scheduled_execution`]
+    /// (the model implements [`Model::event_mode`] for its update), but
+    /// the spec declares no [`ModelSpec::event_mode`] (`hasEventMode` is
+    /// a Co-Simulation attribute): Clock Activation Mode needs none. Every
+    /// input Clock needs a [`Variable::priority`].
+    pub fn scheduled_execution_only(mut self) -> Self {
+        self.scheduled_execution = true;
+        self.scheduled_execution_only = true;
         self
     }
 
@@ -1194,11 +1235,20 @@ impl ModelSpec {
     }
 
     /// Whether the FMU has a Co-Simulation interface (every model but the
-    /// Model Exchange only ones).
+    /// Model Exchange only and the Scheduled Execution only ones).
     pub fn has_co_simulation(&self) -> bool {
-        self.model_exchange
-            .as_ref()
-            .is_none_or(|me| me.co_simulation)
+        !self.scheduled_execution_only
+            && self
+                .model_exchange
+                .as_ref()
+                .is_none_or(|me| me.co_simulation)
+    }
+
+    /// Whether the model's partitions and events run through
+    /// [`Model::event_mode`]: [`ModelSpec::event_mode`] or Scheduled
+    /// Execution only (the instance then keeps the event and Clock state).
+    pub fn has_event_equations(&self) -> bool {
+        self.event_mode || self.scheduled_execution_only
     }
 
     /// Adds a variable.
@@ -1656,7 +1706,9 @@ impl ModelSpec {
 
     /// The rules of Clocks and clocked variables: Clocks only with
     /// [`ModelSpec::event_mode`] (Co-Simulation; not with Model
-    /// Exchange), scalar inputs or outputs, discrete, without start value;
+    /// Exchange) or [`ModelSpec::scheduled_execution_only`] (Scheduled
+    /// Execution: input Clocks with a `priority`, no output Clocks; no
+    /// Clock has a priority but input Clocks), scalar inputs or outputs, discrete, without start value;
     /// output Clocks `triggered`; input Clocks periodic (`constant`,
     /// `fixed`, `tunable`, with a finite positive `intervalDecimal` and a
     /// finite non-negative shift) or `triggered` (the kit has no model API
@@ -1672,9 +1724,19 @@ impl ModelSpec {
                 .clock_variables()
                 .filter(|v| v.causality == Causality::Input)
                 .count();
-            if !self.event_mode || input_clocks == 0 {
+            if !self.has_event_equations() || input_clocks == 0 {
                 return Err(format!(
-                    "{name}: Scheduled Execution needs event mode and input Clocks (its model partitions)"
+                    "{name}: Scheduled Execution needs event mode and input Clocks (its model partitions; \
+                     event mode: ModelSpec::event_mode, or ModelSpec::scheduled_execution_only)"
+                ));
+            }
+            if let Some(v) = self.clock_variables().find(|v| {
+                v.causality == Causality::Input && v.clock.is_some_and(|c| c.priority.is_none())
+            }) {
+                return Err(format!(
+                    "{name}: input Clock {} has no priority (Variable::priority; FMI 3.0 sec. 2.4.4: \
+                     mandatory for the input Clocks of Scheduled Execution)",
+                    v.name
                 ));
             }
             if self
@@ -1686,7 +1748,7 @@ impl ModelSpec {
                 ));
             }
         }
-        if has_clocks && !self.event_mode {
+        if has_clocks && !self.has_event_equations() {
             return Err(format!(
                 "{name}: Clocks need event mode (ModelSpec::event_mode; FMI 3.0 sec. 2.3.1: eventModeUsed = true is required for FMUs with clocks)"
             ));
@@ -1720,6 +1782,11 @@ impl ModelSpec {
                     return Err(format!(
                         "{what} is an output Clock with intervalVariability {}: output Clocks must be triggered (FMI 3.0 sec. 2.2.9.2)",
                         iv.as_str()
+                    ));
+                }
+                if v.causality == Causality::Output && c.priority.is_some() {
+                    return Err(format!(
+                        "{what} is an output Clock with a priority (FMI 3.0 sec. 2.4.4: output Clocks must not have one)"
                     ));
                 }
                 if v.causality == Causality::Input && !v.dependencies.is_empty() {
@@ -2012,6 +2079,12 @@ impl ModelSpec {
                     u8::from(c.supports_fraction),
                     u8::from(c.can_be_deactivated),
                 ]);
+                // Only a Clock with a priority has this: the hashes of the
+                // others are what they were before priorities existed.
+                if let Some(p) = c.priority {
+                    h.str("priority");
+                    h.bytes(&p.to_le_bytes());
+                }
             }
             for c in &v.clocks {
                 h.str("clocks");
@@ -2020,6 +2093,9 @@ impl ModelSpec {
         }
         if self.scheduled_execution {
             h.str("se");
+        }
+        if self.scheduled_execution_only {
+            h.str("se-only");
         }
         // Only a model with Model Exchange has this: the hashes of the
         // others are what they were before Model Exchange existed.

@@ -145,6 +145,9 @@ fn fmi3_clock(v: &Variable, c: &crate::model::ClockAttrs) -> String {
     if c.can_be_deactivated {
         a.push_str(" canBeDeactivated=\"true\"");
     }
+    if let Some(p) = c.priority {
+        let _ = write!(a, " priority=\"{p}\"");
+    }
     if let Some(x) = c.interval_decimal {
         let _ = write!(a, " intervalDecimal=\"{}\"", num(x));
     }

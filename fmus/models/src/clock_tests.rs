@@ -1,14 +1,22 @@
 //! The models with FMI 3 Clocks (`ClockedController`, `ThresholdTrigger`,
-//! `ClockedCounter`) through the kit's instance API: the call sequence at each tick (Event
-//! Mode at t_k, `fmi3SetClock`, clocked inputs set, clocked outputs read,
-//! `fmi3UpdateDiscreteStates`, `fmi3EnterStepMode`), against the
-//! hand-computed references of [`crate::reference`].
+//! `ClockedCounter`, `Partitions`) through the kit's instance API: the
+//! call sequence at each tick (Event Mode at t_k, `fmi3SetClock`, clocked
+//! inputs set, clocked outputs read, `fmi3UpdateDiscreteStates`,
+//! `fmi3EnterStepMode`), or in Scheduled Execution the partitions'
+//! activations (`fmi3ActivateModelPartition`), against the hand-computed
+//! references of [`crate::reference`].
 
 use fmu_kit::testing::{get, get_int, instance, set};
 use fmu_kit::{Capabilities, FmiVersion, Instance, Status, Vr};
 
-use crate::reference::{clocked_controller, clocked_counter, threshold_ticks};
-use crate::{clocked_controller as cc, clocked_counter as ck, spec, threshold_trigger as tt};
+use crate::reference::{
+    Partition, clocked_controller, clocked_counter, partitions, partitions_schedule,
+    threshold_ticks,
+};
+use crate::{
+    clocked_controller as cc, clocked_counter as ck, partitions as pt, spec,
+    threshold_trigger as tt,
+};
 
 fn ok<T>(r: Result<T, fmu_kit::instance::Fail>) -> T {
     r.unwrap_or_else(|e| panic!("{}", e.message))
@@ -457,4 +465,373 @@ fn clocked_counter_fmu_state_across_an_activation() {
     assert!(!step(&mut inst, 0.2, 0.1));
     ok(inst.enter_event_mode());
     assert_eq!(counter_activation(&mut inst, 4.0), (3, 4.0));
+}
+
+// ------------------------------------------------- Partitions (Scheduled Execution)
+
+/// A Scheduled Execution instance of `Partitions`, in Clock Activation
+/// Mode (start time 0); `gain` set to `gain0` in Initialization Mode if
+/// given. Checks the clocked outputs read 0 in Initialization Mode.
+fn partitions_started(gain0: Option<f64>) -> Instance {
+    let s = spec("Partitions").unwrap_or_else(|| panic!("Partitions"));
+    let (mut inst, _log) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+    ok(inst.set_scheduled_execution(fmu_kit::instance::Preemption::default()));
+    ok(inst.setup_experiment(0.0, Some(10.0)));
+    ok(inst.enter_initialization());
+    for vr in [pt::FAST_N, pt::SLOW_N, pt::PAIR] {
+        assert_eq!(ok(get_int(&mut inst, vr)), 0);
+    }
+    assert_eq!(ok(get(&mut inst, &[pt::Y, pt::GAIN])), [0.0, 1.0]);
+    if let Some(g) = gain0 {
+        ok(set(&mut inst, &[pt::GAIN], &[g]));
+    }
+    ok(inst.exit_initialization());
+    assert_eq!(inst.mode(), fmu_kit::instance::Mode::ClockActivation);
+    inst
+}
+
+fn clock_of(p: Partition) -> Vr {
+    match p {
+        Partition::Fast => pt::FAST,
+        Partition::Slow => pt::SLOW,
+    }
+}
+
+/// Runs `activations` (time, partition, the gain set before a slow one,
+/// `None`: not set), reading after each the outputs whose Clocks ran:
+/// (fast_n, slow_n, pair, y), -1 / NaN for the unreadable.
+fn run_partitions(
+    inst: &mut Instance,
+    activations: &[(f64, Partition, Option<f64>)],
+) -> Vec<(i32, i32, i32, f64)> {
+    let (mut fast_ran, mut slow_ran) = (false, false);
+    let mut out = Vec::new();
+    for &(t, p, gain) in activations {
+        if let Some(g) = gain {
+            ok(set(inst, &[pt::GAIN], &[g]));
+            // No get after a set before the next activation.
+            refused(get_int(inst, pt::PAIR), "fmi3ActivateModelPartition");
+        }
+        ok(inst.activate_partition(clock_of(p), t));
+        match p {
+            Partition::Fast => fast_ran = true,
+            Partition::Slow => slow_ran = true,
+        }
+        let fast_n = if fast_ran {
+            ok(get_int(inst, pt::FAST_N)) as i32
+        } else {
+            refused(get_int(inst, pt::FAST_N), "can be read only after");
+            -1
+        };
+        let (slow_n, y) = if slow_ran {
+            (
+                ok(get_int(inst, pt::SLOW_N)) as i32,
+                ok(get(inst, &[pt::Y]))[0],
+            )
+        } else {
+            refused(get_int(inst, pt::SLOW_N), "can be read only after");
+            refused(get(inst, &[pt::Y]), "can be read only after");
+            (-1, f64::NAN)
+        };
+        out.push((fast_n, slow_n, ok(get_int(inst, pt::PAIR)) as i32, y));
+    }
+    out
+}
+
+/// The reference with the unread values of [`run_partitions`] (-1, NaN)
+/// where a Clock has not run yet, and the gains in effect (start 1).
+fn partitions_expected(
+    activations: &[(f64, Partition, Option<f64>)],
+    gain0: f64,
+) -> Vec<(i32, i32, i32, f64)> {
+    let mut gain = gain0;
+    let seq: Vec<(Partition, f64)> = activations
+        .iter()
+        .map(|&(_, p, g)| {
+            if let Some(g) = g {
+                gain = g;
+            }
+            (p, gain)
+        })
+        .collect();
+    partitions(&seq)
+        .into_iter()
+        .map(|(f, s, pair, y)| {
+            (
+                if f == 0 { -1 } else { f },
+                if s == 0 { -1 } else { s },
+                pair,
+                if s == 0 { f64::NAN } else { y },
+            )
+        })
+        .collect()
+}
+
+fn same(a: &[(i32, i32, i32, f64)], b: &[(i32, i32, i32, f64)]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.0 == y.0 && x.1 == y.1 && x.2 == y.2 && (x.3.to_bits() == y.3.to_bits() || x.3 == y.3)
+        })
+}
+
+#[test]
+fn partitions_spec_and_model_description() {
+    let s = spec("Partitions").unwrap_or_else(|| panic!("Partitions"));
+    assert!(s.scheduled_execution && s.scheduled_execution_only);
+    assert!(!s.has_co_simulation() && !s.has_model_exchange() && !s.event_mode);
+    assert!(!s.supports(FmiVersion::Fmi2));
+    let x3 = fmu_kit::xml::model_description(
+        s,
+        FmiVersion::Fmi3,
+        &Capabilities::full(s, FmiVersion::Fmi3),
+        "Partitions",
+    );
+    for needle in [
+        "<ScheduledExecution modelIdentifier=\"Partitions\"",
+        "<Clock name=\"fast\" valueReference=\"1\"",
+        "intervalVariability=\"constant\" priority=\"1\" intervalDecimal=\"0.1\" shiftDecimal=\"0.0\"/>",
+        "<Clock name=\"slow\" valueReference=\"2\"",
+        "intervalVariability=\"constant\" priority=\"2\" intervalDecimal=\"0.2\" shiftDecimal=\"0.0\"/>",
+        "<Int32 name=\"pair\" valueReference=\"5\"",
+        "clocks=\"1 2\"",
+        "<Float64 name=\"gain\" valueReference=\"6\"",
+    ] {
+        assert!(x3.contains(needle), "{needle} in {x3}");
+    }
+    assert!(!x3.contains("<CoSimulation"), "{x3}");
+    assert!(!x3.contains("<ModelExchange"), "{x3}");
+    // ClockedController's tick, a Scheduled Execution Clock too, has its
+    // priority.
+    let c = spec("ClockedController").unwrap_or_else(|| panic!("ClockedController"));
+    let xc = fmu_kit::xml::model_description(
+        c,
+        FmiVersion::Fmi3,
+        &Capabilities::full(c, FmiVersion::Fmi3),
+        "ClockedController",
+    );
+    assert!(xc.contains(" priority=\"1\""), "{xc}");
+    assert!(xc.contains("<CoSimulation "), "{xc}");
+}
+
+#[test]
+fn partitions_in_priority_order_match_the_reference() {
+    // Gains before some slow activations (the first with the start value 1).
+    let schedule = partitions_schedule(1.0);
+    assert_eq!(schedule.len(), 11 + 6);
+    let mut j = 0;
+    let activations: Vec<(f64, Partition, Option<f64>)> = schedule
+        .iter()
+        .map(|&(t, p)| {
+            let gain = (p == Partition::Slow).then(|| {
+                j += 1;
+                0.5 * f64::from(j) - 1.25
+            });
+            (t, p, if j == 1 { None } else { gain })
+        })
+        .collect();
+    let mut inst = partitions_started(None);
+    let got = run_partitions(&mut inst, &activations);
+    let expected = partitions_expected(&activations, 1.0);
+    assert!(same(&got, &expected), "{got:?}\nvs\n{expected:?}");
+    // By hand: pair after each activation f s | f | f s | f ...
+    let pairs: Vec<i32> = got.iter().map(|x| x.2).collect();
+    assert_eq!(pairs[..8], [1, 12, 21, 11, 12, 21, 11, 12]);
+    // 12 after both at the common ticks 0, 0.2, ...
+    for (k, w) in schedule.windows(2).enumerate() {
+        if w[0].0 == w[1].0 {
+            assert_eq!(pairs[k + 1], 12, "t = {}", w[0].0);
+        }
+    }
+    // The last: t = 1.0, fast_n = 11, slow_n = 6, y = gain * 6 with the
+    // last gain 0.5 * 6 - 1.25 = 1.75.
+    assert_eq!(got.last().map(|x| (x.0, x.1, x.2)), Some((11, 6, 12)));
+    assert_eq!(got.last().map(|x| x.3), Some(1.75 * 6.0));
+    // The first slow activation used the start value 1.
+    assert_eq!(got[1], (1, 1, 12, 1.0));
+
+    // A gain set in Initialization Mode is the one of the first activation.
+    let mut inst = partitions_started(Some(4.0));
+    let first = [(0.0, Partition::Fast, None), (0.0, Partition::Slow, None)];
+    assert_eq!(run_partitions(&mut inst, &first)[1], (1, 1, 12, 4.0));
+}
+
+#[test]
+fn partitions_in_the_wrong_order_leave_21() {
+    // slow before fast at the common ticks: the FMU runs them, pair tells.
+    let activations = [
+        (0.0, Partition::Slow, Some(2.0)),
+        (0.0, Partition::Fast, None),
+        (0.1, Partition::Fast, None),
+        (0.2, Partition::Slow, None),
+        (0.2, Partition::Fast, None),
+        (0.3, Partition::Fast, None),
+    ];
+    let mut inst = partitions_started(None);
+    let got = run_partitions(&mut inst, &activations);
+    assert!(
+        same(&got, &partitions_expected(&activations, 1.0)),
+        "{got:?}"
+    );
+    let pairs: Vec<i32> = got.iter().map(|x| x.2).collect();
+    assert_eq!(pairs, [2, 21, 11, 12, 21, 11]);
+    assert_eq!(got[3], (2, 2, 12, 4.0));
+}
+
+#[test]
+fn partitions_refusals() {
+    let mut inst = partitions_started(None);
+    // Before the first activation the clocked outputs are not readable.
+    refused(get_int(&mut inst, pt::PAIR), "can be read only after");
+    // Off the grid: fast at 0.15, slow at 0.1; before the start.
+    refused(
+        inst.activate_partition(pt::FAST, 0.15),
+        "does not tick at t = 0.15",
+    );
+    refused(
+        inst.activate_partition(pt::SLOW, 0.1),
+        "does not tick at t = 0.1",
+    );
+    refused(
+        inst.activate_partition(pt::FAST, -0.1),
+        "not before the start time",
+    );
+    // Not a Clock.
+    refused(inst.activate_partition(pt::PAIR, 0.0), "is no Clock");
+    ok(inst.activate_partition(pt::FAST, 0.0));
+    // Twice at one time (and earlier): strictly increasing per Clock.
+    refused(
+        inst.activate_partition(pt::FAST, 0.0),
+        "is not after its last activation at 0",
+    );
+    ok(inst.activate_partition(pt::SLOW, 0.0));
+    refused(
+        inst.activate_partition(pt::SLOW, 0.0),
+        "is not after its last activation at 0",
+    );
+    ok(inst.activate_partition(pt::FAST, 0.1));
+    refused(
+        inst.activate_partition(pt::FAST, 0.1),
+        "is not after its last activation",
+    );
+    assert_eq!(ok(get_int(&mut inst, pt::PAIR)), 21);
+    // No steps, no Event Mode, no fmi3SetClock in Scheduled Execution.
+    refused(inst.do_step(0.1, 0.1), "no steps");
+    refused(inst.step(0.1, 0.1, true, None), "no steps");
+    refused(inst.enter_event_mode(), "no Event Mode");
+    refused(
+        inst.set_clocks(&[pt::FAST], &[true]),
+        "Clocks are activated in Event Mode only",
+    );
+    // The refusals changed nothing.
+    assert_eq!(ok(get_int(&mut inst, pt::FAST_N)), 2);
+    assert_eq!(ok(get_int(&mut inst, pt::SLOW_N)), 1);
+
+    // A Co-Simulation instance: no event mode to use, and without it the
+    // Clocks refuse initialization.
+    let s = spec("Partitions").unwrap_or_else(|| panic!("Partitions"));
+    let (mut cs, _log) = instance(s, FmiVersion::Fmi3, Capabilities::full(s, FmiVersion::Fmi3));
+    refused(cs.set_event_mode_used(true), "hasEventMode=false");
+    ok(cs.setup_experiment(0.0, Some(1.0)));
+    refused(cs.enter_initialization(), "eventModeUsed");
+}
+
+/// `Partitions` through the library's C exports (`crate::ffi`): the
+/// one place of these tests with `unsafe` (FMI calls, as an importer
+/// makes them).
+#[allow(unsafe_code)]
+mod c_api {
+    use super::*;
+
+    static LOG3: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+    extern "C" fn logger3(
+        _env: *mut std::ffi::c_void,
+        _status: std::ffi::c_int,
+        _category: *const std::ffi::c_char,
+        msg: *const std::ffi::c_char,
+    ) {
+        // SAFETY: the kit passes NUL-terminated strings.
+        let m = unsafe { std::ffi::CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned();
+        if let Ok(mut l) = LOG3.lock() {
+            l.push(m);
+        }
+    }
+
+    #[test]
+    fn partitions_through_the_c_functions_scheduled_execution_only() {
+        let s = spec("Partitions").unwrap_or_else(|| panic!("Partitions"));
+        let token = std::ffi::CString::new(fmu_kit::caps::token(
+            s,
+            FmiVersion::Fmi3,
+            &Capabilities::full(s, FmiVersion::Fmi3),
+        ))
+        .unwrap_or_default();
+        // SAFETY: valid strings, no required variables, a valid logger.
+        let cs = unsafe {
+            crate::ffi::fmi3InstantiateCoSimulation(
+                c"partitions-cs".as_ptr(),
+                token.as_ptr(),
+                std::ptr::null(),
+                false,
+                true,
+                true,
+                false,
+                std::ptr::null(),
+                0,
+                std::ptr::null_mut(),
+                Some(logger3),
+                None,
+            )
+        };
+        assert!(cs.is_null());
+        assert!(
+            LOG3.lock().is_ok_and(|l| l.iter().any(|m| m.contains(
+                "fmi3InstantiateCoSimulation: this FMU supports Scheduled Execution only"
+            ))),
+            "{:?}",
+            LOG3.lock().map(|l| l.clone())
+        );
+        // SAFETY: valid strings, a valid logger, no callbacks.
+        let se = unsafe {
+            crate::ffi::fmi3InstantiateScheduledExecution(
+                c"partitions-se".as_ptr(),
+                token.as_ptr(),
+                std::ptr::null(),
+                false,
+                true,
+                std::ptr::null_mut(),
+                Some(logger3),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert!(!se.is_null());
+        // SAFETY: a live instance, valid pointers; freed once.
+        unsafe {
+            use crate::ffi::*;
+            assert_eq!(
+                fmi3EnterInitializationMode(se, false, 0.0, 0.0, false, 0.0),
+                0
+            );
+            assert_eq!(fmi3ExitInitializationMode(se), 0);
+            assert_eq!(fmi3ActivateModelPartition(se, pt::FAST, 0.0), 0);
+            assert_eq!(fmi3ActivateModelPartition(se, pt::SLOW, 0.0), 0);
+            let vrs = [pt::FAST_N, pt::SLOW_N, pt::PAIR];
+            let mut v = [-1i32; 3];
+            assert_eq!(fmi3GetInt32(se, vrs.as_ptr(), 3, v.as_mut_ptr(), 3), 0);
+            assert_eq!(v, [1, 1, 12]);
+            // fmi3DoStep: refused (Error).
+            let (mut event, mut term, mut early, mut last) = (false, false, false, 0.0);
+            assert_eq!(
+                fmi3DoStep(
+                    se, 0.0, 0.1, false, &mut event, &mut term, &mut early, &mut last
+                ),
+                3
+            );
+            fmi3FreeInstance(se);
+        }
+    }
 }

@@ -3,9 +3,10 @@
 //! the standard's table of Clock types (FMI 3.0 sec. 2.2.9.2).
 //!
 //! The input Clock `tick` is `constant` periodic: interval T = 0.1 s, shift
-//! 0, so it ticks at t_k = t_start + k T, k = 0, 1, 2, ... (the first tick
-//! is in the Event Mode that ends initialization). At tick k the importer,
-//! in Event Mode at t_k:
+//! 0 (`priority` 1, for Scheduled Execution), so it ticks at
+//! t_k = t_start + k T, k = 0, 1, 2, ... (the first tick is in the Event
+//! Mode that ends initialization). At tick k the importer, in Event Mode
+//! at t_k:
 //! 1. activates it: `fmi3SetClock(tick, true)`;
 //! 2. sets the clocked input `x` (x_k);
 //! 3. reads the clocked output `u`: u_k = -(kp x_k + ki I_k), with
@@ -65,7 +66,8 @@ pub fn spec() -> ModelSpec {
             "Sample Clock of the controller partition (constant, interval 0.1 s, shift 0)",
         )
         .interval(INTERVAL)
-        .shift(0.0),
+        .shift(0.0)
+        .priority(1),
     )
     .var(
         Variable::input(X, "x", 0.0, "Control error x_k, sampled at the ticks").clocked_by(&[TICK]),

@@ -22,7 +22,9 @@
 //!   inputs), and the FMI 3 only models with Clocks [`clocked_controller`]
 //!   (an input Clock: a periodic controller partition),
 //!   [`threshold_trigger`] (a triggered output Clock) and
-//!   [`clocked_counter`] (a triggered input Clock): the models,
+//!   [`clocked_counter`] (a triggered input Clock), and the Scheduled
+//!   Execution only [`partitions`] (two input Clocks of different
+//!   priorities): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
@@ -42,6 +44,7 @@ pub mod greeting;
 #[cfg(test)]
 mod me_tests;
 pub mod oscillator;
+pub mod partitions;
 pub mod quarter_car;
 pub mod reference;
 pub mod robertson;
@@ -69,7 +72,7 @@ static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 /// Every model served by this library, in catalog order. A model with FMI 3
 /// only variable types (`TypeMirror`), structural parameters
 /// (`StructuralGain`), arrays (`StateSpace`) or Clocks (`ClockedController`,
-/// `ThresholdTrigger`, `ClockedCounter`) has no FMI 2 build (see
+/// `ThresholdTrigger`, `ClockedCounter`, `Partitions`) has no FMI 2 build (see
 /// `ModelSpec::supports`).
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
@@ -112,6 +115,7 @@ pub fn registry() -> &'static [ModelSpec] {
             clocked_controller::spec(),
             threshold_trigger::spec(),
             clocked_counter::spec(),
+            partitions::spec(),
         ]
     })
 }

@@ -775,6 +775,63 @@ pub fn clocked_counter(values: &[f64]) -> Vec<(i32, f64)> {
     (1..).zip(values.iter().copied()).collect()
 }
 
+/// A partition of `Partitions`: its fast (id 1) or its slow (id 2)
+/// Clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition {
+    /// `fast`: interval 0.1 s, priority 1.
+    Fast,
+    /// `slow`: interval 0.2 s, priority 2.
+    Slow,
+}
+
+/// `Partitions`' activations in priority order from t = 0 up to `t_end`
+/// (inclusive): at t_k = 0.1 k `fast`, and at the even k, where `slow`
+/// ticks too (t = 0.2 j), `slow` after it (priority 2 after 1). The times
+/// are k / 10, computed from k (no accumulated sum).
+pub fn partitions_schedule(t_end: f64) -> Vec<(f64, Partition)> {
+    let mut out = Vec::new();
+    let mut k: u32 = 0;
+    while f64::from(k) / 10.0 <= t_end + 1e-9 {
+        let t = f64::from(k) / 10.0;
+        out.push((t, Partition::Fast));
+        if k.is_multiple_of(2) {
+            out.push((t, Partition::Slow));
+        }
+        k += 1;
+    }
+    out
+}
+
+/// `Partitions`' outputs after each of `activations` (in the order the
+/// importer made them; each with the `gain` set before it, used by the
+/// slow ones): (`fast_n`, `slow_n`, `pair`, `y`), where `fast_n` and
+/// `slow_n` count the activations of each Clock so far, `pair` = 10 p +
+/// id (id 1 fast, 2 slow, p the id of the activation before, 0 for the
+/// first) and `y` = gain * `slow_n` at the last slow activation (0 before
+/// it).
+pub fn partitions(activations: &[(Partition, f64)]) -> Vec<(i32, i32, i32, f64)> {
+    let (mut fast_n, mut slow_n, mut y) = (0, 0, 0.0);
+    let mut previous = 0;
+    let mut out = Vec::with_capacity(activations.len());
+    for &(p, gain) in activations {
+        let id = match p {
+            Partition::Fast => {
+                fast_n += 1;
+                1
+            }
+            Partition::Slow => {
+                slow_n += 1;
+                y = gain * f64::from(slow_n);
+                2
+            }
+        };
+        out.push((fast_n, slow_n, 10 * previous + id, y));
+        previous = id;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,22 +75,30 @@ fn co_simulation_models() -> impl Iterator<Item = &'static ModelSpec> {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 38);
+    assert_eq!(registry().len(), 39);
     let me_only: Vec<&str> = registry()
         .iter()
-        .filter(|s| !s.has_co_simulation())
+        .filter(|s| !s.has_co_simulation() && s.has_model_exchange())
         .map(|s| s.name)
         .collect();
     assert_eq!(
         me_only,
         ["BouncingBallME", "Robertson", "TimeEvents", "StepEvents"]
     );
+    // Scheduled Execution: ClockedController beside Co-Simulation,
+    // Partitions alone.
+    let se: Vec<(&str, bool)> = registry()
+        .iter()
+        .filter(|s| s.scheduled_execution)
+        .map(|s| (s.name, s.has_co_simulation()))
+        .collect();
+    assert_eq!(se, [("ClockedController", true), ("Partitions", false)]);
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror (FMI 3 only types), StructuralGain (a
         // structural parameter), StateSpace (arrays), ClockedController,
-        // ThresholdTrigger and ClockedCounter (Clocks), whose FMI 2 builds
-        // are refused.
+        // ThresholdTrigger, ClockedCounter and Partitions (Clocks), whose
+        // FMI 2 builds are refused.
         assert_eq!(
             s.supports(FmiVersion::Fmi2),
             !matches!(
@@ -101,6 +109,7 @@ fn every_spec_is_consistent_and_every_variant_possible() {
                     | "ClockedController"
                     | "ThresholdTrigger"
                     | "ClockedCounter"
+                    | "Partitions"
             ),
             "{}",
             s.name

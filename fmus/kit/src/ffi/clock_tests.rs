@@ -767,14 +767,10 @@ pub mod partition {
         .var(
             Variable::input_clock(TICK, "tick", IntervalVariability::Constant, "")
                 .interval(0.25)
-                .shift(0.0),
+                .shift(0.0)
+                .priority(1),
         )
-        .var(Variable::input_clock(
-            TRIG,
-            "trig",
-            IntervalVariability::Triggered,
-            "",
-        ))
+        .var(Variable::input_clock(TRIG, "trig", IntervalVariability::Triggered, "").priority(2))
         .var(Variable::input(X, "x", 0.0, "").clocked_by(&[TICK]))
         .var(Variable::output(Y, "y", "").clocked_by(&[TICK]))
         .var(
@@ -789,6 +785,16 @@ pub mod partition {
         .interpolate_inputs(false)
         .event_mode()
         .scheduled_execution()
+    }
+
+    /// The same model with Scheduled Execution as its only interface
+    /// (`KitPartitionOnly`: no `<CoSimulation>`, no event mode).
+    pub fn only_spec() -> ModelSpec {
+        let mut s = spec();
+        s.name = "KitPartitionOnly";
+        s.event_mode = false;
+        s.might_return_early = false;
+        s.scheduled_execution_only()
     }
 }
 
@@ -972,4 +978,174 @@ fn scheduled_execution_activates_partitions_in_clock_activation_mode() {
     assert!(LOCKS.load(std::sync::atomic::Ordering::SeqCst) >= locks + 6);
     assert!(UNLOCKS.load(std::sync::atomic::Ordering::SeqCst) >= unlocks + 6);
     free(i);
+}
+
+fn kit_partition_only() -> &'static ModelSpec {
+    registry()
+        .iter()
+        .find(|s| s.name == "KitPartitionOnly")
+        .unwrap_or_else(|| panic!("KitPartitionOnly is registered"))
+}
+
+#[test]
+fn scheduled_execution_only_has_no_co_simulation() {
+    use partition::*;
+    let s = kit_partition_only();
+    assert_eq!(s.check(), Ok(()));
+    assert!(!s.has_co_simulation() && !s.has_model_exchange() && s.scheduled_execution);
+    let x3 = xml::model_description(
+        s,
+        FmiVersion::Fmi3,
+        &Capabilities::full(s, FmiVersion::Fmi3),
+        "KitPartitionOnly",
+    );
+    assert!(
+        x3.contains(
+            "<ScheduledExecution modelIdentifier=\"KitPartitionOnly\" needsExecutionTool=\"false\""
+        ),
+        "{x3}"
+    );
+    assert!(!x3.contains("<CoSimulation"), "{x3}");
+    assert!(!x3.contains("<ModelExchange"), "{x3}");
+    assert!(
+        x3.contains(
+            "<Clock name=\"tick\" valueReference=\"1\" causality=\"input\" variability=\"discrete\" \
+             intervalVariability=\"constant\" priority=\"1\" intervalDecimal=\"0.25\" shiftDecimal=\"0.0\"/>"
+        ),
+        "{x3}"
+    );
+    assert!(
+        x3.contains("intervalVariability=\"triggered\" priority=\"2\"/>"),
+        "{x3}"
+    );
+    // Another interface than the Co-Simulation one: another token.
+    assert_ne!(s.variables_hash(), kit_partition().variables_hash());
+
+    // fmi3InstantiateCoSimulation and fmi3InstantiateModelExchange: NULL.
+    assert!(instantiate(c"se-only-cs", s, true, false).is_null());
+    assert!(logged3(
+        "fmi3InstantiateCoSimulation: this FMU supports Scheduled Execution only (no <CoSimulation>: fmi3InstantiateScheduledExecution)"
+    ));
+    assert!(instantiate(c"se-only-cs2", s, false, false).is_null());
+    let tok = token_c(
+        s,
+        FmiVersion::Fmi3,
+        &Capabilities::full(s, FmiVersion::Fmi3),
+    );
+    // SAFETY: valid strings, a valid logger.
+    let me = unsafe {
+        super::tests::fmi3InstantiateModelExchange(
+            c"se-only-me".as_ptr(),
+            tok.as_ptr(),
+            std::ptr::null(),
+            false,
+            true,
+            std::ptr::null_mut(),
+            Some(logger3),
+        )
+    };
+    assert!(me.is_null());
+    assert!(logged3(
+        "fmi3InstantiateModelExchange: this FMU supports Scheduled Execution only"
+    ));
+
+    // fmi3InstantiateScheduledExecution: the partitions run.
+    let i = instantiate_se(c"se-only", s);
+    assert!(!i.is_null());
+    // SAFETY: a live instance throughout.
+    unsafe {
+        assert_eq!(
+            fmi3EnterInitializationMode(i, false, 0.0, 0.0, true, 10.0),
+            0
+        );
+        assert_eq!(fmi3ExitInitializationMode(i), 0);
+        assert_eq!(step(i, 0.0, 0.1).0, 3);
+        assert_eq!(fmi3EnterEventMode(i), 3);
+        assert_eq!(set_f64(i, X, 1.0), 0);
+        assert_eq!(activate(i, TICK, 0.0), 0);
+        assert_eq!(get_f64(i, Y), (0, 2.0));
+        assert_eq!(activate(i, TICK, 0.1), 3);
+        assert!(logged3("does not tick at t = 0.1"));
+        assert_eq!(set_f64(i, X, 3.0), 0);
+        assert_eq!(activate(i, TICK, 0.25), 0);
+        assert_eq!(get_f64(i, Y), (0, 7.0));
+        // The FMU state holds the partitions' last activations.
+        let mut st: *mut c_void = std::ptr::null_mut();
+        assert_eq!(fmi3GetFMUState(i, &mut st), 0);
+        let mut size = 0usize;
+        assert_eq!(fmi3SerializedFMUStateSize(i, st, &mut size), 0);
+        let mut bytes = vec![0u8; size];
+        assert_eq!(fmi3SerializeFMUState(i, st, bytes.as_mut_ptr(), size), 0);
+        assert_eq!(activate(i, TICK, 0.5), 0);
+        let mut copy: *mut c_void = std::ptr::null_mut();
+        assert_eq!(
+            fmi3DeserializeFMUState(i, bytes.as_ptr(), size, &mut copy),
+            0
+        );
+        assert_eq!(fmi3SetFMUState(i, copy), 0);
+        assert_eq!(activate(i, TICK, 0.25), 3, "0.25 was the last activation");
+        assert_eq!(get_f64(i, S), (0, 4.0));
+        for mut x in [st, copy] {
+            assert_eq!(fmi3FreeFMUState(i, &mut x), 0);
+        }
+        assert_eq!(super::tests::fmi3Terminate(i), 0);
+    }
+    free(i);
+}
+
+#[test]
+fn the_spec_check_wants_priorities_in_scheduled_execution() {
+    let refused = |s: ModelSpec, needle: &str| {
+        let e = s.check().expect_err(needle);
+        assert!(e.contains(needle), "{e}");
+    };
+    let clock = || Variable::input_clock(1, "c", IntervalVariability::Constant, "").interval(0.1);
+    let base = || ModelSpec::new("P", "", |_| Ok(Box::new(KitClocks)));
+    // Scheduled Execution: every input Clock has a priority.
+    refused(
+        base().var(clock()).scheduled_execution_only(),
+        "input Clock c has no priority",
+    );
+    refused(
+        base().var(clock()).event_mode().scheduled_execution(),
+        "input Clock c has no priority",
+    );
+    assert_eq!(
+        base()
+            .var(clock().priority(0))
+            .scheduled_execution_only()
+            .check(),
+        Ok(())
+    );
+    // Scheduled Execution only: no event mode (a Co-Simulation feature).
+    refused(
+        base()
+            .var(clock().priority(0))
+            .scheduled_execution_only()
+            .event_mode(),
+        "event mode (ModelSpec::event_mode) is a Co-Simulation feature",
+    );
+    // Output Clocks have none.
+    refused(
+        base()
+            .var(Variable::output_clock(1, "o", "").priority(1))
+            .event_mode(),
+        "is an output Clock with a priority",
+    );
+    // Without Scheduled Execution a priority is allowed (and ignored by
+    // Co-Simulation importers), written all the same.
+    let cs = base().var(clock().priority(3)).event_mode();
+    assert_eq!(cs.check(), Ok(()));
+    let x3 = xml::model_description(
+        &cs,
+        FmiVersion::Fmi3,
+        &Capabilities::full(&cs, FmiVersion::Fmi3),
+        "P",
+    );
+    assert!(x3.contains(" priority=\"3\""), "{x3}");
+    // A priority changes the token; none keeps the old one.
+    assert_ne!(
+        cs.variables_hash(),
+        base().var(clock()).event_mode().variables_hash()
+    );
 }

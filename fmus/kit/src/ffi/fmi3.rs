@@ -135,7 +135,12 @@ pub unsafe fn instantiate_model_exchange(
             Err(e) => return bad(e),
         };
         if !spec.has_model_exchange() {
-            return bad("this FMU supports co-simulation only".into());
+            return bad(if spec.has_co_simulation() {
+                "this FMU supports co-simulation only".into()
+            } else {
+                "this FMU supports Scheduled Execution only (no <ModelExchange>: fmi3InstantiateScheduledExecution)"
+                    .into()
+            });
         }
         let importer = Importer {
             env,
@@ -216,10 +221,13 @@ pub unsafe fn instantiate_co_simulation(
             Err(e) => return bad(e),
         };
         if !spec.has_co_simulation() {
-            return bad(
+            return bad(if spec.scheduled_execution_only {
+                "this FMU supports Scheduled Execution only (no <CoSimulation>: fmi3InstantiateScheduledExecution)"
+                    .into()
+            } else {
                 "this FMU supports model exchange only (no <CoSimulation>: fmi3InstantiateModelExchange)"
-                    .into(),
-            );
+                    .into()
+            });
         }
         if event_mode_used && !spec.event_mode {
             return bad("eventModeUsed=true, but this FMU has hasEventMode=false".into());

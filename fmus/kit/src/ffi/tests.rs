@@ -284,6 +284,7 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::cs_event_tests::spec(),
             super::clock_tests::spec(),
             super::clock_tests::partition::spec(),
+            super::clock_tests::partition::only_spec(),
         ]
     })
 }

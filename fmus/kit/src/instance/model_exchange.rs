@@ -310,6 +310,12 @@ impl Instance {
     /// at a communication point; the event a step reported
     /// (`eventHandlingNeeded`) is handled here.
     pub fn enter_event_mode(&mut self) -> R<()> {
+        if self.is_scheduled() {
+            return Err(Fail::sequence(
+                "fmi3EnterEventMode called on a Scheduled Execution instance (Clock Activation Mode has \
+                 no Event Mode: fmi3ActivateModelPartition runs the model partitions)",
+            ));
+        }
         self.refuse_after_termination()?;
         self.refuse_after_stop("an event")?;
         self.me = MeState::at_event(self.time);
