@@ -227,13 +227,14 @@ fn fmu_declaring(dir: &Path, name: &str, interfaces: &str) -> PathBuf {
 #[test]
 fn fmus_without_co_simulation_or_model_exchange_are_refused_saying_what_runs_them() {
     let dir = tempfile::tempdir().unwrap();
-    // (Model Exchange FMUs run: tests/tests/me_runs.rs.)
+    // (Model Exchange FMUs run: tests/tests/me_runs.rs; Scheduled
+    // Execution ones: tests/tests/fmi3_clocks.rs.)
     let cases = [(
-        "Clocked",
-        r#"<ScheduledExecution modelIdentifier="Clocked"/>"#,
-        "the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only (cosim runs Co-Simulation and Model Exchange FMUs)",
-        "a Scheduled Execution importer runs it, activating its model partitions as their clocks tick (FMPy instantiates it: `instantiate_fmu(<unzipped dir>, <model description>, fmi_type='ScheduledExecution')`, the scheduling is the caller's); or export the model again with a Co-Simulation or Model Exchange interface",
-        "ScheduledExecution (Clocked)",
+        "Bare",
+        "",
+        "the FMU declares no interface (no <CoSimulation>, <ModelExchange> or <ScheduledExecution> element; cosim runs each of them)",
+        "export the model again with one of them",
+        "none declared",
     )];
     for (name, interfaces, why, what, listed) in cases {
         let fmu = fmu_declaring(dir.path(), name, interfaces);

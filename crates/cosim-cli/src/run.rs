@@ -495,7 +495,8 @@ pub struct Checked {
 /// Checks a scenario once the call log is started. No FMU code runs in
 /// this process: every FMU is initialised in a host process
 /// (`--isolation process`), so a check cannot crash, hang or be taken
-/// over by an FMU it checks.
+/// over by an FMU it checks (but one with FMI 3 Clocks or Scheduled
+/// Execution, which hosts do not run yet: `assemble` warns).
 pub fn check_structure(args: &RunArgs, say: Say) -> Result<Checked> {
     let Prepared { resolved, assembly } = prepare_in(args, say, Some(Isolation::Process))?;
     let Assembly {

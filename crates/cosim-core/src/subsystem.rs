@@ -702,6 +702,11 @@ pub struct FmuSubsystem {
     clocks: Option<Box<Clocks>>,
     /// The start time (Clocks are scheduled from it).
     t0: f64,
+    /// FMI 3 Scheduled Execution: the instance has no steps; its model
+    /// partitions are activated as their Clocks tick, at the current
+    /// communication point `now` (docs/events.md).
+    scheduled: bool,
+    now: f64,
 }
 
 /// The slots of one FMI type: value references, slot indices and a
@@ -1057,6 +1062,8 @@ impl FmuSubsystem {
             tracker,
             clocks: None,
             t0: 0.0,
+            scheduled: false,
+            now: 0.0,
         }
     }
 
@@ -1113,7 +1120,22 @@ impl FmuSubsystem {
         options: &InstantiateOptions,
     ) -> Result<Self> {
         let md = fmu.model_description();
-        fmu.co_simulation()?;
+        // (An FMU with only Scheduled Execution runs it; every other one
+        // Co-Simulation here.)
+        let scheduled = fmu.runs_model_exchange().is_none()
+            && md.co_simulation.is_none()
+            && md.scheduled_execution.is_some();
+        let scheduled_options;
+        let options = if scheduled {
+            scheduled_options = InstantiateOptions {
+                interface: cosim_fmi::Interface::ScheduledExecution,
+                ..options.clone()
+            };
+            &scheduled_options
+        } else {
+            fmu.co_simulation()?;
+            options
+        };
         let info = SubsystemInfo::from_model_description(
             md,
             name,
@@ -1137,7 +1159,7 @@ impl FmuSubsystem {
             instance.use_intermediate_inputs(&vrs)?;
         }
         let clocks = Clocks::new(md, inputs, observed, info.n_outputs, name)?;
-        let clocked = clocks.as_ref().is_some_and(|c| c.has_clocked_slots());
+        let clocked = scheduled || clocks.as_ref().is_some_and(|c| c.has_clocked_slots());
         let n_outputs = info.n_outputs;
         let mut sub = FmuSubsystem::new(info, instance, input_vrs, observed_vrs);
         sub.n_output_vars = n_output_vars;
@@ -1161,6 +1183,7 @@ impl FmuSubsystem {
             sub.float_prefix = 0;
         }
         sub.clocks = clocks;
+        sub.scheduled = scheduled;
         Ok(sub)
     }
 
@@ -1193,7 +1216,12 @@ impl FmuSubsystem {
         };
         self.tracker.end();
         if let Some(c) = &self.clocks {
-            c.fill_observed(values, self.instance.time());
+            let now = if self.scheduled {
+                self.now
+            } else {
+                self.instance.time()
+            };
+            c.fill_observed(values, now);
         }
         result
     }
@@ -1548,7 +1576,7 @@ impl Subsystem for FmuSubsystem {
 
     fn enter_initialization(&mut self, t0: f64, t_stop: Option<f64>) -> Result<()> {
         self.tracker.begin(Call::EnterInitialization);
-        self.t0 = t0;
+        (self.t0, self.now) = (t0, t0);
         let result = (|| -> Result<()> {
             let name = &self.info.name;
             let inst = &mut self.instance;
@@ -1633,6 +1661,11 @@ impl Subsystem for FmuSubsystem {
 
     #[inline]
     fn do_step(&mut self, t: f64, h: f64) -> Result<StepOutcome> {
+        if self.scheduled {
+            // (No step: time passes; the partitions run at their ticks.)
+            self.now = t + h;
+            return Ok(StepOutcome::Completed);
+        }
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
         self.tracker.begin_step(t);
@@ -1653,10 +1686,21 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn event_handling(&self) -> cosim_fmi::EventHandling {
+        if self.scheduled {
+            // (Its Clocks' ticks are events of the system's, handled in
+            // Clock Activation Mode.)
+            return cosim_fmi::EventHandling {
+                event_mode_used: true,
+                early_return_allowed: false,
+            };
+        }
         self.instance.event_handling()
     }
 
     fn enter_event_mode(&mut self) -> Result<()> {
+        if self.scheduled {
+            return Ok(());
+        }
         self.tracker.begin(Call::EventMode);
         let result = self.instance.enter_event_mode();
         self.tracker.end();
@@ -1665,6 +1709,17 @@ impl Subsystem for FmuSubsystem {
 
     fn update_discrete_states(&mut self) -> Result<cosim_fmi::DiscreteStatesUpdate> {
         self.tracker.begin(Call::EventMode);
+        if self.scheduled {
+            let now = self.now;
+            let result = match &mut self.clocks {
+                Some(c) => c
+                    .activate_partitions(&mut self.instance, now, &self.info)
+                    .and_then(|()| c.reschedule(&mut self.instance, now)),
+                None => Ok(()),
+            };
+            self.tracker.end();
+            return result.map(|()| cosim_fmi::DiscreteStatesUpdate::default());
+        }
         let result = (|| -> Result<cosim_fmi::DiscreteStatesUpdate> {
             let now = self.instance.time();
             if let Some(c) = &mut self.clocks {
@@ -1685,6 +1740,9 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn enter_step_mode(&mut self) -> Result<()> {
+        if self.scheduled {
+            return Ok(());
+        }
         self.tracker.begin(Call::EventMode);
         let result = self.instance.enter_step_mode();
         self.tracker.end();

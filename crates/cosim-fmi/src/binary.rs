@@ -143,9 +143,10 @@ pub fn mandatory_functions(
         ),
     };
     let me = interface == Interface::ModelExchange;
+    let cs = interface == Interface::CoSimulation;
     common
         .iter()
-        .filter(move |f| !(me && co_simulation_only.contains(f)))
+        .filter(move |f| cs || !co_simulation_only.contains(f))
         .chain(if me { model_exchange } else { &[] })
         .copied()
 }

@@ -42,6 +42,7 @@ impl Library {
 struct Libraries {
     co_simulation: Option<(PathBuf, Library)>,
     model_exchange: Option<(PathBuf, Library)>,
+    scheduled_execution: Option<(PathBuf, Library)>,
 }
 
 impl Libraries {
@@ -49,16 +50,21 @@ impl Libraries {
         match interface {
             Interface::CoSimulation => &mut self.co_simulation,
             Interface::ModelExchange => &mut self.model_exchange,
+            Interface::ScheduledExecution => &mut self.scheduled_execution,
         }
     }
 
-    /// The library loaded for either interface from `path`.
+    /// The library loaded for any interface from `path`.
     fn loaded_from(&self, path: &Path) -> Option<Library> {
-        [&self.co_simulation, &self.model_exchange]
-            .into_iter()
-            .flatten()
-            .find(|(p, _)| p == path)
-            .map(|(_, l)| l.clone())
+        [
+            &self.co_simulation,
+            &self.model_exchange,
+            &self.scheduled_execution,
+        ]
+        .into_iter()
+        .flatten()
+        .find(|(p, _)| p == path)
+        .map(|(_, l)| l.clone())
     }
 }
 
@@ -368,6 +374,18 @@ impl Fmu {
         Ok(match interface {
             Interface::CoSimulation => &self.co_simulation()?.model_identifier,
             Interface::ModelExchange => &self.model_exchange()?.model_identifier,
+            Interface::ScheduledExecution => self
+                .inner
+                .md
+                .scheduled_execution
+                .as_deref()
+                .ok_or_else(|| FmiError::Unsupported {
+                    fmu: self.inner.source.display().to_string(),
+                    reason: format!(
+                        "the FMU has no <ScheduledExecution> interface (it declares {})",
+                        declared(&self.inner.md)
+                    ),
+                })?,
         })
     }
 
@@ -627,6 +645,12 @@ impl Fmu {
                         provides_intermediate_update: cs.provides_intermediate_update,
                     },
                 )
+            }
+            Interface::ScheduledExecution => {
+                self.model_identifier(Interface::ScheduledExecution)?;
+                // (Its capability flags are not read: the state and
+                // derivatives are not used for it.)
+                (false, Capabilities::default())
             }
             Interface::ModelExchange => {
                 let me = self.model_exchange()?;

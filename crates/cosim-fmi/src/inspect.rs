@@ -527,6 +527,11 @@ fn runs_as(md: &ModelDescription) -> Option<RunsAs> {
             None,
             format!("Model Exchange, {}", integrated(s)),
         ),
+        (false, None) if md.scheduled_execution.is_some() => (
+            "scheduled-execution",
+            None,
+            "Scheduled Execution, its model partitions activated as their Clocks tick".to_string(),
+        ),
         (false, None) => return None,
     };
     Some(RunsAs {

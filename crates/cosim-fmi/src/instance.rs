@@ -1375,6 +1375,13 @@ impl Instance {
         }
     }
 
+    /// FMI 3 Scheduled Execution: `fmi3ActivateModelPartition` of input
+    /// Clock `clock` at `t` (Clock Activation Mode).
+    pub fn activate_model_partition(&mut self, clock: u32, t: f64) -> Result<()> {
+        self.as_fmi3("fmi3ActivateModelPartition")?
+            .activate_model_partition(clock, t)
+    }
+
     /// FMI 3 `fmi3SetClock` (Event Mode): activates (or deactivates) input
     /// Clocks.
     pub fn set_clock(&mut self, vrs: &[u32], active: &[bool]) -> Result<()> {

@@ -302,15 +302,29 @@ fn both_interfaces_run_co_simulation_and_name_the_option_for_the_other() {
 
 #[test]
 fn an_fmu_without_an_interface_cosim_runs_says_no() {
-    let xml = r#"<fmiModelDescription fmiVersion="3.0" modelName="S" instantiationToken="t"><ScheduledExecution modelIdentifier="s"/><ModelVariables/></fmiModelDescription>"#;
+    let xml = r#"<fmiModelDescription fmiVersion="3.0" modelName="S" instantiationToken="t"><ModelVariables/></fmiModelDescription>"#;
     let md = parse_model_description(xml, Path::new("s.xml")).expect("parse");
     let report = InspectReport::new(Path::new("s.fmu"), &md, None);
     assert!(report.runs_as.is_none());
     assert!(report.model_exchange_interface.is_none());
     let text = report.render_text();
     assert!(
-        text.contains("Runs in cosim:  no: the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only"),
+        text.contains("Runs in cosim:  no: the FMU declares no interface"),
         "{text}"
     );
     assert!(!text.contains("yes:"), "{text}");
+}
+
+#[test]
+fn a_scheduled_execution_only_fmu_runs_as_one() {
+    let xml = r#"<fmiModelDescription fmiVersion="3.0" modelName="S" instantiationToken="t"><ScheduledExecution modelIdentifier="s"/><ModelVariables/></fmiModelDescription>"#;
+    let md = parse_model_description(xml, Path::new("s.xml")).expect("parse");
+    let report = InspectReport::new(Path::new("s.fmu"), &md, None);
+    let runs = report.runs_as.as_ref().expect("runs");
+    assert_eq!((runs.interface, runs.other), ("scheduled-execution", None));
+    let text = report.render_text();
+    assert!(
+        text.contains("Runs in cosim:  yes: Scheduled Execution, its model partitions activated as their Clocks tick"),
+        "{text}"
+    );
 }

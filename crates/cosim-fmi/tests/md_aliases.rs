@@ -280,29 +280,17 @@ fn interfaces_and_why_an_fmu_cannot_run() {
     );
     assert!(both.refusal().is_none());
 
+    // Scheduled Execution runs (cosim activates its partitions).
     let se = with_interfaces(r#"<ScheduledExecution modelIdentifier="se"/>"#);
     assert_eq!(se.scheduled_execution.as_deref(), Some("se"));
-    let (why, what) = se.refusal().expect("refused");
-    assert_eq!(
-        why,
-        "the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only (cosim runs Co-Simulation and Model Exchange FMUs)"
-    );
-    assert!(what.contains("fmi_type='ScheduledExecution'"), "{what}");
-    let text = se.refusal_text("m.fmu").expect("refused");
-    assert!(
-        text.starts_with(&format!("{why}; a Scheduled Execution importer")),
-        "{text}"
-    );
+    assert!(se.refusal().is_none());
 
     let none = with_interfaces("");
     let (why, what) = none.refusal().expect("refused");
     assert!(why.starts_with("the FMU declares no interface"), "{why}");
-    assert_eq!(
-        what,
-        "export the model again with a Co-Simulation or Model Exchange interface"
-    );
+    assert_eq!(what, "export the model again with one of them");
 
-    // inspect lists what is declared and says why cosim cannot run it.
+    // inspect lists what is declared and how cosim runs it, or why not.
     let report = InspectReport::new(Path::new("se.fmu"), &se, None);
     let text = report.render_text();
     assert!(
@@ -310,20 +298,19 @@ fn interfaces_and_why_an_fmu_cannot_run() {
         "{text}"
     );
     assert!(
-        text.contains("Runs in cosim:  no: the FMU has no <CoSimulation> or <ModelExchange>"),
+        text.contains("Runs in cosim:  yes: Scheduled Execution"),
         "{text}"
     );
     let json = serde_json::to_value(&report).expect("json");
     assert_eq!(json["interfaces"][0]["interface"], "ScheduledExecution");
     assert_eq!(json["interfaces"][0]["model_identifier"], "se");
-    assert!(
-        json["not_runnable"]
-            .as_str()
-            .unwrap()
-            .contains("Scheduled Execution only")
-    );
+    assert!(json["not_runnable"].is_null());
     let text = InspectReport::new(Path::new("none.fmu"), &none, None).render_text();
     assert!(text.contains("Interfaces:     none declared"), "{text}");
+    assert!(
+        text.contains("Runs in cosim:  no: the FMU declares no interface"),
+        "{text}"
+    );
 
     // FMI 2 has no Scheduled Execution: the element is not read there.
     let v2 = parse(

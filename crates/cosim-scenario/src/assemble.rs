@@ -907,7 +907,15 @@ fn event_handling(
                 .co_simulation
                 .as_ref()
                 .is_some_and(|cs| cs.has_event_mode);
-        let isolated = level.isolation.unwrap_or(sub.isolation) == Isolation::Process;
+        let isolated = isolation_of(level, sub, md) == Isolation::Process;
+        if fmu.runs_model_exchange().is_none()
+            && md.co_simulation.is_none()
+            && md.scheduled_execution.is_some()
+        {
+            // (Scheduled Execution: its Clocks tick in Clock Activation
+            // Mode, without event mode.)
+            continue;
+        }
         let refuse = |why: String| {
             AssembleError::Scenario(resolved.error_at(
                 sub.span,
@@ -969,6 +977,29 @@ fn event_handling(
     Ok(out)
 }
 
+/// Where subsystem `sub` (its FMU described by `md`) runs: its
+/// `isolation`, or the one the level forces on all (`cosim check`,
+/// `--isolation`), except that an FMU with Clocks or with only Scheduled
+/// Execution stays in this process where only the level asked for a host
+/// (host processes do not run Event Mode, Clocks or Scheduled Execution
+/// yet; `instantiate` warns).
+fn isolation_of(
+    level: &Level,
+    sub: &crate::resolve::ResolvedSubsystem,
+    md: &ModelDescription,
+) -> Isolation {
+    let needs_events = md.variables.iter().any(|v| v.clock.is_some())
+        || (md.co_simulation.is_none()
+            && md.model_exchange.is_none()
+            && md.scheduled_execution.is_some());
+    match level.isolation {
+        Some(Isolation::Process) if needs_events && sub.isolation == Isolation::None => {
+            Isolation::None
+        }
+        forced => forced.unwrap_or(sub.isolation),
+    }
+}
+
 fn instantiate(
     resolved: &ResolvedScenario,
     nodes: &[Node],
@@ -1006,7 +1037,17 @@ fn instantiate(
     let values = typed_start_values(resolved, s, md)?;
     let strings = &plan.strings[s];
     // In this process, or in a host process (`isolation = "process"`).
-    let subsystem: Box<dyn Subsystem> = match level.isolation.unwrap_or(sub.isolation) {
+    let isolation = isolation_of(level, sub, md);
+    if isolation == Isolation::None
+        && level.isolation == Some(Isolation::Process)
+        && sub.isolation == Isolation::None
+    {
+        tracing::warn!(
+            "subsystem '{}' runs in this process, not in a host process as asked for the whole run: its FMU has Clocks or runs Scheduled Execution, which host processes do not run yet",
+            sub.name
+        );
+    }
+    let subsystem: Box<dyn Subsystem> = match isolation {
         Isolation::None => {
             let mut fs = FmuSubsystem::instantiate(
                 fmu,
@@ -1020,6 +1061,15 @@ fn instantiate(
             fs.set_start_values(values).map_err(fmu_error)?;
             fs.trace_strings(strings);
             Box::new(fs)
+        }
+        Isolation::Process if md.co_simulation.is_none() && md.scheduled_execution.is_some() => {
+            return Err(AssembleError::Scenario(resolved.error_at(
+                sub.span,
+                format!(
+                    "subsystem '{}' runs its FMU's Scheduled Execution interface, which a host process does not run yet: set isolation = \"none\"",
+                    sub.name
+                ),
+            )));
         }
         Isolation::Process => {
             let mut fs = IsolatedSubsystem::spawn(

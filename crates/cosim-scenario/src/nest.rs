@@ -172,7 +172,8 @@ fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fm
     }
     let md = fmu.model_description();
     match interface_of(scenario, s, md)? {
-        FmuInterface::CoSimulation => Ok(fmu),
+        // (FmuSubsystem instantiates a Scheduled Execution only FMU for it.)
+        FmuInterface::CoSimulation | FmuInterface::ScheduledExecution => Ok(fmu),
         FmuInterface::ModelExchange => {
             let settings = solver_settings(
                 md,
@@ -291,6 +292,11 @@ pub(crate) fn interface_of(
     let (has_cs, has_me) = (md.co_simulation.is_some(), md.model_exchange.is_some());
     let written = s.interface.as_ref();
     let asked = scenario.interface_override.or(written.map(|l| l.value));
+    if !has_cs && !has_me && md.scheduled_execution.is_some() && asked.is_none() {
+        // Scheduled Execution only: its partitions are activated at their
+        // Clocks' ticks (docs/events.md).
+        return Ok(FmuInterface::ScheduledExecution);
+    }
     let interface = asked.unwrap_or(if has_cs {
         FmuInterface::CoSimulation
     } else {
@@ -336,6 +342,7 @@ pub(crate) fn interface_of(
             Ok(FmuInterface::CoSimulation)
         }
         FmuInterface::ModelExchange => Ok(FmuInterface::ModelExchange),
+        FmuInterface::ScheduledExecution => Ok(FmuInterface::ScheduledExecution),
     }
 }
 

@@ -189,6 +189,10 @@ pub enum FmuInterface {
     /// `"model-exchange"`: the FMU gives derivatives and event indicators;
     /// an integrator of `cosim` advances it over each macro step.
     ModelExchange,
+    /// FMI 3 Scheduled Execution, for an FMU that declares only that
+    /// interface: its model partitions are activated as their Clocks tick
+    /// (not a choice in scenario files yet).
+    ScheduledExecution,
 }
 
 impl FmuInterface {
@@ -202,6 +206,7 @@ impl FmuInterface {
         match self {
             FmuInterface::CoSimulation => Self::NAMES[0],
             FmuInterface::ModelExchange => Self::NAMES[1],
+            FmuInterface::ScheduledExecution => "scheduled-execution",
         }
     }
 }

@@ -288,6 +288,7 @@ fn interface_line(md: &ModelDescription, interface: FmuInterface, given: bool) -
     let option = match interface {
         FmuInterface::CoSimulation => "--interface cs",
         FmuInterface::ModelExchange => "--interface me",
+        FmuInterface::ScheduledExecution => return None,
     };
     let note = match (interface, has_cs) {
         (FmuInterface::ModelExchange, false) => format!(
@@ -301,7 +302,7 @@ fn interface_line(md: &ModelDescription, interface: FmuInterface, given: bool) -
         (FmuInterface::ModelExchange, true) => {
             format!("{option}; \"co-simulation\" (the default) runs the FMU's own Co-Simulation")
         }
-        (FmuInterface::CoSimulation, _) => format!(
+        (FmuInterface::CoSimulation | FmuInterface::ScheduledExecution, _) => format!(
             "{}; \"model-exchange\" integrates the FMU's Model Exchange with cosim's solver ([subsystems.solver])",
             if given {
                 option

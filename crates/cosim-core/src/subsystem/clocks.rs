@@ -43,6 +43,8 @@ struct TimedClock {
     declared_interval: Option<f64>,
     /// The shift it gives (`shiftDecimal`, 0 when absent).
     declared_shift: f64,
+    /// `priority` (Scheduled Execution: the smaller activates first).
+    priority: u32,
     /// The interval in effect (periodic Clocks), s.
     interval: Option<f64>,
     /// Its next activation, s (`None`: not scheduled).
@@ -151,6 +153,7 @@ impl Clocks {
                         variability: attrs.interval_variability,
                         declared_interval: attrs.interval_decimal,
                         declared_shift: attrs.shift_decimal,
+                        priority: attrs.priority.unwrap_or(u32::MAX),
                         interval: attrs.interval_decimal,
                         next: None,
                     })
@@ -291,6 +294,48 @@ impl Clocks {
             if p.has_observed {
                 let n = self.y.len();
                 p.observed.get(inst, &mut self.y, (0, n), info)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Scheduled Execution, at `now` (Clock Activation Mode): the model
+    /// partition of every time-based input Clock due, in the order of
+    /// their priorities (the smaller first; FMI 3.0 sec. 5.1), each with
+    /// its clocked inputs set before `fmi3ActivateModelPartition` and its
+    /// clocked outputs read after it.
+    pub(super) fn activate_partitions(
+        &mut self,
+        inst: &mut Instance,
+        now: f64,
+        info: &SubsystemInfo,
+    ) -> Result<()> {
+        let mut due: Vec<(u32, u32)> = self
+            .timed
+            .iter()
+            .filter(|c| c.next.is_some_and(|t| reached(t, now)))
+            .map(|c| (c.priority, c.vr))
+            .collect();
+        // (Stable: Clocks of one priority in the model description's order.)
+        due.sort_by_key(|&(priority, _)| priority);
+        let n = self.y.len();
+        for (_, clock) in due {
+            let mut part = self.partitions.iter_mut().find(|p| p.clock == clock);
+            if let Some(p) = part.as_mut()
+                && p.has_inputs
+            {
+                p.inputs.set(inst, &self.u)?;
+            }
+            inst.activate_model_partition(clock, now)?;
+            if let Some(p) = part
+                && p.has_observed
+            {
+                p.observed.get(inst, &mut self.y, (0, n), info)?;
+            }
+            for (vr, at) in &mut self.last {
+                if *vr == clock {
+                    *at = Some(now);
+                }
             }
         }
         Ok(())

@@ -473,6 +473,11 @@ impl<A: Api> FmiLibrary<A> {
                 ),
                 me: None,
             },
+            // (Its own functions are checked by `A::missing`.)
+            Interface::ScheduledExecution => InterfaceFunctions {
+                do_step: None,
+                me: None,
+            },
             Interface::ModelExchange => {
                 let (c, n) = (&self.common, &A::NAMES);
                 InterfaceFunctions {
@@ -851,7 +856,7 @@ impl<A: Api> FmiInstance<A> {
             me: functions.me,
             events: match interface {
                 Interface::CoSimulation => events,
-                Interface::ModelExchange => crate::EventHandling::default(),
+                _ => crate::EventHandling::default(),
             },
             env,
         }
@@ -994,6 +999,9 @@ impl<A: Api> FmiInstance<A> {
             Interface::ModelExchange => {
                 "it is a Co-Simulation function, and the instance was instantiated for Model Exchange (the importer integrates it: its continuous states, derivatives and events)"
             }
+            Interface::ScheduledExecution => {
+                "the instance was instantiated for Scheduled Execution (the importer activates its model partitions: fmi3ActivateModelPartition)"
+            }
         };
         self.unsupported(function, what)
     }
@@ -1102,6 +1110,7 @@ impl<A: Api> FmiInstance<A> {
         // initialization into Event Mode.)
         let to = match self.interface {
             Interface::CoSimulation if !self.events.event_mode_used => Phase::Stepping,
+            Interface::ScheduledExecution => Phase::ClockActivation,
             _ => Phase::EventMode,
         };
         self.change_mode(self.lib.common.exit_initialization_mode, function, to)
@@ -1137,7 +1146,7 @@ impl<A: Api> FmiInstance<A> {
         // reported when it happened.)
         if !matches!(
             self.phase,
-            Phase::Stepping | Phase::EventMode | Phase::ContinuousTimeMode
+            Phase::Stepping | Phase::EventMode | Phase::ContinuousTimeMode | Phase::ClockActivation
         ) {
             tracing::debug!(
                 target: "fmu",
@@ -1388,6 +1397,7 @@ impl<A: Api> FmiInstance<A> {
         self.phase = match self.interface {
             Interface::CoSimulation => Phase::Stepping,
             Interface::ModelExchange => saved_in,
+            Interface::ScheduledExecution => Phase::ClockActivation,
         };
         Ok(())
     }
@@ -1468,6 +1478,7 @@ impl<A: Api> FmiInstance<A> {
         let phase = match self.interface {
             Interface::CoSimulation => Phase::Stepping,
             Interface::ModelExchange => Phase::ContinuousTimeMode,
+            Interface::ScheduledExecution => Phase::ClockActivation,
         };
         self.states.push((state, phase));
         Ok(StateHandle {

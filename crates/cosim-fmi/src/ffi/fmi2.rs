@@ -309,8 +309,9 @@ impl Api for Fmi2 {
 
     /// (`fmi2Instantiate` serves both interfaces; `fmi2DoStep` and
     /// `fmi2NewDiscreteStates` are checked where they are resolved.)
-    fn missing(_: &Fmi2Functions, _: Interface) -> Option<&'static str> {
-        None
+    fn missing(_: &Fmi2Functions, interface: Interface) -> Option<&'static str> {
+        // (FMI 2.0 has no Scheduled Execution.)
+        (interface == Interface::ScheduledExecution).then_some("fmi3InstantiateScheduledExecution")
     }
 
     fn do_step_fn(f: &Fmi2Functions) -> Option<DoStepFn> {
@@ -540,6 +541,13 @@ impl Fmi2Instance {
         let (fmu_type, fmu_type_text) = match how.interface {
             Interface::ModelExchange => (0, "0 /* fmi2ModelExchange */"),
             Interface::CoSimulation => (1, "1 /* fmi2CoSimulation */"),
+            Interface::ScheduledExecution => {
+                return Err(crate::FmiError::InvalidArgument {
+                    instance: how.name.to_string(),
+                    function: "fmi2Instantiate",
+                    reason: "FMI 2.0 has no Scheduled Execution".into(),
+                });
+            }
         };
         // SAFETY: all strings are NUL-terminated and outlive the call; the
         // callbacks struct and environment are boxed and kept in the instance

@@ -86,6 +86,22 @@ type UpdateDiscreteStatesFn = unsafe extern "C" fn(
     *mut f64,
 ) -> Fmi3Status;
 type CountFn = unsafe extern "C" fn(Component, *mut usize) -> Fmi3Status;
+/// `fmi3ClockUpdateCallback` (Scheduled Execution).
+type ClockUpdateFn = unsafe extern "C" fn(*mut c_void);
+/// `fmi3LockPreemptionCallback` / `fmi3UnlockPreemptionCallback`.
+type PreemptionFn = unsafe extern "C" fn();
+
+/// Scheduled Execution's `clockUpdate`: the FMU says an output or
+/// countdown Clock is about to tick (Clock Update Mode). cosim activates
+/// no such Clocks yet (docs/events.md): the call is logged and ignored.
+unsafe extern "C" fn clock_update(env: *mut c_void) {
+    let _ = env;
+    tracing::debug!(target: "fmu", "fmi3ClockUpdateCallback called: output and countdown Clocks in Scheduled Execution are not handled");
+}
+
+/// Scheduled Execution's preemption locks: cosim activates one model
+/// partition at a time, on one thread, so nothing preempts it.
+unsafe extern "C" fn no_preemption() {}
 
 /// What `instanceEnvironment` points to: the FMU's logger and the inputs
 /// the importer hands over in Intermediate Update Mode. Callbacks reach it
@@ -221,6 +237,9 @@ fn_table! {
             do_step: "fmi3DoStep" => DoStepFn,
             // Co-Simulation with event mode: mandatory for it.
             enter_step_mode: "fmi3EnterStepMode" => StatusFn,
+            // Scheduled Execution: mandatory for it.
+            instantiate_scheduled_execution: "fmi3InstantiateScheduledExecution" => unsafe extern "C" fn(*const c_char, *const c_char, *const c_char, bool, bool, *mut c_void, LogMessage, Option<ClockUpdateFn>, Option<PreemptionFn>, Option<PreemptionFn>) -> Component,
+            activate_model_partition: "fmi3ActivateModelPartition" => unsafe extern "C" fn(Component, Vr, f64) -> Fmi3Status,
             // Clocks: mandatory in FMI 3.0, resolved lazily (called only for
             // an FMU with clocks).
             get_clock: "fmi3GetClock" => unsafe extern "C" fn(Component, *const Vr, usize, *mut bool) -> Fmi3Status,
@@ -404,6 +423,18 @@ impl Api for Fmi3 {
                 (
                     f.get_number_of_continuous_states.is_some(),
                     "fmi3GetNumberOfContinuousStates",
+                ),
+            ]
+            .into_iter()
+            .find_map(|(present, name)| (!present).then_some(name)),
+            Interface::ScheduledExecution => [
+                (
+                    f.instantiate_scheduled_execution.is_some(),
+                    "fmi3InstantiateScheduledExecution",
+                ),
+                (
+                    f.activate_model_partition.is_some(),
+                    "fmi3ActivateModelPartition",
                 ),
             ]
             .into_iter()
@@ -703,6 +734,7 @@ impl Fmi3Instance {
         let function = match interface {
             Interface::CoSimulation => "fmi3InstantiateCoSimulation",
             Interface::ModelExchange => "fmi3InstantiateModelExchange",
+            Interface::ScheduledExecution => "fmi3InstantiateScheduledExecution",
         };
         let c_name = cstring(name, function, name)?;
         let c_token = cstring(name, function, token)?;
@@ -776,6 +808,27 @@ impl Fmi3Instance {
                         logging_on,
                         env_ptr,
                         log_message,
+                    )
+                };
+                (instance, None)
+            }
+            Interface::ScheduledExecution => {
+                let f = (lib.functions.instantiate_scheduled_execution)
+                    .ok_or_else(|| lib.missing(function))?;
+                // SAFETY: as above; the callbacks are functions of this
+                // library that outlive every instance.
+                let instance = unsafe {
+                    f(
+                        c_name.as_ptr(),
+                        c_token.as_ptr(),
+                        c_resources.as_ptr(),
+                        false,
+                        logging_on,
+                        env_ptr,
+                        log_message,
+                        Some(clock_update),
+                        Some(no_preemption),
+                        Some(no_preemption),
                     )
                 };
                 (instance, None)
@@ -1373,7 +1426,11 @@ impl Fmi3Instance {
         let f = self.clock_call(
             self.lib.functions.get_interval_decimal,
             F,
-            &[Phase::Initialization, Phase::EventMode],
+            &[
+                Phase::Initialization,
+                Phase::EventMode,
+                Phase::ClockActivation,
+            ],
         )?;
         let mut intervals = vec![0.0; vrs.len()];
         let mut qualifiers: Vec<c_int> = vec![0; vrs.len()];
@@ -1418,7 +1475,11 @@ impl Fmi3Instance {
         let f = self.clock_call(
             self.lib.functions.get_shift_decimal,
             F,
-            &[Phase::Initialization, Phase::EventMode],
+            &[
+                Phase::Initialization,
+                Phase::EventMode,
+                Phase::ClockActivation,
+            ],
         )?;
         let mut shifts = vec![0.0; vrs.len()];
         // SAFETY: the instance is live; both arrays have nvr elements.
@@ -1465,6 +1526,28 @@ impl Fmi3Instance {
             return Err(self.out_of_sequence(function, &super::common::phases_text(allowed)));
         }
         f.ok_or_else(|| self.lib.missing(function))
+    }
+
+    /// `fmi3ActivateModelPartition` (Scheduled Execution, Clock Activation
+    /// Mode): runs the model partition of input Clock `clock` at
+    /// `activation_time`.
+    pub fn activate_model_partition(&mut self, clock: u32, activation_time: f64) -> Result<()> {
+        const F: &str = "fmi3ActivateModelPartition";
+        let f = self.clock_call(
+            self.lib.functions.activate_model_partition,
+            F,
+            &[Phase::ClockActivation],
+        )?;
+        self.time = activation_time;
+        // SAFETY: the instance is live.
+        let code = unsafe { f(self.component, clock, activation_time) };
+        if let Some(log) = &self.call_log {
+            log.line(Status::from_fmi3(code), F)
+                .vrs("clockReference", VrKind::Any, &[clock])
+                .num("activationTime", activation_time)
+                .end();
+        }
+        self.check(F, code).map(|_| ())
     }
 
     /// `fmi3EnterStepMode`: a Co-Simulation instance with `eventModeUsed`

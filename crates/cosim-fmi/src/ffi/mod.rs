@@ -172,6 +172,10 @@ pub enum Phase {
     /// `fmi*EnterContinuousTimeMode`), where the importer integrates the
     /// continuous states.
     ContinuousTimeMode,
+    /// Scheduled Execution: Clock Activation Mode (after
+    /// `fmi3ExitInitializationMode`), where model partitions are
+    /// activated.
+    ClockActivation,
     /// After `fmi*Terminate`.
     Terminated,
     /// After a call returned Error: only freeing (or reset) is allowed.
@@ -190,6 +194,7 @@ impl Phase {
             Phase::Stepping => "Step Mode",
             Phase::EventMode => "Event Mode",
             Phase::ContinuousTimeMode => "Continuous-Time Mode",
+            Phase::ClockActivation => "Clock Activation Mode",
             Phase::Terminated => "Terminated",
             Phase::Error => "Error",
             Phase::Fatal => "Fatal",
@@ -208,22 +213,29 @@ pub enum Interface {
     /// Model Exchange: the importer's integrator advances the FMU's
     /// continuous states.
     ModelExchange,
+    /// FMI 3 Scheduled Execution: the importer activates the FMU's model
+    /// partitions as their Clocks tick (`fmi3ActivateModelPartition`).
+    ScheduledExecution,
 }
 
 impl Interface {
-    /// The element that declares it: `CoSimulation`, `ModelExchange`.
+    /// The element that declares it: `CoSimulation`, `ModelExchange`,
+    /// `ScheduledExecution`.
     pub fn element(self) -> &'static str {
         match self {
             Interface::CoSimulation => "CoSimulation",
             Interface::ModelExchange => "ModelExchange",
+            Interface::ScheduledExecution => "ScheduledExecution",
         }
     }
 
-    /// Its name in the standard's prose: `Co-Simulation`, `Model Exchange`.
+    /// Its name in the standard's prose: `Co-Simulation`, `Model
+    /// Exchange`, `Scheduled Execution`.
     pub fn name(self) -> &'static str {
         match self {
             Interface::CoSimulation => "Co-Simulation",
             Interface::ModelExchange => "Model Exchange",
+            Interface::ScheduledExecution => "Scheduled Execution",
         }
     }
 }

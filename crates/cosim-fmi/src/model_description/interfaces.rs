@@ -67,13 +67,15 @@ impl ModelDescription {
     }
 
     /// The interface an FMU is instantiated for when nothing says which:
-    /// Co-Simulation where it declares it, else Model Exchange; `None`
-    /// when it declares neither.
+    /// Co-Simulation where it declares it, else Model Exchange, else
+    /// Scheduled Execution; `None` when it declares none.
     pub fn default_interface(&self) -> Option<Interface> {
         if self.co_simulation.is_some() {
             Some(Interface::CoSimulation)
         } else if self.model_exchange.is_some() {
             Some(Interface::ModelExchange)
+        } else if self.scheduled_execution.is_some() {
+            Some(Interface::ScheduledExecution)
         } else {
             None
         }
@@ -84,6 +86,7 @@ impl ModelDescription {
         match interface {
             Interface::CoSimulation => self.co_simulation.is_some(),
             Interface::ModelExchange => self.model_exchange.is_some(),
+            Interface::ScheduledExecution => self.scheduled_execution.is_some(),
         }
     }
 
@@ -98,6 +101,7 @@ impl ModelDescription {
                 .model_exchange
                 .as_ref()
                 .map(|me| me.model_identifier.as_str()),
+            Interface::ScheduledExecution => self.scheduled_execution.as_deref(),
         }
     }
 
@@ -183,33 +187,20 @@ impl ModelDescription {
     }
 
     /// Why `cosim` cannot run this FMU, and what would: `None` when it
-    /// declares `<CoSimulation>` or `<ModelExchange>` (an integrator of
-    /// `cosim` drives the latter), else (what it declares instead, the
-    /// importers that run that). `<fmu>` in the second stands for the
-    /// FMU's path.
+    /// declares `<CoSimulation>`, `<ModelExchange>` (an integrator of
+    /// `cosim` drives it) or `<ScheduledExecution>` (`cosim` activates its
+    /// partitions), else (why, what to do).
     pub fn refusal(&self) -> Option<(String, String)> {
-        if self.co_simulation.is_some() || self.model_exchange.is_some() {
+        if self.co_simulation.is_some()
+            || self.model_exchange.is_some()
+            || self.scheduled_execution.is_some()
+        {
             return None;
         }
-        const RUNS: &str = "cosim runs Co-Simulation and Model Exchange FMUs";
-        const EXPORT: &str =
-            "or export the model again with a Co-Simulation or Model Exchange interface";
-        Some(match self.scheduled_execution {
-            Some(_) => (
-                format!(
-                    "the FMU has no <CoSimulation> or <ModelExchange> interface: it is Scheduled Execution only ({RUNS})"
-                ),
-                format!(
-                    "a Scheduled Execution importer runs it, activating its model partitions as their clocks tick (FMPy instantiates it: `instantiate_fmu(<unzipped dir>, <model description>, fmi_type='ScheduledExecution')`, the scheduling is the caller's); {EXPORT}"
-                ),
-            ),
-            None => (
-                format!(
-                    "the FMU declares no interface (no <CoSimulation>, <ModelExchange> or <ScheduledExecution> element; {RUNS})"
-                ),
-                EXPORT.trim_start_matches("or ").to_string(),
-            ),
-        })
+        Some((
+            "the FMU declares no interface (no <CoSimulation>, <ModelExchange> or <ScheduledExecution> element; cosim runs each of them)".to_string(),
+            "export the model again with one of them".to_string(),
+        ))
     }
 
     /// [`ModelDescription::refusal`] in one sentence, for the FMU at `fmu`.
