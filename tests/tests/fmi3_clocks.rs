@@ -368,3 +368,47 @@ fn check_runs_fmus_with_clocks_in_its_own_process_saying_so() {
         "{err}"
     );
 }
+
+#[test]
+fn a_nested_level_ends_its_steps_at_its_clock_ticks() {
+    // The controller loop as a nested system stepped by 0.25 s (inner
+    // steps of 0.25 s too): the ticks at 0.1, 0.2, 0.3, ... end inner
+    // steps (the strict controller refuses an activation off its grid),
+    // and the outer rows show the sampled loop in between ticks.
+    let dir = tempfile::tempdir().unwrap();
+    let inner = |table: &str, body: String| body.replace("[[subsystems]]", table);
+    let body = format!(
+        "[[subsystems]]\nname = \"nest\"\nexposes = [\"plant.x\", \"ctrl.u\"]\n\n\
+         [subsystems.system.master]\nstep = 0.25\n\n{}{}",
+        inner(
+            "[[subsystems.system.subsystems]]",
+            subsystem("ctrl", "ClockedController", "")
+                + &subsystem(
+                    "plant",
+                    "Integrator",
+                    &format!("parameters = {{ x0 = {X0} }}")
+                )
+        ),
+        (connection("plant.x", "ctrl.x") + &connection("ctrl.u", "plant.u"))
+            .replace("[[connections]]", "[[subsystems.system.connections]]"),
+    );
+    let r = run_ok(dir.path(), "nested.toml", 0.25, &body);
+    let reference = sampled(10);
+    let (t, x, u) = (
+        r.col("time [s]"),
+        r.col("nest.plant.x"),
+        r.col("nest.ctrl.u"),
+    );
+    assert_eq!(r.rows.len(), 5, "{:?}", r.rows);
+    for row in &r.rows {
+        let k = ((row[t] / T) + 1e-9).floor() as usize;
+        let (xk, uk) = reference[k];
+        let dt = row[t] - k as f64 * T;
+        assert!(
+            (row[x] - (xk + dt * uk)).abs() <= 1e-9,
+            "x at {}: {row:?}",
+            row[t]
+        );
+        assert!((row[u] - uk).abs() <= 1e-12, "u at {}: {row:?}", row[t]);
+    }
+}

@@ -224,9 +224,15 @@ impl Subsystem for NestedSystem {
         let mut report = StepReport::simple(f64::NAN, f64::NAN);
         while self.system.ticks() < end {
             let t_inner = self.system.time();
+            // (An inner FMU's time event or Clock tick ends an inner step,
+            // as in the run loop.)
+            let t_target = match self.system.next_event_ticks() {
+                Some(te) if te < end => base.seconds(te),
+                _ => t_end,
+            };
             let ended = match self
                 .master
-                .advance_into(&mut self.system, t_end, &mut report)
+                .advance_into(&mut self.system, t_target, &mut report)
             {
                 Ok(()) => None,
                 Err(CoreError::TerminatedByFmu {
