@@ -815,8 +815,9 @@ impl Fmi3Instance {
             Interface::ScheduledExecution => {
                 let f = (lib.functions.instantiate_scheduled_execution)
                     .ok_or_else(|| lib.missing(function))?;
-                // SAFETY: as above; the callbacks are functions of this
-                // library that outlive every instance.
+                // SAFETY: as above; the callbacks are cosim's own
+                // functions (`clock_update`, `no_preemption`), which live
+                // as long as the process.
                 let instance = unsafe {
                     f(
                         c_name.as_ptr(),
