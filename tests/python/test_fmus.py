@@ -160,9 +160,12 @@ NOT_RUN_BY_FMPY = {
     "ClockedController": "Clocks (fmus/models/src/clock_tests.rs: clocked_controller_*)",
     "ThresholdTrigger": "Clocks (fmus/models/src/clock_tests.rs: threshold_trigger_*)",
     "ClockedCounter": "Clocks (fmus/models/src/clock_tests.rs: clocked_counter_*)",
+    "AperiodicClocks": "Clocks (fmus/models/src/timed_clock_tests.rs: aperiodic_clocks_*)",
     # No <CoSimulation>, no <ModelExchange>: simulate_fmu has no Scheduled
     # Execution (test_partitions_in_fmpy_scheduled_execution drives it by hand).
     "Partitions": "Scheduled Execution only (fmus/models/src/clock_tests.rs: partitions_*)",
+    "CountdownPartitions": "Scheduled Execution only, Clock Update Mode "
+    "(fmus/models/src/timed_clock_tests.rs: countdown_partitions_*)",
 }
 
 

@@ -21,10 +21,33 @@
 //! So an update must be a function of the values and the time: called
 //! where nothing happens, it changes nothing (the importer may enter
 //! Event Mode at any communication point).
+//!
+//! FMI 3 time-based input Clocks whose timing the model decides (FMI 3.0
+//! sec. 2.2.9.2; the importer reads it with `fmi3GetIntervalDecimal` /
+//! `fmi3GetShiftDecimal` and schedules the activations itself, so the model
+//! announces no `nextEventTime` for them): the model answers the kit's
+//! questions through [`EventModel::periodic_clock`] (`fixed` / `tunable`
+//! Clocks declared without `intervalDecimal`),
+//! [`EventModel::changing_interval`] (`changing` Clocks) and
+//! [`EventModel::countdown_interval`] (`countdown` Clocks); the kit keeps
+//! the announced activation times and refuses activations elsewhere
+//! (`crate::instance` `clocks`).
 
 use crate::input::Inputs;
-use crate::model::{LogLevel, StepError, Values};
+use crate::model::{LogLevel, StepError, Values, Vr};
 use crate::model_exchange::EventUpdate;
+
+/// The interval and the shift of a `fixed` or `tunable` input Clock
+/// declared without `intervalDecimal` ([`EventModel::periodic_clock`]):
+/// its activations are at t_start + shift + k interval, k = 0, 1, ...
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeriodicTiming {
+    /// The interval (finite, > 0).
+    pub interval: f64,
+    /// The delay of the first activation after the start time (finite,
+    /// >= 0).
+    pub shift: f64,
+}
 
 /// Where a step of an [`EventModel`] stopped.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,4 +108,45 @@ pub trait EventModel {
         u: &Inputs,
         log: &dyn Fn(LogLevel, &str),
     ) -> EventUpdate;
+
+    /// A `fixed` or `tunable` input Clock declared without
+    /// `intervalDecimal`: its interval and shift, derived from the
+    /// parameters in `v` (the importer reads them in Initialization Mode;
+    /// a tunable Clock's interval again after it changed, counted from
+    /// that Event Mode / Clock Activation Mode on). Asked on a model built
+    /// from the current values: in Initialization Mode, at its end, and
+    /// (tunable) in Event Mode and Clock Activation Mode. `None` (the
+    /// default): the model has no such Clock (an error for one).
+    fn periodic_clock(&self, clock: Vr, v: &Values) -> Option<PeriodicTiming> {
+        let _ = (clock, v);
+        None
+    }
+
+    /// A `changing` input Clock: the interval T (finite, >= 0) from `t` to
+    /// its next activation. Asked in Initialization Mode with `t` the
+    /// start time (T_0: the first activation at t_start + T_0), and right
+    /// after each update (Scheduled Execution: partition) in which the
+    /// Clock was active, at its activation time `t`, the Clock still
+    /// active in `v` (T_i: the next activation at t + T_i; 0 means again in
+    /// the same time instant). `None` (the default): the model has no such
+    /// Clock (an error for one).
+    fn changing_interval(&self, clock: Vr, t: f64, v: &Values) -> Option<f64> {
+        let _ = (clock, t, v);
+        None
+    }
+
+    /// A `countdown` input Clock: whether the model arms it now, and with
+    /// which interval T (finite, >= 0). Asked in Initialization Mode with
+    /// `t` the start time, and after every update (Scheduled Execution:
+    /// partition) at `t`, with the Clocks active in it still active in
+    /// `v`. `Some(T)`: the Clock's next activation is T after the Event
+    /// Mode (Clock Update Mode) in which the importer reads it with
+    /// `fmi3GetIntervalDecimal`, normally this one (0: in the same time
+    /// instant); an arming replaces one not yet activated. `None` (the
+    /// default): not armed now (an earlier arming stays). An activation
+    /// of the Clock uses its arming up.
+    fn countdown_interval(&self, clock: Vr, t: f64, v: &Values) -> Option<f64> {
+        let _ = (clock, t, v);
+        None
+    }
 }

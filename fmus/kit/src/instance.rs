@@ -39,13 +39,17 @@ use crate::model::{
     Values, VarType, Variability, Variable, Vr, element_count, resized,
 };
 
+mod clock_timing;
 mod clocks;
 mod event_mode;
 mod model_exchange;
+mod scheduled;
 
-pub use clocks::{ClockRt, ClockState, INTERVAL_UNCHANGED, Preemption};
+pub use clock_timing::{INTERVAL_CHANGED, INTERVAL_NOT_YET_KNOWN, INTERVAL_UNCHANGED};
+pub use clocks::{ClockRt, ClockState};
 pub use event_mode::CsEvents;
 pub use model_exchange::{MeCall, MeState};
+pub use scheduled::Preemption;
 
 /// The interface an instance was made for (FMI 2 `fmuType`, FMI 3 the
 /// instantiation function).
@@ -134,6 +138,11 @@ pub enum Mode {
     /// initialization): the importer activates model partitions
     /// (`fmi3ActivateModelPartition`).
     ClockActivation = 10,
+    /// FMI 3 Scheduled Execution's Clock Update Mode: inside
+    /// `fmi3ActivateModelPartition`, while the importer's `clockUpdate`
+    /// callback reads the output Clocks and the countdown Clocks'
+    /// intervals (`fmi3GetClock`, `fmi3GetIntervalDecimal`).
+    ClockUpdate = 11,
 }
 
 impl Mode {
@@ -155,6 +164,7 @@ impl Mode {
             Mode::EventMode,
             Mode::ContinuousTimeMode,
             Mode::ClockActivation,
+            Mode::ClockUpdate,
         ]
         .into_iter()
         .find(|m| *m as u8 == b)
@@ -175,6 +185,7 @@ impl Mode {
             (Mode::EventMode, _) => "Event Mode",
             (Mode::ContinuousTimeMode, _) => "Continuous-Time Mode",
             (Mode::ClockActivation, _) => "Clock Activation Mode",
+            (Mode::ClockUpdate, _) => "Clock Update Mode",
         }
     }
 }
@@ -881,6 +892,11 @@ impl Instance {
         }
         self.model = Some(model);
         self.dirty = false;
+        if self.has_clocks() {
+            // (Still in Initialization Mode: the timing from the final
+            // parameters, on the model just built.)
+            self.start_clock_timing()?;
+        }
         self.last_successful_time = self.time;
         self.mode = match self.interface {
             Interface::CoSimulation if self.scheduled.is_some() => Mode::ClockActivation,

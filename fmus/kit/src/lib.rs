@@ -23,11 +23,17 @@
 //!   [`ModelSpec::event_mode`] steps to its events and updates its
 //!   discrete states in FMI 3 Event Mode, [`EventModel`]; handled inside
 //!   the step without Event Mode), with FMI 3 Clocks: input Clocks
-//!   (periodic or triggered) and triggered output Clocks
-//!   ([`Variable::input_clock`], [`Variable::output_clock`]), clocked
-//!   variables ([`Variable::clocked_by`]), the Clock functions and their
-//!   access rules (`instance/clocks.rs`), and FMI 3 Scheduled Execution for
-//!   a model that declares it ([`ModelSpec::scheduled_execution`]);
+//!   (periodic, aperiodic — `changing`, `countdown` — or triggered; the
+//!   model times the aperiodic ones and the `fixed` / `tunable` ones
+//!   without `intervalDecimal`, [`EventModel::periodic_clock`],
+//!   [`EventModel::changing_interval`], [`EventModel::countdown_interval`])
+//!   and triggered output Clocks ([`Variable::input_clock`],
+//!   [`Variable::output_clock`]), clocked variables
+//!   ([`Variable::clocked_by`]), the Clock functions and their access rules
+//!   (`instance/clocks.rs`, `instance/clock_timing.rs`), and FMI 3
+//!   Scheduled Execution for a model that declares it
+//!   ([`ModelSpec::scheduled_execution`]; Clock Update Mode through the
+//!   importer's `clockUpdate`, `instance/scheduled.rs`);
 //! - the C exports of every FMI 2.0 and FMI 3.0 function ([`export_fmi!`]),
 //!   with the standards' state machines (co-simulation and Model Exchange,
 //!   strict: every call they forbid refused), panics contained, and NULL /
@@ -57,7 +63,7 @@ pub mod xml;
 pub use caps::{
     Capabilities, FmiVersion, ModelSource, Quirk, Resolver, Variant, parse_token, resolve, token,
 };
-pub use event_mode::{EventModel, EventStep};
+pub use event_mode::{EventModel, EventStep, PeriodicTiming};
 pub use input::{InputSource, Inputs};
 pub use instance::{Instance, Interface, Status};
 pub use model::{

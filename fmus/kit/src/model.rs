@@ -462,6 +462,31 @@ impl IntervalVariability {
                 | IntervalVariability::Tunable
         )
     }
+
+    /// Time-based aperiodic Clocks (`changing`, `countdown`).
+    pub fn is_aperiodic(self) -> bool {
+        matches!(
+            self,
+            IntervalVariability::Changing | IntervalVariability::Countdown
+        )
+    }
+}
+
+impl ClockAttrs {
+    /// Whether the model decides the Clock's timing (FMI 3.0 sec.
+    /// 2.2.9.2): a `fixed` or `tunable` Clock without `intervalDecimal`
+    /// ([`crate::EventModel::periodic_clock`]), a `changing` or a
+    /// `countdown` one ([`crate::EventModel::changing_interval`],
+    /// [`crate::EventModel::countdown_interval`]). The importer learns it
+    /// from `fmi3GetIntervalDecimal` only.
+    pub fn model_timed(&self) -> bool {
+        match self.interval_variability {
+            IntervalVariability::Fixed | IntervalVariability::Tunable => {
+                self.interval_decimal.is_none()
+            }
+            iv => iv.is_aperiodic(),
+        }
+    }
 }
 
 /// The attributes of an FMI 3 Clock variable ([`Variable::input_clock`],
@@ -472,7 +497,8 @@ pub struct ClockAttrs {
     pub interval_variability: IntervalVariability,
     /// `intervalDecimal`: the interval of a periodic Clock (required for
     /// `constant`; the default the importer may replace for `fixed` and
-    /// `tunable`).
+    /// `tunable`; absent there, the model gives the interval,
+    /// [`ClockAttrs::model_timed`]).
     pub interval_decimal: Option<f64>,
     /// `shiftDecimal`: the delay of the first activation after the start
     /// time (periodic Clocks; 0 when absent).
@@ -791,7 +817,11 @@ impl Variable {
     /// activates it with `fmi3SetClock` in Event Mode. A periodic one
     /// (`constant`, `fixed`, `tunable`) takes its interval from
     /// [`Variable::interval`] (required for `constant`) and its shift from
-    /// [`Variable::shift`]. The model sees it active as the value 1
+    /// [`Variable::shift`]; a `fixed` or `tunable` one without them, and a
+    /// `changing` or `countdown` one, from the model
+    /// ([`crate::EventModel::periodic_clock`],
+    /// [`crate::EventModel::changing_interval`],
+    /// [`crate::EventModel::countdown_interval`]). The model sees it active as the value 1
     /// (`v.bool(vr)`) in its outputs and update. FMI 3 only
     /// ([`Variable::fmi3_only_reason`]), and only with
     /// [`ModelSpec::event_mode`] or [`ModelSpec::scheduled_execution_only`]
@@ -821,8 +851,9 @@ impl Variable {
     /// variability of output Clocks): the model ticks it by setting its
     /// value to 1 in [`crate::EventModel::step_until_event`] (with an
     /// event at the time reached) or in its update; the importer reads the
-    /// tick once with `fmi3GetClock` in Event Mode. Declare what it
-    /// depends on with [`Variable::depends_on`].
+    /// tick once with `fmi3GetClock` in Event Mode (Scheduled Execution:
+    /// in Clock Update Mode). Declare what it depends on with
+    /// [`Variable::depends_on`].
     pub fn output_clock(vr: Vr, name: &'static str, description: &'static str) -> Self {
         Variable {
             ty: VarType::Boolean,
@@ -1184,7 +1215,10 @@ impl ModelSpec {
     /// output equation ([`Model::outputs`]) and update
     /// ([`crate::EventModel::update_discrete_states`]) with the Clock
     /// active (its value 1). Needs [`ModelSpec::event_mode`] and input
-    /// Clocks; no output Clocks (the kit has no Clock Update Mode).
+    /// Clocks. A partition that ticks an output Clock or arms a
+    /// `countdown` Clock ([`crate::EventModel::countdown_interval`]) puts
+    /// the instance into Clock Update Mode and calls the importer's
+    /// `clockUpdate` ([`ModelSpec::needs_clock_update`]).
     pub fn scheduled_execution(mut self) -> Self {
         self.scheduled_execution = true;
         self
@@ -1707,46 +1741,17 @@ impl ModelSpec {
     /// The rules of Clocks and clocked variables: Clocks only with
     /// [`ModelSpec::event_mode`] (Co-Simulation; not with Model
     /// Exchange) or [`ModelSpec::scheduled_execution_only`] (Scheduled
-    /// Execution: input Clocks with a `priority`, no output Clocks; no
-    /// Clock has a priority but input Clocks), scalar inputs or outputs, discrete, without start value;
-    /// output Clocks `triggered`; input Clocks periodic (`constant`,
-    /// `fixed`, `tunable`, with a finite positive `intervalDecimal` and a
-    /// finite non-negative shift) or `triggered` (the kit has no model API
-    /// for the intervals of `changing` and `countdown` Clocks); no
-    /// `supportsFraction`; interval and shift only on periodic Clocks;
-    /// clocked variables discrete, scalar, no parameters, clocked by
-    /// Clocks (and no Clock clocked).
+    /// Execution: every input Clock with a `priority`); no Clock has a
+    /// priority but input Clocks; Clocks scalar inputs or outputs,
+    /// discrete, without start value; output Clocks `triggered`; the
+    /// timing of input Clocks ([`ModelSpec::check_clock_timing`]); no
+    /// `supportsFraction`; clocked variables discrete, scalar, no
+    /// parameters, clocked by Clocks (and no Clock clocked).
     fn check_clocks(&self) -> Result<(), String> {
         let name = self.name;
         let has_clocks = self.has_clocks();
         if self.scheduled_execution {
-            let input_clocks = self
-                .clock_variables()
-                .filter(|v| v.causality == Causality::Input)
-                .count();
-            if !self.has_event_equations() || input_clocks == 0 {
-                return Err(format!(
-                    "{name}: Scheduled Execution needs event mode and input Clocks (its model partitions; \
-                     event mode: ModelSpec::event_mode, or ModelSpec::scheduled_execution_only)"
-                ));
-            }
-            if let Some(v) = self.clock_variables().find(|v| {
-                v.causality == Causality::Input && v.clock.is_some_and(|c| c.priority.is_none())
-            }) {
-                return Err(format!(
-                    "{name}: input Clock {} has no priority (Variable::priority; FMI 3.0 sec. 2.4.4: \
-                     mandatory for the input Clocks of Scheduled Execution)",
-                    v.name
-                ));
-            }
-            if self
-                .clock_variables()
-                .any(|v| v.causality == Causality::Output)
-            {
-                return Err(format!(
-                    "{name}: Scheduled Execution with output Clocks (Clock Update Mode) is not supported by the kit"
-                ));
-            }
+            self.check_scheduled_clocks()?;
         }
         if has_clocks && !self.has_event_equations() {
             return Err(format!(
@@ -1760,109 +1765,9 @@ impl ModelSpec {
         }
         for v in &self.variables {
             if let Some(c) = &v.clock {
-                let what = format!("{name}: Clock {}", v.name);
-                if !matches!(v.causality, Causality::Input | Causality::Output) {
-                    return Err(format!(
-                        "{what} has causality {} (only input and output Clocks here)",
-                        v.causality.as_str()
-                    ));
-                }
-                if v.ty != VarType::Boolean
-                    || v.variability != Variability::Discrete
-                    || v.is_array()
-                    || v.start.is_some()
-                    || v.unit.is_some()
-                {
-                    return Err(format!(
-                        "{what} must be a scalar discrete Clock without start value or unit (Variable::input_clock / output_clock)"
-                    ));
-                }
-                let iv = c.interval_variability;
-                if v.causality == Causality::Output && iv != IntervalVariability::Triggered {
-                    return Err(format!(
-                        "{what} is an output Clock with intervalVariability {}: output Clocks must be triggered (FMI 3.0 sec. 2.2.9.2)",
-                        iv.as_str()
-                    ));
-                }
-                if v.causality == Causality::Output && c.priority.is_some() {
-                    return Err(format!(
-                        "{what} is an output Clock with a priority (FMI 3.0 sec. 2.4.4: output Clocks must not have one)"
-                    ));
-                }
-                if v.causality == Causality::Input && !v.dependencies.is_empty() {
-                    return Err(format!("{what} is an input Clock with dependencies"));
-                }
-                if matches!(
-                    iv,
-                    IntervalVariability::Changing | IntervalVariability::Countdown
-                ) {
-                    return Err(format!(
-                        "{what} is {}: the kit has no model API for the intervals of aperiodic Clocks",
-                        iv.as_str()
-                    ));
-                }
-                if c.supports_fraction {
-                    return Err(format!(
-                        "{what} has supportsFraction = true: the kit implements the Decimal functions only"
-                    ));
-                }
-                if iv.is_periodic() {
-                    match c.interval_decimal {
-                        Some(x) if x.is_finite() && x > 0.0 => {}
-                        Some(x) => {
-                            return Err(format!(
-                                "{what} has intervalDecimal {x} (must be finite and > 0)"
-                            ));
-                        }
-                        None => {
-                            return Err(format!(
-                                "{what} is a {} periodic Clock without intervalDecimal (Variable::interval)",
-                                iv.as_str()
-                            ));
-                        }
-                    }
-                    if let Some(s) = c.shift_decimal
-                        && !(s.is_finite() && s >= 0.0)
-                    {
-                        return Err(format!(
-                            "{what} has shiftDecimal {s} (must be finite and >= 0)"
-                        ));
-                    }
-                } else if c.interval_decimal.is_some() || c.shift_decimal.is_some() {
-                    return Err(format!(
-                        "{what} is {}: only periodic Clocks have intervalDecimal / shiftDecimal",
-                        iv.as_str()
-                    ));
-                }
-                if !v.clocks.is_empty() {
-                    return Err(format!(
-                        "{what} is clocked (Clocks of Clocks are not supported here)"
-                    ));
-                }
+                self.check_clock(v, c)?;
             }
-            if v.clocks.is_empty() {
-                continue;
-            }
-            let what = format!("{name}: clocked variable {}", v.name);
-            if v.variability != Variability::Discrete
-                || v.is_array()
-                || v.causality.is_parameter()
-                || v.causality == Causality::Independent
-            {
-                return Err(format!(
-                    "{what} must be a discrete scalar input, output or local (Variable::clocked_by)"
-                ));
-            }
-            let mut seen = std::collections::HashSet::new();
-            for &c in &v.clocks {
-                match self.variable(c) {
-                    Some(k) if k.is_clock() => {}
-                    _ => return Err(format!("{what} is clocked by vr {c}, which is no Clock")),
-                }
-                if !seen.insert(c) {
-                    return Err(format!("{what} names Clock vr {c} twice"));
-                }
-            }
+            self.check_clocked(v)?;
         }
         for v in &self.variables {
             for (d, _) in &v.dependencies {
@@ -1878,6 +1783,170 @@ impl ModelSpec {
             }
         }
         Ok(())
+    }
+
+    /// Scheduled Execution: event equations, input Clocks (the model
+    /// partitions), each with a `priority` (FMI 3.0 sec. 2.4.4).
+    fn check_scheduled_clocks(&self) -> Result<(), String> {
+        let name = self.name;
+        let input_clocks = self
+            .clock_variables()
+            .filter(|v| v.causality == Causality::Input)
+            .count();
+        if !self.has_event_equations() || input_clocks == 0 {
+            return Err(format!(
+                "{name}: Scheduled Execution needs event mode and input Clocks (its model partitions; \
+                 event mode: ModelSpec::event_mode, or ModelSpec::scheduled_execution_only)"
+            ));
+        }
+        if let Some(v) = self.clock_variables().find(|v| {
+            v.causality == Causality::Input && v.clock.is_some_and(|c| c.priority.is_none())
+        }) {
+            return Err(format!(
+                "{name}: input Clock {} has no priority (Variable::priority; FMI 3.0 sec. 2.4.4: \
+                 mandatory for the input Clocks of Scheduled Execution)",
+                v.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// The rules of one Clock (see [`ModelSpec::check_clocks`]).
+    fn check_clock(&self, v: &Variable, c: &ClockAttrs) -> Result<(), String> {
+        let what = format!("{}: Clock {}", self.name, v.name);
+        if !matches!(v.causality, Causality::Input | Causality::Output) {
+            return Err(format!(
+                "{what} has causality {} (only input and output Clocks here)",
+                v.causality.as_str()
+            ));
+        }
+        if v.ty != VarType::Boolean
+            || v.variability != Variability::Discrete
+            || v.is_array()
+            || v.start.is_some()
+            || v.unit.is_some()
+        {
+            return Err(format!(
+                "{what} must be a scalar discrete Clock without start value or unit (Variable::input_clock / output_clock)"
+            ));
+        }
+        let iv = c.interval_variability;
+        if v.causality == Causality::Output && iv != IntervalVariability::Triggered {
+            return Err(format!(
+                "{what} is an output Clock with intervalVariability {}: output Clocks must be triggered (FMI 3.0 sec. 2.2.9.2)",
+                iv.as_str()
+            ));
+        }
+        if v.causality == Causality::Output && c.priority.is_some() {
+            return Err(format!(
+                "{what} is an output Clock with a priority (FMI 3.0 sec. 2.4.4: output Clocks must not have one)"
+            ));
+        }
+        if v.causality == Causality::Input && !v.dependencies.is_empty() {
+            return Err(format!("{what} is an input Clock with dependencies"));
+        }
+        if c.supports_fraction {
+            return Err(format!(
+                "{what} has supportsFraction = true: the kit implements the Decimal functions only"
+            ));
+        }
+        Self::check_clock_timing(&what, c)?;
+        if !v.clocks.is_empty() {
+            return Err(format!(
+                "{what} is clocked (Clocks of Clocks are not supported here)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The timing attributes of a Clock: a `constant` one has a finite
+    /// positive `intervalDecimal`; a `fixed` or `tunable` one may have one
+    /// (else the model gives interval and shift,
+    /// [`crate::EventModel::periodic_clock`], so it has no `shiftDecimal`
+    /// either); a periodic Clock's `shiftDecimal` finite and >= 0; the
+    /// others (`changing`, `countdown`: the model gives their intervals,
+    /// [`crate::EventModel::changing_interval`],
+    /// [`crate::EventModel::countdown_interval`]; `triggered`) have
+    /// neither.
+    fn check_clock_timing(what: &str, c: &ClockAttrs) -> Result<(), String> {
+        let iv = c.interval_variability;
+        if !iv.is_periodic() {
+            if c.interval_decimal.is_some() || c.shift_decimal.is_some() {
+                return Err(format!(
+                    "{what} is {}: only periodic Clocks have intervalDecimal / shiftDecimal",
+                    iv.as_str()
+                ));
+            }
+            return Ok(());
+        }
+        match c.interval_decimal {
+            Some(x) if x.is_finite() && x > 0.0 => {}
+            Some(x) => {
+                return Err(format!(
+                    "{what} has intervalDecimal {x} (must be finite and > 0)"
+                ));
+            }
+            None if iv == IntervalVariability::Constant => {
+                return Err(format!(
+                    "{what} is a constant periodic Clock without intervalDecimal (Variable::interval)"
+                ));
+            }
+            None if c.shift_decimal.is_some() => {
+                return Err(format!(
+                    "{what} is a {} Clock without intervalDecimal and with shiftDecimal: without \
+                     intervalDecimal the model gives the interval and the shift (EventModel::periodic_clock)",
+                    iv.as_str()
+                ));
+            }
+            None => {}
+        }
+        match c.shift_decimal {
+            Some(s) if !(s.is_finite() && s >= 0.0) => Err(format!(
+                "{what} has shiftDecimal {s} (must be finite and >= 0)"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The rules of a clocked variable (see [`ModelSpec::check_clocks`]).
+    fn check_clocked(&self, v: &Variable) -> Result<(), String> {
+        if v.clocks.is_empty() {
+            return Ok(());
+        }
+        let what = format!("{}: clocked variable {}", self.name, v.name);
+        if v.variability != Variability::Discrete
+            || v.is_array()
+            || v.causality.is_parameter()
+            || v.causality == Causality::Independent
+        {
+            return Err(format!(
+                "{what} must be a discrete scalar input, output or local (Variable::clocked_by)"
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for &c in &v.clocks {
+            match self.variable(c) {
+                Some(k) if k.is_clock() => {}
+                _ => return Err(format!("{what} is clocked by vr {c}, which is no Clock")),
+            }
+            if !seen.insert(c) {
+                return Err(format!("{what} names Clock vr {c} twice"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the model's Scheduled Execution needs the importer's
+    /// `clockUpdate` callback (Clock Update Mode, FMI 3.0 sec. 5.2.2): it
+    /// declares Scheduled Execution and has output Clocks or `countdown`
+    /// input Clocks.
+    pub fn needs_clock_update(&self) -> bool {
+        self.scheduled_execution
+            && self.clock_variables().any(|v| {
+                v.causality == Causality::Output
+                    || v.clock
+                        .is_some_and(|c| c.interval_variability == IntervalVariability::Countdown)
+            })
     }
 
     /// Whether `k` can be a known of an output's or state derivative's

@@ -101,6 +101,27 @@ pub fn initialized_configured(
     Ok((inst, log))
 }
 
+/// Scheduled Execution: `fmi3ActivateModelPartition(clock, t)` as the C
+/// layer runs it. When the partition enters Clock Update Mode (it ticked
+/// an output Clock or armed a countdown Clock), `clock_update` stands in
+/// for the importer's `clockUpdate` callback (it reads with
+/// [`Instance::get_clocks`] and [`Instance::get_intervals`]), then Clock
+/// Update Mode ends ([`Instance::exit_clock_update`]). Returns whether the
+/// partition entered Clock Update Mode.
+pub fn activate_partition(
+    inst: &mut Instance,
+    clock: Vr,
+    t: f64,
+    clock_update: impl FnOnce(&mut Instance),
+) -> R<bool> {
+    let entered = inst.activate_partition(clock, t)?;
+    if entered {
+        clock_update(inst);
+        inst.exit_clock_update()?;
+    }
+    Ok(entered)
+}
+
 /// Reads Real values.
 pub fn get(inst: &mut Instance, vrs: &[Vr]) -> R<Vec<f64>> {
     let mut out = vec![0.0; vrs.len()];

@@ -22,13 +22,17 @@
 //!   inputs), and the FMI 3 only models with Clocks [`clocked_controller`]
 //!   (an input Clock: a periodic controller partition),
 //!   [`threshold_trigger`] (a triggered output Clock) and
-//!   [`clocked_counter`] (a triggered input Clock), and the Scheduled
-//!   Execution only [`partitions`] (two input Clocks of different
-//!   priorities): the models,
+//!   [`clocked_counter`] (a triggered input Clock) and
+//!   [`aperiodic_clocks`] (time-based Clocks the FMU times: fixed without
+//!   intervalDecimal, changing, countdown), and the Scheduled Execution
+//!   only [`partitions`] (two input Clocks of different priorities) and
+//!   [`countdown_partitions`] (Clock Update Mode: an output and a
+//!   countdown Clock, as the Reference FMU `Clocks`): the models,
 //!   each in a module with its value references as constants;
 //! - [`reference`]: monolithic solutions, written from the equations
 //!   independently of the model code.
 
+pub mod aperiodic_clocks;
 pub mod b2;
 pub mod ballistic;
 pub mod bouncing_ball;
@@ -36,6 +40,7 @@ pub mod bouncing_ball;
 mod clock_tests;
 pub mod clocked_controller;
 pub mod clocked_counter;
+pub mod countdown_partitions;
 #[cfg(test)]
 mod cs_event_tests;
 mod ffi;
@@ -60,6 +65,8 @@ pub mod three_mass;
 pub mod threshold_trigger;
 pub mod ticker;
 pub mod time_events;
+#[cfg(test)]
+mod timed_clock_tests;
 pub mod two_mass;
 pub mod type_mirror;
 
@@ -72,8 +79,8 @@ static REGISTRY: OnceLock<Vec<ModelSpec>> = OnceLock::new();
 /// Every model served by this library, in catalog order. A model with FMI 3
 /// only variable types (`TypeMirror`), structural parameters
 /// (`StructuralGain`), arrays (`StateSpace`) or Clocks (`ClockedController`,
-/// `ThresholdTrigger`, `ClockedCounter`, `Partitions`) has no FMI 2 build (see
-/// `ModelSpec::supports`).
+/// `ThresholdTrigger`, `ClockedCounter`, `Partitions`, `AperiodicClocks`,
+/// `CountdownPartitions`) has no FMI 2 build (see `ModelSpec::supports`).
 pub fn registry() -> &'static [ModelSpec] {
     REGISTRY.get_or_init(|| {
         vec![
@@ -116,6 +123,8 @@ pub fn registry() -> &'static [ModelSpec] {
             threshold_trigger::spec(),
             clocked_counter::spec(),
             partitions::spec(),
+            aperiodic_clocks::spec(),
+            countdown_partitions::spec(),
         ]
     })
 }

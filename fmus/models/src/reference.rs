@@ -832,6 +832,130 @@ pub fn partitions(activations: &[(Partition, f64)]) -> Vec<(i32, i32, i32, f64)>
     out
 }
 
+/// The activation times of `AperiodicClocks`' Clocks up to a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AperiodicTimes {
+    /// `sample`: offset + k period, k = 0, 1, ...
+    pub sample: Vec<f64>,
+    /// `burst`: t_k = 0.05 k (k + 1), k = 1, 2, ... (the sums of the
+    /// intervals 0.1, 0.2, ..., 0.1 k).
+    pub burst: Vec<f64>,
+    /// `delayed`: t_k + delay for each burst time t_k.
+    pub delayed: Vec<f64>,
+}
+
+/// `AperiodicClocks`' activations up to `t_end` (inclusive, 1e-9), from
+/// its parameters: `sample` (fixed) at offset + k period; `burst`
+/// (changing, intervals T_0 = 0.1, T_i = 0.1 (i + 1)) at 0.05 k (k + 1);
+/// `delayed` (countdown, armed with `delay` at each burst) at each burst
+/// time plus `delay` (delay < 0.2: each arming ticks before the next
+/// burst). The times are computed from k, not summed.
+pub fn aperiodic_clocks(period: f64, offset: f64, delay: f64, t_end: f64) -> AperiodicTimes {
+    let until = |f: &dyn Fn(u32) -> f64, k0: u32| -> Vec<f64> {
+        (k0..).map(f).take_while(|&t| t <= t_end + 1e-9).collect()
+    };
+    let burst = until(&|k| 0.05 * f64::from(k) * f64::from(k + 1), 1);
+    AperiodicTimes {
+        sample: until(&|k| offset + f64::from(k) * period, 0),
+        delayed: burst
+            .iter()
+            .map(|t| t + delay)
+            .filter(|&t| t <= t_end + 1e-9)
+            .collect(),
+        burst,
+    }
+}
+
+/// A model partition of `CountdownPartitions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountdownPartition {
+    /// `inClock1`: constant, 1 s, priority 0.
+    InClock1,
+    /// `inClock2`: triggered, priority 1.
+    InClock2,
+    /// `inClock3`: countdown, priority 2.
+    InClock3,
+}
+
+/// `CountdownPartitions`' values after one activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CountdownValues {
+    /// `inClock1Ticks`.
+    pub in_clock1_ticks: i32,
+    /// `inClock2Ticks`.
+    pub in_clock2_ticks: i32,
+    /// `inClock3Ticks`.
+    pub in_clock3_ticks: i32,
+    /// `totalInClockTicks`.
+    pub total: i32,
+    /// `result2`.
+    pub result2: i32,
+    /// `output3`.
+    pub output3: i32,
+    /// `outClock` ticked in this activation.
+    pub out_clock: bool,
+    /// This activation armed `inClock3` (interval 0).
+    pub armed: bool,
+}
+
+/// `CountdownPartitions`' values after each of `activations` (time,
+/// partition, the `input2` set before it, `None`: not set): every
+/// activation counts in its Clock's ticks and in the total; inClock2 adds
+/// `input2` to `result2` and sets `input2` to 0; inClock3 sets `output3`
+/// to 1000; inClock1 at floor(t) = 4 arms inClock3; `outClock` ticks where
+/// the total becomes a multiple of 5.
+pub fn countdown_partitions(
+    activations: &[(f64, CountdownPartition, Option<i32>)],
+) -> Vec<CountdownValues> {
+    let mut s = CountdownValues::default();
+    let mut input2 = 0;
+    let mut out = Vec::with_capacity(activations.len());
+    for &(t, p, set) in activations {
+        if let Some(x) = set {
+            input2 = x;
+        }
+        s.armed = false;
+        match p {
+            CountdownPartition::InClock1 => {
+                s.in_clock1_ticks += 1;
+                s.armed = t.floor() == 4.0;
+            }
+            CountdownPartition::InClock2 => {
+                s.in_clock2_ticks += 1;
+                s.result2 += input2;
+                input2 = 0;
+            }
+            CountdownPartition::InClock3 => {
+                s.in_clock3_ticks += 1;
+                s.output3 = 1000;
+            }
+        }
+        s.total += 1;
+        s.out_clock = s.total % 5 == 0;
+        out.push(s);
+    }
+    out
+}
+
+/// The Reference FMUs' `scs_synchronous` schedule of `CountdownPartitions`
+/// for t = 0, 1, ..., `t_end` - 1: inClock1 at t; inClock2 at t where t
+/// mod 8 is 0 or 1; inClock3 at t = 4, where inClock1 arms it with 0; in
+/// priority order.
+pub fn countdown_partitions_schedule(t_end: u32) -> Vec<(f64, CountdownPartition)> {
+    let mut out = Vec::new();
+    for k in 0..t_end {
+        let t = f64::from(k);
+        out.push((t, CountdownPartition::InClock1));
+        if k % 8 <= 1 {
+            out.push((t, CountdownPartition::InClock2));
+        }
+        if k == 4 {
+            out.push((t, CountdownPartition::InClock3));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

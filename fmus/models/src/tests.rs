@@ -75,7 +75,7 @@ fn co_simulation_models() -> impl Iterator<Item = &'static ModelSpec> {
 
 #[test]
 fn every_spec_is_consistent_and_every_variant_possible() {
-    assert_eq!(registry().len(), 39);
+    assert_eq!(registry().len(), 41);
     let me_only: Vec<&str> = registry()
         .iter()
         .filter(|s| !s.has_co_simulation() && s.has_model_exchange())
@@ -86,19 +86,26 @@ fn every_spec_is_consistent_and_every_variant_possible() {
         ["BouncingBallME", "Robertson", "TimeEvents", "StepEvents"]
     );
     // Scheduled Execution: ClockedController beside Co-Simulation,
-    // Partitions alone.
+    // Partitions and CountdownPartitions alone.
     let se: Vec<(&str, bool)> = registry()
         .iter()
         .filter(|s| s.scheduled_execution)
         .map(|s| (s.name, s.has_co_simulation()))
         .collect();
-    assert_eq!(se, [("ClockedController", true), ("Partitions", false)]);
+    assert_eq!(
+        se,
+        [
+            ("ClockedController", true),
+            ("Partitions", false),
+            ("CountdownPartitions", false)
+        ]
+    );
     for s in registry() {
         ok(s.check().map_err(fmu_kit::instance::Fail::usage));
         // FMI 3 only: TypeMirror (FMI 3 only types), StructuralGain (a
         // structural parameter), StateSpace (arrays), ClockedController,
-        // ThresholdTrigger, ClockedCounter and Partitions (Clocks), whose
-        // FMI 2 builds are refused.
+        // ThresholdTrigger, ClockedCounter, Partitions, AperiodicClocks and
+        // CountdownPartitions (Clocks), whose FMI 2 builds are refused.
         assert_eq!(
             s.supports(FmiVersion::Fmi2),
             !matches!(
@@ -110,6 +117,8 @@ fn every_spec_is_consistent_and_every_variant_possible() {
                     | "ThresholdTrigger"
                     | "ClockedCounter"
                     | "Partitions"
+                    | "AperiodicClocks"
+                    | "CountdownPartitions"
             ),
             "{}",
             s.name
@@ -1469,6 +1478,7 @@ fn fmi3_model_descriptions_declare_intermediate_update_where_fmi2_interpolates()
                     | "ClockedController"
                     | "ThresholdTrigger"
                     | "ClockedCounter"
+                    | "AperiodicClocks"
             ),
             "{}",
             s.name

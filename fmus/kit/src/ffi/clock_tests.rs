@@ -145,7 +145,12 @@ fn kit_clocks() -> &'static ModelSpec {
         .unwrap_or_else(|| panic!("KitClocks is registered"))
 }
 
-fn instantiate(name: &CStr, spec: &ModelSpec, event_mode_used: bool, early: bool) -> *mut c_void {
+pub(super) fn instantiate(
+    name: &CStr,
+    spec: &ModelSpec,
+    event_mode_used: bool,
+    early: bool,
+) -> *mut c_void {
     let tok = token_c(
         spec,
         FmiVersion::Fmi3,
@@ -189,7 +194,7 @@ fn start(name: &CStr, early: bool) -> *mut c_void {
 }
 
 /// `fmi3UpdateDiscreteStates`: (status, discreteStatesNeedUpdate).
-fn update(i: *mut c_void) -> (i32, bool) {
+pub(super) fn update(i: *mut c_void) -> (i32, bool) {
     let (mut need, mut term, mut nominals, mut values, mut defined, mut next) =
         (false, false, false, false, false, 0.0);
     // SAFETY: a live instance and valid out-pointers.
@@ -208,39 +213,39 @@ fn update(i: *mut c_void) -> (i32, bool) {
 }
 
 /// `fmi3DoStep`: (status, eventHandlingNeeded, earlyReturn, lastSuccessfulTime).
-fn step(i: *mut c_void, t: f64, h: f64) -> (i32, bool, bool, f64) {
+pub(super) fn step(i: *mut c_void, t: f64, h: f64) -> (i32, bool, bool, f64) {
     let (mut event, mut term, mut early, mut last) = (false, false, false, f64::NAN);
     // SAFETY: a live instance and valid out-pointers.
     let st = unsafe { fmi3DoStep(i, t, h, false, &mut event, &mut term, &mut early, &mut last) };
     (st, event, early, last)
 }
 
-fn set_clock(i: *mut c_void, vr: Vr, on: bool) -> i32 {
+pub(super) fn set_clock(i: *mut c_void, vr: Vr, on: bool) -> i32 {
     // SAFETY: a live instance, one value.
     unsafe { fmi3SetClock(i, &vr, 1, &on) }
 }
 
 /// `fmi3GetClock` of one Clock: (status, value).
-fn get_clock(i: *mut c_void, vr: Vr) -> (i32, bool) {
+pub(super) fn get_clock(i: *mut c_void, vr: Vr) -> (i32, bool) {
     let mut b = false;
     // SAFETY: a live instance, one value.
     let st = unsafe { fmi3GetClock(i, &vr, 1, &mut b) };
     (st, b)
 }
 
-fn set_f64(i: *mut c_void, vr: Vr, x: f64) -> i32 {
+pub(super) fn set_f64(i: *mut c_void, vr: Vr, x: f64) -> i32 {
     // SAFETY: a live instance, one value.
     unsafe { fmi3SetFloat64(i, &vr, 1, &x, 1) }
 }
 
-fn get_f64(i: *mut c_void, vr: Vr) -> (i32, f64) {
+pub(super) fn get_f64(i: *mut c_void, vr: Vr) -> (i32, f64) {
     let mut x = f64::NAN;
     // SAFETY: a live instance, one value.
     let st = unsafe { fmi3GetFloat64(i, &vr, 1, &mut x, 1) };
     (st, x)
 }
 
-fn get_i32(i: *mut c_void, vr: Vr) -> (i32, i32) {
+pub(super) fn get_i32(i: *mut c_void, vr: Vr) -> (i32, i32) {
     let mut x = -1;
     // SAFETY: a live instance, one value.
     let st = unsafe { fmi3GetInt32(i, &vr, 1, &mut x, 1) };
@@ -248,17 +253,17 @@ fn get_i32(i: *mut c_void, vr: Vr) -> (i32, i32) {
 }
 
 /// Event Mode at the end of a step, from Step Mode.
-fn enter_event_mode(i: *mut c_void) {
+pub(super) fn enter_event_mode(i: *mut c_void) {
     // SAFETY: a live instance.
     assert_eq!(unsafe { fmi3EnterEventMode(i) }, 0);
 }
 
-fn enter_step_mode(i: *mut c_void) {
+pub(super) fn enter_step_mode(i: *mut c_void) {
     // SAFETY: a live instance.
     assert_eq!(unsafe { fmi3EnterStepMode(i) }, 0);
 }
 
-fn free(i: *mut c_void) {
+pub(super) fn free(i: *mut c_void) {
     // SAFETY: a live instance, freed once.
     unsafe { fmi3FreeInstance(i) }
 }
@@ -461,7 +466,9 @@ fn intervals_and_shifts() {
             fmi3GetIntervalDecimal(i, &TRIG, 1, x.as_mut_ptr(), q.as_mut_ptr()),
             3
         );
-        assert!(logged3("trig (vr 4) is triggered: only periodic Clocks"));
+        assert!(logged3(
+            "trig (vr 4) is triggered: only time-based Clocks (constant, fixed, tunable, changing, countdown) have an interval"
+        ));
         assert_eq!(fmi3SetIntervalDecimal(i, &TICK, 1, &0.5), 3);
         assert!(logged3(
             "is the intervalDecimal of the model description, never set"
@@ -650,14 +657,37 @@ fn the_spec_check_refuses_inconsistent_clocks() {
         base().var(out.interval(1.0)),
         "output Clocks must be triggered",
     );
+    // Aperiodic Clocks: the model gives the intervals, none in the XML.
+    assert_eq!(
+        base()
+            .var(Variable::input_clock(
+                1,
+                "c",
+                IntervalVariability::Countdown,
+                "",
+            ))
+            .check(),
+        Ok(())
+    );
     refused(
-        base().var(Variable::input_clock(
-            1,
-            "c",
-            IntervalVariability::Countdown,
-            "",
-        )),
-        "no model API for the intervals of aperiodic Clocks",
+        base().var(Variable::input_clock(1, "c", IntervalVariability::Changing, "").interval(1.0)),
+        "is changing: only periodic Clocks have intervalDecimal",
+    );
+    // Fixed without intervalDecimal: the model gives interval and shift.
+    assert_eq!(
+        base()
+            .var(Variable::input_clock(
+                1,
+                "c",
+                IntervalVariability::Fixed,
+                "",
+            ))
+            .check(),
+        Ok(())
+    );
+    refused(
+        base().var(Variable::input_clock(1, "c", IntervalVariability::Tunable, "").shift(0.5)),
+        "without intervalDecimal the model gives the interval and the shift",
     );
     refused(
         base().var(Variable::input_clock(1, "c", IntervalVariability::Triggered, "").interval(1.0)),
@@ -809,7 +839,7 @@ extern "C" fn unlock_preemption() {
     UNLOCKS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 }
 
-fn instantiate_se(name: &CStr, spec: &ModelSpec) -> *mut c_void {
+pub(super) fn instantiate_se(name: &CStr, spec: &ModelSpec) -> *mut c_void {
     let tok = token_c(
         spec,
         FmiVersion::Fmi3,
@@ -832,7 +862,7 @@ fn instantiate_se(name: &CStr, spec: &ModelSpec) -> *mut c_void {
     }
 }
 
-fn activate(i: *mut c_void, clock: Vr, t: f64) -> i32 {
+pub(super) fn activate(i: *mut c_void, clock: Vr, t: f64) -> i32 {
     // SAFETY: a live instance.
     unsafe { super::tests::fmi3ActivateModelPartition(i, clock, t) }
 }
@@ -871,9 +901,10 @@ fn scheduled_execution_only_for_models_that_declare_it() {
         x3.contains("<CoSimulation modelIdentifier=\"KitPartition\""),
         "{x3}"
     );
-    // Output Clocks (Clock Update Mode) are not supported.
+    // Output Clocks (Clock Update Mode) are allowed.
     let with_out = partition::spec().var(Variable::output_clock(8, "o", ""));
-    assert!(with_out.check().unwrap_err().contains("Clock Update Mode"));
+    assert_eq!(with_out.check(), Ok(()));
+    assert!(with_out.needs_clock_update() && !partition::spec().needs_clock_update());
     let no_clock = ModelSpec::new("N", "", |_| Ok(Box::new(KitClocks)))
         .event_mode()
         .scheduled_execution();

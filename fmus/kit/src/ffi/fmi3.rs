@@ -12,7 +12,8 @@
 //! `Instance::check_value_count`), and Configuration Mode
 //! for models with structural parameters, and Scheduled Execution for
 //! models that declare it (`fmi3InstantiateScheduledExecution`,
-//! `fmi3ActivateModelPartition`; no Clock Update Mode); the functions of
+//! `fmi3ActivateModelPartition`, Clock Update Mode through the importer's
+//! `clockUpdate`); the functions of
 //! Reconfiguration Mode are exported and answer `fmi3Error`.
 
 use std::ffi::{c_char, c_int, c_void};
@@ -23,7 +24,7 @@ pub(crate) use super::shared::check_n;
 use super::shared::{self, ERROR, FMI3, Seeded, simple};
 use super::{
     cstr, free, guard, lookup, register, slice, slice_mut, with_free_instance, with_handle,
-    with_instance_cell,
+    with_instance, with_instance_cell,
 };
 use crate::caps::{FmiVersion, ModelSource};
 use crate::instance::{Cap, Fail, Instance, Interface, LogSink, MeCall, Mode, R, Status};
@@ -43,6 +44,10 @@ const EVENT: u32 = Mode::EventMode.bit();
 const CONT: u32 = Mode::ContinuousTimeMode.bit();
 /// Scheduled Execution's Clock Activation Mode (FMI 3.0 sec. 5.2.1).
 const CLOCK_ACT: u32 = Mode::ClockActivation.bit();
+/// Scheduled Execution's Clock Update Mode (FMI 3.0 sec. 5.2.2): only
+/// `fmi3GetClock`, `fmi3GetInterval*` and the variable dependency
+/// functions; so no other mask has it.
+const CLOCK_UPD: u32 = Mode::ClockUpdate.bit();
 
 const M_ANY: u32 = INST | INIT | STEP | DISCARDED | TERM | ERR | CONFIG | EVENT | CONT | CLOCK_ACT;
 /// The FMU-state functions: any state but Configuration Mode (FMI 3.0 sec.
@@ -105,6 +110,7 @@ fn refuse_instantiation(
         env,
         log,
         intermediate: None,
+        clock_update: None,
     };
     sink(importer, logging_on).log(Status::Error, msg);
     std::ptr::null_mut()
@@ -146,6 +152,7 @@ pub unsafe fn instantiate_model_exchange(
             env,
             log,
             intermediate: None,
+            clock_update: None,
         };
         let inst = Instance::with_interface(
             spec,
@@ -270,6 +277,7 @@ pub unsafe fn instantiate_co_simulation(
             env,
             log,
             intermediate,
+            clock_update: None,
         };
         let mut inst = Instance::new(
             spec,
@@ -300,12 +308,24 @@ fn preemption_callback(p: *mut c_void) -> Option<std::sync::Arc<dyn Fn() + Send 
     Some(std::sync::Arc::new(move || unsafe { f() }))
 }
 
+/// A `fmi3ClockUpdateCallback` (`None` for NULL).
+fn clock_update_callback(p: *mut c_void) -> Option<super::intermediate::ClockUpdate> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: FMI calling convention: a non-NULL argument is a pointer to
+    // the importer's `void (*)(fmi3InstanceEnvironment)` function.
+    Some(unsafe { std::mem::transmute::<*mut c_void, super::intermediate::ClockUpdate>(p) })
+}
+
 /// `fmi3InstantiateScheduledExecution`: an instance of a model that
 /// declares Scheduled Execution (`ModelSpec::scheduled_execution`), in
 /// Clock Activation Mode after initialization; NULL, with a log line, for
-/// the others. `lockPreemption` / `unlockPreemption` are called around
-/// every model partition's computation; `clockUpdate` never (the kit's
-/// Scheduled Execution models have no output Clocks).
+/// the others, and when `clockUpdate` is NULL for a model with output or
+/// countdown Clocks (`ModelSpec::needs_clock_update`).
+/// `lockPreemption` / `unlockPreemption` are called around every model
+/// partition's computation, `clockUpdate` after a partition that ticked
+/// an output Clock or armed a countdown Clock (`activate_model_partition`).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -319,7 +339,7 @@ pub unsafe fn instantiate_scheduled_execution(
     logging_on: bool,
     env: *mut c_void,
     log: Option<LogMessage>,
-    _clock_update: *mut c_void,
+    clock_update: *mut c_void,
     lock: *mut c_void,
     unlock: *mut c_void,
 ) -> *mut c_void {
@@ -331,10 +351,19 @@ pub unsafe fn instantiate_scheduled_execution(
             Ok(x) => x,
             Err(e) => return bad(e),
         };
+        let clock_update = clock_update_callback(clock_update);
+        if clock_update.is_none() && spec.needs_clock_update() {
+            return bad(
+                "clockUpdate is NULL, and this FMU has output or countdown Clocks: its model partitions \
+                 call clockUpdate to enter Clock Update Mode (FMI 3.0 sec. 5.2.2)"
+                    .into(),
+            );
+        }
         let importer = Importer {
             env,
             log,
             intermediate: None,
+            clock_update,
         };
         let mut inst = Instance::new(
             spec,
@@ -793,13 +822,14 @@ pub unsafe fn set_binary(
     })
 }
 
-/// `fmi3GetClock`: output Clocks, in Event Mode (`Instance::get_clocks`);
-/// refused by FMUs without Clocks.
+/// `fmi3GetClock`: output Clocks, in Event Mode (Scheduled Execution:
+/// Clock Update Mode; `Instance::get_clocks`); refused by FMUs without
+/// Clocks.
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn get_clock(i: *mut c_void, vr: *const u32, nvr: usize, v: *mut bool) -> c_int {
-    simple(i, "fmi3GetClock", M_ANY, |inst| {
+    simple(i, "fmi3GetClock", M_ANY | CLOCK_UPD, |inst| {
         inst.has_clocks()
             .then_some(())
             .ok_or_else(|| Fail::usage("this FMU has no clocks"))?;
@@ -1056,8 +1086,8 @@ pub unsafe fn exit_configuration_mode(i: *mut c_void) -> c_int {
     )
 }
 
-/// `fmi3GetIntervalDecimal`: periodic Clocks, in Initialization and Event
-/// Mode (`Instance::get_intervals`).
+/// `fmi3GetIntervalDecimal`: time-based Clocks, in Initialization, Event,
+/// Clock Activation and Clock Update Mode (`Instance::get_intervals`).
 ///
 /// # Safety
 /// FMI calling convention.
@@ -1068,7 +1098,7 @@ pub unsafe fn get_interval_decimal(
     x: *mut f64,
     q: *mut c_int,
 ) -> c_int {
-    simple(i, "fmi3GetIntervalDecimal", M_ANY, |inst| {
+    simple(i, "fmi3GetIntervalDecimal", M_ANY | CLOCK_UPD, |inst| {
         // SAFETY: FMI calling convention: arrays of length n.
         let (vrs, out, qual) = unsafe {
             (
@@ -1099,7 +1129,9 @@ pub unsafe fn get_interval_fraction(
     _q: *mut c_int,
 ) -> c_int {
     let fname = "fmi3GetIntervalFraction";
-    simple(i, fname, M_ANY, |inst| inst.refuse_fraction(fname))
+    simple(i, fname, M_ANY | CLOCK_UPD, |inst| {
+        inst.refuse_fraction(fname)
+    })
 }
 
 /// `fmi3GetShiftDecimal`: periodic Clocks, in Initialization and Event
@@ -1449,11 +1481,46 @@ pub unsafe fn do_step(
 
 /// `fmi3ActivateModelPartition`: Scheduled Execution, Clock Activation
 /// Mode (`Instance::activate_partition`); refused by the other instances.
+/// A partition that ticked an output Clock or armed a countdown Clock
+/// leaves the instance in Clock Update Mode: the importer's `clockUpdate`
+/// is called then, with the instance's lock released (the importer calls
+/// `fmi3GetClock` and `fmi3GetIntervalDecimal` from inside it, on this
+/// thread, as any call), and Clock Update Mode ends when it returns.
 ///
 /// # Safety
 /// FMI calling convention.
 pub unsafe fn activate_model_partition(i: *mut c_void, clock: u32, t: f64) -> c_int {
-    simple(i, "fmi3ActivateModelPartition", M_ANY, |inst| {
-        inst.activate_partition(clock, t)
+    let fname = "fmi3ActivateModelPartition";
+    guard(ERROR, || {
+        let mut clock_update = false;
+        let status = with_instance(i, fname, M_ANY, |inst| {
+            clock_update = inst.activate_partition(clock, t)?;
+            Ok(Status::Ok)
+        });
+        if !clock_update {
+            return status as c_int;
+        }
+        call_clock_update(i);
+        with_instance(i, fname, CLOCK_UPD | ERR, |inst| {
+            inst.exit_clock_update()?;
+            Ok(Status::Ok)
+        }) as c_int
     })
+}
+
+/// Calls the importer's `clockUpdate` of instance `i` (in Clock Update
+/// Mode), holding nothing of the instance.
+fn call_clock_update(i: *mut c_void) {
+    // (The entry's reference is dropped before the call: the callback's
+    // calls look the instance up as any call does.)
+    let Some((callback, env)) = lookup(i).and_then(|h| h.cell.clock_update()) else {
+        return;
+    };
+    // SAFETY: `callback` is the importer's non-NULL fmi3ClockUpdateCallback
+    // from fmi3InstantiateScheduledExecution, called with its own
+    // instanceEnvironment from inside its fmi3ActivateModelPartition (FMI
+    // 3.0 sec. 5.2.2). No lock of the instance is held: its re-entrant
+    // calls (fmi3GetClock, fmi3GetIntervalDecimal) take the instance as any
+    // call does, and the instance's Clock Update Mode refuses the others.
+    unsafe { callback(env) }
 }

@@ -68,8 +68,12 @@ pub type LogMessage = unsafe extern "C" fn(
     message: *const c_char,
 );
 
-/// What the importer gave `fmi3InstantiateCoSimulation` to be called back
-/// with: the instance environment and the two callbacks.
+/// `fmi3ClockUpdateCallback`.
+pub type ClockUpdate = unsafe extern "C" fn(env: *mut c_void);
+
+/// What the importer gave `fmi3InstantiateCoSimulation` (or
+/// `fmi3InstantiateScheduledExecution`) to be called back with: the
+/// instance environment and the callbacks.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Importer {
     /// `instanceEnvironment`, handed back unchanged.
@@ -78,6 +82,9 @@ pub(crate) struct Importer {
     pub(crate) log: Option<LogMessage>,
     /// `intermediateUpdate` (may be NULL: then steps hold the inputs).
     pub(crate) intermediate: Option<IntermediateUpdate>,
+    /// Scheduled Execution's `clockUpdate` (NULL for the other
+    /// interfaces, and for models without output and countdown Clocks).
+    pub(crate) clock_update: Option<ClockUpdate>,
 }
 
 // SAFETY: `Importer` only carries the importer's function pointers and its
@@ -244,6 +251,13 @@ impl Cell {
                 f.status
             }
         })
+    }
+
+    /// The importer's `clockUpdate` and its `instanceEnvironment`, if it
+    /// gave one (Scheduled Execution).
+    pub(crate) fn clock_update(&self) -> Option<(ClockUpdate, *mut c_void)> {
+        let importer = self.importer?;
+        Some((importer.clock_update?, importer.env))
     }
 
     fn open(&self, time: f64, spec: &'static ModelSpec, log_errors: bool) {

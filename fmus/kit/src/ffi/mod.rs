@@ -22,6 +22,8 @@
 #![allow(unsafe_code)]
 
 #[cfg(test)]
+mod aperiodic_tests;
+#[cfg(test)]
 mod arrays_tests;
 #[cfg(test)]
 mod clock_tests;
@@ -139,12 +141,13 @@ fn drop_retired() {
 }
 
 /// `fmi2FreeInstance` / `fmi3FreeInstance`: unregisters the instance,
-/// unless it is in Intermediate Update Mode (then the call is refused with
-/// a log line and the instance stays). Freeing an instance of a
-/// [`Quirk::CrashesAtExit`] build arms [`crash_at_exit`].
+/// unless it is in Intermediate Update Mode or Clock Update Mode (inside an
+/// importer's callback: then the call is refused with a log line and the
+/// instance stays). Freeing an instance of a [`Quirk::CrashesAtExit`]
+/// build arms [`crash_at_exit`].
 pub(crate) fn free(ptr: *mut c_void, fname: &str) {
     if let Some(handle) = lookup(ptr)
-        && handle.cell.refuse(fname)
+        && (handle.cell.refuse(fname) || refused_in_clock_update(&handle, fname))
     {
         return;
     }
@@ -154,6 +157,28 @@ pub(crate) fn free(ptr: *mut c_void, fname: &str) {
         }
         retire(handle);
     }
+}
+
+/// If the instance is in Clock Update Mode (inside the importer's
+/// `clockUpdate`, which `fmi3ActivateModelPartition` calls), logs that
+/// `fname` is illegal there and returns true.
+fn refused_in_clock_update(entry: &Entry, fname: &str) -> bool {
+    let mut inst = match entry.instance.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return false,
+    };
+    if inst.mode() != crate::instance::Mode::ClockUpdate {
+        return false;
+    }
+    inst.fail(
+        fname,
+        Fail::sequence(
+            "called in state Clock Update Mode (inside the importer's clockUpdate callback, where only \
+             fmi3GetClock and fmi3GetIntervalDecimal are allowed)",
+        ),
+    );
+    true
 }
 
 /// [`Quirk::CrashesAtExit`]: registers (once per process) a libc `atexit`

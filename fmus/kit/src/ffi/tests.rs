@@ -285,6 +285,8 @@ pub(super) fn registry() -> &'static [ModelSpec] {
             super::clock_tests::spec(),
             super::clock_tests::partition::spec(),
             super::clock_tests::partition::only_spec(),
+            super::aperiodic_tests::timed::spec(),
+            super::aperiodic_tests::clock_update::spec(),
         ]
     })
 }

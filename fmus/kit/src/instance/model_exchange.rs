@@ -348,9 +348,17 @@ impl Instance {
             &log,
         );
         drop(log);
+        // The Clocks' timing, with the Clocks of the update still active.
+        let timing = match &update {
+            Ok(_) if self.has_clocks() => {
+                self.clock_timing_after_update(model.as_mut(), t, &active)
+            }
+            _ => Ok(false),
+        };
         self.model = Some(model);
         self.dirty = true;
         let mut update = update.map_err(Fail::failure)?;
+        timing?;
         if self.has_clocks() && self.deactivate_clocks(&active) {
             // An output Clock ticked in the update: the importer reads it
             // (fmi3GetClock) and handles it in another update.
@@ -599,6 +607,8 @@ impl Instance {
             }
             Mode::ContinuousTimeMode => self.interface == Interface::ModelExchange,
             Mode::ClockActivation => self.scheduled.is_some(),
+            // Never saved: inside fmi3ActivateModelPartition only.
+            Mode::ClockUpdate => false,
             _ => true,
         }
     }
