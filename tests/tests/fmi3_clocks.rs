@@ -68,11 +68,22 @@ impl Run {
 /// and runs it with the FMI call log; the output and, where it succeeded,
 /// the trace and calls.
 fn run(dir: &Path, name: &str, step: f64, body: &str) -> (std::process::Output, Option<Run>) {
+    run_to(dir, name, 1.0, step, body)
+}
+
+/// [`run`] to `stop`.
+fn run_to(
+    dir: &Path,
+    name: &str,
+    stop: f64,
+    step: f64,
+    body: &str,
+) -> (std::process::Output, Option<Run>) {
     let scenario = dir.join(name);
     std::fs::write(
         &scenario,
         format!(
-            "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = {step}\n\n{body}"
+            "[simulation]\nstop = {stop}\n\n[master]\nkind = \"fixed-step\"\nstep = {step}\n\n{body}"
         ),
     )
     .unwrap();
@@ -104,7 +115,13 @@ fn run(dir: &Path, name: &str, step: f64, body: &str) -> (std::process::Output, 
 /// [`run`], which must succeed with no call refused.
 #[track_caller]
 fn run_ok(dir: &Path, name: &str, step: f64, body: &str) -> Run {
-    let (output, run) = run(dir, name, step, body);
+    run_ok_to(dir, name, 1.0, step, body)
+}
+
+/// [`run_to`], which must succeed with no call refused.
+#[track_caller]
+fn run_ok_to(dir: &Path, name: &str, stop: f64, step: f64, body: &str) -> Run {
+    let (output, run) = run_to(dir, name, stop, step, body);
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert!(!err.contains("Illegal call sequence"), "{err}");
@@ -180,6 +197,53 @@ fn a_clocked_controller_samples_its_plant_at_its_ticks() {
             .count();
         assert_eq!(ticks, 11, "step {step}: ticks at 0, 0.1, ... 1.0:\n{calls}");
     }
+}
+
+#[test]
+fn a_clocked_controller_run_as_scheduled_execution_samples_its_plant_alike() {
+    // ClockedController declares Co-Simulation and Scheduled Execution:
+    // `interface = "scheduled-execution"` activates its partition at each
+    // tick (x set before, u read after, no step), which gives the same
+    // sampled loop as event mode, to the last bit.
+    let dir = tempfile::tempdir().unwrap();
+    let plant = subsystem(
+        "plant",
+        "Integrator",
+        &format!("parameters = {{ x0 = {X0} }}"),
+    );
+    let wiring = connection("plant.x", "ctrl.x") + &connection("ctrl.u", "plant.u");
+    let event_mode = subsystem("ctrl", "ClockedController", "") + &plant + &wiring;
+    let scheduled = subsystem(
+        "ctrl",
+        "ClockedController",
+        "interface = \"scheduled-execution\"",
+    ) + &plant
+        + &wiring;
+    for step in [0.1, 0.03] {
+        let a = run_ok(dir.path(), &format!("cs_{step}.toml"), step, &event_mode);
+        let b = run_ok(dir.path(), &format!("se_{step}.toml"), step, &scheduled);
+        assert_eq!(a.header, b.header);
+        assert_eq!(a.rows, b.rows, "step {step}");
+        assert!(b.calls.contains("ctrl: fmi3InstantiateScheduledExecution("));
+        assert!(!b.calls.contains("ctrl: fmi3DoStep("), "{}", b.calls);
+        let activations = b
+            .calls
+            .lines()
+            .filter(|l| l.contains("ctrl: fmi3ActivateModelPartition("))
+            .count();
+        assert_eq!(activations, 11, "step {step}");
+    }
+    // An FMU without the interface: the error names the subsystem and
+    // what the FMU declares.
+    let body = subsystem("plant", "Integrator", "interface = \"scheduled-execution\"");
+    let (out, _) = run(dir.path(), "no_se.toml", 0.1, &body);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("subsystem 'plant' runs the FMU's Scheduled Execution interface, which the FMU does not declare (it declares <CoSimulation> only)"),
+        "{err}"
+    );
+    assert!(err.contains("no_se.toml:"), "{err}");
 }
 
 #[test]
@@ -410,5 +474,195 @@ fn a_nested_level_ends_its_steps_at_its_clock_ticks() {
             row[t]
         );
         assert!((row[u] - uk).abs() <= 1e-12, "u at {}: {row:?}", row[t]);
+    }
+}
+
+/// Whether `t` is on the grid of `k * 1e-9` within rounding: `a == b`.
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn scheduled_execution_runs_countdown_and_output_clocks_in_clock_update_mode() {
+    // Two kit `CountdownPartitions` (the behaviour of the Reference FMUs'
+    // `Clocks`): inClock1 ticks every second; the partition of inClock1
+    // at t = 4 arms the countdown Clock inClock3 with interval 0 and
+    // ticks the output Clock outClock whenever the activations so far
+    // (`totalInClockTicks`) reach a multiple of 5; both are said in Clock
+    // Update Mode, inside fmi3ActivateModelPartition. a's outClock
+    // triggers b's inClock2, whose partition adds b's input2 (a's total)
+    // to result2.
+    //
+    // a: total = k + 1 (+1 from t = 4, inClock3): 5 at t = 4 (partition
+    // 1, before partition 3), 10 at t = 8: outClock ticks at 4 and 8.
+    // b: also inClock2 at 4 and 8 (after its own partitions there):
+    // total 5 at t = 4 (tick), 6, 7; 10 at t = 7 (tick); result2 = 6
+    // (a's total at 4), then 16.
+    let dir = tempfile::tempdir().unwrap();
+    let body = subsystem("a", "CountdownPartitions", "")
+        + &subsystem("b", "CountdownPartitions", "")
+        + &connection("a.outClock", "b.inClock2")
+        + &connection("a.totalInClockTicks", "b.input2")
+        + "[outputs]\nvariables = [\"a.*\", \"b.*\"]\n";
+    let r = run_ok_to(dir.path(), "countdown.toml", 9.0, 0.5, &body);
+    assert_eq!(r.rows.len(), 19, "{:?}", r.rows);
+    let at = |row: &[f64], name: &str| row[r.col(name)];
+    for row in &r.rows {
+        let t = row[0];
+        let k = (t + 1e-9).floor();
+        let (from4, from8) = (f64::from(u8::from(k >= 4.0)), f64::from(u8::from(k >= 8.0)));
+        let tick = |times: &[f64]| f64::from(u8::from(times.iter().any(|&x| same(x, t))));
+        let want_a = [
+            ("a.inClock1Ticks", k + 1.0),
+            ("a.inClock2Ticks", 0.0),
+            ("a.inClock3Ticks", from4),
+            ("a.totalInClockTicks", k + 1.0 + from4),
+            ("a.output3", 1000.0 * from4),
+            ("a.result2", 0.0),
+            ("a.outClock", tick(&[4.0, 8.0])),
+        ];
+        let want_b = [
+            ("b.inClock1Ticks", k + 1.0),
+            ("b.inClock2Ticks", from4 + from8),
+            ("b.inClock3Ticks", from4),
+            ("b.totalInClockTicks", k + 1.0 + 2.0 * from4 + from8),
+            ("b.result2", 6.0 * from4 + 10.0 * from8),
+            ("b.outClock", tick(&[4.0, 7.0])),
+            ("b.inClock2", tick(&[4.0, 8.0])),
+        ];
+        for (name, want) in want_a.iter().chain(&want_b) {
+            assert_eq!(at(row, name), *want, "{name} at t = {t}: {row:?}");
+        }
+    }
+    // The call sequence: Clock Update Mode inside the activations that
+    // armed inClock3 or ticked outClock; the countdown's partition after
+    // inClock1's at t = 4, b's inClock2 after both.
+    let calls = &r.calls;
+    assert!(!calls.contains("fmi3DoStep("), "{calls}");
+    let at4: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.contains("fmi3ActivateModelPartition(") && l.contains("activationTime=4"))
+        .collect();
+    let names: Vec<(&str, &str)> = at4
+        .iter()
+        .map(|l| {
+            let who = if l.contains("] a: ") { "a" } else { "b" };
+            let clock = ["inClock1", "inClock2", "inClock3"]
+                .into_iter()
+                .find(|c| l.contains(&format!("/* {c} */")))
+                .unwrap_or("?");
+            (who, clock)
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a", "inClock1"),
+            ("a", "inClock3"),
+            ("b", "inClock1"),
+            ("b", "inClock3"),
+            ("b", "inClock2")
+        ],
+        "{at4:#?}"
+    );
+    let updates = |function: &str| {
+        calls
+            .lines()
+            .filter(|l| l.contains(function) && l.contains("in Clock Update Mode"))
+            .count()
+    };
+    // (a: at 4 (countdown armed and outClock) and 8; b: at 4 and 7.)
+    assert_eq!(updates("a: fmi3GetClock("), 2, "{calls}");
+    assert_eq!(updates("b: fmi3GetClock("), 2, "{calls}");
+    assert!(updates("a: fmi3GetIntervalDecimal(") >= 1, "{calls}");
+}
+
+/// The activations of the kit's `AperiodicClocks` up to `stop`: `sample`
+/// (fixed, interval 0.25 and shift 0.1 from the FMU), `burst`
+/// (changing: 0.1, then intervals 0.2, 0.3, ...) and `delayed` (countdown,
+/// armed by each burst with `delay`).
+fn aperiodic_ticks(stop: f64, delay: f64) -> [Vec<f64>; 3] {
+    let sample: Vec<f64> = (0..)
+        .map(|j| 0.1 + 0.25 * f64::from(j))
+        .take_while(|&t| t <= stop + 1e-9)
+        .collect();
+    let mut burst = vec![0.1];
+    while let Some(&last) = burst.last() {
+        let next = last + 0.1 * (burst.len() as f64 + 1.0);
+        if next > stop + 1e-9 {
+            break;
+        }
+        burst.push(next);
+    }
+    let delayed = burst
+        .iter()
+        .map(|b| b + delay)
+        .filter(|&t| t <= stop + 1e-9)
+        .collect();
+    [sample, burst, delayed]
+}
+
+#[test]
+fn fixed_changing_and_countdown_clocks_tick_where_the_fmu_says() {
+    // The FMU gives `sample`'s interval and shift (no intervalDecimal),
+    // `burst`'s next interval after each activation, and arms `delayed`
+    // at each burst; cosim asks them with fmi3GetIntervalDecimal /
+    // fmi3GetShiftDecimal and activates each Clock exactly there (the
+    // strict FMU refuses any other time), on the grid and off it. With
+    // delay = 0 the countdown ticks in the burst's own instant.
+    let dir = tempfile::tempdir().unwrap();
+    for (step, delay) in [(0.05, 0.05), (0.03, 0.05), (0.05, 0.0)] {
+        let body = subsystem(
+            "c",
+            "AperiodicClocks",
+            &format!("parameters = {{ delay = {delay} }}"),
+        ) + "[outputs]\nvariables = [\"c.*\"]\n";
+        let name = format!("aperiodic_{step}_{delay}.toml");
+        let r = run_ok(dir.path(), &name, step, &body);
+        let [sample, burst, delayed] = aperiodic_ticks(1.0, delay);
+        let count = |ticks: &[f64], t: f64| ticks.iter().filter(|&&x| x <= t + 1e-9).count() as f64;
+        let last = |ticks: &[f64], t: f64| {
+            ticks
+                .iter()
+                .copied()
+                .rfind(|&x| x <= t + 1e-9)
+                .unwrap_or(0.0)
+        };
+        for ticks in [&sample, &burst, &delayed] {
+            for &tk in ticks {
+                assert!(
+                    r.rows.iter().any(|row| same(row[0], tk)),
+                    "step {step}: no row at the tick {tk}"
+                );
+            }
+        }
+        for row in &r.rows {
+            let t = row[0];
+            let is = |ticks: &[f64]| f64::from(u8::from(ticks.iter().any(|&x| same(x, t))));
+            let want = [
+                ("c.sample", is(&sample)),
+                ("c.sample_n", count(&sample, t)),
+                ("c.burst", is(&burst)),
+                ("c.burst_n", count(&burst, t)),
+                ("c.burst_t [s]", last(&burst, t)),
+                ("c.delayed", is(&delayed)),
+                ("c.delayed_n", count(&delayed, t)),
+                ("c.delayed_t [s]", last(&delayed, t)),
+            ];
+            for (col, want) in want {
+                let got = row[r.col(col)];
+                assert!(
+                    (got - want).abs() <= 1e-9,
+                    "step {step}, delay {delay}: {col} at {t}: {got} vs {want}"
+                );
+            }
+        }
+        let calls = &r.calls;
+        assert!(calls.contains("c: fmi3GetShiftDecimal("), "{calls}");
+        let sets = calls
+            .lines()
+            .filter(|l| l.contains("c: fmi3SetClock("))
+            .count();
+        assert!(sets >= 1, "{calls}");
     }
 }

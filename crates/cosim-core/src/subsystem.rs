@@ -1120,11 +1120,9 @@ impl FmuSubsystem {
         options: &InstantiateOptions,
     ) -> Result<Self> {
         let md = fmu.model_description();
-        // (An FMU with only Scheduled Execution runs it; every other one
-        // Co-Simulation here.)
-        let scheduled = fmu.runs_model_exchange().is_none()
-            && md.co_simulation.is_none()
-            && md.scheduled_execution.is_some();
+        // (Scheduled Execution where the scenario chose it or it is the
+        // FMU's only interface; else Co-Simulation here.)
+        let scheduled = fmu.runs_scheduled_execution();
         let scheduled_options;
         let options = if scheduled {
             scheduled_options = InstantiateOptions {
@@ -1158,7 +1156,7 @@ impl FmuSubsystem {
             };
             instance.use_intermediate_inputs(&vrs)?;
         }
-        let clocks = Clocks::new(md, inputs, observed, info.n_outputs, name)?;
+        let clocks = Clocks::new(md, inputs, observed, info.n_outputs, name, scheduled)?;
         let clocked = scheduled || clocks.as_ref().is_some_and(|c| c.has_clocked_slots());
         let n_outputs = info.n_outputs;
         let mut sub = FmuSubsystem::new(info, instance, input_vrs, observed_vrs);
@@ -1176,8 +1174,10 @@ impl FmuSubsystem {
         if clocked {
             // The steps set and read the variables no Clock clocks (the
             // typed path, whatever their types); the clocked ones are set
-            // and read at their Clocks' activations.
-            let unclocked = |v: &cosim_fmi::model_description::Variable| v.clocks.is_empty();
+            // and read at their Clocks' activations. Scheduled Execution:
+            // every one at the activations.
+            let unclocked =
+                |v: &cosim_fmi::model_description::Variable| !scheduled && v.clocks.is_empty();
             sub.typed_inputs = Some(TypedSlots::of(md, inputs, 0, name, unclocked)?);
             sub.typed_observed = Some(TypedSlots::of(md, observed, n_outputs, name, unclocked)?);
             sub.float_prefix = 0;
@@ -1711,10 +1711,10 @@ impl Subsystem for FmuSubsystem {
         self.tracker.begin(Call::EventMode);
         if self.scheduled {
             let now = self.now;
+            // (Each activation schedules its Clock's next one, and Clock
+            // Update Mode the countdown Clocks.)
             let result = match &mut self.clocks {
-                Some(c) => c
-                    .activate_partitions(&mut self.instance, now, &self.info)
-                    .and_then(|()| c.reschedule(&mut self.instance, now)),
+                Some(c) => c.activate_partitions(&mut self.instance, now, &self.info),
                 None => Ok(()),
             };
             self.tracker.end();

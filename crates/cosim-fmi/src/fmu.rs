@@ -91,6 +91,9 @@ pub struct Fmu {
     /// Set by [`Fmu::as_model_exchange`]: the FMU's Model Exchange
     /// interface, driven by `cosim`'s integrator, seen as co-simulation.
     view: Option<Arc<crate::model_exchange::ModelExchangeView>>,
+    /// Set by [`Fmu::as_scheduled_execution`]: its instances run FMI 3
+    /// Scheduled Execution.
+    scheduled: bool,
 }
 
 impl std::fmt::Debug for Fmu {
@@ -99,6 +102,7 @@ impl std::fmt::Debug for Fmu {
             .field("source", &self.inner.source)
             .field("model", &self.inner.md.model_name)
             .field("model_exchange", &self.view.is_some())
+            .field("scheduled_execution", &self.scheduled)
             .finish()
     }
 }
@@ -229,6 +233,7 @@ impl Fmu {
                 parked: Mutex::new(Vec::new()),
             }),
             view: None,
+            scheduled: false,
         };
         // A library that is missing (or not named validly) is an error
         // only where it is needed; one that is there must be loadable.
@@ -276,6 +281,7 @@ impl Fmu {
                 me,
                 settings,
             ))),
+            scheduled: false,
         })
     }
 
@@ -297,7 +303,35 @@ impl Fmu {
                 &self.inner.md,
                 me,
             ))),
+            scheduled: false,
         })
+    }
+
+    /// The FMU's FMI 3 Scheduled Execution interface: its instances are
+    /// instantiated with `fmi3InstantiateScheduledExecution`, their model
+    /// partitions activated at their Clocks' ticks.
+    ///
+    /// # Errors
+    ///
+    /// The FMU declares no `<ScheduledExecution>`.
+    pub fn as_scheduled_execution(&self) -> Result<Fmu> {
+        self.model_identifier(Interface::ScheduledExecution)?;
+        Ok(Fmu {
+            inner: Arc::clone(&self.inner),
+            view: None,
+            scheduled: true,
+        })
+    }
+
+    /// Whether this `Fmu` runs Scheduled Execution: seen through
+    /// [`Fmu::as_scheduled_execution`], or its only interface.
+    pub fn runs_scheduled_execution(&self) -> bool {
+        let md = &self.inner.md;
+        self.scheduled
+            || (self.view.is_none()
+                && md.co_simulation.is_none()
+                && md.model_exchange.is_none()
+                && md.scheduled_execution.is_some())
     }
 
     /// Whether this `Fmu` is a member of a strongly coupled group

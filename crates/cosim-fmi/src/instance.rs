@@ -1382,6 +1382,21 @@ impl Instance {
             .activate_model_partition(clock, t)
     }
 
+    /// FMI 3 Scheduled Execution: the output and countdown Clocks that
+    /// `fmi3ClockUpdateCallback` asks about, in Clock Update Mode.
+    pub fn watch_clock_updates(&mut self, outputs: &[u32], countdowns: &[u32]) -> Result<()> {
+        self.as_fmi3("fmi3ClockUpdateCallback")?
+            .watch_clock_updates(outputs, countdowns);
+        Ok(())
+    }
+
+    /// FMI 3 Scheduled Execution, after `fmi3ActivateModelPartition`:
+    /// what its Clock Update Mode callbacks found.
+    pub fn take_clock_updates(&mut self, into: &mut crate::ClockUpdates) -> Result<()> {
+        self.as_fmi3("fmi3ClockUpdateCallback")?
+            .take_clock_updates(into)
+    }
+
     /// FMI 3 `fmi3SetClock` (Event Mode): activates (or deactivates) input
     /// Clocks.
     pub fn set_clock(&mut self, vrs: &[u32], active: &[bool]) -> Result<()> {

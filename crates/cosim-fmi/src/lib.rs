@@ -39,8 +39,8 @@ pub use error::{FmiError, Result};
 pub use ffi::Status;
 pub use ffi::call_log::{CallLogSink, CallLogTarget};
 pub use ffi::{
-    CompletedStep, DiscreteStatesUpdate, EventHandling, Interface, IntervalQualifier, Phase,
-    StateHandle, StepCall, StepOutcome,
+    ClockUpdates, CompletedStep, DiscreteStatesUpdate, EventHandling, Interface, IntervalQualifier,
+    Phase, StateHandle, StepCall, StepOutcome,
 };
 pub use fmu::Fmu;
 pub use instance::{BoundStep, HeldStep, HeldValues, Instance, InstantiateOptions, Value};

@@ -907,11 +907,8 @@ fn event_handling(
                 .co_simulation
                 .as_ref()
                 .is_some_and(|cs| cs.has_event_mode);
-        let isolated = isolation_of(level, sub, md) == Isolation::Process;
-        if fmu.runs_model_exchange().is_none()
-            && md.co_simulation.is_none()
-            && md.scheduled_execution.is_some()
-        {
+        let isolated = isolation_of(level, sub, fmu) == Isolation::Process;
+        if fmu.runs_scheduled_execution() {
             // (Scheduled Execution: its Clocks tick in Clock Activation
             // Mode, without event mode.)
             continue;
@@ -983,15 +980,10 @@ fn event_handling(
 /// Execution stays in this process where only the level asked for a host
 /// (host processes do not run Event Mode, Clocks or Scheduled Execution
 /// yet; `instantiate` warns).
-fn isolation_of(
-    level: &Level,
-    sub: &crate::resolve::ResolvedSubsystem,
-    md: &ModelDescription,
-) -> Isolation {
-    let needs_events = md.variables.iter().any(|v| v.clock.is_some())
-        || (md.co_simulation.is_none()
-            && md.model_exchange.is_none()
-            && md.scheduled_execution.is_some());
+fn isolation_of(level: &Level, sub: &crate::resolve::ResolvedSubsystem, fmu: &Fmu) -> Isolation {
+    let md = fmu.model_description();
+    let needs_events =
+        md.variables.iter().any(|v| v.clock.is_some()) || fmu.runs_scheduled_execution();
     match level.isolation {
         Some(Isolation::Process) if needs_events && sub.isolation == Isolation::None => {
             Isolation::None
@@ -1037,7 +1029,7 @@ fn instantiate(
     let values = typed_start_values(resolved, s, md)?;
     let strings = &plan.strings[s];
     // In this process, or in a host process (`isolation = "process"`).
-    let isolation = isolation_of(level, sub, md);
+    let isolation = isolation_of(level, sub, fmu);
     if isolation == Isolation::None
         && level.isolation == Some(Isolation::Process)
         && sub.isolation == Isolation::None
@@ -1062,7 +1054,7 @@ fn instantiate(
             fs.trace_strings(strings);
             Box::new(fs)
         }
-        Isolation::Process if md.co_simulation.is_none() && md.scheduled_execution.is_some() => {
+        Isolation::Process if fmu.runs_scheduled_execution() => {
             return Err(AssembleError::Scenario(resolved.error_at(
                 sub.span,
                 format!(

@@ -172,8 +172,10 @@ fn with_interface(scenario: &Scenario, s: &SubsystemSpec, fmu: Fmu) -> Result<Fm
     }
     let md = fmu.model_description();
     match interface_of(scenario, s, md)? {
-        // (FmuSubsystem instantiates a Scheduled Execution only FMU for it.)
-        FmuInterface::CoSimulation | FmuInterface::ScheduledExecution => Ok(fmu),
+        FmuInterface::CoSimulation => Ok(fmu),
+        FmuInterface::ScheduledExecution => fmu
+            .as_scheduled_execution()
+            .map_err(|e| scenario.error_at(s.fmu.span, e.to_string())),
         FmuInterface::ModelExchange => {
             let settings = solver_settings(
                 md,
@@ -302,10 +304,34 @@ pub(crate) fn interface_of(
     } else {
         FmuInterface::ModelExchange
     });
+    let declared = || {
+        let mut d = Vec::new();
+        for (has, element) in [
+            (has_cs, "<CoSimulation>"),
+            (has_me, "<ModelExchange>"),
+            (md.scheduled_execution.is_some(), "<ScheduledExecution>"),
+        ] {
+            if has {
+                d.push(element);
+            }
+        }
+        match d.as_slice() {
+            [one] => format!("{one} only"),
+            _ => d.join(" and "),
+        }
+    };
     let name = &s.name.value;
-    let missing = |element: &str, other: &str| {
+    let default = if has_cs {
+        "Co-Simulation"
+    } else if has_me {
+        "Model Exchange"
+    } else {
+        "Scheduled Execution"
+    };
+    let missing = |element: &str| {
         let message = format!(
-            "subsystem '{name}' runs the FMU's {element} interface, which the FMU does not declare (it declares <{other}> only)"
+            "subsystem '{name}' runs the FMU's {element} interface, which the FMU does not declare (it declares {})",
+            declared()
         );
         let err = match (written, scenario.interface_override) {
             (_, Some(i)) => ScenarioError::argument(
@@ -324,12 +350,27 @@ pub(crate) fn interface_of(
             (None, None) => scenario.error_at(s.fmu.span, message),
         };
         err.with_help(format!(
-            "remove the interface choice: the FMU runs its {other} interface"
+            "remove the interface choice: the FMU runs its {default} interface"
         ))
     };
     match interface {
-        FmuInterface::CoSimulation if !has_cs => Err(missing("Co-Simulation", "ModelExchange")),
-        FmuInterface::ModelExchange if !has_me => Err(missing("Model Exchange", "CoSimulation")),
+        FmuInterface::CoSimulation if !has_cs => Err(missing("Co-Simulation")),
+        FmuInterface::ModelExchange if !has_me => Err(missing("Model Exchange")),
+        FmuInterface::ScheduledExecution if md.scheduled_execution.is_none() => {
+            let message = format!(
+                "subsystem '{name}' runs the FMU's Scheduled Execution interface, which the FMU does not declare (it declares {})",
+                declared()
+            );
+            let span = written.map_or(s.fmu.span, |l| l.span);
+            Err(scenario
+                .error_at(span, message)
+                .with_help("remove the interface choice, or use an FMU that declares <ScheduledExecution>"))
+        }
+        FmuInterface::ScheduledExecution if s.solver.is_some() => Err(scenario
+            .error_at(
+                s.solver.as_ref().map_or(s.fmu.span, |l| l.span),
+                format!("subsystem '{name}' runs the FMU's Scheduled Execution interface: [subsystems.solver] is for Model Exchange"),
+            )),
         FmuInterface::CoSimulation => {
             if let Some(solver) = &s.solver {
                 return Err(scenario

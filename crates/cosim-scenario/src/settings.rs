@@ -189,24 +189,28 @@ pub enum FmuInterface {
     /// `"model-exchange"`: the FMU gives derivatives and event indicators;
     /// an integrator of `cosim` advances it over each macro step.
     ModelExchange,
-    /// FMI 3 Scheduled Execution, for an FMU that declares only that
-    /// interface: its model partitions are activated as their Clocks tick
-    /// (not a choice in scenario files yet).
+    /// `"scheduled-execution"`: FMI 3 Scheduled Execution (the default for
+    /// an FMU that declares only that interface): its model partitions are
+    /// activated as their Clocks tick.
     ScheduledExecution,
 }
 
 impl FmuInterface {
     /// The names used in scenario files, in the order of [`FmuInterface::ALL`].
-    pub const NAMES: [&'static str; 2] = ["co-simulation", "model-exchange"];
+    pub const NAMES: [&'static str; 3] = ["co-simulation", "model-exchange", "scheduled-execution"];
     /// Every value.
-    pub const ALL: [FmuInterface; 2] = [FmuInterface::CoSimulation, FmuInterface::ModelExchange];
+    pub const ALL: [FmuInterface; 3] = [
+        FmuInterface::CoSimulation,
+        FmuInterface::ModelExchange,
+        FmuInterface::ScheduledExecution,
+    ];
 
     /// Its name in scenario files.
     pub fn name(self) -> &'static str {
         match self {
             FmuInterface::CoSimulation => Self::NAMES[0],
             FmuInterface::ModelExchange => Self::NAMES[1],
-            FmuInterface::ScheduledExecution => "scheduled-execution",
+            FmuInterface::ScheduledExecution => Self::NAMES[2],
         }
     }
 }

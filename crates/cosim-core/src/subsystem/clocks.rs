@@ -43,12 +43,35 @@ struct TimedClock {
     declared_interval: Option<f64>,
     /// The shift it gives (`shiftDecimal`, 0 when absent).
     declared_shift: f64,
-    /// `priority` (Scheduled Execution: the smaller activates first).
-    priority: u32,
     /// The interval in effect (periodic Clocks), s.
     interval: Option<f64>,
     /// Its next activation, s (`None`: not scheduled).
     next: Option<f64>,
+}
+
+impl TimedClock {
+    /// The Clock was activated at `now` (its update done): its next
+    /// activation. Periodic: one interval on. Changing: the interval the
+    /// FMU gives now. Countdown: none until the FMU arms it again (in
+    /// Event Mode asked by [`Clocks::reschedule`], in Scheduled Execution
+    /// said in Clock Update Mode).
+    fn advance(&mut self, inst: &mut Instance, now: f64) -> Result<()> {
+        use IntervalVariability as I;
+        self.next = match (self.variability, self.interval) {
+            (I::Constant | I::Fixed | I::Tunable, Some(i)) if i > 0.0 => self.next.map(|t| t + i),
+            (I::Changing, _) => {
+                let (interval, q) = inst.get_interval_decimal(&[self.vr])?[0];
+                match q {
+                    IntervalQualifier::Changed => self.interval = Some(interval),
+                    IntervalQualifier::NotYetKnown => self.interval = None,
+                    IntervalQualifier::Unchanged => {}
+                }
+                self.interval.map(|i| now + i)
+            }
+            _ => None,
+        };
+        Ok(())
+    }
 }
 
 /// The clocked variables of one Clock, among the subsystem's slots.
@@ -77,7 +100,17 @@ pub(super) struct Clocks {
     clock_slots: Vec<(usize, u32)>,
     /// Triggered output Clocks' value references.
     outputs: Vec<u32>,
+    /// Input Clocks' priorities: (value reference, priority).
+    priorities: Vec<(u32, u32)>,
+    /// Scheduled Execution: what the Clock Update Mode callbacks of the
+    /// last activation said.
+    updates: cosim_fmi::ClockUpdates,
     partitions: Vec<Partition>,
+    /// Scheduled Execution: the variables no Clock clocks, set before and
+    /// read after every activation (FMI 3.0 sec. 5.2.1: no `fmi3Get*`
+    /// after `fmi3Set*` without an activation between; the steps set and
+    /// read nothing).
+    unclocked: Option<Partition>,
     /// Per observed slot: it is a clocked variable.
     pub(super) clocked_observed: Vec<bool>,
     /// Per input slot: it is a clocked variable.
@@ -95,29 +128,37 @@ pub(super) struct Clocks {
 impl Clocks {
     /// The Clocks of an FMU (`md`) whose slots are `inputs` and `observed`
     /// (`n_outputs` of them outputs); `None` when it has no Clock and no
-    /// clocked slot. Clocked arrays are not supported.
+    /// clocked slot. Clocked arrays are not supported. `scheduled`: the
+    /// FMU runs Scheduled Execution, where every slot is set and read at
+    /// the activations only.
     pub(super) fn new(
         md: &ModelDescription,
         inputs: &[SlotVar],
         observed: &[SlotVar],
         n_outputs: usize,
         name: &str,
+        scheduled: bool,
     ) -> Result<Option<Box<Clocks>>> {
         let clocks: Vec<&Variable> = md.variables.iter().filter(|v| v.clock.is_some()).collect();
         let clocked = |vars: &[SlotVar]| -> Vec<bool> {
             vars.iter()
                 .flat_map(|sv| {
-                    let c = !md.variables[sv.variable].clocks.is_empty();
+                    let c = scheduled || !md.variables[sv.variable].clocks.is_empty();
                     std::iter::repeat_n(c, sv.len())
                 })
                 .collect()
         };
         let (clocked_inputs, clocked_observed) = (clocked(inputs), clocked(observed));
         let is_clock = |sv: &SlotVar| md.variables[sv.variable].clock.is_some();
+        let is_triggered = |sv: &SlotVar| {
+            md.variables[sv.variable]
+                .clock
+                .is_some_and(|c| c.interval_variability == IntervalVariability::Triggered)
+        };
         let triggered = inputs
             .iter()
             .enumerate()
-            .filter(|(_, sv)| is_clock(sv))
+            .filter(|(_, sv)| is_triggered(sv))
             .map(|(slot, sv)| (slot, md.variables[sv.variable].value_reference, None))
             .collect();
         let clock_slots = observed
@@ -143,9 +184,13 @@ impl Clocks {
         let mut timed = Vec::new();
         let mut outputs = Vec::new();
         let mut partitions = Vec::new();
+        let mut priorities = Vec::new();
         for c in &clocks {
             let Some(attrs) = c.clock else { continue };
             use cosim_fmi::model_description::Causality;
+            if c.causality == Causality::Input {
+                priorities.push((c.value_reference, attrs.priority.unwrap_or(u32::MAX)));
+            }
             match c.causality {
                 Causality::Input if attrs.interval_variability.is_time_based() => {
                     timed.push(TimedClock {
@@ -153,7 +198,6 @@ impl Clocks {
                         variability: attrs.interval_variability,
                         declared_interval: attrs.interval_decimal,
                         declared_shift: attrs.shift_decimal,
-                        priority: attrs.priority.unwrap_or(u32::MAX),
                         interval: attrs.interval_decimal,
                         next: None,
                     })
@@ -161,7 +205,10 @@ impl Clocks {
                 Causality::Output => outputs.push(c.value_reference),
                 _ => {}
             }
-            let of_clock = |v: &Variable| v.clocks.contains(&c.value_reference);
+            // (A Clock clocked by a Clock, as a countdown Clock armed in
+            // another's partition, is not one of its clocked variables.)
+            let of_clock =
+                |v: &Variable| v.clock.is_none() && v.clocks.contains(&c.value_reference);
             let part = Partition {
                 clock: c.value_reference,
                 inputs: TypedSlots::of(md, inputs, 0, name, of_clock)?,
@@ -173,12 +220,28 @@ impl Clocks {
             };
             partitions.push(part);
         }
+        let unclocked = if scheduled {
+            let of_none = |v: &Variable| v.clock.is_none() && v.clocks.is_empty();
+            let any = |vars: &[SlotVar]| vars.iter().any(|sv| of_none(&md.variables[sv.variable]));
+            Some(Partition {
+                clock: u32::MAX,
+                inputs: TypedSlots::of(md, inputs, 0, name, of_none)?,
+                observed: TypedSlots::of(md, observed, n_outputs, name, of_none)?,
+                has_inputs: any(inputs),
+                has_observed: any(observed),
+            })
+        } else {
+            None
+        };
         Ok(Some(Box::new(Clocks {
+            unclocked,
             last: clocks.iter().map(|c| (c.value_reference, None)).collect(),
             triggered,
             clock_slots,
             timed,
             outputs,
+            priorities,
+            updates: cosim_fmi::ClockUpdates::default(),
             partitions,
             u: vec![0.0; clocked_inputs.len()],
             y: vec![0.0; clocked_observed.len()],
@@ -200,8 +263,9 @@ impl Clocks {
 
     /// In Initialization Mode, at the start time `t0`: the first
     /// activation of each time-based input Clock (its shift, or the
-    /// interval the FMU gives for the aperiodic ones), and the values of
-    /// the clocked observed slots (readable there).
+    /// interval the FMU gives for the aperiodic ones). In Scheduled
+    /// Execution, also the Clocks the Clock Update Mode callback asks
+    /// about.
     pub(super) fn start(&mut self, inst: &mut Instance, t0: f64) -> Result<()> {
         use IntervalVariability as I;
         for c in &mut self.timed {
@@ -222,9 +286,19 @@ impl Clocks {
                 I::Changing | I::Countdown => {
                     let (interval, q) = inst.get_interval_decimal(&[c.vr])?[0];
                     c.next = (q != IntervalQualifier::NotYetKnown).then_some(t0 + interval);
+                    c.interval = c.next.map(|_| interval);
                 }
                 I::Triggered => {}
             }
+        }
+        if inst.interface() == cosim_fmi::Interface::ScheduledExecution {
+            let countdowns: Vec<u32> = self
+                .timed
+                .iter()
+                .filter(|c| c.variability == I::Countdown)
+                .map(|c| c.vr)
+                .collect();
+            inst.watch_clock_updates(&self.outputs, &countdowns)?;
         }
         Ok(())
     }
@@ -300,60 +374,130 @@ impl Clocks {
     }
 
     /// Scheduled Execution, at `now` (Clock Activation Mode): the model
-    /// partition of every time-based input Clock due, in the order of
-    /// their priorities (the smaller first; FMI 3.0 sec. 5.1), each with
-    /// its clocked inputs set before `fmi3ActivateModelPartition` and its
-    /// clocked outputs read after it.
+    /// partition of every input Clock due, in the order of their
+    /// priorities (the smaller first; FMI 3.0 sec. 5.1), each once: the
+    /// time-based Clocks whose activation is due, the triggered ones a
+    /// connection activates now, and the countdown Clocks an activation
+    /// armed for now.
     pub(super) fn activate_partitions(
         &mut self,
         inst: &mut Instance,
         now: f64,
         info: &SubsystemInfo,
     ) -> Result<()> {
-        let mut due: Vec<(u32, u32)> = self
-            .timed
-            .iter()
-            .filter(|c| c.next.is_some_and(|t| reached(t, now)))
-            .map(|c| (c.priority, c.vr))
-            .collect();
-        // (Stable: Clocks of one priority in the model description's order.)
-        due.sort_by_key(|&(priority, _)| priority);
-        let n = self.y.len();
-        for (_, clock) in due {
-            let mut part = self.partitions.iter_mut().find(|p| p.clock == clock);
-            if let Some(p) = part.as_mut()
-                && p.has_inputs
-            {
-                p.inputs.set(inst, &self.u)?;
-            }
-            inst.activate_model_partition(clock, now)?;
-            if let Some(p) = part
-                && p.has_observed
-            {
-                p.observed.get(inst, &mut self.y, (0, n), info)?;
-            }
-            for (vr, at) in &mut self.last {
-                if *vr == clock {
-                    *at = Some(now);
-                }
-            }
+        while let Some(clock) = self.next_due_partition(now) {
+            self.activate_partition(inst, clock, now, info)?;
         }
         Ok(())
     }
 
-    /// After the update at `now`: the next activation of every time-based
-    /// input Clock that ticked (periodic: one interval on, or the new
-    /// interval from now where a tunable one's changed; aperiodic: the
-    /// interval the FMU gives), and of the countdown Clocks (asked at
-    /// every event).
+    /// The input Clock of the highest priority (the smallest value; of one
+    /// priority, the first in the model description) due at `now` and not
+    /// activated at `now` yet.
+    fn next_due_partition(&self, now: f64) -> Option<u32> {
+        let fresh = |vr: u32| !self.activated_at(vr, now);
+        let timed = self
+            .timed
+            .iter()
+            .filter(|c| c.next.is_some_and(|t| reached(t, now)) && fresh(c.vr))
+            .map(|c| c.vr);
+        let triggered = self
+            .triggered
+            .iter()
+            .filter(|&&(slot, vr, _)| self.u[slot] != 0.0 && fresh(vr))
+            .map(|&(_, vr, _)| vr);
+        let priority = |vr: u32| {
+            let p = self.priorities.iter().find(|p| p.0 == vr);
+            p.map_or(u32::MAX, |p| p.1)
+        };
+        let position = |vr: u32| self.last.iter().position(|l| l.0 == vr);
+        timed
+            .chain(triggered)
+            .min_by_key(|&vr| (priority(vr), position(vr)))
+    }
+
+    /// Whether Clock `vr` was activated (input) or reported active
+    /// (output) at `now`.
+    fn activated_at(&self, vr: u32, now: f64) -> bool {
+        self.last
+            .iter()
+            .any(|&(c, at)| c == vr && at.is_some_and(|t| same_instant(t, now)))
+    }
+
+    fn mark_activated(&mut self, vr: u32, now: f64) {
+        for (c, at) in &mut self.last {
+            if *c == vr {
+                *at = Some(now);
+            }
+        }
+        for (_, c, at) in &mut self.triggered {
+            if *c == vr {
+                *at = Some(now);
+            }
+        }
+    }
+
+    /// One `fmi3ActivateModelPartition` of `clock` at `now`: its clocked
+    /// inputs set before, its next activation and what the Clock Update
+    /// Mode callbacks said (output Clocks that ticked, countdown Clocks
+    /// armed) taken after, and the clocked outputs read.
+    fn activate_partition(
+        &mut self,
+        inst: &mut Instance,
+        clock: u32,
+        now: f64,
+        info: &SubsystemInfo,
+    ) -> Result<()> {
+        let n = self.y.len();
+        let own = self.partitions.iter_mut().find(|p| p.clock == clock);
+        for p in own.into_iter().chain(self.unclocked.as_mut()) {
+            if p.has_inputs {
+                p.inputs.set(inst, &self.u)?;
+            }
+        }
+        inst.activate_model_partition(clock, now)?;
+        self.mark_activated(clock, now);
+        if let Some(c) = self.timed.iter_mut().find(|c| c.vr == clock) {
+            c.advance(inst, now)?;
+        }
+        inst.take_clock_updates(&mut self.updates)?;
+        for &(vr, interval, q) in &self.updates.countdowns {
+            if let Some(c) = self.timed.iter_mut().find(|c| c.vr == vr) {
+                c.next = (q == IntervalQualifier::Changed).then_some(now + interval);
+            }
+        }
+        let mut read = std::mem::take(&mut self.updates.output_clocks);
+        read.push(clock);
+        for &vr in &read {
+            self.mark_activated(vr, now);
+            if let Some(p) = self.partitions.iter_mut().find(|p| p.clock == vr)
+                && p.has_observed
+            {
+                p.observed.get(inst, &mut self.y, (0, n), info)?;
+            }
+        }
+        read.clear();
+        self.updates.output_clocks = read;
+        if let Some(p) = self.unclocked.as_mut().filter(|p| p.has_observed) {
+            p.observed.get(inst, &mut self.y, (0, n), info)?;
+        }
+        Ok(())
+    }
+
+    /// Event Mode, after the update at `now`: the next activation of
+    /// every time-based input Clock activated now, the countdown Clocks'
+    /// intervals (asked in every Event Mode), and the intervals of the
+    /// tunable Clocks the FMU decides (asked in every Event Mode: a
+    /// tunable parameter may have changed).
     pub(super) fn reschedule(&mut self, inst: &mut Instance, now: f64) -> Result<()> {
         use IntervalVariability as I;
         for c in &mut self.timed {
-            let ticked = c.next.is_some_and(|t| reached(t, now));
+            if c.next.is_some_and(|t| reached(t, now)) {
+                c.advance(inst, now)?;
+            }
             let ask = match c.variability {
                 I::Countdown => true,
-                I::Changing => ticked,
-                I::Tunable => ticked && c.declared_interval.is_none(),
+                I::Tunable => c.declared_interval.is_none(),
                 _ => false,
             };
             if ask {
@@ -362,23 +506,10 @@ impl Clocks {
                     IntervalQualifier::Changed => {
                         c.interval = Some(interval);
                         c.next = Some(now + interval);
-                        continue;
                     }
-                    IntervalQualifier::NotYetKnown if c.variability != I::Tunable => {
-                        c.next = None;
-                        continue;
-                    }
-                    _ => {}
+                    IntervalQualifier::NotYetKnown => c.next = None,
+                    IntervalQualifier::Unchanged => {}
                 }
-            }
-            if ticked {
-                c.next = match (c.variability, c.interval, c.next) {
-                    (I::Constant | I::Fixed | I::Tunable, Some(i), Some(t)) if i > 0.0 => {
-                        Some(t + i)
-                    }
-                    // (An aperiodic Clock the FMU said nothing new of.)
-                    _ => None,
-                };
             }
         }
         Ok(())
@@ -407,7 +538,8 @@ impl Clocks {
     /// In Initialization Mode: the clocked observed values there.
     pub(super) fn read_initial(&mut self, inst: &mut Instance, info: &SubsystemInfo) -> Result<()> {
         let n = self.y.len();
-        for p in self.partitions.iter_mut().filter(|p| p.has_observed) {
+        let all = self.partitions.iter_mut().chain(self.unclocked.as_mut());
+        for p in all.filter(|p| p.has_observed) {
             p.observed.get(inst, &mut self.y, (0, n), info)?;
         }
         Ok(())

@@ -274,11 +274,16 @@ impl System {
                 });
             }
             // The new outputs reach every input; an event-mode subsystem
-            // whose inputs changed takes them in Event Mode.
+            // whose inputs changed takes them in Event Mode, and one whose
+            // Clock its update scheduled for now (an interval 0) ticks
+            // again in the same instant.
             let mut again = false;
+            let (now, base) = (self.ticks, self.time_base);
             for (s, due) in due.iter_mut().enumerate() {
                 let changed = self.exchange_into(s);
-                *due = changed && self.events.handling[s].event_mode_used;
+                let tick = self.subsystems[s].next_clock_tick();
+                let ticks_now = tick.is_some_and(|t| base.round(t) <= now);
+                *due = (changed || ticks_now) && self.events.handling[s].event_mode_used;
                 again |= *due;
             }
             if !again {

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::call_log::{CallLog, LogNum, VrKind};
+use super::clock_update::{CallbackFailure, ClockUpdateQueries, ClockUpdates};
 use super::common::{
     Api, ArrayCall, CompletedIntegratorStepFn, Component, Env, ExperimentFn, FmiInstance,
     FmiLibrary, HeldStepOf, Instantiation, Names, READING_PHASES, StatusFn, Vr, check_values,
@@ -91,12 +92,27 @@ type ClockUpdateFn = unsafe extern "C" fn(*mut c_void);
 /// `fmi3LockPreemptionCallback` / `fmi3UnlockPreemptionCallback`.
 type PreemptionFn = unsafe extern "C" fn();
 
-/// Scheduled Execution's `clockUpdate`: the FMU says an output or
-/// countdown Clock is about to tick (Clock Update Mode). cosim activates
-/// no such Clocks yet (docs/events.md): the call is logged and ignored.
+/// Scheduled Execution's `fmi3ClockUpdateCallback`: inside
+/// `fmi3ActivateModelPartition` the FMU says an output Clock ticked or a
+/// countdown Clock has a new interval; the importer asks which, in Clock
+/// Update Mode ([`super::clock_update`]).
+///
+/// # Safety
+/// `env` is the boxed [`Environment`] of a live instance.
 unsafe extern "C" fn clock_update(env: *mut c_void) {
-    let _ = env;
-    tracing::debug!(target: "fmu", "fmi3ClockUpdateCallback called: output and countdown Clocks in Scheduled Execution are not handled");
+    if env.is_null() {
+        return;
+    }
+    // SAFETY: env is the Environment owned by the instance, alive until
+    // after fmi3FreeInstance.
+    let env = unsafe { &*(env as *const Environment) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // (A callback re-entered from inside the queries finds the cell
+        // borrowed and does nothing.)
+        if let Ok(mut queries) = env.clock_update.try_borrow_mut() {
+            queries.on_callback(env.call_log.as_deref());
+        }
+    }));
 }
 
 /// Scheduled Execution's preemption locks: cosim activates one model
@@ -110,7 +126,9 @@ unsafe extern "C" fn no_preemption() {}
 pub struct Environment {
     log: LogContext,
     intermediate: RefCell<IntermediateInputs>,
-    /// The FMI call log, for the calls made inside the callback.
+    /// Scheduled Execution: what the Clock Update Mode callback asks.
+    clock_update: RefCell<ClockUpdateQueries>,
+    /// The FMI call log, for the calls made inside the callbacks.
     call_log: Option<Arc<CallLog>>,
 }
 
@@ -757,6 +775,10 @@ impl Fmi3Instance {
                 updates: 0,
                 failure: None,
             }),
+            clock_update: RefCell::new(ClockUpdateQueries::new(
+                lib.functions.get_clock,
+                lib.functions.get_interval_decimal,
+            )),
             call_log: how.call_log.clone(),
         });
         let env_ptr = &*env as *const Environment as *mut c_void;
@@ -858,6 +880,7 @@ impl Fmi3Instance {
             return Err(instantiation_failed(name, function, &env.log));
         }
         env.intermediate.borrow_mut().instance = instance;
+        env.clock_update.borrow_mut().instance = instance;
         let mut instance = FmiInstance::new(instance, lib, how, functions, env);
         if interface == Interface::ModelExchange {
             instance.count_states_and_indicators()?;
@@ -1549,6 +1572,42 @@ impl Fmi3Instance {
                 .end();
         }
         self.check(F, code).map(|_| ())
+    }
+
+    /// Scheduled Execution: the output Clocks and countdown Clocks the
+    /// Clock Update Mode callback asks about (`fmi3GetClock`,
+    /// `fmi3GetIntervalDecimal`).
+    pub fn watch_clock_updates(&mut self, outputs: &[u32], countdowns: &[u32]) {
+        self.env
+            .clock_update
+            .borrow_mut()
+            .watch(outputs, countdowns);
+    }
+
+    /// Scheduled Execution, after `fmi3ActivateModelPartition`: what its
+    /// Clock Update Mode callbacks found (into `into`); an error where a
+    /// call inside one failed.
+    pub fn take_clock_updates(&mut self, into: &mut ClockUpdates) -> Result<()> {
+        let failure = self.env.clock_update.borrow_mut().take(into);
+        match failure {
+            None => Ok(()),
+            Some(CallbackFailure::Status(function, code)) => self
+                .check(
+                    if function == "fmi3GetClock" {
+                        "fmi3GetClock (in Clock Update Mode)"
+                    } else {
+                        "fmi3GetIntervalDecimal (in Clock Update Mode)"
+                    },
+                    code,
+                )
+                .map(|_| ()),
+            Some(CallbackFailure::Qualifier(q)) => Err(self.unsupported(
+                "fmi3GetIntervalDecimal (in Clock Update Mode)",
+                &format!(
+                    "the FMU returned the interval qualifier {q}, which FMI 3.0 does not define"
+                ),
+            )),
+        }
     }
 
     /// `fmi3EnterStepMode`: a Co-Simulation instance with `eventModeUsed`

@@ -10,12 +10,14 @@
 //! hold only what differs. Everything above this module is safe Rust.
 
 pub mod call_log;
+mod clock_update;
 pub mod common;
 pub mod fmi2;
 pub mod fmi3;
 mod log;
 mod pool;
 
+pub use clock_update::ClockUpdates;
 use serde::{Deserialize, Serialize};
 
 /// An FMI status code (`fmi2Status` / `fmi3Status`).
