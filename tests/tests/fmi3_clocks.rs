@@ -410,27 +410,58 @@ fn a_scheduled_execution_fmu_has_its_partitions_activated_in_priority_order() {
 }
 
 #[test]
-fn check_runs_fmus_with_clocks_in_its_own_process_saying_so() {
-    // `cosim check` initialises every FMU in a host process, but hosts do
-    // not run Clocks or Scheduled Execution yet: those FMUs are checked
-    // here, each named in a warning; the others still in hosts.
+fn clocks_and_scheduled_execution_run_in_host_processes_as_in_process() {
+    // `--isolation process` puts every FMU in a host: Clocks, Clock
+    // connections, Scheduled Execution and Clock Update Mode run there, and
+    // each trace is the in-process one, byte for byte. `cosim check`
+    // (hosts for all) accepts them without keeping any in this process.
     let root = cosim_tests::root();
-    let out = cosim(&[
-        "check",
-        root.join("scenarios/scheduled_partitions.toml")
-            .to_str()
-            .unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("subsystem 'p' runs in this process, not in a host process as asked for the whole run: its FMU has Clocks or runs Scheduled Execution"),
-        "{err}"
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "clocks_trigger",
+        "scheduled_partitions",
+        "scheduled_countdown",
+    ] {
+        let scenario = root.join(format!("scenarios/{name}.toml"));
+        let trace = |isolation: &[&str]| {
+            let out = dir.path().join(format!("{name}{}", isolation.len()));
+            let mut args = vec!["run", "--no-progress", scenario.to_str().unwrap()];
+            args.extend_from_slice(isolation);
+            args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+            let output = cosim(&args);
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(0), "{name}: {err}");
+            assert!(!err.contains("runs in this process"), "{name}: {err}");
+            std::fs::read(out.join("trace.csv")).unwrap()
+        };
+        assert_eq!(trace(&[]), trace(&["--isolation", "process"]), "{name}");
+        let out = cosim(&["check", scenario.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        assert!(!err.contains("runs in this process"), "{name}: {err}");
+    }
+    // The controller loop with the controller alone in a host.
+    let body = |isolation: &str| {
+        subsystem("ctrl", "ClockedController", isolation)
+            + &subsystem(
+                "plant",
+                "Integrator",
+                &format!("parameters = {{ x0 = {X0} }}"),
+            )
+            + &connection("plant.x", "ctrl.x")
+            + &connection("ctrl.u", "plant.u")
+    };
+    let here = run_ok(dir.path(), "loop.toml", 0.03, &body(""));
+    let hosted = run_ok(
+        dir.path(),
+        "loop_hosted.toml",
+        0.03,
+        &body("isolation = \"process\""),
     );
-    assert!(
-        !err.contains("subsystem 'ramp' runs in this process"),
-        "{err}"
-    );
+    assert_eq!(here.rows, hosted.rows);
+    for calls in [&here.calls, &hosted.calls] {
+        assert_eq!(calls.matches("ctrl: fmi3SetClock(").count(), 11, "{calls}");
+    }
 }
 
 #[test]

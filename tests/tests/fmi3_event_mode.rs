@@ -324,6 +324,33 @@ fn two_fmus_with_events_handle_state_events_at_communication_points() {
 }
 
 #[test]
+fn an_fmu_in_a_host_process_uses_event_mode_as_in_process() {
+    // Ballistic isolated: instantiated in its host with eventModeUsed and
+    // earlyReturnAllowed, its early returns and Event Mode reach the
+    // master over the host's channel, and the trace is the in-process one,
+    // byte for byte, bounces included.
+    let dir = tempfile::tempdir().unwrap();
+    let toml =
+        |extra: &str| master("fixed-step", 0.1, 1.5, "") + &subsystem("ball", "Ballistic", extra);
+    let (output, in_process, _) = run(dir.path(), "here.toml", &toml(""));
+    ok(&output);
+    let (output, hosted, log) = run(dir.path(), "hosted.toml", &toml("isolation = \"process\""));
+    ok(&output);
+    assert!(
+        instantiation(&log, "ball").contains("eventModeUsed=1, earlyReturnAllowed=1"),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("] ball: fmi3EnterEventMode(").count(),
+        2,
+        "{log}"
+    );
+    let trace = |dir: &Path| std::fs::read(dir.join("trace.csv")).unwrap();
+    assert_eq!(trace(&in_process), trace(&hosted));
+    assert_ballistic(&Trace::read(&hosted), true);
+}
+
+#[test]
 fn event_mode_where_it_cannot_be_is_refused_naming_the_subsystem_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
@@ -335,15 +362,6 @@ fn event_mode_where_it_cannot_be_is_refused_naming_the_subsystem_and_line() {
         (
             master("fixed-step", 0.1, 1.0, "") + &subsystem("g", "Gain", "event_mode = true"),
             "its FMU does not declare hasEventMode",
-        ),
-        (
-            master("fixed-step", 0.1, 1.0, "")
-                + &subsystem(
-                    "ball",
-                    "Ballistic",
-                    "event_mode = true\nisolation = \"process\"",
-                ),
-            "isolated in a host process",
         ),
     ];
     for (i, (toml, why)) in cases.iter().enumerate() {

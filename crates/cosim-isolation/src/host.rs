@@ -35,11 +35,11 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
 use crate::channel;
 use crate::protocol::{
-    ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, GROUP_WORDS, HOST_SLEEPING,
-    HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_SLEEPERS, MEMBERS_ADDED, Op, RESP_AUX,
-    RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK,
-    STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED, STEP_TERMINATED, VERSION,
-    WireError, read_frame, write_frame,
+    ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, EventUpdate, GROUP_WORDS,
+    HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_SLEEPERS, MEMBERS_ADDED,
+    Op, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME,
+    STATUS_OK, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED,
+    STEP_TERMINATED, VERSION, WireError, read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -589,16 +589,21 @@ impl Member<'_> {
                         self.set_word(resp + RESP_AUX, code);
                         Ok(None)
                     }
-                    // (Hosted FMUs are instantiated without event mode:
-                    // an event to handle is not expected of them.)
                     StepOutcome::EarlyReturn {
                         last_successful_time,
                     }
                     | StepOutcome::EventHandlingNeeded {
                         last_successful_time,
                     } => {
-                        self.set_word(resp + RESP_AUX, STEP_EARLY_RETURN);
+                        let event = matches!(outcome, StepOutcome::EventHandlingNeeded { .. });
+                        self.time = last_successful_time;
+                        let code = if event { STEP_EVENT } else { STEP_EARLY_RETURN };
+                        self.set_word(resp + RESP_AUX, code);
                         self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
+                        // (An event is no failure: no log lines to show.)
+                        if event {
+                            return Ok(None);
+                        }
                         Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
                     }
                     StepOutcome::Discarded {
@@ -709,6 +714,7 @@ impl Member<'_> {
 
     fn control(&mut self, request: Control) -> Answer {
         let fmi = WireError::from_fmi;
+        let core = WireError::from_core;
         let t = self.time;
         match request {
             Control::Instantiate {
@@ -722,6 +728,9 @@ impl Member<'_> {
                 debug_categories,
                 call_log,
                 model_exchange,
+                scheduled_execution,
+                event_mode_used,
+                early_return_allowed,
             } => {
                 let n_outputs = usize::try_from(n_outputs).unwrap_or(usize::MAX);
                 self.calling(Call::Load, t);
@@ -741,6 +750,7 @@ impl Member<'_> {
                 .map_err(fmi)?;
                 let fmu = match model_exchange {
                     Some(settings) => fmu.as_model_exchange(settings).map_err(fmi)?,
+                    None if scheduled_execution => fmu.as_scheduled_execution().map_err(fmi)?,
                     None => fmu,
                 };
                 let md = fmu.model_description();
@@ -769,6 +779,10 @@ impl Member<'_> {
                     logging_on,
                     debug_categories,
                     call_log,
+                    events: cosim_fmi::EventHandling {
+                        event_mode_used,
+                        early_return_allowed,
+                    },
                     ..InstantiateOptions::default()
                 };
                 let sub = FmuSubsystem::instantiate(
@@ -847,6 +861,24 @@ impl Member<'_> {
                 sub.get_strings(&mut values).map_err(WireError::from_core)?;
                 Ok(Some(Reply::Strings(values)))
             }
+            Control::EnterEventMode => {
+                self.calling(Call::EventMode, t);
+                self.sub()?.enter_event_mode().map_err(core)?;
+                Ok(None)
+            }
+            Control::UpdateDiscreteStates => {
+                self.calling(Call::EventMode, t);
+                let sub = self.sub()?;
+                let update = sub.update_discrete_states().map_err(core)?;
+                let tick = sub.next_clock_tick();
+                Ok(Some(Reply::Events(EventUpdate::new(update, tick))))
+            }
+            Control::EnterStepMode => {
+                self.calling(Call::EventMode, t);
+                self.sub()?.enter_step_mode().map_err(core)?;
+                Ok(None)
+            }
+            Control::NextClockTick => Ok(Some(Reply::ClockTick(self.sub()?.next_clock_tick()))),
             Control::SetValues(values) => {
                 self.calling(Call::SetValues, t);
                 let sub = self.sub()?;

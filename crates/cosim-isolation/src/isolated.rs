@@ -16,8 +16,8 @@ use crate::group::{HostEnd, HostGroup, HostPool, MemberInfo, MemberLink};
 use crate::protocol::{
     ANSWER_BELL, Call, Control, DOORBELL, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout,
     MASTER_SLEEPERS, Op, QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER,
-    Reply, STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_PREFETCHED,
-    STEP_TERMINATED,
+    Reply, STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT,
+    STEP_PREFETCHED, STEP_TERMINATED,
 };
 
 /// Default of `isolation_timeout`: how long one call may take.
@@ -86,6 +86,12 @@ pub struct IsolatedSubsystem {
     recent_log: Vec<String>,
     /// This FMU runs its Model Exchange interface.
     model_exchange: bool,
+    /// FMI 3 event mode, as the host's instance has it (Scheduled
+    /// Execution: its Clocks' ticks are events).
+    events: cosim_fmi::EventHandling,
+    /// The next activation of a time-based input Clock, as the host last
+    /// said (after initialization and after each event iteration).
+    clock_tick: Option<f64>,
 }
 
 impl std::fmt::Debug for IsolatedSubsystem {
@@ -115,7 +121,20 @@ impl IsolatedSubsystem {
         settings: &IsolationSettings,
     ) -> Result<IsolatedSubsystem> {
         let md = fmu.model_description();
-        let cs = fmu.co_simulation()?;
+        let scheduled = fmu.runs_scheduled_execution();
+        let cs = if scheduled {
+            None
+        } else {
+            Some(fmu.co_simulation()?)
+        };
+        let events = if scheduled {
+            cosim_fmi::EventHandling {
+                event_mode_used: true,
+                early_return_allowed: false,
+            }
+        } else {
+            options.events
+        };
         let info = SubsystemInfo::from_model_description(
             md,
             name,
@@ -143,6 +162,8 @@ impl IsolatedSubsystem {
             failed_op: None,
             recent_log: Vec::new(),
             model_exchange: fmu.runs_model_exchange().is_some(),
+            events,
+            clock_tick: None,
         };
         if interrupt_requested() {
             // Interrupted while loading: start no more hosts. The run ends
@@ -153,7 +174,7 @@ impl IsolatedSubsystem {
             return Ok(sub);
         }
         let only_once = cs
-            .can_be_instantiated_only_once_per_process
+            .is_some_and(|cs| cs.can_be_instantiated_only_once_per_process)
             .then(|| md.instantiation_token.clone());
         let group = match &settings.pool {
             Some(pool) => pool.group_for(name, fmu, only_once.as_deref())?,
@@ -200,6 +221,9 @@ impl IsolatedSubsystem {
                 debug_categories: options.debug_categories.clone(),
                 call_log,
                 model_exchange: fmu.runs_model_exchange(),
+                scheduled_execution: scheduled,
+                event_mode_used: options.events.event_mode_used,
+                early_return_allowed: options.events.early_return_allowed,
             },
             Call::Instantiate,
         );
@@ -641,7 +665,42 @@ impl Subsystem for IsolatedSubsystem {
             None,
             Call::ExitInitialization,
         )?;
+        if self.events.event_mode_used {
+            // (The Clocks' first activations, read in Initialization Mode.)
+            self.clock_tick = match self.control(Control::NextClockTick, Call::Idle)? {
+                Some(Reply::ClockTick(t)) => t,
+                _ => return Err(config(&self.info.name, "no Clock schedule from the host")),
+            };
+        }
         Ok(())
+    }
+
+    fn event_handling(&self) -> cosim_fmi::EventHandling {
+        self.events
+    }
+
+    fn enter_event_mode(&mut self) -> Result<()> {
+        self.control(Control::EnterEventMode, Call::EventMode)?;
+        Ok(())
+    }
+
+    fn update_discrete_states(&mut self) -> Result<cosim_fmi::DiscreteStatesUpdate> {
+        match self.control(Control::UpdateDiscreteStates, Call::EventMode)? {
+            Some(Reply::Events(e)) => {
+                self.clock_tick = e.next_clock_tick;
+                Ok(e.update())
+            }
+            _ => Err(config(&self.info.name, "no event update from the host")),
+        }
+    }
+
+    fn enter_step_mode(&mut self) -> Result<()> {
+        self.control(Control::EnterStepMode, Call::EventMode)?;
+        Ok(())
+    }
+
+    fn next_clock_tick(&self) -> Option<f64> {
+        self.clock_tick
     }
 
     fn set_inputs(&mut self, values: &[f64]) -> Result<()> {
@@ -725,6 +784,9 @@ impl Subsystem for IsolatedSubsystem {
                     last_successful_time: answer.aux_f64,
                 })
             }
+            STEP_EVENT => Ok(StepOutcome::EventHandlingNeeded {
+                last_successful_time: answer.aux_f64,
+            }),
             STEP_DISCARDED => {
                 self.recent_log = log;
                 Ok(StepOutcome::Discarded {

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -214,6 +214,9 @@ pub const STEP_EARLY_RETURN: u64 = 1;
 pub const STEP_DISCARDED: u64 = 2;
 /// Discard, and the FMU asks to terminate.
 pub const STEP_TERMINATED: u64 = 3;
+/// FMI 3 event mode: the step ended with `eventHandlingNeeded` (at
+/// `aux_f64`).
+pub const STEP_EVENT: u64 = 4;
 /// Flag in `aux`: the values are the observed values read after the step.
 pub const STEP_PREFETCHED: u64 = 1 << 8;
 
@@ -251,7 +254,23 @@ pub enum Control {
         /// The FMU's Model Exchange interface, driven by the host's
         /// integrator with these settings (`None`: Co-Simulation).
         model_exchange: Option<cosim_fmi::SolverSettings>,
+        /// FMI 3 Scheduled Execution instead of Co-Simulation.
+        scheduled_execution: bool,
+        /// FMI 3 Co-Simulation `eventModeUsed`.
+        event_mode_used: bool,
+        /// FMI 3 Co-Simulation `earlyReturnAllowed`.
+        early_return_allowed: bool,
     },
+    /// `Subsystem::enter_event_mode`.
+    EnterEventMode,
+    /// `Subsystem::update_discrete_states` (inputs set before, queued);
+    /// answered with [`Reply::Events`].
+    UpdateDiscreteStates,
+    /// `Subsystem::enter_step_mode`.
+    EnterStepMode,
+    /// The next activation of a time-based input Clock; answered with
+    /// [`Reply::ClockTick`].
+    NextClockTick,
     /// The parameters and start values, set by the host during
     /// `EnterInitialization` in the states the standard names for them.
     SetStartValues(Vec<cosim_core::subsystem::StartValue>),
@@ -303,6 +322,48 @@ pub enum Reply {
     Strings(Vec<String>),
     /// A Model Exchange FMU's solver figures (`None`: Co-Simulation).
     SolverStatistics(Option<cosim_fmi::ModelExchangeStatistics>),
+    /// What an event iteration said, and the Clocks' next activation.
+    Events(EventUpdate),
+    /// The next activation of a time-based input Clock, s.
+    ClockTick(Option<f64>),
+}
+
+/// [`cosim_fmi::DiscreteStatesUpdate`] on the wire, with the next Clock
+/// activation after the update (`Subsystem::next_clock_tick`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct EventUpdate {
+    pub discrete_states_need_update: bool,
+    pub terminate_simulation: bool,
+    pub nominals_changed: bool,
+    pub values_changed: bool,
+    pub next_event_time: Option<f64>,
+    pub next_clock_tick: Option<f64>,
+}
+
+impl EventUpdate {
+    /// The update `u` and the next Clock activation `tick`.
+    pub fn new(u: cosim_fmi::DiscreteStatesUpdate, tick: Option<f64>) -> Self {
+        EventUpdate {
+            discrete_states_need_update: u.discrete_states_need_update,
+            terminate_simulation: u.terminate_simulation,
+            nominals_changed: u.nominals_changed,
+            values_changed: u.values_changed,
+            next_event_time: u.next_event_time,
+            next_clock_tick: tick,
+        }
+    }
+
+    /// The update.
+    pub fn update(&self) -> cosim_fmi::DiscreteStatesUpdate {
+        cosim_fmi::DiscreteStatesUpdate {
+            discrete_states_need_update: self.discrete_states_need_update,
+            terminate_simulation: self.terminate_simulation,
+            nominals_changed: self.nominals_changed,
+            values_changed: self.values_changed,
+            next_event_time: self.next_event_time,
+        }
+    }
 }
 
 /// A [`cosim_core::CoreError`] (an FMI error, mostly) sent across: every
@@ -708,12 +769,15 @@ pub enum Call {
     LoadLibrary = 24,
     /// Setting inputs by value (`Control::SetValues`).
     SetValues = 25,
+    /// Event Mode: `fmi3EnterEventMode`, `fmi3UpdateDiscreteStates`,
+    /// `fmi3EnterStepMode`, or Scheduled Execution's activations.
+    EventMode = 26,
 }
 
 impl Call {
     /// The call of a [`CALL`] word.
     pub fn decode(code: u64) -> Call {
-        const ALL: [Call; 26] = [
+        const ALL: [Call; 27] = [
             Call::Idle,
             Call::Load,
             Call::Instantiate,
@@ -740,6 +804,7 @@ impl Call {
             Call::GetString,
             Call::LoadLibrary,
             Call::SetValues,
+            Call::EventMode,
         ];
         usize::try_from(code)
             .ok()
@@ -786,6 +851,9 @@ impl Call {
             Call::GetString => pick("fmi2GetString", "fmi3GetString/Binary/Int64/UInt64"),
             Call::LoadLibrary => "loading the shared library",
             Call::SetValues => "fmi3SetInt64/UInt64/Binary/String (inputs set by value)",
+            Call::EventMode => {
+                "fmi3EnterEventMode / fmi3UpdateDiscreteStates / fmi3EnterStepMode / fmi3ActivateModelPartition"
+            }
         }
     }
 }

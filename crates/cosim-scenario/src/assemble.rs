@@ -590,7 +590,7 @@ pub fn assemble_nodes(
         call_log: level.call_log.clone(),
         ..InstantiateOptions::default()
     };
-    let events = event_handling(resolved, nodes, level)?;
+    let events = event_handling(resolved, nodes)?;
     let subsystems = (0..n)
         .map(|s| {
             let options = InstantiateOptions {
@@ -869,14 +869,10 @@ fn traced_as_text(v: &cosim_fmi::model_description::Variable, node: &Node) -> bo
     }
 }
 
-/// Subsystem `s`: its FMU instantiated (in this process or a host
-/// process) with its slots, parameters and start values, or its nested
-/// system built; then its input files and events wrapped around it.
 /// FMI 3 Co-Simulation event mode of each subsystem of a level
 /// (`eventModeUsed`, `earlyReturnAllowed`; docs/events.md): used where the
 /// FMU declares `hasEventMode`, the subsystem does not say
-/// `event_mode = false`, it runs in this process, and the master handles
-/// events (those stepping through the shared stepper: fixed-step, ECCO,
+/// `event_mode = false`, and the master handles events (those stepping through the shared stepper: fixed-step, ECCO,
 /// predictor-corrector, NEPCE). Early return where the level steps
 /// Jacobi at a single rate and only one subsystem uses event mode (two
 /// could return early at different times, and one would have to be
@@ -884,7 +880,6 @@ fn traced_as_text(v: &cosim_fmi::model_description::Variable, node: &Node) -> bo
 fn event_handling(
     resolved: &ResolvedScenario,
     nodes: &[Node],
-    level: &Level,
 ) -> Result<Vec<cosim_fmi::EventHandling>, AssembleError> {
     let m = &resolved.master;
     let master_handles = matches!(
@@ -907,7 +902,6 @@ fn event_handling(
                 .co_simulation
                 .as_ref()
                 .is_some_and(|cs| cs.has_event_mode);
-        let isolated = isolation_of(level, sub, fmu) == Isolation::Process;
         if fmu.runs_scheduled_execution() {
             // (Scheduled Execution: its Clocks tick in Clock Activation
             // Mode, without event mode.)
@@ -932,12 +926,7 @@ fn event_handling(
                     m.kind.name()
                 )));
             }
-            Some(true) if isolated => {
-                return Err(refuse(
-                    "it is isolated in a host process, which does not handle FMU events: set isolation = \"none\" or event_mode = false".into(),
-                ));
-            }
-            None if !has || !master_handles || isolated => {
+            None if !has || !master_handles => {
                 let clocks: Vec<&str> = md
                     .variables
                     .iter()
@@ -950,9 +939,7 @@ fn event_handling(
                         "subsystem '{}' declares clocks ({}) but runs without event mode ({}): they do not tick, and the variables they clock are not updated",
                         sub.name,
                         clocks.join(", "),
-                        if isolated {
-                            "it is isolated in a host process".to_string()
-                        } else if !has {
+                        if !has {
                             "its FMU does not declare hasEventMode".to_string()
                         } else {
                             format!("the {} master does not handle FMU events", m.kind.name())
@@ -974,24 +961,15 @@ fn event_handling(
     Ok(out)
 }
 
-/// Where subsystem `sub` (its FMU described by `md`) runs: its
-/// `isolation`, or the one the level forces on all (`cosim check`,
-/// `--isolation`), except that an FMU with Clocks or with only Scheduled
-/// Execution stays in this process where only the level asked for a host
-/// (host processes do not run Event Mode, Clocks or Scheduled Execution
-/// yet; `instantiate` warns).
-fn isolation_of(level: &Level, sub: &crate::resolve::ResolvedSubsystem, fmu: &Fmu) -> Isolation {
-    let md = fmu.model_description();
-    let needs_events =
-        md.variables.iter().any(|v| v.clock.is_some()) || fmu.runs_scheduled_execution();
-    match level.isolation {
-        Some(Isolation::Process) if needs_events && sub.isolation == Isolation::None => {
-            Isolation::None
-        }
-        forced => forced.unwrap_or(sub.isolation),
-    }
+/// Where subsystem `sub` runs: its `isolation`, or the one the level
+/// forces on all (`cosim check`, `--isolation`).
+fn isolation_of(level: &Level, sub: &crate::resolve::ResolvedSubsystem) -> Isolation {
+    level.isolation.unwrap_or(sub.isolation)
 }
 
+/// Subsystem `s`: its FMU instantiated (in this process or a host
+/// process) with its slots, parameters and start values, or its nested
+/// system built; then its input files and events wrapped around it.
 fn instantiate(
     resolved: &ResolvedScenario,
     nodes: &[Node],
@@ -1029,16 +1007,7 @@ fn instantiate(
     let values = typed_start_values(resolved, s, md)?;
     let strings = &plan.strings[s];
     // In this process, or in a host process (`isolation = "process"`).
-    let isolation = isolation_of(level, sub, fmu);
-    if isolation == Isolation::None
-        && level.isolation == Some(Isolation::Process)
-        && sub.isolation == Isolation::None
-    {
-        tracing::warn!(
-            "subsystem '{}' runs in this process, not in a host process as asked for the whole run: its FMU has Clocks or runs Scheduled Execution, which host processes do not run yet",
-            sub.name
-        );
-    }
+    let isolation = isolation_of(level, sub);
     let subsystem: Box<dyn Subsystem> = match isolation {
         Isolation::None => {
             let mut fs = FmuSubsystem::instantiate(
@@ -1053,15 +1022,6 @@ fn instantiate(
             fs.set_start_values(values).map_err(fmu_error)?;
             fs.trace_strings(strings);
             Box::new(fs)
-        }
-        Isolation::Process if fmu.runs_scheduled_execution() => {
-            return Err(AssembleError::Scenario(resolved.error_at(
-                sub.span,
-                format!(
-                    "subsystem '{}' runs its FMU's Scheduled Execution interface, which a host process does not run yet: set isolation = \"none\"",
-                    sub.name
-                ),
-            )));
         }
         Isolation::Process => {
             let mut fs = IsolatedSubsystem::spawn(
