@@ -697,3 +697,35 @@ fn fixed_changing_and_countdown_clocks_tick_where_the_fmu_says() {
         assert!(sets >= 1, "{calls}");
     }
 }
+
+#[test]
+fn scheduled_execution_under_a_master_that_handles_no_events_is_refused() {
+    // Its partitions run only at events: a master that rolls back (here
+    // IFOSMONDI) would never activate them, so the scenario is refused,
+    // naming the subsystem, its line and the masters that do.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("se_ifosmondi.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[simulation]\nstop = 1.0\n\n[master]\nkind = \"ifosmondi\"\nstep = 0.1\n\n{}",
+            subsystem("p", "Partitions", "")
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = cosim(&[
+        "run",
+        "--no-progress",
+        scenario.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("se_ifosmondi.toml:8:1: error: subsystem 'p' runs its FMU's Scheduled Execution interface")
+            && err.contains("the ifosmondi master does not handle those events"),
+        "{err}"
+    );
+}

@@ -904,7 +904,18 @@ fn event_handling(
                 .is_some_and(|cs| cs.has_event_mode);
         if fmu.runs_scheduled_execution() {
             // (Scheduled Execution: its Clocks tick in Clock Activation
-            // Mode, without event mode.)
+            // Mode, without event mode; but only a master that handles
+            // events activates them.)
+            if !master_handles {
+                return Err(AssembleError::Scenario(resolved.error_at(
+                    sub.span,
+                    format!(
+                        "subsystem '{}' runs its FMU's Scheduled Execution interface, whose model partitions are activated at its Clocks' ticks, and the {} master does not handle those events (fixed-step, ecco, predictor-corrector and nepce do)",
+                        sub.name,
+                        m.kind.name()
+                    ),
+                )));
+            }
             continue;
         }
         let refuse = |why: String| {
