@@ -1516,3 +1516,69 @@ fn an_interrupted_sweep_lists_its_runs_as_interrupted() {
         ["interrupted", "interrupted", "interrupted"]
     );
 }
+
+/// Issue 42: a sweep's metrics are computed from each run's rows kept in
+/// memory, as its trace and energy log read back, not from the files read
+/// again; `--prune` keeps no file of a run at all (no directory, lock,
+/// trace, logs or summary), and its summary is the full sweep's, cell for
+/// cell but the wall time. The runs are short, so each worker is handed
+/// its next run ahead: the rows are those of every run, in index order.
+#[test]
+fn a_pruned_sweep_writes_no_file_of_a_run_and_gives_the_rows_of_a_full_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = small_sweep(dir.path());
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--no-plot",
+        ];
+        args.extend(extra);
+        let o = cosim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read_to_string(out.join("summary.csv")).unwrap()
+    };
+    let (full, pruned) = (dir.path().join("full"), dir.path().join("pruned"));
+    let full_csv = run(&full, &[]);
+    let pruned_csv = run(&pruned, &["--prune"]);
+    assert_eq!(without_wall_time(&full_csv), without_wall_time(&pruned_csv));
+    let summary = Summary::read(&full.join("summary.csv")).unwrap();
+    // (The 0.07 s steps diverge: the energy log's growth says so.)
+    assert_eq!(
+        summary.column("status").unwrap(),
+        ["ok", "ok", "ok", "diverged", "ok", "ok", "ok", "diverged"]
+    );
+    for c in [
+        "max_abs_output",
+        "max_abs:chassis.v_c",
+        "mean_abs_power_error",
+    ] {
+        assert!(
+            summary.column_index(c).is_some(),
+            "no column {c}: {full_csv}"
+        );
+    }
+    // The metrics are those of the files on disk.
+    for i in 0..8 {
+        let trace = full
+            .join("runs")
+            .join(summary.cell(i, "run").unwrap())
+            .join("trace.csv");
+        let t = Table::read(&trace).unwrap();
+        let largest = t.columns[1..]
+            .iter()
+            .flatten()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        let cell: f64 = summary.cell(i, "max_abs_output").unwrap().parse().unwrap();
+        assert_eq!(cell.to_bits(), largest.to_bits(), "run {i}");
+    }
+    let left: Vec<_> = std::fs::read_dir(pruned.join("runs"))
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "a pruned run wrote {left:?}");
+}

@@ -498,7 +498,9 @@ pub struct Checked {
 /// over by an FMU it checks (but one with FMI 3 Clocks or Scheduled
 /// Execution, which hosts do not run yet: `assemble` warns).
 pub fn check_structure(args: &RunArgs, say: Say) -> Result<Checked> {
-    let Prepared { resolved, assembly } = prepare_in(args, say, Some(Isolation::Process))?;
+    let Prepared {
+        resolved, assembly, ..
+    } = prepare_in(args, say, Some(Isolation::Process))?;
     let Assembly {
         mut system,
         master,

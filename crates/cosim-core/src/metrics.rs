@@ -34,6 +34,71 @@ pub fn strip_unit(header: &str) -> &str {
     }
 }
 
+/// A cell's number as [`Table::read`] reads it: `true` and `false` as 1
+/// and 0, an empty cell as NaN (no value: cosim writes NaN so); `None`
+/// for text that is no number.
+fn cell_number(cell: &str) -> Option<f64> {
+    match cell.trim() {
+        "true" => Some(1.0),
+        "false" => Some(0.0),
+        "" => Some(f64::NAN),
+        other => other.parse::<f64>().ok(),
+    }
+}
+
+/// A [`Table`] made row by row from the cells a CSV file is written with,
+/// as [`Table::read`] reads that file back, bit for bit: a sweep's
+/// metrics take a run's trace from memory instead of reading its file
+/// again ([`crate::output::OutputsHandle::keep_table`]).
+#[derive(Debug, Clone)]
+pub struct TableBuilder {
+    table: Table,
+    /// A cell that is no number, or a time that is not finite or goes
+    /// back: [`Table::read`] refuses such a file.
+    refused: bool,
+}
+
+impl TableBuilder {
+    /// An empty table with this header (units are stripped as
+    /// [`Table::read`] strips them).
+    pub fn new(header: &[String]) -> TableBuilder {
+        TableBuilder {
+            table: Table {
+                names: header.iter().map(|h| strip_unit(h).to_string()).collect(),
+                columns: vec![Vec::new(); header.len()],
+            },
+            refused: header.is_empty(),
+        }
+    }
+
+    /// Appends a cell of column `c` holding the number `v` (as the file
+    /// reads back: a `Float` cell's number, an `Integer` cell's integer).
+    pub fn push_number(&mut self, c: usize, v: f64) {
+        if c == 0 {
+            let prev = self.table.columns[0].last().copied();
+            if !v.is_finite() || prev.is_some_and(|p| v < p) {
+                self.refused = true;
+            }
+        }
+        if let Some(col) = self.table.columns.get_mut(c) {
+            col.push(v);
+        }
+    }
+
+    /// Appends a cell of column `c` holding `text` (unquoted).
+    pub fn push_text(&mut self, c: usize, text: &str) {
+        match cell_number(text) {
+            Some(v) => self.push_number(c, v),
+            None => self.refused = true,
+        }
+    }
+
+    /// The table, or `None` where [`Table::read`] would refuse the file.
+    pub fn finish(self) -> Option<Table> {
+        (!self.refused).then_some(self.table)
+    }
+}
+
 impl Table {
     /// Reads a CSV file with a header row and numeric cells.
     pub fn read(path: &Path) -> Result<Table> {
@@ -91,22 +156,17 @@ impl Table {
                         continue;
                     }
                 }
-                let v = match cell.trim() {
-                    "true" => 1.0,
-                    "false" => 0.0,
-                    // No value (cosim writes NaN as an empty cell).
-                    "" => f64::NAN,
-                    other => other.parse::<f64>().map_err(|_| {
-                        bad(
-                            path,
-                            format!(
-                                "row {}, column '{}': '{other}' is not a number",
-                                row + 2,
-                                names.get(c).map_or("?", |s| s.as_str())
-                            ),
-                        )
-                    })?,
-                };
+                let v = cell_number(cell).ok_or_else(|| {
+                    bad(
+                        path,
+                        format!(
+                            "row {}, column '{}': '{}' is not a number",
+                            row + 2,
+                            names.get(c).map_or("?", |s| s.as_str()),
+                            cell.trim()
+                        ),
+                    )
+                })?;
                 if c == 0 && !v.is_finite() {
                     return Err(bad(
                         path,

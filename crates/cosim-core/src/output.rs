@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{CoreError, Result};
 use crate::execution::{RunStatus, RunSummary};
+use crate::metrics::{Table, TableBuilder};
 
 /// How often the writer thread writes the rows queued, at the latest.
 pub const WRITE_PERIOD: Duration = Duration::from_millis(200);
@@ -121,11 +122,26 @@ impl Failure {
     }
 }
 
+/// Where a file's rows are kept besides (or instead of) the file: in
+/// memory, as the file reads back ([`OutputsHandle::keep_table`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// In memory and in the file.
+    AlsoInMemory,
+    /// In memory only: no file is created.
+    InMemoryOnly,
+}
+
 /// One CSV file: rows formatted into a buffer, written whole.
 pub(crate) struct CsvFile {
     path: PathBuf,
-    /// `None` once closed (after the last row, or after a failure).
+    /// `None` once closed (after the last row, or after a failure), and
+    /// for a file kept in memory only.
     file: Option<File>,
+    /// Rows are taken: false once closed or failed.
+    open: bool,
+    /// The rows as the file reads back, where kept.
+    table: Option<TableBuilder>,
     columns: Box<[Column]>,
     /// Formatted rows not yet written (complete rows only).
     buf: Vec<u8>,
@@ -141,6 +157,31 @@ impl CsvFile {
     /// Creates (truncates) the file and its directory, and writes the
     /// header. Failing to create either is an error now.
     pub(crate) fn create(path: &Path, header: &[String], columns: Vec<Column>) -> Result<Self> {
+        Self::create_kept(path, header, columns, None)
+    }
+
+    /// As [`CsvFile::create`], its rows also (or only) kept in memory.
+    pub(crate) fn create_kept(
+        path: &Path,
+        header: &[String],
+        columns: Vec<Column>,
+        kept: Option<Kept>,
+    ) -> Result<Self> {
+        let table = kept.map(|_| TableBuilder::new(header));
+        if kept == Some(Kept::InMemoryOnly) {
+            return Ok(CsvFile {
+                path: path.to_path_buf(),
+                file: None,
+                open: true,
+                table,
+                columns: columns.into_boxed_slice(),
+                buf: Vec::new(),
+                len: 0,
+                last_time: f64::NAN,
+                number: zmij::Buffer::new(),
+                integer: itoa::Buffer::new(),
+            });
+        }
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
@@ -164,6 +205,8 @@ impl CsvFile {
         let mut csv = CsvFile {
             path: path.to_path_buf(),
             file: Some(file),
+            open: true,
+            table,
             columns: columns.into_boxed_slice(),
             buf,
             len: 0,
@@ -200,15 +243,31 @@ impl CsvFile {
         values: &[f64],
         texts: &mut dyn Iterator<Item = &str>,
     ) {
-        if self.file.is_none() {
+        if !self.open {
             return;
         }
+        let to_file = self.file.is_some();
         for (i, (column, &v)) in self.columns.iter().zip(values).enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
+            if let Some(table) = &mut self.table {
+                match column {
+                    Column::Float => table.push_number(i, v),
+                    // (What the integer's text reads back as.)
+                    Column::Integer => table.push_number(i, v as i64 as f64),
+                    Column::Text(s) => table.push_text(i, s),
+                    Column::Str | Column::Raw => {}
+                }
             }
             if let Column::Str | Column::Raw = column {
                 let text = texts.next().unwrap_or("");
+                if let Some(table) = &mut self.table {
+                    table.push_text(i, text);
+                }
+                if !to_file {
+                    continue;
+                }
+                if i > 0 {
+                    self.buf.push(b',');
+                }
                 if matches!(column, Column::Raw)
                     && !text
                         .bytes()
@@ -227,6 +286,12 @@ impl CsvFile {
                 self.buf.push(b'"');
                 continue;
             }
+            if !to_file {
+                continue;
+            }
+            if i > 0 {
+                self.buf.push(b',');
+            }
             let text = match column {
                 Column::Float if v.is_finite() => self.number.format_finite(v),
                 Column::Float if v.is_nan() => "",
@@ -238,7 +303,16 @@ impl CsvFile {
             };
             self.buf.extend_from_slice(text.as_bytes());
         }
-        self.buf.push(b'\n');
+        if to_file {
+            self.buf.push(b'\n');
+        }
+    }
+
+    /// The rows kept in memory (once): its path and the table, `None`
+    /// where the file would not read back as one.
+    fn take_table(&mut self) -> Option<(PathBuf, Option<Table>)> {
+        let table = self.table.take()?;
+        Some((self.path.clone(), table.finish()))
     }
 
     /// Bytes formatted and not yet written.
@@ -286,6 +360,7 @@ impl CsvFile {
                     let _ = file.set_len(self.len);
                 }
                 self.file = None;
+                self.open = false;
                 Err(Failure::new(&self.path, &e, self.last_time))
             }
         }
@@ -295,6 +370,7 @@ impl CsvFile {
     fn close(&mut self) -> std::result::Result<(), Failure> {
         let result = self.write_out();
         self.file = None;
+        self.open = false;
         result
     }
 
@@ -494,6 +570,10 @@ struct State {
     /// Warn once when the files pass this many bytes, with this advice
     /// (taken over by the writer).
     size_warning: Option<(u64, String)>,
+    /// Files whose rows are kept in memory ([`OutputsHandle::keep_table`]).
+    kept: Vec<(PathBuf, Kept)>,
+    /// Their tables, once the files are closed.
+    tables: Vec<(PathBuf, Option<Table>)>,
 }
 
 /// The summary file: its path, the reserved temporary file, the summary
@@ -592,6 +672,8 @@ impl Outputs {
                 writer_gone: false,
                 failure: None,
                 size_warning: None,
+                kept: Vec::new(),
+                tables: Vec::new(),
             }),
             writer_wake: Condvar::new(),
             producer_wake: Condvar::new(),
@@ -650,10 +732,37 @@ impl OutputsHandle {
         &self.shared.dir
     }
 
+    /// Keeps the rows of the file at `path` in memory as it reads back
+    /// (and, with [`Kept::InMemoryOnly`], creates no file): a sweep's
+    /// metrics take them from [`OutputsHandle::take_tables`] instead of
+    /// reading the file again. For files registered after this call.
+    pub fn keep_table(&self, path: &Path, kept: Kept) {
+        lock(&self.shared.state)
+            .kept
+            .push((path.to_path_buf(), kept));
+    }
+
+    /// The tables of the files kept in memory, once they are closed
+    /// ([`OutputsHandle::close_files`]), each with its file's path; `None`
+    /// for one whose file would not read back as a table of numbers
+    /// ([`crate::metrics::Table::read`]). Taken once.
+    pub fn take_tables(&self) -> Vec<(PathBuf, Option<Table>)> {
+        std::mem::take(&mut lock(&self.shared.state).tables)
+    }
+
+    fn create_file(&self, path: &Path, header: &[String], columns: Vec<Column>) -> Result<CsvFile> {
+        let kept = lock(&self.shared.state)
+            .kept
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, k)| *k);
+        CsvFile::create_kept(path, header, columns, kept)
+    }
+
     /// Registers a CSV file (created now, header queued); its rows are
     /// pushed with [`OutputsHandle::push_row`] under the returned id.
     pub fn add_csv(&self, path: &Path, header: &[String], columns: Vec<Column>) -> Result<u32> {
-        let file = CsvFile::create(path, header, columns)?;
+        let file = self.create_file(path, header, columns)?;
         let mut st = lock(&self.shared.state);
         if st.close_requested {
             return Err(closed_error(&self.shared.dir));
@@ -678,7 +787,7 @@ impl OutputsHandle {
         header: &[String],
         columns: Vec<Column>,
     ) -> Result<RowRing> {
-        let file = CsvFile::create(path, header, columns)?;
+        let file = self.create_file(path, header, columns)?;
         let width = file.width();
         let (producer, consumer) = rtrb::RingBuffer::new(RING_VALUES.max(width * 64));
         let mut st = lock(&self.shared.state);
@@ -1081,6 +1190,11 @@ fn write_loop(shared: &Shared) {
                 failure.get_or_insert(e);
             }
         }
+        let tables: Vec<_> = if close {
+            files.iter_mut().filter_map(CsvFile::take_table).collect()
+        } else {
+            Vec::new()
+        };
         last_write = Instant::now();
         if let Some((limit, advice)) = &size_warning {
             let total: u64 = files.iter().map(|f| f.len).sum();
@@ -1108,6 +1222,7 @@ fn write_loop(shared: &Shared) {
         }
         st.flush_done = flush;
         if close {
+            st.tables.extend(tables);
             st.closed = true;
         }
         drop(st);
@@ -1125,6 +1240,127 @@ mod tests {
 
     fn header(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("c{i}")).collect()
+    }
+
+    fn bits(t: &Table) -> Vec<Vec<u64>> {
+        t.columns
+            .iter()
+            .map(|c| c.iter().map(|v| v.to_bits()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_table_kept_in_memory_is_its_file_read_back_bit_for_bit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (on_disk, in_memory) = (dir.path().join("t.csv"), dir.path().join("m.csv"));
+        let ring_path = dir.path().join("r.csv");
+        let outputs = Outputs::new(dir.path(), None).unwrap();
+        outputs.keep_table(&on_disk, Kept::AlsoInMemory);
+        outputs.keep_table(&in_memory, Kept::InMemoryOnly);
+        outputs.keep_table(&ring_path, Kept::AlsoInMemory);
+        let header: Vec<String> = ["time [s]", "x [m]", "n", "s", "r", "k"]
+            .map(String::from)
+            .to_vec();
+        let columns = vec![
+            Column::Float,
+            Column::Float,
+            Column::Integer,
+            Column::Str,
+            Column::Raw,
+            Column::Text("true"),
+        ];
+        let a = outputs.add_csv(&on_disk, &header, columns.clone()).unwrap();
+        let b = outputs.add_csv(&in_memory, &header, columns).unwrap();
+        let numbers = header[..3].to_vec();
+        let mut ring = outputs
+            .add_csv_ring(
+                &ring_path,
+                &numbers,
+                vec![Column::Float, Column::Float, Column::Integer],
+            )
+            .unwrap();
+        let rows = [
+            ([0.0, 0.1, 3.0], ["1.5", "00"]),
+            ([1.0 / 3.0, -0.0, -7.9], ["true", ""]),
+            ([0.5, f64::NAN, 2f64.powi(60) + 4096.0], [" 2 ", "1e-3"]),
+            ([0.5, f64::INFINITY, f64::NAN], ["false", "-0"]),
+            ([1e300, f64::NEG_INFINITY, -1.0], ["", "4.9e-324"]),
+            ([1e300, 5e-324, 0.0], ["2.5e0", "7"]),
+        ];
+        for (values, texts) in &rows {
+            let v = [values[0], values[1], values[2], 0.0, 0.0, 0.0];
+            let texts = texts.map(String::from);
+            outputs.push_row_text(a, &v, &texts).unwrap();
+            outputs.push_row_text(b, &v, &texts).unwrap();
+            ring.push(values).unwrap();
+        }
+        outputs.close_files().unwrap();
+        let tables = outputs.take_tables();
+        assert_eq!(tables.len(), 3);
+        assert!(
+            !in_memory.exists(),
+            "a file kept in memory only is not created"
+        );
+        let read = Table::read(&on_disk).unwrap();
+        for (path, table) in &tables {
+            let table = table.as_ref().unwrap();
+            let file = if path == &ring_path {
+                &ring_path
+            } else {
+                &on_disk
+            };
+            let read = Table::read(file).unwrap();
+            assert_eq!(table.names, read.names, "{}", path.display());
+            assert_eq!(bits(table), bits(&read), "{}", path.display());
+        }
+        // (The cells the file holds: the 2^60 + 4096 integer, a text.)
+        assert_eq!(read.columns[2][2], 2f64.powi(60) + 4096.0);
+        assert_eq!(read.columns[3][5], 2.5);
+        assert!(outputs.take_tables().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn a_kept_table_the_file_would_not_read_back_as_is_none() {
+        for (values, text) in [
+            // A text that is no number.
+            ([0.0, 1.0], "abc"),
+            // A time that is not finite.
+            ([f64::NAN, 1.0], "1"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.csv");
+            let outputs = Outputs::new(dir.path(), None).unwrap();
+            outputs.keep_table(&path, Kept::AlsoInMemory);
+            let f = outputs
+                .add_csv(
+                    &path,
+                    &header(3),
+                    vec![Column::Float, Column::Float, Column::Str],
+                )
+                .unwrap();
+            outputs
+                .push_row_text(f, &[0.0, 0.0, 0.0], &["2".into()])
+                .unwrap();
+            outputs
+                .push_row_text(f, &[values[0], values[1], 0.0], &[text.into()])
+                .unwrap();
+            outputs.close_files().unwrap();
+            assert!(Table::read(&path).is_err());
+            assert!(outputs.take_tables()[0].1.is_none(), "{values:?} {text}");
+        }
+        // A time that goes back.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        let outputs = Outputs::new(dir.path(), None).unwrap();
+        outputs.keep_table(&path, Kept::AlsoInMemory);
+        let f = outputs
+            .add_csv(&path, &header(1), vec![Column::Float])
+            .unwrap();
+        outputs.push_row(f, &[1.0]).unwrap();
+        outputs.push_row(f, &[0.5]).unwrap();
+        outputs.close_files().unwrap();
+        assert!(Table::read(&path).is_err());
+        assert!(outputs.take_tables()[0].1.is_none());
     }
 
     #[test]

@@ -558,12 +558,14 @@ fn inspect_json(path: &Path) -> Result<String, String> {
 /// [`sweep_worker`]; each run goes to one, so that an FMU that ends its
 /// process is a `crashed` row; `None` runs them in this process.
 /// `fresh_instances`: instantiate every run's FMUs anew instead of
-/// resetting and reusing the instances of the run before.
+/// resetting and reusing the instances of the run before. `prune`: keep
+/// no file of a run (`--prune`): its metrics are computed from its rows
+/// in memory, its row of the summary is all that is written.
 ///
 /// Raises ScenarioError for bad input, OutputInUseError for an output
 /// directory another run or sweep holds.
 #[pyfunction]
-#[pyo3(signature = (path, shard=None, out=None, jobs=None, plot=true, worker=None, worker_env=Vec::new(), fresh_instances=false))]
+#[pyo3(signature = (path, shard=None, out=None, jobs=None, plot=true, worker=None, worker_env=Vec::new(), fresh_instances=false, prune=false))]
 #[allow(clippy::too_many_arguments)]
 fn sweep(
     py: Python<'_>,
@@ -575,6 +577,7 @@ fn sweep(
     worker: Option<Vec<String>>,
     worker_env: Vec<(String, String)>,
     fresh_instances: bool,
+    prune: bool,
 ) -> PyResult<Py<PyDict>> {
     let shard = match shard {
         None => None,
@@ -616,6 +619,7 @@ fn sweep(
         interrupt: Some(Arc::clone(&interrupt)),
         worker,
         fresh_instances,
+        prune,
         ..cosim_sweep::Options::default()
     };
     let work = move || -> Result<(cosim_sweep::Outcome, Vec<String>), NotRun> {

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use cosim_core::execution::{Execution, RunSummary};
+use cosim_core::metrics::Table;
 use cosim_core::observer::Observer;
-use cosim_core::output::{Outputs, OutputsHandle};
+use cosim_core::output::{Kept, Outputs, OutputsHandle};
 use cosim_core::output_lock::OutputLock;
 
 use crate::assemble::{self, AssembleError, Assembly};
@@ -41,6 +42,9 @@ pub struct Prepared {
     pub resolved: ResolvedScenario,
     /// The assembled system, master, diagnostics and report.
     pub assembly: Assembly,
+    /// It has nested systems (whose energy logs are files of their own,
+    /// written from the stepping thread).
+    pub nested: bool,
 }
 
 /// Loads a scenario file, applies the overrides, opens its FMUs, resolves
@@ -107,7 +111,12 @@ pub fn prepare_scenario(
     if let Some(w) = crate::output_size::warning(&resolved, &assembly, threshold) {
         resolved.warnings.push(w);
     }
-    Ok(Prepared { resolved, assembly })
+    let nested = nodes.iter().any(|n| matches!(n, nest::Node::Nest(_)));
+    Ok(Prepared {
+        resolved,
+        assembly,
+        nested,
+    })
 }
 
 /// Loads `scenario`'s FMUs (their model descriptions; nested systems
@@ -155,6 +164,9 @@ pub struct Outcome {
     pub summary: RunSummary,
     /// The error that stopped the run, if any.
     pub error: Option<cosim_core::CoreError>,
+    /// The files whose rows were kept in memory ([`run_keeping`]), each
+    /// with its table (`None`: its file would not read back as one).
+    pub tables: Vec<(PathBuf, Option<Table>)>,
     /// The output directory.
     pub output_dir: PathBuf,
     /// The lock on the output directory, held until this is dropped (a
@@ -187,9 +199,41 @@ pub fn run_watched(
     interrupt: Option<Arc<AtomicBool>>,
     watch: impl FnOnce(OutputsHandle),
 ) -> Result<Outcome, cosim_core::CoreError> {
-    let Prepared { resolved, assembly } = prepared;
-    let lock = OutputLock::exclusive(&resolved.outputs.dir)?;
-    let outputs = Outputs::new(&resolved.outputs.dir, resolved.outputs.summary.clone())?;
+    run_keeping(prepared, extra, interrupt, None, watch)
+}
+
+/// Like [`run_watched`], the rows of the trace and the energy log also
+/// kept in memory (`kept`), as their files read back: the outcome's
+/// [`Outcome::tables`]. With [`Kept::InMemoryOnly`] neither file is
+/// created, and the output directory is neither created nor locked where
+/// nothing else is written there (a step log, a summary, the energy logs
+/// of nested systems).
+pub fn run_keeping(
+    prepared: Prepared,
+    extra: Vec<Box<dyn Observer>>,
+    interrupt: Option<Arc<AtomicBool>>,
+    kept: Option<Kept>,
+    watch: impl FnOnce(OutputsHandle),
+) -> Result<Outcome, cosim_core::CoreError> {
+    let Prepared {
+        resolved,
+        assembly,
+        nested,
+    } = prepared;
+    let o = &resolved.outputs;
+    let writes_files =
+        kept != Some(Kept::InMemoryOnly) || nested || o.step_log.is_some() || o.summary.is_some();
+    let lock = if writes_files {
+        OutputLock::exclusive(&o.dir)?
+    } else {
+        None
+    };
+    let outputs = Outputs::new(&o.dir, o.summary.clone())?;
+    if let Some(k) = kept {
+        for path in [&o.trace, &o.energy_log].into_iter().flatten() {
+            outputs.keep_table(path, k);
+        }
+    }
     // A run not warned about at the start (an adaptive master, whose
     // steps are not known) is warned about when its outputs pass the size.
     let threshold = crate::output_size::warning_threshold();
@@ -218,10 +262,13 @@ pub fn run_watched(
     };
     watch(outputs.handle());
     let (summary, error) = execution.run_with_outputs(Some(&outputs));
+    let _ = outputs.close_files();
+    let tables = outputs.take_tables();
     drop(outputs);
     Ok(Outcome {
         summary,
         error,
+        tables,
         output_dir: resolved.outputs.dir.clone(),
         lock,
     })

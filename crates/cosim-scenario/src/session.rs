@@ -78,7 +78,9 @@ impl Session {
     /// A session on a prepared scenario (its FMUs instantiated, not yet
     /// initialised: [`Session::start`] does that, or the first step).
     pub fn new(prepared: Prepared) -> Session {
-        let Prepared { resolved, assembly } = prepared;
+        let Prepared {
+            resolved, assembly, ..
+        } = prepared;
         let system = assembly.system;
         let mut names = HashMap::new();
         for (s, sub) in system.subsystems().iter().enumerate() {

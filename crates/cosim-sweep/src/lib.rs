@@ -47,6 +47,7 @@ pub mod worker;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use cosim_core::output_lock::OutputLock;
 use serde::{Deserialize, Serialize};
@@ -429,30 +430,103 @@ impl Batch<'_> {
             .is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
-    /// Run `p` on job slot `slot`; its row goes into the summary at once.
-    fn execute(&self, slot: usize, p: &Planned) -> Record {
-        let record = if self.interrupted() {
-            runs::not_started(self.spec, p)
-        } else {
-            match self.runner {
-                Runner::InProcess { .. } => runs::execute(
-                    self.spec,
-                    p,
-                    self.out,
-                    self.options.prune,
-                    self.options.interrupt.clone(),
-                ),
-                Runner::Workers(pool) => pool.execute(slot, self.spec, p, self.out),
-            }
+    /// Makes the runs of job slot `slot`, each taking the next run not
+    /// taken (`next`, an index into `planned`), until none is left; each
+    /// record into `records`, its row into the summary at once.
+    fn serve_slot(
+        &self,
+        slot: usize,
+        planned: &[Planned],
+        next: &AtomicUsize,
+        records: &[Mutex<Option<Record>>],
+    ) {
+        let take = || {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            (k < planned.len()).then_some(k)
         };
+        match self.runner {
+            Runner::InProcess { .. } => {
+                while let Some(k) = take() {
+                    let p = &planned[k];
+                    let record = if self.interrupted() {
+                        runs::not_started(self.spec, p)
+                    } else {
+                        runs::execute(
+                            self.spec,
+                            p,
+                            self.out,
+                            self.options.prune,
+                            self.options.interrupt.clone(),
+                        )
+                    };
+                    self.finished(&records[k], record);
+                }
+            }
+            Runner::Workers(pool) => self.serve_worker(pool, slot, planned, take, records),
+        }
+    }
+
+    /// [`Batch::serve_slot`] with a worker process. While its runs are
+    /// short, the worker is handed the next run before it ends the one it
+    /// makes, so that it does not wait for this process between runs (a
+    /// round trip between the processes costs as much as a short run);
+    /// longer runs are handed one at a time, so that no run waits behind
+    /// another while a slot is idle.
+    fn serve_worker(
+        &self,
+        pool: &pool::Pool,
+        slot: usize,
+        planned: &[Planned],
+        take: impl Fn() -> Option<usize>,
+        records: &[Mutex<Option<Record>>],
+    ) {
+        let mut handed: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+        let mut ahead = true;
+        let mut started = Instant::now();
+        loop {
+            while handed.len() < if ahead { 2 } else { 1 } {
+                let Some(k) = take() else { break };
+                let p = &planned[k];
+                if self.interrupted() {
+                    self.finished(&records[k], runs::not_started(self.spec, p));
+                } else if let Err(e) = pool.dispatch(slot, p) {
+                    self.finished(&records[k], runs::skipped(self.spec, p, &e));
+                } else {
+                    handed.push_back(k);
+                }
+            }
+            let Some(k) = handed.pop_front() else { break };
+            let (record, replaced) = pool.collect(slot, self.spec, &planned[k], self.out, started);
+            started = Instant::now();
+            if replaced {
+                // The runs handed to the worker that ended were not made.
+                for k in std::mem::take(&mut handed) {
+                    let p = &planned[k];
+                    match pool.dispatch(slot, p) {
+                        Ok(()) => handed.push_back(k),
+                        Err(e) => self.finished(&records[k], runs::skipped(self.spec, p, &e)),
+                    }
+                }
+            }
+            ahead = record.wall_time_s < SHORT_RUN_S;
+            self.finished(&records[k], record);
+        }
+    }
+
+    /// A run's record: its row into the summary, the progress told.
+    fn finished(&self, cell: &Mutex<Option<Record>>, record: Record) {
         self.live
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .add(&record.cells);
         self.progress.finished(&record);
-        record
+        *cell.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
     }
 }
+
+/// A run this short (wall time, s) makes its worker take the next run
+/// ahead ([`Batch::serve_worker`]).
+const SHORT_RUN_S: f64 = 0.05;
 
 /// Makes the `planned` runs, `jobs` at a time, each job slot taking the
 /// next run not taken; the records in the order of `planned`.
@@ -471,14 +545,7 @@ fn execute_all(batch: &Batch<'_>, planned: &[Planned]) -> Result<Vec<Record>, Sw
             let handle = std::thread::Builder::new()
                 .name(format!("sweep-{slot}"))
                 .spawn_scoped(scope, move || {
-                    loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let (Some(p), Some(cell)) = (planned.get(k), records.get(k)) else {
-                            break;
-                        };
-                        let record = batch.execute(slot, p);
-                        *cell.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
-                    }
+                    batch.serve_slot(slot, planned, next, records)
                 })
                 .map_err(|e| SweepError::Other(format!("cannot start a thread: {e}")))?;
             handles.push(handle);

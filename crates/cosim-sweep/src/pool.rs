@@ -138,46 +138,60 @@ impl Pool {
         }
     }
 
-    /// Makes run `planned` on slot `i`'s worker (started first if the
-    /// slot has none) and returns its record; a worker that dies under it
-    /// makes it a `crashed` record and is replaced.
-    pub(crate) fn execute(
+    /// Hands run `planned` to slot `i`'s worker (started first if the
+    /// slot has none), which makes it after the runs handed to it before;
+    /// [`Pool::collect`] takes its record, in the order they were handed.
+    pub(crate) fn dispatch(&self, i: usize, planned: &Planned) -> Result<(), String> {
+        let slot = self
+            .slots
+            .get(i)
+            .ok_or_else(|| "internal: no worker slot".to_string())?;
+        if lock(&slot.worker).is_none() {
+            self.start(i)
+                .map_err(|e| format!("cannot start a worker process: {e}"))?;
+        }
+        self.send_run(slot, planned)
+    }
+
+    /// The record of the oldest run handed to slot `i`'s worker
+    /// (`started`: when the worker began it), and whether the worker was
+    /// replaced: it ended after the run (an FMU's `exit()`, a hung call),
+    /// or died under it (a `crashed` record). The runs handed to a
+    /// replaced worker after this one were not made: hand them again.
+    pub(crate) fn collect(
         &self,
         i: usize,
         spec: &SweepSpec,
         planned: &Planned,
         out: &Path,
-    ) -> Record {
-        let started = Instant::now();
+        started: Instant,
+    ) -> (Record, bool) {
         let Some(slot) = self.slots.get(i) else {
-            return runs::skipped(spec, planned, "internal: no worker slot");
-        };
-        if lock(&slot.worker).is_none()
-            && let Err(e) = self.start(i)
-        {
-            return runs::skipped(
-                spec,
-                planned,
-                &format!("cannot start a worker process: {e}"),
+            return (
+                runs::skipped(spec, planned, "internal: no worker slot"),
+                false,
             );
-        }
+        };
         let mut files = None;
-        let answer = self.send_run(slot, planned).and_then(|()| {
+        let answer = {
             let mut worker = lock(&slot.worker);
-            let w = worker.as_mut().ok_or_else(|| "no worker".to_string())?;
-            read_answer(w, &mut files)
-        });
+            match worker.as_mut() {
+                Some(w) => read_answer(w, &mut files),
+                None => Err("no worker".to_string()),
+            }
+        };
         match answer {
             Ok((record, last)) => {
                 if last {
                     self.retire(i, false);
                     self.replace(i);
                 }
-                Record {
+                let record = Record {
                     planned: planned.clone(),
                     name: runs::run_name(spec, planned),
                     ..record
-                }
+                };
+                (record, last)
             }
             Err(why) => {
                 let how = match self.retire(i, true) {
@@ -190,8 +204,9 @@ impl Pool {
                     out,
                     files: &files.unwrap_or_default(),
                     started,
+                    tables: Vec::new(),
                 };
-                crashed(spec, &ran, &how, self.prune)
+                (crashed(spec, &ran, &how, self.prune), true)
             }
         }
     }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use cosim_core::CoreError;
 use cosim_core::execution::RunSummary;
 use cosim_core::metrics::{Table, bond_metrics, compare_columns, match_columns};
-use cosim_core::output::OutputsHandle;
+use cosim_core::output::{Kept, OutputsHandle};
 use cosim_scenario::runner::{self, PrepareError};
 use serde::{Deserialize, Serialize};
 
@@ -275,9 +275,18 @@ pub fn execute_watched(
         Ok(s) => s,
         Err(m) => return failed(m),
     };
-    let prepared = match runner::prepare_scenario(&scenario, Some(1)) {
+    let mut prepared = match runner::prepare_scenario(&scenario, Some(1)) {
         Ok(p) => p,
         Err(e) => return failed(prepare_message(&e)),
+    };
+    // The metrics take the trace and the energy log from memory. A pruned
+    // run keeps nothing else: it writes no file (its row is its summary).
+    let kept = if prune {
+        prepared.resolved.outputs.step_log = None;
+        prepared.resolved.outputs.summary = None;
+        Kept::InMemoryOnly
+    } else {
+        Kept::AlsoInMemory
     };
     let outputs = &prepared.resolved.outputs;
     let files = RunFiles {
@@ -291,7 +300,9 @@ pub fn execute_watched(
             (step.map(|d| d.as_secs_f64()), init.map(|d| d.as_secs_f64()))
         },
     };
-    let outcome = match runner::run_watched(prepared, Vec::new(), interrupt, |h| watch(&files, h)) {
+    let outcome = match runner::run_keeping(prepared, Vec::new(), interrupt, Some(kept), |h| {
+        watch(&files, h)
+    }) {
         Ok(o) => o,
         Err(e) => return failed(e.to_string()),
     };
@@ -308,6 +319,7 @@ pub fn execute_watched(
         out,
         files: &files,
         started,
+        tables: outcome.tables,
     };
     ran.record(spec, Some(&outcome.summary), status, message, prune)
 }
@@ -322,9 +334,30 @@ pub struct Ran<'a> {
     pub files: &'a RunFiles,
     /// When it started (its wall time is measured from there).
     pub started: Instant,
+    /// The files whose rows the run kept in memory, with their tables
+    /// (the others are read from disk).
+    pub tables: Vec<(PathBuf, Option<Table>)>,
 }
 
 impl Ran<'_> {
+    /// The run's trace and energy log: kept in memory, else read from
+    /// their files.
+    fn tables(&self) -> RunTables {
+        let table = |file: &Option<PathBuf>| {
+            let path = file.as_ref()?;
+            match self.tables.iter().find(|(p, _)| p == path) {
+                Some((_, kept)) => kept.clone(),
+                None => Table::read(path).ok(),
+            }
+        };
+        RunTables {
+            trace: table(&self.files.trace),
+            energy: table(&self.files.energy_log),
+            t_start: self.files.t_start,
+            t_stop: self.files.t_stop,
+        }
+    }
+
     /// The record of the run, from its summary (`None`: the process that
     /// ran it died without one; the time reached is the trace's last row)
     /// and its outputs: the run's figures, the metrics, the verdict (a
@@ -348,7 +381,7 @@ impl Ran<'_> {
                 }
             }
         }
-        let m = metrics(spec, self.files, status == Status::Ok);
+        let m = metrics(spec, &self.tables(), status == Status::Ok);
         cells.extend(m.cells);
         if status == Status::Ok {
             if let Some(reason) = m.diverged {
@@ -464,8 +497,16 @@ fn largest_abs(y: &[f64]) -> f64 {
     })
 }
 
-fn metrics(spec: &SweepSpec, files: &RunFiles, completed: bool) -> Metrics {
-    let (t_start, t_stop) = (files.t_start, files.t_stop);
+/// What a run's metrics are computed from.
+struct RunTables {
+    trace: Option<Table>,
+    energy: Option<Table>,
+    t_start: f64,
+    t_stop: f64,
+}
+
+fn metrics(spec: &SweepSpec, tables: &RunTables, completed: bool) -> Metrics {
+    let (t_start, t_stop) = (tables.t_start, tables.t_stop);
     let mut cells = Cells::new();
     let mut diverged = None;
     let mut notes = Vec::new();
@@ -473,8 +514,7 @@ fn metrics(spec: &SweepSpec, files: &RunFiles, completed: bool) -> Metrics {
     let reference = spec.reference.as_ref();
     let until = reference.map_or(t_stop, |r| r.until.min(t_stop));
 
-    let energy = files.energy_log.as_ref().and_then(|p| Table::read(p).ok());
-    let trace = files.trace.as_ref().and_then(|p| Table::read(p).ok());
+    let (energy, trace) = (&tables.energy, &tables.trace);
 
     // Growth of the residual power of each bond.
     if let Some(e) = &energy {

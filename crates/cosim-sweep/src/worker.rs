@@ -258,7 +258,12 @@ pub fn serve() -> u8 {
                 stage,
                 values: values.into_iter().map(AxisValue::from).collect(),
             };
-            let record = run_one(sweep, planned, &interrupt, &mut watching);
+            // (A run handed ahead, not started when the interrupt came.)
+            let record = if interrupt.load(Ordering::Relaxed) {
+                runs::not_started(&sweep.spec, &planned)
+            } else {
+                run_one(sweep, planned, &interrupt, &mut watching)
+            };
             send(&FromWorker::done(record, false));
         }
     }
@@ -313,7 +318,11 @@ fn run_one(
             if let Some(c) = lock(&CURRENT).as_mut() {
                 c.running = Some((files.clone(), outputs));
             }
-            send(&FromWorker::Started(files.clone()));
+            // (What the parent reads a crashed run's rows from; a pruned
+            // run has no files, and the message would cost it a wake-up.)
+            if !sweep.prune {
+                send(&FromWorker::Started(files.clone()));
+            }
             if watching
                 .as_ref()
                 .is_none_or(|(timeouts, _)| *timeouts != files.call_timeouts)
@@ -363,7 +372,7 @@ fn watch(
 fn end_run(status: Status, message: &str, summary_status: RunStatus) -> ! {
     let current = lock(&CURRENT).take();
     if let (Some(sweep), Some(c)) = (SWEEP.get(), current) {
-        let (files, summary) = match &c.running {
+        let (files, summary, tables) = match &c.running {
             Some((files, outputs)) => {
                 let summary = outputs.summary_now(summary_status, Some(message.to_string()));
                 if let Some(s) = &summary
@@ -371,15 +380,16 @@ fn end_run(status: Status, message: &str, summary_status: RunStatus) -> ! {
                 {
                     tracing::error!("writing the outputs failed: {e}");
                 }
-                (files.clone(), summary)
+                (files.clone(), summary, outputs.take_tables())
             }
-            None => (RunFiles::default(), None),
+            None => (RunFiles::default(), None, Vec::new()),
         };
         let ran = Ran {
             planned: &c.planned,
             out: &sweep.out,
             files: &files,
             started: c.started,
+            tables,
         };
         let record = ran.record(
             &sweep.spec,

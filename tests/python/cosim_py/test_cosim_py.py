@@ -480,6 +480,11 @@ def test_sweep_equals_the_cli(cosim_bin: Path, tmp_path: Path) -> None:
     fresh = cosim.sweep(spec, out=tmp_path / "fresh", plot=False, fresh_instances=True)
     fresh_rows = [l.rsplit(",", 1)[0] for l in fresh.summary_path.read_text().splitlines()[1:]]
     assert fresh_rows == cli_rows
+    # `prune=True`: no file of a run, the same cells.
+    pruned = cosim.sweep(spec, out=tmp_path / "pruned", plot=False, prune=True)
+    pruned_rows = [l.rsplit(",", 1)[0] for l in pruned.summary_path.read_text().splitlines()[1:]]
+    assert pruned_rows == cli_rows
+    assert not any(p.is_file() for p in (tmp_path / "pruned" / "runs").rglob("*"))
     # A shard.
     shard = cosim.sweep(spec, shard="2/3", out=tmp_path / "py", plot=False)
     assert len(shard) == 2 and shard.summary_path.name == "summary.shard-2-of-3.csv"

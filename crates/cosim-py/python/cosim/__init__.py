@@ -743,6 +743,7 @@ def sweep(
     jobs: Optional[int] = None,
     plot: bool = True,
     fresh_instances: bool = False,
+    prune: bool = False,
 ) -> Sweep:
     """Runs a sweep file as ``cosim sweep`` does (runs in parallel, output
     files in the sweep's ``out`` or ``out=``). Each run goes to a worker
@@ -761,6 +762,9 @@ def sweep(
             resetting and reusing the instances of the run before
             (``--fresh-instances``). Each FMU is extracted once per sweep
             either way.
+        prune: keep no file of a run (``--prune``): its metrics come from
+            its rows in memory, and its row of the summary is all that is
+            written (the fastest sweep).
 
     Raises:
         ScenarioError: a bad sweep file or scenario, a bad shard.
@@ -777,6 +781,7 @@ def sweep(
         [sys.executable, "-m", "cosim._sweep_worker"] if sys.executable else None,
         _worker_env(),
         fresh_instances,
+        prune,
     )
     _warn(d["warnings"])
     return Sweep(d)

@@ -45,6 +45,7 @@ def sweep(
     worker: Optional[Sequence[str]] = None,
     worker_env: Sequence[Tuple[str, str]] = ...,
     fresh_instances: bool = False,
+    prune: bool = False,
 ) -> Dict[str, Any]: ...
 def sweep_worker() -> None: ...
 
