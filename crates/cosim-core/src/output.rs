@@ -615,7 +615,39 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// writes every queued row and closes the files.
 pub struct Outputs {
     handle: OutputsHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Writer threads whose outputs are closed, each waiting for the outputs
+/// of the next run: a process that makes run after run (a sweep's
+/// worker) starts one thread, not one per run (its start and end were a
+/// tenth of a short run's time).
+static IDLE_WRITERS: Mutex<Vec<std::sync::mpsc::Sender<Arc<Shared>>>> = Mutex::new(Vec::new());
+
+/// Hands `shared` to an idle writer thread, or starts one.
+fn start_writer(shared: Arc<Shared>) -> std::io::Result<()> {
+    let mut shared = shared;
+    loop {
+        let idle = lock(&IDLE_WRITERS).pop();
+        let Some(writer) = idle else { break };
+        match writer.send(shared) {
+            Ok(()) => return Ok(()),
+            // (Not waiting any more: try the next one.)
+            Err(std::sync::mpsc::SendError(s)) => shared = s,
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Arc<Shared>>();
+    std::thread::Builder::new()
+        .name("cosim-outputs".into())
+        .spawn(move || {
+            let mut next = Some(shared);
+            while let Some(outputs) = next.take() {
+                write_loop(&outputs);
+                drop(outputs);
+                lock(&IDLE_WRITERS).push(tx.clone());
+                next = rx.recv().ok();
+            }
+        })
+        .map(drop)
 }
 
 /// The outputs of a run seen from any thread (clone it freely).
@@ -690,17 +722,12 @@ impl Outputs {
             dir: dir.to_path_buf(),
         });
         lock(&shared.state).queue.reserve(QUEUE_VALUES);
-        let writer = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("cosim-outputs".into())
-            .spawn(move || write_loop(&writer))
-            .map_err(|error| CoreError::Output {
-                path: dir.to_path_buf(),
-                error,
-            })?;
+        start_writer(Arc::clone(&shared)).map_err(|error| CoreError::Output {
+            path: dir.to_path_buf(),
+            error,
+        })?;
         Ok(Outputs {
             handle: OutputsHandle { shared },
-            thread: Some(thread),
         })
     }
 
@@ -719,10 +746,8 @@ impl std::ops::Deref for Outputs {
 
 impl Drop for Outputs {
     fn drop(&mut self) {
+        // (Returns once the writer has closed every file, or is gone.)
         let _ = self.handle.close_files();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -329,14 +329,26 @@ pub(crate) fn check_values(spec: &SweepSpec) -> Result<(), SweepError> {
         .iter()
         .filter_map(|a| a.values.first().map(|v| (a, v)))
         .collect();
+    // The text parsed last: the values of a parameter or a start value
+    // leave the text as it is (they are set as overrides), so an axis of
+    // them parses it once, not once per value.
+    let mut parsed: Option<(String, Scenario)> = None;
     for a in &spec.axes {
         for (k, v) in a.values.iter().enumerate() {
             let span = a.value_spans.get(k).cloned().flatten();
             let pairs = fixed.iter().copied().chain([(a, v)]);
             let (text, set) = apply(&spec.scenario_text, pairs)
                 .map_err(|(m, _)| located(a, span.clone(), v, m, None))?;
-            let mut s = Scenario::from_str(&text, &spec.scenario)
-                .map_err(|e| located(a, span.clone(), v, e.message.clone(), e.help.clone()))?;
+            let mut s = match &parsed {
+                Some((t, s)) if *t == text => s.clone(),
+                _ => {
+                    let s = Scenario::from_str(&text, &spec.scenario).map_err(|e| {
+                        located(a, span.clone(), v, e.message.clone(), e.help.clone())
+                    })?;
+                    parsed = Some((text, s.clone()));
+                    s
+                }
+            };
             s.apply_overrides(&Overrides {
                 set,
                 out: Some(out.clone()),

@@ -221,7 +221,7 @@ pub fn serve() -> u8 {
             prune,
             extracted,
             fresh_instances,
-        }) => match SweepSpec::from_str(&text, &file) {
+        }) => match SweepSpec::from_checked_str(&text, &file) {
             Ok(spec) => {
                 let roots = extracted.iter().map(|e| e.root.clone()).collect();
                 let _ = LENT.set((rustix::process::getppid(), roots));
