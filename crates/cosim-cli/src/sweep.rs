@@ -48,8 +48,9 @@ pub struct Args {
     /// Skip the bisection of the stability limit ([sweep.refine]).
     #[arg(long)]
     no_refine: bool,
-    /// Delete each run's trace, energy log and step log once its metrics
-    /// are in the summary (keeps its summary.json).
+    /// Keep no file of a run: its metrics are computed from its rows in
+    /// memory, its row of the summary is all that is written (no run
+    /// directory, trace, logs or summary.json).
     #[arg(long)]
     prune: bool,
     /// Instantiate every run's FMUs anew instead of resetting and reusing
@@ -120,8 +121,7 @@ struct SubmitArgs {
     /// (default: this one).
     #[arg(long, value_name = "PATH")]
     cosim: Option<PathBuf>,
-    /// Shards delete each run's trace, energy log and step log once its
-    /// metrics are in the summary.
+    /// Shards keep no file of a run (as `cosim sweep --prune`).
     #[arg(long)]
     prune: bool,
     /// A threshold checked by the merge (as for `cosim sweep`; repeatable).

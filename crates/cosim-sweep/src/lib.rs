@@ -110,8 +110,9 @@ pub struct Options {
     /// Bisect the stability limit when the sweep asks for it (never in a
     /// shard: the bisection needs every run's result).
     pub refine: bool,
-    /// Delete each run's trace, energy and step logs once its metrics are
-    /// computed (keeping its summary.json).
+    /// Keep no file of a run: its metrics are computed from its rows in
+    /// memory; its record is all that is kept (no run directory, trace,
+    /// logs or summary.json).
     pub prune: bool,
     /// Set to stop: runs not started are skipped, running ones stop at
     /// their next macro step.
