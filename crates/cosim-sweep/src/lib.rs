@@ -482,7 +482,9 @@ impl Batch<'_> {
         records: &[Mutex<Option<Record>>],
     ) {
         let mut handed: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
-        let mut ahead = true;
+        // (Not before a run said it is short: a long first run would keep
+        // the run handed after it waiting.)
+        let mut ahead = false;
         let mut started = Instant::now();
         loop {
             while handed.len() < if ahead { 2 } else { 1 } {

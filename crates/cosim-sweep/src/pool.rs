@@ -206,7 +206,7 @@ impl Pool {
                     started,
                     tables: Vec::new(),
                 };
-                (crashed(spec, &ran, &how, self.prune), true)
+                (crashed(spec, ran, &how, self.prune), true)
             }
         }
     }
@@ -305,7 +305,7 @@ fn read_answer(w: &mut Worker, files: &mut Option<RunFiles>) -> Result<(Record, 
 /// The record of a run whose worker process died under it: what its
 /// outputs hold (the trace's rows written before the death, the metrics
 /// over them), status `crashed`.
-fn crashed(spec: &SweepSpec, ran: &Ran<'_>, how: &str, prune: bool) -> Record {
+fn crashed(spec: &SweepSpec, ran: Ran<'_>, how: &str, prune: bool) -> Record {
     // The reserve of the summary the run could not write.
     let dir = ran.out.join("runs").join(runs::run_name(spec, ran.planned));
     let _ = std::fs::remove_file(dir.join(".summary.json.tmp"));

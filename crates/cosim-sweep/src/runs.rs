@@ -342,11 +342,12 @@ pub struct Ran<'a> {
 impl Ran<'_> {
     /// The run's trace and energy log: kept in memory, else read from
     /// their files.
-    fn tables(&self) -> RunTables {
-        let table = |file: &Option<PathBuf>| {
+    fn take_tables(&mut self) -> RunTables {
+        let mut kept = std::mem::take(&mut self.tables);
+        let mut table = |file: &Option<PathBuf>| {
             let path = file.as_ref()?;
-            match self.tables.iter().find(|(p, _)| p == path) {
-                Some((_, kept)) => kept.clone(),
+            match kept.iter().position(|(p, _)| p == path) {
+                Some(i) => kept.swap_remove(i).1,
                 None => Table::read(path).ok(),
             }
         };
@@ -364,7 +365,7 @@ impl Ran<'_> {
     /// run that completed with `Status::Ok` may be found diverged).
     /// `prune` deletes its trace and logs afterwards.
     pub fn record(
-        &self,
+        mut self,
         spec: &SweepSpec,
         summary: Option<&RunSummary>,
         mut status: Status,
@@ -381,7 +382,7 @@ impl Ran<'_> {
                 }
             }
         }
-        let m = metrics(spec, &self.tables(), status == Status::Ok);
+        let m = metrics(spec, &self.take_tables(), status == Status::Ok);
         cells.extend(m.cells);
         if status == Status::Ok {
             if let Some(reason) = m.diverged {
