@@ -1582,3 +1582,93 @@ fn a_pruned_sweep_writes_no_file_of_a_run_and_gives_the_rows_of_a_full_one() {
         .unwrap_or_default();
     assert!(left.is_empty(), "a pruned run wrote {left:?}");
 }
+
+/// Issue 42: the sweeps of one machine (the shards of a sweep, each a
+/// process of its own) share one extraction of each FMU: a second sweep
+/// started while a first runs extracts nothing and opens the first's
+/// directories (`cosim-fmu-shared...`); the last one out removes them, and
+/// a sweep's summary is the same as with an extraction of its own.
+#[test]
+fn the_sweeps_of_one_machine_share_one_extraction_of_each_fmu() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let long = long_sweep(dir.path());
+    let out = dir.path().join("long");
+    let child = std::process::Command::new(cosim_tests::cosim_bin())
+        .args(["sweep", long.to_str().unwrap(), "--jobs", "1", "--no-plot"])
+        .arg("--out")
+        .arg(&out)
+        .env("TMPDIR", &tmp)
+        .current_dir(cosim_tests::root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = Reaped(child);
+    wait_for_the_first_run(&out);
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
+    let shared = sorted(extractions(&tmp));
+    assert_eq!(
+        shared.iter().filter(|n| !n.ends_with(".lock")).count(),
+        2,
+        "{shared:?}"
+    );
+    // A second sweep of the same scenario's FMUs, meanwhile.
+    let file = small_sweep(dir.path());
+    let second = dir.path().join("second");
+    let run = |out: &Path| {
+        let o = cosim_in(
+            &tmp,
+            &[
+                "-vv",
+                "sweep",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--jobs",
+                "1",
+                "--no-progress",
+                "--no-plot",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        (
+            stderr(&o),
+            std::fs::read_to_string(out.join("summary.csv")).unwrap(),
+        )
+    };
+    let (log, summary) = run(&second);
+    let extracted = log.lines().filter(|l| l.contains("extracted ")).count();
+    assert_eq!(extracted, 0, "{log}");
+    let opened: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("this machine's processes share"))
+        .collect();
+    assert_eq!(opened.len(), 2, "{log}");
+    for name in shared.iter().filter(|n| !n.ends_with(".lock")) {
+        assert!(
+            opened.iter().any(|l| l.contains(name.as_str())),
+            "{name}: {log}"
+        );
+    }
+    // The first sweep still holds them; interrupted, it removes them.
+    assert_eq!(sorted(extractions(&tmp)), shared);
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &first.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = first.0.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(extractions(&tmp), Vec::<String>::new());
+    // Alone, the second sweep extracts its own (and removes it): the same cells.
+    let (log, alone) = run(&dir.path().join("alone"));
+    let extracted = log.lines().filter(|l| l.contains("extracted ")).count();
+    assert_eq!(extracted, 2, "{log}");
+    assert_eq!(without_wall_time(&summary), without_wall_time(&alone));
+    assert_eq!(extractions(&tmp), Vec::<String>::new());
+}

@@ -114,6 +114,36 @@ pub struct FmuRoot {
     source: PathBuf,
     root: PathBuf,
     dir: Option<ExtractionDir>,
+    /// The extraction the processes of this machine share, if it is one.
+    shared: Option<crate::extraction::SharedDir>,
+}
+
+fn temp_error(error: std::io::Error) -> FmiError {
+    FmiError::Io {
+        path: std::env::temp_dir(),
+        error,
+    }
+}
+
+/// Extracts from the archive at `path` into `dir` what an instance needs
+/// ([`needed_by_an_instance`]), listing what it left out.
+fn extract_for_instances(path: &Path, dir: &Path, limits: &ArchiveLimits) -> Result<()> {
+    let stats = extract_archive_parts(path, dir, limits, &needed_by_an_instance)?;
+    tracing::debug!(
+        "extracted {} into {} ({} files, {} left out)",
+        path.display(),
+        dir.display(),
+        stats.files,
+        stats.skipped.len()
+    );
+    if !stats.skipped.is_empty() {
+        let list = dir.join(SKIPPED_LIST);
+        fs::write(&list, stats.skipped.join("\n")).map_err(|error| FmiError::Io {
+            path: list.clone(),
+            error,
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether the FMU at `root` has a regular file under `sources/`: in the
@@ -172,34 +202,47 @@ impl FmuRoot {
                 source: path.to_path_buf(),
                 root: path.to_path_buf(),
                 dir: None,
+                shared: None,
             });
         }
-        let dir = crate::extraction::create_dir(crate::extraction::PREFIX).map_err(|error| {
-            FmiError::Io {
-                path: std::env::temp_dir(),
-                error,
-            }
-        })?;
-        let stats = extract_archive_parts(path, dir.path(), limits, &needed_by_an_instance)?;
-        tracing::debug!(
-            "extracted {} into {} ({} files, {} left out)",
-            path.display(),
-            dir.path().display(),
-            stats.files,
-            stats.skipped.len()
-        );
-        if !stats.skipped.is_empty() {
-            let list = dir.path().join(SKIPPED_LIST);
-            fs::write(&list, stats.skipped.join("\n")).map_err(|error| FmiError::Io {
-                path: list.clone(),
-                error,
-            })?;
-        }
+        let dir = crate::extraction::create_dir(crate::extraction::PREFIX).map_err(temp_error)?;
+        extract_for_instances(path, dir.path(), limits)?;
         Ok(FmuRoot {
             source: path.to_path_buf(),
             root: dir.path().to_path_buf(),
             dir: Some(dir),
+            shared: None,
         })
+    }
+
+    /// Like [`FmuRoot::open`] for an `.fmu` archive, in the extraction the
+    /// processes of this machine share under `key` (one that names the
+    /// file and this build: [`crate::extraction::shared_dir`]), made here
+    /// if none has made it; an extraction of its own where it cannot be
+    /// shared.
+    ///
+    /// # Errors
+    ///
+    /// As [`FmuRoot::open`].
+    pub fn open_shared(path: &Path, key: &str) -> Result<Self> {
+        let limits = ArchiveLimits::default();
+        let mut extract = |dir: &Path| extract_for_instances(path, dir, &limits);
+        match crate::extraction::shared_dir(key, &mut extract, temp_error)? {
+            Some(shared) => {
+                tracing::debug!(
+                    "{} opened in the extraction {} this machine's processes share",
+                    path.display(),
+                    shared.path().display()
+                );
+                Ok(FmuRoot {
+                    source: path.to_path_buf(),
+                    root: shared.path().to_path_buf(),
+                    dir: None,
+                    shared: Some(shared),
+                })
+            }
+            None => Self::open(path),
+        }
     }
 
     /// An FMU that another process extracted into `root` (the master of a
@@ -224,6 +267,7 @@ impl FmuRoot {
             source: source.to_path_buf(),
             root: root.to_path_buf(),
             dir: None,
+            shared: None,
         })
     }
 
@@ -239,7 +283,7 @@ impl FmuRoot {
 
     /// True when the FMU was extracted into a temporary directory.
     pub fn is_extracted(&self) -> bool {
-        self.dir.is_some()
+        self.dir.is_some() || self.shared.is_some()
     }
 
     /// The extracted `modelDescription.xml`.

@@ -27,6 +27,18 @@
 //! Directories of an older `cosim` (`cosim-fmu-XXXXXX`, with a lock file
 //! `cosim-fmu-XXXXXX.lock` each) are removed the same way, lock by lock;
 //! those without any lock file are not touched.
+//!
+//! The processes of one machine that make many runs of the same FMU (the
+//! shards of a sweep, each a process of its own) share one extraction
+//! ([`shared_dir`]): `cosim-fmu-shared<key>`, named after the FMU file and
+//! this build, with a lock file `cosim-fmu-shared<key>.lock` of its own.
+//! Every process using it holds that lock shared; one that finds the
+//! directory missing extracts into a directory of its own and renames it
+//! into place once complete (of two doing so at once, one's rename fails
+//! and it uses the other's); the last one out (the one that can lock it
+//! exclusively) removes it. A process killed releases its share with its
+//! end, and the directory goes as an older `cosim`'s does: the next
+//! process to sweep finds its lock free.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -42,6 +54,13 @@ pub const PREFIX: &str = "cosim-fmu-";
 /// The names of the extraction directories a sweep considers: FMUs, and
 /// SSP archives (`cosim-ssp`).
 const PREFIXES: [&str; 2] = [PREFIX, "cosim-ssp-"];
+
+/// The name a shared extraction directory starts with (no `-` after it:
+/// it is no owner's, [`owner_id`]).
+const SHARED_PREFIX: &str = "cosim-fmu-shared";
+
+/// The file a shared extraction holds once it is complete.
+const COMPLETE: &str = ".cosim-extracted";
 
 /// The name of a process's lock file: `cosim-owner-<id>.lock`.
 const OWNER_PREFIX: &str = "cosim-owner-";
@@ -190,9 +209,17 @@ fn create_dir_in(prefix: &str, temp: &Path) -> io::Result<ExtractionDir> {
         state.dirs.push(dir.path().to_path_buf());
     }
     made.dir = Some(dir);
+    sweep_once(&temp, made.path());
+    Ok(made)
+}
+
+/// The first time in a process: removes the extraction directories in
+/// `temp` left by processes that ended without removing them (`own`:
+/// one of this process's, whose user is the one whose leftovers go).
+fn sweep_once(temp: &Path, own: &Path) {
     static SWEEP: Once = Once::new();
     SWEEP.call_once(|| {
-        let removed = sweep_stale(&temp, made.path());
+        let removed = sweep_stale(temp, own);
         if removed > 0 {
             tracing::info!(
                 "removed {removed} extraction director{} in {} left by cosim processes that ended without removing them",
@@ -201,7 +228,137 @@ fn create_dir_in(prefix: &str, temp: &Path) -> io::Result<ExtractionDir> {
             );
         }
     });
-    Ok(made)
+}
+
+/// An extraction directory the processes of this machine share
+/// ([`shared_dir`]); dropping it gives up this process's share, and the
+/// last process out removes it.
+#[derive(Debug)]
+pub struct SharedDir {
+    path: PathBuf,
+    lock_path: PathBuf,
+    /// Locked shared while this process uses the directory.
+    lock: Option<File>,
+}
+
+impl SharedDir {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SharedDir {
+    fn drop(&mut self) {
+        let Some(file) = self.lock.take() else {
+            return;
+        };
+        // Exclusive: no other process uses it. (The share is given up
+        // first either way; a process waiting to extract then finds the
+        // directory complete, or its lock file gone and starts anew.)
+        if file.try_lock().is_ok() && same_file(&file, &self.lock_path) {
+            let _ = fs::remove_dir_all(&self.path);
+            let _ = fs::remove_file(&self.lock_path);
+        }
+    }
+}
+
+/// The extraction `cosim-fmu-shared<key>` in the temporary directory,
+/// made by `extract` (into an empty directory of this process's, renamed
+/// to the shared name once complete) if no process has made it yet, and
+/// held shared until the returned [`SharedDir`] is dropped (see the
+/// module). `key`: letters and digits, naming the FMU file and how it is
+/// extracted. `Ok(None)` where it cannot be shared (a file system without
+/// locks, a directory of another user): the caller extracts one of its
+/// own.
+///
+/// # Errors
+///
+/// `extract`'s (what it extracted is removed), or `on_io` of an error
+/// creating this process's directory.
+pub fn shared_dir<E>(
+    key: &str,
+    extract: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
+    on_io: impl Fn(io::Error) -> E,
+) -> std::result::Result<Option<SharedDir>, E> {
+    shared_dir_in(&std::env::temp_dir(), key, extract, on_io)
+}
+
+/// [`shared_dir`] in `temp`.
+fn shared_dir_in<E>(
+    temp: &Path,
+    key: &str,
+    extract: &mut dyn FnMut(&Path) -> std::result::Result<(), E>,
+    on_io: impl Fn(io::Error) -> E,
+) -> std::result::Result<Option<SharedDir>, E> {
+    debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric()), "{key}");
+    let temp = temp.to_path_buf();
+    let path = temp.join(format!("{SHARED_PREFIX}{key}"));
+    let lock_path = temp.join(format!("{SHARED_PREFIX}{key}.lock"));
+    // (A few rounds: each is lost only to a process that removed the
+    // directory, as its last user, between our opening and locking it.)
+    for _ in 0..8 {
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+        else {
+            return Ok(None);
+        };
+        // Shared at once: a process that extracts holds no lock (it
+        // renames its complete directory into place); only the last user
+        // removing it holds it exclusively, briefly.
+        if file.lock_shared().is_err() {
+            return Ok(None);
+        }
+        if !same_file(&file, &lock_path) {
+            continue;
+        }
+        if !path.join(COMPLETE).is_file() {
+            let made = create_dir_in(PREFIX, &temp).map_err(&on_io)?;
+            let done = extract(made.path())
+                .and_then(|()| fs::write(made.path().join(COMPLETE), b"").map_err(&on_io));
+            if let Err(e) = done {
+                // (Ours goes with `made`; the lock file too, if unused.)
+                if file.try_lock().is_ok() && same_file(&file, &lock_path) {
+                    let _ = fs::remove_file(&lock_path);
+                }
+                return Err(e);
+            }
+            // Taken by another process meanwhile (the name exists, not
+            // empty): ours goes, theirs is used.
+            let _ = fs::rename(made.path(), &path);
+            drop(made);
+            if !path.join(COMPLETE).is_file() {
+                continue;
+            }
+        }
+        sweep_once(&temp, &path);
+        return Ok(Some(SharedDir {
+            path,
+            lock_path,
+            lock: Some(file),
+        }));
+    }
+    Ok(None)
+}
+
+/// Whether the open `file` is the one at `path` (not a file removed
+/// meanwhile, whose name another one has taken).
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.is_file()
 }
 
 /// Counts one more directory of this process, taking its lock in `temp`
@@ -304,6 +461,13 @@ pub fn remove_orphaned(dir: &Path) {
         return;
     }
     let uid = fs::symlink_metadata(dir).ok().map(|m| owner_of(&m));
+    // A shared extraction goes only if no process uses it (holds its lock).
+    if name.starts_with(SHARED_PREFIX) {
+        if let Some(temp) = dir.parent() {
+            sweep_old(temp, &format!("{name}.lock"), uid);
+        }
+        return;
+    }
     let _ = fs::remove_dir_all(dir);
     if let (Some(temp), Some(id)) = (dir.parent(), owner_id(name)) {
         sweep_owner(temp, id, &listing(temp), uid);

@@ -158,6 +158,15 @@ impl Fmu {
         Fmu::with_root(archive::FmuRoot::open(path)?, path)
     }
 
+    /// Opens `path` in the extraction the processes of this machine share
+    /// under `key` ([`archive::FmuRoot::open_shared`]).
+    pub(crate) fn open_shared(path: &Path, key: &str) -> Result<Fmu> {
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Fmu::open_here(path);
+        }
+        Fmu::with_root(archive::FmuRoot::open_shared(path, key)?, path)
+    }
+
     /// Nothing but the caller holds this FMU (no clone, no instance).
     pub(crate) fn is_unused(&self) -> bool {
         Arc::strong_count(&self.inner) == 1

@@ -169,6 +169,35 @@ pub fn use_extracted(list: Vec<Extracted>) {
     }
 }
 
+/// The name of the extraction of `file` the processes of this machine
+/// share ([`crate::extraction::shared_dir`]): a hash of the file (its
+/// canonical path, length and modification time), the user and this
+/// build's version. `None` off Linux, where the user is not known here
+/// (the FMU is extracted by this process alone).
+fn shared_key(file: &FileIdentity) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    let uid = process_uid()?;
+    // (SipHash with fixed keys: the same name in every process of a build.)
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::fs::canonicalize(&file.path)
+        .unwrap_or_else(|_| file.path.clone())
+        .hash(&mut h);
+    (file.len, file.modified_ns, uid, env!("CARGO_PKG_VERSION")).hash(&mut h);
+    Some(format!("{:016x}", h.finish()))
+}
+
+/// The user this process runs as (`/proc/self` is theirs).
+#[cfg(target_os = "linux")]
+fn process_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_uid() -> Option<u32> {
+    None
+}
+
 /// How many instantiations this process served with a parked instance.
 static REUSED: AtomicU64 = AtomicU64::new(0);
 
@@ -194,7 +223,7 @@ pub(crate) fn parking() -> bool {
 /// extraction if there is one), kept. `None` when nothing is kept (or the
 /// file cannot be read: the plain open reports that).
 pub(crate) fn open(path: &Path) -> Option<Result<Fmu>> {
-    let (file, elsewhere) = {
+    let (file, elsewhere, first) = {
         let kept = kept();
         if kept.guards == 0 {
             return None;
@@ -212,12 +241,17 @@ pub(crate) fn open(path: &Path) -> Option<Result<Fmu>> {
             .iter()
             .find(|e| e.file == file)
             .map(|e| e.root.clone());
-        (file, root)
+        let first = !kept.opened.iter().any(|(f, _)| *f == file);
+        (file, root, first)
     };
-    // Extracted without the lock (it may take long).
-    let opened = match elsewhere {
-        Some(root) => Fmu::open_extracted(&root, path).or_else(|_| Fmu::open_here(path)),
-        None => Fmu::open_here(path),
+    // Extracted without the lock (it may take long). The first open of a
+    // file in this process uses the extraction the processes of this
+    // machine share (the shards of a sweep); a second one open at the
+    // same time gets one of its own, as without sharing.
+    let opened = match (elsewhere, first.then(|| shared_key(&file)).flatten()) {
+        (Some(root), _) => Fmu::open_extracted(&root, path).or_else(|_| Fmu::open_here(path)),
+        (None, Some(key)) => Fmu::open_shared(path, &key),
+        (None, None) => Fmu::open_here(path),
     };
     if let Ok(fmu) = &opened {
         let mut kept = kept();
