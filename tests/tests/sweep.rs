@@ -941,6 +941,24 @@ fn cosim_in(tmp: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `cosim -vv sweep FILE --out OUT --jobs 1` (no progress, no plot, and
+/// `extra`), its extraction directories in `tmp`.
+fn verbose_sweep(tmp: &Path, file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "-vv",
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--jobs",
+        "1",
+        "--no-progress",
+        "--no-plot",
+    ];
+    args.extend(extra);
+    cosim_in(tmp, &args)
+}
+
 /// The entries of `tmp` that are extraction directories or their locks.
 fn extractions(tmp: &Path) -> Vec<String> {
     std::fs::read_dir(tmp)
@@ -1265,19 +1283,7 @@ fn reused_instances_give_the_bits_of_new_ones_and_each_fmu_is_extracted_once() {
         )
         .unwrap();
         let sweep = |out: &Path, extra: &[&str]| {
-            let mut args = vec![
-                "-vv",
-                "sweep",
-                file.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--jobs",
-                "1",
-                "--no-progress",
-                "--no-plot",
-            ];
-            args.extend(extra);
-            let o = cosim_in(&tmp, &args);
+            let o = verbose_sweep(&tmp, &file, out, extra);
             assert!(o.status.success(), "{name}: {}", stderr(&o));
             stderr(&o)
         };
@@ -1621,20 +1627,7 @@ fn the_sweeps_of_one_machine_share_one_extraction_of_each_fmu() {
     let file = small_sweep(dir.path());
     let second = dir.path().join("second");
     let run = |out: &Path| {
-        let o = cosim_in(
-            &tmp,
-            &[
-                "-vv",
-                "sweep",
-                file.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--jobs",
-                "1",
-                "--no-progress",
-                "--no-plot",
-            ],
-        );
+        let o = verbose_sweep(&tmp, &file, out, &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         (
             stderr(&o),
