@@ -1058,6 +1058,43 @@ fn runs_that_end_their_process_are_crashed_rows_and_the_sweep_goes_on() {
     assert_eq!(extractions(&tmp), Vec::<String>::new());
 }
 
+/// Issue 42: a pruned sweep (no file of a run) keeps its rows when FMUs
+/// end their worker processes: the runs handed to a worker that died are
+/// made by its replacement, a run that segfaulted is a row without the
+/// time it reached (it had no trace to read it from), and nothing is left.
+#[test]
+fn a_pruned_sweep_keeps_every_row_when_runs_end_their_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let file = faulty_sweep(
+        dir.path(),
+        "1, 9, 1, 4, 1, 1",
+        "-1.0, 0.305, -1.0, 0.305, -1.0, -1.0",
+        "",
+    );
+    let out = dir.path().join("out");
+    let o = verbose_sweep(&tmp, &file, &out, &["--prune"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let summary = Summary::read(&out.join("summary.csv")).unwrap();
+    assert_eq!(
+        summary.column("status").unwrap(),
+        ["ok", "crashed", "ok", "crashed", "ok", "ok"],
+        "{err}"
+    );
+    assert_eq!(
+        summary.column("t_reached").unwrap(),
+        // (exit() is caught in the worker, which says how far the run got.)
+        ["1.0", "0.3", "1.0", "", "1.0", "1.0"]
+    );
+    let left: Vec<_> = std::fs::read_dir(out.join("runs"))
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "a pruned run wrote {left:?}");
+    assert_eq!(extractions(&tmp), Vec::<String>::new());
+}
+
 /// A child process killed when dropped (a failed test leaves none).
 struct Reaped(std::process::Child);
 
