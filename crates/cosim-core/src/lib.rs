@@ -24,6 +24,7 @@ pub mod observer;
 pub mod output;
 pub mod output_lock;
 pub mod parallel;
+pub mod placement;
 pub mod structure;
 pub mod subsystem;
 pub mod system;

@@ -41,13 +41,14 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{CoreError, Result};
 use crate::execution::{RunStatus, RunSummary};
 use crate::metrics::{Table, TableBuilder};
+use crate::placement::{KeepOff, current_cpu};
 
 /// How often the writer thread writes the rows queued, at the latest.
 pub const WRITE_PERIOD: Duration = Duration::from_millis(200);
@@ -428,7 +429,7 @@ impl RowRing {
             if self.producer.slots() * 2 < self.producer.buffer().capacity()
                 && !self.shared.ring_wake.swap(true, Ordering::Relaxed)
             {
-                self.shared.writer_wake.notify_one();
+                self.shared.wake_writer_for_rows();
             }
         }
         Ok(())
@@ -457,7 +458,7 @@ impl RowRing {
             }
             st.producers_waiting += 1;
             self.shared.ring_wake.store(true, Ordering::Relaxed);
-            self.shared.writer_wake.notify_one();
+            self.shared.wake_writer_for_rows();
             // (With a timeout: the writer may have drained the ring
             // between the try and the wait.)
             st = self
@@ -598,6 +599,10 @@ struct Shared {
     /// A ring is half full: the writer is to write now.
     ring_wake: AtomicBool,
     writer_wake: Condvar,
+    /// The processor of the thread that last woke the writer (the
+    /// stepping thread), which the writer keeps off
+    /// ([`crate::placement`]); `usize::MAX` before the first.
+    waker_cpu: AtomicUsize,
     producer_wake: Condvar,
     summary: Mutex<SummarySlot>,
     /// The last completed communication point, as `f64` bits.
@@ -605,6 +610,15 @@ struct Shared {
     /// Accepted macro steps so far.
     macro_steps: AtomicU64,
     dir: PathBuf,
+}
+
+impl Shared {
+    /// Wakes the writer for rows the calling (stepping) thread made, and
+    /// tells it that thread's processor, to be kept off.
+    fn wake_writer_for_rows(&self) {
+        self.waker_cpu.store(current_cpu(), Ordering::Relaxed);
+        self.writer_wake.notify_one();
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -639,9 +653,10 @@ fn start_writer(shared: Arc<Shared>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("cosim-outputs".into())
         .spawn(move || {
+            let mut placement = KeepOff::of_current_thread();
             let mut next = Some(shared);
             while let Some(outputs) = next.take() {
-                write_loop(&outputs);
+                write_loop(&outputs, &mut placement);
                 drop(outputs);
                 lock(&IDLE_WRITERS).push(tx.clone());
                 next = rx.recv().ok();
@@ -708,6 +723,7 @@ impl Outputs {
                 tables: Vec::new(),
             }),
             writer_wake: Condvar::new(),
+            waker_cpu: AtomicUsize::new(usize::MAX),
             producer_wake: Condvar::new(),
             summary: Mutex::new(SummarySlot {
                 path: summary,
@@ -861,7 +877,7 @@ impl OutputsHandle {
                 break;
             }
             st.producers_waiting += 1;
-            self.shared.writer_wake.notify_one();
+            self.shared.wake_writer_for_rows();
             st = self
                 .shared
                 .producer_wake
@@ -879,7 +895,7 @@ impl OutputsHandle {
         if !st.wake_sent && st.queue.values.len() * 2 >= st.cap {
             st.wake_sent = true;
             drop(st);
-            self.shared.writer_wake.notify_one();
+            self.shared.wake_writer_for_rows();
         }
         Ok(())
     }
@@ -889,7 +905,7 @@ impl OutputsHandle {
         let mut st = lock(&self.shared.state);
         st.flush_requested += 1;
         let wanted = st.flush_requested;
-        self.shared.writer_wake.notify_one();
+        self.shared.wake_writer_for_rows();
         while st.flush_done < wanted && !st.closed && !st.writer_gone {
             st = self
                 .shared
@@ -1136,7 +1152,7 @@ impl Drop for Gone<'_> {
 
 /// The writer thread: takes the queue when it is due, formats the rows,
 /// writes each file's rows whole; on close, writes the rest and closes.
-fn write_loop(shared: &Shared) {
+fn write_loop(shared: &Shared, placement: &mut KeepOff) {
     let _gone = Gone(shared);
     let mut files: Vec<CsvFile> = Vec::new();
     let mut rings: Vec<RingReader> = Vec::new();
@@ -1185,6 +1201,9 @@ fn write_loop(shared: &Shared) {
         if producers {
             shared.producer_wake.notify_all();
         }
+        // (Moving off the stepping thread's processor before the work,
+        // not under the lock.)
+        placement.avoid(shared.waker_cpu.load(Ordering::Relaxed));
 
         let mut offset = 0;
         let mut text_index = 0;
