@@ -8,7 +8,7 @@
 //! yields the processor as it goes, and hosts spin only while there are
 //! few of them per core ([`host_spin_ns`]).
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::thread::futex;
@@ -91,6 +91,30 @@ pub fn ring(bell: &AtomicU32, sleepers: &AtomicU32) {
     }
 }
 
+/// Writes the calling thread's processor, plus one, into `word` (the
+/// group's `MASTER_CPU`) where it changed: the host keeps off it
+/// (`cosim_core::placement`: on a virtual machine a woken host is often
+/// put on the master's busy processor, and the two then take turns on it
+/// for the whole run, 5 to 7 times slower, while another is idle).
+pub fn publish_cpu(word: &AtomicU64) {
+    let cpu = cosim_core::placement::current_cpu();
+    if cpu == usize::MAX {
+        return;
+    }
+    let value = cpu as u64 + 1;
+    if word.load(Ordering::Relaxed) != value {
+        word.store(value, Ordering::Relaxed);
+    }
+}
+
+/// The processor `word` names ([`publish_cpu`]), `usize::MAX` if none.
+pub fn published_cpu(word: &AtomicU64) -> usize {
+    match word.load(Ordering::Relaxed) {
+        0 => usize::MAX,
+        v => usize::try_from(v - 1).unwrap_or(usize::MAX),
+    }
+}
+
 /// Spins between two yields of the processor (a system call, during which
 /// an answer may come): often (some 1 µs) while the master and its hosts
 /// outnumber the processors, so that the one the others wait for gets a
@@ -116,7 +140,8 @@ pub enum Check {
 /// Waits until `ready()`: spins for `spin` (yielding the processor as it
 /// goes), then sleeps on `bell` (counted in `sleepers`) in slices of at
 /// most `slice`, calling `check` after each. Returns false when `check`
-/// said stop.
+/// said stop. `slow` is called at each yield and after each sleep: where
+/// the wait is long enough for a system call not to matter.
 pub fn wait_until(
     mut ready: impl FnMut() -> bool,
     bell: &AtomicU32,
@@ -124,6 +149,7 @@ pub fn wait_until(
     spin: Duration,
     slice: Duration,
     mut check: impl FnMut() -> Check,
+    mut slow: impl FnMut(),
 ) -> bool {
     if ready() {
         return true;
@@ -141,6 +167,7 @@ pub fn wait_until(
                     break;
                 }
                 if i.is_multiple_of(yield_every()) {
+                    slow();
                     std::thread::yield_now();
                 }
             } else {
@@ -161,6 +188,7 @@ pub fn wait_until(
         // Returns at a wake-up, at the timeout, on a signal, or at once if
         // the bell rang meanwhile; all are handled by checking again.
         let _ = futex::wait(bell, futex::Flags::empty(), rung, Some(&timeout));
+        slow();
         if ready() {
             break true;
         }

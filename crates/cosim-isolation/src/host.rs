@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cosim_core::FmuSubsystem;
+use cosim_core::placement::KeepOff;
 use cosim_core::subsystem::{RollbackTo, Subsystem};
 use cosim_fmi::{Fmu, InstantiateOptions, StateHandle, StepOutcome};
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
@@ -36,10 +37,10 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 use crate::channel;
 use crate::protocol::{
     ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, EventUpdate, GROUP_WORDS,
-    HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_SLEEPERS, MEMBERS_ADDED,
-    Op, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME,
-    STATUS_OK, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED,
-    STEP_TERMINATED, VERSION, WireError, read_frame, write_frame,
+    HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_CPU, MASTER_SLEEPERS,
+    MEMBERS_ADDED, Op, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply,
+    STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT,
+    STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError, read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -115,6 +116,7 @@ pub fn serve() -> Result<(), HostError> {
         },
         members: Vec::new(),
         open: 0,
+        placement: KeepOff::of_current_thread(),
     };
     host.run(master)
 }
@@ -150,6 +152,7 @@ impl Host<'_> {
                     .unwrap_or(64)
                     .max(64);
                 if idle_scans.is_multiple_of(every) {
+                    self.keep_off_master();
                     std::thread::yield_now();
                 }
                 continue;
@@ -168,12 +171,21 @@ impl Host<'_> {
                         channel::Check::Stop
                     }
                 },
+                || {},
             );
             if !awake {
                 master_gone();
             }
+            self.keep_off_master();
             idle_since = None;
         }
+    }
+
+    /// Moves off the processor the master was last seen on, if this host
+    /// is not already kept off it.
+    fn keep_off_master(&mut self) {
+        self.placement
+            .avoid(channel::published_cpu(&self.group[MASTER_CPU]));
     }
 
     /// Serves every posted request; returns whether there was one. All
@@ -282,6 +294,8 @@ struct Host<'r> {
     members: Vec<Member<'r>>,
     /// Members not shut down yet.
     open: usize,
+    /// Keeps this host off the master's processor ([`MASTER_CPU`]).
+    placement: KeepOff,
 }
 
 /// The socket, and the control frames read for other members than the

@@ -15,9 +15,9 @@ use crate::channel;
 use crate::group::{HostEnd, HostGroup, HostPool, MemberInfo, MemberLink};
 use crate::protocol::{
     ANSWER_BELL, Call, Control, DOORBELL, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout,
-    MASTER_SLEEPERS, Op, QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER,
-    Reply, STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT,
-    STEP_PREFETCHED, STEP_TERMINATED,
+    MASTER_CPU, MASTER_SLEEPERS, Op, QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS,
+    RESPONSE_HEADER, Reply, STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN,
+    STEP_EVENT, STEP_PREFETCHED, STEP_TERMINATED,
 };
 
 /// Default of `isolation_timeout`: how long one call may take.
@@ -429,6 +429,8 @@ impl IsolatedSubsystem {
         data[request].store(u64::from(seq) << 32 | ops, Ordering::Release);
         let control_words = group.region.control();
         if host_spin == 0 || control_words[HOST_SLEEPING].load(Ordering::Relaxed) != 0 {
+            // (A host woken now is told where not to run.)
+            channel::publish_cpu(&gdata[MASTER_CPU]);
             channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
         }
         if control.is_some() {
@@ -452,6 +454,7 @@ impl IsolatedSubsystem {
         let response = self.layout.response;
         let group = &*link.group;
         let control_words = group.region.control();
+        let master_cpu = &group.region.data()[MASTER_CPU];
         // The deadline is fixed at the first check, after the spin and the
         // first sleep (at most 5 ms late): no clock read on the fast path.
         let timeout = self.timeout;
@@ -491,6 +494,8 @@ impl IsolatedSubsystem {
                 }
                 Ok(None) => channel::Check::Continue,
             },
+            // A long wait: where the master runs now, for the host.
+            || channel::publish_cpu(master_cpu),
         );
         if !answered {
             return Err(self.host_failed(ended.unwrap_or(HostEnd::Timeout), call));

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -60,6 +60,11 @@ pub const HOST_SPIN_NS: usize = 9;
 /// How many spins the host makes between two yields of the processor
 /// (`channel::yield_every`, written with [`HOST_SPIN_NS`]).
 pub const HOST_YIELD_EVERY: usize = 10;
+/// The processor the master was last seen on, plus one (0: not seen
+/// yet), which the host keeps off (`cosim_core::placement`): written by
+/// the master only when it changes, and only where it waits long (a
+/// yield, a sleep, waking a sleeping host).
+pub const MASTER_CPU: usize = 11;
 /// The member whose FMU the host is calling (with [`CALL`]).
 pub const CALL_MEMBER: usize = 3;
 /// Members added so far (written by the master; each addition is a
