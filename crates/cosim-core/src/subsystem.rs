@@ -1891,10 +1891,9 @@ impl Subsystem for FmuSubsystem {
     }
 
     fn step_function(&self) -> &'static str {
-        match self.instance.fmi_version() {
-            cosim_fmi::FmiVersion::V2 => "fmi2DoStep",
-            cosim_fmi::FmiVersion::V3 => "fmi3DoStep",
-        }
+        self.instance
+            .interface()
+            .step_functions(self.instance.fmi_version())
     }
 
     fn take_recent_log(&mut self) -> Vec<String> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use cosim_core::{CoreError, Result};
-use cosim_fmi::{FmiVersion, Fmu};
+use cosim_fmi::{FmiVersion, Fmu, Interface};
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
 use crate::channel;
@@ -177,6 +177,8 @@ struct GroupIo {
 pub(crate) struct MemberInfo {
     pub(crate) name: String,
     pub(crate) version: FmiVersion,
+    /// What it is instantiated for (the functions named in messages).
+    pub(crate) interface: Interface,
     /// The master's opened FMU: its extraction directory, which the host
     /// loads, lives until the host is gone.
     pub(crate) fmu: Fmu,
@@ -249,7 +251,8 @@ impl HostGroup {
             drain_ms: AtomicU64::new(200),
         });
         if let Err(e) = hello {
-            let f = group.fail(HostEnd::Io(e), Call::Load, name, FmiVersion::V2, None);
+            let caller = (name, FmiVersion::V2, Interface::CoSimulation);
+            let f = group.fail(HostEnd::Io(e), Call::Load, caller, None);
             return Err(f.into_error());
         }
         Ok(group)
@@ -374,14 +377,13 @@ impl HostGroup {
         &self,
         end: HostEnd,
         fallback: Call,
-        caller: &str,
-        caller_version: FmiVersion,
+        (caller, caller_version, caller_interface): (&str, FmiVersion, Interface),
         timeout: Option<Duration>,
     ) -> Failure {
         let Ok(mut failure) = self.failure.lock() else {
             return Failure {
                 subsystem: caller.to_string(),
-                function: fallback.name(caller_version),
+                function: fallback.name(caller_version, caller_interface),
                 t: None,
                 cause: "the host process is gone".into(),
                 log: Vec::new(),
@@ -399,14 +401,15 @@ impl HostGroup {
         let member = usize::try_from(data[CALL_MEMBER].load(Ordering::Relaxed)).unwrap_or(0);
         let members = self.members.lock().ok();
         let named = members.as_ref().and_then(|m| m.get(member));
-        let (subsystem, version, fmu) = match named {
-            Some(m) if call != Call::Idle => (m.name.clone(), m.version, Some(&m.fmu)),
+        let (subsystem, version, interface, fmu) = match named {
+            Some(m) if call != Call::Idle => (m.name.clone(), m.version, m.interface, Some(&m.fmu)),
             _ => {
                 call = fallback;
                 let mine = members
                     .as_ref()
                     .and_then(|m| m.iter().find(|x| x.name == caller));
-                (caller.to_string(), caller_version, mine.map(|m| &m.fmu))
+                let fmu = mine.map(|m| &m.fmu);
+                (caller.to_string(), caller_version, caller_interface, fmu)
             }
         };
         if call == Call::LoadLibrary {
@@ -420,7 +423,7 @@ impl HostGroup {
         self.tail.wait_closed(Duration::from_millis(500));
         let f = Failure {
             subsystem,
-            function: call.name(version),
+            function: call.name(version, interface),
             t,
             cause,
             log: self.tail.take(),

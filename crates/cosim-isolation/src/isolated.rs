@@ -9,7 +9,7 @@ use cosim_core::subsystem::{
     CallCounters, RollbackTo, StartValue, StateId, Subsystem, SubsystemInfo,
 };
 use cosim_core::{CoreError, Result};
-use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, StepOutcome};
+use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, Interface, StepOutcome};
 
 use crate::channel;
 use crate::group::{HostEnd, HostGroup, HostPool, MemberInfo, MemberLink};
@@ -61,6 +61,9 @@ pub struct IsolatedSubsystem {
     /// Names of the traced String variables.
     string_names: Vec<String>,
     version: FmiVersion,
+    /// What the host instantiated it for (the functions named in
+    /// messages).
+    interface: Interface,
     link: Option<MemberLink>,
     /// Why the host is gone, once it is.
     gone: Option<String>,
@@ -144,10 +147,18 @@ impl IsolatedSubsystem {
             fmu.source().display().to_string(),
         );
         let layout = Layout::new(info.inputs.len(), info.observed.len());
+        let interface = if scheduled {
+            Interface::ScheduledExecution
+        } else if fmu.runs_model_exchange().is_some() {
+            Interface::ModelExchange
+        } else {
+            Interface::CoSimulation
+        };
         let mut sub = IsolatedSubsystem {
             info,
             string_names: Vec::new(),
             version: md.fmi_version,
+            interface,
             link: None,
             gone: None,
             loading_interrupted: false,
@@ -190,6 +201,7 @@ impl IsolatedSubsystem {
         let member = MemberInfo {
             name: name.to_string(),
             version: md.fmi_version,
+            interface,
             fmu: fmu.clone(),
             only_once,
         };
@@ -203,7 +215,8 @@ impl IsolatedSubsystem {
                 });
             }
             Err(e) => {
-                let f = group.fail(HostEnd::Io(e), Call::Load, name, md.fmi_version, None);
+                let caller = (name, md.fmi_version, interface);
+                let f = group.fail(HostEnd::Io(e), Call::Load, caller, None);
                 return Err(f.into_error());
             }
         }
@@ -545,9 +558,12 @@ impl IsolatedSubsystem {
         let Some(link) = self.link.take() else {
             return self.gone_error();
         };
-        let f = link
-            .group
-            .fail(end, fallback, &name, self.version, Some(self.timeout));
+        let f = link.group.fail(
+            end,
+            fallback,
+            (&name, self.version, self.interface),
+            Some(self.timeout),
+        );
         self.gone = Some(f.cause.clone());
         if f.interrupted && f.t.is_none() {
             // Cut off while loading: the run ends as interrupted when it
@@ -899,7 +915,7 @@ impl Subsystem for IsolatedSubsystem {
     }
 
     fn step_function(&self) -> &'static str {
-        Call::DoStep.name(self.version)
+        Call::DoStep.name(self.version, self.interface)
     }
 
     fn take_recent_log(&mut self) -> Vec<String> {

@@ -26,7 +26,7 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use cosim_fmi::{FmiError, FmiVersion, Status};
+use cosim_fmi::{FmiError, FmiVersion, Interface, Status};
 use serde::{Deserialize, Serialize};
 
 /// First word of the start-up message ("CSIM").
@@ -499,6 +499,8 @@ const FUNCTION_NAMES: &[&str] = &[
     "fmi2GetBooleanStatus",
     "fmi2SetDebugLogging",
     "fmi3InstantiateCoSimulation",
+    "fmi3InstantiateModelExchange",
+    "fmi3InstantiateScheduledExecution",
     "fmi3EnterInitializationMode",
     "fmi3ExitInitializationMode",
     "fmi3Terminate",
@@ -817,14 +819,20 @@ impl Call {
             .unwrap_or(Call::Idle)
     }
 
-    /// The FMI function (or what the host was doing), for messages.
-    pub fn name(self, version: FmiVersion) -> &'static str {
+    /// The FMI function (or what the host was doing), for messages: of an
+    /// FMU of `version` instantiated for `interface`.
+    pub fn name(self, version: FmiVersion, interface: Interface) -> &'static str {
         let v2 = version == FmiVersion::V2;
         let pick = |a: &'static str, b: &'static str| if v2 { a } else { b };
         match self {
             Call::Idle => "(between FMI calls)",
             Call::Load => "loading the FMU",
-            Call::Instantiate => pick("fmi2Instantiate", "fmi3InstantiateCoSimulation"),
+            Call::Instantiate => match interface {
+                _ if v2 => "fmi2Instantiate",
+                Interface::CoSimulation => "fmi3InstantiateCoSimulation",
+                Interface::ModelExchange => "fmi3InstantiateModelExchange",
+                Interface::ScheduledExecution => "fmi3InstantiateScheduledExecution",
+            },
             Call::SetReal => pick("fmi2SetReal", "fmi3SetFloat64"),
             Call::SetInteger => pick("fmi2SetInteger", "fmi3SetInt32"),
             Call::SetInteger64 => pick("fmi2SetInteger", "fmi3SetInt64"),
@@ -833,7 +841,7 @@ impl Call {
             Call::SetInputDerivatives => {
                 pick("fmi2SetRealInputDerivatives", "SetRealInputDerivatives")
             }
-            Call::DoStep => pick("fmi2DoStep", "fmi3DoStep"),
+            Call::DoStep => interface.step_functions(version),
             Call::GetReal => pick("fmi2GetReal", "fmi3GetFloat64"),
             Call::GetOutputDerivatives => {
                 pick("fmi2GetRealOutputDerivatives", "fmi3GetOutputDerivatives")
@@ -898,6 +906,24 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A host that dies in the instantiation names the function of the
+    /// interface its FMU is instantiated for (it said
+    /// `fmi3InstantiateCoSimulation` for every FMI 3 FMU).
+    #[test]
+    fn the_instantiate_call_is_named_for_the_interface() {
+        use FmiVersion::{V2, V3};
+        use Interface::{CoSimulation, ModelExchange, ScheduledExecution};
+        let name = |v, i| Call::Instantiate.name(v, i);
+        assert_eq!(name(V2, CoSimulation), "fmi2Instantiate");
+        assert_eq!(name(V2, ModelExchange), "fmi2Instantiate");
+        assert_eq!(name(V3, CoSimulation), "fmi3InstantiateCoSimulation");
+        assert_eq!(name(V3, ModelExchange), "fmi3InstantiateModelExchange");
+        assert_eq!(
+            name(V3, ScheduledExecution),
+            "fmi3InstantiateScheduledExecution"
+        );
+    }
 
     #[test]
     fn headers_round_trip() {

@@ -240,6 +240,24 @@ impl Interface {
             Interface::ScheduledExecution => "Scheduled Execution",
         }
     }
+
+    /// The FMI functions that end a macro step of an FMU of `version`
+    /// instantiated for this interface, for messages ("... asked to
+    /// terminate", "... returned Discard"): `doStep` in Co-Simulation; in
+    /// Model Exchange the importer's integration step, which ends (or is
+    /// ended by the FMU) in `CompletedIntegratorStep` or the discrete
+    /// update of an event; a partition's activation in Scheduled
+    /// Execution.
+    pub fn step_functions(self, version: crate::FmiVersion) -> &'static str {
+        let v2 = version == crate::FmiVersion::V2;
+        match self {
+            Interface::CoSimulation if v2 => "fmi2DoStep",
+            Interface::CoSimulation => "fmi3DoStep",
+            Interface::ModelExchange if v2 => "fmi2CompletedIntegratorStep / fmi2NewDiscreteStates",
+            Interface::ModelExchange => "fmi3CompletedIntegratorStep / fmi3UpdateDiscreteStates",
+            Interface::ScheduledExecution => "fmi3ActivateModelPartition",
+        }
+    }
 }
 
 impl std::fmt::Display for Interface {
@@ -460,5 +478,33 @@ pub(crate) fn length_mismatch(
         instance: instance.to_string(),
         function,
         reason: format!("{n_vrs} value references but a buffer of {n_values} values"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Interface;
+    use crate::FmiVersion::{V2, V3};
+
+    /// What a message names as the function that ended (or was in) a
+    /// step: `doStep` only where the FMU has one (an FMU run as Model
+    /// Exchange that asked to terminate was said to have done so in
+    /// `fmi2DoStep`).
+    #[test]
+    fn the_step_functions_are_those_of_the_interface() {
+        assert_eq!(Interface::CoSimulation.step_functions(V2), "fmi2DoStep");
+        assert_eq!(Interface::CoSimulation.step_functions(V3), "fmi3DoStep");
+        assert_eq!(
+            Interface::ModelExchange.step_functions(V2),
+            "fmi2CompletedIntegratorStep / fmi2NewDiscreteStates"
+        );
+        assert_eq!(
+            Interface::ModelExchange.step_functions(V3),
+            "fmi3CompletedIntegratorStep / fmi3UpdateDiscreteStates"
+        );
+        assert_eq!(
+            Interface::ScheduledExecution.step_functions(V3),
+            "fmi3ActivateModelPartition"
+        );
     }
 }
