@@ -690,7 +690,10 @@ pub fn run(
     // Held until the plot is written: the directory is this sweep's.
     let lock = lock_output(&out, options.shard)?;
     let runs_dir = out.join("runs");
-    std::fs::create_dir_all(&runs_dir).map_err(|e| SweepError::io(&runs_dir, e))?;
+    // (A pruned sweep writes no run directory, nor the directory of them.)
+    if !options.prune {
+        std::fs::create_dir_all(&runs_dir).map_err(|e| SweepError::io(&runs_dir, e))?;
+    }
     let (csv_name, json_name) = match options.shard {
         Some(s) => (
             format!("summary.shard-{}-of-{}.csv", s.k, s.n),
@@ -741,6 +744,10 @@ pub fn run(
             .map(|r| runs::run_name(spec, &r.planned))
             .collect();
         remove_stale_runs(&runs_dir, &current);
+        if options.prune {
+            // (Only if empty: the energy logs of nested systems are kept.)
+            let _ = std::fs::remove_dir(&runs_dir);
+        }
     }
     let summary = Summary::build(records.iter().map(|r| r.cells.clone()).collect(), &keys);
     summary.write(&summary_path)?;
