@@ -29,9 +29,12 @@ their runs alternate, in a rotating order):
    0.1 s.
 4. traced run: chains of 10 and 100 CGain FMUs, 1 ms steps: the stepping
    time (summary.json `wall_time_s`) with one column traced every step
-   against outputs off, 2 * 10^4 and 5000 steps (`--trace-steps N`: N
-   and N / 4, where the first touch of the trace's memory weighs less).
-   Goal: at most 1.10.
+   against outputs off, 2 * 10^5 and 5 * 10^4 steps (`--trace-steps N`:
+   N and N / 4). Long enough for the writer thread to format and write
+   rows while the FMUs step, several times over (it starts when its
+   ring of 2^16 rows is half full, or after 0.2 s): in shorter runs it
+   writes everything after the last step, and the row would not measure
+   the two threads side by side. Goal: at most 1.10.
 5. isolation: the same chains with every FMU in a host process of its own
    (`--isolation process`) against in-process, per FMU-step; and one FMU
    isolated, the extra time per macro step. Goals: ratio at most 3; at
@@ -43,7 +46,7 @@ The C loop (the stepping floor) is measured by `bench/run.sh`.
         --cgain fmus/dist/c/fmi2/CGain.fmu --ref-fmus target/me-bench/ref \
         [--fmusim target/me-bench/fmusim/fmusim] --python .venv/bin/python \
         [--runs 5] [--only short,sweep,init,trace,isolation] [--out report.md]
-        [--sweep-runs 200] [--trace-steps 20000]
+        [--sweep-runs 200] [--trace-steps 200000]
 """
 
 from __future__ import annotations
@@ -308,7 +311,7 @@ def main() -> int:
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--sweep-runs", type=int, default=200)
-    p.add_argument("--trace-steps", type=int, default=20_000)
+    p.add_argument("--trace-steps", type=int, default=200_000)
     p.add_argument("--only", default="short,sweep,init,trace,isolation")
     p.add_argument("--out")
     a = p.parse_args()

@@ -6,10 +6,11 @@
 //! halted, the hypervisor reports it as preempted, and the scheduler then
 //! does not count it as idle), and the two threads share that processor
 //! until the load balancer moves one, milliseconds later. Measured on a
-//! 2-core KVM machine: a trace of one column written every step slowed a
-//! chain of 10 FMUs by 40-70 % while the writer formatted its rows on the
-//! stepping thread's processor, with the other processor idle (`perf
-//! sched`), and by 0-10 % once the writer was kept off it.
+//! 2-core KVM machine (docs/performance.md, "Placement"): a trace of one
+//! column written every step slowed a chain of 10 FMUs by 50-66 % while
+//! the writer formatted its rows on the stepping thread's processor, the
+//! other processor idle (`perf sched`), and by 20-27 % once the writer
+//! was kept off it.
 //!
 //! The helper's allowed processors are those it started with, less the
 //! one the served thread was last seen on; nothing is changed where that
