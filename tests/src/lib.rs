@@ -512,3 +512,23 @@ pub fn assert_coupled_within(
     }
     worst
 }
+
+/// The processors a thread may run on, from its `status` under `/proc`
+/// (`Cpus_allowed_list`, "0-2,4" -> [0, 1, 2, 4]): `entry` is
+/// `"thread-self"`, a process id (its main thread) or `"self/task/<tid>"`.
+pub fn cpus_allowed(entry: &str) -> Vec<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{entry}/status")).unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
+            None => cpus.push(part.parse().unwrap()),
+        }
+    }
+    cpus
+}

@@ -793,25 +793,6 @@ fn a_nested_isolation_hosts_is_named_in_a_warning_and_not_used() {
     assert!(line.contains(&nest.display().to_string()), "{line}");
 }
 
-/// The processors thread `tid` (of any process) may run on, from
-/// `/proc/<tid>/status` ("0-2,4" -> [0, 1, 2, 4]).
-fn cpus_allowed(tid: u32) -> Vec<usize> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).unwrap();
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim();
-    let mut cpus = Vec::new();
-    for part in list.split(',') {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<usize>().unwrap()..=b.parse().unwrap()),
-            None => cpus.push(part.parse().unwrap()),
-        }
-    }
-    cpus
-}
-
 /// On a virtual machine a host woken by the master was often put on the
 /// master's own processor, and the two took turns on it for the whole
 /// run (5 to 7 times slower) while another processor was idle: a host
@@ -819,13 +800,14 @@ fn cpus_allowed(tid: u32) -> Vec<usize> {
 /// (`cosim_core::placement`), told when it is woken.
 #[test]
 fn a_host_keeps_off_the_processor_of_the_master() {
+    use cosim_tests::cpus_allowed;
     use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
-    let start = sched_getaffinity(None).unwrap();
-    let mine: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| start.is_set(c)).collect();
+    let mine = cpus_allowed("thread-self");
     if mine.len() < 2 {
         eprintln!("skipped: this process may run on one processor only ({mine:?})");
         return;
     }
+    let start = sched_getaffinity(None).unwrap();
     let pin = |cpu: usize| {
         let mut set = CpuSet::new();
         set.set(cpu);
@@ -843,7 +825,11 @@ fn a_host_keeps_off_the_processor_of_the_master() {
         std::thread::sleep(Duration::from_millis(20));
         step(&mut s, 1.0, t, 0.1);
         t += 0.1;
-        assert_eq!(cpus_allowed(host), without(cpu), "master on {cpu}");
+        assert_eq!(
+            cpus_allowed(&host.to_string()),
+            without(cpu),
+            "master on {cpu}"
+        );
     }
     s.terminate().unwrap();
     sched_setaffinity(None, &start).unwrap();
