@@ -71,11 +71,6 @@ impl KeepOff {
             }
         }
     }
-
-    /// The processor avoided now, if any.
-    pub fn avoided(&self) -> Option<usize> {
-        self.avoided
-    }
 }
 
 #[cfg(test)]

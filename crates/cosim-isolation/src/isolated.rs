@@ -172,7 +172,7 @@ impl IsolatedSubsystem {
             pending_step: None,
             failed_op: None,
             recent_log: Vec::new(),
-            model_exchange: fmu.runs_model_exchange().is_some(),
+            model_exchange: interface == Interface::ModelExchange,
             events,
             clock_tick: None,
         };
