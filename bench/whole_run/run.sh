@@ -30,6 +30,7 @@ if [ -x "$work/fmusim/fmusim" ] && [ ! -s "$work/fmusim-why" ]; then
     fmusim=(--fmusim "$work/fmusim/fmusim")
 fi
 cargo build --release --quiet -p cosim-cli
+cargo build --release --quiet -p cosim-isolation --example round_trip
 cargo run --release --quiet -p cosim-bench -- --install
 out=(--out "$PWD/target/whole-run.md")
 for a in "$@"; do
@@ -37,4 +38,4 @@ for a in "$@"; do
 done
 exec "$PYTHON" bench/whole_run/bench.py --cosim target/release/cosim \
     --cgain fmus/dist/c/fmi2/CGain.fmu --ref-fmus "$work/ref" "${fmusim[@]}" \
-    --python "$PYTHON" "${out[@]}" "$@"
+    --python "$PYTHON" --round-trip target/release/examples/round_trip "${out[@]}" "$@"
