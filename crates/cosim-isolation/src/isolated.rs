@@ -87,8 +87,6 @@ pub struct IsolatedSubsystem {
     /// The op of the last batch that failed (an FMU error), if any.
     failed_op: Option<usize>,
     recent_log: Vec<String>,
-    /// This FMU runs its Model Exchange interface.
-    model_exchange: bool,
     /// FMI 3 event mode, as the host's instance has it (Scheduled
     /// Execution: its Clocks' ticks are events).
     events: cosim_fmi::EventHandling,
@@ -172,7 +170,6 @@ impl IsolatedSubsystem {
             pending_step: None,
             failed_op: None,
             recent_log: Vec::new(),
-            model_exchange: interface == Interface::ModelExchange,
             events,
             clock_tick: None,
         };
@@ -898,7 +895,7 @@ impl Subsystem for IsolatedSubsystem {
             self.gone = Some(cause);
             return Ok(());
         }
-        if self.model_exchange {
+        if self.interface == Interface::ModelExchange {
             // The solver's figures of the run, kept for the summary.
             if let Some(Reply::SolverStatistics(stats)) =
                 self.control(Control::SolverStatistics, Call::Idle)?
