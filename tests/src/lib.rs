@@ -532,3 +532,38 @@ pub fn cpus_allowed(entry: &str) -> Vec<usize> {
     }
     cpus
 }
+
+/// A directory that lives as long as this test process, for what a test
+/// binary makes once and keeps in a `static` (a `TempDir` there is never
+/// dropped, so it would stay in the system's temporary directory after
+/// every run). It is `target/tmp/<name>-<pid>`, made empty; directories of
+/// the same name left by processes no longer running are removed first, so
+/// at most one per live process remains.
+pub fn process_dir(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test> -> target/tmp
+    let base = exe
+        .ancestors()
+        .nth(3)
+        .expect("target directory")
+        .join("tmp");
+    std::fs::create_dir_all(&base).expect("target/tmp");
+    let prefix = format!("{name}-");
+    for entry in std::fs::read_dir(&base).expect("target/tmp").flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let dir = base.join(format!("{prefix}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory of this test process");
+    dir
+}

@@ -25,13 +25,8 @@ fn s(p: &Path) -> &str {
 
 /// The Feedthrough FMU, built once per test process.
 fn feedthrough() -> &'static Path {
-    static FMU: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &FMU.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let fmu = cosim_tests::feedthrough_fmu(dir.path());
-        (dir, fmu)
-    })
-    .1
+    static FMU: OnceLock<PathBuf> = OnceLock::new();
+    FMU.get_or_init(|| cosim_tests::feedthrough_fmu(&cosim_tests::process_dir("exact-values")))
 }
 
 /// `cosim run <target> --no-progress -o <dir>/out <args>`.

@@ -77,10 +77,13 @@ fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
 /// output interval `interval`) gives cosim's `trace` at every row, bit for
 /// bit, and that it compared `rows` rows (any number when `None`).
 fn assert_fmpy_gives(fmu: &Path, trace: &Path, interval: &str, rows: Option<usize>) {
+    // (FMPy's extraction, removed even when the simulation raises.)
+    let tmp = tempfile::tempdir().unwrap();
     let o = Command::new(cosim_tests::python())
         .arg(cosim_tests::root().join("tests/python/export_check.py"))
         .args([fmu, trace])
         .arg(interval)
+        .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
@@ -96,12 +99,17 @@ fn assert_fmpy_gives(fmu: &Path, trace: &Path, interval: &str, rows: Option<usiz
     );
 }
 
-/// `python -c script args...` with the project's Python, its output.
+/// `python -c script args...` with the project's Python, its output. Its
+/// temporary directory (`TMPDIR`) is removed after it: FMPy leaves its
+/// extraction of an FMU there when a simulation raises, and a script's own
+/// `extract` is never removed.
 fn python_c(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let tmp = tempfile::tempdir().unwrap();
     Command::new(cosim_tests::python())
         .arg("-c")
         .arg(script)
         .args(args.iter().map(|a| a.as_ref()))
+        .env("TMPDIR", tmp.path())
         .output()
         .unwrap()
 }

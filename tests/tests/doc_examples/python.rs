@@ -5,7 +5,7 @@ use super::*;
 /// A directory holding the package `cosim` of this tree: its Python
 /// sources and the extension built by cargo in this profile.
 pub(crate) fn python_package() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
@@ -19,13 +19,12 @@ pub(crate) fn python_package() -> &'static Path {
             .status()
             .unwrap();
         assert!(status.success(), "cargo build -p cosim-py failed");
-        let d = tempfile::tempdir().unwrap();
-        let pkg = d.path().join("cosim");
+        let d = cosim_tests::process_dir("doc-examples-python");
+        let pkg = d.join("cosim");
         copy_tree(&root().join("crates/cosim-py/python/cosim"), &pkg);
         std::fs::copy(profile_dir.join("lib_cosim.so"), pkg.join("_cosim.abi3.so")).unwrap();
         d
     })
-    .path()
 }
 
 pub(crate) fn run_python(dir: &Path, code: &str, args: &[&str]) -> Output {

@@ -36,13 +36,12 @@ pub(crate) fn link_files(src: &Path, dst: &Path) {
 /// A directory with `cosim` in it (a link to this build's binary), for
 /// `PATH`.
 pub(crate) fn bin_dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(cosim_bin(), d.path().join("cosim")).unwrap();
+        let d = cosim_tests::process_dir("doc-examples-bin");
+        std::os::unix::fs::symlink(cosim_bin(), d.join("cosim")).unwrap();
         d
     })
-    .path()
 }
 
 /// `sh -c line` in `dir`, with `cosim` on the `PATH`; killed after
@@ -136,10 +135,10 @@ pub(crate) fn tail(text: &str) -> String {
 
 /// The sandbox every block starts from (made once).
 pub(crate) fn template() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = tempfile::tempdir().unwrap();
-        let sb = d.path();
+        let d = cosim_tests::process_dir("doc-examples-template");
+        let sb = d.as_path();
         let root = root();
         // fmus/dist: its directories, with links to its files (a run of an
         // FMU writes out/ beside it: into the sandbox, not the build).
@@ -217,7 +216,6 @@ pub(crate) fn template() -> &'static Path {
         }
         d
     })
-    .path()
 }
 
 /// The quarter car of `quarter_car.ssd` as an `.ssp` package.
