@@ -1618,6 +1618,14 @@ fn a_pruned_sweep_writes_no_file_of_a_run_and_gives_the_rows_of_a_full_one() {
         assert_eq!(cell.to_bits(), largest.to_bits(), "run {i}");
     }
     assert!(!pruned.join("runs").exists(), "a pruned sweep wrote runs/");
+    // Pruned into the full sweep's directory: the earlier runs' files,
+    // named as this sweep's runs, would read as this sweep's; none stay.
+    let again = run(&full, &["--prune"]);
+    assert_eq!(without_wall_time(&again), without_wall_time(&pruned_csv));
+    assert!(
+        !full.join("runs").exists(),
+        "the full sweep's runs/ stayed under the pruned sweep's summary"
+    );
 }
 
 /// Issue 42: the sweeps of one machine (the shards of a sweep, each a
