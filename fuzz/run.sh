@@ -92,7 +92,11 @@ status=0
 for t in "${targets[@]}"; do
     mkdir -p "artifacts/$t"
     echo "fuzz: $t for ${seconds} s"
-    if ! "$target_dir/$triple/release/$t" "corpus/$t" \
+    # The targets' work directories (a TempDir in a static, never dropped:
+    # libFuzzer ends with exit) go where the next run removes them.
+    work="$target_dir/fuzz-tmp/$t"
+    rm -rf "$work" && mkdir -p "$work"
+    if ! TMPDIR="$work" "$target_dir/$triple/release/$t" "corpus/$t" \
         -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
         -print_final_stats=1 "${extra[@]}" \
         -artifact_prefix="artifacts/$t/" >"artifacts/$t.log" 2>&1; then
