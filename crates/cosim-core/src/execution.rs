@@ -543,6 +543,18 @@ impl Execution {
         wall: f64,
         outputs: Option<&OutputsHandle>,
     ) -> (RunSummary, Option<CoreError>) {
+        // An interrupt seen by a subsystem that could not tell the time (a
+        // host process killed by the signal while it loaded or sat idle)
+        // happened at the run's time: its start before initialization.
+        if let Some(CoreError::Interrupted { t }) = &mut error
+            && t.is_nan()
+        {
+            *t = if run.initialized {
+                self.system.time()
+            } else {
+                self.t_start
+            };
+        }
         // A last row written by `finish` shows the values of now: those a
         // step left unread are read, unless a failed step moved the
         // subsystems on (then they are NaN: never read at that point).
