@@ -201,6 +201,12 @@ impl Host<'_> {
                 .map(|(m, member)| (m, member.request_word()))
                 .filter(|&(_, word)| word as u32 != 0),
         );
+        // The answers' lines asked for at once, so that they travel back
+        // from the master's processor together, not one per answer.
+        for &(m, _) in posted.iter() {
+            let member = &self.members[m];
+            crate::sys::prefetch_for_write(&member.region.data()[member.layout.response]);
+        }
         for &(m, word) in posted.iter() {
             self.serve(m, word)?;
         }

@@ -1,0 +1,91 @@
+"""Two builds of cosim side by side on the rows of bench.py that move by
+a few per cent, their runs interleaved run for run (on a shared virtual
+machine the speed moves by +-15 % between hours, so two invocations of
+bench.py apart compare the hours, not the builds).
+
+    .venv/bin/python bench/whole_run/ab.py --a OLD/cosim --b NEW/cosim \
+        --cgain fmus/dist/c/fmi2/CGain.fmu [--only isolation,trace] [--rounds 15]
+
+Rows (the scenarios of bench.py, `summary.json` `wall_time_s`):
+isolation: one FMU isolated (20 000 steps) against in-process, the extra
+time per macro step; chains of 10 and 100 with every FMU isolated, per
+FMU-step, and the ratio to in-process. trace: the chain of 10 with one
+column traced every step against outputs off (--trace-steps). Each
+round runs every scenario with each build, the builds' order alternating
+from round to round; medians are printed. Timings only: no pass or fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (the scenarios are bench.py's)
+
+
+def wall(cosim: str, scenario: Path) -> float:
+    """`cosim run` of `scenario`; the stepping time its summary gives."""
+    subprocess.run([cosim, "-q", "run", str(scenario)], check=True)
+    out = scenario.parent / f"out-{scenario.stem}"
+    return json.loads((out / "summary.json").read_text())["wall_time_s"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--a", required=True, help="the first build's cosim")
+    p.add_argument("--b", required=True, help="the second build's cosim")
+    p.add_argument("--cgain", required=True)
+    p.add_argument("--only", default="isolation,trace")
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--trace-steps", type=int, default=200_000)
+    a = p.parse_args()
+    # (The scenarios are written elsewhere: absolute paths.)
+    a.cgain = str(Path(a.cgain).resolve())
+    a.a, a.b = str(Path(a.a).resolve()), str(Path(a.b).resolve())
+    rows = set(a.only.split(","))
+    with tempfile.TemporaryDirectory(prefix="cosim-ab-") as t:
+        tmp = Path(t)
+        # name: (scenario, steps, FMUs)
+        sc: Dict[str, Tuple[Path, int, int]] = {}
+        if "isolation" in rows:
+            for n, steps in ((1, 20_000), (10, 5_000), (100, 500)):
+                sc[f"in{n}"] = (bench.chain(tmp, a.cgain, n, steps, f"in{n}"), steps, n)
+                sc[f"iso{n}"] = (bench.chain(tmp, a.cgain, n, steps, f"iso{n}", isolation="process"), steps, n)
+        if "trace" in rows:
+            steps = a.trace_steps
+            sc["off10"] = (bench.chain(tmp, a.cgain, 10, steps, "off10"), steps, 10)
+            sc["on10"] = (bench.chain(tmp, a.cgain, 10, steps, "on10", trace=True), steps, 10)
+        builds = {"a": a.a, "b": a.b}
+        times: Dict[Tuple[str, str], List[float]] = {(b, k): [] for b in builds for k in sc}
+        for r in range(a.rounds):
+            order = ["a", "b"] if r % 2 == 0 else ["b", "a"]
+            for k, (scenario, _, _) in sc.items():
+                for b in order:
+                    times[(b, k)].append(wall(builds[b], scenario))
+    print(f"{a.rounds} rounds, builds interleaved; a = {a.a}, b = {a.b}")
+    for b in builds:
+        m = {k: statistics.median(times[(b, k)]) for k in sc}
+        parts = []
+        if "isolation" in rows:
+            parts.append(f"one FMU isolated, extra {(m['iso1'] - m['in1']) / 20_000 * 1e6:.3f} us per macro step")
+            for n, steps in ((10, 5_000), (100, 500)):
+                per = m[f"iso{n}"] / steps / n
+                parts.append(f"chain of {n} isolated {per * 1e6:.3f} us per FMU-step"
+                             f" ({m[f'iso{n}'] / m[f'in{n}']:.1f} x in-process)")
+        if "trace" in rows:
+            per = {k: m[k] / a.trace_steps / 10 * 1e9 for k in ("on10", "off10")}
+            parts.append(f"chain of 10 traced {per['on10']:.1f} ns per FMU-step, off {per['off10']:.1f}:"
+                         f" {m['on10'] / m['off10']:.2f}")
+        print(f"{b}: " + "; ".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
