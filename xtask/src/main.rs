@@ -117,14 +117,17 @@ fn test(args: &[String]) -> io::Result<()> {
     let python = venv::ensure(&root)?;
     eprintln!("xtask: PYTHON={}", python.display());
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let tmp = test_tmp(&root)?;
     let status = Command::new(&cargo)
         .args(venv::cargo_test_args(args))
         .env("PYTHON", &python)
+        .env("TMPDIR", &tmp)
         .current_dir(&root)
         .status()?;
     // The Python package's tests run after the Rust tests, also when those
     // failed (they are independent); ARGS choosing tests skip them.
-    let python_ok = !args.is_empty() || pypkg::test(&root, &python)?;
+    let python_ok = !args.is_empty() || pypkg::test(&root, &python, &tmp)?;
+    left_in(&tmp);
     if !status.success() {
         std::process::exit(status.code().unwrap_or(1));
     }
@@ -136,6 +139,39 @@ fn test(args: &[String]) -> io::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The tests' temporary directory (`TMPDIR`), `target/test-tmp`, emptied:
+/// what a test leaves behind (a `TempDir` held in a `static`, which is
+/// never dropped; FMPy's extraction when a simulation raises) stays
+/// there until the next run instead of piling up in `/tmp`.
+fn test_tmp(root: &Path) -> io::Result<PathBuf> {
+    let tmp = root.join("target/test-tmp");
+    match fs::remove_dir_all(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    fs::create_dir_all(&tmp)?;
+    Ok(tmp)
+}
+
+/// Says what the tests left in `tmp` (so that a leak is seen).
+fn left_in(tmp: &Path) {
+    let left: Vec<String> = fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !left.is_empty() {
+        eprintln!(
+            "xtask: the tests left {} entries in {} (removed by the next run): {}",
+            left.len(),
+            tmp.display(),
+            left.join(" ")
+        );
+    }
 }
 
 /// `memcheck`: builds the kit's unit tests and runs them under valgrind.
@@ -189,7 +225,7 @@ fn memcheck() -> io::Result<()> {
 fn test_python() -> io::Result<()> {
     let root = dist::workspace_root();
     let python = venv::ensure(&root)?;
-    if !pypkg::test(&root, &python)? {
+    if !pypkg::test(&root, &python, &test_tmp(&root)?)? {
         std::process::exit(1);
     }
     Ok(())

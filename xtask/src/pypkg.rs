@@ -115,7 +115,13 @@ pub fn cosim_binary(root: &Path) -> io::Result<PathBuf> {
 }
 
 /// Runs pytest on the package's tests; `Ok(false)` when a test failed.
-pub fn pytest(root: &Path, python: &Path, wheel: &Path, cosim: &Path) -> io::Result<bool> {
+pub fn pytest(
+    root: &Path,
+    python: &Path,
+    wheel: &Path,
+    cosim: &Path,
+    tmp: &Path,
+) -> io::Result<bool> {
     eprintln!(
         "xtask: {} -m pytest {TESTS} {}",
         python.display(),
@@ -126,18 +132,20 @@ pub fn pytest(root: &Path, python: &Path, wheel: &Path, cosim: &Path) -> io::Res
         .args(FMPY_TESTS)
         .env("COSIM_WHEEL", wheel)
         .env("COSIM_BIN", cosim)
+        .env("TMPDIR", tmp)
         .current_dir(root)
         .status()?;
     Ok(status.success())
 }
 
-/// Wheel, install, `cosim` binary, pytest: the whole of the package's
-/// tests (`cargo xtask test` without arguments, `cargo xtask test-python`).
-pub fn test(root: &Path, python: &Path) -> io::Result<bool> {
+/// Wheel, install, `cosim` binary, pytest (its temporary directory in
+/// `tmp`): the whole of the package's tests (`cargo xtask test` without
+/// arguments, `cargo xtask test-python`).
+pub fn test(root: &Path, python: &Path, tmp: &Path) -> io::Result<bool> {
     let wheel = build_wheel(root, python)?;
     install(root, python, &wheel)?;
     let cosim = cosim_binary(root)?;
-    pytest(root, python, &wheel, &cosim)
+    pytest(root, python, &wheel, &cosim, tmp)
 }
 
 #[cfg(test)]
