@@ -369,6 +369,7 @@ impl<'r> Host<'r> {
                 states: Vec::new(),
                 prefetch_error: None,
                 time: 0.0,
+                header: Header::default(),
                 values: Vec::new(),
                 out: Vec::new(),
             });
@@ -439,8 +440,18 @@ struct Member<'r> {
     prefetch_error: Option<WireError>,
     /// Current communication point, for the crash report.
     time: f64,
+    /// The response header of the batch being served.
+    header: Header,
     values: Vec<f64>,
     out: Vec<f64>,
+}
+
+/// The words of a response's header a batch's ops give ([`RESP_AUX`],
+/// [`RESP_N`]), stored with the answer at the batch's end.
+#[derive(Default)]
+struct Header {
+    aux: u64,
+    n: u64,
 }
 
 /// The answer of a batch beyond the response area.
@@ -483,9 +494,7 @@ impl Member<'_> {
         let end = req + self.layout.request_words;
         let stash = self.prefetch_error.take();
         let resp = self.layout.response;
-        self.set_word(resp + RESP_STATUS, STATUS_OK);
-        self.set_word(resp + RESP_AUX, 0);
-        self.set_word(resp + RESP_N, 0);
+        self.header = Header::default();
         let mut pos = req + 1;
         let mut reply = None;
         for i in 0..n_ops {
@@ -520,9 +529,18 @@ impl Member<'_> {
             }
         }
         self.calling(Call::Idle, self.time);
-        if reply.is_some() {
-            self.set_word(resp + RESP_STATUS, STATUS_FRAME);
-        }
+        // The header last, with the values (written as they came): the
+        // master spins on this line, and a store to it before the FMU's
+        // calls would fetch it from the master's processor once for those
+        // stores and again for the answer.
+        let status = if reply.is_some() {
+            STATUS_FRAME
+        } else {
+            STATUS_OK
+        };
+        self.set_word(resp + RESP_STATUS, status);
+        self.set_word(resp + RESP_AUX, self.header.aux);
+        self.set_word(resp + RESP_N, self.header.n);
         self.pending = reply;
         Ok(Flow::Continue)
     }
@@ -535,12 +553,12 @@ impl Member<'_> {
         }
     }
 
-    fn write_values(&self, values: &[f64]) {
+    fn write_values(&mut self, values: &[f64]) {
         let base = self.layout.response + RESPONSE_HEADER;
         for (i, v) in values.iter().enumerate() {
             self.set_word(base + i, v.to_bits());
         }
-        self.set_word(self.layout.response + RESP_N, values.len() as u64);
+        self.header.n = values.len() as u64;
     }
 
     fn state(&self, id: u64) -> Result<StateHandle, WireError> {
@@ -590,7 +608,7 @@ impl Member<'_> {
                         self.time = t + h;
                         let mut code = STEP_COMPLETED;
                         if self.sub()?.info().observed.is_empty() {
-                            self.set_word(resp + RESP_AUX, code);
+                            self.header.aux = code;
                             return Ok(None);
                         }
                         // The master reads the observed values right after
@@ -606,7 +624,7 @@ impl Member<'_> {
                             Err(e) => self.prefetch_error = Some(core(e)),
                         }
                         self.out = out;
-                        self.set_word(resp + RESP_AUX, code);
+                        self.header.aux = code;
                         Ok(None)
                     }
                     StepOutcome::EarlyReturn {
@@ -618,7 +636,7 @@ impl Member<'_> {
                         let event = matches!(outcome, StepOutcome::EventHandlingNeeded { .. });
                         self.time = last_successful_time;
                         let code = if event { STEP_EVENT } else { STEP_EARLY_RETURN };
-                        self.set_word(resp + RESP_AUX, code);
+                        self.header.aux = code;
                         self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
                         // (An event is no failure: no log lines to show.)
                         if event {
@@ -638,7 +656,7 @@ impl Member<'_> {
                             STEP_DISCARDED
                         };
                         self.time = last_successful_time;
-                        self.set_word(resp + RESP_AUX, code);
+                        self.header.aux = code;
                         self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
                         Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
                     }
@@ -682,7 +700,7 @@ impl Member<'_> {
                     self.sub()?.instance_mut().get_state(Some(h)).map_err(fmi)?;
                     reuse
                 };
-                self.set_word(self.layout.response + RESP_AUX, id);
+                self.header.aux = id;
                 Ok(None)
             }
             Op::RestoreState => {
