@@ -4,8 +4,11 @@
 //! derivatives) and while a fixed-step master advances it.
 #![allow(clippy::unwrap_used)]
 
+#[macro_use]
+mod support;
+
 use cosim_core::master::{FixedStep, Master, Scheme};
-use cosim_core::subsystem::{CallCounters, Port, RollbackTo, StateId, Subsystem, SubsystemInfo};
+use cosim_core::subsystem::{Port, Subsystem, SubsystemInfo};
 use cosim_core::system::NonFinitePolicy;
 use cosim_core::{FunctionLink, FunctionSpec, LinkEnd, NumericType, System, SystemSpec};
 use cosim_fmi::StepOutcome;
@@ -66,20 +69,12 @@ impl Subsystem for Toy {
     fn info(&self) -> &SubsystemInfo {
         &self.info
     }
+    no_op_subsystem_methods!();
     fn enter_initialization(&mut self, _t0: f64, _t_stop: Option<f64>) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn allow_rollback(&mut self, _to: RollbackTo) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn exit_initialization(&mut self) -> cosim_core::Result<()> {
         Ok(())
     }
     fn set_inputs(&mut self, values: &[f64]) -> cosim_core::Result<()> {
         self.u.copy_from_slice(values);
-        Ok(())
-    }
-    fn set_input_derivatives(&mut self, _order: u32, _values: &[f64]) -> cosim_core::Result<()> {
         Ok(())
     }
     fn do_step(&mut self, t: f64, h: f64) -> cosim_core::Result<StepOutcome> {
@@ -100,21 +95,6 @@ impl Subsystem for Toy {
     ) -> cosim_core::Result<()> {
         values.iter_mut().for_each(|v| *v = 1.0);
         Ok(())
-    }
-    fn save_state(&mut self, _reuse: Option<StateId>) -> cosim_core::Result<StateId> {
-        Ok(StateId(0))
-    }
-    fn restore_state(&mut self, _id: StateId) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn free_state(&mut self, _id: StateId) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn terminate(&mut self) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn counters(&self) -> CallCounters {
-        CallCounters::default()
     }
 }
 

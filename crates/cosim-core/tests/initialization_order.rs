@@ -6,10 +6,13 @@
 //! and an algebraic loop (the sweeps take over).
 #![allow(clippy::unwrap_used)]
 
+#[macro_use]
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cosim_core::subsystem::{CallCounters, Port, RollbackTo, StateId, Subsystem, SubsystemInfo};
+use cosim_core::subsystem::{Port, Subsystem, SubsystemInfo};
 use cosim_core::system::{Connection, NonFinitePolicy};
 use cosim_core::{System, SystemSpec};
 use cosim_fmi::StepOutcome;
@@ -66,20 +69,12 @@ impl Subsystem for Affine {
     fn info(&self) -> &SubsystemInfo {
         &self.info
     }
+    no_op_subsystem_methods!();
     fn enter_initialization(&mut self, _t0: f64, _t_stop: Option<f64>) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn allow_rollback(&mut self, _to: RollbackTo) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn exit_initialization(&mut self) -> cosim_core::Result<()> {
         Ok(())
     }
     fn set_inputs(&mut self, values: &[f64]) -> cosim_core::Result<()> {
         self.u = values[0];
-        Ok(())
-    }
-    fn set_input_derivatives(&mut self, _order: u32, _values: &[f64]) -> cosim_core::Result<()> {
         Ok(())
     }
     fn do_step(&mut self, _t: f64, _h: f64) -> cosim_core::Result<StepOutcome> {
@@ -96,21 +91,6 @@ impl Subsystem for Affine {
         _values: &mut [f64],
     ) -> cosim_core::Result<()> {
         Ok(())
-    }
-    fn save_state(&mut self, _reuse: Option<StateId>) -> cosim_core::Result<StateId> {
-        Ok(StateId(0))
-    }
-    fn restore_state(&mut self, _id: StateId) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn free_state(&mut self, _id: StateId) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn terminate(&mut self) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn counters(&self) -> CallCounters {
-        CallCounters::default()
     }
 }
 

@@ -4,10 +4,13 @@
 //! initialization, the time reached after. The summary never says NaN.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
+#[macro_use]
+mod support;
+
 use cosim_core::CoreError;
 use cosim_core::execution::{Execution, RunStatus};
 use cosim_core::master::{FixedStep, Scheme};
-use cosim_core::subsystem::{CallCounters, Port, RollbackTo, StateId, Subsystem, SubsystemInfo};
+use cosim_core::subsystem::{Port, Subsystem, SubsystemInfo};
 use cosim_core::{System, SystemSpec};
 use cosim_fmi::StepOutcome;
 
@@ -27,22 +30,14 @@ impl Subsystem for Interrupted {
     fn info(&self) -> &SubsystemInfo {
         &self.info
     }
+    no_op_subsystem_methods!();
     fn enter_initialization(&mut self, _t0: f64, _t_stop: Option<f64>) -> cosim_core::Result<()> {
         match self.in_initialization {
             true => Err(interrupted()),
             false => Ok(()),
         }
     }
-    fn allow_rollback(&mut self, _to: RollbackTo) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn exit_initialization(&mut self) -> cosim_core::Result<()> {
-        Ok(())
-    }
     fn set_inputs(&mut self, _values: &[f64]) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn set_input_derivatives(&mut self, _order: u32, _values: &[f64]) -> cosim_core::Result<()> {
         Ok(())
     }
     fn do_step(&mut self, t: f64, _h: f64) -> cosim_core::Result<StepOutcome> {
@@ -61,21 +56,6 @@ impl Subsystem for Interrupted {
         _values: &mut [f64],
     ) -> cosim_core::Result<()> {
         Ok(())
-    }
-    fn save_state(&mut self, _reuse: Option<StateId>) -> cosim_core::Result<StateId> {
-        Ok(StateId(0))
-    }
-    fn restore_state(&mut self, _id: StateId) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn free_state(&mut self, _id: StateId) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn terminate(&mut self) -> cosim_core::Result<()> {
-        Ok(())
-    }
-    fn counters(&self) -> CallCounters {
-        CallCounters::default()
     }
 }
 
