@@ -141,16 +141,35 @@ fn test(args: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// The tests' temporary directory (`TMPDIR`), `target/test-tmp`, emptied:
+/// The tests' temporary directory (`TMPDIR`), `target/test-tmp/<pid>`:
 /// what a test leaves behind (a `TempDir` held in a `static`, which is
 /// never dropped; FMPy's extraction when a simulation raises) stays
-/// there until the next run instead of piling up in `/tmp`.
+/// there until the next run instead of piling up in `/tmp`. The
+/// directories of runs no longer running are removed; one of a run still
+/// going (a `test-python` beside a `test`) is left alone.
 fn test_tmp(root: &Path) -> io::Result<PathBuf> {
-    let tmp = root.join("target/test-tmp");
-    match fs::remove_dir_all(&tmp) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
+    let base = root.join("target/test-tmp");
+    fs::create_dir_all(&base)?;
+    for entry in fs::read_dir(&base)?.flatten() {
+        let alive = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(t) if t.is_dir() => fs::remove_dir_all(&path),
+                _ => fs::remove_file(&path),
+            };
+            if let Err(e) = removed
+                && e.kind() != io::ErrorKind::NotFound
+            {
+                return Err(e);
+            }
+        }
     }
+    let tmp = base.join(std::process::id().to_string());
     fs::create_dir_all(&tmp)?;
     Ok(tmp)
 }
