@@ -503,6 +503,10 @@ impl Subsystem for FileInputs {
         Ok(started)
     }
 
+    fn send_started_steps(&mut self) {
+        self.inner.send_started_steps();
+    }
+
     fn finish_step(&mut self) -> Result<StepOutcome> {
         let outcome = self.inner.finish_step();
         if let Some((t, h)) = self.started.take() {

@@ -524,6 +524,13 @@ pub trait Subsystem: Send {
         Ok(false)
     }
 
+    /// Sends the steps [`Subsystem::start_step`] started and held back to
+    /// send together with other subsystems' (the FMUs of one host process
+    /// share a round of steps). A Jacobi macro step calls it once it has
+    /// started every due step; [`Subsystem::finish_step`] sends a held
+    /// step too, so that nothing waits on this call.
+    fn send_started_steps(&mut self) {}
+
     /// Waits for the step [`Subsystem::start_step`] started.
     fn finish_step(&mut self) -> Result<StepOutcome> {
         Err(crate::CoreError::Config(format!(

@@ -1509,6 +1509,11 @@ impl System {
                     Err(e) => Err(e),
                 };
         }
+        for s in 0..n {
+            if self.started[s] {
+                self.subsystems[s].send_started_steps();
+            }
+        }
         // Pass 2: the in-process ones, while the hosts work.
         let mut first_error: Option<(usize, CoreError)> = None;
         for s in 0..n {

@@ -12,7 +12,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -23,8 +23,9 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use crate::channel;
 use crate::isolated::{DEFAULT_TIMEOUT, config};
 use crate::protocol::{
-    CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, GROUP_WORDS, HOST_SLEEPING, Layout,
-    MAGIC, MEMBERS_ADDED, Op, Reply, VERSION, read_frame, write_frame,
+    CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, GROUP_REGION_WORDS, HOST_SLEEPING,
+    LaneAlloc, LaneSlot, Layout, MAGIC, MEMBERS_ADDED, Op, REGION_MESSAGE, Reply, VERSION,
+    read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 use crate::tail::Tail;
@@ -154,8 +155,21 @@ pub(crate) struct HostGroup {
     child: Mutex<Child>,
     /// The host's exit status, once reaped.
     reaped: Mutex<Option<ExitStatus>>,
-    /// Futex words and what the host is doing.
+    /// Futex words, what the host is doing, and the step lane.
     pub(crate) region: SharedRegion,
+    /// The lane slots handed out so far (with `members`' lock).
+    lane: Mutex<LaneAlloc>,
+    /// The end of the lane's request slots handed out (a data word).
+    pub(crate) lane_requests_end: AtomicUsize,
+    /// Steps were posted in the lane since the last round was sent
+    /// ([`crate::protocol::LANE_GO`]). Only the master's (a plain load and store: a
+    /// locked instruction would wait for the stores of the round).
+    pub(crate) lane_unsent: AtomicBool,
+    /// Steps posted in the lane since the last round was sent.
+    pub(crate) lane_posted_unsent: AtomicUsize,
+    /// Members added so far (read at every step: the lane is used from
+    /// `isolated::LANE_MIN_MEMBERS` on).
+    pub(crate) member_count: AtomicUsize,
     io: Mutex<GroupIo>,
     pub(crate) tail: Arc<Tail>,
     members: Mutex<Vec<MemberInfo>>,
@@ -200,7 +214,7 @@ impl HostGroup {
     /// Starts a host process for its first member, subsystem `name` of
     /// FMU `fmu` (named on its command line, for process listings).
     pub(crate) fn spawn(name: &str, fmu: &Fmu) -> Result<Arc<HostGroup>> {
-        let (region, region_fd) = SharedRegion::create(GROUP_WORDS)
+        let (region, region_fd) = SharedRegion::create(GROUP_REGION_WORDS)
             .map_err(|e| config(name, format_args!("creating shared memory: {e}")))?;
         let program = host_program()?;
         let (socket, theirs) =
@@ -233,7 +247,7 @@ impl HostGroup {
             Some(stderr) => Tail::start(stderr, name),
             None => Tail::start_closed(),
         };
-        let hello = send_region(&socket, region_fd.as_fd(), 0, 0);
+        let hello = send_region(&socket, region_fd.as_fd(), [0, 0, 0]);
         drop(region_fd);
         let group = Arc::new(HostGroup {
             _count: channel::HostCount::register(),
@@ -241,6 +255,11 @@ impl HostGroup {
             child: Mutex::new(child),
             reaped: Mutex::new(None),
             region,
+            lane: Mutex::new(LaneAlloc::default()),
+            lane_requests_end: AtomicUsize::new(0),
+            lane_unsent: AtomicBool::new(false),
+            lane_posted_unsent: AtomicUsize::new(0),
+            member_count: AtomicUsize::new(0),
             io: Mutex::new(GroupIo {
                 socket,
                 inbox: Vec::new(),
@@ -267,31 +286,48 @@ impl HostGroup {
         })
     }
 
-    /// Adds a member with this layout: its region, sent to the host.
+    /// Adds a member with this layout and these numbers of input and
+    /// observed slots: its region, sent to the host with its lane slot (if
+    /// the lane has room).
     pub(crate) fn add_member(
         &self,
         info: MemberInfo,
         layout: &Layout,
-    ) -> std::io::Result<(u32, SharedRegion)> {
+        (n_inputs, n_observed): (usize, usize),
+    ) -> std::io::Result<(u32, SharedRegion, Option<LaneSlot>)> {
         let (region, fd) = SharedRegion::create(layout.data_words())?;
         let mut members = self
             .members
             .lock()
             .map_err(|_| std::io::Error::other("poisoned"))?;
         let index = members.len() as u64;
+        let mut lane = self
+            .lane
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let slot = lane.slot(n_inputs, n_observed);
+        if let Some(slot) = slot {
+            let end = slot.request + LaneSlot::request_words(n_inputs);
+            self.lane_requests_end.fetch_max(end, Ordering::Relaxed);
+        }
         {
             let io = self
                 .io
                 .lock()
                 .map_err(|_| std::io::Error::other("poisoned"))?;
             let words = ((layout.request_words as u64) << 32) | layout.response_words as u64;
-            send_region(&io.socket, fd.as_fd(), index, words)?;
+            send_region(
+                &io.socket,
+                fd.as_fd(),
+                [index, words, LaneSlot::encode(slot)],
+            )?;
         }
         members.push(info);
+        self.member_count.store(members.len(), Ordering::Relaxed);
         self.region.data()[MEMBERS_ADDED].store(index + 1, Ordering::SeqCst);
         let control = self.region.control();
         channel::ring(&control[DOORBELL], &control[HOST_SLEEPING]);
-        Ok((index as u32, region))
+        Ok((index as u32, region, slot))
     }
 
     /// The host's exit status if it has ended (without reaping it).
@@ -546,7 +582,10 @@ pub(crate) struct MemberLink {
     pub(crate) group: Arc<HostGroup>,
     pub(crate) index: u32,
     pub(crate) region: SharedRegion,
-    /// Number of the last request posted.
+    /// Its slot in the host's step lane, if it has one.
+    pub(crate) lane: Option<LaneSlot>,
+    /// Number of the last request posted (in its region or its lane
+    /// slot: one count for both).
     pub(crate) seq: u32,
 }
 
@@ -607,21 +646,22 @@ pub fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
-/// Sends a region message: magic and version, two words (0, 0 for the
-/// group region at start-up; a member's index and area lengths when it is
-/// added), the master's process id, and the shared memory file descriptor.
+/// Sends a region message: magic and version, three words (zeros for the
+/// group region at start-up; a member's index, area lengths and lane slot
+/// when it is added), the master's process id, and the shared memory file
+/// descriptor.
 fn send_region(
     socket: &UnixStream,
     region: std::os::fd::BorrowedFd<'_>,
-    first: u64,
-    second: u64,
+    [first, second, third]: [u64; 3],
 ) -> std::io::Result<()> {
-    let mut payload = [0u8; 32];
+    let mut payload = [0u8; REGION_MESSAGE];
     let head = u64::from(MAGIC) | (u64::from(VERSION) << 32);
     for (i, w) in [
         head,
         first,
         second,
+        third,
         // The master: a host whose parent is another process (a reaper,
         // the master having died before the host looked) cleans up.
         u64::from(std::process::id()),

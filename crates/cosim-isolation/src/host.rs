@@ -36,11 +36,13 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
 use crate::channel;
 use crate::protocol::{
-    ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, EventUpdate, GROUP_WORDS,
-    HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout, MAGIC, MASTER_CPU, MASTER_SLEEPERS,
-    MEMBERS_ADDED, Op, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply,
-    STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT,
-    STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError, read_frame, write_frame,
+    ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, EventUpdate,
+    GROUP_REGION_WORDS, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, LANE_DONE, LANE_FULL,
+    LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MAGIC, MASTER_CPU, MASTER_SLEEPERS,
+    MEMBERS_ADDED, Op, REGION_MESSAGE, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS,
+    RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED,
+    STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError,
+    read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -82,7 +84,7 @@ pub fn serve() -> Result<(), HostError> {
     if matches!(watch, crate::sys::MasterWatch::Gone) || (sender != 0 && sender != master) {
         master_gone();
     }
-    if hello != (0, 0) {
+    if hello != [0, 0, 0] {
         return Err(HostError::Protocol("bad start-up message".into()));
     }
     if let crate::sys::MasterWatch::PidFd(fd) = watch {
@@ -102,7 +104,7 @@ pub fn serve() -> Result<(), HostError> {
     let null = std::fs::File::open("/dev/null").map_err(io("/dev/null"))?;
     rustix::stdio::dup2_stdin(&null).map_err(|e| HostError::Io(format!("/dev/null: {e}")))?;
     let region = SharedRegion::open(region_fd).map_err(io("mapping the shared memory"))?;
-    if region.data().len() < GROUP_WORDS {
+    if region.data().len() < GROUP_REGION_WORDS {
         return Err(HostError::Protocol(
             "the shared memory region is smaller than its layout".into(),
         ));
@@ -117,6 +119,7 @@ pub fn serve() -> Result<(), HostError> {
         members: Vec::new(),
         open: 0,
         placement: KeepOff::of_current_thread(),
+        rounds_seen: 0,
     };
     host.run(master)
 }
@@ -127,9 +130,8 @@ impl Host<'_> {
     fn run(&mut self, master: u32) -> Result<(), HostError> {
         let mut idle_since: Option<Instant> = None;
         let mut idle_scans: u32 = 0;
-        let mut posted: Vec<(usize, u64)> = Vec::new();
+        let mut posted: Vec<Posted> = Vec::new();
         loop {
-            self.add_members()?;
             let served = self.serve_posted(&mut posted)?;
             if !self.members.is_empty() && self.open == 0 {
                 return Ok(());
@@ -189,28 +191,55 @@ impl Host<'_> {
     }
 
     /// Serves every posted request; returns whether there was one. All
-    /// the members' request words are read first (the loads overlap,
-    /// where reading one and serving it before the next would wait for
-    /// each in turn), then the posted ones served in member order.
-    fn serve_posted(&mut self, posted: &mut Vec<(usize, u64)>) -> Result<bool, HostError> {
+    /// the members' request words are read first, and every lane slot
+    /// when the master sent a round (the loads overlap, where reading one
+    /// and serving it before the next would wait for each in turn), then
+    /// the posted ones served in member order; a round's end is told
+    /// ([`LANE_DONE`]) once all its steps are answered.
+    fn serve_posted(&mut self, posted: &mut Vec<Posted>) -> Result<bool, HostError> {
         posted.clear();
-        posted.extend(
-            self.members
-                .iter()
-                .enumerate()
-                .map(|(m, member)| (m, member.request_word()))
-                .filter(|&(_, word)| word as u32 != 0),
-        );
+        let group = self.group;
+        self.add_members()?;
+        // Batches: every member's request word (lines the master writes
+        // only for calls other than lane steps).
+        posted.extend(self.members.iter().enumerate().filter_map(|(m, member)| {
+            let word = member.request_word();
+            (word as u32 != 0).then_some(Posted::Batch(m, word))
+        }));
+        // Steps: every lane slot, once the master sent a round (a member
+        // has one request out at a time: in its region or its slot).
+        let rounds = group[LANE_GO].load(Ordering::Acquire);
+        let round = rounds != self.rounds_seen;
+        if round {
+            self.rounds_seen = rounds;
+            posted.extend(self.members.iter().enumerate().filter_map(|(m, member)| {
+                let (slot, word) = member.lane_posted(group)?;
+                Some(Posted::Lane(m, slot, word))
+            }));
+        }
         // The answers' lines asked for at once, so that they travel back
         // from the master's processor together, not one per answer.
-        for &(m, _) in posted.iter() {
-            let member = &self.members[m];
-            crate::sys::prefetch_for_write(&member.region.data()[member.layout.response]);
+        for p in posted.iter() {
+            match *p {
+                Posted::Batch(m, _) => {
+                    let member = &self.members[m];
+                    crate::sys::prefetch_for_write(&member.region.data()[member.layout.response]);
+                }
+                Posted::Lane(_, slot, _) => crate::sys::prefetch_for_write(&group[slot.answer]),
+            }
         }
-        for &(m, word) in posted.iter() {
-            self.serve(m, word)?;
+        for &p in posted.iter() {
+            match p {
+                Posted::Batch(m, word) => self.serve(m, word)?,
+                Posted::Lane(m, slot, word) => self.serve_lane(m, slot, word)?,
+            }
         }
-        if posted.is_empty() {
+        if round {
+            // After the round's answers (a round may find none: its steps
+            // were served with an earlier round's).
+            group[LANE_DONE].store(rounds, Ordering::Release);
+        }
+        if posted.is_empty() && !round {
             return Ok(false);
         }
         // Once for the answers of the scan (a fence waits for every store
@@ -243,10 +272,10 @@ fn master_gone() -> ! {
 }
 
 /// Reads a region message (the group's at start-up, a member's when it is
-/// added): magic and version, two words, the master's process id, and the
-/// shared memory file descriptor.
-fn receive_region(socket: impl std::os::fd::AsFd) -> Result<((u64, u64), OwnedFd, u32), HostError> {
-    let mut payload = [0u8; 32];
+/// added): magic and version, three words, the master's process id, and
+/// the shared memory file descriptor.
+fn receive_region(socket: impl std::os::fd::AsFd) -> Result<([u64; 3], OwnedFd, u32), HostError> {
+    let mut payload = [0u8; REGION_MESSAGE];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut cmsg = RecvAncillaryBuffer::new(&mut space);
     let got = rustix::net::recvmsg(
@@ -279,8 +308,16 @@ fn receive_region(socket: impl std::os::fd::AsFd) -> Result<((u64, u64), OwnedFd
     }
     let fd =
         fd.ok_or_else(|| HostError::Protocol("no shared memory in the start-up message".into()))?;
-    let sender = u32::try_from(word(24)).unwrap_or(0);
-    Ok(((word(8), word(16)), fd, sender))
+    let sender = u32::try_from(word(32)).unwrap_or(0);
+    Ok(([word(8), word(16), word(24)], fd, sender))
+}
+
+/// A request a scan found: a batch in a member's region (its first
+/// word), or a step in its lane slot (the slot and its first word).
+#[derive(Debug, Clone, Copy)]
+enum Posted {
+    Batch(usize, u64),
+    Lane(usize, LaneSlot, u64),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -302,6 +339,8 @@ struct Host<'r> {
     open: usize,
     /// Keeps this host off the master's processor ([`MASTER_CPU`]).
     placement: KeepOff,
+    /// [`LANE_GO`] when the lane slots were last read.
+    rounds_seen: u64,
 }
 
 /// The socket, and the control frames read for other members than the
@@ -341,7 +380,7 @@ impl<'r> Host<'r> {
     fn add_members(&mut self) -> Result<(), HostError> {
         let added = self.group[MEMBERS_ADDED].load(Ordering::Acquire);
         while (self.members.len() as u64) < added {
-            let ((index, words), fd, _) = receive_region(&self.io.socket)?;
+            let ([index, words, lane], fd, _) = receive_region(&self.io.socket)?;
             if index != self.members.len() as u64 {
                 return Err(HostError::Protocol(format!(
                     "member {index} added as member {}",
@@ -363,6 +402,8 @@ impl<'r> Host<'r> {
                 index: self.members.len(),
                 region,
                 layout,
+                lane: LaneSlot::decode(lane),
+                lane_seen: 0,
                 name: String::new(),
                 sub: None,
                 pending: None,
@@ -386,6 +427,7 @@ impl<'r> Host<'r> {
                 .members
                 .iter()
                 .any(|m| m.region.data()[m.layout.request].load(Ordering::SeqCst) as u32 != 0)
+            || self.group[LANE_GO].load(Ordering::SeqCst) != self.rounds_seen
     }
 
     /// Serves member `m`'s batch (`word`: its request's first word) and
@@ -393,6 +435,34 @@ impl<'r> Host<'r> {
     /// Wakes the master's threads that sleep waiting for an answer.
     fn ring(&self) {
         channel::ring(&self.control[ANSWER_BELL], &self.control[MASTER_SLEEPERS]);
+    }
+
+    /// Serves member `m`'s step posted in its lane slot (`word`: the
+    /// request's first word) and answers it: in the lane when the step
+    /// completed, else in its response area as a batch is answered, the
+    /// lane saying so.
+    fn serve_lane(&mut self, m: usize, slot: LaneSlot, word: u64) -> Result<(), HostError> {
+        let group = self.group;
+        let member = &mut self.members[m];
+        let seq = word >> 32;
+        let code = if member.lane_step(group, slot, word)? {
+            LANE_STEPPED
+        } else {
+            // (The response area's answer first: the master reads it once
+            // it sees the lane's.)
+            member.region.data()[member.layout.response].store(seq, Ordering::Release);
+            LANE_FULL
+        };
+        let frame = member.pending.take();
+        group[slot.answer].store(seq << 32 | code, Ordering::Release);
+        if frame.is_some() || self.control[MASTER_SLEEPERS].load(Ordering::Relaxed) != 0 {
+            self.ring();
+        }
+        if let Some(frame) = frame {
+            write_frame(&mut self.io.socket, &(m as u32, frame))
+                .map_err(io("writing to the master"))?;
+        }
+        Ok(())
     }
 
     fn serve(&mut self, m: usize, word: u64) -> Result<(), HostError> {
@@ -429,6 +499,10 @@ struct Member<'r> {
     index: usize,
     region: SharedRegion,
     layout: Layout,
+    /// Its slot in the step lane, if it has one.
+    lane: Option<LaneSlot>,
+    /// The sequence number of the last step served from the lane.
+    lane_seen: u32,
     name: String,
     sub: Option<FmuSubsystem>,
     /// The answer frame of the last batch, if it has one.
@@ -475,6 +549,96 @@ impl Member<'_> {
         self.data()[self.layout.request].load(Ordering::Acquire)
     }
 
+    /// The first word of a step posted in its lane slot and not served
+    /// yet, with the slot.
+    fn lane_posted(&self, group: &[AtomicU64]) -> Option<(LaneSlot, u64)> {
+        // (None for a member shut down: a step it posted and never sent.)
+        self.sub.as_ref()?;
+        let slot = self.lane?;
+        let word = group[slot.request].load(Ordering::SeqCst);
+        let seq = (word >> 32) as u32;
+        (seq != 0 && seq != self.lane_seen).then_some((slot, word))
+    }
+
+    /// Serves a step posted in the lane as the batch `[SetInputs,
+    /// DoStep]` is served (the same calls, the same answer). Returns true
+    /// when it answered in the lane (a completed step and its observed
+    /// values); else the answer is in the response area and
+    /// `self.pending`, as `batch` leaves it, for the master to read there.
+    fn lane_step(
+        &mut self,
+        group: &[AtomicU64],
+        slot: LaneSlot,
+        word: u64,
+    ) -> Result<bool, HostError> {
+        self.lane_seen = (word >> 32) as u32;
+        // (As a batch: what a failed read after the last step left is
+        // for a `GetObserved` that comes first, not for a step.)
+        self.prefetch_error = None;
+        self.header = Header::default();
+        let (n_in, n_obs) = self
+            .sub
+            .as_ref()
+            .map_or((0, 0), |s| (s.info().inputs.len(), s.info().observed.len()));
+        if !slot.fits(n_in, n_obs) {
+            return Err(HostError::Protocol(format!(
+                "member {}: its lane slot is smaller than its slots",
+                self.index
+            )));
+        }
+        let word_at = |i: usize| group[i].load(Ordering::Relaxed);
+        let (t, h) = (
+            f64::from_bits(word_at(slot.request + 1)),
+            f64::from_bits(word_at(slot.request + 2)),
+        );
+        let with_inputs = word & LANE_INPUTS != 0;
+        let mut failed = None;
+        if with_inputs {
+            self.values.clear();
+            let first = slot.request + 3;
+            self.values
+                .extend((first..first + n_in).map(|i| f64::from_bits(word_at(i))));
+            let values = std::mem::take(&mut self.values);
+            self.calling(Call::SetReal, self.time);
+            let r = self
+                .sub()
+                .and_then(|s| s.set_inputs(&values).map_err(WireError::from_core));
+            self.values = values;
+            if let Err(error) = r {
+                failed = Some(Reply::Failed { op: 0, error });
+            }
+        }
+        let mut reply = None;
+        if failed.is_none() {
+            match self.step(t, h) {
+                Ok(r) => reply = r,
+                Err(error) => {
+                    let op = u32::from(with_inputs);
+                    failed = Some(Reply::Failed { op, error });
+                }
+            }
+        }
+        self.calling(Call::Idle, self.time);
+        let reply = failed.or(reply);
+        let prefetched = self.header.aux & STEP_PREFETCHED != 0;
+        if reply.is_none() && self.header.aux & 0xff == STEP_COMPLETED && (prefetched || n_obs == 0)
+        {
+            if prefetched {
+                for (i, v) in self.out[..n_obs].iter().enumerate() {
+                    group[slot.answer + 1 + i].store(v.to_bits(), Ordering::Relaxed);
+                }
+            }
+            return Ok(true);
+        }
+        if prefetched {
+            let out = std::mem::take(&mut self.out);
+            self.write_values(&out);
+            self.out = out;
+        }
+        self.finish_answer(reply);
+        Ok(false)
+    }
+
     fn calling(&self, call: Call, t: f64) {
         self.group[CALL_MEMBER].store(self.index as u64, Ordering::Relaxed);
         self.group[CALL].store(call as u64, Ordering::Relaxed);
@@ -493,7 +657,6 @@ impl Member<'_> {
         let req = self.layout.request;
         let end = req + self.layout.request_words;
         let stash = self.prefetch_error.take();
-        let resp = self.layout.response;
         self.header = Header::default();
         let mut pos = req + 1;
         let mut reply = None;
@@ -529,20 +692,26 @@ impl Member<'_> {
             }
         }
         self.calling(Call::Idle, self.time);
-        // The header last, with the values (written as they came): the
-        // master spins on this line, and a store to it before the FMU's
-        // calls would fetch it from the master's processor once for those
-        // stores and again for the answer.
+        self.finish_answer(reply);
+        Ok(Flow::Continue)
+    }
+
+    /// Writes the response header of the batch served (its values are
+    /// written), and keeps its frame for after the answer. The header
+    /// last: the master spins on this line, and a store to it before the
+    /// FMU's calls would fetch it from the master's processor once for
+    /// those stores and again for the answer.
+    fn finish_answer(&mut self, reply: Option<Reply>) {
         let status = if reply.is_some() {
             STATUS_FRAME
         } else {
             STATUS_OK
         };
+        let resp = self.layout.response;
         self.set_word(resp + RESP_STATUS, status);
         self.set_word(resp + RESP_AUX, self.header.aux);
         self.set_word(resp + RESP_N, self.header.n);
         self.pending = reply;
-        Ok(Flow::Continue)
     }
 
     fn read_values(&mut self, p: usize, len: usize) {
@@ -573,6 +742,70 @@ impl Member<'_> {
             })
     }
 
+    /// `doStep`; after a completed step, the observed values read into
+    /// `self.out` (in the same round trip: the master reads them right
+    /// after every step), which `header.aux` then says
+    /// ([`STEP_PREFETCHED`]); after another outcome, the last successful
+    /// time in the response area.
+    fn step(&mut self, t: f64, h: f64) -> Answer {
+        let core = WireError::from_core;
+        self.calling(Call::DoStep, t);
+        let outcome = self.sub()?.do_step(t, h).map_err(core)?;
+        let resp = self.layout.response;
+        match outcome {
+            StepOutcome::Completed => {
+                self.time = t + h;
+                let mut code = STEP_COMPLETED;
+                if self.sub()?.info().observed.is_empty() {
+                    self.header.aux = code;
+                    return Ok(None);
+                }
+                self.calling(Call::GetReal, self.time);
+                let mut out = std::mem::take(&mut self.out);
+                match self.sub()?.get_observed(&mut out) {
+                    Ok(()) => code |= STEP_PREFETCHED,
+                    Err(e) => self.prefetch_error = Some(core(e)),
+                }
+                self.out = out;
+                self.header.aux = code;
+                Ok(None)
+            }
+            StepOutcome::EarlyReturn {
+                last_successful_time,
+            }
+            | StepOutcome::EventHandlingNeeded {
+                last_successful_time,
+            } => {
+                let event = matches!(outcome, StepOutcome::EventHandlingNeeded { .. });
+                self.time = last_successful_time;
+                let code = if event { STEP_EVENT } else { STEP_EARLY_RETURN };
+                self.header.aux = code;
+                self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
+                // (An event is no failure: no log lines to show.)
+                if event {
+                    return Ok(None);
+                }
+                Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
+            }
+            StepOutcome::Discarded {
+                last_successful_time,
+            }
+            | StepOutcome::Terminated {
+                last_successful_time,
+            } => {
+                let code = if matches!(outcome, StepOutcome::Terminated { .. }) {
+                    STEP_TERMINATED
+                } else {
+                    STEP_DISCARDED
+                };
+                self.time = last_successful_time;
+                self.header.aux = code;
+                self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
+                Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
+            }
+        }
+    }
+
     /// Runs one op of a batch.
     fn op(&mut self, op: Op, arg: u8, p: usize, len: usize, io: &mut Io) -> Answer {
         let core = WireError::from_core;
@@ -600,67 +833,13 @@ impl Member<'_> {
                     f64::from_bits(self.word(p)),
                     f64::from_bits(self.word(p + 1)),
                 );
-                self.calling(Call::DoStep, t);
-                let outcome = self.sub()?.do_step(t, h).map_err(core)?;
-                let resp = self.layout.response;
-                match outcome {
-                    StepOutcome::Completed => {
-                        self.time = t + h;
-                        let mut code = STEP_COMPLETED;
-                        if self.sub()?.info().observed.is_empty() {
-                            self.header.aux = code;
-                            return Ok(None);
-                        }
-                        // The master reads the observed values right after
-                        // every completed step: read them now, in the same
-                        // round trip.
-                        self.calling(Call::GetReal, self.time);
-                        let mut out = std::mem::take(&mut self.out);
-                        match self.sub()?.get_observed(&mut out) {
-                            Ok(()) => {
-                                self.write_values(&out);
-                                code |= STEP_PREFETCHED;
-                            }
-                            Err(e) => self.prefetch_error = Some(core(e)),
-                        }
-                        self.out = out;
-                        self.header.aux = code;
-                        Ok(None)
-                    }
-                    StepOutcome::EarlyReturn {
-                        last_successful_time,
-                    }
-                    | StepOutcome::EventHandlingNeeded {
-                        last_successful_time,
-                    } => {
-                        let event = matches!(outcome, StepOutcome::EventHandlingNeeded { .. });
-                        self.time = last_successful_time;
-                        let code = if event { STEP_EVENT } else { STEP_EARLY_RETURN };
-                        self.header.aux = code;
-                        self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
-                        // (An event is no failure: no log lines to show.)
-                        if event {
-                            return Ok(None);
-                        }
-                        Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
-                    }
-                    StepOutcome::Discarded {
-                        last_successful_time,
-                    }
-                    | StepOutcome::Terminated {
-                        last_successful_time,
-                    } => {
-                        let code = if matches!(outcome, StepOutcome::Terminated { .. }) {
-                            STEP_TERMINATED
-                        } else {
-                            STEP_DISCARDED
-                        };
-                        self.time = last_successful_time;
-                        self.header.aux = code;
-                        self.set_word(resp + RESP_AUX_F64, last_successful_time.to_bits());
-                        Ok(Some(Reply::Log(self.sub()?.take_recent_log())))
-                    }
+                let answer = self.step(t, h);
+                if self.header.aux & STEP_PREFETCHED != 0 {
+                    let out = std::mem::take(&mut self.out);
+                    self.write_values(&out);
+                    self.out = out;
                 }
+                answer
             }
             Op::GetObserved => {
                 self.calling(Call::GetReal, t);

@@ -14,10 +14,11 @@ use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, Interface, StepOutcome};
 use crate::channel;
 use crate::group::{HostEnd, HostGroup, HostPool, MemberInfo, MemberLink};
 use crate::protocol::{
-    ANSWER_BELL, Call, Control, DOORBELL, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, Layout,
-    MASTER_CPU, MASTER_SLEEPERS, Op, QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS,
-    RESPONSE_HEADER, Reply, STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN,
-    STEP_EVENT, STEP_PREFETCHED, STEP_TERMINATED,
+    ANSWER_BELL, Call, Control, DOORBELL, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, LANE_DONE,
+    LANE_FULL, LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MASTER_CPU, MASTER_SLEEPERS,
+    Op, QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply,
+    STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED,
+    STEP_TERMINATED,
 };
 
 /// Default of `isolation_timeout`: how long one call may take.
@@ -41,6 +42,63 @@ impl Default for IsolationSettings {
             pool: None,
         }
     }
+}
+
+/// Steps sent to a host in one round of its lane, at most: the host
+/// starts on a round while the master writes the next (measured on a chain
+/// of 100 FMUs in one host: rounds of 16 took 0.26 - 0.27 s, one round
+/// per macro step 0.29 - 0.36 s).
+const LANE_ROUND: usize = 16;
+
+/// Hosts with fewer members step them as batches in their regions: a
+/// round costs two more lines between the processors (the round sent, the
+/// round answered), which packing pays for only with several members.
+const LANE_MIN_MEMBERS: usize = 4;
+
+/// How far ahead of its own answer (in words) a member asks for the lane
+/// answers' lines: four lines, the next 8 - 16 members' answers.
+const LANE_READ_AHEAD: usize = 32;
+
+/// Whether steps go through the hosts' step lanes (`COSIM_ISOLATION_LANE`,
+/// default on; `0` sends every step as a batch in the member's own
+/// region, as before the lanes: for comparing the two).
+fn lanes_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("COSIM_ISOLATION_LANE").map_or(true, |v| v.trim() != "0"))
+}
+
+/// Where the observed values read right after the last step are, while
+/// nothing was sent since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Prefetched {
+    No,
+    /// In the response area.
+    Response,
+    /// In the member's lane slot.
+    Lane,
+}
+
+/// A step posted by `start_step`, until `finish_step` takes its answer.
+#[derive(Debug, Clone, Copy)]
+struct PendingStep {
+    seq: u32,
+    /// Set calls before the step in its batch (for which op failed).
+    queued: usize,
+    h: f64,
+    /// Posted in this lane slot (and sent with this round of the host's
+    /// lane, or a later one), not in the member's region.
+    lane: Option<(LaneSlot, u64)>,
+}
+
+/// The word an answer is awaited on.
+#[derive(Debug, Clone, Copy)]
+enum AnswerAt {
+    /// The response area's first word (the sequence number).
+    Response,
+    /// A lane slot's answer word (the sequence number, shifted).
+    Lane(usize),
+    /// The host's last lane round answered ([`LANE_DONE`]): this round.
+    Round(u64),
 }
 
 /// What a request returned besides the response area.
@@ -78,12 +136,13 @@ pub struct IsolatedSubsystem {
     batch_words: usize,
     batch_ops: u64,
     queued: usize,
-    /// The response area holds the observed values read after the last
-    /// step, and nothing was sent since.
-    prefetched: bool,
-    /// A step posted by `start_step`: (sequence number, set calls queued
-    /// before it, step size), until `finish_step` takes its answer.
-    pending_step: Option<(u32, usize, f64)>,
+    /// Where the observed values read after the last step are.
+    prefetched: Prefetched,
+    pending_step: Option<PendingStep>,
+    /// Input values set for the next step, kept for its lane slot while
+    /// nothing else is queued (`lane_inputs_set`).
+    lane_inputs: Vec<f64>,
+    lane_inputs_set: bool,
     /// The op of the last batch that failed (an FMU error), if any.
     failed_op: Option<usize>,
     recent_log: Vec<String>,
@@ -166,8 +225,10 @@ impl IsolatedSubsystem {
             batch_words: 0,
             batch_ops: 0,
             queued: 0,
-            prefetched: false,
+            prefetched: Prefetched::No,
             pending_step: None,
+            lane_inputs: Vec::new(),
+            lane_inputs_set: false,
             failed_op: None,
             recent_log: Vec::new(),
             events,
@@ -202,12 +263,14 @@ impl IsolatedSubsystem {
             fmu: fmu.clone(),
             only_once,
         };
-        match group.add_member(member, &layout) {
-            Ok((index, region)) => {
+        let slots = (sub.info.inputs.len(), sub.info.observed.len());
+        match group.add_member(member, &layout, slots) {
+            Ok((index, region, lane)) => {
                 sub.link = Some(MemberLink {
                     group,
                     index,
                     region,
+                    lane,
                     seq: 0,
                 });
             }
@@ -353,7 +416,8 @@ impl IsolatedSubsystem {
     /// Queues a set call (no round trip); flushes first when the queue is
     /// full.
     fn queue(&mut self, op: Op, arg: u8, values: &[f64]) -> Result<()> {
-        self.prefetched = false;
+        self.spill_lane_inputs()?;
+        self.prefetched = Prefetched::No;
         if self.link.is_none() {
             return Err(self.gone_error());
         }
@@ -398,7 +462,8 @@ impl IsolatedSubsystem {
         control: Option<&Control>,
         call: Call,
     ) -> Result<u32> {
-        self.prefetched = false;
+        self.spill_lane_inputs()?;
+        self.prefetched = Prefetched::No;
         self.failed_op = None;
         let (words, ops) = (self.batch_words, self.batch_ops + 1);
         self.batch_words = 0;
@@ -417,32 +482,10 @@ impl IsolatedSubsystem {
         let seq = link.seq.wrapping_add(1).max(1);
         link.seq = seq;
         let group = &link.group;
-        // How the host waits, written only when it changes: the line is
-        // the host's to read at every spin.
-        let gdata = group.region.data();
-        let host_spin = channel::host_spin_ns();
-        for (word, value) in [
-            (HOST_SPIN_NS, host_spin),
-            (HOST_YIELD_EVERY, u64::from(channel::yield_every())),
-        ] {
-            if gdata[word].load(Ordering::Relaxed) != value {
-                gdata[word].store(value, Ordering::Relaxed);
-            }
-        }
-        // Posted: the host may serve it from here on. A host seen asleep,
-        // or one that sleeps as soon as it is idle, is woken now; a
-        // spinning one that may just be falling asleep is woken (if it
-        // did) when the answer is awaited (`answer`): the fence that
-        // needs waits for the stores before it to reach the other
-        // processor, so it is made once for all the steps a Jacobi macro
-        // step starts rather than once each.
-        data[request].store(u64::from(seq) << 32 | ops, Ordering::Release);
+        post(group, |_| {
+            data[request].store(u64::from(seq) << 32 | ops, Ordering::Release);
+        });
         let control_words = group.region.control();
-        if host_spin == 0 || control_words[HOST_SLEEPING].load(Ordering::Relaxed) != 0 {
-            // (A host woken now is told where not to run.)
-            channel::publish_cpu(&gdata[MASTER_CPU]);
-            channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
-        }
         if control.is_some() {
             // The host must be awake to read the frame.
             channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
@@ -457,27 +500,121 @@ impl IsolatedSubsystem {
 
     /// Waits for the answer to the request posted as `seq`.
     fn answer(&mut self, seq: u32, call: Call) -> Result<Answer> {
+        let deadline = self.await_answer(AnswerAt::Response, seq, call)?;
         let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
         let data = link.region.data();
         let response = self.layout.response;
+        let status = data[response + RESP_STATUS].load(Ordering::Relaxed);
+        let aux = data[response + RESP_AUX].load(Ordering::Relaxed);
+        let aux_f64 = f64::from_bits(data[response + RESP_AUX_F64].load(Ordering::Relaxed));
+        if status != STATUS_FRAME {
+            return Ok(Answer {
+                aux,
+                aux_f64,
+                frame: None,
+            });
+        }
+        let remaining = deadline.map_or(self.timeout, |d: Instant| {
+            d.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1))
+        });
+        match link.group.frame_for(link.index, remaining) {
+            Ok(Reply::Failed { op: failed, error }) => {
+                self.failed_op = Some(failed as usize);
+                Err(error.into_core())
+            }
+            Ok(reply) => Ok(Answer {
+                aux,
+                aux_f64,
+                frame: Some(reply),
+            }),
+            Err(e) => {
+                let end = if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) {
+                    HostEnd::Timeout
+                } else {
+                    HostEnd::Io(e)
+                };
+                Err(self.host_failed(end, call))
+            }
+        }
+    }
+
+    /// Waits for the answer to a step posted in the lane slot `slot` as
+    /// `seq`: `None` when the step completed (its observed values in the
+    /// slot), else the answer the host left in the response area.
+    fn lane_answer(&mut self, slot: LaneSlot, round: u64, seq: u32) -> Result<Option<Answer>> {
+        self.await_answer(AnswerAt::Round(round), seq, Call::DoStep)?;
+        let Some(link) = &self.link else {
+            return Err(self.gone_error());
+        };
+        let gdata = link.group.region.data();
+        // The answers of the next members, read soon: asked for now, so
+        // that their lines travel while this one's is read.
+        if let Some(w) = gdata.get(slot.answer + LANE_READ_AHEAD) {
+            crate::sys::prefetch_for_read(w);
+        }
+        let mut word = gdata[slot.answer].load(Ordering::Acquire);
+        if word >> 32 != u64::from(seq) {
+            // Not in the round counted: another thread sent that round
+            // while this step was being posted, and the host may have
+            // looked before it was. A round sent now (after the step, by
+            // this thread) has it; its own answer word says when done.
+            self.send_lane_round(true);
+            self.await_answer(AnswerAt::Lane(slot.answer), seq, Call::DoStep)?;
+            let Some(link) = &self.link else {
+                return Err(self.gone_error());
+            };
+            word = link.group.region.data()[slot.answer].load(Ordering::Acquire);
+        }
+        match word & 0xffff_ffff {
+            LANE_STEPPED => Ok(None),
+            LANE_FULL => self.answer(seq, Call::DoStep).map(Some),
+            code => Err(config(
+                &self.info.name,
+                format_args!("unknown lane answer {code} from the host"),
+            )),
+        }
+    }
+
+    /// Waits until the word at `at` says the request `seq` is answered
+    /// (spinning, then sleeping; giving up when the host ends, the
+    /// timeout passes or the run is interrupted). Returns the deadline if
+    /// the wait was long enough to fix one.
+    fn await_answer(&mut self, at: AnswerAt, seq: u32, call: Call) -> Result<Option<Instant>> {
+        let Some(link) = &self.link else {
+            return Err(self.gone_error());
+        };
         let group = &*link.group;
         let control_words = group.region.control();
         let master_cpu = &group.region.data()[MASTER_CPU];
+        let done = match at {
+            AnswerAt::Response => &link.data()[self.layout.response],
+            AnswerAt::Lane(word) => &group.region.data()[word],
+            AnswerAt::Round(_) => &group.region.data()[LANE_DONE],
+        };
+        let is_answered = |word: u64| match at {
+            AnswerAt::Response => word == u64::from(seq),
+            // (A lane answer's low word is its code.)
+            AnswerAt::Lane(_) => word >> 32 == u64::from(seq),
+            AnswerAt::Round(round) => word.wrapping_sub(round) < 1 << 63,
+        };
         // The deadline is fixed at the first check, after the spin and the
         // first sleep (at most 5 ms late): no clock read on the fast path.
         let timeout = self.timeout;
         let mut deadline = None;
         let mut ended = None;
-        let done = &data[response];
-        if done.load(Ordering::Acquire) != u64::from(seq) {
+        if !is_answered(done.load(Ordering::Acquire)) {
             // Not answered yet: the host may have fallen asleep before it
             // saw the request (see `post`).
             channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
         }
-        let answered = channel::wait_until(
-            || done.load(Ordering::SeqCst) == u64::from(seq),
+        let ok = channel::wait_until(
+            || is_answered(done.load(Ordering::SeqCst)),
             &control_words[ANSWER_BELL],
             &control_words[MASTER_SLEEPERS],
             channel::spin_budget(),
@@ -507,45 +644,123 @@ impl IsolatedSubsystem {
             // A long wait: where the master runs now, for the host.
             || channel::publish_cpu(master_cpu),
         );
-        if !answered {
+        if !ok {
             return Err(self.host_failed(ended.unwrap_or(HostEnd::Timeout), call));
         }
-        let status = data[response + RESP_STATUS].load(Ordering::Relaxed);
-        let aux = data[response + RESP_AUX].load(Ordering::Relaxed);
-        let aux_f64 = f64::from_bits(data[response + RESP_AUX_F64].load(Ordering::Relaxed));
-        if status != STATUS_FRAME {
-            return Ok(Answer {
-                aux,
-                aux_f64,
-                frame: None,
-            });
+        Ok(deadline)
+    }
+
+    /// The lane slot steps go through, if the member has one and lanes
+    /// are on.
+    fn lane_slot(&self) -> Option<LaneSlot> {
+        if !lanes_enabled() {
+            return None;
         }
-        let remaining = deadline.map_or(timeout, |d: Instant| {
-            d.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1))
-        });
-        match group.frame_for(link.index, remaining) {
-            Ok(Reply::Failed { op: failed, error }) => {
-                self.failed_op = Some(failed as usize);
-                Err(error.into_core())
-            }
-            Ok(reply) => Ok(Answer {
-                aux,
-                aux_f64,
-                frame: Some(reply),
-            }),
-            Err(e) => {
-                let end = if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) {
-                    HostEnd::Timeout
-                } else {
-                    HostEnd::Io(e)
-                };
-                Err(self.host_failed(end, call))
+        let link = self.link.as_ref()?;
+        if link.group.member_count.load(Ordering::Relaxed) < LANE_MIN_MEMBERS {
+            return None;
+        }
+        link.lane
+    }
+
+    /// Queues the input values kept for the lane (something other than a
+    /// step is sent first: they go before it, in order).
+    fn spill_lane_inputs(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.lane_inputs_set) {
+            return Ok(());
+        }
+        let values = std::mem::take(&mut self.lane_inputs);
+        let queued = self.queue(Op::SetInputs, 0, &values);
+        self.lane_inputs = values;
+        queued
+    }
+
+    /// Posts a step in the lane slot `slot`, with the input values kept
+    /// for it; returns its sequence number and the round it goes with.
+    fn post_lane(&mut self, slot: LaneSlot, t: f64, h: f64) -> Result<(u32, u64)> {
+        self.prefetched = Prefetched::No;
+        self.failed_op = None;
+        let with_inputs = std::mem::take(&mut self.lane_inputs_set);
+        let Some(link) = &mut self.link else {
+            return Err(self.gone_error());
+        };
+        let group = &*link.group;
+        let gdata = group.region.data();
+        if !group.lane_unsent.load(Ordering::Relaxed) {
+            group.lane_unsent.store(true, Ordering::Relaxed);
+            // The round's first step: the lines of the steps it will hold
+            // (members' slots follow in the order they step, mostly)
+            // asked for at once, in a state this processor may write, so
+            // that they travel from the host's processor together rather
+            // than one per store (a store that waits for its line holds
+            // up the stores after it).
+            let end = group.lane_requests_end.load(Ordering::Relaxed);
+            let round_end =
+                slot.request + LANE_ROUND * LaneSlot::request_words(self.lane_inputs.len());
+            for w in gdata[slot.request..end.min(round_end).min(gdata.len())]
+                .iter()
+                .step_by(8)
+            {
+                crate::sys::prefetch_for_write(w);
             }
         }
+        let r = slot.request;
+        gdata[r + 1].store(t.to_bits(), Ordering::Relaxed);
+        gdata[r + 2].store(h.to_bits(), Ordering::Relaxed);
+        let mut flags = 0;
+        if with_inputs {
+            let words = &gdata[r + 3..r + 3 + self.lane_inputs.len()];
+            for (w, v) in words.iter().zip(&self.lane_inputs) {
+                w.store(v.to_bits(), Ordering::Relaxed);
+            }
+            flags = LANE_INPUTS;
+        }
+        let seq = link.seq.wrapping_add(1).max(1);
+        link.seq = seq;
+        // Posted; sent with the next round (`send_lane_round`).
+        gdata[r].store(u64::from(seq) << 32 | flags, Ordering::Release);
+        let round = gdata[LANE_GO].load(Ordering::Relaxed).wrapping_add(1);
+        // A round is sent every LANE_ROUND steps, so that the host steps
+        // the first FMUs while the master posts the later ones.
+        let n = group.lane_posted_unsent.load(Ordering::Relaxed) + 1;
+        group.lane_posted_unsent.store(n, Ordering::Relaxed);
+        if n >= LANE_ROUND {
+            self.send_lane_round(false);
+        }
+        Ok((seq, round))
+    }
+
+    /// Sends the round of lane steps of this member's host, if steps were
+    /// posted since the last was sent (or `always`).
+    fn send_lane_round(&self, always: bool) {
+        if let Some(link) = &self.link {
+            let group = &*link.group;
+            if always || group.lane_unsent.load(Ordering::Relaxed) {
+                group.lane_unsent.store(false, Ordering::Relaxed);
+                group.lane_posted_unsent.store(0, Ordering::Relaxed);
+                post(group, |gdata| {
+                    gdata[LANE_GO].fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        }
+    }
+
+    /// Copies the observed values of the last step from the lane slot.
+    fn read_lane_values(&self, values: &mut [f64]) -> Result<()> {
+        let Some(link) = &self.link else {
+            return Err(self.gone_error());
+        };
+        let (Some(slot), true) = (link.lane, values.len() <= self.info.observed.len()) else {
+            return Err(config(
+                &self.info.name,
+                "observed values read from a lane slot it does not have",
+            ));
+        };
+        let from = &link.group.region.data()[slot.answer + 1..slot.answer + 1 + values.len()];
+        for (v, w) in values.iter_mut().zip(from) {
+            *v = f64::from_bits(w.load(Ordering::Relaxed));
+        }
+        Ok(())
     }
 
     /// The host ended (or must be ended): the error every member of its
@@ -589,6 +804,36 @@ impl IsolatedSubsystem {
             *v = f64::from_bits(w.load(Ordering::Relaxed));
         }
         Ok(())
+    }
+}
+
+/// Posts requests whose words are written (`publish` makes them the
+/// host's to serve: the first word of a batch stored, or a round of lane
+/// steps sent). Tells the host how to
+/// wait first, where that
+/// changed (the line is the host's to read at every spin). A host seen
+/// asleep, or one that sleeps as soon as it is idle, is woken now; a
+/// spinning one that may just be falling asleep is woken (if it did)
+/// when the answer is awaited (`await_answer`): the fence that needs waits
+/// for the stores before it to reach the other processor, so it is made
+/// once for all the steps a Jacobi macro step starts rather than once each.
+fn post(group: &HostGroup, publish: impl FnOnce(&[std::sync::atomic::AtomicU64])) {
+    let gdata = group.region.data();
+    let host_spin = channel::host_spin_ns();
+    for (at, v) in [
+        (HOST_SPIN_NS, host_spin),
+        (HOST_YIELD_EVERY, u64::from(channel::yield_every())),
+    ] {
+        if gdata[at].load(Ordering::Relaxed) != v {
+            gdata[at].store(v, Ordering::Relaxed);
+        }
+    }
+    publish(gdata);
+    let control_words = group.region.control();
+    if host_spin == 0 || control_words[HOST_SLEEPING].load(Ordering::Relaxed) != 0 {
+        // (A host woken now is told where not to run.)
+        channel::publish_cpu(&gdata[MASTER_CPU]);
+        channel::ring(&control_words[DOORBELL], &control_words[HOST_SLEEPING]);
     }
 }
 
@@ -727,6 +972,15 @@ impl Subsystem for IsolatedSubsystem {
         }
         self.counters.set_inputs += 1;
         self.check_len("set_inputs", values.len(), self.info.inputs.len())?;
+        if self.batch_ops == 0 && !self.lane_inputs_set && self.lane_slot().is_some() {
+            // Kept for the step's lane slot; queued if anything else is
+            // sent first.
+            self.prefetched = Prefetched::No;
+            self.lane_inputs.clear();
+            self.lane_inputs.extend_from_slice(values);
+            self.lane_inputs_set = true;
+            return Ok(());
+        }
         self.queue(Op::SetInputs, 0, values)
     }
 
@@ -757,6 +1011,19 @@ impl Subsystem for IsolatedSubsystem {
     fn start_step(&mut self, t: f64, h: f64) -> Result<bool> {
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
+        if self.batch_ops == 0
+            && let Some(slot) = self.lane_slot()
+        {
+            let queued = usize::from(self.lane_inputs_set);
+            let (seq, round) = self.post_lane(slot, t, h)?;
+            self.pending_step = Some(PendingStep {
+                seq,
+                queued,
+                h,
+                lane: Some((slot, round)),
+            });
+            return Ok(true);
+        }
         let queued = self.batch_ops as usize;
         let seq = self.post(
             Op::DoStep,
@@ -765,18 +1032,57 @@ impl Subsystem for IsolatedSubsystem {
             None,
             Call::DoStep,
         )?;
-        self.pending_step = Some((seq, queued, h));
+        self.pending_step = Some(PendingStep {
+            seq,
+            queued,
+            h,
+            lane: None,
+        });
         Ok(true)
     }
 
+    fn send_started_steps(&mut self) {
+        self.send_lane_round(false);
+    }
+
     fn finish_step(&mut self) -> Result<StepOutcome> {
-        let Some((seq, queued, h)) = self.pending_step.take() else {
+        let Some(PendingStep {
+            seq,
+            queued,
+            h,
+            lane,
+        }) = self.pending_step.take()
+        else {
             return Err(config(
                 &self.info.name,
                 "finish_step without a started step",
             ));
         };
-        let answer = match self.answer(seq, Call::DoStep) {
+        if let Some((_, round)) = lane {
+            // The step's round, unless sent (by `send_started_steps`, or
+            // with a later round: the flag of unsent steps is shared by
+            // the host's members, and threads may clear it for each
+            // other).
+            let sent = self.link.as_ref().is_some_and(|l| {
+                let rounds = l.group.region.data()[LANE_GO].load(Ordering::Relaxed);
+                rounds.wrapping_sub(round) < 1 << 63
+            });
+            self.send_lane_round(!sent);
+        }
+        let answer = match lane {
+            Some((slot, round)) => match self.lane_answer(slot, round, seq) {
+                Ok(None) => {
+                    if !self.info.observed.is_empty() {
+                        self.prefetched = Prefetched::Lane;
+                    }
+                    return Ok(StepOutcome::Completed);
+                }
+                Ok(Some(answer)) => Ok(answer),
+                Err(e) => Err(e),
+            },
+            None => self.answer(seq, Call::DoStep),
+        };
+        let answer = match answer {
             Ok(a) => a,
             Err(e) => {
                 if self.failed_op.is_some_and(|op| op < queued) {
@@ -793,7 +1099,11 @@ impl Subsystem for IsolatedSubsystem {
         };
         match answer.aux & 0xff {
             STEP_COMPLETED => {
-                self.prefetched = answer.aux & STEP_PREFETCHED != 0;
+                self.prefetched = if answer.aux & STEP_PREFETCHED != 0 {
+                    Prefetched::Response
+                } else {
+                    Prefetched::No
+                };
                 Ok(StepOutcome::Completed)
             }
             STEP_EARLY_RETURN => {
@@ -829,10 +1139,14 @@ impl Subsystem for IsolatedSubsystem {
             return Ok(());
         }
         self.counters.get_outputs += 1;
-        if !self.prefetched {
-            self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
+        let at = std::mem::replace(&mut self.prefetched, Prefetched::No);
+        match at {
+            Prefetched::Lane => return self.read_lane_values(values),
+            Prefetched::Response => {}
+            Prefetched::No => {
+                self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
+            }
         }
-        self.prefetched = false;
         self.read_values(values)
     }
 

@@ -14,7 +14,10 @@
 //! The channel is a shared memory region with a futex handshake (spinning
 //! briefly first) for the per-step calls, in a fixed binary layout, and a
 //! Unix socket with `postcard` frames for everything of no fixed size; see
-//! [`protocol`].
+//! [`protocol`]. The macro steps of a host's FMUs (four or more) go
+//! through its step lane, packed and sent by rounds
+//! ([`protocol::LaneSlot`]); every other call of an FMU through its own
+//! region.
 
 mod channel;
 mod group;

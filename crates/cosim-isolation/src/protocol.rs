@@ -16,7 +16,12 @@
 //!   members' request words, serves every posted batch, and answers each
 //!   in its member's response area, so the batches of all the FMUs of a
 //!   host that a Jacobi macro step starts are served one after the other
-//!   while the master is still posting the next ones;
+//!   while the master is still posting the next ones. A host with four
+//!   members or more gets their steps through its *step lane* instead, a
+//!   part of the group region where each member's step request and answer
+//!   are a few words packed beside the others', sent and answered by
+//!   rounds ([`LaneSlot`], [`LANE_GO`], [`LANE_DONE`]); a step that does
+//!   not complete is answered in its member's response area as a batch;
 //! - a Unix socket (the host's standard input) for what has no fixed size:
 //!   the group region's file descriptor at start-up and each member
 //!   region's when it is added, then setup requests, errors, log lines and
@@ -33,7 +38,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 8;
+pub const VERSION: u32 = 9;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -70,8 +75,131 @@ pub const CALL_MEMBER: usize = 3;
 /// Members added so far (written by the master; each addition is a
 /// message with the member region on the socket).
 pub const MEMBERS_ADDED: usize = 8;
-/// Data words of the group region.
-pub const GROUP_WORDS: usize = 16;
+/// Rounds of lane steps sent: the master adds one once it has written
+/// the steps of a round (every step it posted in the lane since the last),
+/// and the host then reads every lane slot. No look of the host at a slot
+/// while the master writes the round takes the line from the master's
+/// processor, and the round's lines travel together.
+pub const LANE_GO: usize = 13;
+/// Bytes of a region message (see `group::send_region`).
+pub const REGION_MESSAGE: usize = 40;
+/// The last round of lane steps the host answered (the [`LANE_GO`] count
+/// it served), on a line of its own: the master waits on it, not on the
+/// answers the host is still writing beside the one it waits for (its
+/// every look would take their line from the host's processor).
+pub const LANE_DONE: usize = 16;
+/// Data words of the group region before its step lane.
+pub const GROUP_WORDS: usize = 24;
+
+// ----- the step lane (group region, after the group words) ----------------
+
+/// Words of each half of the step lane: the request half (written by the
+/// master) starts at [`GROUP_WORDS`], the answer half (written by the
+/// host) right after it. Memory is only used where slots are (the region
+/// is a file whose untouched pages take none).
+pub const LANE_HALF: usize = 1 << 18;
+/// Data words of the group region with its step lane.
+pub const GROUP_REGION_WORDS: usize = GROUP_WORDS + 2 * LANE_HALF;
+/// Lane request flag (low word): input values follow `t` and `h`.
+pub const LANE_INPUTS: u64 = 1;
+/// Lane answer code (low word): the step completed and the observed
+/// values read after it follow.
+pub const LANE_STEPPED: u64 = 1;
+/// Lane answer code: the whole answer is in the member's response area
+/// (any other outcome, a failure, a frame), answered there as a batch of
+/// `SetInputs` and `DoStep` would be.
+pub const LANE_FULL: u64 = 2;
+/// A member-add message's lane word for a member without a lane slot.
+pub const NO_LANE: u64 = u64::MAX;
+
+/// A member's slot in its host's step lane: a macro step in a fixed,
+/// compact form, packed beside the other members' slots, so that the
+/// steps of a host's FMUs move a few cache lines between the processors
+/// instead of two per FMU (a member region's request and response areas
+/// are a line each at least), sent by round ([`LANE_GO`]). A step request is `[seq << 32 | flags, t,
+/// h, inputs..]` (the inputs when [`LANE_INPUTS`]), its answer `[seq <<
+/// 32 | code, observed..]` (the values when [`LANE_STEPPED`]). Everything
+/// else a member asks goes through its own region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneSlot {
+    /// Data word of the group region where the request starts.
+    pub request: usize,
+    /// Data word of the group region where the answer starts.
+    pub answer: usize,
+}
+
+impl LaneSlot {
+    /// Words of a request with `n_inputs` inputs.
+    pub fn request_words(n_inputs: usize) -> usize {
+        3 + n_inputs
+    }
+
+    /// Words of an answer with `n_observed` values.
+    pub fn answer_words(n_observed: usize) -> usize {
+        1 + n_observed
+    }
+
+    /// As sent in the member-add message.
+    pub fn encode(slot: Option<LaneSlot>) -> u64 {
+        slot.map_or(NO_LANE, |s| ((s.request as u64) << 32) | s.answer as u64)
+    }
+
+    /// The slot a member-add message names, if it lies in the lane.
+    pub fn decode(word: u64) -> Option<LaneSlot> {
+        if word == NO_LANE {
+            return None;
+        }
+        let slot = LaneSlot {
+            request: (word >> 32) as usize,
+            answer: word as u32 as usize,
+        };
+        slot.fits(0, 0).then_some(slot)
+    }
+
+    /// Whether a slot for `n_inputs` and `n_observed` lies within its
+    /// halves of the lane.
+    pub fn fits(&self, n_inputs: usize, n_observed: usize) -> bool {
+        let requests = GROUP_WORDS..GROUP_WORDS + LANE_HALF;
+        let answers = requests.end..requests.end + LANE_HALF;
+        self.request >= requests.start
+            && self.request + LaneSlot::request_words(n_inputs) <= requests.end
+            && self.answer >= answers.start
+            && self.answer + LaneSlot::answer_words(n_observed) <= answers.end
+    }
+}
+
+/// Hands out the lane slots of a host's members, in the order they are
+/// added; a member whose slot would not fit gets none.
+#[derive(Debug)]
+pub struct LaneAlloc {
+    request: usize,
+    answer: usize,
+}
+
+impl Default for LaneAlloc {
+    fn default() -> Self {
+        LaneAlloc {
+            request: GROUP_WORDS,
+            answer: GROUP_WORDS + LANE_HALF,
+        }
+    }
+}
+
+impl LaneAlloc {
+    /// The next slot for a member with these slots, if the lane has room.
+    pub fn slot(&mut self, n_inputs: usize, n_observed: usize) -> Option<LaneSlot> {
+        let slot = LaneSlot {
+            request: self.request,
+            answer: self.answer,
+        };
+        if !slot.fits(n_inputs, n_observed) {
+            return None;
+        }
+        self.request += LaneSlot::request_words(n_inputs);
+        self.answer += LaneSlot::answer_words(n_observed);
+        Some(slot)
+    }
+}
 
 // ----- member region ------------------------------------------------------
 
@@ -923,6 +1051,35 @@ mod tests {
             name(V3, ScheduledExecution),
             "fmi3InstantiateScheduledExecution"
         );
+    }
+
+    /// Slots are packed one after the other in their halves; one that
+    /// would cross a half's end is not given, nor is a slot read from a
+    /// message that lies outside the lane.
+    #[test]
+    fn lane_slots_are_packed_and_bounded() {
+        let mut lane = LaneAlloc::default();
+        let a = lane.slot(1, 1).unwrap();
+        let b = lane.slot(2, 3).unwrap();
+        assert_eq!(
+            (a.request, a.answer),
+            (GROUP_WORDS, GROUP_WORDS + LANE_HALF)
+        );
+        assert_eq!((b.request, b.answer), (a.request + 4, a.answer + 2));
+        assert_eq!(LaneSlot::decode(LaneSlot::encode(Some(b))), Some(b));
+        assert_eq!(LaneSlot::decode(LaneSlot::encode(None)), None);
+        // Too large for what is left of the request half.
+        assert_eq!(lane.slot(LANE_HALF, 1), None);
+        // Still room for small ones after a refusal.
+        let c = lane.slot(1, 1).unwrap();
+        assert!(c.fits(1, 1) && !c.fits(LANE_HALF, 1));
+        assert_eq!(c.request, b.request + 5);
+        for outside in [
+            0,
+            (GROUP_REGION_WORDS as u64) << 32 | (GROUP_WORDS + LANE_HALF) as u64,
+        ] {
+            assert_eq!(LaneSlot::decode(outside), None, "{outside:#x}");
+        }
     }
 
     #[test]

@@ -234,6 +234,26 @@ pub fn prefetch_for_write(word: &AtomicU64) {
     let _ = word;
 }
 
+/// Asks for the cache line of `word` to be read (x86's `prefetcht0`;
+/// nothing elsewhere): a line another processor wrote then travels while
+/// this one works, instead of when it loads.
+#[inline]
+pub fn prefetch_for_read(word: &AtomicU64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing into a register,
+    // changes no memory and cannot fault; every x86-64 processor has it
+    // (SSE); `word` is a valid reference.
+    unsafe {
+        std::arch::asm!(
+            "prefetcht0 byte ptr [{p}]",
+            p = in(reg) word.as_ptr(),
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
+}
+
 /// Whether the processor has `prefetchw` (CPUID 0x8000_0001, ECX bit 8).
 #[cfg(target_arch = "x86_64")]
 fn has_prefetchw() -> bool {
