@@ -455,14 +455,7 @@ impl<'r> Host<'r> {
         };
         let frame = member.pending.take();
         group[slot.answer].store(seq << 32 | code, Ordering::Release);
-        if frame.is_some() || self.control[MASTER_SLEEPERS].load(Ordering::Relaxed) != 0 {
-            self.ring();
-        }
-        if let Some(frame) = frame {
-            write_frame(&mut self.io.socket, &(m as u32, frame))
-                .map_err(io("writing to the master"))?;
-        }
-        Ok(())
+        self.answered(m, frame)
     }
 
     fn serve(&mut self, m: usize, word: u64) -> Result<(), HostError> {
@@ -479,10 +472,15 @@ impl<'r> Host<'r> {
         // exceed the socket buffer and needs the master reading).
         let frame = member.pending.take();
         member.region.data()[member.layout.response].store(seq, Ordering::Release);
+        self.answered(m, frame)
+    }
+
+    /// After member `m`'s answer is stored: wakes a master seen asleep
+    /// (also one that reads a frame after the answer; one that may just
+    /// be falling asleep is woken after the scan, by `serve_posted`), and
+    /// sends the answer's frame, if any.
+    fn answered(&mut self, m: usize, frame: Option<Reply>) -> Result<(), HostError> {
         if frame.is_some() || self.control[MASTER_SLEEPERS].load(Ordering::Relaxed) != 0 {
-            // A master seen asleep is woken now (also one that reads a
-            // frame after the answer); one that may just be falling asleep
-            // after the scan (`serve`'s caller).
             self.ring();
         }
         if let Some(frame) = frame {
