@@ -809,14 +809,13 @@ impl IsolatedSubsystem {
 
 /// Posts requests whose words are written (`publish` makes them the
 /// host's to serve: the first word of a batch stored, or a round of lane
-/// steps sent). Tells the host how to
-/// wait first, where that
-/// changed (the line is the host's to read at every spin). A host seen
-/// asleep, or one that sleeps as soon as it is idle, is woken now; a
-/// spinning one that may just be falling asleep is woken (if it did)
-/// when the answer is awaited (`await_answer`): the fence that needs waits
-/// for the stores before it to reach the other processor, so it is made
-/// once for all the steps a Jacobi macro step starts rather than once each.
+/// steps sent). Tells the host how to wait first, where that changed (the
+/// line is the host's to read at every spin). A host seen asleep, or one
+/// that sleeps as soon as it is idle, is woken now; a spinning one that
+/// may just be falling asleep is woken (if it did) when the answer is
+/// awaited (`await_answer`): the fence that needs waits for the stores
+/// before it to reach the other processor, so it is made once for all the
+/// steps a Jacobi macro step starts rather than once each.
 fn post(group: &HostGroup, publish: impl FnOnce(&[std::sync::atomic::AtomicU64])) {
     let gdata = group.region.data();
     let host_spin = channel::host_spin_ns();
