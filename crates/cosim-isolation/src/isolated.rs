@@ -45,10 +45,12 @@ impl Default for IsolationSettings {
 }
 
 /// Steps sent to a host in one round of its lane, at most: the host
-/// starts on a round while the master writes the next (measured on a chain
-/// of 100 FMUs in one host: rounds of 16 took 0.26 - 0.27 s, one round
-/// per macro step 0.29 - 0.36 s).
-const LANE_ROUND: usize = 16;
+/// starts on a round while the master writes the next (chains of CGain in
+/// one host, `bench/results/issue42-isolation-lane.md`: one round per
+/// macro step took 0.29 - 0.36 s for 100 FMUs and 20 000 steps, rounds of
+/// 16 0.26 - 0.27 s; rounds of 6 against 16, 3 - 7 % less per FMU-step at
+/// 10 FMUs and the same at 100).
+const LANE_ROUND: usize = 6;
 
 /// Hosts with fewer members step them as batches in their regions: a
 /// round costs two more lines between the processors (the round sent, the
