@@ -14,6 +14,7 @@ pub mod events;
 pub mod execution;
 pub mod extrapolation;
 pub mod function;
+pub mod hosted;
 pub mod indicators;
 pub mod input_file;
 pub mod inputs;

@@ -509,6 +509,13 @@ pub trait Subsystem: Send {
         None
     }
 
+    /// This subsystem as one whose steps another process takes, for runs
+    /// of held steps in that process ([`crate::hosted`]). `None` by
+    /// default.
+    fn as_hosted(&mut self) -> Option<&mut dyn crate::hosted::Hosted> {
+        None
+    }
+
     /// Whether [`Subsystem::start_step`] runs the step in the background
     /// (an FMU in another process), so that a Jacobi macro step can start
     /// every such subsystem before waiting for any.
@@ -1253,11 +1260,49 @@ impl FmuSubsystem {
         completed: &mut bool,
     ) -> Result<StepOutcome> {
         let n = n.min(y.len());
-        if self.typed_inputs.is_some() || n > self.float_prefix {
+        if !self.steps_held_directly(n) {
             let outcome = self.step_held_typed(u, t, h, n, y);
             *completed = matches!(outcome, Ok(StepOutcome::Completed));
             return outcome;
         }
+        self.step_held_bound(u, (t, h), n, y, completed, |_| {})
+    }
+
+    /// Whether [`FmuSubsystem::step_held_direct`] of `n` observed slots
+    /// makes its three calls directly (Float64 inputs, the slots read all
+    /// scalar Float64), as [`FmuSubsystem::step_held_marked`] needs.
+    pub fn steps_held_directly(&self, n: usize) -> bool {
+        self.typed_inputs.is_none() && n <= self.float_prefix
+    }
+
+    /// [`FmuSubsystem::step_held_direct`] where
+    /// [`FmuSubsystem::steps_held_directly`], telling `on_call` of each
+    /// call before it is made and of the step's completion (a host
+    /// process records the call in progress, for the report should the
+    /// FMU crash in it).
+    #[inline]
+    pub fn step_held_marked(
+        &mut self,
+        u: &[f64],
+        (t, h): (f64, f64),
+        y: &mut [f64],
+        completed: &mut bool,
+        on_call: impl FnMut(StepCall),
+    ) -> Result<StepOutcome> {
+        let n = y.len();
+        self.step_held_bound(u, (t, h), n, y, completed, on_call)
+    }
+
+    #[inline(always)]
+    fn step_held_bound(
+        &mut self,
+        u: &[f64],
+        (t, h): (f64, f64),
+        n: usize,
+        y: &mut [f64],
+        completed: &mut bool,
+        mut on_call: impl FnMut(StepCall),
+    ) -> Result<StepOutcome> {
         // One sequence number for the step's calls (the watchdog tells
         // them apart by the call).
         let (marks, counters) = (self.tracker.group(), &mut self.counters);
@@ -1271,19 +1316,23 @@ impl FmuSubsystem {
             &mut y[..n],
             |call| match call {
                 StepCall::SetInputs => {
+                    on_call(call);
                     marks.call(Call::SetInputs);
                     counters.set_inputs += 1;
                 }
                 StepCall::DoStep => {
+                    on_call(call);
                     marks.step(t);
                     counters.do_step += 1;
                     counters.stepped_time += h;
                 }
                 StepCall::GetOutputs => {
+                    on_call(call);
                     marks.call(Call::GetOutputs);
                     counters.get_outputs += 1;
                 }
                 StepCall::Completed => {
+                    on_call(call);
                     marks.end();
                     *completed = true;
                 }

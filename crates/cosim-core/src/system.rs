@@ -25,6 +25,7 @@ use crate::subsystem::{
 use crate::time::TimeBase;
 
 mod events;
+mod hosted_run;
 pub use events::EventsHandled;
 
 /// A connection between an observed output slot and an input slot:
@@ -173,6 +174,12 @@ impl Buffers {
             hot: n_obs,
             event_at: None,
         }
+    }
+
+    /// How many observed slots, from the first, a step reads (the others
+    /// are read when needed: [`System::read_needed_only`]).
+    pub fn read_slots(&self) -> usize {
+        self.hot
     }
 
     /// Holds every input constant at its coupled value over the next
@@ -1311,6 +1318,11 @@ impl System {
         if self.events.any {
             // (A step may end at an event: steps one by one.)
             return None;
+        }
+        if !self.subsystems.is_empty() && self.background.iter().all(|&b| b) {
+            // Every subsystem in another process: the stretch is taken
+            // there, if they share one.
+            return self.held_run_in_host(steps, h_ticks, after_step);
         }
         // The FMUs' calls bound in their one FMI version where they share
         // it (no dispatch by version per call), else in either.

@@ -107,6 +107,11 @@ impl TimeBase {
         ))
     }
 
+    /// The exponent: ticks of `10^-exponent` s.
+    pub fn exponent(&self) -> u32 {
+        self.exponent
+    }
+
     /// Ticks per second.
     pub fn per_second(&self) -> i64 {
         self.per_second

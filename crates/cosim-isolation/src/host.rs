@@ -37,14 +37,16 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 use crate::channel;
 use crate::protocol::{
     ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, EventUpdate,
-    GROUP_REGION_WORDS, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, LANE_DONE, LANE_FULL,
-    LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MAGIC, MASTER_CPU, MASTER_SLEEPERS,
-    MEMBERS_ADDED, Op, REGION_MESSAGE, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS,
-    RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED,
+    GROUP_REGION_WORDS, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, HeldRunPlan, LANE_DONE,
+    LANE_FULL, LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MAGIC, MASTER_CPU,
+    MASTER_SLEEPERS, MEMBERS_ADDED, Op, REGION_MESSAGE, RESP_AUX, RESP_AUX_F64, RESP_N,
+    RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED,
     STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError,
     read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
+
+mod held_run;
 
 /// Why a host process stopped other than by request.
 #[derive(Debug, thiserror::Error)]
@@ -409,6 +411,7 @@ impl<'r> Host<'r> {
                 pending: None,
                 states: Vec::new(),
                 prefetch_error: None,
+                held_plan: None,
                 time: 0.0,
                 header: Header::default(),
                 values: Vec::new(),
@@ -460,6 +463,11 @@ impl<'r> Host<'r> {
 
     fn serve(&mut self, m: usize, word: u64) -> Result<(), HostError> {
         let member = &mut self.members[m];
+        if word as u32 == 1
+            && let Some((Op::HeldRun, _, _)) = Op::decode(member.word(member.layout.request + 1))
+        {
+            return self.serve_held_run(m, word);
+        }
         let seq = word >> 32;
         let flow = member.batch(word as u32 as u64, &mut self.io)?;
         let req = member.layout.request;
@@ -510,6 +518,9 @@ struct Member<'r> {
     /// The error of the read made right after a step, for the master's
     /// next `get_observed`.
     prefetch_error: Option<WireError>,
+    /// The members and connections of its held runs
+    /// ([`Control::HeldRunPlan`]).
+    held_plan: Option<HeldRunPlan>,
     /// Current communication point, for the crash report.
     time: f64,
     /// The response header of the batch being served.
@@ -749,7 +760,6 @@ impl Member<'_> {
         let core = WireError::from_core;
         self.calling(Call::DoStep, t);
         let outcome = self.sub()?.do_step(t, h).map_err(core)?;
-        let resp = self.layout.response;
         match outcome {
             StepOutcome::Completed => {
                 self.time = t + h;
@@ -768,6 +778,17 @@ impl Member<'_> {
                 self.header.aux = code;
                 Ok(None)
             }
+            other => self.step_ended_otherwise(other),
+        }
+    }
+
+    /// The answer of a step that ended with `outcome`, not completed: its
+    /// code, the last successful time in the response area, and the
+    /// FMU's last log lines where the step failed.
+    fn step_ended_otherwise(&mut self, outcome: StepOutcome) -> Answer {
+        let resp = self.layout.response;
+        match outcome {
+            StepOutcome::Completed => Ok(None),
             StepOutcome::EarlyReturn {
                 last_successful_time,
             }
@@ -918,6 +939,10 @@ impl Member<'_> {
                 Ok(None)
             }
             Op::Flush | Op::Shutdown => Ok(None),
+            // (Served on its own: `Host::serve_held_run`.)
+            Op::HeldRun => Err(WireError::Other(
+                "a held run in a batch of other calls".into(),
+            )),
             Op::Control => {
                 let request = io
                     .control_for(self.index)
@@ -1094,6 +1119,10 @@ impl Member<'_> {
                 Ok(None)
             }
             Control::NextClockTick => Ok(Some(Reply::ClockTick(self.sub()?.next_clock_tick()))),
+            Control::HeldRunPlan(plan) => {
+                self.held_plan = Some(plan);
+                Ok(None)
+            }
             Control::SetValues(values) => {
                 self.calling(Call::SetValues, t);
                 let sub = self.sub()?;

@@ -12,6 +12,8 @@ use cosim_core::{CoreError, Result};
 use cosim_fmi::{FmiVersion, Fmu, InstantiateOptions, Interface, StepOutcome};
 
 use crate::channel;
+
+mod held_run;
 use crate::group::{HostEnd, HostGroup, HostPool, MemberInfo, MemberLink};
 use crate::protocol::{
     ANSWER_BELL, Call, Control, DOORBELL, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, LANE_DONE,
@@ -78,6 +80,8 @@ enum Prefetched {
     Response,
     /// In the member's lane slot.
     Lane,
+    /// In `held_values` (a held run stopped at its step).
+    Held,
 }
 
 /// A step posted by `start_step`, until `finish_step` takes its answer.
@@ -90,6 +94,9 @@ struct PendingStep {
     /// Posted in this lane slot (and sent with this round of the host's
     /// lane, or a later one), not in the member's region.
     lane: Option<(LaneSlot, u64)>,
+    /// Taken by a held run that stopped at it: its answer is
+    /// `held_answer`.
+    held: bool,
 }
 
 /// The word an answer is awaited on.
@@ -141,6 +148,13 @@ pub struct IsolatedSubsystem {
     /// Where the observed values read after the last step are.
     prefetched: Prefetched,
     pending_step: Option<PendingStep>,
+    /// The plan of held runs last sent to the host, when this member
+    /// leads them (`held_run`).
+    held_plan: Option<crate::protocol::HeldRunPlan>,
+    /// The answer of the step a held run stopped at, and the observed
+    /// values read after it.
+    held_answer: Option<held_run::HeldAnswer>,
+    held_values: Vec<f64>,
     /// Input values set for the next step, kept for its lane slot while
     /// nothing else is queued (`lane_inputs_set`).
     lane_inputs: Vec<f64>,
@@ -229,6 +243,9 @@ impl IsolatedSubsystem {
             queued: 0,
             prefetched: Prefetched::No,
             pending_step: None,
+            held_plan: None,
+            held_answer: None,
+            held_values: Vec::new(),
             lane_inputs: Vec::new(),
             lane_inputs_set: false,
             failed_op: None,
@@ -502,7 +519,12 @@ impl IsolatedSubsystem {
 
     /// Waits for the answer to the request posted as `seq`.
     fn answer(&mut self, seq: u32, call: Call) -> Result<Answer> {
-        let deadline = self.await_answer(AnswerAt::Response, seq, call)?;
+        self.answer_spinning(seq, call, channel::spin_budget())
+    }
+
+    /// [`IsolatedSubsystem::answer`], spinning for `spin` before it sleeps.
+    fn answer_spinning(&mut self, seq: u32, call: Call, spin: Duration) -> Result<Answer> {
+        let deadline = self.await_answer(AnswerAt::Response, seq, call, spin)?;
         let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
@@ -523,15 +545,7 @@ impl IsolatedSubsystem {
                 .max(Duration::from_millis(1))
         });
         match link.group.frame_for(link.index, remaining) {
-            Ok(Reply::Failed { op: failed, error }) => {
-                self.failed_op = Some(failed as usize);
-                Err(error.into_core())
-            }
-            Ok(reply) => Ok(Answer {
-                aux,
-                aux_f64,
-                frame: Some(reply),
-            }),
+            Ok(reply) => self.frame_answer(aux, aux_f64, reply),
             Err(e) => {
                 let end = if matches!(
                     e.kind(),
@@ -546,11 +560,32 @@ impl IsolatedSubsystem {
         }
     }
 
+    /// An answer with its frame: a failed call's error (which op failed
+    /// kept in `failed_op`), else the answer.
+    fn frame_answer(&mut self, aux: u64, aux_f64: f64, frame: Reply) -> Result<Answer> {
+        match frame {
+            Reply::Failed { op: failed, error } => {
+                self.failed_op = Some(failed as usize);
+                Err(error.into_core())
+            }
+            reply => Ok(Answer {
+                aux,
+                aux_f64,
+                frame: Some(reply),
+            }),
+        }
+    }
+
     /// Waits for the answer to a step posted in the lane slot `slot` as
     /// `seq`: `None` when the step completed (its observed values in the
     /// slot), else the answer the host left in the response area.
     fn lane_answer(&mut self, slot: LaneSlot, round: u64, seq: u32) -> Result<Option<Answer>> {
-        self.await_answer(AnswerAt::Round(round), seq, Call::DoStep)?;
+        self.await_answer(
+            AnswerAt::Round(round),
+            seq,
+            Call::DoStep,
+            channel::spin_budget(),
+        )?;
         let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
@@ -567,7 +602,12 @@ impl IsolatedSubsystem {
             // looked before it was. A round sent now (after the step, by
             // this thread) has it; its own answer word says when done.
             self.send_lane_round(true);
-            self.await_answer(AnswerAt::Lane(slot.answer), seq, Call::DoStep)?;
+            self.await_answer(
+                AnswerAt::Lane(slot.answer),
+                seq,
+                Call::DoStep,
+                channel::spin_budget(),
+            )?;
             let Some(link) = &self.link else {
                 return Err(self.gone_error());
             };
@@ -587,7 +627,13 @@ impl IsolatedSubsystem {
     /// (spinning, then sleeping; giving up when the host ends, the
     /// timeout passes or the run is interrupted). Returns the deadline if
     /// the wait was long enough to fix one.
-    fn await_answer(&mut self, at: AnswerAt, seq: u32, call: Call) -> Result<Option<Instant>> {
+    fn await_answer(
+        &mut self,
+        at: AnswerAt,
+        seq: u32,
+        call: Call,
+        spin: Duration,
+    ) -> Result<Option<Instant>> {
         let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
@@ -619,7 +665,7 @@ impl IsolatedSubsystem {
             || is_answered(done.load(Ordering::SeqCst)),
             &control_words[ANSWER_BELL],
             &control_words[MASTER_SLEEPERS],
-            channel::spin_budget(),
+            spin,
             Duration::from_millis(5),
             || match group.ended() {
                 Ok(Some(status)) => {
@@ -1022,6 +1068,7 @@ impl Subsystem for IsolatedSubsystem {
                 queued,
                 h,
                 lane: Some((slot, round)),
+                held: false,
             });
             return Ok(true);
         }
@@ -1038,6 +1085,7 @@ impl Subsystem for IsolatedSubsystem {
             queued,
             h,
             lane: None,
+            held: false,
         });
         Ok(true)
     }
@@ -1052,6 +1100,7 @@ impl Subsystem for IsolatedSubsystem {
             queued,
             h,
             lane,
+            held,
         }) = self.pending_step.take()
         else {
             return Err(config(
@@ -1071,6 +1120,17 @@ impl Subsystem for IsolatedSubsystem {
             self.send_lane_round(!sent);
         }
         let answer = match lane {
+            _ if held => match self.held_answer.take() {
+                Some(a) => match a.frame {
+                    Some(frame) => self.frame_answer(a.aux, a.aux_f64, frame),
+                    None => Ok(Answer {
+                        aux: a.aux,
+                        aux_f64: a.aux_f64,
+                        frame: None,
+                    }),
+                },
+                None => Err(config(&self.info.name, "a held step without its answer")),
+            },
             Some((slot, round)) => match self.lane_answer(slot, round, seq) {
                 Ok(None) => {
                     if !self.info.observed.is_empty() {
@@ -1100,10 +1160,12 @@ impl Subsystem for IsolatedSubsystem {
         };
         match answer.aux & 0xff {
             STEP_COMPLETED => {
-                self.prefetched = if answer.aux & STEP_PREFETCHED != 0 {
-                    Prefetched::Response
-                } else {
+                self.prefetched = if answer.aux & STEP_PREFETCHED == 0 {
                     Prefetched::No
+                } else if held {
+                    Prefetched::Held
+                } else {
+                    Prefetched::Response
                 };
                 Ok(StepOutcome::Completed)
             }
@@ -1143,6 +1205,11 @@ impl Subsystem for IsolatedSubsystem {
         let at = std::mem::replace(&mut self.prefetched, Prefetched::No);
         match at {
             Prefetched::Lane => return self.read_lane_values(values),
+            Prefetched::Held => {
+                self.check_len("get_observed", self.held_values.len(), values.len())?;
+                values.copy_from_slice(&self.held_values);
+                return Ok(());
+            }
             Prefetched::Response => {}
             Prefetched::No => {
                 self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
@@ -1224,6 +1291,10 @@ impl Subsystem for IsolatedSubsystem {
 
     fn counters(&self) -> CallCounters {
         self.counters
+    }
+
+    fn as_hosted(&mut self) -> Option<&mut dyn cosim_core::hosted::Hosted> {
+        self.hosted()
     }
 
     fn step_function(&self) -> &'static str {

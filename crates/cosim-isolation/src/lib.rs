@@ -17,7 +17,10 @@
 //! [`protocol`]. The macro steps of a host's FMUs (four or more) go
 //! through its step lane, packed and sent by rounds
 //! ([`protocol::LaneSlot`]); every other call of an FMU through its own
-//! region.
+//! region. A system whose FMUs all live in one host hands it each quiet
+//! stretch of fixed-step Jacobi steps ([`cosim_core::hosted`]): the host
+//! steps and routes them itself ([`protocol::Op::HeldRun`]), one request
+//! per stretch.
 
 mod channel;
 mod group;

@@ -21,7 +21,10 @@
 //!   part of the group region where each member's step request and answer
 //!   are a few words packed beside the others', sent and answered by
 //!   rounds ([`LaneSlot`], [`LANE_GO`], [`LANE_DONE`]); a step that does
-//!   not complete is answered in its member's response area as a batch;
+//!   not complete is answered in its member's response area as a batch.
+//!   A stretch of held steps of every member of a system is one request
+//!   ([`Op::HeldRun`], [`HeldRunPlan`]), the members' values in their
+//!   lane slots;
 //! - a Unix socket (the host's standard input) for what has no fixed size:
 //!   the group region's file descriptor at start-up and each member
 //!   region's when it is added, then setup requests, errors, log lines and
@@ -38,7 +41,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 9;
+pub const VERSION: u32 = 10;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -72,6 +75,10 @@ pub const HOST_YIELD_EVERY: usize = 10;
 pub const MASTER_CPU: usize = 11;
 /// The member whose FMU the host is calling (with [`CALL`]).
 pub const CALL_MEMBER: usize = 3;
+/// The steps a held run ([`Op::HeldRun`]) has completed so far, `seq <<
+/// 32 | steps` (`seq`: the request's), written by the host after each
+/// step: what the master reads when the host died during the run.
+pub const RUN_TAKEN: usize = 2;
 /// Members added so far (written by the master; each addition is a
 /// message with the member region on the socket).
 pub const MEMBERS_ADDED: usize = 8;
@@ -225,8 +232,9 @@ pub struct Layout {
 /// Set calls queued before one that needs an answer forces a round trip
 /// (values and three derivative orders, with room to spare).
 pub const QUEUED_SETS: usize = 4;
-/// Words of the largest answered op (header + 3 payload words).
-pub const SYNC_WORDS: usize = 4;
+/// Words of the largest answered op (header + 5 payload words: a held
+/// run).
+pub const SYNC_WORDS: usize = 6;
 /// Response words before the values: the answered sequence number, the
 /// status, `aux`, `aux_f64` and the number of values.
 pub const RESPONSE_HEADER: usize = 5;
@@ -301,6 +309,11 @@ pub enum Op {
     /// Free the instance (not answered); the host exits when every
     /// member is shut down.
     Shutdown = 14,
+    /// `[steps, ticks, t, h_ticks, time exponent]`: a run of held macro
+    /// steps of the members of the last [`Control::HeldRunPlan`] (see
+    /// [`HeldRunPlan`]); answered with the steps taken in `aux`, or with
+    /// [`Reply::HeldRunStopped`].
+    HeldRun = 15,
 }
 
 impl Op {
@@ -321,6 +334,7 @@ impl Op {
             12 => Op::Control,
             13 => Op::Flush,
             14 => Op::Shutdown,
+            15 => Op::HeldRun,
             _ => return None,
         };
         let arg = ((header >> 8) & 0xff) as u8;
@@ -428,6 +442,9 @@ pub enum Control {
     /// Set these inputs by value (`Subsystem::set_values`: indices into
     /// the model description and their values).
     SetValues(Vec<(u64, cosim_fmi::Value)>),
+    /// The members and connections of the next held runs ([`Op::HeldRun`]
+    /// of this member).
+    HeldRunPlan(HeldRunPlan),
 }
 
 /// What the host sends on the socket after a `STATUS_FRAME` response.
@@ -459,6 +476,62 @@ pub enum Reply {
     Events(EventUpdate),
     /// The next activation of a time-based input Clock, s.
     ClockTick(Option<f64>),
+    /// A held run stopped at a member whose step was not clean.
+    HeldRunStopped(HeldRunStopped),
+}
+
+/// The members of a host that a held run ([`Op::HeldRun`]) steps, in the
+/// system's order, and the connections between them. Each member's lane
+/// slot holds its values during the run: the host reads the inputs of
+/// each step from the request part (the master writes the first step's;
+/// the host routes the later ones there) and writes the values read after
+/// each completed step to the answer part (`[_, observed..]`). Every step
+/// is the batch `[SetInputs, DoStep]` of each member in turn (no
+/// `SetInputs` without inputs), its observed values read after it; a
+/// member whose step does not complete, fails, or reads a checked value
+/// beyond `limit_abs` (or NaN) stops the run there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldRunPlan {
+    /// The members, by their index in the host.
+    pub members: Vec<u32>,
+    /// Per member: how many of its observed values, from the first, are
+    /// checked.
+    pub checked: Vec<u32>,
+    /// The bound of a checked value.
+    pub limit_abs: f64,
+    /// `u[dst][dst_slot] = gain * y[src][src_slot] + offset`, members by
+    /// their place in `members`.
+    pub routes: Vec<HeldRunRoute>,
+}
+
+/// A connection of a [`HeldRunPlan`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct HeldRunRoute {
+    pub src: u32,
+    pub src_slot: u32,
+    pub dst: u32,
+    pub dst_slot: u32,
+    pub gain: f64,
+    pub offset: f64,
+}
+
+/// Where and how a held run stopped: after `taken` steps, in the next at
+/// member `stopped` (its place in the plan). The members before it took
+/// that step (`outputs`: their observed values after it, one after the
+/// other); the stopped member's step is answered as its batch `[SetInputs,
+/// DoStep]` would be (`aux`, `aux_f64`, the observed values read after a
+/// completed step, the answer's frame).
+#[derive(Debug, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct HeldRunStopped {
+    pub taken: u64,
+    pub stopped: u32,
+    pub aux: u64,
+    pub aux_f64: f64,
+    pub values: Vec<f64>,
+    pub frame: Option<Box<Reply>>,
+    pub outputs: Vec<f64>,
 }
 
 /// [`cosim_fmi::DiscreteStatesUpdate`] on the wire, with the next Clock

@@ -1,0 +1,178 @@
+//! [`System::step_held_run`] for a system whose subsystems all live in one
+//! host process: the stretch is taken there ([`crate::hosted`]), a request
+//! per part of it.
+
+use std::time::{Duration, Instant};
+
+use super::{System, read_step_outputs, step_ended_otherwise};
+use crate::error::Result;
+use crate::hosted::{HeldRun, Hosted, RunRoute};
+use crate::observer::ObservedValues;
+
+/// How long a request's steps should take: an interrupt and the progress
+/// shown are never much further behind, while the request's own cost (a
+/// round trip, the inputs written and the outputs read once, a few
+/// microseconds) is spread over thousands of fast FMU steps.
+const REQUEST_TIME: Duration = Duration::from_millis(1);
+
+/// Member-steps of the first request, before one is measured.
+const FIRST_MEMBER_STEPS: u64 = 256;
+
+impl System {
+    /// The stretch of [`System::step_held_run`] taken by the one host
+    /// process of every subsystem. `None`, with nothing done, where they
+    /// are not all in one (or it cannot take it now).
+    pub(super) fn held_run_in_host(
+        &mut self,
+        steps: u64,
+        h_ticks: i64,
+        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> Option<(u64, Result<()>)> {
+        if self.buffers.iter().any(|b| b.step_wall_time.is_some()) {
+            return None;
+        }
+        let mut key = None;
+        for sub in &mut self.subsystems {
+            let k = sub.as_hosted()?.host_key();
+            if *key.get_or_insert(k) != k {
+                return None;
+            }
+        }
+        let runner = self.subsystems.first_mut()?.as_hosted()?.held_runner();
+        // With a worker pool: while it is measured not to pay off (as in
+        // process).
+        let pooled = self.pool.is_some() && self.subsystems.len() > 1;
+        let steps = if pooled {
+            steps.min(self.pool_chooser.inline_steps_left())
+        } else {
+            steps
+        };
+        if steps == 0 {
+            return Some((0, Ok(())));
+        }
+        let routes: Vec<RunRoute> = self
+            .routes
+            .iter()
+            .map(|r| RunRoute {
+                src: r.src_sub,
+                src_slot: r.src_slot,
+                dst: r.dst_sub,
+                dst_slot: r.dst_slot,
+                gain: r.gain,
+                offset: r.offset,
+            })
+            .collect();
+        let checked: Vec<usize> = self.buffers.iter().map(|b| b.hot).collect();
+        let base = self.time_base;
+        let limit_abs = self.divergence_limit.min(f64::MAX);
+        let mut per_request = (FIRST_MEMBER_STEPS / self.subsystems.len() as u64).max(1);
+        let mut taken = 0;
+        let mut go_on = true;
+        while go_on && taken < steps {
+            let run = HeldRun {
+                steps: (steps - taken).min(per_request),
+                ticks: self.ticks,
+                t: self.time,
+                h_ticks,
+                base,
+                limit_abs,
+                checked: &checked,
+                routes: &routes,
+            };
+            let mut members: Vec<&mut dyn Hosted> = self
+                .subsystems
+                .iter_mut()
+                .filter_map(|s| s.as_hosted())
+                .collect();
+            let started = Instant::now();
+            let Some(end) = runner(&mut members, &mut self.buffers, &run) else {
+                // (Refused: before any step, the steps go one by one.)
+                if taken == 0 {
+                    return None;
+                }
+                break;
+            };
+            drop(members);
+            if end.taken == run.steps {
+                // The next request sized to take about REQUEST_TIME.
+                let ns = started.elapsed().as_nanos().max(1);
+                let steps = REQUEST_TIME.as_nanos() * u128::from(run.steps) / ns;
+                per_request = u64::try_from(steps).unwrap_or(u64::MAX).clamp(1, 1 << 24);
+            }
+            // As a step on its own marks them: the inputs held.
+            for b in &mut self.buffers {
+                b.held = true;
+                b.deliver_orders = 0;
+            }
+            self.rest_stale |= self.lazy;
+            for _ in 0..end.taken {
+                let next = self.ticks + h_ticks;
+                let t_next = base.seconds(next);
+                (self.ticks, self.time) = (next, t_next);
+                go_on &= after_step(t_next, next, &self.published());
+            }
+            taken += end.taken;
+            let stuck = end.taken == 0 && end.stopped.is_none() && end.error.is_none();
+            if pooled {
+                self.pool_chooser.record_inline(end.taken);
+            }
+            if let Some(e) = end.error {
+                return Some((taken, Err(e)));
+            }
+            if let Some(s) = end.stopped {
+                return Some(self.finish_stopped_in_host(s, taken, h_ticks, pooled, after_step));
+            }
+            self.exchange();
+            if stuck {
+                // (No step and no reason: the steps go one by one.)
+                break;
+            }
+        }
+        Some((taken, Ok(())))
+    }
+
+    /// The step after `taken` of a hosted run, stopped at subsystem `s`
+    /// (the ones before it took it): `s`'s outcome as its own step's,
+    /// the ones after it stepped one by one, then the step published and
+    /// exchanged as [`System::step_held_all_inline`] and the fixed-step
+    /// master leave it.
+    #[cold]
+    #[inline(never)]
+    fn finish_stopped_in_host(
+        &mut self,
+        s: usize,
+        taken: u64,
+        h_ticks: i64,
+        pooled: bool,
+        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> (u64, Result<()>) {
+        let (t, next) = (self.time, self.ticks + h_ticks);
+        let t_next = self.time_base.seconds(next);
+        let h = t_next - t;
+        let policy = (self.nonfinite, self.divergence_limit);
+        let sub = self.subsystems[s].as_mut();
+        let b = &mut self.buffers[s];
+        let warned = &mut self.nonfinite_warned[s];
+        let first = match sub.finish_step() {
+            Ok(cosim_fmi::StepOutcome::Completed) => {
+                read_step_outputs(sub, b, t, h, policy, warned)
+            }
+            other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
+        };
+        let rest = match first {
+            Ok(()) => self.step_held_from(s + 1, t, h),
+            Err(e) => self.step_held_after_error(e, s + 1, t, h),
+        };
+        if let Err(e) = rest {
+            return (taken, Err(e));
+        }
+        if pooled {
+            self.pool_chooser.record_inline(1);
+        }
+        self.publish_read();
+        self.exchange();
+        self.set_time_at(next, t_next);
+        after_step(t_next, next, &self.published());
+        (taken + 1, Ok(()))
+    }
+}

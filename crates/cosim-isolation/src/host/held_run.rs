@@ -1,0 +1,402 @@
+//! A held run in the host ([`Op::HeldRun`], [`HeldRunPlan`]): a stretch of
+//! macro steps of the members, each step the batch `[SetInputs, DoStep]`
+//! of each member in the plan's order, the values read after it routed
+//! into the next step's inputs here, with the arithmetic the master's
+//! [`cosim_core::System::exchange`] uses. The master sees one request
+//! for the stretch.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cosim_core::subsystem::Subsystem;
+use cosim_core::time::TimeBase;
+
+use super::{Header, Host, HostError, Member};
+use cosim_fmi::StepCall;
+
+use crate::protocol::{
+    CALL, CALL_MEMBER, CALL_TIME, Call, HeldRunPlan, HeldRunStopped, LaneSlot, Op, RESP_AUX_F64,
+    RUN_TAKEN, Reply, STEP_COMPLETED, STEP_PREFETCHED, WireError,
+};
+
+/// A held run's request: `[steps, ticks, t, h_ticks, time exponent]`.
+struct RunRequest {
+    steps: u64,
+    ticks: i64,
+    t: f64,
+    h_ticks: i64,
+    base: TimeBase,
+}
+
+/// How a member's step of a run ended, when not clean: its answer as a
+/// batch's.
+struct Stop {
+    aux: u64,
+    aux_f64: f64,
+    values: Vec<f64>,
+    frame: Option<Reply>,
+}
+
+impl Host<'_> {
+    /// Serves member `m`'s held run (`word`: its request's first word) and
+    /// answers it in `m`'s response area: the steps taken in `aux`, or a
+    /// [`Reply::HeldRunStopped`] frame.
+    pub(super) fn serve_held_run(&mut self, m: usize, word: u64) -> Result<(), HostError> {
+        let seq = word >> 32;
+        let member = &self.members[m];
+        let req = member.layout.request;
+        let len = Op::decode(member.word(req + 1)).map_or(0, |(_, _, len)| len);
+        if len < 5 || 2 + 5 > member.layout.request_words {
+            return Err(HostError::Protocol(
+                "a held run's request is too short".into(),
+            ));
+        }
+        let w = |i: usize| member.word(req + 2 + i);
+        let request = RunRequest {
+            steps: w(0),
+            ticks: w(1) as i64,
+            t: f64::from_bits(w(2)),
+            h_ticks: w(3) as i64,
+            base: TimeBase::with_exponent(u32::try_from(w(4)).unwrap_or(u32::MAX)),
+        };
+        let plan = self.members[m].held_plan.take();
+        let reply = match &plan {
+            Some(plan) => match self.check_plan(plan) {
+                Ok(()) => self.run_held(plan, &request, seq),
+                Err(error) => Some(Reply::Failed { op: 0, error }),
+            },
+            None => Some(Reply::Failed {
+                op: 0,
+                error: WireError::Other("a held run without a plan".into()),
+            }),
+        };
+        let member = &mut self.members[m];
+        member.held_plan = plan;
+        member.set_word(req, 0);
+        member.header = Header::default();
+        if reply.is_none() {
+            member.header.aux = request.steps;
+        }
+        member.finish_answer(reply);
+        let frame = member.pending.take();
+        member.region.data()[member.layout.response].store(seq, Ordering::Release);
+        self.answered(m, frame)
+    }
+
+    /// Whether `plan` names members that can take a run: instantiated,
+    /// each once, with lane slots that hold their values, its
+    /// connections within their slots.
+    fn check_plan(&self, plan: &HeldRunPlan) -> Result<(), WireError> {
+        let bad = |what: &str| Err(WireError::Other(format!("a held run's plan: {what}")));
+        if plan.checked.len() != plan.members.len() {
+            return bad("one check count per member");
+        }
+        let mut seen = vec![false; self.members.len()];
+        let mut slots = Vec::with_capacity(plan.members.len());
+        for (&i, &checked) in plan.members.iter().zip(&plan.checked) {
+            let Some(m) = self.members.get(i as usize) else {
+                return bad("an unknown member");
+            };
+            if std::mem::replace(&mut seen[i as usize], true) {
+                return bad("a member twice");
+            }
+            let Some(sub) = &m.sub else {
+                return bad("a member not instantiated");
+            };
+            let (n_in, n_obs) = (sub.info().inputs.len(), sub.info().observed.len());
+            if !m.lane.is_some_and(|s| s.fits(n_in, n_obs)) || checked as usize > n_obs {
+                return bad("a member's values do not fit its lane slot");
+            }
+            slots.push((n_in, n_obs));
+        }
+        let fits = |p: u32, slot: u32, input: bool| {
+            slots
+                .get(p as usize)
+                .is_some_and(|&(n_in, n_obs)| (slot as usize) < if input { n_in } else { n_obs })
+        };
+        if plan
+            .routes
+            .iter()
+            .any(|r| !fits(r.src, r.src_slot, false) || !fits(r.dst, r.dst_slot, true))
+        {
+            return bad("a connection outside its members' slots");
+        }
+        Ok(())
+    }
+
+    /// Takes the run's steps. `None` when they all completed cleanly, else
+    /// the stop's frame. The members' values live in two flat buffers
+    /// while it runs (each step's inputs set from `u`, the values read
+    /// into `y`, routed from `y` into `u`); the lane slots get the values
+    /// of each completed step (what the master reads should the host die
+    /// in the next) and the inputs where the run ends.
+    fn run_held(&mut self, plan: &HeldRunPlan, request: &RunRequest, seq: u64) -> Option<Reply> {
+        let group = self.group;
+        let layout = RunLayout::of(&self.members, plan);
+        let mut u = vec![0.0; layout.u_at[plan.members.len()]];
+        let mut y = vec![0.0; layout.y_at[plan.members.len()]];
+        for (p, slot) in layout.slots.iter().enumerate() {
+            let first = slot.request + 3;
+            for (v, w) in u[layout.u_at[p]..layout.u_at[p + 1]]
+                .iter_mut()
+                .zip(&group[first..])
+            {
+                *v = f64::from_bits(w.load(Ordering::Relaxed));
+            }
+        }
+        let routes: Vec<(usize, usize, f64, f64)> = plan
+            .routes
+            .iter()
+            .map(|r| {
+                (
+                    layout.y_at[r.src as usize] + r.src_slot as usize,
+                    layout.u_at[r.dst as usize] + r.dst_slot as usize,
+                    r.gain,
+                    r.offset,
+                )
+            })
+            .collect();
+        let (mut ticks, mut t) = (request.ticks, request.t);
+        for k in 0..request.steps {
+            let next = ticks.wrapping_add(request.h_ticks);
+            let t_next = request.base.seconds(next);
+            let h = t_next - t;
+            for (p, (&i, &checked)) in plan.members.iter().zip(&plan.checked).enumerate() {
+                let member = &mut self.members[i as usize];
+                let (u_p, y_p) = (
+                    &u[layout.u_at[p]..layout.u_at[p + 1]],
+                    &mut y[layout.y_at[p]..layout.y_at[p + 1]],
+                );
+                let check = (checked as usize, plan.limit_abs);
+                if let Some(stop) = member.held_step((t, h), u_p, y_p, check) {
+                    layout.write_inputs(group, &u);
+                    return Some(stopped((k, p), stop, &y[..layout.y_at[p]]));
+                }
+            }
+            // Every member completed the step: its values published, and
+            // the next step's inputs routed from them.
+            layout.write_outputs(group, &y);
+            if k + 1 < request.steps {
+                for &(src, dst, gain, offset) in &routes {
+                    u[dst] = gain * y[src] + offset;
+                }
+            }
+            group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Relaxed);
+            (ticks, t) = (next, t_next);
+        }
+        layout.write_inputs(group, &u);
+        None
+    }
+}
+
+/// Where each member of a held run has its values: its lane slot, and its
+/// part of the run's flat input and output buffers (`u_at[p]..u_at[p +
+/// 1]`, `y_at` alike).
+struct RunLayout {
+    slots: Vec<LaneSlot>,
+    u_at: Vec<usize>,
+    y_at: Vec<usize>,
+}
+
+impl RunLayout {
+    /// The layout of `plan`'s members (checked: `Host::check_plan`).
+    fn of(members: &[Member<'_>], plan: &HeldRunPlan) -> RunLayout {
+        let mut layout = RunLayout {
+            slots: Vec::with_capacity(plan.members.len()),
+            u_at: vec![0],
+            y_at: vec![0],
+        };
+        for &i in &plan.members {
+            let m = &members[i as usize];
+            let (n_in, n_obs) = m
+                .sub
+                .as_ref()
+                .map_or((0, 0), |s| (s.info().inputs.len(), s.info().observed.len()));
+            layout.slots.push(m.lane.unwrap_or(LaneSlot {
+                request: 0,
+                answer: 0,
+            }));
+            layout.u_at.push(layout.u_at[layout.u_at.len() - 1] + n_in);
+            layout.y_at.push(layout.y_at[layout.y_at.len() - 1] + n_obs);
+        }
+        layout
+    }
+
+    /// Each member's inputs `u` into its lane slot.
+    fn write_inputs(&self, group: &[AtomicU64], u: &[f64]) {
+        for (p, slot) in self.slots.iter().enumerate() {
+            let first = slot.request + 3;
+            for (w, v) in group[first..]
+                .iter()
+                .zip(&u[self.u_at[p]..self.u_at[p + 1]])
+            {
+                w.store(v.to_bits(), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Each member's values `y` into its lane slot.
+    fn write_outputs(&self, group: &[AtomicU64], y: &[f64]) {
+        for (p, slot) in self.slots.iter().enumerate() {
+            let first = slot.answer + 1;
+            for (w, v) in group[first..]
+                .iter()
+                .zip(&y[self.y_at[p]..self.y_at[p + 1]])
+            {
+                w.store(v.to_bits(), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The frame of a run stopped after `taken` steps at member `p` of the
+/// plan, `before` the values the members before it read after that step.
+fn stopped((taken, p): (u64, usize), stop: Stop, before: &[f64]) -> Reply {
+    Reply::HeldRunStopped(HeldRunStopped {
+        taken,
+        stopped: p as u32,
+        aux: stop.aux,
+        aux_f64: stop.aux_f64,
+        values: stop.values,
+        frame: stop.frame.map(Box::new),
+        outputs: before.to_vec(),
+    })
+}
+
+impl Member<'_> {
+    /// The member's step of a held run, as the batch `[SetInputs, DoStep]`
+    /// with the inputs `u` (no set call without inputs), the observed
+    /// values read after it into `y`: `None` when it completed and its
+    /// first `checked` values are within `limit_abs`, else how it ended.
+    fn held_step(
+        &mut self,
+        (t, h): (f64, f64),
+        u: &[f64],
+        y: &mut [f64],
+        (checked, limit_abs): (usize, f64),
+    ) -> Option<Stop> {
+        // (As a batch: what a failed read after the last step left is
+        // for a `GetObserved` that comes first, not for a step.)
+        self.prefetch_error = None;
+        self.header = Header::default();
+        let direct = self
+            .sub
+            .as_ref()
+            .is_some_and(|s| s.steps_held_directly(y.len()));
+        let frame = if direct {
+            self.held_step_direct((t, h), u, y)
+        } else {
+            let frame = self.held_step_in_calls(t, h, u);
+            if self.header.aux & STEP_PREFETCHED != 0 {
+                y.copy_from_slice(&self.out[..y.len()]);
+            }
+            frame
+        };
+        let aux = self.header.aux;
+        let prefetched = aux & STEP_PREFETCHED != 0;
+        if frame.is_none()
+            && aux & 0xff == STEP_COMPLETED
+            && (prefetched || y.is_empty())
+            && y[..checked].iter().all(|v| v.abs() <= limit_abs)
+        {
+            return None;
+        }
+        Some(Stop {
+            aux,
+            aux_f64: f64::from_bits(self.word(self.layout.response + RESP_AUX_F64)),
+            values: if prefetched { y.to_vec() } else { Vec::new() },
+            frame,
+        })
+    }
+
+    /// [`Member::held_step`]'s calls made directly
+    /// ([`cosim_core::FmuSubsystem::step_held_marked`]), each recorded
+    /// as [`Member::calling`] records it: the answer's frame, if any; the
+    /// code in `header`.
+    fn held_step_direct(&mut self, (t, h): (f64, f64), u: &[f64], y: &mut [f64]) -> Option<Reply> {
+        let (group, index, now) = (self.group, self.index as u64, self.time);
+        let (n_in, n_obs) = (u.len(), y.len());
+        let mut last = None;
+        let mut completed = false;
+        let result = match self.sub.as_mut() {
+            Some(sub) => sub.step_held_marked(u, (t, h), y, &mut completed, |c| {
+                last = Some(c);
+                let (call, at) = match c {
+                    StepCall::SetInputs => (Call::SetReal, now),
+                    StepCall::DoStep => (Call::DoStep, t),
+                    StepCall::GetOutputs => (Call::GetReal, t + h),
+                    StepCall::Completed => (Call::Idle, t + h),
+                };
+                group[CALL_MEMBER].store(index, Ordering::Relaxed);
+                group[CALL].store(call as u64, Ordering::Relaxed);
+                group[CALL_TIME].store(at.to_bits(), Ordering::Relaxed);
+            }),
+            None => Err(cosim_core::CoreError::Config(
+                "the FMU is not instantiated yet".into(),
+            )),
+        };
+        let step_op = u32::from(n_in > 0);
+        if completed {
+            // (`Ok(Completed)`, which owns nothing: forgotten, not dropped
+            // through a call.)
+            std::mem::forget(result);
+            self.time = t + h;
+            self.header.aux = if n_obs > 0 {
+                STEP_COMPLETED | STEP_PREFETCHED
+            } else {
+                STEP_COMPLETED
+            };
+            return None;
+        }
+        self.calling(Call::Idle, self.time);
+        let failed = |op, e| {
+            Some(Reply::Failed {
+                op,
+                error: WireError::from_core(e),
+            })
+        };
+        match (last, result) {
+            (Some(StepCall::SetInputs), Err(e)) => failed(0, e),
+            (Some(StepCall::GetOutputs), Err(e)) => {
+                // The step completed; the read's error is for the
+                // master's next read, as after a batch's step.
+                self.time = t + h;
+                self.header.aux = STEP_COMPLETED;
+                self.prefetch_error = Some(WireError::from_core(e));
+                None
+            }
+            (_, Err(e)) => failed(step_op, e),
+            (_, Ok(outcome)) => match self.step_ended_otherwise(outcome) {
+                Ok(reply) => reply,
+                Err(error) => Some(Reply::Failed { op: step_op, error }),
+            },
+        }
+    }
+
+    /// [`Member::held_step`]'s calls one after the other, as a batch makes
+    /// them (slots that are not all Float64).
+    fn held_step_in_calls(&mut self, t: f64, h: f64, u: &[f64]) -> Option<Reply> {
+        let mut failed = None;
+        let n_in = u.len();
+        if n_in > 0 {
+            self.calling(Call::SetReal, self.time);
+            let r = self
+                .sub()
+                .and_then(|s| s.set_inputs(u).map_err(WireError::from_core));
+            if let Err(error) = r {
+                failed = Some(Reply::Failed { op: 0, error });
+            }
+        }
+        let mut reply = None;
+        if failed.is_none() {
+            match self.step(t, h) {
+                Ok(r) => reply = r,
+                Err(error) => {
+                    let op = u32::from(n_in > 0);
+                    failed = Some(Reply::Failed { op, error });
+                }
+            }
+        }
+        self.calling(Call::Idle, self.time);
+        failed.or(reply)
+    }
+}

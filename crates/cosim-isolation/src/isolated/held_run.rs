@@ -1,0 +1,334 @@
+//! The master's side of a held run ([`cosim_core::hosted`]): every member
+//! of a system in one host, a stretch of held steps sent as one request
+//! ([`Op::HeldRun`]) through the lead member's region, the members' values
+//! through their lane slots ([`HeldRunPlan`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cosim_core::hosted::{HeldRun, HeldRunEnd, Hosted};
+use cosim_core::system::Buffers;
+
+use super::{IsolatedSubsystem, PendingStep, config};
+use crate::protocol::{
+    Call, Control, HeldRunPlan, HeldRunRoute, HeldRunStopped, LaneSlot, Op, RUN_TAKEN, Reply,
+};
+
+/// Whether systems in one host take their quiet stretches there
+/// (`COSIM_ISOLATION_RUNS`, default on; `0` steps them one by one, as
+/// before: for comparing the two).
+fn runs_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("COSIM_ISOLATION_RUNS").map_or(true, |v| v.trim() != "0"))
+}
+
+/// How many times its usual spin the master spins waiting for a run.
+const RUN_SPIN: u32 = 100;
+
+/// The answer of a member's step that stopped a held run, for its
+/// `finish_step` (as its batch's answer would be).
+#[derive(Debug)]
+pub(super) struct HeldAnswer {
+    pub(super) aux: u64,
+    pub(super) aux_f64: f64,
+    pub(super) frame: Option<Reply>,
+}
+
+impl Hosted for IsolatedSubsystem {
+    fn host_key(&self) -> usize {
+        self.link
+            .as_ref()
+            .map_or(usize::MAX, |l| Arc::as_ptr(&l.group) as usize)
+    }
+
+    fn held_runner(&self) -> cosim_core::hosted::HeldRunner {
+        run_held
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+impl IsolatedSubsystem {
+    /// Itself as a member of held runs, where they are on and it can.
+    pub(super) fn hosted(&mut self) -> Option<&mut dyn Hosted> {
+        (runs_enabled() && self.link.as_ref().is_some_and(|l| l.lane.is_some()))
+            .then_some(self as &mut dyn Hosted)
+    }
+
+    /// Nothing queued, kept or started: a run can go.
+    fn ready_for_run(&self) -> bool {
+        self.batch_ops == 0 && !self.lane_inputs_set && self.pending_step.is_none()
+    }
+
+    /// `steps` completed steps of the run counted as the steps one by one
+    /// count them (`stepped`: the time stepped after them).
+    fn count_held(&mut self, steps: u64, stepped: f64) {
+        let c = &mut self.counters;
+        c.do_step += steps;
+        if !self.info.inputs.is_empty() {
+            c.set_inputs += steps;
+        }
+        if !self.info.observed.is_empty() {
+            c.get_outputs += steps;
+        }
+        c.stepped_time = stepped;
+        self.prefetched = super::Prefetched::No;
+    }
+}
+
+/// The time each member has stepped after `steps` steps of `run` more:
+/// added step by step, as `start_step` adds them (computed once for the
+/// members that start from the same sum).
+struct Stepped<'r> {
+    run: &'r HeldRun<'r>,
+    last: Option<(u64, u64, f64)>,
+}
+
+impl Stepped<'_> {
+    fn after(&mut self, from: f64, steps: u64) -> f64 {
+        if let Some((bits, n, sum)) = self.last
+            && bits == from.to_bits()
+            && n == steps
+        {
+            return sum;
+        }
+        let (mut ticks, mut t, mut sum) = (self.run.ticks, self.run.t, from);
+        for _ in 0..steps {
+            let next = ticks + self.run.h_ticks;
+            let t_next = self.run.base.seconds(next);
+            sum += t_next - t;
+            (ticks, t) = (next, t_next);
+        }
+        self.last = Some((from.to_bits(), steps, sum));
+        sum
+    }
+}
+
+/// [`cosim_core::hosted::HeldRunner`] of isolated members.
+fn run_held(
+    members: &mut [&mut dyn Hosted],
+    buffers: &mut [Buffers],
+    run: &HeldRun<'_>,
+) -> Option<HeldRunEnd> {
+    let mut subs: Vec<&mut IsolatedSubsystem> = members
+        .iter_mut()
+        .map(|m| m.as_any_mut().downcast_mut::<IsolatedSubsystem>())
+        .collect::<Option<_>>()?;
+    let group = subs.first()?.link.as_ref()?.group.clone();
+    let mut slots = Vec::with_capacity(subs.len());
+    for s in &subs {
+        let link = s.link.as_ref()?;
+        if !Arc::ptr_eq(&link.group, &group) || !s.ready_for_run() {
+            return None;
+        }
+        slots.push(link.lane?);
+    }
+    let plan = HeldRunPlan {
+        members: subs
+            .iter()
+            .map(|s| s.link.as_ref().map_or(u32::MAX, |l| l.index))
+            .collect(),
+        checked: run.checked.iter().map(|&c| c as u32).collect(),
+        limit_abs: run.limit_abs,
+        routes: run
+            .routes
+            .iter()
+            .map(|r| HeldRunRoute {
+                src: r.src as u32,
+                src_slot: r.src_slot as u32,
+                dst: r.dst as u32,
+                dst_slot: r.dst_slot as u32,
+                gain: r.gain,
+                offset: r.offset,
+            })
+            .collect(),
+    };
+    let failed = |error| {
+        Some(HeldRunEnd {
+            taken: 0,
+            stopped: None,
+            error: Some(error),
+        })
+    };
+    let lead = &mut subs[0];
+    if lead.held_plan.as_ref() != Some(&plan) {
+        lead.held_plan = None;
+        if let Err(e) = lead.control(Control::HeldRunPlan(plan.clone()), Call::DoStep) {
+            return failed(e);
+        }
+        lead.held_plan = Some(plan);
+    }
+    // The first step's inputs (the host routes the later ones).
+    let gdata = group.region.data();
+    for (slot, b) in slots.iter().zip(buffers.iter()) {
+        for (w, v) in gdata[slot.request + 3..].iter().zip(&b.u) {
+            w.store(v.to_bits(), Ordering::Relaxed);
+        }
+    }
+    let payload = [
+        run.steps,
+        run.ticks as u64,
+        run.t.to_bits(),
+        run.h_ticks as u64,
+        u64::from(run.base.exponent()),
+    ];
+    let seq = match lead.post(Op::HeldRun, 0, &payload, None, Call::DoStep) {
+        Ok(seq) => seq,
+        Err(e) => return failed(e),
+    };
+    // (A run takes about a millisecond, far more than a step: the master
+    // spins through it, where it spins at all, not to sleep and be woken
+    // at every run.)
+    let answer = lead.answer_spinning(seq, Call::DoStep, crate::channel::spin_budget() * RUN_SPIN);
+    let mut stepped = Stepped { run, last: None };
+    let read = |slot: &LaneSlot, b: &mut Buffers, inputs: bool| {
+        let hot = b.read_slots();
+        for (y, w) in b.y[..hot].iter_mut().zip(&gdata[slot.answer + 1..]) {
+            *y = f64::from_bits(w.load(Ordering::Relaxed));
+        }
+        let (y, y_new) = (&b.y[..hot], &mut b.y_new[..hot]);
+        y_new.copy_from_slice(y);
+        if inputs {
+            for (u, w) in b.u_end.iter_mut().zip(&gdata[slot.request + 3..]) {
+                *u = f64::from_bits(w.load(Ordering::Relaxed));
+            }
+        }
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            // The host failed: the steps it completed before, as far as
+            // they are known.
+            let word = gdata[RUN_TAKEN].load(Ordering::Relaxed);
+            let taken = if word >> 32 == u64::from(seq) {
+                (word & 0xffff_ffff).min(run.steps)
+            } else {
+                0
+            };
+            for ((s, slot), b) in subs.iter_mut().zip(&slots).zip(buffers.iter_mut()) {
+                if taken > 0 {
+                    read(slot, b, false);
+                }
+                let after = stepped.after(s.counters.stepped_time, taken);
+                s.count_held(taken, after);
+            }
+            return Some(HeldRunEnd {
+                taken,
+                stopped: None,
+                error: Some(e),
+            });
+        }
+    };
+    let stop = match answer.frame {
+        None => {
+            let taken = answer.aux.min(run.steps);
+            for ((s, slot), b) in subs.iter_mut().zip(&slots).zip(buffers.iter_mut()) {
+                read(slot, b, true);
+                let after = stepped.after(s.counters.stepped_time, taken);
+                s.count_held(taken, after);
+            }
+            return Some(HeldRunEnd {
+                taken,
+                stopped: None,
+                error: None,
+            });
+        }
+        Some(Reply::HeldRunStopped(stop)) => stop,
+        Some(_) => {
+            let e = config(&subs[0].info.name, "an unexpected answer to a held run");
+            return failed(e);
+        }
+    };
+    if stop.stopped as usize >= subs.len() {
+        let e = config(
+            &subs[0].info.name,
+            "a held run stopped at an unknown member",
+        );
+        return failed(e);
+    }
+    Some(settle_stop(
+        &mut subs,
+        (&slots, gdata),
+        buffers,
+        run,
+        stop,
+        &read,
+    ))
+}
+
+/// The members' buffers and counters as the steps one by one leave them
+/// where the run stopped (see [`HeldRunEnd`]), the stopped member's step
+/// started with its answer.
+fn settle_stop(
+    subs: &mut [&mut IsolatedSubsystem],
+    (slots, gdata): (&[LaneSlot], &[AtomicU64]),
+    buffers: &mut [Buffers],
+    run: &HeldRun<'_>,
+    stop: HeldRunStopped,
+    read: &impl Fn(&LaneSlot, &mut Buffers, bool),
+) -> HeldRunEnd {
+    let taken = stop.taken.min(run.steps.saturating_sub(1));
+    let s = stop.stopped as usize;
+    let next = run.ticks + (taken as i64 + 1) * run.h_ticks;
+    let h = run.base.seconds(next) - run.base.seconds(next - run.h_ticks);
+    let mut stepped = Stepped { run, last: None };
+    let mut outputs = stop.outputs.iter();
+    let mut answer = Some(HeldAnswer {
+        aux: stop.aux,
+        aux_f64: stop.aux_f64,
+        frame: stop.frame.map(|f| *f),
+    });
+    for (p, ((m, slot), b)) in subs
+        .iter_mut()
+        .zip(slots)
+        .zip(buffers.iter_mut())
+        .enumerate()
+    {
+        if taken > 0 {
+            read(slot, b, false);
+        }
+        // The inputs of the stopped step.
+        for ((u, end), w) in
+            b.u.iter_mut()
+                .zip(b.u_end.iter_mut())
+                .zip(&gdata[slot.request + 3..])
+        {
+            *u = f64::from_bits(w.load(Ordering::Relaxed));
+            *end = *u;
+        }
+        let hot = b.read_slots();
+        let n_obs = m.info.observed.len();
+        let steps = taken + u64::from(p < s);
+        let after = stepped.after(m.counters.stepped_time, steps);
+        m.count_held(steps, after);
+        if p < s {
+            let mine: Vec<f64> = outputs.by_ref().take(n_obs).copied().collect();
+            for (y, v) in b.y_new[..hot].iter_mut().zip(&mine) {
+                *y = *v;
+            }
+        } else if p == s {
+            // Started as `start_step` starts it.
+            if !m.info.inputs.is_empty() {
+                m.counters.set_inputs += 1;
+            }
+            m.counters.do_step += 1;
+            m.counters.stepped_time += h;
+            m.held_values = stop.values.clone();
+            m.held_answer = answer.take();
+            m.pending_step = Some(PendingStep {
+                seq: 0,
+                queued: usize::from(!m.info.inputs.is_empty()),
+                h,
+                lane: None,
+                held: true,
+            });
+        }
+    }
+    HeldRunEnd {
+        taken,
+        stopped: Some(s),
+        error: None,
+    }
+}

@@ -1,0 +1,280 @@
+//! Held runs in a host process (`cosim_core::hosted`): a system whose
+//! FMUs all live in one host hands each quiet stretch of fixed-step
+//! Jacobi steps to it, one request per stretch. It must change nothing
+//! but the time: the same bits, the same calls, and every fault reported
+//! as when the steps go one by one (`COSIM_ISOLATION_RUNS=0`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cosim_tests::{TERMINATION_LOG, cosim_bin, fmus, root};
+
+/// The debug line the fixed-step master writes for each stretch taken in
+/// one go.
+const STRETCH: &str = "in one quiet run";
+
+/// Runs `cosim run <scenario> --out <out>` with the termination log and
+/// the fixed-step master's debug lines on, held runs on or off.
+fn run(scenario: &Path, out: &Path, held: bool) -> Output {
+    fmus();
+    Command::new(cosim_bin())
+        .args(["run", "--no-progress"])
+        .arg(scenario)
+        .arg("--out")
+        .arg(out)
+        .env(
+            "COSIM_LOG",
+            format!("{TERMINATION_LOG},cosim_core::master::fixed_step=debug"),
+        )
+        .env("COSIM_ISOLATION_RUNS", if held { "1" } else { "0" })
+        .current_dir(root())
+        .output()
+        .expect("running cosim")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn summary(out_dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// A Faulty integrator (x' = u) fed back through a chain of three Gains
+/// (u = k1 k2 k3 x = -0.5 x), every FMU isolated in one host process, the
+/// fixed-step Jacobi master with the keys `master`, stepped every 0.01 s
+/// from 0 to 1 and traced every 0.1 s, no other output (the nine steps
+/// between two rows are a quiet stretch). The integrator is the first subsystem, or the
+/// last with `faulty_last`. With `mode` > 0 it fails in the step from
+/// 0.35 to 0.36 (the sixth of its stretch). With `clean_loop`, a second
+/// loop that no fault reaches comes first: an integrator `clean` fed back
+/// through a Gain (x' = -x).
+fn chain(
+    dir: &Path,
+    version: &str,
+    mode: i32,
+    master: &str,
+    (faulty_last, clean_loop): (bool, bool),
+) -> PathBuf {
+    let fmu = |name: &str| fmus().join(version).join(name).display().to_string();
+    let (fail_mode, fail_at) = if mode > 0 { (mode, 0.355) } else { (1, -1.0) };
+    let faulty = format!(
+        "\n[[subsystems]]\nname = \"faulty\"\nfmu = \"{}\"\nparameters = {{ fail_mode = {fail_mode}, fail_at = {fail_at:?}, x0 = 1.0 }}\n",
+        fmu("Faulty.fmu")
+    );
+    let mut text = format!(
+        r#"[simulation]
+stop = 1.0
+
+[master]
+kind = "fixed-step"
+step = 0.01
+{master}
+isolation = "process"
+isolation_hosts = 1
+isolation_timeout = 2
+
+[outputs]
+interval = 0.1
+step_log = false
+energy_log = false
+"#
+    );
+    if clean_loop {
+        text += &format!(
+            "\n[[subsystems]]\nname = \"clean\"\nfmu = \"{}\"\nparameters = {{ x0 = 1.0 }}\n\n[[subsystems]]\nname = \"gain4\"\nfmu = \"{}\"\nparameters = {{ k = -1.0 }}\n",
+            fmu("Faulty.fmu"),
+            fmu("Gain.fmu")
+        );
+        for (from, to) in [("clean.x", "gain4.u"), ("gain4.y", "clean.u")] {
+            text += &format!("\n[[connections]]\nfrom = \"{from}\"\nto = \"{to}\"\n");
+        }
+    }
+    if !faulty_last {
+        text += &faulty;
+    }
+    for (i, k) in [(1, -2.0), (2, 0.5), (3, 0.5)] {
+        text += &format!(
+            "\n[[subsystems]]\nname = \"gain{i}\"\nfmu = \"{}\"\nparameters = {{ k = {k:?} }}\n",
+            fmu("Gain.fmu")
+        );
+    }
+    if faulty_last {
+        text += &faulty;
+    }
+    for (from, to) in [
+        ("faulty.x", "gain1.u"),
+        ("gain1.y", "gain2.u"),
+        ("gain2.y", "gain3.u"),
+        ("gain3.y", "faulty.u"),
+    ] {
+        text += &format!("\n[[connections]]\nfrom = \"{from}\"\nto = \"{to}\"\n");
+    }
+    let tag: String = master.chars().filter(char::is_ascii_alphanumeric).collect();
+    let path = dir.join(format!(
+        "chain_{version}_{mode}_{tag}_{faulty_last}_{clean_loop}.toml"
+    ));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The error and warning lines of a run's standard error, with host
+/// process ids masked (each run has its own).
+fn error_lines(err: &str) -> Vec<String> {
+    err.lines()
+        .filter(|l| l.starts_with("error:") || l.contains("subsystem '"))
+        .map(|l| {
+            let mut out = String::new();
+            let mut rest = l;
+            while let Some(i) = rest.find("(pid ") {
+                out += &rest[..i + 5];
+                rest = &rest[i + 5..];
+                let digits = rest.chars().take_while(char::is_ascii_digit).count();
+                out += "N";
+                rest = &rest[digits..];
+            }
+            out + rest
+        })
+        .collect()
+}
+
+/// Runs `scenario` with held runs off, then on; asserts that only the
+/// second took stretches in one go; returns both runs' output
+/// directories and standard errors.
+fn both(scenario: &Path, dir: &Path, tag: &str, code: i32) -> [(PathBuf, String); 2] {
+    [false, true].map(|held| {
+        let out_dir = dir.join(format!("out_{tag}_{held}"));
+        let out = run(scenario, &out_dir, held);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{tag}, held {held}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(
+            err.contains(STRETCH),
+            held,
+            "{tag}, held {held}: stretches taken in one go: {err}"
+        );
+        (out_dir, err)
+    })
+}
+
+#[test]
+fn held_runs_in_a_host_give_the_bits_and_calls_of_steps_sent_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        for master in ["threads = 1", "threads = 2"] {
+            for faulty_last in [false, true] {
+                let scenario = chain(dir.path(), v, 0, master, (faulty_last, false));
+                let tag = format!("{v}_{}_{faulty_last}", master.len());
+                let [(one_by_one, _), (held, _)] = both(&scenario, dir.path(), &tag, 0);
+                let trace = std::fs::read(held.join("trace.csv")).unwrap();
+                assert_eq!(
+                    trace,
+                    std::fs::read(one_by_one.join("trace.csv")).unwrap(),
+                    "{tag}: the traces differ"
+                );
+                let (a, b) = (summary(&one_by_one), summary(&held));
+                assert_eq!(a["calls"], b["calls"], "{tag}");
+                assert_eq!(a["subsystems"], b["subsystems"], "{tag}");
+                assert_eq!(a["stats"], b["stats"], "{tag}");
+                assert_eq!(a["t_reached"], b["t_reached"], "{tag}");
+                // The system is x' = -0.5 x: the trace is that, not zeros,
+                // with a row every 0.1 s.
+                let text = String::from_utf8(trace).unwrap();
+                assert_eq!(text.lines().count(), 12, "{tag}: {text}");
+                let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+                let x = header.iter().position(|c| *c == "faulty.x").unwrap();
+                let last = text.lines().last().unwrap();
+                let fields: Vec<f64> = last.split(',').map(|f| f.parse().unwrap()).collect();
+                assert!((fields[0] - 1.0).abs() < 1e-12, "{last}");
+                assert!(
+                    (fields[x] - (-0.5f64).exp()).abs() < 1e-2,
+                    "{tag}: x(1) = {} (e^-0.5 = {})",
+                    fields[x],
+                    (-0.5f64).exp()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_fault_in_a_held_run_is_reported_as_in_steps_sent_one_by_one() {
+    // Error, Discard, NaN, SIGSEGV, abort(), a hang, Fatal and exit(3) in
+    // the sixth step of a stretch, by the run's first member (which sends
+    // the run) and by its last (the others took that step before it).
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        for mode in [1, 2, 3, 4, 5, 6, 7, 9] {
+            for faulty_last in [false, true] {
+                let scenario = chain(dir.path(), v, mode, "threads = 1", (faulty_last, false));
+                let tag = format!("{v} mode {mode} last {faulty_last}");
+                let seen =
+                    both(&scenario, dir.path(), &tag.replace(' ', "_"), 1).map(|(out_dir, err)| {
+                        let errors = error_lines(&err);
+                        assert!(
+                            errors.iter().any(|l| l.contains("'faulty'")),
+                            "{tag}: the error does not name the failed FMU: {err}"
+                        );
+                        let s = summary(&out_dir);
+                        (
+                            errors,
+                            std::fs::read(out_dir.join("trace.csv")).unwrap(),
+                            s["t_reached"].clone(),
+                            s["stats"]["macro_steps"].clone(),
+                        )
+                    });
+                assert_eq!(seen[0].0, seen[1].0, "{tag}: errors (one by one, held)");
+                assert!(seen[0].1 == seen[1].1, "{tag}: the traces differ");
+                assert_eq!(seen[0].2, seen[1].2, "{tag}");
+                assert_eq!(seen[0].3, seen[1].3, "{tag}");
+                // The failing step is the one from 0.35.
+                assert_eq!(seen[1].2.as_f64(), Some(0.35), "{tag}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_value_a_held_run_stops_at_and_the_system_only_warns_about_goes_on_as_one_by_one() {
+    // A NaN output under `nonfinite = "warn"`: the run stops at it, the
+    // system warns and the steps go on (and take stretches again). The
+    // loop the NaN does not reach shows that the members before the
+    // stopped one took that step with the values they read after it.
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        for faulty_last in [false, true] {
+            let master = "threads = 1\nnonfinite = \"warn\"";
+            let scenario = chain(dir.path(), v, 3, master, (faulty_last, true));
+            let tag = format!("{v}_nan_warn_{faulty_last}");
+            let [(a, ea), (b, eb)] = both(&scenario, dir.path(), &tag, 0);
+            assert_eq!(error_lines(&ea), error_lines(&eb), "{tag}");
+            assert!(
+                error_lines(&eb).iter().any(|l| l.contains("NaN")),
+                "{tag}: {eb}"
+            );
+            assert!(
+                std::fs::read(a.join("trace.csv")).unwrap()
+                    == std::fs::read(b.join("trace.csv")).unwrap(),
+                "{tag}: the traces differ"
+            );
+            let (sa, sb) = (summary(&a), summary(&b));
+            assert_eq!(sa["calls"], sb["calls"], "{tag}");
+            assert_eq!(sa["t_reached"].as_f64(), Some(1.0), "{tag}");
+            assert_eq!(sa["stats"], sb["stats"], "{tag}");
+            // The loop the NaN does not reach, as in a run without it.
+            let column = |out: &Path| {
+                let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+                let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+                let x = header.iter().position(|c| *c == "clean.x").unwrap();
+                text.lines()
+                    .map(|l| l.split(',').nth(x).unwrap().to_string())
+                    .collect::<Vec<_>>()
+            };
+            let fine = chain(dir.path(), v, 0, master, (faulty_last, true));
+            let out = dir.path().join(format!("out_{tag}_fine"));
+            assert_eq!(run(&fine, &out, true).status.code(), Some(0), "{tag}");
+            assert_eq!(column(&b), column(&out), "{tag}: the loop without NaN");
+        }
+    }
+}
