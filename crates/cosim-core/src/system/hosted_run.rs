@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{System, read_step_outputs, step_ended_otherwise};
 use crate::error::Result;
-use crate::hosted::{HeldRun, Hosted, RunRoute};
+use crate::hosted::{HeldRun, HeldRunner, Hosted, RunRoute};
 use crate::observer::ObservedValues;
 
 /// How long a request's steps should take: an interrupt and the progress
@@ -31,14 +31,7 @@ impl System {
         if self.buffers.iter().any(|b| b.step_wall_time.is_some()) {
             return None;
         }
-        let mut key = None;
-        for sub in &mut self.subsystems {
-            let k = sub.as_hosted()?.host_key();
-            if *key.get_or_insert(k) != k {
-                return None;
-            }
-        }
-        let runner = self.subsystems.first_mut()?.as_hosted()?.held_runner();
+        let runner = self.runner_of_one_host()?;
         // With a worker pool: while it is measured not to pay off (as in
         // process).
         let pooled = self.pool.is_some() && self.subsystems.len() > 1;
@@ -50,18 +43,7 @@ impl System {
         if steps == 0 {
             return Some((0, Ok(())));
         }
-        let routes: Vec<RunRoute> = self
-            .routes
-            .iter()
-            .map(|r| RunRoute {
-                src: r.src_sub,
-                src_slot: r.src_slot,
-                dst: r.dst_sub,
-                dst_slot: r.dst_slot,
-                gain: r.gain,
-                offset: r.offset,
-            })
-            .collect();
+        let routes = self.run_routes();
         let checked: Vec<usize> = self.buffers.iter().map(|b| b.hot).collect();
         let base = self.time_base;
         let limit_abs = self.divergence_limit.min(f64::MAX);
@@ -129,6 +111,34 @@ impl System {
             }
         }
         Some((taken, Ok(())))
+    }
+
+    /// What takes held runs of the subsystems, if they all live in one
+    /// host process.
+    fn runner_of_one_host(&mut self) -> Option<HeldRunner> {
+        let mut key = None;
+        for sub in &mut self.subsystems {
+            let k = sub.as_hosted()?.host_key();
+            if *key.get_or_insert(k) != k {
+                return None;
+            }
+        }
+        Some(self.subsystems.first_mut()?.as_hosted()?.held_runner())
+    }
+
+    /// The connections, for a held run.
+    fn run_routes(&self) -> Vec<RunRoute> {
+        self.routes
+            .iter()
+            .map(|r| RunRoute {
+                src: r.src_sub,
+                src_slot: r.src_slot,
+                dst: r.dst_sub,
+                dst_slot: r.dst_slot,
+                gain: r.gain,
+                offset: r.offset,
+            })
+            .collect()
     }
 
     /// The step after `taken` of a hosted run, stopped at subsystem `s`

@@ -5,6 +5,7 @@
 //! [`cosim_core::System::exchange`] uses. The master sees one request
 //! for the stretch.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cosim_core::subsystem::Subsystem;
@@ -70,6 +71,7 @@ impl Host<'_> {
             }),
         };
         let member = &mut self.members[m];
+        member.calling(Call::Idle, member.time);
         member.held_plan = plan;
         member.set_word(req, 0);
         member.header = Header::default();
@@ -155,18 +157,31 @@ impl Host<'_> {
                 )
             })
             .collect();
+        // Per member: its index, its values' ranges, how many it checks.
+        let members: Vec<(usize, Range<usize>, Range<usize>, usize)> = (0..plan.members.len())
+            .map(|p| {
+                (
+                    plan.members[p] as usize,
+                    layout.u_at[p]..layout.u_at[p + 1],
+                    layout.y_at[p]..layout.y_at[p + 1],
+                    plan.checked[p] as usize,
+                )
+            })
+            .collect();
+        for (i, ..) in &members {
+            // (As a batch: what a failed read after the last step left is
+            // for a `GetObserved` that comes first, not for a step.)
+            self.members[*i].prefetch_error = None;
+        }
         let (mut ticks, mut t) = (request.ticks, request.t);
         for k in 0..request.steps {
             let next = ticks.wrapping_add(request.h_ticks);
             let t_next = request.base.seconds(next);
             let h = t_next - t;
-            for (p, (&i, &checked)) in plan.members.iter().zip(&plan.checked).enumerate() {
-                let member = &mut self.members[i as usize];
-                let (u_p, y_p) = (
-                    &u[layout.u_at[p]..layout.u_at[p + 1]],
-                    &mut y[layout.y_at[p]..layout.y_at[p + 1]],
-                );
-                let check = (checked as usize, plan.limit_abs);
+            for (p, (i, u_p, y_p, checked)) in members.iter().enumerate() {
+                let member = &mut self.members[*i];
+                let (u_p, y_p) = (&u[u_p.clone()], &mut y[y_p.clone()]);
+                let check = (*checked, plan.limit_abs);
                 if let Some(stop) = member.held_step((t, h), u_p, y_p, check) {
                     layout.write_inputs(group, &u);
                     return Some(stopped((k, p), stop, &y[..layout.y_at[p]]));
@@ -274,9 +289,6 @@ impl Member<'_> {
         y: &mut [f64],
         (checked, limit_abs): (usize, f64),
     ) -> Option<Stop> {
-        // (As a batch: what a failed read after the last step left is
-        // for a `GetObserved` that comes first, not for a step.)
-        self.prefetch_error = None;
         self.header = Header::default();
         let direct = self
             .sub
@@ -317,6 +329,9 @@ impl Member<'_> {
         let (n_in, n_obs) = (u.len(), y.len());
         let mut last = None;
         let mut completed = false;
+        // (The FMU once, then each call as it starts. The run leaves no
+        // call behind it: `Host::serve_held_run` clears it at the end.)
+        group[CALL_MEMBER].store(index, Ordering::Relaxed);
         let result = match self.sub.as_mut() {
             Some(sub) => sub.step_held_marked(u, (t, h), y, &mut completed, |c| {
                 last = Some(c);
@@ -324,9 +339,8 @@ impl Member<'_> {
                     StepCall::SetInputs => (Call::SetReal, now),
                     StepCall::DoStep => (Call::DoStep, t),
                     StepCall::GetOutputs => (Call::GetReal, t + h),
-                    StepCall::Completed => (Call::Idle, t + h),
+                    StepCall::Completed => return,
                 };
-                group[CALL_MEMBER].store(index, Ordering::Relaxed);
                 group[CALL].store(call as u64, Ordering::Relaxed);
                 group[CALL_TIME].store(at.to_bits(), Ordering::Relaxed);
             }),
