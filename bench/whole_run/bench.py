@@ -300,7 +300,7 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
         per_in = med(t["in"]) / steps / n
         per_iso = med(t["iso"]) / steps / n
         r.row(f"every FMU isolated / in-process, chain of {n}", f"{per_iso * 1e6:.2f} us per FMU-step",
-              f"in-process {per_in * 1e6:.3f} us", f"{per_iso / per_in:.0f}", "<= 3", per_iso / per_in <= 3)
+              f"in-process {per_in * 1e6:.3f} us", f"{per_iso / per_in:.1f}", "<= 3", per_iso / per_in <= 3)
     # Every step watched: no stretch for the host to take by itself.
     steps = 5_000
     traced_in = chain(tmp, a.cgain, 10, steps, "tin10", trace=True)
@@ -308,7 +308,7 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
     t = alternate(a.runs, {"in": lambda: stepping(a, traced_in), "iso": lambda: stepping(a, traced_iso)})
     r.row("one column traced every step, every FMU isolated / in-process, chain of 10",
           f"{med(t['iso']) / steps / 10 * 1e6:.2f} us per FMU-step",
-          f"in-process {med(t['in']) / steps / 10 * 1e6:.3f} us", f"{med(t['iso']) / med(t['in']):.0f}", "", None)
+          f"in-process {med(t['in']) / steps / 10 * 1e6:.3f} us", f"{med(t['iso']) / med(t['in']):.1f}", "", None)
     steps = 20_000
     one_in = chain(tmp, a.cgain, 1, steps, "in1")
     one_iso = chain(tmp, a.cgain, 1, steps, "iso1", isolation="process")
@@ -321,7 +321,7 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
         out = subprocess.run([a.round_trip, "--repeat", str(a.runs)], capture_output=True, text=True)
         if out.returncode == 0:
             ns = float(out.stdout.split()[-1])
-            r.row("bare round trip between two processors (the floor of the row above)",
+            r.row("bare round trip between two processors (the floor of a step sent to a host on its own)",
                   f"{ns / 1000:.2f} us", "", f"isolated FMU / floor {extra * 1e9 / ns:.1f}", "", None)
 
 

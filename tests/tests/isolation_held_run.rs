@@ -17,12 +17,18 @@ const STRETCH: &str = "in one quiet run";
 /// Runs `cosim run <scenario> --out <out>` with the termination log and
 /// the fixed-step master's debug lines on, held runs on or off.
 fn run(scenario: &Path, out: &Path, held: bool) -> Output {
+    run_with(scenario, out, held, &[])
+}
+
+/// [`run`] with more arguments.
+fn run_with(scenario: &Path, out: &Path, held: bool, extra: &[&str]) -> Output {
     fmus();
     Command::new(cosim_bin())
         .args(["run", "--no-progress"])
         .arg(scenario)
         .arg("--out")
         .arg(out)
+        .args(extra)
         .env(
             "COSIM_LOG",
             format!("{TERMINATION_LOG},cosim_core::master::fixed_step=debug"),
@@ -143,9 +149,25 @@ fn error_lines(err: &str) -> Vec<String> {
 /// second took stretches in one go; returns both runs' output
 /// directories and standard errors.
 fn both(scenario: &Path, dir: &Path, tag: &str, code: i32) -> [(PathBuf, String); 2] {
+    both_with(scenario, dir, tag, code, false)
+}
+
+/// [`both`], with each run's FMI calls logged to `calls.log` in its
+/// output directory where `call_log` (the host then steps each FMU
+/// through its calls one by one, not through its bound step).
+fn both_with(
+    scenario: &Path,
+    dir: &Path,
+    tag: &str,
+    code: i32,
+    call_log: bool,
+) -> [(PathBuf, String); 2] {
     [false, true].map(|held| {
         let out_dir = dir.join(format!("out_{tag}_{held}"));
-        let out = run(scenario, &out_dir, held);
+        std::fs::create_dir_all(&out_dir).unwrap();
+        let log = format!("--log-fmi-calls={}", out_dir.join("calls.log").display());
+        let extra: &[&str] = if call_log { &[&log] } else { &[] };
+        let out = run_with(scenario, &out_dir, held, extra);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(code), "{tag}, held {held}: {err}");
         assert!(!err.contains("panicked"), "{err}");
@@ -276,5 +298,111 @@ fn a_value_a_held_run_stops_at_and_the_system_only_warns_about_goes_on_as_one_by
             assert_eq!(run(&fine, &out, true).status.code(), Some(0), "{tag}");
             assert_eq!(column(&b), column(&out), "{tag}: the loop without NaN");
         }
+    }
+}
+
+/// A call log, the instantiations' arguments left out (each run has its
+/// own extraction directory, and an FMI 3 instance its callback's
+/// address).
+fn calls(out_dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(out_dir.join("calls.log"))
+        .unwrap()
+        .lines()
+        .map(|l| match l.find("Instantiate") {
+            Some(i) => l[..i].to_string(),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn held_runs_of_fmus_stepped_call_by_call_give_the_calls_and_bits_of_steps_one_by_one() {
+    // With the FMI call log on (and for Model Exchange FMUs) the host
+    // makes each FMU's three calls through the instance, not through a
+    // step bound once: the same calls in the log, the same faults.
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        for (mode, code) in [(0, 0), (1, 1), (2, 1), (4, 1)] {
+            for faulty_last in [false, true] {
+                let scenario = chain(dir.path(), v, mode, "threads = 1", (faulty_last, false));
+                let tag = format!("{v}_logged_{mode}_{faulty_last}");
+                let [(a, ea), (b, eb)] = both_with(&scenario, dir.path(), &tag, code, true);
+                assert_eq!(error_lines(&ea), error_lines(&eb), "{tag}");
+                assert!(
+                    std::fs::read(a.join("trace.csv")).unwrap()
+                        == std::fs::read(b.join("trace.csv")).unwrap(),
+                    "{tag}: the traces differ"
+                );
+                // The calls up to the failed one (after it, the FMUs whose
+                // steps the steps one by one had started complete them;
+                // a stretch's stops where the error ends the run).
+                let upto = |l: Vec<String>| -> Vec<String> {
+                    let end = l.iter().position(|c| !c.starts_with("[OK]"));
+                    l[..end.map_or(l.len(), |e| e + 1)].to_vec()
+                };
+                let (la, lb) = (upto(calls(&a)), upto(calls(&b)));
+                assert!(
+                    la.iter().filter(|l| l.contains("DoStep")).count() > 100,
+                    "{tag}"
+                );
+                if let Some(i) = (0..la.len().max(lb.len())).find(|&i| la.get(i) != lb.get(i)) {
+                    panic!(
+                        "{tag}: FMI call {i} differs: {:?} (one by one), {:?} (held)",
+                        la.get(i),
+                        lb.get(i)
+                    );
+                }
+                let (sa, sb) = (summary(&a), summary(&b));
+                assert_eq!(sa["t_reached"], sb["t_reached"], "{tag}");
+                assert_eq!(
+                    sa["stats"]["macro_steps"], sb["stats"]["macro_steps"],
+                    "{tag}"
+                );
+            }
+        }
+        // Model Exchange FMUs, integrated in the host.
+        let me = |name: &str| fmus().join("me").join(v).join(name).display().to_string();
+        let scenario = dir.path().join(format!("me_{v}.toml"));
+        std::fs::write(
+            &scenario,
+            format!(
+                r#"[simulation]
+stop = 3.0
+
+[master]
+kind = "fixed-step"
+step = 0.001
+threads = 1
+isolation = "process"
+isolation_hosts = 1
+
+[outputs]
+interval = 0.05
+step_log = false
+energy_log = false
+
+[[subsystems]]
+name = "ball"
+fmu = "{}"
+
+[[subsystems]]
+name = "events"
+fmu = "{}"
+"#,
+                me("BouncingBallME.fmu"),
+                me("TimeEvents.fmu")
+            ),
+        )
+        .unwrap();
+        let tag = format!("{v}_me");
+        let [(a, _), (b, _)] = both(&scenario, dir.path(), &tag, 0);
+        assert!(
+            std::fs::read(a.join("trace.csv")).unwrap()
+                == std::fs::read(b.join("trace.csv")).unwrap(),
+            "{tag}: the traces differ"
+        );
+        let (sa, sb) = (summary(&a), summary(&b));
+        assert_eq!(sa["subsystems"], sb["subsystems"], "{tag}");
+        assert_eq!(sa["t_reached"].as_f64(), Some(3.0), "{tag}");
     }
 }

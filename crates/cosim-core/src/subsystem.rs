@@ -1348,6 +1348,31 @@ impl FmuSubsystem {
         result.map_err(crate::CoreError::from)
     }
 
+    /// Its held step bound for a run outside a [`crate::System`] (a host
+    /// process's held run, `cosim_isolation`): the instance's
+    /// ([`cosim_fmi::Instance::held_step`]) with this FMU's value
+    /// references, setting `u` and reading its first `y[0].len()` observed
+    /// slots into `y` by turns, no watchdog mark or call count of its own.
+    /// `None` where [`FmuSubsystem::steps_held_directly`] does not hold or
+    /// the instance gives no bound step (a call log, Model Exchange).
+    pub fn bind_held_step<'a>(
+        &'a mut self,
+        u: &'a mut [f64],
+        y: [&'a mut [f64]; 2],
+    ) -> Option<cosim_fmi::HeldStep<'a>> {
+        let n = y[0].len();
+        if !self.steps_held_directly(n) {
+            return None;
+        }
+        self.instance.held_step(HeldValues {
+            in_vrs: &self.input_vrs,
+            u,
+            out_vrs: &self.observed_vrs[..n],
+            y,
+            no_set_prior: self.no_set_prior,
+        })
+    }
+
     /// The FMI version of the instance.
     pub(crate) fn fmi_version(&self) -> cosim_fmi::FmiVersion {
         self.instance.fmi_version()

@@ -12,7 +12,7 @@ use cosim_core::subsystem::Subsystem;
 use cosim_core::time::TimeBase;
 
 use super::{Header, Host, HostError, Member};
-use cosim_fmi::StepCall;
+use cosim_fmi::{BoundStep, StepCall};
 
 use crate::protocol::{
     CALL, CALL_MEMBER, CALL_TIME, Call, HeldRunPlan, HeldRunStopped, LaneSlot, Op, RESP_AUX_F64,
@@ -157,6 +157,14 @@ impl Host<'_> {
                 )
             })
             .collect();
+        for &i in &plan.members {
+            // (As a batch: what a failed read after the last step left is
+            // for a `GetObserved` that comes first, not for a step.)
+            self.members[i as usize].prefetch_error = None;
+        }
+        if let Some(reply) = self.run_held_bound(plan, request, seq, (&layout, &mut u)) {
+            return reply;
+        }
         // Per member: its index, its values' ranges, how many it checks.
         let members: Vec<(usize, Range<usize>, Range<usize>, usize)> = (0..plan.members.len())
             .map(|p| {
@@ -168,11 +176,6 @@ impl Host<'_> {
                 )
             })
             .collect();
-        for (i, ..) in &members {
-            // (As a batch: what a failed read after the last step left is
-            // for a `GetObserved` that comes first, not for a step.)
-            self.members[*i].prefetch_error = None;
-        }
         let (mut ticks, mut t) = (request.ticks, request.t);
         for k in 0..request.steps {
             let next = ticks.wrapping_add(request.h_ticks);
@@ -200,6 +203,170 @@ impl Host<'_> {
         }
         layout.write_inputs(group, &u);
         None
+    }
+}
+
+impl Host<'_> {
+    /// [`Host::run_held`] with every member's held step bound once
+    /// ([`cosim_core::FmuSubsystem::bind_held_step`]: function pointers,
+    /// instance, value references and buffers, checked once), each call
+    /// recorded as the steps one by one record it. `None`, with nothing
+    /// done, where a member's step cannot be bound (a call log, Model
+    /// Exchange, slots that are not all Float64).
+    fn run_held_bound(
+        &mut self,
+        plan: &HeldRunPlan,
+        request: &RunRequest,
+        seq: u64,
+        (layout, u): (&RunLayout, &mut [f64]),
+    ) -> Option<Option<Reply>> {
+        let group = self.group;
+        let routes: Vec<(usize, usize, usize, usize, f64, f64)> = plan
+            .routes
+            .iter()
+            .map(|r| {
+                let (src, dst) = (r.src as usize, r.dst as usize);
+                (
+                    src,
+                    r.src_slot as usize,
+                    dst,
+                    r.dst_slot as usize,
+                    r.gain,
+                    r.offset,
+                )
+            })
+            .collect();
+        let n = plan.members.len();
+        let total_y = layout.y_at[n];
+        let (mut y0, mut y1) = (vec![0.0; total_y], vec![0.0; total_y]);
+        let indices: Vec<u64> = plan.members.iter().map(|&i| u64::from(i)).collect();
+        let mut by_index: Vec<Option<&mut Member<'_>>> =
+            self.members.iter_mut().map(Some).collect();
+        let mut members = Vec::with_capacity(n);
+        for &i in &plan.members {
+            members.push(by_index.get_mut(i as usize)?.take()?);
+        }
+        let mut steps = Vec::with_capacity(n);
+        {
+            let (mut u_rest, mut y0_rest, mut y1_rest) = (&mut u[..], &mut y0[..], &mut y1[..]);
+            for (p, m) in members.iter_mut().enumerate() {
+                let (n_in, n_obs) = (
+                    layout.u_at[p + 1] - layout.u_at[p],
+                    layout.y_at[p + 1] - layout.y_at[p],
+                );
+                let (u_p, u_tail) = std::mem::take(&mut u_rest).split_at_mut(n_in);
+                let (y0_p, y0_tail) = std::mem::take(&mut y0_rest).split_at_mut(n_obs);
+                let (y1_p, y1_tail) = std::mem::take(&mut y1_rest).split_at_mut(n_obs);
+                (u_rest, y0_rest, y1_rest) = (u_tail, y0_tail, y1_tail);
+                steps.push(m.sub.as_mut()?.bind_held_step(u_p, [y0_p, y1_p])?);
+            }
+        }
+        let limit = plan.limit_abs;
+        let (mut ticks, mut t, mut since) = (request.ticks, request.t, f64::NAN);
+        let mut stop = None;
+        'steps: for k in 0..request.steps {
+            let side = (k & 1) as usize;
+            let next = ticks.wrapping_add(request.h_ticks);
+            let t_next = request.base.seconds(next);
+            let h = t_next - t;
+            for (p, step) in steps.iter_mut().enumerate() {
+                let checked = plan.checked[p] as usize;
+                // (The FMU once, then each call as it starts; the run
+                // leaves no call behind it: `serve_held_run` clears it.)
+                group[CALL_MEMBER].store(indices[p], Ordering::Relaxed);
+                let mark = |c| {
+                    let (call, at) = match c {
+                        StepCall::SetInputs => (Call::SetReal, t),
+                        StepCall::DoStep => (Call::DoStep, t),
+                        StepCall::GetOutputs => (Call::GetReal, t + h),
+                        StepCall::Completed => return,
+                    };
+                    group[CALL].store(call as u64, Ordering::Relaxed);
+                    group[CALL_TIME].store(at.to_bits(), Ordering::Relaxed);
+                };
+                let check = |y: &[f64]| y[..checked].iter().all(|v| v.abs() <= limit);
+                if !step.step(side, t, h, since, mark, check) {
+                    stop = Some((k, p, side, (t, h)));
+                    break 'steps;
+                }
+            }
+            // Every member completed the step: its values published, and
+            // the next step's inputs routed from them.
+            for (p, slot) in layout.slots.iter().enumerate() {
+                for (w, v) in group[slot.answer + 1..].iter().zip(steps[p].outputs(side)) {
+                    w.store(v.to_bits(), Ordering::Relaxed);
+                }
+            }
+            if k + 1 < request.steps {
+                for &(sp, ss, dp, ds, gain, offset) in &routes {
+                    let v = gain * steps[sp].outputs(side)[ss] + offset;
+                    steps[dp].inputs_mut()[ds] = v;
+                }
+            }
+            group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Relaxed);
+            since = t + h;
+            (ticks, t) = (next, t_next);
+        }
+        let Some((k, s, side, (t, h))) = stop else {
+            for step in &mut steps {
+                if !since.is_nan() {
+                    step.reached(since);
+                }
+            }
+            drop(steps);
+            for m in &mut members {
+                m.time = since;
+                m.header = Header::default();
+            }
+            drop(members);
+            layout.write_inputs(group, u);
+            return Some(None);
+        };
+        // Where it stopped: the members before `s` took the step, `s`
+        // ended it as its failure or its values say.
+        let mut before = Vec::new();
+        for (p, step) in steps.iter_mut().enumerate() {
+            if p < s {
+                before.extend_from_slice(step.outputs(side));
+                step.reached(t + h);
+            } else if p > s && !since.is_nan() {
+                step.reached(since);
+            }
+        }
+        let failed = steps[s].failed();
+        let (values, failure) = if failed {
+            (Vec::new(), Some(steps[s].take_failure()))
+        } else {
+            steps[s].reached(t + h);
+            (steps[s].outputs(side).to_vec(), None)
+        };
+        drop(steps);
+        for (p, m) in members.iter_mut().enumerate() {
+            m.header = Header::default();
+            m.time = if p < s { t + h } else { t };
+        }
+        let n_in = layout.u_at[s + 1] - layout.u_at[s];
+        let m = &mut members[s];
+        let frame = match failure {
+            None => {
+                m.time = t + h;
+                m.header.aux = STEP_COMPLETED | STEP_PREFETCHED;
+                None
+            }
+            Some((call, result)) => {
+                let result = result.map_err(cosim_core::CoreError::from);
+                m.step_failed((t, h), n_in, Some(call), result)
+            }
+        };
+        let stop = Stop {
+            aux: m.header.aux,
+            aux_f64: f64::from_bits(m.word(m.layout.response + RESP_AUX_F64)),
+            values,
+            frame,
+        };
+        drop(members);
+        layout.write_inputs(group, u);
+        Some(Some(stopped((k, s), stop, &before)))
     }
 }
 
@@ -348,7 +515,6 @@ impl Member<'_> {
                 "the FMU is not instantiated yet".into(),
             )),
         };
-        let step_op = u32::from(n_in > 0);
         if completed {
             // (`Ok(Completed)`, which owns nothing: forgotten, not dropped
             // through a call.)
@@ -362,6 +528,20 @@ impl Member<'_> {
             return None;
         }
         self.calling(Call::Idle, self.time);
+        self.step_failed((t, h), n_in, last, result)
+    }
+
+    /// The answer of a held step whose `last` call (the one it stopped at)
+    /// ended with `result`, as the batch `[SetInputs, DoStep]` answers it:
+    /// the frame, if any; the code in `header`.
+    fn step_failed(
+        &mut self,
+        (t, h): (f64, f64),
+        n_in: usize,
+        last: Option<StepCall>,
+        result: cosim_core::Result<cosim_fmi::StepOutcome>,
+    ) -> Option<Reply> {
+        let step_op = u32::from(n_in > 0);
         let failed = |op, e| {
             Some(Reply::Failed {
                 op,
