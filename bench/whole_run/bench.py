@@ -299,7 +299,7 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
         t = alternate(a.runs, {"in": lambda: stepping(a, none), "iso": lambda: stepping(a, proc)})
         per_in = med(t["in"]) / steps / n
         per_iso = med(t["iso"]) / steps / n
-        r.row(f"every FMU isolated / in-process, chain of {n}", f"{per_iso * 1e6:.2f} us per FMU-step",
+        r.row(f"every FMU isolated / in-process, chain of {n}", f"{per_iso * 1e6:.3f} us per FMU-step",
               f"in-process {per_in * 1e6:.3f} us", f"{per_iso / per_in:.1f}", "<= 3", per_iso / per_in <= 3)
     # Every step watched: no stretch for the host to take by itself.
     steps = 5_000
@@ -314,7 +314,7 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
     one_iso = chain(tmp, a.cgain, 1, steps, "iso1", isolation="process")
     t = alternate(a.runs, {"in": lambda: stepping(a, one_in), "iso": lambda: stepping(a, one_iso)})
     extra = (med(t["iso"]) - med(t["in"])) / steps
-    r.row("one FMU isolated, extra per macro step", f"{extra * 1e6:.2f} us", "", "", "<= 0.2 us", extra <= 0.2e-6)
+    r.row("one FMU isolated, extra per macro step", f"{extra * 1e6:.3f} us", "", "", "<= 0.2 us", extra <= 0.2e-6)
     if a.round_trip:
         # The floor of the row above on this machine, measured now: two
         # threads on two processors passing a word back and forth.
@@ -322,7 +322,7 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
         if out.returncode == 0:
             ns = float(out.stdout.split()[-1])
             r.row("bare round trip between two processors (the floor of a step sent to a host on its own)",
-                  f"{ns / 1000:.2f} us", "", f"isolated FMU / floor {extra * 1e9 / ns:.1f}", "", None)
+                  f"{ns / 1000:.2f} us", "", f"isolated FMU / floor {extra * 1e9 / ns:.2f}", "", None)
 
 
 def main() -> int:
