@@ -567,3 +567,24 @@ pub fn process_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("a directory of this test process");
     dir
 }
+
+/// The error lines of a run's standard error (`error:` lines and those
+/// naming a subsystem), host process ids masked (each run has its own):
+/// what two runs of one failure, stepped two ways, must both say.
+pub fn error_lines_pids_masked(err: &str) -> Vec<String> {
+    err.lines()
+        .filter(|l| l.starts_with("error:") || l.contains("subsystem '"))
+        .map(|l| {
+            let mut out = String::new();
+            let mut rest = l;
+            while let Some(i) = rest.find("(pid ") {
+                out += &rest[..i + 5];
+                rest = &rest[i + 5..];
+                let digits = rest.chars().take_while(char::is_ascii_digit).count();
+                out += "N";
+                rest = &rest[digits..];
+            }
+            out + rest
+        })
+        .collect()
+}

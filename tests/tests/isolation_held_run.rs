@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cosim_tests::{TERMINATION_LOG, cosim_bin, fmus, root};
+use cosim_tests::{TERMINATION_LOG, cosim_bin, error_lines_pids_masked, fmus, root};
 
 /// The debug line the fixed-step master writes for each stretch taken in
 /// one go.
@@ -125,26 +125,6 @@ energy_log = false
     path
 }
 
-/// The error and warning lines of a run's standard error, with host
-/// process ids masked (each run has its own).
-fn error_lines(err: &str) -> Vec<String> {
-    err.lines()
-        .filter(|l| l.starts_with("error:") || l.contains("subsystem '"))
-        .map(|l| {
-            let mut out = String::new();
-            let mut rest = l;
-            while let Some(i) = rest.find("(pid ") {
-                out += &rest[..i + 5];
-                rest = &rest[i + 5..];
-                let digits = rest.chars().take_while(char::is_ascii_digit).count();
-                out += "N";
-                rest = &rest[digits..];
-            }
-            out + rest
-        })
-        .collect()
-}
-
 /// Runs `scenario` with held runs off, then on; asserts that only the
 /// second took stretches in one go; returns both runs' output
 /// directories and standard errors.
@@ -233,7 +213,7 @@ fn every_fault_in_a_held_run_is_reported_as_in_steps_sent_one_by_one() {
                 let tag = format!("{v} mode {mode} last {faulty_last}");
                 let seen =
                     both(&scenario, dir.path(), &tag.replace(' ', "_"), 1).map(|(out_dir, err)| {
-                        let errors = error_lines(&err);
+                        let errors = error_lines_pids_masked(&err);
                         assert!(
                             errors.iter().any(|l| l.contains("'faulty'")),
                             "{tag}: the error does not name the failed FMU: {err}"
@@ -270,9 +250,15 @@ fn a_value_a_held_run_stops_at_and_the_system_only_warns_about_goes_on_as_one_by
             let scenario = chain(dir.path(), v, 3, master, (faulty_last, true));
             let tag = format!("{v}_nan_warn_{faulty_last}");
             let [(a, ea), (b, eb)] = both(&scenario, dir.path(), &tag, 0);
-            assert_eq!(error_lines(&ea), error_lines(&eb), "{tag}");
+            assert_eq!(
+                error_lines_pids_masked(&ea),
+                error_lines_pids_masked(&eb),
+                "{tag}"
+            );
             assert!(
-                error_lines(&eb).iter().any(|l| l.contains("NaN")),
+                error_lines_pids_masked(&eb)
+                    .iter()
+                    .any(|l| l.contains("NaN")),
                 "{tag}: {eb}"
             );
             assert!(
@@ -327,7 +313,11 @@ fn held_runs_of_fmus_stepped_call_by_call_give_the_calls_and_bits_of_steps_one_b
                 let scenario = chain(dir.path(), v, mode, "threads = 1", (faulty_last, false));
                 let tag = format!("{v}_logged_{mode}_{faulty_last}");
                 let [(a, ea), (b, eb)] = both_with(&scenario, dir.path(), &tag, code, true);
-                assert_eq!(error_lines(&ea), error_lines(&eb), "{tag}");
+                assert_eq!(
+                    error_lines_pids_masked(&ea),
+                    error_lines_pids_masked(&eb),
+                    "{tag}"
+                );
                 assert!(
                     std::fs::read(a.join("trace.csv")).unwrap()
                         == std::fs::read(b.join("trace.csv")).unwrap(),

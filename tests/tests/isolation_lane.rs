@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cosim_tests::{TERMINATION_LOG, cosim_bin, fmus, root};
+use cosim_tests::{TERMINATION_LOG, cosim_bin, error_lines_pids_masked, fmus, root};
 
 /// Runs `cosim run <scenario> --out <out>` with the termination log on,
 /// the lane on or off.
@@ -79,26 +79,6 @@ parameters = {{ fail_mode = {fail_mode}, fail_at = {fail_at:?}, x0 = 1.0 }}
     let path = dir.join(format!("chain_{version}_{mode}_{tag}.toml"));
     std::fs::write(&path, text).unwrap();
     path
-}
-
-/// The error lines of a run's standard error, with host process ids
-/// masked (each run has its own).
-fn error_lines(err: &str) -> Vec<String> {
-    err.lines()
-        .filter(|l| l.starts_with("error:") || l.contains("subsystem '"))
-        .map(|l| {
-            let mut out = String::new();
-            let mut rest = l;
-            while let Some(i) = rest.find("(pid ") {
-                out += &rest[..i + 5];
-                rest = &rest[i + 5..];
-                let digits = rest.chars().take_while(char::is_ascii_digit).count();
-                out += "N";
-                rest = &rest[digits..];
-            }
-            out + rest
-        })
-        .collect()
 }
 
 #[test]
@@ -175,7 +155,7 @@ fn every_fault_in_a_lane_step_is_reported_as_in_a_step_sent_alone() {
                 let err = stderr(&out);
                 assert_eq!(out.status.code(), Some(1), "{v} mode {mode}: {err}");
                 assert!(!err.contains("panicked"), "{err}");
-                let errors = error_lines(&err);
+                let errors = error_lines_pids_masked(&err);
                 assert!(
                     errors.iter().any(|l| l.contains("'faulty'")),
                     "{v} mode {mode}: the error does not name the failed FMU: {err}"

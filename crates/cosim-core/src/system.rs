@@ -1338,6 +1338,18 @@ impl System {
         }
     }
 
+    /// How many of `steps` a run of held steps may take inline: with a
+    /// worker pool (`true`), while it is measured not to pay off, up to its
+    /// next measurement (the results are the same either way).
+    fn inline_steps(&self, steps: u64) -> (bool, u64) {
+        let pooled = self.pool.is_some() && self.subsystems.len() > 1;
+        if pooled {
+            (true, steps.min(self.pool_chooser.inline_steps_left()))
+        } else {
+            (false, steps)
+        }
+    }
+
     /// [`System::step_held_run`], each FMU's calls bound by `B`.
     fn held_run_of<B: BindHeld>(
         &mut self,
@@ -1358,14 +1370,7 @@ impl System {
         {
             return None;
         }
-        // With a worker pool: while it is measured not to pay off, up to
-        // its next measurement (the results are the same either way).
-        let pooled = self.pool.is_some() && self.subsystems.len() > 1;
-        let steps = if pooled {
-            steps.min(self.pool_chooser.inline_steps_left())
-        } else {
-            steps
-        };
+        let (pooled, steps) = self.inline_steps(steps);
         if steps == 0 {
             return Some((0, Ok(())));
         }

@@ -600,35 +600,15 @@ impl Member<'_> {
             f64::from_bits(word_at(slot.request + 1)),
             f64::from_bits(word_at(slot.request + 2)),
         );
-        let with_inputs = word & LANE_INPUTS != 0;
-        let mut failed = None;
-        if with_inputs {
-            self.values.clear();
+        self.values.clear();
+        if word & LANE_INPUTS != 0 {
             let first = slot.request + 3;
             self.values
                 .extend((first..first + n_in).map(|i| f64::from_bits(word_at(i))));
-            let values = std::mem::take(&mut self.values);
-            self.calling(Call::SetReal, self.time);
-            let r = self
-                .sub()
-                .and_then(|s| s.set_inputs(&values).map_err(WireError::from_core));
-            self.values = values;
-            if let Err(error) = r {
-                failed = Some(Reply::Failed { op: 0, error });
-            }
         }
-        let mut reply = None;
-        if failed.is_none() {
-            match self.step(t, h) {
-                Ok(r) => reply = r,
-                Err(error) => {
-                    let op = u32::from(with_inputs);
-                    failed = Some(Reply::Failed { op, error });
-                }
-            }
-        }
-        self.calling(Call::Idle, self.time);
-        let reply = failed.or(reply);
+        let values = std::mem::take(&mut self.values);
+        let reply = self.set_and_step(t, h, &values);
+        self.values = values;
         let prefetched = self.header.aux & STEP_PREFETCHED != 0;
         if reply.is_none() && self.header.aux & 0xff == STEP_COMPLETED && (prefetched || n_obs == 0)
         {
@@ -646,6 +626,31 @@ impl Member<'_> {
         }
         self.finish_answer(reply);
         Ok(false)
+    }
+
+    /// The batch `[SetInputs, DoStep]` of a step with the inputs `u` (no
+    /// set call without inputs): its frame, if any, its code in `header`,
+    /// the observed values read after it in `out`, as `batch` leaves them.
+    fn set_and_step(&mut self, t: f64, h: f64, u: &[f64]) -> Option<Reply> {
+        if !u.is_empty() {
+            self.calling(Call::SetReal, self.time);
+            let r = self
+                .sub()
+                .and_then(|s| s.set_inputs(u).map_err(WireError::from_core));
+            if let Err(error) = r {
+                self.calling(Call::Idle, self.time);
+                return Some(Reply::Failed { op: 0, error });
+            }
+        }
+        let reply = match self.step(t, h) {
+            Ok(r) => r,
+            Err(error) => {
+                let op = u32::from(!u.is_empty());
+                Some(Reply::Failed { op, error })
+            }
+        };
+        self.calling(Call::Idle, self.time);
+        reply
     }
 
     fn calling(&self, call: Call, t: f64) {

@@ -32,14 +32,7 @@ impl System {
             return None;
         }
         let runner = self.runner_of_one_host()?;
-        // With a worker pool: while it is measured not to pay off (as in
-        // process).
-        let pooled = self.pool.is_some() && self.subsystems.len() > 1;
-        let steps = if pooled {
-            steps.min(self.pool_chooser.inline_steps_left())
-        } else {
-            steps
-        };
+        let (pooled, steps) = self.inline_steps(steps);
         if steps == 0 {
             return Some((0, Ok(())));
         }

@@ -274,16 +274,7 @@ impl Host<'_> {
                 // (The FMU once, then each call as it starts; the run
                 // leaves no call behind it: `serve_held_run` clears it.)
                 group[CALL_MEMBER].store(indices[p], Ordering::Relaxed);
-                let mark = |c| {
-                    let (call, at) = match c {
-                        StepCall::SetInputs => (Call::SetReal, t),
-                        StepCall::DoStep => (Call::DoStep, t),
-                        StepCall::GetOutputs => (Call::GetReal, t + h),
-                        StepCall::Completed => return,
-                    };
-                    group[CALL].store(call as u64, Ordering::Relaxed);
-                    group[CALL_TIME].store(at.to_bits(), Ordering::Relaxed);
-                };
+                let mark = |c| record_call(group, c, (t, t, h));
                 let check = |y: &[f64]| y[..checked].iter().all(|v| v.abs() <= limit);
                 if !step.step(side, t, h, since, mark, check) {
                     stop = Some((k, p, side, (t, h)));
@@ -368,6 +359,21 @@ impl Host<'_> {
         layout.write_inputs(group, u);
         Some(Some(stopped((k, s), stop, &before)))
     }
+}
+
+/// Records the call `c` of a held step from `t` by `h` as it starts (as
+/// [`Member::calling`] does; the FMU is recorded once before the step):
+/// the set call at `now`, the FMU's time before it.
+#[inline(always)]
+fn record_call(group: &[AtomicU64], c: StepCall, (now, t, h): (f64, f64, f64)) {
+    let (call, at) = match c {
+        StepCall::SetInputs => (Call::SetReal, now),
+        StepCall::DoStep => (Call::DoStep, t),
+        StepCall::GetOutputs => (Call::GetReal, t + h),
+        StepCall::Completed => return,
+    };
+    group[CALL].store(call as u64, Ordering::Relaxed);
+    group[CALL_TIME].store(at.to_bits(), Ordering::Relaxed);
 }
 
 /// Where each member of a held run has its values: its lane slot, and its
@@ -464,7 +470,9 @@ impl Member<'_> {
         let frame = if direct {
             self.held_step_direct((t, h), u, y)
         } else {
-            let frame = self.held_step_in_calls(t, h, u);
+            // (Slots that are not all Float64: the calls one after the
+            // other, as a batch makes them.)
+            let frame = self.set_and_step(t, h, u);
             if self.header.aux & STEP_PREFETCHED != 0 {
                 y.copy_from_slice(&self.out[..y.len()]);
             }
@@ -502,14 +510,7 @@ impl Member<'_> {
         let result = match self.sub.as_mut() {
             Some(sub) => sub.step_held_marked(u, (t, h), y, &mut completed, |c| {
                 last = Some(c);
-                let (call, at) = match c {
-                    StepCall::SetInputs => (Call::SetReal, now),
-                    StepCall::DoStep => (Call::DoStep, t),
-                    StepCall::GetOutputs => (Call::GetReal, t + h),
-                    StepCall::Completed => return,
-                };
-                group[CALL].store(call as u64, Ordering::Relaxed);
-                group[CALL_TIME].store(at.to_bits(), Ordering::Relaxed);
+                record_call(group, c, (now, t, h));
             }),
             None => Err(cosim_core::CoreError::Config(
                 "the FMU is not instantiated yet".into(),
@@ -564,33 +565,5 @@ impl Member<'_> {
                 Err(error) => Some(Reply::Failed { op: step_op, error }),
             },
         }
-    }
-
-    /// [`Member::held_step`]'s calls one after the other, as a batch makes
-    /// them (slots that are not all Float64).
-    fn held_step_in_calls(&mut self, t: f64, h: f64, u: &[f64]) -> Option<Reply> {
-        let mut failed = None;
-        let n_in = u.len();
-        if n_in > 0 {
-            self.calling(Call::SetReal, self.time);
-            let r = self
-                .sub()
-                .and_then(|s| s.set_inputs(u).map_err(WireError::from_core));
-            if let Err(error) = r {
-                failed = Some(Reply::Failed { op: 0, error });
-            }
-        }
-        let mut reply = None;
-        if failed.is_none() {
-            match self.step(t, h) {
-                Ok(r) => reply = r,
-                Err(error) => {
-                    let op = u32::from(n_in > 0);
-                    failed = Some(Reply::Failed { op, error });
-                }
-            }
-        }
-        self.calling(Call::Idle, self.time);
-        failed.or(reply)
     }
 }

@@ -207,13 +207,12 @@ fn run_held(
             } else {
                 0
             };
-            for ((s, slot), b) in subs.iter_mut().zip(&slots).zip(buffers.iter_mut()) {
+            let done = (&slots[..], &mut *buffers, taken);
+            count_completed(&mut subs, done, &mut stepped, |slot, b| {
                 if taken > 0 {
                     read(slot, b, false);
                 }
-                let after = stepped.after(s.counters.stepped_time, taken);
-                s.count_held(taken, after);
-            }
+            });
             return Some(HeldRunEnd {
                 taken,
                 stopped: None,
@@ -224,11 +223,8 @@ fn run_held(
     let stop = match answer.frame {
         None => {
             let taken = answer.aux.min(run.steps);
-            for ((s, slot), b) in subs.iter_mut().zip(&slots).zip(buffers.iter_mut()) {
-                read(slot, b, true);
-                let after = stepped.after(s.counters.stepped_time, taken);
-                s.count_held(taken, after);
-            }
+            let done = (&slots[..], &mut *buffers, taken);
+            count_completed(&mut subs, done, &mut stepped, |slot, b| read(slot, b, true));
             return Some(HeldRunEnd {
                 taken,
                 stopped: None,
@@ -256,6 +252,21 @@ fn run_held(
         stop,
         &read,
     ))
+}
+
+/// After `taken` steps every member completed: each member's buffers read
+/// (`read`), its calls counted.
+fn count_completed(
+    subs: &mut [&mut IsolatedSubsystem],
+    (slots, buffers, taken): (&[LaneSlot], &mut [Buffers], u64),
+    stepped: &mut Stepped<'_>,
+    mut read: impl FnMut(&LaneSlot, &mut Buffers),
+) {
+    for ((s, slot), b) in subs.iter_mut().zip(slots).zip(buffers.iter_mut()) {
+        read(slot, b);
+        let after = stepped.after(s.counters.stepped_time, taken);
+        s.count_held(taken, after);
+    }
 }
 
 /// The members' buffers and counters as the steps one by one leave them
