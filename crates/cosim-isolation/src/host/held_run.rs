@@ -198,7 +198,8 @@ impl Host<'_> {
                     u[dst] = gain * y[src] + offset;
                 }
             }
-            group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Relaxed);
+            // (Release: after the values of the step, which it vouches for.)
+            group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Release);
             (ticks, t) = (next, t_next);
         }
         layout.write_inputs(group, &u);
@@ -294,7 +295,8 @@ impl Host<'_> {
                     steps[dp].inputs_mut()[ds] = v;
                 }
             }
-            group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Relaxed);
+            // (Release: after the values of the step, which it vouches for.)
+            group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Release);
             since = t + h;
             (ticks, t) = (next, t_next);
         }

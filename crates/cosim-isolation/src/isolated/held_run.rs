@@ -201,7 +201,7 @@ fn run_held(
         Err(e) => {
             // The host failed: the steps it completed before, as far as
             // they are known.
-            let word = gdata[RUN_TAKEN].load(Ordering::Relaxed);
+            let word = gdata[RUN_TAKEN].load(Ordering::Acquire);
             let taken = if word >> 32 == u64::from(seq) {
                 (word & 0xffff_ffff).min(run.steps)
             } else {
