@@ -110,6 +110,26 @@ enum AnswerAt {
     Round(u64),
 }
 
+/// How a wait for an answer waits.
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    /// Spinning this long before it sleeps.
+    spin: Duration,
+    /// Giving up this long after the run is interrupted (a call cut off
+    /// then kills its host).
+    grace: Duration,
+}
+
+impl Default for Wait {
+    /// A call's: the usual spin, given up at the interrupt.
+    fn default() -> Self {
+        Wait {
+            spin: channel::spin_budget(),
+            grace: Duration::ZERO,
+        }
+    }
+}
+
 /// What a request returned besides the response area.
 struct Answer {
     aux: u64,
@@ -519,12 +539,12 @@ impl IsolatedSubsystem {
 
     /// Waits for the answer to the request posted as `seq`.
     fn answer(&mut self, seq: u32, call: Call) -> Result<Answer> {
-        self.answer_spinning(seq, call, channel::spin_budget())
+        self.answer_waiting(seq, call, Wait::default())
     }
 
-    /// [`IsolatedSubsystem::answer`], spinning for `spin` before it sleeps.
-    fn answer_spinning(&mut self, seq: u32, call: Call, spin: Duration) -> Result<Answer> {
-        let deadline = self.await_answer(AnswerAt::Response, seq, call, spin)?;
+    /// [`IsolatedSubsystem::answer`], waiting as `wait` says.
+    fn answer_waiting(&mut self, seq: u32, call: Call, wait: Wait) -> Result<Answer> {
+        let deadline = self.await_answer(AnswerAt::Response, seq, call, wait)?;
         let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
@@ -580,12 +600,7 @@ impl IsolatedSubsystem {
     /// `seq`: `None` when the step completed (its observed values in the
     /// slot), else the answer the host left in the response area.
     fn lane_answer(&mut self, slot: LaneSlot, round: u64, seq: u32) -> Result<Option<Answer>> {
-        self.await_answer(
-            AnswerAt::Round(round),
-            seq,
-            Call::DoStep,
-            channel::spin_budget(),
-        )?;
+        self.await_answer(AnswerAt::Round(round), seq, Call::DoStep, Wait::default())?;
         let Some(link) = &self.link else {
             return Err(self.gone_error());
         };
@@ -606,7 +621,7 @@ impl IsolatedSubsystem {
                 AnswerAt::Lane(slot.answer),
                 seq,
                 Call::DoStep,
-                channel::spin_budget(),
+                Wait::default(),
             )?;
             let Some(link) = &self.link else {
                 return Err(self.gone_error());
@@ -625,14 +640,15 @@ impl IsolatedSubsystem {
 
     /// Waits until the word at `at` says the request `seq` is answered
     /// (spinning, then sleeping; giving up when the host ends, the
-    /// timeout passes or the run is interrupted). Returns the deadline if
-    /// the wait was long enough to fix one.
+    /// timeout passes or the run is interrupted, `wait.grace` after the
+    /// interrupt). Returns the deadline if the wait was long enough to fix
+    /// one.
     fn await_answer(
         &mut self,
         at: AnswerAt,
         seq: u32,
         call: Call,
-        spin: Duration,
+        wait: Wait,
     ) -> Result<Option<Instant>> {
         let Some(link) = &self.link else {
             return Err(self.gone_error());
@@ -655,6 +671,7 @@ impl IsolatedSubsystem {
         // first sleep (at most 5 ms late): no clock read on the fast path.
         let timeout = self.timeout;
         let mut deadline = None;
+        let mut interrupted: Option<Instant> = None;
         let mut ended = None;
         if !is_answered(done.load(Ordering::Acquire)) {
             // Not answered yet: the host may have fallen asleep before it
@@ -665,7 +682,7 @@ impl IsolatedSubsystem {
             || is_answered(done.load(Ordering::SeqCst)),
             &control_words[ANSWER_BELL],
             &control_words[MASTER_SLEEPERS],
-            spin,
+            wait.spin,
             Duration::from_millis(5),
             || match group.ended() {
                 Ok(Some(status)) => {
@@ -683,7 +700,10 @@ impl IsolatedSubsystem {
                     ended = Some(HostEnd::Timeout);
                     channel::Check::Stop
                 }
-                Ok(None) if interrupt_requested() => {
+                Ok(None)
+                    if interrupt_requested()
+                        && interrupted.get_or_insert_with(Instant::now).elapsed() >= wait.grace =>
+                {
                     ended = Some(HostEnd::Interrupted);
                     channel::Check::Stop
                 }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use cosim_core::hosted::{HeldRun, HeldRunEnd, Hosted};
 use cosim_core::system::Buffers;
@@ -24,6 +25,11 @@ fn runs_enabled() -> bool {
 
 /// How many times its usual spin the master spins waiting for a run.
 const RUN_SPIN: u32 = 100;
+
+/// How long a run may go on after the user's interrupt before the master
+/// gives up on it (and kills the host, as for a call that does not
+/// answer): a run takes about a millisecond.
+const RUN_GRACE: Duration = Duration::from_secs(1);
 
 /// The answer of a member's step that stopped a held run, for its
 /// `finish_step` (as its batch's answer would be).
@@ -180,8 +186,13 @@ fn run_held(
     };
     // (A run takes about a millisecond, far more than a step: the master
     // spins through it, where it spins at all, not to sleep and be woken
-    // at every run.)
-    let answer = lead.answer_spinning(seq, Call::DoStep, crate::channel::spin_budget() * RUN_SPIN);
+    // at every run. An interrupt lets it end, the steps it took kept, the
+    // host not killed for it, unless it takes more than RUN_GRACE.)
+    let wait = super::Wait {
+        spin: crate::channel::spin_budget() * RUN_SPIN,
+        grace: RUN_GRACE,
+    };
+    let answer = lead.answer_waiting(seq, Call::DoStep, wait);
     let mut stepped = Stepped { run, last: None };
     let read = |slot: &LaneSlot, b: &mut Buffers, inputs: bool| {
         let hot = b.read_slots();
