@@ -396,3 +396,93 @@ fmu = "{}"
         assert_eq!(sa["t_reached"].as_f64(), Some(3.0), "{tag}");
     }
 }
+
+/// `scenario` with its trace written every step and showing `variables`
+/// (a copy beside it, `tag` in its name).
+fn traced_every_step(scenario: &Path, tag: &str, variables: &str) -> PathBuf {
+    let text = std::fs::read_to_string(scenario).unwrap();
+    assert!(text.contains("interval = 0.1\n"), "{text}");
+    let text = text.replace("interval = 0.1\n", &format!("variables = [{variables}]\n"));
+    let path = scenario.with_file_name(format!("every_step_{tag}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_trace_of_every_step_is_recorded_by_the_host_with_the_bits_of_steps_one_by_one() {
+    // A row every step keeps the run on its quiet path: the host records
+    // the traced values after each step of a held run, and the rows are
+    // written from that record. Traced: a value the coupling uses, one it
+    // does not (the Faulty FMU's local state, read only for the trace)
+    // and one in between. Clean runs, and runs stopped in a request's
+    // sixth step by an error, a NaN the system refuses, and a crash (the
+    // rows of the steps the host completed before it).
+    let dir = tempfile::tempdir().unwrap();
+    let variables = r#""faulty.x_state", "gain2.y", "faulty.x""#;
+    for v in ["fmi2", "fmi3"] {
+        for (mode, code) in [(0, 0), (1, 1), (3, 1), (4, 1)] {
+            for faulty_last in [false, true] {
+                let tag = format!("{v}_every_step_{mode}_{faulty_last}");
+                let scenario = chain(dir.path(), v, mode, "threads = 1", (faulty_last, false));
+                let scenario = traced_every_step(&scenario, &tag, variables);
+                let [(a, ea), (b, eb)] = both(&scenario, dir.path(), &tag, code);
+                assert_eq!(
+                    error_lines_pids_masked(&ea),
+                    error_lines_pids_masked(&eb),
+                    "{tag}"
+                );
+                let trace = std::fs::read_to_string(b.join("trace.csv")).unwrap();
+                assert!(
+                    std::fs::read_to_string(a.join("trace.csv")).unwrap() == trace,
+                    "{tag}: the traces differ"
+                );
+                let (sa, sb) = (summary(&a), summary(&b));
+                assert_eq!(sa["t_reached"], sb["t_reached"], "{tag}");
+                assert_eq!(sa["stats"], sb["stats"], "{tag}");
+                // (The steps one by one read the value no connection uses
+                // after each step, apart: one more read each. Where an
+                // error ends the run, they had started the FMUs after the
+                // failed one.)
+                for c in ["do_step", "set_inputs", "stepped_time"] {
+                    if mode == 0 {
+                        assert_eq!(sa["calls"][c], sb["calls"][c], "{tag}: {c}");
+                    }
+                }
+                // A row every step, each with its own values: x' = -0.5 x
+                // from x = 1, x_state the same as x.
+                let rows: Vec<Vec<f64>> = trace
+                    .lines()
+                    .skip(1)
+                    .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+                    .collect();
+                let last_t = if mode == 0 { 1.0 } else { 0.35 };
+                assert_eq!(
+                    rows.len(),
+                    (last_t * 100.0_f64).round() as usize + 1,
+                    "{tag}"
+                );
+                for (i, r) in rows.iter().enumerate() {
+                    let t = i as f64 * 0.01;
+                    assert!((r[0] - t).abs() < 1e-9, "{tag}: row {i}: {r:?}");
+                    assert!(
+                        (r[1] - (-0.5 * t).exp()).abs() < 1e-2,
+                        "{tag}: row {i}: {r:?}"
+                    );
+                    assert_eq!(r[1].to_bits(), r[3].to_bits(), "{tag}: row {i}: {r:?}");
+                }
+            }
+        }
+        // The host stepping each FMU call by call (the FMI call log on)
+        // records them alike.
+        let tag = format!("{v}_every_step_logged");
+        let scenario = chain(dir.path(), v, 0, "threads = 1", (true, false));
+        let scenario = traced_every_step(&scenario, &tag, variables);
+        let [(a, _), (b, _)] = both_with(&scenario, dir.path(), &tag, 0, true);
+        let trace = std::fs::read_to_string(b.join("trace.csv")).unwrap();
+        assert_eq!(trace.lines().count(), 102, "{tag}");
+        assert!(
+            std::fs::read_to_string(a.join("trace.csv")).unwrap() == trace,
+            "{tag}: the traces differ"
+        );
+    }
+}

@@ -8,7 +8,9 @@
 //! and routes its FMUs itself, in the system's order and with the same
 //! arithmetic, so the results are the same bits as the steps taken one by
 //! one. The master then exchanges one request per stretch with the host,
-//! not one per FMU and step.
+//! not one per FMU and step. The values the quiet path's rows show (a
+//! trace written every step) are recorded by the host after each step
+//! ([`HeldRun::recorded`]), and the rows written from that record.
 
 use std::any::Any;
 
@@ -60,6 +62,11 @@ pub struct HeldRun<'a> {
     pub checked: &'a [usize],
     /// The connections between the members.
     pub routes: &'a [RunRoute],
+    /// The observed values ((member, slot), each among its checked ones)
+    /// to record after every completed step, for the rows the run loop
+    /// writes on the quiet path ([`crate::observer::Observer::quiet_row`]).
+    /// `steps` times their number is within [`Hosted::record_capacity`].
+    pub recorded: &'a [(usize, usize)],
 }
 
 /// How a hosted run ended. The members' buffers are left as the steps
@@ -89,12 +96,15 @@ pub struct HeldRunEnd {
 
 /// Takes a [`HeldRun`] with `members` (every member of the run, in order,
 /// all in one host: [`Hosted::host_key`]) and their `buffers` (the
-/// inputs of the first step in `u`). `None`, with nothing done, where the
-/// members cannot take one now.
+/// inputs of the first step in `u`); `record` is cleared and gets the
+/// values of [`HeldRun::recorded`] after each completed step, a step's
+/// after the one before. `None`, with nothing done, where the members
+/// cannot take one now.
 pub type HeldRunner = fn(
     members: &mut [&mut dyn Hosted],
     buffers: &mut [Buffers],
     run: &HeldRun<'_>,
+    record: &mut Vec<f64>,
 ) -> Option<HeldRunEnd>;
 
 /// A subsystem whose steps another process takes
@@ -105,6 +115,10 @@ pub trait Hosted: Send {
 
     /// What takes a run of held steps of this process's members.
     fn held_runner(&self) -> HeldRunner;
+
+    /// How many values a run can record ([`HeldRun::recorded`] times its
+    /// steps).
+    fn record_capacity(&self) -> usize;
 
     /// Itself, for the runner to find its own type.
     fn as_any_mut(&mut self) -> &mut dyn Any;

@@ -266,6 +266,10 @@ pub struct System {
     rest_stale: bool,
     /// When they were last read (for the errors about them).
     rest_read_at: f64,
+    /// The observed slots ((subsystem, slot)) the quiet rows show
+    /// ([`System::read_every_step`]): a held run in a host records them
+    /// after every step.
+    every_step: Vec<(usize, usize)>,
     /// FMI 3 event mode: which subsystems use it, their time events, the
     /// end of a macro step an early return shortened.
     events: events::EventState,
@@ -410,6 +414,7 @@ impl System {
             lazy: false,
             rest_stale: false,
             rest_read_at: f64::NAN,
+            every_step: Vec::new(),
             events,
         })
     }
@@ -657,19 +662,24 @@ impl System {
         }
         self.rest_stale = false;
         self.rest_read_at = self.time;
+        self.every_step.clear();
     }
 
     /// Reads observed values `slots` ((subsystem, observed slot)) after
     /// every step too, with those the coupling uses: the quiet path's
     /// rows show them ([`crate::observer::Observer::quiet_columns`]).
     /// False (and nothing changed) where a quiet run could not read one
-    /// of them (not an FMU's, or not a Float64 it reads with the others).
+    /// of them (not an FMU's, or not a Float64 it reads with the others;
+    /// an FMU in a host reads and records any of its observed slots).
     pub fn read_every_step(&mut self, slots: &[(usize, usize)]) -> bool {
         let readable = slots.iter().all(|&(s, k)| {
-            self.subsystems
-                .get_mut(s)
-                .and_then(|sub| sub.as_fmu())
-                .is_some_and(|f| f.held_readable(k))
+            let Some(sub) = self.subsystems.get_mut(s) else {
+                return false;
+            };
+            if sub.as_hosted().is_some() {
+                return self.buffers.get(s).is_some_and(|b| k < b.y.len());
+            }
+            sub.as_fmu().is_some_and(|f| f.held_readable(k))
         });
         if !readable {
             return false;
@@ -678,7 +688,10 @@ impl System {
             if let Some(b) = self.buffers.get_mut(s) {
                 b.hot = b.hot.max(k + 1).min(b.y.len());
             }
+            self.every_step.push((s, k));
         }
+        self.every_step.sort_unstable();
+        self.every_step.dedup();
         self.lazy = self.buffers.iter().any(|b| b.hot < b.y.len());
         true
     }

@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 10;
+pub const VERSION: u32 = 11;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -105,8 +105,15 @@ pub const GROUP_WORDS: usize = 24;
 /// host) right after it. Memory is only used where slots are (the region
 /// is a file whose untouched pages take none).
 pub const LANE_HALF: usize = 1 << 18;
-/// Data words of the group region with its step lane.
-pub const GROUP_REGION_WORDS: usize = GROUP_WORDS + 2 * LANE_HALF;
+/// Where a held run ([`Op::HeldRun`]) records the values its plan names
+/// ([`HeldRunPlan::recorded`]) after each completed step, a step's after
+/// the one before (a data word of the group region, after the lane).
+pub const RUN_RECORD: usize = GROUP_WORDS + 2 * LANE_HALF;
+/// Words of the run record: a run records at most this many values (the
+/// master sizes its requests to fit).
+pub const RUN_RECORD_WORDS: usize = 1 << 16;
+/// Data words of the group region with its step lane and run record.
+pub const GROUP_REGION_WORDS: usize = RUN_RECORD + RUN_RECORD_WORDS;
 /// Lane request flag (low word): input values follow `t` and `h`.
 pub const LANE_INPUTS: u64 = 1;
 /// Lane answer code (low word): the step completed and the observed
@@ -502,6 +509,10 @@ pub struct HeldRunPlan {
     /// `u[dst][dst_slot] = gain * y[src][src_slot] + offset`, members by
     /// their place in `members`.
     pub routes: Vec<HeldRunRoute>,
+    /// The observed values (member by its place in `members`, slot among
+    /// its checked ones) recorded after each completed step at
+    /// [`RUN_RECORD`]: the values the master's quiet rows show.
+    pub recorded: Vec<(u32, u32)>,
 }
 
 /// A connection of a [`HeldRunPlan`].

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{System, read_step_outputs, step_ended_otherwise};
+use super::{Buffers, System, read_step_outputs, step_ended_otherwise};
 use crate::error::Result;
 use crate::hosted::{HeldRun, HeldRunner, Hosted, RunRoute};
 use crate::observer::ObservedValues;
@@ -31,7 +31,19 @@ impl System {
         if self.buffers.iter().any(|b| b.step_wall_time.is_some()) {
             return None;
         }
-        let runner = self.runner_of_one_host()?;
+        let (runner, capacity) = self.runner_of_one_host()?;
+        // The values the quiet rows show, recorded by the host after every
+        // step: a request takes at most as many steps as it has room for.
+        let recorded = self.every_step.clone();
+        let most_steps = match recorded.len() {
+            0 => u64::MAX,
+            n => (capacity / n) as u64,
+        };
+        if most_steps == 0 {
+            return None;
+        }
+        let columns = recorded_columns(&recorded, &self.buffers);
+        let mut record = Vec::new();
         let (pooled, steps) = self.inline_steps(steps);
         if steps == 0 {
             return Some((0, Ok(())));
@@ -45,7 +57,7 @@ impl System {
         let mut go_on = true;
         while go_on && taken < steps {
             let run = HeldRun {
-                steps: (steps - taken).min(per_request),
+                steps: (steps - taken).min(per_request).min(most_steps),
                 ticks: self.ticks,
                 t: self.time,
                 h_ticks,
@@ -53,6 +65,7 @@ impl System {
                 limit_abs,
                 checked: &checked,
                 routes: &routes,
+                recorded: &recorded,
             };
             let mut members: Vec<&mut dyn Hosted> = self
                 .subsystems
@@ -60,7 +73,7 @@ impl System {
                 .filter_map(|s| s.as_hosted())
                 .collect();
             let started = Instant::now();
-            let Some(end) = runner(&mut members, &mut self.buffers, &run) else {
+            let Some(end) = runner(&mut members, &mut self.buffers, &run, &mut record) else {
                 // (Refused: before any step, the steps go one by one.)
                 if taken == 0 {
                     return None;
@@ -80,11 +93,17 @@ impl System {
                 b.deliver_orders = 0;
             }
             self.rest_stale |= self.lazy;
-            for _ in 0..end.taken {
+            for k in 0..end.taken as usize {
                 let next = self.ticks + h_ticks;
                 let t_next = base.seconds(next);
                 (self.ticks, self.time) = (next, t_next);
-                go_on &= after_step(t_next, next, &self.published());
+                let n = recorded.len();
+                let values = RecordedStep {
+                    buffers: &self.buffers,
+                    columns: &columns,
+                    row: record.get(k * n..(k + 1) * n).unwrap_or_default(),
+                };
+                go_on &= after_step(t_next, next, &values);
             }
             taken += end.taken;
             let stuck = end.taken == 0 && end.stopped.is_none() && end.error.is_none();
@@ -107,8 +126,8 @@ impl System {
     }
 
     /// What takes held runs of the subsystems, if they all live in one
-    /// host process.
-    fn runner_of_one_host(&mut self) -> Option<HeldRunner> {
+    /// host process, and how many values a run can record.
+    fn runner_of_one_host(&mut self) -> Option<(HeldRunner, usize)> {
         let mut key = None;
         for sub in &mut self.subsystems {
             let k = sub.as_hosted()?.host_key();
@@ -116,7 +135,8 @@ impl System {
                 return None;
             }
         }
-        Some(self.subsystems.first_mut()?.as_hosted()?.held_runner())
+        let lead = self.subsystems.first_mut()?.as_hosted()?;
+        Some((lead.held_runner(), lead.record_capacity()))
     }
 
     /// The connections, for a held run.
@@ -177,5 +197,43 @@ impl System {
         self.set_time_at(next, t_next);
         after_step(t_next, next, &self.published());
         (taken + 1, Ok(()))
+    }
+}
+
+/// Per subsystem and observed slot: its column among `recorded`, or
+/// `u32::MAX` (the slots after the last recorded one left out).
+fn recorded_columns(recorded: &[(usize, usize)], buffers: &[Buffers]) -> Vec<Vec<u32>> {
+    let mut columns: Vec<Vec<u32>> = vec![Vec::new(); buffers.len()];
+    for (c, &(s, k)) in recorded.iter().enumerate() {
+        if let Some(of) = columns.get_mut(s) {
+            if of.len() <= k {
+                of.resize(k + 1, u32::MAX);
+            }
+            of[k] = c as u32;
+        }
+    }
+    columns
+}
+
+/// The values of one step of a hosted run: those the host recorded after
+/// it (every value a quiet row shows), the others as published after the
+/// request.
+struct RecordedStep<'a> {
+    buffers: &'a [Buffers],
+    columns: &'a [Vec<u32>],
+    row: &'a [f64],
+}
+
+impl ObservedValues for RecordedStep<'_> {
+    #[inline]
+    fn observed(&self, subsystem: usize, slot: usize) -> f64 {
+        match self.columns.get(subsystem).and_then(|c| c.get(slot)) {
+            Some(&c) if c != u32::MAX => {
+                // (The runner records every step it took: see `HeldRunner`.)
+                debug_assert!((c as usize) < self.row.len());
+                self.row.get(c as usize).copied().unwrap_or(f64::NAN)
+            }
+            _ => self.buffers[subsystem].y[slot],
+        }
     }
 }

@@ -16,7 +16,7 @@ use cosim_fmi::{BoundStep, StepCall};
 
 use crate::protocol::{
     CALL, CALL_MEMBER, CALL_TIME, Call, HeldRunPlan, HeldRunStopped, LaneSlot, Op, RESP_AUX_F64,
-    RUN_TAKEN, Reply, STEP_COMPLETED, STEP_PREFETCHED, WireError,
+    RUN_RECORD, RUN_RECORD_WORDS, RUN_TAKEN, Reply, STEP_COMPLETED, STEP_PREFETCHED, WireError,
 };
 
 /// A held run's request: `[steps, ticks, t, h_ticks, time exponent]`.
@@ -62,6 +62,15 @@ impl Host<'_> {
         let plan = self.members[m].held_plan.take();
         let reply = match &plan {
             Some(plan) => match self.check_plan(plan) {
+                Ok(())
+                    if request.steps.saturating_mul(plan.recorded.len() as u64)
+                        > RUN_RECORD_WORDS as u64 =>
+                {
+                    Some(Reply::Failed {
+                        op: 0,
+                        error: WireError::Other("a held run's record does not fit its area".into()),
+                    })
+                }
                 Ok(()) => self.run_held(plan, &request, seq),
                 Err(error) => Some(Reply::Failed { op: 0, error }),
             },
@@ -122,6 +131,10 @@ impl Host<'_> {
         {
             return bad("a connection outside its members' slots");
         }
+        let checked = |p: u32, slot: u32| plan.checked.get(p as usize).is_some_and(|&c| slot < c);
+        if plan.recorded.iter().any(|&(p, slot)| !checked(p, slot)) {
+            return bad("a recorded value outside its member's checked ones");
+        }
         Ok(())
     }
 
@@ -162,6 +175,12 @@ impl Host<'_> {
             // for a `GetObserved` that comes first, not for a step.)
             self.members[i as usize].prefetch_error = None;
         }
+        // Where each recorded value is in `y`.
+        let recorded: Vec<usize> = plan
+            .recorded
+            .iter()
+            .map(|&(p, slot)| layout.y_at[p as usize] + slot as usize)
+            .collect();
         if let Some(reply) = self.run_held_bound(plan, request, seq, (&layout, &mut u)) {
             return reply;
         }
@@ -190,9 +209,13 @@ impl Host<'_> {
                     return Some(stopped((k, p), stop, &y[..layout.y_at[p]]));
                 }
             }
-            // Every member completed the step: its values published, and
-            // the next step's inputs routed from them.
+            // Every member completed the step: its values published (and
+            // recorded), and the next step's inputs routed from them.
             layout.write_outputs(group, &y);
+            let record = &group[RUN_RECORD + k as usize * recorded.len()..];
+            for (w, &at) in record.iter().zip(&recorded) {
+                w.store(y[at].to_bits(), Ordering::Relaxed);
+            }
             if k + 1 < request.steps {
                 for &(src, dst, gain, offset) in &routes {
                     u[dst] = gain * y[src] + offset;
@@ -282,12 +305,17 @@ impl Host<'_> {
                     break 'steps;
                 }
             }
-            // Every member completed the step: its values published, and
-            // the next step's inputs routed from them.
+            // Every member completed the step: its values published (and
+            // recorded), and the next step's inputs routed from them.
             for (p, slot) in layout.slots.iter().enumerate() {
                 for (w, v) in group[slot.answer + 1..].iter().zip(steps[p].outputs(side)) {
                     w.store(v.to_bits(), Ordering::Relaxed);
                 }
+            }
+            let record = &group[RUN_RECORD + k as usize * plan.recorded.len()..];
+            for (w, &(p, slot)) in record.iter().zip(&plan.recorded) {
+                let v = steps[p as usize].outputs(side)[slot as usize];
+                w.store(v.to_bits(), Ordering::Relaxed);
             }
             if k + 1 < request.steps {
                 for &(sp, ss, dp, ds, gain, offset) in &routes {

@@ -12,7 +12,8 @@ use cosim_core::system::Buffers;
 
 use super::{IsolatedSubsystem, PendingStep, config};
 use crate::protocol::{
-    Call, Control, HeldRunPlan, HeldRunRoute, HeldRunStopped, LaneSlot, Op, RUN_TAKEN, Reply,
+    Call, Control, HeldRunPlan, HeldRunRoute, HeldRunStopped, LaneSlot, Op, RUN_RECORD,
+    RUN_RECORD_WORDS, RUN_TAKEN, Reply,
 };
 
 /// Whether systems in one host take their quiet stretches there
@@ -49,6 +50,10 @@ impl Hosted for IsolatedSubsystem {
 
     fn held_runner(&self) -> cosim_core::hosted::HeldRunner {
         run_held
+    }
+
+    fn record_capacity(&self) -> usize {
+        RUN_RECORD_WORDS
     }
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
@@ -117,7 +122,12 @@ fn run_held(
     members: &mut [&mut dyn Hosted],
     buffers: &mut [Buffers],
     run: &HeldRun<'_>,
+    record: &mut Vec<f64>,
 ) -> Option<HeldRunEnd> {
+    record.clear();
+    if run.steps.saturating_mul(run.recorded.len() as u64) > RUN_RECORD_WORDS as u64 {
+        return None;
+    }
     let mut subs: Vec<&mut IsolatedSubsystem> = members
         .iter_mut()
         .map(|m| m.as_any_mut().downcast_mut::<IsolatedSubsystem>())
@@ -149,6 +159,11 @@ fn run_held(
                 gain: r.gain,
                 offset: r.offset,
             })
+            .collect(),
+        recorded: run
+            .recorded
+            .iter()
+            .map(|&(p, k)| (p as u32, k as u32))
             .collect(),
     };
     let failed = |error| {
@@ -207,6 +222,16 @@ fn run_held(
             }
         }
     };
+    // The recorded values of the first `taken` steps.
+    let mut read_record = |taken: u64| {
+        let n = (taken as usize).saturating_mul(run.recorded.len());
+        let words = &gdata[RUN_RECORD..RUN_RECORD + n.min(RUN_RECORD_WORDS)];
+        record.extend(
+            words
+                .iter()
+                .map(|w| f64::from_bits(w.load(Ordering::Relaxed))),
+        );
+    };
     let answer = match answer {
         Ok(a) => a,
         Err(e) => {
@@ -218,6 +243,7 @@ fn run_held(
             } else {
                 0
             };
+            read_record(taken);
             let done = (&slots[..], &mut *buffers, taken);
             count_completed(&mut subs, done, &mut stepped, |slot, b| {
                 if taken > 0 {
@@ -234,6 +260,7 @@ fn run_held(
     let stop = match answer.frame {
         None => {
             let taken = answer.aux.min(run.steps);
+            read_record(taken);
             let done = (&slots[..], &mut *buffers, taken);
             count_completed(&mut subs, done, &mut stepped, |slot, b| read(slot, b, true));
             return Some(HeldRunEnd {
@@ -255,6 +282,7 @@ fn run_held(
         );
         return failed(e);
     }
+    read_record(stop.taken.min(run.steps.saturating_sub(1)));
     Some(settle_stop(
         &mut subs,
         (&slots, gdata),
