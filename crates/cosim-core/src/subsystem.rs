@@ -1378,6 +1378,13 @@ impl FmuSubsystem {
         self.instance.fmi_version()
     }
 
+    /// Whether a held run ([`FmuSubsystem::held_run`]) can read observed
+    /// slot `slot` with the coupled values (a Float64 of the slots read
+    /// with one call, the inputs untyped).
+    pub(crate) fn held_readable(&self, slot: usize) -> bool {
+        self.typed_inputs.is_none() && slot < self.float_prefix
+    }
+
     /// This FMU's part in a run of held macro steps
     /// ([`crate::System::step_held_run`]): its held step bound to `u` (the
     /// inputs it sets) and `y` (two buffers for the first `y[0].len()`
@@ -1386,13 +1393,6 @@ impl FmuSubsystem {
     /// [`FmuSubsystem::step_held_direct`] would not take its direct path,
     /// or the instance gives no bound step of `B`'s
     /// ([`cosim_fmi::Instance::held_step`]).
-    /// Whether a held run ([`FmuSubsystem::held_run`]) can read observed
-    /// slot `slot` with the coupled values (a Float64 of the slots read
-    /// with one call, the inputs untyped).
-    pub(crate) fn held_readable(&self, slot: usize) -> bool {
-        self.typed_inputs.is_none() && slot < self.float_prefix
-    }
-
     pub(crate) fn held_run<'a, B: BindHeld>(
         &'a mut self,
         u: &'a mut [f64],

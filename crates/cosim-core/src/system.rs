@@ -1472,14 +1472,31 @@ impl System {
             ),
             other => step_not_completed(self.subsystems[s].as_mut(), other, t, h),
         };
-        let rest = match first {
+        let step = ((t, h), (next, t_next));
+        match self.finish_stopped_step(first, s, step, pooled, &mut after_step) {
+            Ok(()) => Some((taken + 1, Ok(()))),
+            Err(e) => Some((taken, Err(e))),
+        }
+    }
+
+    /// The rest of the step `[t, t + h]` (ending at ticks `next`, `t_next`
+    /// s) a held run stopped in at subsystem `s`, whose own step ended with
+    /// `first`: the subsystems after it step one by one, then (unless that
+    /// failed: a value only warned about lets the step complete) the step
+    /// is published, exchanged and handed to `after_step`, as the steps
+    /// one by one leave it.
+    fn finish_stopped_step(
+        &mut self,
+        first: Result<()>,
+        s: usize,
+        ((t, h), (next, t_next)): ((f64, f64), (i64, f64)),
+        pooled: bool,
+        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> Result<()> {
+        match first {
             Ok(()) => self.step_held_from(s + 1, t, h),
             Err(e) => self.step_held_after_error(e, s + 1, t, h),
-        };
-        if let Err(e) = rest {
-            return Some((taken, Err(e)));
-        }
-        // (A value only warned about: the step completes.)
+        }?;
         if pooled {
             self.pool_chooser.record_inline(1);
         }
@@ -1487,7 +1504,7 @@ impl System {
         self.exchange();
         self.set_time_at(next, t_next);
         after_step(t_next, next, &self.published());
-        Some((taken + 1, Ok(())))
+        Ok(())
     }
 
     /// [`System::step_held_all_inline`] from subsystem `from` on.

@@ -4,7 +4,7 @@
 //! subsystems; see [`crate::HostPool`]). Two channels join it to the
 //! master:
 //!
-//! - shared memory (see [`crate::sys::SharedRegion`]): a *group region*
+//! - shared memory (`sys::SharedRegion`): a *group region*
 //!   with the futex words of the handshake and what the host is doing (for
 //!   the report when it dies), and one *member region* per instance with a
 //!   request area and a response area in a fixed binary layout of 64-bit

@@ -182,21 +182,11 @@ impl System {
             }
             other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
         };
-        let rest = match first {
-            Ok(()) => self.step_held_from(s + 1, t, h),
-            Err(e) => self.step_held_after_error(e, s + 1, t, h),
-        };
-        if let Err(e) = rest {
-            return (taken, Err(e));
+        let step = ((t, h), (next, t_next));
+        match self.finish_stopped_step(first, s, step, pooled, &mut after_step) {
+            Ok(()) => (taken + 1, Ok(())),
+            Err(e) => (taken, Err(e)),
         }
-        if pooled {
-            self.pool_chooser.record_inline(1);
-        }
-        self.publish_read();
-        self.exchange();
-        self.set_time_at(next, t_next);
-        after_step(t_next, next, &self.published());
-        (taken + 1, Ok(()))
     }
 }
 
