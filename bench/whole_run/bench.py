@@ -43,7 +43,10 @@ their runs alternate, in a rotating order):
    most 0.2 us per macro step. And the chains of 10 and 100 with one
    column traced every step, isolated against in-process traced (the host
    records the traced column after each step of its held runs; 5 * 10^4
-   and 5 * 10^3 steps): the same goal. With `--round-trip`: the machine's bare
+   and 5 * 10^3 steps): the same goal. For information, the chain of 10
+   with a scenario's default outputs (every output traced and the step
+   log, a row each every step), isolated against in-process. With
+   `--round-trip`: the machine's bare
    round trip between two processors (two spinning threads, the
    `round_trip` example of cosim-isolation), which no channel between a
    master and its host can beat.
@@ -240,9 +243,11 @@ def sweep(a: argparse.Namespace, r: Report, tmp: Path) -> None:
 
 
 def chain(tmp: Path, cgain: str, n: int, steps: int, name: str, trace: bool = False,
-          isolation: Optional[str] = None) -> Path:
-    """A chain of `n` CGain FMUs; outputs off, or one column traced; its
-    outputs (and summary.json) in `out-<name>` beside it."""
+          isolation: Optional[str] = None, defaults: bool = False) -> Path:
+    """A chain of `n` CGain FMUs; outputs off, or one column traced, or
+    (`defaults`) the outputs of a scenario that says nothing of them (every
+    output traced, the step log); its outputs (and summary.json) in
+    `out-<name>` beside it."""
     lines = [f"[simulation]\nstop = {steps * 1e-3!r}\n[master]\nkind = \"fixed-step\"\nstep = 1e-3\nthreads = 1"]
     if isolation:
         lines.append(f'isolation = "{isolation}"')
@@ -253,7 +258,9 @@ def chain(tmp: Path, cgain: str, n: int, steps: int, name: str, trace: bool = Fa
     for k in range(1, n):
         lines.append(f'[[connections]]\nfrom = "g{k}.y"\nto = "g{k + 1}.u"')
     out = tmp / f"out-{name}"
-    if trace:
+    if defaults:
+        lines.append(f'[outputs]\ndir = "{out}"')
+    elif trace:
         lines.append(f'[outputs]\ndir = "{out}"\nenergy_log = false\nstep_log = false\nvariables = ["g{n}.y"]')
     else:
         lines.append(f'[outputs]\ndir = "{out}"\ntrace = false\nenergy_log = false\nstep_log = false')
@@ -312,6 +319,16 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
               f"{med(t['iso']) / steps / n * 1e6:.3f} us per FMU-step",
               f"in-process {med(t['in']) / steps / n * 1e6:.3f} us", f"{med(t['iso']) / med(t['in']):.1f}",
               "<= 3", med(t['iso']) / med(t['in']) <= 3)
+    # A scenario's default outputs: every output traced and the step log,
+    # a row each every step (both written on the quiet path).
+    steps = 50_000
+    default_in = chain(tmp, a.cgain, 10, steps, "din10", defaults=True)
+    default_iso = chain(tmp, a.cgain, 10, steps, "diso10", isolation="process", defaults=True)
+    t = alternate(a.runs, {"in": lambda: stepping(a, default_in), "iso": lambda: stepping(a, default_iso)})
+    r.row("default outputs (every output traced, step log), every FMU isolated / in-process, chain of 10",
+          f"{med(t['iso']) / steps / 10 * 1e6:.3f} us per FMU-step",
+          f"in-process {med(t['in']) / steps / 10 * 1e6:.3f} us", f"{med(t['iso']) / med(t['in']):.1f}",
+          "", None)
     steps = 20_000
     one_in = chain(tmp, a.cgain, 1, steps, "in1")
     one_iso = chain(tmp, a.cgain, 1, steps, "iso1", isolation="process")

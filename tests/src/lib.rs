@@ -186,6 +186,25 @@ impl Run {
 /// `--set`-style assignments and optional stop time and step, writing the
 /// outputs into a fresh temporary directory.
 pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) -> Run {
+    run_observed(scenario, set, (stop, step), Vec::new())
+}
+
+/// [`run`] with every step taken the full way, no quiet path
+/// ([`cosim_core::observer::StepsOneByOne`]): the reference the quiet
+/// path is compared with.
+pub fn run_one_by_one(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) -> Run {
+    let extra: Vec<Box<dyn cosim_core::observer::Observer>> =
+        vec![Box::new(cosim_core::observer::StepsOneByOne)];
+    run_observed(scenario, set, (stop, step), extra)
+}
+
+/// [`run`] with `extra` observers.
+fn run_observed(
+    scenario: &Path,
+    set: &[&str],
+    (stop, step): (Option<f64>, Option<f64>),
+    extra: Vec<Box<dyn cosim_core::observer::Observer>>,
+) -> Run {
     fmus();
     let dir = tempfile::tempdir().expect("temporary output directory");
     let overrides = Overrides {
@@ -196,7 +215,7 @@ pub fn run(scenario: &Path, set: &[&str], stop: Option<f64>, step: Option<f64>) 
         ..Overrides::default()
     };
     let prepared = runner::prepare(scenario, &overrides, None).unwrap_or_else(|e| panic!("{e}"));
-    let outcome = runner::run(prepared, Vec::new(), None).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = runner::run(prepared, extra, None).unwrap_or_else(|e| panic!("{e}"));
     Run {
         summary: outcome.summary,
         error: outcome.error.map(|e| e.to_string()),

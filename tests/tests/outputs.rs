@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cosim_tests::{Run, cosim, cosim_bin, fmus, root, run, scenario, with_master};
+use cosim_tests::{Run, cosim, cosim_bin, fmus, root, run, run_one_by_one, scenario, with_master};
 
 /// A copy of `file` (of `scenarios/`) in `dir` with `master` as its
 /// `[master]` table and `lines` added to `[outputs]`.
@@ -670,12 +670,12 @@ fn a_run_without_outputs_summarises_its_steps_as_a_traced_run_does() {
 /// A trace at an interval or decimated, with nothing else written after
 /// every step, leaves the steps between two of its rows to the run loop's
 /// quiet path (`Observer::due`): its rows, and the summary, are those of
-/// the same run whose step log makes every step go the full way. On the
-/// thermostat, for a fixed-step master (the interval a multiple of its
-/// step, the last step shortened) and for masters that end a step on
-/// every output point.
+/// the same run with every step taken the full way
+/// (`cosim_core::observer::StepsOneByOne`). On the thermostat, for a
+/// fixed-step master (the interval a multiple of its step, the last step
+/// shortened) and for masters that end a step on every output point.
 #[test]
-fn a_sampled_trace_writes_the_rows_a_run_with_a_step_log_writes() {
+fn a_sampled_trace_writes_the_rows_of_the_steps_one_by_one() {
     let dir = tempfile::tempdir().unwrap();
     for (kind, master, stop) in THERMOSTAT_MASTERS {
         for sampling in ["interval = 2.5", "decimation = 7"] {
@@ -685,16 +685,15 @@ fn a_sampled_trace_writes_the_rows_a_run_with_a_step_log_writes() {
             let quiet_dir = sub.join("quiet");
             std::fs::create_dir_all(&full_dir).unwrap();
             std::fs::create_dir_all(&quiet_dir).unwrap();
-            let outputs =
-                |step_log: bool| format!("{sampling}\nstep_log = {step_log}\nenergy_log = false");
-            let full = run(
-                &variant("thermostat.toml", master, &outputs(true), &full_dir),
+            let outputs = format!("{sampling}\nstep_log = false\nenergy_log = false");
+            let full = run_one_by_one(
+                &variant("thermostat.toml", master, &outputs, &full_dir),
                 &[],
                 Some(stop),
                 None,
             );
             let quiet = run(
-                &variant("thermostat.toml", master, &outputs(false), &quiet_dir),
+                &variant("thermostat.toml", master, &outputs, &quiet_dir),
                 &[],
                 Some(stop),
                 None,

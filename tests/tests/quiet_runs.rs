@@ -106,6 +106,7 @@ fn quiet_steps(limit: u64, interrupt: &std::sync::atomic::AtomicBool) -> QuietSt
         interrupt,
         outputs: None,
         rows: QuietRows::default(),
+        step: cosim_core::master::StepReport::simple(f64::NAN, f64::NAN),
     }
 }
 
@@ -288,16 +289,17 @@ fn outcome(out: &Output, out_dir: &Path) -> (Option<i32>, Vec<String>, String, s
 }
 
 /// Runs `scenario` (an `[outputs]` section last in it) with a trace row
-/// every 0.1 s (unless it gives an `interval`), twice: without a step log
-/// (the steps between two rows are a quiet run, which the master's debug
-/// log says) and with one (every step one by one).
-/// Both must leave the same error, rows and summary.
+/// every 0.1 s (unless it gives an `interval`), without a step log and
+/// with one, each twice: on the quiet path (the steps between two rows,
+/// or with rows written every step, are quiet runs, which the master's
+/// debug log says) and with `COSIM_QUIET_PATH=0` (every step one by one).
+/// Both must leave the same error, rows, step log and summary. The
+/// summary of the quiet run without a step log is returned.
 fn assert_quiet_run_fails_as_steps_one_by_one(
     dir: &Path,
     scenario: &str,
     what: &str,
 ) -> serde_json::Value {
-    let mut results = Vec::new();
     // (Every 0.1 s unless the scenario says, or says to keep its own.)
     let interval = if scenario.contains("\ninterval = ") || scenario.contains("# sampling as given")
     {
@@ -313,6 +315,7 @@ fn assert_quiet_run_fails_as_steps_one_by_one(
     } else {
         scenario.replacen("[master]\n", "[master]\nthreads = 1\n", 1)
     };
+    let mut quiet_summary = None;
     for step_log in [false, true] {
         let path = dir.join(format!("{what}_{step_log}.toml"));
         std::fs::write(
@@ -320,22 +323,32 @@ fn assert_quiet_run_fails_as_steps_one_by_one(
             format!("{scenario}{interval}step_log = {step_log}\nenergy_log = false\n"),
         )
         .unwrap();
-        let out_dir = dir.join(format!("out_{what}_{step_log}"));
-        let out = Command::new(cosim_bin())
-            .args(["run", "--no-progress"])
-            .arg(&path)
-            .arg("--out")
-            .arg(&out_dir)
-            .env("COSIM_LOG", "warn,cosim_core::master=debug")
-            .current_dir(root())
-            .output()
-            .expect("running cosim");
-        let quiet_runs = stderr(&out).contains("in one quiet run");
-        assert_eq!(quiet_runs, !step_log, "{what}: {}", stderr(&out));
-        results.push(outcome(&out, &out_dir));
+        let mut results = Vec::new();
+        for one_by_one in [false, true] {
+            let tail = if one_by_one { "_one_by_one" } else { "" };
+            let out_dir = dir.join(format!("out_{what}_{step_log}{tail}"));
+            let out = Command::new(cosim_bin())
+                .args(["run", "--no-progress"])
+                .arg(&path)
+                .arg("--out")
+                .arg(&out_dir)
+                .env("COSIM_LOG", "warn,cosim_core::master=debug")
+                .env("COSIM_QUIET_PATH", if one_by_one { "0" } else { "1" })
+                .current_dir(root())
+                .output()
+                .expect("running cosim");
+            let quiet_runs = stderr(&out).contains("in one quiet run");
+            assert_eq!(quiet_runs, !one_by_one, "{what}: {}", stderr(&out));
+            let steps = std::fs::read_to_string(out_dir.join("steps.csv")).ok();
+            assert_eq!(steps.is_some(), step_log, "{what}");
+            results.push((outcome(&out, &out_dir), steps));
+        }
+        assert_eq!(results[0], results[1], "{what}, step log {step_log}");
+        if !step_log {
+            quiet_summary = Some(results.remove(0).0.3);
+        }
     }
-    assert_eq!(results[0], results[1], "{what}");
-    results.remove(0).3
+    quiet_summary.unwrap()
 }
 
 /// An FMU (FMI 2.0 and 3.0) that fails in the middle of a quiet run
@@ -642,8 +655,8 @@ fn an_array_input_takes_quiet_runs_as_step_by_step() {
 /// every step with what the coupling reads, and its rows written as the
 /// quiet run goes (`Observer::quiet_row`); a trace at an interval keeps
 /// the quiet runs between its rows. The rows, errors and summary are
-/// those of the steps one by one (a step log makes every step take the
-/// slow path), FMI 2.0 and 3.0, with traced values the coupling does not
+/// those of the steps one by one (`COSIM_QUIET_PATH=0`), with and
+/// without a step log (its rows written on the quiet path too), FMI 2.0 and 3.0, with traced values the coupling does not
 /// read (an input, and an output nothing is connected to), and with an
 /// FMU failing in the middle of the run.
 #[test]

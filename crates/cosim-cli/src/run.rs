@@ -660,6 +660,10 @@ pub fn run(args: &RunArgs, quiet: bool, verbose: u8) -> Result<()> {
             prepared.resolved.real_time.is_some(),
         )));
     }
+    if std::env::var("COSIM_QUIET_PATH").is_ok_and(|v| v.trim() == "0") {
+        // Every step the full way, for comparing the quiet path with it.
+        extra.push(Box::new(cosim_core::observer::StepsOneByOne));
+    }
     // Hung FMU calls in this process: after step_timeout (init_timeout in
     // initialization), or at once on Ctrl-C, the run ends without waiting
     // for them (ending.rs).

@@ -338,6 +338,7 @@ impl Execution {
                         which: &quiet_rows,
                         failed: None,
                     },
+                    step: StepReport::simple(f64::NAN, f64::NAN),
                 };
                 let outcome =
                     self.master
@@ -427,7 +428,8 @@ impl Execution {
                         failed: None,
                     };
                     let (t, ticks) = (self.system.time(), self.system.ticks());
-                    rows.write(t, ticks, run.macro_steps + 1, &self.system.published());
+                    let published = self.system.published();
+                    rows.write((t, ticks), run.macro_steps + 1, &report, &published);
                     if let Some(e) = rows.failed {
                         return Err(e);
                     }

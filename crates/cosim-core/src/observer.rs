@@ -169,15 +169,16 @@ pub trait Observer: Send {
         None
     }
 
-    /// After accepted macro step number `macro_step`, ending at `t` (in
-    /// ticks `ticks`), taken on the quiet path: for an observer with
-    /// [`Observer::quiet_columns`], what [`Observer::step`] would do, with
-    /// those columns' values from `values`.
+    /// After accepted macro step number `macro_step` (`report`: its start
+    /// and size), ending at `t` (in ticks `ticks`), taken on the quiet
+    /// path: for an observer with [`Observer::quiet_columns`], what
+    /// [`Observer::step`] would do, with those columns' values from
+    /// `values`.
     fn quiet_row(
         &mut self,
-        _t: f64,
-        _ticks: i64,
+        _at: (f64, i64),
         _macro_step: u64,
+        _report: &StepReport,
         _values: &dyn ObservedValues,
     ) -> Result<()> {
         Ok(())
@@ -580,9 +581,9 @@ impl Observer for TraceWriter {
 
     fn quiet_row(
         &mut self,
-        t: f64,
-        ticks: i64,
+        (t, ticks): (f64, i64),
         macro_step: u64,
+        _report: &StepReport,
         values: &dyn ObservedValues,
     ) -> Result<()> {
         if !self.writes_after(macro_step, ticks) {
@@ -733,6 +734,30 @@ impl EnergyLog {
     }
 }
 
+/// Watches every step the full way and writes nothing: a run with it
+/// takes no quiet path. The reference the quiet path is compared with
+/// (`COSIM_QUIET_PATH=0` for `cosim run`).
+#[derive(Debug, Default)]
+pub struct StepsOneByOne;
+
+impl Observer for StepsOneByOne {
+    fn start(&mut self, _sys: &System) -> Result<()> {
+        Ok(())
+    }
+
+    fn step(&mut self, _sys: &System, _ctx: &StepContext<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    fn finish(&mut self, _sys: &System) -> Result<()> {
+        Ok(())
+    }
+
+    fn wants_values(&self, _sys: &System, _next: Next) -> bool {
+        false
+    }
+}
+
 impl Observer for EnergyLog {
     fn start(&mut self, _sys: &System) -> Result<()> {
         Ok(())
@@ -872,9 +897,15 @@ impl StepLog {
             header.push("events".to_string());
             columns.push(Column::Str);
         }
+        // Numbers only (no events column): the file's own ring.
+        let sink = if events {
+            Sink::writer(outputs, path, &header, columns)?
+        } else {
+            Sink::ring(outputs, path, &header, columns)?
+        };
         Ok(StepLog {
             row: Vec::with_capacity(header.len()),
-            sink: Sink::writer(outputs, path, &header, columns)?,
+            sink,
             fields,
             events: events.then(|| vec![String::new()]),
         })
@@ -892,11 +923,42 @@ impl Observer for StepLog {
     }
 
     fn step(&mut self, sys: &System, ctx: &StepContext<'_>) -> Result<()> {
-        let report = ctx.report;
+        self.push_row(sys.time(), ctx.report, ctx.diagnostics, ctx.events)
+    }
+
+    fn quiet_columns(&self) -> Option<&[(usize, usize)]> {
+        // Its rows show the step report only (the quiet path has no
+        // diagnostic indicators); not the text of timed events.
+        self.events.is_none().then_some(&[])
+    }
+
+    fn quiet_row(
+        &mut self,
+        (t, _ticks): (f64, i64),
+        _macro_step: u64,
+        report: &StepReport,
+        _values: &dyn ObservedValues,
+    ) -> Result<()> {
+        self.push_row(t, report, &[], "")
+    }
+
+    fn finish(&mut self, _sys: &System) -> Result<()> {
+        self.sink.finish()
+    }
+}
+
+impl StepLog {
+    /// The row of the step `report` that ended at `t`.
+    fn push_row(
+        &mut self,
+        t: f64,
+        report: &StepReport,
+        diagnostics: &[f64],
+        events: &str,
+    ) -> Result<()> {
         let f = self.fields;
         self.row.clear();
-        self.row
-            .extend_from_slice(&[sys.time(), report.t, report.dt]);
+        self.row.extend_from_slice(&[t, report.t, report.dt]);
         if f.indicator {
             self.row.push(report.indicator);
         }
@@ -909,20 +971,16 @@ impl Observer for StepLog {
         if f.residual {
             self.row.push(report.residual);
         }
-        self.row.extend_from_slice(ctx.diagnostics);
+        self.row.extend_from_slice(diagnostics);
         match &mut self.events {
             Some(texts) => {
                 texts[0].clear();
-                texts[0].push_str(ctx.events);
+                texts[0].push_str(events);
                 // (A text column takes a place among the values too.)
                 self.row.push(0.0);
                 self.sink.push_text(&self.row, texts)
             }
             None => self.sink.push(&self.row),
         }
-    }
-
-    fn finish(&mut self, _sys: &System) -> Result<()> {
-        self.sink.finish()
     }
 }

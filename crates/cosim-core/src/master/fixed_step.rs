@@ -523,6 +523,7 @@ impl Master for FixedStep {
             return None;
         }
         let t = sys.time();
+        quiet.step = StepReport::simple(t, run.h_seconds);
         let Some((taken, result)) = sys.step_held_run(steps, h, |t, ticks, values| {
             quiet.after_step(t, ticks, values)
         }) else {

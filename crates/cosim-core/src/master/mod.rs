@@ -115,6 +115,9 @@ pub struct QuietSteps<'a> {
     pub outputs: Option<&'a OutputsHandle>,
     /// The observers that write their rows on the quiet path.
     pub rows: QuietRows<'a>,
+    /// The report of the next step (its start and size), set by the
+    /// master before the stretch; each step moves its start on.
+    pub step: StepReport,
 }
 
 /// The observers that write their rows on the quiet path
@@ -141,19 +144,19 @@ impl std::fmt::Debug for QuietRows<'_> {
 }
 
 impl QuietRows<'_> {
-    /// The rows after accepted macro step number `macro_step`, which
-    /// ended at `t` (`ticks`): false when one failed.
+    /// The rows after accepted macro step number `macro_step` (`report`),
+    /// which ended at `t` (`ticks`): false when one failed.
     #[inline]
     pub fn write(
         &mut self,
-        t: f64,
-        ticks: i64,
+        (t, ticks): (f64, i64),
         macro_step: u64,
+        report: &StepReport,
         values: &dyn ObservedValues,
     ) -> bool {
         for &i in self.which {
             if let Some(o) = self.observers.get_mut(i)
-                && let Err(e) = o.quiet_row(t, ticks, macro_step, values)
+                && let Err(e) = o.quiet_row((t, ticks), macro_step, report, values)
             {
                 self.failed = Some(e);
                 return false;
@@ -175,8 +178,11 @@ impl QuietSteps<'_> {
         if let Some(o) = self.outputs {
             o.record_step(t, self.macro_steps);
         }
-        self.rows.write(t, ticks, self.macro_steps, values)
-            && !self.interrupt.load(Ordering::Relaxed)
+        let written = self
+            .rows
+            .write((t, ticks), self.macro_steps, &self.step, values);
+        self.step.t = t;
+        written && !self.interrupt.load(Ordering::Relaxed)
     }
 }
 
