@@ -505,3 +505,73 @@ fn a_trace_of_every_step_is_recorded_by_the_host_with_the_bits_of_steps_one_by_o
         );
     }
 }
+
+#[test]
+fn a_trace_wider_than_a_requests_record_is_taken_in_shorter_requests() {
+    // Two Wide FMUs (200 first-order lags each) coupled both ways, every
+    // output and input traced every step: 800 values a step, so a request
+    // records at most 81 steps (2^16 values), fewer than the first request
+    // would take (128), and the master sizes its requests to fit (the
+    // host refuses a request whose record would not). The same trace as
+    // the steps one by one.
+    let dir = tempfile::tempdir().unwrap();
+    let fmu = fmus().join("fmi2").join("Wide.fmu").display().to_string();
+    let variables: Vec<String> = ["y", "u"]
+        .iter()
+        .flat_map(|v| ["a", "b"].map(|s| (s, v)))
+        .flat_map(|(s, v)| (1..=200).map(move |i| format!("\"{s}.{v}{i}\"")))
+        .collect();
+    let variables = variables.join(", ");
+    let mut text = format!(
+        r#"[simulation]
+stop = 0.3
+
+[master]
+kind = "fixed-step"
+step = 0.001
+threads = 1
+isolation = "process"
+isolation_hosts = 1
+
+[outputs]
+step_log = false
+energy_log = false
+variables = [{variables}]
+
+[[subsystems]]
+name = "a"
+fmu = "{fmu}"
+parameters = {{ x0 = 1.0 }}
+
+[[subsystems]]
+name = "b"
+fmu = "{fmu}"
+parameters = {{ x0 = 0.0, tau = 0.05 }}
+"#
+    );
+    for i in 1..=200 {
+        text += &format!(
+            "\n[[connections]]\nfrom = \"a.y{i}\"\nto = \"b.u{i}\"\n\n[[connections]]\nfrom = \"b.y{i}\"\nto = \"a.u{}\"\n",
+            201 - i
+        );
+    }
+    let scenario = dir.path().join("wide.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let [(a, _), (b, _)] = both(&scenario, dir.path(), "wide", 0);
+    let trace = std::fs::read_to_string(b.join("trace.csv")).unwrap();
+    assert!(
+        std::fs::read_to_string(a.join("trace.csv")).unwrap() == trace,
+        "the traces differ"
+    );
+    let rows: Vec<Vec<f64>> = trace
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 301);
+    assert_eq!(rows[0].len(), 801);
+    // Each row its own step's values: b's lags rise from 0 towards a's.
+    for (i, pair) in rows.windows(2).enumerate() {
+        assert!(pair[1][201] > pair[0][201], "row {i}: {:?}", &pair[1][..3]);
+    }
+}
