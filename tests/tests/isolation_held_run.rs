@@ -491,6 +491,51 @@ fn a_trace_of_every_step_is_recorded_by_the_host_with_the_bits_of_steps_one_by_o
                 }
             }
         }
+        // A NaN the system only warns about: the request stops at it, the
+        // run goes on (new requests, new records), and the loop the NaN
+        // does not reach shows every step's own values; decimated by 3.
+        for faulty_last in [false, true] {
+            let tag = format!("{v}_every_step_nan_warn_{faulty_last}");
+            let master = "threads = 1\nnonfinite = \"warn\"";
+            let scenario = chain(dir.path(), v, 3, master, (faulty_last, true));
+            let variables = r#""clean.x", "faulty.x", "gain4.y""#;
+            let scenario = traced_every_step(&scenario, &tag, variables);
+            let text = std::fs::read_to_string(&scenario).unwrap();
+            std::fs::write(
+                &scenario,
+                text.replace("[outputs]\n", "[outputs]\ndecimation = 3\n"),
+            )
+            .unwrap();
+            let [(a, ea), (b, eb)] = both(&scenario, dir.path(), &tag, 0);
+            assert_eq!(
+                error_lines_pids_masked(&ea),
+                error_lines_pids_masked(&eb),
+                "{tag}"
+            );
+            for file in ["trace.csv", "steps.csv"] {
+                assert!(
+                    std::fs::read(a.join(file)).unwrap() == std::fs::read(b.join(file)).unwrap(),
+                    "{tag}: {file} differs"
+                );
+            }
+            // Rows at 0, every third step and the stop; clean.x = e^-t.
+            // (A NaN is an empty cell.)
+            let trace = std::fs::read_to_string(b.join("trace.csv")).unwrap();
+            let rows: Vec<Vec<f64>> = trace
+                .lines()
+                .skip(1)
+                .map(|l| {
+                    l.split(',')
+                        .map(|f| f.parse().unwrap_or(f64::NAN))
+                        .collect()
+                })
+                .collect();
+            assert!(rows.iter().any(|r| r[2].is_nan()), "{tag}: {trace}");
+            assert_eq!(rows.len(), 1 + 33 + 1, "{tag}");
+            for r in &rows {
+                assert!((r[1] - (-r[0]).exp()).abs() < 1e-2, "{tag}: {r:?}");
+            }
+        }
         // The host stepping each FMU call by call (the FMI call log on)
         // records them alike.
         let tag = format!("{v}_every_step_logged");
