@@ -48,6 +48,16 @@ fn ring(version: &str, h: f64) -> (System, FixedStep) {
 /// [`ring`], its integrator failing in `fail_mode` at `fail_at` where
 /// given.
 fn ring_failing(version: &str, h: f64, failure: Option<(i32, f64)>) -> (System, FixedStep) {
+    ring_in(version, h, failure, Scheme::Jacobi)
+}
+
+/// [`ring_failing`] stepped by `scheme`.
+fn ring_in(
+    version: &str,
+    h: f64,
+    failure: Option<(i32, f64)>,
+    scheme: Scheme,
+) -> (System, FixedStep) {
     let gain = Fmu::open(fmu(version, "Gain")).unwrap();
     let faulty = Fmu::open(fmu(version, "Faulty")).unwrap();
     let mut integrator = subsystem(&faulty, "integrator", "x", &[("x0", 1.0)]);
@@ -89,7 +99,7 @@ fn ring_failing(version: &str, h: f64, failure: Option<(i32, f64)>) -> (System, 
         threads: 1,
     })
     .unwrap();
-    let mut master = FixedStep::new(h, Scheme::Jacobi, 0);
+    let mut master = FixedStep::new(h, scheme, 0);
     master.check(&system).unwrap();
     system.initialize(0.0, Some(2.0)).unwrap();
     master.start(&mut system).unwrap();
@@ -202,6 +212,68 @@ fn a_quiet_run_that_fails_leaves_the_system_as_the_steps_one_by_one() {
                 b.0[4 * 2 + 1].clear();
                 assert_eq!(a, b, "{what}");
                 assert_eq!(master_a.stats(), master_b.stats(), "{what}");
+            }
+        }
+    }
+}
+
+/// Gauss-Seidel's quiet run (`System::step_held_run_in_order`) leaves the
+/// system as its steps one by one do, bit for bit, in three orders of the
+/// ring, for FMI 2.0 and 3.0: after 77 clean steps (and the steps after
+/// them), and where the integrator fails (Error, a NaN output) in the
+/// first, fifth or sixth step of the run. Every value vector, the inputs
+/// held in the last step (`u_end`, which Gauss-Seidel's steps leave as
+/// they are) included.
+#[test]
+fn a_gauss_seidel_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
+    for version in ["fmi2", "fmi3"] {
+        for order in [vec![0, 1, 2], vec![2, 0, 1], vec![1, 2, 0]] {
+            let scheme = Scheme::GaussSeidel(order.clone());
+            let (mut one_by_one, mut master_a) = ring_in(version, 0.013, None, scheme.clone());
+            let (mut quiet, mut master_b) = ring_in(version, 0.013, None, scheme.clone());
+            let mut report = StepReport::simple(f64::NAN, f64::NAN);
+            for _ in 0..77 {
+                master_a
+                    .advance_into(&mut one_by_one, 2.0, &mut report)
+                    .unwrap();
+            }
+            let never = std::sync::atomic::AtomicBool::new(false);
+            let mut steps = quiet_steps(77, &never);
+            let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
+            let what = format!("{version}, {order:?}");
+            assert!(matches!(outcome, Some(Ok(()))), "{what}");
+            assert_eq!(steps.macro_steps, 77, "{what}");
+            assert_eq!(state(&one_by_one), state(&quiet), "{what}");
+            assert_eq!(master_a.stats(), master_b.stats(), "{what}");
+            for _ in 0..5 {
+                master_a
+                    .advance_into(&mut one_by_one, 2.0, &mut report)
+                    .unwrap();
+                master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
+            }
+            assert_eq!(state(&one_by_one), state(&quiet), "{what}");
+            for mode in [1, 3] {
+                for fail_at in [0.005, 0.0585, 0.0715] {
+                    let what = format!("{version}, {order:?}, fail_mode {mode} at {fail_at}");
+                    let failure = Some((mode, fail_at));
+                    let (mut one_by_one, mut master_a) =
+                        ring_in(version, 0.013, failure, scheme.clone());
+                    let (mut quiet, mut master_b) =
+                        ring_in(version, 0.013, failure, scheme.clone());
+                    let error_a = loop {
+                        if let Err(e) = master_a.advance_into(&mut one_by_one, 2.0, &mut report) {
+                            break e;
+                        }
+                    };
+                    let mut steps = quiet_steps(77, &never);
+                    let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
+                    let Some(Err(error_b)) = outcome else {
+                        panic!("{what}: {outcome:?}");
+                    };
+                    assert_eq!(error_a.to_string(), error_b.to_string(), "{what}");
+                    assert_eq!(state(&one_by_one), state(&quiet), "{what}");
+                    assert_eq!(master_a.stats(), master_b.stats(), "{what}");
+                }
             }
         }
     }
@@ -740,5 +812,131 @@ variables = ["integrator.x", "probe.y", "gain.u"]
         assert_eq!(summary["status"], "error", "{name}: {summary}");
         let t_reached = summary["t_reached"].as_f64().unwrap();
         assert!((0.5..0.56).contains(&t_reached), "{name}: {summary}");
+    }
+}
+
+/// Gauss-Seidel takes its quiet stretches in one go too
+/// (`System::step_held_run_in_order`): each FMU's inputs routed, just
+/// before its step, from what its predecessors in the order read in that
+/// step. A ring (gain -> faulty -> after -> gain) in three orders (the
+/// failing FMU first, in the middle, last), FMI 2.0 and 3.0, clean and
+/// with a failure in the fifth or sixth step of a run (Error, NaN refused
+/// or only warned about, Fatal), traced every step and with a step log:
+/// the same rows, errors and summary as the steps one by one. And an FMU
+/// ending the simulation mid-step (the others complete it).
+#[test]
+fn gauss_seidel_quiet_runs_give_the_bits_of_the_steps_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["fmi2", "fmi3"] {
+        let (gain, faulty) = (fmu(version, "Gain"), fmu(version, "Faulty"));
+        for order in [
+            r#"["faulty", "gain", "after"]"#,
+            r#"["gain", "faulty", "after"]"#,
+            r#"["after", "gain", "faulty"]"#,
+        ] {
+            for (mode, nonfinite, fail_at) in [
+                (1, "error", -1.0),
+                (1, "error", 0.545),
+                (1, "error", 0.555),
+                (3, "error", 0.555),
+                (3, "warn", 0.545),
+                (7, "error", 0.555),
+            ] {
+                let scenario = format!(
+                    r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+scheme = "gauss-seidel"
+order = {order}
+nonfinite = "{nonfinite}"
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+parameters = {{ k = -0.5 }}
+
+[[subsystems]]
+name = "faulty"
+fmu = "{faulty}"
+parameters = {{ fail_mode = {mode}, fail_at = {fail_at:?}, x0 = 1.0 }}
+
+[[subsystems]]
+name = "after"
+fmu = "{gain}"
+parameters = {{ k = 2.0 }}
+
+[[connections]]
+from = "faulty.x"
+to = "after.u"
+
+[[connections]]
+from = "after.y"
+to = "gain.u"
+
+[[connections]]
+from = "gain.y"
+to = "faulty.u"
+
+[outputs]
+# sampling as given
+"#,
+                    gain = gain.display(),
+                    faulty = faulty.display(),
+                );
+                let tag: String = order.chars().filter(char::is_ascii_alphanumeric).collect();
+                // (No "error" in the name: the lines kept are those that
+                // say it, the output directory's among them.)
+                let what = format!("gs_{version}_{tag}_{mode}_{}_{fail_at}", &nonfinite[..1]);
+                let summary =
+                    assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+                let (status, t) = if fail_at < 0.0 || nonfinite == "warn" {
+                    ("completed", 1.0)
+                } else {
+                    ("error", (fail_at * 100.0_f64).floor() / 100.0)
+                };
+                assert_eq!(summary["status"], status, "{what}: {summary}");
+                assert_eq!(summary["t_reached"], t, "{what}: {summary}");
+                assert_eq!(summary["master"], "fixed-step", "{what}: {summary}");
+            }
+        }
+        let scenario = format!(
+            r#"[simulation]
+stop = 1.0
+
+[master]
+step = 0.01
+scheme = "gauss-seidel"
+order = ["gain", "term", "int"]
+
+[[subsystems]]
+name = "int"
+fmu = "{int}"
+start = {{ u = 1.0 }}
+
+[[subsystems]]
+name = "term"
+fmu = "{term}"
+parameters = {{ t_end = 0.555 }}
+
+[[subsystems]]
+name = "gain"
+fmu = "{gain}"
+
+[[connections]]
+from = "term.y"
+to = "gain.u"
+
+[outputs]
+"#,
+            int = fmu(version, "Integrator").display(),
+            term = fmu(version, "Terminating").display(),
+            gain = gain.display(),
+        );
+        let what = format!("gs_terminating_{version}");
+        let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+        assert_eq!(summary["status"], "terminated", "{what}: {summary}");
+        assert_eq!(summary["t_reached"], 0.555, "{what}: {summary}");
     }
 }

@@ -182,6 +182,19 @@ impl Buffers {
         self.hot
     }
 
+    /// Zero-order hold as the Gauss-Seidel step prepares it
+    /// (`InputExtrapolation::prepare_gauss_seidel` at order 0): the values
+    /// to set are `taylor`'s first terms, the coupled values `u` now
+    /// (`u_end` gets them as they are delivered).
+    #[inline]
+    pub(crate) fn hold_inputs_as_taylor(&mut self) {
+        self.held = false;
+        self.deliver_orders = 0;
+        for (tay, &u) in self.taylor.iter_mut().zip(&self.u) {
+            *tay = [u, 0.0, 0.0, 0.0];
+        }
+    }
+
     /// Holds every input constant at its coupled value over the next
     /// step (ZOH): the values to set are `u_end` (the values at the step's
     /// end too), taken from `u` now; `taylor` is left as it is.
@@ -1345,9 +1358,43 @@ impl System {
             .map(|s| s.as_fmu().map(|f| f.fmi_version()));
         let first = versions.next().flatten();
         match first.filter(|&v| versions.all(|w| w == Some(v))) {
-            Some(FmiVersion::V2) => self.held_run_of::<Fmi2Only>(steps, h_ticks, after_step),
-            Some(FmiVersion::V3) => self.held_run_of::<Fmi3Only>(steps, h_ticks, after_step),
-            None => self.held_run_of::<AnyVersion>(steps, h_ticks, after_step),
+            Some(FmiVersion::V2) => self.held_run_of::<Fmi2Only>(steps, h_ticks, None, after_step),
+            Some(FmiVersion::V3) => self.held_run_of::<Fmi3Only>(steps, h_ticks, None, after_step),
+            None => self.held_run_of::<AnyVersion>(steps, h_ticks, None, after_step),
+        }
+    }
+
+    /// [`System::step_held_run`] for Gauss-Seidel steps in `order` (every
+    /// subsystem once), as the fixed-step master's Gauss-Seidel step at
+    /// zero-order hold makes them (`Stepper`: in order, each subsystem's
+    /// inputs routed from the newest published values, then its step and
+    /// its values published; the whole exchange after the step), bit for
+    /// bit: each subsystem's inputs are routed from what its predecessors
+    /// in `order` read in this step and what the others read in the step
+    /// before. Every step inline (a Gauss-Seidel step never goes to the
+    /// worker pool), never in a host. A step that stops at a subsystem is
+    /// finished in order as the stepper would, from it.
+    pub fn step_held_run_in_order(
+        &mut self,
+        order: &[usize],
+        steps: u64,
+        h_ticks: i64,
+        after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> Option<(u64, Result<()>)> {
+        use cosim_fmi::FmiVersion;
+        if self.events.any || order.len() != self.subsystems.len() {
+            return None;
+        }
+        let mut versions = self
+            .subsystems
+            .iter_mut()
+            .map(|s| s.as_fmu().map(|f| f.fmi_version()));
+        let first = versions.next().flatten();
+        let order = Some(order);
+        match first.filter(|&v| versions.all(|w| w == Some(v))) {
+            Some(FmiVersion::V2) => self.held_run_of::<Fmi2Only>(steps, h_ticks, order, after_step),
+            Some(FmiVersion::V3) => self.held_run_of::<Fmi3Only>(steps, h_ticks, order, after_step),
+            None => self.held_run_of::<AnyVersion>(steps, h_ticks, order, after_step),
         }
     }
 
@@ -1363,11 +1410,13 @@ impl System {
         }
     }
 
-    /// [`System::step_held_run`], each FMU's calls bound by `B`.
+    /// [`System::step_held_run`] (Jacobi: `order` `None`) or
+    /// [`System::step_held_run_in_order`], each FMU's calls bound by `B`.
     fn held_run_of<B: BindHeld>(
         &mut self,
         steps: u64,
         h_ticks: i64,
+        order: Option<&[usize]>,
         mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> Option<(u64, Result<()>)> {
         const EXACT: i64 = 1 << 53;
@@ -1383,7 +1432,21 @@ impl System {
         {
             return None;
         }
-        let (pooled, steps) = self.inline_steps(steps);
+        // Each subsystem's place in a Gauss-Seidel order (every one once).
+        let mut position = Vec::new();
+        if let Some(order) = order {
+            position = vec![usize::MAX; self.subsystems.len()];
+            for (p, &s) in order.iter().enumerate() {
+                if position.get(s).copied() != Some(usize::MAX) {
+                    return None;
+                }
+                position[s] = p;
+            }
+        }
+        let (pooled, steps) = match order {
+            Some(_) => (false, steps),
+            None => self.inline_steps(steps),
+        };
         if steps == 0 {
             return Some((0, Ok(())));
         }
@@ -1432,6 +1495,8 @@ impl System {
         let mut run = HeldSteps {
             held: &mut held,
             routes: &self.routes,
+            route_ranges: &self.route_ranges,
+            position: &position,
             base,
             h_ticks,
             limit_abs,
@@ -1446,7 +1511,14 @@ impl System {
         };
         // Two steps a turn, one on each side: the side is a constant in
         // each.
-        while run.step::<0>(&mut after_step) && run.step::<1>(&mut after_step) {}
+        match order {
+            None => while run.step::<0>(&mut after_step) && run.step::<1>(&mut after_step) {},
+            Some(order) => {
+                while run.step_in_order::<0>(order, &mut after_step)
+                    && run.step_in_order::<1>(order, &mut after_step)
+                {}
+            }
+        }
         (self.ticks, self.time) = (run.ticks, run.t);
         let taken = run.taken;
         if pooled {
@@ -1473,10 +1545,60 @@ impl System {
             other => step_not_completed(self.subsystems[s].as_mut(), other, t, h),
         };
         let step = ((t, h), (next, t_next));
-        match self.finish_stopped_step(first, s, step, pooled, &mut after_step) {
+        let finished = match order {
+            None => self.finish_stopped_step(first, s, step, pooled, &mut after_step),
+            Some(order) => {
+                let p = position[s];
+                self.finish_stopped_in_order(first, order, p, step, &mut after_step)
+            }
+        };
+        match finished {
             Ok(()) => Some((taken + 1, Ok(()))),
             Err(e) => Some((taken, Err(e))),
         }
+    }
+
+    /// [`System::finish_stopped_step`] for Gauss-Seidel in `order`, the
+    /// step stopped at its `p`th subsystem: its predecessors' values
+    /// published (each was after its step), its own as its step ended
+    /// (`first`), then the ones after it stepped in order as the stepper
+    /// steps them (inputs routed from the newest values, step, publish; an
+    /// FMU's end of the simulation lets the others complete the step,
+    /// any other error ends it at once), then the whole exchange.
+    fn finish_stopped_in_order(
+        &mut self,
+        first: Result<()>,
+        order: &[usize],
+        p: usize,
+        ((t, h), (next, t_next)): ((f64, f64), (i64, f64)),
+        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> Result<()> {
+        for &j in &order[..p] {
+            self.publish(j);
+        }
+        let mut ended = None;
+        match first {
+            Ok(()) => self.publish(order[p]),
+            Err(e) => keep_error(&mut ended, e)?,
+        }
+        let policy = (self.nonfinite, self.divergence_limit);
+        for &s in &order[p + 1..] {
+            self.route_into(s);
+            let b = &mut self.buffers[s];
+            b.hold_inputs_as_taylor();
+            let warned = &mut self.nonfinite_warned[s];
+            match step_subsystem(self.subsystems[s].as_mut(), b, t, h, policy, warned) {
+                Ok(()) => self.publish(s),
+                Err(e) => keep_error(&mut ended, e)?,
+            }
+        }
+        if let Some(e) = ended {
+            return Err(e);
+        }
+        self.exchange();
+        self.set_time_at(next, t_next);
+        after_step(t_next, next, &self.published());
+        Ok(())
     }
 
     /// The rest of the step `[t, t + h]` (ending at ticks `next`, `t_next`
@@ -1740,6 +1862,11 @@ impl ObservedValues for Published<'_> {
 struct HeldSteps<'r, 'a, S> {
     held: &'r mut [(HeldFmu<'a, S>, &'a mut Vec<f64>)],
     routes: &'r [Route],
+    /// Each subsystem's routes, `routes[route_ranges[s]..route_ranges[s +
+    /// 1]]` (by destination).
+    route_ranges: &'r [usize],
+    /// Gauss-Seidel: each subsystem's place in the order (empty: Jacobi).
+    position: &'r [usize],
     base: TimeBase,
     h_ticks: i64,
     limit_abs: f64,
@@ -1805,6 +1932,70 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         go_on
     }
 
+    /// [`HeldSteps::step`] in Gauss-Seidel `order`: each subsystem's
+    /// inputs routed, just before its step, from the values its
+    /// predecessors in `order` read in this step (`SIDE`) and those the
+    /// others read in the step before (the other side: before the first
+    /// step, the published ones); the whole exchange only after the last
+    /// step (each step routes its own inputs).
+    #[inline(always)]
+    fn step_in_order<const SIDE: usize>(
+        &mut self,
+        order: &[usize],
+        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> bool {
+        debug_assert!(self.taken < self.steps);
+        let next = self.ticks + self.h_ticks;
+        let t_next = self.base.seconds(next);
+        let (t, h) = (self.t, t_next - self.t);
+        let word = (self.first_sequence + self.taken) << 8;
+        for (p, &s) in order.iter().enumerate() {
+            let into = self.route_ranges[s]..self.route_ranges[s + 1];
+            for r in &self.routes[into] {
+                let side = if self.position[r.src_sub] < p {
+                    SIDE
+                } else {
+                    1 - SIDE
+                };
+                let v = r.gain * self.held[r.src_sub].0.outputs(side)[r.src_slot] + r.offset;
+                self.held[s].0.inputs_mut()[r.dst_slot] = v;
+            }
+            let fmu = &mut self.held[s].0;
+            if !fmu.step(SIDE, t, h, self.since, word, self.limit_abs) {
+                self.stopped = Some((s, !fmu.failed()));
+                return false;
+            }
+        }
+        self.stepped += h;
+        self.taken += 1;
+        self.since = t + h;
+        (self.ticks, self.t) = (next, t_next);
+        let read = HeldOutputs {
+            held: self.held,
+            side: SIDE,
+        };
+        let go_on = after_step(t_next, next, &read) && self.taken < self.steps;
+        if !go_on {
+            for (fmu, u_end) in self.held.iter_mut() {
+                copy_values(u_end, fmu.inputs_mut());
+            }
+            for r in self.routes {
+                let v = r.gain * self.held[r.src_sub].0.outputs(SIDE)[r.src_slot] + r.offset;
+                self.held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
+            }
+        }
+        go_on
+    }
+
+    /// Whether subsystem `j` steps before subsystem `s` (in subsystem
+    /// order, or in the Gauss-Seidel order).
+    fn before(&self, j: usize, s: usize) -> bool {
+        match self.position {
+            [] => j < s,
+            position => position[j] < position[s],
+        }
+    }
+
     /// The side of the last step taken (or of the one that stopped).
     fn last_side(&self) -> usize {
         let last = if self.stopped.is_some() {
@@ -1846,11 +2037,12 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         let last_sequence = self.first_sequence + self.taken - 1;
         let reached = (self.taken > 0).then_some(self.since);
         let mut outcome = Ok(StepOutcome::Completed);
+        let before: Vec<bool> = (0..self.held.len()).map(|j| self.before(j, s)).collect();
         for (j, (fmu, _)) in self.held.iter_mut().enumerate() {
             fmu.set_stepped_time(self.stepped);
             // Whether this step read the outputs (into the buffer of
             // `side`, the values of the step before in the other).
-            let read = if j < s || (j == s && check) {
+            let read = if before[j] || (j == s && check) {
                 fmu.count(self.taken + 1, last_sequence + 1);
                 fmu.add_stepped_time(h);
                 fmu.reached(t + h);
@@ -1885,8 +2077,14 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         // (The subsystems after `s` that the error keeps from stepping
         // keep an older `u_end`: nothing reads it once an error ended the
         // run, and no indicator that reads it lets a step be quiet.)
-        for (fmu, u_end) in &mut self.held[..=s] {
-            copy_values(u_end, fmu.inputs_mut());
+        // (In Gauss-Seidel every subsystem has the inputs it last set: those
+        // after `s` set theirs in the step before, and route them anew just
+        // before their own step.)
+        let gauss_seidel = !self.position.is_empty();
+        for (j, (fmu, u_end)) in self.held.iter_mut().enumerate() {
+            if gauss_seidel || before[j] || j == s {
+                copy_values(u_end, fmu.inputs_mut());
+            }
         }
         outcome
     }

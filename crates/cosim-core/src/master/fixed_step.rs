@@ -5,6 +5,7 @@ use super::stepper::{StepPlan, Stepper};
 use super::{Master, MasterStats, QuietSteps, StepReport};
 use crate::error::{CoreError, Result};
 use crate::inputs::InputExtrapolation;
+use crate::observer::ObservedValues;
 use crate::system::System;
 
 /// How subsystems are stepped within a macro step.
@@ -83,7 +84,8 @@ struct Running {
     /// the same one every macro step: rounded once).
     stop: (f64, i64),
     /// The system can take a run of quiet steps in one go
-    /// ([`System::step_held_run`]): false once it said it cannot.
+    /// ([`System::step_held_run`], or [`System::step_held_run_in_order`]
+    /// for Gauss-Seidel): false once it said it cannot.
     quiet_runs: bool,
 }
 
@@ -367,6 +369,12 @@ impl Master for FixedStep {
             && holds.is_none()
             && self.scheme == Scheme::Jacobi
             && self.extrapolation_order == 0;
+        // Gauss-Seidel's steps go by the plan one by one, and its quiet
+        // stretches in one go on the same terms.
+        let held_in_order = single_rate
+            && !sys.uses_event_mode()
+            && matches!(self.scheme, Scheme::GaussSeidel(_))
+            && self.extrapolation_order == 0;
         self.run = Some(Running {
             inputs,
             stepper: Stepper::new(sys, self.scheme.clone()),
@@ -381,7 +389,7 @@ impl Master for FixedStep {
             held_inline,
             stop: (f64::NAN, 0),
             holds,
-            quiet_runs: held_inline,
+            quiet_runs: held_inline || held_in_order,
         });
         Ok(())
     }
@@ -489,7 +497,7 @@ impl Master for FixedStep {
         // Not worth binding the FMUs' calls for fewer steps.
         const LEAST: u64 = 8;
         let run = self.run.as_mut()?;
-        if !(run.quiet_runs && run.held_inline) {
+        if !run.quiet_runs {
             return None;
         }
         let base = sys.time_base();
@@ -524,9 +532,12 @@ impl Master for FixedStep {
         }
         let t = sys.time();
         quiet.step = StepReport::simple(t, run.h_seconds);
-        let Some((taken, result)) = sys.step_held_run(steps, h, |t, ticks, values| {
-            quiet.after_step(t, ticks, values)
-        }) else {
+        let after_step = |t, ticks, values: &dyn ObservedValues| quiet.after_step(t, ticks, values);
+        let held = match &self.scheme {
+            Scheme::Jacobi => sys.step_held_run(steps, h, after_step),
+            Scheme::GaussSeidel(order) => sys.step_held_run_in_order(order, steps, h, after_step),
+        };
+        let Some((taken, result)) = held else {
             run.quiet_runs = false;
             return None;
         };
