@@ -67,6 +67,11 @@ pub struct HeldRun<'a> {
     /// writes on the quiet path ([`crate::observer::Observer::quiet_row`]).
     /// `steps` times their number is within [`Hosted::record_capacity`].
     pub recorded: &'a [(usize, usize)],
+    /// Gauss-Seidel: the members in the order they step, each one's
+    /// inputs routed just before its step from what the members before it
+    /// read in that step and the others in the step before (as
+    /// [`crate::System::step_held_run_in_order`]). Empty: Jacobi.
+    pub order: &'a [usize],
 }
 
 /// How a hosted run ended. The members' buffers are left as the steps
@@ -76,11 +81,12 @@ pub struct HeldRun<'a> {
 ///   the values read after the last step (its checked slots), `u_end` the
 ///   inputs set in it; `u` untouched (the system exchanges);
 /// - a member's step not clean (`stopped`): `y` the values of the last
-///   completed step, `u` and `u_end` the inputs of the stopped step, the
-///   members before the stopped one with that step's values in `y_new`;
-///   the stopped member's step is started, its outcome for
-///   [`crate::Subsystem::finish_step`]; the members after it have not
-///   taken that step;
+///   completed step, `u` and `u_end` the inputs of the stopped step (in
+///   Gauss-Seidel, of the members after the stopped one: of the step
+///   before), the members before the stopped one (in the run's order)
+///   with that step's values in `y_new`; the stopped member's step is
+///   started, its outcome for [`crate::Subsystem::finish_step`]; the
+///   members after it have not taken that step;
 /// - the host failed (`error`): `y` and `y_new` the values of the last
 ///   completed step.
 #[derive(Debug, Default)]

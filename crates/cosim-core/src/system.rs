@@ -1348,7 +1348,7 @@ impl System {
         if !self.subsystems.is_empty() && self.background.iter().all(|&b| b) {
             // Every subsystem in another process: the stretch is taken
             // there, if they share one.
-            return self.held_run_in_host(steps, h_ticks, after_step);
+            return self.held_run_in_host(steps, h_ticks, None, after_step);
         }
         // The FMUs' calls bound in their one FMI version where they share
         // it (no dispatch by version per call), else in either.
@@ -1372,8 +1372,9 @@ impl System {
     /// bit: each subsystem's inputs are routed from what its predecessors
     /// in `order` read in this step and what the others read in the step
     /// before. Every step inline (a Gauss-Seidel step never goes to the
-    /// worker pool), never in a host. A step that stops at a subsystem is
-    /// finished in order as the stepper would, from it.
+    /// worker pool); in their host where every subsystem lives in one. A
+    /// step that stops at a subsystem is finished in order as the stepper
+    /// would, from it.
     pub fn step_held_run_in_order(
         &mut self,
         order: &[usize],
@@ -1384,6 +1385,9 @@ impl System {
         use cosim_fmi::FmiVersion;
         if self.events.any || order.len() != self.subsystems.len() {
             return None;
+        }
+        if !self.subsystems.is_empty() && self.background.iter().all(|&b| b) {
+            return self.held_run_in_host(steps, h_ticks, Some(order), after_step);
         }
         let mut versions = self
             .subsystems

@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 11;
+pub const VERSION: u32 = 12;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -513,6 +513,14 @@ pub struct HeldRunPlan {
     /// its checked ones) recorded after each completed step at
     /// [`RUN_RECORD`]: the values the master's quiet rows show.
     pub recorded: Vec<(u32, u32)>,
+    /// Gauss-Seidel: the members' places in `members`, in the order they
+    /// step, each one's inputs routed just before its step from what the
+    /// members before it read in that step and the others in the step
+    /// before (the first step: from its inputs as the master wrote them);
+    /// a stop's `outputs` are those of the members before the stopped one
+    /// in this order (given in `members` order). Empty: Jacobi, every
+    /// member from the step before, routed after the step.
+    pub order: Vec<u32>,
 }
 
 /// A connection of a [`HeldRunPlan`].

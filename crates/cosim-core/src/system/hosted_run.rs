@@ -26,6 +26,7 @@ impl System {
         &mut self,
         steps: u64,
         h_ticks: i64,
+        order: Option<&[usize]>,
         mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> Option<(u64, Result<()>)> {
         if self.buffers.iter().any(|b| b.step_wall_time.is_some()) {
@@ -44,7 +45,11 @@ impl System {
         }
         let columns = recorded_columns(&recorded, &self.buffers);
         let mut record = Vec::new();
-        let (pooled, steps) = self.inline_steps(steps);
+        // (Gauss-Seidel's steps never go to the worker pool.)
+        let (pooled, steps) = match order {
+            Some(_) => (false, steps),
+            None => self.inline_steps(steps),
+        };
         if steps == 0 {
             return Some((0, Ok(())));
         }
@@ -66,6 +71,7 @@ impl System {
                 checked: &checked,
                 routes: &routes,
                 recorded: &recorded,
+                order: order.unwrap_or_default(),
             };
             let mut members: Vec<&mut dyn Hosted> = self
                 .subsystems
@@ -114,7 +120,8 @@ impl System {
                 return Some((taken, Err(e)));
             }
             if let Some(s) = end.stopped {
-                return Some(self.finish_stopped_in_host(s, taken, h_ticks, pooled, after_step));
+                let how = (pooled, order);
+                return Some(self.finish_stopped_in_host(s, taken, h_ticks, how, after_step));
             }
             self.exchange();
             if stuck {
@@ -166,7 +173,7 @@ impl System {
         s: usize,
         taken: u64,
         h_ticks: i64,
-        pooled: bool,
+        (pooled, order): (bool, Option<&[usize]>),
         mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> (u64, Result<()>) {
         let (t, next) = (self.time, self.ticks + h_ticks);
@@ -183,7 +190,14 @@ impl System {
             other => step_ended_otherwise(sub, b, other, (t, h), policy, warned),
         };
         let step = ((t, h), (next, t_next));
-        match self.finish_stopped_step(first, s, step, pooled, &mut after_step) {
+        let finished = match order {
+            None => self.finish_stopped_step(first, s, step, pooled, &mut after_step),
+            Some(order) => {
+                let p = order.iter().position(|&q| q == s).unwrap_or(s);
+                self.finish_stopped_in_order(first, order, p, step, &mut after_step)
+            }
+        };
+        match finished {
             Ok(()) => (taken + 1, Ok(())),
             Err(e) => (taken, Err(e)),
         }

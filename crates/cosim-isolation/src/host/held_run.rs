@@ -135,6 +135,18 @@ impl Host<'_> {
         if plan.recorded.iter().any(|&(p, slot)| !checked(p, slot)) {
             return bad("a recorded value outside its member's checked ones");
         }
+        if !plan.order.is_empty() {
+            let mut placed = vec![false; plan.members.len()];
+            for &p in &plan.order {
+                match placed.get_mut(p as usize) {
+                    Some(seen) if !*seen => *seen = true,
+                    _ => return bad("a Gauss-Seidel order that is not every member once"),
+                }
+            }
+            if placed.iter().any(|seen| !seen) {
+                return bad("a Gauss-Seidel order that is not every member once");
+            }
+        }
         Ok(())
     }
 
@@ -195,28 +207,44 @@ impl Host<'_> {
                 )
             })
             .collect();
+        let order = RunOrder::of(plan);
+        // Gauss-Seidel: the connections into each member, `y` and `u`
+        // flat, and whether its source steps before it.
+        let into = order.routes_into(plan, |src, src_slot, dst, dst_slot| {
+            (layout.y_at[src] + src_slot, layout.u_at[dst] + dst_slot)
+        });
         let (mut ticks, mut t) = (request.ticks, request.t);
         for k in 0..request.steps {
             let next = ticks.wrapping_add(request.h_ticks);
             let t_next = request.base.seconds(next);
             let h = t_next - t;
-            for (p, (i, u_p, y_p, checked)) in members.iter().enumerate() {
+            for &p in &order.steps {
+                // (One buffer: the members before this one have this
+                // step's values in it, the others the step before's.)
+                for &((src, dst), gain, offset, fresh) in &into[p] {
+                    if k > 0 || fresh {
+                        u[dst] = gain * y[src] + offset;
+                    }
+                }
+                let (i, u_p, y_p, checked) = &members[p];
                 let member = &mut self.members[*i];
                 let (u_p, y_p) = (&u[u_p.clone()], &mut y[y_p.clone()]);
                 let check = (*checked, plan.limit_abs);
                 if let Some(stop) = member.held_step((t, h), u_p, y_p, check) {
                     layout.write_inputs(group, &u);
-                    return Some(stopped((k, p), stop, &y[..layout.y_at[p]]));
+                    let before = order.values_before(p, |q| &y[layout.y_at[q]..layout.y_at[q + 1]]);
+                    return Some(stopped((k, p), stop, &before));
                 }
             }
             // Every member completed the step: its values published (and
-            // recorded), and the next step's inputs routed from them.
+            // recorded), and (Jacobi) the next step's inputs routed from
+            // them.
             layout.write_outputs(group, &y);
             let record = &group[RUN_RECORD + k as usize * recorded.len()..];
             for (w, &at) in record.iter().zip(&recorded) {
                 w.store(y[at].to_bits(), Ordering::Relaxed);
             }
-            if k + 1 < request.steps {
+            if k + 1 < request.steps && !order.gauss_seidel {
                 for &(src, dst, gain, offset) in &routes {
                     u[dst] = gain * y[src] + offset;
                 }
@@ -286,6 +314,10 @@ impl Host<'_> {
             }
         }
         let limit = plan.limit_abs;
+        let order = RunOrder::of(plan);
+        let into = order.routes_into(plan, |src, src_slot, dst, dst_slot| {
+            (src, src_slot, dst, dst_slot)
+        });
         let (mut ticks, mut t, mut since) = (request.ticks, request.t, f64::NAN);
         let mut stop = None;
         'steps: for k in 0..request.steps {
@@ -293,7 +325,17 @@ impl Host<'_> {
             let next = ticks.wrapping_add(request.h_ticks);
             let t_next = request.base.seconds(next);
             let h = t_next - t;
-            for (p, step) in steps.iter_mut().enumerate() {
+            for &p in &order.steps {
+                // (Gauss-Seidel: from this step's values of the members
+                // before this one, the step before's of the others.)
+                for &((sp, ss, dp, ds), gain, offset, fresh) in &into[p] {
+                    if k > 0 || fresh {
+                        let from = if fresh { side } else { 1 - side };
+                        let v = gain * steps[sp].outputs(from)[ss] + offset;
+                        steps[dp].inputs_mut()[ds] = v;
+                    }
+                }
+                let step = &mut steps[p];
                 let checked = plan.checked[p] as usize;
                 // (The FMU once, then each call as it starts; the run
                 // leaves no call behind it: `serve_held_run` clears it.)
@@ -317,7 +359,7 @@ impl Host<'_> {
                 let v = steps[p as usize].outputs(side)[slot as usize];
                 w.store(v.to_bits(), Ordering::Relaxed);
             }
-            if k + 1 < request.steps {
+            if k + 1 < request.steps && !order.gauss_seidel {
                 for &(sp, ss, dp, ds, gain, offset) in &routes {
                     let v = gain * steps[sp].outputs(side)[ss] + offset;
                     steps[dp].inputs_mut()[ds] = v;
@@ -345,12 +387,11 @@ impl Host<'_> {
         };
         // Where it stopped: the members before `s` took the step, `s`
         // ended it as its failure or its values say.
-        let mut before = Vec::new();
+        let before = order.values_before(s, |q| steps[q].outputs(side));
         for (p, step) in steps.iter_mut().enumerate() {
-            if p < s {
-                before.extend_from_slice(step.outputs(side));
+            if order.before(p, s) {
                 step.reached(t + h);
-            } else if p > s && !since.is_nan() {
+            } else if p != s && !since.is_nan() {
                 step.reached(since);
             }
         }
@@ -364,7 +405,7 @@ impl Host<'_> {
         drop(steps);
         for (p, m) in members.iter_mut().enumerate() {
             m.header = Header::default();
-            m.time = if p < s { t + h } else { t };
+            m.time = if order.before(p, s) { t + h } else { t };
         }
         let n_in = layout.u_at[s + 1] - layout.u_at[s];
         let m = &mut members[s];
@@ -595,5 +636,80 @@ impl Member<'_> {
                 Err(error) => Some(Reply::Failed { op: step_op, error }),
             },
         }
+    }
+}
+
+/// The order a held run steps its members in: the plan's (Jacobi) or its
+/// Gauss-Seidel order ([`HeldRunPlan::order`]).
+struct RunOrder {
+    /// Places in the plan, in the order they step.
+    steps: Vec<usize>,
+    /// Each place's position in `steps`.
+    position: Vec<usize>,
+    gauss_seidel: bool,
+}
+
+/// A connection into a member of a Gauss-Seidel run: where (`at`), its
+/// gain and offset, and whether its source steps before the member.
+type RouteInto<A> = (A, f64, f64, bool);
+
+impl RunOrder {
+    /// The order of `plan` (checked: `Host::check_plan`).
+    fn of(plan: &HeldRunPlan) -> RunOrder {
+        let n = plan.members.len();
+        let gauss_seidel = !plan.order.is_empty();
+        let steps: Vec<usize> = if gauss_seidel {
+            plan.order.iter().map(|&p| p as usize).collect()
+        } else {
+            (0..n).collect()
+        };
+        let mut position = vec![0; n];
+        for (i, &p) in steps.iter().enumerate() {
+            position[p] = i;
+        }
+        RunOrder {
+            steps,
+            position,
+            gauss_seidel,
+        }
+    }
+
+    /// Whether the member at place `a` steps before the one at `b`.
+    fn before(&self, a: usize, b: usize) -> bool {
+        self.position[a] < self.position[b]
+    }
+
+    /// Gauss-Seidel: per place, the connections into it (`at` of source
+    /// place and slot, destination place and slot); none for Jacobi,
+    /// whose routes go after the step.
+    fn routes_into<A>(
+        &self,
+        plan: &HeldRunPlan,
+        at: impl Fn(usize, usize, usize, usize) -> A,
+    ) -> Vec<Vec<RouteInto<A>>> {
+        let mut into: Vec<Vec<RouteInto<A>>> =
+            (0..plan.members.len()).map(|_| Vec::new()).collect();
+        if self.gauss_seidel {
+            for r in &plan.routes {
+                let (src, dst) = (r.src as usize, r.dst as usize);
+                let fresh = self.before(src, dst);
+                let a = at(src, r.src_slot as usize, dst, r.dst_slot as usize);
+                into[dst].push((a, r.gain, r.offset, fresh));
+            }
+        }
+        into
+    }
+
+    /// The values of the members that step before the one at place `s`,
+    /// in plan order, one after the other (`values(q)`: those of place
+    /// `q`).
+    fn values_before<'v>(&self, s: usize, values: impl Fn(usize) -> &'v [f64]) -> Vec<f64> {
+        let mut before = Vec::new();
+        for q in 0..self.position.len() {
+            if self.before(q, s) {
+                before.extend_from_slice(values(q));
+            }
+        }
+        before
     }
 }

@@ -165,6 +165,7 @@ fn run_held(
             .iter()
             .map(|&(p, k)| (p as u32, k as u32))
             .collect(),
+        order: run.order.iter().map(|&p| p as u32).collect(),
     };
     let failed = |error| {
         Some(HeldRunEnd {
@@ -321,6 +322,9 @@ fn settle_stop(
 ) -> HeldRunEnd {
     let taken = stop.taken.min(run.steps.saturating_sub(1));
     let s = stop.stopped as usize;
+    // Whether the member at place `p` steps before the stopped one.
+    let place = |p: usize| run.order.iter().position(|&q| q == p).unwrap_or(p);
+    let before = |p: usize| place(p) < place(s);
     let next = run.ticks + (taken as i64 + 1) * run.h_ticks;
     let h = run.base.seconds(next) - run.base.seconds(next - run.h_ticks);
     let mut stepped = Stepped { run, last: None };
@@ -350,10 +354,10 @@ fn settle_stop(
         }
         let hot = b.read_slots();
         let n_obs = m.info.observed.len();
-        let steps = taken + u64::from(p < s);
+        let steps = taken + u64::from(before(p));
         let after = stepped.after(m.counters.stepped_time, steps);
         m.count_held(steps, after);
-        if p < s {
+        if before(p) {
             let mine: Vec<f64> = outputs.by_ref().take(n_obs).copied().collect();
             for (y, v) in b.y_new[..hot].iter_mut().zip(&mine) {
                 *y = *v;
