@@ -123,12 +123,16 @@ pub fn pytest(
     tmp: &Path,
 ) -> io::Result<bool> {
     eprintln!(
-        "xtask: {} -m pytest {TESTS} {}",
+        "xtask: {} -m pytest -o tmp_path_retention_policy=failed {TESTS} {}",
         python.display(),
         FMPY_TESTS.join(" ")
     );
+    // (A passing test's `tmp_path` is removed: pytest keeps them all by
+    // default, some 300 MB a run here, a fresh virtual environment and a
+    // sweep among them.)
     let status = Command::new(python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", TESTS])
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .args(["-o", "tmp_path_retention_policy=failed", TESTS])
         .args(FMPY_TESTS)
         .env("COSIM_WHEEL", wheel)
         .env("COSIM_BIN", cosim)
