@@ -310,6 +310,27 @@ fn calls(out_dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Two runs' error lines (the process ids masked) and traces are the
+/// same.
+fn assert_same_errors_and_trace(tag: &str, (a, ea): (&Path, &str), (b, eb): (&Path, &str)) {
+    assert_eq!(
+        error_lines_pids_masked(ea),
+        error_lines_pids_masked(eb),
+        "{tag}"
+    );
+    assert!(
+        std::fs::read(a.join("trace.csv")).unwrap() == std::fs::read(b.join("trace.csv")).unwrap(),
+        "{tag}: the traces differ"
+    );
+}
+
+/// [`calls`] up to the first that did not succeed, that one included.
+fn calls_up_to_failure(out_dir: &Path) -> Vec<String> {
+    let all = calls(out_dir);
+    let end = all.iter().position(|c| !c.starts_with("[OK]"));
+    all[..end.map_or(all.len(), |e| e + 1)].to_vec()
+}
+
 #[test]
 fn held_runs_of_fmus_stepped_call_by_call_give_the_calls_and_bits_of_steps_one_by_one() {
     // With the FMI call log on (and for Model Exchange FMUs) the host
@@ -322,24 +343,11 @@ fn held_runs_of_fmus_stepped_call_by_call_give_the_calls_and_bits_of_steps_one_b
                 let scenario = chain(dir.path(), v, mode, "threads = 1", (faulty_last, false));
                 let tag = format!("{v}_logged_{mode}_{faulty_last}");
                 let [(a, ea), (b, eb)] = both_with(&scenario, dir.path(), &tag, code, true);
-                assert_eq!(
-                    error_lines_pids_masked(&ea),
-                    error_lines_pids_masked(&eb),
-                    "{tag}"
-                );
-                assert!(
-                    std::fs::read(a.join("trace.csv")).unwrap()
-                        == std::fs::read(b.join("trace.csv")).unwrap(),
-                    "{tag}: the traces differ"
-                );
+                assert_same_errors_and_trace(&tag, (&a, &ea), (&b, &eb));
                 // The calls up to the failed one (after it, the FMUs whose
                 // steps the steps one by one had started complete them;
                 // a stretch's stops where the error ends the run).
-                let upto = |l: Vec<String>| -> Vec<String> {
-                    let end = l.iter().position(|c| !c.starts_with("[OK]"));
-                    l[..end.map_or(l.len(), |e| e + 1)].to_vec()
-                };
-                let (la, lb) = (upto(calls(&a)), upto(calls(&b)));
+                let (la, lb) = (calls_up_to_failure(&a), calls_up_to_failure(&b));
                 assert!(
                     la.iter().filter(|l| l.contains("DoStep")).count() > 100,
                     "{tag}"
@@ -669,16 +677,7 @@ fn gauss_seidel_held_runs_in_a_host_give_the_bits_of_steps_sent_one_by_one() {
             let warn = format!("{master}\nnonfinite = \"warn\"");
             let scenario = chain(dir.path(), v, 3, &warn, (faulty_last, true));
             let [(a, ea), (b, eb)] = both(&scenario, dir.path(), &tag, 0);
-            assert_eq!(
-                error_lines_pids_masked(&ea),
-                error_lines_pids_masked(&eb),
-                "{tag}"
-            );
-            assert!(
-                std::fs::read(a.join("trace.csv")).unwrap()
-                    == std::fs::read(b.join("trace.csv")).unwrap(),
-                "{tag}: the traces differ"
-            );
+            assert_same_errors_and_trace(&tag, (&a, &ea), (&b, &eb));
             assert_eq!(summary(&a)["calls"], summary(&b)["calls"], "{tag}");
             // The host stepping each FMU call by call (the FMI call log
             // on): the same calls up to the failed one.
@@ -691,11 +690,7 @@ fn gauss_seidel_held_runs_in_a_host_give_the_bits_of_steps_sent_one_by_one() {
                         == std::fs::read(b.join("trace.csv")).unwrap(),
                     "{tag}: the traces differ"
                 );
-                let upto = |l: Vec<String>| -> Vec<String> {
-                    let end = l.iter().position(|c| !c.starts_with("[OK]"));
-                    l[..end.map_or(l.len(), |e| e + 1)].to_vec()
-                };
-                assert_eq!(upto(calls(&a)), upto(calls(&b)), "{tag}");
+                assert_eq!(calls_up_to_failure(&a), calls_up_to_failure(&b), "{tag}");
             }
         }
     }

@@ -147,31 +147,38 @@ fn state(sys: &System) -> (Vec<Vec<u64>>, u64, i64, String) {
 #[test]
 fn a_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bit() {
     for version in ["fmi2", "fmi3"] {
-        let (mut one_by_one, mut master_a) = ring(version, 0.013);
-        let (mut quiet, mut master_b) = ring(version, 0.013);
-        let mut report = StepReport::simple(f64::NAN, f64::NAN);
-        for _ in 0..77 {
-            master_a
-                .advance_into(&mut one_by_one, 2.0, &mut report)
-                .unwrap();
-        }
-        let never = std::sync::atomic::AtomicBool::new(false);
-        let mut steps = quiet_steps(77, &never);
-        let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
-        assert!(matches!(outcome, Some(Ok(()))), "{version}");
-        assert_eq!(steps.macro_steps, 77, "{version}");
-        assert_eq!(report.dt, master_b.fixed_step().unwrap(), "{version}");
-        assert_eq!(state(&one_by_one), state(&quiet), "{version}");
-        assert_eq!(master_a.stats(), master_b.stats(), "{version}");
-        // And the steps after it go on from where it ended.
-        for _ in 0..5 {
-            master_a
-                .advance_into(&mut one_by_one, 2.0, &mut report)
-                .unwrap();
-            master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
-        }
-        assert_eq!(state(&one_by_one), state(&quiet), "{version}");
+        assert_quiet_run_leaves_the_steps_state(version, Scheme::Jacobi);
     }
+}
+
+/// 77 steps of the ring stepped by `scheme` one by one, and as one quiet
+/// run: the same state, step size and master's count; and the steps
+/// after the run go on from where it ended.
+fn assert_quiet_run_leaves_the_steps_state(version: &str, scheme: Scheme) {
+    let what = format!("{version}, {scheme:?}");
+    let (mut one_by_one, mut master_a) = ring_in(version, 0.013, None, scheme.clone());
+    let (mut quiet, mut master_b) = ring_in(version, 0.013, None, scheme);
+    let mut report = StepReport::simple(f64::NAN, f64::NAN);
+    for _ in 0..77 {
+        master_a
+            .advance_into(&mut one_by_one, 2.0, &mut report)
+            .unwrap();
+    }
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let mut steps = quiet_steps(77, &never);
+    let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
+    assert!(matches!(outcome, Some(Ok(()))), "{what}");
+    assert_eq!(steps.macro_steps, 77, "{what}");
+    assert_eq!(report.dt, master_b.fixed_step().unwrap(), "{what}");
+    assert_eq!(state(&one_by_one), state(&quiet), "{what}");
+    assert_eq!(master_a.stats(), master_b.stats(), "{what}");
+    for _ in 0..5 {
+        master_a
+            .advance_into(&mut one_by_one, 2.0, &mut report)
+            .unwrap();
+        master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
+    }
+    assert_eq!(state(&one_by_one), state(&quiet), "{what}");
 }
 
 /// A quiet run whose integrator fails (Error from `doStep`, or a NaN
@@ -229,29 +236,9 @@ fn a_gauss_seidel_quiet_run_leaves_the_system_as_the_steps_one_by_one_bit_for_bi
     for version in ["fmi2", "fmi3"] {
         for order in [vec![0, 1, 2], vec![2, 0, 1], vec![1, 2, 0]] {
             let scheme = Scheme::GaussSeidel(order.clone());
-            let (mut one_by_one, mut master_a) = ring_in(version, 0.013, None, scheme.clone());
-            let (mut quiet, mut master_b) = ring_in(version, 0.013, None, scheme.clone());
+            assert_quiet_run_leaves_the_steps_state(version, scheme.clone());
             let mut report = StepReport::simple(f64::NAN, f64::NAN);
-            for _ in 0..77 {
-                master_a
-                    .advance_into(&mut one_by_one, 2.0, &mut report)
-                    .unwrap();
-            }
             let never = std::sync::atomic::AtomicBool::new(false);
-            let mut steps = quiet_steps(77, &never);
-            let outcome = master_b.advance_quiet(&mut quiet, 2.0, &mut steps, &mut report);
-            let what = format!("{version}, {order:?}");
-            assert!(matches!(outcome, Some(Ok(()))), "{what}");
-            assert_eq!(steps.macro_steps, 77, "{what}");
-            assert_eq!(state(&one_by_one), state(&quiet), "{what}");
-            assert_eq!(master_a.stats(), master_b.stats(), "{what}");
-            for _ in 0..5 {
-                master_a
-                    .advance_into(&mut one_by_one, 2.0, &mut report)
-                    .unwrap();
-                master_b.advance_into(&mut quiet, 2.0, &mut report).unwrap();
-            }
-            assert_eq!(state(&one_by_one), state(&quiet), "{what}");
             for mode in [1, 3] {
                 for fail_at in [0.005, 0.0585, 0.0715] {
                     let what = format!("{version}, {order:?}, fail_mode {mode} at {fail_at}");
@@ -447,45 +434,11 @@ fn a_failure_in_a_quiet_run_ends_the_run_as_one_step_by_step() {
             (3, "warn"),
             (7, "error"),
         ] {
-            let scenario = format!(
-                r#"[simulation]
-stop = 1.0
-
-[master]
-step = 0.01
-nonfinite = "{nonfinite}"
-
-[[subsystems]]
-name = "gain"
-fmu = "{gain}"
-parameters = {{ k = -0.5 }}
-
-[[subsystems]]
-name = "faulty"
-fmu = "{faulty}"
-parameters = {{ fail_mode = {mode}, fail_at = 0.555, x0 = 1.0 }}
-
-[[subsystems]]
-name = "after"
-fmu = "{gain}"
-parameters = {{ k = 2.0 }}
-
-[[connections]]
-from = "faulty.x"
-to = "after.u"
-
-[[connections]]
-from = "after.y"
-to = "gain.u"
-
-[[connections]]
-from = "gain.y"
-to = "faulty.u"
-
-[outputs]
-"#,
-                gain = fmu(gains, "Gain").display(),
-                faulty = fmu(version, "Faulty").display(),
+            let scenario = faulty_ring(
+                &fmu(gains, "Gain"),
+                &fmu(version, "Faulty"),
+                (mode, 0.555),
+                &format!("nonfinite = \"{nonfinite}\""),
             );
             let what = format!("faulty_{version}_{gains}_{mode}_{nonfinite}");
             let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
@@ -605,37 +558,7 @@ to = "hostile.u"
 fn an_fmu_ending_the_simulation_in_a_quiet_run_ends_it_as_step_by_step() {
     let dir = tempfile::tempdir().unwrap();
     for version in ["fmi2", "fmi3"] {
-        let scenario = format!(
-            r#"[simulation]
-stop = 1.0
-
-[master]
-step = 0.01
-
-[[subsystems]]
-name = "int"
-fmu = "{int}"
-start = {{ u = 1.0 }}
-
-[[subsystems]]
-name = "term"
-fmu = "{term}"
-parameters = {{ t_end = 0.555 }}
-
-[[subsystems]]
-name = "gain"
-fmu = "{gain}"
-
-[[connections]]
-from = "term.y"
-to = "gain.u"
-
-[outputs]
-"#,
-            int = fmu(version, "Integrator").display(),
-            term = fmu(version, "Terminating").display(),
-            gain = fmu(version, "Gain").display(),
-        );
+        let scenario = terminating(version, "");
         let what = format!("terminating_{version}");
         let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
         assert_eq!(summary["status"], "terminated", "{what}: {summary}");
@@ -842,15 +765,48 @@ fn gauss_seidel_quiet_runs_give_the_bits_of_the_steps_one_by_one() {
                 (3, "warn", 0.545),
                 (7, "error", 0.555),
             ] {
-                let scenario = format!(
-                    r#"[simulation]
+                let master = format!(
+                    "scheme = \"gauss-seidel\"\norder = {order}\nnonfinite = \"{nonfinite}\""
+                );
+                let mut scenario = faulty_ring(&gain, &faulty, (mode, fail_at), &master);
+                scenario += "# sampling as given\n";
+                let tag: String = order.chars().filter(char::is_ascii_alphanumeric).collect();
+                // (No "error" in the name: the lines kept are those that
+                // say it, the output directory's among them.)
+                let what = format!("gs_{version}_{tag}_{mode}_{}_{fail_at}", &nonfinite[..1]);
+                let summary =
+                    assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+                let (status, t) = if fail_at < 0.0 || nonfinite == "warn" {
+                    ("completed", 1.0)
+                } else {
+                    ("error", (fail_at * 100.0_f64).floor() / 100.0)
+                };
+                assert_eq!(summary["status"], status, "{what}: {summary}");
+                assert_eq!(summary["t_reached"], t, "{what}: {summary}");
+                assert_eq!(summary["master"], "fixed-step", "{what}: {summary}");
+            }
+        }
+        let gs = "scheme = \"gauss-seidel\"\norder = [\"gain\", \"term\", \"int\"]";
+        let scenario = terminating(version, gs);
+        let what = format!("gs_terminating_{version}");
+        let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
+        assert_eq!(summary["status"], "terminated", "{what}: {summary}");
+        assert_eq!(summary["t_reached"], 0.555, "{what}: {summary}");
+    }
+}
+
+/// A ring gain -> faulty -> after -> gain (y = -0.5 u, the Faulty
+/// integrator failing in `mode` at `fail_at`, y = 2 u), stepped every
+/// 0.01 s to 1 s, `master` added to its `[master]`; an `[outputs]`
+/// section last (empty).
+fn faulty_ring(gain: &Path, faulty: &Path, (mode, fail_at): (i32, f64), master: &str) -> String {
+    format!(
+        r#"[simulation]
 stop = 1.0
 
 [master]
 step = 0.01
-scheme = "gauss-seidel"
-order = {order}
-nonfinite = "{nonfinite}"
+{master}
 
 [[subsystems]]
 name = "gain"
@@ -880,35 +836,23 @@ from = "gain.y"
 to = "faulty.u"
 
 [outputs]
-# sampling as given
 "#,
-                    gain = gain.display(),
-                    faulty = faulty.display(),
-                );
-                let tag: String = order.chars().filter(char::is_ascii_alphanumeric).collect();
-                // (No "error" in the name: the lines kept are those that
-                // say it, the output directory's among them.)
-                let what = format!("gs_{version}_{tag}_{mode}_{}_{fail_at}", &nonfinite[..1]);
-                let summary =
-                    assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
-                let (status, t) = if fail_at < 0.0 || nonfinite == "warn" {
-                    ("completed", 1.0)
-                } else {
-                    ("error", (fail_at * 100.0_f64).floor() / 100.0)
-                };
-                assert_eq!(summary["status"], status, "{what}: {summary}");
-                assert_eq!(summary["t_reached"], t, "{what}: {summary}");
-                assert_eq!(summary["master"], "fixed-step", "{what}: {summary}");
-            }
-        }
-        let scenario = format!(
-            r#"[simulation]
+        gain = gain.display(),
+        faulty = faulty.display(),
+    )
+}
+
+/// An Integrator, the Terminating FMU (ending the simulation at 0.555 s)
+/// and a Gain it feeds, stepped every 0.01 s to 1 s, `master` added to
+/// its `[master]`; an `[outputs]` section last (empty).
+fn terminating(version: &str, master: &str) -> String {
+    format!(
+        r#"[simulation]
 stop = 1.0
 
 [master]
 step = 0.01
-scheme = "gauss-seidel"
-order = ["gain", "term", "int"]
+{master}
 
 [[subsystems]]
 name = "int"
@@ -930,13 +874,8 @@ to = "gain.u"
 
 [outputs]
 "#,
-            int = fmu(version, "Integrator").display(),
-            term = fmu(version, "Terminating").display(),
-            gain = gain.display(),
-        );
-        let what = format!("gs_terminating_{version}");
-        let summary = assert_quiet_run_fails_as_steps_one_by_one(dir.path(), &scenario, &what);
-        assert_eq!(summary["status"], "terminated", "{what}: {summary}");
-        assert_eq!(summary["t_reached"], 0.555, "{what}: {summary}");
-    }
+        int = fmu(version, "Integrator").display(),
+        term = fmu(version, "Terminating").display(),
+        gain = fmu(version, "Gain").display(),
+    )
 }

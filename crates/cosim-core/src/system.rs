@@ -1915,6 +1915,23 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
                 return false;
             }
         }
+        self.completed::<SIDE>((t, h), (next, t_next), true, after_step)
+    }
+
+    /// Every subsystem completed the step from `t` by `h` (ending at
+    /// `next` ticks, `t_next` s), its values read into `SIDE`: counted,
+    /// handed to `after_step` (whether to go on), and the inputs routed
+    /// from them: after every step (`every_step`: Jacobi), or after the
+    /// last (Gauss-Seidel, whose steps route each FMU's inputs just before
+    /// its step), as the whole exchange after the step leaves them.
+    #[inline(always)]
+    fn completed<const SIDE: usize>(
+        &mut self,
+        (t, h): (f64, f64),
+        (next, t_next): (i64, f64),
+        every_step: bool,
+        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> bool {
         self.stepped += h;
         self.taken += 1;
         self.since = t + h;
@@ -1929,9 +1946,11 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
                 copy_values(u_end, fmu.inputs_mut());
             }
         }
-        for r in self.routes {
-            let v = r.gain * self.held[r.src_sub].0.outputs(SIDE)[r.src_slot] + r.offset;
-            self.held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
+        if every_step || !go_on {
+            for r in self.routes {
+                let v = r.gain * self.held[r.src_sub].0.outputs(SIDE)[r.src_slot] + r.offset;
+                self.held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
+            }
         }
         go_on
     }
@@ -1970,25 +1989,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
                 return false;
             }
         }
-        self.stepped += h;
-        self.taken += 1;
-        self.since = t + h;
-        (self.ticks, self.t) = (next, t_next);
-        let read = HeldOutputs {
-            held: self.held,
-            side: SIDE,
-        };
-        let go_on = after_step(t_next, next, &read) && self.taken < self.steps;
-        if !go_on {
-            for (fmu, u_end) in self.held.iter_mut() {
-                copy_values(u_end, fmu.inputs_mut());
-            }
-            for r in self.routes {
-                let v = r.gain * self.held[r.src_sub].0.outputs(SIDE)[r.src_slot] + r.offset;
-                self.held[r.dst_sub].0.inputs_mut()[r.dst_slot] = v;
-            }
-        }
-        go_on
+        self.completed::<SIDE>((t, h), (next, t_next), false, after_step)
     }
 
     /// Whether subsystem `j` steps before subsystem `s` (in subsystem
