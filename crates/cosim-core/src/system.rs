@@ -1516,12 +1516,8 @@ impl System {
         // Two steps a turn, one on each side: the side is a constant in
         // each.
         match order {
-            None => while run.step::<0>(&mut after_step) && run.step::<1>(&mut after_step) {},
-            Some(order) => {
-                while run.step_in_order::<0>(order, &mut after_step)
-                    && run.step_in_order::<1>(order, &mut after_step)
-                {}
-            }
+            None => run.run_jacobi(&mut after_step),
+            Some(order) => run.run_in_order(order, &mut after_step),
         }
         (self.ticks, self.time) = (run.ticks, run.t);
         let taken = run.taken;
@@ -1892,6 +1888,26 @@ struct HeldSteps<'r, 'a, S> {
 }
 
 impl<S: BoundStep> HeldSteps<'_, '_, S> {
+    /// Jacobi steps until `after_step` or the run's count says to stop,
+    /// or one stops. (A function of its own: the hot loop compiled apart
+    /// from Gauss-Seidel's.)
+    #[inline(never)]
+    fn run_jacobi(&mut self, after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool) {
+        while self.step::<0>(after_step) && self.step::<1>(after_step) {}
+    }
+
+    /// [`HeldSteps::run_jacobi`] in Gauss-Seidel `order`.
+    #[inline(never)]
+    fn run_in_order(
+        &mut self,
+        order: &[usize],
+        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) {
+        while self.step_in_order::<0>(order, after_step)
+            && self.step_in_order::<1>(order, after_step)
+        {}
+    }
+
     /// The next macro step, its outputs read into the buffers of `SIDE`
     /// (0: `y_new`, 1: `y`; steps take turns), then `after_step` at its
     /// end: whether to go on.
