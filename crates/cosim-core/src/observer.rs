@@ -483,6 +483,7 @@ impl TraceWriter {
 
     /// Whether a row is written after macro step number `macro_step`,
     /// which ends at `now` (ticks): by the sampling.
+    #[inline]
     fn writes_after(&mut self, macro_step: u64, now: i64) -> bool {
         // (The run's count, not this observer's calls: the run leaves out
         // the calls before it is due.)
@@ -490,26 +491,31 @@ impl TraceWriter {
         match self.sampling {
             Sampling::EveryStep => true,
             Sampling::Decimation(n) => self.steps.is_multiple_of(n.max(1)),
-            Sampling::Interval(dt) => {
-                if now < self.next_output {
-                    return false;
-                }
-                if now > self.next_output && !self.warned {
-                    // Only where the master does not end steps on the
-                    // output points and its grid misses them (a library
-                    // caller; scenarios refuse such an interval).
-                    self.warned = true;
-                    tracing::warn!(
-                        "trace: the communication point t = {} passed the output point t = {} (interval {dt} s): rows are written at the first communication point at or after each output point",
-                        self.time_base.seconds(now),
-                        self.time_base.seconds(self.next_output)
-                    );
-                }
-                let k = (now - self.t0) / self.interval + 1;
-                self.next_output = self.t0.saturating_add(k.saturating_mul(self.interval));
-                true
-            }
+            Sampling::Interval(dt) => self.interval_reached(now, dt),
         }
+    }
+
+    /// Whether `now` (ticks) reached the next output point of the
+    /// interval `dt`; if so, the point after it becomes the next.
+    #[inline(never)]
+    fn interval_reached(&mut self, now: i64, dt: f64) -> bool {
+        if now < self.next_output {
+            return false;
+        }
+        if now > self.next_output && !self.warned {
+            // Only where the master does not end steps on the output
+            // points and its grid misses them (a library caller;
+            // scenarios refuse such an interval).
+            self.warned = true;
+            tracing::warn!(
+                "trace: the communication point t = {} passed the output point t = {} (interval {dt} s): rows are written at the first communication point at or after each output point",
+                self.time_base.seconds(now),
+                self.time_base.seconds(self.next_output)
+            );
+        }
+        let k = (now - self.t0) / self.interval + 1;
+        self.next_output = self.t0.saturating_add(k.saturating_mul(self.interval));
+        true
     }
 
     fn row(&mut self, sys: &System) -> Result<()> {

@@ -402,8 +402,11 @@ impl std::fmt::Debug for RowRing {
 
 impl RowRing {
     /// Queues one row (one value per column). Waits only when the ring
-    /// is full; refused as [`OutputsHandle::push_row`] is.
-    #[inline]
+    /// is full; refused as [`OutputsHandle::push_row`] is. (Inlined into
+    /// the row's writer, the rare parts out of line: the call, its
+    /// register saves and its general cases cost more than the copy of a
+    /// row of a few numbers, every step of a traced quiet run.)
+    #[inline(always)]
     pub fn push(&mut self, values: &[f64]) -> Result<()> {
         if self.shared.refusing.load(Ordering::Relaxed) {
             return Err(self.refusal());
@@ -419,20 +422,25 @@ impl RowRing {
         // Every 64 rows, a look (an atomic load) at how full it is.
         self.since_look += 1;
         if self.since_look >= 64 {
-            self.since_look = 0;
-            // The writer is woken once per half-full ring, not at every
-            // look until it has drained it: a wake-up costs the stepping
-            // thread microseconds (a syscall, an interrupt to the other
-            // processor). It clears the flag when it looks at the rings;
-            // a wake-up lost between its look and its wait is made up by
-            // `wait_for_room`, which wakes it under the lock.
-            if self.producer.slots() * 2 < self.producer.buffer().capacity()
-                && !self.shared.ring_wake.swap(true, Ordering::Relaxed)
-            {
-                self.shared.wake_writer_for_rows();
-            }
+            self.look();
         }
         Ok(())
+    }
+
+    /// Wakes the writer if the ring is half full: once per half-full
+    /// ring, not at every look until it has drained it, since a wake-up
+    /// costs the stepping thread microseconds (a syscall, an interrupt to
+    /// the other processor). The writer clears the flag when it looks at
+    /// the rings; a wake-up lost between its look and its wait is made up
+    /// by `wait_for_room`, which wakes it under the lock.
+    #[inline(never)]
+    fn look(&mut self) {
+        self.since_look = 0;
+        if self.producer.slots() * 2 < self.producer.buffer().capacity()
+            && !self.shared.ring_wake.swap(true, Ordering::Relaxed)
+        {
+            self.shared.wake_writer_for_rows();
+        }
     }
 
     /// Why rows are refused: the write failure, or the files closed.
@@ -446,6 +454,7 @@ impl RowRing {
 
     /// A full ring: wakes the writer and waits until the row fits.
     #[cold]
+    #[inline(never)]
     fn wait_for_room(&mut self, values: &[f64]) -> Result<()> {
         let mut st = lock(&self.shared.state);
         loop {
