@@ -1,6 +1,7 @@
 //! Process isolation leaves nothing behind: whatever ends a host process
 //! (a segfault, an abort, a hang past `isolation_timeout`, a SIGKILL from
-//! outside, a signal while the FMUs load, the master itself killed), no
+//! outside, a signal while the FMUs load or while a held run hangs, the
+//! master itself killed), no
 //! extraction directory (`cosim-fmu-*`) is left in the temporary directory
 //! and no process is left running: no host, and no process the FMU
 //! started (`Faulty` fail_mode 8 starts a `sleep`). The master extracts
@@ -98,6 +99,11 @@ struct Running {
 
 impl Running {
     fn start(scenario: &Path, out: &Path, extra: &[&str]) -> Running {
+        Running::start_logged(scenario, out, extra, TERMINATION_LOG)
+    }
+
+    /// [`Running::start`] with `COSIM_LOG` set to `log`.
+    fn start_logged(scenario: &Path, out: &Path, extra: &[&str], log: &str) -> Running {
         static RUNS: AtomicUsize = AtomicUsize::new(0);
         fmus();
         let marker = format!(
@@ -112,7 +118,7 @@ impl Running {
             .arg(scenario)
             .arg("--out")
             .arg(out)
-            .env("COSIM_LOG", TERMINATION_LOG)
+            .env("COSIM_LOG", log)
             .env("TMPDIR", tmp.path())
             .env(MARKER, &marker)
             .current_dir(root())
@@ -471,6 +477,83 @@ fn a_signal_while_isolated_fmus_load_ends_the_run_as_interrupted_leaving_nothing
     assert_eq!(s["stats"]["macro_steps"], 0, "{s}");
     assert!(!s["message"].as_str().unwrap_or("").contains("NaN"), "{s}");
     run.assert_nothing_left("SIGINT while loading");
+}
+
+/// SIGINT while a held run in the host (every FMU isolated in one host,
+/// the quiet stretch taken there) is stuck in an FMU's step (`Faulty`
+/// fail_mode 6 hangs in the step that reaches t = 100 s;
+/// `isolation_timeout` far away): the master gives the run its grace,
+/// then kills the host; the run ends as interrupted (exit 130), the rows
+/// of every step the host completed in that request written (up to
+/// t = 99.99 s), nothing left.
+#[test]
+fn a_signal_while_a_held_run_hangs_in_an_fmu_ends_the_run_keeping_its_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(faulty_scenario(dir.path(), "fmi2", 6, 100.0, 1000.0, true))
+        .unwrap()
+        .replace("isolation_hosts = 2", "isolation_hosts = 1")
+        .replace("isolation_timeout = 1\n", "isolation_timeout = 600\n");
+    let scenario = dir.path().join("held_hang.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let out = dir.path().join("out");
+    let log = format!("{TERMINATION_LOG},cosim_core::master::fixed_step=debug");
+    let mut run = Running::start_logged(&scenario, &out, &[], &log);
+    // The run past t = 50 s (rows of answered requests), then the host
+    // stuck in the step to t = 100 s: its processor time stands still
+    // (the Faulty FMU sleeps), where between requests it spins.
+    let trace = out.join("trace.csv");
+    run.wait_for(Duration::from_secs(60), "the hang", |r| {
+        let past_50 = std::fs::read_to_string(&trace).is_ok_and(|t| {
+            t.lines()
+                .filter_map(|l| l.split(',').next()?.parse::<f64>().ok())
+                .any(|t| t >= 50.0)
+        });
+        past_50
+            && r.hosts().first().is_some_and(|h| {
+                let before = cpu_ticks(h.pid);
+                std::thread::sleep(Duration::from_millis(500));
+                before.is_some() && cpu_ticks(h.pid) == before
+            })
+    });
+    run.signal(run.child.id(), "INT");
+    let code = run.wait_exit(Duration::from_secs(30));
+    let err = run.stderr();
+    assert_eq!(code, Some(130), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The stretch was a held run in the host, ended by the signal.
+    assert!(err.contains("in one quiet run"), "{err}");
+    assert_eq!(summary(&out)["status"], "interrupted", "{err}");
+    // Every step before the hang has its row, though the host never
+    // answered the request that took them.
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let last: f64 = trace
+        .lines()
+        .last()
+        .and_then(|l| l.split(',').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(f64::NAN);
+    assert_eq!(
+        last,
+        99.99,
+        "the last row: {}",
+        trace.lines().last().unwrap_or("")
+    );
+    assert_eq!(
+        trace.lines().count(),
+        2 + 9_999,
+        "the header, t = 0 and a row per step"
+    );
+    run.assert_nothing_left("SIGINT in a held run");
+}
+
+/// The processor time process `pid` has used (user and system, in clock
+/// ticks: /proc/PID/stat fields 14 and 15).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // (After the command's closing parenthesis, field 3 is the first.)
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    Some(field(14)? + field(15)?)
 }
 
 /// The master extracts each `.fmu` once, however many subsystems use it,
