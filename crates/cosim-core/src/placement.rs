@@ -1,5 +1,5 @@
-//! Keeping a helper thread (the outputs' writer) off the processor of the
-//! thread it serves (the stepping thread).
+//! Keeping a helper thread (the outputs' writer, the workers of the Jacobi
+//! pool) off the processor of the thread it serves (the stepping thread).
 //!
 //! Why: on virtual machines Linux often wakes a thread on the waker's own,
 //! busy processor although another is idle (an idle virtual processor is
@@ -73,9 +73,122 @@ impl KeepOff {
     }
 }
 
+/// The workers of a Jacobi pool, kept off the stepping thread's
+/// processor by the stepping thread itself before each pooled step
+/// ([`PoolPlacement::keep_off`]): a worker woken on that busy processor
+/// cannot run (the stepping thread does not yield to it), so it cannot
+/// take its part, and the stepping thread ends up taking every FMU's
+/// step itself. Measured on a 2-core KVM machine (docs/performance.md,
+/// "Placement"): in 4 and 5 of 30 runs of four FMUs of about 60 us a
+/// step, the pool's calibration found a pooled step exactly as long as an
+/// inline one. A worker narrowing its own affinity when it runs a task
+/// does not help there: it never runs one.
+#[derive(Debug, Default)]
+pub struct PoolPlacement {
+    #[cfg(target_os = "linux")]
+    workers: std::sync::Mutex<Vec<rustix::thread::Pid>>,
+    #[cfg(target_os = "linux")]
+    allowed: Option<rustix::thread::CpuSet>,
+    /// The processor the workers keep off now (`usize::MAX`: none).
+    avoided: std::sync::atomic::AtomicUsize,
+}
+
+impl PoolPlacement {
+    /// For the workers of a pool built now, by the calling thread: they
+    /// may run where it may.
+    pub fn new() -> PoolPlacement {
+        PoolPlacement {
+            #[cfg(target_os = "linux")]
+            workers: std::sync::Mutex::new(Vec::new()),
+            #[cfg(target_os = "linux")]
+            allowed: rustix::thread::sched_getaffinity(None)
+                .ok()
+                .filter(|set| set.count() >= 2),
+            avoided: std::sync::atomic::AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Registers the calling thread as a worker (the pool's start
+    /// handler).
+    pub fn register_current(&self) {
+        #[cfg(target_os = "linux")]
+        self.workers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(rustix::thread::gettid());
+    }
+
+    /// Keeps every worker but the calling thread off processor `cpu`,
+    /// where the allowed processors leave another; nothing when they
+    /// already are, or when `cpu` is `usize::MAX`.
+    #[inline]
+    pub fn keep_off(&self, cpu: usize) {
+        use std::sync::atomic::Ordering;
+        if cpu == usize::MAX || self.avoided.load(Ordering::Relaxed) == cpu {
+            return;
+        }
+        self.avoided.store(cpu, Ordering::Relaxed);
+        #[cfg(target_os = "linux")]
+        if let Some(allowed) = &self.allowed
+            && cpu < rustix::thread::CpuSet::MAX_CPU
+            && allowed.is_set(cpu)
+        {
+            let mut set = *allowed;
+            set.unset(cpu);
+            let me = rustix::thread::gettid();
+            let workers = self
+                .workers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for &w in workers.iter().filter(|&&w| w != me) {
+                // (A failure, say a cpuset changed under the process,
+                // leaves the worker where the scheduler puts it.)
+                let _ = rustix::thread::sched_setaffinity(Some(w), &set);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The workers are kept off each processor the stepping thread is
+    /// seen on in turn, every other one allowed; the calling thread, a
+    /// worker itself, is left alone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_workers_follow_the_stepping_thread_and_it_is_left_alone() {
+        use rustix::thread::{CpuSet, gettid, sched_getaffinity};
+        let all = sched_getaffinity(None).unwrap();
+        let cpus: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| all.is_set(c)).collect();
+        if cpus.len() < 2 {
+            eprintln!("skipped: one processor only");
+            return;
+        }
+        let placement = std::sync::Arc::new(PoolPlacement::new());
+        let (ready, registered) = std::sync::mpsc::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let p = std::sync::Arc::clone(&placement);
+        let worker = std::thread::spawn(move || {
+            p.register_current();
+            ready.send(gettid()).unwrap();
+            let _ = stopped.recv();
+        });
+        let tid = registered.recv().unwrap();
+        placement.register_current();
+        for &cpu in &[cpus[0], cpus[1], cpus[0]] {
+            placement.keep_off(cpu);
+            let set = sched_getaffinity(Some(tid)).unwrap();
+            let kept: Vec<usize> = cpus.iter().copied().filter(|&c| set.is_set(c)).collect();
+            let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != cpu).collect();
+            assert_eq!(kept, others, "kept off {cpu}");
+            let mine = sched_getaffinity(None).unwrap();
+            assert!(cpus.iter().all(|&c| mine.is_set(c)), "the caller narrowed");
+        }
+        stop.send(()).unwrap();
+        worker.join().unwrap();
+    }
 
     #[test]
     fn current_cpu_is_one_the_thread_may_run_on() {

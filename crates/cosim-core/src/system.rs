@@ -19,6 +19,7 @@ use crate::extrapolation::MAX_POINTS;
 use crate::function::{FunctionLink, FunctionSpec, Functions};
 use crate::observer::ObservedValues;
 use crate::parallel::{PoolChooser, Way};
+use crate::placement::{PoolPlacement, current_cpu};
 use crate::subsystem::{
     AnyVersion, BindHeld, CallCounters, Fmi2Only, Fmi3Only, HeldFmu, StateId, Subsystem,
 };
@@ -254,6 +255,8 @@ pub struct System {
     energy_reference: crate::indicators::energy::EnergyReference,
     threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Its workers' placement, kept off the stepping thread's processor.
+    placement: Arc<PoolPlacement>,
     /// Whether the pool pays off for this system's FMUs (measured).
     pool_chooser: PoolChooser,
     /// Per subsystem, the outcome of its step on the pool (reused).
@@ -370,7 +373,9 @@ impl System {
             spec.threads
         };
         let threads = threads.min(n.max(1));
+        let placement = Arc::new(PoolPlacement::new());
         let pool = if threads > 1 {
+            let workers = Arc::clone(&placement);
             Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -378,6 +383,7 @@ impl System {
                     // FMUs (and the run loop) run on these threads: give
                     // them the stack of a main thread, not the 2 MiB default.
                     .stack_size(WORKER_STACK)
+                    .start_handler(move |_| workers.register_current())
                     .build()
                     .map_err(|e| CoreError::Config(format!("cannot start worker threads: {e}")))?,
             ))
@@ -416,6 +422,7 @@ impl System {
             energy_reference: Default::default(),
             threads,
             pool,
+            placement,
             pool_chooser: PoolChooser::default(),
             pool_results: (0..n).map(|_| Ok(())).collect(),
             background,
@@ -1193,6 +1200,7 @@ impl System {
         let results = &mut self.pool_results;
         let result = match way {
             Way::Pool => {
+                self.placement.keep_off(current_cpu());
                 // Every due subsystem completes its step; the error of the
                 // first failing one (in subsystem order; an error before
                 // an FMU's end of the simulation) is reported, as inline,
