@@ -50,6 +50,39 @@ pub fn python() -> PathBuf {
     venv
 }
 
+/// An FMU of `fmu` as a subsystem named `name`: its variable `input` as
+/// its input slot and `output` as its observed slot, with real and
+/// integer parameters set.
+pub fn fmu_subsystem(
+    fmu: &cosim_fmi::Fmu,
+    name: &str,
+    (input, output): (&str, &str),
+    reals: &[(&str, f64)],
+    ints: &[(&str, i32)],
+) -> cosim_core::FmuSubsystem {
+    use cosim_core::{FmuSubsystem, SlotVar};
+    let md = fmu.model_description();
+    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
+    let mut sub = FmuSubsystem::instantiate(
+        fmu,
+        name,
+        &[SlotVar::scalar(find(input))],
+        &[SlotVar::scalar(find(output))],
+        1,
+        &cosim_fmi::InstantiateOptions::default(),
+    )
+    .unwrap();
+    for (n, v) in reals {
+        let vr = md.variables[find(n)].value_reference;
+        sub.instance_mut().set_f64(&[vr], &[*v]).unwrap();
+    }
+    for (n, v) in ints {
+        let vr = md.variables[find(n)].value_reference;
+        sub.instance_mut().set_i32(&[vr], &[*v]).unwrap();
+    }
+    sub
+}
+
 /// Makes sure `fmus/dist` is built and current; returns it.
 pub fn fmus() -> PathBuf {
     fmu_kit::dist::ensure_built().expect("building the project FMUs (cargo xtask fmus)")

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use cosim_core::execution::{Execution, RunStatus};
 use cosim_core::master::{FixedStep, Scheme};
 use cosim_core::subsystem::{CallCounters, StateId};
-use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, SubsystemInfo, System, SystemSpec};
-use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
-use cosim_tests::{Table, cosim_bin, fmus, hostile_fmu, root, run_logged};
+use cosim_core::{Connection, FmuSubsystem, Subsystem, SubsystemInfo, System, SystemSpec};
+use cosim_fmi::{Fmu, StepOutcome};
+use cosim_tests::{Table, cosim_bin, fmu_subsystem, fmus, hostile_fmu, root, run_logged};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -510,29 +510,11 @@ fn subsystem(
     ints: &[(&str, i32)],
     events: &Arc<Mutex<Vec<String>>>,
 ) -> Box<dyn Subsystem> {
-    let md = fmu.model_description();
-    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
-    let (input, output) = match md.model_name.as_str() {
-        "Gain" => (find("u"), find("y")),
-        _ => (find("u"), find("x")),
+    let output = match fmu.model_description().model_name.as_str() {
+        "Gain" => "y",
+        _ => "x",
     };
-    let mut sub = FmuSubsystem::instantiate(
-        fmu,
-        name,
-        &[SlotVar::scalar(input)],
-        &[SlotVar::scalar(output)],
-        1,
-        &InstantiateOptions::default(),
-    )
-    .unwrap();
-    for (n, v) in reals {
-        let vr = md.variables[find(n)].value_reference;
-        sub.instance_mut().set_f64(&[vr], &[*v]).unwrap();
-    }
-    for (n, v) in ints {
-        let vr = md.variables[find(n)].value_reference;
-        sub.instance_mut().set_i32(&[vr], &[*v]).unwrap();
-    }
+    let sub = fmu_subsystem(fmu, name, ("u", output), reals, ints);
     Box::new(Recorder {
         inner: Some(sub),
         name: name.to_string(),

@@ -8,9 +8,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cosim_core::output::{Column, Outputs, RowRing};
-use cosim_core::{FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
-use cosim_fmi::{Fmu, InstantiateOptions};
-use cosim_tests::{cpus_allowed, fmus};
+use cosim_core::{Subsystem, System, SystemSpec};
+use cosim_fmi::Fmu;
+use cosim_tests::{cpus_allowed, fmu_subsystem, fmus};
 use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 
 /// The processors each thread whose name starts with `name` may run on.
@@ -86,20 +86,13 @@ fn the_writer_keeps_off_the_processor_of_the_thread_that_woke_it() {
 
 /// A Gain FMU (`y = k u`) with `busy_work` loops per step, as a subsystem.
 fn busy_gain(fmu: &Fmu, name: &str) -> Box<dyn Subsystem> {
-    let md = fmu.model_description();
-    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
-    let mut sub = FmuSubsystem::instantiate(
+    Box::new(fmu_subsystem(
         fmu,
         name,
-        &[SlotVar::scalar(find("u"))],
-        &[SlotVar::scalar(find("y"))],
-        1,
-        &InstantiateOptions::default(),
-    )
-    .unwrap();
-    let vr = md.variables[find("busy_work")].value_reference;
-    sub.instance_mut().set_i32(&[vr], &[2_000]).unwrap();
-    Box::new(sub)
+        ("u", "y"),
+        &[],
+        &[("busy_work", 2_000)],
+    ))
 }
 
 #[test]

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cosim_core::master::{FixedStep, Master, QuietRows, QuietSteps, Scheme, StepReport};
-use cosim_core::{Connection, FmuSubsystem, SlotVar, Subsystem, System, SystemSpec};
-use cosim_fmi::{Fmu, InstantiateOptions};
-use cosim_tests::{cosim_bin, fmus, hostile_fmu, root};
+use cosim_core::{Connection, Subsystem, System, SystemSpec};
+use cosim_fmi::Fmu;
+use cosim_tests::{cosim_bin, fmu_subsystem, fmus, hostile_fmu, root};
 
 fn fmu(version: &str, model: &str) -> PathBuf {
     fmus().join(version).join(format!("{model}.fmu"))
@@ -21,22 +21,7 @@ fn fmu(version: &str, model: &str) -> PathBuf {
 /// `model`'s `u` as its input slot and `output` as its observed slot,
 /// with real parameters set.
 fn subsystem(fmu: &Fmu, name: &str, output: &str, reals: &[(&str, f64)]) -> Box<dyn Subsystem> {
-    let md = fmu.model_description();
-    let find = |n: &str| md.variables.iter().position(|v| v.name == n).unwrap();
-    let mut sub = FmuSubsystem::instantiate(
-        fmu,
-        name,
-        &[SlotVar::scalar(find("u"))],
-        &[SlotVar::scalar(find(output))],
-        1,
-        &InstantiateOptions::default(),
-    )
-    .unwrap();
-    for (n, v) in reals {
-        let vr = md.variables[find(n)].value_reference;
-        sub.instance_mut().set_f64(&[vr], &[*v]).unwrap();
-    }
-    Box::new(sub)
+    Box::new(fmu_subsystem(fmu, name, ("u", output), reals, &[]))
 }
 
 /// A feedback ring gain1 -> integrator -> gain2 -> gain1 (the Faulty

@@ -28,6 +28,19 @@ pub fn current_cpu() -> usize {
     }
 }
 
+/// The processors `allowed` less `cpu`, where that is one of them (and
+/// they are known: at least two).
+#[cfg(target_os = "linux")]
+fn without(allowed: Option<&rustix::thread::CpuSet>, cpu: usize) -> Option<rustix::thread::CpuSet> {
+    let allowed = allowed?;
+    if cpu >= rustix::thread::CpuSet::MAX_CPU || !allowed.is_set(cpu) {
+        return None;
+    }
+    let mut set = *allowed;
+    set.unset(cpu);
+    Some(set)
+}
+
 /// The calling thread's placement: the processors it may run on, and the
 /// one it currently keeps off.
 #[derive(Debug)]
@@ -58,12 +71,7 @@ impl KeepOff {
             return;
         }
         #[cfg(target_os = "linux")]
-        if let Some(allowed) = &self.allowed
-            && cpu < rustix::thread::CpuSet::MAX_CPU
-            && allowed.is_set(cpu)
-        {
-            let mut set = *allowed;
-            set.unset(cpu);
+        if let Some(set) = without(self.allowed.as_ref(), cpu) {
             // (A failure, say a cpuset changed under the process, leaves
             // the thread where the scheduler puts it: only slower.)
             if rustix::thread::sched_setaffinity(None, &set).is_ok() {
@@ -129,12 +137,7 @@ impl PoolPlacement {
         }
         self.avoided.store(cpu, Ordering::Relaxed);
         #[cfg(target_os = "linux")]
-        if let Some(allowed) = &self.allowed
-            && cpu < rustix::thread::CpuSet::MAX_CPU
-            && allowed.is_set(cpu)
-        {
-            let mut set = *allowed;
-            set.unset(cpu);
+        if let Some(set) = without(self.allowed.as_ref(), cpu) {
             let me = rustix::thread::gettid();
             let workers = self
                 .workers
