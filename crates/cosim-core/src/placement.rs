@@ -87,11 +87,12 @@ impl KeepOff {
 /// cannot run (the stepping thread does not yield to it), so it cannot
 /// take its part, and the stepping thread ends up taking every FMU's
 /// step itself. Measured on a 2-core KVM machine (docs/performance.md,
-/// "Placement"): in 4 and 5 of 30 runs of four FMUs of about 60 us a
-/// step, the pool's calibration found a pooled step exactly as long as an
-/// inline one. A worker narrowing its own affinity when it runs a task
-/// does not help there: it never runs one.
-#[derive(Debug, Default)]
+/// "Where cosim's time goes"): in 8 of 60 runs of four FMUs of about
+/// 60 us a step, the pool's calibration found a pooled step about as long
+/// as an inline one, and none once the workers were kept off. A worker
+/// narrowing its own affinity when it runs a task does not help there: it
+/// never runs one.
+#[derive(Debug)]
 pub struct PoolPlacement {
     #[cfg(target_os = "linux")]
     workers: std::sync::Mutex<Vec<rustix::thread::Pid>>,
@@ -99,6 +100,12 @@ pub struct PoolPlacement {
     allowed: Option<rustix::thread::CpuSet>,
     /// The processor the workers keep off now (`usize::MAX`: none).
     avoided: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for PoolPlacement {
+    fn default() -> Self {
+        PoolPlacement::new()
+    }
 }
 
 impl PoolPlacement {
