@@ -100,6 +100,11 @@ pub struct PoolPlacement {
     allowed: Option<rustix::thread::CpuSet>,
     /// The processor the workers keep off now (`usize::MAX`: none).
     avoided: std::sync::atomic::AtomicUsize,
+    /// Workers registered, and how many of them were when the workers
+    /// were last narrowed: a worker starts in its own time, possibly
+    /// after the first pooled step.
+    registered: std::sync::atomic::AtomicUsize,
+    narrowed: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for PoolPlacement {
@@ -120,6 +125,8 @@ impl PoolPlacement {
                 .ok()
                 .filter(|set| set.count() >= 2),
             avoided: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            registered: std::sync::atomic::AtomicUsize::new(0),
+            narrowed: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -127,29 +134,43 @@ impl PoolPlacement {
     /// handler).
     pub fn register_current(&self) {
         #[cfg(target_os = "linux")]
-        self.workers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(rustix::thread::gettid());
+        {
+            let mut workers = self
+                .workers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            workers.push(rustix::thread::gettid());
+            // (Release: the worker is in the list once counted.)
+            self.registered
+                .store(workers.len(), std::sync::atomic::Ordering::Release);
+        }
     }
 
     /// Keeps every worker but the calling thread off processor `cpu`,
     /// where the allowed processors leave another; nothing when they
-    /// already are, or when `cpu` is `usize::MAX`.
+    /// already are (every worker registered so far), or when `cpu` is
+    /// `usize::MAX`.
     #[inline]
     pub fn keep_off(&self, cpu: usize) {
         use std::sync::atomic::Ordering;
-        if cpu == usize::MAX || self.avoided.load(Ordering::Relaxed) == cpu {
+        if cpu == usize::MAX
+            || (self.avoided.load(Ordering::Relaxed) == cpu
+                && self.narrowed.load(Ordering::Relaxed) == self.registered.load(Ordering::Acquire))
+        {
             return;
         }
         self.avoided.store(cpu, Ordering::Relaxed);
         #[cfg(target_os = "linux")]
-        if let Some(set) = without(self.allowed.as_ref(), cpu) {
-            let me = rustix::thread::gettid();
+        {
             let workers = self
                 .workers
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.narrowed.store(workers.len(), Ordering::Relaxed);
+            let Some(set) = without(self.allowed.as_ref(), cpu) else {
+                return;
+            };
+            let me = rustix::thread::gettid();
             for &w in workers.iter().filter(|&&w| w != me) {
                 // (A failure, say a cpuset changed under the process,
                 // leaves the worker where the scheduler puts it.)
@@ -165,7 +186,8 @@ mod tests {
 
     /// The workers are kept off each processor the stepping thread is
     /// seen on in turn, every other one allowed; the calling thread, a
-    /// worker itself, is left alone.
+    /// worker itself, is left alone; a worker that starts late is
+    /// narrowed too.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_workers_follow_the_stepping_thread_and_it_is_left_alone() {
@@ -196,8 +218,24 @@ mod tests {
             let mine = sched_getaffinity(None).unwrap();
             assert!(cpus.iter().all(|&c| mine.is_set(c)), "the caller narrowed");
         }
+        // A worker that starts after the workers were narrowed is
+        // narrowed at the next pooled step, the processor unchanged.
+        let (ready, registered) = std::sync::mpsc::channel();
+        let (stop_late, stopped_late) = std::sync::mpsc::channel::<()>();
+        let p = std::sync::Arc::clone(&placement);
+        let late = std::thread::spawn(move || {
+            p.register_current();
+            ready.send(gettid()).unwrap();
+            let _ = stopped_late.recv();
+        });
+        let late_tid = registered.recv().unwrap();
+        placement.keep_off(cpus[0]);
+        let set = sched_getaffinity(Some(late_tid)).unwrap();
+        assert!(!set.is_set(cpus[0]), "the late worker kept off {}", cpus[0]);
         stop.send(()).unwrap();
+        stop_late.send(()).unwrap();
         worker.join().unwrap();
+        late.join().unwrap();
     }
 
     #[test]
