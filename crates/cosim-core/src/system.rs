@@ -255,8 +255,9 @@ pub struct System {
     energy_reference: crate::indicators::energy::EnergyReference,
     threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
-    /// Its workers' placement, kept off the stepping thread's processor.
-    placement: Arc<PoolPlacement>,
+    /// Its workers' placement, kept off the stepping thread's processor
+    /// (with the pool).
+    placement: Option<Arc<PoolPlacement>>,
     /// Whether the pool pays off for this system's FMUs (measured).
     pool_chooser: PoolChooser,
     /// Per subsystem, the outcome of its step on the pool (reused).
@@ -373,9 +374,9 @@ impl System {
             spec.threads
         };
         let threads = threads.min(n.max(1));
-        let placement = Arc::new(PoolPlacement::new());
-        let pool = if threads > 1 {
-            let workers = Arc::clone(&placement);
+        let placement = (threads > 1).then(|| Arc::new(PoolPlacement::new()));
+        let pool = if let Some(placement) = &placement {
+            let workers = Arc::clone(placement);
             Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -1200,7 +1201,9 @@ impl System {
         let results = &mut self.pool_results;
         let result = match way {
             Way::Pool => {
-                self.placement.keep_off(current_cpu());
+                if let Some(placement) = &self.placement {
+                    placement.keep_off(current_cpu());
+                }
                 // Every due subsystem completes its step; the error of the
                 // first failing one (in subsystem order; an error before
                 // an FMU's end of the simulation) is reported, as inline,
