@@ -331,6 +331,134 @@ fn a_healthy_isolated_run_is_bit_identical_to_the_in_process_run() {
     assert_identical_runs(&variants, &["trace.csv", "energy.csv", "steps.csv"]);
 }
 
+/// A Faulty integrator fed back through a Gain (x' = -x) and read by two
+/// more Gains whose outputs nothing uses, stepped every 0.01 s and traced
+/// every 0.1 s: between two rows a step needs only `x.x` and `loop.y`.
+/// `isolation`: lines for the `[master]` table.
+fn unread_outputs_scenario(dir: &Path, version: &str, tag: &str, isolation: &str) -> PathBuf {
+    let fmu = |name: &str| fmus().join(version).join(name).display().to_string();
+    let mut text = format!(
+        "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = 0.01\n{isolation}\n\n\
+         [outputs]\ninterval = 0.1\nstep_log = false\nenergy_log = false\n\n\
+         [[subsystems]]\nname = \"x\"\nfmu = \"{}\"\nparameters = {{ x0 = 1.0 }}\n",
+        fmu("Faulty.fmu")
+    );
+    for (name, k) in [("loop", -1.0), ("sink1", 2.0), ("sink2", 3.0)] {
+        text += &format!(
+            "\n[[subsystems]]\nname = \"{name}\"\nfmu = \"{}\"\nparameters = {{ k = {k:?} }}\n",
+            fmu("Gain.fmu")
+        );
+    }
+    for (from, to) in [
+        ("x.x", "loop.u"),
+        ("loop.y", "x.u"),
+        ("x.x", "sink1.u"),
+        ("x.x", "sink2.u"),
+    ] {
+        text += &format!("\n[[connections]]\nfrom = \"{from}\"\nto = \"{to}\"\n");
+    }
+    let path = dir.join(format!("unread_{version}_{tag}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Each FMU's calls in `log` (an FMI call log), in order, the
+/// instantiation's arguments left out (the extraction directory differs
+/// from run to run).
+fn calls_by_fmu(log: &Path) -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(log).unwrap();
+    ["x", "loop", "sink1", "sink2"]
+        .iter()
+        .map(|name| {
+            let prefix = format!("] {name}: ");
+            let calls = text
+                .lines()
+                .filter(|l| l.contains(&prefix))
+                .map(|l| l.find("Instantiate").map_or(l, |i| &l[..i]).to_string())
+                .collect();
+            (name.to_string(), calls)
+        })
+        .collect()
+}
+
+#[test]
+fn an_isolated_fmu_reads_after_a_step_only_what_the_same_fmu_in_process_reads() {
+    // In process a step reads only the values the coupling and the rows
+    // need; the host reads right after the step what the master will ask
+    // for, and must read no more: the same FMI calls, one by one (lanes,
+    // batches, a host each) and in held runs, and the same bits.
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let one_host = "isolation = \"process\"\nisolation_hosts = 1";
+        let variants = [
+            ("in_process", "", &[][..]),
+            ("held_runs", one_host, &[][..]),
+            ("lanes", one_host, &[("COSIM_ISOLATION_RUNS", "0")][..]),
+            (
+                "batches",
+                one_host,
+                &[("COSIM_ISOLATION_RUNS", "0"), ("COSIM_ISOLATION_LANE", "0")][..],
+            ),
+            (
+                "a_host_each",
+                "isolation = \"process\"\nisolation_hosts = 4",
+                &[][..],
+            ),
+        ];
+        let mut reference = None;
+        for (tag, isolation, env) in variants {
+            let scenario = unread_outputs_scenario(dir.path(), v, tag, isolation);
+            let out_dir = dir.path().join(format!("out_{v}_{tag}"));
+            let log = dir.path().join(format!("calls_{v}_{tag}.log"));
+            let out = Command::new(cosim_bin())
+                .args(["run", "--no-progress"])
+                .arg(format!("--log-fmi-calls={}", log.display()))
+                .arg(&scenario)
+                .arg("--out")
+                .arg(&out_dir)
+                .envs(env.iter().copied())
+                .current_dir(root())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{v} {tag}: {}", stderr(&out));
+            let calls = calls_by_fmu(&log);
+            let reads = |name: &str| {
+                let (_, c) = calls.iter().find(|(n, _)| n == name).unwrap();
+                c.iter()
+                    .filter(|c| c.contains("GetReal") || c.contains("GetFloat64"))
+                    .count()
+            };
+            // (The sinks' values are read for the rows alone, once a row
+            // after the first: every step's would be 100 more.)
+            assert!(
+                reads("sink1") < 30,
+                "{v} {tag}: {} reads of sink1",
+                reads("sink1")
+            );
+            assert!(
+                reads("loop") > 100,
+                "{v} {tag}: {} reads of loop",
+                reads("loop")
+            );
+            let run = (
+                calls,
+                file(&out_dir, "trace.csv"),
+                summary(&out_dir)["calls"].clone(),
+            );
+            match &reference {
+                None => reference = Some(run),
+                Some((calls, trace, counted)) => {
+                    for ((name, a), (_, b)) in calls.iter().zip(&run.0) {
+                        assert_eq!(a, b, "{v} {tag}: the calls of {name}");
+                    }
+                    assert!(*trace == run.1, "{v} {tag}: the traces differ");
+                    assert_eq!(*counted, run.2, "{v} {tag}: the calls counted");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_crash_among_overlapped_isolated_steps_is_reported_and_the_others_end_cleanly() {
     // One thread, both FMUs isolated: the master starts both hosts' steps

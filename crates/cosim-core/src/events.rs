@@ -402,6 +402,10 @@ impl Subsystem for EventSubsystem {
         Ok(())
     }
 
+    fn reads_after_step(&mut self, n: usize) {
+        self.inner.reads_after_step(n);
+    }
+
     fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
         self.inner.get_observed_from(first, values)?;
         self.modify_observed(values, first, values.len());

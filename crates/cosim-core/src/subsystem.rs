@@ -558,6 +558,16 @@ pub trait Subsystem: Send {
         self.get_observed(values)
     }
 
+    /// From now on a step's read ([`Subsystem::get_observed_first`])
+    /// needs only the first `n` observed slots (the system says so when it
+    /// reads only what it needs: [`crate::System::read_needed_only`]). A
+    /// subsystem that reads its values ahead, before it is asked (a host
+    /// process reads them right after the step), reads only those.
+    /// Default: nothing to do.
+    fn reads_after_step(&mut self, n: usize) {
+        let _ = n;
+    }
+
     /// Reads at least the observed slots from `first` on into
     /// `values[first..]` (`values` has every slot; the others may be read
     /// too): the slots a step left unread ([`crate::System::read_rest`]).

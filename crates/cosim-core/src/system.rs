@@ -680,6 +680,7 @@ impl System {
                 need[s].min(b.y.len())
             };
             self.lazy |= b.hot < b.y.len();
+            self.subsystems[s].reads_after_step(b.hot);
         }
         self.rest_stale = false;
         self.rest_read_at = self.time;
@@ -708,6 +709,7 @@ impl System {
         for &(s, k) in slots {
             if let Some(b) = self.buffers.get_mut(s) {
                 b.hot = b.hot.max(k + 1).min(b.y.len());
+                self.subsystems[s].reads_after_step(b.hot);
             }
             self.every_step.push((s, k));
         }

@@ -42,7 +42,7 @@ use crate::protocol::{
     MASTER_SLEEPERS, MEMBERS_ADDED, Op, REGION_MESSAGE, RESP_AUX, RESP_AUX_F64, RESP_N,
     RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED,
     STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError,
-    read_frame, write_frame,
+    lane_reads, read_frame, write_frame,
 };
 use crate::sys::SharedRegion;
 
@@ -606,14 +606,15 @@ impl Member<'_> {
             self.values
                 .extend((first..first + n_in).map(|i| f64::from_bits(word_at(i))));
         }
+        let reads = lane_reads(word).min(n_obs);
         let values = std::mem::take(&mut self.values);
-        let reply = self.set_and_step(t, h, &values);
+        let reply = self.set_and_step(t, h, &values, reads);
         self.values = values;
         let prefetched = self.header.aux & STEP_PREFETCHED != 0;
-        if reply.is_none() && self.header.aux & 0xff == STEP_COMPLETED && (prefetched || n_obs == 0)
+        if reply.is_none() && self.header.aux & 0xff == STEP_COMPLETED && (prefetched || reads == 0)
         {
             if prefetched {
-                for (i, v) in self.out[..n_obs].iter().enumerate() {
+                for (i, v) in self.out[..reads].iter().enumerate() {
                     group[slot.answer + 1 + i].store(v.to_bits(), Ordering::Relaxed);
                 }
             }
@@ -621,7 +622,7 @@ impl Member<'_> {
         }
         if prefetched {
             let out = std::mem::take(&mut self.out);
-            self.write_values(&out);
+            self.write_values(&out[..reads]);
             self.out = out;
         }
         self.finish_answer(reply);
@@ -630,8 +631,9 @@ impl Member<'_> {
 
     /// The batch `[SetInputs, DoStep]` of a step with the inputs `u` (no
     /// set call without inputs): its frame, if any, its code in `header`,
-    /// the observed values read after it in `out`, as `batch` leaves them.
-    fn set_and_step(&mut self, t: f64, h: f64, u: &[f64]) -> Option<Reply> {
+    /// the first `reads` observed values read after it in `out`, as
+    /// `batch` leaves them.
+    fn set_and_step(&mut self, t: f64, h: f64, u: &[f64], reads: usize) -> Option<Reply> {
         if !u.is_empty() {
             self.calling(Call::SetReal, self.time);
             let r = self
@@ -642,7 +644,7 @@ impl Member<'_> {
                 return Some(Reply::Failed { op: 0, error });
             }
         }
-        let reply = match self.step(t, h) {
+        let reply = match self.step(t, h, reads) {
             Ok(r) => r,
             Err(error) => {
                 let op = u32::from(!u.is_empty());
@@ -756,12 +758,12 @@ impl Member<'_> {
             })
     }
 
-    /// `doStep`; after a completed step, the observed values read into
-    /// `self.out` (in the same round trip: the master reads them right
-    /// after every step), which `header.aux` then says
-    /// ([`STEP_PREFETCHED`]); after another outcome, the last successful
-    /// time in the response area.
-    fn step(&mut self, t: f64, h: f64) -> Answer {
+    /// `doStep`; after a completed step, the first `reads` observed
+    /// values (at most all of them) read into `self.out` (in the same
+    /// round trip: the master reads what it needs right after every
+    /// step), which `header.aux` then says ([`STEP_PREFETCHED`]); after
+    /// another outcome, the last successful time in the response area.
+    fn step(&mut self, t: f64, h: f64, reads: usize) -> Answer {
         let core = WireError::from_core;
         self.calling(Call::DoStep, t);
         let outcome = self.sub()?.do_step(t, h).map_err(core)?;
@@ -769,13 +771,14 @@ impl Member<'_> {
             StepOutcome::Completed => {
                 self.time = t + h;
                 let mut code = STEP_COMPLETED;
-                if self.sub()?.info().observed.is_empty() {
+                let reads = reads.min(self.sub()?.info().observed.len());
+                if reads == 0 {
                     self.header.aux = code;
                     return Ok(None);
                 }
                 self.calling(Call::GetReal, self.time);
                 let mut out = std::mem::take(&mut self.out);
-                match self.sub()?.get_observed(&mut out) {
+                match self.sub()?.get_observed_first(reads, &mut out) {
                     Ok(()) => code |= STEP_PREFETCHED,
                     Err(e) => self.prefetch_error = Some(core(e)),
                 }
@@ -857,10 +860,16 @@ impl Member<'_> {
                     f64::from_bits(self.word(p)),
                     f64::from_bits(self.word(p + 1)),
                 );
-                let answer = self.step(t, h);
+                let reads = if len > 2 {
+                    usize::try_from(self.word(p + 2)).unwrap_or(usize::MAX)
+                } else {
+                    usize::MAX
+                };
+                let answer = self.step(t, h, reads);
                 if self.header.aux & STEP_PREFETCHED != 0 {
+                    let reads = reads.min(self.out.len());
                     let out = std::mem::take(&mut self.out);
-                    self.write_values(&out);
+                    self.write_values(&out[..reads]);
                     self.out = out;
                 }
                 answer

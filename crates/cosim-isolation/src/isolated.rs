@@ -17,10 +17,10 @@ mod held_run;
 use crate::group::{HostEnd, HostGroup, HostPool, MemberInfo, MemberLink};
 use crate::protocol::{
     ANSWER_BELL, Call, Control, DOORBELL, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, LANE_DONE,
-    LANE_FULL, LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MASTER_CPU, MASTER_SLEEPERS,
-    Op, QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply,
-    STATUS_FRAME, STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED,
-    STEP_TERMINATED,
+    LANE_FULL, LANE_GO, LANE_STEPPED, LaneSlot, Layout, MASTER_CPU, MASTER_SLEEPERS, Op,
+    QUEUED_SETS, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME,
+    STEP_COMPLETED, STEP_DISCARDED, STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED,
+    STEP_TERMINATED, lane_request,
 };
 
 /// Default of `isolation_timeout`: how long one call may take.
@@ -72,14 +72,16 @@ fn lanes_enabled() -> bool {
 }
 
 /// Where the observed values read right after the last step are, while
-/// nothing was sent since.
+/// nothing was sent since: the first so many of them (the host reads what
+/// the master's read after the step asked for the last time,
+/// `IsolatedSubsystem::step_reads`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Prefetched {
     No,
     /// In the response area.
-    Response,
+    Response(usize),
     /// In the member's lane slot.
-    Lane,
+    Lane(usize),
     /// In `held_values` (a held run stopped at its step).
     Held,
 }
@@ -94,6 +96,8 @@ struct PendingStep {
     /// Posted in this lane slot (and sent with this round of the host's
     /// lane, or a later one), not in the member's region.
     lane: Option<(LaneSlot, u64)>,
+    /// The observed values, from the first, the host reads after it.
+    reads: usize,
     /// Taken by a held run that stopped at it: its answer is
     /// `held_answer`.
     held: bool,
@@ -167,6 +171,11 @@ pub struct IsolatedSubsystem {
     queued: usize,
     /// Where the observed values read after the last step are.
     prefetched: Prefetched,
+    /// How many observed values, from the first, the host reads right
+    /// after a step: those the system's read after it needs
+    /// ([`Subsystem::reads_after_step`]; every one until it says), as an
+    /// FMU in process reads only those.
+    step_reads: usize,
     pending_step: Option<PendingStep>,
     /// The plan of held runs last sent to the host, when this member
     /// leads them (`held_run`).
@@ -262,6 +271,7 @@ impl IsolatedSubsystem {
             batch_ops: 0,
             queued: 0,
             prefetched: Prefetched::No,
+            step_reads: usize::MAX,
             pending_step: None,
             held_plan: None,
             held_answer: None,
@@ -775,18 +785,17 @@ impl IsolatedSubsystem {
         let r = slot.request;
         gdata[r + 1].store(t.to_bits(), Ordering::Relaxed);
         gdata[r + 2].store(h.to_bits(), Ordering::Relaxed);
-        let mut flags = 0;
         if with_inputs {
             let words = &gdata[r + 3..r + 3 + self.lane_inputs.len()];
             for (w, v) in words.iter().zip(&self.lane_inputs) {
                 w.store(v.to_bits(), Ordering::Relaxed);
             }
-            flags = LANE_INPUTS;
         }
         let seq = link.seq.wrapping_add(1).max(1);
         link.seq = seq;
+        let reads = self.step_reads.min(self.info.observed.len());
         // Posted; sent with the next round (`send_lane_round`).
-        gdata[r].store(u64::from(seq) << 32 | flags, Ordering::Release);
+        gdata[r].store(lane_request(seq, reads, with_inputs), Ordering::Release);
         let round = gdata[LANE_GO].load(Ordering::Relaxed).wrapping_add(1);
         // A round is sent every LANE_ROUND steps, so that the host steps
         // the first FMUs while the master posts the later ones.
@@ -813,7 +822,8 @@ impl IsolatedSubsystem {
         }
     }
 
-    /// Copies the observed values of the last step from the lane slot.
+    /// Copies the first `values.len()` observed values of the last step
+    /// from the lane slot.
     fn read_lane_values(&self, values: &mut [f64]) -> Result<()> {
         let Some(link) = &self.link else {
             return Err(self.gone_error());
@@ -1078,6 +1088,7 @@ impl Subsystem for IsolatedSubsystem {
     fn start_step(&mut self, t: f64, h: f64) -> Result<bool> {
         self.counters.do_step += 1;
         self.counters.stepped_time += h;
+        let reads = self.step_reads.min(self.info.observed.len());
         if self.batch_ops == 0
             && let Some(slot) = self.lane_slot()
         {
@@ -1088,6 +1099,7 @@ impl Subsystem for IsolatedSubsystem {
                 queued,
                 h,
                 lane: Some((slot, round)),
+                reads,
                 held: false,
             });
             return Ok(true);
@@ -1096,7 +1108,7 @@ impl Subsystem for IsolatedSubsystem {
         let seq = self.post(
             Op::DoStep,
             0,
-            &[t.to_bits(), h.to_bits()],
+            &[t.to_bits(), h.to_bits(), reads as u64],
             None,
             Call::DoStep,
         )?;
@@ -1105,6 +1117,7 @@ impl Subsystem for IsolatedSubsystem {
             queued,
             h,
             lane: None,
+            reads,
             held: false,
         });
         Ok(true)
@@ -1120,6 +1133,7 @@ impl Subsystem for IsolatedSubsystem {
             queued,
             h,
             lane,
+            reads,
             held,
         }) = self.pending_step.take()
         else {
@@ -1153,9 +1167,7 @@ impl Subsystem for IsolatedSubsystem {
             },
             Some((slot, round)) => match self.lane_answer(slot, round, seq) {
                 Ok(None) => {
-                    if !self.info.observed.is_empty() {
-                        self.prefetched = Prefetched::Lane;
-                    }
+                    self.prefetched = Prefetched::Lane(reads);
                     return Ok(StepOutcome::Completed);
                 }
                 Ok(Some(answer)) => Ok(answer),
@@ -1185,7 +1197,7 @@ impl Subsystem for IsolatedSubsystem {
                 } else if held {
                     Prefetched::Held
                 } else {
-                    Prefetched::Response
+                    Prefetched::Response(reads)
                 };
                 Ok(StepOutcome::Completed)
             }
@@ -1218,24 +1230,24 @@ impl Subsystem for IsolatedSubsystem {
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
-        if self.info.observed.is_empty() {
+        self.read_observed(values.len(), values)
+    }
+
+    fn get_observed_first(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
+        self.read_observed(n, values)
+    }
+
+    fn reads_after_step(&mut self, n: usize) {
+        // (A value nothing reads after the step then costs no call in the
+        // host, as in process.)
+        self.step_reads = n;
+    }
+
+    fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
+        if first >= values.len() {
             return Ok(());
         }
-        self.counters.get_outputs += 1;
-        let at = std::mem::replace(&mut self.prefetched, Prefetched::No);
-        match at {
-            Prefetched::Lane => return self.read_lane_values(values),
-            Prefetched::Held => {
-                self.check_len("get_observed", self.held_values.len(), values.len())?;
-                values.copy_from_slice(&self.held_values);
-                return Ok(());
-            }
-            Prefetched::Response => {}
-            Prefetched::No => {
-                self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
-            }
-        }
-        self.read_values(values)
+        self.read_observed(values.len(), values)
     }
 
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
@@ -1327,6 +1339,32 @@ impl Subsystem for IsolatedSubsystem {
 }
 
 impl IsolatedSubsystem {
+    /// Reads at least the first `n` observed values into `values` (which
+    /// has every slot): from what the host read after the step, where
+    /// that holds them, else with a request for every value. One call
+    /// counted, none for no value (as an FMU in process counts them).
+    fn read_observed(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
+        self.check_len("get_observed", values.len(), self.info.observed.len())?;
+        if n == 0 || values.is_empty() {
+            return Ok(());
+        }
+        self.counters.get_outputs += 1;
+        let at = std::mem::replace(&mut self.prefetched, Prefetched::No);
+        match at {
+            Prefetched::Lane(read) if read >= n => self.read_lane_values(&mut values[..read]),
+            Prefetched::Held if self.held_values.len() >= n => {
+                let read = self.held_values.len().min(values.len());
+                values[..read].copy_from_slice(&self.held_values[..read]);
+                Ok(())
+            }
+            Prefetched::Response(read) if read >= n => self.read_values(&mut values[..read]),
+            _ => {
+                self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
+                self.read_values(values)
+            }
+        }
+    }
+
     fn check_len(&self, what: &str, got: usize, want: usize) -> Result<()> {
         if got == want {
             Ok(())

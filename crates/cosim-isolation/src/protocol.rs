@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: u32 = 0x4353_494d;
 /// Protocol version; both sides are the same binary, but an old binary
 /// named by `COSIM_HOST` must not be driven.
-pub const VERSION: u32 = 12;
+pub const VERSION: u32 = 13;
 
 // ----- group control words (u32, one per cache line) ----------------------
 
@@ -116,6 +116,23 @@ pub const RUN_RECORD_WORDS: usize = 1 << 16;
 pub const GROUP_REGION_WORDS: usize = RUN_RECORD + RUN_RECORD_WORDS;
 /// Lane request flag (low word): input values follow `t` and `h`.
 pub const LANE_INPUTS: u64 = 1;
+/// Where a lane request's low word has how many observed values, from
+/// the first, the host reads right after the step ([`lane_reads`]).
+pub const LANE_READS_SHIFT: u32 = 8;
+
+/// A lane request's first word: its sequence number, the observed values
+/// to read after the step (`reads`, from the first: what the master's
+/// next read after the step needs), and whether inputs follow.
+pub fn lane_request(seq: u32, reads: usize, inputs: bool) -> u64 {
+    let reads = (reads as u64).min(u64::from(u32::MAX >> LANE_READS_SHIFT));
+    u64::from(seq) << 32 | reads << LANE_READS_SHIFT | if inputs { LANE_INPUTS } else { 0 }
+}
+
+/// How many observed values, from the first, the lane request `word`
+/// asks the host to read after the step ([`lane_request`]).
+pub fn lane_reads(word: u64) -> usize {
+    (word as u32 >> LANE_READS_SHIFT) as usize
+}
 /// Lane answer code (low word): the step completed and the observed
 /// values read after it follow.
 pub const LANE_STEPPED: u64 = 1;
@@ -131,8 +148,9 @@ pub const NO_LANE: u64 = u64::MAX;
 /// steps of a host's FMUs move a few cache lines between the processors
 /// instead of two per FMU (a member region's request and response areas
 /// are a line each at least), sent by round ([`LANE_GO`]). A step request is `[seq << 32 | flags, t,
-/// h, inputs..]` (the inputs when [`LANE_INPUTS`]), its answer `[seq <<
-/// 32 | code, observed..]` (the values when [`LANE_STEPPED`]). Everything
+/// h, inputs..]` (the inputs when [`LANE_INPUTS`]; the first word made by
+/// [`lane_request`]), its answer `[seq << 32 | code, observed..]` (the
+/// values asked for, when [`LANE_STEPPED`]). Everything
 /// else a member asks goes through its own region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaneSlot {
@@ -291,7 +309,9 @@ pub enum Op {
     SetInputs = 1,
     /// Input derivatives of order `arg` (f64).
     SetInputDerivatives = 2,
-    /// `[t, h]`; answered with the outcome and the observed values.
+    /// `[t, h, reads]`; answered with the outcome and the first `reads`
+    /// observed values, read right after the step (all of them when
+    /// `reads` is left out).
     DoStep = 3,
     /// Answered with the observed values.
     GetObserved = 4,
@@ -494,15 +514,17 @@ pub enum Reply {
 /// the host routes the later ones there) and writes the values read after
 /// each completed step to the answer part (`[_, observed..]`). Every step
 /// is the batch `[SetInputs, DoStep]` of each member in turn (no
-/// `SetInputs` without inputs), its observed values read after it; a
+/// `SetInputs` without inputs), its checked values read after it (the
+/// others are not read: the master reads them when it needs them); a
 /// member whose step does not complete, fails, or reads a checked value
 /// beyond `limit_abs` (or NaN) stops the run there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeldRunPlan {
     /// The members, by their index in the host.
     pub members: Vec<u32>,
-    /// Per member: how many of its observed values, from the first, are
-    /// checked.
+    /// Per member: how many of its observed values, from the first, a
+    /// step reads and checks (the answer part holds those; connections
+    /// come from them).
     pub checked: Vec<u32>,
     /// The bound of a checked value.
     pub limit_abs: f64,
@@ -537,9 +559,9 @@ pub struct HeldRunRoute {
 
 /// Where and how a held run stopped: after `taken` steps, in the next at
 /// member `stopped` (its place in the plan). The members before it took
-/// that step (`outputs`: their observed values after it, one after the
+/// that step (`outputs`: their checked values after it, one after the
 /// other); the stopped member's step is answered as its batch `[SetInputs,
-/// DoStep]` would be (`aux`, `aux_f64`, the observed values read after a
+/// DoStep]` would be (`aux`, `aux_f64`, the checked values read after a
 /// completed step, the answer's frame).
 #[derive(Debug, Serialize, Deserialize)]
 #[allow(missing_docs)]

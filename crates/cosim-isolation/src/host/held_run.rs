@@ -95,7 +95,7 @@ impl Host<'_> {
 
     /// Whether `plan` names members that can take a run: instantiated,
     /// each once, with lane slots that hold their values, its
-    /// connections within their slots.
+    /// connections from their checked values into their inputs.
     fn check_plan(&self, plan: &HeldRunPlan) -> Result<(), WireError> {
         let bad = |what: &str| Err(WireError::Other(format!("a held run's plan: {what}")));
         if plan.checked.len() != plan.members.len() {
@@ -117,19 +117,19 @@ impl Host<'_> {
             if !m.lane.is_some_and(|s| s.fits(n_in, n_obs)) || checked as usize > n_obs {
                 return bad("a member's values do not fit its lane slot");
             }
-            slots.push((n_in, n_obs));
+            slots.push((n_in, checked as usize));
         }
         let fits = |p: u32, slot: u32, input: bool| {
-            slots
-                .get(p as usize)
-                .is_some_and(|&(n_in, n_obs)| (slot as usize) < if input { n_in } else { n_obs })
+            slots.get(p as usize).is_some_and(|&(n_in, checked)| {
+                (slot as usize) < if input { n_in } else { checked }
+            })
         };
         if plan
             .routes
             .iter()
             .any(|r| !fits(r.src, r.src_slot, false) || !fits(r.dst, r.dst_slot, true))
         {
-            return bad("a connection outside its members' slots");
+            return bad("a connection outside its members' inputs and checked values");
         }
         let checked = |p: u32, slot: u32| plan.checked.get(p as usize).is_some_and(|&c| slot < c);
         if plan.recorded.iter().any(|&(p, slot)| !checked(p, slot)) {
@@ -152,10 +152,11 @@ impl Host<'_> {
 
     /// Takes the run's steps. `None` when they all completed cleanly, else
     /// the stop's frame. The members' values live in two flat buffers
-    /// while it runs (each step's inputs set from `u`, the values read
-    /// into `y`, routed from `y` into `u`); the lane slots get the values
-    /// of each completed step (what the master reads should the host die
-    /// in the next) and the inputs where the run ends.
+    /// while it runs (each step's inputs set from `u`, the checked values
+    /// read into `y`, routed from `y` into `u`: a value nothing checks is
+    /// not read); the lane slots get the values of each completed step
+    /// (what the master reads should the host die in the next) and the
+    /// inputs where the run ends.
     fn run_held(&mut self, plan: &HeldRunPlan, request: &RunRequest, seq: u64) -> Option<Reply> {
         let group = self.group;
         let layout = RunLayout::of(&self.members, plan);
@@ -302,13 +303,13 @@ impl Host<'_> {
         {
             let (mut u_rest, mut y0_rest, mut y1_rest) = (&mut u[..], &mut y0[..], &mut y1[..]);
             for (p, m) in members.iter_mut().enumerate() {
-                let (n_in, n_obs) = (
+                let (n_in, n_checked) = (
                     layout.u_at[p + 1] - layout.u_at[p],
                     layout.y_at[p + 1] - layout.y_at[p],
                 );
                 let (u_p, u_tail) = std::mem::take(&mut u_rest).split_at_mut(n_in);
-                let (y0_p, y0_tail) = std::mem::take(&mut y0_rest).split_at_mut(n_obs);
-                let (y1_p, y1_tail) = std::mem::take(&mut y1_rest).split_at_mut(n_obs);
+                let (y0_p, y0_tail) = std::mem::take(&mut y0_rest).split_at_mut(n_checked);
+                let (y1_p, y1_tail) = std::mem::take(&mut y1_rest).split_at_mut(n_checked);
                 (u_rest, y0_rest, y1_rest) = (u_tail, y0_tail, y1_tail);
                 steps.push(m.sub.as_mut()?.bind_held_step(u_p, [y0_p, y1_p])?);
             }
@@ -449,7 +450,7 @@ fn record_call(group: &[AtomicU64], c: StepCall, (now, t, h): (f64, f64, f64)) {
 
 /// Where each member of a held run has its values: its lane slot, and its
 /// part of the run's flat input and output buffers (`u_at[p]..u_at[p +
-/// 1]`, `y_at` alike).
+/// 1]`, `y_at` alike: its checked values).
 struct RunLayout {
     slots: Vec<LaneSlot>,
     u_at: Vec<usize>,
@@ -464,18 +465,17 @@ impl RunLayout {
             u_at: vec![0],
             y_at: vec![0],
         };
-        for &i in &plan.members {
+        for (&i, &checked) in plan.members.iter().zip(&plan.checked) {
             let m = &members[i as usize];
-            let (n_in, n_obs) = m
-                .sub
-                .as_ref()
-                .map_or((0, 0), |s| (s.info().inputs.len(), s.info().observed.len()));
+            let n_in = m.sub.as_ref().map_or(0, |s| s.info().inputs.len());
             layout.slots.push(m.lane.unwrap_or(LaneSlot {
                 request: 0,
                 answer: 0,
             }));
             layout.u_at.push(layout.u_at[layout.u_at.len() - 1] + n_in);
-            layout.y_at.push(layout.y_at[layout.y_at.len() - 1] + n_obs);
+            layout
+                .y_at
+                .push(layout.y_at[layout.y_at.len() - 1] + checked as usize);
         }
         layout
     }
@@ -543,7 +543,7 @@ impl Member<'_> {
         } else {
             // (Slots that are not all Float64: the calls one after the
             // other, as a batch makes them.)
-            let frame = self.set_and_step(t, h, u);
+            let frame = self.set_and_step(t, h, u, y.len());
             if self.header.aux & STEP_PREFETCHED != 0 {
                 y.copy_from_slice(&self.out[..y.len()]);
             }

@@ -73,15 +73,16 @@ impl IsolatedSubsystem {
         self.batch_ops == 0 && !self.lane_inputs_set && self.pending_step.is_none()
     }
 
-    /// `steps` completed steps of the run counted as the steps one by one
-    /// count them (`stepped`: the time stepped after them).
-    fn count_held(&mut self, steps: u64, stepped: f64) {
+    /// `steps` completed steps of the run, each reading the first `reads`
+    /// observed values after it, counted as the steps one by one count
+    /// them (`stepped`: the time stepped after them).
+    fn count_held(&mut self, (steps, reads): (u64, usize), stepped: f64) {
         let c = &mut self.counters;
         c.do_step += steps;
         if !self.info.inputs.is_empty() {
             c.set_inputs += steps;
         }
-        if !self.info.observed.is_empty() {
+        if reads > 0 {
             c.get_outputs += steps;
         }
         c.stepped_time = stepped;
@@ -305,7 +306,7 @@ fn count_completed(
     for ((s, slot), b) in subs.iter_mut().zip(slots).zip(buffers.iter_mut()) {
         read(slot, b);
         let after = stepped.after(s.counters.stepped_time, taken);
-        s.count_held(taken, after);
+        s.count_held((taken, b.read_slots()), after);
     }
 }
 
@@ -353,13 +354,12 @@ fn settle_stop(
             *end = *u;
         }
         let hot = b.read_slots();
-        let n_obs = m.info.observed.len();
         let steps = taken + u64::from(before(p));
         let after = stepped.after(m.counters.stepped_time, steps);
-        m.count_held(steps, after);
+        m.count_held((steps, hot), after);
         if before(p) {
-            let mine: Vec<f64> = outputs.by_ref().take(n_obs).copied().collect();
-            for (y, v) in b.y_new[..hot].iter_mut().zip(&mine) {
+            // (Its checked values: the first `hot`.)
+            for (y, v) in b.y_new[..hot].iter_mut().zip(outputs.by_ref().take(hot)) {
                 *y = *v;
             }
         } else if p == s {
@@ -376,6 +376,7 @@ fn settle_stop(
                 queued: usize::from(!m.info.inputs.is_empty()),
                 h,
                 lane: None,
+                reads: hot,
                 held: true,
             });
         }
