@@ -1417,9 +1417,10 @@ impl System {
 
     /// How many of `steps` a run of held steps may take inline: with a
     /// worker pool (`true`), while it is measured not to pay off, up to its
-    /// next measurement (the results are the same either way).
-    fn inline_steps(&self, steps: u64) -> (bool, u64) {
-        let pooled = self.pool.is_some() && self.subsystems.len() > 1;
+    /// next measurement (the results are the same either way); all of
+    /// them in a Gauss-Seidel `order`, whose steps never go to the pool.
+    fn inline_steps(&self, order: Option<&[usize]>, steps: u64) -> (bool, u64) {
+        let pooled = order.is_none() && self.pool.is_some() && self.subsystems.len() > 1;
         if pooled {
             (true, steps.min(self.pool_chooser.inline_steps_left()))
         } else {
@@ -1460,10 +1461,7 @@ impl System {
                 position[s] = p;
             }
         }
-        let (pooled, steps) = match order {
-            Some(_) => (false, steps),
-            None => self.inline_steps(steps),
-        };
+        let (pooled, steps) = self.inline_steps(order, steps);
         if steps == 0 {
             return Some((0, Ok(())));
         }
@@ -1921,6 +1919,18 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         {}
     }
 
+    /// The next macro step: from `t` by `h`, its end in ticks and seconds,
+    /// and the watchdog's sequence word of its calls.
+    #[inline(always)]
+    fn next_step(&self) -> ((f64, f64), (i64, f64), u64) {
+        // (No step is asked for after the last: the step before said.)
+        debug_assert!(self.taken < self.steps);
+        let next = self.ticks + self.h_ticks;
+        let t_next = self.base.seconds(next);
+        let word = (self.first_sequence + self.taken) << 8;
+        ((self.t, t_next - self.t), (next, t_next), word)
+    }
+
     /// The next macro step, its outputs read into the buffers of `SIDE`
     /// (0: `y_new`, 1: `y`; steps take turns), then `after_step` at its
     /// end: whether to go on.
@@ -1929,12 +1939,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         &mut self,
         after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> bool {
-        // (No step is asked for after the last: the step before said.)
-        debug_assert!(self.taken < self.steps);
-        let next = self.ticks + self.h_ticks;
-        let t_next = self.base.seconds(next);
-        let (t, h) = (self.t, t_next - self.t);
-        let word = (self.first_sequence + self.taken) << 8;
+        let ((t, h), (next, t_next), word) = self.next_step();
         let n = self.held.len();
         let mut fmus = self.held.iter_mut();
         while let Some((fmu, _)) = fmus.next() {
@@ -1996,11 +2001,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         order: &[usize],
         after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> bool {
-        debug_assert!(self.taken < self.steps);
-        let next = self.ticks + self.h_ticks;
-        let t_next = self.base.seconds(next);
-        let (t, h) = (self.t, t_next - self.t);
-        let word = (self.first_sequence + self.taken) << 8;
+        let ((t, h), (next, t_next), word) = self.next_step();
         for (p, &s) in order.iter().enumerate() {
             let into = self.route_ranges[s]..self.route_ranges[s + 1];
             for r in &self.routes[into] {

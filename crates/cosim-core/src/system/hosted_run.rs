@@ -45,11 +45,7 @@ impl System {
         }
         let columns = recorded_columns(&recorded, &self.buffers);
         let mut record = Vec::new();
-        // (Gauss-Seidel's steps never go to the worker pool.)
-        let (pooled, steps) = match order {
-            Some(_) => (false, steps),
-            None => self.inline_steps(steps),
-        };
+        let (pooled, steps) = self.inline_steps(order, steps);
         if steps == 0 {
             return Some((0, Ok(())));
         }
