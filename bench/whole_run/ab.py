@@ -4,7 +4,8 @@ machine the speed moves by +-15 % between hours, so two invocations of
 bench.py apart compare the hours, not the builds).
 
     .venv/bin/python bench/whole_run/ab.py --a OLD/cosim --b NEW/cosim \
-        --cgain fmus/dist/c/fmi2/CGain.fmu [--only isolation,trace] [--rounds 15]
+        --cgain fmus/dist/c/fmi2/CGain.fmu [--only isolation,trace] [--rounds 15] \
+        [--stat median|q1]
 
 Rows (the scenarios of bench.py, `summary.json` `wall_time_s`):
 isolation: one FMU isolated (20 000 steps) against in-process, the extra
@@ -12,7 +13,10 @@ time per macro step; chains of 10 and 100 with every FMU isolated, per
 FMU-step, and the ratio to in-process. trace: the chain of 10 with one
 column traced every step against outputs off (--trace-steps). Each
 round runs every scenario with each build, the builds' order alternating
-from round to round; medians are printed. Timings only: no pass or fail.
+from round to round; medians are printed, or with --stat q1 the lower
+quartiles (on a machine whose speed moves between levels during the
+rounds, the runs at the faster level: they compare the builds better).
+Timings only: no pass or fail.
 """
 
 from __future__ import annotations
@@ -45,7 +49,11 @@ def main() -> int:
     p.add_argument("--only", default="isolation,trace")
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--trace-steps", type=int, default=200_000)
+    p.add_argument("--stat", choices=("median", "q1"), default="median",
+                   help="each row's runs summed up by their median or their lower quartile")
     a = p.parse_args()
+    if a.stat == "q1" and a.rounds < 2:
+        p.error("--stat q1 needs at least 2 rounds")
     # (The scenarios are written elsewhere: absolute paths.)
     a.cgain = str(Path(a.cgain).resolve())
     a.a, a.b = str(Path(a.a).resolve()), str(Path(a.b).resolve())
@@ -69,9 +77,13 @@ def main() -> int:
             for k, (scenario, _, _) in sc.items():
                 for b in order:
                     times[(b, k)].append(wall(builds[b], scenario))
-    print(f"{a.rounds} rounds, builds interleaved; a = {a.a}, b = {a.b}")
+    def stat(xs: List[float]) -> float:
+        return statistics.median(xs) if a.stat == "median" else statistics.quantiles(xs, n=4)[0]
+
+    print(f"{a.rounds} rounds, builds interleaved, {'medians' if a.stat == 'median' else 'lower quartiles'};"
+          f" a = {a.a}, b = {a.b}")
     for b in builds:
-        m = {k: statistics.median(times[(b, k)]) for k in sc}
+        m = {k: stat(times[(b, k)]) for k in sc}
         parts = []
         if "isolation" in rows:
             parts.append(f"one FMU isolated, extra {(m['iso1'] - m['in1']) / 20_000 * 1e6:.3f} us per macro step")
