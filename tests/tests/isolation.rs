@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cosim_core::Subsystem;
 use cosim_fmi::{Fmu, InstantiateOptions, StepOutcome};
 use cosim_isolation::{HostPool, IsolatedSubsystem, IsolationSettings};
-use cosim_tests::{cosim_bin, fmus, root, run_logged};
+use cosim_tests::{TERMINATION_LOG, cosim_bin, error_lines_pids_masked, fmus, root, run_logged};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -331,29 +331,57 @@ fn a_healthy_isolated_run_is_bit_identical_to_the_in_process_run() {
     assert_identical_runs(&variants, &["trace.csv", "energy.csv", "steps.csv"]);
 }
 
-/// A Faulty integrator fed back through a Gain (x' = -x) and read by two
-/// more Gains whose outputs nothing uses, stepped every 0.01 s and traced
-/// every 0.1 s: between two rows a step needs only `x.x` and `loop.y`.
-/// `isolation`: lines for the `[master]` table.
-fn unread_outputs_scenario(dir: &Path, version: &str, tag: &str, isolation: &str) -> PathBuf {
+/// Two Gains whose outputs nothing uses (`sink1`, `sink2`), a Wide FMU
+/// (200 lags) of which only `y1` is used (by `sink2`), a loop of a Faulty
+/// integrator and a Gain (`clean`, `gain4`: x' = -x), then a Gain feeding
+/// a second Faulty integrator back (`loop`, `x`); `sink1` fed from `x.x`,
+/// `wide.u1` from `clean.x`; stepped every 0.01 s and traced every 0.1 s:
+/// between two rows a step needs only the loops' values and `wide.y1` (one thread: the steps from
+/// the first are quiet, not measured for a worker pool). `master`: more
+/// lines of the `[master]` table; `fault`: `x`'s fail mode, from 0.355 s (the sixth
+/// step of a stretch between two rows), which the first loop does not
+/// reach.
+fn unread_outputs_scenario(
+    dir: &Path,
+    (version, tag): (&str, &str),
+    master: &str,
+    fault: Option<i32>,
+) -> PathBuf {
     let fmu = |name: &str| fmus().join(version).join(name).display().to_string();
     let mut text = format!(
-        "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = 0.01\n{isolation}\n\n\
-         [outputs]\ninterval = 0.1\nstep_log = false\nenergy_log = false\n\n\
-         [[subsystems]]\nname = \"x\"\nfmu = \"{}\"\nparameters = {{ x0 = 1.0 }}\n",
-        fmu("Faulty.fmu")
+        "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = 0.01\nthreads = 1\n{master}\n\n\
+         [outputs]\ninterval = 0.1\nstep_log = false\nenergy_log = false\n"
     );
-    for (name, k) in [("loop", -1.0), ("sink1", 2.0), ("sink2", 3.0)] {
-        text += &format!(
+    let gain = |name: &str, k: f64| {
+        format!(
             "\n[[subsystems]]\nname = \"{name}\"\nfmu = \"{}\"\nparameters = {{ k = {k:?} }}\n",
             fmu("Gain.fmu")
-        );
-    }
+        )
+    };
+    text += &(gain("sink1", 2.0) + &gain("sink2", 3.0));
+    text += &format!(
+        "\n[[subsystems]]\nname = \"wide\"\nfmu = \"{}\"\n",
+        fmu("Wide.fmu")
+    );
+    text += &format!(
+        "\n[[subsystems]]\nname = \"clean\"\nfmu = \"{}\"\nparameters = {{ x0 = 1.0 }}\n",
+        fmu("Faulty.fmu")
+    );
+    text += &(gain("gain4", -1.0) + &gain("loop", -1.0));
+    let (mode, at) = fault.map_or((1, -1.0), |m| (m, 0.355));
+    text += &format!(
+        "\n[[subsystems]]\nname = \"x\"\nfmu = \"{}\"\n\
+         parameters = {{ x0 = 1.0, fail_mode = {mode}, fail_at = {at:?} }}\n",
+        fmu("Faulty.fmu")
+    );
     for (from, to) in [
+        ("clean.x", "gain4.u"),
+        ("gain4.y", "clean.u"),
         ("x.x", "loop.u"),
         ("loop.y", "x.u"),
         ("x.x", "sink1.u"),
-        ("x.x", "sink2.u"),
+        ("clean.x", "wide.u1"),
+        ("wide.y1", "sink2.u"),
     ] {
         text += &format!("\n[[connections]]\nfrom = \"{from}\"\nto = \"{to}\"\n");
     }
@@ -364,21 +392,101 @@ fn unread_outputs_scenario(dir: &Path, version: &str, tag: &str, isolation: &str
 
 /// Each FMU's calls in `log` (an FMI call log), in order, the
 /// instantiation's arguments left out (the extraction directory differs
-/// from run to run).
+/// from run to run), up to the first that did not succeed.
 fn calls_by_fmu(log: &Path) -> Vec<(String, Vec<String>)> {
     let text = std::fs::read_to_string(log).unwrap();
-    ["x", "loop", "sink1", "sink2"]
+    ["sink1", "sink2", "wide", "clean", "gain4", "loop", "x"]
         .iter()
         .map(|name| {
             let prefix = format!("] {name}: ");
-            let calls = text
-                .lines()
-                .filter(|l| l.contains(&prefix))
-                .map(|l| l.find("Instantiate").map_or(l, |i| &l[..i]).to_string())
-                .collect();
+            let mut calls = Vec::new();
+            for l in text.lines().filter(|l| l.contains(&prefix)) {
+                calls.push(l.find("Instantiate").map_or(l, |i| &l[..i]).to_string());
+                if !l.starts_with("[OK]") {
+                    break;
+                }
+            }
             (name.to_string(), calls)
         })
         .collect()
+}
+
+/// An environment variable of a run: name, value.
+type Env<'a> = (&'a str, &'a str);
+
+/// Runs [`unread_outputs_scenario`] in process, in held runs in one
+/// host, one by one through its lane, as batches, and with a host each,
+/// each FMU's calls logged; asserts the same exit `code`, error lines,
+/// FMI calls of each FMU (up to a failed one), trace bits and counted
+/// calls. Returns the in-process run's FMU calls.
+fn assert_isolated_runs_read_as_in_process(
+    dir: &Path,
+    version: &str,
+    (master, fault, code): (&str, Option<i32>, i32),
+) -> Vec<(String, Vec<String>)> {
+    let one_host = format!("{master}\nisolation = \"process\"\nisolation_hosts = 1");
+    let host_each = format!("{master}\nisolation = \"process\"\nisolation_hosts = 7");
+    let one_by_one = [("COSIM_ISOLATION_RUNS", "0")];
+    let batches = [("COSIM_ISOLATION_RUNS", "0"), ("COSIM_ISOLATION_LANE", "0")];
+    let variants: [(&str, &str, &[Env]); 5] = [
+        ("in_process", master, &[]),
+        ("held_runs", &one_host, &[]),
+        ("lanes", &one_host, &one_by_one),
+        ("batches", &one_host, &batches),
+        ("a_host_each", &host_each, &[]),
+    ];
+    let mut reference = None;
+    for (tag, master_lines, env) in variants {
+        let tag = format!("{tag}_{fault:?}");
+        let scenario = unread_outputs_scenario(dir, (version, &tag), master_lines, fault);
+        let out_dir = dir.join(format!("out_{version}_{tag}"));
+        let log = dir.join(format!("calls_{version}_{tag}.log"));
+        let out = Command::new(cosim_bin())
+            .args(["run", "--no-progress"])
+            .arg(format!("--log-fmi-calls={}", log.display()))
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&out_dir)
+            .env("COSIM_LOG", TERMINATION_LOG)
+            .envs(env.iter().copied())
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{version} {tag}: {err}");
+        // (The scenario's own warnings name its lines, which differ.)
+        let scenario_lines = scenario.display().to_string();
+        let errors: Vec<String> = error_lines_pids_masked(&err)
+            .into_iter()
+            .filter(|l| !l.starts_with(&scenario_lines))
+            .collect();
+        let run = (
+            calls_by_fmu(&log),
+            errors,
+            file(&out_dir, "trace.csv"),
+            summary(&out_dir)["calls"].clone(),
+        );
+        match &reference {
+            None => reference = Some(run),
+            Some((calls, errors, trace, counted)) => {
+                for ((name, a), (_, b)) in calls.iter().zip(&run.0) {
+                    assert_eq!(a, b, "{version} {tag}: the calls of {name}");
+                }
+                assert_eq!(*errors, run.1, "{version} {tag}: the errors");
+                assert!(*trace == run.2, "{version} {tag}: the traces differ");
+                assert_eq!(*counted, run.3, "{version} {tag}: the calls counted");
+            }
+        }
+    }
+    reference.map(|(calls, ..)| calls).unwrap_or_default()
+}
+
+/// How many of an FMU's `calls` read its outputs.
+fn reads(calls: &[(String, Vec<String>)], name: &str) -> usize {
+    let (_, c) = calls.iter().find(|(n, _)| n == name).unwrap();
+    c.iter()
+        .filter(|c| c.contains("GetReal") || c.contains("GetFloat64"))
+        .count()
 }
 
 #[test]
@@ -389,73 +497,28 @@ fn an_isolated_fmu_reads_after_a_step_only_what_the_same_fmu_in_process_reads() 
     // batches, a host each) and in held runs, and the same bits.
     let dir = tempfile::tempdir().unwrap();
     for v in ["fmi2", "fmi3"] {
-        let one_host = "isolation = \"process\"\nisolation_hosts = 1";
-        let variants = [
-            ("in_process", "", &[][..]),
-            ("held_runs", one_host, &[][..]),
-            ("lanes", one_host, &[("COSIM_ISOLATION_RUNS", "0")][..]),
-            (
-                "batches",
-                one_host,
-                &[("COSIM_ISOLATION_RUNS", "0"), ("COSIM_ISOLATION_LANE", "0")][..],
-            ),
-            (
-                "a_host_each",
-                "isolation = \"process\"\nisolation_hosts = 4",
-                &[][..],
-            ),
-        ];
-        let mut reference = None;
-        for (tag, isolation, env) in variants {
-            let scenario = unread_outputs_scenario(dir.path(), v, tag, isolation);
-            let out_dir = dir.path().join(format!("out_{v}_{tag}"));
-            let log = dir.path().join(format!("calls_{v}_{tag}.log"));
-            let out = Command::new(cosim_bin())
-                .args(["run", "--no-progress"])
-                .arg(format!("--log-fmi-calls={}", log.display()))
-                .arg(&scenario)
-                .arg("--out")
-                .arg(&out_dir)
-                .envs(env.iter().copied())
-                .current_dir(root())
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(0), "{v} {tag}: {}", stderr(&out));
-            let calls = calls_by_fmu(&log);
-            let reads = |name: &str| {
-                let (_, c) = calls.iter().find(|(n, _)| n == name).unwrap();
-                c.iter()
-                    .filter(|c| c.contains("GetReal") || c.contains("GetFloat64"))
-                    .count()
-            };
-            // (The sinks' values are read for the rows alone, once a row
-            // after the first: every step's would be 100 more.)
-            assert!(
-                reads("sink1") < 30,
-                "{v} {tag}: {} reads of sink1",
-                reads("sink1")
-            );
-            assert!(
-                reads("loop") > 100,
-                "{v} {tag}: {} reads of loop",
-                reads("loop")
-            );
-            let run = (
-                calls,
-                file(&out_dir, "trace.csv"),
-                summary(&out_dir)["calls"].clone(),
-            );
-            match &reference {
-                None => reference = Some(run),
-                Some((calls, trace, counted)) => {
-                    for ((name, a), (_, b)) in calls.iter().zip(&run.0) {
-                        assert_eq!(a, b, "{v} {tag}: the calls of {name}");
-                    }
-                    assert!(*trace == run.1, "{v} {tag}: the traces differ");
-                    assert_eq!(*counted, run.2, "{v} {tag}: the calls counted");
-                }
-            }
-        }
+        let calls = assert_isolated_runs_read_as_in_process(dir.path(), v, ("", None, 0));
+        // (The sinks' values are read for the rows alone, once a row
+        // after the first: every step's would be 100 more.)
+        assert!(reads(&calls, "sink1") < 30, "{v}: {calls:?}");
+        assert!(reads(&calls, "loop") > 100, "{v}: {calls:?}");
+    }
+}
+
+#[test]
+fn a_held_run_stopped_after_fmus_whose_values_nothing_reads_ends_as_in_process() {
+    // The Faulty FMU `x` steps last: when it stops a held run, the
+    // members before it took that step, and the host hands back the
+    // values they read, fewer than their outputs (none of the sinks', one
+    // of the Wide FMU's 200). A
+    // NaN the system only warns about publishes that step and goes on
+    // (the loop it does not reach as in a run without it); an error ends
+    // the run there.
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let warn = "nonfinite = \"warn\"";
+        assert_isolated_runs_read_as_in_process(dir.path(), v, (warn, Some(3), 0));
+        assert_isolated_runs_read_as_in_process(dir.path(), v, ("", Some(1), 1));
     }
 }
 

@@ -875,11 +875,25 @@ impl Member<'_> {
                 answer
             }
             Op::GetObserved => {
+                // (Those the master asks for: the first so many, or those
+                // from a slot on; it has the others.)
+                let word = |i: usize| usize::try_from(self.word(p + i)).unwrap_or(usize::MAX);
+                let (first, end) = if len >= 2 {
+                    (word(0), word(1))
+                } else {
+                    (0, usize::MAX)
+                };
                 self.calling(Call::GetReal, t);
                 let mut out = std::mem::take(&mut self.out);
-                let r = self
-                    .sub()
-                    .and_then(|s| s.get_observed(&mut out).map_err(core));
+                let n = out.len();
+                let r = self.sub().and_then(|s| {
+                    match (first, end) {
+                        (0, end) if end >= n => s.get_observed(&mut out),
+                        (0, end) => s.get_observed_first(end, &mut out),
+                        (first, _) => s.get_observed_from(first.min(n), &mut out),
+                    }
+                    .map_err(core)
+                });
                 if r.is_ok() {
                     self.write_values(&out);
                 }

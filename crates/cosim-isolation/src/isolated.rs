@@ -184,6 +184,9 @@ pub struct IsolatedSubsystem {
     /// values read after it.
     held_answer: Option<held_run::HeldAnswer>,
     held_values: Vec<f64>,
+    /// Room for the values of a request that reads the observed values
+    /// from a slot on (`read_observed`).
+    scratch: Vec<f64>,
     /// Input values set for the next step, kept for its lane slot while
     /// nothing else is queued (`lane_inputs_set`).
     lane_inputs: Vec<f64>,
@@ -276,6 +279,7 @@ impl IsolatedSubsystem {
             held_plan: None,
             held_answer: None,
             held_values: Vec::new(),
+            scratch: Vec::new(),
             lane_inputs: Vec::new(),
             lane_inputs_set: false,
             failed_op: None,
@@ -1230,11 +1234,11 @@ impl Subsystem for IsolatedSubsystem {
     }
 
     fn get_observed(&mut self, values: &mut [f64]) -> Result<()> {
-        self.read_observed(values.len(), values)
+        self.read_observed((0, values.len()), values)
     }
 
     fn get_observed_first(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
-        self.read_observed(n, values)
+        self.read_observed((0, n), values)
     }
 
     fn reads_after_step(&mut self, n: usize) {
@@ -1244,10 +1248,7 @@ impl Subsystem for IsolatedSubsystem {
     }
 
     fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
-        if first >= values.len() {
-            return Ok(());
-        }
-        self.read_observed(values.len(), values)
+        self.read_observed((first, values.len()), values)
     }
 
     fn get_output_derivatives(&mut self, order: u32, values: &mut [f64]) -> Result<()> {
@@ -1339,13 +1340,14 @@ impl Subsystem for IsolatedSubsystem {
 }
 
 impl IsolatedSubsystem {
-    /// Reads at least the first `n` observed values into `values` (which
-    /// has every slot): from what the host read after the step, where
-    /// that holds them, else with a request for every value. One call
+    /// Reads at least the observed values `first..n` into `values` (which
+    /// has every slot; `first` is 0 or `n` every slot): from what the host
+    /// read after the step, where that holds them, else with a request
+    /// for those (the host then reads those, as an FMU in process does). One call
     /// counted, none for no value (as an FMU in process counts them).
-    fn read_observed(&mut self, n: usize, values: &mut [f64]) -> Result<()> {
+    fn read_observed(&mut self, (first, n): (usize, usize), values: &mut [f64]) -> Result<()> {
         self.check_len("get_observed", values.len(), self.info.observed.len())?;
-        if n == 0 || values.is_empty() {
+        if first >= n.min(values.len()) {
             return Ok(());
         }
         self.counters.get_outputs += 1;
@@ -1358,9 +1360,21 @@ impl IsolatedSubsystem {
                 Ok(())
             }
             Prefetched::Response(read) if read >= n => self.read_values(&mut values[..read]),
-            _ => {
+            _ if (first, n) == (0, values.len()) => {
                 self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
                 self.read_values(values)
+            }
+            _ => {
+                let payload = [first as u64, n as u64];
+                self.sync(Op::GetObserved, 0, &payload, None, Call::GetReal)?;
+                // (The others are the host's as it last had them: those
+                // here are current.)
+                let mut all = std::mem::take(&mut self.scratch);
+                all.resize(values.len(), 0.0);
+                let read = self.read_values(&mut all);
+                values[first..n].copy_from_slice(&all[first..n]);
+                self.scratch = all;
+                read
             }
         }
     }

@@ -313,7 +313,9 @@ pub enum Op {
     /// observed values, read right after the step (all of them when
     /// `reads` is left out).
     DoStep = 3,
-    /// Answered with the observed values.
+    /// `[first, end]`, optional; answered with the observed values, those
+    /// of `first..end` read (`first` 0 or `end` every value; every one
+    /// without them; the others as the host last had them).
     GetObserved = 4,
     /// Order `arg`; answered with the output derivatives.
     GetOutputDerivatives = 5,
