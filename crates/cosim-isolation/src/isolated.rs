@@ -1347,7 +1347,8 @@ impl IsolatedSubsystem {
     /// counted, none for no value (as an FMU in process counts them).
     fn read_observed(&mut self, (first, n): (usize, usize), values: &mut [f64]) -> Result<()> {
         self.check_len("get_observed", values.len(), self.info.observed.len())?;
-        if first >= n.min(values.len()) {
+        let n = n.min(values.len());
+        if first >= n {
             return Ok(());
         }
         self.counters.get_outputs += 1;
@@ -1372,7 +1373,9 @@ impl IsolatedSubsystem {
                 let mut all = std::mem::take(&mut self.scratch);
                 all.resize(values.len(), 0.0);
                 let read = self.read_values(&mut all);
-                values[first..n].copy_from_slice(&all[first..n]);
+                if read.is_ok() {
+                    values[first..n].copy_from_slice(&all[first..n]);
+                }
                 self.scratch = all;
                 read
             }
