@@ -1151,6 +1151,27 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> std::io::R
 mod tests {
     use super::*;
 
+    /// A lane request's first word keeps its sequence number, the values
+    /// to read after the step and the inputs flag apart; a count beyond
+    /// its bits reads as the most it holds, not as another count.
+    #[test]
+    fn a_lane_request_carries_its_reads_apart_from_its_sequence_and_flags() {
+        for (seq, reads, inputs) in [(1, 0, false), (7, 1, true), (u32::MAX, 200_000, true)] {
+            let word = lane_request(seq, reads, inputs);
+            assert_eq!((word >> 32) as u32, seq);
+            assert_eq!(lane_reads(word), reads);
+            assert_eq!(word & LANE_INPUTS != 0, inputs);
+        }
+        let most = (u32::MAX >> LANE_READS_SHIFT) as usize;
+        let word = lane_request(3, usize::MAX, false);
+        assert_eq!(
+            (lane_reads(word), word >> 32, word & LANE_INPUTS),
+            (most, 3, 0)
+        );
+        // Every slot of the lane fits the count.
+        assert!(LaneSlot::answer_words(0) + most > LANE_HALF);
+    }
+
     /// A host that dies in the instantiation names the function of the
     /// interface its FMU is instantiated for (it said
     /// `fmi3InstantiateCoSimulation` for every FMI 3 FMU).
