@@ -191,7 +191,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn the_workers_follow_the_stepping_thread_and_it_is_left_alone() {
-        use rustix::thread::{CpuSet, gettid, sched_getaffinity};
+        use rustix::thread::{CpuSet, sched_getaffinity};
         let all = sched_getaffinity(None).unwrap();
         let cpus: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| all.is_set(c)).collect();
         if cpus.len() < 2 {
@@ -199,15 +199,7 @@ mod tests {
             return;
         }
         let placement = std::sync::Arc::new(PoolPlacement::new());
-        let (ready, registered) = std::sync::mpsc::channel();
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let p = std::sync::Arc::clone(&placement);
-        let worker = std::thread::spawn(move || {
-            p.register_current();
-            ready.send(gettid()).unwrap();
-            let _ = stopped.recv();
-        });
-        let tid = registered.recv().unwrap();
+        let (tid, stop, worker) = start_worker(&placement);
         placement.register_current();
         for &cpu in &[cpus[0], cpus[1], cpus[0]] {
             placement.keep_off(cpu);
@@ -220,15 +212,7 @@ mod tests {
         }
         // A worker that starts after the workers were narrowed is
         // narrowed at the next pooled step, the processor unchanged.
-        let (ready, registered) = std::sync::mpsc::channel();
-        let (stop_late, stopped_late) = std::sync::mpsc::channel::<()>();
-        let p = std::sync::Arc::clone(&placement);
-        let late = std::thread::spawn(move || {
-            p.register_current();
-            ready.send(gettid()).unwrap();
-            let _ = stopped_late.recv();
-        });
-        let late_tid = registered.recv().unwrap();
+        let (late_tid, stop_late, late) = start_worker(&placement);
         placement.keep_off(cpus[0]);
         let set = sched_getaffinity(Some(late_tid)).unwrap();
         assert!(!set.is_set(cpus[0]), "the late worker kept off {}", cpus[0]);
@@ -236,6 +220,27 @@ mod tests {
         stop_late.send(()).unwrap();
         worker.join().unwrap();
         late.join().unwrap();
+    }
+
+    /// A thread registered as a worker of `placement`, waiting: its id,
+    /// what ends it, and its handle.
+    #[cfg(target_os = "linux")]
+    fn start_worker(
+        placement: &std::sync::Arc<PoolPlacement>,
+    ) -> (
+        rustix::thread::Pid,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let (ready, registered) = std::sync::mpsc::channel();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let p = std::sync::Arc::clone(placement);
+        let worker = std::thread::spawn(move || {
+            p.register_current();
+            ready.send(rustix::thread::gettid()).unwrap();
+            let _ = stopped.recv();
+        });
+        (registered.recv().unwrap(), stop, worker)
     }
 
     #[test]
