@@ -72,9 +72,8 @@ fn lanes_enabled() -> bool {
 }
 
 /// Where the observed values read right after the last step are, while
-/// nothing was sent since: the first so many of them (the host reads what
-/// the master's read after the step asked for the last time,
-/// `IsolatedSubsystem::step_reads`).
+/// nothing was sent since: the first so many of them (those the step
+/// asked the host to read, `IsolatedSubsystem::step_reads`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Prefetched {
     No,
@@ -1343,8 +1342,8 @@ impl IsolatedSubsystem {
     /// Reads at least the observed values `first..n` into `values` (which
     /// has every slot; `first` is 0 or `n` every slot): from what the host
     /// read after the step, where that holds them, else with a request
-    /// for those (the host then reads those, as an FMU in process does). One call
-    /// counted, none for no value (as an FMU in process counts them).
+    /// for those (the host then reads those, as an FMU in process does).
+    /// One call counted, none for no value (as in process).
     fn read_observed(&mut self, (first, n): (usize, usize), values: &mut [f64]) -> Result<()> {
         self.check_len("get_observed", values.len(), self.info.observed.len())?;
         let n = n.min(values.len());
