@@ -501,9 +501,17 @@ fn a_trace_of_every_step_is_recorded_by_the_host_with_the_bits_of_steps_one_by_o
         }
         // A NaN the system only warns about: the request stops at it, the
         // run goes on (new requests, new records), and the loop the NaN
-        // does not reach shows every step's own values; decimated by 3.
-        for faulty_last in [false, true] {
-            let tag = format!("{v}_every_step_nan_warn_{faulty_last}");
+        // does not reach shows every step's own values; a row every third
+        // step, by a decimation or by an interval (as dense: recorded by
+        // the host too).
+        for (faulty_last, sampling) in [
+            (false, "decimation = 3"),
+            (true, "decimation = 3"),
+            (false, "interval = 0.03"),
+            (true, "interval = 0.03"),
+        ] {
+            let kind = &sampling[..8];
+            let tag = format!("{v}_every_step_nan_warn_{faulty_last}_{kind}");
             let master = "threads = 1\nnonfinite = \"warn\"";
             let scenario = chain(dir.path(), v, 3, master, (faulty_last, true));
             let variables = r#""clean.x", "faulty.x", "gain4.y""#;
@@ -511,7 +519,7 @@ fn a_trace_of_every_step_is_recorded_by_the_host_with_the_bits_of_steps_one_by_o
             let text = std::fs::read_to_string(&scenario).unwrap();
             std::fs::write(
                 &scenario,
-                text.replace("[outputs]\n", "[outputs]\ndecimation = 3\n"),
+                text.replace("[outputs]\n", &format!("[outputs]\n{sampling}\n")),
             )
             .unwrap();
             let [(a, ea), (b, eb)] = both(&scenario, dir.path(), &tag, 0);

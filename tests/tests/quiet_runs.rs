@@ -681,6 +681,7 @@ variables = ["integrator.x", "probe.y", "gain.u"]
             ("every", "# sampling as given\n"),
             ("decimated", "# sampling as given\ndecimation = 3\n"),
             ("interval", "interval = 0.05\n"),
+            ("interval_dense", "interval = 0.01\n"),
         ] {
             let name = format!("trace_{version}_{what}");
             let summary = assert_quiet_run_fails_as_steps_one_by_one(
@@ -704,6 +705,7 @@ variables = ["integrator.x", "probe.y", "gain.u"]
             let expected = match what {
                 "every" => 201,
                 "decimated" => 1 + 66 + 1,
+                "interval_dense" => 101,
                 _ => 21,
             };
             assert_eq!(rows, expected, "{name}");
@@ -720,6 +722,118 @@ variables = ["integrator.x", "probe.y", "gain.u"]
         assert_eq!(summary["status"], "error", "{name}: {summary}");
         let t_reached = summary["t_reached"].as_f64().unwrap();
         assert!((0.5..0.56).contains(&t_reached), "{name}: {summary}");
+    }
+}
+
+/// A trace with a row at least every seven macro steps writes its rows on
+/// the quiet path, its values read after every step; a sparser one leaves
+/// the quiet path for each row and reads them for the rows only. So it is
+/// for an interval as for a decimation: an interval of two steps is as
+/// dense as a decimation of two. Seen in the FMI calls: the traced output
+/// of `probe`, which no connection reads, is read after every step or
+/// after the rows' steps only; the rows are the same either way.
+#[test]
+fn a_trace_with_a_row_every_few_steps_reads_its_values_every_step_a_sparser_one_for_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["fmi2", "fmi3"] {
+        let fmu = |m: &str| fmu(version, m).display().to_string();
+        let scenario = |sampling: &str| {
+            format!(
+                r#"[simulation]
+stop = 0.2
+[master]
+step = 0.005
+threads = 1
+[[subsystems]]
+name = "integrator"
+fmu = "{}"
+parameters = {{ x0 = 1.0 }}
+[[subsystems]]
+name = "gain"
+fmu = "{}"
+parameters = {{ k = -0.5 }}
+[[subsystems]]
+name = "probe"
+fmu = "{}"
+parameters = {{ k = 3.0 }}
+[[connections]]
+from = "integrator.x"
+to = "gain.u"
+[[connections]]
+from = "gain.y"
+to = "integrator.u"
+[[connections]]
+from = "integrator.x"
+to = "probe.u"
+[outputs]
+variables = ["integrator.x", "probe.y"]
+step_log = false
+energy_log = false
+{sampling}
+"#,
+                fmu("Faulty"),
+                fmu("Gain"),
+                fmu("Gain")
+            )
+        };
+        // (sampling, steps between rows, rows: 40 steps, the first row
+        // at 0 and the last at the stop.)
+        for (sampling, every, rows) in [
+            ("interval = 0.005", 1, 41),
+            ("interval = 0.01", 2, 21),
+            ("interval = 0.035", 7, 7),
+            ("decimation = 7", 7, 7),
+            ("interval = 0.04", 8, 6),
+            ("decimation = 8", 8, 6),
+            ("interval = 0.05", 10, 5),
+        ] {
+            let tag = format!("{version}_{}", sampling.replace([' ', '=', '.'], ""));
+            let path = dir.path().join(format!("{tag}.toml"));
+            std::fs::write(&path, scenario(sampling)).unwrap();
+            let mut traces = Vec::new();
+            for quiet in ["1", "0"] {
+                let out_dir = dir.path().join(format!("out_{tag}_{quiet}"));
+                let log = out_dir.with_extension("log");
+                let out = Command::new(cosim_bin())
+                    .args(["run", "-q", "--no-progress"])
+                    .arg(&path)
+                    .arg("--out")
+                    .arg(&out_dir)
+                    .arg(format!("--log-fmi-calls={}", log.display()))
+                    .env("COSIM_QUIET_PATH", quiet)
+                    .current_dir(root())
+                    .output()
+                    .expect("running cosim");
+                assert!(out.status.success(), "{tag}: {}", stderr(&out));
+                let trace = std::fs::read_to_string(out_dir.join("trace.csv")).unwrap();
+                assert_eq!(trace.lines().count(), rows + 1, "{tag}: {trace}");
+                traces.push(trace);
+                // probe's reads after initialization: its first row's,
+                // then one per step where the rows are dense, one per row
+                // where not (the trace's choice: the steps taken one by
+                // one, `COSIM_QUIET_PATH=0`, read what the quiet ones do).
+                let calls = std::fs::read_to_string(&log).unwrap();
+                let after_init = calls
+                    .lines()
+                    .skip_while(|l| !(l.contains("probe:") && l.contains("ExitInitializationMode")))
+                    .collect::<Vec<_>>();
+                let count = |what: &str| {
+                    after_init
+                        .iter()
+                        .filter(|l| l.contains("probe:") && l.contains(what))
+                        .count()
+                };
+                assert_eq!(count("DoStep"), 40, "{tag}");
+                let get = if version == "fmi2" {
+                    "GetReal"
+                } else {
+                    "GetFloat64"
+                };
+                let expected = if every < 8 { 41 } else { rows };
+                assert_eq!(count(get), expected, "{tag}, quiet path {quiet}");
+            }
+            assert!(traces[0] == traces[1], "{tag}: the rows differ");
+        }
     }
 }
 

@@ -287,9 +287,10 @@ impl Execution {
         // the quiet path, those values read by every step: they do not
         // make a step leave it.
         let mut quiet_rows: Vec<usize> = Vec::new();
+        let macro_step = self.master.fixed_step();
         for (i, o) in self.observers.iter().enumerate() {
             if can_be_quiet
-                && let Some(columns) = o.quiet_columns()
+                && let Some(columns) = o.quiet_columns(macro_step)
                 && self.system.read_every_step(columns)
             {
                 quiet_rows.push(i);

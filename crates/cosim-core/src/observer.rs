@@ -164,8 +164,10 @@ pub trait Observer: Send {
     /// values, not a step of every FMU the slow way), reading these values
     /// every step and calling [`Observer::quiet_row`] after each quiet
     /// step instead of [`Observer::step`]. `None` (default): called as
-    /// [`Observer::due`] says.
-    fn quiet_columns(&self) -> Option<&[(usize, usize)]> {
+    /// [`Observer::due`] says. `macro_step`: the master's fixed step (s),
+    /// where it has one (the quiet path needs it: other masters step to
+    /// the output points one by one).
+    fn quiet_columns(&self, _macro_step: Option<f64>) -> Option<&[(usize, usize)]> {
         None
     }
 
@@ -219,6 +221,11 @@ pub enum Sampling {
     /// communication point (no interpolation).
     Interval(f64),
 }
+
+/// A trace with a row at least every this many macro steps writes them on
+/// the quiet path ([`Observer::quiet_columns`]): its values read by every
+/// step cost less than leaving the quiet path for every row.
+const DENSE_ROWS: u64 = 8;
 
 /// How often rows written from the stepping thread (no writer thread:
 /// [`EnergyLog::deferred`]) are written out, at the latest.
@@ -574,13 +581,17 @@ impl Observer for TraceWriter {
         }
     }
 
-    fn quiet_columns(&self) -> Option<&[(usize, usize)]> {
-        // Every step, or nearly: a sparser trace is cheaper the old way
-        // (quiet runs between its rows, its values read for the rows only).
+    fn quiet_columns(&self, macro_step: Option<f64>) -> Option<&[(usize, usize)]> {
+        // A row every step, or nearly: a sparser trace is cheaper the old
+        // way (quiet runs between its rows, its values read for the rows
+        // only). An interval is as dense as the steps it spans (a
+        // scenario's fixed step divides it).
         let dense = match self.sampling {
             Sampling::EveryStep => true,
-            Sampling::Decimation(n) => n < 8,
-            Sampling::Interval(_) => false,
+            Sampling::Decimation(n) => n < DENSE_ROWS,
+            Sampling::Interval(dt) => {
+                macro_step.is_some_and(|h| h > 0.0 && (dt / h).round() < DENSE_ROWS as f64)
+            }
         };
         (self.quiet && dense).then_some(&self.columns[..])
     }
@@ -932,7 +943,7 @@ impl Observer for StepLog {
         self.push_row(sys.time(), ctx.report, ctx.diagnostics, ctx.events)
     }
 
-    fn quiet_columns(&self) -> Option<&[(usize, usize)]> {
+    fn quiet_columns(&self, _macro_step: Option<f64>) -> Option<&[(usize, usize)]> {
         // Its rows show the step report only (the quiet path has no
         // diagnostic indicators); not the text of timed events.
         self.events.is_none().then_some(&[])
