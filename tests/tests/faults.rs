@@ -1530,7 +1530,7 @@ fn a_thread_the_fmu_leaves_running_does_not_crash_the_completed_run() {
 /// (`System::read_rest`), so a NaN in it is found at the next row: the
 /// message says when it was last read, and the last row shows the NaN
 /// that stopped the run under its time, not the value of the row before.
-/// A trace written every step (or nearly: decimation below 8) reads its
+/// A trace written every step (or nearly: a row at least every seven steps) reads its
 /// values with every step (the quiet path, `System::read_every_step`):
 /// the NaN is then found by the step that read it, as in a coupled
 /// output, and the trace ends at the step before.

@@ -345,13 +345,22 @@ fn unread_outputs_scenario(
     dir: &Path,
     (version, tag): (&str, &str),
     master: &str,
-    fault: Option<i32>,
+    (fault, rows_nan): (Option<i32>, bool),
 ) -> PathBuf {
     let fmu = |name: &str| fmus().join(version).join(name).display().to_string();
     let mut text = format!(
         "[simulation]\nstop = 1.0\n\n[master]\nkind = \"fixed-step\"\nstep = 0.01\nthreads = 1\n{master}\n\n\
          [outputs]\ninterval = 0.1\nstep_log = false\nenergy_log = false\n"
     );
+    if rows_nan {
+        // First, nothing coupled to it: its x, NaN from 0.355 on, is
+        // read for the rows only (at 0.4).
+        text += &format!(
+            "\n[[subsystems]]\nname = \"rows\"\nfmu = \"{}\"\n\
+             parameters = {{ x0 = 1.0, fail_mode = 3, fail_at = 0.355 }}\n",
+            fmu("Faulty.fmu")
+        );
+    }
     let gain = |name: &str, k: f64| {
         format!(
             "\n[[subsystems]]\nname = \"{name}\"\nfmu = \"{}\"\nparameters = {{ k = {k:?} }}\n",
@@ -395,20 +404,22 @@ fn unread_outputs_scenario(
 /// from run to run), up to the first that did not succeed.
 fn calls_by_fmu(log: &Path) -> Vec<(String, Vec<String>)> {
     let text = std::fs::read_to_string(log).unwrap();
-    ["sink1", "sink2", "wide", "clean", "gain4", "loop", "x"]
-        .iter()
-        .map(|name| {
-            let prefix = format!("] {name}: ");
-            let mut calls = Vec::new();
-            for l in text.lines().filter(|l| l.contains(&prefix)) {
-                calls.push(l.find("Instantiate").map_or(l, |i| &l[..i]).to_string());
-                if !l.starts_with("[OK]") {
-                    break;
-                }
+    [
+        "rows", "sink1", "sink2", "wide", "clean", "gain4", "loop", "x",
+    ]
+    .iter()
+    .map(|name| {
+        let prefix = format!("] {name}: ");
+        let mut calls = Vec::new();
+        for l in text.lines().filter(|l| l.contains(&prefix)) {
+            calls.push(l.find("Instantiate").map_or(l, |i| &l[..i]).to_string());
+            if !l.starts_with("[OK]") {
+                break;
             }
-            (name.to_string(), calls)
-        })
-        .collect()
+        }
+        (name.to_string(), calls)
+    })
+    .collect()
 }
 
 /// An environment variable of a run: name, value.
@@ -422,7 +433,7 @@ type Env<'a> = (&'a str, &'a str);
 fn assert_isolated_runs_read_as_in_process(
     dir: &Path,
     version: &str,
-    (master, fault, code): (&str, Option<i32>, i32),
+    (master, fault, code): (&str, (Option<i32>, bool), i32),
 ) -> Vec<(String, Vec<String>)> {
     let one_host = format!("{master}\nisolation = \"process\"\nisolation_hosts = 1");
     let host_each = format!("{master}\nisolation = \"process\"\nisolation_hosts = 7");
@@ -437,7 +448,7 @@ fn assert_isolated_runs_read_as_in_process(
     ];
     let mut reference = None;
     for (tag, master_lines, env) in variants {
-        let tag = format!("{tag}_{fault:?}");
+        let tag = format!("{tag}_{:?}_{}", fault.0, fault.1);
         let scenario = unread_outputs_scenario(dir, (version, &tag), master_lines, fault);
         let out_dir = dir.join(format!("out_{version}_{tag}"));
         let log = dir.join(format!("calls_{version}_{tag}.log"));
@@ -497,7 +508,7 @@ fn an_isolated_fmu_reads_after_a_step_only_what_the_same_fmu_in_process_reads() 
     // batches, a host each) and in held runs, and the same bits.
     let dir = tempfile::tempdir().unwrap();
     for v in ["fmi2", "fmi3"] {
-        let calls = assert_isolated_runs_read_as_in_process(dir.path(), v, ("", None, 0));
+        let calls = assert_isolated_runs_read_as_in_process(dir.path(), v, ("", (None, false), 0));
         // (The sinks' values are read for the rows alone, once a row
         // after the first: every step's would be 100 more.)
         assert!(reads(&calls, "sink1") < 30, "{v}: {calls:?}");
@@ -517,8 +528,53 @@ fn a_held_run_stopped_after_fmus_whose_values_nothing_reads_ends_as_in_process()
     let dir = tempfile::tempdir().unwrap();
     for v in ["fmi2", "fmi3"] {
         let warn = "nonfinite = \"warn\"";
-        assert_isolated_runs_read_as_in_process(dir.path(), v, (warn, Some(3), 0));
-        assert_isolated_runs_read_as_in_process(dir.path(), v, ("", Some(1), 1));
+        assert_isolated_runs_read_as_in_process(dir.path(), v, (warn, (Some(3), false), 0));
+        assert_isolated_runs_read_as_in_process(dir.path(), v, ("", (Some(1), false), 1));
+    }
+}
+
+#[test]
+fn a_value_refused_at_a_row_ends_the_run_with_every_fmus_values_read_as_in_process() {
+    // The values the steps leave unread are read for a row from every
+    // FMU, those of FMUs in hosts asked for together (not one round trip
+    // after the other); the first FMU whose value is refused (in order)
+    // names the error. Here the first FMU's x, read only for the rows,
+    // is NaN at the row of 0.4: the FMUs after it are still read, in
+    // process as isolated (the same calls), and the last row shows their
+    // values with the NaN.
+    let dir = tempfile::tempdir().unwrap();
+    for v in ["fmi2", "fmi3"] {
+        let calls = assert_isolated_runs_read_as_in_process(dir.path(), v, ("", (None, true), 1));
+        // (sink1's output is read for the rows alone: its last read
+        // before it is terminated is the row's at 0.4, after the step to
+        // it.)
+        let (_, sink1) = calls.iter().find(|(n, _)| n == "sink1").unwrap();
+        let end = sink1.iter().position(|c| c.contains("Terminate")).unwrap();
+        assert!(
+            sink1[end - 1].contains("GetReal") || sink1[end - 1].contains("GetFloat64"),
+            "{v}: {:?}",
+            &sink1[end - 3..]
+        );
+        assert!(
+            sink1[end - 2].contains("DoStep(currentCommunicationPoint=0.39"),
+            "{v}: {:?}",
+            &sink1[end - 3..]
+        );
+        let out_dir = dir.path().join(format!("out_{v}_a_host_each_None_true"));
+        let trace = String::from_utf8(file(&out_dir, "trace.csv")).unwrap();
+        let header: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
+        let last: Vec<&str> = trace.lines().last().unwrap().split(',').collect();
+        let cell = |name: &str| last[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(cell("time [s]"), "0.4", "{v}: {trace}");
+        assert_eq!(cell("rows.x"), "", "{v}: the NaN");
+        assert!(
+            cell("sink1.y").parse::<f64>().unwrap().is_finite(),
+            "{v}: {trace}"
+        );
+        assert!(
+            cell("wide.y200").parse::<f64>().unwrap().is_finite(),
+            "{v}: {trace}"
+        );
     }
 }
 

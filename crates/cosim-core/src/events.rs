@@ -406,6 +406,10 @@ impl Subsystem for EventSubsystem {
         self.inner.reads_after_step(n);
     }
 
+    fn request_observed_from(&mut self, first: usize) {
+        self.inner.request_observed_from(first);
+    }
+
     fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
         self.inner.get_observed_from(first, values)?;
         self.modify_observed(values, first, values.len());

@@ -568,6 +568,15 @@ pub trait Subsystem: Send {
         let _ = n;
     }
 
+    /// A [`Subsystem::get_observed_from`] of `first` comes next, before
+    /// anything else is asked of this subsystem: a subsystem in another
+    /// process asks for the values now, so that the reads of several go
+    /// on together ([`crate::System::read_rest`]), and the read then takes
+    /// its answer. Default: nothing to do.
+    fn request_observed_from(&mut self, first: usize) {
+        let _ = first;
+    }
+
     /// Reads at least the observed slots from `first` on into
     /// `values[first..]` (`values` has every slot; the others may be read
     /// too): the slots a step left unread ([`crate::System::read_rest`]).

@@ -737,53 +737,62 @@ impl System {
     /// them as a step checks its own (NaN and infinity by the system's
     /// policy, the divergence limit); nothing when they are current.
     ///
-    /// When a value fails the check, the values read are published all
-    /// the same (a last row shows the value that stopped the run, not an
-    /// older one under the new time), and those of the subsystems not yet
-    /// read are set to NaN (see [`System::forget_rest`]).
+    /// Every subsystem is read, as every subsystem takes a step another
+    /// one fails in: the reads are asked for first
+    /// ([`Subsystem::request_observed_from`]), so that those of subsystems
+    /// in host processes go on together rather than one round trip after
+    /// the other. The error is the first subsystem's (in order) whose
+    /// read failed or whose values the check refuses. Values the check
+    /// refuses are published all the same (a last row shows the value
+    /// that stopped the run, not an older one under the new time); those
+    /// of a read that failed are set to NaN.
     pub fn read_rest(&mut self) -> Result<()> {
         if !self.rest_stale {
             return Ok(());
         }
+        for (sub, b) in self.subsystems.iter_mut().zip(&self.buffers) {
+            if b.hot < b.y.len() {
+                sub.request_observed_from(b.hot);
+            }
+        }
         let t = self.time;
         let read_since = Some(self.rest_read_at).filter(|&at| at < t);
         let (policy, limit) = (self.nonfinite, self.divergence_limit);
+        let limit_abs = limit.min(f64::MAX);
+        let mut first_error = None;
         for s in 0..self.subsystems.len() {
             let (sub, b) = (&mut self.subsystems[s], &mut self.buffers[s]);
             let hot = b.hot;
             if hot == b.y.len() {
                 continue;
             }
-            let mut result = sub.get_observed_from(hot, &mut b.y_new);
-            let limit_abs = limit.min(f64::MAX);
-            if result.is_ok() && !b.y_new[hot..].iter().all(|v| v.abs() <= limit_abs) {
-                let warned = &mut self.nonfinite_warned[s];
-                let first = (hot, read_since);
-                result = check_observed(sub.as_mut(), &b.y_new, first, t, policy, limit, warned);
-                if result.is_err() {
-                    b.y[hot..].copy_from_slice(&b.y_new[hot..]);
+            let read = sub.get_observed_from(hot, &mut b.y_new);
+            let read_ok = read.is_ok();
+            let result = match read {
+                Ok(()) if !b.y_new[hot..].iter().all(|v| v.abs() <= limit_abs) => {
+                    let warned = &mut self.nonfinite_warned[s];
+                    let first = (hot, read_since);
+                    check_observed(sub.as_mut(), &b.y_new, first, t, policy, limit, warned)
                 }
+                other => other,
+            };
+            if read_ok {
+                b.y[hot..].copy_from_slice(&b.y_new[hot..]);
+            } else {
+                b.y[hot..].iter_mut().for_each(|v| *v = f64::NAN);
             }
             if let Err(e) = result {
-                // (The failing subsystem's values are published above when
-                // they were read; the others after it were not read.)
-                for b in &mut self.buffers[s + 1..] {
-                    let hot = b.hot;
-                    b.y[hot..].iter_mut().for_each(|v| *v = f64::NAN);
-                }
-                if !matches!(e, CoreError::NonFinite { .. } | CoreError::Diverged { .. }) {
-                    let b = &mut self.buffers[s];
-                    let hot = b.hot;
-                    b.y[hot..].iter_mut().for_each(|v| *v = f64::NAN);
-                }
-                self.rest_stale = false;
-                return Err(e);
+                first_error.get_or_insert(e);
             }
-            b.y[hot..].copy_from_slice(&b.y_new[hot..]);
         }
         self.rest_stale = false;
-        self.rest_read_at = t;
-        Ok(())
+        match first_error {
+            Some(e) => Err(e),
+            None => {
+                self.rest_read_at = t;
+                Ok(())
+            }
+        }
     }
 
     /// After a failed step, whose subsystems may have moved on: the values

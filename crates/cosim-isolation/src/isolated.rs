@@ -83,6 +83,14 @@ enum Prefetched {
     Lane(usize),
     /// In `held_values` (a held run stopped at its step).
     Held,
+    /// Not yet: the values from `first` on asked for
+    /// (`Subsystem::request_observed_from`), the answer to come to the
+    /// response area as `seq`'s. Taken before anything else is sent (a
+    /// member's region holds one request at a time).
+    Requested {
+        seq: u32,
+        first: usize,
+    },
 }
 
 /// A step posted by `start_step`, until `finish_step` takes its answer.
@@ -452,6 +460,22 @@ impl IsolatedSubsystem {
         Ok(answer.frame)
     }
 
+    /// Forgets the values read ahead: something else is sent. A read
+    /// asked for and not taken is taken first; nothing asked for its
+    /// values, so a failure of it is only said (the next request finds a
+    /// host that is gone).
+    fn forget_prefetched(&mut self) {
+        if let Prefetched::Requested { seq, .. } =
+            std::mem::replace(&mut self.prefetched, Prefetched::No)
+            && let Err(e) = self.answer(seq, Call::GetReal)
+        {
+            tracing::warn!(
+                "subsystem '{}': a read of its values asked for ahead and not used failed: {e}",
+                self.info.name
+            );
+        }
+    }
+
     fn gone_error(&self) -> CoreError {
         if self.loading_interrupted {
             return CoreError::Interrupted { t: f64::NAN };
@@ -469,7 +493,7 @@ impl IsolatedSubsystem {
     /// full.
     fn queue(&mut self, op: Op, arg: u8, values: &[f64]) -> Result<()> {
         self.spill_lane_inputs()?;
-        self.prefetched = Prefetched::No;
+        self.forget_prefetched();
         if self.link.is_none() {
             return Err(self.gone_error());
         }
@@ -515,7 +539,7 @@ impl IsolatedSubsystem {
         call: Call,
     ) -> Result<u32> {
         self.spill_lane_inputs()?;
-        self.prefetched = Prefetched::No;
+        self.forget_prefetched();
         self.failed_op = None;
         let (words, ops) = (self.batch_words, self.batch_ops + 1);
         self.batch_words = 0;
@@ -759,7 +783,7 @@ impl IsolatedSubsystem {
     /// Posts a step in the lane slot `slot`, with the input values kept
     /// for it; returns its sequence number and the round it goes with.
     fn post_lane(&mut self, slot: LaneSlot, t: f64, h: f64) -> Result<(u32, u64)> {
-        self.prefetched = Prefetched::No;
+        self.forget_prefetched();
         self.failed_op = None;
         let with_inputs = std::mem::take(&mut self.lane_inputs_set);
         let Some(link) = &mut self.link else {
@@ -1055,7 +1079,7 @@ impl Subsystem for IsolatedSubsystem {
         if self.batch_ops == 0 && !self.lane_inputs_set && self.lane_slot().is_some() {
             // Kept for the step's lane slot; queued if anything else is
             // sent first.
-            self.prefetched = Prefetched::No;
+            self.forget_prefetched();
             self.lane_inputs.clear();
             self.lane_inputs.extend_from_slice(values);
             self.lane_inputs_set = true;
@@ -1246,6 +1270,24 @@ impl Subsystem for IsolatedSubsystem {
         self.step_reads = n;
     }
 
+    fn request_observed_from(&mut self, first: usize) {
+        let n = self.info.observed.len();
+        let read_ahead = match self.prefetched {
+            Prefetched::No => 0,
+            Prefetched::Lane(read) | Prefetched::Response(read) => read,
+            Prefetched::Held => self.held_values.len(),
+            Prefetched::Requested { .. } => return,
+        };
+        if first >= n || read_ahead >= n || self.link.is_none() {
+            return;
+        }
+        // (A failure to post is the read's to report: it asks again.)
+        let payload = [first as u64, n as u64];
+        if let Ok(seq) = self.post(Op::GetObserved, 0, &payload, None, Call::GetReal) {
+            self.prefetched = Prefetched::Requested { seq, first };
+        }
+    }
+
     fn get_observed_from(&mut self, first: usize, values: &mut [f64]) -> Result<()> {
         self.read_observed((first, values.len()), values)
     }
@@ -1360,25 +1402,36 @@ impl IsolatedSubsystem {
                 Ok(())
             }
             Prefetched::Response(read) if read >= n => self.read_values(&mut values[..read]),
-            _ if (first, n) == (0, values.len()) => {
-                self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
-                self.read_values(values)
+            Prefetched::Requested { seq, first: asked } if asked <= first && n == values.len() => {
+                self.answer(seq, Call::GetReal)?;
+                self.read_answered((first, n), values)
             }
-            _ => {
+            other => {
+                self.prefetched = other;
+                self.forget_prefetched();
+                if (first, n) == (0, values.len()) {
+                    self.sync(Op::GetObserved, 0, &[], None, Call::GetReal)?;
+                    return self.read_values(values);
+                }
                 let payload = [first as u64, n as u64];
                 self.sync(Op::GetObserved, 0, &payload, None, Call::GetReal)?;
-                // (The others are the host's as it last had them: those
-                // here are current.)
-                let mut all = std::mem::take(&mut self.scratch);
-                all.resize(values.len(), 0.0);
-                let read = self.read_values(&mut all);
-                if read.is_ok() {
-                    values[first..n].copy_from_slice(&all[first..n]);
-                }
-                self.scratch = all;
-                read
+                self.read_answered((first, n), values)
             }
         }
+    }
+
+    /// The values `first..n` of the answer to a read of every observed
+    /// value (in the response area) into `values`. (The others are the
+    /// host's as it last had them: those here are current.)
+    fn read_answered(&mut self, (first, n): (usize, usize), values: &mut [f64]) -> Result<()> {
+        let mut all = std::mem::take(&mut self.scratch);
+        all.resize(values.len(), 0.0);
+        let read = self.read_values(&mut all);
+        if read.is_ok() {
+            values[first..n].copy_from_slice(&all[first..n]);
+        }
+        self.scratch = all;
+        read
     }
 
     fn check_len(&self, what: &str, got: usize, want: usize) -> Result<()> {

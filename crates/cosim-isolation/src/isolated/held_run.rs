@@ -70,7 +70,10 @@ impl IsolatedSubsystem {
 
     /// Nothing queued, kept or started: a run can go.
     fn ready_for_run(&self) -> bool {
-        self.batch_ops == 0 && !self.lane_inputs_set && self.pending_step.is_none()
+        self.batch_ops == 0
+            && !self.lane_inputs_set
+            && self.pending_step.is_none()
+            && !matches!(self.prefetched, super::Prefetched::Requested { .. })
     }
 
     /// `steps` completed steps of the run, each reading the first `reads`
