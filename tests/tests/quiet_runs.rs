@@ -102,6 +102,8 @@ fn quiet_steps(limit: u64, interrupt: &std::sync::atomic::AtomicBool) -> QuietSt
         outputs: None,
         rows: QuietRows::default(),
         step: cosim_core::master::StepReport::simple(f64::NAN, f64::NAN),
+        due: None,
+        due_taken: false,
     }
 }
 
@@ -834,6 +836,103 @@ energy_log = false
             }
             assert!(traces[0] == traces[1], "{tag}: the rows differ");
         }
+    }
+}
+
+/// The step a sparse trace writes a row after is taken with the quiet
+/// steps before it, in one stretch (`QuietSteps::due`), and the run loop
+/// does what it does after a step from there (the values only the rows
+/// show read, the row written): in process, and in a host process, where
+/// the stretch is then one request. The same rows as the steps one by one.
+#[test]
+fn the_step_a_row_follows_is_taken_with_the_quiet_steps_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (version, isolation) in [
+        ("fmi2", ""),
+        ("fmi3", ""),
+        ("fmi2", "isolation = \"process\"\n"),
+    ] {
+        let fmu = |m: &str| fmu(version, m).display().to_string();
+        let scenario = format!(
+            r#"[simulation]
+stop = 0.2
+[master]
+step = 0.005
+threads = 1
+{isolation}[[subsystems]]
+name = "integrator"
+fmu = "{}"
+parameters = {{ x0 = 1.0 }}
+[[subsystems]]
+name = "gain"
+fmu = "{}"
+parameters = {{ k = -0.5 }}
+[[subsystems]]
+name = "probe"
+fmu = "{}"
+parameters = {{ k = 3.0 }}
+[[connections]]
+from = "integrator.x"
+to = "gain.u"
+[[connections]]
+from = "gain.y"
+to = "integrator.u"
+[[connections]]
+from = "integrator.x"
+to = "probe.u"
+[outputs]
+variables = ["integrator.x", "probe.y"]
+interval = 0.05
+step_log = false
+energy_log = false
+"#,
+            fmu("Faulty"),
+            fmu("Gain"),
+            fmu("Gain")
+        );
+        let tag = format!("{version}_{}", !isolation.is_empty());
+        let path = dir.path().join(format!("due_{tag}.toml"));
+        std::fs::write(&path, scenario).unwrap();
+        let mut traces = Vec::new();
+        for quiet in ["1", "0"] {
+            let out_dir = dir.path().join(format!("out_due_{tag}_{quiet}"));
+            let out = Command::new(cosim_bin())
+                .args(["run", "--no-progress"])
+                .arg(&path)
+                .arg("--out")
+                .arg(&out_dir)
+                .env("COSIM_LOG", "warn,cosim_core::master=debug")
+                .env("COSIM_QUIET_PATH", quiet)
+                .current_dir(root())
+                .output()
+                .expect("running cosim");
+            let err = stderr(&out);
+            assert!(out.status.success(), "{tag}: {err}");
+            let runs: Vec<&str> = err
+                .lines()
+                .filter_map(|l| l.split("fixed-step master: ").nth(1))
+                .collect();
+            if quiet == "1" {
+                // Rows every 10 steps: each stretch ends with the step to
+                // a row; the step to the stop is the run loop's own.
+                assert_eq!(
+                    runs,
+                    [
+                        "10 macro steps from t = 0 in one quiet run",
+                        "10 macro steps from t = 0.05 in one quiet run",
+                        "10 macro steps from t = 0.1 in one quiet run",
+                        "9 macro steps from t = 0.15 in one quiet run",
+                    ],
+                    "{tag}: {err}"
+                );
+            } else {
+                assert!(runs.is_empty(), "{tag}: {err}");
+            }
+            let trace = std::fs::read_to_string(out_dir.join("trace.csv")).unwrap();
+            assert_eq!(trace.lines().count(), 1 + 5, "{tag}: {trace}");
+            traces.push(trace);
+        }
+        assert!(traces[0] == traces[1], "{tag}: the rows differ");
     }
 }
 

@@ -340,6 +340,8 @@ impl Execution {
                         failed: None,
                     },
                     step: StepReport::simple(f64::NAN, f64::NAN),
+                    due: (!always_quiet).then_some(quiet_until),
+                    due_taken: false,
                 };
                 let outcome =
                     self.master
@@ -351,7 +353,20 @@ impl Execution {
                 if let Some(e) = quiet.rows.failed {
                     return Err(e);
                 }
+                let due_taken = quiet.due_taken;
                 match outcome {
+                    Some(Ok(())) if due_taken => {
+                        // The stretch's last step is the one an observer
+                        // is due after: what a step taken alone gets.
+                        let t_step = report.t;
+                        self.after_step(run, &mut report, t_step, &mut event_text)?;
+                        quiet_until = next_due(&self.observers, &quiet_rows, &self.system);
+                        run.macro_steps += 1;
+                        if let Some(o) = outputs {
+                            o.record_step(self.system.time(), run.macro_steps);
+                        }
+                        continue;
+                    }
                     Some(Ok(())) => continue,
                     Some(Err(e)) => failed = Some(e),
                     None => {}

@@ -523,10 +523,13 @@ impl Master for FixedStep {
         while last > g && !whole(last) {
             last -= 1;
         }
-        // And before the point where an observer is due.
+        // And before the point where an observer is due, then the step
+        // to it where the run loop takes it from there (`QuietSteps::due`).
         let until = u64::try_from(quiet.until.saturating_sub(1).saturating_sub(sys.ticks()) / h)
             .unwrap_or(0);
-        let steps = (last - g.min(last)).min(until).min(quiet.limit);
+        let quiet_steps = until.min(quiet.limit);
+        let due = u64::from(quiet.due.is_some());
+        let steps = (last - g.min(last)).min(quiet_steps.saturating_add(due));
         if steps < LEAST {
             return None;
         }

@@ -118,6 +118,16 @@ pub struct QuietSteps<'a> {
     /// The report of the next step (its start and size), set by the
     /// master before the stretch; each step moves its start on.
     pub step: StepReport,
+    /// Where an observer is next due (the communication point in ticks
+    /// and the macro step number from which it is): the stretch may also
+    /// take the step after its quiet ones, which ends there, and leave
+    /// what the run loop does after it to the run loop (not counted, no
+    /// row written here; `due_taken` says it was taken). So the step a
+    /// sampled trace writes a row after is taken with the quiet ones (in
+    /// a host process, in the same request). `None`: quiet steps only.
+    pub due: Option<(i64, u64)>,
+    /// The stretch ended with the step [`QuietSteps::due`] names.
+    pub due_taken: bool,
 }
 
 /// The observers that write their rows on the quiet path
@@ -174,6 +184,13 @@ impl QuietSteps<'_> {
     /// writes the quiet rows, and says whether to go on.
     #[inline]
     pub fn after_step(&mut self, t: f64, ticks: i64, values: &dyn ObservedValues) -> bool {
+        if let Some((due_ticks, due_step)) = self.due
+            && (ticks >= due_ticks || self.macro_steps + 1 >= due_step)
+        {
+            // (The run loop's from here: see `due`.)
+            self.due_taken = true;
+            return false;
+        }
         self.macro_steps += 1;
         if let Some(o) = self.outputs {
             o.record_step(t, self.macro_steps);
