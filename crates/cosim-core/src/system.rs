@@ -1476,7 +1476,9 @@ impl System {
         }
         let policy = (self.nonfinite, self.divergence_limit);
         let limit_abs = self.divergence_limit.min(f64::MAX);
-        let mut held = Vec::with_capacity(self.subsystems.len());
+        // (On the stack up to HELD_INLINE FMUs: a run is taken per stretch
+        // of quiet steps, as often as every eighth step.)
+        let mut held: smallvec::SmallVec<[_; HELD_INLINE]> = smallvec::SmallVec::new();
         for (sub, b) in self.subsystems.iter_mut().zip(&mut self.buffers) {
             if b.step_wall_time.is_some() {
                 return None;
@@ -1878,6 +1880,9 @@ impl ObservedValues for Published<'_> {
         self.0[subsystem].y[slot]
     }
 }
+
+/// FMUs whose held steps a run binds without allocating (`held_run_of`).
+const HELD_INLINE: usize = 16;
 
 struct HeldSteps<'r, 'a, S> {
     held: &'r mut [(HeldFmu<'a, S>, &'a mut Vec<f64>)],
