@@ -37,10 +37,10 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 use crate::channel;
 use crate::protocol::{
     ANSWER_BELL, CALL, CALL_MEMBER, CALL_TIME, Call, Control, DOORBELL, EventUpdate,
-    GROUP_REGION_WORDS, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, HeldRunPlan, LANE_DONE,
-    LANE_FULL, LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MAGIC, MASTER_CPU,
-    MASTER_SLEEPERS, MEMBERS_ADDED, Op, REGION_MESSAGE, RESP_AUX, RESP_AUX_F64, RESP_N,
-    RESP_STATUS, RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED,
+    GROUP_REGION_WORDS, HOST_SLEEPING, HOST_SPIN_NS, HOST_YIELD_EVERY, LANE_DONE, LANE_FULL,
+    LANE_GO, LANE_INPUTS, LANE_STEPPED, LaneSlot, Layout, MAGIC, MASTER_CPU, MASTER_SLEEPERS,
+    MEMBERS_ADDED, Op, REGION_MESSAGE, RESP_AUX, RESP_AUX_F64, RESP_N, RESP_STATUS,
+    RESPONSE_HEADER, Reply, STATUS_FRAME, STATUS_OK, STEP_COMPLETED, STEP_DISCARDED,
     STEP_EARLY_RETURN, STEP_EVENT, STEP_PREFETCHED, STEP_TERMINATED, VERSION, WireError,
     lane_reads, read_frame, write_frame,
 };
@@ -519,8 +519,8 @@ struct Member<'r> {
     /// next `get_observed`.
     prefetch_error: Option<WireError>,
     /// The members and connections of its held runs
-    /// ([`Control::HeldRunPlan`]).
-    held_plan: Option<HeldRunPlan>,
+    /// ([`Control::HeldRunPlan`]), and what they need.
+    held_plan: Option<held_run::PreparedPlan>,
     /// Current communication point, for the crash report.
     time: f64,
     /// The response header of the batch being served.
@@ -1148,7 +1148,7 @@ impl Member<'_> {
             }
             Control::NextClockTick => Ok(Some(Reply::ClockTick(self.sub()?.next_clock_tick()))),
             Control::HeldRunPlan(plan) => {
-                self.held_plan = Some(plan);
+                self.held_plan = Some(held_run::PreparedPlan::new(plan));
                 Ok(None)
             }
             Control::SetValues(values) => {

@@ -13,11 +13,72 @@ use cosim_core::time::TimeBase;
 
 use super::{Header, Host, HostError, Member};
 use cosim_fmi::{BoundStep, StepCall};
+use smallvec::SmallVec;
 
 use crate::protocol::{
     CALL, CALL_MEMBER, CALL_TIME, Call, HeldRunPlan, HeldRunStopped, LaneSlot, Op, RESP_AUX_F64,
     RUN_RECORD, RUN_RECORD_WORDS, RUN_TAKEN, Reply, STEP_COMPLETED, STEP_PREFETCHED, WireError,
 };
+
+/// Members whose runs bind their held steps without allocating.
+const RUN_INLINE: usize = 16;
+
+/// A member's plan of held runs ([`Control::HeldRunPlan`]) and what its
+/// runs need, worked out at the first ([`Prepared`]) and kept: a run is
+/// taken per stretch of quiet steps, as often as every eighth step (a
+/// trace's rows), and allocates nothing after the first of its plan.
+///
+/// [`Control::HeldRunPlan`]: crate::protocol::Control::HeldRunPlan
+pub(super) struct PreparedPlan {
+    plan: HeldRunPlan,
+    /// `None` until the first run; then the plan's layout, or why its
+    /// members cannot take one (`Host::check_plan`).
+    prepared: Option<Result<Prepared, WireError>>,
+}
+
+impl PreparedPlan {
+    /// A plan just received.
+    pub(super) fn new(plan: HeldRunPlan) -> PreparedPlan {
+        PreparedPlan {
+            plan,
+            prepared: None,
+        }
+    }
+}
+
+/// What the runs of a plan need ([`Host::prepare`]): where each member
+/// has its values, its connections as positions, and the buffers the
+/// steps use (kept from run to run).
+struct Prepared {
+    layout: RunLayout,
+    order: RunOrder,
+    /// The connections by place and slot (source place and slot,
+    /// destination place and slot, gain, offset).
+    routes: Vec<(usize, usize, usize, usize, f64, f64)>,
+    /// The connections as positions in the flat `y` and `u`.
+    flat_routes: Vec<(usize, usize, f64, f64)>,
+    /// Where each recorded value is in the flat `y`.
+    recorded: Vec<usize>,
+    /// Per place: the member's index, its ranges of `u` and `y`, how many
+    /// values it checks.
+    places: Vec<(usize, Range<usize>, Range<usize>, usize)>,
+    /// Gauss-Seidel: the connections into each place, as positions in
+    /// the flat buffers, and by place and slot.
+    flat_into: Vec<Vec<RouteInto<(usize, usize)>>>,
+    into: Vec<Vec<RouteInto<PlaceSlots>>>,
+    /// Each member index's place in the plan.
+    place_of: Vec<Option<usize>>,
+    /// The inputs, flat (set from the lane slots at each run's start).
+    u: Vec<f64>,
+    /// The values read, flat: the steps one by one's, and the bound
+    /// steps' two sides.
+    y: Vec<f64>,
+    y_sides: (Vec<f64>, Vec<f64>),
+}
+
+/// A connection's ends by place and slot: source place and slot,
+/// destination place and slot.
+type PlaceSlots = (usize, usize, usize, usize);
 
 /// A held run's request: `[steps, ticks, t, h_ticks, time exponent]`.
 struct RunRequest {
@@ -59,21 +120,32 @@ impl Host<'_> {
             h_ticks: w(3) as i64,
             base: TimeBase::with_exponent(u32::try_from(w(4)).unwrap_or(u32::MAX)),
         };
-        let plan = self.members[m].held_plan.take();
-        let reply = match &plan {
-            Some(plan) => match self.check_plan(plan) {
-                Ok(())
-                    if request.steps.saturating_mul(plan.recorded.len() as u64)
-                        > RUN_RECORD_WORDS as u64 =>
-                {
-                    Some(Reply::Failed {
-                        op: 0,
-                        error: WireError::Other("a held run's record does not fit its area".into()),
-                    })
+        let mut plan = self.members[m].held_plan.take();
+        let reply = match &mut plan {
+            Some(PreparedPlan { plan, prepared }) => {
+                if prepared.is_none() {
+                    *prepared = Some(self.prepare(plan));
                 }
-                Ok(()) => self.run_held(plan, &request, seq),
-                Err(error) => Some(Reply::Failed { op: 0, error }),
-            },
+                match prepared {
+                    Some(Ok(_))
+                        if request.steps.saturating_mul(plan.recorded.len() as u64)
+                            > RUN_RECORD_WORDS as u64 =>
+                    {
+                        Some(Reply::Failed {
+                            op: 0,
+                            error: WireError::Other(
+                                "a held run's record does not fit its area".into(),
+                            ),
+                        })
+                    }
+                    Some(Ok(prepared)) => self.run_held(plan, prepared, &request, seq),
+                    Some(Err(error)) => Some(Reply::Failed {
+                        op: 0,
+                        error: error.clone(),
+                    }),
+                    None => None,
+                }
+            }
             None => Some(Reply::Failed {
                 op: 0,
                 error: WireError::Other("a held run without a plan".into()),
@@ -150,28 +222,22 @@ impl Host<'_> {
         Ok(())
     }
 
-    /// Takes the run's steps. `None` when they all completed cleanly, else
-    /// the stop's frame. The members' values live in two flat buffers
-    /// while it runs (each step's inputs set from `u`, the checked values
-    /// read into `y`, routed from `y` into `u`: a value nothing checks is
-    /// not read); the lane slots get the values of each completed step
-    /// (what the master reads should the host die in the next) and the
-    /// inputs where the run ends.
-    fn run_held(&mut self, plan: &HeldRunPlan, request: &RunRequest, seq: u64) -> Option<Reply> {
-        let group = self.group;
+    /// What `plan`'s runs need ([`Prepared`]), where its members can take
+    /// one.
+    fn prepare(&self, plan: &HeldRunPlan) -> Result<Prepared, WireError> {
+        self.check_plan(plan)?;
         let layout = RunLayout::of(&self.members, plan);
-        let mut u = vec![0.0; layout.u_at[plan.members.len()]];
-        let mut y = vec![0.0; layout.y_at[plan.members.len()]];
-        for (p, slot) in layout.slots.iter().enumerate() {
-            let first = slot.request + 3;
-            for (v, w) in u[layout.u_at[p]..layout.u_at[p + 1]]
-                .iter_mut()
-                .zip(&group[first..])
-            {
-                *v = f64::from_bits(w.load(Ordering::Relaxed));
-            }
-        }
-        let routes: Vec<(usize, usize, f64, f64)> = plan
+        let order = RunOrder::of(plan);
+        let routes = plan
+            .routes
+            .iter()
+            .map(|r| {
+                let (src, src_slot) = (r.src as usize, r.src_slot as usize);
+                let (dst, dst_slot) = (r.dst as usize, r.dst_slot as usize);
+                (src, src_slot, dst, dst_slot, r.gain, r.offset)
+            })
+            .collect();
+        let flat_routes = plan
             .routes
             .iter()
             .map(|r| {
@@ -183,22 +249,12 @@ impl Host<'_> {
                 )
             })
             .collect();
-        for &i in &plan.members {
-            // (As a batch: what a failed read after the last step left is
-            // for a `GetObserved` that comes first, not for a step.)
-            self.members[i as usize].prefetch_error = None;
-        }
-        // Where each recorded value is in `y`.
-        let recorded: Vec<usize> = plan
+        let recorded = plan
             .recorded
             .iter()
             .map(|&(p, slot)| layout.y_at[p as usize] + slot as usize)
             .collect();
-        if let Some(reply) = self.run_held_bound(plan, request, seq, (&layout, &mut u)) {
-            return reply;
-        }
-        // Per member: its index, its values' ranges, how many it checks.
-        let members: Vec<(usize, Range<usize>, Range<usize>, usize)> = (0..plan.members.len())
+        let places = (0..plan.members.len())
             .map(|p| {
                 (
                     plan.members[p] as usize,
@@ -208,12 +264,82 @@ impl Host<'_> {
                 )
             })
             .collect();
-        let order = RunOrder::of(plan);
-        // Gauss-Seidel: the connections into each member, `y` and `u`
-        // flat, and whether its source steps before it.
-        let into = order.routes_into(plan, |src, src_slot, dst, dst_slot| {
+        let flat_into = order.routes_into(plan, |src, src_slot, dst, dst_slot| {
             (layout.y_at[src] + src_slot, layout.u_at[dst] + dst_slot)
         });
+        let into = order.routes_into(plan, |src, src_slot, dst, dst_slot| {
+            (src, src_slot, dst, dst_slot)
+        });
+        let mut place_of = vec![None; self.members.len()];
+        for (p, &i) in plan.members.iter().enumerate() {
+            place_of[i as usize] = Some(p);
+        }
+        Ok(Prepared {
+            layout,
+            order,
+            routes,
+            flat_routes,
+            recorded,
+            places,
+            flat_into,
+            into,
+            place_of,
+            u: Vec::new(),
+            y: Vec::new(),
+            y_sides: (Vec::new(), Vec::new()),
+        })
+    }
+
+    /// Takes the run's steps. `None` when they all completed cleanly, else
+    /// the stop's frame. The members' values live in two flat buffers
+    /// while it runs (each step's inputs set from `u`, the checked values
+    /// read into `y`, routed from `y` into `u`: a value nothing checks is
+    /// not read); the lane slots get the values of each completed step
+    /// (what the master reads should the host die in the next) and the
+    /// inputs where the run ends.
+    fn run_held(
+        &mut self,
+        plan: &HeldRunPlan,
+        prepared: &mut Prepared,
+        request: &RunRequest,
+        seq: u64,
+    ) -> Option<Reply> {
+        let group = self.group;
+        let n = plan.members.len();
+        let layout = &prepared.layout;
+        let u = &mut prepared.u;
+        u.clear();
+        u.resize(layout.u_at[n], 0.0);
+        for (p, slot) in layout.slots.iter().enumerate() {
+            let first = slot.request + 3;
+            for (v, w) in u[layout.u_at[p]..layout.u_at[p + 1]]
+                .iter_mut()
+                .zip(&group[first..])
+            {
+                *v = f64::from_bits(w.load(Ordering::Relaxed));
+            }
+        }
+        for &i in &plan.members {
+            // (As a batch: what a failed read after the last step left is
+            // for a `GetObserved` that comes first, not for a step.)
+            self.members[i as usize].prefetch_error = None;
+        }
+        if let Some(reply) = self.run_held_bound(plan, prepared, request, seq) {
+            return reply;
+        }
+        let Prepared {
+            layout,
+            order,
+            flat_routes: routes,
+            recorded,
+            places,
+            flat_into: into,
+            u,
+            y,
+            ..
+        } = prepared;
+        y.clear();
+        y.resize(layout.y_at[n], 0.0);
         let (mut ticks, mut t) = (request.ticks, request.t);
         for k in 0..request.steps {
             let next = ticks.wrapping_add(request.h_ticks);
@@ -227,12 +353,12 @@ impl Host<'_> {
                         u[dst] = gain * y[src] + offset;
                     }
                 }
-                let (i, u_p, y_p, checked) = &members[p];
+                let (i, u_p, y_p, checked) = &places[p];
                 let member = &mut self.members[*i];
                 let (u_p, y_p) = (&u[u_p.clone()], &mut y[y_p.clone()]);
                 let check = (*checked, plan.limit_abs);
                 if let Some(stop) = member.held_step((t, h), u_p, y_p, check) {
-                    layout.write_inputs(group, &u);
+                    layout.write_inputs(group, u);
                     let before = order.values_before(p, |q| &y[layout.y_at[q]..layout.y_at[q + 1]]);
                     return Some(stopped((k, p), stop, &before));
                 }
@@ -240,13 +366,13 @@ impl Host<'_> {
             // Every member completed the step: its values published (and
             // recorded), and (Jacobi) the next step's inputs routed from
             // them.
-            layout.write_outputs(group, &y);
+            layout.write_outputs(group, y);
             let record = &group[RUN_RECORD + k as usize * recorded.len()..];
-            for (w, &at) in record.iter().zip(&recorded) {
+            for (w, &at) in record.iter().zip(recorded.iter()) {
                 w.store(y[at].to_bits(), Ordering::Relaxed);
             }
             if k + 1 < request.steps && !order.gauss_seidel {
-                for &(src, dst, gain, offset) in &routes {
+                for &(src, dst, gain, offset) in routes.iter() {
                     u[dst] = gain * y[src] + offset;
                 }
             }
@@ -254,7 +380,7 @@ impl Host<'_> {
             group[RUN_TAKEN].store(seq << 32 | (k + 1), Ordering::Release);
             (ticks, t) = (next, t_next);
         }
-        layout.write_inputs(group, &u);
+        layout.write_inputs(group, u);
         None
     }
 }
@@ -269,37 +395,39 @@ impl Host<'_> {
     fn run_held_bound(
         &mut self,
         plan: &HeldRunPlan,
+        prepared: &mut Prepared,
         request: &RunRequest,
         seq: u64,
-        (layout, u): (&RunLayout, &mut [f64]),
     ) -> Option<Option<Reply>> {
         let group = self.group;
-        let routes: Vec<(usize, usize, usize, usize, f64, f64)> = plan
-            .routes
-            .iter()
-            .map(|r| {
-                let (src, dst) = (r.src as usize, r.dst as usize);
-                (
-                    src,
-                    r.src_slot as usize,
-                    dst,
-                    r.dst_slot as usize,
-                    r.gain,
-                    r.offset,
-                )
-            })
-            .collect();
+        let Prepared {
+            layout,
+            order,
+            routes,
+            into,
+            place_of,
+            u,
+            y_sides: (y0, y1),
+            ..
+        } = prepared;
         let n = plan.members.len();
         let total_y = layout.y_at[n];
-        let (mut y0, mut y1) = (vec![0.0; total_y], vec![0.0; total_y]);
-        let indices: Vec<u64> = plan.members.iter().map(|&i| u64::from(i)).collect();
-        let mut by_index: Vec<Option<&mut Member<'_>>> =
-            self.members.iter_mut().map(Some).collect();
-        let mut members = Vec::with_capacity(n);
-        for &i in &plan.members {
-            members.push(by_index.get_mut(i as usize)?.take()?);
+        for y in [&mut *y0, &mut *y1] {
+            y.clear();
+            y.resize(total_y, 0.0);
         }
-        let mut steps = Vec::with_capacity(n);
+        // The members in the plan's order (on the stack up to
+        // RUN_INLINE of them).
+        let mut by_place: SmallVec<[Option<&mut Member<'_>>; RUN_INLINE]> =
+            (0..n).map(|_| None).collect();
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if let Some(&Some(p)) = place_of.get(i) {
+                by_place[p] = Some(m);
+            }
+        }
+        let mut members: SmallVec<[&mut Member<'_>; RUN_INLINE]> =
+            by_place.into_iter().collect::<Option<_>>()?;
+        let mut steps: SmallVec<[_; RUN_INLINE]> = SmallVec::new();
         {
             let (mut u_rest, mut y0_rest, mut y1_rest) = (&mut u[..], &mut y0[..], &mut y1[..]);
             for (p, m) in members.iter_mut().enumerate() {
@@ -314,11 +442,11 @@ impl Host<'_> {
                 steps.push(m.sub.as_mut()?.bind_held_step(u_p, [y0_p, y1_p])?);
             }
         }
+        // (A slice for the steps: no test of where the vector keeps them
+        // at every access.)
+        let mut bound = steps;
+        let steps = &mut bound[..];
         let limit = plan.limit_abs;
-        let order = RunOrder::of(plan);
-        let into = order.routes_into(plan, |src, src_slot, dst, dst_slot| {
-            (src, src_slot, dst, dst_slot)
-        });
         let (mut ticks, mut t, mut since) = (request.ticks, request.t, f64::NAN);
         let mut stop = None;
         'steps: for k in 0..request.steps {
@@ -340,7 +468,7 @@ impl Host<'_> {
                 let checked = plan.checked[p] as usize;
                 // (The FMU once, then each call as it starts; the run
                 // leaves no call behind it: `serve_held_run` clears it.)
-                group[CALL_MEMBER].store(indices[p], Ordering::Relaxed);
+                group[CALL_MEMBER].store(u64::from(plan.members[p]), Ordering::Relaxed);
                 let mark = |c| record_call(group, c, (t, t, h));
                 let check = |y: &[f64]| y[..checked].iter().all(|v| v.abs() <= limit);
                 if !step.step(side, t, h, since, mark, check) {
@@ -361,7 +489,7 @@ impl Host<'_> {
                 w.store(v.to_bits(), Ordering::Relaxed);
             }
             if k + 1 < request.steps && !order.gauss_seidel {
-                for &(sp, ss, dp, ds, gain, offset) in &routes {
+                for &(sp, ss, dp, ds, gain, offset) in routes.iter() {
                     let v = gain * steps[sp].outputs(side)[ss] + offset;
                     steps[dp].inputs_mut()[ds] = v;
                 }
@@ -372,12 +500,12 @@ impl Host<'_> {
             (ticks, t) = (next, t_next);
         }
         let Some((k, s, side, (t, h))) = stop else {
-            for step in &mut steps {
+            for step in steps.iter_mut() {
                 if !since.is_nan() {
                     step.reached(since);
                 }
             }
-            drop(steps);
+            drop(bound);
             for m in &mut members {
                 m.time = since;
                 m.header = Header::default();
@@ -403,7 +531,7 @@ impl Host<'_> {
             steps[s].reached(t + h);
             (steps[s].outputs(side).to_vec(), None)
         };
-        drop(steps);
+        drop(bound);
         for (p, m) in members.iter_mut().enumerate() {
             m.header = Header::default();
             m.time = if order.before(p, s) { t + h } else { t };
