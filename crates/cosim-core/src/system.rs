@@ -287,6 +287,8 @@ pub struct System {
     /// ([`System::read_every_step`]): a held run in a host records them
     /// after every step.
     every_step: Vec<(usize, usize)>,
+    /// What held runs in a host need of the system, kept between them.
+    hosted_setup: hosted_run::HostedSetup,
     /// FMI 3 event mode: which subsystems use it, their time events, the
     /// end of a macro step an early return shortened.
     events: events::EventState,
@@ -436,6 +438,7 @@ impl System {
             rest_stale: false,
             rest_read_at: f64::NAN,
             every_step: Vec::new(),
+            hosted_setup: Default::default(),
             events,
         })
     }

@@ -4,10 +4,59 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Buffers, System, read_step_outputs, step_ended_otherwise};
+use smallvec::SmallVec;
+
+use super::{Buffers, Route, System, read_step_outputs, step_ended_otherwise};
 use crate::error::Result;
 use crate::hosted::{HeldRun, HeldRunner, Hosted, RunRoute};
 use crate::observer::ObservedValues;
+
+/// Subsystems a stretch hands to their host without allocating.
+const MEMBERS_INLINE: usize = 16;
+
+/// What the held runs in a host need of the system, kept from stretch to
+/// stretch (with a sparse trace a stretch per row, as often as every
+/// eighth step) and made again when what it was made from changed.
+#[derive(Debug, Default)]
+pub(super) struct HostedSetup {
+    /// The values the quiet rows show ([`System::read_every_step`]).
+    recorded: Vec<(usize, usize)>,
+    /// Their columns, per subsystem and slot ([`recorded_columns`]).
+    columns: Vec<Vec<u32>>,
+    /// The connections.
+    routes: Vec<RunRoute>,
+    /// Per subsystem, how many of its values a step reads and checks.
+    checked: Vec<usize>,
+    /// The record of a request's steps (the runner's to fill).
+    record: Vec<f64>,
+}
+
+impl HostedSetup {
+    /// Made again unless it was made from these.
+    fn update(&mut self, every_step: &[(usize, usize)], buffers: &[Buffers], routes: &[Route]) {
+        let same = self.recorded == every_step
+            && self.checked.len() == buffers.len()
+            && self.checked.iter().zip(buffers).all(|(&c, b)| c == b.hot)
+            && self.routes.len() == routes.len();
+        if same {
+            return;
+        }
+        self.recorded = every_step.to_vec();
+        self.columns = recorded_columns(every_step, buffers);
+        self.checked = buffers.iter().map(|b| b.hot).collect();
+        self.routes = routes
+            .iter()
+            .map(|r| RunRoute {
+                src: r.src_sub,
+                src_slot: r.src_slot,
+                dst: r.dst_sub,
+                dst_slot: r.dst_slot,
+                gain: r.gain,
+                offset: r.offset,
+            })
+            .collect();
+    }
+}
 
 /// How long a request's steps should take: an interrupt and the progress
 /// shown are never much further behind, while the request's own cost (a
@@ -27,7 +76,7 @@ impl System {
         steps: u64,
         h_ticks: i64,
         order: Option<&[usize]>,
-        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
     ) -> Option<(u64, Result<()>)> {
         if self.buffers.iter().any(|b| b.step_wall_time.is_some()) {
             return None;
@@ -35,22 +84,44 @@ impl System {
         let (runner, capacity) = self.runner_of_one_host()?;
         // The values the quiet rows show, recorded by the host after every
         // step: a request takes at most as many steps as it has room for.
-        let recorded = self.every_step.clone();
-        let most_steps = match recorded.len() {
+        let most_steps = match self.every_step.len() {
             0 => u64::MAX,
             n => (capacity / n) as u64,
         };
         if most_steps == 0 {
             return None;
         }
-        let columns = recorded_columns(&recorded, &self.buffers);
-        let mut record = Vec::new();
         let (pooled, steps) = self.inline_steps(order, steps);
         if steps == 0 {
             return Some((0, Ok(())));
         }
-        let routes = self.run_routes();
-        let checked: Vec<usize> = self.buffers.iter().map(|b| b.hot).collect();
+        // (Taken out for the stretch, as the system steps and exchanges
+        // beside it; put back whatever the outcome.)
+        let mut setup = std::mem::take(&mut self.hosted_setup);
+        setup.update(&self.every_step, &self.buffers, &self.routes);
+        let how = (runner, (pooled, steps), order);
+        let outcome = self.held_run_in_host_with(&mut setup, how, h_ticks, most_steps, after_step);
+        self.hosted_setup = setup;
+        outcome
+    }
+
+    /// [`System::held_run_in_host`] once the host takes it, with what the
+    /// runs need of the system (`setup`).
+    fn held_run_in_host_with(
+        &mut self,
+        setup: &mut HostedSetup,
+        (runner, (pooled, steps), order): (HeldRunner, (bool, u64), Option<&[usize]>),
+        h_ticks: i64,
+        most_steps: u64,
+        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+    ) -> Option<(u64, Result<()>)> {
+        let HostedSetup {
+            recorded,
+            columns,
+            routes,
+            checked,
+            record,
+        } = setup;
         let base = self.time_base;
         let limit_abs = self.divergence_limit.min(f64::MAX);
         let mut per_request = (FIRST_MEMBER_STEPS / self.subsystems.len() as u64).max(1);
@@ -64,18 +135,18 @@ impl System {
                 h_ticks,
                 base,
                 limit_abs,
-                checked: &checked,
-                routes: &routes,
-                recorded: &recorded,
+                checked,
+                routes,
+                recorded,
                 order: order.unwrap_or_default(),
             };
-            let mut members: Vec<&mut dyn Hosted> = self
+            let mut members: SmallVec<[&mut dyn Hosted; MEMBERS_INLINE]> = self
                 .subsystems
                 .iter_mut()
                 .filter_map(|s| s.as_hosted())
                 .collect();
             let started = Instant::now();
-            let Some(end) = runner(&mut members, &mut self.buffers, &run, &mut record) else {
+            let Some(end) = runner(&mut members, &mut self.buffers, &run, record) else {
                 // (Refused: before any step, the steps go one by one.)
                 if taken == 0 {
                     return None;
@@ -102,7 +173,7 @@ impl System {
                 let n = recorded.len();
                 let values = RecordedStep {
                     buffers: &self.buffers,
-                    columns: &columns,
+                    columns,
                     row: record.get(k * n..(k + 1) * n).unwrap_or_default(),
                 };
                 go_on &= after_step(t_next, next, &values);
@@ -140,21 +211,6 @@ impl System {
         }
         let lead = self.subsystems.first_mut()?.as_hosted()?;
         Some((lead.held_runner(), lead.record_capacity()))
-    }
-
-    /// The connections, for a held run.
-    fn run_routes(&self) -> Vec<RunRoute> {
-        self.routes
-            .iter()
-            .map(|r| RunRoute {
-                src: r.src_sub,
-                src_slot: r.src_slot,
-                dst: r.dst_sub,
-                dst_slot: r.dst_slot,
-                gain: r.gain,
-                offset: r.offset,
-            })
-            .collect()
     }
 
     /// The step after `taken` of a hosted run, stopped at subsystem `s`

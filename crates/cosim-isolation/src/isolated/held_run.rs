@@ -10,6 +10,8 @@ use std::time::Duration;
 use cosim_core::hosted::{HeldRun, HeldRunEnd, Hosted};
 use cosim_core::system::Buffers;
 
+use smallvec::SmallVec;
+
 use super::{IsolatedSubsystem, PendingStep, config};
 use crate::protocol::{
     Call, Control, HeldRunPlan, HeldRunRoute, HeldRunStopped, LaneSlot, Op, RUN_RECORD,
@@ -23,6 +25,9 @@ fn runs_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("COSIM_ISOLATION_RUNS").map_or(true, |v| v.trim() != "0"))
 }
+
+/// Members a run gathers without allocating.
+const MEMBERS_INLINE: usize = 16;
 
 /// How many times its usual spin the master spins waiting for a run.
 const RUN_SPIN: u32 = 100;
@@ -132,12 +137,12 @@ fn run_held(
     if run.steps.saturating_mul(run.recorded.len() as u64) > RUN_RECORD_WORDS as u64 {
         return None;
     }
-    let mut subs: Vec<&mut IsolatedSubsystem> = members
+    let mut subs: SmallVec<[&mut IsolatedSubsystem; MEMBERS_INLINE]> = members
         .iter_mut()
         .map(|m| m.as_any_mut().downcast_mut::<IsolatedSubsystem>())
         .collect::<Option<_>>()?;
     let group = subs.first()?.link.as_ref()?.group.clone();
-    let mut slots = Vec::with_capacity(subs.len());
+    let mut slots: SmallVec<[LaneSlot; MEMBERS_INLINE]> = SmallVec::new();
     for s in &subs {
         let link = s.link.as_ref()?;
         if !Arc::ptr_eq(&link.group, &group) || !s.ready_for_run() {
@@ -145,32 +150,6 @@ fn run_held(
         }
         slots.push(link.lane?);
     }
-    let plan = HeldRunPlan {
-        members: subs
-            .iter()
-            .map(|s| s.link.as_ref().map_or(u32::MAX, |l| l.index))
-            .collect(),
-        checked: run.checked.iter().map(|&c| c as u32).collect(),
-        limit_abs: run.limit_abs,
-        routes: run
-            .routes
-            .iter()
-            .map(|r| HeldRunRoute {
-                src: r.src as u32,
-                src_slot: r.src_slot as u32,
-                dst: r.dst as u32,
-                dst_slot: r.dst_slot as u32,
-                gain: r.gain,
-                offset: r.offset,
-            })
-            .collect(),
-        recorded: run
-            .recorded
-            .iter()
-            .map(|&(p, k)| (p as u32, k as u32))
-            .collect(),
-        order: run.order.iter().map(|&p| p as u32).collect(),
-    };
     let failed = |error| {
         Some(HeldRunEnd {
             taken: 0,
@@ -178,14 +157,22 @@ fn run_held(
             error: Some(error),
         })
     };
-    let lead = &mut subs[0];
-    if lead.held_plan.as_ref() != Some(&plan) {
+    // (The host keeps the plan: sent when it changed.)
+    let index = |s: &IsolatedSubsystem| s.link.as_ref().map_or(u32::MAX, |l| l.index);
+    let sent = subs[0]
+        .held_plan
+        .as_ref()
+        .is_some_and(|plan| plan_is(plan, subs.iter().map(|s| index(s)), run));
+    if !sent {
+        let plan = plan_of(subs.iter().map(|s| index(s)), run);
+        let lead = &mut subs[0];
         lead.held_plan = None;
         if let Err(e) = lead.control(Control::HeldRunPlan(plan.clone()), Call::DoStep) {
             return failed(e);
         }
         lead.held_plan = Some(plan);
     }
+    let lead = &mut subs[0];
     // The first step's inputs (the host routes the later ones).
     let gdata = group.region.data();
     for (slot, b) in slots.iter().zip(buffers.iter()) {
@@ -298,6 +285,62 @@ fn run_held(
     ))
 }
 
+/// The plan of `run` with the members of host indices `members`.
+fn plan_of(members: impl Iterator<Item = u32>, run: &HeldRun<'_>) -> HeldRunPlan {
+    HeldRunPlan {
+        members: members.collect(),
+        checked: run.checked.iter().map(|&c| c as u32).collect(),
+        limit_abs: run.limit_abs,
+        routes: run.routes.iter().map(route_of).collect(),
+        recorded: run
+            .recorded
+            .iter()
+            .map(|&(p, k)| (p as u32, k as u32))
+            .collect(),
+        order: run.order.iter().map(|&p| p as u32).collect(),
+    }
+}
+
+/// A connection of a run as a plan has it.
+fn route_of(r: &cosim_core::hosted::RunRoute) -> HeldRunRoute {
+    HeldRunRoute {
+        src: r.src as u32,
+        src_slot: r.src_slot as u32,
+        dst: r.dst as u32,
+        dst_slot: r.dst_slot as u32,
+        gain: r.gain,
+        offset: r.offset,
+    }
+}
+
+/// Whether `plan` is [`plan_of`] `members` and `run` (made without
+/// building that plan: a run is taken per stretch of quiet steps).
+fn plan_is(plan: &HeldRunPlan, members: impl Iterator<Item = u32>, run: &HeldRun<'_>) -> bool {
+    let u32s = |a: &[u32], b: &mut dyn Iterator<Item = u32>| {
+        let mut a = a.iter();
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(&x), Some(y)) if x == y => {}
+                _ => return false,
+            }
+        }
+    };
+    let mut members = members;
+    u32s(&plan.members, &mut members)
+        && u32s(&plan.checked, &mut run.checked.iter().map(|&c| c as u32))
+        && plan.limit_abs.to_bits() == run.limit_abs.to_bits()
+        && plan.routes.len() == run.routes.len()
+        && plan
+            .routes
+            .iter()
+            .zip(run.routes)
+            .all(|(a, b)| *a == route_of(b))
+        && plan.recorded.len() == run.recorded.len()
+        && (plan.recorded.iter().zip(run.recorded)).all(|(&a, &(p, k))| a == (p as u32, k as u32))
+        && u32s(&plan.order, &mut run.order.iter().map(|&p| p as u32))
+}
+
 /// After `taken` steps every member completed: each member's buffers read
 /// (`read`), its calls counted.
 fn count_completed(
@@ -388,5 +431,68 @@ fn settle_stop(
         taken,
         stopped: Some(s),
         error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cosim_core::hosted::RunRoute;
+    use cosim_core::time::TimeBase;
+
+    #[test]
+    fn a_plan_is_the_run_it_was_made_of_and_no_other() {
+        let route = |gain| RunRoute {
+            src: 0,
+            src_slot: 0,
+            dst: 1,
+            dst_slot: 0,
+            gain,
+            offset: 0.25,
+        };
+        let routes = [route(1.0)];
+        let run = |checked: &'static [usize], routes, recorded, order| HeldRun {
+            steps: 10,
+            ticks: 0,
+            t: 0.0,
+            h_ticks: 1,
+            base: TimeBase::with_exponent(3),
+            limit_abs: f64::MAX,
+            checked,
+            routes,
+            recorded,
+            order,
+        };
+        let members = [4_u32, 7];
+        let a = run(&[1, 0], &routes, &[(0, 0)], &[]);
+        let plan = plan_of(members.iter().copied(), &a);
+        assert!(plan_is(&plan, members.iter().copied(), &a));
+        // (Its steps and time are the request's, not the plan's.)
+        let later = HeldRun {
+            steps: 3,
+            ticks: 9,
+            ..run(&[1, 0], &routes, &[(0, 0)], &[])
+        };
+        assert!(plan_is(&plan, members.iter().copied(), &later));
+        let other_routes = [route(2.0)];
+        for (what, other) in [
+            ("checked", run(&[1, 1], &routes, &[(0, 0)], &[])),
+            (
+                "a route's gain",
+                run(&[1, 0], &other_routes, &[(0, 0)], &[]),
+            ),
+            ("no route", run(&[1, 0], &[], &[(0, 0)], &[])),
+            ("recorded", run(&[1, 0], &routes, &[], &[])),
+            ("order", run(&[1, 0], &routes, &[(0, 0)], &[1, 0])),
+        ] {
+            assert!(!plan_is(&plan, members.iter().copied(), &other), "{what}");
+        }
+        assert!(!plan_is(&plan, [4_u32, 8].into_iter(), &a), "members");
+        assert!(!plan_is(&plan, [4_u32].into_iter(), &a), "fewer members");
+        let limit = HeldRun {
+            limit_abs: 1e6,
+            ..run(&[1, 0], &routes, &[(0, 0)], &[])
+        };
+        assert!(!plan_is(&plan, members.iter().copied(), &limit), "limit");
     }
 }
