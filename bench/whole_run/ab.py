@@ -4,14 +4,17 @@ machine the speed moves by +-15 % between hours, so two invocations of
 bench.py apart compare the hours, not the builds).
 
     .venv/bin/python bench/whole_run/ab.py --a OLD/cosim --b NEW/cosim \
-        --cgain fmus/dist/c/fmi2/CGain.fmu [--only isolation,trace] [--rounds 15] \
+        --cgain fmus/dist/c/fmi2/CGain.fmu [--only isolation,trace,sampled] [--rounds 15] \
         [--stat median|q1]
 
 Rows (the scenarios of bench.py, `summary.json` `wall_time_s`):
 isolation: one FMU isolated (20 000 steps) against in-process, the extra
 time per macro step; chains of 10 and 100 with every FMU isolated, per
 FMU-step, and the ratio to in-process. trace: the chain of 10 with one
-column traced every step against outputs off (--trace-steps). Each
+column traced every step against outputs off (--trace-steps). sampled:
+the chain of 10 with every output traced at an output interval of 10
+steps and of one step, every FMU isolated against in-process (5 * 10^4
+steps; not in the default --only). Each
 round runs every scenario with each build, the builds' order alternating
 from round to round; medians are printed, or with --stat q1 the lower
 quartiles (on a machine whose speed moves between levels during the
@@ -66,6 +69,14 @@ def main() -> int:
             for n, steps in ((1, 20_000), (10, 5_000), (100, 500)):
                 sc[f"in{n}"] = (bench.chain(tmp, a.cgain, n, steps, f"in{n}"), steps, n)
                 sc[f"iso{n}"] = (bench.chain(tmp, a.cgain, n, steps, f"iso{n}", isolation="process"), steps, n)
+        if "sampled" in rows:
+            # Every output traced every 10 steps and every step, by an
+            # output interval (bench.py's rows of that name).
+            for every in (10, 1):
+                for where, iso in (("in", None), ("iso", "process")):
+                    name = f"s{where}{every}"
+                    sc[name] = (bench.chain(tmp, a.cgain, 10, 50_000, name, isolation=iso,
+                                            interval=every * 1e-3), 50_000, 10)
         if "trace" in rows:
             steps = a.trace_steps
             sc["off10"] = (bench.chain(tmp, a.cgain, 10, steps, "off10"), steps, 10)
@@ -91,6 +102,11 @@ def main() -> int:
                 per = m[f"iso{n}"] / steps / n
                 parts.append(f"chain of {n} isolated {per * 1e6:.3f} us per FMU-step"
                              f" ({m[f'iso{n}'] / m[f'in{n}']:.1f} x in-process)")
+        if "sampled" in rows:
+            for every in (10, 1):
+                iso, inp = m[f"siso{every}"], m[f"sin{every}"]
+                parts.append(f"every output every {every} steps isolated {iso / 50_000 / 10 * 1e6:.3f} us per"
+                             f" FMU-step, in-process {inp / 50_000 / 10 * 1e6:.3f} ({iso / inp:.1f} x)")
         if "trace" in rows:
             per = {k: m[k] / a.trace_steps / 10 * 1e9 for k in ("on10", "off10")}
             parts.append(f"chain of 10 traced {per['on10']:.1f} ns per FMU-step, off {per['off10']:.1f}:"

@@ -43,7 +43,9 @@ their runs alternate, in a rotating order):
    most 0.2 us per macro step. And the chains of 10 and 100 with one
    column traced every step, isolated against in-process traced (the host
    records the traced column after each step of its held runs; 5 * 10^4
-   and 5 * 10^3 steps): the same goal. For information, the chain of 10
+   and 5 * 10^3 steps): the same goal. The chain of 10 with every output
+   traced at an output interval of 10 steps and of one step (5 * 10^4
+   steps), isolated against in-process: the same goal. For information, the chain of 10
    with a scenario's default outputs (every output traced and the step
    log, a row each every step), isolated against in-process. With
    `--round-trip`: the machine's bare
@@ -243,11 +245,13 @@ def sweep(a: argparse.Namespace, r: Report, tmp: Path) -> None:
 
 
 def chain(tmp: Path, cgain: str, n: int, steps: int, name: str, trace: bool = False,
-          isolation: Optional[str] = None, defaults: bool = False) -> Path:
+          isolation: Optional[str] = None, defaults: bool = False,
+          interval: Optional[float] = None) -> Path:
     """A chain of `n` CGain FMUs; outputs off, or one column traced, or
     (`defaults`) the outputs of a scenario that says nothing of them (every
-    output traced, the step log); its outputs (and summary.json) in
-    `out-<name>` beside it."""
+    output traced, the step log), or every output traced at an output
+    `interval` (s; the step is 1 ms) with no step log; its outputs (and
+    summary.json) in `out-<name>` beside it."""
     lines = [f"[simulation]\nstop = {steps * 1e-3!r}\n[master]\nkind = \"fixed-step\"\nstep = 1e-3\nthreads = 1"]
     if isolation:
         lines.append(f'isolation = "{isolation}"')
@@ -260,6 +264,8 @@ def chain(tmp: Path, cgain: str, n: int, steps: int, name: str, trace: bool = Fa
     out = tmp / f"out-{name}"
     if defaults:
         lines.append(f'[outputs]\ndir = "{out}"')
+    elif interval is not None:
+        lines.append(f'[outputs]\ndir = "{out}"\nenergy_log = false\nstep_log = false\ninterval = {interval!r}')
     elif trace:
         lines.append(f'[outputs]\ndir = "{out}"\nenergy_log = false\nstep_log = false\nvariables = ["g{n}.y"]')
     else:
@@ -319,6 +325,19 @@ def isolation(a: argparse.Namespace, r: Report, tmp: Path) -> None:
               f"{med(t['iso']) / steps / n * 1e6:.3f} us per FMU-step",
               f"in-process {med(t['in']) / steps / n * 1e6:.3f} us", f"{med(t['iso']) / med(t['in']):.1f}",
               "<= 3", med(t['iso']) / med(t['in']) <= 3)
+    # Every output traced at an output interval: of ten steps (a row
+    # after each stretch of quiet steps, the step to it taken with them,
+    # the values the steps leave unread read for the row) and of one step
+    # (as dense as every step: recorded by the host).
+    steps = 50_000
+    for every in (10, 1):
+        sampled_in = chain(tmp, a.cgain, 10, steps, f"sin{every}", interval=every * 1e-3)
+        sampled_iso = chain(tmp, a.cgain, 10, steps, f"siso{every}", isolation="process", interval=every * 1e-3)
+        t = alternate(a.runs, {"in": lambda: stepping(a, sampled_in), "iso": lambda: stepping(a, sampled_iso)})
+        ratio = med(t["iso"]) / med(t["in"])
+        r.row(f"every output traced every {every} steps (output interval), every FMU isolated / in-process, chain of 10",
+              f"{med(t['iso']) / steps / 10 * 1e6:.3f} us per FMU-step",
+              f"in-process {med(t['in']) / steps / 10 * 1e6:.3f} us", f"{ratio:.1f}", "<= 3", ratio <= 3)
     # A scenario's default outputs: every output traced and the step log,
     # a row each every step (both written on the quiet path).
     steps = 50_000
