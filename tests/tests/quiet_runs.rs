@@ -727,26 +727,19 @@ variables = ["integrator.x", "probe.y", "gain.u"]
     }
 }
 
-/// A trace with a row at least every seven macro steps writes its rows on
-/// the quiet path, its values read after every step; a sparser one leaves
-/// the quiet path for each row and reads them for the rows only. So it is
-/// for an interval as for a decimation: an interval of two steps is as
-/// dense as a decimation of two. Seen in the FMI calls: the traced output
-/// of `probe`, which no connection reads, is read after every step or
-/// after the rows' steps only; the rows are the same either way.
-#[test]
-fn a_trace_with_a_row_every_few_steps_reads_its_values_every_step_a_sparser_one_for_its_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    for version in ["fmi2", "fmi3"] {
-        let fmu = |m: &str| fmu(version, m).display().to_string();
-        let scenario = |sampling: &str| {
-            format!(
-                r#"[simulation]
+/// A loop of the Faulty integrator and a Gain, and a second Gain
+/// (`probe`, whose output nothing reads) on the integrator's x: 40 steps
+/// of 5 ms, `integrator.x` and `probe.y` traced with `sampling`, no step
+/// or energy log; `master` added to the master's table.
+fn probe_scenario(version: &str, master: &str, sampling: &str) -> String {
+    let fmu = |m: &str| fmu(version, m).display().to_string();
+    format!(
+        r#"[simulation]
 stop = 0.2
 [master]
 step = 0.005
 threads = 1
-[[subsystems]]
+{master}[[subsystems]]
 name = "integrator"
 fmu = "{}"
 parameters = {{ x0 = 1.0 }}
@@ -773,11 +766,24 @@ step_log = false
 energy_log = false
 {sampling}
 "#,
-                fmu("Faulty"),
-                fmu("Gain"),
-                fmu("Gain")
-            )
-        };
+        fmu("Faulty"),
+        fmu("Gain"),
+        fmu("Gain")
+    )
+}
+
+/// A trace with a row at least every seven macro steps writes its rows on
+/// the quiet path, its values read after every step; a sparser one leaves
+/// the quiet path for each row and reads them for the rows only. So it is
+/// for an interval as for a decimation: an interval of two steps is as
+/// dense as a decimation of two. Seen in the FMI calls: the traced output
+/// of `probe`, which no connection reads, is read after every step or
+/// after the rows' steps only; the rows are the same either way.
+#[test]
+fn a_trace_with_a_row_every_few_steps_reads_its_values_every_step_a_sparser_one_for_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in ["fmi2", "fmi3"] {
+        let scenario = |sampling: &str| probe_scenario(version, "", sampling);
         // (sampling, steps between rows, rows: 40 steps, the first row
         // at 0 and the last at the stop.)
         for (sampling, every, rows) in [
@@ -852,44 +858,7 @@ fn the_step_a_row_follows_is_taken_with_the_quiet_steps_before_it() {
         ("fmi3", ""),
         ("fmi2", "isolation = \"process\"\n"),
     ] {
-        let fmu = |m: &str| fmu(version, m).display().to_string();
-        let scenario = format!(
-            r#"[simulation]
-stop = 0.2
-[master]
-step = 0.005
-threads = 1
-{isolation}[[subsystems]]
-name = "integrator"
-fmu = "{}"
-parameters = {{ x0 = 1.0 }}
-[[subsystems]]
-name = "gain"
-fmu = "{}"
-parameters = {{ k = -0.5 }}
-[[subsystems]]
-name = "probe"
-fmu = "{}"
-parameters = {{ k = 3.0 }}
-[[connections]]
-from = "integrator.x"
-to = "gain.u"
-[[connections]]
-from = "gain.y"
-to = "integrator.u"
-[[connections]]
-from = "integrator.x"
-to = "probe.u"
-[outputs]
-variables = ["integrator.x", "probe.y"]
-interval = 0.05
-step_log = false
-energy_log = false
-"#,
-            fmu("Faulty"),
-            fmu("Gain"),
-            fmu("Gain")
-        );
+        let scenario = probe_scenario(version, isolation, "interval = 0.05");
         let tag = format!("{version}_{}", !isolation.is_empty());
         let path = dir.path().join(format!("due_{tag}.toml"));
         std::fs::write(&path, scenario).unwrap();
