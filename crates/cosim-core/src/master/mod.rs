@@ -240,7 +240,9 @@ pub trait Master: Send {
     /// can in one go ([`QuietSteps`]: nothing watches the system between
     /// them), each as [`Master::advance_into`] would make it, bit for bit,
     /// and never beyond `t_stop` nor the last step before it (that one is
-    /// left to [`Master::advance_into`]). `report` is the last step's.
+    /// left to [`Master::advance_into`]), nor beyond the step to
+    /// [`QuietSteps::due`]'s point (that one taken too where it can be,
+    /// `due_taken`). `report` is the last step's.
     /// `None`, with nothing done, where the master has no such way (the
     /// default) or it does not serve now; else the outcome: on an error,
     /// the steps before the failing one were taken (counted in `quiet`)
