@@ -1530,7 +1530,8 @@ fn a_thread_the_fmu_leaves_running_does_not_crash_the_completed_run() {
 /// (`System::read_rest`), so a NaN in it is found at the next row: the
 /// message says when it was last read, and the last row shows the NaN
 /// that stopped the run under its time, not the value of the row before.
-/// A trace written every step (or nearly: a row at least every seven steps) reads its
+/// A trace written every step (or nearly: a row at least every seven steps,
+/// by a decimation or an interval) reads its
 /// values with every step (the quiet path, `System::read_every_step`):
 /// the NaN is then found by the step that read it, as in a coupled
 /// output, and the trace ends at the step before.
@@ -1539,8 +1540,10 @@ fn a_nan_in_an_output_only_the_trace_shows_is_found_at_the_next_row() {
     let dir = tempfile::tempdir().unwrap();
     for (outputs, found, last_read) in [
         ("decimation = 9\n", 0.36, Some(0.27)),
+        ("interval = 0.09\n", 0.36, Some(0.27)),
         ("", 0.31, None),
         ("decimation = 7\n", 0.31, None),
+        ("interval = 0.07\n", 0.31, None),
     ] {
         let path = dir.path().join("traced_only.toml");
         std::fs::write(
