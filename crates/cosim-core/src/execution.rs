@@ -334,11 +334,7 @@ impl Execution {
                         .as_deref()
                         .unwrap_or(&crate::master::NEVER_INTERRUPTED),
                     outputs,
-                    rows: QuietRows {
-                        observers: &mut self.observers,
-                        which: &quiet_rows,
-                        failed: None,
-                    },
+                    rows: QuietRows::new(&mut self.observers, &quiet_rows),
                     step: StepReport::simple(f64::NAN, f64::NAN),
                     due: (!always_quiet).then_some(quiet_until),
                     due_taken: false,
@@ -350,10 +346,12 @@ impl Execution {
                     run.progress.note(&report);
                     run.macro_steps = quiet.macro_steps;
                 }
-                if let Some(e) = quiet.rows.failed {
+                if let Some(e) = quiet.rows.failed.take() {
                     return Err(e);
                 }
                 let due_taken = quiet.due_taken;
+                // (The observers' borrow ends here.)
+                drop(quiet);
                 match outcome {
                     Some(Ok(())) if due_taken => {
                         // The stretch's last step is the one an observer
@@ -438,11 +436,7 @@ impl Execution {
             {
                 run.progress.note(&report);
                 if !quiet_rows.is_empty() {
-                    let mut rows = QuietRows {
-                        observers: &mut self.observers,
-                        which: &quiet_rows,
-                        failed: None,
-                    };
+                    let mut rows = QuietRows::new(&mut self.observers, &quiet_rows);
                     let (t, ticks) = (self.system.time(), self.system.ticks());
                     let published = self.system.published();
                     rows.write((t, ticks), run.macro_steps + 1, &report, &published);

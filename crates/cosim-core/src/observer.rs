@@ -15,6 +15,7 @@
 //! (`t_start [s]`) and size (`step [s]`); every header names its unit.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::error::{CoreError, Result};
@@ -38,6 +39,72 @@ pub trait ObservedValues {
         for (v, &(s, k)) in row.iter_mut().zip(columns) {
             *v = self.observed(s, k);
         }
+    }
+}
+
+/// The rows an observer writes after every quiet step, written by the run
+/// loop straight into the observer's ring ([`Observer::direct_rows`]):
+/// each the time, then the values of `columns`; the observer's count of
+/// steps and its last row kept as its own [`Observer::quiet_row`] keeps
+/// them.
+pub struct DirectRows<'a> {
+    ring: &'a mut RowRing,
+    columns: &'a [(usize, usize)],
+    /// Room for a row (its width from the header row on), where the ring
+    /// has none.
+    row: &'a mut [f64],
+    steps: &'a mut u64,
+    last_written: &'a mut Option<i64>,
+}
+
+impl std::fmt::Debug for DirectRows<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectRows")
+            .field("columns", &self.columns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DirectRows<'_> {
+    /// The row after accepted macro step number `macro_step`, which
+    /// ended at `t` (`ticks`), its values from `values`. (Inlined into the
+    /// quiet run's loop, where `values` is the step's own buffers.)
+    #[inline(always)]
+    pub fn write<V: ObservedValues + ?Sized>(
+        &mut self,
+        (t, ticks): (f64, i64),
+        macro_step: u64,
+        values: &V,
+    ) -> Result<()> {
+        *self.steps = macro_step;
+        let columns = self.columns;
+        self.ring.push_with(self.row, |cells| {
+            if let Some((time, rest)) = cells.split_first() {
+                time.store(t.to_bits(), Ordering::Relaxed);
+                for (cell, &(s, k)) in rest.iter().zip(columns) {
+                    cell.store(values.observed(s, k).to_bits(), Ordering::Relaxed);
+                }
+            }
+        })?;
+        *self.last_written = Some(ticks);
+        Ok(())
+    }
+}
+
+/// What a run of quiet steps does after each of them
+/// ([`crate::master::QuietSteps`]): told where the step ended and given
+/// the values it read, it says whether to go on. Generic over where those
+/// values are (the held run's own buffers, a host's record, the published
+/// ones), so that a row is gathered from them without a call.
+pub trait AfterStep {
+    /// After a step that ended at `t` (`ticks`), having read `values`.
+    fn after_step<V: ObservedValues>(&mut self, t: f64, ticks: i64, values: &V) -> bool;
+}
+
+impl<A: AfterStep + ?Sized> AfterStep for &mut A {
+    #[inline(always)]
+    fn after_step<V: ObservedValues>(&mut self, t: f64, ticks: i64, values: &V) -> bool {
+        (**self).after_step(t, ticks, values)
     }
 }
 
@@ -184,6 +251,16 @@ pub trait Observer: Send {
         _values: &dyn ObservedValues,
     ) -> Result<()> {
         Ok(())
+    }
+
+    /// For an observer with [`Observer::quiet_columns`] that writes a row
+    /// after every step, each a time and those columns' values: the run
+    /// loop's direct way to its rows for a stretch of quiet steps, in
+    /// place of [`Observer::quiet_row`] (a row then costs the copy of its
+    /// values, not a call through the observer and a row gathered
+    /// first). `None` (default): [`Observer::quiet_row`].
+    fn direct_rows(&mut self) -> Option<DirectRows<'_>> {
+        None
     }
 
     /// Whether the coming call `next` (a [`Observer::step`] after the
@@ -615,6 +692,22 @@ impl Observer for TraceWriter {
         self.sink.push(&self.row)?;
         self.last_written = Some(ticks);
         Ok(())
+    }
+
+    fn direct_rows(&mut self) -> Option<DirectRows<'_>> {
+        match (&mut self.sink, self.sampling) {
+            (Sink::Ring(ring), Sampling::EveryStep) if self.quiet => Some(DirectRows {
+                ring,
+                columns: &self.columns,
+                row: {
+                    self.row.resize(self.columns.len() + 1, 0.0);
+                    &mut self.row
+                },
+                steps: &mut self.steps,
+                last_written: &mut self.last_written,
+            }),
+            _ => None,
+        }
     }
 
     fn finish(&mut self, sys: &System) -> Result<()> {

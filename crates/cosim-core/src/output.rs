@@ -26,8 +26,8 @@
 //!
 //! A file whose rows are numbers only (a trace without String columns)
 //! has a queue of its own instead, a wait-free single-producer ring
-//! ([`RowRing`], the `rtrb` crate): a row is copied in and published with
-//! one release store, no lock, so a trace written every step costs a few
+//! ([`RowRing`], `output/row_ring.rs`): a row is copied in and published
+//! with one release store, no lock, so a trace written every step costs a few
 //! nanoseconds a row; the writer drains the rings with the queue, by the
 //! same rules (every [`WRITE_PERIOD`], sooner when a ring is half full, a
 //! full one makes the stepping thread wait), and a row in a ring is as
@@ -49,6 +49,8 @@ use crate::error::{CoreError, Result};
 use crate::execution::{RunStatus, RunSummary};
 use crate::metrics::{Table, TableBuilder};
 use crate::placement::{KeepOff, current_cpu};
+
+mod row_ring;
 
 /// How often the writer thread writes the rows queued, at the latest.
 pub const WRITE_PERIOD: Duration = Duration::from_millis(200);
@@ -386,7 +388,7 @@ impl CsvFile {
 /// ([`OutputsHandle::add_csv_ring`]): rows of numbers, each published
 /// whole with one release store.
 pub struct RowRing {
-    producer: rtrb::Producer<f64>,
+    producer: row_ring::RowProducer,
     shared: Arc<Shared>,
     /// Rows pushed since the last look at how full the ring is.
     since_look: u32,
@@ -395,7 +397,7 @@ pub struct RowRing {
 impl std::fmt::Debug for RowRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RowRing")
-            .field("free", &self.producer.slots())
+            .field("rows", &self.producer.rows())
             .finish_non_exhaustive()
     }
 }
@@ -411,15 +413,37 @@ impl RowRing {
         if self.shared.refusing.load(Ordering::Relaxed) {
             return Err(self.refusal());
         }
-        // (Element by element: a copy of a few values, not a call of
-        // `memcpy`.)
-        match self.producer.write_chunk_uninit(values.len()) {
-            Ok(chunk) => {
-                chunk.fill_from_iter(values.iter().copied());
-            }
-            Err(_) => self.wait_for_room(values)?,
+        if !self.producer.try_push(values) {
+            self.wait_for_room(values)?;
         }
         // Every 64 rows, a look (an atomic load) at how full it is.
+        self.since_look += 1;
+        if self.since_look >= 64 {
+            self.look();
+        }
+        Ok(())
+    }
+
+    /// [`RowRing::push`] of a row of numbers of the ring's width that
+    /// `fill` writes straight into the ring's cells (a number's bits in
+    /// each, relaxed; a trace's row on the quiet path,
+    /// [`crate::observer::DirectRows`]). Where the ring is full, `fill`
+    /// writes into `row` (the ring's width) instead, which then waits for
+    /// room.
+    #[inline(always)]
+    pub fn push_with(&mut self, row: &mut [f64], fill: impl Fn(&[AtomicU64])) -> Result<()> {
+        if self.shared.refusing.load(Ordering::Relaxed) {
+            return Err(self.refusal());
+        }
+        if !self.producer.try_push_with(&fill) {
+            let cells: smallvec::SmallVec<[AtomicU64; 16]> =
+                row.iter().map(|_| AtomicU64::new(0)).collect();
+            fill(&cells);
+            for (v, c) in row.iter_mut().zip(&cells) {
+                *v = f64::from_bits(c.load(Ordering::Relaxed));
+            }
+            self.wait_for_room(row)?;
+        }
         self.since_look += 1;
         if self.since_look >= 64 {
             self.look();
@@ -436,7 +460,7 @@ impl RowRing {
     #[inline(never)]
     fn look(&mut self) {
         self.since_look = 0;
-        if self.producer.slots() * 2 < self.producer.buffer().capacity()
+        if self.producer.look() * 2 < self.producer.rows()
             && !self.shared.ring_wake.swap(true, Ordering::Relaxed)
         {
             self.shared.wake_writer_for_rows();
@@ -462,7 +486,7 @@ impl RowRing {
                 drop(st);
                 return Err(self.refusal());
             }
-            if self.producer.push_entire_slice(values).is_ok() {
+            if self.producer.try_push(values) {
                 return Ok(());
             }
             st.producers_waiting += 1;
@@ -534,28 +558,18 @@ impl Batch {
 /// The writer's end of a [`RowRing`].
 struct RingReader {
     file: u32,
-    width: usize,
-    consumer: rtrb::Consumer<f64>,
+    consumer: row_ring::RowConsumer,
 }
 
 impl RingReader {
     /// Formats every row in the ring into its file.
     fn drain(&mut self, files: &mut [CsvFile], row: &mut Vec<f64>) {
-        // (Rows are pushed whole: the slots are a multiple of the width.)
-        let n = self.consumer.slots() / self.width.max(1) * self.width;
-        let Ok(chunk) = self.consumer.read_chunk(n) else {
-            return;
-        };
-        if let Some(f) = files.get_mut(self.file as usize) {
-            let (a, b) = chunk.as_slices();
-            let mut values = a.iter().chain(b).copied();
-            for _ in 0..n / self.width.max(1) {
-                row.clear();
-                row.extend(values.by_ref().take(self.width));
-                f.format_row_text(row, &mut std::iter::empty());
+        let mut file = files.get_mut(self.file as usize);
+        self.consumer.drain(row, |values| {
+            if let Some(f) = file.as_deref_mut() {
+                f.format_row_text(values, &mut std::iter::empty());
             }
-        }
-        chunk.commit_all();
+        });
     }
 }
 
@@ -837,9 +851,20 @@ impl OutputsHandle {
         header: &[String],
         columns: Vec<Column>,
     ) -> Result<RowRing> {
+        let rows = (RING_VALUES / header.len().max(1)).max(64);
+        self.add_csv_ring_of(path, header, columns, rows)
+    }
+
+    /// [`OutputsHandle::add_csv_ring`] with a ring of `rows` rows.
+    fn add_csv_ring_of(
+        &self,
+        path: &Path,
+        header: &[String],
+        columns: Vec<Column>,
+        rows: usize,
+    ) -> Result<RowRing> {
         let file = self.create_file(path, header, columns)?;
-        let width = file.width();
-        let (producer, consumer) = rtrb::RingBuffer::new(RING_VALUES.max(width * 64));
+        let (producer, consumer) = row_ring::row_ring(file.width(), rows);
         let mut st = lock(&self.shared.state);
         if st.close_requested {
             return Err(closed_error(&self.shared.dir));
@@ -847,11 +872,7 @@ impl OutputsHandle {
         let id = st.files;
         st.files += 1;
         st.new_files.push(file);
-        st.new_rings.push(RingReader {
-            file: id,
-            width,
-            consumer,
-        });
+        st.new_rings.push(RingReader { file: id, consumer });
         Ok(RowRing {
             producer,
             shared: Arc::clone(&self.shared),
@@ -1174,7 +1195,7 @@ fn write_loop(shared: &Shared, placement: &mut KeepOff) {
         loop {
             let work = !st.queue.is_empty()
                 || !st.new_files.is_empty()
-                || rings.iter().any(|r| !r.consumer.is_empty());
+                || rings.iter().any(|r| r.consumer.waiting() > 0);
             let ring_wake = shared.ring_wake.swap(false, Ordering::Relaxed);
             // (A producer still counted as waiting after the swap has not
             // woken up yet: an empty queue is no reason to swap again.)
@@ -1370,6 +1391,48 @@ mod tests {
         assert_eq!(read.columns[2][2], 2f64.powi(60) + 4096.0);
         assert_eq!(read.columns[3][5], 2.5);
         assert!(outputs.take_tables().is_empty(), "taken once");
+    }
+
+    #[test]
+    fn rows_written_into_a_ring_reach_the_file_whole_and_in_order_also_when_it_fills() {
+        // A ring of 64 rows, filled faster than the writer drains it: rows
+        // written into its cells, and rows waiting for room.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.csv");
+        let outputs = Outputs::new(dir.path(), None).unwrap();
+        let mut ring = outputs
+            .add_csv_ring_of(&path, &header(3), vec![Column::Float; 3], 64)
+            .unwrap();
+        let value = |k: u64, c: usize| match c {
+            0 => k as f64,
+            1 => f64::from_bits(0x3ff0_0000_0000_0000 + k * 7919),
+            _ => -(k as f64) / 3.0,
+        };
+        let mut row = [0.0; 3];
+        for k in 0..5000u64 {
+            if k % 2 == 0 {
+                ring.push_with(&mut row, |cells| {
+                    for (c, cell) in cells.iter().enumerate() {
+                        cell.store(value(k, c).to_bits(), Ordering::Relaxed);
+                    }
+                })
+                .unwrap();
+            } else {
+                ring.push(&[value(k, 0), value(k, 1), value(k, 2)]).unwrap();
+            }
+        }
+        outputs.close_files().unwrap();
+        let read = Table::read(&path).unwrap();
+        assert_eq!(read.columns[0].len(), 5000);
+        for k in 0..5000u64 {
+            for c in 0..3 {
+                assert_eq!(
+                    read.columns[c][k as usize].to_bits(),
+                    value(k, c).to_bits(),
+                    "row {k} column {c}"
+                );
+            }
+        }
     }
 
     #[test]

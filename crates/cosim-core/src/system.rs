@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::error::{CoreError, Result};
 use crate::extrapolation::MAX_POINTS;
 use crate::function::{FunctionLink, FunctionSpec, Functions};
-use crate::observer::ObservedValues;
+use crate::observer::{AfterStep, ObservedValues};
 use crate::parallel::{PoolChooser, Way};
 use crate::placement::{PoolPlacement, current_cpu};
 use crate::subsystem::{
@@ -1363,7 +1363,7 @@ impl System {
         &mut self,
         steps: u64,
         h_ticks: i64,
-        after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: impl AfterStep,
     ) -> Option<(u64, Result<()>)> {
         use cosim_fmi::FmiVersion;
         if self.events.any {
@@ -1405,7 +1405,7 @@ impl System {
         order: &[usize],
         steps: u64,
         h_ticks: i64,
-        after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: impl AfterStep,
     ) -> Option<(u64, Result<()>)> {
         use cosim_fmi::FmiVersion;
         if self.events.any || order.len() != self.subsystems.len() {
@@ -1447,7 +1447,7 @@ impl System {
         steps: u64,
         h_ticks: i64,
         order: Option<&[usize]>,
-        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        mut after_step: impl AfterStep,
     ) -> Option<(u64, Result<()>)> {
         const EXACT: i64 = 1 << 53;
         let last = i64::try_from(steps)
@@ -1596,7 +1596,7 @@ impl System {
         order: &[usize],
         p: usize,
         ((t, h), (next, t_next)): ((f64, f64), (i64, f64)),
-        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: &mut impl AfterStep,
     ) -> Result<()> {
         for &j in &order[..p] {
             self.publish(j);
@@ -1622,7 +1622,7 @@ impl System {
         }
         self.exchange();
         self.set_time_at(next, t_next);
-        after_step(t_next, next, &self.published());
+        after_step.after_step(t_next, next, &self.published());
         Ok(())
     }
 
@@ -1638,7 +1638,7 @@ impl System {
         s: usize,
         ((t, h), (next, t_next)): ((f64, f64), (i64, f64)),
         pooled: bool,
-        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: &mut impl AfterStep,
     ) -> Result<()> {
         match first {
             Ok(()) => self.step_held_from(s + 1, t, h),
@@ -1650,7 +1650,7 @@ impl System {
         self.publish_read();
         self.exchange();
         self.set_time_at(next, t_next);
-        after_step(t_next, next, &self.published());
+        after_step.after_step(t_next, next, &self.published());
         Ok(())
     }
 
@@ -1920,17 +1920,13 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
     /// or one stops. (A function of its own: the hot loop compiled apart
     /// from Gauss-Seidel's.)
     #[inline(never)]
-    fn run_jacobi(&mut self, after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool) {
+    fn run_jacobi(&mut self, after_step: &mut impl AfterStep) {
         while self.step::<0>(after_step) && self.step::<1>(after_step) {}
     }
 
     /// [`HeldSteps::run_jacobi`] in Gauss-Seidel `order`.
     #[inline(never)]
-    fn run_in_order(
-        &mut self,
-        order: &[usize],
-        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
-    ) {
+    fn run_in_order(&mut self, order: &[usize], after_step: &mut impl AfterStep) {
         while self.step_in_order::<0>(order, after_step)
             && self.step_in_order::<1>(order, after_step)
         {}
@@ -1952,10 +1948,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
     /// (0: `y_new`, 1: `y`; steps take turns), then `after_step` at its
     /// end: whether to go on.
     #[inline(always)]
-    fn step<const SIDE: usize>(
-        &mut self,
-        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
-    ) -> bool {
+    fn step<const SIDE: usize>(&mut self, after_step: &mut impl AfterStep) -> bool {
         let ((t, h), (next, t_next), word) = self.next_step();
         let n = self.held.len();
         let mut fmus = self.held.iter_mut();
@@ -1981,7 +1974,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
         (t, h): (f64, f64),
         (next, t_next): (i64, f64),
         every_step: bool,
-        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: &mut impl AfterStep,
     ) -> bool {
         self.stepped += h;
         self.taken += 1;
@@ -1991,7 +1984,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
             held: self.held,
             side: SIDE,
         };
-        let go_on = after_step(t_next, next, &read) && self.taken < self.steps;
+        let go_on = after_step.after_step(t_next, next, &read) && self.taken < self.steps;
         if !go_on {
             for (fmu, u_end) in self.held.iter_mut() {
                 copy_values(u_end, fmu.inputs_mut());
@@ -2016,7 +2009,7 @@ impl<S: BoundStep> HeldSteps<'_, '_, S> {
     fn step_in_order<const SIDE: usize>(
         &mut self,
         order: &[usize],
-        after_step: &mut impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: &mut impl AfterStep,
     ) -> bool {
         let ((t, h), (next, t_next), word) = self.next_step();
         for (p, &s) in order.iter().enumerate() {

@@ -5,7 +5,6 @@ use super::stepper::{StepPlan, Stepper};
 use super::{Master, MasterStats, QuietSteps, StepReport};
 use crate::error::{CoreError, Result};
 use crate::inputs::InputExtrapolation;
-use crate::observer::ObservedValues;
 use crate::system::System;
 
 /// How subsystems are stepped within a macro step.
@@ -535,7 +534,7 @@ impl Master for FixedStep {
         }
         let t = sys.time();
         quiet.step = StepReport::simple(t, run.h_seconds);
-        let after_step = |t, ticks, values: &dyn ObservedValues| quiet.after_step(t, ticks, values);
+        let after_step = &mut *quiet;
         let held = match &self.scheme {
             Scheme::Jacobi => sys.step_held_run(steps, h, after_step),
             Scheme::GaussSeidel(order) => sys.step_held_run_in_order(order, steps, h, after_step),

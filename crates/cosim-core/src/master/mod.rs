@@ -25,9 +25,10 @@ pub use strongly_coupled::StronglyCoupled;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
+use smallvec::SmallVec;
 
 use crate::error::{CoreError, Result};
-use crate::observer::{ObservedValues, Observer};
+use crate::observer::{AfterStep, DirectRows, ObservedValues, Observer};
 use crate::output::OutputsHandle;
 use crate::system::System;
 
@@ -130,15 +131,14 @@ pub struct QuietSteps<'a> {
     pub due_taken: bool,
 }
 
-/// The observers that write their rows on the quiet path
-/// ([`Observer::quiet_row`]): after every quiet step, with the values
-/// that step read.
+/// The observers that write their rows on the quiet path: after every
+/// quiet step, with the values that step read; straight into their rings
+/// where they can ([`Observer::direct_rows`]), else by
+/// [`Observer::quiet_row`].
 #[derive(Default)]
 pub struct QuietRows<'a> {
-    /// The run's observers.
-    pub observers: &'a mut [Box<dyn Observer>],
-    /// Which of them (their rows are written here).
-    pub which: &'a [usize],
+    direct: SmallVec<[DirectRows<'a>; 2]>,
+    others: SmallVec<[&'a mut Box<dyn Observer>; 4]>,
     /// The error of a row that could not be written: the stretch stops
     /// at that step.
     pub failed: Option<CoreError>,
@@ -147,27 +147,49 @@ pub struct QuietRows<'a> {
 impl std::fmt::Debug for QuietRows<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QuietRows")
-            .field("which", &self.which)
+            .field("direct", &self.direct)
+            .field("others", &self.others.len())
             .field("failed", &self.failed)
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
-impl QuietRows<'_> {
+impl<'a> QuietRows<'a> {
+    /// The rows of `observers[i]` for each `i` of `which` (ascending).
+    pub fn new(observers: &'a mut [Box<dyn Observer>], which: &[usize]) -> Self {
+        let mut rows = QuietRows::default();
+        for (i, o) in observers.iter_mut().enumerate() {
+            if which.binary_search(&i).is_err() {
+                continue;
+            }
+            // (Asked twice: the first answer's borrow ends at once.)
+            if o.direct_rows().is_none() {
+                rows.others.push(o);
+            } else if let Some(d) = o.direct_rows() {
+                rows.direct.push(d);
+            }
+        }
+        rows
+    }
+
     /// The rows after accepted macro step number `macro_step` (`report`),
     /// which ended at `t` (`ticks`): false when one failed.
-    #[inline]
-    pub fn write(
+    #[inline(always)]
+    pub fn write<V: ObservedValues>(
         &mut self,
-        (t, ticks): (f64, i64),
+        at: (f64, i64),
         macro_step: u64,
         report: &StepReport,
-        values: &dyn ObservedValues,
+        values: &V,
     ) -> bool {
-        for &i in self.which {
-            if let Some(o) = self.observers.get_mut(i)
-                && let Err(e) = o.quiet_row((t, ticks), macro_step, report, values)
-            {
+        for d in &mut self.direct {
+            if let Err(e) = d.write(at, macro_step, values) {
+                self.failed = Some(e);
+                return false;
+            }
+        }
+        for o in &mut self.others {
+            if let Err(e) = o.quiet_row(at, macro_step, report, values) {
                 self.failed = Some(e);
                 return false;
             }
@@ -179,11 +201,13 @@ impl QuietRows<'_> {
 /// The interrupt of a run that has none (never set).
 pub(crate) static NEVER_INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-impl QuietSteps<'_> {
+impl AfterStep for QuietSteps<'_> {
     /// A step ended at `t` (`ticks`), `values` what it read: counts it,
-    /// writes the quiet rows, and says whether to go on.
-    #[inline]
-    pub fn after_step(&mut self, t: f64, ticks: i64, values: &dyn ObservedValues) -> bool {
+    /// writes the quiet rows, and says whether to go on. (Inlined into
+    /// the quiet run's loop, a row's values read where the step left
+    /// them.)
+    #[inline(always)]
+    fn after_step<V: ObservedValues>(&mut self, t: f64, ticks: i64, values: &V) -> bool {
         if let Some((due_ticks, due_step)) = self.due
             && (ticks >= due_ticks || self.macro_steps + 1 >= due_step)
         {

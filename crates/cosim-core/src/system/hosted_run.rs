@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use super::{Buffers, Route, System, read_step_outputs, step_ended_otherwise};
 use crate::error::Result;
 use crate::hosted::{HeldRun, HeldRunner, Hosted, RunRoute};
-use crate::observer::ObservedValues;
+use crate::observer::{AfterStep, ObservedValues};
 
 /// Subsystems a stretch hands to their host without allocating.
 const MEMBERS_INLINE: usize = 16;
@@ -76,7 +76,7 @@ impl System {
         steps: u64,
         h_ticks: i64,
         order: Option<&[usize]>,
-        after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        after_step: impl AfterStep,
     ) -> Option<(u64, Result<()>)> {
         if self.buffers.iter().any(|b| b.step_wall_time.is_some()) {
             return None;
@@ -113,7 +113,7 @@ impl System {
         (runner, (pooled, steps), order): (HeldRunner, (bool, u64), Option<&[usize]>),
         h_ticks: i64,
         most_steps: u64,
-        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        mut after_step: impl AfterStep,
     ) -> Option<(u64, Result<()>)> {
         let HostedSetup {
             recorded,
@@ -176,7 +176,7 @@ impl System {
                     columns,
                     row: record.get(k * n..(k + 1) * n).unwrap_or_default(),
                 };
-                go_on &= after_step(t_next, next, &values);
+                go_on &= after_step.after_step(t_next, next, &values);
             }
             taken += end.taken;
             let stuck = end.taken == 0 && end.stopped.is_none() && end.error.is_none();
@@ -226,7 +226,7 @@ impl System {
         taken: u64,
         h_ticks: i64,
         (pooled, order): (bool, Option<&[usize]>),
-        mut after_step: impl FnMut(f64, i64, &dyn ObservedValues) -> bool,
+        mut after_step: impl AfterStep,
     ) -> (u64, Result<()>) {
         let (t, next) = (self.time, self.ticks + h_ticks);
         let t_next = self.time_base.seconds(next);
